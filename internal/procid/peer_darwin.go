@@ -1,0 +1,41 @@
+package procid
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// PeerOf identifies the process at the other end of c from
+// LOCAL_PEERCRED and LOCAL_PEERPID, pinned by its start time.
+func (t *Table) PeerOf(c *net.UnixConn) (*Peer, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var (
+		cred *unix.Xucred
+		pid  int
+		cerr error
+	)
+	err = raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
+		if cerr == nil {
+			pid, cerr = unix.GetsockoptInt(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERPID)
+		}
+	})
+	if err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading peer credentials: %w", err)
+	}
+	if pid <= 0 {
+		return nil, errors.New("peer credentials carry no pid")
+	}
+	return t.finish(pid, cred.Uid, true, startPin{})
+}
+
+func pinPID(int) (pin, error) { return startPin{}, nil }

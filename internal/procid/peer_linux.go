@@ -1,0 +1,138 @@
+package procid
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// PeerOf identifies the process at the other end of c from SO_PEERCRED
+// and SO_PEERPIDFD. On kernels without SO_PEERPIDFD (before 6.5) it opens a
+// pidfd for the credential's pid and accepts it only if the process still
+// has the start time it had when inspected.
+func (t *Table) PeerOf(c *net.UnixConn) (*Peer, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var (
+		cred  *unix.Ucred
+		pidfd = -1
+		cerr  error
+	)
+	err = raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		if cerr != nil {
+			return
+		}
+		if n, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEERPIDFD); err == nil {
+			pidfd = n
+		}
+	})
+	if err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading peer credentials: %w", err)
+	}
+	if cred.Pid <= 0 {
+		return nil, errors.New("peer credentials carry no pid (peer in another pid namespace?)")
+	}
+	var pn pin
+	if pidfd >= 0 {
+		pn, err = newPidfdPin(pidfd)
+	} else {
+		pn, err = pinPID(int(cred.Pid))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return t.finish(int(cred.Pid), cred.Uid, true, pn)
+}
+
+// pidfdPin holds a pidfd for a process; a pidfd never refers to another
+// process, even after the pid is reused.
+type pidfdPin struct {
+	fd    int
+	inode uint64
+	once  sync.Once
+	done  chan struct{}
+}
+
+func newPidfdPin(fd int) (pin, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("fstat pidfd: %w", err)
+	}
+	return &pidfdPin{fd: fd, inode: st.Ino}, nil
+}
+
+func pinPID(pid int) (pin, error) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	switch {
+	case err == nil:
+		return newPidfdPin(fd)
+	case errors.Is(err, unix.ESRCH):
+		return nil, fmt.Errorf("pid %d: %w", pid, ErrGone)
+	case errors.Is(err, unix.ENOSYS):
+		return startPin{}, nil
+	default:
+		return nil, fmt.Errorf("pidfd_open %d: %w", pid, err)
+	}
+}
+
+func (p *pidfdPin) ino() uint64 { return p.inode }
+
+func (p *pidfdPin) close() error { return unix.Close(p.fd) }
+
+// alive polls the pidfd: it becomes readable when the process exits.
+func (p *pidfdPin) alive(_ *Table, proc *Process) error {
+	if pidfdExited(p.fd) {
+		return fmt.Errorf("pid %d: %w", proc.PID, ErrGone)
+	}
+	return nil
+}
+
+func pidfdExited(fd int) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		// A pidfd that cannot be polled proves nothing: treat as gone.
+		return err != nil || n > 0
+	}
+}
+
+// exited starts, once, a watcher that parks on the runtime's poller until
+// the pidfd becomes readable.
+func (p *pidfdPin) exited() <-chan struct{} {
+	p.once.Do(func() {
+		p.done = make(chan struct{})
+		fd, err := unix.Dup(p.fd)
+		if err == nil {
+			err = unix.SetNonblock(fd, true)
+		}
+		if err != nil {
+			close(p.done)
+			return
+		}
+		f := os.NewFile(uintptr(fd), "pidfd")
+		go func() {
+			defer close(p.done)
+			defer f.Close()
+			rc, err := f.SyscallConn()
+			if err != nil {
+				return
+			}
+			rc.Read(func(fd uintptr) bool { return pidfdExited(int(fd)) })
+		}()
+	})
+	return p.done
+}

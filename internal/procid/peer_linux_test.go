@@ -1,0 +1,181 @@
+package procid
+
+import (
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The test binary doubles as the client process: with PROCID_TEST_CLIENT
+// set it connects to the socket, writes one byte, waits for one byte and
+// then either exits or execs /bin/sleep with the connection still open.
+func TestMain(m *testing.M) {
+	if sock := os.Getenv("PROCID_TEST_CLIENT"); sock != "" {
+		runClient(sock, os.Getenv("PROCID_TEST_MODE"))
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func runClient(sock, mode string) {
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		os.Exit(3)
+	}
+	c.Write([]byte{1})
+	var b [1]byte
+	c.Read(b[:])
+	if mode == "exec" {
+		f, _ := c.(*net.UnixConn).File()
+		unix.FcntlInt(f.Fd(), unix.F_SETFD, 0)
+		unix.Exec("/bin/sleep", []string{"sleep", "30"}, os.Environ())
+	}
+	os.Exit(0)
+}
+
+func startClient(t *testing.T, mode string) (*exec.Cmd, *net.UnixConn) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "s")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := PassCredentials(l); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "PROCID_TEST_CLIENT="+sock, "PROCID_TEST_MODE="+mode)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	c, err := l.AcceptUnix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return cmd, c
+}
+
+func TestPeerOfRealProcess(t *testing.T) {
+	cmd, c := startClient(t, "exit")
+	p, err := Host.PeerOf(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.PID != cmd.Process.Pid || p.PPID != os.Getpid() || p.UID != uint32(os.Getuid()) {
+		t.Fatalf("peer = %+v, want pid %d", p.Process, cmd.Process.Pid)
+	}
+	self, _ := os.Executable()
+	if p.Exe.Path != self || p.Exe.Hash() == "" {
+		t.Fatalf("exe = %+v, want %s", p.Exe, self)
+	}
+	if err := p.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	sc := NewSenderConn(c)
+	var b [1]byte
+	if _, err := sc.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	if pid, known := sc.Sender(); !known || pid != p.PID {
+		t.Fatalf("sender = %d (known %v), want %d", pid, known, p.PID)
+	}
+	c.Write([]byte{1})
+	select {
+	case <-p.Exited():
+	case <-time.After(10 * time.Second):
+		t.Fatal("exit of the peer not noticed")
+	}
+	if err := p.Verify(); !errors.Is(err, ErrGone) {
+		t.Fatalf("Verify after exit = %v, want ErrGone", err)
+	}
+}
+
+func TestPeerExecIsANewProcess(t *testing.T) {
+	_, c := startClient(t, "exec")
+	p, err := Host.PeerOf(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	var b [1]byte
+	c.Read(b[:])
+	c.Write([]byte{1})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := p.Verify()
+		if errors.Is(err, ErrChanged) {
+			break
+		}
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("Verify after exec = %v, want ErrChanged", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Same pid, same start time: only the executable tells.
+	st, err := Host.Stat(p.PID)
+	if err != nil || st.StartTicks != p.StartTicks {
+		t.Fatalf("start time after exec: %v %v", st, err)
+	}
+}
+
+func TestSenderOfInheritedSocket(t *testing.T) {
+	// A process connects, then hands the connection to a child that writes:
+	// the kernel names the child as the sender.
+	sock := filepath.Join(t.TempDir(), "s")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	PassCredentials(l)
+	client, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	srv, err := l.AcceptUnix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	f, _ := client.(*net.UnixConn).File()
+	child := exec.Command("/bin/sh", "-c", "printf x >&3")
+	child.ExtraFiles = []*os.File{f}
+	if err := child.Run(); err != nil {
+		t.Fatal(err)
+	}
+	sc := NewSenderConn(srv)
+	var b [1]byte
+	if _, err := sc.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	pid, known := sc.Sender()
+	if !known || pid == os.Getpid() || pid != child.ProcessState.Pid() {
+		t.Fatalf("sender = %d, want the child %d (not %d)", pid, child.ProcessState.Pid(), os.Getpid())
+	}
+	// Bytes from two writers in one message are reported as unknown.
+	client.Write([]byte("y"))
+	sc.Read(b[:])
+	if pid, _ := sc.Sender(); pid != -1 {
+		t.Fatalf("mixed senders reported as %d", pid)
+	}
+	sc.ResetSenders()
+	client.Write([]byte("z"))
+	sc.Read(b[:])
+	if pid, _ := sc.Sender(); pid != os.Getpid() {
+		t.Fatalf("after reset, sender = %d want %d", pid, os.Getpid())
+	}
+}

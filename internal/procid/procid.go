@@ -1,0 +1,139 @@
+// Package procid establishes who is on the other end of a unix socket, from
+// live kernel evidence rather than from anything the client says.
+//
+// A process is identified by several facts that mean something together:
+// its pid, its start time (clock ticks since boot, /proc/PID/stat field 22),
+// the pidfs inode of a pidfd that pins it (unique for the boot), its uid,
+// its parent with the parent's start time, and the file it executes
+// (device, inode and SHA-256 of /proc/PID/exe). A pid alone, a path alone or
+// a hash alone is never identity.
+//
+// # Capturing a peer
+//
+// [PeerOf] reads SO_PEERCRED and SO_PEERPIDFD (falling back to pidfd_open
+// followed by a liveness re-check) on an accepted connection and inspects
+// the process. [Peer.Verify] re-checks, at the time of each request, that
+// the process is still the one that connected: alive (pidfd poll), same
+// start time, same executable (an exec on the same pid replaces the
+// executable but keeps pid and start time, so only the re-stat of
+// /proc/PID/exe shows it).
+//
+// [SenderConn] reads with recvmsg and reports, for every chunk of bytes,
+// the pid of the process that actually wrote it (SCM_CREDENTIALS), so a
+// socket inherited by a child or passed to another process is noticed.
+//
+// # Tables
+//
+// Everything that reads /proc goes through a [Table], so that unit tests
+// can replay pid reuse and exec in a fake process table. [Host] is the
+// real one.
+package procid
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrGone reports that a process exited or its pid now belongs to another
+// process.
+var ErrGone = errors.New("process is gone")
+
+// ErrChanged reports that a process executed another program since it was
+// identified.
+var ErrChanged = errors.New("process executed another program")
+
+// Process holds the identity facts of one process.
+type Process struct {
+	PID        int
+	PPID       int
+	UID        uint32
+	StartTicks uint64 // clock ticks since boot, /proc/PID/stat field 22
+	Comm       string // kernel's short name; display only
+	PidfsIno   uint64 // inode of a pidfd for the process; 0 when unknown
+	Exe        Exe
+}
+
+// Exe identifies the file a process executes.
+type Exe struct {
+	Path   string // display only: the path can be replaced
+	Dev    uint64
+	Ino    uint64
+	Size   int64
+	SHA256 [32]byte // zero when the executable could not be read
+}
+
+// Same reports whether e and o name the same executable file.
+func (e Exe) Same(o Exe) bool { return e.Dev == o.Dev && e.Ino == o.Ino }
+
+// Hash returns the executable's SHA-256 in hex, or "" when unknown.
+func (e Exe) Hash() string {
+	if e.SHA256 == ([32]byte{}) {
+		return ""
+	}
+	return hex.EncodeToString(e.SHA256[:])
+}
+
+// Name returns the base name of the executable, falling back to comm.
+func (p *Process) Name() string {
+	if p.Exe.Path != "" {
+		return filepath.Base(p.Exe.Path)
+	}
+	return p.Comm
+}
+
+// String renders the process for people: "ssh (4121)".
+func (p *Process) String() string {
+	return fmt.Sprintf("%s (%d)", p.Name(), p.PID)
+}
+
+// SameProcess reports whether p and o describe the same process lifetime:
+// same pid and start time (and pidfs inode when both know it).
+func (p *Process) SameProcess(o *Process) bool {
+	if p.PID != o.PID || p.StartTicks != o.StartTicks {
+		return false
+	}
+	return p.PidfsIno == 0 || o.PidfsIno == 0 || p.PidfsIno == o.PidfsIno
+}
+
+// Started converts the start time to wall-clock time, for display only.
+func (p *Process) Started(t *Table) time.Time {
+	return t.BootTime().Add(time.Duration(p.StartTicks) * time.Second / clockTicks)
+}
+
+// clockTicks is USER_HZ, which is 100 on every Linux ABI.
+const clockTicks = 100
+
+// Chain is a process followed by its ancestors, nearest first.
+type Chain []Process
+
+// String renders the chain as people read it: "ssh (4121) ← git ← bash ←
+// claude (3988)". The first and last entries carry their pids.
+func (c Chain) String() string {
+	var b strings.Builder
+	for i := range c {
+		if i > 0 {
+			b.WriteString(" ← ")
+		}
+		if i == 0 || i == len(c)-1 {
+			b.WriteString(c[i].String())
+		} else {
+			b.WriteString(c[i].Name())
+		}
+	}
+	return b.String()
+}
+
+// Describe is a compact one-line identity for logs and cards:
+// "ssh pid=4121 exe=/usr/bin/ssh sha256=1f2e3d4c uid=1000".
+func (p *Process) Describe() string {
+	h := p.Exe.Hash()
+	if len(h) > 12 {
+		h = h[:12]
+	}
+	return "pid=" + strconv.Itoa(p.PID) + " exe=" + p.Exe.Path + " sha256=" + h + " uid=" + strconv.FormatUint(uint64(p.UID), 10)
+}

@@ -1,0 +1,21 @@
+//go:build !linux
+
+package procid
+
+import "net"
+
+// PassCredentials is a no-op where the kernel cannot attach per-message
+// credentials.
+func PassCredentials(*net.UnixListener) error { return nil }
+
+// SenderConn passes reads through; Sender never knows the writer here.
+type SenderConn struct{ *net.UnixConn }
+
+// NewSenderConn wraps c.
+func NewSenderConn(c *net.UnixConn) *SenderConn { return &SenderConn{c} }
+
+// Sender reports that the writer is unknown on this platform.
+func (c *SenderConn) Sender() (pid int, known bool) { return 0, false }
+
+// ResetSenders does nothing here.
+func (c *SenderConn) ResetSenders() {}

@@ -1,0 +1,223 @@
+package procid
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// A Table reads process facts from a proc file system rooted at Root.
+// Unit tests point Root at a fake tree holding, per pid, a "stat" file, a
+// "status" file with a Uid line and an "exe" symlink.
+type Table struct {
+	Root string
+
+	mu     sync.Mutex
+	hashes map[exeKey][32]byte
+	boot   time.Time
+}
+
+// Host is the table of the machine's own /proc.
+var Host = &Table{Root: "/proc"}
+
+// maxAncestors bounds ancestry walks: pid 1 is reached long before this on
+// any real system; a loop in a fake or racing table ends here.
+const maxAncestors = 64
+
+// Stat holds the fields of /proc/PID/stat that identity needs.
+type Stat struct {
+	Comm       string
+	PPID       int
+	Session    int
+	StartTicks uint64
+}
+
+// ParseStat parses the contents of /proc/PID/stat. The command name may
+// contain spaces and parentheses, so fields are counted from the last ')'.
+func ParseStat(b []byte) (Stat, error) {
+	open := bytes.IndexByte(b, '(')
+	end := bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return Stat{}, errors.New("malformed stat: no command name")
+	}
+	var st Stat
+	st.Comm = string(b[open+1 : end])
+	rest := b[end+1:]
+	// Fields after the name: state(3) ppid(4) pgrp(5) session(6) ... starttime(22).
+	var field int
+	for i := 0; i < len(rest) && field <= 19; {
+		for i < len(rest) && rest[i] == ' ' {
+			i++
+		}
+		j := i
+		for j < len(rest) && rest[j] != ' ' && rest[j] != '\n' {
+			j++
+		}
+		if j == i {
+			break
+		}
+		tok := rest[i:j]
+		switch field {
+		case 1:
+			n, err := strconv.Atoi(string(tok))
+			if err != nil {
+				return Stat{}, fmt.Errorf("malformed stat: ppid %q", tok)
+			}
+			st.PPID = n
+		case 3:
+			n, err := strconv.Atoi(string(tok))
+			if err != nil {
+				return Stat{}, fmt.Errorf("malformed stat: session %q", tok)
+			}
+			st.Session = n
+		case 19:
+			n, err := strconv.ParseUint(string(tok), 10, 64)
+			if err != nil {
+				return Stat{}, fmt.Errorf("malformed stat: starttime %q", tok)
+			}
+			st.StartTicks = n
+		}
+		field++
+		i = j
+	}
+	if field <= 19 {
+		return Stat{}, errors.New("malformed stat: too few fields")
+	}
+	return st, nil
+}
+
+// Exe returns the executable of pid with its path and SHA-256. Hashes are
+// cached by (device, inode, size, mtime, ctime): a running executable
+// cannot be written in place (ETXTBSY), and ctime cannot be set back.
+func (t *Table) Exe(pid int) (Exe, error) {
+	e, k, err := t.ExeID(pid)
+	if err != nil {
+		return Exe{}, err
+	}
+	e.Path = t.exePath(pid)
+	t.mu.Lock()
+	sum, ok := t.hashes[k]
+	t.mu.Unlock()
+	if !ok {
+		if sum, err = hashPath(t.exeFile(pid)); err != nil {
+			// An unreadable executable (a non-dumpable process) keeps a
+			// zero hash; policy treats it as unidentified.
+			return e, nil
+		}
+		t.mu.Lock()
+		if t.hashes == nil {
+			t.hashes = make(map[exeKey][32]byte)
+		}
+		t.hashes[k] = sum
+		t.mu.Unlock()
+	}
+	e.SHA256 = sum
+	// The hash is only meaningful if the file did not change while read.
+	if _, k2, err := t.ExeID(pid); err != nil || k2 != k {
+		return Exe{}, fmt.Errorf("pid %d: %w", pid, ErrChanged)
+	}
+	return e, nil
+}
+
+func hashPath(path string) ([32]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return [32]byte{}, err
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
+// Inspect reads the identity facts of pid. It does not prove that pid
+// still names the same process afterwards: callers pin the process with a
+// pidfd (see [PeerOf]) or compare start times again.
+func (t *Table) Inspect(pid int) (Process, error) {
+	st, err := t.Stat(pid)
+	if err != nil {
+		return Process{}, err
+	}
+	exe, err := t.Exe(pid)
+	if err != nil {
+		return Process{}, err
+	}
+	uid, err := t.UID(pid)
+	if err != nil {
+		return Process{}, err
+	}
+	// The facts belong together only if the process did not change while
+	// they were read.
+	if again, err := t.Stat(pid); err != nil || again.StartTicks != st.StartTicks {
+		return Process{}, fmt.Errorf("pid %d: %w", pid, ErrGone)
+	}
+	return Process{PID: pid, PPID: st.PPID, UID: uid, StartTicks: st.StartTicks, Comm: st.Comm, Exe: exe}, nil
+}
+
+// Ancestors returns the live ancestry of p, nearest first, not including
+// p itself. The walk stops at pid 1, or where a parent is younger than its
+// child (the parent pid was reused after the real parent exited). Its
+// result is display context: authority decisions use [Table.DescendsFrom].
+func (t *Table) Ancestors(p *Process) Chain {
+	var chain Chain
+	child := p
+	for i := 0; i < maxAncestors && child.PPID > 0; i++ {
+		parent, err := t.Inspect(child.PPID)
+		if err != nil || parent.StartTicks > child.StartTicks {
+			break
+		}
+		chain = append(chain, parent)
+		if parent.PID == 1 {
+			break
+		}
+		child = &chain[len(chain)-1]
+	}
+	return chain
+}
+
+// DescendsFrom reports whether the live process pid (with the given start
+// time) is root or one of root's descendants, walking parents with their
+// start times at the time of the call. A parent younger than its child
+// means the parent pid was reused, and ends the walk with false.
+func (t *Table) DescendsFrom(pid int, start uint64, root *Process) (bool, error) {
+	st, err := t.Stat(pid)
+	if err != nil {
+		return false, err
+	}
+	if st.StartTicks != start {
+		return false, fmt.Errorf("pid %d: %w", pid, ErrGone)
+	}
+	for range maxAncestors {
+		if pid == root.PID {
+			return st.StartTicks == root.StartTicks, nil
+		}
+		if st.PPID <= 0 {
+			return false, nil
+		}
+		parent, err := t.Stat(st.PPID)
+		if err != nil || parent.StartTicks > st.StartTicks {
+			return false, nil
+		}
+		pid, st = st.PPID, parent
+	}
+	return false, nil
+}
+
+func gone(pid int, err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("pid %d: %w", pid, ErrGone)
+	}
+	return fmt.Errorf("pid %d: %w", pid, err)
+}

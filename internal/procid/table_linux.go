@@ -1,0 +1,124 @@
+package procid
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+func (t *Table) path(pid int, name string) string {
+	return t.Root + "/" + strconv.Itoa(pid) + "/" + name
+}
+
+// Stat reads /proc/PID/stat. A missing process is reported as ErrGone.
+func (t *Table) Stat(pid int) (Stat, error) {
+	var buf [1024]byte
+	n, err := readSmall(t.path(pid, "stat"), buf[:])
+	if err != nil {
+		return Stat{}, gone(pid, err)
+	}
+	return ParseStat(buf[:n])
+}
+
+// readSmall reads a small file into buf with three system calls and no
+// allocation; the sign path calls it for every ancestor it checks.
+func readSmall(path string, buf []byte) (int, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer syscall.Close(fd)
+	total := 0
+	for total < len(buf) {
+		n, err := syscall.Read(fd, buf[total:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			break
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// UID reads the real uid from /proc/PID/status.
+func (t *Table) UID(pid int) (uint32, error) {
+	f, err := os.Open(t.path(pid, "status"))
+	if err != nil {
+		return 0, gone(pid, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if rest, ok := bytes.CutPrefix(line, []byte("Uid:")); ok {
+			fields := bytes.Fields(rest)
+			if len(fields) == 0 {
+				break
+			}
+			n, err := strconv.ParseUint(string(fields[0]), 10, 32)
+			if err != nil {
+				break
+			}
+			return uint32(n), nil
+		}
+	}
+	return 0, fmt.Errorf("pid %d: no Uid line in status", pid)
+}
+
+type exeKey struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime syscall.Timespec
+}
+
+// exeFile names the file to open to read pid's executable.
+func (t *Table) exeFile(pid int) string { return t.path(pid, "exe") }
+
+// exePath returns the path of pid's executable, for display.
+func (t *Table) exePath(pid int) string {
+	p, _ := os.Readlink(t.path(pid, "exe"))
+	return p
+}
+
+// ExeID stats /proc/PID/exe, which follows the link to the file the
+// process maps even when its path was replaced.
+func (t *Table) ExeID(pid int) (Exe, exeKey, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(t.path(pid, "exe"), &st); err != nil {
+		return Exe{}, exeKey{}, gone(pid, &fs.PathError{Op: "stat", Path: t.path(pid, "exe"), Err: err})
+	}
+	k := exeKey{dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
+	return Exe{Dev: k.dev, Ino: k.ino, Size: k.size}, k, nil
+}
+
+// BootTime returns the time the machine booted (btime in /proc/stat), for
+// turning start ticks into wall-clock times.
+func (t *Table) BootTime() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.boot.IsZero() {
+		return t.boot
+	}
+	b, err := os.ReadFile(filepath.Join(t.Root, "stat"))
+	if err == nil {
+		for line := range bytes.SplitSeq(b, []byte("\n")) {
+			if rest, ok := bytes.CutPrefix(line, []byte("btime ")); ok {
+				if n, err := strconv.ParseInt(string(bytes.TrimSpace(rest)), 10, 64); err == nil {
+					t.boot = time.Unix(n, 0)
+				}
+			}
+		}
+	}
+	return t.boot
+}

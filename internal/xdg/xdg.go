@@ -1,0 +1,86 @@
+// Package xdg locates postern's files the way the XDG Base Directory
+// specification asks:
+//
+//	config   $XDG_CONFIG_HOME/postern/config.toml  (or $POSTERN_CONFIG)
+//	state    $XDG_STATE_HOME/postern/               (vault, audit.log, journal.db)
+//	runtime  $XDG_RUNTIME_DIR/postern/              (the well-known agent socket)
+//
+// Unset variables fall back to the specification's defaults under $HOME
+// ($HOME/.config, $HOME/.local/state). There is no default runtime
+// directory: without $XDG_RUNTIME_DIR, RuntimeDir reports an error and
+// callers fall back to a private temporary directory.
+package xdg
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+)
+
+// App is the directory name used under every XDG base directory.
+const App = "postern"
+
+func home() (string, error) {
+	h, err := os.UserHomeDir()
+	if err != nil {
+		return "", errors.New("cannot locate the home directory; set $HOME or the XDG variables")
+	}
+	return h, nil
+}
+
+func base(env string, fallback ...string) (string, error) {
+	if d := os.Getenv(env); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, App), nil
+	}
+	h, err := home()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(append(append([]string{h}, fallback...), App)...), nil
+}
+
+// ConfigFile returns the path of the configuration file: $POSTERN_CONFIG
+// when set, else $XDG_CONFIG_HOME/postern/config.toml.
+func ConfigFile() (string, error) {
+	if f := os.Getenv("POSTERN_CONFIG"); f != "" {
+		return f, nil
+	}
+	d, err := base("XDG_CONFIG_HOME", ".config")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "config.toml"), nil
+}
+
+// StateDir returns $XDG_STATE_HOME/postern, where the vault, the audit log
+// and the command journal live.
+func StateDir() (string, error) {
+	return base("XDG_STATE_HOME", ".local", "state")
+}
+
+// StateFile returns the path of name inside StateDir.
+func StateFile(name string) (string, error) {
+	d, err := StateDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, name), nil
+}
+
+// RuntimeDir returns $XDG_RUNTIME_DIR/postern.
+func RuntimeDir() (string, error) {
+	d := os.Getenv("XDG_RUNTIME_DIR")
+	if d == "" || !filepath.IsAbs(d) {
+		return "", errors.New("$XDG_RUNTIME_DIR is not set")
+	}
+	return filepath.Join(d, App), nil
+}
+
+// EnsureDir creates dir (and its parents) with mode 0700 if it does not
+// exist, and tightens an existing dir to 0700.
+func EnsureDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o700)
+}
