@@ -1,0 +1,121 @@
+// Package askpass runs the user's SSH_ASKPASS program the way OpenSSH
+// does, to confirm a use of a key or to read a passphrase.
+//
+// The program is $SSH_ASKPASS, run with the prompt as its only argument.
+// It is used only when a display is available ($DISPLAY or
+// $WAYLAND_DISPLAY), unless $SSH_ASKPASS_REQUIRE is "force"; "never"
+// disables it. For a confirmation SSH_ASKPASS_PROMPT=confirm is set in the
+// program's environment (never in ours), and the answer is yes only when
+// the program exits 0 and prints nothing or "yes". Anything else — no
+// program, no display, a non-zero exit, a timeout — is no: confirmation
+// fails closed.
+package askpass
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// ErrUnavailable reports that no askpass program can be used here.
+var ErrUnavailable = errors.New("no askpass program available (set SSH_ASKPASS and DISPLAY, or SSH_ASKPASS_REQUIRE=force)")
+
+// Env is the environment askpass programs are judged and run with. The
+// gateway captures its own at start, as ssh-agent does.
+type Env []string
+
+// FromProcess returns the current process environment.
+func FromProcess() Env { return Env(os.Environ()) }
+
+func (e Env) get(k string) string {
+	for i := len(e) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(e[i], k+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Program returns the askpass program to run, or ErrUnavailable.
+func (e Env) Program() (string, error) {
+	prog := e.get("SSH_ASKPASS")
+	switch e.get("SSH_ASKPASS_REQUIRE") {
+	case "never":
+		return "", ErrUnavailable
+	case "force":
+	default:
+		if e.get("DISPLAY") == "" && e.get("WAYLAND_DISPLAY") == "" {
+			return "", ErrUnavailable
+		}
+	}
+	if prog == "" {
+		return "", ErrUnavailable
+	}
+	return prog, nil
+}
+
+func (e Env) run(ctx context.Context, prompt, mode string) ([]byte, error) {
+	prog, err := e.Program()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, prog, prompt)
+	env := make([]string, 0, len(e)+1)
+	for _, kv := range e {
+		if !strings.HasPrefix(kv, "SSH_ASKPASS_PROMPT=") {
+			env = append(env, kv)
+		}
+	}
+	if mode != "" {
+		env = append(env, "SSH_ASKPASS_PROMPT="+mode)
+	}
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stdin = nil
+	// A program that leaves children holding its output must not keep
+	// the question open after it was cancelled.
+	cmd.WaitDelay = time.Second
+	if err := cmd.Run(); err != nil {
+		clear(out.Bytes())
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("askpass %s: %w", prog, err)
+	}
+	return out.Bytes(), nil
+}
+
+// Confirm shows prompt and reports whether the user said yes. An error
+// means the question could not be asked; it is never a yes.
+func (e Env) Confirm(ctx context.Context, prompt string) (bool, error) {
+	out, err := e.run(ctx, prompt, "confirm")
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return false, nil
+		}
+		return false, err
+	}
+	ans := strings.TrimSpace(string(out))
+	return ans == "" || strings.EqualFold(ans, "yes"), nil
+}
+
+// Passphrase asks for a secret. The caller must clear the returned slice.
+func (e Env) Passphrase(ctx context.Context, prompt string) ([]byte, error) {
+	out, err := e.run(ctx, prompt, "")
+	if err != nil {
+		return nil, err
+	}
+	defer clear(out)
+	p := bytes.TrimRight(out, "\r\n")
+	if len(p) == 0 {
+		return nil, errors.New("askpass returned an empty passphrase")
+	}
+	return bytes.Clone(p), nil
+}

@@ -1,0 +1,85 @@
+package askpass
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stub writes an askpass program that records its prompt and the
+// SSH_ASKPASS_PROMPT it saw, then prints out and exits with code.
+func stub(t *testing.T, out string, code int) (prog, log string) {
+	dir := t.TempDir()
+	log = filepath.Join(dir, "log")
+	prog = filepath.Join(dir, "askpass")
+	script := "#!/bin/sh\nprintf '%s|%s\\n' \"$SSH_ASKPASS_PROMPT\" \"$1\" >> " + log + "\nprintf '" + out + "'\nexit " + string(rune('0'+code)) + "\n"
+	os.WriteFile(prog, []byte(script), 0o755)
+	return prog, log
+}
+
+func TestConfirm(t *testing.T) {
+	cases := []struct {
+		out  string
+		code int
+		want bool
+	}{{"", 0, true}, {"yes\n", 0, true}, {"no\n", 0, false}, {"", 1, false}}
+	for _, c := range cases {
+		prog, log := stub(t, c.out, c.code)
+		env := Env{"SSH_ASKPASS=" + prog, "DISPLAY=:0", "SSH_ASKPASS_PROMPT=leaked"}
+		got, err := env.Confirm(context.Background(), "Allow use of key?")
+		if err != nil || got != c.want {
+			t.Errorf("out %q code %d: got %v %v", c.out, c.code, got, err)
+		}
+		b, _ := os.ReadFile(log)
+		if string(b) != "confirm|Allow use of key?\n" {
+			t.Errorf("askpass saw %q", b)
+		}
+	}
+}
+
+func TestUnavailable(t *testing.T) {
+	prog, _ := stub(t, "", 0)
+	for _, env := range []Env{
+		{},
+		{"SSH_ASKPASS=" + prog}, // no display
+		{"SSH_ASKPASS=" + prog, "DISPLAY=:0", "SSH_ASKPASS_REQUIRE=never"},
+		{"DISPLAY=:0"}, // no program
+	} {
+		ok, err := env.Confirm(context.Background(), "x")
+		if ok || err == nil {
+			t.Errorf("%q: confirm = %v, %v; want a refusal with an error", env, ok, err)
+		}
+	}
+	// force works without a display.
+	if ok, err := (Env{"SSH_ASKPASS=" + prog, "SSH_ASKPASS_REQUIRE=force"}).Confirm(context.Background(), "x"); !ok || err != nil {
+		t.Errorf("force: %v %v", ok, err)
+	}
+}
+
+func TestTimeoutIsNo(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "slow")
+	os.WriteFile(prog, []byte("#!/bin/sh\nexec sleep 30\n"), 0o755)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	ok, err := (Env{"SSH_ASKPASS=" + prog, "SSH_ASKPASS_REQUIRE=force"}).Confirm(ctx, "x")
+	if ok || err == nil || time.Since(start) > 10*time.Second {
+		t.Fatalf("slow askpass: %v %v after %v", ok, err, time.Since(start))
+	}
+}
+
+func TestPassphrase(t *testing.T) {
+	prog, _ := stub(t, "s3cret pass\\n", 0)
+	p, err := (Env{"SSH_ASKPASS=" + prog, "SSH_ASKPASS_REQUIRE=force"}).Passphrase(context.Background(), "Passphrase:")
+	if err != nil || string(p) != "s3cret pass" {
+		t.Fatalf("%q %v", p, err)
+	}
+	empty, _ := stub(t, "\\n", 0)
+	if _, err := (Env{"SSH_ASKPASS=" + empty, "SSH_ASKPASS_REQUIRE=force"}).Passphrase(context.Background(), "p"); err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Fatalf("empty passphrase: %v", err)
+	}
+}

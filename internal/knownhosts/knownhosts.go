@@ -1,0 +1,239 @@
+// Package knownhosts answers the question an approval card needs: which
+// names does the user's known_hosts give to this verified host key?
+//
+// golang.org/x/crypto/ssh/knownhosts answers the opposite question (is
+// this key right for this name). Here the key is already verified through
+// session-bind@openssh.com, and the names are looked up for it. Plain
+// entries give their names directly. Hashed entries (HashKnownHosts yes,
+// Debian's default) hide their names; a candidate name, such as the host
+// the client's command line claims, is confirmed when it hashes to an
+// entry holding the verified key. Wildcard patterns are not names and are
+// skipped; @revoked entries mark a key as revoked; @cert-authority entries
+// name a CA, whose host certificates carry their own principals.
+package knownhosts
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha1"
+	"encoding/base64"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+type hashed struct {
+	salt, hash []byte
+}
+
+type entry struct {
+	names   []string
+	hashes  []hashed
+	revoked bool
+	ca      bool
+	pattern []string // @cert-authority: the host patterns the CA is trusted for
+}
+
+// DB is the union of some known_hosts files, reloaded when they change.
+type DB struct {
+	files []string
+
+	mu      sync.Mutex
+	stamp   []time.Time
+	entries map[string][]entry // by key blob
+}
+
+// Open returns a DB over files; a missing file is simply empty. "~/" is
+// expanded to the home directory.
+func Open(files []string) *DB {
+	home, _ := os.UserHomeDir()
+	var fs []string
+	for _, f := range files {
+		if rest, ok := strings.CutPrefix(f, "~/"); ok && home != "" {
+			f = home + "/" + rest
+		}
+		fs = append(fs, f)
+	}
+	return &DB{files: fs}
+}
+
+func (db *DB) load() {
+	stamp := make([]time.Time, len(db.files))
+	for i, f := range db.files {
+		if st, err := os.Stat(f); err == nil {
+			stamp[i] = st.ModTime()
+		}
+	}
+	if db.entries != nil && slices.Equal(stamp, db.stamp) {
+		return
+	}
+	db.stamp = stamp
+	db.entries = make(map[string][]entry)
+	for _, f := range db.files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		db.parse(b)
+	}
+}
+
+func (db *DB) parse(b []byte) {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		var e entry
+		if line[0] == '@' {
+			marker, rest, _ := bytes.Cut(line, []byte(" "))
+			switch string(marker) {
+			case "@revoked":
+				e.revoked = true
+			case "@cert-authority":
+				e.ca = true
+			default:
+				continue
+			}
+			line = bytes.TrimSpace(rest)
+		}
+		hosts, rest, ok := bytes.Cut(line, []byte(" "))
+		if !ok {
+			continue
+		}
+		key, _, _, _, err := ssh.ParseAuthorizedKey(bytes.TrimSpace(rest))
+		if err != nil {
+			continue
+		}
+		for h := range strings.SplitSeq(string(hosts), ",") {
+			if salt, sum, ok := parseHashed(h); ok {
+				e.hashes = append(e.hashes, hashed{salt, sum})
+				continue
+			}
+			if e.ca {
+				e.pattern = append(e.pattern, h)
+				continue
+			}
+			if h == "" || strings.ContainsAny(h, "*?!") {
+				continue
+			}
+			e.names = append(e.names, h)
+		}
+		blob := string(key.Marshal())
+		db.entries[blob] = append(db.entries[blob], e)
+	}
+}
+
+// parseHashed splits "|1|salt|hash".
+func parseHashed(h string) (salt, sum []byte, ok bool) {
+	rest, ok := strings.CutPrefix(h, "|1|")
+	if !ok {
+		return nil, nil, false
+	}
+	s, hs, ok := strings.Cut(rest, "|")
+	if !ok {
+		return nil, nil, false
+	}
+	salt, err1 := base64.StdEncoding.DecodeString(s)
+	sum, err2 := base64.StdEncoding.DecodeString(hs)
+	if err1 != nil || err2 != nil {
+		return nil, nil, false
+	}
+	return salt, sum, true
+}
+
+func (h hashed) matches(name string) bool {
+	m := hmac.New(sha1.New, h.salt)
+	m.Write([]byte(name))
+	return hmac.Equal(m.Sum(nil), h.hash)
+}
+
+// Result is what known_hosts says about a key.
+type Result struct {
+	Names   []string // names the files give this key, plain or confirmed hashes
+	Hashed  int      // hashed entries holding the key that no candidate matched
+	Revoked bool     // an @revoked line names the key (or its CA)
+}
+
+// Lookup returns the names of key. candidates are names the caller has
+// reason to try against hashed entries (they become names only if they
+// hash to an entry holding key). For a host certificate, the names of
+// trusted @cert-authority entries for its signer are checked against the
+// certificate's principals.
+func (db *DB) Lookup(key ssh.PublicKey, candidates []string) Result {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.load()
+	var r Result
+	add := func(n string) {
+		if !slices.Contains(r.Names, n) {
+			r.Names = append(r.Names, n)
+		}
+	}
+	for _, e := range db.entries[string(key.Marshal())] {
+		if e.revoked {
+			r.Revoked = true
+			continue
+		}
+		if e.ca {
+			continue
+		}
+		for _, n := range e.names {
+			add(n)
+		}
+		for _, h := range e.hashes {
+			found := false
+			for _, c := range candidates {
+				if h.matches(c) {
+					add(c)
+					found = true
+				}
+			}
+			if !found {
+				r.Hashed++
+			}
+		}
+	}
+	if cert, ok := key.(*ssh.Certificate); ok && cert.CertType == ssh.HostCert {
+		for _, e := range db.entries[string(cert.SignatureKey.Marshal())] {
+			if e.revoked {
+				r.Revoked = true
+			}
+		}
+		for _, e := range db.entries[string(cert.SignatureKey.Marshal())] {
+			if !e.ca || e.revoked || r.Revoked {
+				continue
+			}
+			for _, p := range cert.ValidPrincipals {
+				if matchPatterns(e.pattern, p) {
+					add(p)
+				}
+			}
+		}
+	}
+	return r
+}
+
+// matchPatterns applies a known_hosts pattern list: a name matches when a
+// pattern matches it and no negated ("!") pattern does.
+func matchPatterns(patterns []string, name string) bool {
+	ok := false
+	for _, p := range patterns {
+		neg := strings.HasPrefix(p, "!")
+		if m, _ := path.Match(strings.TrimPrefix(p, "!"), name); m {
+			if neg {
+				return false
+			}
+			ok = true
+		}
+	}
+	return ok
+}

@@ -1,0 +1,83 @@
+package knownhosts
+
+import (
+	"crypto/ed25519"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+func newKey(t *testing.T) (ssh.PublicKey, ssh.Signer) {
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	s, _ := ssh.NewSignerFromKey(k)
+	return s.PublicKey(), s
+}
+
+func hashName(name string) string {
+	salt := make([]byte, 20)
+	rand.Read(salt)
+	m := hmac.New(sha1.New, salt)
+	m.Write([]byte(name))
+	return "|1|" + base64.StdEncoding.EncodeToString(salt) + "|" + base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+func line(hosts string, k ssh.PublicKey) string {
+	return hosts + " " + string(ssh.MarshalAuthorizedKey(k))
+}
+
+func TestLookup(t *testing.T) {
+	prod, _ := newKey(t)
+	gh, _ := newKey(t)
+	revoked, _ := newKey(t)
+	ca, caSigner := newKey(t)
+	hostCertKey, _ := newKey(t)
+	dir := t.TempDir()
+	f := filepath.Join(dir, "known_hosts")
+	content := "# comment\n" +
+		line("prod-db-1,10.0.0.5,*.wild", prod) +
+		line(hashName("github.com"), gh) +
+		"@revoked " + line("*", revoked) +
+		"@cert-authority " + line("*.corp,!bad.corp", ca) +
+		"garbage line\n"
+	os.WriteFile(f, []byte(content), 0o600)
+	db := Open([]string{f, filepath.Join(dir, "missing")})
+
+	if r := db.Lookup(prod, nil); !slices.Equal(r.Names, []string{"prod-db-1", "10.0.0.5"}) {
+		t.Fatalf("plain names: %+v", r)
+	}
+	if r := db.Lookup(gh, nil); len(r.Names) != 0 || r.Hashed != 1 {
+		t.Fatalf("hashed without candidates: %+v", r)
+	}
+	if r := db.Lookup(gh, []string{"evil.example", "github.com"}); !slices.Equal(r.Names, []string{"github.com"}) {
+		t.Fatalf("hashed with candidates: %+v", r)
+	}
+	// A candidate that hashes to an entry of another key is not a name.
+	if r := db.Lookup(prod, []string{"github.com"}); slices.Contains(r.Names, "github.com") {
+		t.Fatalf("claimed name accepted for the wrong key: %+v", r)
+	}
+	if r := db.Lookup(revoked, nil); !r.Revoked {
+		t.Fatal("revoked key not reported")
+	}
+	cert := &ssh.Certificate{Key: hostCertKey, CertType: ssh.HostCert, ValidPrincipals: []string{"web.corp", "bad.corp", "other.example"}, ValidBefore: ssh.CertTimeInfinity}
+	cert.SignCert(rand.Reader, caSigner)
+	if r := db.Lookup(cert, nil); !slices.Equal(r.Names, []string{"web.corp"}) {
+		t.Fatalf("certificate principals: %+v", r)
+	}
+	// Files are reloaded when they change.
+	newKey2, _ := newKey(t)
+	os.WriteFile(f, []byte(line("new-host", newKey2)), 0o600)
+	os.Chtimes(f, timeFuture(), timeFuture())
+	if r := db.Lookup(newKey2, nil); !slices.Equal(r.Names, []string{"new-host"}) {
+		t.Fatalf("reload: %+v", r)
+	}
+}
+
+func timeFuture() time.Time { return time.Now().Add(time.Hour) }
