@@ -1,0 +1,352 @@
+package sshagent
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/rsa"
+	"errors"
+	"fmt"
+	"math/big"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+)
+
+// ErrLocked is returned while the agent is locked: nothing is listed,
+// added or signed.
+var ErrLocked = errors.New("agent is locked")
+
+// ErrNotFound is returned when a request names a key the agent does not
+// hold.
+var ErrNotFound = errors.New("key not found")
+
+// Source says where an identity came from.
+type Source int
+
+const (
+	// Added identities came from ssh-add and live in memory only.
+	Added Source = iota
+	// Vault identities were decrypted from the vault at unlock.
+	Vault
+)
+
+func (s Source) String() string {
+	if s == Vault {
+		return "vault"
+	}
+	return "added"
+}
+
+// An Identity is a key the agent can sign with, and the constraints it was
+// added with.
+type Identity struct {
+	Key     ssh.PublicKey // the public key, or the certificate when one was added
+	Comment string
+	Source  Source
+	Confirm bool      // ssh-add -c: every use is confirmed
+	Expires time.Time // ssh-add -t: zero means no lifetime
+	Dest    []DestConstraint
+
+	signer ssh.Signer
+	priv   any
+	timer  *time.Timer
+}
+
+// Fingerprint returns the SHA256 fingerprint of the underlying public key.
+func (id *Identity) Fingerprint() string {
+	if c, ok := id.Key.(*ssh.Certificate); ok {
+		return ssh.FingerprintSHA256(c.Key)
+	}
+	return ssh.FingerprintSHA256(id.Key)
+}
+
+// A Keyring holds the agent's identities: those added with ssh-add and
+// those loaded from the vault. It is safe for concurrent use.
+type Keyring struct {
+	mu     sync.RWMutex
+	ids    []*Identity
+	locked bool
+
+	// DefaultLifetime applies to added identities that carry no lifetime
+	// of their own (postern agent -t).
+	DefaultLifetime time.Duration
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+func (k *Keyring) now() time.Time {
+	if k.Now != nil {
+		return k.Now()
+	}
+	return time.Now()
+}
+
+// SetLocked locks or unlocks the keyring. A locked keyring lists nothing
+// and refuses every use.
+func (k *Keyring) SetLocked(locked bool) {
+	k.mu.Lock()
+	k.locked = locked
+	k.mu.Unlock()
+}
+
+// Locked reports whether the keyring is locked.
+func (k *Keyring) Locked() bool {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.locked
+}
+
+// NewIdentity builds an identity from a private key (ed25519.PrivateKey,
+// *ecdsa.PrivateKey or *rsa.PrivateKey, as x/crypto/ssh parses them) and
+// an optional certificate for it.
+func NewIdentity(priv any, cert *ssh.Certificate, comment string) (*Identity, error) {
+	if p, ok := priv.(*ed25519.PrivateKey); ok {
+		priv = *p
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		return nil, fmt.Errorf("unsupported private key: %w", err)
+	}
+	id := &Identity{Key: signer.PublicKey(), Comment: comment, signer: signer, priv: priv}
+	if cert != nil {
+		if !bytes.Equal(cert.Key.Marshal(), signer.PublicKey().Marshal()) {
+			return nil, errors.New("certificate does not match the private key")
+		}
+		cs, err := ssh.NewCertSigner(cert, signer)
+		if err != nil {
+			return nil, err
+		}
+		id.signer, id.Key = cs, cert
+	}
+	return id, nil
+}
+
+// Add inserts id, replacing an identity with the same public key (as
+// ssh-agent does, so that ssh-add can change a key's constraints).
+func (k *Keyring) Add(id *Identity) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.locked {
+		wipe(id.priv)
+		return ErrLocked
+	}
+	if id.Source == Added && id.Expires.IsZero() && k.DefaultLifetime > 0 {
+		id.Expires = k.now().Add(k.DefaultLifetime)
+	}
+	if !id.Expires.IsZero() {
+		blob := id.Key.Marshal()
+		id.timer = time.AfterFunc(id.Expires.Sub(k.now()), func() { k.expire(blob) })
+	}
+	blob := id.Key.Marshal()
+	for i, old := range k.ids {
+		if bytes.Equal(old.Key.Marshal(), blob) {
+			old.destroy()
+			k.ids[i] = id
+			return nil
+		}
+	}
+	k.ids = append(k.ids, id)
+	return nil
+}
+
+func (k *Keyring) expire(blob []byte) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.now()
+	k.removeLocked(func(id *Identity) bool {
+		return bytes.Equal(id.Key.Marshal(), blob) && !id.Expires.IsZero() && !now.Before(id.Expires)
+	})
+}
+
+// removeLocked drops and wipes every identity for which match is true and
+// reports how many it removed.
+func (k *Keyring) removeLocked(match func(*Identity) bool) int {
+	kept := k.ids[:0]
+	n := 0
+	for _, id := range k.ids {
+		if match(id) {
+			id.destroy()
+			n++
+			continue
+		}
+		kept = append(kept, id)
+	}
+	clear(k.ids[len(kept):])
+	k.ids = kept
+	return n
+}
+
+// Remove deletes the added identity with the given public key. Vault
+// identities are removed with "postern vault remove".
+func (k *Keyring) Remove(key ssh.PublicKey) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.locked {
+		return ErrLocked
+	}
+	blob := key.Marshal()
+	var inVault bool
+	n := k.removeLocked(func(id *Identity) bool {
+		if !bytes.Equal(id.Key.Marshal(), blob) {
+			return false
+		}
+		if id.Source == Vault {
+			inVault = true
+			return false
+		}
+		return true
+	})
+	switch {
+	case n > 0:
+		return nil
+	case inVault:
+		return errors.New(`key is stored in the vault; remove it with "postern vault remove"`)
+	default:
+		return ErrNotFound
+	}
+}
+
+// RemoveAll deletes every added identity. Vault identities stay until the
+// vault is locked.
+func (k *Keyring) RemoveAll() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.locked {
+		return ErrLocked
+	}
+	k.removeLocked(func(id *Identity) bool { return id.Source == Added })
+	return nil
+}
+
+// ReplaceVault swaps the vault identities for ids (nil to drop them all,
+// as when the vault locks), wiping the old key material. An added
+// identity with the same public key takes precedence over a vault one.
+func (k *Keyring) ReplaceVault(ids []*Identity) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.removeLocked(func(id *Identity) bool { return id.Source == Vault })
+	for _, id := range ids {
+		id.Source = Vault
+		blob := id.Key.Marshal()
+		dup := false
+		for _, old := range k.ids {
+			if bytes.Equal(old.Key.Marshal(), blob) {
+				dup = true
+				break
+			}
+		}
+		if dup {
+			id.destroy()
+			continue
+		}
+		k.ids = append(k.ids, id)
+	}
+}
+
+// Identities returns the usable identities in the order they were added
+// (vault identities after the ones added before the vault was unlocked),
+// or ErrLocked.
+func (k *Keyring) Identities() ([]*Identity, error) {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	if k.locked {
+		return nil, ErrLocked
+	}
+	now := k.now()
+	out := make([]*Identity, 0, len(k.ids))
+	for _, id := range k.ids {
+		if id.Expires.IsZero() || now.Before(id.Expires) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// Lookup finds the usable identity for key.
+func (k *Keyring) Lookup(key ssh.PublicKey) (*Identity, error) {
+	ids, err := k.Identities()
+	if err != nil {
+		return nil, err
+	}
+	blob := key.Marshal()
+	for _, id := range ids {
+		if bytes.Equal(id.Key.Marshal(), blob) {
+			return id, nil
+		}
+	}
+	return nil, ErrNotFound
+}
+
+// Sign signs data with the identity's key. flags select RSA's SHA-2
+// signature algorithms, as the agent protocol defines them.
+func (k *Keyring) Sign(id *Identity, data []byte, flags agent.SignatureFlags) (*ssh.Signature, error) {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	if k.locked {
+		return nil, ErrLocked
+	}
+	if id.signer == nil {
+		// Wiped by a lock, a removal or an expiry since it was looked up.
+		return nil, ErrNotFound
+	}
+	var algo string
+	switch flags {
+	case 0:
+	case agent.SignatureFlagRsaSha256:
+		algo = ssh.KeyAlgoRSASHA256
+	case agent.SignatureFlagRsaSha512:
+		algo = ssh.KeyAlgoRSASHA512
+	default:
+		return nil, fmt.Errorf("unsupported signature flags %#x", flags)
+	}
+	if algo == "" {
+		return id.signer.Sign(rand.Reader, data)
+	}
+	as, ok := id.signer.(ssh.AlgorithmSigner)
+	if !ok {
+		return nil, fmt.Errorf("key type %s cannot sign with %s", id.Key.Type(), algo)
+	}
+	return as.SignWithAlgorithm(rand.Reader, data, algo)
+}
+
+// destroy stops the expiry timer and wipes the private key. The caller
+// holds the keyring lock.
+func (id *Identity) destroy() {
+	if id.timer != nil {
+		id.timer.Stop()
+	}
+	wipe(id.priv)
+	id.priv, id.signer = nil, nil
+}
+
+// wipe zeroes what it can of a private key. Go's crypto packages keep
+// derived values of their own (precomputed RSA parameters, a cache of
+// expanded Ed25519 keys); those are released to the garbage collector,
+// not zeroed.
+func wipe(priv any) {
+	switch k := priv.(type) {
+	case ed25519.PrivateKey:
+		clear(k)
+	case *ecdsa.PrivateKey:
+		wipeInt(k.D)
+	case *rsa.PrivateKey:
+		wipeInt(k.D)
+		for _, p := range k.Primes {
+			wipeInt(p)
+		}
+		wipeInt(k.Precomputed.Dp)
+		wipeInt(k.Precomputed.Dq)
+		wipeInt(k.Precomputed.Qinv)
+	}
+}
+
+func wipeInt(n *big.Int) {
+	if n != nil {
+		clear(n.Bits())
+		n.SetInt64(0)
+	}
+}

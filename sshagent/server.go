@@ -1,0 +1,197 @@
+package sshagent
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/internal/procid"
+)
+
+// MaxMessage is the largest request the agent reads. OpenSSH's own agent
+// uses the same bound; anything larger closes the connection.
+const MaxMessage = 256 * 1024
+
+// bodyTimeout bounds how long a client may take to send a request once it
+// has sent the request's length.
+const bodyTimeout = 30 * time.Second
+
+// A Locker locks and unlocks the gateway for ssh-add -x and -X.
+type Locker interface {
+	Lock(passphrase []byte) error
+	Unlock(passphrase []byte) error
+}
+
+// Server serves the agent protocol. Its fields must be set before Serve.
+type Server struct {
+	Keys    *Keyring
+	Decider approvals.Decider
+	Locker  Locker
+	Procs   *procid.Table
+	Log     *slog.Logger
+	// UID is the only user (besides root) allowed to connect; it defaults
+	// to the server's own uid.
+	UID int
+
+	wg sync.WaitGroup
+}
+
+// An Endpoint is one listening socket and the clients it admits.
+type Endpoint struct {
+	Channel approvals.Channel
+	// Admit, when set, is asked about every verified peer after the uid
+	// check; an error refuses the connection.
+	Admit func(*procid.Peer) error
+}
+
+// Serve accepts connections on l until ctx is done or l is closed. The
+// listener must have been prepared with procid.PassCredentials before its
+// path was published, so that the sender of every message is known even
+// for clients that connect before Serve runs; Serve sets it again.
+func (s *Server) Serve(ctx context.Context, l *net.UnixListener, ep *Endpoint) error {
+	if err := procid.PassCredentials(l); err != nil {
+		return fmt.Errorf("enabling per-message credentials: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { l.Close() })
+	defer stop()
+	for {
+		c, err := l.AcceptUnix()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.handle(ctx, c, ep)
+		}()
+	}
+}
+
+// Wait waits for the connections being served to end.
+func (s *Server) Wait() { s.wg.Wait() }
+
+func (s *Server) uid() int {
+	if s.UID != 0 {
+		return s.UID
+	}
+	return os.Getuid()
+}
+
+// handle serves one connection. The peer is identified at accept and
+// verified again before each request; the bytes of each request must all
+// come from that peer.
+func (s *Server) handle(ctx context.Context, c *net.UnixConn, ep *Endpoint) {
+	defer c.Close()
+	peer, err := s.Procs.PeerOf(c)
+	if err != nil {
+		s.Log.Warn("refusing connection: cannot identify the peer", "err", err)
+		return
+	}
+	defer peer.Close()
+	log := s.Log.With("pid", peer.PID, "exe", peer.Exe.Path)
+	if int(peer.UID) != s.uid() && peer.UID != 0 {
+		log.Warn("refusing connection from another user", "uid", peer.UID)
+		return
+	}
+	if ep.Admit != nil {
+		if err := ep.Admit(peer); err != nil {
+			log.Warn("refusing connection", "err", err)
+			return
+		}
+	}
+	cn := &conn{srv: s, ep: ep, ctx: ctx, peer: peer, log: log}
+	sc := procid.NewSenderConn(c)
+	for {
+		sc.ResetSenders()
+		req, err := readRequest(sc)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				log.Warn("closing connection", "err", err)
+			}
+			return
+		}
+		if pid, known := sc.Sender(); known && pid != peer.PID {
+			log.Warn("closing connection: request written by another process than the one that connected", "sender", pid)
+			return
+		}
+		if err := peer.Verify(); err != nil {
+			log.Warn("closing connection: the peer is no longer the process that connected", "err", err)
+			c.Write(failure)
+			return
+		}
+		if _, err := c.Write(process(cn, req)); err != nil {
+			return
+		}
+	}
+}
+
+var failure = []byte{0, 0, 0, 1, 5} // SSH_AGENT_FAILURE
+
+// readRequest reads one length-prefixed request, with its length prefix.
+func readRequest(c *procid.SenderConn) ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n == 0 || n > MaxMessage {
+		return nil, fmt.Errorf("request of %d bytes (limit %d)", n, MaxMessage)
+	}
+	c.SetReadDeadline(time.Now().Add(bodyTimeout))
+	defer c.SetReadDeadline(time.Time{})
+	msg := make([]byte, 4+n)
+	copy(msg, hdr[:])
+	if _, err := io.ReadFull(c, msg[4:]); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("reading request: %w", err)
+	}
+	return msg, nil
+}
+
+// process answers one request with x/crypto's protocol implementation,
+// which parses every message type (including keys and constraints sent by
+// ssh-add) and calls the conn's agent methods.
+func process(cn *conn, req []byte) (reply []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			cn.log.Error("malformed request caused a panic in the protocol parser", "panic", r)
+			reply = failure
+		}
+	}()
+	rw := &oneShot{in: bytes.NewReader(req)}
+	agent.ServeAgent(cn, rw)
+	if rw.out.Len() == 0 {
+		return failure
+	}
+	return rw.out.Bytes()
+}
+
+// oneShot feeds one request to agent.ServeAgent and collects its reply;
+// ServeAgent returns at the end of the input.
+type oneShot struct {
+	in  *bytes.Reader
+	out bytes.Buffer
+}
+
+func (o *oneShot) Read(p []byte) (int, error)  { return o.in.Read(p) }
+func (o *oneShot) Write(p []byte) (int, error) { return o.out.Write(p) }

@@ -1,0 +1,90 @@
+package sshagent
+
+import (
+	"bytes"
+	"errors"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// What a sign request's data turned out to be.
+type signKind int
+
+const (
+	signOther    signKind = iota // opaque data
+	signUserauth                 // an SSH user authentication request
+	signSSHSig                   // an SSHSIG blob (ssh-keygen -Y sign, git commit signing)
+)
+
+// signData is what the agent learns from the bytes it is asked to sign.
+type signData struct {
+	kind      signKind
+	sessionID []byte        // userauth
+	user      string        // userauth: the account the client claims
+	hostKey   ssh.PublicKey // userauth with publickey-hostbound-v00@openssh.com
+	namespace string        // SSHSIG
+}
+
+const msgUserAuthRequest = 50
+
+type userauthMsg struct {
+	SessionID []byte
+	Type      byte
+	User      string
+	Service   string
+	Method    string
+	HasSig    bool
+	Algo      string
+	PubKey    []byte
+	Rest      []byte `ssh:"rest"`
+}
+
+type sshsigMsg struct {
+	Namespace string
+	Reserved  []byte
+	HashAlg   string
+	Hash      []byte
+}
+
+// parseSignData recognises the two kinds of data OpenSSH asks an agent to
+// sign. key is the key that will sign; a userauth request for another key
+// is not recognised as one.
+func parseSignData(data []byte, key ssh.PublicKey) (signData, error) {
+	if rest, ok := bytes.CutPrefix(data, []byte("SSHSIG")); ok {
+		var m sshsigMsg
+		if err := ssh.Unmarshal(rest, &m); err != nil || m.Namespace == "" {
+			return signData{}, errors.New("malformed SSHSIG data")
+		}
+		return signData{kind: signSSHSig, namespace: m.Namespace}, nil
+	}
+	var m userauthMsg
+	if err := ssh.Unmarshal(data, &m); err != nil || m.Type != msgUserAuthRequest || !m.HasSig {
+		return signData{kind: signOther}, nil
+	}
+	if !bytes.Equal(m.PubKey, key.Marshal()) {
+		return signData{}, errors.New("userauth request names another key")
+	}
+	d := signData{kind: signUserauth, sessionID: m.SessionID, user: m.User}
+	switch m.Method {
+	case "publickey":
+		if len(m.Rest) != 0 {
+			return signData{}, errors.New("trailing data after userauth request")
+		}
+	case "publickey-hostbound-v00@openssh.com":
+		var hb struct {
+			HostKey []byte
+			Rest    []byte `ssh:"rest"`
+		}
+		if err := ssh.Unmarshal(m.Rest, &hb); err != nil || len(hb.Rest) != 0 {
+			return signData{}, errors.New("malformed hostbound userauth request")
+		}
+		hk, err := ssh.ParsePublicKey(hb.HostKey)
+		if err != nil {
+			return signData{}, errors.New("malformed host key in userauth request")
+		}
+		d.hostKey = hk
+	default:
+		return signData{kind: signOther}, nil
+	}
+	return d, nil
+}
