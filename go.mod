@@ -5,13 +5,9 @@ go 1.26.0
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/fsnotify/fsnotify v1.10.1
+	github.com/keybase/dbus v0.0.0-20220506165403-5aa21ea2c23a
+	github.com/keybase/go-keychain v0.0.1
 	golang.org/x/crypto v0.59.0
 	golang.org/x/sys v0.50.0
-)
-
-require (
-	github.com/keybase/dbus v0.0.0-20220506165403-5aa21ea2c23a // indirect
-	github.com/keybase/go-keychain v0.0.1 // indirect
-	github.com/rogpeppe/go-internal v1.16.0 // indirect
-	golang.org/x/term v0.48.0 // indirect
+	golang.org/x/term v0.48.0
 )

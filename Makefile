@@ -1,0 +1,73 @@
+# postern — build, test, lint, install.
+#
+#   make build     build ./bin/postern
+#   make test      run every test (unit, end-to-end against real OpenSSH), then lint
+#   make lint      gofmt, go vet (linux and darwin), mandoc -Tlint on the man pages
+#   make bench     side-by-side benchmarks against OpenSSH ssh-agent
+#   make install   install the binary and man pages (PREFIX, DESTDIR)
+
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
+DESTDIR ?=
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS := -X main.Version=$(VERSION)
+
+MAN1 := $(wildcard man/*.1)
+MAN5 := $(wildcard man/*.5)
+
+.PHONY: all build test unit keychain lint man bench install clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/postern ./cmd/postern
+
+test: unit keychain lint
+
+unit:
+	$(GO) test -count=1 -timeout 20m ./...
+
+# The Secret Service test needs a session bus and an unlocked keyring:
+# run it under dbus-run-session with a throwaway gnome-keyring.
+keychain:
+	@if command -v dbus-run-session >/dev/null && command -v gnome-keyring-daemon >/dev/null; then \
+	  dbus-run-session -- sh -c 'export XDG_DATA_HOME=$$(mktemp -d) XDG_RUNTIME_DIR=$$(mktemp -d); \
+	    chmod 700 "$$XDG_RUNTIME_DIR"; \
+	    printf %s test-password | gnome-keyring-daemon --unlock --components=secrets >/dev/null; \
+	    $(GO) test -count=1 -v ./internal/keychain/ > "$$XDG_RUNTIME_DIR/out" 2>&1; rc=$$?; \
+	    grep -E "^(--- |ok|FAIL)" "$$XDG_RUNTIME_DIR/out"; \
+	    if grep -q -- "--- SKIP" "$$XDG_RUNTIME_DIR/out"; then cat "$$XDG_RUNTIME_DIR/out"; exit 1; fi; exit $$rc' 2>/dev/null; \
+	elif [ -n "$$CI" ]; then echo "dbus-run-session and gnome-keyring are missing; .ci/run installs them"; exit 1; \
+	else echo "skipping the Secret Service test: no dbus-run-session or gnome-keyring-daemon"; fi
+
+lint: man
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	GOOS=darwin $(GO) vet ./...
+
+man:
+	mandoc -Tlint -W warning $(MAN1) $(MAN5)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./bench/ ./approvals/ ./audit/
+
+install: build
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5
+	install -m 0755 bin/postern $(DESTDIR)$(BINDIR)/postern
+	install -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/
+
+clean:
+	rm -rf bin
+
+# The README's first command: eval "$$(make -s agent)" builds postern and
+# starts the agent on the well-known socket (a private one without
+# $XDG_RUNTIME_DIR), printing the SSH_AUTH_SOCK line to use.
+.PHONY: agent
+agent: build
+	@if [ -n "$$XDG_RUNTIME_DIR" ]; then \
+	  bin/postern agent -s -a "$$XDG_RUNTIME_DIR/postern/agent.sock"; \
+	else bin/postern agent -s; fi

@@ -1,0 +1,377 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/postern/postern/internal/gateway"
+	"github.com/postern/postern/internal/getopt"
+	"github.com/postern/postern/internal/harden"
+	"github.com/postern/postern/internal/safesocket"
+	"github.com/postern/postern/internal/xdg"
+)
+
+const agentUsage = `Usage: postern agent [-c | -s] [-Dd] [-a SOCKET] [-t LIFE] [COMMAND [ARG...]]
+       postern agent [-c | -s] -k
+
+Options (as ssh-agent(1)):
+    -a SOCKET   bind the agent socket to SOCKET
+    -c, -s      print C-shell or Bourne shell commands (default from $SHELL)
+    -D          stay in the foreground
+    -d          stay in the foreground and log debug messages to stderr
+    -k          kill the agent named by $SSH_AGENT_PID
+    -t LIFE     default lifetime of keys added with ssh-add (600, 10m, 1h30m)
+    -E, -O, -P  accepted for compatibility and ignored
+
+With COMMAND, run it with the agent's environment and exit when it exits.
+Without -D or -d, the agent detaches once its socket listens.
+`
+
+// agentSpec is ssh-agent's getopt string.
+const agentSpec = "cDdksE:a:O:P:t:"
+
+// Environment between a detaching agent and the daemon it starts.
+const (
+	envDetached   = "POSTERN_AGENT_DETACHED"    // set in the daemon: report readiness on fd 3
+	envPrivateDir = "POSTERN_AGENT_PRIVATE_DIR" // the directory the daemon removes at exit
+)
+
+type agentFlags struct {
+	csh, sh, fg, debug, kill bool
+	socket                   string
+	privateDir               string // created for this instance; removed at exit
+	lifetime                 time.Duration
+	command                  []string
+}
+
+func parseAgentFlags(args []string) (*agentFlags, error) {
+	opts, rest, err := getopt.Parse(args, agentSpec)
+	if err != nil {
+		return nil, usagef("%v\n%s", err, agentUsage)
+	}
+	f := &agentFlags{command: rest}
+	for _, o := range opts {
+		switch o.Name {
+		case 'c':
+			f.csh = true
+		case 's':
+			f.sh = true
+		case 'D':
+			f.fg = true
+		case 'd':
+			f.fg, f.debug = true, true
+		case 'k':
+			f.kill = true
+		case 'a':
+			f.socket = o.Value
+		case 't':
+			if f.lifetime, err = getopt.Lifetime(o.Value); err != nil {
+				return nil, usagef("-t %s: %v", o.Value, err)
+			}
+		case 'E', 'O', 'P':
+		}
+	}
+	if f.csh && f.sh {
+		return nil, usagef("-c and -s cannot be used together")
+	}
+	if !f.csh && !f.sh {
+		f.csh = strings.HasSuffix(os.Getenv("SHELL"), "csh")
+	}
+	if f.fg && len(f.command) > 0 {
+		return nil, usagef("-D and -d cannot be used with a command")
+	}
+	return f, nil
+}
+
+func cmdAgent(args []string, out, errw io.Writer) error {
+	for _, a := range args {
+		if a == "-h" || a == "--help" {
+			fmt.Fprint(out, agentUsage)
+			return nil
+		}
+		if !strings.HasPrefix(a, "-") {
+			break
+		}
+	}
+	f, err := parseAgentFlags(args)
+	if err != nil {
+		return err
+	}
+	if f.kill {
+		return killAgent(f, out)
+	}
+	if f.socket == "" {
+		dir, err := safesocket.PrivateDir()
+		if err != nil {
+			return fmt.Errorf("creating a private socket directory: %w", err)
+		}
+		f.socket = filepath.Join(dir, "agent."+strconv.Itoa(os.Getppid()))
+		f.privateDir = dir
+	} else if abs, err := filepath.Abs(f.socket); err == nil {
+		f.socket = abs
+	}
+	if d := os.Getenv(envPrivateDir); d != "" && d == filepath.Dir(f.socket) {
+		f.privateDir = d
+	}
+	if f.privateDir != "" {
+		// Removed only once empty: the sockets go when the gateway stops.
+		defer os.Remove(f.privateDir)
+	}
+	switch {
+	case os.Getenv(envDetached) != "":
+		return runDetachedChild(f)
+	case len(f.command) > 0:
+		return runWithCommand(f, errw)
+	case f.fg:
+		return runForeground(f, out, errw)
+	default:
+		return detach(f, out)
+	}
+}
+
+// evalLines prints what ssh-agent prints for eval. In the foreground
+// ssh-agent omits SSH_AGENT_PID, and so does postern.
+func evalLines(w io.Writer, f *agentFlags, pid int, withPID bool) {
+	sock := shellQuote(f.socket)
+	if f.csh {
+		fmt.Fprintf(w, "setenv SSH_AUTH_SOCK %s;\n", sock)
+		if withPID {
+			fmt.Fprintf(w, "setenv SSH_AGENT_PID %d;\n", pid)
+		}
+	} else {
+		fmt.Fprintf(w, "SSH_AUTH_SOCK=%s; export SSH_AUTH_SOCK;\n", sock)
+		if withPID {
+			fmt.Fprintf(w, "SSH_AGENT_PID=%d; export SSH_AGENT_PID;\n", pid)
+		}
+	}
+	fmt.Fprintf(w, "echo Agent pid %d;\n", pid)
+}
+
+// shellQuote quotes s for both sh and csh when it holds anything but
+// plain path characters.
+func shellQuote(s string) string {
+	safe := true
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._-+,:@%=", c)) {
+			safe = false
+			break
+		}
+	}
+	if safe && s != "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
+}
+
+func newGateway(f *agentFlags, log *slog.Logger, ready func()) (*gateway.Gateway, error) {
+	if err := harden.Apply(); err != nil {
+		return nil, fmt.Errorf("cannot make the agent non-dumpable: %w", err)
+	}
+	return gateway.New(gateway.Options{
+		Socket:   f.socket,
+		Lifetime: f.lifetime,
+		Log:      log,
+		Ready:    ready,
+	})
+}
+
+func stderrLogger(w io.Writer, debug bool) *slog.Logger {
+	level := slog.LevelInfo
+	if debug {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// runForeground serves in this process (-D, -d), printing the eval lines
+// once the socket listens.
+func runForeground(f *agentFlags, out, errw io.Writer) error {
+	g, err := newGateway(f, stderrLogger(errw, f.debug), func() {
+		evalLines(out, f, os.Getpid(), false)
+	})
+	if err != nil {
+		return err
+	}
+	return g.Run(signalContext(context.Background()))
+}
+
+// signalContext returns a context canceled by SIGTERM or SIGINT.
+func signalContext(ctx context.Context) context.Context {
+	ctx, _ = signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	return ctx
+}
+
+// forwardSignals passes SIGTERM, SIGINT and SIGHUP to p until stop is
+// called: with a command, the agent ends when the command does.
+func forwardSignals(p *os.Process) (stop func()) {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	go func() {
+		for s := range sigs {
+			p.Signal(s)
+		}
+	}()
+	return func() { signal.Stop(sigs); close(sigs) }
+}
+
+// runWithCommand serves while COMMAND runs with SSH_AUTH_SOCK and
+// SSH_AGENT_PID set, and exits with its status.
+func runWithCommand(f *agentFlags, errw io.Writer) error {
+	ready := make(chan struct{})
+	g, err := newGateway(f, stderrLogger(errw, false), func() { close(ready) })
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		return err
+	}
+	cmd := exec.Command(f.command[0], f.command[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK="+f.socket, "SSH_AGENT_PID="+strconv.Itoa(os.Getpid()))
+	if err := cmd.Start(); err != nil {
+		cancel()
+		<-done
+		return fmt.Errorf("%s: %w", f.command[0], err)
+	}
+	stop := forwardSignals(cmd.Process)
+	werr := cmd.Wait()
+	stop()
+	cancel()
+	if err := <-done; err != nil {
+		warningf(errw, "agent: %v", err)
+	}
+	if werr != nil {
+		var ee *exec.ExitError
+		if errors.As(werr, &ee) {
+			if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+				return &exitError{128 + int(st.Signal())}
+			}
+			return &exitError{ee.ExitCode()}
+		}
+		return werr
+	}
+	return nil
+}
+
+// detach starts the daemon in a new session with its stdio closed, waits
+// until its socket listens, and prints the eval lines. The caller's
+// eval "$(postern agent -s)" returns as soon as this process exits.
+func detach(f *agentFlags, out io.Writer) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logPath, err := xdg.StateFile("agent.log")
+	if err != nil {
+		return err
+	}
+	if err := xdg.EnsureDir(filepath.Dir(logPath)); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("opening the agent log: %w", err)
+	}
+	defer logf.Close()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return err
+	}
+	defer devnull.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	args := []string{"agent", "-D", "-a", f.socket}
+	if f.lifetime > 0 {
+		args = append(args, "-t", strconv.Itoa(int(f.lifetime/time.Second)))
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Env = append(os.Environ(), envDetached+"=1", envPrivateDir+"="+f.privateDir)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, logf
+	cmd.ExtraFiles = []*os.File{pw}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		pr.Close()
+		return fmt.Errorf("starting the agent: %w", err)
+	}
+	pw.Close()
+	line, _ := bufio.NewReader(pr).ReadString('\n')
+	pr.Close()
+	line = strings.TrimSpace(line)
+	if line != "ok" {
+		cmd.Wait()
+		if msg, ok := strings.CutPrefix(line, "error: "); ok {
+			return errors.New(msg)
+		}
+		return fmt.Errorf("the agent exited before its socket was ready; see %s", logPath)
+	}
+	pid := cmd.Process.Pid
+	cmd.Process.Release()
+	evalLines(out, f, pid, true)
+	return nil
+}
+
+// runDetachedChild is the daemon started by detach: it reports readiness
+// (or the error that prevented it) on fd 3.
+func runDetachedChild(f *agentFlags) error {
+	os.Unsetenv(envDetached)
+	os.Unsetenv(envPrivateDir)
+	status := os.NewFile(3, "status")
+	g, err := newGateway(f, stderrLogger(os.Stderr, false), func() {
+		fmt.Fprintln(status, "ok")
+		status.Close()
+	})
+	if err != nil {
+		fmt.Fprintf(status, "error: %v\n", err)
+		return err
+	}
+	err = g.Run(signalContext(context.Background()))
+	if err != nil {
+		fmt.Fprintf(status, "error: %v\n", err)
+	}
+	return err
+}
+
+// killAgent sends SIGTERM to $SSH_AGENT_PID, as ssh-agent -k does.
+func killAgent(f *agentFlags, out io.Writer) error {
+	s := os.Getenv("SSH_AGENT_PID")
+	if s == "" {
+		return errors.New("SSH_AGENT_PID not set, cannot kill agent")
+	}
+	pid, err := strconv.Atoi(s)
+	if err != nil || pid < 1 {
+		return fmt.Errorf("SSH_AGENT_PID=%q, which is not a valid pid", s)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("kill %d: %w", pid, err)
+	}
+	if f.csh {
+		fmt.Fprintln(out, "unsetenv SSH_AUTH_SOCK;")
+		fmt.Fprintln(out, "unsetenv SSH_AGENT_PID;")
+	} else {
+		fmt.Fprintln(out, "unset SSH_AUTH_SOCK;")
+		fmt.Fprintln(out, "unset SSH_AGENT_PID;")
+	}
+	fmt.Fprintf(out, "echo Agent pid %d killed;\n", pid)
+	return nil
+}

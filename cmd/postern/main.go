@@ -1,0 +1,80 @@
+// Command postern is an SSH agent that signs only for processes a person
+// approved. See postern(1).
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+)
+
+// Version is set at build time with -ldflags "-X main.Version=…"; without
+// it the module version is used.
+var Version string
+
+const usage = `Usage: postern COMMAND [ARGS]
+
+Commands:
+    agent [-cDdks] [-a SOCKET] [-t LIFE] [COMMAND [ARG...]]
+                        run the agent (ssh-agent compatible)
+    status [--json]     boot id, vault state and epoch, counts
+    lock                lock the vault and wipe decrypted keys
+    unlock              unlock the vault
+    vault init|add|list|remove|passwd
+                        manage the encrypted vault of keys
+    version             print the version
+
+Commands that talk to a running agent find it through $SSH_AUTH_SOCK or
+--socket PATH. See postern(1).
+`
+
+// command is one subcommand: it parses its own flags and returns an error
+// that decides the exit status (see exitCode).
+type command func(args []string, out, errw io.Writer) error
+
+var commands = map[string]command{
+	"agent":   cmdAgent,
+	"status":  cmdStatus,
+	"lock":    cmdLock,
+	"unlock":  cmdUnlock,
+	"vault":   cmdVault,
+	"version": cmdVersion,
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, out, errw io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(errw, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(out, usage)
+		return exitOK
+	case "-V", "--version":
+		args[0] = "version"
+	}
+	cmd := commands[args[0]]
+	if cmd == nil {
+		errorf(errw, "unknown command %q", args[0])
+		hintf(errw, `run "postern --help" for the list of commands`)
+		return exitUsage
+	}
+	return report(errw, cmd(args[1:], out, errw))
+}
+
+func cmdVersion(args []string, out, _ io.Writer) error {
+	v := Version
+	if v == "" {
+		v = "(devel)"
+		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+	}
+	fmt.Fprintf(out, "postern %s\n", v)
+	return nil
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"golang.org/x/term"
+
+	"github.com/postern/postern/internal/askpass"
+)
+
+// envPassphraseFile names a file holding the passphrase, like
+// --passphrase-file. It is the only way a secret may come from the
+// environment: the variable holds a path, never the secret.
+const envPassphraseFile = "POSTERN_PASSPHRASE_FILE"
+
+func passphraseFileFlag(fs *flag.FlagSet) *string {
+	return fs.String("passphrase-file", "", "read the passphrase from `FILE` (first line)")
+}
+
+// readPassphrase reads a passphrase from the file named by the flag or
+// $POSTERN_PASSPHRASE_FILE, else from the terminal, else through
+// $SSH_ASKPASS. The caller clears the result.
+func readPassphrase(file, prompt string) ([]byte, error) {
+	return passphraseFrom(file, prompt, askPassphrase)
+}
+
+// passphraseFrom reads the passphrase file (the flag's, else the
+// environment's) or, without one, asks.
+func passphraseFrom(file, prompt string, ask func(string) ([]byte, error)) ([]byte, error) {
+	if file == "" {
+		file = os.Getenv(envPassphraseFile)
+	}
+	if file != "" {
+		return passphraseFromFile(file)
+	}
+	return ask(prompt)
+}
+
+// askPassphrase reads from the terminal, else through $SSH_ASKPASS.
+func askPassphrase(prompt string) ([]byte, error) {
+	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil {
+		defer tty.Close()
+		fmt.Fprint(tty, prompt)
+		p, err := term.ReadPassword(int(tty.Fd()))
+		fmt.Fprintln(tty)
+		if err != nil {
+			return nil, fmt.Errorf("reading the passphrase: %w", err)
+		}
+		if len(p) == 0 {
+			return nil, errors.New("empty passphrase")
+		}
+		return p, nil
+	}
+	p, err := askpass.FromProcess().Passphrase(context.Background(), prompt)
+	if errors.Is(err, askpass.ErrUnavailable) {
+		return nil, errors.New("cannot read a passphrase: no terminal and no askpass program; use --passphrase-file or $" + envPassphraseFile)
+	}
+	return p, err
+}
+
+// readNewPassphrase reads a new passphrase like readPassphrase, asking
+// twice when it asks on a terminal.
+func readNewPassphrase(file, prompt string) ([]byte, error) {
+	return passphraseFrom(file, prompt, askNewPassphrase)
+}
+
+// askNewPassphrase asks twice on a terminal, once through askpass.
+func askNewPassphrase(prompt string) ([]byte, error) {
+	p, err := askPassphrase(prompt)
+	if err != nil {
+		return nil, err
+	}
+	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return p, nil
+	}
+	tty.Close()
+	again, err := askPassphrase("Enter the same passphrase again: ")
+	if err != nil {
+		clear(p)
+		return nil, err
+	}
+	defer clear(again)
+	if !bytes.Equal(p, again) {
+		clear(p)
+		return nil, errors.New("the passphrases do not match")
+	}
+	return p, nil
+}
+
+// passphraseFromFile reads the first line of file.
+func passphraseFromFile(file string) ([]byte, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("passphrase file: %w", err)
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	p := append([]byte(nil), line...)
+	clear(b)
+	if len(p) == 0 {
+		return nil, fmt.Errorf("passphrase file %s: empty first line", file)
+	}
+	return p, nil
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/postern/postern/internal/control"
+	"github.com/postern/postern/internal/gateway"
+)
+
+const statusUsage = `Usage: postern status [--json] [--socket PATH]
+
+Print the running gateway's boot id, vault state and epoch, and counts.
+`
+
+func cmdStatus(args []string, out, errw io.Writer) error {
+	fs := newFlags("status", statusUsage, errw)
+	asJSON := fs.Bool("json", false, "print JSON")
+	ctl, err := gatewayFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	var st gateway.Status
+	if err := control.Call(ctl, "status", nil, &st, 10*time.Second); err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(out, st)
+	}
+	fmt.Fprintf(out, "gateway   pid %d, boot id %s, started %s\n", st.PID, st.BootID, st.Started)
+	fmt.Fprintf(out, "socket    %s\n", st.Socket)
+	fmt.Fprintf(out, "vault     %s (epoch %d) %s\n", st.Vault.State, st.Vault.Epoch, st.Vault.Path)
+	fmt.Fprintf(out, "config    %s (approval: %s)\n", st.Config.Path, st.Config.Approval)
+	if st.Config.Error != "" {
+		fmt.Fprintf(out, "          last reload failed, previous policy in force: %s\n", st.Config.Error)
+	}
+	fmt.Fprintf(out, "keys      %d\n", st.Counts.Keys)
+	return nil
+}

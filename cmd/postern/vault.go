@@ -1,0 +1,274 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/postern/postern/internal/vault"
+	"github.com/postern/postern/internal/xdg"
+)
+
+const vaultUsage = `Usage: postern vault init [--passphrase-file FILE]
+       postern vault add [--comment TEXT] [--passphrase-file FILE] KEYFILE...
+       postern vault list [--json] [--passphrase-file FILE]
+       postern vault remove [--passphrase-file FILE] FINGERPRINT|COMMENT
+       postern vault passwd [--passphrase-file FILE] [--new-passphrase-file FILE]
+
+Manage the encrypted vault of private keys in $XDG_STATE_HOME/postern/vault.
+A running gateway notices every change (its vault epoch moves on).
+`
+
+// envKDFTarget sets how long one key derivation should take when a vault
+// is created or its passphrase changed (a Go duration such as "1s"). The
+// parameters never go below Argon2id t=3, m=64 MiB, p=4, whatever it says.
+const envKDFTarget = "POSTERN_KDF_TARGET"
+
+func cmdVault(args []string, out, errw io.Writer) error {
+	if len(args) == 0 {
+		return usagef("vault: missing subcommand\n%s", vaultUsage)
+	}
+	sub := map[string]command{
+		"init":   vaultInit,
+		"add":    vaultAdd,
+		"list":   vaultList,
+		"remove": vaultRemove,
+		"passwd": vaultPasswd,
+	}[args[0]]
+	if sub == nil {
+		if args[0] == "-h" || args[0] == "--help" {
+			fmt.Fprint(out, vaultUsage)
+			return nil
+		}
+		return usagef("vault: unknown subcommand %q\n%s", args[0], vaultUsage)
+	}
+	return sub(args[1:], out, errw)
+}
+
+func vaultPath() (string, error) {
+	p, err := xdg.StateFile("vault")
+	if err != nil {
+		return "", err
+	}
+	return p, xdg.EnsureDir(filepath.Dir(p))
+}
+
+func kdfParams() (vault.Params, error) {
+	target := time.Second / 2
+	if s := os.Getenv(envKDFTarget); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return vault.Params{}, fmt.Errorf("$%s: %w", envKDFTarget, err)
+		}
+		target = d
+	}
+	return vault.Calibrate(target), nil
+}
+
+// vaultFlags adds --passphrase-file to fs, parses args, runs check (for
+// usage errors, before any passphrase is asked) and opens the vault.
+func vaultFlags(fs *flag.FlagSet, args []string, check func() error) (*vault.Vault, error) {
+	pfile := passphraseFileFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return nil, err
+		}
+	}
+	return openVault(*pfile)
+}
+
+// openVault asks for the passphrase and opens the vault, pausing after a
+// wrong passphrase as the gateway does.
+func openVault(file string) (*vault.Vault, error) {
+	path, err := vaultPath()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf(`no vault at %s; run "postern vault init"`, path)
+	}
+	pass, err := readPassphrase(file, "Enter passphrase for the postern vault: ")
+	if err != nil {
+		return nil, err
+	}
+	defer clear(pass)
+	v, err := vault.Open(path, pass)
+	if errors.Is(err, vault.ErrWrongPassphrase) {
+		time.Sleep(vault.WrongPassphraseDelay(1))
+	}
+	return v, err
+}
+
+func vaultInit(args []string, out, errw io.Writer) error {
+	fs := newFlags("vault init", vaultUsage, errw)
+	pfile := passphraseFileFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	path, err := vaultPath()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); err == nil {
+		return fmt.Errorf("a vault already exists at %s; postern never overwrites one", path)
+	}
+	p, err := kdfParams()
+	if err != nil {
+		return err
+	}
+	pass, err := readNewPassphrase(*pfile, "Enter a passphrase for the new vault: ")
+	if err != nil {
+		return err
+	}
+	defer clear(pass)
+	v, err := vault.Create(path, pass, p, nil, nil)
+	if err != nil {
+		return err
+	}
+	defer v.Wipe()
+	fmt.Fprintf(out, "created %s (argon2id %s)\n", path, p)
+	return nil
+}
+
+func vaultAdd(args []string, out, errw io.Writer) error {
+	fs := newFlags("vault add", vaultUsage, errw)
+	comment := fs.String("comment", "", "comment for the key (default: the file's own, else its name)")
+	v, err := vaultFlags(fs, args, func() error {
+		if fs.NArg() == 0 {
+			return usagef("vault add: name at least one private key file")
+		}
+		if *comment != "" && fs.NArg() > 1 {
+			return usagef("vault add: --comment applies to one file only")
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	defer v.Wipe()
+	for _, file := range fs.Args() {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		priv, c, err := vault.ParsePrivateKeyFile(data, func() ([]byte, error) {
+			return readPassphrase("", "Enter passphrase for "+file+": ")
+		})
+		clear(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		switch {
+		case *comment != "":
+			c = *comment
+		case c == "":
+			c = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+		}
+		k, err := vault.NewKey(priv, c)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		if err := v.AddKey(k); err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		fp, _ := k.Fingerprint()
+		fmt.Fprintf(out, "added %s %s\n", fp, c)
+	}
+	return v.Save()
+}
+
+// keyJSON is one key in "postern vault list --json".
+type keyJSON struct {
+	Fingerprint string    `json:"fingerprint"`
+	Type        string    `json:"type"`
+	Comment     string    `json:"comment"`
+	Added       time.Time `json:"added"`
+}
+
+func vaultList(args []string, out, errw io.Writer) error {
+	fs := newFlags("vault list", vaultUsage, errw)
+	asJSON := fs.Bool("json", false, "print JSON")
+	v, err := vaultFlags(fs, args, nil)
+	if err != nil {
+		return err
+	}
+	defer v.Wipe()
+	infos, err := v.KeyInfos()
+	if err != nil {
+		return err
+	}
+	list := make([]keyJSON, 0, len(infos))
+	for _, k := range infos {
+		list = append(list, keyJSON{Fingerprint: k.Fingerprint, Type: k.PublicKey.Type(), Comment: k.Comment, Added: k.Added})
+	}
+	if *asJSON {
+		return printJSON(out, list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(out, "the vault holds no keys")
+	}
+	for _, k := range list {
+		fmt.Fprintf(out, "%s %s %s (%s)\n", k.Fingerprint, k.Comment, k.Type, k.Added.Format("2006-01-02"))
+	}
+	return nil
+}
+
+func vaultRemove(args []string, out, errw io.Writer) error {
+	fs := newFlags("vault remove", vaultUsage, errw)
+	v, err := vaultFlags(fs, args, func() error {
+		if fs.NArg() != 1 {
+			return usagef("vault remove: name one key by fingerprint or comment")
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	defer v.Wipe()
+	if err := v.RemoveKey(fs.Arg(0)); err != nil {
+		return err
+	}
+	if err := v.Save(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "removed %s\n", fs.Arg(0))
+	return nil
+}
+
+func vaultPasswd(args []string, out, errw io.Writer) error {
+	fs := newFlags("vault passwd", vaultUsage, errw)
+	newFile := fs.String("new-passphrase-file", "", "read the new passphrase from `FILE`")
+	v, err := vaultFlags(fs, args, nil)
+	if err != nil {
+		return err
+	}
+	defer v.Wipe()
+	p, err := kdfParams()
+	if err != nil {
+		return err
+	}
+	var pass []byte
+	if *newFile != "" {
+		pass, err = passphraseFromFile(*newFile)
+	} else {
+		pass, err = askNewPassphrase("Enter the new passphrase: ")
+	}
+	if err != nil {
+		return err
+	}
+	defer clear(pass)
+	if err := v.ChangePassphrase(pass, p); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "passphrase changed (argon2id %s)\n", p)
+	return nil
+}

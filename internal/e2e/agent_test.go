@@ -1,0 +1,394 @@
+package e2e
+
+// End-to-end tests of "postern agent" as a drop-in ssh-agent, driven by the
+// real OpenSSH ssh-add, ssh-keygen, ssh and git against a real sshd.
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh/agent"
+	"golang.org/x/sys/unix"
+)
+
+func fingerprint(t testing.TB, e *Env, key string) string {
+	t.Helper()
+	out := e.MustRun("ssh-keygen", "-l", "-f", key+".pub").Stdout
+	return strings.Fields(out)[1]
+}
+
+func pubKey(t testing.TB, key string) string {
+	b, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	return f[0] + " " + f[1]
+}
+
+// allKeyTypes are the key types OpenSSH 9 clients use with an agent.
+var allKeyTypes = []struct {
+	name, typ string
+	bits      int
+}{
+	{"ed25519", "ed25519", 0},
+	{"ecdsa256", "ecdsa", 256},
+	{"ecdsa384", "ecdsa", 384},
+	{"ecdsa521", "ecdsa", 521},
+	{"rsa3072", "rsa", 3072},
+}
+
+func TestSSHAddListSignLogin(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen", "ssh", "sshd")
+	e := newEnv(t)
+	e.Config(`approval = "none"`)
+	a := e.StartAgent()
+	var keys []string
+	var authorized strings.Builder
+	for _, k := range allKeyTypes {
+		p := e.Keygen(k.name, k.typ, k.bits, "")
+		keys = append(keys, p)
+		authorized.WriteString(pubKey(t, p) + "\n")
+		e.AddKey(p)
+	}
+	// -l: fingerprints as ssh-keygen computes them; -L: the public keys.
+	l := e.MustRun("ssh-add", "-l").Stdout
+	L := e.MustRun("ssh-add", "-L").Stdout
+	for _, k := range keys {
+		if !strings.Contains(l, fingerprint(t, e, k)) {
+			t.Errorf("ssh-add -l lacks %s:\n%s", k, l)
+		}
+		if !strings.Contains(L, pubKey(t, k)) {
+			t.Errorf("ssh-add -L lacks %s:\n%s", k, L)
+		}
+	}
+	sshd := startSSHD(t, authorized.String())
+	msg := e.WriteFile("msg.txt", "signed by the agent\n", 0o600)
+	e.WriteFile("allowed_signers", "", 0o600)
+	for _, k := range keys {
+		// Commit-style signing through the agent, checked by ssh-keygen.
+		e.MustRun("ssh-keygen", "-Y", "sign", "-n", "git", "-f", k+".pub", msg)
+		signers := e.WriteFile("allowed_signers", "me "+pubKey(t, k)+"\n", 0o600)
+		sig, _ := os.ReadFile(msg + ".sig")
+		r := e.RunInput(string(mustRead(t, msg)), "ssh-keygen", "-Y", "verify", "-f", signers, "-I", "me", "-n", "git", "-s", msg+".sig")
+		if r.Code != 0 {
+			t.Fatalf("verify %s: %s\n%s", k, r, sig)
+		}
+		os.Remove(msg + ".sig")
+		// Log in with exactly this key, held only by the agent.
+		out := e.MustRun("ssh", sshd.SSHArgs("-o", "IdentitiesOnly=yes", "-o", "IdentityFile="+k+".pub", sshd.Target(), "echo", "logged-in")...)
+		if strings.TrimSpace(out.Stdout) != "logged-in" {
+			t.Fatalf("ssh with %s: %s", k, out)
+		}
+	}
+	// Every login was bound to the server's verified host key.
+	hostFP := hostFingerprint(t, e, sshd)
+	if n := strings.Count(a.Log(), "dest="+hostFP); n != len(keys) {
+		t.Errorf("%d signatures carried the verified destination %s, want %d:\n%s", n, hostFP, len(keys), a.Log())
+	}
+	// -d removes one key, -D all.
+	e.MustRun("ssh-add", "-d", keys[0]+".pub")
+	if l := e.MustRun("ssh-add", "-l").Stdout; strings.Contains(l, fingerprint(t, e, keys[0])) {
+		t.Fatalf("key still listed after -d:\n%s", l)
+	}
+	e.MustRun("ssh-add", "-D")
+	if r := e.Run("ssh-add", "-l"); r.Code != 1 || !strings.Contains(r.Stdout, "no identities") {
+		t.Fatalf("after -D: %s", r)
+	}
+}
+
+func mustRead(t testing.TB, p string) []byte {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func hostFingerprint(t testing.TB, e *Env, s *SSHD) string {
+	p := e.WriteFile("hostkey.pub", s.HostKey+"\n", 0o600)
+	return strings.Fields(e.MustRun("ssh-keygen", "-l", "-f", p).Stdout)[1]
+}
+
+func TestLifetimes(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen")
+	e := newEnv(t)
+	e.Config(`approval = "none"`)
+	e.StartAgent("-t", "2")
+	k1 := e.Keygen("default-life", "ed25519", 0, "")
+	k2 := e.Keygen("own-life", "ed25519", 0, "")
+	e.MustRun("ssh-add", k1)            // agent default: 2 s
+	e.MustRun("ssh-add", "-t", "1", k2) // explicit: 1 s
+	if n := strings.Count(e.MustRun("ssh-add", "-l").Stdout, "\n"); n != 2 {
+		t.Fatalf("want 2 keys, have %d", n)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	l := e.MustRun("ssh-add", "-l").Stdout
+	if strings.Contains(l, "own-life") || !strings.Contains(l, "default-life") {
+		t.Fatalf("after 1.5 s:\n%s", l)
+	}
+	time.Sleep(1 * time.Second)
+	if r := e.Run("ssh-add", "-l"); r.Code != 1 {
+		t.Fatalf("after 2.5 s: %s", r)
+	}
+}
+
+func TestLockUnlockWithoutVault(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen")
+	e := newEnv(t)
+	e.Config(`approval = "none"`)
+	a := e.StartAgent()
+	k := e.Keygen("k", "ed25519", 0, "")
+	e.AddKey(k)
+	if r := e.RunInput("hunter2\nhunter2\n", "ssh-add", "-x"); r.Code != 0 {
+		t.Fatalf("lock: %s", r)
+	}
+	if r := e.Run("ssh-add", "-l"); r.Code != 1 {
+		t.Fatalf("locked agent listed keys: %s", r)
+	}
+	msg := e.WriteFile("m", "x", 0o600)
+	if r := e.Run("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg); r.Code == 0 {
+		t.Fatal("locked agent signed")
+	}
+	start := time.Now()
+	if r := e.RunInput("wrong\n", "ssh-add", "-X"); r.Code == 0 {
+		t.Fatal("unlocked with the wrong password")
+	}
+	if time.Since(start) < 500*time.Millisecond {
+		t.Errorf("a wrong password was answered without a delay (%v)", time.Since(start))
+	}
+	if r := e.RunInput("hunter2\n", "ssh-add", "-X"); r.Code != 0 {
+		t.Fatalf("unlock: %s", r)
+	}
+	e.MustRun("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg)
+	st := e.MustRun("postern", "status", "--json").Stdout
+	if !strings.Contains(st, `"epoch": 2`) || !strings.Contains(st, `"state": "none"`) {
+		t.Fatalf("status after lock and unlock:\n%s\n%s", st, a.Log())
+	}
+}
+
+// askpassStub installs an SSH_ASKPASS program that records every prompt
+// (with SSH_ASKPASS_PROMPT) in a log and says yes only while the file
+// "allow" exists.
+func askpassStub(e *Env) (log, allow string) {
+	log, allow = e.Path("askpass.log"), e.Path("allow")
+	prog := e.WriteFile("askpass", fmt.Sprintf(`#!/bin/sh
+printf '%%s\n%%s\n--\n' "$SSH_ASKPASS_PROMPT" "$1" >> %s
+test -e %s
+`, log, allow), 0o755)
+	e.Setenv("SSH_ASKPASS", prog)
+	e.Setenv("SSH_ASKPASS_REQUIRE", "force")
+	return log, allow
+}
+
+func TestConfirmNamesProcessAndDestination(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen", "ssh", "sshd")
+	e := newEnv(t)
+	e.Config(`approval = "none"`)
+	log, allow := askpassStub(e)
+	e.StartAgent()
+	k := e.Keygen("confirmed", "ed25519", 0, "")
+	e.AddKey(k, "-c")
+	msg := e.WriteFile("m", "x", 0o600)
+
+	// No: nothing is signed.
+	if r := e.Run("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg); r.Code == 0 {
+		t.Fatal("signed without confirmation")
+	}
+	prompt := string(mustRead(t, log))
+	for _, want := range []string{"confirm\n", "Allow use of key confirmed", fingerprint(t, e, k), "Requested by: ssh-keygen (", `namespace "file"`} {
+		if !strings.Contains(prompt, want) {
+			t.Errorf("prompt lacks %q:\n%s", want, prompt)
+		}
+	}
+	// Yes: signed.
+	os.WriteFile(allow, nil, 0o600)
+	e.MustRun("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg)
+
+	// A login shows the verified destination: the server's host key and
+	// its names from known_hosts.
+	sshd := startSSHD(t, pubKey(t, k)+"\n", "prod-db-1")
+	e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n", sshd.KnownHosts))
+	time.Sleep(200 * time.Millisecond) // the gateway reloads the changed configuration
+	os.Remove(log)
+	e.MustRun("ssh", sshd.SSHArgs("-o", "HostKeyAlias=prod-db-1", sshd.Target(), "true")...)
+	prompt = string(mustRead(t, log))
+	want := "Destination: host key " + hostFingerprint(t, e, sshd)
+	if !strings.Contains(prompt, want) || !strings.Contains(prompt, "prod-db-1") || !strings.Contains(prompt, "Requested by: ssh (") {
+		t.Errorf("login prompt lacks the verified destination %q:\n%s", want, prompt)
+	}
+}
+
+func TestApprovalModes(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen")
+	e := newEnv(t)
+	log, allow := askpassStub(e)
+	e.Config(`approval = "deny"`)
+	a := e.StartAgent()
+	k := e.Keygen("k", "ed25519", 0, "")
+	e.AddKey(k)
+	msg := e.WriteFile("m", "x", 0o600)
+	os.WriteFile(allow, nil, 0o600)
+	sign := func() Result { return e.Run("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg) }
+	if r := sign(); r.Code == 0 {
+		t.Fatal(`approval = "deny" signed`)
+	}
+	if _, err := os.Stat(log); err == nil {
+		t.Fatal(`approval = "deny" asked a person`)
+	}
+	for _, mode := range []string{"per-call", "session"} {
+		e.Config(fmt.Sprintf("approval = %q", mode))
+		a.WaitLog(t, "approval="+mode)
+		os.Remove(log)
+		for i := 0; i < 2; i++ {
+			os.Remove(msg + ".sig")
+			if r := sign(); r.Code != 0 {
+				t.Fatalf("%s: %s", mode, r)
+			}
+		}
+		if n := strings.Count(string(mustRead(t, log)), "--\n"); n != 2 {
+			t.Errorf("%s: asked %d times for 2 signatures", mode, n)
+		}
+	}
+	// An invalid configuration keeps the policy in force and says so.
+	e.Config(`approval = "sometimes"`)
+	a.WaitLog(t, "configuration not reloaded")
+	st := e.MustRun("postern", "status").Stdout
+	if !strings.Contains(st, "approval: session") || !strings.Contains(st, "sometimes") {
+		t.Fatalf("status after an invalid reload:\n%s", st)
+	}
+}
+
+func TestRestrictDestination(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen", "ssh", "sshd")
+	e := newEnv(t)
+	e.Config(`approval = "none"`)
+	e.StartAgent()
+	k := e.Keygen("restricted", "ed25519", 0, "")
+	allowed := startSSHD(t, pubKey(t, k)+"\n", "allowed-host")
+	other := startSSHD(t, pubKey(t, k)+"\n", "other-host")
+	hostkeys := e.WriteFile("hostkeys", "allowed-host "+allowed.HostKey+"\nother-host "+other.HostKey+"\n", 0o600)
+	e.AddKey(k, "-H", hostkeys, "-h", "allowed-host")
+	ok := e.Run("ssh", allowed.SSHArgs("-o", "HostKeyAlias=allowed-host", allowed.Target(), "echo", "ok")...)
+	if ok.Code != 0 || strings.TrimSpace(ok.Stdout) != "ok" {
+		t.Fatalf("login to the permitted host: %s", ok)
+	}
+	no := e.Run("ssh", other.SSHArgs("-o", "HostKeyAlias=other-host", other.Target(), "echo", "ok")...)
+	if no.Code == 0 {
+		t.Fatalf("restricted key logged in to another host: %s", no)
+	}
+}
+
+func TestGitCloneOverSSH(t *testing.T) {
+	need(t, "git", "ssh-add", "ssh", "sshd")
+	e := newEnv(t)
+	e.Config(`approval = "none"`)
+	e.StartAgent()
+	k := e.Keygen("git", "ed25519", 0, "")
+	e.AddKey(k)
+	sshd := startSSHD(t, pubKey(t, k)+"\n")
+	repo := filepath.Join(sshd.Dir, "repo.git")
+	src := e.Path("src")
+	e.MustRun("git", "init", "-q", "-b", "main", src)
+	e.WriteFile("src/README", "hello over ssh\n", 0o644)
+	e.MustRun("git", "-C", src, "add", "README")
+	e.MustRun("git", "-C", src, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "first")
+	e.MustRun("git", "clone", "-q", "--bare", src, repo)
+	e.Setenv("GIT_SSH_COMMAND", "ssh "+strings.Join(sshd.SSHArgs(), " "))
+	url := fmt.Sprintf("ssh://%s@127.0.0.1:%d%s", sshd.User, sshd.Port, repo)
+	e.MustRun("git", "clone", "-q", url, e.Path("clone"))
+	if b := mustRead(t, e.Path("clone", "README")); string(b) != "hello over ssh\n" {
+		t.Fatalf("cloned README = %q", b)
+	}
+}
+
+func TestOtherUserRefused(t *testing.T) {
+	need(t, "setpriv", "ssh-add")
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a client as another user")
+	}
+	e := newEnv(t)
+	e.Config(`approval = "none"`)
+	// Open the file system fence on purpose, so that only the agent's own
+	// per-connection uid check stands between the other user and the keys.
+	dir := filepath.Join(e.Dir, "open")
+	os.MkdirAll(dir, 0o711)
+	os.Chmod(e.Dir, 0o711)
+	a := e.startAgentAt(filepath.Join(dir, "agent.sock"))
+	os.Chmod(a.Socket, 0o666)
+	k := e.Keygen("k", "ed25519", 0, "")
+	e.AddKey(k)
+	r := e.Run("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "ssh-add", "-l")
+	if r.Code == 0 || strings.Contains(r.Stdout, "SHA256:") {
+		t.Fatalf("another user listed the keys: %s", r)
+	}
+	a.WaitLog(t, "refusing connection from another user")
+	// Root is allowed, as with ssh-agent.
+	e.MustRun("ssh-add", "-l")
+}
+
+func TestExecOnSamePidIsANewProcess(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen")
+	e := newEnv(t)
+	e.Config(`approval = "none"`)
+	a := e.StartAgent()
+	k := e.Keygen("k", "ed25519", 0, "")
+	e.AddKey(k)
+	// The helper connects and lists keys, then execs a copy of itself (a
+	// different executable file) that keeps the connection and asks again.
+	copyBin := e.Path("helper-copy")
+	self, _ := os.Executable()
+	if out, err := exec.Command("cp", self, copyBin).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	cmd := e.Command(self)
+	cmd.Env = append(cmd.Env, "POSTERN_E2E_HELPER=exec", "POSTERN_E2E_EXEC="+copyBin)
+	r := e.finish(cmd, "")
+	if !strings.Contains(r.Stdout, "before-exec keys=1") || !strings.Contains(r.Stdout, "after-exec refused") {
+		t.Fatalf("helper: %s", r)
+	}
+	a.WaitLog(t, "the peer is no longer the process that connected")
+}
+
+// execHelper runs in the test binary started by
+// TestExecOnSamePidIsANewProcess (see TestMain).
+func execHelper(mode string) {
+	switch mode {
+	case "exec":
+		c, err := net.Dial("unix", os.Getenv("SSH_AUTH_SOCK"))
+		if err != nil {
+			fmt.Println("dial:", err)
+			os.Exit(1)
+		}
+		keys, err := agent.NewClient(c).List()
+		fmt.Printf("before-exec keys=%d err=%v\n", len(keys), err)
+		f, _ := c.(*net.UnixConn).File()
+		unix.FcntlInt(f.Fd(), unix.F_SETFD, 0)
+		os.Setenv("POSTERN_E2E_HELPER", "after")
+		env := append(os.Environ(), fmt.Sprintf("POSTERN_E2E_FD=%d", f.Fd()))
+		prog := os.Getenv("POSTERN_E2E_EXEC")
+		err = unix.Exec(prog, []string{prog}, env)
+		fmt.Println("exec:", err)
+		os.Exit(1)
+	case "after":
+		fd, _ := strconv.Atoi(os.Getenv("POSTERN_E2E_FD"))
+		c, err := net.FileConn(os.NewFile(uintptr(fd), "agent"))
+		if err != nil {
+			fmt.Println("fileconn:", err)
+			os.Exit(1)
+		}
+		if keys, err := agent.NewClient(c).List(); err != nil {
+			fmt.Println("after-exec refused:", err)
+		} else {
+			fmt.Printf("after-exec keys=%d\n", len(keys))
+		}
+		os.Exit(0)
+	}
+}

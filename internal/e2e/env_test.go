@@ -1,0 +1,326 @@
+package e2e
+
+// Test environment: a postern binary built once, private XDG directories
+// per test, a gateway started with "postern agent", and helpers to run the
+// real OpenSSH tools against it.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var posternBin string
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("POSTERN_E2E_HELPER"); mode != "" {
+		execHelper(mode)
+		return
+	}
+	dir, err := os.MkdirTemp("", "postern-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	posternBin = filepath.Join(dir, "postern")
+	build := exec.Command("go", "build", "-o", posternBin, "github.com/postern/postern/cmd/postern")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building postern:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// need skips the test when a program it drives is missing. CI installs
+// them all (.ci/run), so there a skip is a failure of the set-up.
+func need(t testing.TB, progs ...string) {
+	t.Helper()
+	for _, p := range progs {
+		if _, err := exec.LookPath(p); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is not installed; .ci/run must install it", p)
+			}
+			t.Skipf("%s is not installed", p)
+		}
+	}
+}
+
+// Env is one test's private world: HOME and the XDG directories in a
+// temporary directory, and the environment every command runs with.
+type Env struct {
+	t   testing.TB
+	Dir string
+	env []string
+}
+
+func newEnv(t testing.TB) *Env {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pe2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	e := &Env{t: t, Dir: dir}
+	for _, d := range []string{"home", "state", "config/postern", "run"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + e.Path("home"),
+		"XDG_STATE_HOME=" + e.Path("state"),
+		"XDG_CONFIG_HOME=" + e.Path("config"),
+		"XDG_RUNTIME_DIR=" + e.Path("run"),
+		"POSTERN_KDF_TARGET=0",
+		"LANG=C",
+	}
+	return e
+}
+
+// Path joins elements onto the test directory.
+func (e *Env) Path(elem ...string) string {
+	return filepath.Join(append([]string{e.Dir}, elem...)...)
+}
+
+// Setenv sets a variable for the commands run from now on.
+func (e *Env) Setenv(k, v string) {
+	e.Unsetenv(k)
+	e.env = append(e.env, k+"="+v)
+}
+
+// Unsetenv removes a variable.
+func (e *Env) Unsetenv(k string) {
+	kept := e.env[:0]
+	for _, kv := range e.env {
+		if !strings.HasPrefix(kv, k+"=") {
+			kept = append(kept, kv)
+		}
+	}
+	e.env = kept
+}
+
+// Environ returns the environment commands run with.
+func (e *Env) Environ() []string { return append([]string(nil), e.env...) }
+
+// WriteFile writes a file relative to the test directory.
+func (e *Env) WriteFile(name, content string, mode os.FileMode) string {
+	e.t.Helper()
+	p := e.Path(name)
+	os.MkdirAll(filepath.Dir(p), 0o700)
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+// Config writes the postern configuration file.
+func (e *Env) Config(content string) {
+	e.WriteFile("config/postern/config.toml", content, 0o600)
+}
+
+// Result is a finished command.
+type Result struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+}
+
+// Command prepares a command with the test's environment.
+func (e *Env) Command(name string, args ...string) *exec.Cmd {
+	if name == "postern" {
+		name = posternBin
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Env = e.Environ()
+	cmd.Dir = e.Dir
+	return cmd
+}
+
+// Run runs a command to completion (with a timeout) and returns its result.
+func (e *Env) Run(name string, args ...string) Result {
+	e.t.Helper()
+	return e.RunInput("", name, args...)
+}
+
+// RunInput runs a command with stdin.
+func (e *Env) RunInput(stdin, name string, args ...string) Result {
+	e.t.Helper()
+	cmd := e.Command(name, args...)
+	return e.finish(cmd, stdin)
+}
+
+func (e *Env) finish(cmd *exec.Cmd, stdin string) Result {
+	e.t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Stdin = strings.NewReader(stdin)
+	if err := cmd.Start(); err != nil {
+		e.t.Fatalf("%s: %v", cmd.Path, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		e.t.Fatalf("%s %q did not finish in 90s\nstdout: %s\nstderr: %s", cmd.Path, cmd.Args, out.String(), errb.String())
+	}
+	return Result{Stdout: out.String(), Stderr: errb.String(), Code: cmd.ProcessState.ExitCode()}
+}
+
+// MustRun runs a command that must succeed.
+func (e *Env) MustRun(name string, args ...string) Result {
+	e.t.Helper()
+	r := e.Run(name, args...)
+	if r.Code != 0 {
+		e.t.Fatalf("%s %q failed: %s", name, args, r)
+	}
+	return r
+}
+
+// Agent is a running "postern agent -D".
+type Agent struct {
+	env    *Env
+	Socket string
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	log    bytes.Buffer
+	done   chan struct{}
+}
+
+// StartAgent runs postern agent -D -a SOCKET in the background and waits
+// for its eval line. Extra arguments are added before -a.
+func (e *Env) StartAgent(extra ...string) *Agent {
+	e.t.Helper()
+	sock := e.Path("run", "postern", "agent.sock")
+	return e.startAgentAt(sock, extra...)
+}
+
+func (e *Env) startAgentAt(sock string, extra ...string) *Agent {
+	e.t.Helper()
+	args := append([]string{"agent", "-D"}, extra...)
+	args = append(args, "-a", sock)
+	a := &Agent{env: e, Socket: sock, done: make(chan struct{})}
+	a.cmd = e.Command("postern", args...)
+	stdout, err := a.cmd.StdoutPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	a.cmd.Stderr = &lockedWriter{mu: &a.mu, w: &a.log}
+	if err := a.cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	go func() { a.cmd.Wait(); close(a.done) }()
+	e.t.Cleanup(a.Stop)
+	line := make(chan string, 1)
+	go func() {
+		r := bufio.NewReader(stdout)
+		l, _ := r.ReadString('\n')
+		line <- l
+		io.Copy(io.Discard, r)
+	}()
+	select {
+	case l := <-line:
+		if !strings.HasPrefix(l, "SSH_AUTH_SOCK=") {
+			e.t.Fatalf("agent printed %q\nlog:\n%s", l, a.Log())
+		}
+	case <-time.After(30 * time.Second):
+		e.t.Fatalf("agent did not start\nlog:\n%s", a.Log())
+	}
+	e.Setenv("SSH_AUTH_SOCK", sock)
+	return a
+}
+
+// Log returns what the agent logged so far.
+func (a *Agent) Log() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.log.String()
+}
+
+// PID returns the agent's pid.
+func (a *Agent) PID() int { return a.cmd.Process.Pid }
+
+// Stop terminates the agent and waits for it.
+func (a *Agent) Stop() {
+	select {
+	case <-a.done:
+		return
+	default:
+	}
+	a.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-a.done:
+	case <-time.After(10 * time.Second):
+		a.cmd.Process.Kill()
+		<-a.done
+	}
+}
+
+// WaitLog waits until the agent's log contains s.
+func (a *Agent) WaitLog(t testing.TB, s string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	for !strings.Contains(a.Log(), s) {
+		if ctx.Err() != nil {
+			t.Fatalf("agent log never showed %q:\n%s", s, a.Log())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Keygen creates a key pair with ssh-keygen and returns the private key's
+// path.
+func (e *Env) Keygen(name, typ string, bits int, passphrase string) string {
+	e.t.Helper()
+	p := e.Path("keys", name)
+	os.MkdirAll(filepath.Dir(p), 0o700)
+	args := []string{"-q", "-t", typ, "-N", passphrase, "-C", name, "-f", p}
+	if bits > 0 {
+		args = append(args, "-b", fmt.Sprint(bits))
+	}
+	e.MustRun("ssh-keygen", args...)
+	return p
+}
+
+// AddKey runs ssh-add with args and the private key, then deletes the
+// private key file: from then on only the agent can sign with it, so a
+// client cannot fall back to reading the file.
+func (e *Env) AddKey(key string, args ...string) {
+	e.t.Helper()
+	e.MustRun("ssh-add", append(args, key)...)
+	if err := os.Remove(key); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func sleep10ms() { time.Sleep(10 * time.Millisecond) }

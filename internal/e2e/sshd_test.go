@@ -1,0 +1,156 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// SSHD is a real OpenSSH sshd on loopback, with its own configuration,
+// host key and authorized_keys in a temporary directory.
+type SSHD struct {
+	Port       int
+	Dir        string
+	HostKey    string // public host key line
+	KnownHosts string // a known_hosts file naming the server [127.0.0.1]:PORT and the given aliases
+	User       string
+	cmd        *exec.Cmd
+	done       chan struct{}
+	log        string
+}
+
+// startSSHD starts sshd accepting the public keys in authorized (one per
+// line). aliases are extra known_hosts names for its host key, used with
+// HostKeyAlias so that tests can give the verified host a name.
+func startSSHD(t testing.TB, authorized string, aliases ...string) *SSHD {
+	t.Helper()
+	need(t, "sshd", "ssh", "ssh-keygen")
+	sshd, _ := exec.LookPath("sshd")
+	if os.Geteuid() == 0 {
+		// sshd running as root wants its privilege separation directory.
+		os.MkdirAll("/run/sshd", 0o755)
+	}
+	dir, err := os.MkdirTemp("", "pe2e-sshd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	hostKey := filepath.Join(dir, "host_ed25519")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostKey).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v %s", err, out)
+	}
+	pub, _ := os.ReadFile(hostKey + ".pub")
+	fields := strings.Fields(string(pub))
+	hostLine := fields[0] + " " + fields[1]
+	os.WriteFile(filepath.Join(dir, "authorized_keys"), []byte(authorized), 0o600)
+	u, _ := user.Current()
+	sftp := "/usr/lib/openssh/sftp-server"
+	for attempt := 0; attempt < 5; attempt++ {
+		port := freePort(t)
+		conf := fmt.Sprintf(`Port %d
+ListenAddress 127.0.0.1
+HostKey %s
+PidFile %s/sshd.pid
+AuthorizedKeysFile %s/authorized_keys
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+StrictModes no
+UsePAM no
+LogLevel VERBOSE
+AcceptEnv LANG POSTERN_TEST_*
+Subsystem sftp %s
+`, port, hostKey, dir, dir, sftp)
+		cfg := filepath.Join(dir, "sshd_config")
+		os.WriteFile(cfg, []byte(conf), 0o600)
+		s := &SSHD{Port: port, Dir: dir, HostKey: hostLine, User: u.Username, done: make(chan struct{})}
+		s.cmd = exec.Command(sshd, "-D", "-e", "-f", cfg)
+		logf, _ := os.Create(filepath.Join(dir, "sshd.log"))
+		s.cmd.Stdout, s.cmd.Stderr = logf, logf
+		if err := s.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { s.cmd.Wait(); logf.Close(); close(s.done) }()
+		if waitPort(port, s.done) {
+			t.Cleanup(s.Stop)
+			names := append([]string{fmt.Sprintf("[127.0.0.1]:%d", port)}, aliases...)
+			s.KnownHosts = filepath.Join(dir, "known_hosts")
+			os.WriteFile(s.KnownHosts, []byte(strings.Join(names, ",")+" "+hostLine+"\n"), 0o600)
+			return s
+		}
+		s.Stop()
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "sshd.log"))
+	t.Fatalf("sshd did not start:\n%s", b)
+	return nil
+}
+
+// Log returns what sshd logged.
+func (s *SSHD) Log() string {
+	b, _ := os.ReadFile(filepath.Join(s.Dir, "sshd.log"))
+	return string(b)
+}
+
+// Stop kills sshd.
+func (s *SSHD) Stop() {
+	select {
+	case <-s.done:
+	default:
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// SSHArgs returns ssh options that connect to this server with nothing
+// from the user's own configuration, verifying its host key strictly.
+func (s *SSHD) SSHArgs(extra ...string) []string {
+	args := []string{
+		"-F", "/dev/null",
+		"-o", "BatchMode=yes",
+		"-o", "StrictHostKeyChecking=yes",
+		"-o", "UserKnownHostsFile=" + s.KnownHosts,
+		"-o", "GlobalKnownHostsFile=/dev/null",
+		"-o", "IdentityFile=/dev/null",
+		"-o", "ConnectTimeout=20",
+		"-p", fmt.Sprint(s.Port),
+	}
+	args = append(args, extra...)
+	return args
+}
+
+// Target is user@127.0.0.1.
+func (s *SSHD) Target() string { return s.User + "@127.0.0.1" }
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func waitPort(port int, done chan struct{}) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			return false
+		default:
+		}
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}

@@ -1,0 +1,254 @@
+// Package gateway assembles the postern daemon: the agent socket served
+// by sshagent, the control socket the command line talks to, the vault
+// and its lock state, the approval engine and the configuration it is
+// built from. It is the only package that wires these together, and only
+// cmd/postern uses it.
+//
+// The gateway mints a random boot id when it starts. It lives in memory
+// only: after a restart nothing that was bound to the old boot id can
+// match again.
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/internal/askpass"
+	"github.com/postern/postern/internal/config"
+	"github.com/postern/postern/internal/control"
+	"github.com/postern/postern/internal/knownhosts"
+	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/safesocket"
+	"github.com/postern/postern/internal/xdg"
+	"github.com/postern/postern/sshagent"
+)
+
+// Options configure a gateway.
+type Options struct {
+	// Socket is the path of the agent socket. The control socket is
+	// created beside it (control.SocketFor).
+	Socket string
+	// Lifetime is the default lifetime of keys added with ssh-add.
+	Lifetime time.Duration
+	Log      *slog.Logger
+	// Env is the environment askpass programs run with.
+	Env askpass.Env
+	// Ready, if set, is called once every socket listens.
+	Ready func()
+}
+
+// Gateway is a running postern daemon.
+type Gateway struct {
+	opts    Options
+	log     *slog.Logger
+	bootID  string
+	started time.Time
+	procs   *procid.Table
+	keys    *sshagent.Keyring
+	vault   *vaultState
+	engine  *approvals.Engine
+	agent   *sshagent.Server
+	ctl     *control.Server
+
+	configPath string
+	vaultPath  string
+
+	mu        sync.Mutex
+	config    config.File
+	configErr error
+}
+
+// newBootID returns 128 random bits in hex.
+func newBootID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// New prepares a gateway: it reads the configuration (an invalid file is
+// an error at start) and locates the vault. Nothing listens yet.
+func New(opts Options) (*Gateway, error) {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Env == nil {
+		opts.Env = askpass.FromProcess()
+	}
+	stateDir, err := xdg.StateDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := xdg.EnsureDir(stateDir); err != nil {
+		return nil, fmt.Errorf("creating the state directory: %w", err)
+	}
+	cfgPath, err := xdg.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	g := &Gateway{
+		opts:       opts,
+		log:        opts.Log,
+		bootID:     newBootID(),
+		started:    time.Now(),
+		procs:      procid.Host,
+		configPath: cfgPath,
+		vaultPath:  filepath.Join(stateDir, "vault"),
+		config:     cfg,
+	}
+	g.keys = &sshagent.Keyring{DefaultLifetime: opts.Lifetime}
+	g.vault = &vaultState{
+		path:  g.vaultPath,
+		keys:  g.keys,
+		epoch: loadEpoch(filepath.Join(stateDir, "epoch")),
+		log:   g.log.Info,
+	}
+	g.engine = &approvals.Engine{Confirm: opts.Env, Procs: g.procs, Log: g.log}
+	g.engine.SetPolicy(policyFrom(cfg))
+	g.agent = &sshagent.Server{
+		Keys:    g.keys,
+		Decider: g.engine,
+		Locker:  g.vault,
+		Procs:   g.procs,
+		Log:     g.log,
+	}
+	g.ctl = &control.Server{Procs: g.procs, Log: g.log, Handlers: g.handlers()}
+	return g, nil
+}
+
+func policyFrom(f config.File) *approvals.Policy {
+	mode, _ := approvals.ParseMode(f.Approval)
+	return &approvals.Policy{
+		Mode:        mode,
+		CardTimeout: f.CardTimeout.Duration,
+		Hosts:       knownhosts.Open(f.KnownHosts),
+	}
+}
+
+// BootID returns the gateway's boot id.
+func (g *Gateway) BootID() string { return g.bootID }
+
+// Run serves until ctx is done. SIGHUP reloads the configuration.
+func (g *Gateway) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// x/crypto's agent server reports malformed requests through the
+	// standard logger; keep them, at debug level.
+	log.SetFlags(0)
+	log.SetOutput(slogWriter{g.log})
+
+	g.vault.start()
+	agentL, err := safesocket.Listen(g.opts.Socket)
+	if err != nil {
+		return fmt.Errorf("agent socket: %w", err)
+	}
+	defer agentL.Close()
+	if err := procid.PassCredentials(agentL); err != nil {
+		return fmt.Errorf("agent socket: %w", err)
+	}
+	if err := safesocket.CheckDir(filepath.Dir(g.opts.Socket)); err != nil {
+		g.log.Warn(err.Error())
+	}
+	ctlL, err := safesocket.Listen(control.SocketFor(g.opts.Socket))
+	if err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	defer ctlL.Close()
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	serve := func(f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil {
+				errc <- err
+				cancel()
+			}
+		}()
+	}
+	serve(func() error {
+		return g.agent.Serve(ctx, agentL, &sshagent.Endpoint{Channel: approvals.Channel{Kind: "agent"}})
+	})
+	serve(func() error { return g.ctl.Serve(ctx, ctlL) })
+	stopWatch := g.watch(ctx)
+	defer stopWatch()
+
+	state, epoch := g.vault.State()
+	g.log.Info("gateway started", "boot_id", g.bootID, "socket", g.opts.Socket, "vault", state, "epoch", epoch, "pid", os.Getpid())
+	if g.opts.Ready != nil {
+		g.opts.Ready()
+	}
+
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-sigs:
+			g.reloadConfig()
+		}
+	}
+	cancel()
+	agentL.Close()
+	ctlL.Close()
+	wg.Wait()
+	g.vault.wipe()
+	g.log.Info("gateway stopped", "boot_id", g.bootID)
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
+	}
+}
+
+// reloadConfig reads the configuration again. An invalid file keeps the
+// policy in force; the error is logged and shown by status.
+func (g *Gateway) reloadConfig() {
+	cfg, err := config.Load(g.configPath)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err != nil {
+		g.configErr = err
+		g.log.Error("configuration not reloaded; the previous policy stays in force", "err", err)
+		return
+	}
+	g.config, g.configErr = cfg, nil
+	g.engine.SetPolicy(policyFrom(cfg))
+	g.log.Info("configuration reloaded", "path", g.configPath, "approval", cfg.Approval)
+}
+
+// slogWriter turns lines of the standard logger into debug records.
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.l.Debug(string(trimNL(p)))
+	return len(p), nil
+}
+
+func trimNL(p []byte) []byte {
+	for len(p) > 0 && p[len(p)-1] == '\n' {
+		p = p[:len(p)-1]
+	}
+	return p
+}

@@ -1,0 +1,290 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/postern/postern/internal/control"
+	"github.com/postern/postern/internal/vault"
+	"github.com/postern/postern/sshagent"
+)
+
+// VaultState is what the gateway reports about the vault.
+type VaultState string
+
+const (
+	StateLocked   VaultState = "locked"
+	StateUnlocked VaultState = "unlocked"
+	// StateNone means there is no vault file: the agent holds only keys
+	// added with ssh-add, like ssh-agent.
+	StateNone VaultState = "none"
+)
+
+// vaultState is the lock state of the gateway and its vault. Every lock,
+// unlock and change of the vault file bumps the epoch; approvals bound to
+// an older epoch authorize nothing.
+type vaultState struct {
+	path  string
+	keys  *sshagent.Keyring
+	epoch *epochCounter
+	log   func(msg string, args ...any)
+
+	unlockMu sync.Mutex // serialises unlock attempts, so delays add up
+	mu       sync.Mutex
+	locked   bool
+	present  bool
+	dk       *vault.DataKey // kept while unlocked, to reload a changed file
+	gen      uint64         // the vault's generation when last read: it never goes back
+	lockPass []byte         // SHA-256 of the ssh-add -x password, without a vault
+	failures int
+	stamp    fileStamp
+	onChange []func(old, new uint64, why string)
+}
+
+type fileStamp struct {
+	ino   uint64
+	size  int64
+	mtime time.Time
+}
+
+func stampOf(path string) (fileStamp, bool) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}, false
+	}
+	return fileStamp{ino: inode(fi), size: fi.Size(), mtime: fi.ModTime()}, true
+}
+
+// start sets the initial state: locked when a vault file exists.
+func (s *vaultState) start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stamp, s.present = stampOf(s.path)
+	s.locked = s.present
+	s.keys.SetLocked(s.locked)
+}
+
+// State returns the state and epoch.
+func (s *vaultState) State() (VaultState, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stateLocked(), s.epoch.Get()
+}
+
+func (s *vaultState) stateLocked() VaultState {
+	switch {
+	case s.locked:
+		return StateLocked
+	case s.present:
+		return StateUnlocked
+	}
+	return StateNone
+}
+
+// bump increments the epoch; the caller holds s.mu.
+func (s *vaultState) bump(why string) {
+	old := s.epoch.Get()
+	n := s.epoch.Bump()
+	s.log("vault epoch changed", "epoch", n, "reason", why)
+	for _, f := range s.onChange {
+		f(old, n, why)
+	}
+}
+
+// Lock wipes every decrypted key and locks the agent. passphrase is the
+// ssh-add -x password; it matters only without a vault, where it is the
+// password ssh-add -X must give back (as with ssh-agent).
+func (s *vaultState) Lock(passphrase []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.locked {
+		return control.Errorf("locked", "already locked")
+	}
+	s.lockLocked(passphrase, "lock")
+	return nil
+}
+
+func (s *vaultState) lockLocked(passphrase []byte, why string) {
+	s.keys.ReplaceVault(nil)
+	s.keys.SetLocked(true)
+	if s.dk != nil {
+		s.dk.Wipe()
+		s.dk = nil
+	}
+	s.lockPass = nil
+	if !s.present && len(passphrase) > 0 {
+		h := sha256.Sum256(passphrase)
+		s.lockPass = h[:]
+	}
+	s.locked = true
+	s.bump(why)
+}
+
+// Unlock opens the vault with passphrase and loads its keys; without a
+// vault it checks the password ssh-add -x locked the agent with. A wrong
+// passphrase is answered after a delay that grows with each failure.
+func (s *vaultState) Unlock(passphrase []byte) error {
+	s.unlockMu.Lock()
+	defer s.unlockMu.Unlock()
+	s.mu.Lock()
+	if !s.locked {
+		s.mu.Unlock()
+		return control.Errorf("usage", "not locked")
+	}
+	present := s.present
+	s.mu.Unlock()
+
+	if !present {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		h := sha256.Sum256(passphrase)
+		if s.lockPass != nil && subtle.ConstantTimeCompare(h[:], s.lockPass) != 1 {
+			return s.wrong()
+		}
+		s.unlockLocked(nil, nil)
+		return nil
+	}
+
+	v, err := vault.Open(s.path, passphrase)
+	if errors.Is(err, vault.ErrWrongPassphrase) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.wrong()
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return control.Errorf("not_found", "the vault file disappeared: %v", err)
+	}
+	if err != nil {
+		return err
+	}
+	defer v.Wipe()
+	ids, err := identities(v)
+	if err != nil {
+		return err
+	}
+	dk, err := v.DataKey()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stamp, _ = stampOf(s.path)
+	s.gen = v.Generation()
+	s.unlockLocked(ids, dk)
+	return nil
+}
+
+// wrong records a failed attempt and waits; the caller holds s.mu, which
+// it releases while waiting so status stays answerable.
+func (s *vaultState) wrong() error {
+	s.failures++
+	d := vault.WrongPassphraseDelay(s.failures)
+	s.mu.Unlock()
+	time.Sleep(d)
+	s.mu.Lock()
+	return control.Errorf("wrong_passphrase", "wrong passphrase")
+}
+
+func (s *vaultState) unlockLocked(ids []*sshagent.Identity, dk *vault.DataKey) {
+	s.failures = 0
+	s.lockPass = nil
+	s.dk = dk
+	s.keys.SetLocked(false)
+	s.keys.ReplaceVault(ids)
+	s.locked = false
+	s.bump("unlock")
+}
+
+// identities decrypts the vault's keys into agent identities.
+func identities(v *vault.Vault) ([]*sshagent.Identity, error) {
+	var ids []*sshagent.Identity
+	keys := v.Keys()
+	defer func() {
+		for i := range keys {
+			keys[i].Wipe()
+		}
+	}()
+	for _, k := range keys {
+		priv, err := k.PrivateKey()
+		if err != nil {
+			return nil, fmt.Errorf("vault key %q: %w", k.Comment, err)
+		}
+		id, err := sshagent.NewIdentity(priv, nil, k.Comment)
+		if err != nil {
+			return nil, fmt.Errorf("vault key %q: %w", k.Comment, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// fileChanged reacts to a change of the vault file on disk: a new vault
+// locks the agent, a changed one is reloaded with the data key the
+// gateway kept (or locks when that is no longer possible), a removed one
+// locks. Every real change bumps the epoch.
+func (s *vaultState) fileChanged() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stamp, present := stampOf(s.path)
+	if present == s.present && stamp == s.stamp {
+		return
+	}
+	s.stamp = stamp
+	wasPresent := s.present
+	s.present = present
+	switch {
+	case !present:
+		if !s.locked {
+			s.lockLocked(nil, "vault file removed")
+		} else {
+			s.bump("vault file removed")
+		}
+	case !wasPresent:
+		if !s.locked {
+			s.lockLocked(nil, "vault file created")
+		} else {
+			s.bump("vault file created")
+		}
+	case s.locked:
+		s.bump("vault file changed")
+	default:
+		v, err := vault.OpenWithKey(s.path, s.dk)
+		var ids []*sshagent.Identity
+		if err == nil {
+			if v.Generation() < s.gen {
+				// An older copy put back in place: not a change any
+				// postern command makes.
+				err = fmt.Errorf("the vault file went back from generation %d to %d", s.gen, v.Generation())
+			} else {
+				s.gen = v.Generation()
+				ids, err = identities(v)
+			}
+			v.Wipe()
+		}
+		if err != nil {
+			s.log("vault file changed and cannot be reloaded; locking", "err", err)
+			s.lockLocked(nil, "vault file changed")
+			return
+		}
+		s.keys.ReplaceVault(ids)
+		s.bump("vault file changed")
+	}
+}
+
+// wipe locks and forgets everything at shutdown.
+func (s *vaultState) wipe() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keys.ReplaceVault(nil)
+	s.keys.SetLocked(true)
+	if s.dk != nil {
+		s.dk.Wipe()
+		s.dk = nil
+	}
+}

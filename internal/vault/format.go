@@ -1,0 +1,307 @@
+package vault
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/chacha20poly1305"
+)
+
+// File layout (all integers big-endian):
+//
+//	"POSTERN-VAULT"  13 bytes magic
+//	version          1 byte, 1
+//	u32 H            header length, 1..65536
+//	header           H bytes (below)
+//	u32 W            wrapped-key length, exactly 104
+//	check            32 bytes HMAC-SHA256(KEK, "postern vault key check v1")
+//	nonce            24 bytes
+//	sealed DEK       48 bytes XChaCha20-Poly1305(KEK, DEK, aad)
+//	u32 B            body length, 40..16 MiB+40
+//	nonce            24 bytes
+//	sealed body      XChaCha20-Poly1305(DEK, body plaintext, aad||W||wrap)
+//
+// aad is every byte from the magic to the end of the header; the body's
+// associated data extends it through the wrapped key, so that a vault
+// opened with its data key alone (OpenWithKey) still detects an edit of
+// any byte before the body length. The header:
+//
+//	u8  kdf          1 = argon2id
+//	u32 time, u32 memory (KiB), u8 threads
+//	16  salt
+//	16  vault id
+//	u16 n            public metadata entries, keys strictly increasing
+//	n × (u16 len, key, u16 len, value)    UTF-8, key non-empty
+//
+// Nothing may follow the body. The encoding is canonical: parsing then
+// re-encoding any accepted file gives back the same bytes.
+const (
+	fileMagic     = "POSTERN-VAULT"
+	formatVersion = 1
+	prefixSize    = len(fileMagic) + 1 + 4
+
+	kdfArgon2id = 1
+
+	saltSize  = 16
+	idSize    = 16
+	keySize   = 32
+	checkSize = 32
+	nonceSize = chacha20poly1305.NonceSizeX
+	tagSize   = chacha20poly1305.Overhead
+	wrapSize  = checkSize + nonceSize + keySize + tagSize
+
+	maxHeaderSize = 64 << 10
+	maxBodyPlain  = 16 << 20
+	minBodySize   = nonceSize + tagSize
+	maxBodySize   = nonceSize + maxBodyPlain + tagSize
+	maxFileSize   = prefixSize + maxHeaderSize + 4 + wrapSize + 4 + maxBodySize
+
+	maxMetaKey = 255
+)
+
+// header is the cleartext part of the file that is readable without the
+// passphrase.
+type header struct {
+	params Params
+	salt   [saltSize]byte
+	id     [idSize]byte
+	meta   map[string]string
+}
+
+// fileParts is a file split into its sections, before any cryptography.
+type fileParts struct {
+	hdr     header
+	aad     []byte // magic through end of header
+	wrap    []byte // wrapSize bytes
+	bodyAAD []byte // magic through end of wrap
+	body    []byte // nonce || sealed body
+}
+
+// cursor reads big-endian fields from a byte slice without panicking: a
+// read past the end sets short and returns zero values.
+type cursor struct {
+	b     []byte
+	short bool
+}
+
+func (c *cursor) take(n int) []byte {
+	if c.short || n < 0 || n > len(c.b) {
+		c.short = true
+		return nil
+	}
+	v := c.b[:n:n]
+	c.b = c.b[n:]
+	return v
+}
+
+func (c *cursor) u8() uint8 {
+	if b := c.take(1); b != nil {
+		return b[0]
+	}
+	return 0
+}
+
+func (c *cursor) u16() uint16 {
+	if b := c.take(2); b != nil {
+		return binary.BigEndian.Uint16(b)
+	}
+	return 0
+}
+
+func (c *cursor) u32() uint32 {
+	if b := c.take(4); b != nil {
+		return binary.BigEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (c *cursor) u64() uint64 {
+	if b := c.take(8); b != nil {
+		return binary.BigEndian.Uint64(b)
+	}
+	return 0
+}
+
+// validateMeta checks the public metadata against the format's limits.
+func validateMeta(meta map[string]string) error {
+	for k, v := range meta {
+		if k == "" || len(k) > maxMetaKey {
+			return fmt.Errorf("metadata key %q must be 1 to %d bytes", k, maxMetaKey)
+		}
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return fmt.Errorf("metadata entry %q is not valid UTF-8", k)
+		}
+		if len(v) > 0xffff {
+			return fmt.Errorf("metadata value for %q is longer than 65535 bytes", k)
+		}
+	}
+	return nil
+}
+
+// marshal encodes magic, version and header: the AAD of both seals.
+func (h *header) marshal() ([]byte, error) {
+	if err := h.params.Validate(); err != nil {
+		return nil, err
+	}
+	if err := validateMeta(h.meta); err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(h.meta))
+	size := 1 + 4 + 4 + 1 + saltSize + idSize + 2
+	for k, v := range h.meta {
+		keys = append(keys, k)
+		size += 2 + len(k) + 2 + len(v)
+	}
+	if size > maxHeaderSize {
+		return nil, fmt.Errorf("public metadata is too large (header would be %d bytes, limit %d)", size, maxHeaderSize)
+	}
+	slices.Sort(keys)
+	b := make([]byte, 0, prefixSize+size)
+	b = append(b, fileMagic...)
+	b = append(b, formatVersion)
+	b = binary.BigEndian.AppendUint32(b, uint32(size))
+	b = append(b, kdfArgon2id)
+	b = binary.BigEndian.AppendUint32(b, h.params.Time)
+	b = binary.BigEndian.AppendUint32(b, h.params.Memory)
+	b = append(b, h.params.Threads)
+	b = append(b, h.salt[:]...)
+	b = append(b, h.id[:]...)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(keys)))
+	for _, k := range keys {
+		v := h.meta[k]
+		b = binary.BigEndian.AppendUint16(b, uint16(len(k)))
+		b = append(b, k...)
+		b = binary.BigEndian.AppendUint16(b, uint16(len(v)))
+		b = append(b, v...)
+	}
+	return b, nil
+}
+
+// parsePrefix parses magic, version and header from the start of b and
+// returns the header and its encoded length (the AAD length). Errors are
+// corruptErrors.
+func parsePrefix(b []byte) (header, int, error) {
+	var h header
+	if len(b) < len(fileMagic) || !bytes.Equal(b[:len(fileMagic)], []byte(fileMagic)) {
+		if len(b) < len(fileMagic) && bytes.HasPrefix([]byte(fileMagic), b) {
+			return h, 0, corrupt("file is truncated (%d bytes)", len(b))
+		}
+		return h, 0, corrupt("not a postern vault (bad magic)")
+	}
+	c := cursor{b: b[len(fileMagic):]}
+	version := c.u8()
+	size := c.u32()
+	if c.short {
+		return h, 0, corrupt("file is truncated inside the header")
+	}
+	if version != formatVersion {
+		return h, 0, &corruptError{
+			reason: fmt.Sprintf("format version %d is not supported (this build reads version %d)", version, formatVersion),
+			hint:   "upgrade postern to read it",
+		}
+	}
+	if size == 0 || size > maxHeaderSize {
+		return h, 0, corrupt("header length %d is outside 1..%d", size, maxHeaderSize)
+	}
+	raw := c.take(int(size))
+	if c.short {
+		return h, 0, corrupt("file is truncated inside the header")
+	}
+	hc := cursor{b: raw}
+	kdf := hc.u8()
+	h.params.Time = hc.u32()
+	h.params.Memory = hc.u32()
+	h.params.Threads = hc.u8()
+	copy(h.salt[:], hc.take(saltSize))
+	copy(h.id[:], hc.take(idSize))
+	n := int(hc.u16())
+	if hc.short {
+		return h, 0, corrupt("header is too short")
+	}
+	if kdf != kdfArgon2id {
+		return h, 0, corrupt("unknown key derivation function %d", kdf)
+	}
+	if err := h.params.Validate(); err != nil {
+		return h, 0, corrupt("%v (the file was downgraded or damaged)", err)
+	}
+	h.meta = make(map[string]string, min(n, 64))
+	prev := ""
+	for i := range n {
+		k := hc.take(int(hc.u16()))
+		v := hc.take(int(hc.u16()))
+		if hc.short {
+			return h, 0, corrupt("header metadata entry %d is truncated", i)
+		}
+		key := string(k)
+		if i > 0 && key <= prev {
+			return h, 0, corrupt("header metadata keys are not in strictly increasing order")
+		}
+		prev = key
+		h.meta[key] = string(v)
+	}
+	if len(hc.b) != 0 {
+		return h, 0, corrupt("%d unexpected bytes at the end of the header", len(hc.b))
+	}
+	if err := validateMeta(h.meta); err != nil {
+		return h, 0, corrupt("%v", err)
+	}
+	return h, prefixSize + int(size), nil
+}
+
+// parseFile splits a whole file into its sections and checks every
+// length and every header field. It does no cryptography.
+func parseFile(b []byte) (*fileParts, error) {
+	if len(b) > maxFileSize {
+		return nil, corrupt("file is %d bytes, more than any vault can be (%d)", len(b), maxFileSize)
+	}
+	h, n, err := parsePrefix(b)
+	if err != nil {
+		return nil, err
+	}
+	c := cursor{b: b[n:]}
+	if w := c.u32(); c.short {
+		return nil, corrupt("file is truncated after the header")
+	} else if w != wrapSize {
+		return nil, corrupt("wrapped key length %d, expected %d", w, wrapSize)
+	}
+	wrap := c.take(wrapSize)
+	if c.short {
+		return nil, corrupt("file is truncated inside the wrapped key")
+	}
+	bl := c.u32()
+	if c.short {
+		return nil, corrupt("file is truncated after the wrapped key")
+	}
+	if bl < minBodySize || bl > maxBodySize {
+		return nil, corrupt("body length %d is outside %d..%d", bl, minBodySize, maxBodySize)
+	}
+	body := c.take(int(bl))
+	if c.short {
+		return nil, corrupt("file is truncated inside the body (%d of %d bytes)", len(b)-n-8-wrapSize, bl)
+	}
+	if len(c.b) != 0 {
+		return nil, corrupt("%d unexpected bytes after the body", len(c.b))
+	}
+	end := n + 4 + wrapSize
+	return &fileParts{hdr: h, aad: b[:n:n], wrap: wrap, bodyAAD: b[:end:end], body: body}, nil
+}
+
+// bodyAAD returns the associated data of the body: aad, the wrap length
+// and the wrap, as they appear in the file.
+func bodyAAD(aad, wrap []byte) []byte {
+	out := make([]byte, 0, len(aad)+4+len(wrap))
+	out = append(out, aad...)
+	out = binary.BigEndian.AppendUint32(out, uint32(len(wrap)))
+	return append(out, wrap...)
+}
+
+// assemble is the inverse of parseFile: prefix is bodyAAD(aad, wrap).
+func assemble(prefix, body []byte) []byte {
+	out := make([]byte, 0, len(prefix)+4+len(body))
+	out = append(out, prefix...)
+	out = binary.BigEndian.AppendUint32(out, uint32(len(body)))
+	return append(out, body...)
+}

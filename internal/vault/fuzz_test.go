@@ -1,0 +1,87 @@
+package vault
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+// seedVault returns a real vault file (Create with the real Argon2id at the
+// floor, one key, metadata and a secret) and its body plaintext.
+func seedVault(f *testing.F) (file, plain []byte) {
+	f.Helper()
+	v, path := newTestVault(f)
+	file = mustRead(f, path)
+	fp, err := parseFile(file)
+	if err != nil {
+		f.Fatal(err)
+	}
+	plain, err = unseal(v.dek, fp.body, fp.bodyAAD)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return file, plain
+}
+
+// FuzzParse feeds the file framing (magic, version, header fields,
+// section lengths) arbitrary bytes. It must never panic, must refuse with
+// ErrCorrupt, and every accepted input must re-encode to itself.
+func FuzzParse(f *testing.F) {
+	file, _ := seedVault(f)
+	f.Add(file)
+	f.Add(file[:prefixSize+10])
+	f.Add([]byte(fileMagic))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fp, err := parseFile(data)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error does not match ErrCorrupt: %v", err)
+			}
+		} else {
+			if !bytes.Equal(assemble(fp.bodyAAD, fp.body), data) {
+				t.Fatal("sections do not reassemble to the input")
+			}
+			aad, err := fp.hdr.marshal()
+			if err != nil {
+				t.Fatalf("accepted header does not re-encode: %v", err)
+			}
+			if !bytes.Equal(aad, fp.aad) {
+				t.Fatal("header encoding is not canonical")
+			}
+		}
+		// The header alone (ReadMeta) must agree with the whole file.
+		h, n, err := parsePrefix(data)
+		if err == nil && fp != nil && (n != len(fp.aad) || h.id != fp.hdr.id) {
+			t.Fatal("parsePrefix disagrees with parseFile")
+		}
+		if err != nil && fp != nil {
+			t.Fatalf("parsePrefix refused what parseFile accepted: %v", err)
+		}
+	})
+}
+
+// FuzzBody feeds the body decoder (the plaintext after decryption).
+func FuzzBody(f *testing.F) {
+	_, plain := seedVault(f)
+	f.Add(plain)
+	empty, _ := encodeBody(&body{})
+	f.Add(empty)
+	f.Add([]byte{bodyVersion})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := decodeBody(data)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error does not match ErrCorrupt: %v", err)
+			}
+			return
+		}
+		out, err := encodeBody(b)
+		if err != nil {
+			t.Fatalf("accepted body does not re-encode: %v", err)
+		}
+		if !bytes.Equal(out, data) {
+			t.Fatal("body encoding is not canonical")
+		}
+	})
+}
