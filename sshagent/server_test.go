@@ -546,3 +546,5 @@ func FuzzRequest(f *testing.F) {
 		}
 	})
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

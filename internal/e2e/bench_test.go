@@ -1,0 +1,196 @@
+package e2e
+
+// Side-by-side benchmarks: the same signatures through OpenSSH's
+// ssh-agent and through postern, in one run, on the same keys.
+//
+//	go test -run '^$' -bench Sign -benchtime 2s ./internal/e2e/
+//
+// postern runs with approval = "none", so what is measured is the
+// protocol, the per-connection peer identification and the per-request
+// identity re-check, not a person.
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+)
+
+// benchAgent is an agent under benchmark with its keys loaded.
+type benchAgent struct {
+	name string
+	sock string
+	pid  int
+	keys map[string]ssh.PublicKey
+}
+
+func startBenchAgents(b *testing.B) []*benchAgent {
+	need(b, "ssh-agent", "ssh-add", "ssh-keygen")
+	e := newEnv(b)
+	e.Config(`approval = "none"`)
+	keyFiles := map[string]string{
+		"ed25519": e.Keygen("ed25519", "ed25519", 0, ""),
+		"rsa3072": e.Keygen("rsa3072", "rsa", 3072, ""),
+	}
+	var agents []*benchAgent
+
+	// OpenSSH's ssh-agent, in the foreground.
+	sock := e.Path("run", "ssh-agent.sock")
+	cmd := exec.Command("ssh-agent", "-D", "-a", sock)
+	cmd.Env = e.Environ()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitSocket(b, sock)
+	agents = append(agents, &benchAgent{name: "ssh-agent", sock: sock, pid: cmd.Process.Pid})
+
+	p := e.StartAgent()
+	agents = append(agents, &benchAgent{name: "postern", sock: p.Socket, pid: p.PID()})
+
+	for _, a := range agents {
+		a.keys = map[string]ssh.PublicKey{}
+		for name, f := range keyFiles {
+			add := exec.Command("ssh-add", f)
+			add.Env = append(e.Environ(), "SSH_AUTH_SOCK="+a.sock)
+			if out, err := add.CombinedOutput(); err != nil {
+				b.Fatalf("ssh-add to %s: %v %s", a.name, err, out)
+			}
+			pub, _, _, _, err := ssh.ParseAuthorizedKey(mustRead(b, f+".pub"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			a.keys[name] = pub
+		}
+	}
+	return agents
+}
+
+func waitSocket(b testing.TB, sock string) {
+	for i := 0; i < 500; i++ {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.Fatalf("no agent at %s", sock)
+}
+
+func signFlags(key string) agent.SignatureFlags {
+	if strings.HasPrefix(key, "rsa") {
+		return agent.SignatureFlagRsaSha256
+	}
+	return 0
+}
+
+func dialAgent(b *testing.B, sock string) (agent.ExtendedAgent, net.Conn) {
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return agent.NewClient(c), c
+}
+
+// BenchmarkSign measures sign round trips through the socket: one
+// connection signing in sequence; 8 concurrent clients, each on its own
+// connection; and a new connection for every signature (what ssh does
+// for each login).
+func BenchmarkSign(b *testing.B) {
+	agents := startBenchAgents(b)
+	data := []byte("a session identifier and a userauth request, roughly this long, to be signed")
+	for _, key := range []string{"ed25519", "rsa3072"} {
+		for _, mode := range []string{"sequential", "concurrent8", "conn-per-sign"} {
+			for _, a := range agents {
+				pub, flags := a.keys[key], signFlags(key)
+				b.Run(fmt.Sprintf("key=%s/mode=%s/agent=%s", key, mode, a.name), func(b *testing.B) {
+					switch mode {
+					case "sequential":
+						cl, c := dialAgent(b, a.sock)
+						defer c.Close()
+						b.ResetTimer()
+						for i := 0; i < b.N; i++ {
+							if _, err := cl.SignWithFlags(pub, data, flags); err != nil {
+								b.Fatal(err)
+							}
+						}
+					case "concurrent8":
+						clients := make([]agent.ExtendedAgent, 8)
+						for i := range clients {
+							cl, c := dialAgent(b, a.sock)
+							defer c.Close()
+							clients[i] = cl
+						}
+						b.ResetTimer()
+						var wg sync.WaitGroup
+						for w := 0; w < 8; w++ {
+							wg.Add(1)
+							go func(cl agent.ExtendedAgent, n int) {
+								defer wg.Done()
+								for i := 0; i < n; i++ {
+									if _, err := cl.SignWithFlags(pub, data, flags); err != nil {
+										b.Error(err)
+										return
+									}
+								}
+							}(clients[w], (b.N+7-w)/8)
+						}
+						wg.Wait()
+					case "conn-per-sign":
+						for i := 0; i < b.N; i++ {
+							cl, c := dialAgent(b, a.sock)
+							if _, err := cl.SignWithFlags(pub, data, flags); err != nil {
+								b.Fatal(err)
+							}
+							c.Close()
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkIdleMemory reports each agent's resident memory after it has
+// loaded its keys and signed once, at rest.
+func BenchmarkIdleMemory(b *testing.B) {
+	agents := startBenchAgents(b)
+	for _, a := range agents {
+		cl, c := dialAgent(b, a.sock)
+		cl.SignWithFlags(a.keys["ed25519"], []byte("x"), 0)
+		c.Close()
+	}
+	time.Sleep(500 * time.Millisecond)
+	for _, a := range agents {
+		b.Run("agent="+a.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				rssKB(b, a.pid)
+			}
+			b.ReportMetric(float64(rssKB(b, a.pid))/1024, "RSS-MiB")
+		})
+	}
+}
+
+func rssKB(b *testing.B, pid int) int {
+	s, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(s), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.Fields(v)[0])
+			return n
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
