@@ -83,15 +83,21 @@ type Request struct {
 	Purpose   Purpose
 	Dest      *Destination // nil when no verified destination applies
 	Namespace string       // the SSHSIG namespace, for PurposeSSHSig
+	// Forwarded is set when the request travels through a forwarded agent
+	// connection (a session-bind with is_forwarding), whatever it signs.
+	Forwarded bool
 }
 
 // A Decision answers a Request.
 type Decision struct {
 	Allow bool
 	Mode  Mode
-	// Reason is a short machine-readable word: approved, policy_none,
-	// policy_deny, denied, no_approver, vault_locked, identity_mismatch…
+	// Reason is a short machine-readable word: session (a live grant
+	// covered it), approved_once, approved_session, policy_none,
+	// policy_deny, denied, timeout, cooldown, vault_locked,
+	// vault_state_changed…
 	Reason string
+	Grant  string // the grant that covered the request, if any
 }
 
 // A Decider decides requests. The agent protocol and the bastion ask one

@@ -105,7 +105,8 @@ func (c *conn) SignWithFlags(key ssh.PublicKey, data []byte, flags agent.Signatu
 			Type:        id.Key.Type(),
 			Confirm:     id.Confirm,
 		},
-		Purpose: approvals.PurposeOther,
+		Purpose:   approvals.PurposeOther,
+		Forwarded: c.binds.forwarding(),
 	}
 	switch sd.kind {
 	case signUserauth:
@@ -139,6 +140,12 @@ func (c *conn) SignWithFlags(key ssh.PublicKey, data []byte, flags agent.Signatu
 		return nil, c.refuse("signing failed: "+err.Error(), "key", fp)
 	}
 	attrs := []any{"key", req.Key.Fingerprint, "purpose", req.Purpose, "reason", d.Reason}
+	if d.Grant != "" {
+		attrs = append(attrs, "grant", d.Grant)
+	}
+	if req.Channel.Run != "" {
+		attrs = append(attrs, "run", req.Channel.Run)
+	}
 	if req.Dest != nil {
 		attrs = append(attrs, "dest", req.Dest.Fingerprint(), "forwarding", req.Dest.Forwarding)
 	}

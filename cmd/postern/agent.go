@@ -258,17 +258,7 @@ func runWithCommand(f *agentFlags, errw io.Writer) error {
 	if err := <-done; err != nil {
 		warningf(errw, "agent: %v", err)
 	}
-	if werr != nil {
-		var ee *exec.ExitError
-		if errors.As(werr, &ee) {
-			if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
-				return &exitError{128 + int(st.Signal())}
-			}
-			return &exitError{ee.ExitCode()}
-		}
-		return werr
-	}
-	return nil
+	return exitStatusOf(werr)
 }
 
 // detach starts the daemon in a new session with its stdio closed, waits

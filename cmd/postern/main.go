@@ -18,6 +18,14 @@ const usage = `Usage: postern COMMAND [ARGS]
 Commands:
     agent [-cDdks] [-a SOCKET] [-t LIFE] [COMMAND [ARG...]]
                         run the agent (ssh-agent compatible)
+    run [--label L] -- COMMAND [ARG...]
+                        launch COMMAND as a run with its own agent socket
+    approve [--list [--json] | ID [--once|--session]]
+                        answer approval cards (interactive on a terminal)
+    deny ID             deny a card
+    sessions [--json]   live runs and session grants
+    revoke GRANT|RUN|--all
+                        end session grants now
     status [--json]     boot id, vault state and epoch, counts
     lock                lock the vault and wipe decrypted keys
     unlock              unlock the vault
@@ -34,12 +42,17 @@ Commands that talk to a running agent find it through $SSH_AUTH_SOCK or
 type command func(args []string, out, errw io.Writer) error
 
 var commands = map[string]command{
-	"agent":   cmdAgent,
-	"status":  cmdStatus,
-	"lock":    cmdLock,
-	"unlock":  cmdUnlock,
-	"vault":   cmdVault,
-	"version": cmdVersion,
+	"agent":    cmdAgent,
+	"run":      cmdRun,
+	"approve":  cmdApprove,
+	"deny":     cmdDeny,
+	"sessions": cmdSessions,
+	"revoke":   cmdRevoke,
+	"status":   cmdStatus,
+	"lock":     cmdLock,
+	"unlock":   cmdUnlock,
+	"vault":    cmdVault,
+	"version":  cmdVersion,
 }
 
 func main() {

@@ -35,6 +35,6 @@ func cmdStatus(args []string, out, errw io.Writer) error {
 	if st.Config.Error != "" {
 		fmt.Fprintf(out, "          last reload failed, previous policy in force: %s\n", st.Config.Error)
 	}
-	fmt.Fprintf(out, "keys      %d\n", st.Counts.Keys)
+	fmt.Fprintf(out, "counts    %d keys, %d runs, %d grants, %d pending cards\n", st.Counts.Keys, st.Counts.Runs, st.Counts.Grants, st.Counts.Cards)
 	return nil
 }

@@ -17,7 +17,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 
 	"github.com/postern/postern/internal/control"
 )
@@ -132,4 +134,27 @@ func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// exitStatusOf turns a finished child's error into the exit status the
+// caller should pass through: its exit code, or 128 plus the signal that
+// ended it.
+func exitStatusOf(err error) error {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+			return &exitError{128 + int(st.Signal())}
+		}
+		return &exitError{ee.ExitCode()}
+	}
+	return err
+}
+
+// leadingOperand splits off an operand written before the flags
+// ("postern approve ID --session").
+func leadingOperand(args []string) (string, []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
+	}
+	return "", args
 }

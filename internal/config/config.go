@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -30,6 +31,39 @@ type File struct {
 	// KnownHosts lists the files whose names are given to verified host
 	// keys. Default ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts.
 	KnownHosts []string `toml:"known_hosts"`
+	// Agents names the programs (AI agents) a card preselects as the
+	// subject of a session approval when one is among the requester's
+	// ancestors. Default claude, codex, aider.
+	Agents []string `toml:"agents"`
+	// SessionScope is what a session approval covers: "key" (the key, for
+	// every destination the policy does not ask about on each call) or
+	// "destination" (the key for the one verified destination approved).
+	// Default "key".
+	SessionScope string `toml:"session_scope"`
+	// SessionLifetime ends session approvals after this long even while
+	// their run lives; 0 (the default) means only the run's end does.
+	SessionLifetime Duration `toml:"session_lifetime"`
+	// CardCooldown is how long requests from a run are refused without a
+	// new card after one of its cards went unanswered. Default 30s.
+	CardCooldown Duration `toml:"card_cooldown"`
+	// Rules adjust the approval mode for hosts, keys and programs.
+	Rules []Rule `toml:"rule"`
+}
+
+// A Rule sets the approval mode of the requests it matches. Every field
+// given must match. When several rules match, the strictest mode wins
+// (deny, per-call, session, none); when none matches, Approval applies.
+type Rule struct {
+	// Host is a glob over the names known_hosts gives the verified host
+	// key of the destination.
+	Host string `toml:"host"`
+	// Key is a key fingerprint ("SHA256:…") or a glob over key comments.
+	Key string `toml:"key"`
+	// Exe is "sha256:HEX" or a glob over the executable path (or base
+	// name) of the requesting process or any of its ancestors.
+	Exe string `toml:"exe"`
+	// Approval is the mode for matching requests.
+	Approval string `toml:"approval"`
 }
 
 // Duration is a time.Duration written as a string such as "60s".
@@ -51,9 +85,12 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // Defaults returns the configuration used when no file exists.
 func Defaults() File {
 	return File{
-		Approval:    "session",
-		CardTimeout: Duration{60 * time.Second},
-		KnownHosts:  []string{"~/.ssh/known_hosts", "/etc/ssh/ssh_known_hosts"},
+		Approval:     "session",
+		CardTimeout:  Duration{60 * time.Second},
+		KnownHosts:   []string{"~/.ssh/known_hosts", "/etc/ssh/ssh_known_hosts"},
+		Agents:       []string{"claude", "codex", "aider"},
+		SessionScope: "key",
+		CardCooldown: Duration{30 * time.Second},
 	}
 }
 
@@ -104,14 +141,46 @@ func Parse(name string, b []byte) (File, error) {
 	return f, nil
 }
 
-func (f *File) check() error {
-	switch f.Approval {
+func checkMode(m string) error {
+	switch m {
 	case "none", "session", "per-call", "deny":
-	default:
-		return fmt.Errorf("approval = %q: want none, session, per-call or deny", f.Approval)
+		return nil
+	}
+	return fmt.Errorf("approval = %q: want none, session, per-call or deny", m)
+}
+
+func (f *File) check() error {
+	if err := checkMode(f.Approval); err != nil {
+		return err
 	}
 	if f.CardTimeout.Duration <= 0 {
 		return errors.New("card_timeout must be positive")
+	}
+	switch f.SessionScope {
+	case "key", "destination":
+	default:
+		return fmt.Errorf("session_scope = %q: want key or destination", f.SessionScope)
+	}
+	for i, r := range f.Rules {
+		if r.Host == "" && r.Key == "" && r.Exe == "" {
+			return fmt.Errorf("rule %d: give at least one of host, key, exe", i+1)
+		}
+		if r.Approval == "" {
+			return fmt.Errorf("rule %d: approval is missing", i+1)
+		}
+		if err := checkMode(r.Approval); err != nil {
+			return fmt.Errorf("rule %d: %w", i+1, err)
+		}
+		for _, g := range []string{r.Host, r.Exe} {
+			if _, err := path.Match(g, ""); err != nil {
+				return fmt.Errorf("rule %d: bad pattern %q", i+1, g)
+			}
+		}
+		if !strings.HasPrefix(r.Key, "SHA256:") {
+			if _, err := path.Match(r.Key, ""); err != nil {
+				return fmt.Errorf("rule %d: bad pattern %q", i+1, r.Key)
+			}
+		}
 	}
 	return nil
 }

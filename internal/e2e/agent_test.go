@@ -203,7 +203,7 @@ func TestConfirmNamesProcessAndDestination(t *testing.T) {
 		t.Fatal("signed without confirmation")
 	}
 	prompt := string(mustRead(t, log))
-	for _, want := range []string{"confirm\n", "Allow use of key confirmed", fingerprint(t, e, k), "Requested by: ssh-keygen (", `namespace "file"`} {
+	for _, want := range []string{"confirm\n", "Allow, this one time, ssh-keygen (pid", fingerprint(t, e, k) + " (confirmed)", "Requested by: ssh-keygen (", `namespace "file"`} {
 		if !strings.Contains(prompt, want) {
 			t.Errorf("prompt lacks %q:\n%s", want, prompt)
 		}
@@ -220,7 +220,7 @@ func TestConfirmNamesProcessAndDestination(t *testing.T) {
 	os.Remove(log)
 	e.MustRun("ssh", sshd.SSHArgs("-o", "HostKeyAlias=prod-db-1", sshd.Target(), "true")...)
 	prompt = string(mustRead(t, log))
-	want := "Destination: host key " + hostFingerprint(t, e, sshd)
+	want := "Destination: host key " + hostFingerprint(t, e, sshd) + ", verified by session-bind ("
 	if !strings.Contains(prompt, want) || !strings.Contains(prompt, "prod-db-1") || !strings.Contains(prompt, "Requested by: ssh (") {
 		t.Errorf("login prompt lacks the verified destination %q:\n%s", want, prompt)
 	}
@@ -334,6 +334,46 @@ func TestOtherUserRefused(t *testing.T) {
 	e.MustRun("ssh-add", "-l")
 }
 
+func TestAgentIsNonDumpable(t *testing.T) {
+	need(t, "setpriv")
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the agent and a peer as an unprivileged user")
+	}
+	e := newEnv(t)
+	dir := e.Path("nobody")
+	for _, d := range []string{"", "home", "state", "config", "run"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o700)
+		os.Chown(filepath.Join(dir, d), 65534, 65534)
+	}
+	os.Chmod(e.Dir, 0o711)
+	asNobody := func(args ...string) *exec.Cmd {
+		cmd := exec.Command("setpriv", append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--"}, args...)...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir + "/home", "XDG_STATE_HOME=" + dir + "/state",
+			"XDG_CONFIG_HOME=" + dir + "/config", "XDG_RUNTIME_DIR=" + dir + "/run"}
+		return cmd
+	}
+	sock := filepath.Join(dir, "run", "agent.sock")
+	agentCmd := asNobody(posternBin, "agent", "-D", "-a", sock)
+	if err := agentCmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { agentCmd.Process.Kill(); agentCmd.Wait() }()
+	waitSocket(t, sock)
+	// An ordinary process of that user can be read by its peers...
+	ctl := asNobody("sh", "-c", "cat /proc/$$/environ >/dev/null")
+	if out, err := ctl.CombinedOutput(); err != nil {
+		t.Fatalf("control: a process cannot read its own environ: %v %s", err, out)
+	}
+	// ...the agent cannot: it is non-dumpable, so /proc/PID/{environ,mem}
+	// belong to root.
+	for _, f := range []string{"environ", "mem"} {
+		out, err := asNobody("cat", fmt.Sprintf("/proc/%d/%s", agentCmd.Process.Pid, f)).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "Permission denied") {
+			t.Fatalf("a same-user process read the agent's /proc/PID/%s: %v %s", f, err, out)
+		}
+	}
+}
+
 func TestExecOnSamePidIsANewProcess(t *testing.T) {
 	need(t, "ssh-add", "ssh-keygen")
 	e := newEnv(t)
@@ -361,6 +401,8 @@ func TestExecOnSamePidIsANewProcess(t *testing.T) {
 // TestExecOnSamePidIsANewProcess (see TestMain).
 func execHelper(mode string) {
 	switch mode {
+	case "driver":
+		driverMain()
 	case "exec":
 		c, err := net.Dial("unix", os.Getenv("SSH_AUTH_SOCK"))
 		if err != nil {

@@ -31,6 +31,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Readable by everyone: one test runs the agent as another user.
+	os.Chmod(dir, 0o755)
 	posternBin = filepath.Join(dir, "postern")
 	build := exec.Command("go", "build", "-o", posternBin, "github.com/postern/postern/cmd/postern")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -79,7 +81,7 @@ func newEnv(t testing.TB) *Env {
 		}
 	}
 	e.env = []string{
-		"PATH=" + os.Getenv("PATH"),
+		"PATH=" + filepath.Dir(posternBin) + ":" + os.Getenv("PATH"),
 		"HOME=" + e.Path("home"),
 		"XDG_STATE_HOME=" + e.Path("state"),
 		"XDG_CONFIG_HOME=" + e.Path("config"),

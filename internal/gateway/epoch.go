@@ -3,10 +3,11 @@ package gateway
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
+
+	"github.com/postern/postern/internal/atomicfile"
 )
 
 // epochCounter is the vault epoch. It is kept in a small state file so
@@ -40,25 +41,8 @@ func (e *epochCounter) Bump() uint64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.n++
-	e.err = writeFileAtomic(e.path, []byte(strconv.FormatUint(e.n, 10)+"\n"))
+	e.err = atomicfile.Write(e.path, []byte(strconv.FormatUint(e.n, 10)+"\n"), 0o600)
 	return e.n
-}
-
-// writeFileAtomic replaces path with data (temp file, rename).
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
 
 func inode(fi os.FileInfo) uint64 {

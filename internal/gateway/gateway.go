@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -27,7 +28,6 @@ import (
 	"github.com/postern/postern/internal/askpass"
 	"github.com/postern/postern/internal/config"
 	"github.com/postern/postern/internal/control"
-	"github.com/postern/postern/internal/knownhosts"
 	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/safesocket"
 	"github.com/postern/postern/internal/xdg"
@@ -63,6 +63,10 @@ type Gateway struct {
 
 	configPath string
 	vaultPath  string
+
+	runMu    sync.Mutex
+	runLs    map[string]*net.UnixListener // run id -> the run's agent socket
+	serveRun func(run *approvals.Run) error
 
 	mu        sync.Mutex
 	config    config.File
@@ -107,6 +111,7 @@ func New(opts Options) (*Gateway, error) {
 		started:    time.Now(),
 		procs:      procid.Host,
 		configPath: cfgPath,
+		runLs:      map[string]*net.UnixListener{},
 		vaultPath:  filepath.Join(stateDir, "vault"),
 		config:     cfg,
 	}
@@ -117,8 +122,21 @@ func New(opts Options) (*Gateway, error) {
 		epoch: loadEpoch(filepath.Join(stateDir, "epoch")),
 		log:   g.log.Info,
 	}
-	g.engine = &approvals.Engine{Confirm: opts.Env, Procs: g.procs, Log: g.log}
-	g.engine.SetPolicy(policyFrom(cfg))
+	g.engine = &approvals.Engine{
+		Procs:       g.procs,
+		Log:         g.log,
+		BootID:      g.bootID,
+		Vault:       g.vault.lockedEpoch,
+		Askpass:     opts.Env,
+		ContextFile: filepath.Join(stateDir, "context.json"),
+		OnRunEnd:    g.closeRun,
+	}
+	pol, err := approvals.Compile(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	g.engine.SetPolicy(pol)
+	g.vault.onChange = append(g.vault.onChange, func(_, _ uint64, why string) { g.engine.EpochChanged(why) })
 	g.agent = &sshagent.Server{
 		Keys:    g.keys,
 		Decider: g.engine,
@@ -128,15 +146,6 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g.ctl = &control.Server{Procs: g.procs, Log: g.log, Handlers: g.handlers()}
 	return g, nil
-}
-
-func policyFrom(f config.File) *approvals.Policy {
-	mode, _ := approvals.ParseMode(f.Approval)
-	return &approvals.Policy{
-		Mode:        mode,
-		CardTimeout: f.CardTimeout.Duration,
-		Hosts:       knownhosts.Open(f.KnownHosts),
-	}
 }
 
 // BootID returns the gateway's boot id.
@@ -171,7 +180,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	defer ctlL.Close()
 
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGHUP)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGUSR1)
 	defer signal.Stop(sigs)
 
 	var wg sync.WaitGroup
@@ -190,6 +199,30 @@ func (g *Gateway) Run(ctx context.Context) error {
 		return g.agent.Serve(ctx, agentL, &sshagent.Endpoint{Channel: approvals.Channel{Kind: "agent"}})
 	})
 	serve(func() error { return g.ctl.Serve(ctx, ctlL) })
+	g.serveRun = func(run *approvals.Run) error {
+		l, err := safesocket.Listen(run.Socket)
+		if err != nil {
+			return err
+		}
+		if err := procid.PassCredentials(l); err != nil {
+			l.Close()
+			return err
+		}
+		g.runMu.Lock()
+		g.runLs[run.ID] = l
+		g.runMu.Unlock()
+		ep := &sshagent.Endpoint{Channel: approvals.Channel{Kind: "run", Run: run.ID}, Admit: g.engine.AdmitRun(run.ID)}
+		serve(func() error { return g.agent.Serve(ctx, l, ep) })
+		return nil
+	}
+	for _, run := range g.engine.Restore() {
+		if err := g.serveRun(run); err != nil {
+			g.log.Warn("cannot serve a restored run's socket", "run", run.ID, "err", err)
+			g.engine.EndRun(run.ID, approvals.ReasonGatewayRestarted)
+			continue
+		}
+		g.log.Info("run from before the restart still alive; it must be approved again", "run", run.ID, "pid", run.Process.PID, "previous_boot", run.PrevBoot)
+	}
 	stopWatch := g.watch(ctx)
 	defer stopWatch()
 
@@ -204,13 +237,24 @@ loop:
 		select {
 		case <-ctx.Done():
 			break loop
-		case <-sigs:
+		case s := <-sigs:
+			if s == syscall.SIGUSR1 {
+				n, _ := g.engine.Revoke("--all")
+				g.log.Info("all grants revoked", "signal", "SIGUSR1", "grants", n)
+				continue
+			}
 			g.reloadConfig()
 		}
 	}
+	g.engine.Stop()
 	cancel()
 	agentL.Close()
 	ctlL.Close()
+	g.runMu.Lock()
+	for _, l := range g.runLs {
+		l.Close()
+	}
+	g.runMu.Unlock()
 	wg.Wait()
 	g.vault.wipe()
 	g.log.Info("gateway stopped", "boot_id", g.bootID)
@@ -233,9 +277,26 @@ func (g *Gateway) reloadConfig() {
 		g.log.Error("configuration not reloaded; the previous policy stays in force", "err", err)
 		return
 	}
+	pol, err := approvals.Compile(cfg)
+	if err != nil {
+		g.configErr = err
+		g.log.Error("configuration not reloaded; the previous policy stays in force", "err", err)
+		return
+	}
 	g.config, g.configErr = cfg, nil
-	g.engine.SetPolicy(policyFrom(cfg))
+	g.engine.SetPolicy(pol)
 	g.log.Info("configuration reloaded", "path", g.configPath, "approval", cfg.Approval)
+}
+
+// closeRun stops serving an ended run's socket.
+func (g *Gateway) closeRun(run *approvals.Run) {
+	g.runMu.Lock()
+	l := g.runLs[run.ID]
+	delete(g.runLs, run.ID)
+	g.runMu.Unlock()
+	if l != nil {
+		l.Close()
+	}
 }
 
 // slogWriter turns lines of the standard logger into debug records.

@@ -3,7 +3,12 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
+	"time"
+
+	"github.com/postern/postern/approvals"
 
 	"github.com/postern/postern/internal/control"
 	"github.com/postern/postern/internal/procid"
@@ -36,7 +41,75 @@ type ConfigStatus struct {
 
 // Counts are sizes of the gateway's state.
 type Counts struct {
-	Keys int `json:"keys"`
+	Keys   int `json:"keys"`
+	Runs   int `json:"runs"`
+	Grants int `json:"grants"`
+	Cards  int `json:"cards"`
+}
+
+// RunPrepare asks for a run's socket ("postern run").
+type RunPrepare struct {
+	Label string `json:"label,omitempty"`
+}
+
+// RunPrepared answers RunPrepare.
+type RunPrepared struct {
+	ID     string `json:"id"`
+	Socket string `json:"socket"`
+}
+
+// RunStart reports the launched process.
+type RunStart struct {
+	ID  string `json:"id"`
+	PID int    `json:"pid"`
+}
+
+// CardsArgs asks for the pending cards; with Wait, the call returns when
+// the list changes after Version (or after WaitFor).
+type CardsArgs struct {
+	Wait    bool          `json:"wait,omitempty"`
+	Version uint64        `json:"version,omitempty"`
+	WaitFor time.Duration `json:"wait_for,omitempty"`
+}
+
+// CardsResult lists the pending cards.
+type CardsResult struct {
+	Version uint64               `json:"version"`
+	Cards   []approvals.CardView `json:"cards"`
+}
+
+// AnswerArgs decides a card.
+type AnswerArgs struct {
+	ID       string `json:"id"`
+	Decision string `json:"decision"` // once, session, deny
+	Subject  *int   `json:"subject,omitempty"`
+}
+
+// SessionsResult lists runs and grants.
+type SessionsResult struct {
+	Runs   []approvals.RunState  `json:"runs"`
+	Grants []approvals.GrantView `json:"grants"`
+}
+
+// RevokeArgs names what to revoke: a grant id, a run id, or "--all".
+type RevokeArgs struct {
+	Target string `json:"target"`
+}
+
+// RevokeResult says how many grants ended.
+type RevokeResult struct {
+	Revoked int `json:"revoked"`
+}
+
+func decode[T any](raw json.RawMessage) (T, error) {
+	var v T
+	if len(raw) == 0 {
+		return v, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, control.Errorf("usage", "malformed request: %v", err)
+	}
+	return v, nil
 }
 
 // LockResult answers "lock".
@@ -63,12 +136,87 @@ func (g *Gateway) handlers() map[string]control.Handler {
 			return LockResult{}, g.vault.Lock(nil)
 		},
 		"unlock": func(_ context.Context, _ *procid.Peer, raw json.RawMessage) (any, error) {
-			var a UnlockArgs
-			if err := json.Unmarshal(raw, &a); err != nil {
-				return nil, control.Errorf("usage", "malformed unlock request")
+			a, err := decode[UnlockArgs](raw)
+			if err != nil {
+				return nil, err
 			}
 			defer clear(a.Passphrase)
 			return nil, g.vault.Unlock(a.Passphrase)
+		},
+		"run.prepare": func(_ context.Context, _ *procid.Peer, raw json.RawMessage) (any, error) {
+			a, err := decode[RunPrepare](raw)
+			if err != nil {
+				return nil, err
+			}
+			run := g.engine.PrepareRun(a.Label, func(id string) string { return control.RunSocket(g.opts.Socket, id) })
+			if err := g.serveRun(run); err != nil {
+				g.engine.EndRun(run.ID, approvals.ReasonProcessExited)
+				return nil, fmt.Errorf("creating the run's socket: %w", err)
+			}
+			return RunPrepared{ID: run.ID, Socket: run.Socket}, nil
+		},
+		"run.start": func(_ context.Context, caller *procid.Peer, raw json.RawMessage) (any, error) {
+			a, err := decode[RunStart](raw)
+			if err != nil {
+				return nil, err
+			}
+			_, err = g.engine.StartRun(a.ID, a.PID, caller)
+			return nil, err
+		},
+		"cards": func(ctx context.Context, _ *procid.Peer, raw json.RawMessage) (any, error) {
+			a, err := decode[CardsArgs](raw)
+			if err != nil {
+				return nil, err
+			}
+			if a.Wait {
+				wait := a.WaitFor
+				if wait <= 0 || wait > time.Minute {
+					wait = time.Minute
+				}
+				ctx, cancel := context.WithTimeout(ctx, wait)
+				defer cancel()
+				g.engine.WaitCards(ctx, a.Version)
+			}
+			cards, v := g.engine.Cards()
+			return CardsResult{Version: v, Cards: cards}, nil
+		},
+		"answer": func(_ context.Context, approver *procid.Peer, raw json.RawMessage) (any, error) {
+			a, err := decode[AnswerArgs](raw)
+			if err != nil {
+				return nil, err
+			}
+			switch a.Decision {
+			case "once", "session", "deny":
+			default:
+				return nil, control.Errorf("usage", "decision %q: want once, session or deny", a.Decision)
+			}
+			ans := approvals.Answer{Decision: a.Decision, Subject: -1, Approver: approver.Describe()}
+			if a.Subject != nil {
+				ans.Subject = *a.Subject
+			}
+			err = g.engine.Answer(a.ID, ans, approver)
+			if errors.Is(err, approvals.ErrSelfApprove) {
+				return nil, control.Errorf("denied", "%v", err)
+			}
+			if errors.Is(err, approvals.ErrNoCard) {
+				return nil, control.Errorf("not_found", "card %s: %v", a.ID, err)
+			}
+			return nil, err
+		},
+		"sessions": func(context.Context, *procid.Peer, json.RawMessage) (any, error) {
+			runs, grants := g.engine.Sessions()
+			return SessionsResult{Runs: runs, Grants: grants}, nil
+		},
+		"revoke": func(_ context.Context, _ *procid.Peer, raw json.RawMessage) (any, error) {
+			a, err := decode[RevokeArgs](raw)
+			if err != nil {
+				return nil, err
+			}
+			n, err := g.engine.Revoke(a.Target)
+			if err != nil {
+				return nil, control.Errorf("not_found", "%v", err)
+			}
+			return RevokeResult{Revoked: n}, nil
 		},
 	}
 }
@@ -88,6 +236,7 @@ func (g *Gateway) Status() Status {
 		Config:  ConfigStatus{Path: g.configPath, Approval: g.config.Approval},
 		Counts:  Counts{Keys: len(ids)},
 	}
+	st.Counts.Runs, st.Counts.Grants, st.Counts.Cards = g.engine.Counts()
 	if g.configErr != nil {
 		st.Config.Error = g.configErr.Error()
 	}

@@ -70,6 +70,13 @@ func (s *vaultState) start() {
 	s.keys.SetLocked(s.locked)
 }
 
+// lockedEpoch reports whether the gateway is locked, and the epoch.
+func (s *vaultState) lockedEpoch() (bool, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.locked, s.epoch.Get()
+}
+
 // State returns the state and epoch.
 func (s *vaultState) State() (VaultState, uint64) {
 	s.mu.Lock()

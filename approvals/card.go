@@ -1,0 +1,185 @@
+package approvals
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/postern/postern/internal/procid"
+)
+
+// A Card asks a person to decide a request. It shows the truth first —
+// what the gateway verified itself — and claims after, labelled as such.
+type Card struct {
+	View CardView
+
+	req        *Request
+	epoch      uint64
+	subjects   []*Run // the run for run-socket requests; live ancestors otherwise
+	joinKey    string // requests with the same key may wait on one session card
+	cooldownAs string
+	done       chan struct{}
+	answer     Answer
+}
+
+// Answer is a person's decision on a card.
+type Answer struct {
+	Decision string // "once", "session" or "deny"
+	Subject  int    // index into the card's subjects, for "session"
+	Approver string // who answered: the approver process, or "askpass"
+}
+
+// ProcessView is a process as a card shows it.
+type ProcessView struct {
+	PID     int       `json:"pid"`
+	Name    string    `json:"name"`
+	Exe     string    `json:"exe"`
+	SHA256  string    `json:"sha256"` // prefix of the executable's hash
+	UID     uint32    `json:"uid"`
+	Started time.Time `json:"started"`
+}
+
+// RunView is the subject a session approval would bind.
+type RunView struct {
+	ID       string `json:"id,omitempty"` // for registered runs
+	Label    string `json:"label,omitempty"`
+	Launched bool   `json:"launched"` // through postern run
+	ProcessView
+}
+
+// KeyView is the key a card is about.
+type KeyView struct {
+	Fingerprint string `json:"fingerprint"`
+	Comment     string `json:"comment,omitempty"`
+	Type        string `json:"type,omitempty"`
+}
+
+// DestView is the verified destination of an authentication.
+type DestView struct {
+	Fingerprint string   `json:"fingerprint"`
+	Names       []string `json:"names"`
+	Hashed      int      `json:"hashed_entries,omitempty"` // known_hosts entries whose names are hidden
+	Forwarding  bool     `json:"forwarding"`
+	User        string   `json:"user_claimed,omitempty"` // the account the client names: a claim
+}
+
+// CardView is what approvers are shown; "postern approve --list --json"
+// prints it.
+type CardView struct {
+	ID          string        `json:"id"`
+	Reason      string        `json:"reason"`
+	Changed     string        `json:"what_changed,omitempty"`
+	Mode        Mode          `json:"mode"`
+	Run         RunView       `json:"run"`
+	Subjects    []RunView     `json:"subjects"`
+	Selected    int           `json:"selected"`
+	Requester   []ProcessView `json:"requester"`
+	Key         KeyView       `json:"key"`
+	Purpose     Purpose       `json:"purpose"`
+	Destination *DestView     `json:"destination,omitempty"`
+	Namespace   string        `json:"namespace,omitempty"`
+	Forwarded   bool          `json:"forwarded"` // through a forwarded agent connection
+	Covers      string        `json:"covers"`
+	Claim       []string      `json:"claimed_command,omitempty"` // the requester's argv: a claim
+	Created     time.Time     `json:"created"`
+	Expires     time.Time     `json:"expires"`
+}
+
+// Display renders a key for sentences.
+func (k Key) Display() string {
+	if k.Comment != "" {
+		return k.Comment
+	}
+	return k.Fingerprint
+}
+
+func baseName(p string) string { return filepath.Base(p) }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func (e *Engine) processView(p *procid.Process) ProcessView {
+	h := p.Exe.Hash()
+	if len(h) > 12 {
+		h = h[:12]
+	}
+	return ProcessView{PID: p.PID, Name: p.Name(), Exe: p.Exe.Path, SHA256: h, UID: p.UID, Started: p.Started(e.Procs).UTC()}
+}
+
+func (e *Engine) runView(r *Run) RunView {
+	return RunView{ID: r.ID, Label: r.Label, Launched: r.Launched, ProcessView: e.processView(&r.Process)}
+}
+
+// Text renders a card for a terminal or an askpass dialog: the question,
+// what changed, then the verified facts, then claims.
+func (v *CardView) Text() string {
+	var b strings.Builder
+	q := "Allow"
+	switch {
+	case v.Mode == ModePerCall:
+		q = "Allow, this one time,"
+	case v.Mode == ModeSession:
+		q = "Allow, for this run until it exits,"
+	}
+	run := v.Subjects[v.Selected]
+	fmt.Fprintf(&b, "%s %s (pid %d) to use key %s", q, run.Name, run.PID, v.Key.Fingerprint)
+	if v.Key.Comment != "" {
+		fmt.Fprintf(&b, " (%s)", v.Key.Comment)
+	}
+	switch {
+	case v.Destination != nil:
+		fmt.Fprintf(&b, " for %s?\n", destText(v.Destination))
+	case v.Purpose == PurposeSSHSig:
+		fmt.Fprintf(&b, " to sign in namespace %q?\n", v.Namespace)
+	default:
+		b.WriteString(" (destination unknown)?\n")
+	}
+	if v.Changed != "" {
+		fmt.Fprintf(&b, "%s: %s\n", v.Reason, v.Changed)
+	}
+	fmt.Fprintf(&b, "Card %s, %s\n", v.ID, v.Reason)
+	fmt.Fprintf(&b, "Run: %s (pid %d, %s, sha256 %s, started %s)", run.Name, run.PID, run.Exe, run.SHA256, run.Started.Local().Format("15:04:05"))
+	if run.Label != "" {
+		fmt.Fprintf(&b, ", label %q", run.Label)
+	}
+	b.WriteString("\n")
+	names := make([]string, len(v.Requester))
+	for i, p := range v.Requester {
+		names[i] = p.Name
+		if i == 0 || i == len(v.Requester)-1 {
+			names[i] += " (" + itoa(p.PID) + ")"
+		}
+	}
+	fmt.Fprintf(&b, "Requested by: %s\n", strings.Join(names, " ← "))
+	if d := v.Destination; d != nil {
+		fmt.Fprintf(&b, "Destination: host key %s, verified by session-bind", d.Fingerprint)
+		if len(d.Names) > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(d.Names, ", "))
+		} else {
+			b.WriteString(" (no name in known_hosts)")
+		}
+		b.WriteString("\n")
+	}
+	if v.Forwarded {
+		b.WriteString("Warning: through a forwarded agent connection (a remote host is asking)\n")
+	}
+	fmt.Fprintf(&b, "Covers: %s\n", v.Covers)
+	if v.Destination != nil && v.Destination.User != "" {
+		fmt.Fprintf(&b, "Claimed by the client: user %s", v.Destination.User)
+		if len(v.Claim) > 0 {
+			fmt.Fprintf(&b, ", command %q", strings.Join(v.Claim, " "))
+		}
+		b.WriteString("\n")
+	} else if len(v.Claim) > 0 {
+		fmt.Fprintf(&b, "Claimed by the client: command %q\n", strings.Join(v.Claim, " "))
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func destText(d *DestView) string {
+	if len(d.Names) > 0 {
+		return d.Names[0]
+	}
+	return "host key " + d.Fingerprint
+}

@@ -1,0 +1,470 @@
+package approvals
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/internal/knownhosts"
+	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/procid/proctest"
+)
+
+// world is a fake machine for the engine: a process table, a vault state
+// and a policy.
+type world struct {
+	t      *testing.T
+	f      *proctest.Fake
+	e      *Engine
+	mu     sync.Mutex
+	locked bool
+	epoch  uint64
+	key    Key
+}
+
+// The fake process tree:
+//
+//	1 init
+//	├── 5 postern run (launches 10)
+//	│   └── 10 claude
+//	│       └── 11 bash ── 12 git ── 13 ssh
+//	├── 20 claude (an identical second agent)
+//	│   └── 21 ssh
+//	└── 30 postern approve (an approver outside both trees)
+func newWorld(t *testing.T) *world {
+	f := proctest.New(t)
+	initExe := f.Exe("init", "init")
+	claude := f.Exe("claude", "the agent program")
+	sh := f.Exe("bash", "a shell")
+	git := f.Exe("git", "git")
+	sshExe := f.Exe("ssh", "ssh")
+	postern := f.Exe("postern", "postern")
+	f.Set(1, 0, 1, initExe)
+	f.Set(5, 1, 90, postern, "postern", "run", "--", "claude")
+	f.Set(10, 5, 100, claude, "claude")
+	f.Set(11, 10, 110, sh, "bash")
+	f.Set(12, 11, 120, git, "git", "push")
+	f.Set(13, 12, 130, sshExe, "ssh", "git@github.com", "git-receive-pack")
+	f.Set(20, 1, 200, claude, "claude")
+	f.Set(21, 20, 210, sshExe, "ssh", "prod-db-1")
+	f.Set(30, 1, 300, postern, "postern", "approve")
+	w := &world{t: t, f: f, epoch: 7, key: Key{Fingerprint: "SHA256:key", Comment: "work"}}
+	w.e = &Engine{
+		Procs:  f.Table,
+		Log:    slog.New(slog.DiscardHandler),
+		BootID: "boot-1",
+		Vault: func() (bool, uint64) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return w.locked, w.epoch
+		},
+		ContextFile: filepath.Join(t.TempDir(), "context.json"),
+	}
+	w.e.SetPolicy(&Policy{Mode: ModeSession, CardTimeout: 5 * time.Second, Cooldown: time.Minute, Hosts: knownhosts.Open(nil), Agents: []string{"claude"}, Scope: ScopeKey})
+	return w
+}
+
+func (w *world) setVault(locked bool, epoch uint64) {
+	w.mu.Lock()
+	w.locked, w.epoch = locked, epoch
+	w.mu.Unlock()
+}
+
+func (w *world) req(pid int) *Request {
+	return &Request{Requester: w.f.Peer(pid), Channel: Channel{Kind: "agent"}, Key: w.key, Purpose: PurposeOther}
+}
+
+// decide runs Decide in the background.
+func (w *world) decide(r *Request) <-chan Decision {
+	ch := make(chan Decision, 1)
+	go func() { ch <- w.e.Decide(context.Background(), r) }()
+	return ch
+}
+
+// card waits for the next pending card.
+func (w *world) card() CardView {
+	w.t.Helper()
+	for i := 0; i < 500; i++ {
+		if cards, _ := w.e.Cards(); len(cards) > 0 {
+			return cards[0]
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	w.t.Fatal("no card was shown")
+	return CardView{}
+}
+
+func (w *world) answer(id, decision string, approver int) {
+	w.t.Helper()
+	if err := w.e.Answer(id, Answer{Decision: decision, Subject: -1, Approver: "test"}, w.f.Peer(approver)); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func got(t *testing.T, ch <-chan Decision) Decision {
+	t.Helper()
+	select {
+	case d := <-ch:
+		return d
+	case <-time.After(10 * time.Second):
+		t.Fatal("no decision")
+	}
+	return Decision{}
+}
+
+// approve makes pid's request, approves the card for a session, and
+// returns the decision and the card.
+func (w *world) approve(pid int) (Decision, CardView) {
+	ch := w.decide(w.req(pid))
+	c := w.card()
+	w.answer(c.ID, "session", 30)
+	return got(w.t, ch), c
+}
+
+func TestSessionCoversOnlyTheApprovedRunsDescendants(t *testing.T) {
+	w := newWorld(t)
+	d, c := w.approve(13)
+	if !d.Allow || d.Reason != "approved_session" {
+		t.Fatalf("decision %+v", d)
+	}
+	// The card offered the chain and preselected the agent.
+	if len(c.Subjects) != 5 || c.Subjects[c.Selected].PID != 10 || c.Reason != CardNew || c.Mode != ModeSession {
+		t.Fatalf("card %+v", c)
+	}
+	// Another ssh under the same claude rides the grant without a card.
+	w.f.Set(14, 12, 140, w.f.Exe("ssh", "ssh"))
+	if d := w.e.Decide(context.Background(), w.req(14)); !d.Allow || d.Reason != "session" || d.Grant == "" {
+		t.Fatalf("descendant: %+v", d)
+	}
+	// An identical claude (same binary, same arguments) is not covered.
+	ch := w.decide(w.req(21))
+	c2 := w.card()
+	if c2.Subjects[c2.Selected].PID != 20 || c2.Reason != CardNew {
+		t.Fatalf("identical agent's card: %+v", c2)
+	}
+	w.answer(c2.ID, "deny", 30)
+	if d := got(t, ch); d.Allow {
+		t.Fatal("an identical process shared the grant")
+	}
+}
+
+func TestPidReuseEndsTheGrant(t *testing.T) {
+	w := newWorld(t)
+	w.approve(13)
+	// claude exits; its pid goes to a new process. The old children are
+	// now orphans whose parent pid names a younger process.
+	w.f.Kill(10)
+	w.f.Set(10, 1, 500, w.f.Exe("claude", "the agent program"), "claude")
+	ch := w.decide(w.req(13))
+	c := w.card()
+	w.answer(c.ID, "deny", 30)
+	if d := got(t, ch); d.Allow {
+		t.Fatal("a reused pid inherited the grant")
+	}
+	if runs, grants := w.e.Sessions(); len(grants) != 0 || len(runs) != 0 {
+		t.Fatalf("grant survived its run: %v %v", runs, grants)
+	}
+}
+
+func TestExecOnTheRunEndsIt(t *testing.T) {
+	w := newWorld(t)
+	w.approve(13)
+	// Same pid, same start time, another program: a new process.
+	w.f.Set(10, 5, 100, w.f.Exe("evil", "another program"))
+	ch := w.decide(w.req(13))
+	c := w.card()
+	w.answer(c.ID, "deny", 30)
+	got(t, ch)
+	w.e.mu.Lock()
+	last := w.e.past[len(w.e.past)-1]
+	w.e.mu.Unlock()
+	if last.Reason != ReasonIdentityMismatch {
+		t.Fatalf("grant ended with %q, want identity_mismatch", last.Reason)
+	}
+}
+
+func TestLaunchedRunAndProcessChanged(t *testing.T) {
+	w := newWorld(t)
+	run := w.e.PrepareRun("deploy-bot", func(id string) string { return "/sock." + id })
+	if _, err := w.e.StartRun(run.ID, 10, w.f.Peer(5)); err != nil {
+		t.Fatal(err)
+	}
+	// Only the run's descendants are admitted on its socket.
+	admit := w.e.AdmitRun(run.ID)
+	if err := admit(w.f.Peer(13)); err != nil {
+		t.Fatal(err)
+	}
+	if err := admit(w.f.Peer(21)); !errors.Is(err, ErrNotDescendant) {
+		t.Fatalf("another process admitted: %v", err)
+	}
+	r := w.req(13)
+	r.Channel = Channel{Kind: "run", Run: run.ID}
+	ch := w.decide(r)
+	c := w.card()
+	if len(c.Subjects) != 1 || c.Run.ID != run.ID || c.Run.Label != "deploy-bot" {
+		t.Fatalf("run card: %+v", c)
+	}
+	w.answer(c.ID, "session", 30)
+	if d := got(t, ch); !d.Allow {
+		t.Fatal(d)
+	}
+	// The run exits; a replacement with the same label is asked again and
+	// told why.
+	w.e.EndRun(run.ID, ReasonProcessExited)
+	w.f.Set(5, 1, 90, w.f.Exe("postern", "postern"))
+	w.f.Set(40, 5, 600, w.f.Exe("claude", "the agent program"), "claude")
+	w.f.Set(41, 40, 610, w.f.Exe("ssh", "ssh"))
+	run2 := w.e.PrepareRun("deploy-bot", func(id string) string { return "/sock." + id })
+	if _, err := w.e.StartRun(run2.ID, 40, w.f.Peer(5)); err != nil {
+		t.Fatal(err)
+	}
+	r2 := w.req(41)
+	r2.Channel = Channel{Kind: "run", Run: run2.ID}
+	ch = w.decide(r2)
+	c = w.card()
+	if c.Reason != CardProcessChanged || c.Changed == "" {
+		t.Fatalf("replacement card: %s %q", c.Reason, c.Changed)
+	}
+	w.answer(c.ID, "deny", 30)
+	if d := got(t, ch); d.Allow {
+		t.Fatal("replacement signed without approval")
+	}
+	// StartRun refuses a pid that is not the caller's child.
+	run3 := w.e.PrepareRun("x", func(id string) string { return "/sock." + id })
+	if _, err := w.e.StartRun(run3.ID, 20, w.f.Peer(5)); err == nil {
+		t.Fatal("a foreign process was registered as a run")
+	}
+}
+
+func TestVaultStates(t *testing.T) {
+	w := newWorld(t)
+	w.approve(13)
+	// Locked: refused at once, nothing asked.
+	w.setVault(true, 8)
+	w.e.EpochChanged("lock")
+	if d := w.e.Decide(context.Background(), w.req(13)); d.Allow || d.Reason != ReasonVaultLocked {
+		t.Fatalf("locked: %+v", d)
+	}
+	if cards, _ := w.e.Cards(); len(cards) != 0 {
+		t.Fatal("a card was shown while locked")
+	}
+	// Unlocked: the old grant is gone; the card says why.
+	w.setVault(false, 9)
+	w.e.EpochChanged("unlock")
+	ch := w.decide(w.req(13))
+	c := w.card()
+	if c.Reason != CardVaultStateChanged {
+		t.Fatalf("after unlock: %s", c.Reason)
+	}
+	// An answer given after another lock and unlock authorizes nothing.
+	w.setVault(false, 11)
+	w.answer(c.ID, "session", 30)
+	if d := got(t, ch); d.Allow || d.Reason != "vault_state_changed" {
+		t.Fatalf("answer across an epoch change: %+v", d)
+	}
+	if _, grants := w.e.Sessions(); len(grants) != 0 {
+		t.Fatal("a grant was stored from a stale epoch")
+	}
+	// A lock while a card is pending refuses it at once.
+	ch = w.decide(w.req(13))
+	w.card()
+	w.setVault(true, 12)
+	w.e.EpochChanged("lock")
+	if d := got(t, ch); d.Allow || d.Reason != ReasonVaultLocked {
+		t.Fatalf("pending card at lock: %+v", d)
+	}
+}
+
+func TestUnansweredCardsCoolDown(t *testing.T) {
+	w := newWorld(t)
+	p := *w.e.Policy()
+	p.CardTimeout = 30 * time.Millisecond
+	w.e.SetPolicy(&p)
+	if d := w.e.Decide(context.Background(), w.req(13)); d.Allow || d.Reason != "timeout" {
+		t.Fatalf("unanswered: %+v", d)
+	}
+	if d := w.e.Decide(context.Background(), w.req(13)); d.Allow || d.Reason != "cooldown" {
+		t.Fatalf("second request: %+v", d)
+	}
+	if cards, _ := w.e.Cards(); len(cards) != 0 {
+		t.Fatal("cards piled up")
+	}
+}
+
+func TestSelfApprovalRefused(t *testing.T) {
+	w := newWorld(t)
+	ch := w.decide(w.req(13))
+	c := w.card()
+	w.f.Set(15, 13, 150, w.f.Exe("postern", "postern"), "postern", "approve")
+	w.f.Set(16, 11, 160, w.f.Exe("postern", "postern"), "postern", "approve")
+	for _, pid := range []int{13, 15, 10, 16} {
+		if err := w.e.Answer(c.ID, Answer{Decision: "session", Subject: -1}, w.f.Peer(pid)); !errors.Is(err, ErrSelfApprove) {
+			t.Fatalf("approver pid %d: %v", pid, err)
+		}
+	}
+	w.answer(c.ID, "once", 30)
+	if d := got(t, ch); !d.Allow || d.Reason != "approved_once" {
+		t.Fatal(d)
+	}
+	// Once approves this call only.
+	ch = w.decide(w.req(13))
+	w.answer(w.card().ID, "deny", 30)
+	if d := got(t, ch); d.Allow {
+		t.Fatal("a once answer covered a second call")
+	}
+}
+
+func hostKey(t *testing.T) ssh.PublicKey {
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	k, _ := ssh.NewPublicKey(pub)
+	return k
+}
+
+func TestPerCallHostInsideSession(t *testing.T) {
+	w := newWorld(t)
+	prod, github := hostKey(t), hostKey(t)
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	os.WriteFile(kh, []byte("prod-db-1 "+string(ssh.MarshalAuthorizedKey(prod))+"github.com "+string(ssh.MarshalAuthorizedKey(github))), 0o600)
+	p := *w.e.Policy()
+	p.Hosts = knownhosts.Open([]string{kh})
+	p.Rules = []Rule{{Host: "prod-*", Mode: ModePerCall}}
+	w.e.SetPolicy(&p)
+	withDest := func(pid int, k ssh.PublicKey, fwd bool) *Request {
+		r := w.req(pid)
+		r.Purpose = PurposeAuth
+		r.Dest = &Destination{HostKey: k, Forwarding: fwd}
+		return r
+	}
+	ch := w.decide(withDest(13, github, false))
+	w.answer(w.card().ID, "session", 30)
+	got(t, ch)
+	if d := w.e.Decide(context.Background(), withDest(13, github, false)); d.Reason != "session" {
+		t.Fatalf("github inside the session: %+v", d)
+	}
+	for i := 0; i < 2; i++ {
+		ch := w.decide(withDest(13, prod, false))
+		c := w.card()
+		if c.Mode != ModePerCall || c.Reason != CardPerCall || c.Destination.Names[0] != "prod-db-1" {
+			t.Fatalf("prod card: %+v", c)
+		}
+		// A session answer to a per-call card is this call only.
+		w.answer(c.ID, "session", 30)
+		if d := got(t, ch); !d.Allow || d.Reason != "approved_once" {
+			t.Fatalf("prod: %+v", d)
+		}
+	}
+	// A forwarded connection never rides the session.
+	ch = w.decide(withDest(13, github, true))
+	if c := w.card(); c.Mode != ModePerCall || !c.Destination.Forwarding {
+		t.Fatalf("forwarded: %+v", c)
+	}
+	w.answer(w.card().ID, "deny", 30)
+	got(t, ch)
+}
+
+func TestModeFor(t *testing.T) {
+	f := proctest.New(t)
+	claude := f.Exe("claude", "agent")
+	f.Set(10, 1, 100, claude)
+	proc, _ := f.Table.Inspect(10)
+	chain := func() procid.Chain { return procid.Chain{proc} }
+	key := Key{Fingerprint: "SHA256:abc", Comment: "deploy@ci"}
+	tests := []struct {
+		name  string
+		def   Mode
+		rules []Rule
+		names []string
+		fwd   bool
+		want  Mode
+	}{
+		{"default", ModeSession, nil, nil, false, ModeSession},
+		{"no rule matches", ModeSession, []Rule{{Host: "prod-*", Mode: ModePerCall}}, []string{"github.com"}, false, ModeSession},
+		{"host rule", ModeSession, []Rule{{Host: "prod-*", Mode: ModePerCall}}, []string{"prod-db-1"}, false, ModePerCall},
+		{"host rule without a destination", ModeSession, []Rule{{Host: "*", Mode: ModeDeny}}, nil, false, ModeSession},
+		{"relaxing rule", ModePerCall, []Rule{{Host: "github.com", Mode: ModeSession}}, []string{"github.com"}, false, ModeSession},
+		{"strictest wins", ModeSession, []Rule{{Host: "github.com", Mode: ModeNone}, {Key: "deploy@*", Mode: ModeDeny}}, []string{"github.com"}, false, ModeDeny},
+		{"key fingerprint", ModeNone, []Rule{{Key: "SHA256:abc", Mode: ModePerCall}}, nil, false, ModePerCall},
+		{"exe glob", ModeNone, []Rule{{Exe: "*/claude", Mode: ModeSession}}, nil, false, ModeSession},
+		{"exe name", ModeNone, []Rule{{Exe: "claude", Mode: ModeSession}}, nil, false, ModeSession},
+		{"exe hash", ModeNone, []Rule{{Exe: "sha256:" + proc.Exe.Hash(), Mode: ModeDeny}}, nil, false, ModeDeny},
+		{"exe hash mismatch", ModeNone, []Rule{{Exe: "sha256:00", Mode: ModeDeny}}, nil, false, ModeNone},
+		{"all fields must match", ModeNone, []Rule{{Host: "prod-*", Key: "other", Mode: ModeDeny}}, []string{"prod-1"}, false, ModeNone},
+		{"forwarding asks per call", ModeSession, nil, []string{"github.com"}, true, ModePerCall},
+		{"forwarding keeps none", ModeNone, nil, nil, true, ModeNone},
+	}
+	for _, tt := range tests {
+		p := &Policy{Mode: tt.def, Rules: tt.rules}
+		if m := p.modeFor(&facts{names: tt.names, key: key, chain: chain}, tt.fwd); m != tt.want {
+			t.Errorf("%s: mode %s, want %s", tt.name, m, tt.want)
+		}
+	}
+}
+
+func TestHostCandidates(t *testing.T) {
+	got := hostCandidates([]string{"ssh", "-p", "2222", "-o", "HostKeyAlias=alias", "-i", "key", "git@prod-db-1", "uptime"})
+	want := []string{"alias", "prod-db-1", "[prod-db-1]:2222"}
+	if len(got) != len(want) {
+		t.Fatalf("%q", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("%q, want %q", got, want)
+		}
+	}
+	if c := hostCandidates([]string{"git", "push"}); c != nil {
+		t.Fatalf("non-ssh: %q", c)
+	}
+	if c := hostCandidates([]string{"/usr/bin/ssh", "ssh://me@host:2200/x"}); len(c) != 2 || c[0] != "host" || c[1] != "[host]:2200" {
+		t.Fatalf("url: %q", c)
+	}
+}
+
+func TestGatewayRestartedIsExplained(t *testing.T) {
+	w := newWorld(t)
+	run := w.e.PrepareRun("agent", func(id string) string { return "/sock." + id })
+	if _, err := w.e.StartRun(run.ID, 10, w.f.Peer(5)); err != nil {
+		t.Fatal(err)
+	}
+	r := w.req(13)
+	r.Channel = Channel{Kind: "run", Run: run.ID}
+	ch := w.decide(r)
+	w.answer(w.card().ID, "session", 30)
+	got(t, ch)
+	w.e.Stop()
+
+	// A new gateway: new boot id, same display context file.
+	e2 := &Engine{Procs: w.f.Table, Log: slog.New(slog.DiscardHandler), BootID: "boot-2", Vault: w.e.Vault, ContextFile: w.e.ContextFile}
+	e2.SetPolicy(w.e.Policy())
+	restored := e2.Restore()
+	if len(restored) != 1 || restored[0].ID != run.ID || restored[0].Socket != run.Socket || restored[0].Nonce == run.Nonce {
+		t.Fatalf("restored %+v", restored)
+	}
+	w.e = e2
+	r = w.req(13)
+	r.Channel = Channel{Kind: "run", Run: run.ID}
+	ch = w.decide(r)
+	c := w.card()
+	if c.Reason != CardGatewayRestarted {
+		t.Fatalf("after restart: %s", c.Reason)
+	}
+	w.answer(c.ID, "deny", 30)
+	if d := got(t, ch); d.Allow {
+		t.Fatal("signed after a restart without a new approval")
+	}
+	// A run whose process is gone is not restored.
+	w.f.Kill(10)
+	e3 := &Engine{Procs: w.f.Table, Log: slog.New(slog.DiscardHandler), BootID: "boot-3", Vault: w.e.Vault, ContextFile: w.e.ContextFile}
+	e2.Stop()
+	if rs := e3.Restore(); len(rs) != 0 {
+		t.Fatalf("restored a dead run: %+v", rs)
+	}
+}

@@ -1,0 +1,119 @@
+package approvals
+
+import (
+	"encoding/json"
+	"os"
+	"time"
+
+	"github.com/postern/postern/internal/atomicfile"
+)
+
+// Past is display context about an earlier grant or run: enough to tell
+// an approver what changed ("the gateway restarted", "the approved process
+// exited and this is a new one"). It is never turned back into authority:
+// nothing in it is checked when a request is decided.
+type Past struct {
+	BootID    string    `json:"boot_id"`
+	Run       string    `json:"run"`
+	Label     string    `json:"label,omitempty"`
+	PID       int       `json:"pid"`
+	Start     uint64    `json:"start_ticks"`
+	Exe       string    `json:"exe"`
+	ExeHash   string    `json:"exe_sha256"`
+	ExeDev    uint64    `json:"exe_dev"`
+	ExeIno    uint64    `json:"exe_ino"`
+	Key       string    `json:"key,omitempty"`
+	Dest      string    `json:"dest,omitempty"`
+	DestNames []string  `json:"dest_names,omitempty"`
+	Reason    string    `json:"reason"`
+	Ended     time.Time `json:"ended"`
+	// Socket is the agent socket of a run launched by "postern run" that
+	// was still alive when its gateway stopped.
+	Socket string `json:"socket,omitempty"`
+}
+
+// maxPast bounds the display context kept.
+const maxPast = 64
+
+func pastOf(bootID string, r *Run, g *Grant, reason string, now time.Time) Past {
+	p := Past{
+		BootID: bootID, Run: r.ID, Label: r.Label, PID: r.Process.PID, Start: r.Process.StartTicks,
+		Exe: r.Process.Exe.Path, ExeHash: r.Process.Exe.Hash(), ExeDev: r.Process.Exe.Dev, ExeIno: r.Process.Exe.Ino,
+		Reason: reason, Ended: now,
+	}
+	if g != nil {
+		p.Key, p.Dest, p.DestNames = g.Key.Fingerprint, g.Dest, g.DestNames
+	}
+	return p
+}
+
+// loadPast reads the display context an earlier gateway left.
+func loadPast(file string) []Past {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var ps []Past
+	if json.Unmarshal(b, &ps) != nil {
+		return nil
+	}
+	if len(ps) > maxPast {
+		ps = ps[len(ps)-maxPast:]
+	}
+	return ps
+}
+
+// savePast writes the display context (temp file, rename).
+func savePast(file string, ps []Past) error {
+	if file == "" {
+		return nil
+	}
+	if len(ps) > maxPast {
+		ps = ps[len(ps)-maxPast:]
+	}
+	b, err := json.MarshalIndent(ps, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(file, b, 0o600)
+}
+
+// reauth explains why a card for subject and key is a re-approval, from
+// display context only. It returns the card reason and a sentence.
+func (e *Engine) reauth(subject *Run, key Key, destText string) (reason, sentence string) {
+	e.mu.Lock()
+	past := append([]Past(nil), e.past...)
+	e.mu.Unlock()
+	if subject.PrevBoot != "" {
+		return CardGatewayRestarted, "The gateway restarted. Approve this newly connected process to use key " + key.Display() + destText + "."
+	}
+	same := func(p *Past) bool { return p.PID == subject.Process.PID && p.Start == subject.Process.StartTicks }
+	for i := len(past) - 1; i >= 0; i-- {
+		p := &past[i]
+		if p.Key != key.Fingerprint || !same(p) {
+			continue
+		}
+		switch {
+		case p.BootID != e.BootID:
+			return CardGatewayRestarted, "The gateway restarted. Approve this newly connected process to use key " + key.Display() + destText + "."
+		case p.Reason == ReasonVaultLocked || p.Reason == ReasonVaultChanged:
+			return CardVaultStateChanged, "The vault was locked or changed after the earlier approval, and unlocking it did not restore that approval. Approve this process again to use key " + key.Display() + destText + "."
+		}
+	}
+	for i := len(past) - 1; i >= 0; i-- {
+		p := &past[i]
+		if p.Key != key.Fingerprint || same(p) {
+			continue
+		}
+		sameLabel := p.Label != "" && p.Label == subject.Label
+		sameExe := p.ExeHash != "" && p.ExeHash == subject.Process.Exe.Hash()
+		if sameLabel || sameExe {
+			what := "executable"
+			if sameLabel {
+				what = "label"
+			}
+			return CardProcessChanged, "The approved process (" + baseName(p.Exe) + ", pid " + itoa(p.PID) + ") ended (" + p.Reason + "). This is a new process with the same " + what + ": approve it to use key " + key.Display() + destText + "."
+		}
+	}
+	return CardNew, ""
+}

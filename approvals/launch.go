@@ -1,0 +1,152 @@
+package approvals
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/postern/postern/internal/procid"
+)
+
+// registerTimeout bounds how long a run's socket holds a connection while
+// "postern run" has not yet reported the launched process.
+const registerTimeout = 10 * time.Second
+
+// PrepareRun reserves a run for "postern run": an id, a label (display
+// only) and a launch nonce. The gateway creates the run's socket at
+// socket; StartRun then binds the run to the launched process.
+func (e *Engine) PrepareRun(label string, socket func(id string) string) *Run {
+	run := &Run{ID: newRunID(), Label: label, Nonce: randomHex(16), Launched: true, ready: make(chan struct{})}
+	run.Socket = socket(run.ID)
+	e.mu.Lock()
+	e.init()
+	e.runs[run.ID] = run
+	e.mu.Unlock()
+	return run
+}
+
+// StartRun binds run id to the process "postern run" launched. caller is
+// the verified "postern run" process; pid must be its child, and is
+// inspected now, after its exec.
+func (e *Engine) StartRun(id string, pid int, caller *procid.Peer) (*Run, error) {
+	e.mu.Lock()
+	run := e.runs[id]
+	e.mu.Unlock()
+	if run == nil || !run.Launched {
+		return nil, fmt.Errorf("no prepared run %q", id)
+	}
+	if run.pin != nil {
+		return nil, fmt.Errorf("run %s is already started", id)
+	}
+	pin, err := e.Procs.Pin(pid)
+	if err != nil {
+		e.EndRun(id, ReasonProcessExited)
+		return nil, fmt.Errorf("the launched process is gone: %w", err)
+	}
+	if pin.PPID != caller.PID || pin.StartTicks < caller.StartTicks {
+		pin.Close()
+		e.EndRun(id, ReasonIdentityMismatch)
+		return nil, fmt.Errorf("pid %d is not a child of the caller (pid %d)", pid, caller.PID)
+	}
+	e.mu.Lock()
+	run.Process, run.pin, run.Started = pin.Process, pin, e.now()
+	run.Argv = readArgv(e.Procs, pid)
+	e.mu.Unlock()
+	close(run.ready)
+	if ch := pin.Exited(); ch != nil {
+		go func() {
+			<-ch
+			e.EndRun(run.ID, ReasonProcessExited)
+		}()
+	}
+	e.Log.Info("run registered", "run", id, "label", run.Label, "pid", pid, "exe", pin.Exe.Path, "sha256", pin.Exe.Hash())
+	return run, nil
+}
+
+// ErrNotDescendant refuses a client of a run's socket that is not the
+// run's process or one of its live descendants.
+var ErrNotDescendant = errors.New("not the run's process or a live descendant of it")
+
+// AdmitRun returns the check for clients of run id's socket: only the
+// run's live descendants are served. A client that connects before the
+// launched process is registered waits for it.
+func (e *Engine) AdmitRun(id string) func(*procid.Peer) error {
+	return func(p *procid.Peer) error {
+		e.mu.Lock()
+		run := e.runs[id]
+		e.mu.Unlock()
+		if run == nil {
+			return fmt.Errorf("run %s has ended", id)
+		}
+		if run.ready != nil {
+			select {
+			case <-run.ready:
+			case <-time.After(registerTimeout):
+				return fmt.Errorf("run %s was never started", id)
+			}
+		}
+		if reason, ok := run.check(); !ok {
+			e.EndRun(id, reason)
+			return fmt.Errorf("run %s has ended (%s)", id, reason)
+		}
+		if ok, _ := e.Procs.DescendsFrom(p.PID, p.StartTicks, &run.Process); !ok {
+			return fmt.Errorf("pid %d: %w", p.PID, ErrNotDescendant)
+		}
+		return nil
+	}
+}
+
+// Restore reads the display context an earlier gateway left and returns
+// the runs "postern run" launched that are still alive — the same process,
+// as the kernel shows it now — so that the gateway can serve their sockets
+// again. Each restored run gets a new launch nonce and no grant: it must be
+// approved again, and its card says the gateway restarted.
+func (e *Engine) Restore() []*Run {
+	past := loadPast(e.ContextFile)
+	e.mu.Lock()
+	e.init()
+	e.past = past
+	e.mu.Unlock()
+	var out []*Run
+	for _, p := range past {
+		if p.Socket == "" || p.BootID == e.BootID {
+			continue
+		}
+		pin, err := e.Procs.Pin(p.PID)
+		if err != nil {
+			continue
+		}
+		if pin.StartTicks != p.Start || pin.Exe.Dev != p.ExeDev || pin.Exe.Ino != p.ExeIno {
+			pin.Close()
+			continue
+		}
+		run := &Run{
+			ID: p.Run, Label: p.Label, Nonce: randomHex(16), Process: pin.Process, Argv: readArgv(e.Procs, p.PID),
+			Launched: true, Socket: p.Socket, Started: e.now(), PrevBoot: p.BootID, pin: pin,
+		}
+		e.addRun(run)
+		out = append(out, run)
+	}
+	return out
+}
+
+// Stop records the live runs launched by "postern run", so that the next
+// gateway can serve their sockets again (and say it restarted), and
+// forgets every grant.
+func (e *Engine) Stop() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.init()
+	now := e.now()
+	for id, g := range e.grants {
+		e.endGrantLocked(id, g, ReasonGatewayStopped)
+	}
+	for _, run := range e.runs {
+		if run.Launched && run.pin != nil && run.ended == "" {
+			p := pastOf(e.BootID, run, nil, ReasonGatewayStopped, now)
+			p.Socket = run.Socket
+			e.past = append(e.past, p)
+		}
+	}
+	e.savePastLocked()
+}

@@ -1,0 +1,197 @@
+package approvals
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/postern/postern/internal/config"
+	"github.com/postern/postern/internal/knownhosts"
+	"github.com/postern/postern/internal/procid"
+)
+
+// Scope is what a session approval covers.
+type Scope string
+
+const (
+	// ScopeKey: the key, for every use the policy does not ask about on
+	// each call (including SSHSIG signatures such as git commits).
+	ScopeKey Scope = "key"
+	// ScopeDestination: the key for the one verified destination
+	// approved.
+	ScopeDestination Scope = "destination"
+)
+
+// A Rule sets the mode of the requests it matches; see postern.toml(5).
+type Rule struct {
+	Host string // glob over known_hosts names of the verified host key
+	Key  string // "SHA256:…" fingerprint, or a glob over the key comment
+	Exe  string // "sha256:HEX", or a glob over executable paths or names
+	Mode Mode
+}
+
+// Policy is the approval policy in force.
+type Policy struct {
+	Mode        Mode
+	CardTimeout time.Duration
+	Cooldown    time.Duration
+	Hosts       *knownhosts.DB
+	Agents      []string
+	Scope       Scope
+	Lifetime    time.Duration // 0: grants end only with their run
+	Rules       []Rule
+}
+
+// Compile builds a Policy from a checked configuration file.
+func Compile(f config.File) (*Policy, error) {
+	mode, err := ParseMode(f.Approval)
+	if err != nil {
+		return nil, err
+	}
+	p := &Policy{
+		Mode:        mode,
+		CardTimeout: f.CardTimeout.Duration,
+		Cooldown:    f.CardCooldown.Duration,
+		Hosts:       knownhosts.Open(f.KnownHosts),
+		Agents:      f.Agents,
+		Scope:       Scope(f.SessionScope),
+		Lifetime:    f.SessionLifetime.Duration,
+	}
+	for i, r := range f.Rules {
+		m, err := ParseMode(r.Approval)
+		if err != nil {
+			return nil, fmt.Errorf("rule %d: %w", i+1, err)
+		}
+		p.Rules = append(p.Rules, Rule{Host: r.Host, Key: r.Key, Exe: r.Exe, Mode: m})
+	}
+	return p, nil
+}
+
+// strictness orders the modes: a stricter mode is never replaced by a
+// laxer one.
+func (m Mode) strictness() int {
+	switch m {
+	case ModeNone:
+		return 0
+	case ModeSession:
+		return 1
+	case ModePerCall:
+		return 2
+	}
+	return 3 // deny, and anything unknown
+}
+
+// Stricter returns the stricter of two modes.
+func Stricter(a, b Mode) Mode {
+	if b.strictness() > a.strictness() {
+		return b
+	}
+	return a
+}
+
+// facts are what rules are matched against.
+type facts struct {
+	names []string            // verified destination's names
+	key   Key                 // the key
+	chain func() procid.Chain // requester first, then its live ancestors
+}
+
+func (r *Rule) matches(f *facts) bool {
+	if r.Host != "" && !anyMatch(r.Host, f.names) {
+		return false
+	}
+	if r.Key != "" {
+		if strings.HasPrefix(r.Key, "SHA256:") {
+			if r.Key != f.key.Fingerprint {
+				return false
+			}
+		} else if ok, _ := path.Match(r.Key, f.key.Comment); !ok {
+			return false
+		}
+	}
+	if r.Exe != "" && !exeMatches(r.Exe, f.chain()) {
+		return false
+	}
+	return true
+}
+
+func anyMatch(glob string, names []string) bool {
+	for _, n := range names {
+		if ok, _ := path.Match(glob, n); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func exeMatches(pattern string, chain procid.Chain) bool {
+	if h, ok := strings.CutPrefix(pattern, "sha256:"); ok {
+		for i := range chain {
+			if hash := chain[i].Exe.Hash(); hash != "" && strings.EqualFold(hash, h) {
+				return true
+			}
+		}
+		return false
+	}
+	// A pattern without "/" (or "*/NAME") matches the executable's name in
+	// any directory; one with "/" matches the whole path.
+	byName := !strings.Contains(pattern, "/")
+	if rest, ok := strings.CutPrefix(pattern, "*/"); ok && !strings.Contains(rest, "/") {
+		pattern, byName = rest, true
+	}
+	for i := range chain {
+		p := chain[i].Exe.Path
+		if p == "" {
+			continue
+		}
+		if byName {
+			p = filepath.Base(p)
+		}
+		if ok, _ := path.Match(pattern, p); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// modeFor returns the mode the policy asks for: the strictest mode of the
+// matching rules, else the default. A forwarded connection never rides a
+// session: session becomes per-call.
+func (p *Policy) modeFor(f *facts, forwarding bool) Mode {
+	mode, matched := ModeNone, false
+	for i := range p.Rules {
+		if p.Rules[i].matches(f) {
+			mode, matched = Stricter(mode, p.Rules[i].Mode), true
+		}
+	}
+	if !matched {
+		mode = p.Mode
+	}
+	if forwarding && mode == ModeSession {
+		mode = ModePerCall
+	}
+	return mode
+}
+
+// isAgent reports whether a process is one of the configured agents, by
+// executable name, kernel name or the names on its command line. This
+// only preselects a subject on a card; it grants nothing.
+func (p *Policy) isAgent(proc *procid.Process, argv []string) bool {
+	names := []string{filepath.Base(proc.Exe.Path), proc.Comm}
+	for i, a := range argv {
+		if i > 1 {
+			break
+		}
+		names = append(names, filepath.Base(a))
+	}
+	for _, want := range p.Agents {
+		for _, n := range names {
+			if n != "" && n == want {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,68 @@
+package approvals
+
+import (
+	"slices"
+	"time"
+)
+
+// RunState is a live run as "postern sessions" lists it.
+type RunState struct {
+	RunView
+	Socket   string    `json:"socket,omitempty"`
+	Since    time.Time `json:"registered"`
+	Pending  bool      `json:"pending,omitempty"` // prepared, process not yet reported
+	Restored string    `json:"previous_boot,omitempty"`
+	Grants   int       `json:"grants"`
+}
+
+// GrantView is a live grant as "postern sessions" lists it.
+type GrantView struct {
+	ID        string    `json:"id"`
+	Run       string    `json:"run"`
+	Key       KeyView   `json:"key"`
+	Dest      string    `json:"destination,omitempty"`
+	DestNames []string  `json:"destination_names,omitempty"`
+	Approved  time.Time `json:"approved"`
+	Approver  string    `json:"approver"`
+	BootID    string    `json:"boot_id"`
+	Epoch     uint64    `json:"vault_epoch"`
+	Expires   time.Time `json:"expires,omitzero"`
+}
+
+// Sessions lists the live runs and grants.
+func (e *Engine) Sessions() ([]RunState, []GrantView) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.init()
+	count := map[*Run]int{}
+	grants := make([]GrantView, 0, len(e.grants))
+	for _, g := range e.grants {
+		count[g.Run]++
+		grants = append(grants, GrantView{
+			ID: g.ID, Run: g.Run.ID, Key: KeyView{Fingerprint: g.Key.Fingerprint, Comment: g.Key.Comment, Type: g.Key.Type},
+			Dest: g.Dest, DestNames: g.DestNames, Approved: g.Created.UTC(), Approver: g.Approver,
+			BootID: g.BootID, Epoch: g.Epoch, Expires: g.Expires,
+		})
+	}
+	runs := make([]RunState, 0, len(e.runs))
+	for _, r := range e.runs {
+		rs := RunState{Socket: r.Socket, Since: r.Started.UTC(), Restored: r.PrevBoot, Grants: count[r]}
+		if r.pin == nil {
+			rs.RunView = RunView{ID: r.ID, Label: r.Label, Launched: r.Launched}
+			rs.Pending = true
+		} else {
+			rs.RunView = e.runView(r)
+		}
+		runs = append(runs, rs)
+	}
+	slices.SortFunc(runs, func(a, b RunState) int { return a.Since.Compare(b.Since) })
+	slices.SortFunc(grants, func(a, b GrantView) int { return a.Approved.Compare(b.Approved) })
+	return runs, grants
+}
+
+// Counts returns the number of live runs, grants and pending cards.
+func (e *Engine) Counts() (runs, grants, cards int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.runs), len(e.grants), len(e.cards)
+}

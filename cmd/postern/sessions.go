@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/postern/postern/internal/control"
+	"github.com/postern/postern/internal/gateway"
+)
+
+const sessionsUsage = `Usage: postern sessions [--json] [--socket PATH]
+       postern revoke GRANT|RUN|--all [--socket PATH]
+
+List the live runs and session grants, or end grants now.
+`
+
+func cmdSessions(args []string, out, errw io.Writer) error {
+	fs := newFlags("sessions", sessionsUsage, errw)
+	asJSON := fs.Bool("json", false, "print JSON")
+	ctl, err := gatewayFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	var res gateway.SessionsResult
+	if err := control.Call(ctl, "sessions", nil, &res, 30*time.Second); err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(out, res)
+	}
+	if len(res.Runs) == 0 {
+		fmt.Fprintln(out, "no runs")
+	}
+	for _, r := range res.Runs {
+		how := "approved subject"
+		if r.Launched {
+			how = "postern run"
+		}
+		state := fmt.Sprintf("%s (pid %d) %s", r.Name, r.PID, r.Exe)
+		if r.Pending {
+			state = "starting"
+		}
+		fmt.Fprintf(out, "run %s  %s  via %s, %d grants", r.ID, state, how, r.Grants)
+		if r.Label != "" {
+			fmt.Fprintf(out, ", label %q", r.Label)
+		}
+		if r.Restored != "" {
+			fmt.Fprint(out, ", registered before the gateway restarted: needs approval again")
+		}
+		fmt.Fprintln(out)
+	}
+	for _, g := range res.Grants {
+		fmt.Fprintf(out, "grant %s  run %s  key %s", g.ID, g.Run, g.Key.Fingerprint)
+		if g.Dest != "" {
+			fmt.Fprintf(out, "  to %s %s", g.Dest, strings.Join(g.DestNames, ","))
+		}
+		fmt.Fprintf(out, "  since %s by %s\n", g.Approved.Local().Format("15:04:05"), g.Approver)
+	}
+	return nil
+}
+
+func cmdRevoke(args []string, out, errw io.Writer) error {
+	fs := newFlags("revoke", sessionsUsage, errw)
+	all := fs.Bool("all", false, "revoke every grant")
+	target, args := leadingOperand(args)
+	ctl, err := gatewayFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if *all {
+		target = "--all"
+	}
+	if target == "" || (*all && len(args) > 1) {
+		return usagef("revoke: name a grant, a run, or --all")
+	}
+	var res gateway.RevokeResult
+	if err := control.Call(ctl, "revoke", gateway.RevokeArgs{Target: target}, &res, 30*time.Second); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "revoked %d grants\n", res.Revoked)
+	return nil
+}

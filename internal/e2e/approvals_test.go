@@ -1,0 +1,299 @@
+package e2e
+
+// The approval invariants of DESIGN.md, end to end: real ssh against a
+// real sshd, from runs launched with "postern run", answered with
+// "postern approve" from outside the runs.
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// approvalWorld is a gateway whose key lives in the vault, and an sshd
+// that accepts it.
+type approvalWorld struct {
+	e     *Env
+	agent *Agent
+	sshd  *SSHD
+	key   string
+	pass  string
+}
+
+func newApprovalWorld(t *testing.T, config string, aliases ...string) *approvalWorld {
+	need(t, "ssh", "sshd", "ssh-keygen")
+	e := newEnv(t)
+	w := &approvalWorld{e: e}
+	w.pass = e.WriteFile("pass", "vault pass\n", 0o600)
+	w.key = e.Keygen("agent-key", "ed25519", 0, "")
+	e.MustRun("postern", "vault", "init", "--passphrase-file", w.pass)
+	e.MustRun("postern", "vault", "add", "--passphrase-file", w.pass, w.key)
+	os.Remove(w.key)
+	w.sshd = startSSHD(t, pubKey(t, w.key)+"\n", aliases...)
+	e.Config(fmt.Sprintf("known_hosts = [%q]\n%s", w.sshd.KnownHosts, config))
+	w.agent = e.StartAgent()
+	e.MustRun("postern", "unlock", "--passphrase-file", w.pass)
+	return w
+}
+
+// sshCmd is a shell command that logs in to s and runs true.
+func sshCmd(s *SSHD, extra ...string) string {
+	return "ssh " + strings.Join(s.SSHArgs(append(extra, s.Target(), "true")...), " ")
+}
+
+func (w *approvalWorld) accepted() int {
+	return strings.Count(w.sshd.Log(), "Accepted publickey")
+}
+
+func (w *approvalWorld) approve(id string, how ...string) {
+	w.e.t.Helper()
+	w.e.MustRun("postern", append([]string{"approve", id}, how...)...)
+}
+
+func mustSucceed(t *testing.T, what string, r Result) {
+	t.Helper()
+	if r.Code != 0 {
+		t.Fatalf("%s: %s", what, r)
+	}
+}
+
+// 1. Kill an approved run and start a replacement with the same label and
+// command: it is asked again (process_changed), and nothing is signed
+// before the answer.
+func TestReplacementRunIsAskedAgain(t *testing.T) {
+	w := newApprovalWorld(t, "")
+	a := w.e.StartRun("coder")
+	job := a.Start(sshCmd(w.sshd))
+	c := w.e.WaitCard()
+	if c.Reason != "new" || c.Mode != "session" || c.Run.Label != "coder" || c.Run.PID != a.PID() {
+		t.Fatalf("first card: %+v (run pid %d)", c, a.PID())
+	}
+	if c.Requester[0].Name != "ssh" {
+		t.Fatalf("requester chain: %+v", c.Requester)
+	}
+	w.approve(c.ID, "--session")
+	mustSucceed(t, "approved ssh", job.Wait())
+	mustSucceed(t, "ssh inside the session", a.Do(sshCmd(w.sshd)))
+	w.e.NoCard()
+
+	a.Stop()
+	b := w.e.StartRun("coder")
+	before := w.accepted()
+	job = b.Start(sshCmd(w.sshd))
+	c = w.e.WaitCard()
+	if c.Reason != "REAUTH_REQUIRED process_changed" || !strings.Contains(c.Changed, "new process") {
+		t.Fatalf("replacement card: %+v", c)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if job.Done() || w.accepted() != before {
+		t.Fatal("the replacement got in before the answer")
+	}
+	w.approve(c.ID, "--session")
+	mustSucceed(t, "replacement after approval", job.Wait())
+}
+
+// 2. Restart the gateway while an approved run stays alive and signs
+// again: denied until re-approved (gateway_restarted).
+func TestGatewayRestartEndsApproval(t *testing.T) {
+	w := newApprovalWorld(t, "")
+	a := w.e.StartRun("coder")
+	job := a.Start(sshCmd(w.sshd))
+	w.approve(w.e.WaitCard().ID, "--session")
+	mustSucceed(t, "before the restart", job.Wait())
+
+	w.agent.Stop()
+	w.agent = w.e.StartAgent()
+	w.e.MustRun("postern", "unlock", "--passphrase-file", w.pass)
+	before := w.accepted()
+	job = a.Start(sshCmd(w.sshd))
+	c := w.e.WaitCard()
+	if c.Reason != "REAUTH_REQUIRED gateway_restarted" || !strings.Contains(c.Changed, "The gateway restarted") {
+		t.Fatalf("card after the restart: %+v", c)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if job.Done() || w.accepted() != before {
+		t.Fatal("the old approval survived the restart")
+	}
+	w.e.MustRun("postern", "deny", c.ID)
+	if r := job.Wait(); r.Code == 0 {
+		t.Fatal("signed after a deny")
+	}
+	w.agent.WaitLog(t, "reason=denied")
+	mustSucceed(t, "re-approved", func() Result {
+		job := a.Start(sshCmd(w.sshd))
+		w.approve(w.e.WaitCard().ID, "--session")
+		return job.Wait()
+	}())
+}
+
+// 3. Lock and unlock the vault while an approved run waits to retry:
+// refused while locked, never executed on unlock, asked again after
+// unlock (vault_state_changed).
+func TestLockUnlockEndsApproval(t *testing.T) {
+	w := newApprovalWorld(t, "")
+	a := w.e.StartRun("coder")
+	job := a.Start(sshCmd(w.sshd))
+	w.approve(w.e.WaitCard().ID, "--session")
+	mustSucceed(t, "before the lock", job.Wait())
+
+	w.e.MustRun("postern", "lock")
+	before := w.accepted()
+	start := time.Now()
+	if r := a.Do(sshCmd(w.sshd)); r.Code == 0 {
+		t.Fatal("signed while locked")
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatal("a request waited while the vault was locked")
+	}
+	w.e.NoCard()
+	w.e.MustRun("postern", "unlock", "--passphrase-file", w.pass)
+	time.Sleep(300 * time.Millisecond)
+	w.e.NoCard()
+	if w.accepted() != before {
+		t.Fatal("something was signed on unlock")
+	}
+	job = a.Start(sshCmd(w.sshd))
+	c := w.e.WaitCard()
+	if c.Reason != "REAUTH_REQUIRED vault_state_changed" {
+		t.Fatalf("card after unlock: %+v", c)
+	}
+	w.approve(c.ID, "--session")
+	mustSucceed(t, "after re-approval", job.Wait())
+}
+
+// 4. Two identical runs (same binary, same arguments): approving one does
+// not cover the other.
+func TestIdenticalRunsDoNotShare(t *testing.T) {
+	w := newApprovalWorld(t, "")
+	a, b := w.e.StartRun(""), w.e.StartRun("")
+	job := a.Start(sshCmd(w.sshd))
+	w.approve(w.e.WaitCard().ID, "--session")
+	mustSucceed(t, "run a", job.Wait())
+	job = b.Start(sshCmd(w.sshd))
+	c := w.e.WaitCard()
+	if c.Run.PID != b.PID() || c.Reason != "new" {
+		t.Fatalf("run b's card: %+v", c)
+	}
+	w.e.MustRun("postern", "deny", c.ID)
+	if r := job.Wait(); r.Code == 0 {
+		t.Fatal("run b rode run a's approval")
+	}
+	mustSucceed(t, "run a again", a.Do(sshCmd(w.sshd)))
+}
+
+// 5. A per-call host inside an approved session asks on every connection;
+// a non-production host rides the session.
+func TestPerCallHostInsideSession(t *testing.T) {
+	w := newApprovalWorld(t, "", "git-host")
+	prodSSHD := startSSHD(t, pubKey(t, w.key)+"\n", "prod-db-1")
+	w.e.Config(fmt.Sprintf("known_hosts = [%q, %q]\n[[rule]]\nhost = \"prod-*\"\napproval = \"per-call\"\n", w.sshd.KnownHosts, prodSSHD.KnownHosts))
+	w.agent.WaitLog(t, "configuration reloaded")
+	git := sshCmd(w.sshd, "-o", "HostKeyAlias=git-host")
+	prod := sshCmd(prodSSHD, "-o", "HostKeyAlias=prod-db-1")
+	a := w.e.StartRun("coder")
+	job := a.Start(git)
+	w.approve(w.e.WaitCard().ID, "--session")
+	mustSucceed(t, "git-host", job.Wait())
+	mustSucceed(t, "git-host in the session", a.Do(git))
+	w.e.NoCard()
+	for i := 0; i < 2; i++ {
+		job := a.Start(prod)
+		c := w.e.WaitCard()
+		if c.Mode != "per-call" || c.Reason != "per_call" || c.Destination == nil || !contains(c.Destination.Names, "prod-db-1") {
+			t.Fatalf("prod card %d: %+v", i, c)
+		}
+		w.approve(c.ID, "--once")
+		mustSucceed(t, "prod", job.Wait())
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// 6. An exec on the approved pid, a forwarded connection, an approver
+// launched from inside the run, an unanswered card: each is refused.
+func TestExecOnApprovedRunIsRefused(t *testing.T) {
+	w := newApprovalWorld(t, "")
+	a := w.e.StartRun("coder")
+	job := a.Start(sshCmd(w.sshd))
+	w.approve(w.e.WaitCard().ID, "--session")
+	mustSucceed(t, "before the exec", job.Wait())
+	self, _ := os.Executable()
+	cp := w.e.Path("driver-copy")
+	if out, err := exec.Command("cp", self, cp).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	pid := a.PID()
+	a.Start("exec " + cp)
+	time.Sleep(300 * time.Millisecond)
+	if a.PID() != pid {
+		t.Fatal("the exec changed the pid")
+	}
+	if r := a.Do(sshCmd(w.sshd)); r.Code == 0 {
+		t.Fatal("an exec'd run kept its approval")
+	}
+	w.agent.WaitLog(t, "reason=identity_mismatch")
+}
+
+func TestForwardedConnectionNeverRidesSession(t *testing.T) {
+	w := newApprovalWorld(t, "")
+	a := w.e.StartRun("coder")
+	job := a.Start(sshCmd(w.sshd))
+	w.approve(w.e.WaitCard().ID, "--session")
+	mustSucceed(t, "local login", job.Wait())
+	msg := w.e.WriteFile("fwd-msg", "signed through a forwarded agent\n", 0o644)
+	remote := fmt.Sprintf("ssh-keygen -Y sign -n file -f %s.pub %s", w.key, msg)
+	job = a.Start("ssh -A " + strings.Join(w.sshd.SSHArgs(w.sshd.Target(), remote), " "))
+	c := w.e.WaitCard()
+	if c.Mode != "per-call" {
+		t.Fatalf("forwarded request: %+v", c)
+	}
+	w.e.MustRun("postern", "deny", c.ID)
+	if r := job.Wait(); r.Code == 0 {
+		t.Fatalf("a forwarded request rode the local session: %s", r)
+	}
+}
+
+func TestApproverInsideTheRunIsRefused(t *testing.T) {
+	w := newApprovalWorld(t, "")
+	a := w.e.StartRun("coder")
+	job := a.Start(sshCmd(w.sshd))
+	c := w.e.WaitCard()
+	r := a.Do("postern approve " + c.ID + " --session --socket " + w.agent.Socket)
+	if r.Code != 254 || !strings.Contains(r.Stdout, "refused") {
+		t.Fatalf("approval from inside the run: %s", r)
+	}
+	if job.Done() {
+		t.Fatal("the request was decided by its own run")
+	}
+	w.approve(c.ID, "--session")
+	mustSucceed(t, "approved from outside", job.Wait())
+}
+
+func TestUnansweredCardIsRefused(t *testing.T) {
+	w := newApprovalWorld(t, "card_timeout = \"1s\"\ncard_cooldown = \"30s\"\n")
+	a := w.e.StartRun("coder")
+	start := time.Now()
+	if r := a.Do(sshCmd(w.sshd)); r.Code == 0 {
+		t.Fatal("an unanswered card signed")
+	}
+	if time.Since(start) < time.Second {
+		t.Fatal("refused before the card timed out")
+	}
+	w.e.NoCard()
+	// The run's next request cools down instead of piling up cards.
+	if r := a.Do(sshCmd(w.sshd)); r.Code == 0 {
+		t.Fatal("signed during the cooldown")
+	}
+	w.e.NoCard()
+	w.agent.WaitLog(t, "reason=cooldown")
+}

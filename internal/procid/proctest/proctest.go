@@ -1,0 +1,74 @@
+// Package proctest builds fake process tables for tests: a directory laid
+// out like /proc, with per pid a stat file, a status file and an exe
+// symlink, that a procid.Table can read. Tests use it to replay what the
+// real kernel does only at random — a pid reused by another process, an
+// exec on the same pid — deterministically.
+package proctest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/postern/postern/internal/procid"
+)
+
+// Fake is a fake process table.
+type Fake struct {
+	t     testing.TB
+	Root  string
+	Table *procid.Table
+}
+
+// New creates an empty table.
+func New(t testing.TB) *Fake {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "stat"), []byte("cpu 1 2 3\nbtime 1700000000\n"), 0o644)
+	return &Fake{t: t, Root: root, Table: &procid.Table{Root: root}}
+}
+
+// Exe creates an executable file with the given content (its hash) and
+// returns its path.
+func (f *Fake) Exe(name, content string) string {
+	p := filepath.Join(f.Root, "bin", name)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	return p
+}
+
+// Set creates or replaces process pid: its parent, start time (ticks),
+// executable, uid 1000, and command line.
+func (f *Fake) Set(pid, ppid int, start uint64, exe string, argv ...string) {
+	d := filepath.Join(f.Root, strconv.Itoa(pid))
+	os.RemoveAll(d)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	stat := fmt.Sprintf("%d (%s) S %d %d %d 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0\n", pid, filepath.Base(exe), ppid, pid, pid, start)
+	os.WriteFile(filepath.Join(d, "stat"), []byte(stat), 0o644)
+	os.WriteFile(filepath.Join(d, "status"), []byte("Name:\tx\nUid:\t1000\t1000\t1000\t1000\n"), 0o644)
+	cmdline := ""
+	for _, a := range argv {
+		cmdline += a + "\x00"
+	}
+	os.WriteFile(filepath.Join(d, "cmdline"), []byte(cmdline), 0o644)
+	if err := os.Symlink(exe, filepath.Join(d, "exe")); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// Kill removes process pid.
+func (f *Fake) Kill(pid int) { os.RemoveAll(filepath.Join(f.Root, strconv.Itoa(pid))) }
+
+// Peer pins pid as a connected peer would be.
+func (f *Fake) Peer(pid int) *procid.Peer {
+	p, err := f.Table.Pin(pid)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return p
+}
