@@ -52,7 +52,7 @@ man:
 	mandoc -Tlint -W warning $(MAN1) $(MAN5)
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./bench/ ./approvals/ ./audit/
+	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./internal/e2e/ ./approvals/ ./sshagent/ ./audit/
 
 install: build
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5

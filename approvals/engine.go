@@ -364,6 +364,7 @@ func (e *Engine) subjects(r *Request, chain procid.Chain, p *Policy) ([]*Run, in
 var (
 	ErrNoCard      = errors.New("no such card (answered, expired, or from before a gateway restart)")
 	ErrSelfApprove = errors.New("refused: an approval cannot come from the requesting process, the run, or a descendant of either")
+	ErrSameSession = errors.New("refused: an approval cannot come from the terminal session of the requesting process or the run; approve from another terminal")
 )
 
 // Answer decides card id. approver is the verified process that sent the
@@ -393,6 +394,12 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 			if in, _ := e.Procs.DescendsFrom(approver.PID, approver.StartTicks, p); in {
 				e.Log.Warn("approval refused: it came from inside the requesting process tree", "card", id, "approver_pid", approver.PID)
 				return ErrSelfApprove
+			}
+			// A process that left the tree (a double fork) keeps its
+			// session unless it also called setsid.
+			if p.Session > 0 && approver.Session == p.Session {
+				e.Log.Warn("approval refused: it came from the requester's terminal session", "card", id, "approver_pid", approver.PID, "session", p.Session)
+				return ErrSameSession
 			}
 		}
 	}

@@ -311,6 +311,12 @@ func TestSelfApprovalRefused(t *testing.T) {
 			t.Fatalf("approver pid %d: %v", pid, err)
 		}
 	}
+	// A process that left the tree by a double fork is reparented to init
+	// but keeps the requester's terminal session.
+	w.f.SetSession(17, 1, 170, 13, w.f.Exe("postern", "postern"), "postern", "approve")
+	if err := w.e.Answer(c.ID, Answer{Decision: "session", Subject: -1}, w.f.Peer(17)); !errors.Is(err, ErrSameSession) {
+		t.Fatalf("double-forked approver: %v", err)
+	}
 	w.answer(c.ID, "once", 30)
 	if d := got(t, ch); !d.Allow || d.Reason != "approved_once" {
 		t.Fatal(d)

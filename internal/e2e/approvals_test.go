@@ -272,6 +272,14 @@ func TestApproverInsideTheRunIsRefused(t *testing.T) {
 	if r.Code != 254 || !strings.Contains(r.Stdout, "refused") {
 		t.Fatalf("approval from inside the run: %s", r)
 	}
+	// Detached by a double fork, it is no longer a descendant, but it is
+	// still in the run's terminal session.
+	out := w.e.Path("detached-approve.out")
+	a.Do(fmt.Sprintf("(postern approve %s --session --socket %s > %s 2>&1; echo $? >> %s) &", c.ID, w.agent.Socket, out, out))
+	waitFor(t, func() bool { b, _ := os.ReadFile(out); return strings.Contains(string(b), "254") })
+	if b, _ := os.ReadFile(out); !strings.Contains(string(b), "terminal session") {
+		t.Fatalf("detached approval from inside the run: %s", b)
+	}
 	if job.Done() {
 		t.Fatal("the request was decided by its own run")
 	}

@@ -27,6 +27,7 @@ import (
 
 // benchAgent is an agent under benchmark with its keys loaded.
 type benchAgent struct {
+	env  *Env
 	name string
 	sock string
 	pid  int
@@ -52,10 +53,10 @@ func startBenchAgents(b *testing.B) []*benchAgent {
 	}
 	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	waitSocket(b, sock)
-	agents = append(agents, &benchAgent{name: "ssh-agent", sock: sock, pid: cmd.Process.Pid})
+	agents = append(agents, &benchAgent{env: e, name: "ssh-agent", sock: sock, pid: cmd.Process.Pid})
 
 	p := e.StartAgent()
-	agents = append(agents, &benchAgent{name: "postern", sock: p.Socket, pid: p.PID()})
+	agents = append(agents, &benchAgent{env: e, name: "postern", sock: p.Socket, pid: p.PID()})
 
 	for _, a := range agents {
 		a.keys = map[string]ssh.PublicKey{}
@@ -157,6 +158,61 @@ func BenchmarkSign(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkSignCoveredByGrant compares an Ed25519 signature that a live
+// session grant covers (postern with the default approval = "session",
+// so every request runs the full live check of the grant) with OpenSSH
+// ssh-agent's plain signature.
+func BenchmarkSignCoveredByGrant(b *testing.B) {
+	agents := startBenchAgents(b)
+	sshAgent, postern := agents[0], agents[1]
+	postern.env.Config(`approval = "session"`) // the gateway reloads it
+	time.Sleep(300 * time.Millisecond)
+	pub := postern.keys["ed25519"]
+	data := []byte("a session identifier and a userauth request, roughly this long, to be signed")
+	cl, c := dialAgent(b, postern.sock)
+	defer c.Close()
+	// The first signature asks; an approver in another session grants this
+	// process a session.
+	signed := make(chan error, 1)
+	go func() { _, err := cl.Sign(pub, data); signed <- err }()
+	var card []cardJSON
+	for len(card) == 0 {
+		card = postern.env.cards()
+		time.Sleep(10 * time.Millisecond)
+	}
+	approve := postern.env.Command("setsid", "-f", posternBin, "approve", card[0].ID, "--session")
+	if out, err := approve.CombinedOutput(); err != nil {
+		b.Fatalf("approve: %v %s", err, out)
+	}
+	if err := <-signed; err != nil {
+		b.Fatal(err)
+	}
+	for _, a := range []*benchAgent{sshAgent, postern} {
+		name := a.name
+		if a == postern {
+			name = "postern-session-grant"
+		}
+		b.Run("key=ed25519/mode=sequential/agent="+name, func(b *testing.B) {
+			cl, c := dialAgent(b, a.sock)
+			defer c.Close()
+			for i := 0; i < b.N; i++ {
+				if _, err := cl.Sign(pub, data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("key=ed25519/mode=conn-per-sign/agent="+name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				cl, c := dialAgent(b, a.sock)
+				if _, err := cl.Sign(pub, data); err != nil {
+					b.Fatal(err)
+				}
+				c.Close()
+			}
+		})
 	}
 }
 

@@ -53,6 +53,9 @@ func (e *Env) StartRun(label string) *Driver {
 	d.cmd.Env = append(d.cmd.Env, "POSTERN_E2E_HELPER=driver", "POSTERN_E2E_DIR="+dir)
 	logf, _ := os.Create(filepath.Join(dir, "driver.log"))
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	// An agent runs in its own terminal session; the person approves from
+	// another one (the test's).
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := d.cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}

@@ -195,7 +195,7 @@ func (g *Gateway) handlers() map[string]control.Handler {
 				ans.Subject = *a.Subject
 			}
 			err = g.engine.Answer(a.ID, ans, approver)
-			if errors.Is(err, approvals.ErrSelfApprove) {
+			if errors.Is(err, approvals.ErrSelfApprove) || errors.Is(err, approvals.ErrSameSession) {
 				return nil, control.Errorf("denied", "%v", err)
 			}
 			if errors.Is(err, approvals.ErrNoCard) {

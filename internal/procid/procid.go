@@ -53,6 +53,7 @@ type Process struct {
 	PPID       int
 	UID        uint32
 	StartTicks uint64 // clock ticks since boot, /proc/PID/stat field 22
+	Session    int    // POSIX session id (the terminal session); a signal, not proof
 	Comm       string // kernel's short name; display only
 	PidfsIno   uint64 // inode of a pidfd for the process; 0 when unknown
 	Exe        Exe

@@ -163,7 +163,7 @@ func (t *Table) Inspect(pid int) (Process, error) {
 	if again, err := t.Stat(pid); err != nil || again.StartTicks != st.StartTicks {
 		return Process{}, fmt.Errorf("pid %d: %w", pid, ErrGone)
 	}
-	return Process{PID: pid, PPID: st.PPID, UID: uid, StartTicks: st.StartTicks, Comm: st.Comm, Exe: exe}, nil
+	return Process{PID: pid, PPID: st.PPID, UID: uid, StartTicks: st.StartTicks, Session: st.Session, Comm: st.Comm, Exe: exe}, nil
 }
 
 // Ancestors returns the live ancestry of p, nearest first, not including

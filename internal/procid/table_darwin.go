@@ -35,7 +35,7 @@ func (t *Table) Stat(pid int) (Stat, error) {
 	tv := k.Proc.P_starttime
 	start := uint64(tv.Sec)*clockTicks + uint64(tv.Usec)*clockTicks/1e6
 	comm := string(bytes.TrimRight(k.Proc.P_comm[:], "\x00"))
-	return Stat{Comm: comm, PPID: int(k.Eproc.Ppid), StartTicks: start}, nil
+	return Stat{Comm: comm, PPID: int(k.Eproc.Ppid), Session: int(k.Eproc.Pgid), StartTicks: start}, nil
 }
 
 // UID returns the process's real uid.

@@ -41,14 +41,19 @@ func (f *Fake) Exe(name, content string) string {
 }
 
 // Set creates or replaces process pid: its parent, start time (ticks),
-// executable, uid 1000, and command line.
+// executable, uid 1000, and command line. It leads its own session.
 func (f *Fake) Set(pid, ppid int, start uint64, exe string, argv ...string) {
+	f.SetSession(pid, ppid, start, pid, exe, argv...)
+}
+
+// SetSession is Set with the process in the given session.
+func (f *Fake) SetSession(pid, ppid int, start uint64, session int, exe string, argv ...string) {
 	d := filepath.Join(f.Root, strconv.Itoa(pid))
 	os.RemoveAll(d)
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		f.t.Fatal(err)
 	}
-	stat := fmt.Sprintf("%d (%s) S %d %d %d 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0\n", pid, filepath.Base(exe), ppid, pid, pid, start)
+	stat := fmt.Sprintf("%d (%s) S %d %d %d 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0\n", pid, filepath.Base(exe), ppid, pid, session, start)
 	os.WriteFile(filepath.Join(d, "stat"), []byte(stat), 0o644)
 	os.WriteFile(filepath.Join(d, "status"), []byte("Name:\tx\nUid:\t1000\t1000\t1000\t1000\n"), 0o644)
 	cmdline := ""
