@@ -1,0 +1,165 @@
+// Package audit keeps postern's audit log: an append-only, write-blind,
+// hash-chained record of every authority change and action, sealed by
+// forward-secure signed checkpoints, that anyone can verify offline without
+// a key.
+//
+// # Roles and files
+//
+// NewSetup makes the keys of a log in the state directory:
+//
+//	audit.key        the current checkpoint signing key (and the next one), 0600
+//	audit.pin        pk0, the first checkpoint key, as "postern-audit+<base64>"
+//	audit.recipient  the X25519 recipient, as "postern-audit-recipient+<base64>"
+//
+// and returns the X25519 identity, which the caller keeps in the encrypted
+// vault. The writer (Open, Append) holds only the recipient: it can add
+// entries but cannot read them back. Verify needs no key at all; with pk0
+// pinned it also proves the log is the one set up with that key.
+// DecodeEvents and ReadEvents need the identity.
+//
+// # Format (version 1)
+//
+// All integers are big-endian. The file is a sequence of frames:
+//
+//	frame  := len:u32 ‖ ^len:u32 ‖ body[len] ‖ link[32]
+//	body   := type:u8 ‖ seq:u64 ‖ prev[32] ‖ payload
+//	link   := SHA-256("postern-audit/v1/link\x00" ‖ body)
+//
+// len is the body length, 41 ≤ len ≤ 65536 (a hard cap: no reader allocates
+// more for a record); the second word is its bitwise complement, so a
+// damaged length field is told apart from a record a crash cut short. seq
+// counts records from 0 with no gaps; prev is the link of the record before
+// (32 zero bytes for record 0). The link both checksums the frame and chains
+// it: changing, removing, inserting or reordering any record breaks the
+// chain at that record.
+//
+// Record 0 is the header (type 1), 102 bytes of payload:
+//
+//	"POSTERN-AUDIT" ‖ version:u8 (1) ‖ log id[16] ‖ created:u64 (unix ns)
+//	‖ pk0[32] (Ed25519) ‖ recipient[32] (X25519)
+//
+// Record 1 is always checkpoint epoch 0, written together with the header.
+//
+// An entry (type 2) carries one event. Its payload is
+//
+//	nacl/box.SealAnonymous(recipient, plaintext)   (48 bytes of overhead)
+//	plaintext := log id[16] ‖ seq:u64 ‖ n:u32 ‖ event JSON[n] ‖ zeros
+//
+// with the plaintext zero-padded to a multiple of 256 bytes, so that sizes do
+// not give event kinds away. The log id and seq inside the ciphertext let a
+// reader with the identity detect an entry moved from another position or
+// another log. Verify checks only the ciphertext size (48 + k·256, k ≥ 1).
+//
+// A checkpoint (type 3) has a 116-byte payload:
+//
+//	epoch:u64 ‖ time:u64 (unix ns) ‖ next pk[32] ‖ max unsealed:u32 ‖ sig[64]
+//	sig := Ed25519(sk_epoch, "postern-audit/v1/checkpoint\x00" ‖ log id
+//	       ‖ epoch ‖ seq ‖ prev ‖ time ‖ next pk ‖ max unsealed)
+//
+// where seq and prev are the checkpoint record's own, so the signature covers
+// the chain head at its position, and with it every record before.
+//
+// # Checkpoints and the key chain
+//
+// Checkpoint k is signed by key k and commits to the public half of key k+1;
+// key 0 is pk0 from the header (and the pin). Epochs are counters from 0 with
+// no gaps, never wall-clock periods, and each signature is bound to its
+// epoch, so a checkpoint cannot be dropped, reordered or re-signed with
+// another epoch's key without verification failing at it. Max unsealed is the
+// writer's promise to checkpoint again before more entries than that follow
+// (Config.CheckpointEvery; 0 means no count limit); Verify fails a log that
+// breaks it. This makes "unsealed where sealing was expected" a finding,
+// rather than a log whose checkpoints were stripped passing as merely
+// unsealed.
+//
+// The writer checkpoints at Open (a new log; entries a crash left unsealed;
+// a changed policy), every CheckpointEvery entries, after CheckpointInterval
+// with entries waiting, on Checkpoint and on Close. Checkpoint times never go
+// backwards: when the clock steps back, the previous time is reused.
+//
+// The key file holds the current key k and the next key k+1 (90 bytes:
+// "POSTERN-AUDIT-KEY" ‖ version:u8 (1) ‖ k:u64 ‖ seed of key k[32] ‖ seed of
+// key k+1[32]); Open refuses it when others can read it. A checkpoint is
+// appended and synced first; then the key file is replaced atomically (temp
+// file, fsync, rename, fsync of the directory) by one holding k+1 and a fresh
+// k+2, and key k is erased from memory. Key k+1 is therefore on disk before
+// the checkpoint that commits to it, and a crash at any point leaves a key
+// file that continues the chain: Open advances a key file one step behind
+// the log. Residual risk: whoever can read the key file (the same uid) holds
+// the current key and can sign future checkpoints, sealing a rewritten or
+// extended tail after the last checkpoint; no such key can re-sign a
+// checkpoint already written, so history up to the last checkpoint stays
+// sealed. The file system may keep the blocks of replaced key files until
+// they are reused.
+//
+// # Writing
+//
+// Open takes an exclusive flock for the life of the Log (a second writer gets
+// ErrLocked), verifies the file, and refuses to go on when it is damaged
+// before its last record (ErrDamaged; nothing is changed, and the caller
+// decides whether to move the log aside). A torn last record is copied to
+// "<log>.torn-<offset>", cut away, and an EventLogRecovered entry records it.
+//
+// Append returns only once the record is durable (write and fdatasync):
+// intent before effect. Concurrent Appends seal their events in parallel and
+// share one write and one fdatasync (group commit); each still gets its own
+// error. Before each write the writer checks that the file still has the size
+// it left and is still the file at the path; if another process wrote,
+// truncated, replaced or removed it, nothing more is written. Any write, sync
+// or key-file failure makes the Log refuse every later Append and Checkpoint
+// until it is reopened. All Append errors wrap ErrNotRecorded: the caller must
+// deny the action the event describes.
+//
+// A record whose Append returned an error may still be in the file (a sync
+// that failed after the data reached the disk, a crash before the caller was
+// told): an entry shows that an action was requested and recorded, not that
+// it ran. An Append that returned nil is in the file unless the file was
+// tampered with.
+//
+// # What Verify checks, and what it cannot prove
+//
+// Verify checks framing and the length cap, seq contiguity, every link, the
+// header (and pk0 against a pin), that the header is sealed at once, every
+// checkpoint signature along the key chain, contiguous epochs, that each
+// checkpoint signs the chain head at its position, non-decreasing checkpoint
+// times, the committed unsealed limit, entry ciphertext sizes, and any
+// anchors given. It reports the first bad record by seq and byte offset.
+//
+// Bytes after the last good record are a torn tail, a crash, reported as a
+// warning, when they are the start of a record that was never finished: fewer
+// bytes than its intact length field announces, optionally followed by zero
+// bytes to the end of the file that begin on a 512-byte boundary or run for
+// at least 32 bytes (what a file system may leave where a power failure lost
+// written data). Anything else is a failure, including a complete last record
+// whose link does not match: a crash cannot produce one, and excusing it would
+// let anyone alter the final checkpoint undetected. Zeroing the end of the
+// last record reads as a crash; it hides no more than cutting the record off,
+// which no offline check can see either.
+//
+// Verify cannot prove:
+//
+//   - that nothing was cut from the end: a log cut back to any record, even to
+//     an earlier checkpoint, verifies, unless a later chain head was anchored
+//     elsewhere (Config.OnCheckpoint, Log.Head, VerifyOptions.Anchors);
+//   - that entries after the last checkpoint are original: no signature covers
+//     them, so anyone who can write the file can rewrite, drop or add them and
+//     recompute the chain (the running writer notices, offline Verify cannot);
+//   - that the log is the original one, unless pk0 is pinned: a wholly
+//     replaced log with keys of its own verifies;
+//   - that events are true: a checkpoint proves which key sealed the records,
+//     not that the gateway told the truth; and a consistent rollback of the
+//     log, the key file and every anchor looks like a restore from backup.
+//
+// The report lists these in CannotProve, with the numbers that apply.
+//
+// # Projections
+//
+// Sessions and Activity are pure functions over decrypted events: who was
+// approved with which evidence and why each approval ended (an approval left
+// open when its gateway boot changed ends with gateway_restarted), and a
+// timeline of short lines such as
+//
+//	14:23:06 action_denied run=R31 reason=gateway_restarted
+//
+// Audit history explains what happened; it never restores a grant.
+package audit

@@ -1,0 +1,129 @@
+package audit
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"time"
+)
+
+// Record types (the first byte of a record body).
+const (
+	recHeader     byte = 1
+	recEntry      byte = 2
+	recCheckpoint byte = 3
+)
+
+// Framing sizes.
+const (
+	frameHeaderSize = 8           // u32be length ‖ u32be complement of the length
+	linkSize        = sha256.Size // trailing chain link
+	bodyFixedSize   = 1 + 8 + 32  // type ‖ seq ‖ prev
+	// maxBody is the hard cap on a record body. A length field above it is
+	// never written, so a reader never allocates more than this for a record.
+	maxBody = 64 << 10
+	// maxFrame is the largest frame on disk.
+	maxFrame = frameHeaderSize + maxBody + linkSize
+	// tornAlign is the granularity at which a file system may leave zero
+	// bytes where written data was lost in a power failure.
+	tornAlign = 512
+	// minZeroFill is the shortest run of trailing zero bytes taken as crash
+	// filler wherever it starts.
+	minZeroFill = 32
+)
+
+// Domain separation strings.
+const (
+	linkDomain       = "postern-audit/v1/link\x00"
+	checkpointDomain = "postern-audit/v1/checkpoint\x00"
+	headerMagic      = "POSTERN-AUDIT\x01" // 13 bytes of name, 1 byte of version
+)
+
+// Header payload: magic ‖ log id ‖ created ‖ pk0 ‖ recipient.
+const headerPayloadSize = len(headerMagic) + 16 + 8 + ed25519.PublicKeySize + 32
+
+// header is the decoded payload of the first record.
+type header struct {
+	logID     [16]byte
+	created   int64 // unix nanoseconds
+	pk0       [32]byte
+	recipient [32]byte
+}
+
+func (h *header) marshal() []byte {
+	b := make([]byte, 0, headerPayloadSize)
+	b = append(b, headerMagic...)
+	b = append(b, h.logID[:]...)
+	b = binary.BigEndian.AppendUint64(b, uint64(h.created))
+	b = append(b, h.pk0[:]...)
+	b = append(b, h.recipient[:]...)
+	return b
+}
+
+func parseHeader(p []byte) (header, error) {
+	var h header
+	if len(p) != headerPayloadSize {
+		return h, fmt.Errorf("header payload is %d bytes, want %d", len(p), headerPayloadSize)
+	}
+	if string(p[:len(headerMagic)-1]) != headerMagic[:len(headerMagic)-1] {
+		return h, errors.New("header magic is not POSTERN-AUDIT: this is not a postern audit log")
+	}
+	if v := p[len(headerMagic)-1]; v != headerMagic[len(headerMagic)-1] {
+		return h, fmt.Errorf("header has format version %d, this reader knows version %d", v, headerMagic[len(headerMagic)-1])
+	}
+	p = p[len(headerMagic):]
+	copy(h.logID[:], p[:16])
+	h.created = int64(binary.BigEndian.Uint64(p[16:24]))
+	copy(h.pk0[:], p[24:56])
+	copy(h.recipient[:], p[56:88])
+	return h, nil
+}
+
+// linker computes chain links; it reuses one hash state.
+type linker struct{ h hash.Hash }
+
+func newLinker() *linker { return &linker{h: sha256.New()} }
+
+func (l *linker) link(body []byte) (out [32]byte) {
+	l.h.Reset()
+	l.h.Write([]byte(linkDomain))
+	l.h.Write(body)
+	l.h.Sum(out[:0])
+	return out
+}
+
+// appendFrame appends one complete frame to dst and returns it with the
+// frame's link.
+func (l *linker) appendFrame(dst []byte, typ byte, seq uint64, prev [32]byte, payload []byte) ([]byte, [32]byte) {
+	n := bodyFixedSize + len(payload)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(n))
+	dst = binary.BigEndian.AppendUint32(dst, ^uint32(n))
+	start := len(dst)
+	dst = append(dst, typ)
+	dst = binary.BigEndian.AppendUint64(dst, seq)
+	dst = append(dst, prev[:]...)
+	dst = append(dst, payload...)
+	link := l.link(dst[start:])
+	return append(dst, link[:]...), link
+}
+
+// lengthOK reports whether a frame length header is intact and within the cap.
+func lengthOK(hdr []byte) (n int, ok bool) {
+	v := binary.BigEndian.Uint32(hdr[0:4])
+	c := binary.BigEndian.Uint32(hdr[4:8])
+	if c != ^v || v < bodyFixedSize || v > maxBody {
+		return int(v), false
+	}
+	return int(v), true
+}
+
+// entryCiphertextOK reports whether an entry payload has a size the writer
+// can produce: a sealed box (48 bytes of overhead) over a padded plaintext.
+func entryCiphertextOK(n int) bool {
+	return n >= sealOverhead+padBucket && (n-sealOverhead)%padBucket == 0
+}
+
+func unixNano(t int64) time.Time { return time.Unix(0, t).UTC() }

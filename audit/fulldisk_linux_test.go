@@ -1,0 +1,58 @@
+package audit
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestFullDisk fills a real, small tmpfs.
+func TestFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a tmpfs")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	s, err := NewSetup(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.Config(dir + "/audit.log")
+	cfg.CheckpointEvery = -1
+	cfg.CheckpointInterval = -1
+	l, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var appended int
+	for appended = 0; appended < 10000; appended++ {
+		err = l.Append(Event{Type: EventSign, Run: "R1", Detail: map[string]string{"pad": strings.Repeat("x", 600)}})
+		if err != nil {
+			break
+		}
+	}
+	if err == nil {
+		t.Fatal("never ran out of space")
+	}
+	if !errors.Is(err, ErrNotRecorded) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("full disk: %v", err)
+	}
+	t.Logf("after %d appends: %v", appended, err)
+	if err := l.Append(ev(EventSign, "R2")); !errors.Is(err, ErrNotRecorded) {
+		t.Fatalf("append after full disk: %v", err)
+	}
+	l.Close()
+	b, err := os.ReadFile(cfg.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := verifyBytes(t, b, VerifyOptions{PK0: s.PK0})
+	if !r.OK || int(r.Entries) != appended {
+		t.Fatalf("after full disk: %s entries=%d appended=%d torn=%v", describe(r), r.Entries, appended, r.Torn)
+	}
+}

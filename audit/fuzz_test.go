@@ -1,0 +1,94 @@
+package audit
+
+import (
+	"bytes"
+	"testing"
+)
+
+// fuzzSeeds returns real logs: sealed, with an unsealed tail, torn, and
+// tampered.
+func fuzzSeeds(f *testing.F) [][]byte {
+	tl := newTestSetup(f)
+	tl.cfg.CheckpointEvery = 3
+	l := tl.open(f)
+	for i := 0; i < 7; i++ {
+		mustAppend(f, l, ev(EventSign, "R1"))
+	}
+	unsealed := tl.bytes(f)
+	l.Close()
+	sealed := tl.bytes(f)
+	tampered := bytes.Clone(sealed)
+	tampered[len(tampered)/2] ^= 0x10
+	return [][]byte{
+		sealed, unsealed, sealed[:len(sealed)-9], tampered,
+		append(bytes.Clone(sealed), make([]byte, 600)...),
+		sealed[:frameHeaderSize+3], nil, make([]byte, 64),
+	}
+}
+
+func FuzzReadFrames(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fr := newFrameReader(bytes.NewReader(data))
+		var total int64
+		for i := 0; ; i++ {
+			fm, err := fr.next()
+			if cap(fr.buf) > maxBody+linkSize {
+				t.Fatalf("reader buffer grew to %d bytes, beyond the cap", cap(fr.buf))
+			}
+			if err != nil {
+				if t, ok := err.(*tail); ok {
+					total += t.n
+				}
+				break
+			}
+			if fm.size > maxFrame || fm.off != total {
+				t.Fatalf("frame at %d of %d bytes (expected offset %d)", fm.off, fm.size, total)
+			}
+			total += fm.size
+			if i > len(data) {
+				t.Fatal("no progress")
+			}
+		}
+		if total > int64(len(data)) {
+			t.Fatalf("accounted for %d bytes of %d", total, len(data))
+		}
+	})
+}
+
+func FuzzVerify(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := Verify(bytes.NewReader(data), VerifyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Bytes > int64(len(data)) {
+			t.Fatalf("verified %d bytes of %d", r.Bytes, len(data))
+		}
+		if r.Records > 0 && r.Records != 1+r.Entries+r.Checkpoints {
+			t.Fatalf("records %d != 1 + %d entries + %d checkpoints", r.Records, r.Entries, r.Checkpoints)
+		}
+		if r.OK {
+			if r.Failure != nil || r.Records < 1 {
+				t.Fatalf("ok report with failure %+v", r.Failure)
+			}
+			n := r.Bytes
+			if r.Torn != nil {
+				if r.Torn.Offset != r.Bytes {
+					t.Fatalf("torn tail at %d, verified part ends at %d", r.Torn.Offset, r.Bytes)
+				}
+				n += r.Torn.Bytes
+			}
+			if n != int64(len(data)) {
+				t.Fatalf("ok report covers %d of %d bytes", n, len(data))
+			}
+		} else if r.Failure == nil {
+			t.Fatal("failed report without a finding")
+		}
+	})
+}

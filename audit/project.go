@@ -1,0 +1,291 @@
+package audit
+
+import (
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Session is one session approval as the log tells it: who was approved,
+// with which evidence, and when and why the approval ended.
+type Session struct {
+	Run         string    `json:"run"`
+	Grant       string    `json:"grant,omitempty"`
+	BootID      string    `json:"boot_id,omitempty"`
+	VaultEpoch  uint64    `json:"vault_epoch"`
+	Approved    time.Time `json:"approved"`
+	ApprovedSeq uint64    `json:"approved_seq"`
+	Approver    string    `json:"approver,omitempty"`
+	Key         string    `json:"key,omitempty"`
+	Dest        string    `json:"dest,omitempty"`
+	DestNames   []string  `json:"dest_names,omitempty"`
+	Forwarding  bool      `json:"forwarding,omitempty"`
+	Mode        string    `json:"mode,omitempty"`
+	Label       string    `json:"label,omitempty"`
+	// Process is the identity evidence the approval was bound to (from the
+	// approval, or else from the run's registration).
+	Process *Process `json:"process,omitempty"`
+	// Signs counts sign events under this approval.
+	Signs int `json:"signs"`
+	// Ended is zero while the log shows the approval still open.
+	Ended     time.Time `json:"ended,omitzero"`
+	EndSeq    uint64    `json:"end_seq,omitempty"`
+	EndReason string    `json:"end_reason,omitempty"`
+	// EndInferred is true when no session_ended event was recorded and the
+	// end follows from a later event: another gateway boot
+	// (gateway_restarted), the gateway stopping (gateway_stopped) or the
+	// vault locking (vault_locked).
+	EndInferred bool `json:"end_inferred,omitempty"`
+}
+
+// Open reports whether the log shows the approval still open. Audit history
+// never restores a grant: an open session here is a fact about the past.
+func (s *Session) Open() bool { return s.EndReason == "" }
+
+// Sessions projects events (in log order) into session approvals, in the
+// order they were approved.
+func Sessions(events []Event) []Session {
+	var out []Session
+	var open []int // indexes into out
+	runs := map[string]*Event{}
+	end := func(i int, e *Event, reason string, inferred bool) {
+		s := &out[i]
+		s.Ended, s.EndSeq, s.EndReason, s.EndInferred = e.Time, e.Seq, reason, inferred
+	}
+	endWhere := func(e *Event, reason string, match func(*Session) bool) {
+		open = slices.DeleteFunc(open, func(i int) bool {
+			if match(&out[i]) {
+				end(i, e, reason, true)
+				return true
+			}
+			return false
+		})
+	}
+	for k := range events {
+		e := &events[k]
+		// A grant never outlives its gateway boot.
+		if e.BootID != "" {
+			endWhere(e, ReasonGatewayRestarted, func(s *Session) bool { return s.BootID != "" && s.BootID != e.BootID })
+		}
+		switch e.Type {
+		case EventRunRegistered:
+			if e.Run != "" {
+				runs[e.Run] = e
+			}
+		case EventSessionApproved:
+			s := Session{
+				Run: e.Run, Grant: e.Grant, BootID: e.BootID, VaultEpoch: e.VaultEpoch,
+				Approved: e.Time, ApprovedSeq: e.Seq, Approver: e.Approver,
+				Key: e.Key, Dest: e.Dest, DestNames: e.DestNames, Forwarding: e.Forwarding,
+				Mode: e.Mode, Label: e.Label, Process: e.Process,
+			}
+			if r := runs[e.Run]; r != nil {
+				if s.Process == nil {
+					s.Process = r.Process
+				}
+				if s.Label == "" {
+					s.Label = r.Label
+				}
+			}
+			out = append(out, s)
+			open = append(open, len(out)-1)
+		case EventSessionEnded:
+			// The most recent open approval it names.
+			for j := len(open) - 1; j >= 0; j-- {
+				if sessionMatches(&out[open[j]], e) {
+					reason := e.Reason
+					if reason == "" {
+						reason = "unspecified"
+					}
+					end(open[j], e, reason, false)
+					open = slices.Delete(open, j, j+1)
+					break
+				}
+			}
+		case EventSign:
+			if e.Mode == ModePerCall {
+				break
+			}
+			for j := len(open) - 1; j >= 0; j-- {
+				if sessionMatches(&out[open[j]], e) {
+					out[open[j]].Signs++
+					break
+				}
+			}
+		case EventGatewayStopped:
+			endWhere(e, ReasonGatewayStopped, func(s *Session) bool { return e.BootID == "" || s.BootID == "" || s.BootID == e.BootID })
+		case EventVaultLocked:
+			endWhere(e, ReasonVaultLocked, func(s *Session) bool { return e.BootID == "" || s.BootID == "" || s.BootID == e.BootID })
+		}
+	}
+	return out
+}
+
+// sessionMatches tells whether e (an end or a sign) is about approval s: by
+// grant when e names one, else by run within the same boot.
+func sessionMatches(s *Session, e *Event) bool {
+	if e.Grant != "" {
+		return s.Grant == e.Grant
+	}
+	if e.Run == "" || s.Run != e.Run {
+		return false
+	}
+	return e.BootID == "" || s.BootID == "" || s.BootID == e.BootID
+}
+
+// Line is one event of the activity timeline.
+type Line struct {
+	Seq    uint64    `json:"seq"`
+	Time   time.Time `json:"time"`
+	Type   string    `json:"type"`
+	Fields []Field   `json:"fields,omitempty"`
+	// Text renders the line for people, e.g.
+	// "14:23:06 action_denied run=R31 reason=gateway_restarted".
+	Text string `json:"text"`
+}
+
+// Field is one key=value of a Line.
+type Field struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// String returns l.Text.
+func (l Line) String() string { return l.Text }
+
+// Activity projects events (in log order) into a timeline, keeping those at
+// or after since (a zero since keeps all). Times are shown as recorded. An
+// event without process facts shows those of its run's registration.
+func Activity(events []Event, since time.Time) []Line {
+	var out []Line
+	procs := map[string]*Process{}
+	for k := range events {
+		e := &events[k]
+		if e.Type == EventRunRegistered && e.Run != "" && e.Process != nil {
+			procs[e.Run] = e.Process
+		}
+		if !since.IsZero() && e.Time.Before(since) {
+			continue
+		}
+		p := e.Process
+		if p == nil {
+			p = procs[e.Run]
+		}
+		l := Line{Seq: e.Seq, Time: e.Time, Type: e.Type, Fields: lineFields(e, p)}
+		var b strings.Builder
+		b.WriteString(e.Time.Format(time.TimeOnly))
+		b.WriteByte(' ')
+		b.WriteString(e.Type)
+		for _, f := range l.Fields {
+			b.WriteByte(' ')
+			b.WriteString(f.Key)
+			b.WriteByte('=')
+			b.WriteString(quoteValue(f.Value))
+		}
+		l.Text = b.String()
+		out = append(out, l)
+	}
+	return out
+}
+
+func lineFields(e *Event, proc *Process) []Field {
+	var fs []Field
+	used := map[string]bool{}
+	add := func(k, v string) {
+		if v != "" {
+			fs = append(fs, Field{k, v})
+		}
+	}
+	exe, signer, pid := "", "", ""
+	if p := proc; p != nil {
+		if p.Exe != "" {
+			exe = path.Base(p.Exe)
+		}
+		signer = p.Signer
+		if p.PID != 0 {
+			pid = strconv.Itoa(p.PID)
+		}
+	}
+	vault := strconv.FormatUint(e.VaultEpoch, 10)
+	dest := e.Dest
+	if len(e.DestNames) > 0 {
+		dest = e.DestNames[0]
+	}
+	switch e.Type {
+	case EventGatewayStarted:
+		add("boot", e.BootID)
+		add("previous_boot", e.PrevBootID)
+	case EventGatewayRestarted:
+		add("previous_boot", e.PrevBootID)
+		add("current_boot", e.BootID)
+	case EventGatewayStopped:
+		add("boot", e.BootID)
+	case EventVaultLocked, EventVaultUnlocked:
+		add("vault", vault)
+	case EventRunRegistered:
+		add("run", e.Run)
+		add("exe", exe)
+		add("pid", pid)
+		add("label", e.Label)
+	case EventCardShown:
+		add("card", e.Card)
+		add("run", e.Run)
+		add("key", e.Key)
+		add("dest", dest)
+		add("mode", e.Mode)
+	case EventSessionApproved:
+		add("run", e.Run)
+		add("exe", exe)
+		add("signer", signer)
+		add("boot", e.BootID)
+		add("vault", vault)
+	case EventSessionEnded:
+		add("run", e.Run)
+		add("reason", e.Reason)
+	case EventActionDenied:
+		add("run", e.Run)
+		add("reason", e.Reason)
+		add("dest", dest)
+	case EventSign:
+		add("run", e.Run)
+		add("key", e.Key)
+		add("dest", dest)
+		add("mode", e.Mode)
+		if e.Forwarding {
+			add("forwarding", "yes")
+		}
+	case EventCheckpoint:
+		add("epoch", e.Detail["epoch"])
+		used["epoch"], used["max_unsealed"] = true, true
+	default:
+		add("run", e.Run)
+		add("grant", e.Grant)
+		add("reason", e.Reason)
+	}
+	keys := make([]string, 0, len(e.Detail))
+	for k := range e.Detail {
+		if !used[k] {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		add(k, e.Detail[k])
+	}
+	return fs
+}
+
+// quoteValue quotes values that would not read as one word.
+func quoteValue(v string) string {
+	if v == "" || strings.ContainsAny(v, " \t\"=\\") {
+		return strconv.Quote(v)
+	}
+	for _, r := range v {
+		if !strconv.IsPrint(r) {
+			return strconv.Quote(v)
+		}
+	}
+	return v
+}

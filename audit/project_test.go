@@ -1,0 +1,191 @@
+package audit
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func at(hms string) time.Time {
+	t, err := time.Parse(time.TimeOnly, hms)
+	if err != nil {
+		panic(err)
+	}
+	return time.Date(2026, 7, 22, t.Hour(), t.Minute(), t.Second(), 0, time.UTC)
+}
+
+// seedEvents is the seed's example sequence, with the run registrations and
+// signs around it.
+func seedEvents() []Event {
+	claude := &Process{PID: 48192, Exe: "/usr/local/bin/claude", ExeSHA256: "9f2c1a", UID: 1000, PPID: 48001}
+	evs := []Event{
+		{Type: EventGatewayStarted, Time: at("14:18:00"), BootID: "B8", VaultEpoch: 17},
+		{Type: EventRunRegistered, Time: at("14:18:03"), BootID: "B8", VaultEpoch: 17, Run: "R31", Label: "cleanup", Process: claude},
+		{Type: EventSessionApproved, Time: at("14:20:11"), BootID: "B8", VaultEpoch: 17, Run: "R31", Grant: "G1", Key: "SHA256:k", Mode: ModeSession, Approver: "tty"},
+		{Type: EventSign, Time: at("14:20:12"), BootID: "B8", VaultEpoch: 17, Run: "R31", Grant: "G1", Key: "SHA256:k", DestNames: []string{"prod-db-1"}, Mode: ModeSession},
+		{Type: EventGatewayRestarted, Time: at("14:23:04"), BootID: "C2", PrevBootID: "B8", VaultEpoch: 17},
+		{Type: EventActionDenied, Time: at("14:23:06"), BootID: "C2", VaultEpoch: 17, Run: "R31", Reason: ReasonGatewayRestarted},
+		{Type: EventRunRegistered, Time: at("14:23:08"), BootID: "C2", VaultEpoch: 17, Run: "R32", Process: claude},
+		{Type: EventSessionApproved, Time: at("14:23:09"), BootID: "C2", VaultEpoch: 17, Run: "R32", Grant: "G2", Key: "SHA256:k", Mode: ModeSession},
+		{Type: EventSign, Time: at("14:23:12"), BootID: "C2", VaultEpoch: 17, Run: "R32", Grant: "G2", Key: "SHA256:k", DestNames: []string{"prod-db-1"}, Mode: ModeSession},
+		{Type: EventSign, Time: at("14:23:13"), BootID: "C2", VaultEpoch: 17, Run: "R32", Key: "SHA256:k", Mode: ModePerCall},
+		{Type: EventSessionEnded, Time: at("14:30:00"), BootID: "C2", VaultEpoch: 17, Run: "R32", Grant: "G2", Reason: ReasonProcessExited},
+		{Type: EventSessionApproved, Time: at("14:31:00"), BootID: "C2", VaultEpoch: 17, Run: "R33", Grant: "G3",
+			Process: &Process{PID: 5000, Exe: "/usr/bin/code", Signer: "Example Developer ID"}},
+		{Type: EventVaultLocked, Time: at("14:40:00"), BootID: "C2", VaultEpoch: 18},
+		{Type: EventVaultUnlocked, Time: at("14:45:00"), BootID: "C2", VaultEpoch: 19},
+		{Type: EventSessionApproved, Time: at("14:46:00"), BootID: "C2", VaultEpoch: 19, Run: "R34", Grant: "G4"},
+		{Type: EventGatewayStopped, Time: at("15:00:00"), BootID: "C2", VaultEpoch: 19},
+		{Type: EventGatewayStarted, Time: at("15:01:00"), BootID: "D5", PrevBootID: "C2", VaultEpoch: 19},
+		{Type: EventSessionApproved, Time: at("15:02:00"), BootID: "D5", VaultEpoch: 19, Run: "R35", Grant: "G5"},
+		{Type: EventSessionEnded, Time: at("15:03:00"), BootID: "D5", Run: "R35", Grant: "G5", Reason: ReasonRevoked},
+		{Type: EventSessionApproved, Time: at("15:04:00"), BootID: "D5", VaultEpoch: 19, Run: "R36", Grant: "G6"},
+	}
+	for i := range evs {
+		evs[i].Seq = uint64(i + 2)
+	}
+	return evs
+}
+
+func TestSessions(t *testing.T) {
+	ss := Sessions(seedEvents())
+	if len(ss) != 6 {
+		t.Fatalf("%d sessions: %+v", len(ss), ss)
+	}
+	want := []struct {
+		run, reason string
+		inferred    bool
+		signs       int
+		ended       string
+	}{
+		{"R31", ReasonGatewayRestarted, true, 1, "14:23:04"},
+		{"R32", ReasonProcessExited, false, 1, "14:30:00"},
+		{"R33", ReasonVaultLocked, true, 0, "14:40:00"},
+		{"R34", ReasonGatewayStopped, true, 0, "15:00:00"},
+		{"R35", ReasonRevoked, false, 0, "15:03:00"},
+		{"R36", "", false, 0, ""},
+	}
+	for i, w := range want {
+		s := ss[i]
+		ended := ""
+		if !s.Ended.IsZero() {
+			ended = s.Ended.Format(time.TimeOnly)
+		}
+		if s.Run != w.run || s.EndReason != w.reason || s.EndInferred != w.inferred || s.Signs != w.signs || ended != w.ended {
+			t.Errorf("session %d: got %s reason=%q inferred=%v signs=%d ended=%q; want %+v", i, s.Run, s.EndReason, s.EndInferred, s.Signs, ended, w)
+		}
+	}
+	// Evidence comes from the run's registration when the approval has none.
+	if p := ss[0].Process; p == nil || p.PID != 48192 || ss[0].Label != "cleanup" {
+		t.Errorf("evidence: %+v label=%q", p, ss[0].Label)
+	}
+	if ss[0].EndSeq != 6 || ss[0].BootID != "B8" || ss[0].VaultEpoch != 17 {
+		t.Errorf("R31: %+v", ss[0])
+	}
+	if !ss[5].Open() || ss[4].Open() {
+		t.Errorf("open flags wrong")
+	}
+	if _, err := json.Marshal(ss); err != nil {
+		t.Fatal(err)
+	}
+	if Sessions(nil) != nil {
+		t.Error("no events, sessions")
+	}
+}
+
+func TestActivity(t *testing.T) {
+	lines := Activity(seedEvents(), time.Time{})
+	var text []string
+	for _, l := range lines {
+		text = append(text, l.String())
+	}
+	got := strings.Join(text, "\n")
+	for _, want := range []string{
+		"14:20:11 session_approved run=R31 exe=claude boot=B8 vault=17",
+		"14:23:04 gateway_restarted previous_boot=B8 current_boot=C2",
+		"14:23:06 action_denied run=R31 reason=gateway_restarted",
+		"14:23:09 session_approved run=R32 exe=claude boot=C2 vault=17",
+		"14:23:12 sign run=R32 key=SHA256:k dest=prod-db-1 mode=session",
+		`14:31:00 session_approved run=R33 exe=code signer="Example Developer ID" boot=C2 vault=17`,
+		"14:30:00 session_ended run=R32 reason=process_exited",
+		"14:40:00 vault_locked vault=18",
+		"15:01:00 gateway_started boot=D5 previous_boot=C2",
+	} {
+		if !strings.Contains(got, want+"\n") {
+			t.Errorf("missing line %q in\n%s", want, got)
+		}
+	}
+	// Order is log order: the seed's sequence appears in this order.
+	seq := []string{"session_approved run=R31", "gateway_restarted", "action_denied run=R31", "session_approved run=R32", "sign run=R32"}
+	pos := -1
+	for _, s := range seq {
+		i := strings.Index(got, s)
+		if i <= pos {
+			t.Fatalf("%q out of order", s)
+		}
+		pos = i
+	}
+	since := Activity(seedEvents(), at("15:00:00"))
+	if len(since) != 5 || since[0].Type != EventGatewayStopped || since[0].Seq != 17 {
+		t.Fatalf("since: %+v", since)
+	}
+	js, _ := json.Marshal(lines[2])
+	if !strings.Contains(string(js), `"text":"14:20:11 session_approved run=R31 exe=claude boot=B8 vault=17"`) ||
+		!strings.Contains(string(js), `{"key":"run","value":"R31"}`) {
+		t.Fatalf("json: %s", js)
+	}
+}
+
+func TestActivityDetailAndQuoting(t *testing.T) {
+	evs := []Event{
+		{Type: "command_ended", Time: at("10:00:00"), Run: "R1", Detail: map[string]string{"outcome": "unknown", "cmd": "systemctl restart db", "exit": ""}},
+		{Type: EventCheckpoint, Time: at("10:00:01"), Detail: map[string]string{"epoch": "4", "max_unsealed": "256"}},
+		{Type: EventLogRecovered, Time: at("10:00:02"), Detail: map[string]string{"offset": "100", "bytes": "7"}},
+	}
+	lines := Activity(evs, time.Time{})
+	want := []string{
+		`10:00:00 command_ended run=R1 cmd="systemctl restart db" outcome=unknown`,
+		`10:00:01 checkpoint epoch=4`,
+		`10:00:02 log_recovered bytes=7 offset=100`,
+	}
+	for i, w := range want {
+		if lines[i].Text != w {
+			t.Errorf("line %d: %q, want %q", i, lines[i].Text, w)
+		}
+	}
+}
+
+// TestProjectionsFromARealLog runs the seed's sequence through a log and
+// back.
+func TestProjectionsFromARealLog(t *testing.T) {
+	tl := newTestSetup(t)
+	l := tl.open(t)
+	for _, e := range seedEvents() {
+		mustAppend(t, l, e)
+	}
+	l.Close()
+	evs, err := ReadEvents(tl.path, tl.setup.Identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []Event
+	for _, e := range evs {
+		if e.Type != EventCheckpoint {
+			entries = append(entries, e)
+		}
+	}
+	want := Activity(seedEvents(), time.Time{})
+	got := Activity(entries, time.Time{})
+	if len(got) != len(want) {
+		t.Fatalf("%d lines, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Text != want[i].Text {
+			t.Errorf("line %d: %q, want %q", i, got[i].Text, want[i].Text)
+		}
+	}
+	if ss := Sessions(evs); len(ss) != 6 || ss[0].EndReason != ReasonGatewayRestarted {
+		t.Fatalf("sessions from the log: %+v", ss)
+	}
+}
