@@ -29,6 +29,8 @@ type Answer struct {
 	Decision string // "once", "session" or "deny"
 	Subject  int    // index into the card's subjects, for "session"
 	Approver string // who answered: the approver process, or "askpass"
+
+	grant, run string // set by Answer for a session
 }
 
 // ProcessView is a process as a card shows it.
@@ -80,7 +82,8 @@ type CardView struct {
 	Purpose     Purpose       `json:"purpose"`
 	Destination *DestView     `json:"destination,omitempty"`
 	Namespace   string        `json:"namespace,omitempty"`
-	Forwarded   bool          `json:"forwarded"` // through a forwarded agent connection
+	Command     string        `json:"command,omitempty"` // the remote command a bastion will run (verified)
+	Forwarded   bool          `json:"forwarded"`         // through a forwarded agent connection
 	Covers      string        `json:"covers"`
 	Claim       []string      `json:"claimed_command,omitempty"` // the requester's argv: a claim
 	Created     time.Time     `json:"created"`
@@ -163,6 +166,9 @@ func (v *CardView) Text() string {
 	}
 	if v.Forwarded {
 		b.WriteString("Warning: through a forwarded agent connection (a remote host is asking)\n")
+	}
+	if v.Command != "" {
+		fmt.Fprintf(&b, "Command (relayed by the bastion, exactly): %s\n", v.Command)
 	}
 	fmt.Fprintf(&b, "Covers: %s\n", v.Covers)
 	if v.Destination != nil && v.Destination.User != "" {

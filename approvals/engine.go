@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/procid"
 )
 
@@ -36,6 +38,9 @@ type Engine struct {
 	ContextFile string
 	// OnRunEnd is called (without locks held) when a run ends.
 	OnRunEnd func(*Run)
+	// Audit, when set, receives every authority change and action; an
+	// action whose event cannot be recorded is refused.
+	Audit Recorder
 	// Now returns the time; nil means time.Now.
 	Now func() time.Time
 
@@ -91,6 +96,54 @@ func deny(mode Mode, reason string) Decision { return Decision{Mode: mode, Reaso
 // request only after the run, its nonce, the boot id and the epoch have
 // been checked against live evidence.
 func (e *Engine) Decide(ctx context.Context, r *Request) Decision {
+	d := e.decide(ctx, r)
+	return e.conclude(r, d)
+}
+
+// conclude records a decision: a denial as action_denied; an allowed
+// action as sign (or command_approved), durable before the action runs. If
+// that record cannot be written the action is refused.
+func (e *Engine) conclude(r *Request, d Decision) Decision {
+	if !d.Allow {
+		ev := requestEvent(audit.EventActionDenied, r, d)
+		// A refused re-approval is recorded with what ended the earlier
+		// approval: the request was denied because of it.
+		if why, ok := strings.CutPrefix(d.CardReason, "REAUTH_REQUIRED "); ok {
+			ev.Reason = why
+			ev.Detail["answer"] = d.Reason
+		}
+		if d.Card != "" {
+			ev.Card = d.Card
+		}
+		if ev.Run == "" {
+			ev.Run = d.run
+		}
+		e.record(ev)
+		return d
+	}
+	typ := audit.EventSign
+	if r.Action == ActionCommand {
+		typ = EventCommandApproved
+	}
+	ev := requestEvent(typ, r, d)
+	ev.Card = d.Card
+	if ev.Run == "" {
+		ev.Run = d.run
+	}
+	if err := e.record(ev); err != nil {
+		return Decision{Mode: d.Mode, Reason: "audit_failed"}
+	}
+	return d
+}
+
+// Refused records a request refused before any decision was asked for
+// (the agent was locked, the key is unknown, the request broke the
+// connection's session binding).
+func (e *Engine) Refused(r *Request, reason string) {
+	e.record(requestEvent(audit.EventActionDenied, r, Decision{Reason: reason}))
+}
+
+func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 	locked, epoch := e.Vault()
 	if locked {
 		return deny("", ReasonVaultLocked)
@@ -123,7 +176,7 @@ func (e *Engine) Decide(ctx context.Context, r *Request) Decision {
 		f.names = dest.Names
 	}
 	mode := p.modeFor(&f, r.Forwarded || (dest != nil && dest.Forwarding))
-	if r.Key.Confirm {
+	if r.Key.Confirm || r.RetryOf != "" {
 		mode = Stricter(mode, ModePerCall)
 	}
 	switch mode {
@@ -133,7 +186,7 @@ func (e *Engine) Decide(ctx context.Context, r *Request) Decision {
 		return allow(mode, "policy_none")
 	case ModeSession:
 		if g := e.covering(r, dest, epoch, p); g != nil {
-			return Decision{Allow: true, Mode: mode, Reason: "session", Grant: g.ID}
+			return Decision{Allow: true, Mode: mode, Reason: "session", Grant: g.ID, run: g.Run.ID}
 		}
 	}
 	if argv == nil {
@@ -218,6 +271,9 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode Mode, chain procid.Ch
 		destText = " to sign (namespace " + r.Namespace + ")"
 	}
 	reason, sentence := CardPerCall, "This use needs approval every time: approve this one use of key "+r.Key.Display()+destText+"."
+	if r.RetryOf != "" {
+		reason, sentence = CardRetryUnknown, "The same command was sent before and its outcome is unknown: "+r.RetryOf+". Approve only if you checked that running it again is safe."
+	}
 	covers := "this call only"
 	if mode == ModeSession {
 		reason, sentence = e.reauth(subj, r.Key, destText)
@@ -249,6 +305,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode Mode, chain procid.Ch
 		Forwarded:   r.Forwarded || (dest != nil && dest.Forwarding),
 		Covers:      covers,
 		Claim:       argv,
+		Command:     printable(r.Command),
 		Created:     now.UTC(),
 		Expires:     now.Add(p.CardTimeout).UTC(),
 	}
@@ -263,6 +320,9 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode Mode, chain procid.Ch
 	e.cards[c.View.ID] = c
 	e.notify()
 	e.mu.Unlock()
+	ev := requestEvent(audit.EventCardShown, r, Decision{Mode: mode, Reason: reason})
+	ev.Card, ev.Run, ev.Label = c.View.ID, subj.ID, subj.Label
+	e.record(ev)
 	e.Log.Info("card shown", "card", c.View.ID, "reason", reason, "mode", mode, "key", r.Key.Fingerprint, "pid", r.Requester.PID)
 	if e.Askpass != nil {
 		go e.askpass(c)
@@ -272,6 +332,15 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode Mode, chain procid.Ch
 
 // wait waits for c's answer, its timeout or the caller's end.
 func (e *Engine) wait(ctx context.Context, c *Card, mode Mode, p *Policy) Decision {
+	d := e.waitAnswer(ctx, c, mode, p)
+	d.Card, d.CardReason = c.View.ID, c.View.Reason
+	if d.run == "" {
+		d.run = c.View.Run.ID
+	}
+	return d
+}
+
+func (e *Engine) waitAnswer(ctx context.Context, c *Card, mode Mode, p *Policy) Decision {
 	timer := time.NewTimer(time.Until(c.View.Expires))
 	defer timer.Stop()
 	select {
@@ -305,7 +374,9 @@ func (e *Engine) wait(ctx context.Context, c *Card, mode Mode, p *Policy) Decisi
 		return deny(mode, "vault_state_changed")
 	}
 	if a.Decision == "session" && mode == ModeSession {
-		return allow(mode, "approved_session")
+		d := allow(mode, "approved_session")
+		d.Grant, d.run = a.grant, a.run
+		return d
 	}
 	return allow(mode, "approved_once")
 }
@@ -437,14 +508,33 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 			e.grants[g.ID] = g
 		}
 	}
+	attrs := []any{"card", id, "decision", a.Decision, "approver", a.Approver}
+	if g != nil {
+		attrs = append(attrs, "grant", g.ID, "run", g.Run.ID)
+		// Recorded before the waiting request can use the grant; the epoch
+		// is given, so recording does not ask the vault (whose lock must
+		// not be taken under e.mu).
+		ev := audit.Event{
+			Type: audit.EventSessionApproved, Run: g.Run.ID, Grant: g.ID, Card: id, Key: g.Key.Fingerprint,
+			Dest: g.Dest, DestNames: g.DestNames, Mode: string(ModeSession), Approver: a.Approver,
+			Label: g.Run.Label, Process: auditProcess(e.Procs, &g.Run.Process), VaultEpoch: g.Epoch,
+			Detail: map[string]string{"nonce_bound": "true", "launched": strconv.FormatBool(g.Run.Launched)},
+		}
+		a.grant, a.run = g.ID, g.Run.ID
+		if err := e.record(ev); err != nil {
+			delete(e.grants, g.ID)
+			a.Decision = "deny"
+			delete(e.cards, id)
+			c.answer = a
+			close(c.done)
+			e.notify()
+			return fmt.Errorf("%w; the approval was not applied", ErrNotRecorded)
+		}
+	}
 	delete(e.cards, id)
 	c.answer = a
 	close(c.done)
 	e.notify()
-	attrs := []any{"card", id, "decision", a.Decision, "approver", a.Approver}
-	if g != nil {
-		attrs = append(attrs, "grant", g.ID, "run", g.Run.ID)
-	}
 	e.Log.Info("card answered", attrs...)
 	return nil
 }
@@ -470,6 +560,7 @@ func (e *Engine) register(subj *Run) (*Run, error) {
 		Started: e.now(), pin: pin,
 	}
 	e.addRun(run)
+	e.recordRun(run)
 	return run, nil
 }
 
@@ -530,6 +621,7 @@ func (e *Engine) endGrant(g *Grant, reason string) {
 func (e *Engine) endGrantLocked(id string, g *Grant, reason string) {
 	delete(e.grants, id)
 	g.ended = reason
+	e.record(audit.Event{Type: audit.EventSessionEnded, Run: g.Run.ID, Grant: id, Key: g.Key.Fingerprint, Reason: reason, Label: g.Run.Label, VaultEpoch: g.Epoch})
 	e.past = append(e.past, pastOf(e.BootID, g.Run, g, reason, e.now()))
 	if len(e.past) > maxPast {
 		e.past = e.past[len(e.past)-maxPast:]
@@ -660,3 +752,12 @@ func readArgv(t *procid.Table, pid int) []string {
 }
 
 func destTextOf(d *DestView) string { return destText(d) }
+
+// printable renders command bytes for a card: valid UTF-8 as is (control
+// characters escaped), anything else quoted.
+func printable(b []byte) string {
+	if b == nil {
+		return ""
+	}
+	return strings.Trim(fmt.Sprintf("%q", b), `"`)
+}

@@ -451,12 +451,14 @@ func TestGatewayRestartedIsExplained(t *testing.T) {
 	e2 := &Engine{Procs: w.f.Table, Log: slog.New(slog.DiscardHandler), BootID: "boot-2", Vault: w.e.Vault, ContextFile: w.e.ContextFile}
 	e2.SetPolicy(w.e.Policy())
 	restored := e2.Restore()
-	if len(restored) != 1 || restored[0].ID != run.ID || restored[0].Socket != run.Socket || restored[0].Nonce == run.Nonce {
-		t.Fatalf("restored %+v", restored)
+	// The same socket, a new run id and nonce: the new gateway has not
+	// bound this run.
+	if len(restored) != 1 || restored[0].ID == run.ID || restored[0].Socket != run.Socket || restored[0].Nonce == run.Nonce || restored[0].PrevBoot != "boot-1" {
+		t.Fatalf("restored %+v", restored[0])
 	}
 	w.e = e2
 	r = w.req(13)
-	r.Channel = Channel{Kind: "run", Run: run.ID}
+	r.Channel = Channel{Kind: "run", Run: restored[0].ID}
 	ch = w.decide(r)
 	c := w.card()
 	if c.Reason != CardGatewayRestarted {

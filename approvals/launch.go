@@ -3,8 +3,10 @@ package approvals
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/procid"
 )
 
@@ -60,7 +62,16 @@ func (e *Engine) StartRun(id string, pid int, caller *procid.Peer) (*Run, error)
 		}()
 	}
 	e.Log.Info("run registered", "run", id, "label", run.Label, "pid", pid, "exe", pin.Exe.Path, "sha256", pin.Exe.Hash())
+	e.recordRun(run)
 	return run, nil
+}
+
+// recordRun records the identity facts a run was registered with.
+func (e *Engine) recordRun(run *Run) {
+	e.record(audit.Event{
+		Type: audit.EventRunRegistered, Run: run.ID, Label: run.Label, Process: auditProcess(e.Procs, &run.Process),
+		Detail: map[string]string{"launched": strconv.FormatBool(run.Launched), "previous_boot": run.PrevBoot},
+	})
 }
 
 // ErrNotDescendant refuses a client of a run's socket that is not the
@@ -120,11 +131,13 @@ func (e *Engine) Restore() []*Run {
 			pin.Close()
 			continue
 		}
+		// A new run id and nonce: the gateway has not bound this run.
 		run := &Run{
-			ID: p.Run, Label: p.Label, Nonce: randomHex(16), Process: pin.Process, Argv: readArgv(e.Procs, p.PID),
+			ID: newRunID(), Label: p.Label, Nonce: randomHex(16), Process: pin.Process, Argv: readArgv(e.Procs, p.PID),
 			Launched: true, Socket: p.Socket, Started: e.now(), PrevBoot: p.BootID, pin: pin,
 		}
 		e.addRun(run)
+		e.recordRun(run)
 		out = append(out, run)
 	}
 	return out

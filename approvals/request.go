@@ -86,7 +86,26 @@ type Request struct {
 	// Forwarded is set when the request travels through a forwarded agent
 	// connection (a session-bind with is_forwarding), whatever it signs.
 	Forwarded bool
+	// Command is the remote command a bastion request will run, exactly
+	// as the bastion will send it (verified: the bastion relays it).
+	Command []byte
+	// RetryOf describes an earlier, identical command whose outcome is
+	// unknown: a retry always needs a person, on a card that shows it.
+	RetryOf string
+	// Action is what an allow leads to: a signature (the default) or a
+	// command on an already authenticated bastion connection.
+	Action string
 }
+
+// Actions a request can lead to.
+const (
+	ActionSign    = ""
+	ActionCommand = "command"
+)
+
+// EventCommandApproved records a bastion command allowed on an already
+// authenticated connection (no signature follows).
+const EventCommandApproved = "command_approved"
 
 // A Decision answers a Request.
 type Decision struct {
@@ -98,10 +117,18 @@ type Decision struct {
 	// vault_state_changed…
 	Reason string
 	Grant  string // the grant that covered the request, if any
+	// Card and CardReason name the card a person answered, and why it was
+	// shown ("new", "per_call", "REAUTH_REQUIRED gateway_restarted"…).
+	Card       string
+	CardReason string
+
+	run string // the run the decision is about, for the audit log
 }
 
 // A Decider decides requests. The agent protocol and the bastion ask one
 // Decider, so both follow the same rules.
 type Decider interface {
 	Decide(ctx context.Context, r *Request) Decision
+	// Refused records a request refused before a decision was asked for.
+	Refused(r *Request, reason string)
 }

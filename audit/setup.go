@@ -19,6 +19,7 @@ const (
 	KeyFileName       = "audit.key"       // current checkpoint signing key, 0600
 	PinFileName       = "audit.pin"       // pk0, printable; public
 	RecipientFileName = "audit.recipient" // the X25519 recipient, printable; public
+	LogFileName       = "audit.log"       // the log itself
 )
 
 // Printable key prefixes.

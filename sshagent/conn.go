@@ -78,35 +78,34 @@ func (c *conn) Sign(key ssh.PublicKey, data []byte) (*ssh.Signature, error) {
 // SignWithFlags checks the request against the connection's bindings and
 // the key's constraints, asks the Decider, and signs only on an allow.
 func (c *conn) SignWithFlags(key ssh.PublicKey, data []byte, flags agent.SignatureFlags) (*ssh.Signature, error) {
-	fp := ssh.FingerprintSHA256(key)
-	if c.binds.failed {
-		return nil, c.refuse("refusing to sign: an earlier session-bind failed on this connection", "key", fp)
-	}
-	id, err := c.srv.Keys.Lookup(key)
-	if errors.Is(err, ErrLocked) {
-		return nil, c.refuse("refusing to sign: the agent is locked", "key", fp)
-	}
-	if err != nil {
-		return nil, c.refuse("refusing to sign: key not held", "key", fp)
-	}
-	sd, err := parseSignData(data, key)
-	if err != nil {
-		return nil, c.refuse("refusing to sign: "+err.Error(), "key", fp)
-	}
-	if err := c.checkBinding(id, &sd); err != nil {
-		return nil, c.refuse("refusing to sign: "+err.Error(), "key", fp)
-	}
 	req := &approvals.Request{
 		Requester: c.peer,
 		Channel:   c.ep.Channel,
-		Key: approvals.Key{
-			Fingerprint: id.Fingerprint(),
-			Comment:     id.Comment,
-			Type:        id.Key.Type(),
-			Confirm:     id.Confirm,
-		},
+		Key:       approvals.Key{Fingerprint: ssh.FingerprintSHA256(key), Type: key.Type()},
 		Purpose:   approvals.PurposeOther,
 		Forwarded: c.binds.forwarding(),
+	}
+	refuse := func(reason, msg string) (*ssh.Signature, error) {
+		c.srv.Decider.Refused(req, reason)
+		return nil, c.refuse("refusing to sign: "+msg, "key", req.Key.Fingerprint, "reason", reason)
+	}
+	if c.binds.failed {
+		return refuse("session_bind_failed", "an earlier session-bind failed on this connection")
+	}
+	id, err := c.srv.Keys.Lookup(key)
+	if errors.Is(err, ErrLocked) {
+		return refuse("vault_locked", "the agent is locked")
+	}
+	if err != nil {
+		return refuse("key_not_held", "key not held")
+	}
+	req.Key = approvals.Key{Fingerprint: id.Fingerprint(), Comment: id.Comment, Type: id.Key.Type(), Confirm: id.Confirm}
+	sd, err := parseSignData(data, key)
+	if err != nil {
+		return refuse("malformed_request", err.Error())
+	}
+	if err := c.checkBinding(id, &sd); err != nil {
+		return refuse("binding_violation", err.Error())
 	}
 	switch sd.kind {
 	case signUserauth:
@@ -132,12 +131,12 @@ func (c *conn) SignWithFlags(key ssh.PublicKey, data []byte, flags agent.Signatu
 	// be the process it was when it asked.
 	if time.Since(start) > time.Millisecond {
 		if err := c.peer.Verify(); err != nil {
-			return nil, c.refuse("refusing to sign: requester changed while waiting for approval: "+err.Error(), "key", fp)
+			return refuse("identity_mismatch", "requester changed while waiting for approval: "+err.Error())
 		}
 	}
 	sig, err := c.srv.Keys.Sign(id, data, flags)
 	if err != nil {
-		return nil, c.refuse("signing failed: "+err.Error(), "key", fp)
+		return refuse("signing_failed", err.Error())
 	}
 	attrs := []any{"key", req.Key.Fingerprint, "purpose", req.Purpose, "reason", d.Reason}
 	if d.Grant != "" {

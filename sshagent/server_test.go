@@ -52,6 +52,8 @@ func (d *decider) last() *approvals.Request {
 	return d.reqs[len(d.reqs)-1]
 }
 
+func (d *decider) Refused(*approvals.Request, string) {}
+
 type locker struct{ keys *Keyring }
 
 func (l locker) Lock([]byte) error   { l.keys.SetLocked(true); return nil }

@@ -23,9 +23,13 @@ Commands:
     approve [--list [--json] | ID [--once|--session]]
                         answer approval cards (interactive on a terminal)
     deny ID             deny a card
-    sessions [--json]   live runs and session grants
+    sessions [--history] [--json]
+                        live runs and session grants, or all from the audit log
     revoke GRANT|RUN|--all
                         end session grants now
+    audit verify|show   check the audit log offline, or decrypt it
+    activity [--since T] [--json]
+                        the audit log as a timeline
     status [--json]     boot id, vault state and epoch, counts
     lock                lock the vault and wipe decrypted keys
     unlock              unlock the vault
@@ -47,6 +51,8 @@ var commands = map[string]command{
 	"approve":  cmdApprove,
 	"deny":     cmdDeny,
 	"sessions": cmdSessions,
+	"audit":    cmdAudit,
+	"activity": cmdActivity,
 	"revoke":   cmdRevoke,
 	"status":   cmdStatus,
 	"lock":     cmdLock,

@@ -11,15 +11,27 @@ import (
 )
 
 const sessionsUsage = `Usage: postern sessions [--json] [--socket PATH]
+       postern sessions --history [--json] [--passphrase-file FILE]
        postern revoke GRANT|RUN|--all [--socket PATH]
 
-List the live runs and session grants, or end grants now.
+List the live runs and session grants, or every session the audit log
+shows (who was approved, with which evidence, why it ended), or end grants
+now.
 `
 
 func cmdSessions(args []string, out, errw io.Writer) error {
 	fs := newFlags("sessions", sessionsUsage, errw)
 	asJSON := fs.Bool("json", false, "print JSON")
-	ctl, err := gatewayFlags(fs, args)
+	history := fs.Bool("history", false, "list every session in the audit log")
+	pfile := passphraseFileFlag(fs)
+	sock := socketFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *history {
+		return sessionsHistory(out, *pfile, *asJSON)
+	}
+	ctl, err := controlSocket(*sock)
 	if err != nil {
 		return err
 	}

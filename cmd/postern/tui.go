@@ -111,11 +111,16 @@ func parse(fs *flag.FlagSet, args []string) error {
 // gatewayFlags adds --socket to fs, parses args and returns the control
 // socket of the gateway the command talks to.
 func gatewayFlags(fs *flag.FlagSet, args []string) (string, error) {
-	sock := fs.String("socket", "", "agent socket of the gateway (default $SSH_AUTH_SOCK)")
+	sock := socketFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return "", err
 	}
 	return controlSocket(*sock)
+}
+
+// socketFlag adds --socket to fs.
+func socketFlag(fs *flag.FlagSet) *string {
+	return fs.String("socket", "", "agent socket of the gateway (default $SSH_AUTH_SOCK)")
 }
 
 // controlSocket resolves the gateway's control socket.
@@ -127,6 +132,17 @@ func controlSocket(sock string) (string, error) {
 		return "", errors.New(`no gateway: $SSH_AUTH_SOCK is not set; start one with "postern agent" or pass --socket`)
 	}
 	return control.SocketFor(sock), nil
+}
+
+// printJSONLines writes one JSON object per line.
+func printJSONLines[T any](w io.Writer, items []T) error {
+	enc := json.NewEncoder(w)
+	for _, it := range items {
+		if err := enc.Encode(it); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // printJSON writes v as indented JSON.

@@ -250,3 +250,49 @@ func rssKB(b *testing.B, pid int) int {
 	b.Fatal("no VmRSS")
 	return 0
 }
+
+// BenchmarkLogin times a whole ssh login (process start, key exchange,
+// authentication through the agent, a command, exit) to the loopback sshd
+// through OpenSSH ssh-agent and through postern with its vault and audit
+// log on (approval = "none": the person is not measured), side by side.
+func BenchmarkLogin(b *testing.B) {
+	need(b, "ssh", "sshd", "ssh-agent", "ssh-add")
+	e := newEnv(b)
+	e.Config(`approval = "none"`)
+	key := e.Keygen("login", "ed25519", 0, "")
+	pass := e.WriteFile("pass", "bench\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	e.MustRun("postern", "vault", "add", "--passphrase-file", pass, key)
+	sshd := startSSHD(b, pubKey(b, key)+"\n")
+
+	sock := e.Path("run", "ssh-agent.sock")
+	sa := exec.Command("ssh-agent", "-D", "-a", sock)
+	sa.Env = e.Environ()
+	if err := sa.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sa.Process.Kill(); sa.Wait() })
+	waitSocket(b, sock)
+	add := exec.Command("ssh-add", key)
+	add.Env = append(e.Environ(), "SSH_AUTH_SOCK="+sock)
+	if out, err := add.CombinedOutput(); err != nil {
+		b.Fatalf("%v %s", err, out)
+	}
+	p := e.StartAgent()
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	if st := e.MustRun("postern", "status").Stdout; !strings.Contains(st, "audit     /") {
+		b.Fatalf("the audit log is not on:\n%s", st)
+	}
+	args := sshd.SSHArgs(sshd.Target(), "true")
+	for _, a := range []struct{ name, sock string }{{"ssh-agent", sock}, {"postern-audited", p.Socket}} {
+		b.Run("agent="+a.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				cmd := exec.Command("ssh", args...)
+				cmd.Env = append(e.Environ(), "SSH_AUTH_SOCK="+a.sock)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%v %s", err, out)
+				}
+			}
+		})
+	}
+}

@@ -20,11 +20,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/askpass"
 	"github.com/postern/postern/internal/config"
 	"github.com/postern/postern/internal/control"
@@ -63,6 +65,8 @@ type Gateway struct {
 
 	configPath string
 	vaultPath  string
+	stateDir   string
+	audit      *audit.Log
 
 	runMu    sync.Mutex
 	runLs    map[string]*net.UnixListener // run id -> the run's agent socket
@@ -113,6 +117,7 @@ func New(opts Options) (*Gateway, error) {
 		configPath: cfgPath,
 		runLs:      map[string]*net.UnixListener{},
 		vaultPath:  filepath.Join(stateDir, "vault"),
+		stateDir:   stateDir,
 		config:     cfg,
 	}
 	g.keys = &sshagent.Keyring{DefaultLifetime: opts.Lifetime}
@@ -136,7 +141,10 @@ func New(opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
 	g.engine.SetPolicy(pol)
-	g.vault.onChange = append(g.vault.onChange, func(_, _ uint64, why string) { g.engine.EpochChanged(why) })
+	g.vault.onChange = append(g.vault.onChange, func(_, epoch uint64, why string) {
+		g.engine.EpochChanged(why)
+		g.recordVault(epoch, why, g.vault.locked)
+	})
 	g.agent = &sshagent.Server{
 		Keys:    g.keys,
 		Decider: g.engine,
@@ -162,6 +170,13 @@ func (g *Gateway) Run(ctx context.Context) error {
 	log.SetOutput(slogWriter{g.log})
 
 	g.vault.start()
+	if err := g.openAudit(g.stateDir); err != nil {
+		return err
+	}
+	defer g.closeAudit()
+	if err := g.recordStart(g.stateDir); err != nil {
+		return fmt.Errorf("the audit log cannot be written, so the gateway does not start: %w", err)
+	}
 	agentL, err := safesocket.Listen(g.opts.Socket)
 	if err != nil {
 		return fmt.Errorf("agent socket: %w", err)
@@ -285,6 +300,7 @@ func (g *Gateway) reloadConfig() {
 	}
 	g.config, g.configErr = cfg, nil
 	g.engine.SetPolicy(pol)
+	g.engine.Record(audit.Event{Type: audit.EventPolicyReloaded, Detail: map[string]string{"path": g.configPath, "approval": cfg.Approval, "rules": itoa(len(cfg.Rules))}})
 	g.log.Info("configuration reloaded", "path", g.configPath, "approval", cfg.Approval)
 }
 
@@ -313,3 +329,5 @@ func trimNL(p []byte) []byte {
 	}
 	return p
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -22,7 +22,16 @@ type Status struct {
 	Socket  string       `json:"socket"`
 	Vault   VaultStatus  `json:"vault"`
 	Config  ConfigStatus `json:"config"`
+	Audit   AuditStatus  `json:"audit"`
 	Counts  Counts       `json:"counts"`
+}
+
+// AuditStatus describes the audit log.
+type AuditStatus struct {
+	Enabled bool   `json:"enabled"`
+	Path    string `json:"path,omitempty"`
+	LogID   string `json:"log_id,omitempty"`
+	Records uint64 `json:"records,omitempty"`
 }
 
 // VaultStatus describes the vault.
@@ -237,6 +246,9 @@ func (g *Gateway) Status() Status {
 		Counts:  Counts{Keys: len(ids)},
 	}
 	st.Counts.Runs, st.Counts.Grants, st.Counts.Cards = g.engine.Counts()
+	if g.audit != nil {
+		st.Audit = AuditStatus{Enabled: true, Path: g.audit.Path(), LogID: g.audit.LogID(), Records: g.audit.Head().Seq + 1}
+	}
 	if g.configErr != nil {
 		st.Config.Error = g.configErr.Error()
 	}

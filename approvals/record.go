@@ -1,0 +1,76 @@
+package approvals
+
+import (
+	"errors"
+
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/procid"
+)
+
+// A Recorder makes events durable: *audit.Log. An error means the event
+// was not recorded, and the action it announces must not happen.
+type Recorder interface {
+	Append(audit.Event) error
+}
+
+// ErrNotRecorded refuses an action whose audit event could not be written.
+var ErrNotRecorded = errors.New("the audit log could not record the action")
+
+// record stamps ev with the boot id, the epoch and the time, and appends
+// it to the audit log when there is one.
+func (e *Engine) record(ev audit.Event) error {
+	if e.Audit == nil {
+		return nil
+	}
+	ev.Time = e.now().UTC()
+	ev.BootID = e.BootID
+	if ev.VaultEpoch == 0 {
+		_, ev.VaultEpoch = e.Vault()
+	}
+	if err := e.Audit.Append(ev); err != nil {
+		e.Log.Error("audit log not written", "event", ev.Type, "err", err)
+		return err
+	}
+	return nil
+}
+
+// Record appends an event for another part of the gateway (the bastion's
+// command events, policy reloads); see record.
+func (e *Engine) Record(ev audit.Event) error { return e.record(ev) }
+
+func auditProcess(t *procid.Table, p *procid.Process) *audit.Process {
+	h := p.Exe.Hash()
+	if len(h) > 16 {
+		h = h[:16]
+	}
+	return &audit.Process{
+		PID: p.PID, StartTicks: p.StartTicks, Start: p.Started(t).UTC(), Exe: p.Exe.Path,
+		ExeSHA256: h, UID: int(p.UID), PPID: p.PPID,
+	}
+}
+
+// requestEvent fills the facts of a request into an event.
+func requestEvent(typ string, r *Request, d Decision) audit.Event {
+	ev := audit.Event{Type: typ, Key: r.Key.Fingerprint, Reason: d.Reason, Grant: d.Grant, Mode: string(d.Mode)}
+	if r.Dest != nil {
+		ev.Dest = r.Dest.Fingerprint()
+		ev.Forwarding = r.Dest.Forwarding
+	}
+	ev.Forwarding = ev.Forwarding || r.Forwarded
+	if r.Channel.Run != "" {
+		ev.Run = r.Channel.Run
+	}
+	detail := map[string]string{"channel": r.Channel.Kind, "purpose": string(r.Purpose)}
+	if r.Requester != nil {
+		detail["pid"] = itoa(r.Requester.PID)
+		detail["exe"] = r.Requester.Exe.Path
+	}
+	if r.Namespace != "" {
+		detail["namespace"] = r.Namespace
+	}
+	if r.Command != nil {
+		detail["command"] = printable(r.Command)
+	}
+	ev.Detail = detail
+	return ev
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/xdg"
+)
+
+const auditUsage = `Usage: postern audit verify [--json] [--pin KEY] [LOG]
+       postern audit show [--json] [--passphrase-file FILE] [LOG]
+       postern activity [--since TIME] [--json] [--passphrase-file FILE]
+       postern sessions --history [--json] [--passphrase-file FILE]
+
+verify checks a log offline, without any key: framing, hash chain,
+checkpoint signatures and key chain, and names the first bad record.
+Exit status 3 when it fails. show, activity and sessions --history decrypt
+the log with the identity kept in the vault (they ask for its passphrase).
+`
+
+// secretAuditIdentity is the vault secret holding the audit log's X25519
+// identity; metaAuditPK0 the vault metadata holding its first checkpoint
+// key.
+const (
+	secretAuditIdentity = "audit-identity"
+	metaAuditPK0        = "audit-pk0"
+)
+
+func cmdAudit(args []string, out, errw io.Writer) error {
+	if len(args) == 0 {
+		return usagef("audit: missing subcommand\n%s", auditUsage)
+	}
+	switch args[0] {
+	case "verify":
+		return auditVerify(args[1:], out, errw)
+	case "show":
+		return auditShow(args[1:], out, errw)
+	case "-h", "--help":
+		fmt.Fprint(out, auditUsage)
+		return nil
+	}
+	return usagef("audit: unknown subcommand %q\n%s", args[0], auditUsage)
+}
+
+func auditLogPath(fsArg string) (string, error) {
+	if fsArg != "" {
+		return fsArg, nil
+	}
+	return xdg.StateFile(audit.LogFileName)
+}
+
+func auditVerify(args []string, out, errw io.Writer) error {
+	fs := newFlags("audit verify", auditUsage, errw)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	pin := fs.String("pin", "", "the log's first checkpoint key (postern-audit+…), as printed by postern vault init")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return usagef("audit verify: at most one log")
+	}
+	path, err := auditLogPath(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	var opts audit.VerifyOptions
+	pinFrom := ""
+	switch {
+	case *pin != "":
+		if opts.PK0, err = audit.ParsePK0(*pin); err != nil {
+			return usagef("--pin: %v", err)
+		}
+		pinFrom = "--pin"
+	default:
+		// The pin file beside the log: it catches a replaced log only if
+		// it was not replaced too.
+		if b, err := os.ReadFile(filepath.Join(filepath.Dir(path), audit.PinFileName)); err == nil {
+			if opts.PK0, err = audit.ParsePK0(strings.TrimSpace(string(b))); err == nil {
+				pinFrom = audit.PinFileName
+			}
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r, err := audit.Verify(f, opts)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		printJSON(out, r)
+	} else {
+		printReport(out, path, pinFrom, r)
+	}
+	if !r.OK {
+		return &exitError{exitAudit}
+	}
+	return nil
+}
+
+func printReport(out io.Writer, path, pinFrom string, r *audit.Report) {
+	status := "OK"
+	if !r.OK {
+		status = "FAILED"
+	}
+	fmt.Fprintf(out, "%s: %s\n", path, status)
+	if r.Failure != nil {
+		fmt.Fprintf(out, "  first bad record: seq %d at byte %d: %s (%s)\n", r.Failure.Seq, r.Failure.Offset, r.Failure.Message, r.Failure.Kind)
+	}
+	fmt.Fprintf(out, "  records %d (entries %d, checkpoints %d), %d bytes, log id %s\n", r.Records, r.Entries, r.Checkpoints, r.Bytes, r.LogID)
+	switch {
+	case r.PK0Pinned && pinFrom == "--pin":
+		fmt.Fprintln(out, "  first checkpoint key: matches the key given with --pin")
+	case r.PK0Pinned:
+		fmt.Fprintf(out, "  first checkpoint key: matches %s beside the log (give --pin the key printed at vault init to rule out a replaced pin file)\n", pinFrom)
+	default:
+		fmt.Fprintln(out, "  first checkpoint key: not pinned (give --pin the key printed at vault init)")
+	}
+	if c := r.LastCheckpoint; c != nil {
+		fmt.Fprintf(out, "  last checkpoint: epoch %d at seq %d, %s; %d entries after it are not sealed yet\n", c.Epoch, c.Seq, c.Time.Local().Format(time.RFC3339), r.UnsealedEntries)
+	}
+	if r.Torn != nil {
+		fmt.Fprintf(out, "  warning: torn last record (a crash while writing): %d bytes at offset %d\n", r.Torn.Bytes, r.Torn.Offset)
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(out, "  warning: %s\n", w)
+	}
+	for _, c := range r.CannotProve {
+		fmt.Fprintf(out, "  cannot prove: %s\n", c)
+	}
+}
+
+// auditIdentity opens the vault (asking for its passphrase) and returns
+// the audit log's identity.
+func auditIdentity(pfile string) ([32]byte, error) {
+	var id [32]byte
+	v, err := openVault(pfile)
+	if err != nil {
+		return id, err
+	}
+	defer v.Wipe()
+	sec := v.Secret(secretAuditIdentity)
+	defer clear(sec)
+	if len(sec) != 32 {
+		return id, errors.New("the vault holds no audit log identity (this vault was created before the log, or for another log)")
+	}
+	copy(id[:], sec)
+	return id, nil
+}
+
+// readAudit decrypts every event of the log.
+func readAudit(pfile, path string) ([]audit.Event, error) {
+	path, err := auditLogPath(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no audit log at %s (postern vault init sets one up)", path)
+	}
+	id, err := auditIdentity(pfile)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(id[:])
+	return audit.ReadEvents(path, id)
+}
+
+func auditShow(args []string, out, errw io.Writer) error {
+	fs := newFlags("audit show", auditUsage, errw)
+	asJSON := fs.Bool("json", false, "print JSON Lines, one event per line")
+	pfile := passphraseFileFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	events, err := readAudit(*pfile, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSONLines(out, events)
+	}
+	for _, l := range audit.Activity(events, time.Time{}) {
+		fmt.Fprintln(out, l.Text)
+	}
+	return nil
+}
+
+func cmdActivity(args []string, out, errw io.Writer) error {
+	fs := newFlags("activity", auditUsage, errw)
+	asJSON := fs.Bool("json", false, "print JSON Lines, one line per event")
+	since := fs.String("since", "", "only events from this time on: RFC 3339, or a duration ago such as 1h")
+	pfile := passphraseFileFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	from, err := parseSince(*since)
+	if err != nil {
+		return usagef("--since: %v", err)
+	}
+	events, err := readAudit(*pfile, "")
+	if err != nil {
+		return err
+	}
+	lines := audit.Activity(events, from)
+	if *asJSON {
+		return printJSONLines(out, lines)
+	}
+	for _, l := range lines {
+		fmt.Fprintln(out, l.Text)
+	}
+	return nil
+}
+
+func parseSince(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return time.Now().Add(-d), nil
+	}
+	return time.Parse(time.RFC3339, s)
+}
+
+// sessionsHistory prints the sessions the audit log shows.
+func sessionsHistory(out io.Writer, pfile string, asJSON bool) error {
+	events, err := readAudit(pfile, "")
+	if err != nil {
+		return err
+	}
+	sessions := audit.Sessions(events)
+	if asJSON {
+		return printJSON(out, sessions)
+	}
+	for _, s := range sessions {
+		end := "open"
+		if !s.Ended.IsZero() {
+			end = "ended " + s.Ended.Local().Format("2006-01-02 15:04:05") + " (" + s.EndReason + ")"
+		}
+		who := s.Run
+		if s.Process != nil {
+			who += fmt.Sprintf(" %s pid %d", filepath.Base(s.Process.Exe), s.Process.PID)
+		}
+		if s.Label != "" {
+			who += fmt.Sprintf(" label %q", s.Label)
+		}
+		fmt.Fprintf(out, "%s  %s  key %s  approved %s by %s, %d signatures, %s\n",
+			s.Grant, who, s.Key, s.Approved.Local().Format("2006-01-02 15:04:05"), s.Approver, s.Signs, end)
+	}
+	return nil
+}

@@ -1,0 +1,88 @@
+package gateway
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/atomicfile"
+)
+
+// openAudit opens the audit log when "postern vault init" set one up;
+// without a setup the gateway runs without one (and says so in status).
+// A damaged log stops the gateway: it never starts a new log over one it
+// cannot verify.
+func (g *Gateway) openAudit(stateDir string) error {
+	setup, err := audit.LoadSetup(stateDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		g.log.Info("no audit log: postern vault init sets one up")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("audit log setup: %w", err)
+	}
+	cfg := setup.Config(filepath.Join(stateDir, audit.LogFileName))
+	l, err := audit.Open(cfg)
+	switch {
+	case errors.Is(err, audit.ErrLocked):
+		return fmt.Errorf("the audit log %s is held by another running gateway", cfg.Path)
+	case errors.Is(err, audit.ErrDamaged):
+		return fmt.Errorf("%w; check it with \"postern audit verify\" and move it aside to start a new log", err)
+	case err != nil:
+		return fmt.Errorf("audit log: %w", err)
+	}
+	g.audit = l
+	g.engine.Audit = l
+	return nil
+}
+
+// recordStart records the start, and the restart with the previous boot
+// id when an earlier gateway left one.
+func (g *Gateway) recordStart(stateDir string) error {
+	bootFile := filepath.Join(stateDir, "boot_id")
+	prev, _ := os.ReadFile(bootFile)
+	if err := atomicfile.Write(bootFile, []byte(g.bootID+"\n"), 0o600); err != nil {
+		g.log.Warn("cannot record the boot id", "err", err)
+	}
+	if g.audit == nil {
+		return nil
+	}
+	if err := g.engine.Record(audit.Event{Type: audit.EventGatewayStarted, Detail: map[string]string{"pid": itoa(os.Getpid())}}); err != nil {
+		return err
+	}
+	if p := string(bytes.TrimSpace(prev)); p != "" {
+		return g.engine.Record(audit.Event{Type: audit.EventGatewayRestarted, PrevBootID: p})
+	}
+	return nil
+}
+
+// recordVault records a vault epoch change and seals the log with a
+// checkpoint, as every lock and unlock does.
+func (g *Gateway) recordVault(epoch uint64, why string, locked bool) {
+	if g.audit == nil {
+		return
+	}
+	typ := audit.EventVaultUnlocked
+	if locked {
+		typ = audit.EventVaultLocked
+	}
+	g.engine.Record(audit.Event{Type: typ, VaultEpoch: epoch, Reason: why})
+	if err := g.audit.Checkpoint(); err != nil {
+		g.log.Error("audit checkpoint failed", "err", err)
+	}
+}
+
+// closeAudit records the stop and closes the log with a final checkpoint.
+func (g *Gateway) closeAudit() {
+	if g.audit == nil {
+		return
+	}
+	g.engine.Record(audit.Event{Type: audit.EventGatewayStopped})
+	if err := g.audit.Close(); err != nil {
+		g.log.Error("closing the audit log", "err", err)
+	}
+}
