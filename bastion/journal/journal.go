@@ -1,0 +1,426 @@
+package journal
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Buckets and keys; see "Storage" in the package documentation.
+var (
+	bucketMeta       = []byte("meta")
+	bucketInstances  = []byte("instances") // inside meta
+	bucketEntries    = []byte("entries")
+	bucketOpen       = []byte("open")
+	bucketUnresolved = []byte("unresolved")
+	keyFormat        = []byte("format")
+)
+
+const formatV1 = "postern-journal 1"
+
+// How long Open and OpenReadOnly wait for the file lock. bbolt takes an
+// exclusive flock for a writer and a shared one for a reader, and without
+// a timeout it would wait forever.
+const (
+	openTimeout     = 3 * time.Second
+	readOnlyTimeout = 500 * time.Millisecond
+)
+
+// Journal is an open command journal. Its methods are safe for concurrent
+// use. Changes made at the same time are committed together (one fsync for
+// all of them); each returns only once its change is on disk.
+type Journal struct {
+	db       *bolt.DB
+	path     string
+	instance string
+	readOnly bool
+	now      func() time.Time
+
+	mu     sync.RWMutex // guards closed, and sends on ops
+	closed bool
+	ops    chan *op
+	done   chan struct{} // closed when the writer has stopped
+
+	followers followers
+}
+
+// options are the test hooks of open.
+type options struct {
+	now      func() time.Time
+	maxBatch int // changes per commit; 1 disables grouping
+	timeout  time.Duration
+}
+
+// Open opens the journal at path for the bastion instance named instance
+// (random per process start, see NewID), creating the file (mode 0600) and
+// its directory (0700) if needed.
+//
+// Every entry an earlier instance left without an outcome becomes unknown
+// (bastion_restarted) before Open returns. When another process holds the
+// file, Open fails after a few seconds with ErrBusy. A file that is not a
+// readable journal fails with ErrDamaged and is left untouched.
+func Open(path, instance string) (*Journal, error) {
+	return open(path, instance, options{})
+}
+
+func open(path, instance string, o options) (*Journal, error) {
+	if instance == "" || len(instance) > 64 {
+		return nil, errors.New("cannot open the command journal: the instance id must be 1 to 64 bytes")
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	if o.maxBatch == 0 {
+		o.maxBatch = 256
+	}
+	if o.timeout == 0 {
+		o.timeout = openTimeout
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("cannot create the command journal's directory: %w", err)
+	}
+
+	// An existing file is checked read-only first, so that a damaged one is
+	// reported without a single byte written to it.
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		if err := checkFile(path, o.timeout); err != nil {
+			return nil, err
+		}
+	}
+
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.timeout})
+	if err != nil {
+		return nil, openError(path, err, false)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(path, 0o600); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("cannot make the command journal %s private: %w", path, err)
+		}
+	}
+	j := &Journal{db: db, path: path, instance: instance, now: o.now}
+	if err := j.db.Update(j.prepare); err != nil {
+		db.Close()
+		if errors.Is(err, ErrDamaged) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("cannot record the bastion start in the command journal %s: %w", path, err)
+	}
+	j.ops = make(chan *op, 128)
+	j.done = make(chan struct{})
+	go j.write(o.maxBatch)
+	return j, nil
+}
+
+// OpenReadOnly opens the journal at path for reading, for the command line
+// when no gateway is running. It creates nothing: a missing file is
+// ErrNoJournal. While a gateway holds the journal it fails quickly with
+// ErrBusy; ask the gateway instead.
+//
+// No bastion runs while a reader holds the journal, so entries without an
+// outcome are shown unknown, with reason bastion_not_running.
+func OpenReadOnly(path string) (*Journal, error) {
+	return openReadOnly(path, readOnlyTimeout)
+}
+
+func openReadOnly(path string, timeout time.Duration) (*Journal, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && fi.Size() == 0 {
+		return nil, fmt.Errorf("%w (%s)", ErrNoJournal, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the command journal: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout})
+	if err != nil {
+		return nil, openError(path, err, true)
+	}
+	j := &Journal{db: db, path: path, readOnly: true, now: time.Now}
+	if err := j.view(func(tx *bolt.Tx) error {
+		fresh, err := checkFormat(tx)
+		if err == nil && fresh {
+			return fmt.Errorf("%w (%s)", ErrNoJournal, path)
+		}
+		return err
+	}); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+// Path returns the journal's file name.
+func (j *Journal) Path() string { return j.path }
+
+// Instance returns the instance id given to Open ("" when read-only).
+func (j *Journal) Instance() string { return j.instance }
+
+// Close waits for changes in progress, ends every Follow stream and
+// closes the file.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return nil
+	}
+	j.closed = true
+	if j.ops != nil {
+		close(j.ops)
+	}
+	j.mu.Unlock()
+	if j.done != nil {
+		<-j.done
+	}
+	j.followers.closeAll()
+	return j.db.Close()
+}
+
+func openError(path string, err error, readOnly bool) error {
+	switch {
+	case errors.Is(err, berrors.ErrTimeout) && readOnly:
+		return fmt.Errorf("%w: %s is held by the running gateway; use \"postern journal\" through it", ErrBusy, path)
+	case errors.Is(err, berrors.ErrTimeout):
+		return fmt.Errorf("%w: %s is in use by another gateway or a \"postern journal\" reader; stop the other gateway, or try again", ErrBusy, path)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+		return damaged(path, err)
+	}
+	return fmt.Errorf("cannot open the command journal: %w", err)
+}
+
+func damaged(path string, err error) error {
+	return fmt.Errorf("%w: %s: %v; the file was left as it is: move it aside (the bastion then starts a new journal) and keep it for inspection", ErrDamaged, path, err)
+}
+
+// checkFile opens an existing journal read-only and reads all of it: every
+// page reachable from the root, every record (decoded), the format mark,
+// then bbolt's own consistency check (freelist included). Damage that
+// makes bbolt panic or fault on the mapped file is caught and reported as
+// ErrDamaged; nothing is written. (A panic inside bolt.Open itself leaves
+// its file descriptor, and a shared lock, open until the process exits.)
+func checkFile(path string, timeout time.Duration) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverDamage(path, &err)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout, PreLoadFreelist: true})
+	if err != nil {
+		return openError(path, err, false)
+	}
+	defer db.Close()
+	j := &Journal{db: db, path: path, readOnly: true}
+	return j.view(func(tx *bolt.Tx) error {
+		if _, err := checkFormat(tx); err != nil {
+			return err
+		}
+		err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			return walk(b, func(k, v []byte) error {
+				if !bytes.Equal(name, bucketEntries) {
+					return nil
+				}
+				e, err := DecodeEntry(v)
+				if err != nil {
+					return damaged(path, fmt.Errorf("entry %q: %v", k, err))
+				}
+				if e.ID != string(k) {
+					return damaged(path, fmt.Errorf("entry %q holds entry %s", k, e.ID))
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return err
+		}
+		var first error
+		for err := range tx.Check() { // read to the end: the check runs in its own goroutine
+			if first == nil {
+				first = err
+			}
+		}
+		if first != nil {
+			return damaged(path, first)
+		}
+		return nil
+	})
+}
+
+// walk visits every key of b and of the buckets nested in it.
+func walk(b *bolt.Bucket, fn func(k, v []byte) error) error {
+	return b.ForEach(func(k, v []byte) error {
+		if v == nil {
+			if nb := b.Bucket(k); nb != nil {
+				return walk(nb, fn)
+			}
+		}
+		return fn(k, v)
+	})
+}
+
+// checkFormat tells a new, empty database (fresh) from a journal, and
+// refuses anything else.
+func checkFormat(tx *bolt.Tx) (fresh bool, err error) {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		empty := true
+		_ = tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+		if empty {
+			return true, nil
+		}
+		return false, damaged(tx.DB().Path(), errors.New("not a postern command journal"))
+	}
+	switch f := string(meta.Get(keyFormat)); {
+	case f == formatV1:
+		if tx.Bucket(bucketEntries) == nil || tx.Bucket(bucketOpen) == nil || tx.Bucket(bucketUnresolved) == nil {
+			return false, damaged(tx.DB().Path(), errors.New("buckets missing"))
+		}
+		return false, nil
+	case strings.HasPrefix(f, "postern-journal "):
+		return false, fmt.Errorf("the command journal %s has format %q, newer than this postern reads (%q): upgrade postern", tx.DB().Path(), f, formatV1)
+	default:
+		return false, damaged(tx.DB().Path(), fmt.Errorf("unknown format mark %q", f))
+	}
+}
+
+// prepare makes the buckets of a new journal, records this instance, and
+// turns every entry an earlier instance left without an outcome into an
+// unknown one.
+func (j *Journal) prepare(tx *bolt.Tx) (err error) {
+	defer recoverDamage(j.path, &err)
+	fresh, err := checkFormat(tx)
+	if err != nil {
+		return err
+	}
+	if fresh {
+		meta, err := tx.CreateBucket(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(keyFormat, []byte(formatV1)); err != nil {
+			return err
+		}
+		for _, name := range [][]byte{bucketEntries, bucketOpen, bucketUnresolved} {
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+	}
+	now := j.now().UTC()
+	inst, err := tx.Bucket(bucketMeta).CreateBucketIfNotExists(bucketInstances)
+	if err != nil {
+		return err
+	}
+	rec, _ := json.Marshal(struct {
+		Opened time.Time `json:"opened"`
+		PID    int       `json:"pid"`
+	}{now, os.Getpid()})
+	if err := inst.Put([]byte(j.instance), rec); err != nil {
+		return err
+	}
+
+	var stale []string
+	_ = tx.Bucket(bucketOpen).ForEach(func(k, v []byte) error {
+		stale = append(stale, string(k))
+		return nil
+	})
+	for _, id := range stale {
+		e, err := load(tx, id)
+		if err != nil {
+			return err
+		}
+		if e.Instance == j.instance || e.End != nil || e.Unknown != nil {
+			continue
+		}
+		e.Unknown = &Unknown{
+			At:        now,
+			Reason:    ReasonBastionRestarted,
+			Detail:    "bastion instance " + e.Instance + " stopped without recording an outcome",
+			LastPhase: phase(e),
+		}
+		b, err := EncodeEntry(e)
+		if err != nil {
+			return damaged(j.path, err)
+		}
+		if err := put(tx, e, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// view runs fn in a read transaction, turning a panic inside bbolt, or a
+// fault on the mapped file (which is how it meets some kinds of damage),
+// into ErrDamaged.
+func (j *Journal) view(fn func(tx *bolt.Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverDamage(j.path, &err)
+	return j.db.View(fn)
+}
+
+func recoverDamage(path string, err *error) {
+	if r := recover(); r != nil {
+		*err = damaged(path, fmt.Errorf("%v", r))
+	}
+}
+
+// load reads one entry by its exact id.
+func load(tx *bolt.Tx, id string) (*Entry, error) {
+	v := tx.Bucket(bucketEntries).Get([]byte(id))
+	if v == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	e, err := DecodeEntry(v)
+	if err != nil {
+		return nil, damaged(tx.DB().Path(), fmt.Errorf("entry %s: %v", id, err))
+	}
+	return e, nil
+}
+
+// put stores an encoded entry and keeps the indexes in step with it.
+func put(tx *bolt.Tx, e *Entry, rec []byte) error {
+	id := []byte(e.ID)
+	if err := tx.Bucket(bucketEntries).Put(id, rec); err != nil {
+		return err
+	}
+	open := tx.Bucket(bucketOpen)
+	if e.End == nil && e.Unknown == nil {
+		if err := open.Put(id, []byte(e.Instance)); err != nil {
+			return err
+		}
+	} else if err := open.Delete(id); err != nil {
+		return err
+	}
+	ix := tx.Bucket(bucketUnresolved)
+	k := append(guardKey(e.Target, e.Kind, e.CommandSHA256), id...)
+	if e.blocksRetry() {
+		return ix.Put(k, []byte{})
+	}
+	return ix.Delete(k)
+}
+
+// guardKey is the unresolved-index prefix of one command on one target:
+// hex SHA-256 over the lower-cased host, user, port, kind and command hash.
+func guardKey(t Target, kind, commandSHA256 string) []byte {
+	h := sha256.New()
+	for _, s := range []string{strings.ToLower(t.Host), t.User, strconv.Itoa(t.Port), kind, commandSHA256} {
+		fmt.Fprintf(h, "%d:%s;", len(s), s)
+	}
+	return []byte(hex.EncodeToString(h.Sum(nil)))
+}
+
+func phase(e *Entry) string {
+	if e.Dispatched.IsZero() {
+		return PhaseIntent
+	}
+	return PhaseDispatched
+}

@@ -1,0 +1,153 @@
+package journal
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// MinPrefix is the shortest id prefix Get accepts.
+const MinPrefix = 6
+
+// Get returns the entry with the given id, or with the only id that starts
+// with the given prefix (at least MinPrefix characters, any case).
+func (j *Journal) Get(id string) (*Entry, error) {
+	id = strings.ToUpper(strings.TrimSpace(id))
+	if len(id) < MinPrefix {
+		return nil, fmt.Errorf("journal id %q is too short: give at least %d characters", id, MinPrefix)
+	}
+	var e *Entry
+	err := j.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketEntries)
+		if v := b.Get([]byte(id)); v != nil {
+			var err error
+			e, err = load(tx, id)
+			return err
+		}
+		var matches []string
+		c := b.Cursor()
+		for k, _ := c.Seek([]byte(id)); k != nil && bytes.HasPrefix(k, []byte(id)); k, _ = c.Next() {
+			matches = append(matches, string(k))
+			if len(matches) > 5 {
+				break
+			}
+		}
+		switch len(matches) {
+		case 0:
+			return fmt.Errorf("%w: no entry has an id starting with %s", ErrNotFound, id)
+		case 1:
+			var err error
+			e, err = load(tx, matches[0])
+			return err
+		}
+		return fmt.Errorf("journal id %s is ambiguous (%s, …): give more characters", id, strings.Join(matches[:2], ", "))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return j.shown(e), nil
+}
+
+// ListOptions filter List. The zero value lists everything.
+type ListOptions struct {
+	Status string    // a status, in full or by its first word (see ParseStatus); "" for all
+	Since  time.Time // only entries started at or after Since
+	Limit  int       // at most Limit entries; 0 for no limit
+}
+
+// List returns entries newest first.
+func (j *Journal) List(opts ListOptions) ([]*Entry, error) {
+	status := ""
+	if opts.Status != "" {
+		s, ok := ParseStatus(opts.Status)
+		if !ok {
+			return nil, fmt.Errorf("unknown status %q: use RUNNING, COMPLETED, RETRY_SAFE or STATUS_UNKNOWN", opts.Status)
+		}
+		status = s
+	}
+	// IDs are made from the start time, so the scan can stop at ids well
+	// before Since; the hour of slack covers clock steps between instances.
+	var stop string
+	if !opts.Since.IsZero() {
+		stop = encodeID(uint64(max(opts.Since.Add(-time.Hour).UnixMilli(), 0)), 0, 0)
+	}
+	var out []*Entry
+	err := j.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketEntries).Cursor()
+		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			if stop != "" && string(k) < stop {
+				break
+			}
+			e, err := DecodeEntry(v)
+			if err != nil {
+				return damaged(j.path, fmt.Errorf("entry %q: %v", k, err))
+			}
+			e = j.shown(e)
+			if !opts.Since.IsZero() && e.Started.Before(opts.Since) {
+				continue
+			}
+			if status != "" && e.Status() != status {
+				continue
+			}
+			out = append(out, e)
+			if opts.Limit > 0 && len(out) == opts.Limit {
+				break
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Unresolved is the retry guard's question: the most recent entry for the
+// same user@host:port (host in any case), kind and command hash whose
+// outcome is unknown, unresolved, and not yet retried with a person's
+// approval. It returns nil when there is none. Start asks the same
+// question itself and refuses such a command; call Unresolved first to
+// show the earlier attempt on an approval card. On a read-only journal,
+// entries shown as bastion_not_running are not included: they become
+// unknown, and start blocking, when a bastion next opens the journal.
+func (j *Journal) Unresolved(t Target, kind, commandSHA256 string) (*Entry, error) {
+	var e *Entry
+	err := j.view(func(tx *bolt.Tx) error {
+		list, err := unresolved(tx, t, kind, commandSHA256)
+		if len(list) > 0 {
+			e = list[len(list)-1]
+		}
+		return err
+	})
+	return e, err
+}
+
+// unresolved returns the entries that block an identical command, oldest
+// first.
+func unresolved(tx *bolt.Tx, t Target, kind, commandSHA256 string) ([]*Entry, error) {
+	prefix := guardKey(t, kind, commandSHA256)
+	var list []*Entry
+	c := tx.Bucket(bucketUnresolved).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		e, err := load(tx, string(k[len(prefix):]))
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, e)
+	}
+	return list, nil
+}
+
+// shown is the entry as this handle presents it. A read-only handle means
+// no bastion is running, so an entry without an outcome has lost it.
+func (j *Journal) shown(e *Entry) *Entry {
+	if j.readOnly && e.End == nil && e.Unknown == nil {
+		e.Unknown = &Unknown{
+			At:        j.now().UTC(),
+			Reason:    ReasonBastionNotRunning,
+			Detail:    "bastion instance " + e.Instance + " is not running and recorded no outcome; its next start records bastion_restarted",
+			LastPhase: phase(e),
+		}
+	}
+	return e
+}
