@@ -17,6 +17,7 @@ import (
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/safesocket"
 )
 
 // MaxMessage is the largest request the agent reads. OpenSSH's own agent
@@ -63,26 +64,7 @@ func (s *Server) Serve(ctx context.Context, l *net.UnixListener, ep *Endpoint) e
 	if err := procid.PassCredentials(l); err != nil {
 		return fmt.Errorf("enabling per-message credentials: %w", err)
 	}
-	stop := context.AfterFunc(ctx, func() { l.Close() })
-	defer stop()
-	for {
-		c, err := l.AcceptUnix()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return err
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.handle(ctx, c, ep)
-		}()
-	}
+	return safesocket.Serve(ctx, l, &s.wg, func(c *net.UnixConn) { s.handle(ctx, c, ep) })
 }
 
 // Wait waits for the connections being served to end.

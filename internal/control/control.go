@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/safesocket"
 )
 
 // maxLine bounds one request or response.
@@ -81,22 +82,7 @@ type Server struct {
 
 // Serve accepts connections on l until ctx ends.
 func (s *Server) Serve(ctx context.Context, l *net.UnixListener) error {
-	stop := context.AfterFunc(ctx, func() { l.Close() })
-	defer stop()
-	for {
-		c, err := l.AcceptUnix()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return err
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.handle(ctx, c)
-		}()
-	}
+	return safesocket.Serve(ctx, l, &s.wg, func(c *net.UnixConn) { s.handle(ctx, c) })
 }
 
 // Wait waits for open connections to finish.

@@ -6,12 +6,14 @@
 package safesocket
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -83,4 +85,30 @@ func CheckDir(dir string) error {
 		return fmt.Errorf("directory %s is accessible to other users (mode %04o); the socket is 0600 and peers are checked, but a private directory is safer", dir, fi.Mode().Perm())
 	}
 	return nil
+}
+
+// Serve accepts connections on l until ctx is done or l is closed, and
+// handles each in its own goroutine, counted in wg. It returns nil when
+// stopped, or the error that stopped accepting.
+func Serve(ctx context.Context, l *net.UnixListener, wg *sync.WaitGroup, handle func(*net.UnixConn)) error {
+	stop := context.AfterFunc(ctx, func() { l.Close() })
+	defer stop()
+	for {
+		c, err := l.AcceptUnix()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			handle(c)
+		}()
+	}
 }
