@@ -5,10 +5,12 @@ package e2e
 // "postern approve" from outside the runs.
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -23,7 +25,7 @@ type approvalWorld struct {
 	pass  string
 }
 
-func newApprovalWorld(t *testing.T, config string, aliases ...string) *approvalWorld {
+func newApprovalWorld(t testing.TB, config string, aliases ...string) *approvalWorld {
 	need(t, "ssh", "sshd", "ssh-keygen")
 	e := newEnv(t)
 	w := &approvalWorld{e: e}
@@ -304,4 +306,71 @@ func TestUnansweredCardIsRefused(t *testing.T) {
 	}
 	w.e.NoCard()
 	w.agent.WaitLog(t, "reason=cooldown")
+}
+
+// The interactive approver on a terminal (driven through tmux): it shows
+// the card as it arrives and takes a key press.
+func TestInteractiveApprove(t *testing.T) {
+	need(t, "tmux")
+	w := newApprovalWorld(t, "")
+	a := w.e.StartRun("coder")
+	server := "postern-test-" + strings.ReplaceAll(w.e.Dir[len(w.e.Dir)-8:], "/", "")
+	tmux := func(args ...string) Result {
+		return w.e.Run("tmux", append([]string{"-L", server, "-f", "/dev/null"}, args...)...)
+	}
+	env := "env -i " + strings.Join(w.e.Environ(), " ")
+	if r := tmux("new-session", "-d", "-x", "200", "-y", "60", env+" postern approve"); r.Code != 0 {
+		t.Fatalf("tmux: %s", r)
+	}
+	defer tmux("kill-server")
+	job := a.Start(sshCmd(w.sshd))
+	screen := func() string { return tmux("capture-pane", "-p", "-J").Stdout }
+	waitFor(t, func() bool { return strings.Contains(screen(), "[s]ession, [o]nce, [d]eny") })
+	if s := screen(); !strings.Contains(s, "Requested by: ssh (") || !strings.Contains(s, "Destination: host key SHA256:") {
+		t.Fatalf("the card on the terminal:\n%s", s)
+	}
+	tmux("send-keys", "s", "Enter")
+	mustSucceed(t, "approved on the terminal", job.Wait())
+	waitFor(t, func() bool { return strings.Contains(screen(), "approved for the run") })
+}
+
+// revoke and SIGUSR1 end grants at once; the run is asked again.
+func TestRevokeEndsGrants(t *testing.T) {
+	w := newApprovalWorld(t, "")
+	a := w.e.StartRun("coder")
+	approveOnce := func() {
+		t.Helper()
+		job := a.Start(sshCmd(w.sshd))
+		w.approve(w.e.WaitCard().ID, "--session")
+		mustSucceed(t, "approved", job.Wait())
+	}
+	approveOnce()
+	var sess struct {
+		Grants []struct {
+			ID  string `json:"id"`
+			Run string `json:"run"`
+		} `json:"grants"`
+	}
+	if err := json.Unmarshal([]byte(w.e.MustRun("postern", "sessions", "--json").Stdout), &sess); err != nil || len(sess.Grants) != 1 {
+		t.Fatalf("sessions --json: %v %+v", err, sess)
+	}
+	if r := w.e.MustRun("postern", "revoke", sess.Grants[0].ID); !strings.Contains(r.Stdout, "revoked 1") {
+		t.Fatalf("revoke: %s", r)
+	}
+	job := a.Start(sshCmd(w.sshd))
+	w.e.MustRun("postern", "deny", w.e.WaitCard().ID)
+	if r := job.Wait(); r.Code == 0 {
+		t.Fatal("a revoked grant still signed")
+	}
+	approveOnce()
+	syscall.Kill(w.agent.PID(), syscall.SIGUSR1)
+	w.agent.WaitLog(t, "all grants revoked")
+	job = a.Start(sshCmd(w.sshd))
+	w.e.MustRun("postern", "deny", w.e.WaitCard().ID)
+	if r := job.Wait(); r.Code == 0 {
+		t.Fatal("SIGUSR1 did not revoke the grant")
+	}
+	if r := w.e.Run("postern", "revoke", "G00000000"); r.Code == 0 {
+		t.Fatal("revoking an unknown grant succeeded")
+	}
 }

@@ -118,3 +118,32 @@ func TestDescendsFrom(t *testing.T) {
 		t.Fatalf("ancestors = %v", chain)
 	}
 }
+
+// A replaced executable is another file: the hash cache, keyed by device,
+// inode, size, mtime and ctime, is not fooled by a replacement with the
+// same size and modification time.
+func TestReplacedExecutableIsANewIdentity(t *testing.T) {
+	f := proctest.New(t)
+	exe := f.Exe("agent", "version 1")
+	f.Set(50, 1, 500, exe)
+	before, err := f.Table.Inspect(50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(exe)
+	// Replace the file at the same path, same size, same mtime.
+	tmp := exe + ".new"
+	os.WriteFile(tmp, []byte("version 2"), 0o755)
+	os.Chtimes(tmp, st.ModTime(), st.ModTime())
+	if err := os.Rename(tmp, exe); err != nil {
+		t.Fatal(err)
+	}
+	f.Set(51, 1, 600, exe)
+	after, err := f.Table.Inspect(51)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Exe.Same(before.Exe) || after.Exe.Hash() == before.Exe.Hash() || after.Exe.Path != before.Exe.Path {
+		t.Fatalf("replaced executable not told apart:\nbefore %+v\nafter  %+v", before.Exe, after.Exe)
+	}
+}
