@@ -460,7 +460,8 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 	if a.Decision == "session" {
 		subj = c.subjects[a.Subject]
 	}
-	if approver != nil {
+	// A denial only lowers authority: anyone may give it.
+	if approver != nil && a.Decision != "deny" {
 		for _, p := range []*procid.Process{&c.req.Requester.Process, &subj.Process} {
 			if in, _ := e.Procs.DescendsFrom(approver.PID, approver.StartTicks, p); in {
 				e.Log.Warn("approval refused: it came from inside the requesting process tree", "card", id, "approver_pid", approver.PID)
