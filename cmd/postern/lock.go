@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/postern/postern/internal/control"
 	"github.com/postern/postern/internal/gateway"
+	"github.com/postern/postern/internal/keychain"
+	"github.com/postern/postern/internal/vault"
 )
 
 const lockUsage = `Usage: postern lock [--socket PATH]
@@ -14,11 +17,17 @@ const lockUsage = `Usage: postern lock [--socket PATH]
 Lock the gateway: decrypted keys are wiped and every approval ends.
 `
 
-const unlockUsage = `Usage: postern unlock [--passphrase-file FILE] [--socket PATH]
+const unlockUsage = `Usage: postern unlock [--passphrase-file FILE] [--remember] [--socket PATH]
+       postern unlock --keychain [--socket PATH]
+       postern unlock --forget
 
 Unlock the gateway's vault. The passphrase is read from FILE (or
 $POSTERN_PASSPHRASE_FILE), else from the terminal, else through
-$SSH_ASKPASS.
+$SSH_ASKPASS. --remember also keeps the vault's data key in the OS
+keychain (the Secret Service on Linux, the Keychain on macOS), so that
+--keychain unlocks without the passphrase; --forget removes it. On Linux
+any program of the user can read the Secret Service: the keychain guards
+against theft of the disk, not against other programs of the user.
 `
 
 func cmdLock(args []string, out, errw io.Writer) error {
@@ -41,22 +50,93 @@ func cmdLock(args []string, out, errw io.Writer) error {
 func cmdUnlock(args []string, out, errw io.Writer) error {
 	fs := newFlags("unlock", unlockUsage, errw)
 	pfile := passphraseFileFlag(fs)
-	ctl, err := gatewayFlags(fs, args)
+	remember := fs.Bool("remember", false, "keep the vault's data key in the OS keychain")
+	fromKeychain := fs.Bool("keychain", false, "unlock with the data key kept in the OS keychain")
+	forget := fs.Bool("forget", false, "remove the data key from the OS keychain")
+	sock := socketFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *forget {
+		return forgetKeychain(out)
+	}
+	ctl, err := controlSocket(*sock)
 	if err != nil {
 		return err
 	}
-	pass, err := readPassphrase(*pfile, "Enter passphrase for the postern vault: ")
-	if err != nil {
-		return err
+	var a gateway.UnlockArgs
+	switch {
+	case *fromKeychain && *remember:
+		return usagef("unlock: --keychain and --remember cannot be used together")
+	case *fromKeychain:
+		if a.DataKey, err = keychainKey(); err != nil {
+			return err
+		}
+	case *remember:
+		// Open the vault here, with the passphrase, and hand the gateway
+		// the data key that goes into the keychain.
+		v, err := openVault(*pfile)
+		if err != nil {
+			return err
+		}
+		dk, err := v.DataKey()
+		v.Wipe()
+		if err != nil {
+			return err
+		}
+		a.DataKey = dk.Export()
+		dk.Wipe()
+		if err := keychain.Store(v.ID(), a.DataKey); err != nil {
+			clear(a.DataKey)
+			return fmt.Errorf("keeping the key in the keychain: %w", err)
+		}
+	default:
+		if a.Passphrase, err = readPassphrase(*pfile, "Enter passphrase for the postern vault: "); err != nil {
+			return err
+		}
 	}
-	defer clear(pass)
+	defer clear(a.Passphrase)
+	defer clear(a.DataKey)
 	var st gateway.Status
-	err = control.Call(ctl, "unlock", gateway.UnlockArgs{Passphrase: pass}, nil, 2*time.Minute)
+	err = control.Call(ctl, "unlock", a, nil, 2*time.Minute)
 	if err != nil {
 		return err
 	}
 	if err := control.Call(ctl, "status", nil, &st, 10*time.Second); err == nil {
 		fmt.Fprintf(out, "unlocked (vault epoch %d, %d keys)\n", st.Vault.Epoch, st.Counts.Keys)
 	}
+	return nil
+}
+
+// keychainKey loads this vault's data key from the OS keychain.
+func keychainKey() ([]byte, error) {
+	path, err := vaultPath()
+	if err != nil {
+		return nil, err
+	}
+	_, id, err := vault.ReadMeta(path)
+	if err != nil {
+		return nil, err
+	}
+	k, err := keychain.Load(id)
+	if errors.Is(err, keychain.ErrNotFound) {
+		return nil, errors.New("the keychain holds no key for this vault; unlock once with --remember")
+	}
+	return k, err
+}
+
+func forgetKeychain(out io.Writer) error {
+	path, err := vaultPath()
+	if err != nil {
+		return err
+	}
+	_, id, err := vault.ReadMeta(path)
+	if err != nil {
+		return err
+	}
+	if err := keychain.Delete(id); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "the vault's key is no longer in the keychain")
 	return nil
 }

@@ -30,6 +30,11 @@ Commands:
     audit verify|show   check the audit log offline, or decrypt it
     activity [--since T] [--json]
                         the audit log as a timeline
+    journal [list|show ID|resolve ID|follow] [--json]
+                        the bastion's command journal
+    connect USER HOST PORT
+                        ssh ProxyCommand helper for the bastion
+    ssh-config          print the ssh_config block for the bastion
     status [--json]     boot id, vault state and epoch, counts
     lock                lock the vault and wipe decrypted keys
     unlock              unlock the vault
@@ -46,19 +51,22 @@ Commands that talk to a running agent find it through $SSH_AUTH_SOCK or
 type command func(args []string, out, errw io.Writer) error
 
 var commands = map[string]command{
-	"agent":    cmdAgent,
-	"run":      cmdRun,
-	"approve":  cmdApprove,
-	"deny":     cmdDeny,
-	"sessions": cmdSessions,
-	"audit":    cmdAudit,
-	"activity": cmdActivity,
-	"revoke":   cmdRevoke,
-	"status":   cmdStatus,
-	"lock":     cmdLock,
-	"unlock":   cmdUnlock,
-	"vault":    cmdVault,
-	"version":  cmdVersion,
+	"agent":      cmdAgent,
+	"run":        cmdRun,
+	"approve":    cmdApprove,
+	"deny":       cmdDeny,
+	"sessions":   cmdSessions,
+	"audit":      cmdAudit,
+	"activity":   cmdActivity,
+	"journal":    cmdJournal,
+	"connect":    cmdConnect,
+	"ssh-config": cmdSSHConfig,
+	"revoke":     cmdRevoke,
+	"status":     cmdStatus,
+	"lock":       cmdLock,
+	"unlock":     cmdUnlock,
+	"vault":      cmdVault,
+	"version":    cmdVersion,
 }
 
 func main() {

@@ -48,6 +48,26 @@ type File struct {
 	CardCooldown Duration `toml:"card_cooldown"`
 	// Rules adjust the approval mode for hosts, keys and programs.
 	Rules []Rule `toml:"rule"`
+	// Bastion configures the optional local bastion.
+	Bastion Bastion `toml:"bastion"`
+}
+
+// Bastion configures the local bastion that relays and journals remote
+// commands.
+type Bastion struct {
+	// Enabled starts the bastion with the gateway. Default false.
+	Enabled bool `toml:"enabled"`
+	// Socket is the bastion's socket. Default
+	// $XDG_RUNTIME_DIR/postern/bastion.sock.
+	Socket string `toml:"socket"`
+	// Hosts are the ssh_config host patterns "postern ssh-config" sends
+	// through the bastion.
+	Hosts []string `toml:"hosts"`
+	// Markers are globs over host names whose commands are wrapped to
+	// leave start and result markers on the remote host.
+	Markers []string `toml:"markers"`
+	// KnownHosts verify the real hosts. Default: the top-level known_hosts.
+	KnownHosts []string `toml:"known_hosts"`
 }
 
 // A Rule sets the approval mode of the requests it matches. Every field
@@ -160,6 +180,14 @@ func (f *File) check() error {
 	case "key", "destination":
 	default:
 		return fmt.Errorf("session_scope = %q: want key or destination", f.SessionScope)
+	}
+	for _, g := range f.Bastion.Markers {
+		if _, err := path.Match(g, ""); err != nil {
+			return fmt.Errorf("[bastion] markers: bad pattern %q", g)
+		}
+	}
+	if f.Bastion.Socket != "" && !strings.HasPrefix(f.Bastion.Socket, "/") {
+		return fmt.Errorf("[bastion] socket = %q: give an absolute path", f.Bastion.Socket)
 	}
 	for i, r := range f.Rules {
 		if r.Host == "" && r.Key == "" && r.Exe == "" {

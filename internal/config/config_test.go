@@ -37,6 +37,30 @@ func TestParse(t *testing.T) {
 	}
 }
 
+func TestParseRulesAndBastion(t *testing.T) {
+	f, err := Parse("c", []byte(`
+approval = "session"
+agents = ["claude"]
+[[rule]]
+host = "prod-*"
+approval = "per-call"
+[[rule]]
+key = "SHA256:abc"
+exe = "*/evil"
+approval = "deny"
+[bastion]
+enabled = true
+hosts = ["prod-*"]
+markers = ["prod-*"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Rules) != 2 || f.Rules[1].Exe != "*/evil" || !f.Bastion.Enabled || f.Bastion.Markers[0] != "prod-*" {
+		t.Fatalf("%+v", f)
+	}
+}
+
 func TestLoadUnreadable(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "config.toml")

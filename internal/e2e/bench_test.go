@@ -11,10 +11,12 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -291,6 +293,56 @@ func BenchmarkLogin(b *testing.B) {
 				cmd.Env = append(e.Environ(), "SSH_AUTH_SOCK="+a.sock)
 				if out, err := cmd.CombinedOutput(); err != nil {
 					b.Fatalf("%v %s", err, out)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkBastion compares commands through the bastion with the same
+// commands sent directly (the same key, through the agent), side by side:
+// "ssh host true" (per-command overhead; the median is reported) and a
+// bulk "cat" of 256 MiB (throughput).
+func BenchmarkBastion(b *testing.B) {
+	w := newBastionWorld(b, "")
+	big := filepath.Join(w.sshd.Dir, "big")
+	f, err := os.Create(big)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Truncate(256 << 20); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	direct := func(args ...string) *exec.Cmd {
+		return w.e.Command("ssh", w.sshd.SSHArgs(append([]string{w.sshd.Target()}, args...)...)...)
+	}
+	through := func(args ...string) *exec.Cmd {
+		return w.e.Command("ssh", w.sshArgs(w.sshd.Port, args...)...)
+	}
+	for _, p := range []struct {
+		name string
+		cmd  func(...string) *exec.Cmd
+	}{{"direct", direct}, {"bastion", through}} {
+		b.Run("cmd=true/path="+p.name, func(b *testing.B) {
+			var times []time.Duration
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				if out, err := p.cmd("true").CombinedOutput(); err != nil {
+					b.Fatalf("%v %s", err, out)
+				}
+				times = append(times, time.Since(start))
+			}
+			slices.Sort(times)
+			b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "ms-median")
+		})
+		b.Run("cmd=cat-256MiB/path="+p.name, func(b *testing.B) {
+			b.SetBytes(256 << 20)
+			for i := 0; i < b.N; i++ {
+				c := p.cmd("cat", big)
+				c.Stdout = io.Discard
+				if err := c.Run(); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})

@@ -326,3 +326,9 @@ func (e *Env) AddKey(key string, args ...string) {
 }
 
 func sleep10ms() { time.Sleep(10 * time.Millisecond) }
+
+// Kill kills the agent with SIGKILL, as a crash would, and waits.
+func (a *Agent) Kill() {
+	a.cmd.Process.Kill()
+	<-a.done
+}

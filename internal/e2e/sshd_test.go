@@ -65,6 +65,7 @@ PermitRootLogin prohibit-password
 StrictModes no
 UsePAM no
 LogLevel VERBOSE
+MaxStartups 200
 AcceptEnv LANG POSTERN_TEST_*
 Subsystem sftp %s
 `, port, hostKey, dir, dir, sftp)

@@ -27,6 +27,8 @@ import (
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/bastion"
+	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/internal/askpass"
 	"github.com/postern/postern/internal/config"
 	"github.com/postern/postern/internal/control"
@@ -67,6 +69,9 @@ type Gateway struct {
 	vaultPath  string
 	stateDir   string
 	audit      *audit.Log
+	journal    *journal.Journal
+	bastion    *bastion.Server
+	bastionL   *net.UnixListener
 
 	runMu    sync.Mutex
 	runLs    map[string]*net.UnixListener // run id -> the run's agent socket
@@ -238,6 +243,11 @@ func (g *Gateway) Run(ctx context.Context) error {
 		}
 		g.log.Info("run from before the restart still alive; it must be approved again", "run", run.ID, "pid", run.Process.PID, "previous_boot", run.PrevBoot)
 	}
+	if err := g.startBastion(ctx, serve); err != nil {
+		cancel()
+		wg.Wait()
+		return err
+	}
 	stopWatch := g.watch(ctx)
 	defer stopWatch()
 
@@ -270,7 +280,13 @@ loop:
 		l.Close()
 	}
 	g.runMu.Unlock()
+	if g.bastionL != nil {
+		g.bastionL.Close()
+	}
 	wg.Wait()
+	if g.journal != nil {
+		g.journal.Close()
+	}
 	g.vault.wipe()
 	g.log.Info("gateway stopped", "boot_id", g.bootID)
 	select {

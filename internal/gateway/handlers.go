@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/bastion/journal"
 
 	"github.com/postern/postern/internal/control"
 	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/vault"
 )
 
 // Status is the answer to "postern status".
@@ -100,6 +102,22 @@ type SessionsResult struct {
 	Grants []approvals.GrantView `json:"grants"`
 }
 
+// JournalArgs selects journal entries.
+type JournalArgs struct {
+	ID     string `json:"id,omitempty"`
+	Status string `json:"status,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+}
+
+// ResolveArgs resolves an unknown entry: with Result, by hand; without, by
+// reading the remote markers.
+type ResolveArgs struct {
+	ID         string `json:"id"`
+	Result     string `json:"result,omitempty"`
+	ExitStatus *int   `json:"exit_status,omitempty"`
+	Evidence   string `json:"evidence,omitempty"`
+}
+
 // RevokeArgs names what to revoke: a grant id, a run id, or "--all".
 type RevokeArgs struct {
 	Target string `json:"target"`
@@ -108,6 +126,13 @@ type RevokeArgs struct {
 // RevokeResult says how many grants ended.
 type RevokeResult struct {
 	Revoked int `json:"revoked"`
+}
+
+func (g *Gateway) journalOrErr() (*journal.Journal, error) {
+	if g.journal == nil {
+		return nil, control.Errorf("not_found", "the bastion is not enabled in this gateway ([bastion] enabled = true)")
+	}
+	return g.journal, nil
 }
 
 func decode[T any](raw json.RawMessage) (T, error) {
@@ -126,9 +151,11 @@ type LockResult struct {
 	Already bool `json:"already_locked,omitempty"`
 }
 
-// UnlockArgs carries a passphrase to the gateway.
+// UnlockArgs carries a passphrase, or a vault data key exported from the
+// OS keychain, to the gateway.
 type UnlockArgs struct {
-	Passphrase []byte `json:"passphrase"`
+	Passphrase []byte `json:"passphrase,omitempty"`
+	DataKey    []byte `json:"data_key,omitempty"`
 }
 
 func (g *Gateway) handlers() map[string]control.Handler {
@@ -150,6 +177,15 @@ func (g *Gateway) handlers() map[string]control.Handler {
 				return nil, err
 			}
 			defer clear(a.Passphrase)
+			defer clear(a.DataKey)
+			if len(a.DataKey) > 0 {
+				dk, err := vault.ParseDataKey(a.DataKey)
+				if err != nil {
+					return nil, control.Errorf("usage", "%v", err)
+				}
+				defer dk.Wipe()
+				return nil, g.vault.UnlockWithKey(dk)
+			}
 			return nil, g.vault.Unlock(a.Passphrase)
 		},
 		"run.prepare": func(_ context.Context, _ *procid.Peer, raw json.RawMessage) (any, error) {
@@ -215,6 +251,37 @@ func (g *Gateway) handlers() map[string]control.Handler {
 		"sessions": func(context.Context, *procid.Peer, json.RawMessage) (any, error) {
 			runs, grants := g.engine.Sessions()
 			return SessionsResult{Runs: runs, Grants: grants}, nil
+		},
+		"journal.list": func(_ context.Context, _ *procid.Peer, raw json.RawMessage) (any, error) {
+			a, err := decode[JournalArgs](raw)
+			if err != nil {
+				return nil, err
+			}
+			j, err := g.journalOrErr()
+			if err != nil {
+				return nil, err
+			}
+			if a.ID != "" {
+				e, err := j.Get(a.ID)
+				if err != nil {
+					return nil, control.Errorf("not_found", "%v", err)
+				}
+				return []*journal.Entry{e}, nil
+			}
+			return j.List(journal.ListOptions{Status: a.Status, Limit: a.Limit})
+		},
+		"journal.resolve": func(ctx context.Context, peer *procid.Peer, raw json.RawMessage) (any, error) {
+			a, err := decode[ResolveArgs](raw)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := g.journalOrErr(); err != nil {
+				return nil, err
+			}
+			if a.Result != "" {
+				return g.bastion.ResolveByHand(a.ID, journal.Resolution{Result: a.Result, ExitStatus: a.ExitStatus, Evidence: a.Evidence})
+			}
+			return g.bastion.Resolve(ctx, a.ID, peer)
 		},
 		"revoke": func(_ context.Context, _ *procid.Peer, raw json.RawMessage) (any, error) {
 			a, err := decode[RevokeArgs](raw)

@@ -158,7 +158,31 @@ func (s *vaultState) Unlock(passphrase []byte) error {
 		return nil
 	}
 
-	v, err := vault.Open(s.path, passphrase)
+	return s.finishUnlock(vault.Open(s.path, passphrase))
+}
+
+// UnlockWithKey opens the vault with a data key kept in the OS keychain.
+func (s *vaultState) UnlockWithKey(dk *vault.DataKey) error {
+	s.unlockMu.Lock()
+	defer s.unlockMu.Unlock()
+	s.mu.Lock()
+	locked, present := s.locked, s.present
+	s.mu.Unlock()
+	switch {
+	case !present:
+		return control.Errorf("not_found", "there is no vault to unlock")
+	case !locked:
+		return control.Errorf("usage", "not locked")
+	}
+	v, err := vault.OpenWithKey(s.path, dk)
+	if errors.Is(err, vault.ErrStaleKey) {
+		return fmt.Errorf("the keychain holds an old key for this vault (its passphrase changed); unlock with the passphrase and --remember")
+	}
+	return s.finishUnlock(v, err)
+}
+
+// finishUnlock loads an opened vault's keys into the agent.
+func (s *vaultState) finishUnlock(v *vault.Vault, err error) error {
 	if errors.Is(err, vault.ErrWrongPassphrase) {
 		s.mu.Lock()
 		defer s.mu.Unlock()

@@ -1,0 +1,66 @@
+package bastion
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/approvals"
+)
+
+// A KeySource holds the keys the bastion may authenticate upstream with:
+// the gateway's keyring (the vault's keys and those added with ssh-add).
+type KeySource interface {
+	// Keys returns the usable keys (none while the gateway is locked) with
+	// their descriptions for approvals.
+	Keys() ([]Key, error)
+	// Sign signs with key, using the signature algorithm algo ("" for the
+	// key's default).
+	Sign(key ssh.PublicKey, data []byte, algo string) (*ssh.Signature, error)
+}
+
+// Key is a usable key.
+type Key struct {
+	Public ssh.PublicKey
+	Info   approvals.Key
+}
+
+// ErrDenied is returned by an upstream signature the approval decision
+// refused.
+var ErrDenied = errors.New("denied by policy or approval")
+
+// gatedSigner signs upstream authentications only after the approval
+// decision allows them, with the facts of the command that caused the
+// connection.
+type gatedSigner struct {
+	key      Key
+	keys     KeySource
+	decide   func(key Key) approvals.Decision
+	decision *approvals.Decision // the decision taken, for the journal
+}
+
+var _ ssh.MultiAlgorithmSigner = (*gatedSigner)(nil)
+
+func (s *gatedSigner) PublicKey() ssh.PublicKey { return s.key.Public }
+
+func (s *gatedSigner) Algorithms() []string {
+	if s.key.Public.Type() == ssh.KeyAlgoRSA {
+		return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256}
+	}
+	return []string{s.key.Public.Type()}
+}
+
+func (s *gatedSigner) Sign(r io.Reader, data []byte) (*ssh.Signature, error) {
+	return s.SignWithAlgorithm(r, data, "")
+}
+
+func (s *gatedSigner) SignWithAlgorithm(_ io.Reader, data []byte, algo string) (*ssh.Signature, error) {
+	d := s.decide(s.key)
+	s.decision = &d
+	if !d.Allow {
+		return nil, fmt.Errorf("%w (%s)", ErrDenied, d.Reason)
+	}
+	return s.keys.Sign(s.key.Public, data, algo)
+}

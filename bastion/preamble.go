@@ -1,0 +1,132 @@
+package bastion
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The preamble is the first line "postern connect" writes on the
+// bastion's socket, before any SSH byte: the destination ssh resolved
+// from its configuration (%r %h %p). The bastion answers "ok" or
+// "error MESSAGE" on one line, then speaks SSH.
+const preambleMagic = "postern-connect/1"
+
+// maxPreamble bounds the preamble line.
+const maxPreamble = 1024
+
+// Target is where a client wants to go.
+type Target struct {
+	User string `json:"user"`
+	Host string `json:"host"`
+	Port int    `json:"port"`
+}
+
+func (t Target) String() string {
+	return fmt.Sprintf("%s@%s:%d", t.User, t.Host, t.Port)
+}
+
+// Addr is host:port for dialing.
+func (t Target) Addr() string { return net.JoinHostPort(t.Host, strconv.Itoa(t.Port)) }
+
+// ParseTarget checks the fields ssh substitutes for %r %h %p.
+func ParseTarget(user, host, port string) (Target, error) {
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 {
+		return Target{}, fmt.Errorf("invalid port %q", port)
+	}
+	if host == "" || strings.ContainsAny(host, " \t\r\n/") {
+		return Target{}, fmt.Errorf("invalid host %q", host)
+	}
+	if user == "" || strings.ContainsAny(user, " \t\r\n") {
+		return Target{}, fmt.Errorf("invalid user %q", user)
+	}
+	return Target{User: user, Host: host, Port: p}, nil
+}
+
+func writePreamble(w io.Writer, t Target) error {
+	_, err := fmt.Fprintf(w, "%s %s %s %d\n", preambleMagic, url.QueryEscape(t.User), url.QueryEscape(t.Host), t.Port)
+	return err
+}
+
+// readPreamble reads the client's preamble; the caller sets a deadline.
+func readPreamble(r *bufio.Reader) (Target, error) {
+	line, err := readLine(r)
+	if err != nil {
+		return Target{}, err
+	}
+	f := strings.Fields(line)
+	if len(f) != 4 || f[0] != preambleMagic {
+		return Target{}, errors.New("not a postern connect preamble")
+	}
+	user, err1 := url.QueryUnescape(f[1])
+	host, err2 := url.QueryUnescape(f[2])
+	if err1 != nil || err2 != nil {
+		return Target{}, errors.New("malformed preamble")
+	}
+	return ParseTarget(user, host, f[3])
+}
+
+func readLine(r *bufio.Reader) (string, error) {
+	var b strings.Builder
+	for {
+		c, err := r.ReadByte()
+		if err != nil {
+			return "", err
+		}
+		if c == '\n' {
+			return b.String(), nil
+		}
+		if b.Len() >= maxPreamble {
+			return "", errors.New("preamble too long")
+		}
+		b.WriteByte(c)
+	}
+}
+
+// Connect opens a connection to the bastion at sock for t, and returns it
+// once the bastion accepted the destination; SSH follows on it.
+func Connect(sock string, t Target) (*net.UnixConn, error) {
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("no bastion at %s (%v); is the gateway running with [bastion] enabled = true?", sock, errors.Unwrap(err))
+	}
+	c.SetDeadline(time.Now().Add(time.Minute))
+	if err := writePreamble(c, t); err != nil {
+		c.Close()
+		return nil, err
+	}
+	// Read the answer byte by byte: nothing after it may be consumed.
+	line, err := readLine(bufio.NewReaderSize(oneByte{c}, 16))
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("the bastion closed the connection: %w", err)
+	}
+	if msg, ok := strings.CutPrefix(line, "error "); ok {
+		c.Close()
+		return nil, errors.New(msg)
+	}
+	if line != "ok" {
+		c.Close()
+		return nil, fmt.Errorf("unexpected answer from the bastion: %q", line)
+	}
+	c.SetDeadline(time.Time{})
+	return c, nil
+}
+
+// oneByte reads one byte at a time, so that a bufio.Reader on top never
+// reads past the answer line.
+type oneByte struct{ r io.Reader }
+
+func (o oneByte) Read(p []byte) (int, error) {
+	if len(p) > 1 {
+		p = p[:1]
+	}
+	return o.r.Read(p)
+}

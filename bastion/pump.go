@@ -1,0 +1,75 @@
+package bastion
+
+import (
+	"io"
+	"sync"
+)
+
+// pump copies a remote stream to the client. When the client is gone it
+// keeps reading (and counting) instead of stopping: a remote command
+// blocked on flow control would never exit, and the bastion wants its
+// real exit status.
+type pump struct {
+	dst  io.Writer
+	tail *tail
+	n    int64
+
+	mu   sync.Mutex
+	dead bool
+}
+
+func (p *pump) copy(src io.Reader) {
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.n += int64(n)
+			p.tail.write(buf[:n])
+			if !p.failed() {
+				if _, werr := p.dst.Write(buf[:n]); werr != nil {
+					p.mu.Lock()
+					p.dead = true
+					p.mu.Unlock()
+				}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// failed reports whether writing to the client failed.
+func (p *pump) failed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dead
+}
+
+// tail keeps the last bytes of a command's output, for the journal.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func newTail(max int) *tail { return &tail{max: max} }
+
+func (t *tail) write(b []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(b) >= t.max {
+		t.buf = append(t.buf[:0], b[len(b)-t.max:]...)
+		return
+	}
+	t.buf = append(t.buf, b...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+}
+
+func (t *tail) bytes() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]byte(nil), t.buf...)
+}

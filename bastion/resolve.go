@@ -1,0 +1,97 @@
+package bastion
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/internal/procid"
+)
+
+// Resolve reads the remote markers of an entry whose outcome is unknown,
+// over a fresh connection to its host, and records what they show: the
+// command ran (with its status), is still running, never started, or the
+// evidence does not tell. The connection is approved like any other use
+// of a key, for requester, with the probe command on the card.
+func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer) (*journal.Entry, error) {
+	e, err := s.cfg.Journal.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	if e.Status() != journal.StatusUnknown {
+		return nil, fmt.Errorf("entry %s is %s: nothing to resolve", e.ID, e.Status())
+	}
+	if !e.Marker {
+		return nil, fmt.Errorf("entry %s ran without remote markers: inspect %s yourself, then record what you found with --ran STATUS, --not-started or --still-running", e.ID, e.Target.Host)
+	}
+	probe, err := journal.Probe(e.ID)
+	if err != nil {
+		return nil, err
+	}
+	t := Target{User: e.Target.User, Host: e.Target.Host, Port: e.Target.Port}
+	info := &connInfo{id: "resolve-" + e.ID, target: t, requester: requester}
+	ss := &session{s: s, info: info}
+	probeEntry := &journal.Entry{Kind: journal.KindExec, Command: []byte(probe)}
+	up, d, err := ss.upstreamFor(probeEntry, "")
+	switch {
+	case d != nil && !d.Allow:
+		return nil, fmt.Errorf("the probe was %w (%s)", ErrDenied, d.Reason)
+	case err != nil:
+		return nil, fmt.Errorf("probing %s: %w", t.Host, err)
+	}
+	defer up.client.Close()
+	if k := gossh.FingerprintSHA256(up.hostKey); e.Target.HostKey != "" && k != e.Target.HostKey {
+		return nil, fmt.Errorf("the host key of %s is now %s, not %s as when the command ran; refusing to trust its markers", t.Host, k, e.Target.HostKey)
+	}
+	sess, err := up.client.NewSession()
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	var out bytes.Buffer
+	sess.Stdout = &out
+	if err := sess.Run(probe); err != nil {
+		var ee *gossh.ExitError
+		if !errors.As(err, &ee) {
+			return nil, fmt.Errorf("running the probe on %s: %w", t.Host, err)
+		}
+	}
+	res, err := journal.ParseProbe(e.ID, out.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("reading the probe's report: %w", err)
+	}
+	res.By = journal.ByProbe
+	updated, err := s.cfg.Journal.Resolve(e.ID, res)
+	if err != nil {
+		return nil, err
+	}
+	s.recordResolution(updated, res)
+	return updated, nil
+}
+
+// ResolveByHand records what a person found out about an entry.
+func (s *Server) ResolveByHand(id string, res journal.Resolution) (*journal.Entry, error) {
+	res.By = journal.ByUser
+	e, err := s.cfg.Journal.Resolve(id, res)
+	if err != nil {
+		return nil, err
+	}
+	s.recordResolution(e, res)
+	return e, nil
+}
+
+func (s *Server) recordResolution(e *journal.Entry, res journal.Resolution) {
+	extra := map[string]string{"result": res.Result, "by": res.By}
+	if res.ExitStatus != nil {
+		extra["status"] = strconv.Itoa(*res.ExitStatus)
+	}
+	s.recordEntry(EventCommandResolved, e, extra)
+}
+
+// Journal returns the command journal.
+func (s *Server) Journal() *journal.Journal { return s.cfg.Journal }

@@ -1,0 +1,274 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/internal/control"
+	"github.com/postern/postern/internal/gateway"
+	"github.com/postern/postern/internal/xdg"
+)
+
+const journalUsage = `Usage: postern journal [list] [--status STATUS] [--limit N] [--json]
+       postern journal show ID [--json]
+       postern journal resolve ID [--ran STATUS | --not-started | --still-running | --inconclusive] [--evidence TEXT]
+       postern journal follow [--json]
+
+The bastion's command journal: what is known of every remote command it
+relayed. A status is COMPLETED, RETRY_SAFE previous_action_not_started,
+STATUS_UNKNOWN inspect_activity_journal, or RUNNING. resolve reads the
+remote markers of an unknown entry over a fresh connection, or records
+what you found out (--ran, --not-started, ...). Through the running
+gateway, or the journal file itself when no gateway runs.
+`
+
+// journalSource answers journal queries: the gateway, or the file.
+type journalSource struct {
+	ctl string
+	j   *journal.Journal // when no gateway answers
+}
+
+func openJournalSource(sockFlag string, write bool) (*journalSource, error) {
+	if ctl, err := controlSocket(sockFlag); err == nil {
+		if err := control.Call(ctl, "status", nil, nil, 5*time.Second); err == nil {
+			return &journalSource{ctl: ctl}, nil
+		}
+	}
+	path, err := xdg.StateFile("journal.db")
+	if err != nil {
+		return nil, err
+	}
+	var j *journal.Journal
+	if write {
+		j, err = journal.Open(path, "cli-"+strconv.Itoa(os.Getpid()))
+	} else {
+		j, err = journal.OpenReadOnly(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &journalSource{j: j}, nil
+}
+
+func (s *journalSource) close() {
+	if s.j != nil {
+		s.j.Close()
+	}
+}
+
+func (s *journalSource) list(a gateway.JournalArgs) ([]*journal.Entry, error) {
+	if s.j == nil {
+		var out []*journal.Entry
+		err := control.Call(s.ctl, "journal.list", a, &out, 30*time.Second)
+		return out, err
+	}
+	if a.ID != "" {
+		e, err := s.j.Get(a.ID)
+		if err != nil {
+			return nil, err
+		}
+		return []*journal.Entry{e}, nil
+	}
+	return s.j.List(journal.ListOptions{Status: a.Status, Limit: a.Limit})
+}
+
+func cmdJournal(args []string, out, errw io.Writer) error {
+	sub := "list"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	fs := newFlags("journal "+sub, journalUsage, errw)
+	asJSON := fs.Bool("json", false, "print JSON")
+	status := fs.String("status", "", "only entries with this status (its first word is enough)")
+	limit := fs.Int("limit", 50, "at most this many entries")
+	ran := fs.Int("ran", -1, "resolve: the command ran and exited with this status")
+	notStarted := fs.Bool("not-started", false, "resolve: the command never started")
+	stillRunning := fs.Bool("still-running", false, "resolve: the command is still running")
+	inconclusive := fs.Bool("inconclusive", false, "resolve: what you found does not tell")
+	evidence := fs.String("evidence", "", "resolve: what you checked")
+	sock := socketFlag(fs)
+	id, args := leadingOperand(args)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if id == "" && fs.NArg() > 0 {
+		id = fs.Arg(0)
+	}
+	switch sub {
+	case "list", "show", "follow":
+		src, err := openJournalSource(*sock, false)
+		if err != nil {
+			return err
+		}
+		defer src.close()
+		switch sub {
+		case "list":
+			entries, err := src.list(gateway.JournalArgs{Status: *status, Limit: *limit})
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				return printJSON(out, entries)
+			}
+			if len(entries) == 0 {
+				fmt.Fprintln(out, "no journal entries")
+			}
+			for _, e := range entries {
+				fmt.Fprintln(out, entryLine(e))
+			}
+		case "show":
+			if id == "" {
+				return usagef("journal show: name an entry")
+			}
+			entries, err := src.list(gateway.JournalArgs{ID: id})
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				return printJSON(out, entries[0])
+			}
+			printEntry(out, entries[0])
+		case "follow":
+			return followJournal(src, out, *asJSON)
+		}
+		return nil
+	case "resolve":
+		if id == "" {
+			return usagef("journal resolve: name an entry")
+		}
+		a := gateway.ResolveArgs{ID: id, Evidence: *evidence}
+		n := 0
+		if *ran >= 0 {
+			a.Result, a.ExitStatus, n = journal.ResultRan, ran, n+1
+		}
+		for _, f := range []struct {
+			set    bool
+			result string
+		}{{*notStarted, journal.ResultNotStarted}, {*stillRunning, journal.ResultStillRunning}, {*inconclusive, journal.ResultInconclusive}} {
+			if f.set {
+				a.Result, n = f.result, n+1
+			}
+		}
+		if n > 1 {
+			return usagef("journal resolve: give one of --ran, --not-started, --still-running, --inconclusive")
+		}
+		src, err := openJournalSource(*sock, true)
+		if err != nil {
+			return err
+		}
+		defer src.close()
+		var e *journal.Entry
+		switch {
+		case src.j == nil:
+			e = new(journal.Entry)
+			err = control.Call(src.ctl, "journal.resolve", a, e, 3*time.Minute)
+		case a.Result == "":
+			err = errors.New("reading remote markers needs the running gateway (and its bastion)")
+		default:
+			e, err = src.j.Resolve(id, journal.Resolution{By: journal.ByUser, Result: a.Result, ExitStatus: a.ExitStatus, Evidence: a.Evidence})
+		}
+		if err != nil {
+			return err
+		}
+		printEntry(out, e)
+		return nil
+	}
+	return usagef("journal: unknown subcommand %q\n%s", sub, journalUsage)
+}
+
+func entryLine(e *journal.Entry) string {
+	return fmt.Sprintf("%s  %-41s  %s  %s %q", e.ID, e.Status(), e.Started.Local().Format("2006-01-02 15:04:05"), e.Target.String(), e.CommandText())
+}
+
+func printEntry(out io.Writer, e *journal.Entry) {
+	fmt.Fprintf(out, "entry     %s\nstatus    %s\n", e.ID, e.Status())
+	fmt.Fprintf(out, "target    %s (host key %s)\n", e.Target.String(), e.Target.HostKey)
+	fmt.Fprintf(out, "command   %s %q (sha256 %s)\n", e.Kind, e.CommandText(), e.CommandSHA256)
+	fmt.Fprintf(out, "requester %s\n", e.Requester)
+	fmt.Fprintf(out, "approval  %s\n", e.Approval)
+	fmt.Fprintf(out, "started   %s", e.Started.Local().Format(time.RFC3339))
+	if !e.Dispatched.IsZero() {
+		fmt.Fprintf(out, ", dispatched %s", e.Dispatched.Local().Format(time.RFC3339))
+	}
+	fmt.Fprintln(out)
+	if e.Marker {
+		fmt.Fprintln(out, "markers   on: postern journal resolve can read them")
+	}
+	if e.RetryOf != "" {
+		fmt.Fprintf(out, "retry of  %s (approved)\n", e.RetryOf)
+	}
+	if e.RetriedBy != "" {
+		fmt.Fprintf(out, "retried   by %s\n", e.RetriedBy)
+	}
+	if x := e.End; x != nil {
+		fmt.Fprintf(out, "end       %s", x.Outcome)
+		switch x.Outcome {
+		case journal.OutcomeExited:
+			fmt.Fprintf(out, " %d", x.ExitStatus)
+		case journal.OutcomeSignaled:
+			fmt.Fprintf(out, " %s", x.Signal)
+		}
+		if x.ErrorMsg != "" {
+			fmt.Fprintf(out, " (%s)", x.ErrorMsg)
+		}
+		fmt.Fprintf(out, " at %s; %d bytes in, %d out, %d err", x.At.Local().Format(time.RFC3339), x.BytesIn, x.BytesOut, x.BytesErr)
+		if x.ClientGone {
+			fmt.Fprint(out, "; the client was gone, the bastion read the rest")
+		}
+		fmt.Fprintln(out)
+		if len(x.OutputTail) > 0 {
+			fmt.Fprintf(out, "output    …%q\n", x.OutputTail)
+		}
+	}
+	if u := e.Unknown; u != nil {
+		fmt.Fprintf(out, "unknown   %s (%s, last phase %s) at %s\n", u.Reason, u.Detail, u.LastPhase, u.At.Local().Format(time.RFC3339))
+	}
+	for _, r := range e.Resolutions {
+		fmt.Fprintf(out, "resolved  %s by %s", r.Result, r.By)
+		if r.ExitStatus != nil {
+			fmt.Fprintf(out, " (status %d)", *r.ExitStatus)
+		}
+		fmt.Fprintf(out, " at %s\n", r.At.Local().Format(time.RFC3339))
+		if r.Evidence != "" {
+			fmt.Fprintf(out, "evidence  %s\n", strings.ReplaceAll(strings.TrimSpace(r.Evidence), "\n", "\n          "))
+		}
+	}
+}
+
+// followJournal prints entries as they start and change, until
+// interrupted.
+func followJournal(src *journalSource, out io.Writer, asJSON bool) error {
+	if src.j != nil {
+		return errors.New("follow needs the running gateway")
+	}
+	seen := map[string]string{}
+	for first := true; ; first = false {
+		entries, err := src.list(gateway.JournalArgs{Limit: 200})
+		if err != nil {
+			return err
+		}
+		for i := len(entries) - 1; i >= 0; i-- {
+			e := entries[i]
+			st := e.Status()
+			if seen[e.ID] == st {
+				continue
+			}
+			seen[e.ID] = st
+			if first {
+				continue
+			}
+			if asJSON {
+				printJSONLines(out, []*journal.Entry{e})
+			} else {
+				fmt.Fprintln(out, entryLine(e))
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}

@@ -1,0 +1,466 @@
+package e2e
+
+// The bastion, end to end: the real ssh, scp, sftp and rsync through
+// "postern connect" (the ssh_config block "postern ssh-config" prints), the
+// gateway's bastion, and a real sshd; the command journal read back with
+// "postern journal".
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/bastion"
+)
+
+type bastionWorld struct {
+	*approvalWorld
+	sshConfig string // an ssh_config file sending 127.0.0.1 through the bastion
+}
+
+// newBastionWorld starts a gateway with the bastion enabled, a vault key
+// the sshd accepts, and writes the ssh_config block postern prints.
+func newBastionWorld(t testing.TB, extra string, knownHosts ...string) *bastionWorld {
+	need(t, "ssh", "sshd")
+	w := newApprovalWorld(t, "")
+	kh := append([]string{w.sshd.KnownHosts}, knownHosts...)
+	quoted := make([]string, len(kh))
+	for i, k := range kh {
+		quoted[i] = fmt.Sprintf("%q", k)
+	}
+	w.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%s]\n%s\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\"]\n", strings.Join(quoted, ", "), extra))
+	// The bastion starts with the gateway.
+	w.agent.Stop()
+	w.agent = w.e.StartAgent()
+	w.e.MustRun("postern", "unlock", "--passphrase-file", w.pass)
+	block := w.e.MustRun("postern", "ssh-config").Stdout
+	cfg := w.e.WriteFile("ssh_config", block+"\nHost *\n    BatchMode yes\n    ConnectTimeout 20\n", 0o600)
+	return &bastionWorld{approvalWorld: w, sshConfig: cfg}
+}
+
+// ssh runs ssh through the bastion.
+func (b *bastionWorld) sshArgs(port int, args ...string) []string {
+	return append([]string{"-F", b.sshConfig, "-p", fmt.Sprint(port), b.sshd.User + "@127.0.0.1"}, args...)
+}
+
+func (b *bastionWorld) ssh(args ...string) Result {
+	return b.e.Run("ssh", b.sshArgs(b.sshd.Port, args...)...)
+}
+
+type entryJSON struct {
+	ID      string `json:"id"`
+	Status  string `json:"status"`
+	Kind    string `json:"kind"`
+	Command string `json:"command_text"`
+	Target  struct {
+		HostKey string `json:"host_key"`
+	} `json:"target"`
+	RetryOf string `json:"retry_of"`
+	End     *struct {
+		Outcome    string `json:"outcome"`
+		ExitStatus int    `json:"exit_status"`
+		Signal     string `json:"signal"`
+		ClientGone bool   `json:"client_gone"`
+		BytesOut   int64  `json:"bytes_out"`
+	} `json:"end"`
+	Unknown *struct {
+		Reason string `json:"reason"`
+	} `json:"unknown"`
+	Resolutions []struct {
+		Result     string `json:"result"`
+		ExitStatus *int   `json:"exit_status"`
+	} `json:"resolutions"`
+}
+
+func (b *bastionWorld) journal() []entryJSON {
+	b.e.t.Helper()
+	var es []entryJSON
+	r := b.e.MustRun("postern", "journal", "list", "--json")
+	if err := json.Unmarshal([]byte(r.Stdout), &es); err != nil {
+		b.e.t.Fatalf("journal list --json: %v\n%s", err, r.Stdout)
+	}
+	return es
+}
+
+// entryFor returns the newest entry for command.
+func (b *bastionWorld) entryFor(command string) entryJSON {
+	b.e.t.Helper()
+	for _, e := range b.journal() {
+		if e.Command == command {
+			return e
+		}
+	}
+	b.e.t.Fatalf("no journal entry for %q", command)
+	return entryJSON{}
+}
+
+func TestBastionExecStatusAndSignals(t *testing.T) {
+	b := newBastionWorld(t, "")
+	r := b.ssh("echo out; echo err >&2; exit 7")
+	if r.Code != 7 || r.Stdout != "out\n" || !strings.Contains(r.Stderr, "err\n") {
+		t.Fatalf("exit 7: %s", r)
+	}
+	e := b.entryFor("echo out; echo err >&2; exit 7")
+	if e.Status != "COMPLETED" || e.End.Outcome != "exited" || e.End.ExitStatus != 7 || e.Target.HostKey != hostFingerprint(t, b.e, b.sshd) {
+		t.Fatalf("journal: %+v %+v", e, e.End)
+	}
+	// A command killed by a signal: OpenSSH's client exits 255 (it ignores
+	// exit-signal); the journal keeps the signal.
+	r = b.ssh("kill -TERM $$")
+	if r.Code != 255 {
+		t.Fatalf("killed by TERM: %s", r)
+	}
+	if e := b.entryFor("kill -TERM $$"); e.End == nil || e.End.Outcome != "signaled" || e.End.Signal != "TERM" {
+		t.Fatalf("journal of a signaled command: %+v", e)
+	}
+	// stdin EOF is a half-close: the command still writes after it.
+	r = b.e.RunInput("line one\nline two\n", "ssh", b.sshArgs(b.sshd.Port, "cat; sleep 0.2; echo after-eof")...)
+	if r.Code != 0 || r.Stdout != "line one\nline two\nafter-eof\n" {
+		t.Fatalf("stdin half-close: %s", r)
+	}
+	// A lot of stderr is drained while stdout flows.
+	r = b.ssh("head -c 3000000 /dev/zero >&2; echo done")
+	if r.Code != 0 || r.Stdout != "done\n" || len(r.Stderr) < 3000000 {
+		t.Fatalf("stderr drain: exit %d, %d bytes of stderr", r.Code, len(r.Stderr))
+	}
+}
+
+func TestBastionFileTransfers(t *testing.T) {
+	need(t, "scp", "sftp", "rsync")
+	b := newBastionWorld(t, "")
+	data := make([]byte, 1<<20+12345)
+	rand.Read(data)
+	src := b.e.WriteFile("payload.bin", string(data), 0o600)
+	remote := filepath.Join(b.sshd.Dir, "remote")
+	os.MkdirAll(remote, 0o700)
+	port := fmt.Sprint(b.sshd.Port)
+	target := b.sshd.User + "@127.0.0.1"
+
+	// scp (the SFTP protocol in OpenSSH 9): up and down.
+	b.e.MustRun("scp", "-F", b.sshConfig, "-P", port, src, target+":"+remote+"/scp.bin")
+	b.e.MustRun("scp", "-F", b.sshConfig, "-P", port, target+":"+remote+"/scp.bin", b.e.Path("scp-back.bin"))
+	// sftp in batch mode.
+	batch := b.e.WriteFile("batch", fmt.Sprintf("put %s %s/sftp.bin\nget %s/sftp.bin %s\n", src, remote, remote, b.e.Path("sftp-back.bin")), 0o600)
+	b.e.MustRun("sftp", "-F", b.sshConfig, "-P", port, "-b", batch, target)
+	// rsync over ssh.
+	rsh := fmt.Sprintf("ssh -F %s -p %s", b.sshConfig, port)
+	b.e.MustRun("rsync", "-e", rsh, src, target+":"+remote+"/rsync.bin")
+	b.e.MustRun("rsync", "-e", rsh, target+":"+remote+"/rsync.bin", b.e.Path("rsync-back.bin"))
+
+	for _, f := range []string{remote + "/scp.bin", b.e.Path("scp-back.bin"), remote + "/sftp.bin", b.e.Path("sftp-back.bin"), remote + "/rsync.bin", b.e.Path("rsync-back.bin")} {
+		if got := mustRead(t, f); !bytes.Equal(got, data) {
+			t.Fatalf("%s differs from what was sent (%d bytes, want %d)", f, len(got), len(data))
+		}
+	}
+	sub := 0
+	for _, e := range b.journal() {
+		if e.Kind == "subsystem" && e.Command == "sftp" && e.Status == "COMPLETED" {
+			sub++
+		}
+	}
+	if sub < 3 {
+		t.Fatalf("the sftp subsystem sessions were not journaled (%d)", sub)
+	}
+}
+
+func TestBastionChangedHostKeyRefused(t *testing.T) {
+	need(t, "ssh", "sshd")
+	// known_hosts names the server with another key.
+	b := newBastionWorld(t, "")
+	other := startSSHD(t, "")
+	bad := b.e.WriteFile("bad_known_hosts", fmt.Sprintf("[127.0.0.1]:%d %s\n", b.sshd.Port, other.HostKey), 0o600)
+	b.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\"]\n", bad))
+	b.agent.Stop()
+	b.agent = b.e.StartAgent()
+	b.e.MustRun("postern", "unlock", "--passphrase-file", b.pass)
+	r := b.ssh("echo should-not-run")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "changed") || strings.Contains(r.Stdout, "should-not-run") {
+		t.Fatalf("a changed host key was accepted: %s", r)
+	}
+	if e := b.entryFor("echo should-not-run"); e.End == nil || e.End.Outcome != "failed_to_start" || e.Status != "RETRY_SAFE previous_action_not_started" {
+		t.Fatalf("journal: %+v", e)
+	}
+}
+
+// cutter is a small TCP relay between the bastion and sshd that the test
+// can cut, as a lost network would.
+type cutter struct {
+	l     net.Listener
+	to    string
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newCutter(t *testing.T, to string) *cutter {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cutter{l: l, to: to}
+	t.Cleanup(func() { l.Close(); c.cut() })
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", to)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			c.mu.Lock()
+			c.conns = append(c.conns, in, out)
+			c.mu.Unlock()
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return c
+}
+
+func (c *cutter) port() int { return c.l.Addr().(*net.TCPAddr).Port }
+
+// cut drops every connection made so far.
+func (c *cutter) cut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, x := range c.conns {
+		x.Close()
+	}
+	c.conns = nil
+}
+
+func TestBastionUpstreamLostIsUnknownAndResolvedByMarkers(t *testing.T) {
+	b := newBastionWorld(t, "")
+	relay := newCutter(t, fmt.Sprintf("127.0.0.1:%d", b.sshd.Port))
+	kh := b.e.WriteFile("relay_known_hosts", fmt.Sprintf("[127.0.0.1]:%d %s\n", relay.port(), b.sshd.HostKey), 0o600)
+	b.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\"]\nmarkers = [\"127.0.0.1\"]\n", kh))
+	b.agent.Stop()
+	b.agent = b.e.StartAgent()
+	b.e.MustRun("postern", "unlock", "--passphrase-file", b.pass)
+
+	done := filepath.Join(b.sshd.Dir, "done")
+	command := "sleep 2; echo finished > " + done
+	res := make(chan Result, 1)
+	go func() { res <- b.e.Run("ssh", b.sshArgs(relay.port(), command)...) }()
+	time.Sleep(800 * time.Millisecond)
+	relay.cut()
+	r := <-res
+	if r.Code != 255 || !strings.Contains(r.Stderr, "UNKNOWN") {
+		t.Fatalf("client after the cut: %s", r)
+	}
+	e := b.entryFor(command)
+	if e.Status != "STATUS_UNKNOWN inspect_activity_journal" || e.Unknown == nil || e.Unknown.Reason != "upstream_lost" {
+		t.Fatalf("journal after the cut: %+v", e)
+	}
+	// Without a pty, a quiet command survives the lost connection.
+	waitFor(t, func() bool { _, err := os.Stat(done); return err == nil })
+	time.Sleep(200 * time.Millisecond)
+	// An identical retry asks a person, showing the earlier attempt; denied,
+	// it is refused.
+	b.denyRetry(e.ID, b.sshArgs(relay.port(), command))
+	os.Remove(done)
+	// resolve reads the remote markers over a fresh connection.
+	out := b.e.MustRun("postern", "journal", "resolve", e.ID).Stdout
+	if !strings.Contains(out, "COMPLETED") || !strings.Contains(out, "resolved  ran by probe (status 0)") {
+		t.Fatalf("resolve:\n%s", out)
+	}
+	if _, err := os.Stat(done); err == nil {
+		t.Fatal("resolving ran the command again")
+	}
+}
+
+// denyRetry runs an identical retry of entry id, checks that it waits on a
+// card showing the earlier attempt, denies it, and checks the refusal.
+func (b *bastionWorld) denyRetry(id string, args []string) {
+	t := b.e.t
+	t.Helper()
+	res := make(chan Result, 1)
+	go func() { res <- b.e.Run("ssh", args...) }()
+	c := b.e.WaitCard()
+	if c.Reason != "retry_of_unknown" || c.Mode != "per-call" || !strings.Contains(c.Changed, id) {
+		t.Fatalf("retry card: %+v", c)
+	}
+	b.e.MustRun("postern", "deny", c.ID)
+	r := <-res
+	if r.Code != 254 || !strings.Contains(r.Stderr, id) {
+		t.Fatalf("denied retry: %s", r)
+	}
+}
+
+func TestBastionClientKilledRecordsRealExit(t *testing.T) {
+	b := newBastionWorld(t, "")
+	command := "sleep 1; echo late; exit 4"
+	cmd := b.e.Command("ssh", b.sshArgs(b.sshd.Port, command)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	cmd.Process.Kill()
+	cmd.Wait()
+	waitFor(t, func() bool {
+		for _, e := range b.journal() {
+			if e.Command == command && e.End != nil {
+				return true
+			}
+		}
+		return false
+	})
+	e := b.entryFor(command)
+	if e.End.Outcome != "exited" || e.End.ExitStatus != 4 || !e.End.ClientGone {
+		t.Fatalf("journal after the client died: %+v", e.End)
+	}
+}
+
+func TestBastionKilledMidCommandIsUnknownAndNotRetried(t *testing.T) {
+	b := newBastionWorld(t, "")
+	counter := filepath.Join(b.sshd.Dir, "runs")
+	command := "echo run >> " + counter + "; sleep 3"
+	cmd := b.e.Command("ssh", b.sshArgs(b.sshd.Port, command)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { _, err := os.Stat(counter); return err == nil })
+	b.agent.Kill()
+	cmd.Wait()
+	b.agent = b.e.StartAgent()
+	b.e.MustRun("postern", "unlock", "--passphrase-file", b.pass)
+	e := b.entryFor(command)
+	if e.Status != "STATUS_UNKNOWN inspect_activity_journal" || e.Unknown == nil || e.Unknown.Reason != "bastion_restarted" {
+		t.Fatalf("journal after kill -9: %+v", e)
+	}
+	// An Ansible-style retry loop (retry while ssh exits 255) never runs
+	// the command a second time.
+	for i := 0; i < 3; i++ {
+		b.denyRetry(e.ID, b.sshArgs(b.sshd.Port, command))
+	}
+	if n := strings.Count(string(mustRead(t, counter)), "run"); n != 1 {
+		t.Fatalf("the command ran %d times", n)
+	}
+	// Resolved by hand, the command may run again.
+	b.e.MustRun("postern", "journal", "resolve", e.ID, "--ran", "0", "--evidence", "checked the host")
+	if r := b.ssh(command); r.Code != 0 {
+		t.Fatalf("after resolving: %s", r)
+	}
+}
+
+// An interactive shell with a terminal, driven through tmux: terminal
+// size and its changes reach the remote shell, and the exit status
+// comes back.
+func TestBastionInteractiveShell(t *testing.T) {
+	need(t, "tmux")
+	b := newBastionWorld(t, "")
+	server := "postern-pty-" + filepath.Base(b.e.Dir)
+	tmux := func(args ...string) Result {
+		return b.e.Run("tmux", append([]string{"-L", server, "-f", "/dev/null"}, args...)...)
+	}
+	sshLine := "ssh -t " + strings.Join(b.sshArgs(b.sshd.Port), " ")
+	env := "env -i " + strings.Join(b.e.Environ(), " ") + " TERM=xterm PS1='remote$ '"
+	if r := tmux("new-session", "-d", "-x", "120", "-y", "40", env+" "+sshLine+"; echo ssh-exit-$?; sleep 30"); r.Code != 0 {
+		t.Fatalf("tmux: %s", r)
+	}
+	defer tmux("kill-server")
+	screen := func() string { return tmux("capture-pane", "-p", "-J").Stdout }
+	tmux("send-keys", "stty size; echo ok-$((40+2))", "Enter")
+	waitFor(t, func() bool { return strings.Contains(screen(), "ok-42") })
+	if s := screen(); !strings.Contains(s, "40 120") {
+		t.Fatalf("remote terminal size:\n%s", s)
+	}
+	tmux("resize-window", "-x", "100", "-y", "30")
+	time.Sleep(300 * time.Millisecond)
+	tmux("send-keys", "stty size; echo ok-$((50+2))", "Enter")
+	waitFor(t, func() bool { return strings.Contains(screen(), "ok-52") })
+	if s := screen(); !strings.Contains(s, "30 100") {
+		t.Fatalf("window change not relayed:\n%s", s)
+	}
+	tmux("send-keys", "exit 3", "Enter")
+	waitFor(t, func() bool { return strings.Contains(screen(), "ssh-exit-3") })
+	found := false
+	for _, e := range b.journal() {
+		if e.Kind == "shell" && e.End != nil && e.End.ExitStatus == 3 {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("the shell session was not journaled with its status: %+v", b.journal())
+	}
+}
+
+// exit-signal is relayed verbatim (OpenSSH's client ignores it; Go's and
+// Python's clients read it): a Go client through the bastion's socket sees
+// the signal, and the bastion's host certificate for the name it asked for.
+func TestBastionRelaysExitSignal(t *testing.T) {
+	b := newBastionWorld(t, "")
+	ca, _, _, _, err := ssh.ParseAuthorizedKey([]byte(strings.TrimPrefix(string(mustRead(t, b.e.Path("state", "postern", "bastion_known_hosts"))), "@cert-authority * ")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := bastion.Target{User: b.sshd.User, Host: "127.0.0.1", Port: b.sshd.Port}
+	c, err := bastion.Connect(b.e.Path("run", "postern", "bastion.sock"), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker := &ssh.CertChecker{IsHostAuthority: func(auth ssh.PublicKey, _ string) bool { return bytes.Equal(auth.Marshal(), ca.Marshal()) }}
+	conn, chans, reqs, err := ssh.NewClientConn(c, "127.0.0.1:22", &ssh.ClientConfig{User: target.User, HostKeyCallback: checker.CheckHostKey})
+	if err != nil {
+		t.Fatalf("handshake with the bastion (certificate for 127.0.0.1): %v", err)
+	}
+	client := ssh.NewClient(conn, chans, reqs)
+	defer client.Close()
+	s, err := client.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Run("kill -USR1 $$")
+	var ee *ssh.ExitError
+	if !errors.As(err, &ee) || ee.Signal() != "USR1" {
+		t.Fatalf("exit of a signaled command: %v", err)
+	}
+	s2, _ := client.NewSession()
+	if err := s2.Run("exit 0"); err != nil {
+		t.Fatalf("a second command on the same connection: %v", err)
+	}
+}
+
+// Fifty commands at once through the bastion: every one journaled with
+// its own status.
+func TestBastionConcurrent50(t *testing.T) {
+	b := newBastionWorld(t, "")
+	var wg sync.WaitGroup
+	codes := make([]int, 50)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = b.ssh(fmt.Sprintf("exit %d", i%7)).Code
+		}()
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != i%7 {
+			t.Fatalf("command %d exited %d", i, c)
+		}
+	}
+	n := 0
+	for _, e := range b.journal() {
+		if strings.HasPrefix(e.Command, "exit ") && e.Status == "COMPLETED" && e.End.Outcome == "exited" {
+			n++
+		}
+	}
+	if n != 50 {
+		t.Fatalf("%d of 50 commands journaled as completed", n)
+	}
+}

@@ -1,0 +1,39 @@
+package e2e
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestKeychainUnlock needs a Secret Service: "make keychain" runs it under
+// dbus-run-session with a throwaway gnome-keyring (and fails if it skips).
+func TestKeychainUnlock(t *testing.T) {
+	bus := os.Getenv("DBUS_SESSION_BUS_ADDRESS")
+	if bus == "" {
+		t.Skip("no session bus: run through make keychain")
+	}
+	e := newEnv(t)
+	e.Setenv("DBUS_SESSION_BUS_ADDRESS", bus)
+	pass := e.WriteFile("pass", "keychain pass\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	k := e.Keygen("k", "ed25519", 0, "")
+	e.MustRun("postern", "vault", "add", "--passphrase-file", pass, k)
+	e.StartAgent()
+	if r := e.Run("postern", "unlock", "--keychain"); r.Code == 0 || !strings.Contains(r.Stderr, "--remember") {
+		t.Fatalf("keychain unlock before --remember: %s", r)
+	}
+	e.MustRun("postern", "unlock", "--remember", "--passphrase-file", pass)
+	e.MustRun("postern", "lock")
+	// No passphrase from now on.
+	os.Remove(pass)
+	e.MustRun("postern", "unlock", "--keychain")
+	if st := status(t, e); st.Vault.State != "unlocked" || st.Counts.Keys != 1 {
+		t.Fatalf("after a keychain unlock: %+v", st)
+	}
+	e.MustRun("postern", "lock")
+	e.MustRun("postern", "unlock", "--forget")
+	if r := e.Run("postern", "unlock", "--keychain"); r.Code == 0 {
+		t.Fatal("the key was still in the keychain after --forget")
+	}
+}

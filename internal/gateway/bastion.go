@@ -1,0 +1,125 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/bastion"
+	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/internal/atomicfile"
+	"github.com/postern/postern/internal/config"
+	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/safesocket"
+	"github.com/postern/postern/internal/xdg"
+	"github.com/postern/postern/sshagent"
+)
+
+// keySource lends the keyring to the bastion: its usable keys, and
+// signatures with them (the bastion asks the approval engine first).
+type keySource struct{ keys *sshagent.Keyring }
+
+func (k keySource) Keys() ([]bastion.Key, error) {
+	ids, err := k.keys.Identities()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bastion.Key, 0, len(ids))
+	for _, id := range ids {
+		if len(id.Dest) > 0 {
+			continue // restricted by ssh-add -h to hops ssh itself binds
+		}
+		out = append(out, bastion.Key{Public: id.Key, Info: approvals.Key{
+			Fingerprint: id.Fingerprint(), Comment: id.Comment, Type: id.Key.Type(), Confirm: id.Confirm,
+		}})
+	}
+	return out, nil
+}
+
+func (k keySource) Sign(key ssh.PublicKey, data []byte, algo string) (*ssh.Signature, error) {
+	id, err := k.keys.Lookup(key)
+	if err != nil {
+		return nil, err
+	}
+	var flags agent.SignatureFlags
+	switch {
+	case strings.Contains(algo, "rsa-sha2-256"):
+		flags = agent.SignatureFlagRsaSha256
+	case strings.Contains(algo, "rsa-sha2-512"):
+		flags = agent.SignatureFlagRsaSha512
+	}
+	return k.keys.Sign(id, data, flags)
+}
+
+// bastionSocketPath is [bastion] socket, else
+// $XDG_RUNTIME_DIR/postern/bastion.sock, else beside the agent socket.
+func bastionSocketPath(cfg config.Bastion, agentSock string) string {
+	if cfg.Socket != "" {
+		return cfg.Socket
+	}
+	if dir, err := xdg.RuntimeDir(); err == nil {
+		return filepath.Join(dir, "bastion.sock")
+	}
+	return agentSock + ".bastion"
+}
+
+// expandHome turns "~/x" into a path under $HOME.
+func expandHome(files []string) []string {
+	home, _ := os.UserHomeDir()
+	out := make([]string, len(files))
+	for i, f := range files {
+		if rest, ok := strings.CutPrefix(f, "~/"); ok && home != "" {
+			f = filepath.Join(home, rest)
+		}
+		out[i] = f
+	}
+	return out
+}
+
+// startBastion opens the command journal and serves the bastion's socket
+// when the configuration enables it.
+func (g *Gateway) startBastion(ctx context.Context, serve func(func() error)) error {
+	cfg := g.config.Bastion
+	if !cfg.Enabled {
+		return nil
+	}
+	id, err := bastion.LoadIdentity(g.stateDir)
+	if err != nil {
+		return fmt.Errorf("bastion keys: %w", err)
+	}
+	if err := atomicfile.Write(filepath.Join(g.stateDir, bastion.KnownHostsFile), []byte(id.KnownHostsLine()), 0o600); err != nil {
+		return fmt.Errorf("bastion known_hosts: %w", err)
+	}
+	j, err := journal.Open(filepath.Join(g.stateDir, "journal.db"), g.bootID)
+	if err != nil {
+		return fmt.Errorf("command journal: %w", err)
+	}
+	g.journal = j
+	known := cfg.KnownHosts
+	if len(known) == 0 {
+		known = g.config.KnownHosts
+	}
+	g.bastion = bastion.New(bastion.Config{
+		Identity: id, Keys: keySource{g.keys}, Decider: g.engine, Journal: j, Audit: g.engine,
+		Procs: g.procs, Log: g.log, BootID: g.bootID, KnownHosts: expandHome(known), Markers: cfg.Markers,
+	})
+	path := bastionSocketPath(cfg, g.opts.Socket)
+	l, err := safesocket.Listen(path)
+	if err != nil {
+		return fmt.Errorf("bastion socket: %w", err)
+	}
+	if err := procid.PassCredentials(l); err != nil {
+		l.Close()
+		return err
+	}
+	g.bastionL = l
+	serve(func() error { return g.bastion.Serve(ctx, l) })
+	g.log.Info("bastion listening", "socket", path)
+	return nil
+}
