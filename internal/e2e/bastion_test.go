@@ -67,8 +67,9 @@ type entryJSON struct {
 	Target  struct {
 		HostKey string `json:"host_key"`
 	} `json:"target"`
-	RetryOf string `json:"retry_of"`
-	End     *struct {
+	RetryOf    string `json:"retry_of"`
+	Dispatched string `json:"dispatched"`
+	End        *struct {
 		Outcome    string `json:"outcome"`
 		ExitStatus int    `json:"exit_status"`
 		Signal     string `json:"signal"`
@@ -256,7 +257,7 @@ func TestBastionUpstreamLostIsUnknownAndResolvedByMarkers(t *testing.T) {
 	command := "sleep 2; echo finished > " + done
 	res := make(chan Result, 1)
 	go func() { res <- b.e.Run("ssh", b.sshArgs(relay.port(), command)...) }()
-	time.Sleep(800 * time.Millisecond)
+	b.waitRunning(command)
 	relay.cut()
 	r := <-res
 	if r.Code != 255 || !strings.Contains(r.Stderr, "UNKNOWN") {
@@ -281,6 +282,19 @@ func TestBastionUpstreamLostIsUnknownAndResolvedByMarkers(t *testing.T) {
 	if _, err := os.Stat(done); err == nil {
 		t.Fatal("resolving ran the command again")
 	}
+}
+
+// waitRunning waits until the journal shows command dispatched and running.
+func (b *bastionWorld) waitRunning(command string) {
+	b.e.t.Helper()
+	waitFor(b.e.t, func() bool {
+		for _, e := range b.journal() {
+			if e.Command == command && e.Status == "RUNNING" && e.Dispatched != "" && !strings.HasPrefix(e.Dispatched, "0001") {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // denyRetry runs an identical retry of entry id, checks that it waits on a
@@ -308,7 +322,7 @@ func TestBastionClientKilledRecordsRealExit(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(400 * time.Millisecond)
+	b.waitRunning(command)
 	cmd.Process.Kill()
 	cmd.Wait()
 	waitFor(t, func() bool {

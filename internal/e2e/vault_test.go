@@ -145,11 +145,11 @@ func TestCorruptVaultNeverOverwritten(t *testing.T) {
 
 func waitFor(t testing.TB, cond func() bool) {
 	t.Helper()
-	for i := 0; i < 300; i++ {
+	for i := 0; i < 1500; i++ {
 		if cond() {
 			return
 		}
 		sleep10ms()
 	}
-	t.Fatal("condition not reached in 3s")
+	t.Fatal("condition not reached in 15s")
 }
