@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 
+	"filippo.io/edwards25519"
+	"golang.org/x/crypto/blake2b"
 	"golang.org/x/crypto/curve25519"
 	"golang.org/x/crypto/nacl/box"
 )
@@ -37,7 +39,7 @@ func sealEntry(logID [16]byte, seq uint64, js []byte, recipient *[32]byte) ([]by
 	binary.BigEndian.PutUint64(pt[16:24], seq)
 	binary.BigEndian.PutUint32(pt[24:28], uint32(len(js)))
 	copy(pt[28:], js)
-	ct, err := box.SealAnonymous(make([]byte, 0, n+sealOverhead), pt, recipient, rand.Reader)
+	ct, err := sealAnonymous(make([]byte, 0, n+sealOverhead), pt, recipient)
 	clear(pt)
 	if err != nil {
 		return nil, fmt.Errorf("seal event: %w", err)
@@ -91,4 +93,33 @@ func (o *opener) open(logID [16]byte, seq uint64, ct []byte) ([]byte, error) {
 
 func allZero(b []byte) bool {
 	return len(bytes.TrimLeft(b, "\x00")) == 0
+}
+
+// sealAnonymous is box.SealAnonymous, with its ephemeral public key
+// computed by a fixed-base multiplication on the Edwards form of the
+// curve: several times faster than the Montgomery ladder, and the same
+// u-coordinate. The output is the same format (ephemeral public key, then
+// the box), opened by box.OpenAnonymous.
+func sealAnonymous(out, msg []byte, recipient *[32]byte) ([]byte, error) {
+	var priv [32]byte
+	if _, err := rand.Read(priv[:]); err != nil {
+		return nil, err
+	}
+	defer clear(priv[:])
+	sc, err := edwards25519.NewScalar().SetBytesWithClamping(priv[:])
+	if err != nil {
+		return nil, err
+	}
+	var epk [32]byte
+	copy(epk[:], new(edwards25519.Point).ScalarBaseMult(sc).BytesMontgomery())
+	var nonce [24]byte
+	h, err := blake2b.New(24, nil)
+	if err != nil {
+		return nil, err
+	}
+	h.Write(epk[:])
+	h.Write(recipient[:])
+	h.Sum(nonce[:0])
+	out = append(out, epk[:]...)
+	return box.Seal(out, msg, &nonce, recipient, &priv), nil
 }

@@ -2,12 +2,15 @@ package audit
 
 import (
 	"bytes"
+	"crypto/rand"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"filippo.io/edwards25519"
 	"golang.org/x/crypto/curve25519"
+	"golang.org/x/crypto/nacl/box"
 )
 
 func TestNewSetup(t *testing.T) {
@@ -80,5 +83,36 @@ func TestParseKeys(t *testing.T) {
 	}
 	if _, err := ParseRecipient(FormatPK0(make([]byte, 32))); err == nil {
 		t.Error("a pin parsed as a recipient")
+	}
+}
+
+// sealAnonymous must be box.SealAnonymous: the same ephemeral public key
+// for a given private scalar, and boxes box.OpenAnonymous opens.
+func TestSealAnonymousIsNaClCompatible(t *testing.T) {
+	pub, priv, err := box.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		msg := make([]byte, i*37)
+		rand.Read(msg)
+		ct, err := sealAnonymous(nil, msg, pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := box.OpenAnonymous(nil, ct, pub, priv)
+		if !ok || !bytes.Equal(got, msg) {
+			t.Fatalf("message %d did not open", i)
+		}
+	}
+	// The Edwards fixed-base multiplication gives X25519's public key.
+	for i := 0; i < 50; i++ {
+		var k [32]byte
+		rand.Read(k[:])
+		want, _ := curve25519.X25519(k[:], curve25519.Basepoint)
+		sc, _ := edwards25519.NewScalar().SetBytesWithClamping(k[:])
+		if got := new(edwards25519.Point).ScalarBaseMult(sc).BytesMontgomery(); !bytes.Equal(got, want) {
+			t.Fatalf("public keys differ for scalar %x", k)
+		}
 	}
 }
