@@ -210,7 +210,10 @@ func (e *Engine) covering(r *Request, dest *DestView, epoch uint64, p *Policy) *
 	now := e.now()
 	for _, g := range cands {
 		switch {
-		case g.BootID != e.BootID || g.Epoch != epoch:
+		case g.BootID != e.BootID:
+			e.endGrant(g, ReasonGatewayRestarted)
+			continue
+		case g.Epoch != epoch:
 			e.endGrant(g, ReasonVaultChanged)
 			continue
 		case !g.Expires.IsZero() && !now.Before(g.Expires):

@@ -476,3 +476,41 @@ func TestGatewayRestartedIsExplained(t *testing.T) {
 		t.Fatalf("restored a dead run: %+v", rs)
 	}
 }
+
+// Each binding of a grant is checked on every request: a grant whose
+// run's launch nonce, boot id or vault epoch no longer match covers
+// nothing, even when everything else does.
+func TestGrantBindingsAreCheckedEachTime(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(w *world, g *Grant)
+		ended  string
+	}{
+		{"launch nonce", func(w *world, g *Grant) { g.Run.Nonce = randomHex(16) }, ""},
+		{"boot id", func(w *world, g *Grant) { g.BootID = "an-earlier-boot" }, ReasonGatewayRestarted},
+		{"vault epoch", func(w *world, g *Grant) { w.setVault(false, 8) }, ReasonVaultChanged},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			if d, _ := w.approve(13); !d.Allow {
+				t.Fatal(d)
+			}
+			w.e.mu.Lock()
+			var g *Grant
+			for _, x := range w.e.grants {
+				g = x
+			}
+			tc.change(w, g)
+			w.e.mu.Unlock()
+			ch := w.decide(w.req(13))
+			c := w.card()
+			w.answer(c.ID, "deny", 30)
+			if d := got(t, ch); d.Allow {
+				t.Fatalf("a grant with a changed %s covered the request", tc.name)
+			}
+			if tc.ended != "" && g.ended != tc.ended {
+				t.Fatalf("grant ended with %q, want %q", g.ended, tc.ended)
+			}
+		})
+	}
+}

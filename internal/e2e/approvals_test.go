@@ -374,3 +374,51 @@ func TestRevokeEndsGrants(t *testing.T) {
 		t.Fatal("revoking an unknown grant succeeded")
 	}
 }
+
+// Invariant 4: nothing a client presents restores a grant. A process
+// outside an approved run that presents the run's id (POSTERN_RUN) or
+// points at the run's own socket gets nothing.
+func TestClientClaimsRestoreNothing(t *testing.T) {
+	w := newApprovalWorld(t, "")
+	a := w.e.StartRun("coder")
+	job := a.Start(sshCmd(w.sshd))
+	w.approve(w.e.WaitCard().ID, "--session")
+	mustSucceed(t, "approved run", job.Wait())
+	var sess struct {
+		Runs []struct {
+			ID     string `json:"id"`
+			Socket string `json:"socket"`
+		} `json:"runs"`
+	}
+	json.Unmarshal([]byte(w.e.MustRun("postern", "sessions", "--json").Stdout), &sess)
+	if len(sess.Runs) != 1 || sess.Runs[0].Socket == "" {
+		t.Fatalf("sessions: %+v", sess)
+	}
+	before := w.accepted()
+	// The run's socket, from outside the run: refused at connect.
+	cmd := w.e.Command("ssh", w.sshd.SSHArgs(w.sshd.Target(), "true")...)
+	cmd.Env = append(cmd.Env, "SSH_AUTH_SOCK="+sess.Runs[0].Socket)
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Fatalf("an outsider used the run's socket: %s", out)
+	}
+	w.agent.WaitLog(t, "not the run's process or a live descendant")
+	// The main socket with the run's id in the environment: a card, as for
+	// anyone unknown.
+	res := make(chan Result, 1)
+	go func() {
+		cmd := w.e.Command("ssh", w.sshd.SSHArgs(w.sshd.Target(), "true")...)
+		cmd.Env = append(cmd.Env, "POSTERN_RUN="+sess.Runs[0].ID)
+		res <- w.e.finish(cmd, "")
+	}()
+	c := w.e.WaitCard()
+	if c.Reason != "new" {
+		t.Fatalf("card for a process claiming the run: %+v", c)
+	}
+	w.e.MustRun("postern", "deny", c.ID)
+	if r := <-res; r.Code == 0 {
+		t.Fatal("a claimed run id signed")
+	}
+	if w.accepted() != before {
+		t.Fatal("an outsider logged in")
+	}
+}
