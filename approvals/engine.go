@@ -116,7 +116,7 @@ func (e *Engine) conclude(r *Request, d Decision) Decision {
 			ev.Card = d.Card
 		}
 		if ev.Run == "" {
-			ev.Run = d.run
+			ev.Run = d.Run
 		}
 		e.record(ev)
 		return d
@@ -128,7 +128,7 @@ func (e *Engine) conclude(r *Request, d Decision) Decision {
 	ev := requestEvent(typ, r, d)
 	ev.Card = d.Card
 	if ev.Run == "" {
-		ev.Run = d.run
+		ev.Run = d.Run
 	}
 	if err := e.record(ev); err != nil {
 		return Decision{Mode: d.Mode, Reason: "audit_failed"}
@@ -186,7 +186,7 @@ func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 		return allow(mode, "policy_none")
 	case ModeSession:
 		if g := e.covering(r, dest, epoch, p); g != nil {
-			return Decision{Allow: true, Mode: mode, Reason: "session", Grant: g.ID, run: g.Run.ID}
+			return Decision{Allow: true, Mode: mode, Reason: "session", Grant: g.ID, Run: g.Run.ID}
 		}
 	}
 	if argv == nil {
@@ -337,8 +337,8 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode Mode, chain procid.Ch
 func (e *Engine) wait(ctx context.Context, c *Card, mode Mode, p *Policy) Decision {
 	d := e.waitAnswer(ctx, c, mode, p)
 	d.Card, d.CardReason = c.View.ID, c.View.Reason
-	if d.run == "" {
-		d.run = c.View.Run.ID
+	if d.Run == "" {
+		d.Run = c.View.Run.ID
 	}
 	return d
 }
@@ -378,7 +378,7 @@ func (e *Engine) waitAnswer(ctx context.Context, c *Card, mode Mode, p *Policy) 
 	}
 	if a.Decision == "session" && mode == ModeSession {
 		d := allow(mode, "approved_session")
-		d.Grant, d.run = a.grant, a.run
+		d.Grant, d.Run = a.grant, a.run
 		return d
 	}
 	return allow(mode, "approved_once")

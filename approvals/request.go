@@ -122,7 +122,9 @@ type Decision struct {
 	Card       string
 	CardReason string
 
-	run string // the run the decision is about, for the audit log
+	// Run is the run the decision is about, when it is one: the run a
+	// grant covered, or the subject a card was shown for.
+	Run string
 }
 
 // A Decider decides requests. The agent protocol and the bastion ask one

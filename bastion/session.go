@@ -129,6 +129,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 		e.Target.HostKey = gossh.FingerprintSHA256(up.hostKey)
 	}
 	if d != nil {
+		e.Run = d.Run
 		e.Approval = d.Reason
 		if d.Grant != "" {
 			e.Approval += " " + d.Grant

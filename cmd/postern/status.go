@@ -35,9 +35,12 @@ func cmdStatus(args []string, out, errw io.Writer) error {
 	if st.Config.Error != "" {
 		fmt.Fprintf(out, "          last reload failed, previous policy in force: %s\n", st.Config.Error)
 	}
-	if st.Audit.Enabled {
+	switch {
+	case st.Audit.Enabled:
 		fmt.Fprintf(out, "audit     %s (%d records)\n", st.Audit.Path, st.Audit.Records)
-	} else {
+	case st.Audit.SetUp:
+		fmt.Fprintln(out, "audit     set up after this gateway started: restart it to start the log")
+	default:
 		fmt.Fprintln(out, "audit     off (postern vault init sets up the audit log)")
 	}
 	fmt.Fprintf(out, "counts    %d keys, %d runs, %d grants, %d pending cards\n", st.Counts.Keys, st.Counts.Runs, st.Counts.Grants, st.Counts.Cards)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
 
 	"github.com/postern/postern/internal/control"
@@ -30,7 +31,10 @@ type Status struct {
 
 // AuditStatus describes the audit log.
 type AuditStatus struct {
-	Enabled bool   `json:"enabled"`
+	Enabled bool `json:"enabled"`
+	// SetUp is true when the log is set up but this gateway started before
+	// it was: it writes no log until it restarts.
+	SetUp   bool   `json:"set_up_after_start,omitempty"`
 	Path    string `json:"path,omitempty"`
 	LogID   string `json:"log_id,omitempty"`
 	Records uint64 `json:"records,omitempty"`
@@ -315,6 +319,8 @@ func (g *Gateway) Status() Status {
 	st.Counts.Runs, st.Counts.Grants, st.Counts.Cards = g.engine.Counts()
 	if g.audit != nil {
 		st.Audit = AuditStatus{Enabled: true, Path: g.audit.Path(), LogID: g.audit.LogID(), Records: g.audit.Head().Seq + 1}
+	} else if _, err := audit.LoadSetup(g.stateDir); err == nil {
+		st.Audit.SetUp = true
 	}
 	if g.configErr != nil {
 		st.Config.Error = g.configErr.Error()
