@@ -50,6 +50,11 @@ func TestMain(m *testing.M) {
 func need(t testing.TB, progs ...string) {
 	t.Helper()
 	for _, p := range progs {
+		if p == "sshd" {
+			if _, err := os.Stat("/usr/sbin/sshd"); err == nil {
+				continue // outside many users' PATH
+			}
+		}
 		if _, err := exec.LookPath(p); err != nil {
 			if os.Getenv("CI") != "" {
 				t.Fatalf("%s is not installed; .ci/run must install it", p)

@@ -30,8 +30,8 @@ type SSHD struct {
 // HostKeyAlias so that tests can give the verified host a name.
 func startSSHD(t testing.TB, authorized string, aliases ...string) *SSHD {
 	t.Helper()
-	need(t, "sshd", "ssh", "ssh-keygen")
-	sshd, _ := exec.LookPath("sshd")
+	need(t, "ssh", "ssh-keygen")
+	sshd := sshdPath(t)
 	if os.Geteuid() == 0 {
 		// sshd running as root wants its privilege separation directory.
 		os.MkdirAll("/run/sshd", 0o755)
@@ -91,6 +91,18 @@ Subsystem sftp %s
 	b, _ := os.ReadFile(filepath.Join(dir, "sshd.log"))
 	t.Fatalf("sshd did not start:\n%s", b)
 	return nil
+}
+
+// sshdPath finds sshd, which lives in /usr/sbin, outside many users' PATH.
+func sshdPath(t testing.TB) string {
+	if p, err := exec.LookPath("sshd"); err == nil {
+		return p
+	}
+	if _, err := os.Stat("/usr/sbin/sshd"); err == nil {
+		return "/usr/sbin/sshd"
+	}
+	need(t, "sshd")
+	return ""
 }
 
 // Log returns what sshd logged.
