@@ -54,11 +54,15 @@ man:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./internal/e2e/ ./approvals/ ./sshagent/ ./audit/
 
+UNITDIR ?= $(PREFIX)/lib/systemd/user
+
 install: build
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(UNITDIR)
 	install -m 0755 bin/postern $(DESTDIR)$(BINDIR)/postern
 	install -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/
+	sed 's|/usr/local/bin/postern|$(BINDIR)/postern|' contrib/systemd/user/postern.service > $(DESTDIR)$(UNITDIR)/postern.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/postern.service
 
 clean:
 	rm -rf bin
