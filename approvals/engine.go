@@ -408,7 +408,7 @@ func (e *Engine) subjects(r *Request, chain procid.Chain, p *Policy) ([]*Run, in
 		e.mu.Lock()
 		run := e.runs[r.Channel.Run]
 		e.mu.Unlock()
-		if run == nil || run.ended != "" {
+		if run == nil || run.Ended() != "" {
 			return nil, 0, fmt.Errorf("run %s has ended", r.Channel.Run)
 		}
 		return []*Run{run}, 0, nil
@@ -586,11 +586,12 @@ func (e *Engine) addRun(run *Run) {
 func (e *Engine) EndRun(id, reason string) {
 	e.mu.Lock()
 	run := e.runs[id]
-	if run == nil || run.ended != "" {
+	if run == nil || run.Ended() != "" {
 		e.mu.Unlock()
 		return
 	}
-	run.ended, run.endedAt = reason, e.now()
+	run.ended.Store(&reason)
+	run.endedAt = e.now()
 	delete(e.runs, id)
 	ended := 0
 	for gid, g := range e.grants {

@@ -155,7 +155,7 @@ func (e *Engine) Stop() {
 		e.endGrantLocked(id, g, ReasonGatewayStopped)
 	}
 	for _, run := range e.runs {
-		if run.Launched && run.pin != nil && run.ended == "" {
+		if run.Launched && run.pin != nil && run.Ended() == "" {
 			p := pastOf(e.BootID, run, nil, ReasonGatewayStopped, now)
 			p.Socket = run.Socket
 			e.past = append(e.past, p)

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/postern/postern/internal/procid"
@@ -28,13 +29,18 @@ type Run struct {
 	PrevBoot string
 
 	pin     *procid.Peer
-	ended   string
+	ended   atomic.Pointer[string] // why the run ended; nil while it lives
 	endedAt time.Time
 	ready   chan struct{} // closed once the process is registered (launched runs)
 }
 
 // Ended returns why the run ended, or "".
-func (r *Run) Ended() string { return r.ended }
+func (r *Run) Ended() string {
+	if p := r.ended.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
 
 // randomHex returns n random bytes in hex.
 func randomHex(n int) string {
@@ -48,8 +54,8 @@ func newRunID() string { return "R" + randomHex(4) }
 // check verifies the run's process against live evidence: alive, same
 // start time, same executable. It returns the end reason when it fails.
 func (r *Run) check() (reason string, ok bool) {
-	if r.ended != "" {
-		return r.ended, false
+	if why := r.Ended(); why != "" {
+		return why, false
 	}
 	if r.pin == nil {
 		return "", false

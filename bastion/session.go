@@ -389,10 +389,12 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 	// The channel closed upstream: let the output drain, then decide what
 	// is known.
 	wg.Wait()
+	// The client closes its channel only after the status this relay has
+	// not sent yet: if it is closed already, the client went away.
 	gone := out.failed() || errOut.failed()
 	select {
 	case <-clientGone:
-		gone = gone || ex.kind == ""
+		gone = true
 	default:
 	}
 	end := journal.End{
@@ -406,8 +408,8 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 		end.Outcome, end.Signal, end.CoreDumped, end.ErrorMsg = journal.OutcomeSignaled, ex.signal.Signal, ex.signal.CoreDumped, ex.signal.Msg
 	case !up.alive(3 * time.Second):
 		detail := "the connection to the host ended before the command's exit status arrived"
-		if up.err != nil {
-			detail += ": " + up.err.Error()
+		if err := up.cause(); err != nil {
+			detail += ": " + err.Error()
 		}
 		if _, err := s.cfg.Journal.MarkUnknown(e.ID, journal.Unknown{Reason: journal.ReasonUpstreamLost, Detail: detail}); err != nil {
 			s.cfg.Log.Error("bastion: cannot journal an unknown outcome", "entry", e.ID, "err", err)

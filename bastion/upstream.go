@@ -141,6 +141,16 @@ func dialUpstream(t Target, knownHosts []string, onVerified func(ssh.PublicKey),
 	return ssh.NewClient(c, chans, reqs), verified, nil
 }
 
+// cause returns why the connection ended, once it has.
+func (u *upstream) cause() error {
+	select {
+	case <-u.dead:
+		return u.err
+	default:
+		return nil
+	}
+}
+
 // alive asks the upstream server for a reply: a dead connection fails at
 // once or within the timeout.
 func (u *upstream) alive(timeout time.Duration) bool {

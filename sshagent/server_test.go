@@ -43,6 +43,12 @@ func (d *decider) Decide(_ context.Context, r *approvals.Request) approvals.Deci
 	return approvals.Decision{Reason: "test_deny"}
 }
 
+func (d *decider) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.reqs)
+}
+
 func (d *decider) last() *approvals.Request {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -230,7 +236,7 @@ func TestLifetimeAndLock(t *testing.T) {
 	if _, err := ag.Sign(pub, []byte("x")); err == nil {
 		t.Fatal("locked agent signed")
 	}
-	if n := len(ts.dec.reqs); n != 0 {
+	if n := ts.dec.count(); n != 0 {
 		t.Fatalf("a locked agent asked the decider %d times", n)
 	}
 	ag.Unlock([]byte("pw"))

@@ -317,7 +317,7 @@ func (b *bastionWorld) denyRetry(id string, args []string) {
 
 func TestBastionClientKilledRecordsRealExit(t *testing.T) {
 	b := newBastionWorld(t, "")
-	command := "sleep 1; echo late; exit 4"
+	command := "sleep 3; echo late; exit 4"
 	cmd := b.e.Command("ssh", b.sshArgs(b.sshd.Port, command)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -34,7 +34,13 @@ func TestMain(m *testing.M) {
 	// Readable by everyone: one test runs the agent as another user.
 	os.Chmod(dir, 0o755)
 	posternBin = filepath.Join(dir, "postern")
-	build := exec.Command("go", "build", "-o", posternBin, "github.com/postern/postern/cmd/postern")
+	args := []string{"build", "-o", posternBin}
+	if os.Getenv("POSTERN_E2E_RACE") != "" {
+		// The race detector in the gateway itself: go test can only
+		// instrument the test binary.
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "github.com/postern/postern/cmd/postern")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building postern:", err)
@@ -235,7 +241,12 @@ func (e *Env) startAgentAt(sock string, extra ...string) *Agent {
 		e.t.Fatal(err)
 	}
 	go func() { a.cmd.Wait(); close(a.done) }()
-	e.t.Cleanup(a.Stop)
+	e.t.Cleanup(func() {
+		a.Stop()
+		if strings.Contains(a.Log(), "WARNING: DATA RACE") {
+			e.t.Errorf("the race detector found a data race in the gateway:\n%s", a.Log())
+		}
+	})
 	line := make(chan string, 1)
 	go func() {
 		r := bufio.NewReader(stdout)
