@@ -45,6 +45,19 @@ func attributes(id [16]byte) map[string]string {
 	return map[string]string{"application": application, "postern-vault": vaultHex(id)}
 }
 
+// withSession runs fn with the service and a new encrypted session,
+// holding mu, and closes the session afterwards.
+func withSession(fn func(*secretservice.SecretService, *secretservice.Session) error) error {
+	mu.Lock()
+	defer mu.Unlock()
+	s, sess, err := open()
+	if err != nil {
+		return err
+	}
+	defer s.CloseSession(sess)
+	return fn(s, sess)
+}
+
 // open returns the service and a new encrypted session; the caller holds
 // mu and closes the session.
 func open() (*secretservice.SecretService, *secretservice.Session, error) {
@@ -70,17 +83,12 @@ func open() (*secretservice.SecretService, *secretservice.Session, error) {
 // Available reports whether the Secret Service and its default collection
 // can be reached, or why not (wrapping ErrUnavailable).
 func Available() error {
-	mu.Lock()
-	defer mu.Unlock()
-	s, sess, err := open()
-	if err != nil {
-		return err
-	}
-	defer s.CloseSession(sess)
-	if _, err := s.SearchCollection(secretservice.DefaultCollection, map[string]string{"application": application}); err != nil {
-		return fmt.Errorf("%w: the Secret Service has no default collection: %v", ErrUnavailable, err)
-	}
-	return nil
+	return withSession(func(s *secretservice.SecretService, _ *secretservice.Session) error {
+		if _, err := s.SearchCollection(secretservice.DefaultCollection, map[string]string{"application": application}); err != nil {
+			return fmt.Errorf("%w: the Secret Service has no default collection: %v", ErrUnavailable, err)
+		}
+		return nil
+	})
 }
 
 // Store saves secret for the vault, replacing any previous entry. The
@@ -89,38 +97,68 @@ func Store(vaultID [16]byte, secret []byte) error {
 	if len(secret) == 0 {
 		return errEmptySecret
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	s, sess, err := open()
-	if err != nil {
-		return err
-	}
-	defer s.CloseSession(sess)
-	if err := s.Unlock([]dbus.ObjectPath{secretservice.DefaultCollection}); err != nil {
-		return fmt.Errorf("keychain: unlock the default collection: %w", err)
-	}
-	value, err := sess.NewSecret(append([]byte(nil), secret...))
-	if err != nil {
-		return fmt.Errorf("keychain: encrypt the secret for the session: %w", err)
-	}
-	props := secretservice.NewSecretProperties(label(vaultID), attributes(vaultID))
-	if _, err := s.CreateItem(secretservice.DefaultCollection, props, value, secretservice.ReplaceBehaviorReplace); err != nil {
-		return fmt.Errorf("keychain: store the vault key: %w", err)
-	}
-	return nil
+	return withSession(func(s *secretservice.SecretService, sess *secretservice.Session) error {
+		if err := s.Unlock([]dbus.ObjectPath{secretservice.DefaultCollection}); err != nil {
+			return fmt.Errorf("keychain: unlock the default collection: %w", err)
+		}
+		value, err := sess.NewSecret(append([]byte(nil), secret...))
+		if err != nil {
+			return fmt.Errorf("keychain: encrypt the secret for the session: %w", err)
+		}
+		props := secretservice.NewSecretProperties(label(vaultID), attributes(vaultID))
+		if _, err := s.CreateItem(secretservice.DefaultCollection, props, value, secretservice.ReplaceBehaviorReplace); err != nil {
+			return fmt.Errorf("keychain: store the vault key: %w", err)
+		}
+		return nil
+	})
 }
 
 // Load returns the secret stored for the vault, or ErrNotFound. An empty
 // answer is an error: the library returns one, without error, when it
 // cannot decrypt what the service sent.
 func Load(vaultID [16]byte) ([]byte, error) {
-	mu.Lock()
-	defer mu.Unlock()
-	s, sess, err := open()
+	var secret []byte
+	err := withSession(func(s *secretservice.SecretService, sess *secretservice.Session) error {
+		items, err := find(s, vaultID)
+		if err != nil {
+			return err
+		}
+		if err := s.Unlock(items[:1]); err != nil {
+			return fmt.Errorf("keychain: unlock the entry: %w", err)
+		}
+		secret, err = s.GetSecret(items[0], *sess)
+		if err != nil {
+			return fmt.Errorf("keychain: read the vault key: %w", err)
+		}
+		if len(secret) == 0 {
+			return fmt.Errorf("keychain: the entry for vault %s came back empty (damaged entry, or the session decryption failed); delete it and store the key again", vaultHex(vaultID))
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer s.CloseSession(sess)
+	return secret, nil
+}
+
+// Delete removes every entry for the vault, or returns ErrNotFound.
+func Delete(vaultID [16]byte) error {
+	return withSession(func(s *secretservice.SecretService, _ *secretservice.Session) error {
+		items, err := find(s, vaultID)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			if err := s.DeleteItem(it); err != nil {
+				return fmt.Errorf("keychain: delete the vault key: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// find returns the entries stored for the vault, or ErrNotFound.
+func find(s *secretservice.SecretService, vaultID [16]byte) ([]dbus.ObjectPath, error) {
 	items, err := s.SearchCollection(secretservice.DefaultCollection, attributes(vaultID))
 	if err != nil {
 		return nil, fmt.Errorf("keychain: search: %w", err)
@@ -128,39 +166,5 @@ func Load(vaultID [16]byte) ([]byte, error) {
 	if len(items) == 0 {
 		return nil, ErrNotFound
 	}
-	if err := s.Unlock(items[:1]); err != nil {
-		return nil, fmt.Errorf("keychain: unlock the entry: %w", err)
-	}
-	secret, err := s.GetSecret(items[0], *sess)
-	if err != nil {
-		return nil, fmt.Errorf("keychain: read the vault key: %w", err)
-	}
-	if len(secret) == 0 {
-		return nil, fmt.Errorf("keychain: the entry for vault %s came back empty (damaged entry, or the session decryption failed); delete it and store the key again", vaultHex(vaultID))
-	}
-	return secret, nil
-}
-
-// Delete removes every entry for the vault, or returns ErrNotFound.
-func Delete(vaultID [16]byte) error {
-	mu.Lock()
-	defer mu.Unlock()
-	s, sess, err := open()
-	if err != nil {
-		return err
-	}
-	defer s.CloseSession(sess)
-	items, err := s.SearchCollection(secretservice.DefaultCollection, attributes(vaultID))
-	if err != nil {
-		return fmt.Errorf("keychain: search: %w", err)
-	}
-	if len(items) == 0 {
-		return ErrNotFound
-	}
-	for _, it := range items {
-		if err := s.DeleteItem(it); err != nil {
-			return fmt.Errorf("keychain: delete the vault key: %w", err)
-		}
-	}
-	return nil
+	return items, nil
 }
