@@ -32,6 +32,17 @@ func TestKeychainUnlock(t *testing.T) {
 		t.Fatalf("after a keychain unlock: %+v", st)
 	}
 	e.MustRun("postern", "lock")
+	// A passphrase change replaces the data key: the kept one is refused
+	// with a hint, and the vault stays locked.
+	pass = e.WriteFile("pass", "keychain pass\n", 0o600)
+	newPass := e.WriteFile("new-pass", "another pass\n", 0o600)
+	e.MustRun("postern", "vault", "passwd", "--passphrase-file", pass, "--new-passphrase-file", newPass)
+	if r := e.Run("postern", "unlock", "--keychain"); r.Code == 0 || !strings.Contains(r.Stderr, "passphrase changed") {
+		t.Fatalf("keychain unlock with a stale key: %s", r)
+	}
+	if st := status(t, e); st.Vault.State != "locked" {
+		t.Fatalf("after a stale keychain key: %+v", st)
+	}
 	e.MustRun("postern", "unlock", "--forget")
 	if r := e.Run("postern", "unlock", "--keychain"); r.Code == 0 {
 		t.Fatal("the key was still in the keychain after --forget")
