@@ -90,6 +90,21 @@ func newTestVault(t testing.TB) (*Vault, string) {
 	return v, path
 }
 
+// saveAndReopen saves v and opens the file again with the test passphrase,
+// so the test sees what reached the disk.
+func saveAndReopen(t testing.TB, v *Vault, path string) *Vault {
+	t.Helper()
+	if err := v.Save(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open(path, testPass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Wipe)
+	return w
+}
+
 func mustRead(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)

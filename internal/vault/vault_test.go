@@ -37,15 +37,8 @@ func TestCreateOpenRoundTrip(t *testing.T) {
 	if err := v.SetSecret("empty", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := v.Save(); err != nil {
-		t.Fatal(err)
-	}
 
-	w, err := Open(path, testPass)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Wipe()
+	w := saveAndReopen(t, v, path)
 	if w.ID() != v.ID() {
 		t.Errorf("ID changed")
 	}
@@ -381,14 +374,7 @@ func TestCrashBeforeRename(t *testing.T) {
 	}
 	w.Wipe()
 	// The handle still matches the disk: the retry succeeds.
-	if err := v.Save(); err != nil {
-		t.Fatal(err)
-	}
-	w, err = Open(path, testPass)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Wipe()
+	w = saveAndReopen(t, v, path)
 	if n := len(w.Keys()); n != 2 {
 		t.Fatalf("after retry: %d keys", n)
 	}
@@ -723,14 +709,7 @@ func TestKeysAddRemove(t *testing.T) {
 	if bytes.Count(a1.Private, []byte{0}) == len(a1.Private) {
 		t.Fatal("caller's key was zeroed")
 	}
-	if err := v.Save(); err != nil {
-		t.Fatal(err)
-	}
-	w, err := Open(path, testPass)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Wipe()
+	w := saveAndReopen(t, v, path)
 	if n := len(w.Keys()); n != 1 {
 		t.Fatalf("%d keys", n)
 	}
