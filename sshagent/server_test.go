@@ -114,14 +114,24 @@ type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
+// client dials the agent and returns x/crypto's client on the connection.
+// That client reads replies on its own goroutine (it pipelines requests),
+// so a test that writes raw frames uses rawConn instead.
 func (ts *testServer) client(t testing.TB) (agent.ExtendedAgent, net.Conn) {
+	t.Helper()
+	c := ts.rawConn(t)
+	return agent.NewClient(c), c
+}
+
+// rawConn dials the agent for a test that writes and reads frames itself.
+func (ts *testServer) rawConn(t testing.TB) net.Conn {
 	t.Helper()
 	c, err := net.Dial("unix", ts.sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return agent.NewClient(c), c
+	return c
 }
 
 func testKeys(t testing.TB) map[string]any {
@@ -449,7 +459,7 @@ func writeFrame(c net.Conn, b []byte) {
 func TestMalformedAndOversized(t *testing.T) {
 	ts := startServer(t)
 	// Oversized: the connection is closed without reading the body.
-	_, c := ts.client(t)
+	c := ts.rawConn(t)
 	var hdr [4]byte
 	binary.BigEndian.PutUint32(hdr[:], MaxMessage+1)
 	c.Write(hdr[:])
@@ -458,7 +468,7 @@ func TestMalformedAndOversized(t *testing.T) {
 		t.Fatalf("oversized request: read %v, want EOF", err)
 	}
 	// Malformed messages get SSH_AGENT_FAILURE and the connection lives.
-	_, c2 := ts.client(t)
+	c2 := ts.rawConn(t)
 	for _, m := range [][]byte{{13}, {13, 0, 0, 0, 99}, {17, 0, 0}, {27, 0, 0, 0, 200}, {250}, {25, 0, 0, 0, 11, 's', 's', 'h'}} {
 		writeFrame(c2, m)
 		reply := make([]byte, 5)
