@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/postern/postern/internal/gateway"
+	"github.com/postern/postern/gateway"
 	"github.com/postern/postern/internal/getopt"
 	"github.com/postern/postern/internal/harden"
 	"github.com/postern/postern/internal/safesocket"

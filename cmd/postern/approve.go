@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/gateway"
 	"github.com/postern/postern/internal/control"
-	"github.com/postern/postern/internal/gateway"
 )
 
 const approveUsage = `Usage: postern approve [--socket PATH]

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/gateway"
 	"github.com/postern/postern/internal/control"
-	"github.com/postern/postern/internal/gateway"
 	"github.com/postern/postern/internal/xdg"
 )
 

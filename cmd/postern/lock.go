@@ -6,8 +6,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/postern/postern/gateway"
 	"github.com/postern/postern/internal/control"
-	"github.com/postern/postern/internal/gateway"
 	"github.com/postern/postern/internal/keychain"
 	"github.com/postern/postern/internal/vault"
 )

@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/postern/postern/gateway"
 	"github.com/postern/postern/internal/control"
-	"github.com/postern/postern/internal/gateway"
 )
 
 const runUsage = `Usage: postern run [--label LABEL] [--socket PATH] -- COMMAND [ARG...]

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/postern/postern/gateway"
 	"github.com/postern/postern/internal/control"
-	"github.com/postern/postern/internal/gateway"
 )
 
 const sessionsUsage = `Usage: postern sessions [--json] [--socket PATH]

@@ -5,8 +5,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/postern/postern/gateway"
 	"github.com/postern/postern/internal/control"
-	"github.com/postern/postern/internal/gateway"
 )
 
 const statusUsage = `Usage: postern status [--json] [--socket PATH]
