@@ -9,7 +9,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+
+	"github.com/postern/postern/internal/atomicfile"
 )
 
 // Key file: keyMagic ‖ epoch u64be ‖ seed of the current key [32] ‖ seed of
@@ -91,52 +92,10 @@ func readKeyFile(path string) (*keyState, error) {
 func writeKeyFile(path string, k *keyState) error {
 	b := k.marshal()
 	defer clear(b)
-	if err := writeFileAtomic(path, b, 0o600); err != nil {
+	if err := atomicfile.Write(path, b, 0o600); err != nil {
 		return fmt.Errorf("write audit key file: %w", err)
 	}
 	return nil
-}
-
-func writeFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err = tmp.Chmod(perm); err != nil {
-		return err
-	}
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // reconcile matches the key file with the log: the log expects checkpoint

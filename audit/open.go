@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/postern/postern/internal/atomicfile"
 )
 
 // Open opens the log at cfg.Path for appending, creating it when it does not
@@ -267,7 +269,7 @@ func saveTorn(f *os.File, path string, off, size int64) (string, error) {
 		err = cerr
 	}
 	if err == nil {
-		err = syncDir(filepath.Dir(path))
+		err = atomicfile.SyncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		os.Remove(name)
@@ -277,7 +279,7 @@ func saveTorn(f *os.File, path string, off, size int64) (string, error) {
 }
 
 func dirSyncAfterCreate(path string) error {
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("open audit log %s: sync its directory: %w", path, err)
 	}
 	return nil

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/crypto/nacl/box"
+
+	"github.com/postern/postern/internal/atomicfile"
 )
 
 // Names of the files NewSetup writes in the state directory.
@@ -90,10 +92,10 @@ func NewSetup(stateDir string) (Setup, error) {
 	if err := writeKeyFile(keyPath, k); err != nil {
 		return Setup{}, err
 	}
-	if err := writeFileAtomic(s.PinFile, []byte(FormatPK0(s.PK0)+"\n"), 0o644); err != nil {
+	if err := atomicfile.Write(s.PinFile, []byte(FormatPK0(s.PK0)+"\n"), 0o644); err != nil {
 		return Setup{}, fmt.Errorf("write audit pin file: %w", err)
 	}
-	if err := writeFileAtomic(s.RecipientFile, []byte(FormatRecipient(s.Recipient)+"\n"), 0o644); err != nil {
+	if err := atomicfile.Write(s.RecipientFile, []byte(FormatRecipient(s.Recipient)+"\n"), 0o644); err != nil {
 		return Setup{}, fmt.Errorf("write audit recipient file: %w", err)
 	}
 	return s, nil

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/postern/postern/internal/atomicfile"
 )
 
 // sealedLog builds a closed log with CheckpointEvery=4 and 10 entries:
@@ -471,10 +473,10 @@ func TestReopenAfterTornTail(t *testing.T) {
 	}
 	l0.Close()
 	cut := orig[:len(orig)-7]
-	if err := writeFileAtomic(tl.path, cut, 0o600); err != nil {
+	if err := atomicfile.Write(tl.path, cut, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeFileAtomic(tl.setup.KeyFile, key, 0o600); err != nil {
+	if err := atomicfile.Write(tl.setup.KeyFile, key, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	sp := spans(t, orig)
@@ -519,7 +521,7 @@ func TestReopenAfterTornHeader(t *testing.T) {
 	// A crash while a log was being created: only part of its header reached
 	// the disk, and the key file never moved on.
 	tl := newTestSetup(t)
-	if err := writeFileAtomic(tl.path, orig[:30], 0o600); err != nil {
+	if err := atomicfile.Write(tl.path, orig[:30], 0o600); err != nil {
 		t.Fatal(err)
 	}
 	l := tl.open(t)

@@ -47,9 +47,10 @@
 //
 // # Writing safely
 //
-// Every write goes to a temporary file (mode 0600) in the vault's
-// directory, is synced, renamed over the vault and the directory synced:
-// a crash leaves either the old vault or the new one. Writers take an
+// Every write goes through package atomicfile: a temporary file (mode
+// 0600, ".vault.RANDOM.tmp") in the vault's directory, synced, renamed
+// over the vault, and the directory synced: a crash leaves either the old
+// vault or the new one. Writers take an
 // exclusive flock on the sibling file PATH.lock ("vault.lock"). Save
 // compares the file on disk with the one this Vault read or last wrote
 // (SHA-256 of the whole file) and refuses with ErrModified if they differ,

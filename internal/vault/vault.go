@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/crypto/chacha20poly1305"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/internal/atomicfile"
 )
 
 // Vault is an unlocked vault: the decrypted keys and secrets of one file,
@@ -201,8 +203,8 @@ func Create(path string, passphrase []byte, p Params, meta map[string]string, se
 		v.Wipe()
 		return nil, err
 	}
-	renamed, err := writeFileAtomic(path, data)
-	if !renamed {
+	err = atomicfile.Write(path, data, 0o600)
+	if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
 		v.Wipe()
 		return nil, fmt.Errorf("create vault: %w", err)
 	}
@@ -397,11 +399,11 @@ func (v *Vault) replace(data []byte) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("save vault: %w", err)
 	}
-	renamed, err := writeFileAtomic(target, data)
-	if err != nil && !renamed {
+	err = atomicfile.Write(target, data, 0o600)
+	if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
 		return false, fmt.Errorf("save vault: %w", err)
 	}
-	return renamed, err
+	return true, err // err: written, but the directory sync failed
 }
 
 // Save writes the vault back to its file, atomically (temporary file,

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/postern/postern/internal/atomicfile"
 )
 
 // TestCreateOpenRoundTrip uses the real Argon2id at the floor.
@@ -347,12 +349,12 @@ func TestCrashBeforeRename(t *testing.T) {
 	}
 	crash := errors.New("simulated crash")
 	var tmpSeen []string
-	testOnlyBeforeRename = func() error {
+	restore := atomicfile.SetBeforeRenameForTest(func(string) error {
 		tmpSeen, _ = filepath.Glob(filepath.Join(filepath.Dir(path), ".vault.*.tmp"))
 		return crash
-	}
+	})
 	err := v.Save()
-	testOnlyBeforeRename = nil
+	restore()
 	if !errors.Is(err, crash) {
 		t.Fatalf("Save: %v", err)
 	}
@@ -516,9 +518,9 @@ func TestChangePassphraseFailureKeepsState(t *testing.T) {
 	orig := mustRead(t, path)
 	dk, _ := v.DataKey()
 	defer dk.Wipe()
-	testOnlyBeforeRename = func() error { return errors.New("disk full") }
+	restore := atomicfile.SetBeforeRenameForTest(func(string) error { return errors.New("disk full") })
 	err := v.ChangePassphrase([]byte("new"), FloorParams())
-	testOnlyBeforeRename = nil
+	restore()
 	if err == nil {
 		t.Fatal("no error")
 	}
