@@ -10,6 +10,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/bastion/marker"
 	"github.com/postern/postern/internal/procid"
 )
 
@@ -29,7 +30,7 @@ func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer)
 	if !e.Marker {
 		return nil, fmt.Errorf("entry %s ran without remote markers: inspect %s yourself, then record what you found with --ran STATUS, --not-started or --still-running", e.ID, e.Target.Host)
 	}
-	probe, err := journal.Probe(e.ID)
+	probe, err := marker.Probe(e.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +62,7 @@ func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer)
 			return nil, fmt.Errorf("running the probe on %s: %w", t.Host, err)
 		}
 	}
-	res, err := journal.ParseProbe(e.ID, out.Bytes())
+	res, err := marker.ParseProbe(e.ID, out.Bytes())
 	if err != nil {
 		return nil, fmt.Errorf("reading the probe's report: %w", err)
 	}

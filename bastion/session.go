@@ -14,6 +14,7 @@ import (
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/bastion/marker"
 )
 
 // ExitDenied is the exit status a client sees when postern refused a
@@ -188,7 +189,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 	}
 	payload := req.Payload
 	if e.Marker {
-		wrapped, err := journal.Wrap(e.ID, cmd)
+		wrapped, err := marker.Wrap(e.ID, cmd)
 		if err != nil {
 			s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
 			ss.refuse(req, "cannot wrap the command for remote markers: "+err.Error(), ExitUnreachable)

@@ -60,14 +60,11 @@
 //
 // # Remote markers
 //
-// For hosts where markers are on, the relay sends Wrap(id, command)
-// instead of the command. The wrapper records the run's start and exit
-// status in marker files on the host, takes the id atomically (a run
-// never starts twice), and holds a lock while the command runs. After a
-// loss, Probe(id) run over a fresh connection, and ParseProbe, turn what
-// the host recorded into a Resolution: ran (with the status),
-// still_running, not_started or inconclusive. See Wrap for the wrapper's
-// exact behaviour, quoting and signals.
+// An entry with Marker set ran inside the wrapper of package
+// bastion/marker, which leaves start and exit records on the host. Only
+// such an entry can be resolved by a probe (By "probe"): the marker
+// package reads the host's records into a Resolution, and Resolve records
+// it like any other.
 //
 // # Reading
 //

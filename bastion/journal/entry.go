@@ -50,7 +50,7 @@ const (
 // Who resolved an entry.
 const (
 	ByUser  = "user"  // a person, with what they checked as evidence
-	ByProbe = "probe" // ParseProbe's reading of the remote markers
+	ByProbe = "probe" // marker.ParseProbe's reading of the remote markers
 )
 
 // Resolution results.
@@ -105,7 +105,7 @@ type Entry struct {
 	PTY           bool   `json:"pty,omitempty"`
 
 	Approval  string `json:"approval,omitempty"`   // grant or card id, and why it allowed this
-	Marker    bool   `json:"marker,omitempty"`     // the command ran inside Wrap: Probe can tell what happened
+	Marker    bool   `json:"marker,omitempty"`     // the command ran inside marker.Wrap: a probe can tell what happened
 	RetryOf   string `json:"retry_of,omitempty"`   // the unknown entry a person approved retrying
 	RetriedBy string `json:"retried_by,omitempty"` // set on an unknown entry when an approved retry starts
 

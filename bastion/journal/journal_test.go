@@ -257,6 +257,16 @@ func TestUnknownAndResolve(t *testing.T) {
 	if got.Resolutions[1].ExitStatus == nil || *got.Resolutions[1].ExitStatus != 0 || got.Resolutions[0].Evidence != "host unreachable" {
 		t.Fatalf("resolutions not kept: %+v", got.Resolutions)
 	}
+	// A resolution arrives without a time (a probe's does): Resolve
+	// stamps it, and a stored one without a time does not validate.
+	for i, r := range got.Resolutions {
+		if r.At.IsZero() {
+			t.Fatalf("resolution %d kept without a time", i)
+		}
+	}
+	if err := (&Resolution{By: ByProbe, Result: ResultNotStarted}).validate(); err == nil {
+		t.Fatal("a resolution with no time validated")
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

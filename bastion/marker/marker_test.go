@@ -1,4 +1,4 @@
-package journal
+package marker
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/postern/postern/bastion/journal"
 )
 
 // host is a stand-in for a remote host: the wrapper and the probe run in
@@ -66,7 +68,7 @@ func (h *host) run(id string, cmd []byte, stdin []byte) result {
 	return result{out.Bytes(), errb.Bytes(), c.ProcessState}
 }
 
-func (h *host) probe(id string) Resolution {
+func (h *host) probe(id string) journal.Resolution {
 	h.t.Helper()
 	p, err := Probe(id)
 	if err != nil {
@@ -96,16 +98,13 @@ func (h *host) waitFor(path string) {
 	h.t.Fatalf("%s never appeared", path)
 }
 
-func wantResult(t *testing.T, r Resolution, result string, status int) {
+func wantResult(t *testing.T, r journal.Resolution, result string, status int) {
 	t.Helper()
-	if r.By != ByProbe || r.Result != result {
+	if r.By != journal.ByProbe || r.Result != result {
 		t.Fatalf("probe: %s by %s, want %s\n%s", r.Result, r.By, result, r.Evidence)
 	}
-	if result == ResultRan && (r.ExitStatus == nil || *r.ExitStatus != status) {
+	if result == journal.ResultRan && (r.ExitStatus == nil || *r.ExitStatus != status) {
 		t.Fatalf("probe: exit status %v, want %d\n%s", r.ExitStatus, status, r.Evidence)
-	}
-	if err := r.validate(); err == nil && r.At.IsZero() {
-		t.Fatalf("a probe resolution with no time validated")
 	}
 }
 
@@ -129,7 +128,7 @@ func TestWrapExactBytes(t *testing.T) {
 		{"", ""},
 	}
 	for i, c := range cases {
-		id := NewID()
+		id := journal.NewID()
 		r := h.run(id, []byte(c.cmd), nil)
 		got, err := os.ReadFile(dump)
 		if err != nil {
@@ -158,7 +157,7 @@ func TestWrapLoginShells(t *testing.T) {
 			args = []string{"sh", "-c"}
 		}
 		cmd := []byte("printf '%s' 'a\\b' \"'\" '\xff'; exit 7")
-		w, _ := Wrap(NewID(), cmd)
+		w, _ := Wrap(journal.NewID(), cmd)
 		c := exec.Command(sh, append(args, w)...)
 		c.Env = h.env
 		out, _ := c.Output()
@@ -168,7 +167,7 @@ func TestWrapLoginShells(t *testing.T) {
 	}
 	if _, err := os.Stat("/bin/bash"); err == nil {
 		h.env[2] = "SHELL=/bin/bash"
-		r := h.run(NewID(), []byte(`[[ -n $BASH_VERSION ]] && echo bash`), nil)
+		r := h.run(journal.NewID(), []byte(`[[ -n $BASH_VERSION ]] && echo bash`), nil)
 		if string(r.stdout) != "bash\n" {
 			t.Errorf("with SHELL=/bin/bash: %q %q", r.stdout, r.stderr)
 		}
@@ -178,12 +177,12 @@ func TestWrapLoginShells(t *testing.T) {
 func TestWrapStatusAndStreams(t *testing.T) {
 	h := newHost(t)
 	for _, code := range []int{0, 3, 255} {
-		id := NewID()
+		id := journal.NewID()
 		r := h.run(id, []byte("exit "+strconv.Itoa(code)), nil)
 		if r.state.ExitCode() != code {
 			t.Errorf("exit %d: wrapper exited %v", code, r.state)
 		}
-		wantResult(t, h.probe(id), ResultRan, code)
+		wantResult(t, h.probe(id), journal.ResultRan, code)
 		b, _ := os.ReadFile(filepath.Join(h.runDir(id), "exit"))
 		if !bytes.HasPrefix(b, []byte("status="+strconv.Itoa(code)+"\nsignal=\nended=")) {
 			t.Errorf("exit record %q", b)
@@ -198,12 +197,12 @@ func TestWrapStatusAndStreams(t *testing.T) {
 	for i := range in {
 		in[i] = byte(i * 7)
 	}
-	r := h.run(NewID(), []byte("cat; printf 'to stderr\\n' >&2; exit 4"), in)
+	r := h.run(journal.NewID(), []byte("cat; printf 'to stderr\\n' >&2; exit 4"), in)
 	if !bytes.Equal(r.stdout, in) || string(r.stderr) != "to stderr\n" || r.state.ExitCode() != 4 {
 		t.Fatalf("streams: %d bytes out (want %d), stderr %q, %v", len(r.stdout), len(in), r.stderr, r.state)
 	}
 	// A command that reads part of stdin sees exactly its start.
-	r = h.run(NewID(), []byte("head -c 5"), []byte("hello, world"))
+	r = h.run(journal.NewID(), []byte("head -c 5"), []byte("hello, world"))
 	if string(r.stdout) != "hello" {
 		t.Fatalf("head -c 5: %q", r.stdout)
 	}
@@ -211,12 +210,12 @@ func TestWrapStatusAndStreams(t *testing.T) {
 	// XDG_STATE_HOME moves the markers.
 	state := filepath.Join(h.home, "xdg")
 	h.env = append(h.env, "XDG_STATE_HOME="+state)
-	id := NewID()
+	id := journal.NewID()
 	h.run(id, []byte("true"), nil)
 	if _, err := os.Stat(filepath.Join(state, "postern/runs", id, "exit")); err != nil {
 		t.Fatalf("XDG_STATE_HOME not used: %v", err)
 	}
-	wantResult(t, h.probe(id), ResultRan, 0)
+	wantResult(t, h.probe(id), journal.ResultRan, 0)
 }
 
 // The same id never runs twice: the second run is refused and the side
@@ -225,38 +224,38 @@ func TestWrapRunsOnce(t *testing.T) {
 	h := newHost(t)
 	side := filepath.Join(h.home, "side-effect")
 	cmd := []byte("echo ran >> '" + side + "'")
-	id := NewID()
+	id := journal.NewID()
 	first := h.run(id, cmd, nil)
 	second := h.run(id, cmd, nil)
 	if first.state.ExitCode() != 0 {
 		t.Fatalf("first run: %v %s", first.state, first.stderr)
 	}
-	if second.state.ExitCode() != ExitNotRun || !bytes.HasPrefix(second.stderr, []byte(MarkerMessagePrefix)) ||
+	if second.state.ExitCode() != ExitNotRun || !bytes.HasPrefix(second.stderr, []byte(MessagePrefix)) ||
 		!bytes.Contains(second.stderr, []byte("already started")) {
 		t.Fatalf("second run: %v %q", second.state, second.stderr)
 	}
 	if b, _ := os.ReadFile(side); string(b) != "ran\n" {
 		t.Fatalf("side effect file holds %q", b)
 	}
-	wantResult(t, h.probe(id), ResultRan, 0) // the refusal changed nothing
+	wantResult(t, h.probe(id), journal.ResultRan, 0) // the refusal changed nothing
 }
 
 func TestWrapSignals(t *testing.T) {
 	h := newHost(t)
 
 	// A command killed by a signal sent to it alone: status 128+15.
-	id := NewID()
+	id := journal.NewID()
 	r := h.run(id, []byte("kill -TERM $$"), nil)
 	if r.state.ExitCode() != 143 {
 		t.Fatalf("kill -TERM $$: %v", r.state)
 	}
-	wantResult(t, h.probe(id), ResultRan, 143)
+	wantResult(t, h.probe(id), journal.ResultRan, 143)
 
 	// A signal to the session's process group (a terminal's ^C, sshd's
 	// signal request) kills the command; the wrapper records it and dies of
 	// the same signal, as the command would have without it.
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
-		id := NewID()
+		id := journal.NewID()
 		c := h.command(id, []byte("sleep 30"), "/bin/sh")
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
@@ -273,14 +272,14 @@ func TestWrapSignals(t *testing.T) {
 		// records the end.
 		h.waitFor(filepath.Join(h.runDir(id), "exit"))
 		res := h.probe(id)
-		wantResult(t, res, ResultRan, 128+int(sig))
+		wantResult(t, res, journal.ResultRan, 128+int(sig))
 		if !strings.Contains(res.Evidence, "exit.signal=") || !strings.Contains(res.Evidence, "killed by SIG") {
 			t.Errorf("%v: evidence does not name the signal:\n%s", sig, res.Evidence)
 		}
 	}
 
 	// A command that handles the signal and exits 0 is reported as exit 0.
-	id = NewID()
+	id = journal.NewID()
 	c := h.command(id, []byte("trap 'exit 0' TERM; sleep 30 & wait"), "/bin/sh")
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
@@ -292,15 +291,15 @@ func TestWrapSignals(t *testing.T) {
 	if c.ProcessState.ExitCode() != 0 {
 		t.Errorf("handled TERM: wrapper ended %v", c.ProcessState)
 	}
-	wantResult(t, h.probe(id), ResultRan, 0)
+	wantResult(t, h.probe(id), journal.ResultRan, 0)
 }
 
 func TestProbe(t *testing.T) {
 	h := newHost(t)
 
 	// Never started: the probe fences the id, and a late start is refused.
-	id := NewID()
-	wantResult(t, h.probe(id), ResultNotStarted, 0)
+	id := journal.NewID()
+	wantResult(t, h.probe(id), journal.ResultNotStarted, 0)
 	side := filepath.Join(h.home, "late")
 	late := h.run(id, []byte("touch '"+side+"'"), nil)
 	if late.state.ExitCode() != ExitNotRun {
@@ -310,32 +309,32 @@ func TestProbe(t *testing.T) {
 		t.Fatal("the late start ran the command")
 	}
 	res := h.probe(id)
-	wantResult(t, res, ResultNotStarted, 0)
+	wantResult(t, res, journal.ResultNotStarted, 0)
 	if !strings.Contains(res.Evidence, "fenced") {
 		t.Errorf("second probe evidence:\n%s", res.Evidence)
 	}
 
 	// Running, then killed with the whole process group (SIGKILL leaves no
 	// exit record): still running, then inconclusive.
-	id = NewID()
+	id = journal.NewID()
 	c := h.command(id, []byte("sleep 30"), "/bin/sh")
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
 	h.waitFor(filepath.Join(h.runDir(id), "start"))
-	wantResult(t, h.probe(id), ResultStillRunning, 0)
+	wantResult(t, h.probe(id), journal.ResultStillRunning, 0)
 	syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 	c.Wait()
 	res = h.probe(id)
-	wantResult(t, res, ResultInconclusive, 0)
+	wantResult(t, res, journal.ResultInconclusive, 0)
 	if !strings.Contains(res.Evidence, "no longer running") || !strings.Contains(res.Evidence, "start.pid=") {
 		t.Errorf("evidence after kill -9:\n%s", res.Evidence)
 	}
 
 	// Completed.
-	id = NewID()
+	id = journal.NewID()
 	h.run(id, []byte("exit 9"), nil)
-	wantResult(t, h.probe(id), ResultRan, 9)
+	wantResult(t, h.probe(id), journal.ResultRan, 9)
 }
 
 // Without flock(1), the start record's pid stands in for the lock.
@@ -352,7 +351,7 @@ func TestProbeWithoutFlock(t *testing.T) {
 	}
 	h.env[1] = "PATH=" + bin
 
-	id := NewID()
+	id := journal.NewID()
 	c := h.command(id, []byte("sleep 30"), "/bin/sh")
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
@@ -362,14 +361,14 @@ func TestProbeWithoutFlock(t *testing.T) {
 	if !bytes.Contains(b, []byte("lock=pid")) {
 		t.Fatalf("start record without flock: %q", b)
 	}
-	wantResult(t, h.probe(id), ResultStillRunning, 0)
+	wantResult(t, h.probe(id), journal.ResultStillRunning, 0)
 	syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 	c.Wait()
-	wantResult(t, h.probe(id), ResultInconclusive, 0)
+	wantResult(t, h.probe(id), journal.ResultInconclusive, 0)
 
-	id = NewID()
+	id = journal.NewID()
 	h.run(id, []byte("exit 2"), nil)
-	wantResult(t, h.probe(id), ResultRan, 2)
+	wantResult(t, h.probe(id), journal.ResultRan, 2)
 }
 
 func TestParseProbe(t *testing.T) {
@@ -383,18 +382,18 @@ func TestParseProbe(t *testing.T) {
 		status int
 		why    string
 	}{
-		{report("state=fenced_now"), ResultNotStarted, 0, "never started"},
-		{report("state=present", "start.started=1", "exit.status=0", "exit.signal=", "lock=free"), ResultRan, 0, "status 0"},
-		{report("state=present", "start.started=1", "exit.status=300", "lock=free"), ResultInconclusive, 0, "bad status"},
-		{report("state=present", "start.started=1", "aborted.signal=HUP", "lock=free"), ResultNotStarted, 0, "SIGHUP"},
-		{report("state=present", "fenced.at=1", "lock=free"), ResultNotStarted, 0, "fenced"},
-		{report("state=present", "lock=held"), ResultStillRunning, 0, "starting"},
-		{report("state=present", "start.started=1", "start.pid=4", "lock=held"), ResultStillRunning, 0, "still running"},
-		{report("state=present", "start.started=1", "start.lock=pid", "start.boot_id=a", "boot_id_now=b", "lock=held"), ResultInconclusive, 0, "rebooted"},
-		{report("state=present", "start.started=1", "start.boot_id=a", "boot_id_now=b", "lock=free"), ResultInconclusive, 0, "rebooted"},
-		{report("state=present", "start.started=1", "lock=unknown"), ResultInconclusive, 0, "cannot tell"},
-		{report("state=present", "lock=free"), ResultInconclusive, 0, "no start record"},
-		{report("state=unavailable"), ResultInconclusive, 0, "could not"},
+		{report("state=fenced_now"), journal.ResultNotStarted, 0, "never started"},
+		{report("state=present", "start.started=1", "exit.status=0", "exit.signal=", "lock=free"), journal.ResultRan, 0, "status 0"},
+		{report("state=present", "start.started=1", "exit.status=300", "lock=free"), journal.ResultInconclusive, 0, "bad status"},
+		{report("state=present", "start.started=1", "aborted.signal=HUP", "lock=free"), journal.ResultNotStarted, 0, "SIGHUP"},
+		{report("state=present", "fenced.at=1", "lock=free"), journal.ResultNotStarted, 0, "fenced"},
+		{report("state=present", "lock=held"), journal.ResultStillRunning, 0, "starting"},
+		{report("state=present", "start.started=1", "start.pid=4", "lock=held"), journal.ResultStillRunning, 0, "still running"},
+		{report("state=present", "start.started=1", "start.lock=pid", "start.boot_id=a", "boot_id_now=b", "lock=held"), journal.ResultInconclusive, 0, "rebooted"},
+		{report("state=present", "start.started=1", "start.boot_id=a", "boot_id_now=b", "lock=free"), journal.ResultInconclusive, 0, "rebooted"},
+		{report("state=present", "start.started=1", "lock=unknown"), journal.ResultInconclusive, 0, "cannot tell"},
+		{report("state=present", "lock=free"), journal.ResultInconclusive, 0, "no start record"},
+		{report("state=unavailable"), journal.ResultInconclusive, 0, "could not"},
 	}
 	for i, c := range cases {
 		r, err := ParseProbe(id, c.out)
@@ -404,7 +403,7 @@ func TestParseProbe(t *testing.T) {
 		if r.Result != c.result || !strings.Contains(r.Evidence, c.why) || !strings.Contains(r.Evidence, "state=") {
 			t.Errorf("case %d: %s\n%s", i, r.Result, r.Evidence)
 		}
-		if c.result == ResultRan && (r.ExitStatus == nil || *r.ExitStatus != c.status) {
+		if c.result == journal.ResultRan && (r.ExitStatus == nil || *r.ExitStatus != c.status) {
 			t.Errorf("case %d: exit status %v", i, r.ExitStatus)
 		}
 		if strings.Contains(r.Evidence, "Welcome") || strings.Contains(r.Evidence, "noise") {
@@ -430,13 +429,13 @@ func TestWrapRefuses(t *testing.T) {
 	if _, err := Probe("$(reboot)"); err == nil {
 		t.Error("Probe accepted a bad id")
 	}
-	if _, err := Wrap(NewID(), []byte("echo a\x00b")); err == nil {
+	if _, err := Wrap(journal.NewID(), []byte("echo a\x00b")); err == nil {
 		t.Error("Wrap accepted a NUL byte")
 	}
-	if _, err := Wrap(NewID(), bytes.Repeat([]byte("'"), 40<<10)); err == nil {
+	if _, err := Wrap(journal.NewID(), bytes.Repeat([]byte("'"), 40<<10)); err == nil {
 		t.Error("Wrap accepted a command too long to pass")
 	}
-	if _, err := Wrap(NewID(), bytes.Repeat([]byte("x"), 100<<10)); err != nil {
+	if _, err := Wrap(journal.NewID(), bytes.Repeat([]byte("x"), 100<<10)); err != nil {
 		t.Errorf("Wrap refused 100 KiB: %v", err)
 	}
 	// The scripts travel inside one pair of single quotes.
@@ -462,7 +461,7 @@ func TestWrapAbortedBeforeStart(t *testing.T) {
 	path := h.env[1]
 	h.env[1] = "PATH=" + bin + ":" + os.Getenv("PATH")
 
-	id := NewID()
+	id := journal.NewID()
 	side := filepath.Join(h.home, "side")
 	c := h.command(id, []byte("touch '"+side+"'"), "/bin/sh")
 	if err := c.Start(); err != nil {
@@ -479,7 +478,7 @@ func TestWrapAbortedBeforeStart(t *testing.T) {
 	}
 	h.env[1] = path
 	res := h.probe(id)
-	wantResult(t, res, ResultNotStarted, 0)
+	wantResult(t, res, journal.ResultNotStarted, 0)
 	if !strings.Contains(res.Evidence, "SIGTERM before starting") {
 		t.Errorf("evidence:\n%s", res.Evidence)
 	}
