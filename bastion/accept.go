@@ -1,0 +1,115 @@
+package bastion
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	gliderssh "github.com/gliderlabs/ssh"
+
+	"github.com/postern/postern/internal/procid"
+)
+
+// accept identifies the client, reads its destination and hands the
+// connection to the SSH server.
+func (s *Server) accept(c *net.UnixConn) {
+	log := s.cfg.Log
+	helper, err := s.cfg.Procs.PeerOf(c)
+	if err != nil {
+		log.Warn("bastion: cannot identify the client", "err", err)
+		c.Close()
+		return
+	}
+	defer helper.Close()
+	if int(helper.UID) != os.Getuid() && helper.UID != 0 {
+		log.Warn("bastion: refusing another user", "uid", helper.UID, "pid", helper.PID)
+		c.Close()
+		return
+	}
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	t, err := readPreamble(bufio.NewReaderSize(oneByte{c}, 16))
+	if err != nil {
+		fmt.Fprintf(c, "error %v\n", err)
+		c.Close()
+		return
+	}
+	// The requester is the ssh client that runs postern connect as its
+	// ProxyCommand: the helper's parent, pinned now, while the helper is
+	// alive to vouch for the relationship.
+	requester, err := s.cfg.Procs.Pin(helper.PPID)
+	if err != nil || requester.StartTicks > helper.StartTicks {
+		fmt.Fprintf(c, "error cannot identify the ssh process behind the connection\n")
+		c.Close()
+		return
+	}
+	defer requester.Close()
+	if err := helper.Verify(); err != nil {
+		fmt.Fprintf(c, "error the connecting process changed\n")
+		c.Close()
+		return
+	}
+	info := &connInfo{id: newID(), target: t, requester: requester}
+	chain := append(procid.Chain{requester.Process}, s.cfg.Procs.Ancestors(&requester.Process)...)
+	info.chain = chain.String()
+	if _, err := c.Write([]byte("ok\n")); err != nil {
+		c.Close()
+		return
+	}
+	c.SetDeadline(time.Now().Add(time.Minute)) // the SSH handshake
+	log.Info("bastion: connection", "conn", info.id, "target", t.String(), "requester", info.chain)
+	s.ssh.HandleConn(&clientConn{Conn: c, info: info})
+	info.mu.Lock()
+	up := info.up
+	info.mu.Unlock()
+	if up != nil {
+		up.clientGone()
+	}
+}
+
+// newID names a client connection in logs and journal entries.
+func newID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+type connInfoKey struct{}
+
+// connInfo is what the bastion knows about one client connection.
+type connInfo struct {
+	id        string
+	target    Target
+	requester *procid.Peer // the ssh process behind postern connect
+	chain     string
+
+	mu sync.Mutex
+	up *upstream
+}
+
+// clientConn carries connInfo through gliderlabs to the handlers.
+type clientConn struct {
+	net.Conn
+	info *connInfo
+}
+
+// clearDeadlineAfterHandshake lifts the handshake deadline once gliderlabs
+// has an SSH connection: a client may take its time between commands,
+// not during the key exchange.
+func clearDeadlineAfterHandshake(ctx gliderssh.Context, c net.Conn) {
+	for range 1200 {
+		if ctx.Value(gliderssh.ContextKeyConn) != nil {
+			c.SetDeadline(time.Time{})
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

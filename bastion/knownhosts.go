@@ -1,0 +1,81 @@
+package bastion
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// hostKeyCheck verifies the real host's key against known_hosts files:
+// an unknown or changed key is refused with a message that says what to
+// do. It also returns the key algorithms known for the host, so that the
+// negotiation picks a key known_hosts can verify.
+func hostKeyCheck(files []string, t Target, onVerified func(ssh.PublicKey)) (ssh.HostKeyCallback, []string, error) {
+	var existing []string
+	for _, f := range files {
+		if _, err := os.Stat(f); err == nil {
+			existing = append(existing, f)
+		}
+	}
+	if len(existing) == 0 {
+		return nil, nil, fmt.Errorf("no known_hosts file to verify %s with (looked in %s)", t.Host, strings.Join(files, ", "))
+	}
+	kh, err := knownhosts.New(existing...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading known_hosts: %w", err)
+	}
+	hostport := t.Addr()
+	// Ask the callback about a key no host has: the error lists the keys
+	// known for this host, and so their algorithms.
+	var algos []string
+	var ke *knownhosts.KeyError
+	if err := kh(hostport, &net.TCPAddr{}, probeKey); errors.As(err, &ke) {
+		for _, k := range ke.Want {
+			algos = appendAlgos(algos, k.Key.Type())
+		}
+	}
+	cb := func(hostname string, remote net.Addr, key ssh.PublicKey) error {
+		err := kh(hostname, remote, key)
+		var ke *knownhosts.KeyError
+		var re *knownhosts.RevokedError
+		switch {
+		case err == nil:
+			onVerified(key)
+			return nil
+		case errors.As(err, &re):
+			return fmt.Errorf("the host key of %s is revoked in known_hosts; refusing", t.Host)
+		case errors.As(err, &ke) && len(ke.Want) == 0:
+			return fmt.Errorf("the host key of %s (%s) is not in your known_hosts; connect once directly (ssh %s), check the fingerprint, and try again", t.Host, ssh.FingerprintSHA256(key), t.Host)
+		case errors.As(err, &ke):
+			return fmt.Errorf("WARNING: the host key of %s changed (now %s); this may be a man-in-the-middle attack; refusing. If the change is expected, fix known_hosts (ssh-keygen -R %s)", t.Host, ssh.FingerprintSHA256(key), knownhosts.Normalize(hostport))
+		}
+		return err
+	}
+	return cb, algos, nil
+}
+
+// appendAlgos adds the signature algorithms that verify with a key type.
+func appendAlgos(algos []string, keyType string) []string {
+	switch keyType {
+	case ssh.KeyAlgoRSA:
+		return append(algos, ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA)
+	case ssh.CertAlgoRSAv01:
+		return append(algos, ssh.CertAlgoRSASHA512v01, ssh.CertAlgoRSASHA256v01, ssh.CertAlgoRSAv01)
+	}
+	return append(algos, keyType)
+}
+
+// probeKey is a key no known_hosts line holds.
+var probeKey = func() ssh.PublicKey {
+	k, _ := ssh.NewPublicKey(ed25519.PublicKey(make([]byte, ed25519.PublicKeySize)))
+	if k == nil {
+		panic("bastion: cannot build the probe key")
+	}
+	return k
+}()

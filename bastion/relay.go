@@ -1,0 +1,126 @@
+package bastion
+
+import (
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/bastion/journal"
+)
+
+// exit holds the remote command's end as the host reported it.
+type exit struct {
+	status *uint32
+	signal *exitSignal
+	raw    []byte // the request payload, forwarded verbatim
+	kind   string
+}
+
+type exitSignal struct {
+	Signal     string
+	CoreDumped bool
+	Msg        string
+	Lang       string
+}
+
+// relay copies data both ways until the remote command ends, then
+// journals the outcome and only then tells the client.
+func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureqs <-chan *gossh.Request, dreqs <-chan *gossh.Request) {
+	s := ss.s
+	tail := newTail(4096)
+	out := &pump{dst: ss.dch, tail: tail}
+	errOut := &pump{dst: ss.dch.Stderr(), tail: tail}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { out.copy(uch); wg.Done() }()
+	go func() { errOut.copy(uch.Stderr()); wg.Done() }()
+	var bytesIn int64
+	stdinDone := make(chan struct{})
+	go func() {
+		// stdin EOF is a half-close: the command may still write.
+		bytesIn, _ = io.Copy(uch, ss.dch)
+		uch.CloseWrite()
+		close(stdinDone)
+	}()
+	clientGone := make(chan struct{})
+	go func() {
+		for req := range dreqs {
+			switch req.Type {
+			case "window-change", "signal", "break", "xon-xoff":
+				ok, _ := uch.SendRequest(req.Type, req.WantReply, req.Payload)
+				reply(req, ok)
+			default:
+				reply(req, false)
+			}
+		}
+		close(clientGone)
+	}()
+	var ex exit
+	for req := range ureqs {
+		switch req.Type {
+		case "exit-status":
+			var m struct{ S uint32 }
+			if gossh.Unmarshal(req.Payload, &m) == nil {
+				ex.status, ex.raw, ex.kind = &m.S, req.Payload, req.Type
+			}
+			reply(req, true)
+		case "exit-signal":
+			var m exitSignal
+			if gossh.Unmarshal(req.Payload, &m) == nil {
+				ex.signal, ex.raw, ex.kind = &m, req.Payload, req.Type
+			}
+			reply(req, true)
+		default:
+			ok, _ := ss.dch.SendRequest(req.Type, req.WantReply, req.Payload)
+			reply(req, ok)
+		}
+	}
+	// The channel closed upstream: let the output drain, then decide what
+	// is known.
+	wg.Wait()
+	// The client closes its channel only after the status this relay has
+	// not sent yet: if it is closed already, the client went away.
+	gone := out.failed() || errOut.failed()
+	select {
+	case <-clientGone:
+		gone = true
+	default:
+	}
+	end := journal.End{
+		BytesIn: bytesIn, BytesOut: out.n, BytesErr: errOut.n,
+		OutputTail: tail.bytes(), ClientGone: gone,
+	}
+	switch {
+	case ex.status != nil:
+		end.Outcome, end.ExitStatus = journal.OutcomeExited, int(*ex.status)
+	case ex.signal != nil:
+		end.Outcome, end.Signal, end.CoreDumped, end.ErrorMsg = journal.OutcomeSignaled, ex.signal.Signal, ex.signal.CoreDumped, ex.signal.Msg
+	case !up.alive(3 * time.Second):
+		detail := "the connection to the host ended before the command's exit status arrived"
+		if err := up.cause(); err != nil {
+			detail += ": " + err.Error()
+		}
+		if _, err := s.cfg.Journal.MarkUnknown(e.ID, journal.Unknown{Reason: journal.ReasonUpstreamLost, Detail: detail}); err != nil {
+			s.cfg.Log.Error("bastion: cannot journal an unknown outcome", "entry", e.ID, "err", err)
+		}
+		s.cfg.Log.Warn("bastion: outcome unknown", "entry", e.ID, "reason", "upstream_lost")
+		ss.record(EventCommandUnknown, e, map[string]string{"reason": journal.ReasonUpstreamLost})
+		ss.tellUnknown(e)
+		return
+	default:
+		end.Outcome = journal.OutcomeClosedNoStatus
+	}
+	if _, err := s.cfg.Journal.End(e.ID, end); err != nil {
+		s.cfg.Log.Error("bastion: cannot journal the end of a command", "entry", e.ID, "err", err)
+	}
+	s.cfg.Log.Info("bastion: command ended", "entry", e.ID, "outcome", end.Outcome, "status", end.ExitStatus, "signal", end.Signal, "client_gone", gone)
+	ss.record(EventCommandEnded, e, map[string]string{"outcome": end.Outcome, "status": strconv.Itoa(end.ExitStatus), "signal": end.Signal, "client_gone": strconv.FormatBool(gone)})
+	if ex.kind != "" {
+		ss.dch.SendRequest(ex.kind, false, ex.raw)
+	}
+	ss.dch.CloseWrite()
+	ss.dch.Close()
+}

@@ -1,0 +1,159 @@
+package bastion
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/bastion/marker"
+)
+
+// start obtains the upstream connection and the decision, journals the
+// command (durably, before it is sent), and sends it.
+func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-chan *gossh.Request) {
+	s, info := ss.s, ss.info
+	kind := req.Type
+	var cmd []byte
+	if kind != journal.KindShell {
+		var m struct{ S string }
+		if err := gossh.Unmarshal(req.Payload, &m); err != nil {
+			reply(req, false)
+			ss.dch.Close()
+			return
+		}
+		cmd = []byte(m.S)
+	}
+	e := &journal.Entry{
+		BootID:        s.cfg.BootID,
+		Conn:          info.id,
+		Requester:     info.chain,
+		RequesterPID:  info.requester.PID,
+		Target:        journal.Target{User: info.target.User, Host: info.target.Host, Port: info.target.Port},
+		Kind:          kind,
+		Command:       cmd,
+		CommandSHA256: journal.CommandHash(cmd),
+		PTY:           pty != nil,
+		Marker:        kind == journal.KindExec && s.markersFor(info.target.Host),
+	}
+	// The retry guard: an identical command whose outcome is unknown is
+	// sent again only if a person approves, on a card that shows it.
+	retry := ""
+	if prev, err := s.cfg.Journal.Unresolved(e.Target, kind, e.CommandSHA256); err == nil && prev != nil {
+		e.RetryOf = prev.ID
+		retry = fmt.Sprintf("journal entry %s (%s, started %s)", prev.ID, prev.Status(), prev.Started.Local().Format("2006-01-02 15:04:05"))
+	}
+	log := s.cfg.Log.With("target", info.target.String())
+	up, d, err := ss.upstreamFor(e, retry)
+	if up != nil {
+		e.Target.HostKey = gossh.FingerprintSHA256(up.hostKey)
+	}
+	if d != nil {
+		e.Run = d.Run
+		e.Approval = d.Reason
+		if d.Grant != "" {
+			e.Approval += " " + d.Grant
+		} else if d.Card != "" {
+			e.Approval += " " + d.Card
+		}
+	}
+	switch {
+	case d != nil && !d.Allow:
+		log.Info("bastion: command denied", "reason", d.Reason)
+		if e.RetryOf != "" {
+			// Not journaled: the earlier entry keeps its unknown outcome
+			// and its guard; the audit log has the denial.
+			ss.refuse(req, fmt.Sprintf("refused: an identical command (journal entry %s) has an unknown outcome and the retry was not approved (%s); check the host, then \"postern journal resolve %s\"", e.RetryOf, d.Reason, e.RetryOf), ExitDenied)
+			return
+		}
+		if ss.journalStart(req, e) {
+			s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeDenied, ErrorMsg: d.Reason})
+			ss.refuse(req, fmt.Sprintf("denied (%s); the command was not sent (journal entry %s)", d.Reason, e.ID), ExitDenied)
+		}
+		return
+	case err != nil:
+		log.Warn("bastion: command not started", "err", err)
+		if e.RetryOf == "" && ss.journalStart(req, e) {
+			s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
+		}
+		ss.refuse(req, err.Error()+" (the command was not sent)", ExitUnreachable)
+		return
+	}
+	up.acquire()
+	defer up.release()
+	// Intent before effect: the entry, with its approval and the verified
+	// host key, is durable before anything is sent.
+	if !ss.journalStart(req, e) {
+		return
+	}
+	log = log.With("entry", e.ID)
+	if err := ss.record(EventCommandStarted, e, nil); err != nil {
+		s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
+		ss.refuse(req, "the audit log cannot record the command ("+err.Error()+"); it was not sent", ExitUnreachable)
+		return
+	}
+	uch, ureqs, err := up.client.OpenChannel("session", nil)
+	if err != nil {
+		s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
+		ss.refuse(req, "opening a session on "+info.target.Host+": "+err.Error(), ExitUnreachable)
+		return
+	}
+	if pty != nil {
+		if ok, _ := uch.SendRequest("pty-req", true, pty); !ok {
+			io.WriteString(ss.dch.Stderr(), "postern: the remote host refused a terminal\r\n")
+		}
+	}
+	for _, env := range envs {
+		uch.SendRequest("env", false, env)
+	}
+	payload := req.Payload
+	if e.Marker {
+		wrapped, err := marker.Wrap(e.ID, cmd)
+		if err != nil {
+			s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
+			ss.refuse(req, "cannot wrap the command for remote markers: "+err.Error(), ExitUnreachable)
+			uch.Close()
+			return
+		}
+		payload = gossh.Marshal(struct{ S string }{wrapped})
+	}
+	ok, err := uch.SendRequest(kind, true, payload)
+	if err != nil {
+		// The request may or may not have reached the host.
+		s.cfg.Journal.MarkUnknown(e.ID, journal.Unknown{Reason: journal.ReasonDispatchUnconfirmed, Detail: err.Error()})
+		ss.record(EventCommandUnknown, e, map[string]string{"reason": journal.ReasonDispatchUnconfirmed})
+		ss.tellUnknown(e)
+		uch.Close()
+		return
+	}
+	if !ok {
+		s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeRejected})
+		reply(req, false)
+		uch.Close()
+		ss.dch.Close()
+		return
+	}
+	s.cfg.Journal.Dispatched(e.ID)
+	reply(req, true)
+	log.Info("bastion: command started", "kind", kind, "marker", e.Marker)
+	ss.relay(e, up, uch, ureqs, dreqs)
+}
+
+// journalStart commits the entry; when it cannot, the command is refused
+// (fail closed) and false is returned.
+func (ss *session) journalStart(req *gossh.Request, e *journal.Entry) bool {
+	err := ss.s.cfg.Journal.Start(e)
+	if err == nil {
+		return true
+	}
+	var ue *journal.UnresolvedError
+	if errors.As(err, &ue) {
+		ss.refuse(req, ue.Error(), ExitDenied)
+		return false
+	}
+	ss.s.cfg.Log.Error("bastion: cannot journal a command; refusing it", "err", err)
+	ss.refuse(req, "the command journal cannot be written ("+err.Error()+"); the command was not sent", ExitUnreachable)
+	return false
+}
