@@ -2,7 +2,6 @@ package procid
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"syscall"
 	"time"
@@ -55,16 +54,24 @@ type exeKey struct {
 
 // exeFile returns the executable path from KERN_PROCARGS2.
 func (t *Table) exeFile(pid int) string {
+	exe, _ := t.procArgs(pid)
+	return exe
+}
+
+// Argv returns what the process says it is running, from KERN_PROCARGS2
+// (a claim; see [ParseProcArgs2]). It is nil when the process is gone or
+// belongs to another user.
+func (t *Table) Argv(pid int) []string {
+	_, argv := t.procArgs(pid)
+	return argv
+}
+
+func (t *Table) procArgs(pid int) (exe string, argv []string) {
 	b, err := unix.SysctlRaw("kern.procargs2", pid)
-	if err != nil || len(b) < 4 {
-		return ""
+	if err != nil {
+		return "", nil
 	}
-	_ = binary.LittleEndian.Uint32(b) // argc
-	b = b[4:]
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		b = b[:i]
-	}
-	return string(b)
+	return ParseProcArgs2(b)
 }
 
 func (t *Table) exePath(pid int) string { return t.exeFile(pid) }

@@ -102,6 +102,17 @@ func (t *Table) ExeID(pid int) (Exe, exeKey, error) {
 	return Exe{Dev: k.dev, Ino: k.ino, Size: k.size}, k, nil
 }
 
+// Argv reads /proc/PID/cmdline: what the process says it is running (a
+// claim; see [ParseCmdline]). It is nil when the process is gone or its
+// command line is empty.
+func (t *Table) Argv(pid int) []string {
+	b, err := os.ReadFile(t.path(pid, "cmdline"))
+	if err != nil {
+		return nil
+	}
+	return ParseCmdline(b)
+}
+
 // BootTime returns the time the machine booted (btime in /proc/stat), for
 // turning start ticks into wall-clock times.
 func (t *Table) BootTime() time.Time {

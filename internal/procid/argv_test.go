@@ -1,0 +1,78 @@
+package procid_test
+
+import (
+	"encoding/binary"
+	"reflect"
+	"testing"
+
+	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/procid/proctest"
+)
+
+func TestParseCmdline(t *testing.T) {
+	for in, want := range map[string][]string{
+		"":                           nil,
+		"\x00\x00":                   nil,
+		"ssh\x00-p\x002222\x00h\x00": {"ssh", "-p", "2222", "h"},
+		"ssh\x00\x00host\x00":        {"ssh", "", "host"},
+		"bash -c rewritten title":    {"bash -c rewritten title"},
+	} {
+		if got := procid.ParseCmdline([]byte(in)); !reflect.DeepEqual(got, want) {
+			t.Errorf("ParseCmdline(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// procArgs2 builds a KERN_PROCARGS2 buffer as macOS lays it out.
+func procArgs2(argc int32, exe string, pad int, rest string) []byte {
+	b := binary.NativeEndian.AppendUint32(nil, uint32(argc))
+	b = append(b, exe...)
+	b = append(b, make([]byte, 1+pad)...)
+	return append(b, rest...)
+}
+
+func TestParseProcArgs2(t *testing.T) {
+	tests := []struct {
+		in   []byte
+		exe  string
+		argv []string
+	}{
+		{procArgs2(3, "/usr/bin/ssh", 3, "ssh\x00-p\x002222\x00HOME=/x\x00"), "/usr/bin/ssh", []string{"ssh", "-p", "2222"}},
+		{procArgs2(1, "/bin/sh", 0, "sh\x00PATH=/bin\x00"), "/bin/sh", []string{"sh"}},
+		{procArgs2(2, "/bin/sh", 0, ""), "/bin/sh", nil},                          // no arguments left
+		{procArgs2(5, "/bin/sh", 1, "sh\x00-c"), "/bin/sh", []string{"sh", "-c"}}, // truncated
+		{procArgs2(-1, "/bin/sh", 1, "sh\x00"), "/bin/sh", nil},
+		{[]byte{1, 0}, "", nil},
+		{append(binary.NativeEndian.AppendUint32(nil, 1), "/no/nul"...), "/no/nul", nil},
+	}
+	for _, tt := range tests {
+		exe, argv := procid.ParseProcArgs2(tt.in)
+		if exe != tt.exe || !reflect.DeepEqual(argv, tt.argv) {
+			t.Errorf("ParseProcArgs2(%q) = %q %q, want %q %q", tt.in, exe, argv, tt.exe, tt.argv)
+		}
+	}
+}
+
+func FuzzParseProcArgs2(f *testing.F) {
+	f.Add(procArgs2(3, "/usr/bin/ssh", 3, "ssh\x00-p\x002222\x00HOME=/x\x00"))
+	f.Add(procArgs2(1<<30, "/bin/sh", 0, "sh\x00"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, argv := procid.ParseProcArgs2(b)
+		if len(argv) > len(b) {
+			t.Fatalf("%d arguments from %d bytes", len(argv), len(b))
+		}
+	})
+}
+
+func TestArgv(t *testing.T) {
+	f := proctest.New(t)
+	f.Set(10, 1, 100, f.Exe("ssh", "ssh"), "ssh", "-p", "2222", "prod-db-1")
+	if got, want := f.Table.Argv(10), []string{"ssh", "-p", "2222", "prod-db-1"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("Argv = %q, want %q", got, want)
+	}
+	f.Kill(10)
+	if got := f.Table.Argv(10); got != nil {
+		t.Fatalf("Argv of a gone process = %q", got)
+	}
+}
