@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -431,6 +432,23 @@ func TestHostCandidates(t *testing.T) {
 	}
 	if c := hostCandidates([]string{"/usr/bin/ssh", "ssh://me@host:2200/x"}); len(c) != 2 || c[0] != "host" || c[1] != "[host]:2200" {
 		t.Fatalf("url: %q", c)
+	}
+	// ssh's own parsing: clustered options, options after the
+	// destination, "--", the remote command, options ssh refuses.
+	for _, tt := range []struct {
+		argv []string
+		want []string
+	}{
+		{[]string{"ssh", "-4Cp2222", "h"}, []string{"h", "[h]:2222"}},
+		{[]string{"ssh", "h", "-p", "2222", "uptime", "-p", "1"}, []string{"h", "[h]:2222"}},
+		{[]string{"ssh", "--", "h", "-p", "2222"}, []string{"h"}},
+		{[]string{"ssh", "-l", "-p", "h"}, []string{"h"}},
+		{[]string{"ssh", "-Z", "h"}, nil},
+		{[]string{"ssh", "-p"}, nil},
+	} {
+		if c := hostCandidates(tt.argv); !slices.Equal(c, tt.want) {
+			t.Errorf("hostCandidates(%q) = %q, want %q", tt.argv, c, tt.want)
+		}
 	}
 }
 

@@ -3,53 +3,55 @@ package approvals
 import (
 	"path/filepath"
 	"strings"
+
+	"github.com/postern/postern/internal/getopt"
 )
 
-// sshArgOptions are the ssh(1) options that take an argument.
-const sshArgOptions = "BbcDEeFIiJLlmOoPpQRSWw"
+// sshOptions is ssh(1)'s getopt string (SSH_OPTS in OpenSSH's ssh.c,
+// 9.4 and later; before 9.4, -P took no value).
+const sshOptions = "1246ab:c:e:fgi:kl:m:no:p:qstvxAB:CD:E:F:GI:J:KL:MNO:P:Q:R:S:TVw:W:XYy"
 
 // hostCandidates returns the names an ssh command line claims for its
 // destination: the host argument, its "[host]:port" form when -p is
 // given, and HostKeyAlias. They are claims; they become names only when
-// one hashes to a known_hosts entry holding the verified host key.
+// one hashes to a known_hosts entry holding the verified host key. The
+// command line is parsed as ssh parses it, options after the destination
+// included; one ssh itself would refuse claims nothing.
 func hostCandidates(argv []string) []string {
 	if len(argv) == 0 || filepath.Base(argv[0]) != "ssh" {
 		return nil
 	}
 	var host, port string
 	var out []string
-	for i := 1; i < len(argv) && host == ""; i++ {
-		a := argv[i]
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			host = a
-			break
+	args := argv[1:]
+	for {
+		opts, rest, err := getopt.Parse(args, sshOptions)
+		if err != nil {
+			return nil
 		}
-		if a == "--" {
-			if i+1 < len(argv) {
-				host = argv[i+1]
-			}
-			break
-		}
-		for j := 1; j < len(a); j++ {
-			if !strings.ContainsRune(sshArgOptions, rune(a[j])) {
-				continue
-			}
-			val := a[j+1:]
-			if val == "" && i+1 < len(argv) {
-				i++
-				val = argv[i]
-			}
-			switch a[j] {
+		for _, o := range opts {
+			switch o.Name {
 			case 'p':
-				port = val
+				port = o.Value
 			case 'o':
-				k, v, _ := strings.Cut(val, "=")
+				k, v, _ := strings.Cut(o.Value, "=")
 				if strings.EqualFold(strings.TrimSpace(k), "HostKeyAlias") {
 					out = append(out, strings.TrimSpace(v))
 				}
 			}
+		}
+		// As ssh does: after the destination, options may follow, unless
+		// "--" ended them.
+		ended := len(args) > len(rest) && args[len(args)-len(rest)-1] == "--"
+		if host == "" && len(rest) > 0 {
+			host, rest = rest[0], rest[1:]
+		} else {
 			break
 		}
+		if ended || len(rest) == 0 {
+			break
+		}
+		args = rest
 	}
 	if rest, ok := strings.CutPrefix(host, "ssh://"); ok {
 		host = rest
