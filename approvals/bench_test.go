@@ -27,8 +27,10 @@ func BenchmarkDecideCoveredByGrant(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &Engine{Procs: procid.Host, Log: slog.New(slog.DiscardHandler), BootID: "b", Vault: func() (bool, uint64) { return false, 1 }}
-	e.SetPolicy(&Policy{Mode: ModeSession, CardTimeout: 10 * time.Second, Hosts: knownhosts.Open(nil), Scope: ScopeKey})
+	e := NewEngine(Config{
+		Procs: procid.Host, Log: slog.New(slog.DiscardHandler), BootID: "b", Vault: func() (bool, uint64) { return false, 1 },
+		Policy: &Policy{Mode: ModeSession, CardTimeout: 10 * time.Second, Hosts: knownhosts.Open(nil), Scope: ScopeKey},
+	})
 	r := &Request{Requester: requester, Channel: Channel{Kind: "agent"}, Key: Key{Fingerprint: "SHA256:k"}, Purpose: PurposeSSHSig, Namespace: "git"}
 	ch := make(chan Decision, 1)
 	go func() { ch <- e.Decide(context.Background(), r) }()
@@ -47,7 +49,7 @@ func BenchmarkDecideCoveredByGrant(b *testing.B) {
 	}
 	// The benchmark process itself is the approved run; the sleep it
 	// started is the requester.
-	if err := e.Answer(card.ID, Answer{Decision: "session", Subject: self, Approver: "bench"}, nil); err != nil {
+	if err := e.Answer(card.ID, Answer{Verdict: VerdictSession, Subject: self, Approver: "bench"}, nil); err != nil {
 		b.Fatal(err)
 	}
 	if d := <-ch; !d.Allow {
@@ -68,8 +70,10 @@ func BenchmarkCardToApprover(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &Engine{Procs: procid.Host, Log: slog.New(slog.DiscardHandler), BootID: "b", Vault: func() (bool, uint64) { return false, 1 }}
-	e.SetPolicy(&Policy{Mode: ModePerCall, CardTimeout: 10 * time.Second, Hosts: knownhosts.Open(nil), Scope: ScopeKey})
+	e := NewEngine(Config{
+		Procs: procid.Host, Log: slog.New(slog.DiscardHandler), BootID: "b", Vault: func() (bool, uint64) { return false, 1 },
+		Policy: &Policy{Mode: ModePerCall, CardTimeout: 10 * time.Second, Hosts: knownhosts.Open(nil), Scope: ScopeKey},
+	})
 	r := &Request{Requester: self, Channel: Channel{Kind: "agent"}, Key: Key{Fingerprint: "SHA256:k"}, Purpose: PurposeOther}
 	var worst time.Duration
 	b.ResetTimer()
@@ -87,7 +91,7 @@ func BenchmarkCardToApprover(b *testing.B) {
 			worst = d
 		}
 		b.StopTimer()
-		e.Answer(cards[0].ID, Answer{Decision: "deny", Approver: "bench"}, nil)
+		e.Answer(cards[0].ID, Answer{Verdict: VerdictDeny, Approver: "bench"}, nil)
 		<-done
 		b.StartTimer()
 	}

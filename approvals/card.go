@@ -24,15 +24,6 @@ type Card struct {
 	answer     Answer
 }
 
-// Answer is a person's decision on a card.
-type Answer struct {
-	Decision string // "once", "session" or "deny"
-	Subject  int    // index into the card's subjects, for "session"
-	Approver string // who answered: the approver process, or "askpass"
-
-	grant, run string // set by Answer for a session
-}
-
 // ProcessView is a process as a card shows it.
 type ProcessView struct {
 	PID     int       `json:"pid"`
@@ -107,7 +98,7 @@ func (e *Engine) processView(p *procid.Process) ProcessView {
 	if len(h) > 12 {
 		h = h[:12]
 	}
-	return ProcessView{PID: p.PID, Name: p.Name(), Exe: p.Exe.Path, SHA256: h, UID: p.UID, Started: p.Started(e.Procs).UTC()}
+	return ProcessView{PID: p.PID, Name: p.Name(), Exe: p.Exe.Path, SHA256: h, UID: p.UID, Started: p.Started(e.procs).UTC()}
 }
 
 func (e *Engine) runView(r *Run) RunView {
@@ -181,6 +172,15 @@ func (v *CardView) Text() string {
 		fmt.Fprintf(&b, "Claimed by the client: command %q\n", strings.Join(v.Claim, " "))
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// printable renders command bytes for a card: valid UTF-8 as is (control
+// characters escaped), anything else quoted.
+func printable(b []byte) string {
+	if b == nil {
+		return ""
+	}
+	return strings.Trim(fmt.Sprintf("%q", b), `"`)
 }
 
 func destText(d *DestView) string {

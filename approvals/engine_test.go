@@ -25,6 +25,7 @@ import (
 type world struct {
 	t      *testing.T
 	f      *proctest.Fake
+	cfg    Config
 	e      *Engine
 	mu     sync.Mutex
 	locked bool
@@ -59,7 +60,7 @@ func newWorld(t *testing.T) *world {
 	f.Set(21, 20, 210, sshExe, "ssh", "prod-db-1")
 	f.Set(30, 1, 300, postern, "postern", "approve")
 	w := &world{t: t, f: f, epoch: 7, key: Key{Fingerprint: "SHA256:key", Comment: "work"}}
-	w.e = &Engine{
+	w.cfg = Config{
 		Procs:  f.Table,
 		Log:    slog.New(slog.DiscardHandler),
 		BootID: "boot-1",
@@ -68,9 +69,10 @@ func newWorld(t *testing.T) *world {
 			defer w.mu.Unlock()
 			return w.locked, w.epoch
 		},
+		Policy:      &Policy{Mode: ModeSession, CardTimeout: 5 * time.Second, Cooldown: time.Minute, Hosts: knownhosts.Open(nil), Agents: []string{"claude"}, Scope: ScopeKey},
 		ContextFile: filepath.Join(t.TempDir(), "context.json"),
 	}
-	w.e.SetPolicy(&Policy{Mode: ModeSession, CardTimeout: 5 * time.Second, Cooldown: time.Minute, Hosts: knownhosts.Open(nil), Agents: []string{"claude"}, Scope: ScopeKey})
+	w.e = NewEngine(w.cfg)
 	return w
 }
 
@@ -104,9 +106,9 @@ func (w *world) card() CardView {
 	return CardView{}
 }
 
-func (w *world) answer(id, decision string, approver int) {
+func (w *world) answer(id string, v Verdict, approver int) {
 	w.t.Helper()
-	if err := w.e.Answer(id, Answer{Decision: decision, Subject: -1, Approver: "test"}, w.f.Peer(approver)); err != nil {
+	if err := w.e.Answer(id, Answer{Verdict: v, Subject: -1, Approver: "test"}, w.f.Peer(approver)); err != nil {
 		w.t.Fatal(err)
 	}
 }
@@ -127,7 +129,7 @@ func got(t *testing.T, ch <-chan Decision) Decision {
 func (w *world) approve(pid int) (Decision, CardView) {
 	ch := w.decide(w.req(pid))
 	c := w.card()
-	w.answer(c.ID, "session", 30)
+	w.answer(c.ID, VerdictSession, 30)
 	return got(w.t, ch), c
 }
 
@@ -152,7 +154,7 @@ func TestSessionCoversOnlyTheApprovedRunsDescendants(t *testing.T) {
 	if c2.Subjects[c2.Selected].PID != 20 || c2.Reason != CardNew {
 		t.Fatalf("identical agent's card: %+v", c2)
 	}
-	w.answer(c2.ID, "deny", 30)
+	w.answer(c2.ID, VerdictDeny, 30)
 	if d := got(t, ch); d.Allow {
 		t.Fatal("an identical process shared the grant")
 	}
@@ -167,7 +169,7 @@ func TestPidReuseEndsTheGrant(t *testing.T) {
 	w.f.Set(10, 1, 500, w.f.Exe("claude", "the agent program"), "claude")
 	ch := w.decide(w.req(13))
 	c := w.card()
-	w.answer(c.ID, "deny", 30)
+	w.answer(c.ID, VerdictDeny, 30)
 	if d := got(t, ch); d.Allow {
 		t.Fatal("a reused pid inherited the grant")
 	}
@@ -183,7 +185,7 @@ func TestExecOnTheRunEndsIt(t *testing.T) {
 	w.f.Set(10, 5, 100, w.f.Exe("evil", "another program"))
 	ch := w.decide(w.req(13))
 	c := w.card()
-	w.answer(c.ID, "deny", 30)
+	w.answer(c.ID, VerdictDeny, 30)
 	got(t, ch)
 	w.e.mu.Lock()
 	last := w.e.past[len(w.e.past)-1]
@@ -214,7 +216,7 @@ func TestLaunchedRunAndProcessChanged(t *testing.T) {
 	if len(c.Subjects) != 1 || c.Run.ID != run.ID || c.Run.Label != "deploy-bot" {
 		t.Fatalf("run card: %+v", c)
 	}
-	w.answer(c.ID, "session", 30)
+	w.answer(c.ID, VerdictSession, 30)
 	if d := got(t, ch); !d.Allow {
 		t.Fatal(d)
 	}
@@ -235,7 +237,7 @@ func TestLaunchedRunAndProcessChanged(t *testing.T) {
 	if c.Reason != CardProcessChanged || c.Changed == "" {
 		t.Fatalf("replacement card: %s %q", c.Reason, c.Changed)
 	}
-	w.answer(c.ID, "deny", 30)
+	w.answer(c.ID, VerdictDeny, 30)
 	if d := got(t, ch); d.Allow {
 		t.Fatal("replacement signed without approval")
 	}
@@ -268,7 +270,7 @@ func TestVaultStates(t *testing.T) {
 	}
 	// An answer given after another lock and unlock authorizes nothing.
 	w.setVault(false, 11)
-	w.answer(c.ID, "session", 30)
+	w.answer(c.ID, VerdictSession, 30)
 	if d := got(t, ch); d.Allow || d.Reason != "vault_state_changed" {
 		t.Fatalf("answer across an epoch change: %+v", d)
 	}
@@ -308,23 +310,23 @@ func TestSelfApprovalRefused(t *testing.T) {
 	w.f.Set(15, 13, 150, w.f.Exe("postern", "postern"), "postern", "approve")
 	w.f.Set(16, 11, 160, w.f.Exe("postern", "postern"), "postern", "approve")
 	for _, pid := range []int{13, 15, 10, 16} {
-		if err := w.e.Answer(c.ID, Answer{Decision: "session", Subject: -1}, w.f.Peer(pid)); !errors.Is(err, ErrSelfApprove) {
+		if err := w.e.Answer(c.ID, Answer{Verdict: VerdictSession, Subject: -1}, w.f.Peer(pid)); !errors.Is(err, ErrSelfApprove) {
 			t.Fatalf("approver pid %d: %v", pid, err)
 		}
 	}
 	// A process that left the tree by a double fork is reparented to init
 	// but keeps the requester's terminal session.
 	w.f.SetSession(17, 1, 170, 13, w.f.Exe("postern", "postern"), "postern", "approve")
-	if err := w.e.Answer(c.ID, Answer{Decision: "session", Subject: -1}, w.f.Peer(17)); !errors.Is(err, ErrSameSession) {
+	if err := w.e.Answer(c.ID, Answer{Verdict: VerdictSession, Subject: -1}, w.f.Peer(17)); !errors.Is(err, ErrSameSession) {
 		t.Fatalf("double-forked approver: %v", err)
 	}
-	w.answer(c.ID, "once", 30)
+	w.answer(c.ID, VerdictOnce, 30)
 	if d := got(t, ch); !d.Allow || d.Reason != "approved_once" {
 		t.Fatal(d)
 	}
 	// Once approves this call only.
 	ch = w.decide(w.req(13))
-	w.answer(w.card().ID, "deny", 30)
+	w.answer(w.card().ID, VerdictDeny, 30)
 	if d := got(t, ch); d.Allow {
 		t.Fatal("a once answer covered a second call")
 	}
@@ -352,7 +354,7 @@ func TestPerCallHostInsideSession(t *testing.T) {
 		return r
 	}
 	ch := w.decide(withDest(13, github, false))
-	w.answer(w.card().ID, "session", 30)
+	w.answer(w.card().ID, VerdictSession, 30)
 	got(t, ch)
 	if d := w.e.Decide(context.Background(), withDest(13, github, false)); d.Reason != "session" {
 		t.Fatalf("github inside the session: %+v", d)
@@ -364,7 +366,7 @@ func TestPerCallHostInsideSession(t *testing.T) {
 			t.Fatalf("prod card: %+v", c)
 		}
 		// A session answer to a per-call card is this call only.
-		w.answer(c.ID, "session", 30)
+		w.answer(c.ID, VerdictSession, 30)
 		if d := got(t, ch); !d.Allow || d.Reason != "approved_once" {
 			t.Fatalf("prod: %+v", d)
 		}
@@ -374,7 +376,7 @@ func TestPerCallHostInsideSession(t *testing.T) {
 	if c := w.card(); c.Mode != ModePerCall || !c.Destination.Forwarding {
 		t.Fatalf("forwarded: %+v", c)
 	}
-	w.answer(w.card().ID, "deny", 30)
+	w.answer(w.card().ID, VerdictDeny, 30)
 	got(t, ch)
 }
 
@@ -461,13 +463,14 @@ func TestGatewayRestartedIsExplained(t *testing.T) {
 	r := w.req(13)
 	r.Channel = Channel{Kind: "run", Run: run.ID}
 	ch := w.decide(r)
-	w.answer(w.card().ID, "session", 30)
+	w.answer(w.card().ID, VerdictSession, 30)
 	got(t, ch)
 	w.e.Stop()
 
 	// A new gateway: new boot id, same display context file.
-	e2 := &Engine{Procs: w.f.Table, Log: slog.New(slog.DiscardHandler), BootID: "boot-2", Vault: w.e.Vault, ContextFile: w.e.ContextFile}
-	e2.SetPolicy(w.e.Policy())
+	cfg2 := w.cfg
+	cfg2.BootID = "boot-2"
+	e2 := NewEngine(cfg2)
 	restored := e2.Restore()
 	// The same socket, a new run id and nonce: the new gateway has not
 	// bound this run.
@@ -482,13 +485,15 @@ func TestGatewayRestartedIsExplained(t *testing.T) {
 	if c.Reason != CardGatewayRestarted {
 		t.Fatalf("after restart: %s", c.Reason)
 	}
-	w.answer(c.ID, "deny", 30)
+	w.answer(c.ID, VerdictDeny, 30)
 	if d := got(t, ch); d.Allow {
 		t.Fatal("signed after a restart without a new approval")
 	}
 	// A run whose process is gone is not restored.
 	w.f.Kill(10)
-	e3 := &Engine{Procs: w.f.Table, Log: slog.New(slog.DiscardHandler), BootID: "boot-3", Vault: w.e.Vault, ContextFile: w.e.ContextFile}
+	cfg3 := w.cfg
+	cfg3.BootID = "boot-3"
+	e3 := NewEngine(cfg3)
 	e2.Stop()
 	if rs := e3.Restore(); len(rs) != 0 {
 		t.Fatalf("restored a dead run: %+v", rs)
@@ -522,7 +527,7 @@ func TestGrantBindingsAreCheckedEachTime(t *testing.T) {
 			w.e.mu.Unlock()
 			ch := w.decide(w.req(13))
 			c := w.card()
-			w.answer(c.ID, "deny", 30)
+			w.answer(c.ID, VerdictDeny, 30)
 			if d := got(t, ch); d.Allow {
 				t.Fatalf("a grant with a changed %s covered the request", tc.name)
 			}
@@ -530,5 +535,42 @@ func TestGrantBindingsAreCheckedEachTime(t *testing.T) {
 				t.Fatalf("grant ended with %q, want %q", g.ended, tc.ended)
 			}
 		})
+	}
+}
+
+func TestRevoke(t *testing.T) {
+	w := newWorld(t)
+	dA, _ := w.approve(13) // claude 10
+	dB, _ := w.approve(21) // claude 20
+	if n, err := w.e.Revoke("R-none"); err == nil || n != 0 {
+		t.Fatalf("revoking an unknown target: %d %v", n, err)
+	}
+	if n, err := w.e.Revoke(dA.Grant); err != nil || n != 1 {
+		t.Fatalf("revoking grant %s: %d %v", dA.Grant, n, err)
+	}
+	// The run lives on without grants: revoking it ends nothing and is
+	// no error.
+	if n, err := w.e.Revoke(dA.Run); err != nil || n != 0 {
+		t.Fatalf("revoking run %s again: %d %v", dA.Run, n, err)
+	}
+	if n, err := w.e.Revoke(dB.Run); err != nil || n != 1 {
+		t.Fatalf("revoking run %s: %d %v", dB.Run, n, err)
+	}
+	if _, grants := w.e.Sessions(); len(grants) != 0 {
+		t.Fatalf("grants left: %+v", grants)
+	}
+	w.approve(13)
+	w.approve(21)
+	if n := w.e.RevokeAll(); n != 2 {
+		t.Fatalf("RevokeAll ended %d grants, want 2", n)
+	}
+	if _, grants := w.e.Sessions(); len(grants) != 0 {
+		t.Fatalf("after RevokeAll: %+v", grants)
+	}
+	w.e.mu.Lock()
+	last := w.e.past[len(w.e.past)-1]
+	w.e.mu.Unlock()
+	if last.Reason != ReasonRevoked {
+		t.Fatalf("revoked grant ended with %q", last.Reason)
 	}
 }

@@ -94,7 +94,7 @@ func (e *Engine) reauth(subject *Run, key Key, destText string) (reason, sentenc
 			continue
 		}
 		switch {
-		case p.BootID != e.BootID:
+		case p.BootID != e.bootID:
 			return CardGatewayRestarted, "The gateway restarted. Approve this newly connected process to use key " + key.Display() + destText + "."
 		case p.Reason == ReasonVaultLocked || p.Reason == ReasonVaultChanged:
 			return CardVaultStateChanged, "The vault was locked or changed after the earlier approval, and unlocking it did not restore that approval. Approve this process again to use key " + key.Display() + destText + "."

@@ -21,7 +21,6 @@ func (e *Engine) PrepareRun(label string, socket func(id string) string) *Run {
 	run := &Run{ID: newRunID(), Label: label, Nonce: randomHex(16), Launched: true, ready: make(chan struct{})}
 	run.Socket = socket(run.ID)
 	e.mu.Lock()
-	e.init()
 	e.runs[run.ID] = run
 	e.mu.Unlock()
 	return run
@@ -40,7 +39,7 @@ func (e *Engine) StartRun(id string, pid int, caller *procid.Peer) (*Run, error)
 	if run.pin != nil {
 		return nil, fmt.Errorf("run %s is already started", id)
 	}
-	pin, err := e.Procs.Pin(pid)
+	pin, err := e.procs.Pin(pid)
 	if err != nil {
 		e.EndRun(id, ReasonProcessExited)
 		return nil, fmt.Errorf("the launched process is gone: %w", err)
@@ -52,16 +51,11 @@ func (e *Engine) StartRun(id string, pid int, caller *procid.Peer) (*Run, error)
 	}
 	e.mu.Lock()
 	run.Process, run.pin, run.Started = pin.Process, pin, e.now()
-	run.Argv = readArgv(e.Procs, pid)
+	run.Argv = e.procs.Argv(pid)
 	e.mu.Unlock()
 	close(run.ready)
-	if ch := pin.Exited(); ch != nil {
-		go func() {
-			<-ch
-			e.EndRun(run.ID, ReasonProcessExited)
-		}()
-	}
-	e.Log.Info("run registered", "run", id, "label", run.Label, "pid", pid, "exe", pin.Exe.Path, "sha256", pin.Exe.Hash())
+	e.endOnExit(run)
+	e.log.Info("run registered", "run", id, "label", run.Label, "pid", pid, "exe", pin.Exe.Path, "sha256", pin.Exe.Hash())
 	e.recordRun(run)
 	return run, nil
 }
@@ -69,7 +63,7 @@ func (e *Engine) StartRun(id string, pid int, caller *procid.Peer) (*Run, error)
 // recordRun records the identity facts a run was registered with.
 func (e *Engine) recordRun(run *Run) {
 	e.record(audit.Event{
-		Type: audit.EventRunRegistered, Run: run.ID, Label: run.Label, Process: auditProcess(e.Procs, &run.Process),
+		Type: audit.EventRunRegistered, Run: run.ID, Label: run.Label, Process: auditProcess(e.procs, &run.Process),
 		Detail: map[string]string{"launched": strconv.FormatBool(run.Launched), "previous_boot": run.PrevBoot},
 	})
 }
@@ -100,7 +94,7 @@ func (e *Engine) AdmitRun(id string) func(*procid.Peer) error {
 			e.EndRun(id, reason)
 			return fmt.Errorf("run %s has ended (%s)", id, reason)
 		}
-		if ok, _ := e.Procs.DescendsFrom(p.PID, p.StartTicks, &run.Process); !ok {
+		if ok, _ := e.procs.DescendsFrom(p.PID, p.StartTicks, &run.Process); !ok {
 			return fmt.Errorf("pid %d: %w", p.PID, ErrNotDescendant)
 		}
 		return nil
@@ -113,17 +107,16 @@ func (e *Engine) AdmitRun(id string) func(*procid.Peer) error {
 // again. Each restored run gets a new launch nonce and no grant: it must be
 // approved again, and its card says the gateway restarted.
 func (e *Engine) Restore() []*Run {
-	past := loadPast(e.ContextFile)
+	past := loadPast(e.contextFile)
 	e.mu.Lock()
-	e.init()
 	e.past = past
 	e.mu.Unlock()
 	var out []*Run
 	for _, p := range past {
-		if p.Socket == "" || p.BootID == e.BootID {
+		if p.Socket == "" || p.BootID == e.bootID {
 			continue
 		}
-		pin, err := e.Procs.Pin(p.PID)
+		pin, err := e.procs.Pin(p.PID)
 		if err != nil {
 			continue
 		}
@@ -133,7 +126,7 @@ func (e *Engine) Restore() []*Run {
 		}
 		// A new run id and nonce: the gateway has not bound this run.
 		run := &Run{
-			ID: newRunID(), Label: p.Label, Nonce: randomHex(16), Process: pin.Process, Argv: readArgv(e.Procs, p.PID),
+			ID: newRunID(), Label: p.Label, Nonce: randomHex(16), Process: pin.Process, Argv: e.procs.Argv(p.PID),
 			Launched: true, Socket: p.Socket, Started: e.now(), PrevBoot: p.BootID, pin: pin,
 		}
 		e.addRun(run)
@@ -149,14 +142,13 @@ func (e *Engine) Restore() []*Run {
 func (e *Engine) Stop() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.init()
 	now := e.now()
 	for id, g := range e.grants {
 		e.endGrantLocked(id, g, ReasonGatewayStopped)
 	}
 	for _, run := range e.runs {
 		if run.Launched && run.pin != nil && run.Ended() == "" {
-			p := pastOf(e.BootID, run, nil, ReasonGatewayStopped, now)
+			p := pastOf(e.bootID, run, nil, ReasonGatewayStopped, now)
 			p.Socket = run.Socket
 			e.past = append(e.past, p)
 		}

@@ -19,16 +19,16 @@ var ErrNotRecorded = errors.New("the audit log could not record the action")
 // record stamps ev with the boot id, the epoch and the time, and appends
 // it to the audit log when there is one.
 func (e *Engine) record(ev audit.Event) error {
-	if e.Audit == nil {
+	if e.audit == nil {
 		return nil
 	}
 	ev.Time = e.now().UTC()
-	ev.BootID = e.BootID
+	ev.BootID = e.bootID
 	if ev.VaultEpoch == 0 {
-		_, ev.VaultEpoch = e.Vault()
+		_, ev.VaultEpoch = e.vault()
 	}
-	if err := e.Audit.Append(ev); err != nil {
-		e.Log.Error("audit log not written", "event", ev.Type, "err", err)
+	if err := e.audit.Append(ev); err != nil {
+		e.log.Error("audit log not written", "event", ev.Type, "err", err)
 		return err
 	}
 	return nil

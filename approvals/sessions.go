@@ -33,7 +33,6 @@ type GrantView struct {
 func (e *Engine) Sessions() ([]RunState, []GrantView) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.init()
 	count := map[*Run]int{}
 	grants := make([]GrantView, 0, len(e.grants))
 	for _, g := range e.grants {

@@ -36,7 +36,7 @@ func (g *Gateway) openAudit(stateDir string) error {
 		return fmt.Errorf("audit log: %w", err)
 	}
 	g.audit = l
-	g.engine.Audit = l
+	g.engine.SetAudit(l)
 	return nil
 }
 

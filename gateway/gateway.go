@@ -132,20 +132,20 @@ func New(opts Options) (*Gateway, error) {
 		epoch: loadEpoch(filepath.Join(stateDir, "epoch")),
 		log:   g.log.Info,
 	}
-	g.engine = &approvals.Engine{
-		Procs:       g.procs,
-		Log:         g.log,
-		BootID:      g.bootID,
-		Vault:       g.vault.lockedEpoch,
-		Askpass:     opts.Env,
-		ContextFile: filepath.Join(stateDir, "context.json"),
-		OnRunEnd:    g.closeRun,
-	}
 	pol, err := approvals.Compile(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
-	g.engine.SetPolicy(pol)
+	g.engine = approvals.NewEngine(approvals.Config{
+		Procs:       g.procs,
+		Log:         g.log,
+		BootID:      g.bootID,
+		Vault:       g.vault.lockedEpoch,
+		Policy:      pol,
+		Askpass:     opts.Env,
+		ContextFile: filepath.Join(stateDir, "context.json"),
+		OnRunEnd:    g.closeRun,
+	})
 	g.vault.onChange = append(g.vault.onChange, func(_, epoch uint64, why string) {
 		g.engine.EpochChanged(why)
 		g.recordVault(epoch, why, g.vault.locked)
@@ -264,7 +264,7 @@ loop:
 			break loop
 		case s := <-sigs:
 			if s == syscall.SIGUSR1 {
-				n, _ := g.engine.Revoke("--all")
+				n := g.engine.RevokeAll()
 				g.log.Info("all grants revoked", "signal", "SIGUSR1", "grants", n)
 				continue
 			}

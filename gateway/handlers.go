@@ -122,9 +122,11 @@ type ResolveArgs struct {
 	Evidence   string `json:"evidence,omitempty"`
 }
 
-// RevokeArgs names what to revoke: a grant id, a run id, or "--all".
+// RevokeArgs names what to revoke: a grant id or a run id (Target), or
+// every grant (All).
 type RevokeArgs struct {
-	Target string `json:"target"`
+	Target string `json:"target,omitempty"`
+	All    bool   `json:"all,omitempty"`
 }
 
 // RevokeResult says how many grants ended.
@@ -234,12 +236,11 @@ func (g *Gateway) handlers() map[string]control.Handler {
 			if err != nil {
 				return nil, err
 			}
-			switch a.Decision {
-			case "once", "session", "deny":
-			default:
-				return nil, control.Errorf("usage", "decision %q: want once, session or deny", a.Decision)
+			v, err := approvals.ParseVerdict(a.Decision)
+			if err != nil {
+				return nil, control.Errorf("usage", "%v", err)
 			}
-			ans := approvals.Answer{Decision: a.Decision, Subject: -1, Approver: approver.Describe()}
+			ans := approvals.Answer{Verdict: v, Subject: -1, Approver: approver.Describe()}
 			if a.Subject != nil {
 				ans.Subject = *a.Subject
 			}
@@ -291,6 +292,12 @@ func (g *Gateway) handlers() map[string]control.Handler {
 			a, err := decode[RevokeArgs](raw)
 			if err != nil {
 				return nil, err
+			}
+			if a.All {
+				return RevokeResult{Revoked: g.engine.RevokeAll()}, nil
+			}
+			if a.Target == "" {
+				return nil, control.Errorf("usage", "name a grant or a run to revoke, or revoke all")
 			}
 			n, err := g.engine.Revoke(a.Target)
 			if err != nil {

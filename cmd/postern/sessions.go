@@ -82,13 +82,13 @@ func cmdRevoke(args []string, out, errw io.Writer) error {
 		return err
 	}
 	if *all {
-		target = "--all"
+		target = ""
 	}
-	if target == "" || (*all && len(args) > 1) {
+	if (!*all && target == "") || (*all && len(args) > 1) {
 		return usagef("revoke: name a grant, a run, or --all")
 	}
 	var res gateway.RevokeResult
-	if err := control.Call(ctl, "revoke", gateway.RevokeArgs{Target: target}, &res, 30*time.Second); err != nil {
+	if err := control.Call(ctl, "revoke", gateway.RevokeArgs{Target: target, All: *all}, &res, 30*time.Second); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "revoked %d grants\n", res.Revoked)

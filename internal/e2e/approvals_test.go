@@ -373,6 +373,10 @@ func TestRevokeEndsGrants(t *testing.T) {
 	if r := w.e.Run("postern", "revoke", "G00000000"); r.Code == 0 {
 		t.Fatal("revoking an unknown grant succeeded")
 	}
+	approveOnce()
+	if r := w.e.MustRun("postern", "revoke", "--all"); !strings.Contains(r.Stdout, "revoked 1") {
+		t.Fatalf("revoke --all: %s", r)
+	}
 }
 
 // Invariant 4: nothing a client presents restores a grant. A process

@@ -1,0 +1,226 @@
+package approvals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/procid"
+)
+
+// A Verdict is what an approver decided on a card.
+type Verdict int
+
+const (
+	// VerdictDeny refuses the request. Anyone may give it.
+	VerdictDeny Verdict = iota + 1
+	// VerdictOnce approves this one request.
+	VerdictOnce
+	// VerdictSession approves the chosen subject as a run, for the key,
+	// until it exits. On a per-call card it approves this one request.
+	VerdictSession
+)
+
+var verdictNames = map[Verdict]string{VerdictDeny: "deny", VerdictOnce: "once", VerdictSession: "session"}
+
+// String returns the verdict's name on the control socket: "deny",
+// "once" or "session".
+func (v Verdict) String() string {
+	if s, ok := verdictNames[v]; ok {
+		return s
+	}
+	return "verdict(" + strconv.Itoa(int(v)) + ")"
+}
+
+// ParseVerdict reads a verdict's name.
+func ParseVerdict(s string) (Verdict, error) {
+	for v, name := range verdictNames {
+		if s == name {
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("decision %q: want once, session or deny", s)
+}
+
+// Answer is an approver's decision on a card. The zero Verdict denies.
+type Answer struct {
+	Verdict  Verdict
+	Subject  int    // index into the card's subjects, for VerdictSession; negative: the preselected one
+	Approver string // who answered: the approver process, or "askpass"
+
+	grant, run string // set by Answer for a session
+	// withdrawn is why the gateway refused the card itself, with no
+	// approver's answer.
+	withdrawn string
+}
+
+// Errors of Answer.
+var (
+	ErrNoCard      = errors.New("no such card (answered, expired, or from before a gateway restart)")
+	ErrSelfApprove = errors.New("refused: an approval cannot come from the requesting process, the run, or a descendant of either")
+	ErrSameSession = errors.New("refused: an approval cannot come from the terminal session of the requesting process or the run; approve from another terminal")
+)
+
+// Answer decides card id. approver is the verified process that sent the
+// answer (nil for the gateway's own askpass dialog); it must not be the
+// requester, the subject, or a descendant of either. A session answer
+// registers the chosen subject (a.Subject, or the preselected one when
+// negative) as a run, pinning it, and grants it the key.
+func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
+	e.mu.Lock()
+	c := e.cards[id]
+	e.mu.Unlock()
+	if c == nil {
+		return ErrNoCard
+	}
+	if a.Subject < 0 {
+		a.Subject = c.View.Selected
+	}
+	approves := a.Verdict == VerdictOnce || a.Verdict == VerdictSession
+	if a.Verdict == VerdictSession && (a.Subject < 0 || a.Subject >= len(c.subjects)) {
+		return fmt.Errorf("no subject %d on card %s (it has %d)", a.Subject, id, len(c.subjects))
+	}
+	subj := c.subjects[c.View.Selected]
+	if a.Verdict == VerdictSession {
+		subj = c.subjects[a.Subject]
+	}
+	// A denial only lowers authority: anyone may give it.
+	if approver != nil && approves {
+		for _, p := range []*procid.Process{&c.req.Requester.Process, &subj.Process} {
+			if in, _ := e.procs.DescendsFrom(approver.PID, approver.StartTicks, p); in {
+				e.log.Warn("approval refused: it came from inside the requesting process tree", "card", id, "approver_pid", approver.PID)
+				return ErrSelfApprove
+			}
+			// A process that left the tree (a double fork) keeps its
+			// session unless it also called setsid.
+			if p.Session > 0 && approver.Session == p.Session {
+				e.log.Warn("approval refused: it came from the requester's terminal session", "card", id, "approver_pid", approver.PID, "session", p.Session)
+				return ErrSameSession
+			}
+		}
+	}
+	var g *Grant
+	if a.Verdict == VerdictSession && c.View.Mode == ModeSession {
+		run, err := e.register(subj)
+		if err != nil {
+			return err
+		}
+		p := e.Policy()
+		g = &Grant{
+			ID: newGrantID(), Run: run, Nonce: run.Nonce, BootID: e.bootID, Epoch: c.epoch,
+			Key: c.req.Key, Approver: a.Approver, Created: e.now(),
+		}
+		if p.Scope == ScopeDestination && c.View.Destination != nil {
+			g.Dest, g.DestNames = c.View.Destination.Fingerprint, c.View.Destination.Names
+		}
+		if p.Lifetime > 0 {
+			g.Expires = g.Created.Add(p.Lifetime)
+		}
+	}
+	// Read before taking e.mu: the vault calls EpochChanged with its own
+	// lock held. A grant stored from a stale epoch never covers anything
+	// (covering checks the epoch again).
+	_, epoch := e.vault()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cards[id] != c {
+		return ErrNoCard
+	}
+	if g != nil {
+		if epoch != c.epoch {
+			g = nil // answered across a lock or unlock: no grant
+		} else {
+			e.grants[g.ID] = g
+		}
+	}
+	attrs := []any{"card", id, "decision", a.Verdict.String(), "approver", a.Approver}
+	if g != nil {
+		attrs = append(attrs, "grant", g.ID, "run", g.Run.ID)
+		// Recorded before the waiting request can use the grant; the epoch
+		// is given, so recording does not ask the vault (whose lock must
+		// not be taken under e.mu).
+		ev := audit.Event{
+			Type: audit.EventSessionApproved, Run: g.Run.ID, Grant: g.ID, Card: id, Key: g.Key.Fingerprint,
+			Dest: g.Dest, DestNames: g.DestNames, Mode: string(ModeSession), Approver: a.Approver,
+			Label: g.Run.Label, Process: auditProcess(e.procs, &g.Run.Process), VaultEpoch: g.Epoch,
+			Detail: map[string]string{"nonce_bound": "true", "launched": strconv.FormatBool(g.Run.Launched)},
+		}
+		a.grant, a.run = g.ID, g.Run.ID
+		if err := e.record(ev); err != nil {
+			delete(e.grants, g.ID)
+			a.Verdict = VerdictDeny
+			e.closeCardLocked(c, a)
+			return fmt.Errorf("%w; the approval was not applied", ErrNotRecorded)
+		}
+	}
+	e.closeCardLocked(c, a)
+	e.log.Info("card answered", attrs...)
+	return nil
+}
+
+// closeCardLocked gives card c its answer and wakes who waits on it; e.mu
+// held.
+func (e *Engine) closeCardLocked(c *Card, a Answer) {
+	delete(e.cards, c.View.ID)
+	c.answer = a
+	close(c.done)
+	e.notify()
+}
+
+// register makes a chosen subject a run: pinned, with a launch nonce.
+func (e *Engine) register(subj *Run) (*Run, error) {
+	if subj.ID != "" {
+		if reason, ok := subj.check(); !ok {
+			return nil, fmt.Errorf("run %s has ended (%s)", subj.ID, reason)
+		}
+		return subj, nil
+	}
+	pin, err := e.procs.Pin(subj.Process.PID)
+	if err != nil {
+		return nil, fmt.Errorf("the chosen process is gone: %w", err)
+	}
+	if pin.StartTicks != subj.Process.StartTicks || !pin.Exe.Same(subj.Process.Exe) {
+		pin.Close()
+		return nil, fmt.Errorf("pid %d is no longer the process shown on the card", subj.Process.PID)
+	}
+	run := &Run{
+		ID: newRunID(), Nonce: randomHex(16), Process: pin.Process, Argv: e.procs.Argv(pin.PID),
+		Started: e.now(), pin: pin,
+	}
+	e.addRun(run)
+	e.recordRun(run)
+	return run, nil
+}
+
+// askpassAnswer shows a card in an SSH_ASKPASS dialog; yes approves it as
+// the policy asks (a session for the preselected subject, or this call).
+func (e *Engine) askpassAnswer(c *Card) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	ok, err := e.askpass.Confirm(ctx, c.View.Text())
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Debug("askpass not available for card", "card", c.View.ID, "err", err)
+		}
+		return
+	}
+	a := Answer{Verdict: VerdictDeny, Approver: "askpass"}
+	if ok {
+		a = Answer{Verdict: VerdictOnce, Subject: c.View.Selected, Approver: "askpass"}
+		if c.View.Mode == ModeSession {
+			a.Verdict = VerdictSession
+		}
+	}
+	if err := e.Answer(c.View.ID, a, nil); err != nil && !errors.Is(err, ErrNoCard) {
+		e.log.Warn("askpass answer not applied", "card", c.View.ID, "err", err)
+	}
+}

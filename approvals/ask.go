@@ -1,0 +1,236 @@
+package approvals
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/procid"
+)
+
+// ask shows a card and waits for its answer or its timeout.
+func (e *Engine) ask(ctx context.Context, r *Request, mode Mode, chain procid.Chain, argv []string, dest *DestView, epoch uint64, p *Policy) Decision {
+	subjects, sel, err := e.subjects(r, chain, p)
+	if err != nil {
+		e.log.Info("refusing: "+err.Error(), "pid", r.Requester.PID)
+		return deny(mode, ReasonProcessExited)
+	}
+	subj := subjects[sel]
+	coolKey := subjectKey(subj)
+	e.mu.Lock()
+	if until, ok := e.cooldown[coolKey]; ok && e.now().Before(until) {
+		e.mu.Unlock()
+		return deny(mode, "cooldown")
+	}
+	joinKey := ""
+	if mode == ModeSession {
+		joinKey = coolKey + "|" + r.Key.Fingerprint
+		if dest != nil {
+			joinKey += "|" + dest.Fingerprint
+		}
+		for _, c := range e.cards {
+			if c.joinKey == joinKey {
+				e.mu.Unlock()
+				return e.wait(ctx, c, mode, p)
+			}
+		}
+	}
+	e.mu.Unlock()
+
+	target := ""
+	if dest != nil {
+		target = " for " + destText(dest)
+	} else if r.Purpose == PurposeSSHSig {
+		target = " to sign (namespace " + r.Namespace + ")"
+	}
+	reason, sentence := CardPerCall, "This use needs approval every time: approve this one use of key "+r.Key.Display()+target+"."
+	if r.RetryOf != "" {
+		reason, sentence = CardRetryUnknown, "The same command was sent before and its outcome is unknown: "+r.RetryOf+". Approve only if you checked that running it again is safe."
+	}
+	covers := "this call only"
+	if mode == ModeSession {
+		reason, sentence = e.reauth(subj, r.Key, target)
+		covers = "this run and its descendants, for key " + r.Key.Display()
+		if p.Scope == ScopeDestination && dest != nil {
+			covers += " to " + destText(dest)
+		}
+		covers += ", until the run exits, the vault locks or the gateway restarts"
+	}
+	now := e.now()
+	c := &Card{
+		req:        r,
+		epoch:      epoch,
+		subjects:   subjects,
+		joinKey:    joinKey,
+		cooldownAs: coolKey,
+		done:       make(chan struct{}),
+	}
+	c.View = CardView{
+		ID:          "C" + randomHex(4),
+		Reason:      reason,
+		Changed:     sentence,
+		Mode:        mode,
+		Selected:    sel,
+		Key:         KeyView{Fingerprint: r.Key.Fingerprint, Comment: r.Key.Comment, Type: r.Key.Type},
+		Purpose:     r.Purpose,
+		Destination: dest,
+		Namespace:   r.Namespace,
+		Forwarded:   r.Forwarded || (dest != nil && dest.Forwarding),
+		Covers:      covers,
+		Claim:       argv,
+		Command:     printable(r.Command),
+		Created:     now.UTC(),
+		Expires:     now.Add(p.CardTimeout).UTC(),
+	}
+	for i := range subjects {
+		c.View.Subjects = append(c.View.Subjects, e.runView(subjects[i]))
+	}
+	c.View.Run = c.View.Subjects[sel]
+	for i := range chain {
+		c.View.Requester = append(c.View.Requester, e.processView(&chain[i]))
+	}
+	e.mu.Lock()
+	e.cards[c.View.ID] = c
+	e.notify()
+	e.mu.Unlock()
+	ev := requestEvent(audit.EventCardShown, r, Decision{Mode: mode, Reason: reason})
+	ev.Card, ev.Run, ev.Label = c.View.ID, subj.ID, subj.Label
+	e.record(ev)
+	e.log.Info("card shown", "card", c.View.ID, "reason", reason, "mode", mode, "key", r.Key.Fingerprint, "pid", r.Requester.PID)
+	if e.askpass != nil {
+		go e.askpassAnswer(c)
+	}
+	return e.wait(ctx, c, mode, p)
+}
+
+// wait waits for c's answer, its timeout or the caller's end.
+func (e *Engine) wait(ctx context.Context, c *Card, mode Mode, p *Policy) Decision {
+	d := e.waitAnswer(ctx, c, mode, p)
+	d.Card, d.CardReason = c.View.ID, c.View.Reason
+	if d.Run == "" {
+		d.Run = c.View.Run.ID
+	}
+	return d
+}
+
+func (e *Engine) waitAnswer(ctx context.Context, c *Card, mode Mode, p *Policy) Decision {
+	timer := time.NewTimer(time.Until(c.View.Expires))
+	defer timer.Stop()
+	select {
+	case <-c.done:
+	case <-timer.C:
+		e.mu.Lock()
+		if e.cards[c.View.ID] == c {
+			delete(e.cards, c.View.ID)
+			e.cooldown[c.cooldownAs] = e.now().Add(p.Cooldown)
+			e.notify()
+			e.mu.Unlock()
+			e.log.Info("card unanswered", "card", c.View.ID)
+			return deny(mode, "timeout")
+		}
+		e.mu.Unlock()
+		<-c.done
+	case <-ctx.Done():
+		e.removeCard(c)
+		return deny(mode, "canceled")
+	}
+	a := c.answer
+	switch a.Verdict {
+	case VerdictOnce, VerdictSession:
+	default:
+		if a.withdrawn != "" {
+			return deny(mode, a.withdrawn)
+		}
+		return deny(mode, "denied")
+	}
+	// An answer given across a lock or unlock authorizes nothing.
+	if locked, epoch := e.vault(); locked || epoch != c.epoch {
+		return deny(mode, "vault_state_changed")
+	}
+	if a.Verdict == VerdictSession && mode == ModeSession {
+		d := allow(mode, "approved_session")
+		d.Grant, d.Run = a.grant, a.run
+		return d
+	}
+	return allow(mode, "approved_once")
+}
+
+func (e *Engine) removeCard(c *Card) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cards[c.View.ID] == c {
+		delete(e.cards, c.View.ID)
+		e.notify()
+	}
+}
+
+func subjectKey(r *Run) string {
+	if r.ID != "" {
+		return r.ID
+	}
+	return fmt.Sprintf("pid:%d:%d", r.Process.PID, r.Process.StartTicks)
+}
+
+// subjects returns who a session approval could bind: the run a run
+// socket belongs to, or the requester and its live ancestors (init and
+// other users' processes excluded), with the index to preselect.
+func (e *Engine) subjects(r *Request, chain procid.Chain, p *Policy) ([]*Run, int, error) {
+	if r.Channel.Kind == "run" {
+		e.mu.Lock()
+		run := e.runs[r.Channel.Run]
+		e.mu.Unlock()
+		if run == nil || run.Ended() != "" {
+			return nil, 0, fmt.Errorf("run %s has ended", r.Channel.Run)
+		}
+		return []*Run{run}, 0, nil
+	}
+	var out []*Run
+	sel := -1
+	for i := range chain {
+		pr := chain[i]
+		if pr.PID <= 1 || pr.UID != r.Requester.UID {
+			break
+		}
+		out = append(out, &Run{Process: pr})
+		if sel < 0 && p.isAgent(&pr, e.procs.Argv(pr.PID)) {
+			sel = len(out) - 1
+		}
+	}
+	if len(out) == 0 {
+		out = []*Run{{Process: r.Requester.Process}}
+	}
+	if sel < 0 {
+		sel = 0
+	}
+	return out, sel, nil
+}
+
+// Cards returns the pending cards, oldest first, and a version that
+// WaitCards can wait past.
+func (e *Engine) Cards() ([]CardView, uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]CardView, 0, len(e.cards))
+	for _, c := range e.cards {
+		out = append(out, c.View)
+	}
+	slices.SortFunc(out, func(a, b CardView) int { return a.Created.Compare(b.Created) })
+	return out, e.version
+}
+
+// WaitCards waits until the card list changes after version, or ctx ends.
+func (e *Engine) WaitCards(ctx context.Context, version uint64) {
+	e.mu.Lock()
+	if e.version != version {
+		e.mu.Unlock()
+		return
+	}
+	ch := e.changed
+	e.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,159 @@
+package approvals
+
+import (
+	"context"
+	"strings"
+
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/procid"
+)
+
+func allow(mode Mode, reason string) Decision {
+	return Decision{Allow: true, Mode: mode, Reason: reason}
+}
+func deny(mode Mode, reason string) Decision { return Decision{Mode: mode, Reason: reason} }
+
+// Decide decides a request. It never waits while the vault is locked; it
+// re-checks the epoch after a person answers; a session grant covers the
+// request only after the run, its nonce, the boot id and the epoch have
+// been checked against live evidence.
+func (e *Engine) Decide(ctx context.Context, r *Request) Decision {
+	d := e.decide(ctx, r)
+	return e.conclude(r, d)
+}
+
+// conclude records a decision: a denial as action_denied; an allowed
+// action as sign (or command_approved), durable before the action runs. If
+// that record cannot be written the action is refused.
+func (e *Engine) conclude(r *Request, d Decision) Decision {
+	if !d.Allow {
+		ev := requestEvent(audit.EventActionDenied, r, d)
+		// A refused re-approval is recorded with what ended the earlier
+		// approval: the request was denied because of it.
+		if why, ok := strings.CutPrefix(d.CardReason, "REAUTH_REQUIRED "); ok {
+			ev.Reason = why
+			ev.Detail["answer"] = d.Reason
+		}
+		if d.Card != "" {
+			ev.Card = d.Card
+		}
+		if ev.Run == "" {
+			ev.Run = d.Run
+		}
+		e.record(ev)
+		return d
+	}
+	typ := audit.EventSign
+	if r.Action == ActionCommand {
+		typ = EventCommandApproved
+	}
+	ev := requestEvent(typ, r, d)
+	ev.Card = d.Card
+	if ev.Run == "" {
+		ev.Run = d.Run
+	}
+	if err := e.record(ev); err != nil {
+		return Decision{Mode: d.Mode, Reason: "audit_failed"}
+	}
+	return d
+}
+
+// Refused records a request refused before any decision was asked for
+// (the agent was locked, the key is unknown, the request broke the
+// connection's session binding).
+func (e *Engine) Refused(r *Request, reason string) {
+	e.record(requestEvent(audit.EventActionDenied, r, Decision{Reason: reason}))
+}
+
+func (e *Engine) decide(ctx context.Context, r *Request) Decision {
+	locked, epoch := e.vault()
+	if locked {
+		return deny("", ReasonVaultLocked)
+	}
+	p := e.Policy()
+	// The requester's ancestry and command line are read only when needed:
+	// for rules on executables, for hashed known_hosts entries, for cards.
+	var chain procid.Chain
+	ancestry := func() procid.Chain {
+		if chain == nil {
+			chain = append(procid.Chain{r.Requester.Process}, e.procs.Ancestors(&r.Requester.Process)...)
+		}
+		return chain
+	}
+	var argv []string
+	var dest *DestView
+	if r.Dest != nil {
+		res := p.Hosts.Lookup(r.Dest.HostKey, nil)
+		if res.Hashed > 0 {
+			argv = e.procs.Argv(r.Requester.PID)
+			res = p.Hosts.Lookup(r.Dest.HostKey, hostCandidates(argv))
+		}
+		if res.Revoked {
+			return deny("", "host_key_revoked")
+		}
+		dest = &DestView{Fingerprint: r.Dest.Fingerprint(), Names: res.Names, Hashed: res.Hashed, Forwarding: r.Dest.Forwarding, User: r.Dest.User}
+	}
+	f := facts{key: r.Key, chain: ancestry}
+	if dest != nil {
+		f.names = dest.Names
+	}
+	mode := p.modeFor(&f, r.Forwarded || (dest != nil && dest.Forwarding))
+	if r.Key.Confirm || r.RetryOf != "" {
+		mode = Stricter(mode, ModePerCall)
+	}
+	switch mode {
+	case ModeDeny:
+		return deny(mode, "policy_deny")
+	case ModeNone:
+		return allow(mode, "policy_none")
+	case ModeSession:
+		if g := e.covering(r, dest, epoch); g != nil {
+			return Decision{Allow: true, Mode: mode, Reason: "session", Grant: g.ID, Run: g.Run.ID}
+		}
+	}
+	if argv == nil {
+		argv = e.procs.Argv(r.Requester.PID)
+	}
+	return e.ask(ctx, r, mode, ancestry(), argv, dest, epoch, p)
+}
+
+// covering returns a live grant that covers r, checking each candidate
+// against live evidence and ending those that no longer hold.
+func (e *Engine) covering(r *Request, dest *DestView, epoch uint64) *Grant {
+	e.mu.Lock()
+	var cands []*Grant
+	for _, g := range e.grants {
+		if g.Key.Fingerprint == r.Key.Fingerprint {
+			cands = append(cands, g)
+		}
+	}
+	e.mu.Unlock()
+	now := e.now()
+	for _, g := range cands {
+		switch {
+		case g.BootID != e.bootID:
+			e.endGrant(g, ReasonGatewayRestarted)
+			continue
+		case g.Epoch != epoch:
+			e.endGrant(g, ReasonVaultChanged)
+			continue
+		case !g.Expires.IsZero() && !now.Before(g.Expires):
+			e.endGrant(g, ReasonExpired)
+			continue
+		case g.Dest != "" && (dest == nil || dest.Fingerprint != g.Dest):
+			continue
+		}
+		run := g.Run
+		if reason, ok := run.check(); !ok {
+			e.EndRun(run.ID, reason)
+			continue
+		}
+		if g.Nonce != run.Nonce {
+			continue
+		}
+		if ok, _ := e.procs.DescendsFrom(r.Requester.PID, r.Requester.StartTicks, &run.Process); ok {
+			return g
+		}
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package approvals
+
+import (
+	"fmt"
+
+	"github.com/postern/postern/audit"
+)
+
+// addRun records a live run and ends it when its process exits.
+func (e *Engine) addRun(run *Run) {
+	e.mu.Lock()
+	e.runs[run.ID] = run
+	e.mu.Unlock()
+	e.endOnExit(run)
+}
+
+// endOnExit ends run when its pinned process exits.
+func (e *Engine) endOnExit(run *Run) {
+	if ch := run.pin.Exited(); ch != nil {
+		go func() {
+			<-ch
+			e.EndRun(run.ID, ReasonProcessExited)
+		}()
+	}
+}
+
+// EndRun ends a run and its grants.
+func (e *Engine) EndRun(id, reason string) {
+	e.mu.Lock()
+	run := e.runs[id]
+	if run == nil || run.Ended() != "" {
+		e.mu.Unlock()
+		return
+	}
+	run.ended.Store(&reason)
+	run.endedAt = e.now()
+	delete(e.runs, id)
+	ended := 0
+	for gid, g := range e.grants {
+		if g.Run == run {
+			e.endGrantLocked(gid, g, reason)
+			ended++
+		}
+	}
+	if ended == 0 {
+		e.past = append(e.past, pastOf(e.bootID, run, nil, reason, run.endedAt))
+	}
+	e.savePastLocked()
+	e.mu.Unlock()
+	e.log.Info("run ended", "run", id, "reason", reason, "grants", ended)
+	if run.pin != nil {
+		run.pin.Close()
+	}
+	if e.onRunEnd != nil {
+		e.onRunEnd(run)
+	}
+}
+
+func (e *Engine) endGrant(g *Grant, reason string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.grants[g.ID] == g {
+		e.endGrantLocked(g.ID, g, reason)
+		e.savePastLocked()
+	}
+}
+
+func (e *Engine) endGrantLocked(id string, g *Grant, reason string) {
+	delete(e.grants, id)
+	g.ended = reason
+	e.record(audit.Event{Type: audit.EventSessionEnded, Run: g.Run.ID, Grant: id, Key: g.Key.Fingerprint, Reason: reason, Label: g.Run.Label, VaultEpoch: g.Epoch})
+	e.past = append(e.past, pastOf(e.bootID, g.Run, g, reason, e.now()))
+	if len(e.past) > maxPast {
+		e.past = e.past[len(e.past)-maxPast:]
+	}
+	e.log.Info("session ended", "grant", id, "run", g.Run.ID, "reason", reason)
+}
+
+func (e *Engine) savePastLocked() {
+	if err := savePast(e.contextFile, e.past); err != nil {
+		e.log.Warn("cannot save display context", "err", err)
+	}
+}
+
+// EpochChanged ends every grant and refuses every pending card: nothing
+// decided in an earlier vault epoch authorizes anything.
+func (e *Engine) EpochChanged(why string) {
+	reason := ReasonVaultChanged
+	if why == "lock" {
+		reason = ReasonVaultLocked
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for id, g := range e.grants {
+		e.endGrantLocked(id, g, reason)
+	}
+	for id, c := range e.cards {
+		delete(e.cards, id)
+		c.answer = Answer{Verdict: VerdictDeny, withdrawn: ReasonVaultLocked}
+		close(c.done)
+	}
+	e.notify()
+	e.savePastLocked()
+}
+
+// Revoke ends grants now: grant target, or every grant of run target. It
+// returns how many grants ended.
+func (e *Engine) Revoke(target string) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := e.revokeLocked(func(id string, g *Grant) bool { return id == target || g.Run.ID == target })
+	if n == 0 {
+		if _, ok := e.runs[target]; !ok {
+			return 0, fmt.Errorf("no grant or run %q (postern sessions lists them)", target)
+		}
+	}
+	return n, nil
+}
+
+// RevokeAll ends every grant now and returns how many ended.
+func (e *Engine) RevokeAll() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.revokeLocked(func(string, *Grant) bool { return true })
+}
+
+func (e *Engine) revokeLocked(match func(id string, g *Grant) bool) int {
+	n := 0
+	for id, g := range e.grants {
+		if match(id, g) {
+			e.endGrantLocked(id, g, ReasonRevoked)
+			n++
+		}
+	}
+	e.savePastLocked()
+	return n
+}
