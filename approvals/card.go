@@ -105,6 +105,10 @@ func (e *Engine) runView(r *Run) RunView {
 	return RunView{ID: r.ID, Label: r.Label, Launched: r.Launched, ProcessView: e.processView(&r.Process)}
 }
 
+// OffersSession reports whether the card may be answered with a session
+// approval; otherwise only "once" or "deny".
+func (v *CardView) OffersSession() bool { return v.Mode == ModeSession }
+
 // Text renders a card for a terminal or an askpass dialog: the question,
 // what changed, then the verified facts, then claims.
 func (v *CardView) Text() string {

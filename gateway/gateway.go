@@ -29,6 +29,7 @@ import (
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion"
 	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/askpass"
 	"github.com/postern/postern/internal/config"
 	"github.com/postern/postern/internal/control"
@@ -41,7 +42,7 @@ import (
 // Options configure a gateway.
 type Options struct {
 	// Socket is the path of the agent socket. The control socket is
-	// created beside it (control.SocketFor).
+	// created beside it (api.ControlSocket).
 	Socket string
 	// Lifetime is the default lifetime of keys added with ssh-add.
 	Lifetime time.Duration
@@ -64,6 +65,7 @@ type Gateway struct {
 	engine  *approvals.Engine
 	agent   *sshagent.Server
 	ctl     *control.Server
+	ops     map[api.Op]handler
 
 	configPath string
 	vaultPath  string
@@ -157,7 +159,8 @@ func New(opts Options) (*Gateway, error) {
 		Procs:   g.procs,
 		Log:     g.log,
 	}
-	g.ctl = &control.Server{Procs: g.procs, Log: g.log, Handlers: g.handlers()}
+	g.ops = g.handlers()
+	g.ctl = &control.Server{Procs: g.procs, Log: g.log, Handle: g.answerControl}
 	return g, nil
 }
 
@@ -193,7 +196,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err := safesocket.CheckDir(filepath.Dir(g.opts.Socket)); err != nil {
 		g.log.Warn(err.Error())
 	}
-	ctlL, err := safesocket.Listen(control.SocketFor(g.opts.Socket))
+	ctlL, err := safesocket.Listen(api.ControlSocket(g.opts.Socket))
 	if err != nil {
 		return fmt.Errorf("control socket: %w", err)
 	}

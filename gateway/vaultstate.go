@@ -10,20 +10,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/postern/postern/internal/control"
+	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/vault"
 	"github.com/postern/postern/sshagent"
 )
 
-// VaultState is what the gateway reports about the vault.
-type VaultState string
-
-const (
-	StateLocked   VaultState = "locked"
-	StateUnlocked VaultState = "unlocked"
-	// StateNone means there is no vault file: the agent holds only keys
-	// added with ssh-add, like ssh-agent.
-	StateNone VaultState = "none"
+// Errors of the vault state machine; wireCode gives each its code.
+var (
+	errAlreadyLocked = errors.New("already locked")
+	errNotLocked     = errors.New("not locked")
+	errNoVault       = errors.New("there is no vault to unlock")
+	errVaultGone     = errors.New("the vault file disappeared")
+	errStaleKey      = errors.New("the keychain holds an old key for this vault (its passphrase changed)")
 )
 
 // vaultState is the lock state of the gateway and its vault. Every lock,
@@ -78,20 +76,20 @@ func (s *vaultState) lockedEpoch() (bool, uint64) {
 }
 
 // State returns the state and epoch.
-func (s *vaultState) State() (VaultState, uint64) {
+func (s *vaultState) State() (api.VaultState, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stateLocked(), s.epoch.Get()
 }
 
-func (s *vaultState) stateLocked() VaultState {
+func (s *vaultState) stateLocked() api.VaultState {
 	switch {
 	case s.locked:
-		return StateLocked
+		return api.VaultLocked
 	case s.present:
-		return StateUnlocked
+		return api.VaultUnlocked
 	}
-	return StateNone
+	return api.VaultNone
 }
 
 // bump increments the epoch; the caller holds s.mu.
@@ -111,7 +109,7 @@ func (s *vaultState) Lock(passphrase []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.locked {
-		return control.Errorf("locked", "already locked")
+		return errAlreadyLocked
 	}
 	s.lockLocked(passphrase, "lock")
 	return nil
@@ -142,7 +140,7 @@ func (s *vaultState) Unlock(passphrase []byte) error {
 	s.mu.Lock()
 	if !s.locked {
 		s.mu.Unlock()
-		return control.Errorf("usage", "not locked")
+		return errNotLocked
 	}
 	present := s.present
 	s.mu.Unlock()
@@ -170,13 +168,13 @@ func (s *vaultState) UnlockWithKey(dk *vault.DataKey) error {
 	s.mu.Unlock()
 	switch {
 	case !present:
-		return control.Errorf("not_found", "there is no vault to unlock")
+		return errNoVault
 	case !locked:
-		return control.Errorf("usage", "not locked")
+		return errNotLocked
 	}
 	v, err := vault.OpenWithKey(s.path, dk)
 	if errors.Is(err, vault.ErrStaleKey) {
-		return fmt.Errorf("the keychain holds an old key for this vault (its passphrase changed); unlock with the passphrase and --remember")
+		return errStaleKey
 	}
 	return s.finishUnlock(v, err)
 }
@@ -189,7 +187,7 @@ func (s *vaultState) finishUnlock(v *vault.Vault, err error) error {
 		return s.wrong()
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return control.Errorf("not_found", "the vault file disappeared: %v", err)
+		return fmt.Errorf("%w: %v", errVaultGone, err)
 	}
 	if err != nil {
 		return err
@@ -219,7 +217,7 @@ func (s *vaultState) wrong() error {
 	s.mu.Unlock()
 	time.Sleep(d)
 	s.mu.Lock()
-	return control.Errorf("wrong_passphrase", "wrong passphrase")
+	return vault.ErrWrongPassphrase
 }
 
 func (s *vaultState) unlockLocked(ids []*sshagent.Identity, dk *vault.DataKey) {

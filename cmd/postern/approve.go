@@ -2,17 +2,15 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/postern/postern/approvals"
-	"github.com/postern/postern/gateway"
-	"github.com/postern/postern/internal/control"
+	"github.com/postern/postern/gateway/api"
 )
 
 const approveUsage = `Usage: postern approve [--socket PATH]
@@ -34,7 +32,7 @@ func cmdApprove(args []string, out, errw io.Writer) error {
 	subject := fs.Int("subject", -1, "with --session, the subject's index on the card (default: the preselected one)")
 	// Flags may follow the card id.
 	id, args := leadingOperand(args)
-	ctl, err := gatewayFlags(fs, args)
+	c, err := gatewayFlags(fs, args)
 	if err != nil {
 		return err
 	}
@@ -43,38 +41,38 @@ func cmdApprove(args []string, out, errw io.Writer) error {
 	}
 	switch {
 	case *list:
-		return listCards(ctl, out, *asJSON)
+		return listCards(c, out, *asJSON)
 	case id == "":
 		if *once || *session {
 			return usagef("approve: --once and --session need a card id")
 		}
-		return approveInteractive(ctl, out)
+		return approveInteractive(c, out)
 	case *once && *session:
 		return usagef("approve: choose --once or --session")
 	}
-	decision := "once"
+	decision := api.VerdictOnce
 	if *session {
-		decision = "session"
+		decision = api.VerdictSession
 	}
 	if !*once && !*session {
 		// The mode the card asks for.
-		cards, err := fetchCards(ctl, false, 0)
+		cards, err := c.Cards(context.Background())
 		if err != nil {
 			return err
 		}
-		for _, c := range cards.Cards {
-			if c.ID == id && c.Mode == approvals.ModeSession {
-				decision = "session"
+		for _, card := range cards.Cards {
+			if card.ID == id && card.OffersSession() {
+				decision = api.VerdictSession
 			}
 		}
 	}
-	return answer(ctl, out, id, decision, *subject)
+	return answer(c, out, id, decision, *subject)
 }
 
 func cmdDeny(args []string, out, errw io.Writer) error {
 	fs := newFlags("deny", approveUsage, errw)
 	id, args := leadingOperand(args)
-	ctl, err := gatewayFlags(fs, args)
+	c, err := gatewayFlags(fs, args)
 	if err != nil {
 		return err
 	}
@@ -84,29 +82,26 @@ func cmdDeny(args []string, out, errw io.Writer) error {
 	if id == "" {
 		return usagef("deny: name a card")
 	}
-	return answer(ctl, out, id, "deny", -1)
+	return answer(c, out, id, api.VerdictDeny, -1)
 }
 
-func answer(ctl string, out io.Writer, id, decision string, subject int) error {
-	a := gateway.AnswerArgs{ID: id, Decision: decision}
-	if subject >= 0 {
-		a.Subject = &subject
-	}
-	if err := control.Call(ctl, "answer", a, nil, 30*time.Second); err != nil {
+// answered says what an answer did.
+var answered = map[api.Verdict]string{
+	api.VerdictOnce:    "approved once",
+	api.VerdictSession: "approved for the run",
+	api.VerdictDeny:    "denied",
+}
+
+func answer(c *api.Client, out io.Writer, id string, v api.Verdict, subject int) error {
+	if err := c.Answer(context.Background(), id, v, subject); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s: %s\n", id, map[string]string{"once": "approved once", "session": "approved for the run", "deny": "denied"}[decision])
+	fmt.Fprintf(out, "%s: %s\n", id, answered[v])
 	return nil
 }
 
-func fetchCards(ctl string, wait bool, version uint64) (gateway.CardsResult, error) {
-	var res gateway.CardsResult
-	err := control.Call(ctl, "cards", gateway.CardsArgs{Wait: wait, Version: version, WaitFor: 50 * time.Second}, &res, 2*time.Minute)
-	return res, err
-}
-
-func listCards(ctl string, out io.Writer, asJSON bool) error {
-	res, err := fetchCards(ctl, false, 0)
+func listCards(c *api.Client, out io.Writer, asJSON bool) error {
+	res, err := c.Cards(context.Background())
 	if err != nil {
 		return err
 	}
@@ -123,7 +118,7 @@ func listCards(ctl string, out io.Writer, asJSON bool) error {
 }
 
 // approveInteractive shows each pending card on the terminal and asks.
-func approveInteractive(ctl string, out io.Writer) error {
+func approveInteractive(c *api.Client, out io.Writer) error {
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
 		return errors.New("approve: no terminal; use postern approve --list and postern approve ID")
@@ -134,24 +129,24 @@ func approveInteractive(ctl string, out io.Writer) error {
 	var version uint64
 	fmt.Fprintln(tty, "waiting for approval cards (Ctrl-C to stop)")
 	for {
-		res, err := fetchCards(ctl, true, version)
+		res, err := c.WaitCards(context.Background(), version)
 		if err != nil {
 			return err
 		}
 		version = res.Version
-		for _, c := range res.Cards {
-			if seen[c.ID] {
+		for _, card := range res.Cards {
+			if seen[card.ID] {
 				continue
 			}
-			seen[c.ID] = true
-			if err := askCard(ctl, tty, in, c); err != nil {
+			seen[card.ID] = true
+			if err := askCard(c, tty, in, card); err != nil {
 				fmt.Fprintf(tty, "postern: error: %v\n", err)
 			}
 		}
 	}
 }
 
-func askCard(ctl string, tty io.Writer, in *bufio.Reader, c approvals.CardView) error {
+func askCard(gw *api.Client, tty io.Writer, in *bufio.Reader, c api.Card) error {
 	fmt.Fprintf(tty, "\n%s\n", c.Text())
 	if len(c.Subjects) > 1 {
 		fmt.Fprintln(tty, "Subjects a session approval could bind (the run it covers):")
@@ -166,7 +161,7 @@ func askCard(ctl string, tty io.Writer, in *bufio.Reader, c approvals.CardView) 
 	subject := c.Selected
 	for {
 		prompt := "[o]nce, [d]eny"
-		if c.Mode == approvals.ModeSession {
+		if c.OffersSession() {
 			prompt = "[s]ession, [o]nce, [d]eny"
 			if len(c.Subjects) > 1 {
 				prompt += ", or a subject number"
@@ -185,13 +180,13 @@ func askCard(ctl string, tty io.Writer, in *bufio.Reader, c approvals.CardView) 
 		}
 		switch line {
 		case "s", "session":
-			if c.Mode == approvals.ModeSession {
-				return answer(ctl, tty, c.ID, "session", subject)
+			if c.OffersSession() {
+				return answer(gw, tty, c.ID, api.VerdictSession, subject)
 			}
 		case "o", "once":
-			return answer(ctl, tty, c.ID, "once", -1)
+			return answer(gw, tty, c.ID, api.VerdictOnce, -1)
 		case "d", "deny":
-			return answer(ctl, tty, c.ID, "deny", -1)
+			return answer(gw, tty, c.ID, api.VerdictDeny, -1)
 		}
 	}
 }

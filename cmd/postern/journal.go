@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,8 +11,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/bastion/journal"
-	"github.com/postern/postern/gateway"
-	"github.com/postern/postern/internal/control"
+	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/xdg"
 )
 
@@ -30,14 +30,17 @@ gateway, or the journal file itself when no gateway runs.
 
 // journalSource answers journal queries: the gateway, or the file.
 type journalSource struct {
-	ctl string
-	j   *journal.Journal // when no gateway answers
+	gw *api.Client
+	j  *journal.Journal // when no gateway answers
 }
 
 func openJournalSource(sockFlag string, write bool) (*journalSource, error) {
-	if ctl, err := controlSocket(sockFlag); err == nil {
-		if err := control.Call(ctl, "status", nil, nil, 5*time.Second); err == nil {
-			return &journalSource{ctl: ctl}, nil
+	if c, err := gatewayClient(sockFlag); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := c.Status(ctx)
+		cancel()
+		if err == nil {
+			return &journalSource{gw: c}, nil
 		}
 	}
 	path, err := xdg.StateFile("journal.db")
@@ -62,20 +65,18 @@ func (s *journalSource) close() {
 	}
 }
 
-func (s *journalSource) list(a gateway.JournalArgs) ([]*journal.Entry, error) {
+func (s *journalSource) list(status string, limit int) ([]*journal.Entry, error) {
 	if s.j == nil {
-		var out []*journal.Entry
-		err := control.Call(s.ctl, "journal.list", a, &out, 30*time.Second)
-		return out, err
+		return s.gw.Journal(context.Background(), status, limit)
 	}
-	if a.ID != "" {
-		e, err := s.j.Get(a.ID)
-		if err != nil {
-			return nil, err
-		}
-		return []*journal.Entry{e}, nil
+	return s.j.List(journal.ListOptions{Status: status, Limit: limit})
+}
+
+func (s *journalSource) get(id string) (*journal.Entry, error) {
+	if s.j == nil {
+		return s.gw.JournalEntry(context.Background(), id)
 	}
-	return s.j.List(journal.ListOptions{Status: a.Status, Limit: a.Limit})
+	return s.j.Get(id)
 }
 
 func cmdJournal(args []string, out, errw io.Writer) error {
@@ -109,7 +110,7 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 		defer src.close()
 		switch sub {
 		case "list":
-			entries, err := src.list(gateway.JournalArgs{Status: *status, Limit: *limit})
+			entries, err := src.list(*status, *limit)
 			if err != nil {
 				return err
 			}
@@ -126,14 +127,14 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 			if id == "" {
 				return usagef("journal show: name an entry")
 			}
-			entries, err := src.list(gateway.JournalArgs{ID: id})
+			e, err := src.get(id)
 			if err != nil {
 				return err
 			}
 			if *asJSON {
-				return printJSON(out, entries[0])
+				return printJSON(out, e)
 			}
-			printEntry(out, entries[0])
+			printEntry(out, e)
 		case "follow":
 			return followJournal(src, out, *asJSON)
 		}
@@ -142,7 +143,7 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 		if id == "" {
 			return usagef("journal resolve: name an entry")
 		}
-		a := gateway.ResolveArgs{ID: id, Evidence: *evidence}
+		a := api.ResolveArgs{ID: id, Evidence: *evidence}
 		n := 0
 		if *ran >= 0 {
 			a.Result, a.ExitStatus, n = journal.ResultRan, ran, n+1
@@ -166,8 +167,7 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 		var e *journal.Entry
 		switch {
 		case src.j == nil:
-			e = new(journal.Entry)
-			err = control.Call(src.ctl, "journal.resolve", a, e, 3*time.Minute)
+			e, err = src.gw.Resolve(context.Background(), a)
 		case a.Result == "":
 			err = errors.New("reading remote markers needs the running gateway (and its bastion)")
 		default:
@@ -249,7 +249,7 @@ func followJournal(src *journalSource, out io.Writer, asJSON bool) error {
 	}
 	seen := map[string]string{}
 	for first := true; ; first = false {
-		entries, err := src.list(gateway.JournalArgs{Limit: 200})
+		entries, err := src.list("", 200)
 		if err != nil {
 			return err
 		}

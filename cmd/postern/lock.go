@@ -1,13 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
-	"github.com/postern/postern/gateway"
-	"github.com/postern/postern/internal/control"
+	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/keychain"
 	"github.com/postern/postern/internal/vault"
 )
@@ -31,12 +30,12 @@ against theft of the disk, not against other programs of the user.
 `
 
 func cmdLock(args []string, out, errw io.Writer) error {
-	ctl, err := gatewayFlags(newFlags("lock", lockUsage, errw), args)
+	c, err := gatewayFlags(newFlags("lock", lockUsage, errw), args)
 	if err != nil {
 		return err
 	}
-	var res gateway.LockResult
-	if err := control.Call(ctl, "lock", nil, &res, 30*time.Second); err != nil {
+	res, err := c.Lock(context.Background())
+	if err != nil {
 		return err
 	}
 	if res.Already {
@@ -60,11 +59,11 @@ func cmdUnlock(args []string, out, errw io.Writer) error {
 	if *forget {
 		return forgetKeychain(out)
 	}
-	ctl, err := controlSocket(*sock)
+	c, err := gatewayClient(*sock)
 	if err != nil {
 		return err
 	}
-	var a gateway.UnlockArgs
+	var a api.UnlockArgs
 	switch {
 	case *fromKeychain && *remember:
 		return usagef("unlock: --keychain and --remember cannot be used together")
@@ -97,12 +96,11 @@ func cmdUnlock(args []string, out, errw io.Writer) error {
 	}
 	defer clear(a.Passphrase)
 	defer clear(a.DataKey)
-	var st gateway.Status
-	err = control.Call(ctl, "unlock", a, nil, 2*time.Minute)
-	if err != nil {
+	ctx := context.Background()
+	if err := c.Unlock(ctx, a); err != nil {
 		return err
 	}
-	if err := control.Call(ctl, "status", nil, &st, 10*time.Second); err == nil {
+	if st, err := c.Status(ctx); err == nil {
 		fmt.Fprintf(out, "unlocked (vault epoch %d, %d keys)\n", st.Vault.Epoch, st.Counts.Keys)
 	}
 	return nil

@@ -1,16 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"syscall"
-	"time"
-
-	"github.com/postern/postern/gateway"
-	"github.com/postern/postern/internal/control"
 )
 
 const runUsage = `Usage: postern run [--label LABEL] [--socket PATH] -- COMMAND [ARG...]
@@ -30,15 +27,16 @@ var forwardedToRun = []os.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR
 func cmdRun(args []string, out, errw io.Writer) error {
 	fs := newFlags("run", runUsage, errw)
 	label := fs.String("label", "", "a label for approvers (display only)")
-	ctl, err := gatewayFlags(fs, args)
+	c, err := gatewayFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
 		return usagef("run: name the command to run after --\n%s", runUsage)
 	}
-	var prep gateway.RunPrepared
-	if err := control.Call(ctl, "run.prepare", gateway.RunPrepare{Label: *label}, &prep, 30*time.Second); err != nil {
+	ctx := context.Background()
+	prep, err := c.PrepareRun(ctx, *label)
+	if err != nil {
 		return err
 	}
 	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
@@ -50,7 +48,7 @@ func cmdRun(args []string, out, errw io.Writer) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("%s: %w", fs.Arg(0), err)
 	}
-	if err := control.Call(ctl, "run.start", gateway.RunStart{ID: prep.ID, PID: cmd.Process.Pid}, nil, 30*time.Second); err != nil {
+	if err := c.StartRun(ctx, prep.ID, cmd.Process.Pid); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return fmt.Errorf("the gateway did not register the run: %w", err)

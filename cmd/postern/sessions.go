@@ -1,13 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
-	"time"
-
-	"github.com/postern/postern/gateway"
-	"github.com/postern/postern/internal/control"
 )
 
 const sessionsUsage = `Usage: postern sessions [--json] [--socket PATH]
@@ -31,12 +28,12 @@ func cmdSessions(args []string, out, errw io.Writer) error {
 	if *history {
 		return sessionsHistory(out, *pfile, *asJSON)
 	}
-	ctl, err := controlSocket(*sock)
+	c, err := gatewayClient(*sock)
 	if err != nil {
 		return err
 	}
-	var res gateway.SessionsResult
-	if err := control.Call(ctl, "sessions", nil, &res, 30*time.Second); err != nil {
+	res, err := c.Sessions(context.Background())
+	if err != nil {
 		return err
 	}
 	if *asJSON {
@@ -77,20 +74,22 @@ func cmdRevoke(args []string, out, errw io.Writer) error {
 	fs := newFlags("revoke", sessionsUsage, errw)
 	all := fs.Bool("all", false, "revoke every grant")
 	target, args := leadingOperand(args)
-	ctl, err := gatewayFlags(fs, args)
+	c, err := gatewayFlags(fs, args)
 	if err != nil {
 		return err
 	}
-	if *all {
-		target = ""
-	}
-	if (!*all && target == "") || (*all && len(args) > 1) {
+	if (target == "" && !*all) || (*all && len(args) > 1) {
 		return usagef("revoke: name a grant, a run, or --all")
 	}
-	var res gateway.RevokeResult
-	if err := control.Call(ctl, "revoke", gateway.RevokeArgs{Target: target, All: *all}, &res, 30*time.Second); err != nil {
+	var n int
+	if *all {
+		n, err = c.RevokeAll(context.Background())
+	} else {
+		n, err = c.Revoke(context.Background(), target)
+	}
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "revoked %d grants\n", res.Revoked)
+	fmt.Fprintf(out, "revoked %d grants\n", n)
 	return nil
 }

@@ -1,12 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
-	"time"
-
-	"github.com/postern/postern/gateway"
-	"github.com/postern/postern/internal/control"
 )
 
 const statusUsage = `Usage: postern status [--json] [--socket PATH]
@@ -17,12 +14,12 @@ Print the running gateway's boot id, vault state and epoch, and counts.
 func cmdStatus(args []string, out, errw io.Writer) error {
 	fs := newFlags("status", statusUsage, errw)
 	asJSON := fs.Bool("json", false, "print JSON")
-	ctl, err := gatewayFlags(fs, args)
+	c, err := gatewayFlags(fs, args)
 	if err != nil {
 		return err
 	}
-	var st gateway.Status
-	if err := control.Call(ctl, "status", nil, &st, 10*time.Second); err != nil {
+	st, err := c.Status(context.Background())
+	if err != nil {
 		return err
 	}
 	if *asJSON {

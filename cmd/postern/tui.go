@@ -21,7 +21,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/postern/postern/internal/control"
+	"github.com/postern/postern/gateway/api"
 )
 
 const (
@@ -76,14 +76,15 @@ func report(w io.Writer, err error) int {
 		return exitOK
 	}
 	errorf(w, "%s", strings.TrimPrefix(err.Error(), "postern: "))
-	var ce *control.Error
-	if errors.As(err, &ce) {
-		switch ce.Code {
-		case "denied":
-			return exitDenied
-		case "usage":
-			return exitUsage
-		}
+	switch {
+	case errors.Is(err, api.ErrNoGateway):
+		hintf(w, `is "postern agent" running, and is SSH_AUTH_SOCK set?`)
+	case api.HasCode(err, api.CodeStaleKey):
+		hintf(w, `unlock with the passphrase and --remember`)
+	case api.HasCode(err, api.CodeDenied):
+		return exitDenied
+	case api.HasCode(err, api.CodeUsage):
+		return exitUsage
 	}
 	return exitFailure
 }
@@ -108,14 +109,14 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// gatewayFlags adds --socket to fs, parses args and returns the control
-// socket of the gateway the command talks to.
-func gatewayFlags(fs *flag.FlagSet, args []string) (string, error) {
+// gatewayFlags adds --socket to fs, parses args and returns a client of
+// the gateway the command talks to.
+func gatewayFlags(fs *flag.FlagSet, args []string) (*api.Client, error) {
 	sock := socketFlag(fs)
 	if err := parse(fs, args); err != nil {
-		return "", err
+		return nil, err
 	}
-	return controlSocket(*sock)
+	return gatewayClient(*sock)
 }
 
 // socketFlag adds --socket to fs.
@@ -123,15 +124,16 @@ func socketFlag(fs *flag.FlagSet) *string {
 	return fs.String("socket", "", "agent socket of the gateway (default $SSH_AUTH_SOCK)")
 }
 
-// controlSocket resolves the gateway's control socket.
-func controlSocket(sock string) (string, error) {
+// gatewayClient returns a client of the gateway serving the agent socket
+// sock, or $SSH_AUTH_SOCK.
+func gatewayClient(sock string) (*api.Client, error) {
 	if sock == "" {
 		sock = os.Getenv("SSH_AUTH_SOCK")
 	}
 	if sock == "" {
-		return "", errors.New(`no gateway: $SSH_AUTH_SOCK is not set; start one with "postern agent" or pass --socket`)
+		return nil, errors.New(`no gateway: $SSH_AUTH_SOCK is not set; start one with "postern agent" or pass --socket`)
 	}
-	return control.SocketFor(sock), nil
+	return api.NewClient(sock), nil
 }
 
 // printJSONLines writes one JSON object per line.

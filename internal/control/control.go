@@ -1,26 +1,24 @@
-// Package control is the protocol between the postern command line and a
-// running gateway: one JSON request and one JSON response per line, over
-// a unix socket that sits beside the agent socket (its path is the agent
-// socket's path with ".ctl" appended).
+// Package control carries the control protocol between the postern
+// command line and a running gateway: one request line and one response
+// line per connection, each at most MaxLine bytes, over a unix socket
+// that sits beside the agent socket. What the lines mean is the contract
+// in gateway/api; this package only moves them.
 //
 // The server identifies every client from kernel evidence, refuses other
-// users, and passes the verified peer to the handler, so that a handler
-// can refuse, for example, an approval sent from inside the process tree
-// that asked for it.
+// users, and passes the verified peer to the handler with the request,
+// so that the gateway can refuse, for example, an approval sent from
+// inside the process tree that asked for it.
 package control
 
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
-	"regexp"
-	"strings"
 	"sync"
 	"time"
 
@@ -28,56 +26,22 @@ import (
 	"github.com/postern/postern/internal/safesocket"
 )
 
-// maxLine bounds one request or response.
-const maxLine = 4 << 20
+// MaxLine bounds one request or response, newline included.
+const MaxLine = 4 << 20
 
-// Request is one call.
-type Request struct {
-	Op   string          `json:"op"`
-	Args json.RawMessage `json:"args,omitempty"`
-}
+// ErrNoGateway is returned by Exchange when nothing answers at the socket.
+var ErrNoGateway = errors.New("no gateway")
 
-// Response answers a Request.
-type Response struct {
-	Error  string          `json:"error,omitempty"`
-	Code   string          `json:"code,omitempty"` // e.g. "denied", "locked", "not_found"
-	Result json.RawMessage `json:"result,omitempty"`
-}
+// Handler answers one request line from a verified peer with one
+// response line (both without the newline).
+type Handler func(ctx context.Context, peer *procid.Peer, request []byte) (response []byte)
 
-// Error is an error returned by the gateway. Code classifies it.
-type Error struct {
-	Code string
-	Msg  string
-}
-
-func (e *Error) Error() string { return e.Msg }
-
-// Errorf builds an Error with a code.
-func Errorf(code, format string, args ...any) error {
-	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
-}
-
-// SocketFor returns the control socket of the gateway serving the agent
-// socket sock. A run's socket (sock + ".run-ID") leads to the same
-// gateway.
-func SocketFor(sock string) string {
-	return runSuffix.ReplaceAllString(sock, "") + ".ctl"
-}
-
-var runSuffix = regexp.MustCompile(`\.run-[0-9a-f]+$`)
-
-// RunSocket returns the path of a run's own agent socket.
-func RunSocket(sock, id string) string { return sock + ".run-" + id }
-
-// Handler answers one operation for a verified peer.
-type Handler func(ctx context.Context, peer *procid.Peer, args json.RawMessage) (any, error)
-
-// Server serves the control protocol.
+// Server serves the control socket.
 type Server struct {
-	Procs    *procid.Table
-	Log      *slog.Logger
-	Handlers map[string]Handler
-	wg       sync.WaitGroup
+	Procs  *procid.Table
+	Log    *slog.Logger
+	Handle Handler
+	wg     sync.WaitGroup
 }
 
 // Serve accepts connections on l until ctx ends.
@@ -100,69 +64,42 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 		s.Log.Warn("control: refusing another user", "uid", peer.UID, "pid", peer.PID)
 		return
 	}
-	r := bufio.NewReaderSize(io.LimitReader(c, maxLine), 64*1024)
-	line, err := r.ReadBytes('\n')
+	line, err := readLine(c)
 	if err != nil {
 		return
 	}
-	var req Request
-	resp := Response{}
-	if err := json.Unmarshal(line, &req); err != nil {
-		resp.Error, resp.Code = "malformed request", "usage"
-	} else if h := s.Handlers[req.Op]; h == nil {
-		resp.Error, resp.Code = fmt.Sprintf("unknown operation %q (is the gateway older than this command?)", req.Op), "usage"
-	} else if err := peer.Verify(); err != nil {
-		resp.Error, resp.Code = "the requesting process changed: "+err.Error(), "denied"
-	} else {
-		res, err := h(ctx, peer, req.Args)
-		if err != nil {
-			resp.Error = err.Error()
-			var ce *Error
-			if errors.As(err, &ce) {
-				resp.Code = ce.Code
-			}
-		} else if res != nil {
-			resp.Result, _ = json.Marshal(res)
-		}
-	}
-	b, _ := json.Marshal(resp)
-	c.Write(append(b, '\n'))
+	c.Write(append(s.Handle(ctx, peer, line), '\n'))
 }
 
-// Call sends one request to the gateway at sock and decodes the result
-// into out (which may be nil). timeout 0 means none.
-func Call(sock, op string, args, out any, timeout time.Duration) error {
-	c, err := net.Dial("unix", sock)
+// readLine reads one line of at most MaxLine bytes and drops its newline.
+func readLine(r io.Reader) ([]byte, error) {
+	line, err := bufio.NewReaderSize(io.LimitReader(r, MaxLine), 64*1024).ReadBytes('\n')
 	if err != nil {
-		return fmt.Errorf("no gateway at %s (%v); is \"postern agent\" running, and is SSH_AUTH_SOCK set?", sock, errors.Unwrap(err))
+		return nil, err
+	}
+	return line[:len(line)-1], nil
+}
+
+// Exchange sends one request line to the server at sock and returns its
+// response line. The exchange ends when ctx does.
+func Exchange(ctx context.Context, sock string, request []byte) ([]byte, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", sock)
+	if err != nil {
+		return nil, fmt.Errorf("%w at %s (%v)", ErrNoGateway, sock, errors.Unwrap(err))
 	}
 	defer c.Close()
-	if timeout > 0 {
-		c.SetDeadline(time.Now().Add(timeout))
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
 	}
-	req := Request{Op: op}
-	if args != nil {
-		if req.Args, err = json.Marshal(args); err != nil {
-			return err
-		}
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
+	defer stop()
+	if _, err := c.Write(append(request, '\n')); err != nil {
+		return nil, err
 	}
-	b, _ := json.Marshal(req)
-	if _, err := c.Write(append(b, '\n')); err != nil {
-		return err
-	}
-	line, err := bufio.NewReaderSize(io.LimitReader(c, maxLine), 64*1024).ReadBytes('\n')
+	line, err := readLine(c)
 	if err != nil {
-		return fmt.Errorf("the gateway closed the connection without answering: %w", err)
+		return nil, fmt.Errorf("the gateway closed the connection without answering: %w", err)
 	}
-	var resp Response
-	if err := json.Unmarshal(line, &resp); err != nil {
-		return fmt.Errorf("malformed answer from the gateway: %w", err)
-	}
-	if resp.Error != "" {
-		return &Error{Code: resp.Code, Msg: strings.TrimSpace(resp.Error)}
-	}
-	if out != nil && len(resp.Result) > 0 {
-		return json.Unmarshal(resp.Result, out)
-	}
-	return nil
+	return line, nil
 }

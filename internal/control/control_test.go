@@ -1,8 +1,8 @@
 package control
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
@@ -13,59 +13,66 @@ import (
 	"github.com/postern/postern/internal/procid"
 )
 
-func TestCall(t *testing.T) {
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "agent.sock")
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: SocketFor(sock), Net: "unix"})
+// serve starts a server with handle on a socket in a temporary directory.
+func serve(t *testing.T, handle Handler) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "agent.sock.ctl")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var seen *procid.Peer
-	s := &Server{Procs: procid.Host, Log: slog.New(slog.DiscardHandler), Handlers: map[string]Handler{
-		"echo": func(_ context.Context, p *procid.Peer, args json.RawMessage) (any, error) {
-			seen = p
-			var v map[string]int
-			json.Unmarshal(args, &v)
-			return v, nil
-		},
-		"deny": func(context.Context, *procid.Peer, json.RawMessage) (any, error) {
-			return nil, Errorf("denied", "not from inside the run")
-		},
-	}}
+	s := &Server{Procs: procid.Host, Log: slog.New(slog.DiscardHandler), Handle: handle}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.Serve(ctx, l); close(done) }()
-	defer func() { cancel(); <-done }()
+	t.Cleanup(func() { cancel(); <-done })
+	return sock
+}
 
-	var out map[string]int
-	if err := Call(SocketFor(sock), "echo", map[string]int{"a": 1}, &out, 0); err != nil || out["a"] != 1 {
-		t.Fatalf("echo: %v %v", out, err)
+func TestExchange(t *testing.T) {
+	var seen *procid.Peer
+	sock := serve(t, func(_ context.Context, p *procid.Peer, req []byte) []byte {
+		seen = p
+		return append([]byte("re: "), req...)
+	})
+	out, err := Exchange(context.Background(), sock, []byte(`{"op":"echo"}`))
+	if err != nil || string(out) != `re: {"op":"echo"}` {
+		t.Fatalf("exchange: %q %v", out, err)
 	}
 	if seen == nil || seen.PID != os.Getpid() {
 		t.Fatalf("handler saw peer %+v", seen)
 	}
-	var ce *Error
-	err = Call(SocketFor(sock), "deny", nil, nil, 0)
-	if !errors.As(err, &ce) || ce.Code != "denied" || ce.Msg != "not from inside the run" {
-		t.Fatalf("deny: %v", err)
-	}
-	err = Call(SocketFor(sock), "nope", nil, nil, 0)
-	if !errors.As(err, &ce) || ce.Code != "usage" {
-		t.Fatalf("unknown op: %v", err)
-	}
-	if err := Call(filepath.Join(dir, "missing.ctl"), "echo", nil, nil, 0); err == nil {
-		t.Fatal("call to a missing socket succeeded")
+	_, err = Exchange(context.Background(), filepath.Join(filepath.Dir(sock), "missing.ctl"), nil)
+	if !errors.Is(err, ErrNoGateway) {
+		t.Fatalf("exchange with a missing socket: %v", err)
 	}
 }
 
-func TestSocketFor(t *testing.T) {
-	for in, want := range map[string]string{
-		"/run/u/postern/agent.sock":             "/run/u/postern/agent.sock.ctl",
-		"/run/u/postern/agent.sock.run-0a1b2c3": "/run/u/postern/agent.sock.ctl",
-		RunSocket("/x/agent.7", "ff00"):         "/x/agent.7.ctl",
-	} {
-		if got := SocketFor(in); got != want {
-			t.Errorf("SocketFor(%q) = %q, want %q", in, got, want)
-		}
+// A request over MaxLine is dropped unanswered, without reaching the
+// handler.
+func TestExchangeOversized(t *testing.T) {
+	called := false
+	sock := serve(t, func(context.Context, *procid.Peer, []byte) []byte {
+		called = true
+		return []byte("ok")
+	})
+	_, err := Exchange(context.Background(), sock, bytes.Repeat([]byte("x"), MaxLine))
+	if err == nil || called {
+		t.Fatalf("an oversized request was answered (handler called: %v, err %v)", called, err)
+	}
+}
+
+// A canceled context ends a call the server does not answer.
+func TestExchangeCanceled(t *testing.T) {
+	block := make(chan struct{})
+	defer close(block)
+	sock := serve(t, func(context.Context, *procid.Peer, []byte) []byte {
+		<-block
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	go cancel()
+	if _, err := Exchange(ctx, sock, []byte("x")); err == nil {
+		t.Fatal("a canceled exchange returned no error")
 	}
 }

@@ -1,0 +1,114 @@
+// Package api is the contract between the postern command line and a
+// running gateway, and the command line's only door to it.
+//
+// A call is one JSON [Request] line and one JSON [Response] line over the
+// gateway's control socket, which sits beside its agent socket
+// ([ControlSocket]); internal/control carries the lines and identifies the
+// caller from kernel evidence. Every operation is an [Op] constant with
+// its argument and result types in this package, and [Client] has one
+// method per operation:
+//
+//	c := api.NewClient(os.Getenv("SSH_AUTH_SOCK"))
+//	st, err := c.Status(ctx)
+//
+// An error the gateway returns is an [*Error] whose [Code] classifies it
+// (denied, usage, locked, ...), so that the command line can pick its exit
+// status and add hints without parsing messages.
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Op names an operation of the control protocol.
+type Op string
+
+// The operations a gateway answers.
+const (
+	OpStatus         Op = "status"          // no arguments; Status
+	OpLock           Op = "lock"            // no arguments; LockResult
+	OpUnlock         Op = "unlock"          // UnlockArgs; no result
+	OpRunPrepare     Op = "run.prepare"     // RunPrepare; RunPrepared
+	OpRunStart       Op = "run.start"       // RunStart; no result
+	OpCards          Op = "cards"           // CardsArgs; CardsResult
+	OpAnswer         Op = "answer"          // AnswerArgs; no result
+	OpSessions       Op = "sessions"        // no arguments; SessionsResult
+	OpJournalList    Op = "journal.list"    // JournalArgs; []*JournalEntry
+	OpJournalResolve Op = "journal.resolve" // ResolveArgs; *JournalEntry
+	OpRevoke         Op = "revoke"          // RevokeArgs; RevokeResult
+)
+
+// timeouts bound each call unless the caller's context ends sooner. An
+// unlock waits out the key derivation and the delay after a wrong
+// passphrase; resolving an entry opens a connection to its host.
+var timeouts = map[Op]time.Duration{
+	OpStatus:         10 * time.Second,
+	OpLock:           30 * time.Second,
+	OpUnlock:         2 * time.Minute,
+	OpRunPrepare:     30 * time.Second,
+	OpRunStart:       30 * time.Second,
+	OpCards:          2 * time.Minute,
+	OpAnswer:         30 * time.Second,
+	OpSessions:       30 * time.Second,
+	OpJournalList:    30 * time.Second,
+	OpJournalResolve: 3 * time.Minute,
+	OpRevoke:         30 * time.Second,
+}
+
+// Code classifies an error the gateway returns.
+type Code string
+
+// The error codes. An error without a code is a plain failure.
+const (
+	// CodeUsage: the request was malformed or does not apply (an unknown
+	// operation, unlocking what is not locked).
+	CodeUsage Code = "usage"
+	// CodeDenied: refused by policy or by an approval rule, such as an
+	// answer from inside the requesting run.
+	CodeDenied Code = "denied"
+	// CodeLocked: the gateway is locked already.
+	CodeLocked Code = "locked"
+	// CodeNotFound: the card, grant, run, entry or vault named does not
+	// exist (any more), or the feature is not enabled.
+	CodeNotFound Code = "not_found"
+	// CodeWrongPassphrase: the passphrase does not open the vault.
+	CodeWrongPassphrase Code = "wrong_passphrase"
+	// CodeStaleKey: the data key from the OS keychain no longer opens
+	// the vault (its passphrase changed).
+	CodeStaleKey Code = "stale_key"
+)
+
+// Request is one call.
+type Request struct {
+	Op   Op              `json:"op"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// Response answers a Request: an error with its code, or a result.
+type Response struct {
+	Error  string          `json:"error,omitempty"`
+	Code   Code            `json:"code,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// Error is an error returned by the gateway.
+type Error struct {
+	Code Code
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Errorf builds an Error with a code.
+func Errorf(code Code, format string, args ...any) error {
+	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// HasCode reports whether err is an Error with code c.
+func HasCode(err error, c Code) bool {
+	e, ok := errors.AsType[*Error](err)
+	return ok && e.Code == c
+}

@@ -1,0 +1,166 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/postern/postern/internal/control"
+)
+
+// ErrNoGateway is returned when nothing answers at the control socket.
+var ErrNoGateway = control.ErrNoGateway
+
+// cardsWait is how long the gateway holds a WaitCards call open before it
+// answers with the list unchanged.
+const cardsWait = 50 * time.Second
+
+// Client calls a running gateway. Each method is one operation; each
+// call has a default time limit, shortened by the context's deadline.
+type Client struct {
+	// Socket is the gateway's control socket.
+	Socket string
+}
+
+// NewClient returns a client of the gateway that serves agentSocket (its
+// main agent socket or a run's).
+func NewClient(agentSocket string) *Client {
+	return &Client{Socket: ControlSocket(agentSocket)}
+}
+
+// Status reports the gateway's boot id, vault state and epoch, and counts.
+func (c *Client) Status(ctx context.Context) (*Status, error) {
+	var st Status
+	return &st, c.call(ctx, OpStatus, nil, &st)
+}
+
+// Lock locks the gateway: decrypted keys are wiped, every grant ends.
+// Locking a locked gateway succeeds with Already set.
+func (c *Client) Lock(ctx context.Context) (*LockResult, error) {
+	var res LockResult
+	return &res, c.call(ctx, OpLock, nil, &res)
+}
+
+// Unlock opens the gateway's vault with a passphrase or a data key.
+func (c *Client) Unlock(ctx context.Context, a UnlockArgs) error {
+	return c.call(ctx, OpUnlock, a, nil)
+}
+
+// PrepareRun asks for a new run's id and agent socket.
+func (c *Client) PrepareRun(ctx context.Context, label string) (*RunPrepared, error) {
+	var res RunPrepared
+	return &res, c.call(ctx, OpRunPrepare, RunPrepare{Label: label}, &res)
+}
+
+// StartRun reports the process launched for a prepared run.
+func (c *Client) StartRun(ctx context.Context, id string, pid int) error {
+	return c.call(ctx, OpRunStart, RunStart{ID: id, PID: pid}, nil)
+}
+
+// Cards lists the pending approval cards.
+func (c *Client) Cards(ctx context.Context) (*CardsResult, error) {
+	var res CardsResult
+	return &res, c.call(ctx, OpCards, CardsArgs{}, &res)
+}
+
+// WaitCards lists the pending cards once the list has changed after
+// version, or after a while without a change.
+func (c *Client) WaitCards(ctx context.Context, version uint64) (*CardsResult, error) {
+	var res CardsResult
+	return &res, c.call(ctx, OpCards, CardsArgs{Wait: true, Version: version, WaitFor: cardsWait}, &res)
+}
+
+// Answer decides card id. subject picks the run a session approval
+// binds, by its index on the card; a negative subject keeps the card's
+// choice.
+func (c *Client) Answer(ctx context.Context, id string, v Verdict, subject int) error {
+	a := AnswerArgs{ID: id, Decision: v.String()}
+	if subject >= 0 {
+		a.Subject = &subject
+	}
+	return c.call(ctx, OpAnswer, a, nil)
+}
+
+// Sessions lists the live runs and grants.
+func (c *Client) Sessions(ctx context.Context) (*SessionsResult, error) {
+	var res SessionsResult
+	return &res, c.call(ctx, OpSessions, nil, &res)
+}
+
+// Revoke ends a grant, or every grant of a run, now; it returns how many
+// grants ended.
+func (c *Client) Revoke(ctx context.Context, target string) (int, error) {
+	return c.revoke(ctx, RevokeArgs{Target: target})
+}
+
+// RevokeAll ends every grant now.
+func (c *Client) RevokeAll(ctx context.Context) (int, error) {
+	return c.revoke(ctx, RevokeArgs{All: true})
+}
+
+func (c *Client) revoke(ctx context.Context, a RevokeArgs) (int, error) {
+	var res RevokeResult
+	err := c.call(ctx, OpRevoke, a, &res)
+	return res.Revoked, err
+}
+
+// Journal lists the bastion's journal entries, newest first.
+func (c *Client) Journal(ctx context.Context, status string, limit int) ([]*JournalEntry, error) {
+	var out []*JournalEntry
+	return out, c.call(ctx, OpJournalList, JournalArgs{Status: status, Limit: limit}, &out)
+}
+
+// JournalEntry returns one journal entry.
+func (c *Client) JournalEntry(ctx context.Context, id string) (*JournalEntry, error) {
+	var out []*JournalEntry
+	if err := c.call(ctx, OpJournalList, JournalArgs{ID: id}, &out); err != nil {
+		return nil, err
+	}
+	if len(out) != 1 {
+		return nil, fmt.Errorf("the gateway answered %d entries for %s", len(out), id)
+	}
+	return out[0], nil
+}
+
+// Resolve resolves an entry whose outcome is unknown: by reading its
+// remote markers (a.Result empty), or with what a person found out.
+func (c *Client) Resolve(ctx context.Context, a ResolveArgs) (*JournalEntry, error) {
+	var e JournalEntry
+	return &e, c.call(ctx, OpJournalResolve, a, &e)
+}
+
+// call makes one request and decodes its result into out (which may be
+// nil).
+func (c *Client) call(ctx context.Context, op Op, args, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, timeouts[op])
+	defer cancel()
+	req := Request{Op: op}
+	if args != nil {
+		b, err := json.Marshal(args)
+		if err != nil {
+			return err
+		}
+		req.Args = b
+	}
+	line, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	line, err = control.Exchange(ctx, c.Socket, line)
+	if err != nil {
+		return err
+	}
+	var resp Response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return fmt.Errorf("malformed answer from the gateway: %w", err)
+	}
+	if resp.Error != "" {
+		return &Error{Code: resp.Code, Msg: strings.TrimSpace(resp.Error)}
+	}
+	if out != nil && len(resp.Result) > 0 {
+		return json.Unmarshal(resp.Result, out)
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package api
+
+import (
+	"time"
+
+	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/bastion/journal"
+)
+
+// Status answers OpStatus ("postern status").
+type Status struct {
+	BootID  string       `json:"boot_id"`
+	PID     int          `json:"pid"`
+	Started string       `json:"started"`
+	Socket  string       `json:"socket"`
+	Vault   VaultStatus  `json:"vault"`
+	Config  ConfigStatus `json:"config"`
+	Audit   AuditStatus  `json:"audit"`
+	Counts  Counts       `json:"counts"`
+}
+
+// AuditStatus describes the audit log.
+type AuditStatus struct {
+	Enabled bool `json:"enabled"`
+	// SetUp is true when the log is set up but this gateway started before
+	// it was: it writes no log until it restarts.
+	SetUp   bool   `json:"set_up_after_start,omitempty"`
+	Path    string `json:"path,omitempty"`
+	LogID   string `json:"log_id,omitempty"`
+	Records uint64 `json:"records,omitempty"`
+}
+
+// VaultStatus describes the vault.
+type VaultStatus struct {
+	State VaultState `json:"state"`
+	Epoch uint64     `json:"epoch"`
+	Path  string     `json:"path"`
+}
+
+// VaultState is what the gateway reports about the vault.
+type VaultState string
+
+const (
+	VaultLocked   VaultState = "locked"
+	VaultUnlocked VaultState = "unlocked"
+	// VaultNone means there is no vault file: the agent holds only keys
+	// added with ssh-add, like ssh-agent.
+	VaultNone VaultState = "none"
+)
+
+// ConfigStatus describes the configuration in force.
+type ConfigStatus struct {
+	Path     string `json:"path"`
+	Approval string `json:"approval"`
+	Error    string `json:"error,omitempty"` // the last reload failed: the previous policy stays
+}
+
+// Counts are sizes of the gateway's state.
+type Counts struct {
+	Keys   int `json:"keys"`
+	Runs   int `json:"runs"`
+	Grants int `json:"grants"`
+	Cards  int `json:"cards"`
+}
+
+// LockResult answers OpLock.
+type LockResult struct {
+	Already bool `json:"already_locked,omitempty"`
+}
+
+// UnlockArgs carries a passphrase, or a vault data key exported from the
+// OS keychain, to the gateway (OpUnlock).
+type UnlockArgs struct {
+	Passphrase []byte `json:"passphrase,omitempty"`
+	DataKey    []byte `json:"data_key,omitempty"`
+}
+
+// RunPrepare asks for a run's socket (OpRunPrepare, "postern run").
+type RunPrepare struct {
+	Label string `json:"label,omitempty"`
+}
+
+// RunPrepared answers RunPrepare.
+type RunPrepared struct {
+	ID     string `json:"id"`
+	Socket string `json:"socket"`
+}
+
+// RunStart reports the launched process (OpRunStart).
+type RunStart struct {
+	ID  string `json:"id"`
+	PID int    `json:"pid"`
+}
+
+// Card is an approval card as approvers are shown it.
+type Card = approvals.CardView
+
+// CardsArgs asks for the pending cards (OpCards); with Wait, the call
+// returns when the list changes after Version (or after WaitFor).
+type CardsArgs struct {
+	Wait    bool          `json:"wait,omitempty"`
+	Version uint64        `json:"version,omitempty"`
+	WaitFor time.Duration `json:"wait_for,omitempty"`
+}
+
+// CardsResult lists the pending cards.
+type CardsResult struct {
+	Version uint64 `json:"version"`
+	Cards   []Card `json:"cards"`
+}
+
+// Verdict is what an approver decides on a card.
+type Verdict = approvals.Verdict
+
+// The verdicts.
+const (
+	VerdictOnce    = approvals.VerdictOnce
+	VerdictSession = approvals.VerdictSession
+	VerdictDeny    = approvals.VerdictDeny
+)
+
+// AnswerArgs decides a card (OpAnswer).
+type AnswerArgs struct {
+	ID       string `json:"id"`
+	Decision string `json:"decision"`          // a Verdict's name: once, session or deny
+	Subject  *int   `json:"subject,omitempty"` // a session's subject, by index on the card
+}
+
+// SessionsResult lists runs and grants (OpSessions).
+type SessionsResult struct {
+	Runs   []approvals.RunState  `json:"runs"`
+	Grants []approvals.GrantView `json:"grants"`
+}
+
+// RevokeArgs names what to revoke (OpRevoke): a grant id, a run id, or
+// every grant.
+type RevokeArgs struct {
+	Target string `json:"target,omitempty"`
+	All    bool   `json:"all,omitempty"`
+}
+
+// RevokeResult says how many grants ended.
+type RevokeResult struct {
+	Revoked int `json:"revoked"`
+}
+
+// JournalEntry is one command in the bastion's journal.
+type JournalEntry = journal.Entry
+
+// JournalArgs selects journal entries (OpJournalList).
+type JournalArgs struct {
+	ID     string `json:"id,omitempty"`
+	Status string `json:"status,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+}
+
+// ResolveArgs resolves an unknown entry (OpJournalResolve): with Result,
+// by hand; without, by reading the remote markers.
+type ResolveArgs struct {
+	ID         string `json:"id"`
+	Result     string `json:"result,omitempty"`
+	ExitStatus *int   `json:"exit_status,omitempty"`
+	Evidence   string `json:"evidence,omitempty"`
+}

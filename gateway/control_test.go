@@ -1,0 +1,167 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/control"
+	"github.com/postern/postern/internal/vault"
+)
+
+// startGateway runs a gateway with its state, configuration and sockets
+// in a temporary directory, until the test ends.
+func startGateway(t *testing.T) (*Gateway, string) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, v := range []string{"HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR"} {
+		d := filepath.Join(dir, strings.ToLower(v))
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(v, d)
+	}
+	t.Setenv("POSTERN_CONFIG", "")
+	sock := filepath.Join(dir, "xdg_runtime_dir", "agent.sock")
+	ready := make(chan struct{})
+	g, err := New(Options{Socket: sock, Ready: func() { close(ready) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("the gateway did not start: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("gateway: %v", err)
+		}
+	})
+	return g, sock
+}
+
+// Every operation answers through the typed client, and errors arrive
+// with the code the command line picks its exit status by.
+func TestControlOperations(t *testing.T) {
+	g, sock := startGateway(t)
+	c := api.NewClient(api.RunSocket(sock, "00ff")) // a run's socket leads to the same gateway
+	ctx := context.Background()
+
+	st, err := c.Status(ctx)
+	if err != nil || st.BootID != g.BootID() || st.Vault.State != api.VaultNone || st.Socket != sock {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+	wantCode := func(what string, err error, code api.Code) {
+		t.Helper()
+		if !api.HasCode(err, code) {
+			t.Errorf("%s: got %v (%#v), want code %q", what, err, err, code)
+		}
+	}
+	wantCode("unlock while unlocked", c.Unlock(ctx, api.UnlockArgs{Passphrase: []byte("x")}), api.CodeUsage)
+	wantCode("unlock with a malformed data key", c.Unlock(ctx, api.UnlockArgs{DataKey: []byte("junk")}), api.CodeUsage)
+	if res, err := c.Lock(ctx); err != nil || res.Already {
+		t.Fatalf("lock: %+v %v", res, err)
+	}
+	if res, err := c.Lock(ctx); err != nil || !res.Already {
+		t.Fatalf("second lock: %+v %v", res, err)
+	}
+	if st, _ := c.Status(ctx); st.Vault.State != api.VaultLocked {
+		t.Fatalf("locked gateway reports %q", st.Vault.State)
+	}
+	if err := c.Unlock(ctx, api.UnlockArgs{Passphrase: []byte("x")}); err != nil {
+		t.Fatalf("unlock: %v", err)
+	}
+	err = c.Answer(ctx, "C00000000", api.VerdictOnce, -1)
+	wantCode("answer to a missing card", err, api.CodeNotFound)
+	if err == nil || !strings.Contains(err.Error(), "card C00000000") {
+		t.Errorf("answer to a missing card: %v", err)
+	}
+	wantCode("answer with an unknown verdict", c.Answer(ctx, "C00000000", 0, -1), api.CodeUsage)
+	_, err = c.Revoke(ctx, "G00000000")
+	wantCode("revoke of a missing grant", err, api.CodeNotFound)
+	if n, err := c.RevokeAll(ctx); err != nil || n != 0 {
+		t.Errorf("revoke all: %d %v", n, err)
+	}
+	_, err = c.Journal(ctx, "", 10)
+	wantCode("journal without a bastion", err, api.CodeNotFound)
+	if res, err := c.Sessions(ctx); err != nil || len(res.Runs) != 0 || len(res.Grants) != 0 {
+		t.Errorf("sessions: %+v %v", res, err)
+	}
+	if res, err := c.Cards(ctx); err != nil || len(res.Cards) != 0 {
+		t.Errorf("cards: %+v %v", res, err)
+	}
+	prep, err := c.PrepareRun(ctx, "label")
+	if err != nil || prep.Socket != api.RunSocket(sock, prep.ID) {
+		t.Fatalf("prepare run: %+v %v", prep, err)
+	}
+	if _, err := os.Stat(prep.Socket); err != nil {
+		t.Errorf("the run's socket: %v", err)
+	}
+
+	// Requests the client never makes.
+	raw := func(line string) api.Response {
+		t.Helper()
+		out, err := control.Exchange(ctx, c.Socket, []byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r api.Response
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("%q: %v", out, err)
+		}
+		return r
+	}
+	if r := raw(`{"op":"nope"}`); r.Code != api.CodeUsage || !strings.Contains(r.Error, `unknown operation "nope"`) {
+		t.Errorf("unknown operation: %+v", r)
+	}
+	if r := raw(`not json`); r.Code != api.CodeUsage {
+		t.Errorf("malformed request: %+v", r)
+	}
+	if r := raw(`{"op":"revoke","args":{}}`); r.Code != api.CodeUsage {
+		t.Errorf("revoke without a target: %+v", r)
+	}
+	if r := raw(`{"op":"answer","args":[1]}`); r.Code != api.CodeUsage || !strings.HasPrefix(r.Error, "malformed request: ") {
+		t.Errorf("malformed arguments: %+v", r)
+	}
+}
+
+// wireCode gives each error the gateway returns its code; wrapping keeps
+// it.
+func TestWireCode(t *testing.T) {
+	for err, want := range map[error]api.Code{
+		errMalformed:                   api.CodeUsage,
+		errUnknownOp:                   api.CodeUsage,
+		badRequest(errors.New("bad")):  api.CodeUsage,
+		errNotLocked:                   api.CodeUsage,
+		errPeerChanged:                 api.CodeDenied,
+		approvals.ErrSelfApprove:       api.CodeDenied,
+		approvals.ErrSameSession:       api.CodeDenied,
+		errAlreadyLocked:               api.CodeLocked,
+		errNoVault:                     api.CodeNotFound,
+		errVaultGone:                   api.CodeNotFound,
+		errNoBastion:                   api.CodeNotFound,
+		approvals.ErrNoCard:            api.CodeNotFound,
+		journal.ErrNotFound:            api.CodeNotFound,
+		notFound(errors.New("no run")): api.CodeNotFound,
+		vault.ErrWrongPassphrase:       api.CodeWrongPassphrase,
+		errStaleKey:                    api.CodeStaleKey,
+		errors.New("disk full"):        "",
+	} {
+		if got := wireCode(fmt.Errorf("context: %w", err)); got != want {
+			t.Errorf("wireCode(%v) = %q, want %q", err, got, want)
+		}
+	}
+}
