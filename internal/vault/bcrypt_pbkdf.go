@@ -9,7 +9,11 @@ import (
 
 // bcryptPBKDF is OpenBSD's bcrypt_pbkdf(3), the KDF of passphrase-protected
 // openssh-key-v1 files. golang.org/x/crypto has it only as an internal
-// package of x/crypto/ssh, which this package cannot import.
+// package of x/crypto/ssh, which this package cannot import, and
+// ssh.ParseRawPrivateKeyWithPassphrase cannot stand in for it: it decrypts
+// aes256-ctr and aes256-cbc only (ssh-keygen -Z offers six more modes)
+// and drops the comment. bcrypt_pbkdf_test.go holds OpenBSD's known
+// answers and keys from OpenSSH's regression suite.
 //
 // Outline: for each 32-byte output block, hash the SHA-512 of the
 // passphrase against the SHA-512 of salt||be32(block) with a bcrypt-like
