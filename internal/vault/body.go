@@ -1,11 +1,12 @@
 package vault
 
 import (
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/crypto/cryptobyte"
 )
 
 // Body plaintext layout (big-endian), sealed with the data key:
@@ -18,7 +19,7 @@ import (
 //	u32 m            secrets, names strictly increasing
 //	m × (u16 len, name, u32 len, value)
 //
-// A hand-written binary encoding rather than JSON: encoding/json keeps
+// A binary encoding (cryptobyte) rather than JSON: encoding/json keeps
 // copies of what it encodes in pooled buffers that cannot be wiped, while
 // this encoder writes into one exactly sized buffer that Save clears.
 const (
@@ -71,25 +72,28 @@ func encodeBody(b *body) ([]byte, error) {
 		return nil, fmt.Errorf("vault contents would be %d bytes, more than the %d MiB limit", size, maxBodyPlain>>20)
 	}
 	slices.Sort(names)
-	out := make([]byte, 0, size)
-	out = append(out, bodyVersion)
-	out = binary.BigEndian.AppendUint64(out, b.generation)
-	out = binary.BigEndian.AppendUint32(out, uint32(len(b.keys)))
+	// A fixed builder writes into buf and never reallocates it, so no
+	// partial copy of the plaintext is left behind.
+	buf := make([]byte, 0, size)
+	w := cryptobyte.NewFixedBuilder(buf)
+	w.AddUint8(bodyVersion)
+	w.AddUint64(b.generation)
+	w.AddUint32(uint32(len(b.keys)))
 	for _, k := range b.keys {
-		out = binary.BigEndian.AppendUint16(out, uint16(len(k.Comment)))
-		out = append(out, k.Comment...)
-		out = binary.BigEndian.AppendUint64(out, uint64(k.Added.Unix()))
-		out = binary.BigEndian.AppendUint32(out, uint32(k.Added.Nanosecond()))
-		out = binary.BigEndian.AppendUint32(out, uint32(len(k.Private)))
-		out = append(out, k.Private...)
+		addUint16String(w, k.Comment)
+		w.AddUint64(uint64(k.Added.Unix()))
+		w.AddUint32(uint32(k.Added.Nanosecond()))
+		addUint32Bytes(w, k.Private)
 	}
-	out = binary.BigEndian.AppendUint32(out, uint32(len(names)))
+	w.AddUint32(uint32(len(names)))
 	for _, name := range names {
-		v := b.secrets[name]
-		out = binary.BigEndian.AppendUint16(out, uint16(len(name)))
-		out = append(out, name...)
-		out = binary.BigEndian.AppendUint32(out, uint32(len(v)))
-		out = append(out, v...)
+		addUint16String(w, name)
+		addUint32Bytes(w, b.secrets[name])
+	}
+	out, err := w.Bytes()
+	if err != nil {
+		clear(buf[:cap(buf)])
+		return nil, fmt.Errorf("encode vault contents: %w", err)
 	}
 	return out, nil
 }
@@ -107,29 +111,35 @@ func decodeBody(p []byte) (_ *body, err error) {
 			wipeBody(b) // the partial result is dropped: clear what was copied
 		}
 	}()
-	c := cursor{b: p}
-	if v := c.u8(); c.short {
+	s := cryptobyte.String(p)
+	var version uint8
+	if !s.ReadUint8(&version) {
 		return nil, corrupt("body is empty")
-	} else if v != bodyVersion {
-		return nil, corrupt("unknown body version %d", v)
 	}
-	b.generation = c.u64()
-	n := c.u32()
-	if c.short {
+	if version != bodyVersion {
+		return nil, corrupt("unknown body version %d", version)
+	}
+	var n uint32
+	if !s.ReadUint64(&b.generation) || !s.ReadUint32(&n) {
 		return nil, corrupt("body is truncated")
 	}
 	for i := range n {
-		comment := c.take(int(c.u16()))
-		sec := int64(c.u64())
-		nsec := c.u32()
-		priv := c.take(int(c.u32()))
-		if c.short {
+		var (
+			comment cryptobyte.String
+			sec     uint64
+			nsec    uint32
+			priv    []byte
+		)
+		if !s.ReadUint16LengthPrefixed(&comment) ||
+			!s.ReadUint64(&sec) ||
+			!s.ReadUint32(&nsec) ||
+			!readUint32Bytes(&s, &priv) {
 			return nil, corrupt("body is truncated in key %d", i)
 		}
-		switch {
+		switch unix := int64(sec); {
 		case len(comment) > maxComment:
 			return nil, corrupt("key %d: comment is longer than %d bytes", i, maxComment)
-		case sec < minUnix || sec > maxUnix || nsec >= 1e9:
+		case unix < minUnix || unix > maxUnix || nsec >= 1e9:
 			return nil, corrupt("key %d: invalid time", i)
 		case len(priv) == 0:
 			return nil, corrupt("key %d: empty private key", i)
@@ -137,32 +147,34 @@ func decodeBody(p []byte) (_ *body, err error) {
 		b.keys = append(b.keys, Key{
 			Comment: string(comment),
 			Private: slices.Clone(priv),
-			Added:   time.Unix(sec, int64(nsec)).UTC(),
+			Added:   time.Unix(int64(sec), int64(nsec)).UTC(),
 		})
 	}
-	m := c.u32()
-	if c.short {
+	var m uint32
+	if !s.ReadUint32(&m) {
 		return nil, corrupt("body is truncated before the secrets")
 	}
 	prev := ""
 	for i := range m {
-		name := c.take(int(c.u16()))
-		v := c.take(int(c.u32()))
-		if c.short {
+		var (
+			name cryptobyte.String
+			v    []byte
+		)
+		if !s.ReadUint16LengthPrefixed(&name) || !readUint32Bytes(&s, &v) {
 			return nil, corrupt("body is truncated in secret %d", i)
 		}
-		s := string(name)
-		if err := validateSecretName(s); err != nil {
+		n := string(name)
+		if err := validateSecretName(n); err != nil {
 			return nil, corrupt("secret %d: %v", i, err)
 		}
-		if i > 0 && s <= prev {
+		if i > 0 && n <= prev {
 			return nil, corrupt("secret names are not in strictly increasing order")
 		}
-		prev = s
-		b.secrets[s] = slices.Clone(v)
+		prev = n
+		b.secrets[n] = slices.Clone(v)
 	}
-	if len(c.b) != 0 {
-		return nil, corrupt("%d unexpected bytes at the end of the body", len(c.b))
+	if !s.Empty() {
+		return nil, corrupt("%d unexpected bytes at the end of the body", len(s))
 	}
 	return b, nil
 }

@@ -8,9 +8,13 @@
 // header (magic "POSTERN-VAULT", format version, Argon2id parameters, salt,
 // a random 16-byte vault ID, and public metadata such as the audit log's
 // recipient key), a wrapped data key, and the encrypted body holding the
-// keys and secrets. format.go and body.go give the byte layout; every
-// length has a hard cap (header 64 KiB, body 16 MiB), so a damaged length
-// never makes a reader allocate more.
+// keys and secrets. format.go and body.go give the byte layout (read and
+// written with golang.org/x/crypto/cryptobyte); every length has a hard
+// cap (header 64 KiB, body 16 MiB), so a damaged length never makes a
+// reader allocate more. The code follows the same parts: seal.go wraps
+// the data key and seals the body, file.go reads, locks and writes the
+// file, vault.go opens and saves a Vault, contents.go holds its keys,
+// secrets and metadata.
 //
 // # Keys and encryption
 //
@@ -72,9 +76,12 @@
 // ParsePrivateKeyFile reads what ssh-keygen writes (OpenSSH format, plain
 // or passphrase-protected with any AES mode ssh-keygen -Z offers) and PEM
 // PKCS#1, PKCS#8 and SEC 1 files, and recovers the comment of OpenSSH
-// files, which golang.org/x/crypto/ssh drops. Accepted: Ed25519, ECDSA
-// P-256/P-384/P-521, RSA of 2048 bits or more. NewKey stores the key
-// unencrypted in OpenSSH format inside the (encrypted) body.
+// files, which golang.org/x/crypto/ssh drops: the container is read with
+// ssh.Unmarshal into wire structs, as x/crypto reads it, and decrypted
+// here (bcrypt_pbkdf and AES), because x/crypto decrypts only two of the
+// modes and keeps no comment. Accepted: Ed25519, ECDSA P-256/P-384/P-521,
+// RSA of 2048 bits or more. NewKey stores the key unencrypted in OpenSSH
+// format inside the (encrypted) body.
 //
 // # Memory
 //

@@ -2,12 +2,13 @@ package vault
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/chacha20poly1305"
+	"golang.org/x/crypto/cryptobyte"
 )
 
 // File layout (all integers big-endian):
@@ -80,51 +81,6 @@ type fileParts struct {
 	body    []byte // nonce || sealed body
 }
 
-// cursor reads big-endian fields from a byte slice without panicking: a
-// read past the end sets short and returns zero values.
-type cursor struct {
-	b     []byte
-	short bool
-}
-
-func (c *cursor) take(n int) []byte {
-	if c.short || n < 0 || n > len(c.b) {
-		c.short = true
-		return nil
-	}
-	v := c.b[:n:n]
-	c.b = c.b[n:]
-	return v
-}
-
-func (c *cursor) u8() uint8 {
-	if b := c.take(1); b != nil {
-		return b[0]
-	}
-	return 0
-}
-
-func (c *cursor) u16() uint16 {
-	if b := c.take(2); b != nil {
-		return binary.BigEndian.Uint16(b)
-	}
-	return 0
-}
-
-func (c *cursor) u32() uint32 {
-	if b := c.take(4); b != nil {
-		return binary.BigEndian.Uint32(b)
-	}
-	return 0
-}
-
-func (c *cursor) u64() uint64 {
-	if b := c.take(8); b != nil {
-		return binary.BigEndian.Uint64(b)
-	}
-	return 0
-}
-
 // validateMeta checks the public metadata against the format's limits.
 func validateMeta(meta map[string]string) error {
 	for k, v := range meta {
@@ -149,35 +105,34 @@ func (h *header) marshal() ([]byte, error) {
 	if err := validateMeta(h.meta); err != nil {
 		return nil, err
 	}
-	keys := make([]string, 0, len(h.meta))
 	size := 1 + 4 + 4 + 1 + saltSize + idSize + 2
 	for k, v := range h.meta {
-		keys = append(keys, k)
 		size += 2 + len(k) + 2 + len(v)
 	}
 	if size > maxHeaderSize {
 		return nil, fmt.Errorf("public metadata is too large (header would be %d bytes, limit %d)", size, maxHeaderSize)
 	}
-	slices.Sort(keys)
-	b := make([]byte, 0, prefixSize+size)
-	b = append(b, fileMagic...)
-	b = append(b, formatVersion)
-	b = binary.BigEndian.AppendUint32(b, uint32(size))
-	b = append(b, kdfArgon2id)
-	b = binary.BigEndian.AppendUint32(b, h.params.Time)
-	b = binary.BigEndian.AppendUint32(b, h.params.Memory)
-	b = append(b, h.params.Threads)
-	b = append(b, h.salt[:]...)
-	b = append(b, h.id[:]...)
-	b = binary.BigEndian.AppendUint16(b, uint16(len(keys)))
-	for _, k := range keys {
-		v := h.meta[k]
-		b = binary.BigEndian.AppendUint16(b, uint16(len(k)))
-		b = append(b, k...)
-		b = binary.BigEndian.AppendUint16(b, uint16(len(v)))
-		b = append(b, v...)
-	}
-	return b, nil
+	b := cryptobyte.NewFixedBuilder(make([]byte, 0, prefixSize+size))
+	b.AddBytes([]byte(fileMagic))
+	b.AddUint8(formatVersion)
+	b.AddUint32LengthPrefixed(func(b *cryptobyte.Builder) {
+		b.AddUint8(kdfArgon2id)
+		b.AddUint32(h.params.Time)
+		b.AddUint32(h.params.Memory)
+		b.AddUint8(h.params.Threads)
+		b.AddBytes(h.salt[:])
+		b.AddBytes(h.id[:])
+		b.AddUint16(uint16(len(h.meta)))
+		for _, k := range slices.Sorted(maps.Keys(h.meta)) {
+			addUint16String(b, k)
+			addUint16String(b, h.meta[k])
+		}
+	})
+	return b.Bytes()
+}
+
+func addUint16String(b *cryptobyte.Builder, s string) {
+	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(s)) })
 }
 
 // parsePrefix parses magic, version and header from the start of b and
@@ -191,10 +146,12 @@ func parsePrefix(b []byte) (header, int, error) {
 		}
 		return h, 0, corrupt("not a postern vault (bad magic)")
 	}
-	c := cursor{b: b[len(fileMagic):]}
-	version := c.u8()
-	size := c.u32()
-	if c.short {
+	s := cryptobyte.String(b[len(fileMagic):])
+	var (
+		version uint8
+		size    uint32
+	)
+	if !s.ReadUint8(&version) || !s.ReadUint32(&size) {
 		return h, 0, corrupt("file is truncated inside the header")
 	}
 	if version != formatVersion {
@@ -206,19 +163,22 @@ func parsePrefix(b []byte) (header, int, error) {
 	if size == 0 || size > maxHeaderSize {
 		return h, 0, corrupt("header length %d is outside 1..%d", size, maxHeaderSize)
 	}
-	raw := c.take(int(size))
-	if c.short {
+	var hdr []byte
+	if !s.ReadBytes(&hdr, int(size)) {
 		return h, 0, corrupt("file is truncated inside the header")
 	}
-	hc := cursor{b: raw}
-	kdf := hc.u8()
-	h.params.Time = hc.u32()
-	h.params.Memory = hc.u32()
-	h.params.Threads = hc.u8()
-	copy(h.salt[:], hc.take(saltSize))
-	copy(h.id[:], hc.take(idSize))
-	n := int(hc.u16())
-	if hc.short {
+	raw := cryptobyte.String(hdr)
+	var (
+		kdf uint8
+		n   uint16
+	)
+	if !raw.ReadUint8(&kdf) ||
+		!raw.ReadUint32(&h.params.Time) ||
+		!raw.ReadUint32(&h.params.Memory) ||
+		!raw.ReadUint8(&h.params.Threads) ||
+		!raw.CopyBytes(h.salt[:]) ||
+		!raw.CopyBytes(h.id[:]) ||
+		!raw.ReadUint16(&n) {
 		return h, 0, corrupt("header is too short")
 	}
 	if kdf != kdfArgon2id {
@@ -229,10 +189,9 @@ func parsePrefix(b []byte) (header, int, error) {
 	}
 	h.meta = make(map[string]string, min(n, 64))
 	prev := ""
-	for i := range n {
-		k := hc.take(int(hc.u16()))
-		v := hc.take(int(hc.u16()))
-		if hc.short {
+	for i := range int(n) {
+		var k, v cryptobyte.String
+		if !raw.ReadUint16LengthPrefixed(&k) || !raw.ReadUint16LengthPrefixed(&v) {
 			return h, 0, corrupt("header metadata entry %d is truncated", i)
 		}
 		key := string(k)
@@ -242,8 +201,8 @@ func parsePrefix(b []byte) (header, int, error) {
 		prev = key
 		h.meta[key] = string(v)
 	}
-	if len(hc.b) != 0 {
-		return h, 0, corrupt("%d unexpected bytes at the end of the header", len(hc.b))
+	if !raw.Empty() {
+		return h, 0, corrupt("%d unexpected bytes at the end of the header", len(raw))
 	}
 	if err := validateMeta(h.meta); err != nil {
 		return h, 0, corrupt("%v", err)
@@ -261,29 +220,29 @@ func parseFile(b []byte) (*fileParts, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := cursor{b: b[n:]}
-	if w := c.u32(); c.short {
+	s := cryptobyte.String(b[n:])
+	var w, bl uint32
+	var wrap, body []byte
+	if !s.ReadUint32(&w) {
 		return nil, corrupt("file is truncated after the header")
-	} else if w != wrapSize {
+	}
+	if w != wrapSize {
 		return nil, corrupt("wrapped key length %d, expected %d", w, wrapSize)
 	}
-	wrap := c.take(wrapSize)
-	if c.short {
+	if !s.ReadBytes(&wrap, wrapSize) {
 		return nil, corrupt("file is truncated inside the wrapped key")
 	}
-	bl := c.u32()
-	if c.short {
+	if !s.ReadUint32(&bl) {
 		return nil, corrupt("file is truncated after the wrapped key")
 	}
 	if bl < minBodySize || bl > maxBodySize {
 		return nil, corrupt("body length %d is outside %d..%d", bl, minBodySize, maxBodySize)
 	}
-	body := c.take(int(bl))
-	if c.short {
-		return nil, corrupt("file is truncated inside the body (%d of %d bytes)", len(b)-n-8-wrapSize, bl)
+	if !s.ReadBytes(&body, int(bl)) {
+		return nil, corrupt("file is truncated inside the body (%d of %d bytes)", len(s), bl)
 	}
-	if len(c.b) != 0 {
-		return nil, corrupt("%d unexpected bytes after the body", len(c.b))
+	if !s.Empty() {
+		return nil, corrupt("%d unexpected bytes after the body", len(s))
 	}
 	end := n + 4 + wrapSize
 	return &fileParts{hdr: h, aad: b[:n:n], wrap: wrap, bodyAAD: b[:end:end], body: body}, nil
@@ -292,16 +251,29 @@ func parseFile(b []byte) (*fileParts, error) {
 // bodyAAD returns the associated data of the body: aad, the wrap length
 // and the wrap, as they appear in the file.
 func bodyAAD(aad, wrap []byte) []byte {
-	out := make([]byte, 0, len(aad)+4+len(wrap))
-	out = append(out, aad...)
-	out = binary.BigEndian.AppendUint32(out, uint32(len(wrap)))
-	return append(out, wrap...)
+	b := cryptobyte.NewFixedBuilder(make([]byte, 0, len(aad)+4+len(wrap)))
+	b.AddBytes(aad)
+	addUint32Bytes(b, wrap)
+	return b.BytesOrPanic() // exactly sized, and wrap is far below 4 GiB
 }
 
 // assemble is the inverse of parseFile: prefix is bodyAAD(aad, wrap).
 func assemble(prefix, body []byte) []byte {
-	out := make([]byte, 0, len(prefix)+4+len(body))
-	out = append(out, prefix...)
-	out = binary.BigEndian.AppendUint32(out, uint32(len(body)))
-	return append(out, body...)
+	b := cryptobyte.NewFixedBuilder(make([]byte, 0, len(prefix)+4+len(body)))
+	b.AddBytes(prefix)
+	addUint32Bytes(b, body)
+	return b.BytesOrPanic() // exactly sized, and body is at most maxBodySize
+}
+
+// addUint32Bytes adds v with a big-endian u32 length prefix.
+func addUint32Bytes(b *cryptobyte.Builder, v []byte) {
+	b.AddUint32LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(v) })
+}
+
+// readUint32Bytes reads a field with a big-endian u32 length prefix
+// (cryptobyte's own length-prefixed reads stop at 24 bits). The result
+// aliases s.
+func readUint32Bytes(s *cryptobyte.String, out *[]byte) bool {
+	var n uint32
+	return s.ReadUint32(&n) && s.ReadBytes(out, int(n))
 }

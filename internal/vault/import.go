@@ -118,39 +118,37 @@ const maxBcryptRounds = 1 << 11
 // and handed to x/crypto as an unencrypted container, so that the comment
 // can be read and every AES mode ssh-keygen offers is accepted.
 func parseOpenSSHKey(pemData, raw []byte, passphrase func() ([]byte, error)) (crypto.PrivateKey, string, error) {
-	o, err := parseOpenSSHOuter(raw)
+	o, err := parseOpenSSHContainer(raw)
 	if err != nil {
 		return nil, "", err
 	}
-	if o.cipher == "none" && o.kdf == "none" {
+	if o.CipherName == "none" && o.KdfName == "none" {
 		priv, err := ssh.ParseRawPrivateKey(pemData)
 		if err != nil {
 			return nil, "", err
 		}
-		_, comment := privateSectionInfo(o.priv)
-		return checkEmbeddedPublic(priv, o.pub, comment)
+		_, comment := privateSectionInfo(o.PrivKey)
+		return checkEmbeddedPublic(priv, o.PubKey, comment)
 	}
-	if o.kdf != "bcrypt" {
-		return nil, "", fmt.Errorf("private key uses key derivation %q, which is not supported (only bcrypt)", o.kdf)
+	if o.KdfName != "bcrypt" {
+		return nil, "", fmt.Errorf("private key uses key derivation %q, which is not supported (only bcrypt)", o.KdfName)
 	}
-	ci, ok := opensshCiphers[o.cipher]
+	ci, ok := opensshCiphers[o.CipherName]
 	if !ok {
-		return nil, "", fmt.Errorf("private key is encrypted with %q, which is not supported; re-encrypt it with ssh-keygen -p -Z aes256-ctr", o.cipher)
+		return nil, "", fmt.Errorf("private key is encrypted with %q, which is not supported; re-encrypt it with ssh-keygen -p -Z aes256-ctr", o.CipherName)
 	}
-	c := cursor{b: o.kdfOpts}
-	salt := sshString(&c)
-	rounds := c.u32()
-	if c.short || len(c.b) != 0 {
+	var kdf opensshBcrypt
+	if err := ssh.Unmarshal(o.KdfOpts, &kdf); err != nil {
 		return nil, "", errors.New("private key has malformed bcrypt parameters")
 	}
-	if rounds < 1 || rounds > maxBcryptRounds {
-		return nil, "", fmt.Errorf("private key asks for %d bcrypt rounds (accepted: 1 to %d)", rounds, maxBcryptRounds)
+	if kdf.Rounds < 1 || kdf.Rounds > maxBcryptRounds {
+		return nil, "", fmt.Errorf("private key asks for %d bcrypt rounds (accepted: 1 to %d)", kdf.Rounds, maxBcryptRounds)
 	}
 	pass, err := askPassphrase(passphrase)
 	if err != nil {
 		return nil, "", err
 	}
-	k, err := bcryptPBKDF(pass, salt, int(rounds), ci.keyLen+ci.ivLen)
+	k, err := bcryptPBKDF(pass, kdf.Salt, int(kdf.Rounds), ci.keyLen+ci.ivLen)
 	clear(pass)
 	if err != nil {
 		return nil, "", err
@@ -173,36 +171,36 @@ func parseOpenSSHKey(pemData, raw []byte, passphrase func() ([]byte, error)) (cr
 	if err != nil {
 		return nil, "", err
 	}
-	return checkEmbeddedPublic(priv, o.pub, comment)
+	return checkEmbeddedPublic(priv, o.PubKey, comment)
 }
 
-func decryptPrivateSection(ci opensshCipher, key, iv []byte, o *opensshOuter) ([]byte, error) {
+func decryptPrivateSection(ci opensshCipher, key, iv []byte, o *opensshContainer) ([]byte, error) {
 	block, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, err
 	}
 	switch ci.mode {
 	case "ctr":
-		out := make([]byte, len(o.priv))
-		cipher.NewCTR(block, iv).XORKeyStream(out, o.priv)
+		out := make([]byte, len(o.PrivKey))
+		cipher.NewCTR(block, iv).XORKeyStream(out, o.PrivKey)
 		return out, nil
 	case "cbc":
-		if len(o.priv)%aes.BlockSize != 0 {
+		if len(o.PrivKey)%aes.BlockSize != 0 {
 			return nil, errors.New("encrypted private key length is not a multiple of the AES block size")
 		}
-		out := make([]byte, len(o.priv))
-		cipher.NewCBCDecrypter(block, iv).CryptBlocks(out, o.priv)
+		out := make([]byte, len(o.PrivKey))
+		cipher.NewCBCDecrypter(block, iv).CryptBlocks(out, o.PrivKey)
 		return out, nil
 	case "gcm":
 		gcm, err := cipher.NewGCM(block)
 		if err != nil {
 			return nil, err
 		}
-		if len(o.rest) < gcm.Overhead() {
+		if len(o.Rest) < gcm.Overhead() {
 			return nil, errors.New("encrypted private key has no authentication tag")
 		}
-		sealed := make([]byte, 0, len(o.priv)+gcm.Overhead())
-		sealed = append(append(sealed, o.priv...), o.rest[:gcm.Overhead()]...)
+		sealed := make([]byte, 0, len(o.PrivKey)+gcm.Overhead())
+		sealed = append(append(sealed, o.PrivKey...), o.Rest[:gcm.Overhead()]...)
 		out, err := gcm.Open(nil, iv, sealed, nil)
 		if err != nil {
 			return nil, ErrKeyPassphrase

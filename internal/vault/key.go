@@ -62,14 +62,14 @@ func (k Key) PublicKey() (ssh.PublicKey, error) {
 		return nil, err
 	}
 	defer clear(raw)
-	o, err := parseOpenSSHOuter(raw)
+	o, err := parseOpenSSHContainer(raw)
 	if err != nil {
 		return nil, err
 	}
-	if o.cipher != "none" {
+	if o.CipherName != "none" {
 		return nil, errors.New("stored private key is encrypted; the vault holds only unencrypted keys")
 	}
-	return ssh.ParsePublicKey(slices.Clone(o.pub)) // raw is cleared on return
+	return ssh.ParsePublicKey(slices.Clone(o.PubKey)) // raw is cleared on return
 }
 
 // Fingerprint returns the SHA256 fingerprint of the public key
@@ -128,19 +128,19 @@ func (k Key) check() (ssh.PublicKey, error) {
 		return nil, err
 	}
 	defer clear(raw)
-	o, err := parseOpenSSHOuter(raw)
+	o, err := parseOpenSSHContainer(raw)
 	if err != nil {
 		return nil, err
 	}
-	if o.cipher != "none" || o.kdf != "none" {
+	if o.CipherName != "none" || o.KdfName != "none" {
 		return nil, errors.New("the private key must be stored unencrypted (use NewKey)")
 	}
 	priv, err := ssh.ParseRawPrivateKey(k.Private)
 	if err != nil {
 		return nil, fmt.Errorf("decode private key: %w", err)
 	}
-	if _, _, err := checkEmbeddedPublic(priv, o.pub, ""); err != nil {
+	if _, _, err := checkEmbeddedPublic(priv, o.PubKey, ""); err != nil {
 		return nil, err
 	}
-	return ssh.ParsePublicKey(slices.Clone(o.pub)) // raw is cleared on return
+	return ssh.ParsePublicKey(slices.Clone(o.PubKey)) // raw is cleared on return
 }

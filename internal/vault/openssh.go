@@ -3,9 +3,11 @@ package vault
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"golang.org/x/crypto/cryptobyte"
+	"golang.org/x/crypto/ssh"
 )
 
 // The "openssh-key-v1" private key container (OpenSSH PROTOCOL.key):
@@ -23,67 +25,98 @@ import (
 //	string keytype, the key's fields, string comment, padding 1, 2, 3…
 //
 // golang.org/x/crypto/ssh parses it but drops the comment, and only
-// decrypts aes256-ctr and aes256-cbc; the helpers here recover the comment
-// and decrypt the other AES modes ssh-keygen can write.
+// decrypts aes256-ctr and aes256-cbc; the wire structs here (read with
+// ssh.Unmarshal, as x/crypto does) recover the comment, and import.go
+// decrypts the other AES modes ssh-keygen can write.
 const (
 	opensshMagic   = "openssh-key-v1\x00"
 	pemTypeOpenSSH = "OPENSSH PRIVATE KEY"
 	pemLineLen     = 70 // what ssh-keygen writes
 )
 
-type opensshOuter struct {
-	cipher  string
-	kdf     string
-	kdfOpts []byte
-	pub     []byte
-	priv    []byte // the private section, encrypted unless cipher is "none"
-	rest    []byte // bytes after the private section (an AEAD tag)
+// opensshContainer is the container after its magic, in SSH wire format
+// (x/crypto's ssh/keys.go reads it into the same shape). The byte slices
+// alias the decoded file.
+type opensshContainer struct {
+	CipherName string
+	KdfName    string
+	KdfOpts    []byte
+	NumKeys    uint32
+	PubKey     []byte
+	PrivKey    []byte // the private section, encrypted unless CipherName is "none"
+	Rest       []byte `ssh:"rest"` // an AEAD tag, for the ciphers that have one
 }
 
-func sshString(c *cursor) []byte {
-	return c.take(int(c.u32()))
+// opensshBcrypt is the KdfOpts of a "bcrypt" container.
+type opensshBcrypt struct {
+	Salt   []byte
+	Rounds uint32
 }
 
-func appendSSHString(b, s []byte) []byte {
-	b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
-	return append(b, s...)
+// opensshPrivate is the start of a decrypted private section.
+type opensshPrivate struct {
+	Check1  uint32
+	Check2  uint32
+	Keytype string
+	Rest    []byte `ssh:"rest"`
 }
 
-// parseOpenSSHOuter parses the container. The returned slices alias raw.
-func parseOpenSSHOuter(raw []byte) (*opensshOuter, error) {
+// The rest of a private section, by key type: the key's fields, then the
+// comment and padding. Fields are kept as raw bytes: only the comment is
+// read here, and x/crypto decodes the key itself.
+type (
+	opensshEd25519 struct {
+		Pub, Priv []byte
+		Comment   string
+		Pad       []byte `ssh:"rest"`
+	}
+	opensshECDSA struct {
+		Curve   string
+		Pub, D  []byte
+		Comment string
+		Pad     []byte `ssh:"rest"`
+	}
+	opensshRSA struct {
+		N, E, D, Iqmp, P, Q []byte
+		Comment             string
+		Pad                 []byte `ssh:"rest"`
+	}
+	opensshDSA struct {
+		P, Q, G, Y, X []byte
+		Comment       string
+		Pad           []byte `ssh:"rest"`
+	}
+)
+
+// parseOpenSSHContainer parses the container. The returned slices alias
+// raw.
+func parseOpenSSHContainer(raw []byte) (*opensshContainer, error) {
 	if !bytes.HasPrefix(raw, []byte(opensshMagic)) {
 		return nil, errors.New("not an openssh-key-v1 private key")
 	}
-	c := cursor{b: raw[len(opensshMagic):]}
-	o := &opensshOuter{
-		cipher:  string(sshString(&c)),
-		kdf:     string(sshString(&c)),
-		kdfOpts: sshString(&c),
-	}
-	n := c.u32()
-	o.pub = sshString(&c)
-	o.priv = sshString(&c)
-	if c.short {
+	o := new(opensshContainer)
+	if err := ssh.Unmarshal(raw[len(opensshMagic):], o); err != nil {
 		return nil, errors.New("openssh private key is truncated")
 	}
-	if n != 1 {
-		return nil, fmt.Errorf("openssh private key file holds %d keys; only single-key files are supported", n)
+	if o.NumKeys != 1 {
+		return nil, fmt.Errorf("openssh private key file holds %d keys; only single-key files are supported", o.NumKeys)
 	}
-	o.rest = c.b
 	return o, nil
 }
 
 // marshalPlain builds an unencrypted container around a decrypted private
-// section. The caller clears the result.
-func (o *opensshOuter) marshalPlain(priv []byte) []byte {
-	out := make([]byte, 0, len(opensshMagic)+4*6+8+len(o.pub)+len(priv))
-	out = append(out, opensshMagic...)
-	out = appendSSHString(out, []byte("none"))
-	out = appendSSHString(out, []byte("none"))
-	out = appendSSHString(out, nil)
-	out = binary.BigEndian.AppendUint32(out, 1)
-	out = appendSSHString(out, o.pub)
-	return appendSSHString(out, priv)
+// section, in one exactly sized buffer. The caller clears the result.
+func (o *opensshContainer) marshalPlain(priv []byte) []byte {
+	size := len(opensshMagic) + 4 + len("none") + 4 + len("none") + 4 + 4 + 4 + len(o.PubKey) + 4 + len(priv)
+	b := cryptobyte.NewFixedBuilder(make([]byte, 0, size))
+	b.AddBytes([]byte(opensshMagic))
+	addUint32Bytes(b, []byte("none"))
+	addUint32Bytes(b, []byte("none"))
+	addUint32Bytes(b, nil)
+	b.AddUint32(1)
+	addUint32Bytes(b, o.PubKey)
+	addUint32Bytes(b, priv)
+	return b.BytesOrPanic() // exactly sized; the parts came from a smaller file
 }
 
 // privateSectionInfo reads a decrypted private section far enough to
@@ -91,33 +124,34 @@ func (o *opensshOuter) marshalPlain(priv []byte) []byte {
 // differ (a wrong passphrase) or the section is malformed; comment is ""
 // for key types whose layout is not known here.
 func privateSectionInfo(p []byte) (ok bool, comment string) {
-	c := cursor{b: p}
-	c1, c2 := c.u32(), c.u32()
-	keytype := string(sshString(&c))
-	if c.short || c1 != c2 {
+	var sec opensshPrivate
+	if err := ssh.Unmarshal(p, &sec); err != nil || sec.Check1 != sec.Check2 {
 		return false, ""
 	}
-	var fields int
-	switch keytype {
-	case "ssh-ed25519":
-		fields = 2 // public, private||public
-	case "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521":
-		fields = 3 // curve, public point, scalar
-	case "ssh-rsa":
-		fields = 6 // n, e, d, iqmp, p, q
+	var (
+		fields any
+		cm     *string
+	)
+	switch sec.Keytype {
+	case ssh.KeyAlgoED25519:
+		k := new(opensshEd25519)
+		fields, cm = k, &k.Comment
+	case ssh.KeyAlgoECDSA256, ssh.KeyAlgoECDSA384, ssh.KeyAlgoECDSA521:
+		k := new(opensshECDSA)
+		fields, cm = k, &k.Comment
+	case ssh.KeyAlgoRSA:
+		k := new(opensshRSA)
+		fields, cm = k, &k.Comment
 	case "ssh-dss":
-		fields = 5 // p, q, g, y, x
+		k := new(opensshDSA)
+		fields, cm = k, &k.Comment
 	default:
 		return true, ""
 	}
-	for range fields {
-		sshString(&c)
-	}
-	cm := sshString(&c)
-	if c.short {
+	if err := ssh.Unmarshal(sec.Rest, fields); err != nil {
 		return true, ""
 	}
-	return true, string(cm)
+	return true, *cm
 }
 
 // encodePEM writes a PEM block with 70-column lines into a buffer of

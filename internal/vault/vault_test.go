@@ -737,10 +737,10 @@ func TestAddKeyRejectsMismatchedPublicKey(t *testing.T) {
 	b := newEd25519Key(t, "b")
 	ra, _ := decodeOpenSSHPEM(a.Private)
 	rb, _ := decodeOpenSSHPEM(b.Private)
-	oa, _ := parseOpenSSHOuter(ra)
-	ob, _ := parseOpenSSHOuter(rb)
-	forged := &opensshOuter{pub: ob.pub}
-	k := Key{Comment: "forged", Private: encodePEM(pemTypeOpenSSH, forged.marshalPlain(oa.priv))}
+	oa, _ := parseOpenSSHContainer(ra)
+	ob, _ := parseOpenSSHContainer(rb)
+	forged := &opensshContainer{PubKey: ob.PubKey}
+	k := Key{Comment: "forged", Private: encodePEM(pemTypeOpenSSH, forged.marshalPlain(oa.PrivKey))}
 	err := v.AddKey(k)
 	if err == nil || !strings.Contains(err.Error(), "does not match") {
 		t.Fatalf("forged key: %v", err)

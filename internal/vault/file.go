@@ -1,0 +1,163 @@
+package vault
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/postern/postern/internal/atomicfile"
+)
+
+// lockPath is the sibling lock file that serializes writers of path.
+func lockPath(path string) string { return path + ".lock" }
+
+// openRegular opens path for reading, refusing anything but a regular
+// file (a FIFO planted at the path would block the reader forever).
+func openRegular(path string) (*os.File, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return os.Open(path)
+}
+
+// readFile reads a vault file, refusing anything that is not a regular
+// file or is larger than a vault can be.
+func readFile(path string) ([]byte, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, int64(maxFileSize)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFileSize {
+		return nil, &corruptError{path: path, reason: fmt.Sprintf("file is larger than any vault can be (%d bytes)", maxFileSize)}
+	}
+	return data, nil
+}
+
+func readVault(path string) ([]byte, *fileParts, error) {
+	data, err := readFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, notExist(path)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read vault: %w", err)
+	}
+	fp, err := parseFile(data)
+	if err != nil {
+		return nil, nil, withPath(err, path)
+	}
+	return data, fp, nil
+}
+
+// writeNew writes data as a new vault file at path: it creates the
+// directory (0700) if needed, takes the writers' lock and refuses any file
+// already at path. written reports whether path now holds data; it can
+// be true together with an error when only the final directory sync
+// failed.
+func writeNew(path string, data []byte) (written bool, err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return false, fmt.Errorf("create vault: %w", err)
+	}
+	unlock, err := lockFile(lockPath(path))
+	if err != nil {
+		return false, fmt.Errorf("create vault: %w", err)
+	}
+	defer unlock()
+	if err := refuseExisting(path); err != nil {
+		return false, err
+	}
+	err = atomicfile.Write(path, data, 0o600)
+	if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
+		return false, fmt.Errorf("create vault: %w", err)
+	}
+	return true, err
+}
+
+// refuseExisting fails with ErrExist if anything is at path.
+func refuseExisting(path string) error {
+	_, err := os.Lstat(path)
+	switch {
+	case err == nil:
+		return &pathError{
+			msg: fmt.Sprintf("a file already exists at %s; postern will not overwrite it (move it aside first if it is a vault you no longer need)", path),
+			err: ErrExist,
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("create vault: %w", err)
+	}
+	return nil
+}
+
+// replace writes data over the vault file if the file is still the one
+// this Vault read or last wrote. It reports whether the file was
+// replaced.
+func (v *Vault) replace(data []byte) (bool, error) {
+	unlock, err := lockFile(lockPath(v.path))
+	if err != nil {
+		return false, fmt.Errorf("save vault: %w", err)
+	}
+	defer unlock()
+	cur, err := readFile(v.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, &pathError{
+			msg: fmt.Sprintf("vault %s was removed since it was opened; nothing was written", v.path),
+			err: ErrModified,
+		}
+	}
+	if err != nil {
+		return false, fmt.Errorf("save vault: %w", err)
+	}
+	if sha256.Sum256(cur) != v.disk {
+		return false, &pathError{
+			msg: fmt.Sprintf("vault %s changed on disk since it was opened (another postern command wrote it); nothing was written: open it again and redo the change", v.path),
+			err: ErrModified,
+		}
+	}
+	target, err := filepath.EvalSymlinks(v.path)
+	if err != nil {
+		return false, fmt.Errorf("save vault: %w", err)
+	}
+	err = atomicfile.Write(target, data, 0o600)
+	if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
+		return false, fmt.Errorf("save vault: %w", err)
+	}
+	return true, err // err: written, but the directory sync failed
+}
+
+// ReadMeta returns the public metadata and the vault ID without the
+// passphrase, reading only the header. They are NOT authenticated at this
+// point: anyone who can write the file can change them, and only a later
+// Open or OpenWithKey detects it. Use them for display and lookup (which
+// keychain entry, which audit recipient to expect), never to decide trust.
+func ReadMeta(path string) (map[string]string, [16]byte, error) {
+	var id [16]byte
+	f, err := openRegular(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, id, notExist(path)
+	}
+	if err != nil {
+		return nil, id, fmt.Errorf("read vault: %w", err)
+	}
+	defer f.Close()
+	buf, err := io.ReadAll(io.LimitReader(f, int64(prefixSize+maxHeaderSize)))
+	if err != nil {
+		return nil, id, fmt.Errorf("read vault: %w", err)
+	}
+	h, _, err := parsePrefix(buf)
+	if err != nil {
+		return nil, id, withPath(err, path)
+	}
+	return h.meta, h.id, nil
+}
