@@ -1,0 +1,258 @@
+package bastion
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// testHost is the remote host of the relay tests: an SSH server of
+// x/crypto on a loopback port, in the test process. What a session does is
+// the test's handler; the host records what reached it, so that a test
+// can say what the relay passed on.
+type testHost struct {
+	t      *testing.T
+	l      net.Listener
+	key    ssh.Signer    // the host key
+	user   ssh.PublicKey // the one key it accepts
+	config *ssh.ServerConfig
+
+	mu sync.Mutex // guards all below; set them with set
+	// handle runs a session's command; it owns the channel and must close
+	// it (or leave that to cut). It runs in its own goroutine.
+	handle func(*hostSession)
+	// reject answers the command request with failure, as a host that
+	// cannot run it does; the handler is not called.
+	reject bool
+	// onCommand runs when a command request arrives, before it is
+	// answered; the default answers it.
+	onCommand func(*hostSession)
+
+	conns    []net.Conn
+	sessions []*hostSession
+	auths    int // completed authentications
+}
+
+// hostSession is one session channel as the host saw it.
+type hostSession struct {
+	h    *testHost
+	ch   ssh.Channel
+	reqs <-chan *ssh.Request // the requests after the command
+
+	Kind    string // exec, shell or subsystem
+	Command string // the command line or the subsystem's name
+	PTY     *ptyRequest
+	Env     map[string]string
+}
+
+// ptyRequest is RFC 4254's pty-req payload.
+type ptyRequest struct {
+	Term          string
+	Columns, Rows uint32
+	Width, Height uint32
+	Modes         string
+}
+
+// windowChange is RFC 4254's window-change payload.
+type windowChange struct {
+	Columns, Rows uint32
+	Width, Height uint32
+}
+
+func newTestHost(t *testing.T, user ssh.PublicKey, setup func(*ssh.ServerConfig)) *testHost {
+	t.Helper()
+	key := newSigner(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &testHost{t: t, l: l, key: key, user: user}
+	h.config = &ssh.ServerConfig{
+		PublicKeyCallback: func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
+			if string(k.Marshal()) != string(h.user.Marshal()) {
+				return nil, errors.New("unknown key")
+			}
+			return nil, nil
+		},
+	}
+	h.config.AddHostKey(key)
+	if setup != nil {
+		setup(h.config)
+	}
+	go h.serve()
+	t.Cleanup(func() {
+		l.Close()
+		h.cut()
+	})
+	return h
+}
+
+func (h *testHost) port() int { return h.l.Addr().(*net.TCPAddr).Port }
+
+// knownHostsLine is the known_hosts line that trusts the host's key.
+func (h *testHost) knownHostsLine() string {
+	return "[127.0.0.1]:" + strconv.Itoa(h.port()) + " " + string(ssh.MarshalAuthorizedKey(h.key.PublicKey()))
+}
+
+func (h *testHost) serve() {
+	for {
+		c, err := h.l.Accept()
+		if err != nil {
+			return
+		}
+		h.mu.Lock()
+		h.conns = append(h.conns, c)
+		h.mu.Unlock()
+		go h.serveConn(c)
+	}
+}
+
+func (h *testHost) serveConn(c net.Conn) {
+	_, chans, reqs, err := ssh.NewServerConn(c, h.config)
+	if err != nil {
+		c.Close()
+		return
+	}
+	h.mu.Lock()
+	h.auths++
+	h.mu.Unlock()
+	go ssh.DiscardRequests(reqs) // keepalives get a failure reply, as OpenSSH's sshd gives
+	for nc := range chans {
+		if nc.ChannelType() != "session" {
+			nc.Reject(ssh.UnknownChannelType, "only sessions")
+			continue
+		}
+		ch, creqs, err := nc.Accept()
+		if err != nil {
+			continue
+		}
+		go h.serveSession(ch, creqs)
+	}
+}
+
+// serveSession takes the requests that set up a session, as sshd does,
+// up to the command; the handler gets the rest.
+func (h *testHost) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
+	s := &hostSession{h: h, ch: ch, reqs: reqs, Env: map[string]string{}}
+	for req := range reqs {
+		switch req.Type {
+		case "pty-req":
+			var p ptyRequest
+			if err := ssh.Unmarshal(req.Payload, &p); err != nil {
+				req.Reply(false, nil)
+				continue
+			}
+			s.PTY = &p
+			req.Reply(true, nil)
+		case "env":
+			var kv struct{ Name, Value string }
+			if err := ssh.Unmarshal(req.Payload, &kv); err != nil {
+				req.Reply(false, nil)
+				continue
+			}
+			s.Env[kv.Name] = kv.Value
+			req.Reply(true, nil)
+		case "exec", "subsystem":
+			var m struct{ S string }
+			if err := ssh.Unmarshal(req.Payload, &m); err != nil {
+				req.Reply(false, nil)
+				continue
+			}
+			s.Command = m.S
+			fallthrough
+		case "shell":
+			s.Kind = req.Type
+			h.mu.Lock()
+			h.sessions = append(h.sessions, s)
+			handle, reject, onCommand := h.handle, h.reject, h.onCommand
+			h.mu.Unlock()
+			switch {
+			case onCommand != nil:
+				onCommand(s)
+			case reject:
+				req.Reply(false, nil)
+				ch.Close()
+			default:
+				req.Reply(true, nil)
+				handle(s)
+			}
+			return
+		default:
+			req.Reply(false, nil)
+		}
+	}
+	ch.Close()
+}
+
+// set changes what the host does, for the sessions that start next.
+func (h *testHost) set(f func(h *testHost)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f(h)
+}
+
+// logins returns how many connections authenticated.
+func (h *testHost) logins() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.auths
+}
+
+// cut drops every connection to the host at the TCP level, as a network
+// failure or a crashed host would.
+func (h *testHost) cut() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.conns {
+		c.Close()
+	}
+}
+
+// seen returns the sessions whose command reached the host.
+func (h *testHost) seen() []*hostSession {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]*hostSession(nil), h.sessions...)
+}
+
+// exit ends the session as sshd does when the command exits: EOF, the
+// exit status, close.
+func (s *hostSession) exit(status uint32) {
+	s.ch.CloseWrite()
+	s.ch.SendRequest("exit-status", false, ssh.Marshal(struct{ S uint32 }{status}))
+	s.ch.Close()
+}
+
+// echo sends stdin back until its EOF, then exits 0, as cat does.
+func (s *hostSession) echo() {
+	io.Copy(s.ch, s.ch)
+	s.exit(0)
+}
+
+// killed ends the session as sshd does when a signal killed the command.
+func (s *hostSession) killed(signal string, core bool, msg string) {
+	s.ch.CloseWrite()
+	s.ch.SendRequest("exit-signal", false, ssh.Marshal(exitSignal{Signal: signal, CoreDumped: core, Msg: msg}))
+	s.ch.Close()
+}
+
+// newSigner makes an ed25519 key.
+func newSigner(t *testing.T) ssh.Signer {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

@@ -1,0 +1,622 @@
+package bastion
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/bastion/marker"
+)
+
+// run runs command through the bastion on a fresh connection and returns
+// its stdout, its stderr and Wait's error.
+func (w *world) run(command string, stdin []byte) (string, string, error) {
+	w.t.Helper()
+	sess, err := w.dial().NewSession()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer sess.Close()
+	var out, errOut bytes.Buffer
+	sess.Stdout, sess.Stderr = &out, &errOut
+	if stdin != nil {
+		sess.Stdin = bytes.NewReader(stdin)
+	}
+	err = sess.Run(command)
+	return out.String(), errOut.String(), err
+}
+
+func exitStatus(t *testing.T, err error) int {
+	t.Helper()
+	var ee *ssh.ExitError
+	if err == nil {
+		return 0
+	}
+	if !errors.As(err, &ee) {
+		t.Fatalf("no exit status: %v", err)
+	}
+	return ee.ExitStatus()
+}
+
+func wantEvents(t *testing.T, r *testRecorder, want ...string) {
+	t.Helper()
+	if got := r.types(); !slices.Equal(got, want) {
+		t.Fatalf("audit events %q, want %q", got, want)
+	}
+}
+
+// A command reaches the host byte for byte; its stdout and stderr come
+// back apart, then its exit status; the journal holds the verified host
+// key, the approval, the status and the byte counts, and the decision
+// was asked about this command on this host before anything was signed.
+func TestRelayExec(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			io.WriteString(s.ch, "to stdout\n")
+			io.WriteString(s.ch.Stderr(), "to stderr\n")
+			s.exit(3)
+		}
+	})
+	command := "printf '%s\\n' \"$HOME\" `id` \n\xff; exit 3"
+	out, errOut, err := w.run(command, nil)
+	if st := exitStatus(t, err); st != 3 || out != "to stdout\n" || errOut != "to stderr\n" {
+		t.Fatalf("status %d, stdout %q, stderr %q", st, out, errOut)
+	}
+	seen := w.host.seen()
+	if len(seen) != 1 || seen[0].Kind != "exec" || seen[0].Command != command {
+		t.Fatalf("the host saw %+v", seen)
+	}
+
+	e := w.only()
+	hostKey := ssh.FingerprintSHA256(w.host.key.PublicKey())
+	switch {
+	case e.Status() != journal.StatusCompleted || e.End.Outcome != journal.OutcomeExited || e.End.ExitStatus != 3:
+		t.Fatalf("journal: %s %+v", e.Status(), e.End)
+	case string(e.Command) != command || e.Kind != journal.KindExec || e.Marker || e.PTY:
+		t.Fatalf("journal entry: %+v", e)
+	case e.Target.HostKey != hostKey || e.Target.User != "alice" || e.Target.Port != w.host.port():
+		t.Fatalf("journal target %+v, want host key %s", e.Target, hostKey)
+	case e.Approval != "approved_once card-1" || e.Run != "run-1":
+		t.Fatalf("journal approval %q run %q", e.Approval, e.Run)
+	case e.End.BytesOut != 10 || e.End.BytesErr != 10 || e.End.BytesIn != 0 || e.End.ClientGone:
+		t.Fatalf("journal counts %+v", e.End)
+	case string(e.End.OutputTail) != "to stdout\nto stderr\n" && string(e.End.OutputTail) != "to stderr\nto stdout\n":
+		t.Fatalf("journal output tail %q", e.End.OutputTail) // both streams, in either order
+	case e.Dispatched.IsZero() || e.Requester == "" || e.RequesterPID == 0:
+		t.Fatalf("journal entry: %+v", e)
+	}
+	wantEvents(t, w.audit, "command_started", "command_ended")
+
+	reqs := w.decider.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d decisions asked, want 1", len(reqs))
+	}
+	r := reqs[0]
+	if r.Action != approvals.ActionSign || string(r.Command) != command || r.Dest == nil ||
+		r.Dest.HostKey == nil || ssh.FingerprintSHA256(r.Dest.HostKey) != hostKey || r.Dest.User != "alice" ||
+		r.Channel.Kind != "bastion" || r.Requester == nil {
+		t.Fatalf("decision asked about %+v", r)
+	}
+}
+
+// A command killed by a signal is reported as the signal, to the client
+// and in the journal.
+func TestRelayExitSignal(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			io.WriteString(s.ch, "partial")
+			s.killed("SEGV", true, "boom")
+		}
+	})
+	out, _, err := w.run("crash", nil)
+	var ee *ssh.ExitError
+	if !errors.As(err, &ee) || ee.Signal() != "SEGV" || ee.Msg() != "boom" || out != "partial" {
+		t.Fatalf("err %v, stdout %q", err, out)
+	}
+	e := w.only()
+	if e.End.Outcome != journal.OutcomeSignaled || e.End.Signal != "SEGV" || !e.End.CoreDumped || e.End.ErrorMsg != "boom" || e.Status() != journal.StatusCompleted {
+		t.Fatalf("journal %s %+v", e.Status(), e.End)
+	}
+}
+
+// stdin's EOF is a half-close: the host reads to the end of stdin and
+// still writes, and its output and status come back.
+func TestRelayStdinEOF(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			in, err := io.ReadAll(s.ch)
+			if err != nil {
+				s.exit(1)
+				return
+			}
+			fmt.Fprintf(s.ch, "read %d bytes: %s|after EOF", len(in), in)
+			s.exit(0)
+		}
+	})
+	out, _, err := w.run("cat", []byte("some input"))
+	if exitStatus(t, err) != 0 || out != "read 10 bytes: some input|after EOF" {
+		t.Fatalf("err %v, stdout %q", err, out)
+	}
+	if e := w.only(); e.End.BytesIn != 10 || e.End.BytesOut != int64(len(out)) {
+		t.Fatalf("journal counts %+v", e.End)
+	}
+}
+
+// All the output the host wrote before it ended reaches the client, even
+// when the host closes the channel at once.
+func TestRelayDrainsOutputBeforeTheEnd(t *testing.T) {
+	w := newWorld(t)
+	burst := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			s.ch.Write(burst)
+			s.ch.Stderr().Write(burst[:1000])
+			s.exit(0)
+		}
+	})
+	out, errOut, err := w.run("burst", nil)
+	if err != nil || out != string(burst) || errOut != string(burst[:1000]) {
+		t.Fatalf("err %v, %d bytes out, %d bytes err", err, len(out), len(errOut))
+	}
+}
+
+// A terminal, its size changes, environment variables and signals reach
+// the host as the client sent them; agent forwarding does not.
+func TestRelayTerminal(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			for req := range s.reqs {
+				switch req.Type {
+				case "window-change":
+					var wc windowChange
+					ssh.Unmarshal(req.Payload, &wc)
+					fmt.Fprintf(s.ch, "winch %dx%d %dx%d\n", wc.Columns, wc.Rows, wc.Width, wc.Height)
+				case "signal":
+					var sig struct{ Name string }
+					ssh.Unmarshal(req.Payload, &sig)
+					fmt.Fprintf(s.ch, "signal %s\n", sig.Name)
+					s.killed(sig.Name, false, "")
+					return
+				default:
+					fmt.Fprintf(s.ch, "request %s\n", req.Type)
+				}
+				if req.WantReply {
+					req.Reply(true, nil)
+				}
+			}
+		}
+	})
+	sess, err := w.dial().NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Setenv("LC_POSTERN", "x y"); err != nil {
+		t.Fatal(err)
+	}
+	modes := ssh.TerminalModes{ssh.ECHO: 0, ssh.TTY_OP_ISPEED: 38400}
+	if err := sess.RequestPty("xterm-256color", 40, 100, modes); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := sess.SendRequest("auth-agent-req@openssh.com", true, nil); ok {
+		t.Error("agent forwarding accepted")
+	}
+	stdout, _ := sess.StdoutPipe()
+	lines := bufio.NewReader(stdout)
+	if err := sess.Shell(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.WindowChange(50, 120); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := lines.ReadString('\n'); l != "winch 120x50 960x400\n" {
+		t.Fatalf("host wrote %q", l)
+	}
+	if ok, _ := sess.SendRequest("auth-agent-req@openssh.com", true, nil); ok {
+		t.Error("agent forwarding accepted after the shell started")
+	}
+	if err := sess.Signal(ssh.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := lines.ReadString('\n'); l != "signal TERM\n" {
+		t.Fatalf("host wrote %q", l)
+	}
+	var ee *ssh.ExitError
+	if err := sess.Wait(); !errors.As(err, &ee) || ee.Signal() != "TERM" {
+		t.Fatalf("Wait: %v", err)
+	}
+
+	s := w.host.seen()[0]
+	if s.Kind != "shell" || s.PTY == nil || s.PTY.Term != "xterm-256color" || s.PTY.Columns != 100 || s.PTY.Rows != 40 ||
+		s.PTY.Width != 800 || s.PTY.Height != 320 || s.Env["LC_POSTERN"] != "x y" || len(s.Env) != 1 {
+		t.Fatalf("the host saw %+v, pty %+v", s, s.PTY)
+	}
+	if got := parseModes(t, s.PTY.Modes); len(got) != 2 || got[ssh.ECHO] != 0 || got[ssh.TTY_OP_ISPEED] != 38400 {
+		t.Fatalf("terminal modes %v", got)
+	}
+	e := w.only()
+	if e.Kind != journal.KindShell || !e.PTY || len(e.Command) != 0 || e.End.Outcome != journal.OutcomeSignaled {
+		t.Fatalf("journal %+v %+v", e, e.End)
+	}
+	if r := w.decider.requests()[0]; string(r.Command) != "(interactive shell)" {
+		t.Fatalf("the card shows %q", r.Command)
+	}
+}
+
+// parseModes reads RFC 4254's encoded terminal modes.
+func parseModes(t *testing.T, b string) map[uint8]uint32 {
+	t.Helper()
+	m := map[uint8]uint32{}
+	for len(b) > 0 && b[0] != 0 {
+		if len(b) < 5 {
+			t.Fatalf("terminal modes cut short: %x", b)
+		}
+		m[b[0]] = uint32(b[1])<<24 | uint32(b[2])<<16 | uint32(b[3])<<8 | uint32(b[4])
+		b = b[5:]
+	}
+	return m
+}
+
+// A subsystem (sftp) is a byte stream both ways, journaled and approved
+// under its name.
+func TestRelaySubsystem(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) { h.handle = (*hostSession).echo })
+	// A raw channel, as sftp clients use: x/crypto's Session does not
+	// wait for a subsystem's status.
+	ch, reqs, err := w.dial().OpenChannel("session", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := make(chan uint32, 1)
+	go func() {
+		for r := range reqs {
+			var m struct{ S uint32 }
+			if r.Type == "exit-status" && ssh.Unmarshal(r.Payload, &m) == nil {
+				status <- m.S
+			}
+		}
+		close(status)
+	}()
+	if ok, err := ch.SendRequest("subsystem", true, ssh.Marshal(struct{ S string }{"sftp"})); !ok || err != nil {
+		t.Fatalf("subsystem request: %v %v", ok, err)
+	}
+	init := []byte{0, 0, 0, 5, 1, 0, 0, 0, 3} // SSH_FXP_INIT, version 3
+	ch.Write(init)
+	ch.CloseWrite()
+	got, _ := io.ReadAll(ch)
+	if st, ok := <-status; !ok || st != 0 || !bytes.Equal(got, init) {
+		t.Fatalf("status %d (%v), read %x", st, ok, got)
+	}
+	if s := w.host.seen()[0]; s.Kind != "subsystem" || s.Command != "sftp" {
+		t.Fatalf("the host saw %s %q", s.Kind, s.Command)
+	}
+	e := w.only()
+	if e.Kind != journal.KindSubsystem || string(e.Command) != "sftp" || e.End.BytesIn != 9 || e.End.BytesOut != 9 {
+		t.Fatalf("journal %+v %+v", e, e.End)
+	}
+	if r := w.decider.requests()[0]; string(r.Command) != "(subsystem) sftp" {
+		t.Fatalf("the card shows %q", r.Command)
+	}
+}
+
+// Megabytes both ways at once, as scp and git push do: every byte
+// arrives, in order, and the journal counts them and keeps the last ones.
+func TestRelayLargeTransfer(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) { h.handle = (*hostSession).echo })
+	const size = 16 << 20
+	data := make([]byte, size)
+	rand.Read(data)
+	sess, err := w.dial().NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, _ := sess.StdinPipe()
+	stdout, _ := sess.StdoutPipe()
+	if err := sess.Start("cat"); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		stdin.Write(data)
+		stdin.Close()
+	}()
+	h := sha256.New()
+	n, _ := io.Copy(h, stdout)
+	if err := sess.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if want := sha256.Sum256(data); n != size || !bytes.Equal(h.Sum(nil), want[:]) {
+		t.Fatalf("%d bytes back, or not the bytes sent", n)
+	}
+	e := w.only()
+	if e.End.BytesIn != size || e.End.BytesOut != size || !bytes.Equal(e.End.OutputTail, data[size-4096:]) {
+		t.Fatalf("journal: %d in, %d out, tail %d bytes", e.End.BytesIn, e.End.BytesOut, len(e.End.OutputTail))
+	}
+}
+
+// A connection to the host cut while the command runs leaves its outcome
+// unknown: the client gets no exit status (ssh exits 255) and a message
+// naming the journal entry; the journal and the audit log say unknown;
+// and an identical command is not sent again unless a person approves.
+func TestRelayConnectionCutMidCommand(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			io.WriteString(s.ch, "started\n")
+			for range s.reqs {
+			}
+		}
+	})
+	sess, err := w.dial().NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, _ := sess.StdoutPipe()
+	var errOut bytes.Buffer
+	sess.Stderr = &errOut
+	if err := sess.Start("deploy"); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := bufio.NewReader(stdout).ReadString('\n'); l != "started\n" {
+		t.Fatalf("read %q", l)
+	}
+	w.host.cut()
+	var missing *ssh.ExitMissingError
+	if err := sess.Wait(); !errors.As(err, &missing) {
+		t.Fatalf("Wait: %v, want no exit status", err)
+	}
+	e := w.only()
+	if e.Status() != journal.StatusUnknown || e.Unknown.Reason != journal.ReasonUpstreamLost || e.Unknown.LastPhase != journal.PhaseDispatched || e.End != nil {
+		t.Fatalf("journal %s %+v", e.Status(), e.Unknown)
+	}
+	if !strings.Contains(errOut.String(), "outcome is UNKNOWN (journal entry "+e.ID+")") {
+		t.Fatalf("stderr %q", errOut.String())
+	}
+	wantEvents(t, w.audit, "command_started", "command_unknown")
+
+	// The identical command: the card names the earlier entry; denied, it
+	// is not sent and the earlier entry keeps its guard.
+	w.decider.setDeny(func(r *approvals.Request) string {
+		if r.RetryOf != "" {
+			return "denied"
+		}
+		return ""
+	})
+	_, errText, err := w.run("deploy", nil)
+	if exitStatus(t, err) != ExitDenied || !strings.Contains(errText, "identical command (journal entry "+e.ID+") has an unknown outcome") {
+		t.Fatalf("retry: %v, stderr %q", err, errText)
+	}
+	reqs := w.decider.requests()
+	if last := reqs[len(reqs)-1]; !strings.Contains(last.RetryOf, e.ID) {
+		t.Fatalf("the retry card shows %q", last.RetryOf)
+	}
+	if n := len(w.host.seen()); n != 1 || len(w.entries()) != 1 {
+		t.Fatalf("the retry reached the host (%d sessions) or the journal (%d entries)", n, len(w.entries()))
+	}
+	// Approved, it runs once, as a retry of the entry.
+	w.decider.setDeny(nil)
+	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
+	if _, _, err := w.run("deploy", nil); err != nil {
+		t.Fatal(err)
+	}
+	es := w.entries()
+	if len(es) != 2 || es[0].RetryOf != e.ID || es[1].RetriedBy != es[0].ID {
+		t.Fatalf("journal after the approved retry: %+v", es)
+	}
+}
+
+// A connection cut as the command request goes out leaves it unknown:
+// the host may have started it.
+func TestRelayConnectionCutAtDispatch(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) { h.onCommand = func(*hostSession) { h.cut() } })
+	// A raw channel: x/crypto's session reads stderr only once the
+	// command started, and this one has no answer.
+	ch, reqs, err := w.dial().OpenChannel("session", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ssh.DiscardRequests(reqs)
+	if ok, err := ch.SendRequest("exec", true, ssh.Marshal(struct{ S string }{"migrate"})); err == nil {
+		t.Fatalf("the exec request was answered (%v)", ok)
+	}
+	errOut, _ := io.ReadAll(ch.Stderr())
+	e := w.only()
+	if e.Status() != journal.StatusUnknown || e.Unknown.Reason != journal.ReasonDispatchUnconfirmed || !strings.Contains(string(errOut), "UNKNOWN (journal entry "+e.ID+")") {
+		t.Fatalf("journal %s %+v, stderr %q", e.Status(), e.Unknown, errOut)
+	}
+	wantEvents(t, w.audit, "command_started", "command_unknown")
+}
+
+// A host that refuses the request never ran it: safe to retry.
+func TestRelayRejectedByTheHost(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) { h.reject = true })
+	if _, _, err := w.run("ls", nil); err == nil || errors.As(err, new(*ssh.ExitError)) {
+		t.Fatalf("err %v, want the request refused", err)
+	}
+	if e := w.only(); e.Status() != journal.StatusRetrySafe || e.End.Outcome != journal.OutcomeRejected {
+		t.Fatalf("journal %s %+v", e.Status(), e.End)
+	}
+}
+
+// A channel the host closes without a status, on a live connection, is
+// what the host chose to report: the client gets no status either.
+func TestRelayClosedWithoutStatus(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			io.WriteString(s.ch, "bye")
+			s.ch.Close()
+		}
+	})
+	out, _, err := w.run("ls", nil)
+	var missing *ssh.ExitMissingError
+	if !errors.As(err, &missing) || out != "bye" {
+		t.Fatalf("err %v, stdout %q", err, out)
+	}
+	if e := w.only(); e.Status() != journal.StatusCompleted || e.End.Outcome != journal.OutcomeClosedNoStatus {
+		t.Fatalf("journal %s %+v", e.Status(), e.End)
+	}
+}
+
+// A denied command is not sent: nothing is signed, the host sees no
+// login, the client exits 254 and the journal says safe to retry.
+func TestRelayDenied(t *testing.T) {
+	w := newWorld(t)
+	w.decider.setDeny(func(*approvals.Request) string { return "policy_deny" })
+	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
+	_, errOut, err := w.run("rm -rf /srv", nil)
+	if exitStatus(t, err) != ExitDenied || !strings.Contains(errOut, "denied (policy_deny); the command was not sent") {
+		t.Fatalf("err %v, stderr %q", err, errOut)
+	}
+	if w.keys.signatures() != 0 || w.host.logins() != 0 || len(w.host.seen()) != 0 {
+		t.Fatalf("signed %d times, %d logins on the host", w.keys.signatures(), w.host.logins())
+	}
+	if e := w.only(); e.Status() != journal.StatusRetrySafe || e.End.Outcome != journal.OutcomeDenied {
+		t.Fatalf("journal %s %+v", e.Status(), e.End)
+	}
+}
+
+// While the keyring is locked the command is refused as vault_locked.
+func TestRelayLocked(t *testing.T) {
+	w := newWorld(t)
+	w.keys.lock()
+	_, errOut, err := w.run("ls", nil)
+	if exitStatus(t, err) != ExitDenied || !strings.Contains(errOut, approvals.ReasonVaultLocked) || w.host.logins() != 0 {
+		t.Fatalf("err %v, stderr %q", err, errOut)
+	}
+}
+
+// Later commands on one client connection share the host connection and
+// each asks the decision again; a denied one is not sent.
+func TestRelayEachCommandAsks(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			io.WriteString(s.ch, s.Command)
+			s.exit(0)
+		}
+	})
+	c := w.dial()
+	run := func(cmd string) (string, error) {
+		sess, err := c.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.Close()
+		out, err := sess.Output(cmd)
+		return string(out), err
+	}
+	if out, err := run("first"); err != nil || out != "first" {
+		t.Fatalf("first: %q %v", out, err)
+	}
+	if out, err := run("second"); err != nil || out != "second" {
+		t.Fatalf("second: %q %v", out, err)
+	}
+	w.decider.setDeny(func(r *approvals.Request) string {
+		if string(r.Command) == "third" {
+			return "denied"
+		}
+		return ""
+	})
+	if _, err := run("third"); exitStatus(t, err) != ExitDenied {
+		t.Fatalf("third: %v", err)
+	}
+	reqs := w.decider.requests()
+	if len(reqs) != 3 || reqs[0].Action != approvals.ActionSign || reqs[1].Action != approvals.ActionCommand || reqs[2].Action != approvals.ActionCommand {
+		t.Fatalf("decisions: %d", len(reqs))
+	}
+	if w.host.logins() != 1 || len(w.host.seen()) != 2 {
+		t.Fatalf("%d logins, %d commands on the host", w.host.logins(), len(w.host.seen()))
+	}
+}
+
+// A client that goes away does not end the command: the relay reads the
+// rest of its output (a command blocked on a full window would never
+// exit), closes its stdin, and journals its real exit.
+func TestRelayClientGone(t *testing.T) {
+	w := newWorld(t)
+	release := make(chan struct{})
+	stdinEOF := make(chan struct{})
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			io.WriteString(s.ch, "started\n")
+			go func() {
+				io.Copy(io.Discard, s.ch)
+				close(stdinEOF)
+			}()
+			<-release
+			s.ch.Write(make([]byte, 8<<20)) // more than any window
+			s.exit(7)
+		}
+	})
+	c := w.dial()
+	sess, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, _ := sess.StdoutPipe()
+	if err := sess.Start("long"); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := bufio.NewReader(stdout).ReadString('\n'); l != "started\n" {
+		t.Fatalf("read %q", l)
+	}
+	c.Close()
+	<-stdinEOF
+	close(release)
+	e := w.ended("long")
+	if e.End == nil || e.End.Outcome != journal.OutcomeExited || e.End.ExitStatus != 7 || !e.End.ClientGone || e.End.BytesOut != 8<<20+8 {
+		t.Fatalf("journal %s %+v %+v", e.Status(), e.End, e.Unknown)
+	}
+}
+
+// With markers on for the host, the host receives the wrapper, not the
+// command, and the journal says so.
+func TestRelayWrapsForMarkers(t *testing.T) {
+	w := newWorldWith(t, func(c *Config) { c.Markers = []string{"127.0.0.*"} }, nil)
+	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
+	if _, _, err := w.run("uptime", nil); err != nil {
+		t.Fatal(err)
+	}
+	e := w.only()
+	want, err := marker.Wrap(e.ID, []byte("uptime"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w.host.seen()[0].Command; got != want || !e.Marker || string(e.Command) != "uptime" {
+		t.Fatalf("the host got %q; marker %v", got, e.Marker)
+	}
+}
+
+// A host whose key is not in known_hosts is refused before anything is
+// signed.
+func TestRelayUnknownHostKey(t *testing.T) {
+	// known_hosts knows another port of the host, under another key.
+	other := writeTemp(t, "[127.0.0.1]:1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGN0gKQsFq2EIkFmCj5b5ESy1cxqxNMUrFVWSSpA1bsx\n")
+	w := newWorldWith(t, func(c *Config) { c.KnownHosts = []string{filepath.Join(t.TempDir(), "none"), other} }, nil)
+	_, errOut, err := w.run("ls", nil)
+	if exitStatus(t, err) != ExitUnreachable || !strings.Contains(errOut, "is not in your known_hosts") || w.keys.signatures() != 0 {
+		t.Fatalf("err %v, stderr %q, signed %d", err, errOut, w.keys.signatures())
+	}
+	if e := w.only(); e.End.Outcome != journal.OutcomeFailedToStart {
+		t.Fatalf("journal %+v", e.End)
+	}
+}

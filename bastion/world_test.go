@@ -1,0 +1,328 @@
+package bastion
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/safesocket"
+)
+
+// world is a bastion as the gateway runs it — its own Unix socket in a
+// temporary directory, a real command journal, the process table of this
+// machine — in front of a testHost. The test process is the client: it
+// connects as "postern connect" does and speaks SSH with x/crypto's
+// client. Only the approval decision, the keyring and the audit log are
+// the test's own, so that a test can decide and see what was recorded.
+type world struct {
+	t       *testing.T
+	host    *testHost
+	srv     *Server
+	sock    string
+	journal *journal.Journal
+	decider *testDecider
+	keys    *testKeys
+	audit   *testRecorder
+	logs    *syncBuffer
+
+	mu      sync.Mutex
+	clients []*ssh.Client
+}
+
+func newWorld(t *testing.T) *world { return newWorldWith(t, nil, nil) }
+
+// newWorldWith starts a world after bastion and host, when not nil, have
+// changed the configurations of the bastion and of the host.
+func newWorldWith(t *testing.T, bastion func(*Config), host func(*ssh.ServerConfig)) *world {
+	t.Helper()
+	dir := t.TempDir()
+	for _, v := range []string{"HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME"} {
+		t.Setenv(v, dir)
+	}
+	signer := newSigner(t)
+	w := &world{
+		t:       t,
+		decider: &testDecider{},
+		keys:    &testKeys{signer: signer},
+		audit:   &testRecorder{},
+		logs:    &syncBuffer{},
+	}
+	w.host = newTestHost(t, signer.PublicKey(), host)
+	known := filepath.Join(dir, "known_hosts")
+	if err := os.WriteFile(known, []byte(w.host.knownHostsLine()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id, err := LoadIdentity(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bootID := journal.NewID()
+	j, err := journal.Open(filepath.Join(dir, "journal.db"), bootID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.journal = j
+	cfg := Config{
+		Identity: id, Keys: w.keys, Decider: w.decider, Journal: j, Audit: w.audit,
+		Procs: procid.Host, Log: slog.New(slog.NewTextHandler(w.logs, nil)), BootID: bootID,
+		KnownHosts: []string{known}, DialTimeout: 10 * time.Second,
+	}
+	if bastion != nil {
+		bastion(&cfg)
+	}
+	w.srv = New(cfg)
+	w.sock = filepath.Join(dir, "b.sock")
+	l, err := safesocket.Listen(w.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := procid.PassCredentials(l); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- w.srv.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		w.mu.Lock()
+		for _, c := range w.clients {
+			c.Close()
+		}
+		w.mu.Unlock()
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		j.Close()
+		if t.Failed() {
+			t.Logf("bastion log:\n%s", w.logs.String())
+		}
+	})
+	return w
+}
+
+// target is the host as a client names it.
+func (w *world) target() Target {
+	return Target{User: "alice", Host: "127.0.0.1", Port: w.host.port()}
+}
+
+// dial connects to the bastion for the host, as "postern connect" and ssh
+// do, trusting host certificates of the bastion's authority only.
+func (w *world) dial() *ssh.Client {
+	w.t.Helper()
+	c, err := w.dialErr()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return c
+}
+
+func (w *world) dialErr() (*ssh.Client, error) {
+	t := w.target()
+	conn, err := Connect(w.sock, t)
+	if err != nil {
+		return nil, err
+	}
+	// A relay that loses a message fails the test instead of hanging it.
+	conn.SetDeadline(time.Now().Add(time.Minute))
+	ca := w.srv.cfg.Identity.CA.PublicKey()
+	checker := &ssh.CertChecker{IsHostAuthority: func(k ssh.PublicKey, _ string) bool {
+		return bytes.Equal(k.Marshal(), ca.Marshal())
+	}}
+	cc, chans, reqs, err := ssh.NewClientConn(conn, t.Addr(), &ssh.ClientConfig{
+		User:            t.User,
+		HostKeyCallback: checker.CheckHostKey,
+		Config:          ssh.Config{Ciphers: fastCiphers},
+	})
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	c := ssh.NewClient(cc, chans, reqs)
+	w.mu.Lock()
+	w.clients = append(w.clients, c)
+	w.mu.Unlock()
+	return c, nil
+}
+
+// entries returns the journal, newest first.
+func (w *world) entries() []*journal.Entry {
+	w.t.Helper()
+	es, err := w.journal.List(journal.ListOptions{})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return es
+}
+
+// only returns the journal's one entry.
+func (w *world) only() *journal.Entry {
+	w.t.Helper()
+	es := w.entries()
+	if len(es) != 1 {
+		w.t.Fatalf("%d journal entries, want 1", len(es))
+	}
+	return es[0]
+}
+
+// ended waits until the entry with the command has an outcome (the relay
+// journals it before it tells the client, but a client that went away
+// learns nothing) and returns it.
+func (w *world) ended(command string) *journal.Entry {
+	w.t.Helper()
+	for range 1000 {
+		for _, e := range w.entries() {
+			if string(e.Command) == command && (e.End != nil || e.Unknown != nil) {
+				return e
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	w.t.Fatalf("the entry for %q never ended", command)
+	return nil
+}
+
+// testDecider is the approval decision: it allows unless deny says
+// otherwise, and keeps every request it was asked about.
+type testDecider struct {
+	mu      sync.Mutex
+	deny    func(*approvals.Request) string // a reason to deny, or ""
+	asked   []*approvals.Request
+	refused []string
+}
+
+func (d *testDecider) Decide(_ context.Context, r *approvals.Request) approvals.Decision {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.asked = append(d.asked, r)
+	if d.deny != nil {
+		if why := d.deny(r); why != "" {
+			return approvals.Decision{Reason: why, Card: "card-1"}
+		}
+	}
+	return approvals.Decision{Allow: true, Reason: "approved_once", Card: "card-1", Run: "run-1"}
+}
+
+func (d *testDecider) Refused(_ *approvals.Request, reason string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.refused = append(d.refused, reason)
+}
+
+// setDeny changes the decision for the requests that come next.
+func (d *testDecider) setDeny(f func(*approvals.Request) string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.deny = f
+}
+
+func (d *testDecider) requests() []*approvals.Request {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]*approvals.Request(nil), d.asked...)
+}
+
+// testKeys is the keyring: one ed25519 key, or none while locked.
+type testKeys struct {
+	signer ssh.Signer
+	mu     sync.Mutex
+	locked bool
+	signed int
+}
+
+func (k *testKeys) Keys() ([]Key, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.locked {
+		return nil, errors.New("locked")
+	}
+	pub := k.signer.PublicKey()
+	return []Key{{Public: pub, Info: approvals.Key{Fingerprint: ssh.FingerprintSHA256(pub), Type: pub.Type(), Comment: "test"}}}, nil
+}
+
+func (k *testKeys) Sign(key ssh.PublicKey, data []byte, algo string) (*ssh.Signature, error) {
+	k.mu.Lock()
+	k.signed++
+	k.mu.Unlock()
+	if !bytes.Equal(key.Marshal(), k.signer.PublicKey().Marshal()) {
+		return nil, errors.New("no such key")
+	}
+	return k.signer.Sign(rand.Reader, data)
+}
+
+func (k *testKeys) lock() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.locked = true
+}
+
+// signatures returns how many signatures the bastion asked for.
+func (k *testKeys) signatures() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.signed
+}
+
+// testRecorder is the audit log.
+type testRecorder struct {
+	mu     sync.Mutex
+	events []audit.Event
+}
+
+func (r *testRecorder) Record(e audit.Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+	return nil
+}
+
+// types returns the types of the events recorded, in order.
+func (r *testRecorder) types() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+// syncBuffer is a bytes.Buffer for the log, written from many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// writeTemp writes a file in a temporary directory and returns its path.
+func writeTemp(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
