@@ -3,6 +3,7 @@ package bastion
 import (
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // pump copies a remote stream to the client. When the client is gone it
@@ -44,4 +45,17 @@ func (p *pump) failed() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.dead
+}
+
+// countingWriter counts the bytes written through it; the count may be
+// read while writing goes on.
+type countingWriter struct {
+	w io.Writer
+	n atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
 }

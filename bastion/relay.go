@@ -37,13 +37,14 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 	wg.Add(2)
 	go func() { out.copy(uch); wg.Done() }()
 	go func() { errOut.copy(uch.Stderr()); wg.Done() }()
-	var bytesIn int64
-	stdinDone := make(chan struct{})
+	// The command may end while the client still holds stdin open (an
+	// interactive client closes it when it learns the status): the count
+	// is read while the copy goes on.
+	in := &countingWriter{w: uch}
 	go func() {
 		// stdin EOF is a half-close: the command may still write.
-		bytesIn, _ = io.Copy(uch, ss.dch)
+		io.Copy(in, ss.dch)
 		uch.CloseWrite()
-		close(stdinDone)
 	}()
 	clientGone := make(chan struct{})
 	go func() {
@@ -90,7 +91,7 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 	default:
 	}
 	end := journal.End{
-		BytesIn: bytesIn, BytesOut: out.n, BytesErr: errOut.n,
+		BytesIn: in.n.Load(), BytesOut: out.n, BytesErr: errOut.n,
 		OutputTail: tail.bytes(), ClientGone: gone,
 	}
 	switch {

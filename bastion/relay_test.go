@@ -157,6 +157,38 @@ func TestRelayStdinEOF(t *testing.T) {
 	}
 }
 
+// The journal counts the bytes sent to a command that ends before its
+// stdin does, as most do: an interactive client keeps stdin open until
+// it learns the exit status.
+func TestRelayCountsStdinOfACommandThatEndsFirst(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			buf := make([]byte, 5)
+			if _, err := io.ReadFull(s.ch, buf); err != nil {
+				s.exit(1)
+				return
+			}
+			s.exit(0)
+		}
+	})
+	sess, err := w.dial().NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, _ := sess.StdinPipe()
+	if err := sess.Start("head -c 5"); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(stdin, "12345")
+	if err := sess.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if e := w.only(); e.End.BytesIn != 5 {
+		t.Fatalf("journal: %d bytes in, want 5", e.End.BytesIn)
+	}
+}
+
 // All the output the host wrote before it ended reaches the client, even
 // when the host closes the channel at once.
 func TestRelayDrainsOutputBeforeTheEnd(t *testing.T) {
