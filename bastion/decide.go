@@ -14,7 +14,9 @@ import (
 // upstreamFor returns the connection to the real host, dialing it for the
 // first command (its authentication asks the approval decision, with this
 // command on the card), and asks the decision again for later commands on
-// the same client connection.
+// the same client connection. A refusal is a decision that does not
+// allow, with no error; an error means no connection, whatever the
+// decision taken (returned too, for the journal).
 func (ss *session) upstreamFor(e *journal.Entry, retry string) (*upstream, *approvals.Decision, error) {
 	s, info := ss.s, ss.info
 	info.mu.Lock()
@@ -45,24 +47,38 @@ func (ss *session) upstreamFor(e *journal.Entry, retry string) (*upstream, *appr
 		signers[i] = gated[i]
 	}
 	client, hk, err := dialUpstream(info.target, s.cfg.KnownHosts, func(k gossh.PublicKey) { hostKey = k }, signers, s.cfg.DialTimeout)
+	// The keys are offered in order and a refused signature ends the
+	// authentication, so the last decision taken is the one that counts:
+	// the key the host let in, the refusal, or an approved signature
+	// after which the host still did not let the bastion in (it asks for
+	// more than a key, or the connection ended).
+	var last *gatedSigner
 	for _, g := range gated {
 		if g.decision != nil {
-			if err != nil || !g.decision.Allow {
-				return nil, g.decision, nil
-			}
-			up := &upstream{client: client, hostKey: hk, key: g.key, dead: make(chan struct{})}
-			go func() {
-				up.err = client.Wait()
-				close(up.dead)
-			}()
-			go up.keepalive(s.cfg.Keepalive, 3)
-			info.up = up
-			return up, g.decision, nil
+			last = g
 		}
 	}
-	if err == nil {
+	switch {
+	case last == nil && err == nil:
 		client.Close()
 		err = errors.New("authenticated without a key")
+	case last == nil:
+	case !last.decision.Allow:
+		if err == nil {
+			client.Close()
+		}
+		return nil, last.decision, nil
+	case err != nil:
+		return nil, last.decision, fmt.Errorf("%s: %w", info.target.Host, err)
+	default:
+		up := &upstream{client: client, hostKey: hk, key: last.key, dead: make(chan struct{})}
+		go func() {
+			up.err = client.Wait()
+			close(up.dead)
+		}()
+		go up.keepalive(s.cfg.Keepalive, 3)
+		info.up = up
+		return up, last.decision, nil
 	}
 	return nil, nil, fmt.Errorf("%s: %w", info.target.Host, err)
 }

@@ -620,6 +620,30 @@ func TestRelayClientGone(t *testing.T) {
 	}
 }
 
+// When the host asks for more than a key (AuthenticationMethods
+// publickey,password), the approved signature is not enough and the
+// command cannot start: the client is told, the journal says it was not
+// sent, and the bastion keeps serving.
+func TestRelayAuthenticationIncomplete(t *testing.T) {
+	w := newWorldWith(t, nil, func(hc *ssh.ServerConfig) {
+		hc.VerifiedPublicKeyCallback = func(ssh.ConnMetadata, ssh.PublicKey, *ssh.Permissions, string) (*ssh.Permissions, error) {
+			return nil, &ssh.PartialSuccessError{Next: ssh.ServerAuthCallbacks{
+				PasswordCallback: func(ssh.ConnMetadata, []byte) (*ssh.Permissions, error) { return nil, errors.New("no") },
+			}}
+		}
+	})
+	_, errOut, err := w.run("ls", nil)
+	if exitStatus(t, err) != ExitUnreachable || !strings.Contains(errOut, "the command was not sent") {
+		t.Fatalf("err %v, stderr %q", err, errOut)
+	}
+	if e := w.only(); e.Status() != journal.StatusRetrySafe || e.End.Outcome != journal.OutcomeFailedToStart {
+		t.Fatalf("journal %s %+v", e.Status(), e.End)
+	}
+	if w.keys.signatures() != 1 {
+		t.Fatalf("signed %d times", w.keys.signatures())
+	}
+}
+
 // With markers on for the host, the host receives the wrapper, not the
 // command, and the journal says so.
 func TestRelayWrapsForMarkers(t *testing.T) {
