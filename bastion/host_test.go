@@ -37,7 +37,9 @@ type testHost struct {
 
 	conns    []net.Conn
 	sessions []*hostSession
-	auths    int // completed authentications
+	auths    int           // completed authentications
+	ended    int           // authenticated connections that ended
+	thaw     chan struct{} // while not nil, the host reads nothing
 }
 
 // hostSession is one session channel as the host saw it.
@@ -110,7 +112,7 @@ func (h *testHost) serve() {
 		h.mu.Lock()
 		h.conns = append(h.conns, c)
 		h.mu.Unlock()
-		go h.serveConn(c)
+		go h.serveConn(&freezable{Conn: c, h: h})
 	}
 }
 
@@ -124,6 +126,11 @@ func (h *testHost) serveConn(c net.Conn) {
 	h.auths++
 	h.mu.Unlock()
 	go ssh.DiscardRequests(reqs) // keepalives get a failure reply, as OpenSSH's sshd gives
+	defer func() {
+		h.mu.Lock()
+		h.ended++
+		h.mu.Unlock()
+	}()
 	for nc := range chans {
 		if nc.ChannelType() != "session" {
 			nc.Reject(ssh.UnknownChannelType, "only sessions")
@@ -205,6 +212,14 @@ func (h *testHost) logins() int {
 	return h.auths
 }
 
+// connections returns how many connections authenticated, and how many
+// of those ended.
+func (h *testHost) connections() (logins, ended int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.auths, h.ended
+}
+
 // cut drops every connection to the host at the TCP level, as a network
 // failure or a crashed host would.
 func (h *testHost) cut() {
@@ -213,6 +228,36 @@ func (h *testHost) cut() {
 	for _, c := range h.conns {
 		c.Close()
 	}
+	if h.thaw != nil {
+		close(h.thaw)
+		h.thaw = nil
+	}
+}
+
+// freeze stops the host reading from its connections, as a network that
+// drops packets without a word does; cut ends it.
+func (h *testHost) freeze() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.thaw == nil {
+		h.thaw = make(chan struct{})
+	}
+}
+
+// freezable is a host connection that freeze can stop.
+type freezable struct {
+	net.Conn
+	h *testHost
+}
+
+func (f *freezable) Read(p []byte) (int, error) {
+	f.h.mu.Lock()
+	thaw := f.h.thaw
+	f.h.mu.Unlock()
+	if thaw != nil {
+		<-thaw
+	}
+	return f.Conn.Read(p)
 }
 
 // seen returns the sessions whose command reached the host.

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -36,6 +37,32 @@ func (w *world) run(command string, stdin []byte) (string, string, error) {
 	}
 	err = sess.Run(command)
 	return out.String(), errOut.String(), err
+}
+
+// startRunning starts command on a host that runs it until the
+// connection ends, and returns once the command is running.
+func (w *world) startRunning(command string, stderr io.Writer) *ssh.Session {
+	w.t.Helper()
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			io.WriteString(s.ch, "started\n")
+			for range s.reqs {
+			}
+		}
+	})
+	sess, err := w.dial().NewSession()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	stdout, _ := sess.StdoutPipe()
+	sess.Stderr = stderr
+	if err := sess.Start(command); err != nil {
+		w.t.Fatal(err)
+	}
+	if l, _ := bufio.NewReader(stdout).ReadString('\n'); l != "started\n" {
+		w.t.Fatalf("read %q", l)
+	}
+	return sess
 }
 
 func exitStatus(t *testing.T, err error) int {
@@ -388,26 +415,8 @@ func TestRelayLargeTransfer(t *testing.T) {
 // and an identical command is not sent again unless a person approves.
 func TestRelayConnectionCutMidCommand(t *testing.T) {
 	w := newWorld(t)
-	w.host.set(func(h *testHost) {
-		h.handle = func(s *hostSession) {
-			io.WriteString(s.ch, "started\n")
-			for range s.reqs {
-			}
-		}
-	})
-	sess, err := w.dial().NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, _ := sess.StdoutPipe()
 	var errOut bytes.Buffer
-	sess.Stderr = &errOut
-	if err := sess.Start("deploy"); err != nil {
-		t.Fatal(err)
-	}
-	if l, _ := bufio.NewReader(stdout).ReadString('\n'); l != "started\n" {
-		t.Fatalf("read %q", l)
-	}
+	sess := w.startRunning("deploy", &errOut)
 	w.host.cut()
 	var missing *ssh.ExitMissingError
 	if err := sess.Wait(); !errors.As(err, &missing) {
@@ -451,6 +460,49 @@ func TestRelayConnectionCutMidCommand(t *testing.T) {
 	if len(es) != 2 || es[0].RetryOf != e.ID || es[1].RetriedBy != es[0].ID {
 		t.Fatalf("journal after the approved retry: %+v", es)
 	}
+}
+
+// A network that goes silent while the command runs is found out by the
+// keepalives: the connection is closed and the outcome is unknown.
+func TestRelaySilentNetwork(t *testing.T) {
+	w := newWorldWith(t, func(c *Config) { c.Keepalive = 200 * time.Millisecond }, nil)
+	sess := w.startRunning("sleep 3600", nil)
+	w.host.freeze()
+	var missing *ssh.ExitMissingError
+	if err := sess.Wait(); !errors.As(err, &missing) {
+		t.Fatalf("Wait: %v, want no exit status", err)
+	}
+	if e := w.only(); e.Status() != journal.StatusUnknown || e.Unknown.Reason != journal.ReasonUpstreamLost {
+		t.Fatalf("journal %s %+v", e.Status(), e.Unknown)
+	}
+}
+
+// The host connection ends with the client connection, once no command
+// runs on it.
+func TestRelayHostConnectionEndsWithTheClient(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
+	c := w.dial()
+	for range 2 {
+		sess, err := c.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sess.Run("true"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if logins, ended := w.host.connections(); logins != 1 || ended != 0 {
+		t.Fatalf("%d logins, %d ended while the client is connected", logins, ended)
+	}
+	c.Close()
+	for range 1000 {
+		if _, ended := w.host.connections(); ended == 1 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the host connection outlived the client")
 }
 
 // A connection cut as the command request goes out leaves it unknown:
