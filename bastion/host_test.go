@@ -6,9 +6,12 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"os/exec"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -300,4 +303,21 @@ func newSigner(t *testing.T) ssh.Signer {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// shell runs the command as sshd would, in /bin/sh with HOME at home,
+// its stdin, stdout and stderr the channel's, and ends the session with
+// its status; done is closed when the command has exited.
+func (s *hostSession) shell(home string, done chan<- struct{}) {
+	defer close(done)
+	c := exec.Command("/bin/sh", "-c", s.Command)
+	c.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "SHELL=/bin/sh"}
+	c.Stdin, c.Stdout, c.Stderr = s.ch, s.ch, s.ch.Stderr()
+	c.WaitDelay = time.Second // a client that never closes stdin
+	if err := c.Start(); err != nil {
+		s.exit(127)
+		return
+	}
+	c.Wait()
+	s.exit(uint32(c.ProcessState.ExitCode()))
 }
