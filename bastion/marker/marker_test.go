@@ -87,9 +87,11 @@ func (h *host) probe(id string) journal.Resolution {
 	return r
 }
 
+// waitFor waits for path to exist; the bound only keeps a broken test
+// from hanging, and is generous for a loaded machine.
 func (h *host) waitFor(path string) {
 	h.t.Helper()
-	for range 500 {
+	for range 3000 {
 		if _, err := os.Stat(path); err == nil {
 			return
 		}
@@ -256,12 +258,12 @@ func TestWrapSignals(t *testing.T) {
 	// the same signal, as the command would have without it.
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 		id := journal.NewID()
-		c := h.command(id, []byte("sleep 30"), "/bin/sh")
+		running := filepath.Join(h.home, "running-"+id)
+		c := h.command(id, []byte(": > '"+running+"'; sleep 30"), "/bin/sh")
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
-		h.waitFor(filepath.Join(h.runDir(id), "start"))
-		time.Sleep(50 * time.Millisecond) // let the shell start sleep
+		h.waitFor(running) // the command runs
 		syscall.Kill(-c.Process.Pid, sig)
 		c.Wait()
 		ws := c.ProcessState.Sys().(syscall.WaitStatus)
@@ -280,12 +282,12 @@ func TestWrapSignals(t *testing.T) {
 
 	// A command that handles the signal and exits 0 is reported as exit 0.
 	id = journal.NewID()
-	c := h.command(id, []byte("trap 'exit 0' TERM; sleep 30 & wait"), "/bin/sh")
+	running := filepath.Join(h.home, "running-"+id)
+	c := h.command(id, []byte("trap 'exit 0' TERM; : > '"+running+"'; sleep 30 & wait"), "/bin/sh")
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(filepath.Join(h.runDir(id), "start"))
-	time.Sleep(50 * time.Millisecond)
+	h.waitFor(running) // the trap is set
 	syscall.Kill(-c.Process.Pid, syscall.SIGTERM)
 	c.Wait()
 	if c.ProcessState.ExitCode() != 0 {
