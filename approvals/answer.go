@@ -53,7 +53,7 @@ type Answer struct {
 	grant, run string // set by Answer for a session
 	// withdrawn is why the gateway refused the card itself, with no
 	// approver's answer.
-	withdrawn string
+	withdrawn audit.Reason
 }
 
 // Errors of Answer.
@@ -102,7 +102,7 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 		}
 	}
 	var g *Grant
-	if a.Verdict == VerdictSession && c.View.Mode == ModeSession {
+	if a.Verdict == VerdictSession && c.View.Mode == audit.ModeSession {
 		run, err := e.register(subj)
 		if err != nil {
 			return err
@@ -143,7 +143,7 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 		// not be taken under e.mu).
 		ev := audit.Event{
 			Type: audit.EventSessionApproved, Run: g.Run.ID, Grant: g.ID, Card: id, Key: g.Key.Fingerprint,
-			Dest: g.Dest, DestNames: g.DestNames, Mode: string(ModeSession), Approver: a.Approver,
+			Dest: g.Dest, DestNames: g.DestNames, Mode: audit.ModeSession, Approver: a.Approver,
 			Label: g.Run.Label, Process: auditProcess(e.procs, &g.Run.Process), VaultEpoch: g.Epoch,
 			Detail: map[string]string{"nonce_bound": "true", "launched": strconv.FormatBool(g.Run.Launched)},
 		}
@@ -216,7 +216,7 @@ func (e *Engine) askpassAnswer(c *Card) {
 	a := Answer{Verdict: VerdictDeny, Approver: "askpass"}
 	if ok {
 		a = Answer{Verdict: VerdictOnce, Subject: c.View.Selected, Approver: "askpass"}
-		if c.View.Mode == ModeSession {
+		if c.View.Mode == audit.ModeSession {
 			a.Verdict = VerdictSession
 		}
 	}

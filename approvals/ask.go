@@ -11,21 +11,21 @@ import (
 )
 
 // ask shows a card and waits for its answer or its timeout.
-func (e *Engine) ask(ctx context.Context, r *Request, mode Mode, chain procid.Chain, argv []string, dest *DestView, epoch uint64, p *Policy) Decision {
+func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain procid.Chain, argv []string, dest *DestView, epoch uint64, p *Policy) Decision {
 	subjects, sel, err := e.subjects(r, chain, p)
 	if err != nil {
 		e.log.Info("refusing: "+err.Error(), "pid", r.Requester.PID)
-		return deny(mode, ReasonProcessExited)
+		return deny(mode, audit.ReasonProcessExited)
 	}
 	subj := subjects[sel]
 	coolKey := subjectKey(subj)
 	e.mu.Lock()
 	if until, ok := e.cooldown[coolKey]; ok && e.now().Before(until) {
 		e.mu.Unlock()
-		return deny(mode, "cooldown")
+		return deny(mode, audit.ReasonCooldown)
 	}
 	joinKey := ""
-	if mode == ModeSession {
+	if mode == audit.ModeSession {
 		joinKey = coolKey + "|" + r.Key.Fingerprint
 		if dest != nil {
 			joinKey += "|" + dest.Fingerprint
@@ -45,12 +45,12 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode Mode, chain procid.Ch
 	} else if r.Purpose == PurposeSSHSig {
 		target = " to sign (namespace " + r.Namespace + ")"
 	}
-	reason, sentence := CardPerCall, "This use needs approval every time: approve this one use of key "+r.Key.Display()+target+"."
+	reason, sentence := audit.ReasonPerCall, "This use needs approval every time: approve this one use of key "+r.Key.Display()+target+"."
 	if r.RetryOf != "" {
-		reason, sentence = CardRetryUnknown, "The same command was sent before and its outcome is unknown: "+r.RetryOf+". Approve only if you checked that running it again is safe."
+		reason, sentence = audit.ReasonRetryUnknown, "The same command was sent before and its outcome is unknown: "+r.RetryOf+". Approve only if you checked that running it again is safe."
 	}
 	covers := "this call only"
-	if mode == ModeSession {
+	if mode == audit.ModeSession {
 		reason, sentence = e.reauth(subj, r.Key, target)
 		covers = "this run and its descendants, for key " + r.Key.Display()
 		if p.Scope == ScopeDestination && dest != nil {
@@ -106,7 +106,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode Mode, chain procid.Ch
 }
 
 // wait waits for c's answer, its timeout or the caller's end.
-func (e *Engine) wait(ctx context.Context, c *Card, mode Mode, p *Policy) Decision {
+func (e *Engine) wait(ctx context.Context, c *Card, mode audit.Mode, p *Policy) Decision {
 	d := e.waitAnswer(ctx, c, mode, p)
 	d.Card, d.CardReason = c.View.ID, c.View.Reason
 	if d.Run == "" {
@@ -115,7 +115,7 @@ func (e *Engine) wait(ctx context.Context, c *Card, mode Mode, p *Policy) Decisi
 	return d
 }
 
-func (e *Engine) waitAnswer(ctx context.Context, c *Card, mode Mode, p *Policy) Decision {
+func (e *Engine) waitAnswer(ctx context.Context, c *Card, mode audit.Mode, p *Policy) Decision {
 	timer := time.NewTimer(time.Until(c.View.Expires))
 	defer timer.Stop()
 	select {
@@ -128,13 +128,13 @@ func (e *Engine) waitAnswer(ctx context.Context, c *Card, mode Mode, p *Policy) 
 			e.notify()
 			e.mu.Unlock()
 			e.log.Info("card unanswered", "card", c.View.ID)
-			return deny(mode, "timeout")
+			return deny(mode, audit.ReasonTimeout)
 		}
 		e.mu.Unlock()
 		<-c.done
 	case <-ctx.Done():
 		e.removeCard(c)
-		return deny(mode, "canceled")
+		return deny(mode, audit.ReasonCanceled)
 	}
 	a := c.answer
 	switch a.Verdict {
@@ -143,18 +143,18 @@ func (e *Engine) waitAnswer(ctx context.Context, c *Card, mode Mode, p *Policy) 
 		if a.withdrawn != "" {
 			return deny(mode, a.withdrawn)
 		}
-		return deny(mode, "denied")
+		return deny(mode, audit.ReasonDenied)
 	}
 	// An answer given across a lock or unlock authorizes nothing.
 	if locked, epoch := e.vault(); locked || epoch != c.epoch {
-		return deny(mode, "vault_state_changed")
+		return deny(mode, audit.ReasonVaultStateChanged)
 	}
-	if a.Verdict == VerdictSession && mode == ModeSession {
-		d := allow(mode, "approved_session")
+	if a.Verdict == VerdictSession && mode == audit.ModeSession {
+		d := allow(mode, audit.ReasonApprovedSession)
 		d.Grant, d.Run = a.grant, a.run
 		return d
 	}
-	return allow(mode, "approved_once")
+	return allow(mode, audit.ReasonApprovedOnce)
 }
 
 func (e *Engine) removeCard(c *Card) {
@@ -177,7 +177,7 @@ func subjectKey(r *Run) string {
 // socket belongs to, or the requester and its live ancestors (init and
 // other users' processes excluded), with the index to preselect.
 func (e *Engine) subjects(r *Request, chain procid.Chain, p *Policy) ([]*Run, int, error) {
-	if r.Channel.Kind == "run" {
+	if r.Channel.Kind == ChannelRun {
 		e.mu.Lock()
 		run := e.runs[r.Channel.Run]
 		e.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/knownhosts"
 	"github.com/postern/postern/internal/procid"
 )
@@ -29,9 +30,9 @@ func BenchmarkDecideCoveredByGrant(b *testing.B) {
 	}
 	e := NewEngine(Config{
 		Procs: procid.Host, Log: slog.New(slog.DiscardHandler), BootID: "b", Vault: func() (bool, uint64) { return false, 1 },
-		Policy: &Policy{Mode: ModeSession, CardTimeout: 10 * time.Second, Hosts: knownhosts.Open(nil), Scope: ScopeKey},
+		Policy: &Policy{Mode: audit.ModeSession, CardTimeout: 10 * time.Second, Hosts: knownhosts.Open(nil), Scope: ScopeKey},
 	})
-	r := &Request{Requester: requester, Channel: Channel{Kind: "agent"}, Key: Key{Fingerprint: "SHA256:k"}, Purpose: PurposeSSHSig, Namespace: "git"}
+	r := &Request{Requester: requester, Channel: Channel{Kind: ChannelAgent}, Key: Key{Fingerprint: "SHA256:k"}, Purpose: PurposeSSHSig, Namespace: "git"}
 	ch := make(chan Decision, 1)
 	go func() { ch <- e.Decide(context.Background(), r) }()
 	var card CardView
@@ -72,9 +73,9 @@ func BenchmarkCardToApprover(b *testing.B) {
 	}
 	e := NewEngine(Config{
 		Procs: procid.Host, Log: slog.New(slog.DiscardHandler), BootID: "b", Vault: func() (bool, uint64) { return false, 1 },
-		Policy: &Policy{Mode: ModePerCall, CardTimeout: 10 * time.Second, Hosts: knownhosts.Open(nil), Scope: ScopeKey},
+		Policy: &Policy{Mode: audit.ModePerCall, CardTimeout: 10 * time.Second, Hosts: knownhosts.Open(nil), Scope: ScopeKey},
 	})
-	r := &Request{Requester: self, Channel: Channel{Kind: "agent"}, Key: Key{Fingerprint: "SHA256:k"}, Purpose: PurposeOther}
+	r := &Request{Requester: self, Channel: Channel{Kind: ChannelAgent}, Key: Key{Fingerprint: "SHA256:k"}, Purpose: PurposeOther}
 	var worst time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/procid"
 )
 
@@ -62,9 +63,9 @@ type DestView struct {
 // prints it.
 type CardView struct {
 	ID          string        `json:"id"`
-	Reason      string        `json:"reason"`
+	Reason      audit.Reason  `json:"reason"`
 	Changed     string        `json:"what_changed,omitempty"`
-	Mode        Mode          `json:"mode"`
+	Mode        audit.Mode    `json:"mode"`
 	Run         RunView       `json:"run"`
 	Subjects    []RunView     `json:"subjects"`
 	Selected    int           `json:"selected"`
@@ -107,7 +108,7 @@ func (e *Engine) runView(r *Run) RunView {
 
 // OffersSession reports whether the card may be answered with a session
 // approval; otherwise only "once" or "deny".
-func (v *CardView) OffersSession() bool { return v.Mode == ModeSession }
+func (v *CardView) OffersSession() bool { return v.Mode == audit.ModeSession }
 
 // Text renders a card for a terminal or an askpass dialog: the question,
 // what changed, then the verified facts, then claims.
@@ -115,9 +116,9 @@ func (v *CardView) Text() string {
 	var b strings.Builder
 	q := "Allow"
 	switch {
-	case v.Mode == ModePerCall:
+	case v.Mode == audit.ModePerCall:
 		q = "Allow, this one time,"
-	case v.Mode == ModeSession:
+	case v.Mode == audit.ModeSession:
 		q = "Allow, for this run until it exits,"
 	}
 	run := v.Subjects[v.Selected]

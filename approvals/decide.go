@@ -2,16 +2,15 @@ package approvals
 
 import (
 	"context"
-	"strings"
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/procid"
 )
 
-func allow(mode Mode, reason string) Decision {
+func allow(mode audit.Mode, reason audit.Reason) Decision {
 	return Decision{Allow: true, Mode: mode, Reason: reason}
 }
-func deny(mode Mode, reason string) Decision { return Decision{Mode: mode, Reason: reason} }
+func deny(mode audit.Mode, reason audit.Reason) Decision { return Decision{Mode: mode, Reason: reason} }
 
 // Decide decides a request. It never waits while the vault is locked; it
 // re-checks the epoch after a person answers; a session grant covers the
@@ -30,9 +29,9 @@ func (e *Engine) conclude(r *Request, d Decision) Decision {
 		ev := requestEvent(audit.EventActionDenied, r, d)
 		// A refused re-approval is recorded with what ended the earlier
 		// approval: the request was denied because of it.
-		if why, ok := strings.CutPrefix(d.CardReason, "REAUTH_REQUIRED "); ok {
+		if why, ok := d.CardReason.Reauth(); ok {
 			ev.Reason = why
-			ev.Detail["answer"] = d.Reason
+			ev.Detail["answer"] = string(d.Reason)
 		}
 		if d.Card != "" {
 			ev.Card = d.Card
@@ -45,7 +44,7 @@ func (e *Engine) conclude(r *Request, d Decision) Decision {
 	}
 	typ := audit.EventSign
 	if r.Action == ActionCommand {
-		typ = EventCommandApproved
+		typ = audit.EventCommandApproved
 	}
 	ev := requestEvent(typ, r, d)
 	ev.Card = d.Card
@@ -53,7 +52,7 @@ func (e *Engine) conclude(r *Request, d Decision) Decision {
 		ev.Run = d.Run
 	}
 	if err := e.record(ev); err != nil {
-		return Decision{Mode: d.Mode, Reason: "audit_failed"}
+		return Decision{Mode: d.Mode, Reason: audit.ReasonAuditFailed}
 	}
 	return d
 }
@@ -61,14 +60,14 @@ func (e *Engine) conclude(r *Request, d Decision) Decision {
 // Refused records a request refused before any decision was asked for
 // (the agent was locked, the key is unknown, the request broke the
 // connection's session binding).
-func (e *Engine) Refused(r *Request, reason string) {
+func (e *Engine) Refused(r *Request, reason audit.Reason) {
 	e.record(requestEvent(audit.EventActionDenied, r, Decision{Reason: reason}))
 }
 
 func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 	locked, epoch := e.vault()
 	if locked {
-		return deny("", ReasonVaultLocked)
+		return deny("", audit.ReasonVaultLocked)
 	}
 	p := e.Policy()
 	// The requester's ancestry and command line are read only when needed:
@@ -89,7 +88,7 @@ func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 			res = p.Hosts.Lookup(r.Dest.HostKey, hostCandidates(argv))
 		}
 		if res.Revoked {
-			return deny("", "host_key_revoked")
+			return deny("", audit.ReasonHostKeyRevoked)
 		}
 		dest = &DestView{Fingerprint: r.Dest.Fingerprint(), Names: res.Names, Hashed: res.Hashed, Forwarding: r.Dest.Forwarding, User: r.Dest.User}
 	}
@@ -99,16 +98,16 @@ func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 	}
 	mode := p.modeFor(&f, r.Forwarded || (dest != nil && dest.Forwarding))
 	if r.Key.Confirm || r.RetryOf != "" {
-		mode = Stricter(mode, ModePerCall)
+		mode = Stricter(mode, audit.ModePerCall)
 	}
 	switch mode {
-	case ModeDeny:
-		return deny(mode, "policy_deny")
-	case ModeNone:
-		return allow(mode, "policy_none")
-	case ModeSession:
+	case audit.ModeDeny:
+		return deny(mode, audit.ReasonPolicyDeny)
+	case audit.ModeNone:
+		return allow(mode, audit.ReasonPolicyNone)
+	case audit.ModeSession:
 		if g := e.covering(r, dest, epoch); g != nil {
-			return Decision{Allow: true, Mode: mode, Reason: "session", Grant: g.ID, Run: g.Run.ID}
+			return Decision{Allow: true, Mode: mode, Reason: audit.ReasonSession, Grant: g.ID, Run: g.Run.ID}
 		}
 	}
 	if argv == nil {
@@ -132,13 +131,13 @@ func (e *Engine) covering(r *Request, dest *DestView, epoch uint64) *Grant {
 	for _, g := range cands {
 		switch {
 		case g.BootID != e.bootID:
-			e.endGrant(g, ReasonGatewayRestarted)
+			e.endGrant(g, audit.ReasonGatewayRestarted)
 			continue
 		case g.Epoch != epoch:
-			e.endGrant(g, ReasonVaultChanged)
+			e.endGrant(g, audit.ReasonVaultStateChanged)
 			continue
 		case !g.Expires.IsZero() && !now.Before(g.Expires):
-			e.endGrant(g, ReasonExpired)
+			e.endGrant(g, audit.ReasonExpired)
 			continue
 		case g.Dest != "" && (dest == nil || dest.Fingerprint != g.Dest):
 			continue

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/knownhosts"
 	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/procid/proctest"
@@ -69,7 +70,7 @@ func newWorld(t *testing.T) *world {
 			defer w.mu.Unlock()
 			return w.locked, w.epoch
 		},
-		Policy:      &Policy{Mode: ModeSession, CardTimeout: 5 * time.Second, Cooldown: time.Minute, Hosts: knownhosts.Open(nil), Agents: []string{"claude"}, Scope: ScopeKey},
+		Policy:      &Policy{Mode: audit.ModeSession, CardTimeout: 5 * time.Second, Cooldown: time.Minute, Hosts: knownhosts.Open(nil), Agents: []string{"claude"}, Scope: ScopeKey},
 		ContextFile: filepath.Join(t.TempDir(), "context.json"),
 	}
 	w.e = NewEngine(w.cfg)
@@ -83,7 +84,7 @@ func (w *world) setVault(locked bool, epoch uint64) {
 }
 
 func (w *world) req(pid int) *Request {
-	return &Request{Requester: w.f.Peer(pid), Channel: Channel{Kind: "agent"}, Key: w.key, Purpose: PurposeOther}
+	return &Request{Requester: w.f.Peer(pid), Channel: Channel{Kind: ChannelAgent}, Key: w.key, Purpose: PurposeOther}
 }
 
 // decide runs Decide in the background.
@@ -140,7 +141,7 @@ func TestSessionCoversOnlyTheApprovedRunsDescendants(t *testing.T) {
 		t.Fatalf("decision %+v", d)
 	}
 	// The card offered the chain and preselected the agent.
-	if len(c.Subjects) != 5 || c.Subjects[c.Selected].PID != 10 || c.Reason != CardNew || c.Mode != ModeSession {
+	if len(c.Subjects) != 5 || c.Subjects[c.Selected].PID != 10 || c.Reason != audit.ReasonCardNew || c.Mode != audit.ModeSession {
 		t.Fatalf("card %+v", c)
 	}
 	// Another ssh under the same claude rides the grant without a card.
@@ -151,7 +152,7 @@ func TestSessionCoversOnlyTheApprovedRunsDescendants(t *testing.T) {
 	// An identical claude (same binary, same arguments) is not covered.
 	ch := w.decide(w.req(21))
 	c2 := w.card()
-	if c2.Subjects[c2.Selected].PID != 20 || c2.Reason != CardNew {
+	if c2.Subjects[c2.Selected].PID != 20 || c2.Reason != audit.ReasonCardNew {
 		t.Fatalf("identical agent's card: %+v", c2)
 	}
 	w.answer(c2.ID, VerdictDeny, 30)
@@ -190,7 +191,7 @@ func TestExecOnTheRunEndsIt(t *testing.T) {
 	w.e.mu.Lock()
 	last := w.e.past[len(w.e.past)-1]
 	w.e.mu.Unlock()
-	if last.Reason != ReasonIdentityMismatch {
+	if last.Reason != audit.ReasonIdentityMismatch {
 		t.Fatalf("grant ended with %q, want identity_mismatch", last.Reason)
 	}
 }
@@ -210,7 +211,7 @@ func TestLaunchedRunAndProcessChanged(t *testing.T) {
 		t.Fatalf("another process admitted: %v", err)
 	}
 	r := w.req(13)
-	r.Channel = Channel{Kind: "run", Run: run.ID}
+	r.Channel = Channel{Kind: ChannelRun, Run: run.ID}
 	ch := w.decide(r)
 	c := w.card()
 	if len(c.Subjects) != 1 || c.Run.ID != run.ID || c.Run.Label != "deploy-bot" {
@@ -222,7 +223,7 @@ func TestLaunchedRunAndProcessChanged(t *testing.T) {
 	}
 	// The run exits; a replacement with the same label is asked again and
 	// told why.
-	w.e.EndRun(run.ID, ReasonProcessExited)
+	w.e.EndRun(run.ID, audit.ReasonProcessExited)
 	w.f.Set(5, 1, 90, w.f.Exe("postern", "postern"))
 	w.f.Set(40, 5, 600, w.f.Exe("claude", "the agent program"), "claude")
 	w.f.Set(41, 40, 610, w.f.Exe("ssh", "ssh"))
@@ -231,10 +232,10 @@ func TestLaunchedRunAndProcessChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	r2 := w.req(41)
-	r2.Channel = Channel{Kind: "run", Run: run2.ID}
+	r2.Channel = Channel{Kind: ChannelRun, Run: run2.ID}
 	ch = w.decide(r2)
 	c = w.card()
-	if c.Reason != CardProcessChanged || c.Changed == "" {
+	if c.Reason != audit.ReasonReauthProcessChanged || c.Changed == "" {
 		t.Fatalf("replacement card: %s %q", c.Reason, c.Changed)
 	}
 	w.answer(c.ID, VerdictDeny, 30)
@@ -253,8 +254,8 @@ func TestVaultStates(t *testing.T) {
 	w.approve(13)
 	// Locked: refused at once, nothing asked.
 	w.setVault(true, 8)
-	w.e.EpochChanged("lock")
-	if d := w.e.Decide(context.Background(), w.req(13)); d.Allow || d.Reason != ReasonVaultLocked {
+	w.e.EpochChanged(true)
+	if d := w.e.Decide(context.Background(), w.req(13)); d.Allow || d.Reason != audit.ReasonVaultLocked {
 		t.Fatalf("locked: %+v", d)
 	}
 	if cards, _ := w.e.Cards(); len(cards) != 0 {
@@ -262,10 +263,10 @@ func TestVaultStates(t *testing.T) {
 	}
 	// Unlocked: the old grant is gone; the card says why.
 	w.setVault(false, 9)
-	w.e.EpochChanged("unlock")
+	w.e.EpochChanged(false)
 	ch := w.decide(w.req(13))
 	c := w.card()
-	if c.Reason != CardVaultStateChanged {
+	if c.Reason != audit.ReasonReauthVaultStateChanged {
 		t.Fatalf("after unlock: %s", c.Reason)
 	}
 	// An answer given after another lock and unlock authorizes nothing.
@@ -281,8 +282,8 @@ func TestVaultStates(t *testing.T) {
 	ch = w.decide(w.req(13))
 	w.card()
 	w.setVault(true, 12)
-	w.e.EpochChanged("lock")
-	if d := got(t, ch); d.Allow || d.Reason != ReasonVaultLocked {
+	w.e.EpochChanged(true)
+	if d := got(t, ch); d.Allow || d.Reason != audit.ReasonVaultLocked {
 		t.Fatalf("pending card at lock: %+v", d)
 	}
 }
@@ -345,7 +346,7 @@ func TestPerCallHostInsideSession(t *testing.T) {
 	os.WriteFile(kh, []byte("prod-db-1 "+string(ssh.MarshalAuthorizedKey(prod))+"github.com "+string(ssh.MarshalAuthorizedKey(github))), 0o600)
 	p := *w.e.Policy()
 	p.Hosts = knownhosts.Open([]string{kh})
-	p.Rules = []Rule{{Host: "prod-*", Mode: ModePerCall}}
+	p.Rules = []Rule{{Host: "prod-*", Mode: audit.ModePerCall}}
 	w.e.SetPolicy(&p)
 	withDest := func(pid int, k ssh.PublicKey, fwd bool) *Request {
 		r := w.req(pid)
@@ -362,7 +363,7 @@ func TestPerCallHostInsideSession(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		ch := w.decide(withDest(13, prod, false))
 		c := w.card()
-		if c.Mode != ModePerCall || c.Reason != CardPerCall || c.Destination.Names[0] != "prod-db-1" {
+		if c.Mode != audit.ModePerCall || c.Reason != audit.ReasonPerCall || c.Destination.Names[0] != "prod-db-1" {
 			t.Fatalf("prod card: %+v", c)
 		}
 		// A session answer to a per-call card is this call only.
@@ -373,7 +374,7 @@ func TestPerCallHostInsideSession(t *testing.T) {
 	}
 	// A forwarded connection never rides the session.
 	ch = w.decide(withDest(13, github, true))
-	if c := w.card(); c.Mode != ModePerCall || !c.Destination.Forwarding {
+	if c := w.card(); c.Mode != audit.ModePerCall || !c.Destination.Forwarding {
 		t.Fatalf("forwarded: %+v", c)
 	}
 	w.answer(w.card().ID, VerdictDeny, 30)
@@ -389,26 +390,26 @@ func TestModeFor(t *testing.T) {
 	key := Key{Fingerprint: "SHA256:abc", Comment: "deploy@ci"}
 	tests := []struct {
 		name  string
-		def   Mode
+		def   audit.Mode
 		rules []Rule
 		names []string
 		fwd   bool
-		want  Mode
+		want  audit.Mode
 	}{
-		{"default", ModeSession, nil, nil, false, ModeSession},
-		{"no rule matches", ModeSession, []Rule{{Host: "prod-*", Mode: ModePerCall}}, []string{"github.com"}, false, ModeSession},
-		{"host rule", ModeSession, []Rule{{Host: "prod-*", Mode: ModePerCall}}, []string{"prod-db-1"}, false, ModePerCall},
-		{"host rule without a destination", ModeSession, []Rule{{Host: "*", Mode: ModeDeny}}, nil, false, ModeSession},
-		{"relaxing rule", ModePerCall, []Rule{{Host: "github.com", Mode: ModeSession}}, []string{"github.com"}, false, ModeSession},
-		{"strictest wins", ModeSession, []Rule{{Host: "github.com", Mode: ModeNone}, {Key: "deploy@*", Mode: ModeDeny}}, []string{"github.com"}, false, ModeDeny},
-		{"key fingerprint", ModeNone, []Rule{{Key: "SHA256:abc", Mode: ModePerCall}}, nil, false, ModePerCall},
-		{"exe glob", ModeNone, []Rule{{Exe: "*/claude", Mode: ModeSession}}, nil, false, ModeSession},
-		{"exe name", ModeNone, []Rule{{Exe: "claude", Mode: ModeSession}}, nil, false, ModeSession},
-		{"exe hash", ModeNone, []Rule{{Exe: "sha256:" + proc.Exe.Hash(), Mode: ModeDeny}}, nil, false, ModeDeny},
-		{"exe hash mismatch", ModeNone, []Rule{{Exe: "sha256:00", Mode: ModeDeny}}, nil, false, ModeNone},
-		{"all fields must match", ModeNone, []Rule{{Host: "prod-*", Key: "other", Mode: ModeDeny}}, []string{"prod-1"}, false, ModeNone},
-		{"forwarding asks per call", ModeSession, nil, []string{"github.com"}, true, ModePerCall},
-		{"forwarding keeps none", ModeNone, nil, nil, true, ModeNone},
+		{"default", audit.ModeSession, nil, nil, false, audit.ModeSession},
+		{"no rule matches", audit.ModeSession, []Rule{{Host: "prod-*", Mode: audit.ModePerCall}}, []string{"github.com"}, false, audit.ModeSession},
+		{"host rule", audit.ModeSession, []Rule{{Host: "prod-*", Mode: audit.ModePerCall}}, []string{"prod-db-1"}, false, audit.ModePerCall},
+		{"host rule without a destination", audit.ModeSession, []Rule{{Host: "*", Mode: audit.ModeDeny}}, nil, false, audit.ModeSession},
+		{"relaxing rule", audit.ModePerCall, []Rule{{Host: "github.com", Mode: audit.ModeSession}}, []string{"github.com"}, false, audit.ModeSession},
+		{"strictest wins", audit.ModeSession, []Rule{{Host: "github.com", Mode: audit.ModeNone}, {Key: "deploy@*", Mode: audit.ModeDeny}}, []string{"github.com"}, false, audit.ModeDeny},
+		{"key fingerprint", audit.ModeNone, []Rule{{Key: "SHA256:abc", Mode: audit.ModePerCall}}, nil, false, audit.ModePerCall},
+		{"exe glob", audit.ModeNone, []Rule{{Exe: "*/claude", Mode: audit.ModeSession}}, nil, false, audit.ModeSession},
+		{"exe name", audit.ModeNone, []Rule{{Exe: "claude", Mode: audit.ModeSession}}, nil, false, audit.ModeSession},
+		{"exe hash", audit.ModeNone, []Rule{{Exe: "sha256:" + proc.Exe.Hash(), Mode: audit.ModeDeny}}, nil, false, audit.ModeDeny},
+		{"exe hash mismatch", audit.ModeNone, []Rule{{Exe: "sha256:00", Mode: audit.ModeDeny}}, nil, false, audit.ModeNone},
+		{"all fields must match", audit.ModeNone, []Rule{{Host: "prod-*", Key: "other", Mode: audit.ModeDeny}}, []string{"prod-1"}, false, audit.ModeNone},
+		{"forwarding asks per call", audit.ModeSession, nil, []string{"github.com"}, true, audit.ModePerCall},
+		{"forwarding keeps none", audit.ModeNone, nil, nil, true, audit.ModeNone},
 	}
 	for _, tt := range tests {
 		p := &Policy{Mode: tt.def, Rules: tt.rules}
@@ -461,7 +462,7 @@ func TestGatewayRestartedIsExplained(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := w.req(13)
-	r.Channel = Channel{Kind: "run", Run: run.ID}
+	r.Channel = Channel{Kind: ChannelRun, Run: run.ID}
 	ch := w.decide(r)
 	w.answer(w.card().ID, VerdictSession, 30)
 	got(t, ch)
@@ -479,10 +480,10 @@ func TestGatewayRestartedIsExplained(t *testing.T) {
 	}
 	w.e = e2
 	r = w.req(13)
-	r.Channel = Channel{Kind: "run", Run: restored[0].ID}
+	r.Channel = Channel{Kind: ChannelRun, Run: restored[0].ID}
 	ch = w.decide(r)
 	c := w.card()
-	if c.Reason != CardGatewayRestarted {
+	if c.Reason != audit.ReasonReauthGatewayRestarted {
 		t.Fatalf("after restart: %s", c.Reason)
 	}
 	w.answer(c.ID, VerdictDeny, 30)
@@ -507,11 +508,11 @@ func TestGrantBindingsAreCheckedEachTime(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		change func(w *world, g *Grant)
-		ended  string
+		ended  audit.Reason
 	}{
 		{"launch nonce", func(w *world, g *Grant) { g.Run.Nonce = randomHex(16) }, ""},
-		{"boot id", func(w *world, g *Grant) { g.BootID = "an-earlier-boot" }, ReasonGatewayRestarted},
-		{"vault epoch", func(w *world, g *Grant) { w.setVault(false, 8) }, ReasonVaultChanged},
+		{"boot id", func(w *world, g *Grant) { g.BootID = "an-earlier-boot" }, audit.ReasonGatewayRestarted},
+		{"vault epoch", func(w *world, g *Grant) { w.setVault(false, 8) }, audit.ReasonVaultStateChanged},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t)
@@ -570,7 +571,38 @@ func TestRevoke(t *testing.T) {
 	w.e.mu.Lock()
 	last := w.e.past[len(w.e.past)-1]
 	w.e.mu.Unlock()
-	if last.Reason != ReasonRevoked {
+	if last.Reason != audit.ReasonRevoked {
 		t.Fatalf("revoked grant ended with %q", last.Reason)
+	}
+}
+
+// A grant ends as vault_locked when the vault locks, and as
+// vault_state_changed when the epoch moves with the vault still unlocked
+// (its file changed); a pending card is refused with the same word.
+func TestEpochChangeEndReasons(t *testing.T) {
+	w := newWorld(t)
+	lastEnd := func() audit.Reason {
+		w.e.mu.Lock()
+		defer w.e.mu.Unlock()
+		return w.e.past[len(w.e.past)-1].Reason
+	}
+	w.approve(13)
+	w.setVault(false, 8)
+	w.e.EpochChanged(false)
+	if r := lastEnd(); r != "vault_state_changed" {
+		t.Fatalf("epoch change while unlocked ended the grant as %q", r)
+	}
+	ch := w.decide(w.req(21))
+	w.card()
+	w.setVault(false, 9)
+	w.e.EpochChanged(false)
+	if d := got(t, ch); d.Allow || d.Reason != "vault_state_changed" {
+		t.Fatalf("pending card at an epoch change: %+v", d)
+	}
+	w.approve(13)
+	w.setVault(true, 10)
+	w.e.EpochChanged(true)
+	if r := lastEnd(); r != "vault_locked" {
+		t.Fatalf("lock ended the grant as %q", r)
 	}
 }

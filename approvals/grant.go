@@ -1,6 +1,10 @@
 package approvals
 
-import "time"
+import (
+	"time"
+
+	"github.com/postern/postern/audit"
+)
 
 // A Grant is a session approval: one identified run may use one key (for
 // one destination, when the policy scopes sessions to destinations)
@@ -19,7 +23,7 @@ type Grant struct {
 	Approver  string
 	Created   time.Time
 	Expires   time.Time // zero: ends only with the run
-	ended     string
+	ended     audit.Reason
 }
 
 func newGrantID() string { return "G" + randomHex(4) }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/atomicfile"
 )
 
@@ -13,20 +14,20 @@ import (
 // exited and this is a new one"). It is never turned back into authority:
 // nothing in it is checked when a request is decided.
 type Past struct {
-	BootID    string    `json:"boot_id"`
-	Run       string    `json:"run"`
-	Label     string    `json:"label,omitempty"`
-	PID       int       `json:"pid"`
-	Start     uint64    `json:"start_ticks"`
-	Exe       string    `json:"exe"`
-	ExeHash   string    `json:"exe_sha256"`
-	ExeDev    uint64    `json:"exe_dev"`
-	ExeIno    uint64    `json:"exe_ino"`
-	Key       string    `json:"key,omitempty"`
-	Dest      string    `json:"dest,omitempty"`
-	DestNames []string  `json:"dest_names,omitempty"`
-	Reason    string    `json:"reason"`
-	Ended     time.Time `json:"ended"`
+	BootID    string       `json:"boot_id"`
+	Run       string       `json:"run"`
+	Label     string       `json:"label,omitempty"`
+	PID       int          `json:"pid"`
+	Start     uint64       `json:"start_ticks"`
+	Exe       string       `json:"exe"`
+	ExeHash   string       `json:"exe_sha256"`
+	ExeDev    uint64       `json:"exe_dev"`
+	ExeIno    uint64       `json:"exe_ino"`
+	Key       string       `json:"key,omitempty"`
+	Dest      string       `json:"dest,omitempty"`
+	DestNames []string     `json:"dest_names,omitempty"`
+	Reason    audit.Reason `json:"reason"`
+	Ended     time.Time    `json:"ended"`
 	// Socket is the agent socket of a run launched by "postern run" that
 	// was still alive when its gateway stopped.
 	Socket string `json:"socket,omitempty"`
@@ -35,7 +36,7 @@ type Past struct {
 // maxPast bounds the display context kept.
 const maxPast = 64
 
-func pastOf(bootID string, r *Run, g *Grant, reason string, now time.Time) Past {
+func pastOf(bootID string, r *Run, g *Grant, reason audit.Reason, now time.Time) Past {
 	p := Past{
 		BootID: bootID, Run: r.ID, Label: r.Label, PID: r.Process.PID, Start: r.Process.StartTicks,
 		Exe: r.Process.Exe.Path, ExeHash: r.Process.Exe.Hash(), ExeDev: r.Process.Exe.Dev, ExeIno: r.Process.Exe.Ino,
@@ -80,12 +81,12 @@ func savePast(file string, ps []Past) error {
 
 // reauth explains why a card for subject and key is a re-approval, from
 // display context only. It returns the card reason and a sentence.
-func (e *Engine) reauth(subject *Run, key Key, destText string) (reason, sentence string) {
+func (e *Engine) reauth(subject *Run, key Key, destText string) (reason audit.Reason, sentence string) {
 	e.mu.Lock()
 	past := append([]Past(nil), e.past...)
 	e.mu.Unlock()
 	if subject.PrevBoot != "" {
-		return CardGatewayRestarted, "The gateway restarted. Approve this newly connected process to use key " + key.Display() + destText + "."
+		return audit.ReasonReauthGatewayRestarted, "The gateway restarted. Approve this newly connected process to use key " + key.Display() + destText + "."
 	}
 	same := func(p *Past) bool { return p.PID == subject.Process.PID && p.Start == subject.Process.StartTicks }
 	for i := len(past) - 1; i >= 0; i-- {
@@ -95,9 +96,9 @@ func (e *Engine) reauth(subject *Run, key Key, destText string) (reason, sentenc
 		}
 		switch {
 		case p.BootID != e.bootID:
-			return CardGatewayRestarted, "The gateway restarted. Approve this newly connected process to use key " + key.Display() + destText + "."
-		case p.Reason == ReasonVaultLocked || p.Reason == ReasonVaultChanged:
-			return CardVaultStateChanged, "The vault was locked or changed after the earlier approval, and unlocking it did not restore that approval. Approve this process again to use key " + key.Display() + destText + "."
+			return audit.ReasonReauthGatewayRestarted, "The gateway restarted. Approve this newly connected process to use key " + key.Display() + destText + "."
+		case p.Reason == audit.ReasonVaultLocked || p.Reason.Canonical() == audit.ReasonVaultStateChanged:
+			return audit.ReasonReauthVaultStateChanged, "The vault was locked or changed after the earlier approval, and unlocking it did not restore that approval. Approve this process again to use key " + key.Display() + destText + "."
 		}
 	}
 	for i := len(past) - 1; i >= 0; i-- {
@@ -112,8 +113,8 @@ func (e *Engine) reauth(subject *Run, key Key, destText string) (reason, sentenc
 			if sameLabel {
 				what = "label"
 			}
-			return CardProcessChanged, "The approved process (" + baseName(p.Exe) + ", pid " + itoa(p.PID) + ") ended (" + p.Reason + "). This is a new process with the same " + what + ": approve it to use key " + key.Display() + destText + "."
+			return audit.ReasonReauthProcessChanged, "The approved process (" + baseName(p.Exe) + ", pid " + itoa(p.PID) + ") ended (" + string(p.Reason.Canonical()) + "). This is a new process with the same " + what + ": approve it to use key " + key.Display() + destText + "."
 		}
 	}
-	return CardNew, ""
+	return audit.ReasonCardNew, ""
 }

@@ -41,12 +41,12 @@ func (e *Engine) StartRun(id string, pid int, caller *procid.Peer) (*Run, error)
 	}
 	pin, err := e.procs.Pin(pid)
 	if err != nil {
-		e.EndRun(id, ReasonProcessExited)
+		e.EndRun(id, audit.ReasonProcessExited)
 		return nil, fmt.Errorf("the launched process is gone: %w", err)
 	}
 	if pin.PPID != caller.PID || pin.StartTicks < caller.StartTicks {
 		pin.Close()
-		e.EndRun(id, ReasonIdentityMismatch)
+		e.EndRun(id, audit.ReasonIdentityMismatch)
 		return nil, fmt.Errorf("pid %d is not a child of the caller (pid %d)", pid, caller.PID)
 	}
 	e.mu.Lock()
@@ -144,11 +144,11 @@ func (e *Engine) Stop() {
 	defer e.mu.Unlock()
 	now := e.now()
 	for id, g := range e.grants {
-		e.endGrantLocked(id, g, ReasonGatewayStopped)
+		e.endGrantLocked(id, g, audit.ReasonGatewayStopped)
 	}
 	for _, run := range e.runs {
 		if run.Launched && run.pin != nil && run.Ended() == "" {
-			p := pastOf(e.bootID, run, nil, ReasonGatewayStopped, now)
+			p := pastOf(e.bootID, run, nil, audit.ReasonGatewayStopped, now)
 			p.Socket = run.Socket
 			e.past = append(e.past, p)
 		}

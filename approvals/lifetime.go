@@ -19,13 +19,13 @@ func (e *Engine) endOnExit(run *Run) {
 	if ch := run.pin.Exited(); ch != nil {
 		go func() {
 			<-ch
-			e.EndRun(run.ID, ReasonProcessExited)
+			e.EndRun(run.ID, audit.ReasonProcessExited)
 		}()
 	}
 }
 
 // EndRun ends a run and its grants.
-func (e *Engine) EndRun(id, reason string) {
+func (e *Engine) EndRun(id string, reason audit.Reason) {
 	e.mu.Lock()
 	run := e.runs[id]
 	if run == nil || run.Ended() != "" {
@@ -56,7 +56,7 @@ func (e *Engine) EndRun(id, reason string) {
 	}
 }
 
-func (e *Engine) endGrant(g *Grant, reason string) {
+func (e *Engine) endGrant(g *Grant, reason audit.Reason) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.grants[g.ID] == g {
@@ -65,7 +65,7 @@ func (e *Engine) endGrant(g *Grant, reason string) {
 	}
 }
 
-func (e *Engine) endGrantLocked(id string, g *Grant, reason string) {
+func (e *Engine) endGrantLocked(id string, g *Grant, reason audit.Reason) {
 	delete(e.grants, id)
 	g.ended = reason
 	e.record(audit.Event{Type: audit.EventSessionEnded, Run: g.Run.ID, Grant: id, Key: g.Key.Fingerprint, Reason: reason, Label: g.Run.Label, VaultEpoch: g.Epoch})
@@ -83,11 +83,13 @@ func (e *Engine) savePastLocked() {
 }
 
 // EpochChanged ends every grant and refuses every pending card: nothing
-// decided in an earlier vault epoch authorizes anything.
-func (e *Engine) EpochChanged(why string) {
-	reason := ReasonVaultChanged
-	if why == "lock" {
-		reason = ReasonVaultLocked
+// decided in an earlier vault epoch authorizes anything. Grants end as
+// vault_locked when the change left the vault locked, else as
+// vault_state_changed.
+func (e *Engine) EpochChanged(locked bool) {
+	reason := audit.ReasonVaultStateChanged
+	if locked {
+		reason = audit.ReasonVaultLocked
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -96,7 +98,7 @@ func (e *Engine) EpochChanged(why string) {
 	}
 	for id, c := range e.cards {
 		delete(e.cards, id)
-		c.answer = Answer{Verdict: VerdictDeny, withdrawn: ReasonVaultLocked}
+		c.answer = Answer{Verdict: VerdictDeny, withdrawn: reason}
 		close(c.done)
 	}
 	e.notify()
@@ -128,7 +130,7 @@ func (e *Engine) revokeLocked(match func(id string, g *Grant) bool) int {
 	n := 0
 	for id, g := range e.grants {
 		if match(id, g) {
-			e.endGrantLocked(id, g, ReasonRevoked)
+			e.endGrantLocked(id, g, audit.ReasonRevoked)
 			n++
 		}
 	}

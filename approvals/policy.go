@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/config"
 	"github.com/postern/postern/internal/knownhosts"
 	"github.com/postern/postern/internal/procid"
@@ -29,12 +30,12 @@ type Rule struct {
 	Host string // glob over known_hosts names of the verified host key
 	Key  string // "SHA256:…" fingerprint, or a glob over the key comment
 	Exe  string // "sha256:HEX", or a glob over executable paths or names
-	Mode Mode
+	Mode audit.Mode
 }
 
 // Policy is the approval policy in force.
 type Policy struct {
-	Mode        Mode
+	Mode        audit.Mode
 	CardTimeout time.Duration
 	Cooldown    time.Duration
 	Hosts       *knownhosts.DB
@@ -46,7 +47,7 @@ type Policy struct {
 
 // Compile builds a Policy from a checked configuration file.
 func Compile(f config.File) (*Policy, error) {
-	mode, err := ParseMode(f.Approval)
+	mode, err := audit.ParseMode(f.Approval)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +61,7 @@ func Compile(f config.File) (*Policy, error) {
 		Lifetime:    f.SessionLifetime.Duration,
 	}
 	for i, r := range f.Rules {
-		m, err := ParseMode(r.Approval)
+		m, err := audit.ParseMode(r.Approval)
 		if err != nil {
 			return nil, fmt.Errorf("rule %d: %w", i+1, err)
 		}
@@ -71,21 +72,21 @@ func Compile(f config.File) (*Policy, error) {
 
 // strictness orders the modes: a stricter mode is never replaced by a
 // laxer one.
-func (m Mode) strictness() int {
+func strictness(m audit.Mode) int {
 	switch m {
-	case ModeNone:
+	case audit.ModeNone:
 		return 0
-	case ModeSession:
+	case audit.ModeSession:
 		return 1
-	case ModePerCall:
+	case audit.ModePerCall:
 		return 2
 	}
 	return 3 // deny, and anything unknown
 }
 
 // Stricter returns the stricter of two modes.
-func Stricter(a, b Mode) Mode {
-	if b.strictness() > a.strictness() {
+func Stricter(a, b audit.Mode) audit.Mode {
+	if strictness(b) > strictness(a) {
 		return b
 	}
 	return a
@@ -159,8 +160,8 @@ func exeMatches(pattern string, chain procid.Chain) bool {
 // modeFor returns the mode the policy asks for: the strictest mode of the
 // matching rules, else the default. A forwarded connection never rides a
 // session: session becomes per-call.
-func (p *Policy) modeFor(f *facts, forwarding bool) Mode {
-	mode, matched := ModeNone, false
+func (p *Policy) modeFor(f *facts, forwarding bool) audit.Mode {
+	mode, matched := audit.ModeNone, false
 	for i := range p.Rules {
 		if p.Rules[i].matches(f) {
 			mode, matched = Stricter(mode, p.Rules[i].Mode), true
@@ -169,8 +170,8 @@ func (p *Policy) modeFor(f *facts, forwarding bool) Mode {
 	if !matched {
 		mode = p.Mode
 	}
-	if forwarding && mode == ModeSession {
-		mode = ModePerCall
+	if forwarding && mode == audit.ModeSession {
+		mode = audit.ModePerCall
 	}
 	return mode
 }

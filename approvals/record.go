@@ -50,8 +50,8 @@ func auditProcess(t *procid.Table, p *procid.Process) *audit.Process {
 }
 
 // requestEvent fills the facts of a request into an event.
-func requestEvent(typ string, r *Request, d Decision) audit.Event {
-	ev := audit.Event{Type: typ, Key: r.Key.Fingerprint, Reason: d.Reason, Grant: d.Grant, Mode: string(d.Mode)}
+func requestEvent(typ audit.EventType, r *Request, d Decision) audit.Event {
+	ev := audit.Event{Type: typ, Key: r.Key.Fingerprint, Reason: d.Reason, Grant: d.Grant, Mode: d.Mode}
 	if r.Dest != nil {
 		ev.Dest = r.Dest.Fingerprint()
 		ev.Forwarding = r.Dest.Forwarding
@@ -60,7 +60,7 @@ func requestEvent(typ string, r *Request, d Decision) audit.Event {
 	if r.Channel.Run != "" {
 		ev.Run = r.Channel.Run
 	}
-	detail := map[string]string{"channel": r.Channel.Kind, "purpose": string(r.Purpose)}
+	detail := map[string]string{"channel": string(r.Channel.Kind), "purpose": string(r.Purpose)}
 	if r.Requester != nil {
 		detail["pid"] = itoa(r.Requester.PID)
 		detail["exe"] = r.Requester.Exe.Path

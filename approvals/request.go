@@ -2,36 +2,12 @@ package approvals
 
 import (
 	"context"
-	"fmt"
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/procid"
 )
-
-// Mode is how much approval a use of a key needs.
-type Mode string
-
-const (
-	// ModeNone signs without asking, like ssh-agent.
-	ModeNone Mode = "none"
-	// ModeSession asks once per run and lets the approved run's live
-	// descendants use the key until the run exits.
-	ModeSession Mode = "session"
-	// ModePerCall asks for every use, even inside an approved session.
-	ModePerCall Mode = "per-call"
-	// ModeDeny refuses every use.
-	ModeDeny Mode = "deny"
-)
-
-// ParseMode checks a mode name from the configuration.
-func ParseMode(s string) (Mode, error) {
-	switch m := Mode(s); m {
-	case ModeNone, ModeSession, ModePerCall, ModeDeny:
-		return m, nil
-	}
-	return "", fmt.Errorf("unknown approval mode %q (want none, session, per-call or deny)", s)
-}
 
 // Purpose says what a signature is for, as far as the gateway could
 // establish it from the data to be signed.
@@ -48,9 +24,18 @@ const (
 
 // A Channel is the way a request reached the gateway.
 type Channel struct {
-	Kind string // "agent" (the main socket), "run" (a run's own socket), "bastion"
-	Run  string // the run id, for Kind "run"
+	Kind ChannelKind
+	Run  string // the run id, for ChannelRun
 }
+
+// ChannelKind names a way in; it is recorded as the channel of an event.
+type ChannelKind string
+
+const (
+	ChannelAgent   ChannelKind = "agent"   // the main agent socket
+	ChannelRun     ChannelKind = "run"     // a run's own agent socket
+	ChannelBastion ChannelKind = "bastion" // the bastion, for a relayed command
+)
 
 // Key describes the key a request wants to use.
 type Key struct {
@@ -94,33 +79,35 @@ type Request struct {
 	RetryOf string
 	// Action is what an allow leads to: a signature (the default) or a
 	// command on an already authenticated bastion connection.
-	Action string
+	Action Action
 }
 
-// Actions a request can lead to.
-const (
-	ActionSign    = ""
-	ActionCommand = "command"
-)
+// Action is what an allowed request leads to.
+type Action int
 
-// EventCommandApproved records a bastion command allowed on an already
-// authenticated connection (no signature follows).
-const EventCommandApproved = "command_approved"
+const (
+	// ActionSign: a signature (recorded as sign).
+	ActionSign Action = iota
+	// ActionCommand: a command on an already authenticated bastion
+	// connection, with no signature (recorded as command_approved).
+	ActionCommand
+)
 
 // A Decision answers a Request.
 type Decision struct {
 	Allow bool
-	Mode  Mode
-	// Reason is a short machine-readable word: session (a live grant
+	Mode  audit.Mode
+	// Reason is one of audit's decision reasons: session (a live grant
 	// covered it), approved_once, approved_session, policy_none,
 	// policy_deny, denied, timeout, cooldown, vault_locked,
 	// vault_state_changed…
-	Reason string
+	Reason audit.Reason
 	Grant  string // the grant that covered the request, if any
 	// Card and CardReason name the card a person answered, and why it was
-	// shown ("new", "per_call", "REAUTH_REQUIRED gateway_restarted"…).
+	// shown (one of audit's card reasons: new, per_call,
+	// REAUTH_REQUIRED gateway_restarted…).
 	Card       string
-	CardReason string
+	CardReason audit.Reason
 
 	// Run is the run the decision is about, when it is one: the run a
 	// grant covered, or the subject a card was shown for.
@@ -132,5 +119,5 @@ type Decision struct {
 type Decider interface {
 	Decide(ctx context.Context, r *Request) Decision
 	// Refused records a request refused before a decision was asked for.
-	Refused(r *Request, reason string)
+	Refused(r *Request, reason audit.Reason)
 }

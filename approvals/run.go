@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/procid"
 )
 
@@ -29,13 +30,13 @@ type Run struct {
 	PrevBoot string
 
 	pin     *procid.Peer
-	ended   atomic.Pointer[string] // why the run ended; nil while it lives
+	ended   atomic.Pointer[audit.Reason] // why the run ended; nil while it lives
 	endedAt time.Time
 	ready   chan struct{} // closed once the process is registered (launched runs)
 }
 
-// Ended returns why the run ended, or "".
-func (r *Run) Ended() string {
+// Ended returns why the run ended (an end reason), or "".
+func (r *Run) Ended() audit.Reason {
 	if p := r.ended.Load(); p != nil {
 		return *p
 	}
@@ -53,7 +54,7 @@ func newRunID() string { return "R" + randomHex(4) }
 
 // check verifies the run's process against live evidence: alive, same
 // start time, same executable. It returns the end reason when it fails.
-func (r *Run) check() (reason string, ok bool) {
+func (r *Run) check() (reason audit.Reason, ok bool) {
 	if why := r.Ended(); why != "" {
 		return why, false
 	}
@@ -62,33 +63,11 @@ func (r *Run) check() (reason string, ok bool) {
 	}
 	if err := r.pin.Verify(); err != nil {
 		if isChanged(err) {
-			return ReasonIdentityMismatch, false
+			return audit.ReasonIdentityMismatch, false
 		}
-		return ReasonProcessExited, false
+		return audit.ReasonProcessExited, false
 	}
 	return "", true
 }
 
 func isChanged(err error) bool { return errors.Is(err, procid.ErrChanged) }
-
-// End reasons of a session approval.
-const (
-	ReasonProcessExited    = "process_exited"
-	ReasonIdentityMismatch = "identity_mismatch"
-	ReasonGatewayRestarted = "gateway_restarted"
-	ReasonVaultLocked      = "vault_locked"
-	ReasonVaultChanged     = "vault_changed"
-	ReasonRevoked          = "revoked"
-	ReasonExpired          = "expired"
-	ReasonGatewayStopped   = "gateway_stopped"
-)
-
-// Card reasons, as the approver sees them.
-const (
-	CardNew               = "new"
-	CardPerCall           = "per_call"
-	CardProcessChanged    = "REAUTH_REQUIRED process_changed"
-	CardGatewayRestarted  = "REAUTH_REQUIRED gateway_restarted"
-	CardVaultStateChanged = "REAUTH_REQUIRED vault_state_changed"
-	CardRetryUnknown      = "retry_of_unknown"
-)

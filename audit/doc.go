@@ -162,4 +162,14 @@
 //	14:23:06 action_denied run=R31 reason=gateway_restarted
 //
 // Audit history explains what happened; it never restores a grant.
+//
+// # Vocabulary
+//
+// The package declares postern's words once, typed: [EventType] for what
+// an event records, [Reason] for why (end, decision, card and epoch change
+// reasons), [Mode] for how much approval a use needs. The approval engine,
+// the agent, the bastion and the gateway use these; the strings are the
+// log's format. A word renamed since a log was written is read through
+// [Reason.Canonical] (the end reason vault_changed is today's
+// vault_state_changed).
 package audit

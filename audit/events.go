@@ -2,53 +2,11 @@ package audit
 
 import "time"
 
-// Event types.
-const (
-	EventGatewayStarted   = "gateway_started"   // BootID
-	EventGatewayStopped   = "gateway_stopped"   // BootID
-	EventGatewayRestarted = "gateway_restarted" // PrevBootID, BootID
-	EventVaultLocked      = "vault_locked"      // VaultEpoch (the new epoch)
-	EventVaultUnlocked    = "vault_unlocked"    // VaultEpoch (the new epoch)
-	EventRunRegistered    = "run_registered"    // Run, Process, Label
-	EventCardShown        = "card_shown"        // Card, Run, Key, Dest, Mode
-	EventSessionApproved  = "session_approved"  // Run, Grant, Process, Key, Dest, Approver
-	EventSessionEnded     = "session_ended"     // Run, Grant, Reason
-	EventActionDenied     = "action_denied"     // Run, Reason, Key, Dest
-	EventSign             = "sign"              // Run, Grant or Mode per-call, Key, Dest
-	EventPolicyReloaded   = "policy_reloaded"   // Detail
-	// EventCheckpoint is not appended by callers: checkpoints are records of
-	// their own. Readers report each one as an event of this type so that
-	// projections can show them.
-	EventCheckpoint = "checkpoint"
-	// EventLogRecovered is appended by Open after it cut a torn tail away.
-	// Detail holds offset, bytes, saved_to and reason.
-	EventLogRecovered = "log_recovered"
-)
-
-// Reasons a session ended or an action was denied.
-const (
-	ReasonProcessExited    = "process_exited"
-	ReasonIdentityMismatch = "identity_mismatch"
-	ReasonGatewayRestarted = "gateway_restarted"
-	ReasonVaultLocked      = "vault_locked"
-	ReasonRevoked          = "revoked"
-	ReasonExpired          = "expired"
-	// ReasonGatewayStopped is inferred by Sessions for a grant still open
-	// when its gateway stopped.
-	ReasonGatewayStopped = "gateway_stopped"
-)
-
-// Approval modes.
-const (
-	ModeSession = "session"
-	ModePerCall = "per-call"
-)
-
 // Event is one audited fact. Fields that do not apply stay empty.
 type Event struct {
 	// Seq is the event's record number. Readers set it; Append ignores it.
 	Seq        uint64    `json:"seq,omitempty"`
-	Type       string    `json:"type"`
+	Type       EventType `json:"type"`
 	Time       time.Time `json:"time"`
 	BootID     string    `json:"boot_id,omitempty"`
 	PrevBootID string    `json:"prev_boot_id,omitempty"`
@@ -56,7 +14,7 @@ type Event struct {
 	Run        string    `json:"run,omitempty"`
 	Grant      string    `json:"grant,omitempty"`
 	Card       string    `json:"card,omitempty"`
-	Reason     string    `json:"reason,omitempty"`
+	Reason     Reason    `json:"reason,omitempty"`
 	// Key is the SHA256 fingerprint of the SSH key used or asked for.
 	Key string `json:"key,omitempty"`
 	// Dest is the SHA256 fingerprint of the verified destination host key;
@@ -64,7 +22,7 @@ type Event struct {
 	Dest       string   `json:"dest,omitempty"`
 	DestNames  []string `json:"dest_names,omitempty"`
 	Forwarding bool     `json:"forwarding,omitempty"`
-	Mode       string   `json:"mode,omitempty"`
+	Mode       Mode     `json:"mode,omitempty"`
 	Approver   string   `json:"approver,omitempty"`
 	Label      string   `json:"label,omitempty"`
 	// Process holds the identity facts the gateway used for the run.

@@ -77,7 +77,7 @@ func mustAppend(t testing.TB, l *Log, e Event) {
 	}
 }
 
-func ev(typ, run string) Event {
+func ev(typ EventType, run string) Event {
 	return Event{Type: typ, Run: run, BootID: "B8", VaultEpoch: 17}
 }
 

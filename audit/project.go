@@ -22,7 +22,7 @@ type Session struct {
 	Dest        string    `json:"dest,omitempty"`
 	DestNames   []string  `json:"dest_names,omitempty"`
 	Forwarding  bool      `json:"forwarding,omitempty"`
-	Mode        string    `json:"mode,omitempty"`
+	Mode        Mode      `json:"mode,omitempty"`
 	Label       string    `json:"label,omitempty"`
 	// Process is the identity evidence the approval was bound to (from the
 	// approval, or else from the run's registration).
@@ -32,7 +32,7 @@ type Session struct {
 	// Ended is zero while the log shows the approval still open.
 	Ended     time.Time `json:"ended,omitzero"`
 	EndSeq    uint64    `json:"end_seq,omitempty"`
-	EndReason string    `json:"end_reason,omitempty"`
+	EndReason Reason    `json:"end_reason,omitempty"`
 	// EndInferred is true when no session_ended event was recorded and the
 	// end follows from a later event: another gateway boot
 	// (gateway_restarted), the gateway stopping (gateway_stopped) or the
@@ -50,11 +50,11 @@ func Sessions(events []Event) []Session {
 	var out []Session
 	var open []int // indexes into out
 	runs := map[string]*Event{}
-	end := func(i int, e *Event, reason string, inferred bool) {
+	end := func(i int, e *Event, reason Reason, inferred bool) {
 		s := &out[i]
 		s.Ended, s.EndSeq, s.EndReason, s.EndInferred = e.Time, e.Seq, reason, inferred
 	}
-	endWhere := func(e *Event, reason string, match func(*Session) bool) {
+	endWhere := func(e *Event, reason Reason, match func(*Session) bool) {
 		open = slices.DeleteFunc(open, func(i int) bool {
 			if match(&out[i]) {
 				end(i, e, reason, true)
@@ -95,9 +95,9 @@ func Sessions(events []Event) []Session {
 			// The most recent open approval it names.
 			for j := len(open) - 1; j >= 0; j-- {
 				if sessionMatches(&out[open[j]], e) {
-					reason := e.Reason
+					reason := e.Reason.Canonical()
 					if reason == "" {
-						reason = "unspecified"
+						reason = ReasonUnspecified
 					}
 					end(open[j], e, reason, false)
 					open = slices.Delete(open, j, j+1)
@@ -139,7 +139,7 @@ func sessionMatches(s *Session, e *Event) bool {
 type Line struct {
 	Seq    uint64    `json:"seq"`
 	Time   time.Time `json:"time"`
-	Type   string    `json:"type"`
+	Type   EventType `json:"type"`
 	Fields []Field   `json:"fields,omitempty"`
 	// Text renders the line for people, e.g.
 	// "14:23:06 action_denied run=R31 reason=gateway_restarted".
@@ -177,7 +177,7 @@ func Activity(events []Event, since time.Time) []Line {
 		var b strings.Builder
 		b.WriteString(e.Time.Format(time.TimeOnly))
 		b.WriteByte(' ')
-		b.WriteString(e.Type)
+		b.WriteString(string(e.Type))
 		for _, f := range l.Fields {
 			b.WriteByte(' ')
 			b.WriteString(f.Key)
@@ -234,7 +234,7 @@ func lineFields(e *Event, proc *Process) []Field {
 		add("run", e.Run)
 		add("key", e.Key)
 		add("dest", dest)
-		add("mode", e.Mode)
+		add("mode", string(e.Mode))
 	case EventSessionApproved:
 		add("run", e.Run)
 		add("exe", exe)
@@ -243,16 +243,16 @@ func lineFields(e *Event, proc *Process) []Field {
 		add("vault", vault)
 	case EventSessionEnded:
 		add("run", e.Run)
-		add("reason", e.Reason)
+		add("reason", string(e.Reason))
 	case EventActionDenied:
 		add("run", e.Run)
-		add("reason", e.Reason)
+		add("reason", string(e.Reason))
 		add("dest", dest)
 	case EventSign:
 		add("run", e.Run)
 		add("key", e.Key)
 		add("dest", dest)
-		add("mode", e.Mode)
+		add("mode", string(e.Mode))
 		if e.Forwarding {
 			add("forwarding", "yes")
 		}
@@ -262,7 +262,7 @@ func lineFields(e *Event, proc *Process) []Field {
 	default:
 		add("run", e.Run)
 		add("grant", e.Grant)
-		add("reason", e.Reason)
+		add("reason", string(e.Reason))
 	}
 	keys := make([]string, 0, len(e.Detail))
 	for k := range e.Detail {

@@ -54,10 +54,11 @@ func TestSessions(t *testing.T) {
 		t.Fatalf("%d sessions: %+v", len(ss), ss)
 	}
 	want := []struct {
-		run, reason string
-		inferred    bool
-		signs       int
-		ended       string
+		run      string
+		reason   Reason
+		inferred bool
+		signs    int
+		ended    string
 	}{
 		{"R31", ReasonGatewayRestarted, true, 1, "14:23:04"},
 		{"R32", ReasonProcessExited, false, 1, "14:30:00"},

@@ -8,6 +8,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
 )
 
@@ -32,7 +33,7 @@ func (ss *session) upstreamFor(e *journal.Entry, retry string) (*upstream, *appr
 	}
 	keys, err := s.cfg.Keys.Keys()
 	if err != nil {
-		return nil, &approvals.Decision{Reason: approvals.ReasonVaultLocked}, nil
+		return nil, &approvals.Decision{Reason: audit.ReasonVaultLocked}, nil
 	}
 	if len(keys) == 0 {
 		return nil, nil, errors.New("the gateway holds no keys (postern unlock, or ssh-add)")
@@ -85,10 +86,10 @@ func (ss *session) upstreamFor(e *journal.Entry, retry string) (*upstream, *appr
 
 // decide asks the approval decision about a command, for the requester
 // behind the client connection, verified again now.
-func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, retry, action string) approvals.Decision {
+func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, retry string, action approvals.Action) approvals.Decision {
 	info := ss.info
 	if err := info.requester.Verify(); err != nil {
-		return approvals.Decision{Reason: approvals.ReasonIdentityMismatch}
+		return approvals.Decision{Reason: audit.ReasonIdentityMismatch}
 	}
 	shown := e.Command
 	switch e.Kind {
@@ -99,7 +100,7 @@ func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, retr
 	}
 	req := &approvals.Request{
 		Requester: info.requester,
-		Channel:   approvals.Channel{Kind: "bastion"},
+		Channel:   approvals.Channel{Kind: approvals.ChannelBastion},
 		Key:       k.Info,
 		Purpose:   approvals.PurposeAuth,
 		Dest:      &approvals.Destination{HostKey: hostKey, User: info.target.User},

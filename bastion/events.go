@@ -5,25 +5,18 @@ import (
 	"github.com/postern/postern/bastion/journal"
 )
 
-// Audit events of the bastion. Each names its journal entry.
-const (
-	EventCommandStarted  = "command_started"
-	EventCommandEnded    = "command_ended"
-	EventCommandUnknown  = "command_unknown"
-	EventCommandResolved = "command_resolved"
-)
-
 // A Recorder makes audit events durable (approvals.Engine.Record).
 type Recorder interface {
 	Record(audit.Event) error
 }
 
-// record appends a command event to the audit log, when there is one.
-func (ss *session) record(typ string, e *journal.Entry, extra map[string]string) error {
+// record appends a command event (audit.EventCommand…) to the audit log,
+// when there is one. Each names its journal entry.
+func (ss *session) record(typ audit.EventType, e *journal.Entry, extra map[string]string) error {
 	return ss.s.recordEntry(typ, e, extra)
 }
 
-func (s *Server) recordEntry(typ string, e *journal.Entry, extra map[string]string) error {
+func (s *Server) recordEntry(typ audit.EventType, e *journal.Entry, extra map[string]string) error {
 	if s.cfg.Audit == nil {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
 )
 
@@ -107,8 +108,8 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 		if _, err := s.cfg.Journal.MarkUnknown(e.ID, journal.Unknown{Reason: journal.ReasonUpstreamLost, Detail: detail}); err != nil {
 			s.cfg.Log.Error("bastion: cannot journal an unknown outcome", "entry", e.ID, "err", err)
 		}
-		s.cfg.Log.Warn("bastion: outcome unknown", "entry", e.ID, "reason", "upstream_lost")
-		ss.record(EventCommandUnknown, e, map[string]string{"reason": journal.ReasonUpstreamLost})
+		s.cfg.Log.Warn("bastion: outcome unknown", "entry", e.ID, "reason", journal.ReasonUpstreamLost)
+		ss.record(audit.EventCommandUnknown, e, map[string]string{"reason": journal.ReasonUpstreamLost})
 		ss.tellUnknown(e)
 		return
 	default:
@@ -118,7 +119,7 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 		s.cfg.Log.Error("bastion: cannot journal the end of a command", "entry", e.ID, "err", err)
 	}
 	s.cfg.Log.Info("bastion: command ended", "entry", e.ID, "outcome", end.Outcome, "status", end.ExitStatus, "signal", end.Signal, "client_gone", gone)
-	ss.record(EventCommandEnded, e, map[string]string{"outcome": end.Outcome, "status": strconv.Itoa(end.ExitStatus), "signal": end.Signal, "client_gone": strconv.FormatBool(gone)})
+	ss.record(audit.EventCommandEnded, e, map[string]string{"outcome": end.Outcome, "status": strconv.Itoa(end.ExitStatus), "signal": end.Signal, "client_gone": strconv.FormatBool(gone)})
 	if ex.kind != "" {
 		ss.dch.SendRequest(ex.kind, false, ex.raw)
 	}

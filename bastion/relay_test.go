@@ -17,6 +17,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/bastion/marker"
 )
@@ -433,7 +434,7 @@ func TestRelayConnectionCutMidCommand(t *testing.T) {
 
 	// The identical command: the card names the earlier entry; denied, it
 	// is not sent and the earlier entry keeps its guard.
-	w.decider.setDeny(func(r *approvals.Request) string {
+	w.decider.setDeny(func(r *approvals.Request) audit.Reason {
 		if r.RetryOf != "" {
 			return "denied"
 		}
@@ -564,7 +565,7 @@ func TestRelayClosedWithoutStatus(t *testing.T) {
 // login, the client exits 254 and the journal says safe to retry.
 func TestRelayDenied(t *testing.T) {
 	w := newWorld(t)
-	w.decider.setDeny(func(*approvals.Request) string { return "policy_deny" })
+	w.decider.setDeny(func(*approvals.Request) audit.Reason { return "policy_deny" })
 	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
 	_, errOut, err := w.run("rm -rf /srv", nil)
 	if exitStatus(t, err) != ExitDenied || !strings.Contains(errOut, "denied (policy_deny); the command was not sent") {
@@ -583,7 +584,7 @@ func TestRelayLocked(t *testing.T) {
 	w := newWorld(t)
 	w.keys.lock()
 	_, errOut, err := w.run("ls", nil)
-	if exitStatus(t, err) != ExitDenied || !strings.Contains(errOut, approvals.ReasonVaultLocked) || w.host.logins() != 0 {
+	if exitStatus(t, err) != ExitDenied || !strings.Contains(errOut, string(audit.ReasonVaultLocked)) || w.host.logins() != 0 {
 		t.Fatalf("err %v, stderr %q", err, errOut)
 	}
 }
@@ -614,7 +615,7 @@ func TestRelayEachCommandAsks(t *testing.T) {
 	if out, err := run("second"); err != nil || out != "second" {
 		t.Fatalf("second: %q %v", out, err)
 	}
-	w.decider.setDeny(func(r *approvals.Request) string {
+	w.decider.setDeny(func(r *approvals.Request) audit.Reason {
 		if string(r.Command) == "third" {
 			return "denied"
 		}

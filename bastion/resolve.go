@@ -9,6 +9,7 @@ import (
 
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/bastion/marker"
 	"github.com/postern/postern/internal/procid"
@@ -91,7 +92,7 @@ func (s *Server) recordResolution(e *journal.Entry, res journal.Resolution) {
 	if res.ExitStatus != nil {
 		extra["status"] = strconv.Itoa(*res.ExitStatus)
 	}
-	s.recordEntry(EventCommandResolved, e, extra)
+	s.recordEntry(audit.EventCommandResolved, e, extra)
 }
 
 // Journal returns the command journal.

@@ -7,6 +7,7 @@ import (
 
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/bastion/marker"
 )
@@ -52,7 +53,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 	}
 	if d != nil {
 		e.Run = d.Run
-		e.Approval = d.Reason
+		e.Approval = string(d.Reason)
 		if d.Grant != "" {
 			e.Approval += " " + d.Grant
 		} else if d.Card != "" {
@@ -69,7 +70,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 			return
 		}
 		if ss.journalStart(req, e) {
-			s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeDenied, ErrorMsg: d.Reason})
+			s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeDenied, ErrorMsg: string(d.Reason)})
 			ss.refuse(req, fmt.Sprintf("denied (%s); the command was not sent (journal entry %s)", d.Reason, e.ID), ExitDenied)
 		}
 		return
@@ -89,7 +90,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 		return
 	}
 	log = log.With("entry", e.ID)
-	if err := ss.record(EventCommandStarted, e, nil); err != nil {
+	if err := ss.record(audit.EventCommandStarted, e, nil); err != nil {
 		s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
 		ss.refuse(req, "the audit log cannot record the command ("+err.Error()+"); it was not sent", ExitUnreachable)
 		return
@@ -123,7 +124,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 	if err != nil {
 		// The request may or may not have reached the host.
 		s.cfg.Journal.MarkUnknown(e.ID, journal.Unknown{Reason: journal.ReasonDispatchUnconfirmed, Detail: err.Error()})
-		ss.record(EventCommandUnknown, e, map[string]string{"reason": journal.ReasonDispatchUnconfirmed})
+		ss.record(audit.EventCommandUnknown, e, map[string]string{"reason": journal.ReasonDispatchUnconfirmed})
 		ss.tellUnknown(e)
 		uch.Close()
 		return

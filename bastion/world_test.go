@@ -198,9 +198,9 @@ func (w *world) ended(command string) *journal.Entry {
 // otherwise, and keeps every request it was asked about.
 type testDecider struct {
 	mu      sync.Mutex
-	deny    func(*approvals.Request) string // a reason to deny, or ""
+	deny    func(*approvals.Request) audit.Reason // a reason to deny, or ""
 	asked   []*approvals.Request
-	refused []string
+	refused []audit.Reason
 }
 
 func (d *testDecider) Decide(_ context.Context, r *approvals.Request) approvals.Decision {
@@ -215,14 +215,14 @@ func (d *testDecider) Decide(_ context.Context, r *approvals.Request) approvals.
 	return approvals.Decision{Allow: true, Reason: "approved_once", Card: "card-1", Run: "run-1"}
 }
 
-func (d *testDecider) Refused(_ *approvals.Request, reason string) {
+func (d *testDecider) Refused(_ *approvals.Request, reason audit.Reason) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.refused = append(d.refused, reason)
 }
 
 // setDeny changes the decision for the requests that come next.
-func (d *testDecider) setDeny(f func(*approvals.Request) string) {
+func (d *testDecider) setDeny(f func(*approvals.Request) audit.Reason) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.deny = f
@@ -294,7 +294,7 @@ func (r *testRecorder) types() []string {
 	defer r.mu.Unlock()
 	var out []string
 	for _, e := range r.events {
-		out = append(out, e.Type)
+		out = append(out, string(e.Type))
 	}
 	return out
 }

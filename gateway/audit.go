@@ -62,7 +62,7 @@ func (g *Gateway) recordStart(stateDir string) error {
 
 // recordVault records a vault epoch change and seals the log with a
 // checkpoint, as every lock and unlock does.
-func (g *Gateway) recordVault(epoch uint64, why string, locked bool) {
+func (g *Gateway) recordVault(epoch uint64, why audit.Reason, locked bool) {
 	if g.audit == nil {
 		return
 	}

@@ -148,8 +148,8 @@ func New(opts Options) (*Gateway, error) {
 		ContextFile: filepath.Join(stateDir, "context.json"),
 		OnRunEnd:    g.closeRun,
 	})
-	g.vault.onChange = append(g.vault.onChange, func(_, epoch uint64, why string) {
-		g.engine.EpochChanged(why)
+	g.vault.onChange = append(g.vault.onChange, func(_, epoch uint64, why audit.Reason) {
+		g.engine.EpochChanged(g.vault.locked)
 		g.recordVault(epoch, why, g.vault.locked)
 	})
 	g.agent = &sshagent.Server{
@@ -219,7 +219,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		}()
 	}
 	serve(func() error {
-		return g.agent.Serve(ctx, agentL, &sshagent.Endpoint{Channel: approvals.Channel{Kind: "agent"}})
+		return g.agent.Serve(ctx, agentL, &sshagent.Endpoint{Channel: approvals.Channel{Kind: approvals.ChannelAgent}})
 	})
 	serve(func() error { return g.ctl.Serve(ctx, ctlL) })
 	g.serveRun = func(run *approvals.Run) error {
@@ -234,14 +234,14 @@ func (g *Gateway) Run(ctx context.Context) error {
 		g.runMu.Lock()
 		g.runLs[run.ID] = l
 		g.runMu.Unlock()
-		ep := &sshagent.Endpoint{Channel: approvals.Channel{Kind: "run", Run: run.ID}, Admit: g.engine.AdmitRun(run.ID)}
+		ep := &sshagent.Endpoint{Channel: approvals.Channel{Kind: approvals.ChannelRun, Run: run.ID}, Admit: g.engine.AdmitRun(run.ID)}
 		serve(func() error { return g.agent.Serve(ctx, l, ep) })
 		return nil
 	}
 	for _, run := range g.engine.Restore() {
 		if err := g.serveRun(run); err != nil {
 			g.log.Warn("cannot serve a restored run's socket", "run", run.ID, "err", err)
-			g.engine.EndRun(run.ID, approvals.ReasonGatewayRestarted)
+			g.engine.EndRun(run.ID, audit.ReasonGatewayRestarted)
 			continue
 		}
 		g.log.Info("run from before the restart still alive; it must be approved again", "run", run.ID, "pid", run.Process.PID, "previous_boot", run.PrevBoot)

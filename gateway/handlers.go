@@ -47,7 +47,7 @@ func (g *Gateway) opUnlock(_ context.Context, _ *procid.Peer, a api.UnlockArgs) 
 func (g *Gateway) opRunPrepare(_ context.Context, _ *procid.Peer, a api.RunPrepare) (any, error) {
 	run := g.engine.PrepareRun(a.Label, func(id string) string { return api.RunSocket(g.opts.Socket, id) })
 	if err := g.serveRun(run); err != nil {
-		g.engine.EndRun(run.ID, approvals.ReasonProcessExited)
+		g.engine.EndRun(run.ID, audit.ReasonProcessExited)
 		return nil, fmt.Errorf("creating the run's socket: %w", err)
 	}
 	return api.RunPrepared{ID: run.ID, Socket: run.Socket}, nil

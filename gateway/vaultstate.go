@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/vault"
 	"github.com/postern/postern/sshagent"
@@ -42,7 +43,7 @@ type vaultState struct {
 	lockPass []byte         // SHA-256 of the ssh-add -x password, without a vault
 	failures int
 	stamp    fileStamp
-	onChange []func(old, new uint64, why string)
+	onChange []func(old, new uint64, why audit.Reason)
 }
 
 type fileStamp struct {
@@ -93,7 +94,7 @@ func (s *vaultState) stateLocked() api.VaultState {
 }
 
 // bump increments the epoch; the caller holds s.mu.
-func (s *vaultState) bump(why string) {
+func (s *vaultState) bump(why audit.Reason) {
 	old := s.epoch.Get()
 	n := s.epoch.Bump()
 	s.log("vault epoch changed", "epoch", n, "reason", why)
@@ -111,11 +112,11 @@ func (s *vaultState) Lock(passphrase []byte) error {
 	if s.locked {
 		return errAlreadyLocked
 	}
-	s.lockLocked(passphrase, "lock")
+	s.lockLocked(passphrase, audit.ReasonLock)
 	return nil
 }
 
-func (s *vaultState) lockLocked(passphrase []byte, why string) {
+func (s *vaultState) lockLocked(passphrase []byte, why audit.Reason) {
 	s.keys.ReplaceVault(nil)
 	s.keys.SetLocked(true)
 	if s.dk != nil {
@@ -227,7 +228,7 @@ func (s *vaultState) unlockLocked(ids []*sshagent.Identity, dk *vault.DataKey) {
 	s.keys.SetLocked(false)
 	s.keys.ReplaceVault(ids)
 	s.locked = false
-	s.bump("unlock")
+	s.bump(audit.ReasonUnlock)
 }
 
 // identities decrypts the vault's keys into agent identities.
@@ -270,18 +271,18 @@ func (s *vaultState) fileChanged() {
 	switch {
 	case !present:
 		if !s.locked {
-			s.lockLocked(nil, "vault file removed")
+			s.lockLocked(nil, audit.ReasonVaultFileRemoved)
 		} else {
-			s.bump("vault file removed")
+			s.bump(audit.ReasonVaultFileRemoved)
 		}
 	case !wasPresent:
 		if !s.locked {
-			s.lockLocked(nil, "vault file created")
+			s.lockLocked(nil, audit.ReasonVaultFileCreated)
 		} else {
-			s.bump("vault file created")
+			s.bump(audit.ReasonVaultFileCreated)
 		}
 	case s.locked:
-		s.bump("vault file changed")
+		s.bump(audit.ReasonVaultFileChanged)
 	default:
 		v, err := vault.OpenWithKey(s.path, s.dk)
 		var ids []*sshagent.Identity
@@ -298,11 +299,11 @@ func (s *vaultState) fileChanged() {
 		}
 		if err != nil {
 			s.log("vault file changed and cannot be reloaded; locking", "err", err)
-			s.lockLocked(nil, "vault file changed")
+			s.lockLocked(nil, audit.ReasonVaultFileChanged)
 			return
 		}
 		s.keys.ReplaceVault(ids)
-		s.bump("vault file changed")
+		s.bump(audit.ReasonVaultFileChanged)
 	}
 }
 

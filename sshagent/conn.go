@@ -12,6 +12,7 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/procid"
 )
 
@@ -85,27 +86,27 @@ func (c *conn) SignWithFlags(key ssh.PublicKey, data []byte, flags agent.Signatu
 		Purpose:   approvals.PurposeOther,
 		Forwarded: c.binds.forwarding(),
 	}
-	refuse := func(reason, msg string) (*ssh.Signature, error) {
+	refuse := func(reason audit.Reason, msg string) (*ssh.Signature, error) {
 		c.srv.Decider.Refused(req, reason)
 		return nil, c.refuse("refusing to sign: "+msg, "key", req.Key.Fingerprint, "reason", reason)
 	}
 	if c.binds.failed {
-		return refuse("session_bind_failed", "an earlier session-bind failed on this connection")
+		return refuse(audit.ReasonSessionBindFailed, "an earlier session-bind failed on this connection")
 	}
 	id, err := c.srv.Keys.Lookup(key)
 	if errors.Is(err, ErrLocked) {
-		return refuse("vault_locked", "the agent is locked")
+		return refuse(audit.ReasonVaultLocked, "the agent is locked")
 	}
 	if err != nil {
-		return refuse("key_not_held", "key not held")
+		return refuse(audit.ReasonKeyNotHeld, "key not held")
 	}
 	req.Key = approvals.Key{Fingerprint: id.Fingerprint(), Comment: id.Comment, Type: id.Key.Type(), Confirm: id.Confirm}
 	sd, err := parseSignData(data, key)
 	if err != nil {
-		return refuse("malformed_request", err.Error())
+		return refuse(audit.ReasonMalformedRequest, err.Error())
 	}
 	if err := c.checkBinding(id, &sd); err != nil {
-		return refuse("binding_violation", err.Error())
+		return refuse(audit.ReasonBindingViolation, err.Error())
 	}
 	switch sd.kind {
 	case signUserauth:
@@ -131,12 +132,12 @@ func (c *conn) SignWithFlags(key ssh.PublicKey, data []byte, flags agent.Signatu
 	// be the process it was when it asked.
 	if time.Since(start) > time.Millisecond {
 		if err := c.peer.Verify(); err != nil {
-			return refuse("identity_mismatch", "requester changed while waiting for approval: "+err.Error())
+			return refuse(audit.ReasonIdentityMismatch, "requester changed while waiting for approval: "+err.Error())
 		}
 	}
 	sig, err := c.srv.Keys.Sign(id, data, flags)
 	if err != nil {
-		return refuse("signing_failed", err.Error())
+		return refuse(audit.ReasonSigningFailed, err.Error())
 	}
 	attrs := []any{"key", req.Key.Fingerprint, "purpose", req.Purpose, "reason", d.Reason}
 	if d.Grant != "" {

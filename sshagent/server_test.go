@@ -23,6 +23,7 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/procid"
 )
 
@@ -58,7 +59,7 @@ func (d *decider) last() *approvals.Request {
 	return d.reqs[len(d.reqs)-1]
 }
 
-func (d *decider) Refused(*approvals.Request, string) {}
+func (d *decider) Refused(*approvals.Request, audit.Reason) {}
 
 type locker struct{ keys *Keyring }
 
@@ -98,7 +99,7 @@ func startServer(t testing.TB) *testServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		srv.Serve(ctx, l, &Endpoint{Channel: approvals.Channel{Kind: "agent"}})
+		srv.Serve(ctx, l, &Endpoint{Channel: approvals.Channel{Kind: approvals.ChannelAgent}})
 		close(done)
 	}()
 	t.Cleanup(func() { cancel(); <-done; os.RemoveAll(dir) })

@@ -243,7 +243,7 @@ func sessionsHistory(out io.Writer, pfile string, asJSON bool) error {
 	for _, s := range sessions {
 		end := "open"
 		if !s.Ended.IsZero() {
-			end = "ended " + s.Ended.Local().Format("2006-01-02 15:04:05") + " (" + s.EndReason + ")"
+			end = "ended " + s.Ended.Local().Format("2006-01-02 15:04:05") + " (" + string(s.EndReason) + ")"
 		}
 		who := s.Run
 		if s.Process != nil {

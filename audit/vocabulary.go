@@ -1,0 +1,168 @@
+package audit
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The words of postern's audit log, declared once. Every package that
+// writes or reads events uses these; the strings are the log's format and
+// never change meaning. A word retired from the format stays readable
+// through [Reason.Canonical].
+
+// EventType names what an event records.
+type EventType string
+
+// Event types, with the fields each carries.
+const (
+	EventGatewayStarted   EventType = "gateway_started"   // BootID
+	EventGatewayStopped   EventType = "gateway_stopped"   // BootID
+	EventGatewayRestarted EventType = "gateway_restarted" // PrevBootID, BootID
+	EventVaultLocked      EventType = "vault_locked"      // VaultEpoch (the new epoch), Reason (an epoch change reason)
+	EventVaultUnlocked    EventType = "vault_unlocked"    // VaultEpoch (the new epoch), Reason (an epoch change reason)
+	EventRunRegistered    EventType = "run_registered"    // Run, Process, Label
+	EventCardShown        EventType = "card_shown"        // Card, Run, Key, Dest, Mode, Reason (a card reason)
+	EventSessionApproved  EventType = "session_approved"  // Run, Grant, Process, Key, Dest, Approver
+	EventSessionEnded     EventType = "session_ended"     // Run, Grant, Reason (an end reason)
+	EventActionDenied     EventType = "action_denied"     // Run, Reason, Key, Dest
+	EventSign             EventType = "sign"              // Run, Grant or Mode per-call, Key, Dest, Reason (a decision reason)
+	// EventCommandApproved records a bastion command allowed on an
+	// already authenticated connection (no signature follows).
+	EventCommandApproved EventType = "command_approved" // as sign
+	EventPolicyReloaded  EventType = "policy_reloaded"  // Detail
+	// The bastion's command events; each names its journal entry in
+	// Detail.
+	EventCommandStarted  EventType = "command_started"
+	EventCommandEnded    EventType = "command_ended"
+	EventCommandUnknown  EventType = "command_unknown"
+	EventCommandResolved EventType = "command_resolved"
+	// EventCheckpoint is not appended by callers: checkpoints are records of
+	// their own. Readers report each one as an event of this type so that
+	// projections can show them.
+	EventCheckpoint EventType = "checkpoint"
+	// EventLogRecovered is appended by Open after it cut a torn tail away.
+	// Detail holds offset, bytes, saved_to and reason.
+	EventLogRecovered EventType = "log_recovered"
+)
+
+// Reason is a short machine-readable word saying why: why a session
+// approval ended, why an action was allowed or denied, why a card was
+// shown, why the vault epoch changed.
+type Reason string
+
+// End reasons: why a session approval (a grant) or a run ended.
+const (
+	ReasonProcessExited    Reason = "process_exited"    // the run's process exited
+	ReasonIdentityMismatch Reason = "identity_mismatch" // the process is no longer the one identified (an exec, a changed requester)
+	ReasonGatewayRestarted Reason = "gateway_restarted" // the grant is from another gateway boot
+	ReasonVaultLocked      Reason = "vault_locked"      // the vault locked
+	// ReasonVaultStateChanged: the vault epoch moved while the vault stayed
+	// unlocked (its file changed), or an answer was given across a lock or
+	// unlock. Logs written before it spell the end reason vault_changed.
+	ReasonVaultStateChanged Reason = "vault_state_changed"
+	ReasonRevoked           Reason = "revoked" // postern revoke, or SIGUSR1
+	ReasonExpired           Reason = "expired" // session_lifetime passed
+	// ReasonGatewayStopped: the gateway stopped with the grant live. Sessions
+	// infers it for a grant still open when its gateway stopped.
+	ReasonGatewayStopped Reason = "gateway_stopped"
+	// ReasonUnspecified is what Sessions reports for an end event that
+	// carries no reason.
+	ReasonUnspecified Reason = "unspecified"
+)
+
+// Decision reasons: why a request was allowed or denied (sign,
+// command_approved, action_denied). A denial may also carry an end
+// reason (vault_locked, process_exited, identity_mismatch, …).
+const (
+	ReasonSession         Reason = "session"          // a live grant covered it
+	ReasonApprovedOnce    Reason = "approved_once"    // a person approved this one use
+	ReasonApprovedSession Reason = "approved_session" // a person approved the run
+	ReasonPolicyNone      Reason = "policy_none"      // the policy signs without asking
+	ReasonPolicyDeny      Reason = "policy_deny"      // the policy refuses
+	ReasonDenied          Reason = "denied"           // a person denied it
+	ReasonTimeout         Reason = "timeout"          // nobody answered the card in time
+	ReasonCooldown        Reason = "cooldown"         // an earlier card went unanswered
+	ReasonCanceled        Reason = "canceled"         // the requester went away while the card waited
+	ReasonAuditFailed     Reason = "audit_failed"     // the action's event could not be recorded
+	ReasonHostKeyRevoked  Reason = "host_key_revoked" // known_hosts marks the destination's key @revoked
+	// Refusals before any decision is asked for.
+	ReasonSessionBindFailed Reason = "session_bind_failed" // an earlier session-bind failed on the connection
+	ReasonKeyNotHeld        Reason = "key_not_held"
+	ReasonMalformedRequest  Reason = "malformed_request"
+	ReasonBindingViolation  Reason = "binding_violation" // the request broke the connection's session binding
+	ReasonSigningFailed     Reason = "signing_failed"
+)
+
+// Card reasons: why a card was shown (card_shown, and the card's reason
+// field). A re-approval's reason is REAUTH_REQUIRED followed by what
+// changed; a denied re-approval is recorded with what changed alone.
+const (
+	ReasonCardNew      Reason = "new"              // a first approval
+	ReasonPerCall      Reason = "per_call"         // the use asks every time
+	ReasonRetryUnknown Reason = "retry_of_unknown" // a retry of a command whose outcome is unknown
+	// ReasonProcessChanged: the approved process ended and a new one has
+	// the same label or executable.
+	ReasonProcessChanged Reason = "process_changed"
+
+	ReasonReauthProcessChanged    Reason = reauthRequired + ReasonProcessChanged
+	ReasonReauthGatewayRestarted  Reason = reauthRequired + ReasonGatewayRestarted
+	ReasonReauthVaultStateChanged Reason = reauthRequired + ReasonVaultStateChanged
+)
+
+const reauthRequired = "REAUTH_REQUIRED "
+
+// Reauth returns what changed, for the reason of a re-approval card
+// ("REAUTH_REQUIRED gateway_restarted" gives gateway_restarted).
+func (r Reason) Reauth() (Reason, bool) {
+	why, ok := strings.CutPrefix(string(r), reauthRequired)
+	return Reason(why), ok
+}
+
+// Epoch change reasons: why the vault epoch moved (vault_locked and
+// vault_unlocked events).
+const (
+	ReasonLock             Reason = "lock"
+	ReasonUnlock           Reason = "unlock"
+	ReasonVaultFileRemoved Reason = "vault file removed"
+	ReasonVaultFileCreated Reason = "vault file created"
+	ReasonVaultFileChanged Reason = "vault file changed"
+)
+
+// retiredReasons maps words older logs carry to today's.
+var retiredReasons = map[Reason]Reason{
+	"vault_changed": ReasonVaultStateChanged,
+}
+
+// Canonical returns today's word for r: a reason an older log spells
+// otherwise is mapped (vault_changed is vault_state_changed); any other
+// is returned as it is.
+func (r Reason) Canonical() Reason {
+	if c, ok := retiredReasons[r]; ok {
+		return c
+	}
+	return r
+}
+
+// Mode is how much approval a use of a key needs.
+type Mode string
+
+const (
+	// ModeNone signs without asking, like ssh-agent.
+	ModeNone Mode = "none"
+	// ModeSession asks once per run and lets the approved run's live
+	// descendants use the key until the run exits.
+	ModeSession Mode = "session"
+	// ModePerCall asks for every use, even inside an approved session.
+	ModePerCall Mode = "per-call"
+	// ModeDeny refuses every use.
+	ModeDeny Mode = "deny"
+)
+
+// ParseMode checks a mode name from the configuration.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeNone, ModeSession, ModePerCall, ModeDeny:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown approval mode %q (want none, session, per-call or deny)", s)
+}
