@@ -14,14 +14,7 @@ import (
 	"golang.org/x/crypto/nacl/box"
 
 	"github.com/postern/postern/internal/atomicfile"
-)
-
-// Names of the files NewSetup writes in the state directory.
-const (
-	KeyFileName       = "audit.key"       // current checkpoint signing key, 0600
-	PinFileName       = "audit.pin"       // pk0, printable; public
-	RecipientFileName = "audit.recipient" // the X25519 recipient, printable; public
-	LogFileName       = "audit.log"       // the log itself
+	"github.com/postern/postern/internal/xdg"
 )
 
 // Printable key prefixes.
@@ -68,7 +61,7 @@ func NewSetup(stateDir string) (Setup, error) {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return s, fmt.Errorf("create audit state directory: %w", err)
 	}
-	keyPath := filepath.Join(stateDir, KeyFileName)
+	keyPath := filepath.Join(stateDir, xdg.AuditKeyFile)
 	if _, err := os.Lstat(keyPath); err == nil {
 		return s, fmt.Errorf("audit key file %s already exists: an audit log is already set up there; move the old log and key aside first", keyPath)
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -85,8 +78,8 @@ func NewSetup(stateDir string) (Setup, error) {
 		Identity:      *rpriv,
 		PK0:           k.cur.Public().(ed25519.PublicKey),
 		KeyFile:       keyPath,
-		PinFile:       filepath.Join(stateDir, PinFileName),
-		RecipientFile: filepath.Join(stateDir, RecipientFileName),
+		PinFile:       filepath.Join(stateDir, xdg.AuditPinFile),
+		RecipientFile: filepath.Join(stateDir, xdg.AuditRecipientFile),
 	}
 	clear(rpriv[:])
 	if err := writeKeyFile(keyPath, k); err != nil {
@@ -105,9 +98,9 @@ func NewSetup(stateDir string) (Setup, error) {
 // pk0 and the file paths. Identity is left zero.
 func LoadSetup(stateDir string) (Setup, error) {
 	s := Setup{
-		KeyFile:       filepath.Join(stateDir, KeyFileName),
-		PinFile:       filepath.Join(stateDir, PinFileName),
-		RecipientFile: filepath.Join(stateDir, RecipientFileName),
+		KeyFile:       filepath.Join(stateDir, xdg.AuditKeyFile),
+		PinFile:       filepath.Join(stateDir, xdg.AuditPinFile),
+		RecipientFile: filepath.Join(stateDir, xdg.AuditRecipientFile),
 	}
 	pk, err := readKeyString(s.PinFile, ParsePK0)
 	if err != nil {

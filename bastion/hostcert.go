@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/internal/atomicfile"
+	"github.com/postern/postern/internal/xdg"
 )
 
 // Identity is what the bastion presents to local ssh clients: a host key,
@@ -27,11 +29,11 @@ type Identity struct {
 // LoadIdentity reads the CA and host keys from dir, creating them (mode
 // 0600) the first time.
 func LoadIdentity(dir string) (*Identity, error) {
-	ca, err := loadOrCreateKey(dir + "/bastion_ca")
+	ca, err := loadOrCreateKey(filepath.Join(dir, xdg.BastionCAFile))
 	if err != nil {
 		return nil, err
 	}
-	hk, err := loadOrCreateKey(dir + "/bastion_host_key")
+	hk, err := loadOrCreateKey(filepath.Join(dir, xdg.BastionHostKeyFile))
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +87,3 @@ func (id *Identity) hostSigner(name string, now time.Time) (ssh.Signer, error) {
 	}
 	return ssh.NewCertSigner(cert, id.HostKey)
 }
-
-// KnownHostsFile is the name, in the state directory, of the known_hosts
-// file that trusts the bastion's certificate authority.
-const KnownHostsFile = "bastion_known_hosts"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/atomicfile"
+	"github.com/postern/postern/internal/xdg"
 )
 
 // openAudit opens the audit log when "postern vault init" set one up;
@@ -25,7 +26,7 @@ func (g *Gateway) openAudit(stateDir string) error {
 	if err != nil {
 		return fmt.Errorf("audit log setup: %w", err)
 	}
-	cfg := setup.Config(filepath.Join(stateDir, audit.LogFileName))
+	cfg := setup.Config(filepath.Join(stateDir, xdg.AuditLogFile))
 	l, err := audit.Open(cfg)
 	switch {
 	case errors.Is(err, audit.ErrLocked):
@@ -43,7 +44,7 @@ func (g *Gateway) openAudit(stateDir string) error {
 // recordStart records the start, and the restart with the previous boot
 // id when an earlier gateway left one.
 func (g *Gateway) recordStart(stateDir string) error {
-	bootFile := filepath.Join(stateDir, "boot_id")
+	bootFile := filepath.Join(stateDir, xdg.BootIDFile)
 	prev, _ := os.ReadFile(bootFile)
 	if err := atomicfile.Write(bootFile, []byte(g.bootID+"\n"), 0o600); err != nil {
 		g.log.Warn("cannot record the boot id", "err", err)

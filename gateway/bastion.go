@@ -13,8 +13,8 @@ import (
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/bastion"
 	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/atomicfile"
-	"github.com/postern/postern/internal/config"
 	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/safesocket"
 	"github.com/postern/postern/internal/xdg"
@@ -57,18 +57,6 @@ func (k keySource) Sign(key ssh.PublicKey, data []byte, algo string) (*ssh.Signa
 	return k.keys.Sign(id, data, flags)
 }
 
-// bastionSocketPath is [bastion] socket, else
-// $XDG_RUNTIME_DIR/postern/bastion.sock, else beside the agent socket.
-func bastionSocketPath(cfg config.Bastion, agentSock string) string {
-	if cfg.Socket != "" {
-		return cfg.Socket
-	}
-	if dir, err := xdg.RuntimeDir(); err == nil {
-		return filepath.Join(dir, "bastion.sock")
-	}
-	return agentSock + ".bastion"
-}
-
 // expandHome turns "~/x" into a path under $HOME.
 func expandHome(files []string) []string {
 	home, _ := os.UserHomeDir()
@@ -93,10 +81,10 @@ func (g *Gateway) startBastion(ctx context.Context, serve func(func() error)) er
 	if err != nil {
 		return fmt.Errorf("bastion keys: %w", err)
 	}
-	if err := atomicfile.Write(filepath.Join(g.stateDir, bastion.KnownHostsFile), []byte(id.KnownHostsLine()), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(g.stateDir, xdg.BastionKnownHostsFile), []byte(id.KnownHostsLine()), 0o600); err != nil {
 		return fmt.Errorf("bastion known_hosts: %w", err)
 	}
-	j, err := journal.Open(filepath.Join(g.stateDir, "journal.db"), g.bootID)
+	j, err := journal.Open(filepath.Join(g.stateDir, xdg.JournalFile), g.bootID)
 	if err != nil {
 		return fmt.Errorf("command journal: %w", err)
 	}
@@ -109,7 +97,10 @@ func (g *Gateway) startBastion(ctx context.Context, serve func(func() error)) er
 		Identity: id, Keys: keySource{g.keys}, Decider: g.engine, Journal: j, Audit: g.engine,
 		Procs: g.procs, Log: g.log, BootID: g.bootID, KnownHosts: expandHome(known), Markers: cfg.Markers,
 	})
-	path := bastionSocketPath(cfg, g.opts.Socket)
+	path, err := api.BastionSocket(cfg.Socket, g.opts.Socket)
+	if err != nil {
+		return err
+	}
 	l, err := safesocket.Listen(path)
 	if err != nil {
 		return fmt.Errorf("bastion socket: %w", err)

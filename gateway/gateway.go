@@ -123,7 +123,7 @@ func New(opts Options) (*Gateway, error) {
 		procs:      procid.Host,
 		configPath: cfgPath,
 		runLs:      map[string]*net.UnixListener{},
-		vaultPath:  filepath.Join(stateDir, "vault"),
+		vaultPath:  filepath.Join(stateDir, xdg.VaultFile),
 		stateDir:   stateDir,
 		config:     cfg,
 	}
@@ -131,7 +131,7 @@ func New(opts Options) (*Gateway, error) {
 	g.vault = &vaultState{
 		path:  g.vaultPath,
 		keys:  g.keys,
-		epoch: loadEpoch(filepath.Join(stateDir, "epoch")),
+		epoch: loadEpoch(filepath.Join(stateDir, xdg.EpochFile)),
 		log:   g.log.Info,
 	}
 	pol, err := approvals.Compile(cfg)
@@ -145,7 +145,7 @@ func New(opts Options) (*Gateway, error) {
 		Vault:       g.vault.lockedEpoch,
 		Policy:      pol,
 		Askpass:     opts.Env,
-		ContextFile: filepath.Join(stateDir, "context.json"),
+		ContextFile: filepath.Join(stateDir, xdg.ContextFile),
 		OnRunEnd:    g.closeRun,
 	})
 	g.vault.onChange = append(g.vault.onChange, func(_, epoch uint64, why audit.Reason) {

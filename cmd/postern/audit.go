@@ -1,17 +1,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/postern/postern/audit"
-	"github.com/postern/postern/internal/xdg"
+	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/vault"
 )
 
 const auditUsage = `Usage: postern audit verify [--json] [--pin KEY] [LOG]
@@ -24,14 +20,6 @@ checkpoint signatures and key chain, and names the first bad record.
 Exit status 3 when it fails. show, activity and sessions --history decrypt
 the log with the identity kept in the vault (they ask for its passphrase).
 `
-
-// secretAuditIdentity is the vault secret holding the audit log's X25519
-// identity; metaAuditPK0 the vault metadata holding its first checkpoint
-// key.
-const (
-	secretAuditIdentity = "audit-identity"
-	metaAuditPK0        = "audit-pk0"
-)
 
 func cmdAudit(args []string, out, errw io.Writer) error {
 	if len(args) == 0 {
@@ -53,7 +41,7 @@ func auditLogPath(fsArg string) (string, error) {
 	if fsArg != "" {
 		return fsArg, nil
 	}
-	return xdg.StateFile(audit.LogFileName)
+	return api.AuditLogPath()
 }
 
 func auditVerify(args []string, out, errw io.Writer) error {
@@ -70,29 +58,20 @@ func auditVerify(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var opts audit.VerifyOptions
+	var pk0 api.AuditPin
 	pinFrom := ""
 	switch {
 	case *pin != "":
-		if opts.PK0, err = audit.ParsePK0(*pin); err != nil {
+		if pk0, err = api.ParseAuditPin(*pin); err != nil {
 			return usagef("--pin: %v", err)
 		}
 		pinFrom = "--pin"
 	default:
-		// The pin file beside the log: it catches a replaced log only if
-		// it was not replaced too.
-		if b, err := os.ReadFile(filepath.Join(filepath.Dir(path), audit.PinFileName)); err == nil {
-			if opts.PK0, err = audit.ParsePK0(strings.TrimSpace(string(b))); err == nil {
-				pinFrom = audit.PinFileName
-			}
+		if p, name, err := api.PinBeside(path); err == nil {
+			pk0, pinFrom = p, name
 		}
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	r, err := audit.Verify(f, opts)
+	r, err := api.VerifyAuditLog(path, pk0)
 	if err != nil {
 		return err
 	}
@@ -107,7 +86,7 @@ func auditVerify(args []string, out, errw io.Writer) error {
 	return nil
 }
 
-func printReport(out io.Writer, path, pinFrom string, r *audit.Report) {
+func printReport(out io.Writer, path, pinFrom string, r *api.AuditReport) {
 	status := "OK"
 	if !r.OK {
 		status = "FAILED"
@@ -139,39 +118,14 @@ func printReport(out io.Writer, path, pinFrom string, r *audit.Report) {
 	}
 }
 
-// auditIdentity opens the vault (asking for its passphrase) and returns
-// the audit log's identity.
-func auditIdentity(pfile string) ([32]byte, error) {
-	var id [32]byte
-	v, err := openVault(pfile)
-	if err != nil {
-		return id, err
-	}
-	defer v.Wipe()
-	sec := v.Secret(secretAuditIdentity)
-	defer clear(sec)
-	if len(sec) != 32 {
-		return id, errors.New("the vault holds no audit log identity (this vault was created before the log, or for another log)")
-	}
-	copy(id[:], sec)
-	return id, nil
-}
-
-// readAudit decrypts every event of the log.
-func readAudit(pfile, path string) ([]audit.Event, error) {
+// readAudit decrypts every event of the log, with the identity kept in
+// the vault (asking for its passphrase).
+func readAudit(pfile, path string) ([]api.AuditEvent, error) {
 	path, err := auditLogPath(path)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no audit log at %s (postern vault init sets one up)", path)
-	}
-	id, err := auditIdentity(pfile)
-	if err != nil {
-		return nil, err
-	}
-	defer clear(id[:])
-	return audit.ReadEvents(path, id)
+	return api.ReadAuditLog(path, func() (*vault.Vault, error) { return openVault(pfile) })
 }
 
 func auditShow(args []string, out, errw io.Writer) error {
@@ -188,7 +142,7 @@ func auditShow(args []string, out, errw io.Writer) error {
 	if *asJSON {
 		return printJSONLines(out, events)
 	}
-	for _, l := range audit.Activity(events, time.Time{}) {
+	for _, l := range api.Activity(events, time.Time{}) {
 		fmt.Fprintln(out, l.Text)
 	}
 	return nil
@@ -210,7 +164,7 @@ func cmdActivity(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	lines := audit.Activity(events, from)
+	lines := api.Activity(events, from)
 	if *asJSON {
 		return printJSONLines(out, lines)
 	}
@@ -236,7 +190,7 @@ func sessionsHistory(out io.Writer, pfile string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	sessions := audit.Sessions(events)
+	sessions := api.AuditSessions(events)
 	if asJSON {
 		return printJSON(out, sessions)
 	}

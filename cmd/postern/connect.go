@@ -5,12 +5,11 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/postern/postern/bastion"
+	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/config"
 	"github.com/postern/postern/internal/xdg"
 )
@@ -25,22 +24,19 @@ ssh_config block to paste, for the patterns given or the config's
 [bastion] hosts.
 `
 
-// bastionSocket is the bastion's socket: --socket, else the
-// configuration's, else $XDG_RUNTIME_DIR/postern/bastion.sock.
+// bastionSocket is the bastion's socket: --socket, else where the
+// gateway of $SSH_AUTH_SOCK listens with the configuration it reads.
 func bastionSocket(flagValue string) (string, error) {
 	if flagValue != "" {
 		return flagValue, nil
 	}
+	var configured string
 	if path, err := xdg.ConfigFile(); err == nil {
-		if cfg, err := config.Load(path); err == nil && cfg.Bastion.Socket != "" {
-			return cfg.Bastion.Socket, nil
+		if cfg, err := config.Load(path); err == nil {
+			configured = cfg.Bastion.Socket
 		}
 	}
-	dir, err := xdg.RuntimeDir()
-	if err != nil {
-		return "", fmt.Errorf("cannot locate the bastion socket (%v); pass --socket", err)
-	}
-	return filepath.Join(dir, "bastion.sock"), nil
+	return api.BastionSocket(configured, os.Getenv("SSH_AUTH_SOCK"))
 }
 
 func cmdConnect(args []string, out, errw io.Writer) error {
@@ -53,7 +49,7 @@ func cmdConnect(args []string, out, errw io.Writer) error {
 	if fs.NArg() != 3 {
 		return usagef("connect: want USER HOST PORT (ssh's %%r %%h %%p)\n%s", connectUsage)
 	}
-	t, err := bastion.ParseTarget(fs.Arg(0), fs.Arg(1), fs.Arg(2))
+	t, err := api.ParseBastionTarget(fs.Arg(0), fs.Arg(1), fs.Arg(2))
 	if err != nil {
 		return usagef("connect: %v", err)
 	}
@@ -61,7 +57,7 @@ func cmdConnect(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, err := bastion.Connect(path, t)
+	c, err := api.DialBastion(path, t)
 	if err != nil {
 		// ssh shows this line to the user and exits 255.
 		return err
@@ -119,7 +115,7 @@ func cmdSSHConfig(args []string, out, errw io.Writer) error {
 	if len(hosts) == 0 {
 		return usagef("ssh-config: name the host patterns to send through the bastion, or list them as [bastion] hosts in %s", cfgPath)
 	}
-	known, err := xdg.StateFile(bastion.KnownHostsFile)
+	known, err := xdg.StateFile(xdg.BastionKnownHostsFile)
 	if err != nil {
 		return err
 	}

@@ -5,14 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
-	"github.com/postern/postern/internal/xdg"
 )
 
 const journalUsage = `Usage: postern journal [list] [--status STATUS] [--limit N] [--json]
@@ -24,59 +20,34 @@ The bastion's command journal: what is known of every remote command it
 relayed. A status is COMPLETED, RETRY_SAFE previous_action_not_started,
 STATUS_UNKNOWN inspect_activity_journal, or RUNNING. resolve reads the
 remote markers of an unknown entry over a fresh connection, or records
-what you found out (--ran, --not-started, ...). Through the running
-gateway, or the journal file itself when no gateway runs.
+what you found out (--ran, --not-started, ...). list and show read the
+journal file itself when no gateway runs; resolve and follow need the
+running gateway, which records every resolution in the audit log.
 `
 
-// journalSource answers journal queries: the gateway, or the file.
-type journalSource struct {
-	gw *api.Client
-	j  *journal.Journal // when no gateway answers
+// journalReader answers journal queries: the running gateway, or the
+// journal file when none runs.
+type journalReader interface {
+	Journal(ctx context.Context, status string, limit int) ([]*api.JournalEntry, error)
+	JournalEntry(ctx context.Context, id string) (*api.JournalEntry, error)
 }
 
-func openJournalSource(sockFlag string, write bool) (*journalSource, error) {
+// openJournal returns the gateway when one answers, else the journal
+// file, and a function that closes it.
+func openJournal(sockFlag string) (journalReader, func(), error) {
 	if c, err := gatewayClient(sockFlag); err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_, err := c.Status(ctx)
 		cancel()
 		if err == nil {
-			return &journalSource{gw: c}, nil
+			return c, func() {}, nil
 		}
 	}
-	path, err := xdg.StateFile("journal.db")
+	f, err := api.OpenJournalFile()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var j *journal.Journal
-	if write {
-		j, err = journal.Open(path, "cli-"+strconv.Itoa(os.Getpid()))
-	} else {
-		j, err = journal.OpenReadOnly(path)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &journalSource{j: j}, nil
-}
-
-func (s *journalSource) close() {
-	if s.j != nil {
-		s.j.Close()
-	}
-}
-
-func (s *journalSource) list(status string, limit int) ([]*journal.Entry, error) {
-	if s.j == nil {
-		return s.gw.Journal(context.Background(), status, limit)
-	}
-	return s.j.List(journal.ListOptions{Status: status, Limit: limit})
-}
-
-func (s *journalSource) get(id string) (*journal.Entry, error) {
-	if s.j == nil {
-		return s.gw.JournalEntry(context.Background(), id)
-	}
-	return s.j.Get(id)
+	return f, func() { f.Close() }, nil
 }
 
 func cmdJournal(args []string, out, errw io.Writer) error {
@@ -102,15 +73,22 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 		id = fs.Arg(0)
 	}
 	switch sub {
-	case "list", "show", "follow":
-		src, err := openJournalSource(*sock, false)
+	case "follow":
+		c, err := gatewayClient(*sock)
 		if err != nil {
 			return err
 		}
-		defer src.close()
+		return followJournal(c, out, *asJSON)
+	case "list", "show":
+		src, closeSrc, err := openJournal(*sock)
+		if err != nil {
+			return err
+		}
+		defer closeSrc()
+		ctx := context.Background()
 		switch sub {
 		case "list":
-			entries, err := src.list(*status, *limit)
+			entries, err := src.Journal(ctx, *status, *limit)
 			if err != nil {
 				return err
 			}
@@ -127,7 +105,7 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 			if id == "" {
 				return usagef("journal show: name an entry")
 			}
-			e, err := src.get(id)
+			e, err := src.JournalEntry(ctx, id)
 			if err != nil {
 				return err
 			}
@@ -135,8 +113,6 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 				return printJSON(out, e)
 			}
 			printEntry(out, e)
-		case "follow":
-			return followJournal(src, out, *asJSON)
 		}
 		return nil
 	case "resolve":
@@ -146,12 +122,12 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 		a := api.ResolveArgs{ID: id, Evidence: *evidence}
 		n := 0
 		if *ran >= 0 {
-			a.Result, a.ExitStatus, n = journal.ResultRan, ran, n+1
+			a.Result, a.ExitStatus, n = api.ResultRan, ran, n+1
 		}
 		for _, f := range []struct {
 			set    bool
 			result string
-		}{{*notStarted, journal.ResultNotStarted}, {*stillRunning, journal.ResultStillRunning}, {*inconclusive, journal.ResultInconclusive}} {
+		}{{*notStarted, api.ResultNotStarted}, {*stillRunning, api.ResultStillRunning}, {*inconclusive, api.ResultInconclusive}} {
 			if f.set {
 				a.Result, n = f.result, n+1
 			}
@@ -159,19 +135,15 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 		if n > 1 {
 			return usagef("journal resolve: give one of --ran, --not-started, --still-running, --inconclusive")
 		}
-		src, err := openJournalSource(*sock, true)
+		// Only the gateway writes the journal, and the audit event with
+		// each resolution.
+		c, err := gatewayClient(*sock)
 		if err != nil {
 			return err
 		}
-		defer src.close()
-		var e *journal.Entry
-		switch {
-		case src.j == nil:
-			e, err = src.gw.Resolve(context.Background(), a)
-		case a.Result == "":
-			err = errors.New("reading remote markers needs the running gateway (and its bastion)")
-		default:
-			e, err = src.j.Resolve(id, journal.Resolution{By: journal.ByUser, Result: a.Result, ExitStatus: a.ExitStatus, Evidence: a.Evidence})
+		e, err := c.Resolve(context.Background(), a)
+		if errors.Is(err, api.ErrNoGateway) {
+			return fmt.Errorf("resolving needs the running gateway, which records the resolution in the audit log: %w", err)
 		}
 		if err != nil {
 			return err
@@ -182,11 +154,11 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 	return usagef("journal: unknown subcommand %q\n%s", sub, journalUsage)
 }
 
-func entryLine(e *journal.Entry) string {
+func entryLine(e *api.JournalEntry) string {
 	return fmt.Sprintf("%s  %-41s  %s  %s %q", e.ID, e.Status(), e.Started.Local().Format("2006-01-02 15:04:05"), e.Target.String(), e.CommandText())
 }
 
-func printEntry(out io.Writer, e *journal.Entry) {
+func printEntry(out io.Writer, e *api.JournalEntry) {
 	fmt.Fprintf(out, "entry     %s\nstatus    %s\n", e.ID, e.Status())
 	fmt.Fprintf(out, "target    %s (host key %s)\n", e.Target.String(), e.Target.HostKey)
 	fmt.Fprintf(out, "command   %s %q (sha256 %s)\n", e.Kind, e.CommandText(), e.CommandSHA256)
@@ -209,9 +181,9 @@ func printEntry(out io.Writer, e *journal.Entry) {
 	if x := e.End; x != nil {
 		fmt.Fprintf(out, "end       %s", x.Outcome)
 		switch x.Outcome {
-		case journal.OutcomeExited:
+		case api.OutcomeExited:
 			fmt.Fprintf(out, " %d", x.ExitStatus)
-		case journal.OutcomeSignaled:
+		case api.OutcomeSignaled:
 			fmt.Fprintf(out, " %s", x.Signal)
 		}
 		if x.ErrorMsg != "" {
@@ -243,13 +215,10 @@ func printEntry(out io.Writer, e *journal.Entry) {
 
 // followJournal prints entries as they start and change, until
 // interrupted.
-func followJournal(src *journalSource, out io.Writer, asJSON bool) error {
-	if src.j != nil {
-		return errors.New("follow needs the running gateway")
-	}
+func followJournal(c *api.Client, out io.Writer, asJSON bool) error {
 	seen := map[string]string{}
 	for first := true; ; first = false {
-		entries, err := src.list("", 200)
+		entries, err := c.Journal(context.Background(), "", 200)
 		if err != nil {
 			return err
 		}
@@ -264,7 +233,7 @@ func followJournal(src *journalSource, out io.Writer, asJSON bool) error {
 				continue
 			}
 			if asJSON {
-				printJSONLines(out, []*journal.Entry{e})
+				printJSONLines(out, []*api.JournalEntry{e})
 			} else {
 				fmt.Fprintln(out, entryLine(e))
 			}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/postern/postern/audit"
+	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/vault"
 	"github.com/postern/postern/internal/xdg"
 )
@@ -53,7 +53,7 @@ func cmdVault(args []string, out, errw io.Writer) error {
 }
 
 func vaultPath() (string, error) {
-	p, err := xdg.StateFile("vault")
+	p, err := xdg.StateFile(xdg.VaultFile)
 	if err != nil {
 		return "", err
 	}
@@ -115,42 +115,18 @@ func vaultInit(args []string, out, errw io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	path, err := vaultPath()
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(path); err == nil {
-		return fmt.Errorf("a vault already exists at %s; postern never overwrites one", path)
-	}
 	p, err := kdfParams()
 	if err != nil {
 		return err
 	}
-	stateDir := filepath.Dir(path)
-	if _, err := audit.LoadSetup(stateDir); err == nil {
-		return fmt.Errorf("an audit log is already set up in %s, for another vault; move %s and audit.* aside (keep them to read the old log)", stateDir, audit.LogFileName)
-	}
-	pass, err := readNewPassphrase(*pfile, "Enter a passphrase for the new vault: ")
+	v, err := api.InitVault(p, func() ([]byte, error) {
+		return readNewPassphrase(*pfile, "Enter a passphrase for the new vault: ")
+	})
 	if err != nil {
 		return err
 	}
-	defer clear(pass)
-	setup, err := audit.NewSetup(stateDir)
-	if err != nil {
-		return err
-	}
-	defer clear(setup.Identity[:])
-	v, err := vault.Create(path, pass, p, map[string]string{metaAuditPK0: setup.PK0String()},
-		map[string][]byte{secretAuditIdentity: setup.Identity[:]})
-	if err != nil {
-		for _, f := range []string{setup.KeyFile, setup.PinFile, setup.RecipientFile} {
-			os.Remove(f)
-		}
-		return err
-	}
-	defer v.Wipe()
-	fmt.Fprintf(out, "created %s (argon2id %s)\n", path, p)
-	fmt.Fprintf(out, "audit log key: %s\n", setup.PK0String())
+	fmt.Fprintf(out, "created %s (argon2id %s)\n", v.Path, p)
+	fmt.Fprintf(out, "audit log key: %s\n", v.AuditPin)
 	fmt.Fprintln(out, "keep that line somewhere else: \"postern audit verify --pin KEY\" proves the log is this one")
 	return nil
 }

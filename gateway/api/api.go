@@ -14,6 +14,16 @@
 // An error the gateway returns is an [*Error] whose [Code] classifies it
 // (denied, usage, locked, ...), so that the command line can pick its exit
 // status and add hints without parsing messages.
+//
+// The gateway owns its state files. What the command line may do with
+// them while no gateway runs is here too, and is read-only but for one
+// thing: [InitVault] creates the vault and sets up the audit log,
+// together. [VerifyAuditLog] checks the audit log with no key,
+// [ReadAuditLog] decrypts it with the identity the vault keeps, and
+// [OpenJournalFile] reads the bastion's journal. Changing the journal
+// takes a running gateway, which records the change in the audit log.
+// [BastionSocket] and [ControlSocket] are where the gateway listens, for
+// both sides.
 package api
 
 import (

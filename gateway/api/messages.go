@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/postern/postern/approvals"
-	"github.com/postern/postern/bastion/journal"
 )
 
 // Status answers OpStatus ("postern status").
@@ -143,9 +142,6 @@ type RevokeArgs struct {
 type RevokeResult struct {
 	Revoked int `json:"revoked"`
 }
-
-// JournalEntry is one command in the bastion's journal.
-type JournalEntry = journal.Entry
 
 // JournalArgs selects journal entries (OpJournalList).
 type JournalArgs struct {

@@ -339,10 +339,39 @@ func TestBastionClientKilledRecordsRealExit(t *testing.T) {
 	}
 }
 
-func TestBastionKilledMidCommandIsUnknownAndNotRetried(t *testing.T) {
+// Without $XDG_RUNTIME_DIR the gateway puts the bastion's socket beside
+// its agent socket, and the command line finds it there through
+// $SSH_AUTH_SOCK: ssh-config prints it, and connect without --socket
+// dials it.
+func TestBastionWithoutRuntimeDir(t *testing.T) {
 	b := newBastionWorld(t, "")
-	counter := filepath.Join(b.sshd.Dir, "runs")
-	command := "echo run >> " + counter + "; sleep 3"
+	b.agent.Stop()
+	b.e.Unsetenv("XDG_RUNTIME_DIR")
+	b.agent = b.e.StartAgent()
+	b.e.MustRun("postern", "unlock", "--passphrase-file", b.pass)
+	want := b.agent.Socket + ".bastion"
+	if fi, err := os.Stat(want); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("the gateway's bastion socket %s: %v", want, err)
+	}
+	block := b.e.MustRun("postern", "ssh-config").Stdout
+	if !strings.Contains(block, " --socket "+want+" ") {
+		t.Fatalf("ssh-config without $XDG_RUNTIME_DIR, want the socket %s:\n%s", want, block)
+	}
+	block = strings.Replace(block, " --socket "+want, "", 1)
+	cfg := b.e.WriteFile("ssh_config_no_runtime_dir", block+"\nHost *\n    BatchMode yes\n    ConnectTimeout 20\n", 0o600)
+	r := b.e.Run("ssh", "-F", cfg, "-p", fmt.Sprint(b.sshd.Port), b.sshd.User+"@127.0.0.1", "echo through-the-bastion")
+	if r.Code != 0 || r.Stdout != "through-the-bastion\n" {
+		t.Fatalf("ssh through postern connect without --socket: %s", r)
+	}
+}
+
+// killMidCommand runs a command through the bastion that appends a line
+// to counter, kills the gateway (kill -9) while it runs and starts it
+// again: the command's entry is unknown.
+func (b *bastionWorld) killMidCommand(counter string) (command string, e entryJSON) {
+	t := b.e.t
+	t.Helper()
+	command = "echo run >> " + counter + "; sleep 3"
 	cmd := b.e.Command("ssh", b.sshArgs(b.sshd.Port, command)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -352,10 +381,17 @@ func TestBastionKilledMidCommandIsUnknownAndNotRetried(t *testing.T) {
 	cmd.Wait()
 	b.agent = b.e.StartAgent()
 	b.e.MustRun("postern", "unlock", "--passphrase-file", b.pass)
-	e := b.entryFor(command)
+	e = b.entryFor(command)
 	if e.Status != "STATUS_UNKNOWN inspect_activity_journal" || e.Unknown == nil || e.Unknown.Reason != "bastion_restarted" {
 		t.Fatalf("journal after kill -9: %+v", e)
 	}
+	return command, e
+}
+
+func TestBastionKilledMidCommandIsUnknownAndNotRetried(t *testing.T) {
+	b := newBastionWorld(t, "")
+	counter := filepath.Join(b.sshd.Dir, "runs")
+	command, e := b.killMidCommand(counter)
 	// An Ansible-style retry loop (retry while ssh exits 255) never runs
 	// the command a second time.
 	for i := 0; i < 3; i++ {
@@ -368,6 +404,37 @@ func TestBastionKilledMidCommandIsUnknownAndNotRetried(t *testing.T) {
 	b.e.MustRun("postern", "journal", "resolve", e.ID, "--ran", "0", "--evidence", "checked the host")
 	if r := b.ssh(command); r.Code != 0 {
 		t.Fatalf("after resolving: %s", r)
+	}
+}
+
+// Invariant 8: resolving an entry by hand is an answer, recorded in the
+// audit log together with the journal. With no gateway running there is
+// nobody to record it: resolve refuses and changes nothing, rather than
+// write the journal alone.
+func TestBastionResolveWithoutGatewayKeepsTheAuditTrail(t *testing.T) {
+	b := newBastionWorld(t, "")
+	command, e := b.killMidCommand(filepath.Join(b.sshd.Dir, "runs"))
+	b.agent.Stop()
+	r := b.e.Run("postern", "journal", "resolve", e.ID, "--ran", "0", "--evidence", "checked the host")
+	after := b.entryFor(command)
+	recorded := false
+	for _, line := range strings.Split(strings.TrimSpace(b.e.MustRun("postern", "audit", "show", "--json", "--passphrase-file", b.pass).Stdout), "\n") {
+		var ev struct {
+			Type   string            `json:"type"`
+			Detail map[string]string `json:"detail"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("audit show --json: %v: %s", err, line)
+		}
+		if ev.Type == "command_resolved" && ev.Detail["entry"] == e.ID {
+			recorded = true
+		}
+	}
+	if after.Status != e.Status && !recorded {
+		t.Fatalf("the journal shows entry %s as %s, and the audit log has no command_resolved event for it (resolve: %s)", e.ID, after.Status, r)
+	}
+	if r.Code != 1 || !strings.Contains(r.Stderr, "postern: error: ") || !strings.Contains(r.Stderr, "start the gateway") {
+		t.Fatalf("resolve without a gateway: %s", r)
 	}
 }
 

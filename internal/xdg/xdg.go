@@ -2,7 +2,7 @@
 // specification asks:
 //
 //	config   $XDG_CONFIG_HOME/postern/config.toml  (or $POSTERN_CONFIG)
-//	state    $XDG_STATE_HOME/postern/               (vault, audit.log, journal.db)
+//	state    $XDG_STATE_HOME/postern/               (the files named in state.go)
 //	runtime  $XDG_RUNTIME_DIR/postern/              (the well-known agent socket)
 //
 // Unset variables fall back to the specification's defaults under $HOME

@@ -1,0 +1,109 @@
+package main
+
+// Daemonizing: "postern agent" without -D or -d starts itself again as a
+// daemon in a new session, waits until the daemon's sockets listen, and
+// prints the eval lines, as ssh-agent does.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/postern/postern/internal/xdg"
+)
+
+// Environment between a detaching agent and the daemon it starts.
+const (
+	envDetached   = "POSTERN_AGENT_DETACHED"    // set in the daemon: report readiness on fd 3
+	envPrivateDir = "POSTERN_AGENT_PRIVATE_DIR" // the directory the daemon removes at exit
+)
+
+// detach starts the daemon in a new session with its stdio closed, waits
+// until its socket listens, and prints the eval lines. The caller's
+// eval "$(postern agent -s)" returns as soon as this process exits.
+func detach(f *agentFlags, out io.Writer) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logPath, err := xdg.StateFile(xdg.AgentLogFile)
+	if err != nil {
+		return err
+	}
+	if err := xdg.EnsureDir(filepath.Dir(logPath)); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("opening the agent log: %w", err)
+	}
+	defer logf.Close()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return err
+	}
+	defer devnull.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	args := []string{"agent", "-D", "-a", f.socket}
+	if f.lifetime > 0 {
+		args = append(args, "-t", strconv.Itoa(int(f.lifetime/time.Second)))
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Env = append(os.Environ(), envDetached+"=1", envPrivateDir+"="+f.privateDir)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, logf
+	cmd.ExtraFiles = []*os.File{pw}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		pr.Close()
+		return fmt.Errorf("starting the agent: %w", err)
+	}
+	pw.Close()
+	line, _ := bufio.NewReader(pr).ReadString('\n')
+	pr.Close()
+	line = strings.TrimSpace(line)
+	if line != "ok" {
+		cmd.Wait()
+		if msg, ok := strings.CutPrefix(line, "error: "); ok {
+			return errors.New(msg)
+		}
+		return fmt.Errorf("the agent exited before its socket was ready; see %s", logPath)
+	}
+	pid := cmd.Process.Pid
+	cmd.Process.Release()
+	evalLines(out, f, pid, true)
+	return nil
+}
+
+// runDetachedChild is the daemon started by detach: it reports readiness
+// (or the error that prevented it) on fd 3.
+func runDetachedChild(f *agentFlags) error {
+	os.Unsetenv(envDetached)
+	os.Unsetenv(envPrivateDir)
+	status := os.NewFile(3, "status")
+	g, err := newGateway(f, stderrLogger(os.Stderr, false), func() {
+		fmt.Fprintln(status, "ok")
+		status.Close()
+	})
+	if err != nil {
+		fmt.Fprintf(status, "error: %v\n", err)
+		return err
+	}
+	err = g.Run(signalContext(context.Background()))
+	if err != nil {
+		fmt.Fprintf(status, "error: %v\n", err)
+	}
+	return err
+}

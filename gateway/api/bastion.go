@@ -1,0 +1,22 @@
+package api
+
+import (
+	"net"
+
+	"github.com/postern/postern/bastion"
+)
+
+// BastionTarget is the host a connection through the bastion is for.
+type BastionTarget = bastion.Target
+
+// ParseBastionTarget checks what ssh passes a ProxyCommand (%r %h %p).
+func ParseBastionTarget(user, host, port string) (BastionTarget, error) {
+	return bastion.ParseTarget(user, host, port)
+}
+
+// DialBastion connects to the bastion listening at sock (BastionSocket)
+// for t: once it returns, the connection speaks SSH to the bastion,
+// which relays it to t.
+func DialBastion(sock string, t BastionTarget) (*net.UnixConn, error) {
+	return bastion.Connect(sock, t)
+}
