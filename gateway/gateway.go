@@ -14,7 +14,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"log"
 	"log/slog"
 	"net"
 	"os"
@@ -172,11 +171,6 @@ func (g *Gateway) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	// x/crypto's agent server reports malformed requests through the
-	// standard logger; keep them, at debug level.
-	log.SetFlags(0)
-	log.SetOutput(slogWriter{g.log})
-
 	g.vault.start()
 	if err := g.openAudit(g.stateDir); err != nil {
 		return err
@@ -332,21 +326,6 @@ func (g *Gateway) closeRun(run *approvals.Run) {
 	if l != nil {
 		l.Close()
 	}
-}
-
-// slogWriter turns lines of the standard logger into debug records.
-type slogWriter struct{ l *slog.Logger }
-
-func (w slogWriter) Write(p []byte) (int, error) {
-	w.l.Debug(string(trimNL(p)))
-	return len(p), nil
-}
-
-func trimNL(p []byte) []byte {
-	for len(p) > 0 && p[len(p)-1] == '\n' {
-		p = p[:len(p)-1]
-	}
-	return p
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -179,18 +180,25 @@ func newGateway(f *agentFlags, log *slog.Logger, ready func()) (*gateway.Gateway
 	})
 }
 
-func stderrLogger(w io.Writer, debug bool) *slog.Logger {
+// daemonLogger returns the gateway's logger, writing text records to w.
+// It also sends the standard logger, through which x/crypto's agent
+// server reports malformed requests, to it at debug level: a setting for
+// the whole process, made once here.
+func daemonLogger(w io.Writer, debug bool) *slog.Logger {
 	level := slog.LevelInfo
 	if debug {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	h := slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
+	log.SetFlags(0)
+	log.SetOutput(slog.NewLogLogger(h, slog.LevelDebug).Writer())
+	return slog.New(h)
 }
 
 // runForeground serves in this process (-D, -d), printing the eval lines
 // once the socket listens.
 func runForeground(f *agentFlags, out, errw io.Writer) error {
-	g, err := newGateway(f, stderrLogger(errw, f.debug), func() {
+	g, err := newGateway(f, daemonLogger(errw, f.debug), func() {
 		evalLines(out, f, os.Getpid(), false)
 	})
 	if err != nil {
@@ -222,7 +230,7 @@ func forwardSignals(p *os.Process) (stop func()) {
 // SSH_AGENT_PID set, and exits with its status.
 func runWithCommand(f *agentFlags, errw io.Writer) error {
 	ready := make(chan struct{})
-	g, err := newGateway(f, stderrLogger(errw, false), func() { close(ready) })
+	g, err := newGateway(f, daemonLogger(errw, false), func() { close(ready) })
 	if err != nil {
 		return err
 	}

@@ -93,7 +93,7 @@ func runDetachedChild(f *agentFlags) error {
 	os.Unsetenv(envDetached)
 	os.Unsetenv(envPrivateDir)
 	status := os.NewFile(3, "status")
-	g, err := newGateway(f, stderrLogger(os.Stderr, false), func() {
+	g, err := newGateway(f, daemonLogger(os.Stderr, false), func() {
 		fmt.Fprintln(status, "ok")
 		status.Close()
 	})
