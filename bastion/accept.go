@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -19,18 +18,12 @@ import (
 // connection to the SSH server.
 func (s *Server) accept(c *net.UnixConn) {
 	log := s.cfg.Log
-	helper, err := s.cfg.Procs.PeerOf(c)
+	helper, err := s.cfg.Procs.Admit(c, "bastion", log)
 	if err != nil {
-		log.Warn("bastion: cannot identify the client", "err", err)
 		c.Close()
 		return
 	}
 	defer helper.Close()
-	if int(helper.UID) != os.Getuid() && helper.UID != 0 {
-		log.Warn("bastion: refusing another user", "uid", helper.UID, "pid", helper.PID)
-		c.Close()
-		return
-	}
 	c.SetDeadline(time.Now().Add(30 * time.Second))
 	t, err := readPreamble(bufio.NewReaderSize(oneByte{c}, 16))
 	if err != nil {

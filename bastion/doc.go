@@ -39,7 +39,8 @@
 // # Who is asking
 //
 // SSH client authentication is not used: the kernel says who connected.
-// On accept the bastion reads the helper's peer credentials and pins it
+// On accept the bastion admits the helper as every gateway socket does
+// (procid.Table.Admit): it reads the helper's peer credentials, pins it
 // (pid, start time, executable; a pidfd where there is one), and refuses
 // a helper of another user (root excepted). The requester — the process
 // every decision is about — is the helper's parent: the ssh that runs it

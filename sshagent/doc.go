@@ -28,9 +28,10 @@
 //
 // # Process identity
 //
-// Every connection's peer is identified from kernel evidence
-// (internal/procid) at accept: a peer of another user (other than root)
-// is refused. Before each request the peer is verified again — alive, same
+// Every connection's peer is admitted at accept by procid.Table.Admit,
+// the one check all of the gateway's sockets share: identified from
+// kernel evidence, pinned, and refused (and logged) when it runs as
+// another user, root excepted. Before each request the peer is verified again — alive, same
 // start time, same executable — and every byte of the request must have
 // been written by that process (SCM_CREDENTIALS), so a socket inherited
 // by a child or passed to another process is noticed and closed.

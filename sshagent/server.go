@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -41,9 +40,6 @@ type Server struct {
 	Locker  Locker
 	Procs   *procid.Table
 	Log     *slog.Logger
-	// UID is the only user (besides root) allowed to connect; it defaults
-	// to the server's own uid.
-	UID int
 
 	wg sync.WaitGroup
 }
@@ -51,8 +47,8 @@ type Server struct {
 // An Endpoint is one listening socket and the clients it admits.
 type Endpoint struct {
 	Channel approvals.Channel
-	// Admit, when set, is asked about every verified peer after the uid
-	// check; an error refuses the connection.
+	// Admit, when set, is asked about every peer procid.Table.Admit
+	// admitted; an error refuses the connection.
 	Admit func(*procid.Peer) error
 }
 
@@ -70,29 +66,17 @@ func (s *Server) Serve(ctx context.Context, l *net.UnixListener, ep *Endpoint) e
 // Wait waits for the connections being served to end.
 func (s *Server) Wait() { s.wg.Wait() }
 
-func (s *Server) uid() int {
-	if s.UID != 0 {
-		return s.UID
-	}
-	return os.Getuid()
-}
-
 // handle serves one connection. The peer is identified at accept and
 // verified again before each request; the bytes of each request must all
 // come from that peer.
 func (s *Server) handle(ctx context.Context, c *net.UnixConn, ep *Endpoint) {
 	defer c.Close()
-	peer, err := s.Procs.PeerOf(c)
+	peer, err := s.Procs.Admit(c, "agent", s.Log)
 	if err != nil {
-		s.Log.Warn("refusing connection: cannot identify the peer", "err", err)
 		return
 	}
 	defer peer.Close()
 	log := s.Log.With("pid", peer.PID, "exe", peer.Exe.Path)
-	if int(peer.UID) != s.uid() && peer.UID != 0 {
-		log.Warn("refusing connection from another user", "uid", peer.UID)
-		return
-	}
 	if ep.Admit != nil {
 		if err := ep.Admit(peer); err != nil {
 			log.Warn("refusing connection", "err", err)

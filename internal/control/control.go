@@ -4,10 +4,11 @@
 // that sits beside the agent socket. What the lines mean is the contract
 // in gateway/api; this package only moves them.
 //
-// The server identifies every client from kernel evidence, refuses other
-// users, and passes the verified peer to the handler with the request,
-// so that the gateway can refuse, for example, an approval sent from
-// inside the process tree that asked for it.
+// The server admits every client through procid.Table.Admit (identified
+// from kernel evidence, other users refused) and passes the verified peer
+// to the handler with the request, so that the gateway can refuse, for
+// example, an approval sent from inside the process tree that asked for
+// it.
 package control
 
 import (
@@ -18,7 +19,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -54,16 +54,11 @@ func (s *Server) Wait() { s.wg.Wait() }
 
 func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	defer c.Close()
-	peer, err := s.Procs.PeerOf(c)
+	peer, err := s.Procs.Admit(c, "control", s.Log)
 	if err != nil {
-		s.Log.Warn("control: cannot identify peer", "err", err)
 		return
 	}
 	defer peer.Close()
-	if int(peer.UID) != os.Getuid() && peer.UID != 0 {
-		s.Log.Warn("control: refusing another user", "uid", peer.UID, "pid", peer.PID)
-		return
-	}
 	line, err := readLine(c)
 	if err != nil {
 		return

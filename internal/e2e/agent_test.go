@@ -16,6 +16,8 @@ import (
 
 	"golang.org/x/crypto/ssh/agent"
 	"golang.org/x/sys/unix"
+
+	"github.com/postern/postern/gateway/api"
 )
 
 func fingerprint(t testing.TB, e *Env, key string) string {
@@ -310,29 +312,68 @@ func TestGitCloneOverSSH(t *testing.T) {
 	}
 }
 
+// TestOtherUserRefused: a process of another user that reaches any of the
+// gateway's sockets (agent, control, bastion) is refused by the gateway's
+// own per-connection check, and the refusal is logged with the socket's
+// name; root is let in, as with ssh-agent. Each client is the real one
+// for its socket: ssh-add, postern status, postern connect.
 func TestOtherUserRefused(t *testing.T) {
 	need(t, "setpriv", "ssh-add")
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a client as another user")
 	}
 	e := newEnv(t)
-	e.Config(`approval = "none"`)
-	// Open the file system fence on purpose, so that only the agent's own
-	// per-connection uid check stands between the other user and the keys.
+	// Open the file system fence on purpose, so that only the gateway's
+	// own per-connection uid check stands between the other user and the
+	// sockets.
 	dir := filepath.Join(e.Dir, "open")
 	os.MkdirAll(dir, 0o711)
 	os.Chmod(e.Dir, 0o711)
+	bastionSock := filepath.Join(dir, "bastion.sock")
+	e.Config(fmt.Sprintf("approval = \"none\"\n[bastion]\nenabled = true\nsocket = %q\nhosts = [\"127.0.0.1\"]\n", bastionSock))
 	a := e.startAgentAt(filepath.Join(dir, "agent.sock"))
-	os.Chmod(a.Socket, 0o666)
+	controlSock := api.ControlSocket(a.Socket)
+	for _, s := range []string{a.Socket, controlSock, bastionSock} {
+		if err := os.Chmod(s, 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
 	k := e.Keygen("k", "ed25519", 0, "")
 	e.AddKey(k)
-	r := e.Run("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "ssh-add", "-l")
-	if r.Code == 0 || strings.Contains(r.Stdout, "SHA256:") {
+	home := filepath.Join(e.Dir, "nobody")
+	os.Mkdir(home, 0o700)
+	os.Chown(home, 65534, 65534)
+	asNobody := func(args ...string) Result {
+		t.Helper()
+		cmd := exec.Command("setpriv", append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--"}, args...)...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_STATE_HOME=" + home,
+			"XDG_CONFIG_HOME=" + home, "XDG_RUNTIME_DIR=" + home, "SSH_AUTH_SOCK=" + a.Socket}
+		return e.finish(cmd, "")
+	}
+	refused := func(socket string) {
+		t.Helper()
+		a.WaitLog(t, fmt.Sprintf(`msg="refusing connection from another user" socket=%s uid=65534`, socket))
+	}
+
+	if r := asNobody("ssh-add", "-l"); r.Code == 0 || strings.Contains(r.Stdout, "SHA256:") {
 		t.Fatalf("another user listed the keys: %s", r)
 	}
-	a.WaitLog(t, "refusing connection from another user")
+	refused("agent")
+	if r := asNobody(posternBin, "status", "--json"); r.Code == 0 || strings.Contains(r.Stdout, "boot") {
+		t.Fatalf("another user read the gateway's status: %s", r)
+	}
+	refused("control")
+	if r := asNobody(posternBin, "connect", "--socket", bastionSock, "git", "127.0.0.1", "22"); r.Code == 0 {
+		t.Fatalf("another user was let through the bastion: %s", r)
+	}
+	refused("bastion")
+
 	// Root is allowed, as with ssh-agent.
 	e.MustRun("ssh-add", "-l")
+	e.MustRun("postern", "status")
+	if n := strings.Count(a.Log(), "refusing connection"); n != 3 {
+		t.Fatalf("%d refusals logged, want 3:\n%s", n, a.Log())
+	}
 }
 
 func TestAgentIsNonDumpable(t *testing.T) {

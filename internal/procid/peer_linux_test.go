@@ -50,7 +50,15 @@ func startClient(t *testing.T, mode string) (*exec.Cmd, *net.UnixConn) {
 	if err := PassCredentials(l); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0])
+	return connectClient(t, l, sock, mode, os.Args[0])
+}
+
+// connectClient runs argv, the test binary or a command that executes it,
+// as a client of sock (mode as in runClient), and returns the connection
+// l accepts from it.
+func connectClient(t *testing.T, l *net.UnixListener, sock, mode string, argv ...string) (*exec.Cmd, *net.UnixConn) {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "PROCID_TEST_CLIENT="+sock, "PROCID_TEST_MODE="+mode)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,11 @@
 // executable but keeps pid and start time, so only the re-stat of
 // /proc/PID/exe shows it).
 //
+// [Table.Admit] is the admission every gateway socket uses (agent,
+// control, bastion): PeerOf, then a refusal, logged with the socket's
+// name, of any peer that runs as neither this process's user nor root.
+// The check exists once, here.
+//
 // [SenderConn] reads with recvmsg and reports, for every chunk of bytes,
 // the pid of the process that actually wrote it (SCM_CREDENTIALS), so a
 // socket inherited by a child or passed to another process is noticed.

@@ -1,0 +1,83 @@
+package procid
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAdmit runs the test binary as a client (see TestMain) twice: as this
+// process's user, which Admit lets in, and through setpriv as uid 65534,
+// which it refuses and logs. The socket and the binary are opened to
+// everyone on purpose, so that only Admit stands between the other user
+// and the server.
+func TestAdmit(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a client as another user")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("setpriv is not installed; .ci/run must install it (util-linux)")
+		}
+		t.Skip("setpriv is not installed")
+	}
+	dir, err := os.MkdirTemp("", "procid-admit-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "client")
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "s")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	os.Chmod(sock, 0o666)
+
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	admit := func(argv ...string) (*exec.Cmd, *Peer, error) {
+		t.Helper()
+		cmd, c := connectClient(t, l, sock, "exit", argv...)
+		p, err := Host.Admit(c, "test", log)
+		return cmd, p, err
+	}
+
+	cmd, p, err := admit(bin)
+	if err != nil {
+		t.Fatalf("a client of the same user was refused: %v", err)
+	}
+	if p.PID != cmd.Process.Pid || p.UID != uint32(os.Getuid()) {
+		t.Fatalf("admitted %+v, want pid %d", p.Process, cmd.Process.Pid)
+	}
+	p.Close()
+	if logged.Len() != 0 {
+		t.Fatalf("an admission was logged as a refusal: %s", logged.String())
+	}
+
+	cmd, p, err = admit(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--", bin)
+	if !errors.Is(err, ErrOtherUser) || p != nil {
+		t.Fatalf("a client of uid 65534: peer %v, err %v", p, err)
+	}
+	want := fmt.Sprintf(`msg="refusing connection from another user" socket=test uid=65534 pid=%d exe=%s`, cmd.Process.Pid, bin)
+	if !strings.Contains(logged.String(), want) {
+		t.Fatalf("refusal logged as\n%s\nwant it to contain\n%s", logged.String(), want)
+	}
+}
