@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,8 +14,6 @@ import (
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/atomicfile"
-	"github.com/postern/postern/internal/procid"
-	"github.com/postern/postern/internal/safesocket"
 	"github.com/postern/postern/internal/xdg"
 	"github.com/postern/postern/sshagent"
 )
@@ -72,7 +69,7 @@ func expandHome(files []string) []string {
 
 // startBastion opens the command journal and serves the bastion's socket
 // when the configuration enables it.
-func (g *Gateway) startBastion(ctx context.Context, serve func(func() error)) error {
+func (g *Gateway) startBastion() error {
 	cfg := g.config.Bastion
 	if !cfg.Enabled {
 		return nil
@@ -101,16 +98,12 @@ func (g *Gateway) startBastion(ctx context.Context, serve func(func() error)) er
 	if err != nil {
 		return err
 	}
-	l, err := safesocket.Listen(path)
+	l, err := listenIdentified(path)
 	if err != nil {
 		return fmt.Errorf("bastion socket: %w", err)
 	}
-	if err := procid.PassCredentials(l); err != nil {
-		l.Close()
-		return err
-	}
 	g.bastionL = l
-	serve(func() error { return g.bastion.Serve(ctx, l) })
+	g.srv.serve(func() error { return g.bastion.Serve(g.srv.ctx, l) })
 	g.log.Info("bastion listening", "socket", path)
 	return nil
 }

@@ -1,12 +1,23 @@
 // Package gateway assembles the postern daemon: the agent socket served
 // by sshagent, the control socket the command line talks to, the vault
 // and its lock state, the approval engine and the configuration it is
-// built from. It is the only package that wires these together, and only
-// cmd/postern uses it.
+// built from, the audit log and the bastion. It is the only package that
+// wires these together, and cmd/postern uses it only to start the
+// daemon; everything else the command line does goes through the
+// contract in gateway/api.
 //
 // The gateway mints a random boot id when it starts. It lives in memory
 // only: after a restart nothing that was bound to the old boot id can
 // match again.
+//
+// New builds a gateway and Run serves it (gateway.go). The rest, a file
+// each: serve.go listens on the agent and control sockets; runs.go
+// serves every run's own agent socket; control.go answers the control
+// socket and turns Go errors into the contract's codes, with one method
+// per operation in handlers.go; vaultstate.go is the vault's lock state
+// machine, epoch.go its epoch counter; audit.go records the gateway's own
+// events; bastion.go starts the bastion; watch.go follows the vault and
+// configuration files, config.go reloads the configuration.
 package gateway
 
 import (
@@ -33,7 +44,6 @@ import (
 	"github.com/postern/postern/internal/config"
 	"github.com/postern/postern/internal/control"
 	"github.com/postern/postern/internal/procid"
-	"github.com/postern/postern/internal/safesocket"
 	"github.com/postern/postern/internal/xdg"
 	"github.com/postern/postern/sshagent"
 )
@@ -72,11 +82,13 @@ type Gateway struct {
 	audit      *audit.Log
 	journal    *journal.Journal
 	bastion    *bastion.Server
-	bastionL   *net.UnixListener
 
+	srv      *servers // set by Run
+	agentL   *net.UnixListener
+	ctlL     *net.UnixListener
+	bastionL *net.UnixListener
 	runMu    sync.Mutex
 	runLs    map[string]*net.UnixListener // run id -> the run's agent socket
-	serveRun func(run *approvals.Run) error
 
 	mu        sync.Mutex
 	config    config.File
@@ -166,10 +178,15 @@ func New(opts Options) (*Gateway, error) {
 // BootID returns the gateway's boot id.
 func (g *Gateway) BootID() string { return g.bootID }
 
-// Run serves until ctx is done. SIGHUP reloads the configuration.
+// Run serves until ctx is done: it opens the audit log, listens on the
+// agent and control sockets, serves the runs still alive from before a
+// restart and the bastion, and follows the vault and configuration
+// files. SIGHUP reloads the configuration; SIGUSR1 revokes every grant.
 func (g *Gateway) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// Caught from the start: SIGHUP would otherwise end the process.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGUSR1)
+	defer signal.Stop(sigs)
 
 	g.vault.start()
 	if err := g.openAudit(g.stateDir); err != nil {
@@ -179,73 +196,18 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err := g.recordStart(g.stateDir); err != nil {
 		return fmt.Errorf("the audit log cannot be written, so the gateway does not start: %w", err)
 	}
-	agentL, err := safesocket.Listen(g.opts.Socket)
-	if err != nil {
-		return fmt.Errorf("agent socket: %w", err)
-	}
-	defer agentL.Close()
-	if err := procid.PassCredentials(agentL); err != nil {
-		return fmt.Errorf("agent socket: %w", err)
-	}
-	if err := safesocket.CheckDir(filepath.Dir(g.opts.Socket)); err != nil {
-		g.log.Warn(err.Error())
-	}
-	ctlL, err := safesocket.Listen(api.ControlSocket(g.opts.Socket))
-	if err != nil {
-		return fmt.Errorf("control socket: %w", err)
-	}
-	defer ctlL.Close()
-
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGUSR1)
-	defer signal.Stop(sigs)
-
-	var wg sync.WaitGroup
-	errc := make(chan error, 2)
-	serve := func(f func() error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(); err != nil {
-				errc <- err
-				cancel()
-			}
-		}()
-	}
-	serve(func() error {
-		return g.agent.Serve(ctx, agentL, &sshagent.Endpoint{Channel: approvals.Channel{Kind: approvals.ChannelAgent}})
-	})
-	serve(func() error { return g.ctl.Serve(ctx, ctlL) })
-	g.serveRun = func(run *approvals.Run) error {
-		l, err := safesocket.Listen(run.Socket)
-		if err != nil {
-			return err
-		}
-		if err := procid.PassCredentials(l); err != nil {
-			l.Close()
-			return err
-		}
-		g.runMu.Lock()
-		g.runLs[run.ID] = l
-		g.runMu.Unlock()
-		ep := &sshagent.Endpoint{Channel: approvals.Channel{Kind: approvals.ChannelRun, Run: run.ID}, Admit: g.engine.AdmitRun(run.ID)}
-		serve(func() error { return g.agent.Serve(ctx, l, ep) })
-		return nil
-	}
-	for _, run := range g.engine.Restore() {
-		if err := g.serveRun(run); err != nil {
-			g.log.Warn("cannot serve a restored run's socket", "run", run.ID, "err", err)
-			g.engine.EndRun(run.ID, audit.ReasonGatewayRestarted)
-			continue
-		}
-		g.log.Info("run from before the restart still alive; it must be approved again", "run", run.ID, "pid", run.Process.PID, "previous_boot", run.PrevBoot)
-	}
-	if err := g.startBastion(ctx, serve); err != nil {
-		cancel()
-		wg.Wait()
+	g.srv = newServers(ctx)
+	defer g.closeListeners()
+	if err := g.serveSockets(); err != nil {
+		g.srv.stop()
 		return err
 	}
-	stopWatch := g.watch(ctx)
+	g.restoreRuns()
+	if err := g.startBastion(); err != nil {
+		g.srv.stop()
+		return err
+	}
+	stopWatch := g.watch(g.srv.ctx)
 	defer stopWatch()
 
 	state, epoch := g.vault.State()
@@ -253,12 +215,17 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if g.opts.Ready != nil {
 		g.opts.Ready()
 	}
+	g.handleSignals(g.srv.ctx, sigs)
+	return g.shutdown()
+}
 
-loop:
+// handleSignals reloads the configuration on SIGHUP and revokes every
+// grant on SIGUSR1, until ctx is done.
+func (g *Gateway) handleSignals(ctx context.Context, sigs <-chan os.Signal) {
 	for {
 		select {
 		case <-ctx.Done():
-			break loop
+			return
 		case s := <-sigs:
 			if s == syscall.SIGUSR1 {
 				n := g.engine.RevokeAll()
@@ -268,64 +235,21 @@ loop:
 			g.reloadConfig()
 		}
 	}
+}
+
+// shutdown ends every grant and card, stops serving, and wipes the keys.
+// It returns the error that stopped a socket, if one did.
+func (g *Gateway) shutdown() error {
 	g.engine.Stop()
-	cancel()
-	agentL.Close()
-	ctlL.Close()
-	g.runMu.Lock()
-	for _, l := range g.runLs {
-		l.Close()
-	}
-	g.runMu.Unlock()
-	if g.bastionL != nil {
-		g.bastionL.Close()
-	}
-	wg.Wait()
+	g.srv.cancel()
+	g.closeListeners()
+	g.srv.wg.Wait()
 	if g.journal != nil {
 		g.journal.Close()
 	}
 	g.vault.wipe()
 	g.log.Info("gateway stopped", "boot_id", g.bootID)
-	select {
-	case err := <-errc:
-		return err
-	default:
-		return nil
-	}
-}
-
-// reloadConfig reads the configuration again. An invalid file keeps the
-// policy in force; the error is logged and shown by status.
-func (g *Gateway) reloadConfig() {
-	cfg, err := config.Load(g.configPath)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if err != nil {
-		g.configErr = err
-		g.log.Error("configuration not reloaded; the previous policy stays in force", "err", err)
-		return
-	}
-	pol, err := approvals.Compile(cfg)
-	if err != nil {
-		g.configErr = err
-		g.log.Error("configuration not reloaded; the previous policy stays in force", "err", err)
-		return
-	}
-	g.config, g.configErr = cfg, nil
-	g.engine.SetPolicy(pol)
-	g.engine.Record(audit.Event{Type: audit.EventPolicyReloaded, Detail: map[string]string{"path": g.configPath, "approval": cfg.Approval, "rules": itoa(len(cfg.Rules))}})
-	g.log.Info("configuration reloaded", "path", g.configPath, "approval", cfg.Approval)
-}
-
-// closeRun stops serving an ended run's socket.
-func (g *Gateway) closeRun(run *approvals.Run) {
-	g.runMu.Lock()
-	l := g.runLs[run.ID]
-	delete(g.runLs, run.ID)
-	g.runMu.Unlock()
-	if l != nil {
-		l.Close()
-	}
+	return g.srv.err()
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
