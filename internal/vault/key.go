@@ -57,18 +57,11 @@ func nowUTC() time.Time { return time.Now().UTC() }
 // PublicKey returns the key's public half, read from the OpenSSH
 // container without decoding the private part.
 func (k Key) PublicKey() (ssh.PublicKey, error) {
-	raw, err := decodeOpenSSHPEM(k.Private)
+	o, raw, err := k.container()
 	if err != nil {
 		return nil, err
 	}
 	defer clear(raw)
-	o, err := parseOpenSSHContainer(raw)
-	if err != nil {
-		return nil, err
-	}
-	if o.CipherName != "none" {
-		return nil, errors.New("stored private key is encrypted; the vault holds only unencrypted keys")
-	}
 	return ssh.ParsePublicKey(slices.Clone(o.PubKey)) // raw is cleared on return
 }
 
@@ -123,18 +116,11 @@ func (k Key) check() (ssh.PublicKey, error) {
 	if len(k.Comment) > maxComment {
 		return nil, fmt.Errorf("key comment is longer than %d bytes", maxComment)
 	}
-	raw, err := decodeOpenSSHPEM(k.Private)
+	o, raw, err := k.container()
 	if err != nil {
 		return nil, err
 	}
 	defer clear(raw)
-	o, err := parseOpenSSHContainer(raw)
-	if err != nil {
-		return nil, err
-	}
-	if o.CipherName != "none" || o.KdfName != "none" {
-		return nil, errors.New("the private key must be stored unencrypted (use NewKey)")
-	}
 	priv, err := ssh.ParseRawPrivateKey(k.Private)
 	if err != nil {
 		return nil, fmt.Errorf("decode private key: %w", err)
@@ -143,4 +129,24 @@ func (k Key) check() (ssh.PublicKey, error) {
 		return nil, err
 	}
 	return ssh.ParsePublicKey(slices.Clone(o.PubKey)) // raw is cleared on return
+}
+
+// container decodes the key's openssh-key-v1 container and refuses an
+// encrypted one: the vault stores keys unencrypted (inside its own
+// encryption), as NewKey writes them. o aliases raw, which the caller
+// clears.
+func (k Key) container() (o *opensshContainer, raw []byte, err error) {
+	raw, err = decodeOpenSSHPEM(k.Private)
+	if err != nil {
+		return nil, nil, err
+	}
+	o, err = parseOpenSSHContainer(raw)
+	if err == nil && (o.CipherName != "none" || o.KdfName != "none") {
+		err = errors.New("the private key is encrypted; the vault stores keys unencrypted, as NewKey writes them")
+	}
+	if err != nil {
+		clear(raw)
+		return nil, nil, err
+	}
+	return o, raw, nil
 }
