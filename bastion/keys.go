@@ -45,11 +45,18 @@ var _ ssh.MultiAlgorithmSigner = (*gatedSigner)(nil)
 
 func (s *gatedSigner) PublicKey() ssh.PublicKey { return s.key.Public }
 
+// Algorithms names the signature algorithms of the key itself, also for
+// a certificate: x/crypto matches them against the server's list of
+// signature algorithms, which names no certificate types.
 func (s *gatedSigner) Algorithms() []string {
-	if s.key.Public.Type() == ssh.KeyAlgoRSA {
+	pub := s.key.Public
+	if c, ok := pub.(*ssh.Certificate); ok {
+		pub = c.Key
+	}
+	if pub.Type() == ssh.KeyAlgoRSA {
 		return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256}
 	}
-	return []string{s.key.Public.Type()}
+	return []string{pub.Type()}
 }
 
 func (s *gatedSigner) Sign(r io.Reader, data []byte) (*ssh.Signature, error) {

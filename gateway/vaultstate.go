@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/vault"
@@ -240,16 +242,29 @@ func identities(v *vault.Vault) ([]*sshagent.Identity, error) {
 			keys[i].Wipe()
 		}
 	}()
+	now := time.Now()
 	for _, k := range keys {
-		priv, err := k.PrivateKey()
+		certs, err := k.Certificates()
 		if err != nil {
 			return nil, fmt.Errorf("vault key %q: %w", k.Comment, err)
 		}
-		id, err := sshagent.NewIdentity(priv, nil, k.Comment)
-		if err != nil {
-			return nil, fmt.Errorf("vault key %q: %w", k.Comment, err)
+		// The key, then each certificate still valid, as ssh-add adds a
+		// key and the certificate beside it. Each identity decodes its
+		// own copy of the private key: one is wiped without the others.
+		for _, cert := range append([]*ssh.Certificate{nil}, certs...) {
+			if cert != nil && vault.CertExpired(cert, now) {
+				continue
+			}
+			priv, err := k.PrivateKey()
+			if err != nil {
+				return nil, fmt.Errorf("vault key %q: %w", k.Comment, err)
+			}
+			id, err := sshagent.NewIdentity(priv, cert, k.Comment)
+			if err != nil {
+				return nil, fmt.Errorf("vault key %q: %w", k.Comment, err)
+			}
+			ids = append(ids, id)
 		}
-		ids = append(ids, id)
 	}
 	return ids, nil
 }

@@ -137,9 +137,9 @@ func (k *Keyring) Add(id *Identity) error {
 	if id.Source == Added && id.Expires.IsZero() && k.DefaultLifetime > 0 {
 		id.Expires = k.now().Add(k.DefaultLifetime)
 	}
-	if !id.Expires.IsZero() {
-		blob := id.Key.Marshal()
-		id.timer = time.AfterFunc(id.Expires.Sub(k.now()), func() { k.expire(blob) })
+	if err := k.arm(id); err != nil {
+		wipe(id.priv)
+		return err
 	}
 	blob := id.Key.Marshal()
 	for i, old := range k.ids {
@@ -150,6 +150,30 @@ func (k *Keyring) Add(id *Identity) error {
 		}
 	}
 	k.ids = append(k.ids, id)
+	return nil
+}
+
+// ErrCertExpired refuses a certificate whose validity has ended.
+var ErrCertExpired = errors.New("certificate has expired")
+
+// arm caps id's lifetime at its certificate's end of validity, refuses a
+// certificate that has already expired, and starts the timer that drops
+// the identity when its lifetime ends. The caller holds the lock.
+func (k *Keyring) arm(id *Identity) error {
+	now := k.now()
+	if c, ok := id.Key.(*ssh.Certificate); ok && c.ValidBefore != ssh.CertTimeInfinity {
+		end := time.Unix(int64(min(c.ValidBefore, 1<<62)), 0)
+		if !now.Before(end) {
+			return ErrCertExpired
+		}
+		if id.Expires.IsZero() || end.Before(id.Expires) {
+			id.Expires = end
+		}
+	}
+	if !id.Expires.IsZero() {
+		blob := id.Key.Marshal()
+		id.timer = time.AfterFunc(id.Expires.Sub(now), func() { k.expire(blob) })
+	}
 	return nil
 }
 
@@ -239,7 +263,7 @@ func (k *Keyring) ReplaceVault(ids []*Identity) {
 				break
 			}
 		}
-		if dup {
+		if dup || k.arm(id) != nil {
 			id.destroy()
 			continue
 		}
@@ -266,17 +290,29 @@ func (k *Keyring) Identities() ([]*Identity, error) {
 	return out, nil
 }
 
-// Lookup finds the usable identity for key.
+// Lookup finds the usable identity for key: the one with exactly that
+// key or certificate, else one holding the same public key with or
+// without a certificate. ssh signs for a certificate it read from
+// CertificateFile with the plain key the agent holds, and sshd's
+// HostKeyAgent asks for a host certificate's key; both are the same
+// signature, made by the same private key.
 func (k *Keyring) Lookup(key ssh.PublicKey) (*Identity, error) {
 	ids, err := k.Identities()
 	if err != nil {
 		return nil, err
 	}
 	blob := key.Marshal()
+	var same *Identity
 	for _, id := range ids {
 		if bytes.Equal(id.Key.Marshal(), blob) {
 			return id, nil
 		}
+		if same == nil && samePublic(id.Key, key) {
+			same = id
+		}
+	}
+	if same != nil {
+		return same, nil
 	}
 	return nil, ErrNotFound
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
 )
 
 // What a sign request's data turned out to be.
@@ -46,6 +47,26 @@ type sshsigMsg struct {
 	Hash      []byte
 }
 
+// plainKey returns the public key a certificate certifies, or key itself.
+// A key that only carries its wire form (agent.Key) is parsed first.
+func plainKey(key ssh.PublicKey) ssh.PublicKey {
+	if _, ok := key.(*agent.Key); ok {
+		if k, err := ssh.ParsePublicKey(key.Marshal()); err == nil {
+			key = k
+		}
+	}
+	if c, ok := key.(*ssh.Certificate); ok {
+		return c.Key
+	}
+	return key
+}
+
+// samePublic reports whether a and b are the same public key, each
+// possibly wrapped in a certificate.
+func samePublic(a, b ssh.PublicKey) bool {
+	return bytes.Equal(plainKey(a).Marshal(), plainKey(b).Marshal())
+}
+
 // parseSignData recognises the two kinds of data OpenSSH asks an agent to
 // sign. key is the key that will sign; a userauth request for another key
 // is not recognised as one.
@@ -61,7 +82,14 @@ func parseSignData(data []byte, key ssh.PublicKey) (signData, error) {
 	if err := ssh.Unmarshal(data, &m); err != nil || m.Type != msgUserAuthRequest || !m.HasSig {
 		return signData{kind: signOther}, nil
 	}
-	if !bytes.Equal(m.PubKey, key.Marshal()) {
+	named, err := ssh.ParsePublicKey(m.PubKey)
+	if err != nil {
+		return signData{}, errors.New("malformed key in userauth request")
+	}
+	// ssh signs for a certificate (CertificateFile) with the plain key
+	// the agent holds, and the reverse: as OpenSSH does, the public
+	// halves are compared.
+	if !samePublic(named, key) {
 		return signData{}, errors.New("userauth request names another key")
 	}
 	d := signData{kind: signUserauth, sessionID: m.SessionID, user: m.User}

@@ -11,13 +11,15 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/vault"
 	"github.com/postern/postern/internal/xdg"
 )
 
 const vaultUsage = `Usage: postern vault init [--passphrase-file FILE]
-       postern vault add [--comment TEXT] [--passphrase-file FILE] KEYFILE...
+       postern vault add [--comment TEXT] [--passphrase-file FILE] KEYFILE|CERTFILE...
        postern vault list [--json] [--passphrase-file FILE]
        postern vault remove [--passphrase-file FILE] FINGERPRINT|COMMENT
        postern vault passwd [--passphrase-file FILE] [--new-passphrase-file FILE]
@@ -136,7 +138,7 @@ func vaultAdd(args []string, out, errw io.Writer) error {
 	comment := fs.String("comment", "", "comment for the key (default: the file's own, else its name)")
 	v, err := vaultFlags(fs, args, func() error {
 		if fs.NArg() == 0 {
-			return usagef("vault add: name at least one private key file")
+			return usagef("vault add: name at least one private key or certificate file")
 		}
 		if *comment != "" && fs.NArg() > 1 {
 			return usagef("vault add: --comment applies to one file only")
@@ -151,6 +153,12 @@ func vaultAdd(args []string, out, errw io.Writer) error {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			return err
+		}
+		if cert, ok := parseCertFile(data); ok {
+			if err := addCert(v, cert, file, out); err != nil {
+				return err
+			}
+			continue
 		}
 		priv, c, err := vault.ParsePrivateKeyFile(data, func() ([]byte, error) {
 			return readPassphrase("", "Enter passphrase for "+file+": ")
@@ -174,16 +182,70 @@ func vaultAdd(args []string, out, errw io.Writer) error {
 		}
 		fp, _ := k.Fingerprint()
 		fmt.Fprintf(out, "added %s %s\n", fp, c)
+		// As ssh-add does, a certificate beside the key goes with it.
+		if data, err := os.ReadFile(file + "-cert.pub"); err == nil {
+			cert, ok := parseCertFile(data)
+			if !ok {
+				return fmt.Errorf("%s-cert.pub: not an OpenSSH certificate", file)
+			}
+			if err := addCert(v, cert, file+"-cert.pub", out); err != nil {
+				return err
+			}
+		}
 	}
 	return v.Save()
 }
 
+// parseCertFile reads an OpenSSH certificate file (KEY-cert.pub).
+func parseCertFile(data []byte) (*ssh.Certificate, bool) {
+	pub, _, _, _, err := ssh.ParseAuthorizedKey(data)
+	if err != nil {
+		return nil, false
+	}
+	c, ok := pub.(*ssh.Certificate)
+	return c, ok
+}
+
+func addCert(v *vault.Vault, cert *ssh.Certificate, file string, out io.Writer) error {
+	comment, err := v.AddCertificate(cert)
+	if errors.Is(err, vault.ErrNoKeyForCert) {
+		return fmt.Errorf("%s: %w; add its private key first", file, err)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	fmt.Fprintf(out, "added certificate %q (%s) to %s %s\n", cert.KeyId, cert.Type(), ssh.FingerprintSHA256(cert.Key), comment)
+	return nil
+}
+
 // keyJSON is one key in "postern vault list --json".
 type keyJSON struct {
-	Fingerprint string    `json:"fingerprint"`
+	Fingerprint  string     `json:"fingerprint"`
+	Type         string     `json:"type"`
+	Comment      string     `json:"comment"`
+	Added        time.Time  `json:"added"`
+	Certificates []certJSON `json:"certificates"`
+}
+
+// certJSON is one certificate of a key in "postern vault list --json".
+type certJSON struct {
 	Type        string    `json:"type"`
-	Comment     string    `json:"comment"`
-	Added       time.Time `json:"added"`
+	KeyID       string    `json:"key_id"`
+	Principals  []string  `json:"principals"`
+	CA          string    `json:"ca"`
+	ValidBefore time.Time `json:"valid_before,omitzero"`
+	Expired     bool      `json:"expired"`
+}
+
+func certInfo(c *ssh.Certificate, now time.Time) certJSON {
+	j := certJSON{Type: c.Type(), KeyID: c.KeyId, Principals: c.ValidPrincipals, CA: ssh.FingerprintSHA256(c.SignatureKey), Expired: vault.CertExpired(c, now)}
+	if j.Principals == nil {
+		j.Principals = []string{}
+	}
+	if c.ValidBefore != ssh.CertTimeInfinity && c.ValidBefore < 1<<62 {
+		j.ValidBefore = time.Unix(int64(c.ValidBefore), 0).UTC()
+	}
+	return j
 }
 
 func vaultList(args []string, out, errw io.Writer) error {
@@ -199,8 +261,13 @@ func vaultList(args []string, out, errw io.Writer) error {
 		return err
 	}
 	list := make([]keyJSON, 0, len(infos))
+	now := time.Now()
 	for _, k := range infos {
-		list = append(list, keyJSON{Fingerprint: k.Fingerprint, Type: k.PublicKey.Type(), Comment: k.Comment, Added: k.Added})
+		kj := keyJSON{Fingerprint: k.Fingerprint, Type: k.PublicKey.Type(), Comment: k.Comment, Added: k.Added, Certificates: []certJSON{}}
+		for _, c := range k.Certs {
+			kj.Certificates = append(kj.Certificates, certInfo(c, now))
+		}
+		list = append(list, kj)
 	}
 	if *asJSON {
 		return printJSON(out, list)
@@ -210,6 +277,16 @@ func vaultList(args []string, out, errw io.Writer) error {
 	}
 	for _, k := range list {
 		fmt.Fprintf(out, "%s %s %s (%s)\n", k.Fingerprint, k.Comment, k.Type, k.Added.Format("2006-01-02"))
+		for _, c := range k.Certificates {
+			until := "forever"
+			if !c.ValidBefore.IsZero() {
+				until = "until " + c.ValidBefore.Format(time.RFC3339)
+			}
+			if c.Expired {
+				until = "expired " + c.ValidBefore.Format(time.RFC3339)
+			}
+			fmt.Fprintf(out, "  certificate %s %q principals %s, %s\n", c.Type, c.KeyID, strings.Join(c.Principals, ","), until)
+		}
 	}
 	return nil
 }

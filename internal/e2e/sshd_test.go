@@ -30,6 +30,12 @@ type SSHD struct {
 // HostKeyAlias so that tests can give the verified host a name.
 func startSSHD(t testing.TB, authorized string, aliases ...string) *SSHD {
 	t.Helper()
+	return startSSHDConfig(t, authorized, "", aliases...)
+}
+
+// startSSHDConfig is startSSHD with extra lines for sshd_config.
+func startSSHDConfig(t testing.TB, authorized, extra string, aliases ...string) *SSHD {
+	t.Helper()
 	need(t, "ssh", "ssh-keygen")
 	sshd := sshdPath(t)
 	if os.Geteuid() == 0 {
@@ -68,7 +74,8 @@ LogLevel VERBOSE
 MaxStartups 200
 AcceptEnv LANG POSTERN_TEST_*
 Subsystem sftp %s
-`, port, hostKey, dir, dir, sftp)
+%s
+`, port, hostKey, dir, dir, sftp, extra)
 		cfg := filepath.Join(dir, "sshd_config")
 		os.WriteFile(cfg, []byte(conf), 0o600)
 		s := &SSHD{Port: port, Dir: dir, HostKey: hostLine, User: u.Username, done: make(chan struct{})}

@@ -11,11 +11,13 @@ import (
 
 // Body plaintext layout (big-endian), sealed with the data key:
 //
-//	u8  version      1
+//	u8  version      1, or 2 when a key has certificates
 //	u64 generation   bumped by every save
 //	u32 n            keys, in insertion order
 //	n × (u16 len, comment, i64 added unix seconds, u32 added nanoseconds,
-//	     u32 len, private key PEM)
+//	     u32 len, private key PEM,
+//	     version 2 only: u16 c certificates, c × (u32 len, certificate
+//	     in SSH wire format))
 //	u32 m            secrets, names strictly increasing
 //	m × (u16 len, name, u32 len, value)
 //
@@ -24,7 +26,10 @@ import (
 // this encoder writes into one exactly sized buffer that Save clears.
 const (
 	bodyVersion   = 1
+	bodyVersion2  = 2 // with certificates
 	maxComment    = 4096
+	maxCerts      = 16        // certificates per key
+	maxCertLen    = 16 * 1024 // bytes per certificate
 	maxSecretName = 255
 
 	minUnix = -62135596800 // 0001-01-01T00:00:00Z
@@ -48,7 +53,25 @@ func validateSecretName(name string) error {
 // size. The caller clears it.
 func encodeBody(b *body) ([]byte, error) {
 	size := 1 + 8 + 4 + 4
+	version := uint8(bodyVersion)
+	for _, k := range b.keys {
+		if len(k.Certs) > 0 {
+			version = bodyVersion2
+		}
+	}
 	for i, k := range b.keys {
+		if len(k.Certs) > maxCerts {
+			return nil, fmt.Errorf("key %d: more than %d certificates", i, maxCerts)
+		}
+		if version == bodyVersion2 {
+			size += 2
+		}
+		for _, c := range k.Certs {
+			if len(c) == 0 || len(c) > maxCertLen {
+				return nil, fmt.Errorf("key %d: certificate of %d bytes", i, len(c))
+			}
+			size += 4 + len(c)
+		}
 		if len(k.Comment) > maxComment {
 			return nil, fmt.Errorf("key %d: comment is longer than %d bytes", i, maxComment)
 		}
@@ -76,7 +99,7 @@ func encodeBody(b *body) ([]byte, error) {
 	// partial copy of the plaintext is left behind.
 	buf := make([]byte, 0, size)
 	w := cryptobyte.NewFixedBuilder(buf)
-	w.AddUint8(bodyVersion)
+	w.AddUint8(version)
 	w.AddUint64(b.generation)
 	w.AddUint32(uint32(len(b.keys)))
 	for _, k := range b.keys {
@@ -84,6 +107,12 @@ func encodeBody(b *body) ([]byte, error) {
 		w.AddUint64(uint64(k.Added.Unix()))
 		w.AddUint32(uint32(k.Added.Nanosecond()))
 		addUint32Bytes(w, k.Private)
+		if version == bodyVersion2 {
+			w.AddUint16(uint16(len(k.Certs)))
+			for _, c := range k.Certs {
+				addUint32Bytes(w, c)
+			}
+		}
 	}
 	w.AddUint32(uint32(len(names)))
 	for _, name := range names {
@@ -116,9 +145,10 @@ func decodeBody(p []byte) (_ *body, err error) {
 	if !s.ReadUint8(&version) {
 		return nil, corrupt("body is empty")
 	}
-	if version != bodyVersion {
+	if version != bodyVersion && version != bodyVersion2 {
 		return nil, corrupt("unknown body version %d", version)
 	}
+	anyCerts := false
 	var n uint32
 	if !s.ReadUint64(&b.generation) || !s.ReadUint32(&n) {
 		return nil, corrupt("body is truncated")
@@ -144,11 +174,23 @@ func decodeBody(p []byte) (_ *body, err error) {
 		case len(priv) == 0:
 			return nil, corrupt("key %d: empty private key", i)
 		}
-		b.keys = append(b.keys, Key{
+		k := Key{
 			Comment: string(comment),
 			Private: slices.Clone(priv),
 			Added:   time.Unix(int64(sec), int64(nsec)).UTC(),
-		})
+		}
+		b.keys = append(b.keys, k)
+		if version == bodyVersion2 {
+			certs, err := readCerts(&s, i)
+			if err != nil {
+				return nil, err
+			}
+			b.keys[len(b.keys)-1].Certs = certs
+			anyCerts = anyCerts || len(certs) > 0
+		}
+	}
+	if version == bodyVersion2 && !anyCerts {
+		return nil, corrupt("body version 2 without certificates")
 	}
 	var m uint32
 	if !s.ReadUint32(&m) {
@@ -177,6 +219,29 @@ func decodeBody(p []byte) (_ *body, err error) {
 		return nil, corrupt("%d unexpected bytes at the end of the body", len(s))
 	}
 	return b, nil
+}
+
+// readCerts reads the certificates of key i (body version 2).
+func readCerts(s *cryptobyte.String, i uint32) ([][]byte, error) {
+	var c uint16
+	if !s.ReadUint16(&c) {
+		return nil, corrupt("body is truncated in key %d", i)
+	}
+	if c > maxCerts {
+		return nil, corrupt("key %d: %d certificates", i, c)
+	}
+	var out [][]byte
+	for range c {
+		var cert []byte
+		if !readUint32Bytes(s, &cert) {
+			return nil, corrupt("body is truncated in the certificates of key %d", i)
+		}
+		if len(cert) == 0 || len(cert) > maxCertLen {
+			return nil, corrupt("key %d: certificate of %d bytes", i, len(cert))
+		}
+		out = append(out, slices.Clone(cert))
+	}
+	return out, nil
 }
 
 // wipeBody zeroes every secret byte b holds.

@@ -52,6 +52,7 @@ func (v *Vault) Keys() []Key {
 	for i, k := range v.keys {
 		out[i] = k
 		out[i].Private = slices.Clone(k.Private)
+		out[i].Certs = slices.Clone(k.Certs)
 	}
 	return out
 }
@@ -103,6 +104,48 @@ func (v *Vault) AddKey(k Key) error {
 	}
 	v.keys = append(v.keys, k)
 	return nil
+}
+
+// ErrNoKeyForCert is returned when a certificate is added for a key the
+// vault does not hold.
+var ErrNoKeyForCert = errors.New("the vault holds no key for this certificate")
+
+// AddCertificate stores cert beside the key it certifies, replacing the
+// same certificate, and drops that key's certificates that have expired
+// (an expired cert is refused). It returns the key's comment. Save
+// writes it.
+func (v *Vault) AddCertificate(cert *ssh.Certificate) (string, error) {
+	now := nowUTC()
+	if CertExpired(cert, now) {
+		return "", errors.New("add certificate: it has expired")
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.wiped {
+		return "", ErrWiped
+	}
+	blob := cert.Marshal()
+	want := cert.Key.Marshal()
+	for i, k := range v.keys {
+		pub, err := k.PublicKey()
+		if err != nil || !bytes.Equal(pub.Marshal(), want) {
+			continue
+		}
+		kept := [][]byte{}
+		for _, c := range k.Certs {
+			pc, err := ParseCertificate(c)
+			if err != nil || CertExpired(pc, now) || bytes.Equal(c, blob) {
+				continue
+			}
+			kept = append(kept, c)
+		}
+		if len(kept) >= maxCerts {
+			return "", fmt.Errorf("add certificate: the key already has %d certificates", maxCerts)
+		}
+		v.keys[i].Certs = append(kept, blob)
+		return k.Comment, nil
+	}
+	return "", fmt.Errorf("add certificate for %s: %w", ssh.FingerprintSHA256(cert.Key), ErrNoKeyForCert)
 }
 
 // RemoveKey removes the key whose fingerprint ("SHA256:…") or comment is

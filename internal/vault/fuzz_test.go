@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 )
 
 // seedVault returns a real vault file (Create with the real Argon2id at the
@@ -68,6 +69,11 @@ func FuzzBody(f *testing.F) {
 	empty, _ := encodeBody(&body{})
 	f.Add(empty)
 	f.Add([]byte{bodyVersion})
+	withCert := newEd25519Key(f, "c")
+	withCert.Certs = [][]byte{certFor(f, withCert, time.Now().Add(time.Hour)).Marshal()}
+	if p, err := encodeBody(&body{keys: []Key{withCert}}); err == nil {
+		f.Add(p)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := decodeBody(data)
 		if err != nil {

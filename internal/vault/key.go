@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"bytes"
 	"crypto"
 	"errors"
 	"fmt"
@@ -20,6 +21,9 @@ type Key struct {
 	Private []byte
 	// Added is when the key was put in the vault.
 	Added time.Time
+	// Certs are certificates of the key, in SSH wire format, as
+	// "postern vault add KEY-cert.pub" stored them. They are public.
+	Certs [][]byte
 }
 
 // KeyInfo is the public description of a key: what listings need,
@@ -29,6 +33,7 @@ type KeyInfo struct {
 	Added       time.Time
 	PublicKey   ssh.PublicKey
 	Fingerprint string // "SHA256:…", as ssh-keygen -l prints it
+	Certs       []*ssh.Certificate
 }
 
 // NewKey returns a Key holding priv in OpenSSH format with the given
@@ -101,7 +106,42 @@ func (k Key) Info() (KeyInfo, error) {
 	if err != nil {
 		return KeyInfo{}, err
 	}
-	return KeyInfo{Comment: k.Comment, Added: k.Added, PublicKey: pub, Fingerprint: ssh.FingerprintSHA256(pub)}, nil
+	certs, err := k.Certificates()
+	if err != nil {
+		return KeyInfo{}, err
+	}
+	return KeyInfo{Comment: k.Comment, Added: k.Added, PublicKey: pub, Fingerprint: ssh.FingerprintSHA256(pub), Certs: certs}, nil
+}
+
+// Certificates parses the key's certificates.
+func (k Key) Certificates() ([]*ssh.Certificate, error) {
+	out := make([]*ssh.Certificate, 0, len(k.Certs))
+	for i, blob := range k.Certs {
+		c, err := ParseCertificate(blob)
+		if err != nil {
+			return nil, fmt.Errorf("certificate %d: %w", i, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// ParseCertificate parses an OpenSSH certificate in wire format.
+func ParseCertificate(blob []byte) (*ssh.Certificate, error) {
+	pub, err := ssh.ParsePublicKey(blob)
+	if err != nil {
+		return nil, err
+	}
+	c, ok := pub.(*ssh.Certificate)
+	if !ok {
+		return nil, fmt.Errorf("a %s key is not a certificate", pub.Type())
+	}
+	return c, nil
+}
+
+// CertExpired reports whether c's validity ended before now.
+func CertExpired(c *ssh.Certificate, now time.Time) bool {
+	return c.ValidBefore != ssh.CertTimeInfinity && now.Unix() >= 0 && uint64(now.Unix()) >= c.ValidBefore
 }
 
 // Wipe zeroes the private key bytes.
@@ -127,6 +167,15 @@ func (k Key) check() (ssh.PublicKey, error) {
 	}
 	if _, _, err := checkEmbeddedPublic(priv, o.PubKey, ""); err != nil {
 		return nil, err
+	}
+	certs, err := k.Certificates()
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range certs {
+		if !bytes.Equal(c.Key.Marshal(), o.PubKey) {
+			return nil, errors.New("a certificate is for another key")
+		}
 	}
 	return ssh.ParsePublicKey(slices.Clone(o.PubKey)) // raw is cleared on return
 }
