@@ -17,30 +17,17 @@ LDFLAGS := -X main.Version=$(VERSION)
 MAN1 := $(wildcard man/*.1)
 MAN5 := $(wildcard man/*.5)
 
-.PHONY: all build test unit keychain lint man bench install clean
+.PHONY: all build test unit lint man bench install clean
 
 all: build
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/postern ./cmd/postern
 
-test: unit keychain lint
+test: unit lint
 
 unit:
 	$(GO) test -count=1 -timeout 20m ./...
-
-# The Secret Service test needs a session bus and an unlocked keyring:
-# run it under dbus-run-session with a throwaway gnome-keyring.
-keychain:
-	@if command -v dbus-run-session >/dev/null && command -v gnome-keyring-daemon >/dev/null; then \
-	  dbus-run-session -- sh -c 'export XDG_DATA_HOME=$$(mktemp -d) XDG_RUNTIME_DIR=$$(mktemp -d); \
-	    chmod 700 "$$XDG_RUNTIME_DIR"; \
-	    printf %s test-password | gnome-keyring-daemon --unlock --components=secrets >/dev/null; \
-	    $(GO) test -count=1 -v -run "Keychain|SecretService|NoSessionBus" ./internal/keychain/ ./internal/e2e/ > "$$XDG_RUNTIME_DIR/out" 2>&1; rc=$$?; \
-	    grep -E "^(--- |ok|FAIL)" "$$XDG_RUNTIME_DIR/out"; \
-	    if grep -q -- "--- SKIP" "$$XDG_RUNTIME_DIR/out"; then cat "$$XDG_RUNTIME_DIR/out"; exit 1; fi; exit $$rc' 2>/dev/null; \
-	elif [ -n "$$CI" ]; then echo "dbus-run-session and gnome-keyring are missing; .ci/run installs them"; exit 1; \
-	else echo "skipping the Secret Service test: no dbus-run-session or gnome-keyring-daemon"; fi
 
 lint: man
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -4,17 +4,15 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/postern/postern/internal/keychain/keychaintest"
 )
 
-// TestKeychainUnlock needs a Secret Service: "make keychain" runs it under
-// dbus-run-session with a throwaway gnome-keyring (and fails if it skips).
+// TestKeychainUnlock remembers the vault's key in a throwaway
+// gnome-keyring on a private session bus.
 func TestKeychainUnlock(t *testing.T) {
-	bus := os.Getenv("DBUS_SESSION_BUS_ADDRESS")
-	if bus == "" {
-		t.Skip("no session bus: run through make keychain")
-	}
 	e := newEnv(t)
-	e.Setenv("DBUS_SESSION_BUS_ADDRESS", bus)
+	e.Setenv("DBUS_SESSION_BUS_ADDRESS", keychaintest.SessionBus(t))
 	pass := e.WriteFile("pass", "keychain pass\n", 0o600)
 	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
 	k := e.Keygen("k", "ed25519", 0, "")

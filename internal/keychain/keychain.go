@@ -18,7 +18,10 @@
 // github.com/keybase/go-keychain/secretservice, in the default collection
 // (usually "login"), with the attributes application=postern and
 // postern-vault=<vault ID in hex>. Secrets travel over D-Bus encrypted
-// with the dh-ietf1024-sha256-aes128-cbc-pkcs7 session algorithm. No
+// with the dh-ietf1024-sha256-aes128-cbc-pkcs7 session algorithm, whose
+// key exchange this package makes itself (session_linux.go): the
+// library's drops the shared secret's leading zero bytes, which garbles
+// one session in 256. No
 // session bus (no $DBUS_SESSION_BUS_ADDRESS, no /run/user/UID/bus) means
 // ErrUnavailable: the package never launches a bus. A locked collection is
 // unlocked through the service's own prompt; with no display that prompt

@@ -1,6 +1,7 @@
 package keychain
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,6 +26,10 @@ var (
 	svc *secretservice.SecretService
 )
 
+// userRunDir is where the D-Bus library looks for the session bus when
+// $DBUS_SESSION_BUS_ADDRESS is unset (tests point it elsewhere).
+var userRunDir = func() string { return filepath.Join("/run/user", strconv.Itoa(os.Getuid())) }
+
 // busAvailable reports whether a session bus can be found the way the
 // D-Bus library looks for one, short of launching a new bus (which the
 // library would do by running dbus-launch).
@@ -32,7 +37,7 @@ func busAvailable() error {
 	if a := os.Getenv("DBUS_SESSION_BUS_ADDRESS"); a != "" && a != "autolaunch:" {
 		return nil
 	}
-	run := filepath.Join("/run/user", strconv.Itoa(os.Getuid()))
+	run := userRunDir()
 	for _, name := range []string{"bus", "dbus-session"} {
 		if _, err := os.Stat(filepath.Join(run, name)); err == nil {
 			return nil
@@ -69,10 +74,11 @@ func open() (*secretservice.SecretService, *secretservice.Session, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
-		s.SetSessionOpenTimeout(sessionOpenTimeout)
 		svc = s
 	}
-	sess, err := svc.OpenSession(secretservice.AuthenticationDHAES)
+	ctx, cancel := context.WithTimeout(context.Background(), sessionOpenTimeout)
+	defer cancel()
+	sess, err := openSession(ctx, svc)
 	if err != nil {
 		svc = nil
 		return nil, nil, fmt.Errorf("%w: no Secret Service answers on the session bus (start gnome-keyring-daemon or another provider): %v", ErrUnavailable, err)

@@ -4,27 +4,28 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
-	"os"
-	"path/filepath"
-	"strconv"
 	"testing"
+
+	"github.com/postern/postern/internal/keychain/keychaintest"
 )
 
-// TestSecretService needs a session bus with a Secret Service on it. In
-// CI (Debian packages dbus-daemon, dbus-bin, gnome-keyring):
-//
-//	dbus-run-session -- sh -c '
-//	  export HOME=$(mktemp -d) XDG_RUNTIME_DIR=$(mktemp -d)
-//	  chmod 700 "$XDG_RUNTIME_DIR"
-//	  printf %s test-password | gnome-keyring-daemon --unlock --components=secrets >/dev/null
-//	  go test ./internal/keychain/'
-//
-// It writes an entry under a random vault ID and deletes it again. On a
-// desktop session it uses the user's own default keyring.
-func TestSecretService(t *testing.T) {
-	if os.Getenv("DBUS_SESSION_BUS_ADDRESS") == "" {
-		t.Skip("DBUS_SESSION_BUS_ADDRESS is unset: no session bus to test against (run under dbus-run-session with gnome-keyring-daemon; see the comment above)")
+// useBus points the package at a throwaway Secret Service
+// (keychaintest.SessionBus) for the rest of the test.
+func useBus(t *testing.T) {
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", keychaintest.SessionBus(t))
+	reset := func() {
+		mu.Lock()
+		svc = nil
+		mu.Unlock()
 	}
+	reset()
+	t.Cleanup(reset)
+}
+
+// TestSecretService stores, loads and deletes an entry in a throwaway
+// gnome-keyring on a private session bus.
+func TestSecretService(t *testing.T) {
+	useBus(t)
 	if err := Available(); err != nil {
 		t.Fatalf("Available: %v", err)
 	}
@@ -73,12 +74,9 @@ func TestSecretService(t *testing.T) {
 // TestNoSessionBus: without a bus the package reports ErrUnavailable
 // and does not start one.
 func TestNoSessionBus(t *testing.T) {
-	run := filepath.Join("/run/user", strconv.Itoa(os.Getuid()))
-	for _, name := range []string{"bus", "dbus-session"} {
-		if _, err := os.Stat(filepath.Join(run, name)); err == nil {
-			t.Skipf("%s/%s exists: there is a session bus even without the variable", run, name)
-		}
-	}
+	run := t.TempDir()
+	defer func(f func() string) { userRunDir = f }(userRunDir)
+	userRunDir = func() string { return run }
 	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "")
 	t.Setenv("PATH", "") // dbus-launch must not be run
 	var id [16]byte
@@ -93,5 +91,54 @@ func TestNoSessionBus(t *testing.T) {
 	}
 	if _, err := Load(id); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Load: %v", err)
+	}
+}
+
+// One session in 256 has a shared secret whose first byte is zero; the
+// service keeps that byte in the key derivation. Loads are repeated
+// until one ran in such a session, then stores (each checked with a
+// load) until one did; every secret must come back intact.
+func TestSecretServiceLeadingZero(t *testing.T) {
+	useBus(t)
+	var id [16]byte
+	rand.Read(id[:])
+	t.Cleanup(func() { Delete(id) })
+	var zero bool
+	onSharedSecret = func(s []byte) { zero = s[0] == 0 }
+	defer func() { onSharedSecret = nil }()
+	const limit = 10000 // sessions per phase; 256 are expected
+	secret := make([]byte, 52)
+	rand.Read(secret)
+	if err := Store(id, secret); err != nil {
+		t.Fatalf("Store: %v", err)
+	}
+	for i := 0; ; i++ {
+		if i == limit {
+			t.Fatalf("no load in a session with a leading zero byte in %d sessions", limit)
+		}
+		got, err := Load(id)
+		if err != nil || !bytes.Equal(got, secret) {
+			t.Fatalf("Load (leading zero byte: %v): %x, %v; stored %x", zero, got, err, secret)
+		}
+		if zero {
+			break
+		}
+	}
+	for i := 0; ; i++ {
+		if i == limit {
+			t.Fatalf("no store in a session with a leading zero byte in %d sessions", limit)
+		}
+		rand.Read(secret)
+		if err := Store(id, secret); err != nil {
+			t.Fatalf("Store: %v", err)
+		}
+		storedZero := zero
+		got, err := Load(id)
+		if err != nil || !bytes.Equal(got, secret) {
+			t.Fatalf("Load after a store (leading zero byte: %v): %x, %v; stored %x", storedZero, got, err, secret)
+		}
+		if storedZero {
+			break
+		}
 	}
 }

@@ -1,0 +1,69 @@
+package keychain
+
+import (
+	"bytes"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"math/big"
+	"testing"
+)
+
+// serviceKey is the session key as the Secret Service derives it
+// (gnome-keyring's egg_dh_gen_secret and egg_hkdf_perform): HKDF-SHA256
+// over the shared secret at the group's full length.
+func serviceKey(t *testing.T, clientPublic, servicePrivate *big.Int) []byte {
+	t.Helper()
+	secret := new(big.Int).Exp(clientPublic, servicePrivate, oakley2).FillBytes(make([]byte, groupSize))
+	k, err := hkdf.Key(sha256.New, secret, nil, "", 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// A shared secret whose first byte is zero, as one in 256 is, keeps that
+// byte in the key derivation: both sides derive the same key. The
+// exponents are fixed, so the case is met on every run.
+func TestSessionKeyLeadingZero(t *testing.T) {
+	sum := sha256.Sum256([]byte("the service's private exponent"))
+	servicePrivate := new(big.Int).SetBytes(sum[:])
+	servicePublic := new(big.Int).Exp(oakley2G, servicePrivate, oakley2).FillBytes(make([]byte, groupSize))
+	found := 0
+	for x := int64(2); found < 3; x++ {
+		private := big.NewInt(x)
+		var secret []byte
+		onSharedSecret = func(s []byte) { secret = bytes.Clone(s) }
+		got, err := sessionKey(servicePublic, private)
+		onSharedSecret = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := serviceKey(t, new(big.Int).Exp(oakley2G, private, oakley2), servicePrivate)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("exponent %d: session key %x, the service derives %x (shared secret %x)", x, got, want, secret)
+		}
+		if len(secret) != groupSize {
+			t.Fatalf("exponent %d: the shared secret went into the derivation as %d bytes, not %d", x, len(secret), groupSize)
+		}
+		if secret[0] == 0 {
+			found++
+			stripped, _ := hkdf.Key(sha256.New, bytes.TrimLeft(secret, "\x00"), nil, "", 16)
+			if bytes.Equal(stripped, want) {
+				t.Fatalf("exponent %d: the key does not depend on the leading zero byte", x)
+			}
+		}
+	}
+}
+
+// A public value outside (1, p-1) is refused.
+func TestSessionKeyRange(t *testing.T) {
+	pMinus1 := new(big.Int).Sub(oakley2, big.NewInt(1))
+	for _, y := range [][]byte{{}, {1}, pMinus1.Bytes(), oakley2.Bytes(), append([]byte{0}, pMinus1.Bytes()...)} {
+		if _, err := sessionKey(y, big.NewInt(5)); err == nil {
+			t.Errorf("public value %x accepted", y)
+		}
+	}
+	if _, err := sessionKey([]byte{2}, big.NewInt(5)); err != nil {
+		t.Errorf("public value 2 refused: %v", err)
+	}
+}
