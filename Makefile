@@ -1,7 +1,9 @@
 # postern — build, test, lint, install.
 #
 #   make build     build ./bin/postern
-#   make test      run every test (unit, end-to-end against real OpenSSH), then lint
+#   make test      run every test (unit, end-to-end against real OpenSSH,
+#                  OpenSSH's own agent regression tests), then lint
+#   make regress   OpenSSH's agent regression tests against postern agent
 #   make lint      gofmt, go vet (linux and darwin), mandoc -Tlint on the man pages
 #   make bench     side-by-side benchmarks against OpenSSH ssh-agent
 #   make install   install the binary and man pages (PREFIX, DESTDIR)
@@ -17,17 +19,23 @@ LDFLAGS := -X main.Version=$(VERSION)
 MAN1 := $(wildcard man/*.1)
 MAN5 := $(wildcard man/*.5)
 
-.PHONY: all build test unit lint man bench install clean
+.PHONY: all build test unit regress lint man bench install clean
 
 all: build
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/postern ./cmd/postern
 
-test: unit lint
+test: unit regress lint
 
 unit:
 	$(GO) test -count=1 -timeout 20m ./...
+
+# OpenSSH's agent regression tests (Debian's openssh-tests), unchanged,
+# with postern agent standing in for ssh-agent: see the script's header.
+REGRESS_TESTS ?=
+regress: build
+	sh internal/e2e/regress/run.sh bin/postern $(REGRESS_TESTS)
 
 lint: man
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

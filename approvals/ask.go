@@ -73,7 +73,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		Changed:     sentence,
 		Mode:        mode,
 		Selected:    sel,
-		Key:         KeyView{Fingerprint: r.Key.Fingerprint, Comment: r.Key.Comment, Type: r.Key.Type},
+		Key:         KeyView{Fingerprint: r.Key.Fingerprint, Comment: r.Key.Comment, Type: r.Key.Type, Touch: r.Key.Touch},
 		Purpose:     r.Purpose,
 		Destination: dest,
 		Namespace:   r.Namespace,

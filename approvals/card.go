@@ -48,6 +48,7 @@ type KeyView struct {
 	Fingerprint string `json:"fingerprint"`
 	Comment     string `json:"comment,omitempty"`
 	Type        string `json:"type,omitempty"`
+	Touch       bool   `json:"touch,omitempty"` // the security key will want a touch
 }
 
 // DestView is the verified destination of an authentication.
@@ -165,6 +166,9 @@ func (v *CardView) Text() string {
 	}
 	if v.Command != "" {
 		fmt.Fprintf(&b, "Command (relayed by the bastion, exactly): %s\n", v.Command)
+	}
+	if v.Key.Touch {
+		b.WriteString("Security key: once approved, it waits for a touch on the key\n")
 	}
 	fmt.Fprintf(&b, "Covers: %s\n", v.Covers)
 	if v.Destination != nil && v.Destination.User != "" {

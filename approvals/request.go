@@ -43,6 +43,7 @@ type Key struct {
 	Comment     string
 	Type        string
 	Confirm     bool // added with ssh-add -c: confirm every use
+	Touch       bool // a FIDO key that waits for a touch when it signs
 }
 
 // Destination is where an authentication goes, established from the host

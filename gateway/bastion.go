@@ -51,7 +51,7 @@ func (k keySource) Sign(key ssh.PublicKey, data []byte, algo string) (*ssh.Signa
 	case strings.Contains(algo, "rsa-sha2-512"):
 		flags = agent.SignatureFlagRsaSha512
 	}
-	return k.keys.Sign(id, data, flags)
+	return k.keys.Sign(id, data, uint32(flags))
 }
 
 // expandHome turns "~/x" into a path under $HOME.

@@ -55,7 +55,10 @@ type Options struct {
 	Socket string
 	// Lifetime is the default lifetime of keys added with ssh-add.
 	Lifetime time.Duration
-	Log      *slog.Logger
+	// Providers is the allow-list of FIDO and PKCS#11 provider libraries
+	// (postern agent -P); empty means sshagent.DefaultProviders.
+	Providers string
+	Log       *slog.Logger
 	// Env is the environment askpass programs run with.
 	Env askpass.Env
 	// Ready, if set, is called once every socket listens.
@@ -164,11 +167,12 @@ func New(opts Options) (*Gateway, error) {
 		g.recordVault(epoch, why, g.vault.locked)
 	})
 	g.agent = &sshagent.Server{
-		Keys:    g.keys,
-		Decider: g.engine,
-		Locker:  g.vault,
-		Procs:   g.procs,
-		Log:     g.log,
+		Keys:      g.keys,
+		Decider:   g.engine,
+		Locker:    g.vault,
+		Procs:     g.procs,
+		Log:       g.log,
+		Providers: opts.Providers,
 	}
 	g.ops = g.handlers()
 	g.ctl = &control.Server{Procs: g.procs, Log: g.log, Handle: g.answerControl}

@@ -59,8 +59,9 @@ func parseSessionBind(contents []byte) (Binding, error) {
 // bindings records the session bindings of one agent connection, with
 // ssh-agent's consistency rules.
 type bindings struct {
-	list   []Binding
-	failed bool // a bind was refused: the connection is not trusted again
+	list      []Binding
+	failed    bool // a bind was refused: the connection is not trusted again
+	attempted bool // a bind was asked for: the connection comes through ssh
 }
 
 // add records b. A connection bound for authentication (not forwarding)

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"golang.org/x/crypto/ssh"
-	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
@@ -22,12 +21,8 @@ const (
 	ExtQuery       = "query"
 )
 
-// SSH_AGENT_EXTENSION_RESPONSE, from draft-ietf-sshm-ssh-agent.
-const msgExtensionResponse = 29
-
-// conn is the agent as one client connection sees it: it implements
-// agent.ExtendedAgent over the shared keyring, with the connection's
-// verified peer and session bindings.
+// conn is the agent as one client connection sees it: the shared keyring,
+// with the connection's verified peer and session bindings.
 type conn struct {
 	srv   *Server
 	ep    *Endpoint
@@ -36,8 +31,6 @@ type conn struct {
 	log   *slog.Logger
 	binds bindings
 }
-
-var _ agent.ExtendedAgent = (*conn)(nil)
 
 // errRefused is returned for requests the agent declines; the client gets
 // SSH_AGENT_FAILURE and the reason is logged here, not sent.
@@ -48,37 +41,32 @@ func (c *conn) refuse(msg string, args ...any) error {
 	return errRefused
 }
 
-// List returns the identities this connection may see: while locked none;
-// keys restricted to destinations only where the connection's bindings
-// allow them.
-func (c *conn) List() ([]*agent.Key, error) {
+// visible returns the identities this connection may see: while locked
+// none; keys restricted to destinations only where the connection's
+// bindings allow them.
+func (c *conn) visible() ([]*Identity, error) {
 	if c.binds.failed {
 		return nil, c.refuse("refusing to list keys: an earlier session-bind failed on this connection")
 	}
 	ids, err := c.srv.Keys.Identities()
 	if errors.Is(err, ErrLocked) {
-		return []*agent.Key{}, nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	keys := make([]*agent.Key, 0, len(ids))
+	out := ids[:0:0]
 	for _, id := range ids {
-		if permitted(id.Dest, c.binds.list, "") != nil {
-			continue
+		if permitted(id.Dest, c.binds.list, "") == nil {
+			out = append(out, id)
 		}
-		keys = append(keys, &agent.Key{Format: id.Key.Type(), Blob: id.Key.Marshal(), Comment: id.Comment})
 	}
-	return keys, nil
+	return out, nil
 }
 
-func (c *conn) Sign(key ssh.PublicKey, data []byte) (*ssh.Signature, error) {
-	return c.SignWithFlags(key, data, 0)
-}
-
-// SignWithFlags checks the request against the connection's bindings and
+// sign checks the request against the connection's bindings and
 // the key's constraints, asks the Decider, and signs only on an allow.
-func (c *conn) SignWithFlags(key ssh.PublicKey, data []byte, flags agent.SignatureFlags) (*ssh.Signature, error) {
+func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signature, error) {
 	req := &approvals.Request{
 		Requester: c.peer,
 		Channel:   c.ep.Channel,
@@ -100,10 +88,15 @@ func (c *conn) SignWithFlags(key ssh.PublicKey, data []byte, flags agent.Signatu
 	if err != nil {
 		return refuse(audit.ReasonKeyNotHeld, "key not held")
 	}
-	req.Key = approvals.Key{Fingerprint: id.Fingerprint(), Comment: id.Comment, Type: id.Key.Type(), Confirm: id.Confirm}
+	req.Key = approvals.Key{Fingerprint: id.Fingerprint(), Comment: id.Comment, Type: id.Key.Type(), Confirm: id.Confirm, Touch: id.Touch()}
 	sd, err := parseSignData(data, key)
 	if err != nil {
 		return refuse(audit.ReasonMalformedRequest, err.Error())
+	}
+	if id.sk != nil && !strings.HasPrefix(id.sk.application, "ssh:") && sd.kind == signOther {
+		// A key registered for a web origin signs only what SSH signs
+		// (userauth, SSHSIG), never a web challenge, as ssh-agent.
+		return refuse(audit.ReasonMalformedRequest, "security key of a web origin asked to sign something other than an SSH request")
 	}
 	if err := c.checkBinding(id, &sd); err != nil {
 		return refuse(audit.ReasonBindingViolation, err.Error())
@@ -180,99 +173,3 @@ func (c *conn) checkBinding(id *Identity, sd *signData) error {
 	}
 	return permitted(id.Dest, c.binds.list, sd.user)
 }
-
-// Add stores a key sent by ssh-add, with its constraints. A constraint the
-// agent does not know is refused rather than ignored.
-func (c *conn) Add(key agent.AddedKey) error {
-	id, err := NewIdentity(key.PrivateKey, key.Certificate, key.Comment)
-	if err != nil {
-		return c.refuse("refusing to add key: " + err.Error())
-	}
-	id.Source = Added
-	id.Confirm = key.ConfirmBeforeUse
-	if key.LifetimeSecs > 0 {
-		id.Expires = c.srv.Keys.now().Add(time.Duration(key.LifetimeSecs) * time.Second)
-	}
-	for _, ext := range key.ConstraintExtensions {
-		if ext.ExtensionName != ExtRestrictDestination || id.Dest != nil {
-			wipe(id.priv)
-			return c.refuse("refusing to add key: unsupported or repeated constraint", "constraint", ext.ExtensionName)
-		}
-		if id.Dest, err = parseDestConstraints(ext.ExtensionDetails); err != nil {
-			wipe(id.priv)
-			return c.refuse("refusing to add key: " + err.Error())
-		}
-	}
-	if err := c.srv.Keys.Add(id); err != nil {
-		return c.refuse("refusing to add key: " + err.Error())
-	}
-	c.log.Info("key added", "key", id.Fingerprint(), "comment", id.Comment, "confirm", id.Confirm,
-		"lifetime", key.LifetimeSecs, "destinations", len(id.Dest))
-	return nil
-}
-
-func (c *conn) Remove(key ssh.PublicKey) error {
-	if err := c.srv.Keys.Remove(key); err != nil {
-		return c.refuse("refusing to remove key: "+err.Error(), "key", ssh.FingerprintSHA256(key))
-	}
-	c.log.Info("key removed", "key", ssh.FingerprintSHA256(key))
-	return nil
-}
-
-func (c *conn) RemoveAll() error {
-	if err := c.srv.Keys.RemoveAll(); err != nil {
-		return c.refuse("refusing to remove keys: " + err.Error())
-	}
-	c.log.Info("all added keys removed")
-	return nil
-}
-
-func (c *conn) Lock(passphrase []byte) error {
-	defer clear(passphrase)
-	if err := c.srv.Locker.Lock(passphrase); err != nil {
-		return c.refuse("refusing to lock: " + err.Error())
-	}
-	return nil
-}
-
-func (c *conn) Unlock(passphrase []byte) error {
-	defer clear(passphrase)
-	if err := c.srv.Locker.Unlock(passphrase); err != nil {
-		return c.refuse("refusing to unlock: " + err.Error())
-	}
-	return nil
-}
-
-// Signers is not part of the wire protocol.
-func (c *conn) Signers() ([]ssh.Signer, error) {
-	return nil, errors.New("not supported")
-}
-
-// Extension answers session-bind@openssh.com and query.
-func (c *conn) Extension(name string, contents []byte) ([]byte, error) {
-	switch name {
-	case ExtSessionBind:
-		b, err := parseSessionBind(contents)
-		if err == nil {
-			err = c.binds.add(b)
-		}
-		if err != nil {
-			c.binds.failed = true
-			c.log.Warn("session-bind refused", "err", err)
-			return nil, err
-		}
-		c.log.Debug("session bound", "hostkey", ssh.FingerprintSHA256(b.HostKey), "forwarding", b.Forwarding, "hops", len(c.binds.list))
-		return nil, nil
-	case ExtQuery:
-		// The response echoes the extension name, then lists the
-		// extensions this agent supports.
-		reply := []byte{msgExtensionResponse}
-		for _, s := range []string{ExtQuery, ExtQuery, ExtSessionBind} {
-			reply = append(reply, ssh.Marshal(struct{ S string }{s})...)
-		}
-		return reply, nil
-	}
-	return nil, agent.ErrExtensionUnsupported
-}
-
-func (c *conn) String() string { return fmt.Sprintf("conn(%s)", c.peer.String()) }

@@ -54,6 +54,9 @@ func parseDestConstraints(details []byte) ([]DestConstraint, error) {
 		if err := ssh.Unmarshal(outer.C, &c); err != nil {
 			return nil, fmt.Errorf("destination constraint: %w", err)
 		}
+		if len(c.Reserved) != 0 {
+			return nil, errors.New("destination constraint: unsupported extensions")
+		}
 		var dc DestConstraint
 		var err error
 		if dc.From, err = parseHop(c.From); err != nil {
@@ -91,6 +94,13 @@ func parseHop(b []byte) (Hop, error) {
 	}
 	if err := ssh.Unmarshal(b, &h); err != nil {
 		return Hop{}, fmt.Errorf("destination constraint hop: %w", err)
+	}
+	switch {
+	case len(h.Reserved) != 0:
+		return Hop{}, errors.New("destination constraint hop: unsupported extensions")
+	case len(h.User) > maxUserPatternBytes:
+		// OpenSSH 10 caps user match patterns; a longer one is refused.
+		return Hop{}, fmt.Errorf("destination constraint hop: user pattern of %d bytes (limit %d)", len(h.User), maxUserPatternBytes)
 	}
 	hop := Hop{User: h.User, Hostname: h.Hostname}
 	rest := h.Rest

@@ -1,18 +1,33 @@
-// Package sshagent implements the SSH agent protocol as OpenSSH 9.x uses
-// it, so that postern can replace ssh-agent on $SSH_AUTH_SOCK.
+// Package sshagent implements the SSH agent protocol as OpenSSH 9 and 10
+// use it, so that postern can replace ssh-agent on $SSH_AUTH_SOCK.
 //
 // # Protocol
 //
-// Requests are parsed by golang.org/x/crypto/ssh/agent, one message at a
-// time, after this package has framed them with its own limit
-// ([MaxMessage], 256 KiB: a larger, truncated or malformed message closes
-// the connection or gets SSH_AGENT_FAILURE, never a panic or a hang). The
-// agent lists identities; signs with Ed25519, ECDSA (P-256, P-384, P-521)
-// and RSA (SHA-1, or SHA-2 with the rsa-sha2-256/512 flags), including
-// with certificates; adds identities with their constraints (lifetime,
-// confirm, and restrict-destination-v00@openssh.com hops, enforced as
-// ssh-agent enforces them); removes one or all; locks and unlocks; and
-// answers the session-bind@openssh.com and query extensions.
+// Requests are framed with this package's own limit ([MaxMessage], 256
+// KiB) and parsed here, with wire structs and ssh.Unmarshal (wire.go,
+// privkey.go): a larger, truncated or malformed message closes the
+// connection or gets SSH_AGENT_FAILURE, never a panic or a hang. The agent
+// answers every message of OpenSSH 10's agent: it lists identities; signs
+// with Ed25519, ECDSA (P-256, P-384, P-521), RSA (SHA-1, or SHA-2 with the
+// rsa-sha2-256/512 flags), DSA, FIDO keys (sk-ecdsa, sk-ed25519) through
+// OpenSSH's ssh-sk-helper, and PKCS#11 keys through ssh-pkcs11-helper,
+// with or without certificates (a key signs for its certificate and the
+// reverse: the public halves are compared); adds identities with their
+// constraints (lifetime, confirm, sk-provider@openssh.com,
+// restrict-destination-v00@openssh.com, associated-certs-v00@openssh.com
+// for PKCS#11); removes one or all; locks and unlocks (while locked only
+// an empty list, UNLOCK and session-bind are answered); and answers the
+// session-bind@openssh.com and query extensions, a failed one with
+// SSH_AGENT_EXTENSION_FAILURE.
+//
+// # Providers
+//
+// Provider libraries (FIDO, PKCS#11) are never loaded in the gateway:
+// OpenSSH's helpers load them in processes of their own, spoken to over a
+// socketpair. Only a library whose resolved path matches the allow-list
+// ([Server.Providers], ssh-agent's -P) is used, and never for a
+// connection that attempted a session-bind (it came through ssh: the
+// lesson of CVE-2023-38408).
 //
 // # Session binding
 //

@@ -2,6 +2,7 @@ package sshagent
 
 import (
 	"bytes"
+	"crypto/dsa"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
-	"golang.org/x/crypto/ssh/agent"
 )
 
 // ErrLocked is returned while the agent is locked: nothing is listed,
@@ -50,7 +50,11 @@ type Identity struct {
 	Confirm bool      // ssh-add -c: every use is confirmed
 	Expires time.Time // ssh-add -t: zero means no lifetime
 	Dest    []DestConstraint
+	// Provider is the FIDO or PKCS#11 provider library that holds the
+	// private key, for a key that is not held here.
+	Provider string
 
+	sk     *skKey // a FIDO key: signed with by ssh-sk-helper
 	signer ssh.Signer
 	priv   any
 	timer  *time.Timer
@@ -107,8 +111,11 @@ func NewIdentity(priv any, cert *ssh.Certificate, comment string) (*Identity, er
 	if p, ok := priv.(*ed25519.PrivateKey); ok {
 		priv = *p
 	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
+	var signer ssh.Signer
+	var err error
+	if d, ok := priv.(*dsa.PrivateKey); ok {
+		signer = dsaSigner{d}
+	} else if signer, err = ssh.NewSignerFromKey(priv); err != nil {
 		return nil, fmt.Errorf("unsupported private key: %w", err)
 	}
 	id := &Identity{Key: signer.PublicKey(), Comment: comment, signer: signer, priv: priv}
@@ -123,6 +130,18 @@ func NewIdentity(priv any, cert *ssh.Certificate, comment string) (*Identity, er
 		id.signer, id.Key = cs, cert
 	}
 	return id, nil
+}
+
+// newSKIdentity makes the identity of a FIDO key, which signs through
+// ssh-sk-helper with the provider library at provider.
+func newSKIdentity(k *skKey, provider, comment string) *Identity {
+	return &Identity{Key: k.pub, Comment: comment, Provider: provider, sk: k, signer: &skSigner{key: k, provider: provider}}
+}
+
+// Touch reports whether a signature with the identity waits for a person
+// to touch the security key that holds it.
+func (id *Identity) Touch() bool {
+	return id.sk != nil && id.sk.flags&skUserPresenceRequired != 0
 }
 
 // Add inserts id, replacing an identity with the same public key (as
@@ -234,6 +253,14 @@ func (k *Keyring) Remove(key ssh.PublicKey) error {
 	}
 }
 
+// RemoveProvider deletes the identities whose key a PKCS#11 provider
+// holds and reports how many it removed.
+func (k *Keyring) RemoveProvider(provider string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.removeLocked(func(id *Identity) bool { return id.sk == nil && id.Provider == provider })
+}
+
 // RemoveAll deletes every added identity. Vault identities stay until the
 // vault is locked.
 func (k *Keyring) RemoveAll() error {
@@ -319,7 +346,7 @@ func (k *Keyring) Lookup(key ssh.PublicKey) (*Identity, error) {
 
 // Sign signs data with the identity's key. flags select RSA's SHA-2
 // signature algorithms, as the agent protocol defines them.
-func (k *Keyring) Sign(id *Identity, data []byte, flags agent.SignatureFlags) (*ssh.Signature, error) {
+func (k *Keyring) Sign(id *Identity, data []byte, flags uint32) (*ssh.Signature, error) {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
 	if k.locked {
@@ -329,15 +356,16 @@ func (k *Keyring) Sign(id *Identity, data []byte, flags agent.SignatureFlags) (*
 		// Wiped by a lock, a removal or an expiry since it was looked up.
 		return nil, ErrNotFound
 	}
+	// The flags choose RSA's SHA-2 algorithms; other keys ignore them,
+	// as ssh-agent does.
 	var algo string
-	switch flags {
-	case 0:
-	case agent.SignatureFlagRsaSha256:
-		algo = ssh.KeyAlgoRSASHA256
-	case agent.SignatureFlagRsaSha512:
-		algo = ssh.KeyAlgoRSASHA512
-	default:
-		return nil, fmt.Errorf("unsupported signature flags %#x", flags)
+	if plainKey(id.Key).Type() == ssh.KeyAlgoRSA {
+		switch {
+		case flags&flagRSASHA256 != 0:
+			algo = ssh.KeyAlgoRSASHA256
+		case flags&flagRSASHA512 != 0:
+			algo = ssh.KeyAlgoRSASHA512
+		}
 	}
 	if algo == "" {
 		return id.signer.Sign(rand.Reader, data)
@@ -369,6 +397,8 @@ func wipe(priv any) {
 		clear(k)
 	case *ecdsa.PrivateKey:
 		wipeInt(k.D)
+	case *dsa.PrivateKey:
+		wipeInt(k.X)
 	case *rsa.PrivateKey:
 		wipeInt(k.D)
 		for _, p := range k.Primes {

@@ -1,7 +1,6 @@
 package sshagent
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -11,8 +10,6 @@ import (
 	"net"
 	"sync"
 	"time"
-
-	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/internal/procid"
@@ -40,8 +37,13 @@ type Server struct {
 	Locker  Locker
 	Procs   *procid.Table
 	Log     *slog.Logger
+	// Providers is the allow-list of FIDO and PKCS#11 provider libraries
+	// (ssh-agent -P): comma-separated patterns, "!" to exclude; empty
+	// means DefaultProviders.
+	Providers string
 
-	wg sync.WaitGroup
+	wg     sync.WaitGroup
+	pkcs11 pkcs11Set
 }
 
 // An Endpoint is one listening socket and the clients it admits.
@@ -100,7 +102,7 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn, ep *Endpoint) {
 		}
 		if err := peer.Verify(); err != nil {
 			log.Warn("closing connection: the peer is no longer the process that connected", "err", err)
-			c.Write(failure)
+			c.Write(replyFailure)
 			return
 		}
 		if _, err := c.Write(process(cn, req)); err != nil {
@@ -108,8 +110,6 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn, ep *Endpoint) {
 		}
 	}
 }
-
-var failure = []byte{0, 0, 0, 1, 5} // SSH_AGENT_FAILURE
 
 // readRequest reads one length-prefixed request, with its length prefix.
 func readRequest(c *procid.SenderConn) ([]byte, error) {
@@ -134,30 +134,14 @@ func readRequest(c *procid.SenderConn) ([]byte, error) {
 	return msg, nil
 }
 
-// process answers one request with x/crypto's protocol implementation,
-// which parses every message type (including keys and constraints sent by
-// ssh-add) and calls the conn's agent methods.
-func process(cn *conn, req []byte) (reply []byte) {
+// process answers one request (with its length prefix), never panicking
+// on malformed input.
+func process(cn *conn, req []byte) (out []byte) {
 	defer func() {
 		if r := recover(); r != nil {
 			cn.log.Error("malformed request caused a panic in the protocol parser", "panic", r)
-			reply = failure
+			out = replyFailure
 		}
 	}()
-	rw := &oneShot{in: bytes.NewReader(req)}
-	agent.ServeAgent(cn, rw)
-	if rw.out.Len() == 0 {
-		return failure
-	}
-	return rw.out.Bytes()
+	return cn.dispatch(req[4:])
 }
-
-// oneShot feeds one request to agent.ServeAgent and collects its reply;
-// ServeAgent returns at the end of the input.
-type oneShot struct {
-	in  *bytes.Reader
-	out bytes.Buffer
-}
-
-func (o *oneShot) Read(p []byte) (int, error)  { return o.in.Read(p) }
-func (o *oneShot) Write(p []byte) (int, error) { return o.out.Write(p) }

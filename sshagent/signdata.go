@@ -55,8 +55,11 @@ func plainKey(key ssh.PublicKey) ssh.PublicKey {
 			key = k
 		}
 	}
-	if c, ok := key.(*ssh.Certificate); ok {
+	switch c := key.(type) {
+	case *ssh.Certificate:
 		return c.Key
+	case *dsaCertKey:
+		return c.key
 	}
 	return key
 }
@@ -82,7 +85,7 @@ func parseSignData(data []byte, key ssh.PublicKey) (signData, error) {
 	if err := ssh.Unmarshal(data, &m); err != nil || m.Type != msgUserAuthRequest || !m.HasSig {
 		return signData{kind: signOther}, nil
 	}
-	named, err := ssh.ParsePublicKey(m.PubKey)
+	named, err := parsePublicKey(m.PubKey)
 	if err != nil {
 		return signData{}, errors.New("malformed key in userauth request")
 	}

@@ -31,8 +31,10 @@ Options (as ssh-agent(1)):
     -D          stay in the foreground
     -d          stay in the foreground and log debug messages to stderr
     -k          kill the agent named by $SSH_AGENT_PID
+    -P LIST     provider libraries ssh-add -s and FIDO keys may load, as
+                comma-separated patterns (default /usr/lib*/*,/usr/local/lib*/*)
     -t LIFE     default lifetime of keys added with ssh-add (600, 10m, 1h30m)
-    -E, -O, -P  accepted for compatibility and ignored
+    -E, -O      accepted for compatibility and ignored
 
 With COMMAND, run it with the agent's environment and exit when it exits.
 Without -D or -d, the agent detaches once its socket listens.
@@ -44,6 +46,7 @@ const agentSpec = "cDdksE:a:O:P:t:"
 type agentFlags struct {
 	csh, sh, fg, debug, kill bool
 	socket                   string
+	providers                string
 	privateDir               string // created for this instance; removed at exit
 	lifetime                 time.Duration
 	command                  []string
@@ -73,7 +76,9 @@ func parseAgentFlags(args []string) (*agentFlags, error) {
 			if f.lifetime, err = getopt.Lifetime(o.Value); err != nil {
 				return nil, usagef("-t %s: %v", o.Value, err)
 			}
-		case 'E', 'O', 'P':
+		case 'P':
+			f.providers = o.Value
+		case 'E', 'O':
 		}
 	}
 	if f.csh && f.sh {
@@ -173,10 +178,11 @@ func newGateway(f *agentFlags, log *slog.Logger, ready func()) (*gateway.Gateway
 		return nil, fmt.Errorf("cannot make the agent non-dumpable: %w", err)
 	}
 	return gateway.New(gateway.Options{
-		Socket:   f.socket,
-		Lifetime: f.lifetime,
-		Log:      log,
-		Ready:    ready,
+		Socket:    f.socket,
+		Lifetime:  f.lifetime,
+		Providers: f.providers,
+		Log:       log,
+		Ready:     ready,
 	})
 }
 

@@ -60,6 +60,9 @@ func detach(f *agentFlags, out io.Writer) error {
 	if f.lifetime > 0 {
 		args = append(args, "-t", strconv.Itoa(int(f.lifetime/time.Second)))
 	}
+	if f.providers != "" {
+		args = append(args, "-P", f.providers)
+	}
 	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), envDetached+"=1", envPrivateDir+"="+f.privateDir)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, logf

@@ -1,0 +1,237 @@
+package sshagent
+
+import (
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// dispatch answers one message (its type byte and payload), as OpenSSH
+// 10's ssh-agent does: while locked, only UNLOCK, an empty identity list
+// and session-bind@openssh.com are answered (a sign request is refused
+// and recorded); an unknown message gets SSH_AGENT_FAILURE.
+func (c *conn) dispatch(msg []byte) []byte {
+	typ, p := msg[0], msg[1:]
+	if c.srv.Keys.Locked() {
+		switch typ {
+		case msgUnlock, msgSignRequest:
+		case msgRequestIdentities:
+			return identitiesAnswer(nil)
+		case msgExtension:
+			return c.extension(p, true)
+		default:
+			c.log.Info("refusing a request while locked", "type", typ)
+			return replyFailure
+		}
+	}
+	switch typ {
+	case msgRequestIdentities:
+		ids, err := c.visible()
+		if err != nil {
+			return replyFailure
+		}
+		return identitiesAnswer(ids)
+	case msgSignRequest:
+		return c.signRequest(p)
+	case msgAddIdentity, msgAddIDConstrained:
+		return status(c.add(p, typ == msgAddIDConstrained) == nil)
+	case msgRemoveIdentity:
+		return status(c.remove(p) == nil)
+	case msgRemoveAllIdentities, msgRemoveAllRSAIdentities:
+		return status(c.removeAll() == nil)
+	case msgAddSmartcardKey, msgAddSmartcardKeyConstrained:
+		return status(c.addSmartcard(p, typ == msgAddSmartcardKeyConstrained) == nil)
+	case msgRemoveSmartcardKey:
+		return status(c.removeSmartcard(p) == nil)
+	case msgLock, msgUnlock:
+		var m stringMsg
+		if err := ssh.Unmarshal(p, &m); err != nil {
+			return replyFailure
+		}
+		pass := []byte(m.S)
+		defer clear(pass)
+		if typ == msgLock {
+			return status(c.lock(pass) == nil)
+		}
+		return status(c.unlock(pass) == nil)
+	case msgExtension:
+		return c.extension(p, false)
+	}
+	c.log.Info("refusing an unknown message", "type", typ)
+	return replyFailure
+}
+
+func (c *conn) signRequest(p []byte) []byte {
+	var m signRequestMsg
+	if err := ssh.Unmarshal(p, &m); err != nil {
+		c.log.Info("refusing a malformed sign request", "err", err)
+		return replyFailure
+	}
+	key, err := parsePublicKey(m.KeyBlob)
+	if err != nil {
+		c.log.Info("refusing a sign request for a key that does not parse", "err", err)
+		return replyFailure
+	}
+	sig, err := c.sign(key, m.Data, m.Flags)
+	if err != nil {
+		return replyFailure
+	}
+	return reply(msgSignResponse, ssh.Marshal(struct{ Sig []byte }{ssh.Marshal(sig)}))
+}
+
+// add stores a key sent by ssh-add, with its constraints. A constraint the
+// agent does not know is refused rather than ignored.
+func (c *conn) add(p []byte, constrained bool) error {
+	k, rest, err := parseAddedKey(p)
+	if err != nil {
+		return c.refuse("refusing to add key: " + err.Error())
+	}
+	var tail struct {
+		Comment     string
+		Constraints []byte `ssh:"rest"`
+	}
+	cons := &keyConstraints{}
+	err = ssh.Unmarshal(rest, &tail)
+	switch {
+	case err != nil:
+	case constrained:
+		cons, err = parseConstraints(tail.Constraints)
+	case len(tail.Constraints) != 0:
+		err = errTrailing
+	}
+	if err == nil && cons.hasCertsExt {
+		err = errNotHere(ExtAssociatedCerts)
+	}
+	var id *Identity
+	if err == nil {
+		id, err = c.identityFor(k, tail.Comment, cons.skProvider)
+	}
+	if err != nil {
+		wipe(k.priv)
+		return c.refuse("refusing to add key: " + err.Error())
+	}
+	id.Source = Added
+	id.Confirm = cons.confirm
+	id.Dest = cons.dest
+	if cons.lifetime > 0 {
+		id.Expires = c.srv.Keys.now().Add(time.Duration(cons.lifetime) * time.Second)
+	}
+	if err := c.srv.Keys.Add(id); err != nil {
+		return c.refuse("refusing to add key: "+err.Error(), "key", id.Fingerprint())
+	}
+	c.log.Info("key added", "key", id.Fingerprint(), "type", id.Key.Type(), "comment", id.Comment, "confirm", id.Confirm,
+		"lifetime", cons.lifetime, "destinations", len(id.Dest), "provider", id.Provider)
+	return nil
+}
+
+// identityFor makes the identity for an added key. A FIDO key needs a
+// provider from the allow-list, added from this machine: OpenSSH refuses
+// to load providers for a forwarded connection, and so does postern.
+func (c *conn) identityFor(k *addedKey, comment, provider string) (*Identity, error) {
+	if k.sk == nil {
+		if provider != "" {
+			return nil, errNotHere(ExtSKProvider + " for a key that is not a security key")
+		}
+		return NewIdentity(k.priv, k.cert, comment)
+	}
+	switch {
+	case provider == "":
+		return nil, errString("a security key needs its provider (SecurityKeyProvider, SSH_SK_PROVIDER)")
+	case strings.EqualFold(provider, "internal"):
+		return nil, errString("the internal security key provider is not available; use a provider library")
+	case c.remote():
+		return nil, errString("providers are not loaded for a forwarded connection")
+	}
+	real, err := providerAllowed(provider, c.srv.Providers)
+	if err != nil {
+		return nil, err
+	}
+	return newSKIdentity(k.sk, real, comment), nil
+}
+
+// remote reports whether the connection came through ssh: it attempted a
+// session-bind. Such a connection may not make the agent load a provider.
+func (c *conn) remote() bool { return c.binds.attempted }
+
+func (c *conn) remove(p []byte) error {
+	var m keyBlobMsg
+	if err := ssh.Unmarshal(p, &m); err != nil {
+		return c.refuse("refusing a malformed remove request")
+	}
+	key, err := parsePublicKey(m.KeyBlob)
+	if err != nil {
+		return c.refuse("refusing to remove a key that does not parse")
+	}
+	if err := c.srv.Keys.Remove(key); err != nil {
+		return c.refuse("refusing to remove key: "+err.Error(), "key", ssh.FingerprintSHA256(key))
+	}
+	c.log.Info("key removed", "key", ssh.FingerprintSHA256(key))
+	return nil
+}
+
+func (c *conn) removeAll() error {
+	if err := c.srv.Keys.RemoveAll(); err != nil {
+		return c.refuse("refusing to remove keys: " + err.Error())
+	}
+	c.log.Info("all added keys removed")
+	return nil
+}
+
+func (c *conn) lock(pass []byte) error {
+	if err := c.srv.Locker.Lock(pass); err != nil {
+		return c.refuse("refusing to lock: " + err.Error())
+	}
+	return nil
+}
+
+func (c *conn) unlock(pass []byte) error {
+	if err := c.srv.Locker.Unlock(pass); err != nil {
+		return c.refuse("refusing to unlock: " + err.Error())
+	}
+	return nil
+}
+
+// extension answers session-bind@openssh.com (also while locked, so
+// that new connections can bind) and query. A failed extension gets
+// SSH_AGENT_EXTENSION_FAILURE, an unknown one SSH_AGENT_FAILURE, as
+// OpenSSH 10 answers.
+func (c *conn) extension(p []byte, locked bool) []byte {
+	var m extensionMsg
+	if err := ssh.Unmarshal(p, &m); err != nil {
+		c.log.Info("refusing a malformed extension request")
+		return replyFailure
+	}
+	switch {
+	case m.Name == ExtSessionBind:
+		c.binds.attempted = true
+		b, err := parseSessionBind(m.Contents)
+		if err == nil {
+			err = c.binds.add(b)
+		}
+		if err != nil {
+			c.binds.failed = true
+			c.log.Warn("session-bind refused", "err", err)
+			return replyExtensionFailure
+		}
+		c.log.Debug("session bound", "hostkey", ssh.FingerprintSHA256(b.HostKey), "forwarding", b.Forwarding, "hops", len(c.binds.list))
+		return replySuccess
+	case locked:
+		c.log.Info("refusing an extension while locked", "extension", m.Name)
+		return replyFailure
+	case m.Name == ExtQuery:
+		// The reply names the extension, then lists those supported
+		// besides query itself, as OpenSSH's agent does.
+		return reply(msgExtensionResponse, ssh.Marshal(struct{ Name, Ext string }{ExtQuery, ExtSessionBind}))
+	}
+	c.log.Info("refusing an unknown extension", "extension", m.Name)
+	return replyFailure
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+const errTrailing = errString("trailing data after the key")
+
+func errNotHere(what string) error { return errString(what + " is not valid here") }

@@ -1,0 +1,127 @@
+package sshagent
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// OpenSSH's helpers, which load FIDO and PKCS#11 provider libraries in a
+// process of their own: the gateway never loads a provider. Their
+// locations can be changed with the variables OpenSSH reads.
+const (
+	defaultSKHelper     = "/usr/lib/openssh/ssh-sk-helper"
+	defaultPKCS11Helper = "/usr/lib/openssh/ssh-pkcs11-helper"
+)
+
+func helperPath(env, def string) string {
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	return def
+}
+
+// maxHelperMessage bounds a helper's reply, as OpenSSH's own limit.
+const maxHelperMessage = 256 * 1024
+
+// A helperProc is a running helper and our end of its socketpair.
+type helperProc struct {
+	cmd  *exec.Cmd
+	conn *net.UnixConn
+}
+
+// startHelper runs path with its standard input and output on a
+// socketpair, as OpenSSH's agent and ssh start their helpers.
+func startHelper(path string, args ...string) (*helperProc, error) {
+	// Close-on-exec before any other goroutine can fork: only the
+	// helper gets its end.
+	syscall.ForkLock.RLock()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err == nil {
+		unix.CloseOnExec(fds[0])
+		unix.CloseOnExec(fds[1])
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		return nil, fmt.Errorf("socketpair: %w", err)
+	}
+	ours := os.NewFile(uintptr(fds[0]), "helper")
+	theirs := os.NewFile(uintptr(fds[1]), "helper")
+	defer theirs.Close()
+	fc, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdin, cmd.Stdout = theirs, theirs
+	cmd.Stderr = os.Stderr
+	cmd.Env = helperEnv()
+	if err := cmd.Start(); err != nil {
+		fc.Close()
+		return nil, fmt.Errorf("starting %s: %w", path, err)
+	}
+	return &helperProc{cmd: cmd, conn: fc.(*net.UnixConn)}, nil
+}
+
+// helperEnv passes the helper what provider libraries read (a token's
+// configuration) and nothing of the gateway's secrets.
+func helperEnv() []string {
+	var env []string
+	for _, k := range []string{"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "SOFTHSM2_CONF", "SSH_SK_PROVIDER", "LD_LIBRARY_PATH"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// send writes one framed message: its length, then body.
+func (h *helperProc) send(body []byte) error {
+	msg := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(body)), uint32(len(body)))
+	_, err := h.conn.Write(append(msg, body...))
+	return err
+}
+
+// recv reads one framed message, waiting at most until deadline.
+func (h *helperProc) recv(deadline time.Time) ([]byte, error) {
+	h.conn.SetReadDeadline(deadline)
+	defer h.conn.SetReadDeadline(time.Time{})
+	var hdr [4]byte
+	if _, err := io.ReadFull(h.conn, hdr[:]); err != nil {
+		return nil, fmt.Errorf("reading from the helper: %w", err)
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n == 0 || n > maxHelperMessage {
+		return nil, fmt.Errorf("helper reply of %d bytes", n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(h.conn, body); err != nil {
+		return nil, fmt.Errorf("reading from the helper: %w", err)
+	}
+	return body, nil
+}
+
+// stop closes our end and waits for the helper, killing it if it does
+// not exit by itself soon.
+func (h *helperProc) stop() error {
+	h.conn.Close()
+	done := make(chan error, 1)
+	go func() { done <- h.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		h.cmd.Process.Kill()
+		<-done
+		return errors.New("helper did not exit; killed")
+	}
+}
