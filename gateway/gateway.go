@@ -185,7 +185,7 @@ func (g *Gateway) BootID() string { return g.bootID }
 // Run serves until ctx is done: it opens the audit log, listens on the
 // agent and control sockets, serves the runs still alive from before a
 // restart and the bastion, and follows the vault and configuration
-// files. SIGHUP reloads the configuration; SIGUSR1 revokes every grant.
+// files. SIGHUP reloads the configuration; SIGUSR1 wipes the keys and revokes every grant.
 func (g *Gateway) Run(ctx context.Context) error {
 	// Caught from the start: SIGHUP would otherwise end the process.
 	sigs := make(chan os.Signal, 4)
@@ -223,8 +223,8 @@ func (g *Gateway) Run(ctx context.Context) error {
 	return g.shutdown()
 }
 
-// handleSignals reloads the configuration on SIGHUP and revokes every
-// grant on SIGUSR1, until ctx is done.
+// handleSignals reloads the configuration on SIGHUP and wipes every key
+// and revokes every grant on SIGUSR1, until ctx is done.
 func (g *Gateway) handleSignals(ctx context.Context, sigs <-chan os.Signal) {
 	for {
 		select {
@@ -232,8 +232,13 @@ func (g *Gateway) handleSignals(ctx context.Context, sigs <-chan os.Signal) {
 			return
 		case s := <-sigs:
 			if s == syscall.SIGUSR1 {
+				// As OpenSSH 10's ssh-agent: every key goes. Added
+				// keys are wiped, an unlocked vault is locked, and
+				// every grant ends.
+				g.keys.RemoveAll()
+				g.vault.lockIfOpen()
 				n := g.engine.RevokeAll()
-				g.log.Info("all grants revoked", "signal", "SIGUSR1", "grants", n)
+				g.log.Info("all keys wiped and grants revoked", "signal", "SIGUSR1", "grants", n)
 				continue
 			}
 			g.reloadConfig()

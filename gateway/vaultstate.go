@@ -118,6 +118,16 @@ func (s *vaultState) Lock(passphrase []byte) error {
 	return nil
 }
 
+// lockIfOpen locks an unlocked vault, wiping its decrypted keys; without
+// a vault it does nothing (the agent is not locked with a password).
+func (s *vaultState) lockIfOpen() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.present && !s.locked {
+		s.lockLocked(nil, audit.ReasonLock)
+	}
+}
+
 func (s *vaultState) lockLocked(passphrase []byte, why audit.Reason) {
 	s.keys.ReplaceVault(nil)
 	s.keys.SetLocked(true)

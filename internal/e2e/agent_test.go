@@ -476,3 +476,21 @@ func execHelper(mode string) {
 		os.Exit(0)
 	}
 }
+
+// TestSIGUSR1WipesKeys: as OpenSSH 10's ssh-agent, SIGUSR1 removes every
+// key.
+func TestSIGUSR1WipesKeys(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen")
+	e := newEnv(t)
+	e.Config(`approval = "none"`)
+	a := e.StartAgent()
+	e.AddKey(e.Keygen("k", "ed25519", 0, ""))
+	if r := e.Run("ssh-add", "-l"); r.Code != 0 {
+		t.Fatalf("key not added: %s", r)
+	}
+	a.cmd.Process.Signal(unix.SIGUSR1)
+	a.WaitLog(t, "all keys wiped")
+	if r := e.Run("ssh-add", "-l"); r.Code != 1 || !strings.Contains(r.Stdout, "no identities") {
+		t.Fatalf("after SIGUSR1: %s", r)
+	}
+}

@@ -364,7 +364,12 @@ func TestRevokeEndsGrants(t *testing.T) {
 	}
 	approveOnce()
 	syscall.Kill(w.agent.PID(), syscall.SIGUSR1)
-	w.agent.WaitLog(t, "all grants revoked")
+	w.agent.WaitLog(t, "all keys wiped and grants revoked")
+	// SIGUSR1 also locked the vault, as ssh-agent drops its keys.
+	if r := w.e.Run("ssh-add", "-l"); r.Code != 1 {
+		t.Fatalf("keys listed after SIGUSR1: %s", r)
+	}
+	w.e.MustRun("postern", "unlock", "--passphrase-file", w.pass)
 	job = a.Start(sshCmd(w.sshd))
 	w.e.MustRun("postern", "deny", w.e.WaitCard().ID)
 	if r := job.Wait(); r.Code == 0 {
