@@ -85,6 +85,7 @@ const (
 	ReasonCanceled        Reason = "canceled"         // the requester went away while the card waited
 	ReasonAuditFailed     Reason = "audit_failed"     // the action's event could not be recorded
 	ReasonHostKeyRevoked  Reason = "host_key_revoked" // known_hosts marks the destination's key @revoked
+	ReasonJournalFailed   Reason = "journal_failed"   // the bastion's command journal could not be read or written
 	// Refusals before any decision is asked for.
 	ReasonSessionBindFailed Reason = "session_bind_failed" // an earlier session-bind failed on the connection
 	ReasonKeyNotHeld        Reason = "key_not_held"

@@ -18,7 +18,10 @@ import (
 // the same client connection. A refusal is a decision that does not
 // allow, with no error; an error means no connection, whatever the
 // decision taken (returned too, for the journal).
-func (ss *session) upstreamFor(e *journal.Entry, retry string) (*upstream, *approvals.Decision, error) {
+//
+// Each decision asks the retry guard first (retryOf), with the host key
+// the connection verified.
+func (ss *session) upstreamFor(e *journal.Entry) (*upstream, *approvals.Decision, error) {
 	s, info := ss.s, ss.info
 	info.mu.Lock()
 	defer info.mu.Unlock()
@@ -27,7 +30,7 @@ func (ss *session) upstreamFor(e *journal.Entry, retry string) (*upstream, *appr
 		case <-up.dead:
 			info.up = nil
 		default:
-			d := ss.decide(up.key, up.hostKey, e, retry, approvals.ActionCommand)
+			d := ss.decide(up.key, up.hostKey, e, approvals.ActionCommand)
 			return up, &d, nil
 		}
 	}
@@ -43,7 +46,7 @@ func (ss *session) upstreamFor(e *journal.Entry, retry string) (*upstream, *appr
 	gated := make([]*gatedSigner, len(keys))
 	for i, k := range keys {
 		gated[i] = &gatedSigner{key: k, keys: s.cfg.Keys, decide: func(k Key) approvals.Decision {
-			return ss.decide(k, hostKey, e, retry, approvals.ActionSign)
+			return ss.decide(k, hostKey, e, approvals.ActionSign)
 		}}
 		signers[i] = gated[i]
 	}
@@ -85,11 +88,22 @@ func (ss *session) upstreamFor(e *journal.Entry, retry string) (*upstream, *appr
 }
 
 // decide asks the approval decision about a command, for the requester
-// behind the client connection, verified again now.
-func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, retry string, action approvals.Action) approvals.Decision {
+// behind the client connection, verified again now. It asks the retry
+// guard first: when an identical command on this host key has an unknown
+// outcome, e.RetryOf names it and the card shows it.
+func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, action approvals.Action) approvals.Decision {
 	info := ss.info
 	if err := info.requester.Verify(); err != nil {
 		return approvals.Decision{Reason: audit.ReasonIdentityMismatch}
+	}
+	retry := ""
+	e.RetryOf = ""
+	if prev, err := ss.retryOf(e, hostKey); err != nil {
+		ss.s.cfg.Log.Error("bastion: the retry guard cannot read the command journal; refusing", "err", err)
+		return approvals.Decision{Reason: audit.ReasonJournalFailed}
+	} else if prev != nil {
+		e.RetryOf = prev.ID
+		retry = fmt.Sprintf("journal entry %s (%s, started %s)", prev.ID, prev.Status(), prev.Started.Local().Format("2006-01-02 15:04:05"))
 	}
 	shown := e.Command
 	switch e.Kind {
@@ -109,4 +123,17 @@ func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, retr
 		Action:    action,
 	}
 	return ss.s.cfg.Decider.Decide(context.Background(), req)
+}
+
+// retryOf is the retry guard's question for e on the host whose key the
+// connection verified: the latest identical command (same host key,
+// user, port, kind and command) whose outcome is unknown, or nil. The
+// name the client used for the host plays no part. A probe is never
+// journaled, and asks nothing.
+func (ss *session) retryOf(e *journal.Entry, hostKey gossh.PublicKey) (*journal.Entry, error) {
+	if ss.probe || hostKey == nil {
+		return nil, nil
+	}
+	t := journal.Target{User: ss.info.target.User, Host: ss.info.target.Host, Port: ss.info.target.Port, HostKey: gossh.FingerprintSHA256(hostKey)}
+	return ss.s.cfg.Journal.Unresolved(t, e.Kind, journal.CommandHash(e.Command))
 }

@@ -103,7 +103,8 @@ func (h *testHost) port() int { return h.l.Addr().(*net.TCPAddr).Port }
 
 // knownHostsLine is the known_hosts line that trusts the host's key.
 func (h *testHost) knownHostsLine() string {
-	return "[127.0.0.1]:" + strconv.Itoa(h.port()) + " " + string(ssh.MarshalAuthorizedKey(h.key.PublicKey()))
+	p := strconv.Itoa(h.port())
+	return "[127.0.0.1]:" + p + ",[localhost]:" + p + " " + string(ssh.MarshalAuthorizedKey(h.key.PublicKey()))
 }
 
 func (h *testHost) serve() {
@@ -311,7 +312,12 @@ func newSigner(t *testing.T) ssh.Signer {
 func (s *hostSession) shell(home string, done chan<- struct{}) {
 	defer close(done)
 	c := exec.Command("/bin/sh", "-c", s.Command)
-	c.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "SHELL=/bin/sh"}
+	// As sshd does: the environment the client sent, then what sshd sets
+	// itself, which wins.
+	for k, v := range s.Env {
+		c.Env = append(c.Env, k+"="+v)
+	}
+	c.Env = append(c.Env, "HOME="+home, "PATH="+os.Getenv("PATH"), "SHELL=/bin/sh")
 	c.Stdin, c.Stdout, c.Stderr = s.ch, s.ch, s.ch.Stderr()
 	c.WaitDelay = time.Second // a client that never closes stdin
 	if err := c.Start(); err != nil {

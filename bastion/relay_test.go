@@ -432,24 +432,28 @@ func TestRelayConnectionCutMidCommand(t *testing.T) {
 	}
 	wantEvents(t, w.audit, "command_started", "command_unknown")
 
-	// The identical command: the card names the earlier entry; denied, it
-	// is not sent and the earlier entry keeps its guard.
+	// The identical command, under any name of the host with the same
+	// verified key: the card names the earlier entry; denied, it is not
+	// sent and the earlier entry keeps its guard.
 	w.decider.setDeny(func(r *approvals.Request) audit.Reason {
 		if r.RetryOf != "" {
 			return "denied"
 		}
 		return ""
 	})
-	_, errText, err := w.run("deploy", nil)
-	if exitStatus(t, err) != ExitDenied || !strings.Contains(errText, "identical command (journal entry "+e.ID+") has an unknown outcome") {
-		t.Fatalf("retry: %v, stderr %q", err, errText)
-	}
-	reqs := w.decider.requests()
-	if last := reqs[len(reqs)-1]; !strings.Contains(last.RetryOf, e.ID) {
-		t.Fatalf("the retry card shows %q", last.RetryOf)
-	}
-	if n := len(w.host.seen()); n != 1 || len(w.entries()) != 1 {
-		t.Fatalf("the retry reached the host (%d sessions) or the journal (%d entries)", n, len(w.entries()))
+	for _, name := range []string{"127.0.0.1", "localhost"} {
+		w.name = name
+		_, errText, err := w.run("deploy", nil)
+		if exitStatus(t, err) != ExitDenied || !strings.Contains(errText, "identical command (journal entry "+e.ID+") has an unknown outcome") {
+			t.Fatalf("retry as %s: %v, stderr %q", name, err, errText)
+		}
+		reqs := w.decider.requests()
+		if last := reqs[len(reqs)-1]; !strings.Contains(last.RetryOf, e.ID) {
+			t.Fatalf("the retry card as %s shows %q", name, last.RetryOf)
+		}
+		if n := len(w.host.seen()); n != 1 || len(w.entries()) != 1 {
+			t.Fatalf("the retry as %s reached the host (%d sessions) or the journal (%d entries)", name, n, len(w.entries()))
+		}
 	}
 	// Approved, it runs once, as a retry of the entry.
 	w.decider.setDeny(nil)

@@ -37,9 +37,9 @@ func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer)
 	}
 	t := Target{User: e.Target.User, Host: e.Target.Host, Port: e.Target.Port}
 	info := &connInfo{id: "resolve-" + e.ID, target: t, requester: requester}
-	ss := &session{s: s, info: info}
+	ss := &session{s: s, info: info, probe: true}
 	probeEntry := &journal.Entry{Kind: journal.KindExec, Command: []byte(probe)}
-	up, d, err := ss.upstreamFor(probeEntry, "")
+	up, d, err := ss.upstreamFor(probeEntry)
 	switch {
 	case d != nil && !d.Allow:
 		return nil, fmt.Errorf("the probe was %w (%s)", ErrDenied, d.Reason)
@@ -57,15 +57,15 @@ func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer)
 	defer sess.Close()
 	var out bytes.Buffer
 	sess.Stdout = &out
-	if err := sess.Run(probe); err != nil {
-		var ee *gossh.ExitError
-		if !errors.As(err, &ee) {
-			return nil, fmt.Errorf("running the probe on %s: %w", t.Host, err)
-		}
+	runErr := sess.Run(probe)
+	if ee, ok := errors.AsType[*gossh.ExitError](runErr); ok && ee.ExitStatus() == 0 {
+		runErr = nil
 	}
 	res, err := marker.ParseProbe(e.ID, out.Bytes())
 	if err != nil {
-		return nil, fmt.Errorf("reading the probe's report: %w", err)
+		// The probe was sent and gave no answer: that is evidence of
+		// nothing, never of a command that did not start.
+		res = journal.Resolution{Result: journal.ResultInconclusive, Evidence: unanswered(t.Host, err, runErr, out.Bytes())}
 	}
 	res.By = journal.ByProbe
 	updated, err := s.cfg.Journal.Resolve(e.ID, res)
@@ -74,6 +74,19 @@ func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer)
 	}
 	s.recordResolution(updated, res)
 	return updated, nil
+}
+
+// unanswered is the evidence of a probe that gave no complete report.
+func unanswered(host string, parseErr, runErr error, out []byte) string {
+	ev := "the probe gave no answer: " + parseErr.Error()
+	if runErr != nil {
+		ev += "; running it on " + host + ": " + runErr.Error()
+	}
+	const show = 2 << 10
+	if len(out) > show {
+		out = out[:show]
+	}
+	return ev + fmt.Sprintf("\n\nits output (%d bytes shown):\n%q", len(out), out)
 }
 
 // ResolveByHand records what a person found out about an entry.

@@ -18,7 +18,16 @@ import (
 // A command whose connection was cut, on a host with markers, is
 // resolved by reading its markers over a fresh, approved connection: the
 // wrapper and the probe run for real in /bin/sh, as sshd would run them.
-func TestResolveByProbe(t *testing.T) {
+func TestResolveByProbe(t *testing.T) { resolveByProbe(t, nil) }
+
+// A session may send environment variables, and a host may accept
+// XDG_STATE_HOME: the markers stay where the probe, which sends none,
+// looks, and a command that ran is never found "not started".
+func TestResolveIgnoresTheSessionsEnvironment(t *testing.T) {
+	resolveByProbe(t, map[string]string{"XDG_STATE_HOME": t.TempDir(), "HOME": t.TempDir()})
+}
+
+func resolveByProbe(t *testing.T, env map[string]string) {
 	w := newWorldWith(t, func(c *Config) { c.Markers = []string{"127.0.0.*"} }, nil)
 	home := t.TempDir()
 	done := make(chan struct{})
@@ -27,6 +36,11 @@ func TestResolveByProbe(t *testing.T) {
 	sess, err := w.dial().NewSession()
 	if err != nil {
 		t.Fatal(err)
+	}
+	for k, v := range env {
+		if err := sess.Setenv(k, v); err != nil {
+			t.Fatal(err)
+		}
 	}
 	stdin, _ := sess.StdinPipe()
 	stdout, _ := sess.StdoutPipe()

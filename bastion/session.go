@@ -23,9 +23,10 @@ const ExitUnreachable = 255
 // remote command's output, status and signals down, and journals the
 // command's start and end.
 type session struct {
-	s    *Server
-	info *connInfo
-	dch  gossh.Channel
+	s     *Server
+	info  *connInfo
+	dch   gossh.Channel
+	probe bool // Resolve's probe: not journaled, not a retry
 }
 
 func (s *Server) handleSession(_ *gliderssh.Server, _ *gossh.ServerConn, nc gossh.NewChannel, ctx gliderssh.Context) {

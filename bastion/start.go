@@ -39,15 +39,8 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 		PTY:           pty != nil,
 		Marker:        kind == journal.KindExec && s.markersFor(info.target.Host),
 	}
-	// The retry guard: an identical command whose outcome is unknown is
-	// sent again only if a person approves, on a card that shows it.
-	retry := ""
-	if prev, err := s.cfg.Journal.Unresolved(e.Target, kind, e.CommandSHA256); err == nil && prev != nil {
-		e.RetryOf = prev.ID
-		retry = fmt.Sprintf("journal entry %s (%s, started %s)", prev.ID, prev.Status(), prev.Started.Local().Format("2006-01-02 15:04:05"))
-	}
 	log := s.cfg.Log.With("target", info.target.String())
-	up, d, err := ss.upstreamFor(e, retry)
+	up, d, err := ss.upstreamFor(e)
 	if up != nil {
 		e.Target.HostKey = gossh.FingerprintSHA256(up.hostKey)
 	}

@@ -2,6 +2,7 @@ package bastion
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -29,6 +30,7 @@ import (
 // the test's own, so that a test can decide and see what was recorded.
 type world struct {
 	t       *testing.T
+	name    string // the host's name, as clients give it; 127.0.0.1 when empty
 	host    *testHost
 	srv     *Server
 	sock    string
@@ -115,7 +117,7 @@ func newWorldWith(t *testing.T, bastion func(*Config), host func(*ssh.ServerConf
 
 // target is the host as a client names it.
 func (w *world) target() Target {
-	return Target{User: "alice", Host: "127.0.0.1", Port: w.host.port()}
+	return Target{User: "alice", Host: cmp.Or(w.name, "127.0.0.1"), Port: w.host.port()}
 }
 
 // dial connects to the bastion for the host, as "postern connect" and ssh

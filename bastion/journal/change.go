@@ -18,8 +18,9 @@ import (
 // Descriptive text longer than MaxText is cut. When Start fails, nothing
 // is stored, though e may have its ID and times filled in.
 //
-// Start refuses, with an *UnresolvedError, a command identical (target,
-// kind and command bytes) to one whose outcome is unknown and unresolved.
+// Start refuses, with an *UnresolvedError, a command identical (verified
+// host key, user, port, kind and command bytes) to one whose outcome is
+// unknown and unresolved.
 // Once a person approves retrying it, Start again with RetryOf set to the
 // ID the error named: that entry, and any older unresolved ones for the
 // same command, get RetriedBy set to the new entry, so the approval is

@@ -28,7 +28,11 @@ var (
 	bucketOpen       = []byte("open")
 	bucketUnresolved = []byte("unresolved")
 	keyFormat        = []byte("format")
+	keyGuard         = []byte("guard") // inside meta: how the unresolved index is keyed
 )
+
+// guardV2 marks an unresolved index keyed by host key (see guardKey).
+const guardV2 = "host-key"
 
 const formatV1 = "postern-journal 1"
 
@@ -315,6 +319,9 @@ func (j *Journal) prepare(tx *bolt.Tx) (err error) {
 			}
 		}
 	}
+	if err := reindexGuards(tx); err != nil {
+		return err
+	}
 	now := j.now().UTC()
 	inst, err := tx.Bucket(bucketMeta).CreateBucketIfNotExists(bucketInstances)
 	if err != nil {
@@ -408,14 +415,52 @@ func put(tx *bolt.Tx, e *Entry, rec []byte) error {
 	return ix.Delete(k)
 }
 
-// guardKey is the unresolved-index prefix of one command on one target:
-// hex SHA-256 over the lower-cased host, user, port, kind and command hash.
+// guardKey is the unresolved-index prefix of one command on one
+// destination: hex SHA-256 over the verified host key (the host's name,
+// lower-cased, only for an entry that has none, which never blocks: an
+// entry is dispatched, and can end unknown, only over a connection whose
+// host key was verified), the user, the port, the kind and the command
+// hash. The host key, not the name, says which host a command ran on: a
+// host reached once as 127.0.0.1 and again as localhost is one host.
 func guardKey(t Target, kind, commandSHA256 string) []byte {
+	host := "name:" + strings.ToLower(t.Host)
+	if t.HostKey != "" {
+		host = "key:" + t.HostKey
+	}
 	h := sha256.New()
-	for _, s := range []string{strings.ToLower(t.Host), t.User, strconv.Itoa(t.Port), kind, commandSHA256} {
+	for _, s := range []string{host, t.User, strconv.Itoa(t.Port), kind, commandSHA256} {
 		fmt.Fprintf(h, "%d:%s;", len(s), s)
 	}
 	return []byte(hex.EncodeToString(h.Sum(nil)))
+}
+
+// reindexGuards rebuilds the unresolved index when it was made by an
+// older postern, whose guard keys named the host rather than its key.
+func reindexGuards(tx *bolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	if string(meta.Get(keyGuard)) == guardV2 {
+		return nil
+	}
+	if err := tx.DeleteBucket(bucketUnresolved); err != nil {
+		return err
+	}
+	if _, err := tx.CreateBucket(bucketUnresolved); err != nil {
+		return err
+	}
+	err := tx.Bucket(bucketEntries).ForEach(func(k, v []byte) error {
+		e, err := DecodeEntry(v)
+		if err != nil {
+			return damaged(tx.DB().Path(), fmt.Errorf("entry %q: %v", k, err))
+		}
+		if !e.blocksRetry() {
+			return nil
+		}
+		return tx.Bucket(bucketUnresolved).Put(append(guardKey(e.Target, e.Kind, e.CommandSHA256), k...), []byte{})
+	})
+	if err != nil {
+		return err
+	}
+	return meta.Put(keyGuard, []byte(guardV2))
 }
 
 func phase(e *Entry) string {

@@ -271,6 +271,57 @@ func TestUnknownAndResolve(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// A journal whose unresolved index an older postern keyed by host name
+// is re-keyed by host key when it is opened: the unknown entry still
+// guards, under any name of its host.
+func TestRetryGuardIndexFromOlderJournal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := Open(path, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := mustStart(t, j, newEntry("make deploy"))
+	j.Dispatched(u.ID)
+	if _, err := j.MarkUnknown(u.ID, Unknown{Reason: ReasonUpstreamLost}); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	// What the older postern left: no "guard" mark, and the index keyed
+	// by the lower-cased host name.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketMeta).Delete(keyGuard); err != nil {
+			return err
+		}
+		tx.DeleteBucket(bucketUnresolved)
+		b, _ := tx.CreateBucket(bucketUnresolved)
+		h := sha256.New()
+		for _, s := range []string{"prod-db-1", "deploy", "22", KindExec, u.CommandSHA256} {
+			fmt.Fprintf(h, "%d:%s;", len(s), s)
+		}
+		return b.Put(append([]byte(fmt.Sprintf("%x", h.Sum(nil))), u.ID...), []byte{})
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = openTest(t, path, "new")
+	again := newEntry("make deploy")
+	again.Target.Host = "localhost"
+	var ue *UnresolvedError
+	if err := j.Start(again); !errors.As(err, &ue) || ue.Entry.ID != u.ID {
+		t.Fatalf("Start after the upgrade: %v", err)
+	}
+	var keys int
+	j.view(func(tx *bolt.Tx) error { keys = tx.Bucket(bucketUnresolved).Stats().KeyN; return nil })
+	if keys != 1 {
+		t.Fatalf("the index holds %d keys, want 1", keys)
+	}
+}
+
 func TestRetryGuard(t *testing.T) {
 	j := openTest(t, filepath.Join(t.TempDir(), "journal.db"), "inst")
 	lose := func(e *Entry) *Entry {
@@ -289,14 +340,18 @@ func TestRetryGuard(t *testing.T) {
 	u2 := mustStart(t, j, newEntry("psql -c 'update accounts set paid = true'"))
 	lose(u)
 
-	// The identical command is refused, naming the entry.
+	// The identical command is refused, naming the entry, whatever name
+	// the same host (the same verified host key) is reached by.
 	again := newEntry("psql -c 'update accounts set paid = true'")
-	again.Target.Host = "PROD-DB-1" // host names compare in any case
-	err := j.Start(again)
 	var ue *UnresolvedError
-	if !errors.As(err, &ue) || !errors.Is(err, ErrUnresolved) || ue.Entry.ID != u.ID {
-		t.Fatalf("identical Start: %v", err)
+	for _, name := range []string{"prod-db-1", "PROD-DB-1", "10.0.0.5", "localhost"} {
+		again.Target.Host = name
+		err := j.Start(again)
+		if !errors.As(err, &ue) || !errors.Is(err, ErrUnresolved) || ue.Entry.ID != u.ID {
+			t.Fatalf("identical Start on %s: %v", name, err)
+		}
 	}
+	err := j.Start(again)
 	if !strings.Contains(err.Error(), "postern journal resolve "+u.ID) {
 		t.Errorf("error does not say how to resolve: %v", err)
 	}
@@ -304,13 +359,14 @@ func TestRetryGuard(t *testing.T) {
 		t.Fatalf("Unresolved = %v, %v", got, err)
 	}
 
-	// A different command, kind, user, port or host is not blocked.
+	// A different command, kind, user, port or host key is not blocked,
+	// even under the same host name.
 	for _, mod := range []func(e *Entry){
 		func(e *Entry) { e.Command = append(e.Command, ' ') },
 		func(e *Entry) { e.Kind = KindSubsystem },
 		func(e *Entry) { e.Target.User = "root" },
 		func(e *Entry) { e.Target.Port = 2222 },
-		func(e *Entry) { e.Target.Host = "prod-db-2" },
+		func(e *Entry) { e.Target.HostKey = "SHA256:another-host" },
 	} {
 		e := newEntry("psql -c 'update accounts set paid = true'")
 		mod(e)

@@ -103,13 +103,15 @@ func (j *Journal) List(opts ListOptions) ([]*Entry, error) {
 }
 
 // Unresolved is the retry guard's question: the most recent entry for the
-// same user@host:port (host in any case), kind and command hash whose
-// outcome is unknown, unresolved, and not yet retried with a person's
-// approval. It returns nil when there is none. Start asks the same
-// question itself and refuses such a command; call Unresolved first to
-// show the earlier attempt on an approval card. On a read-only journal,
-// entries shown as bastion_not_running are not included: they become
-// unknown, and start blocking, when a bastion next opens the journal.
+// same verified host key (t.HostKey; the host's name, in any case, only
+// when t has no key), user, port, kind and command hash whose outcome is
+// unknown, unresolved, and not yet retried with a person's approval. It
+// returns nil when there is none. Start asks the same question itself and
+// refuses such a command; call Unresolved first, once the host key is
+// verified, to show the earlier attempt on an approval card. On a
+// read-only journal, entries shown as bastion_not_running are not
+// included: they become unknown, and start blocking, when a bastion next
+// opens the journal.
 func (j *Journal) Unresolved(t Target, kind, commandSHA256 string) (*Entry, error) {
 	var e *Entry
 	err := j.view(func(tx *bolt.Tx) error {

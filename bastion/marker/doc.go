@@ -7,7 +7,13 @@
 // command's journal entry. The wrapper runs the command exactly as sshd
 // would have, and keeps a small record on the remote host, in
 //
-//	${XDG_STATE_HOME:-$HOME/.local/state}/postern/runs/<id>/
+//	$HOME/.local/state/postern/runs/<id>/
+//
+// The path is fixed: HOME is what sshd sets from the password database,
+// after the environment the client sent, so no setting a session can pass
+// (XDG_STATE_HOME through AcceptEnv, say) moves the markers away from
+// where the probe looks. (Were it to, a probe would find no directory and
+// report a command that ran as never started.)
 //
 // The files:
 //

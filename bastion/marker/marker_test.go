@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -209,13 +210,21 @@ func TestWrapStatusAndStreams(t *testing.T) {
 		t.Fatalf("head -c 5: %q", r.stdout)
 	}
 
-	// XDG_STATE_HOME moves the markers.
+	// XDG_STATE_HOME, which a session may send and sshd may accept, does
+	// not move the markers: the probe, which runs without it, finds them.
 	state := filepath.Join(h.home, "xdg")
-	h.env = append(h.env, "XDG_STATE_HOME="+state)
+	withXDG := append(slices.Clone(h.env), "XDG_STATE_HOME="+state)
 	id := journal.NewID()
-	h.run(id, []byte("true"), nil)
-	if _, err := os.Stat(filepath.Join(state, "postern/runs", id, "exit")); err != nil {
-		t.Fatalf("XDG_STATE_HOME not used: %v", err)
+	c := h.command(id, []byte("true"), "/bin/sh")
+	c.Env = withXDG
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(h.runDir(id), "exit")); err != nil {
+		t.Fatalf("markers not under $HOME: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(state, "postern")); err == nil {
+		t.Fatal("markers written under XDG_STATE_HOME")
 	}
 	wantResult(t, h.probe(id), journal.ResultRan, 0)
 }
@@ -483,5 +492,38 @@ func TestWrapAbortedBeforeStart(t *testing.T) {
 	wantResult(t, res, journal.ResultNotStarted, 0)
 	if !strings.Contains(res.Evidence, "SIGTERM before starting") {
 		t.Errorf("evidence:\n%s", res.Evidence)
+	}
+}
+
+// Without an absolute HOME there is no place for markers: the wrapper
+// runs nothing, and the probe cannot tell (it never fences).
+func TestMarkersNeedHome(t *testing.T) {
+	h := newHost(t)
+	for _, home := range []string{"", "relative/dir"} {
+		env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "SHELL=/bin/sh"}
+		id := journal.NewID()
+		side := filepath.Join(h.home, "side-effect")
+		c := h.command(id, []byte("touch '"+side+"'"), "/bin/sh")
+		c.Env, c.Dir = env, h.home
+		var errb bytes.Buffer
+		c.Stderr = &errb
+		c.Run()
+		if c.ProcessState.ExitCode() != ExitNotRun || !strings.Contains(errb.String(), "HOME") {
+			t.Errorf("HOME=%q: wrapper exited %v: %s", home, c.ProcessState, errb.String())
+		}
+		if _, err := os.Stat(side); err == nil {
+			t.Errorf("HOME=%q: the command ran", home)
+		}
+		p, _ := Probe(id)
+		pc := exec.Command("/bin/sh", "-c", p)
+		pc.Env, pc.Dir = env, h.home
+		out, err := pc.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := ParseProbe(id, out)
+		if err != nil || r.Result != journal.ResultInconclusive {
+			t.Errorf("HOME=%q: probe %s, %v\n%s", home, r.Result, err, out)
+		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 // started: it makes the directory itself, so that a wrapper arriving late
 // (say, an exec request still in flight on a dying connection) refuses to
 // run. That is what makes not_started a fact rather than a guess.
-const probeScript = `_pm_d=${XDG_STATE_HOME:-$HOME/.local/state}/postern/runs
+const probeScript = `_pm_d=$HOME/` + runsDir + `
 _pm_r=$_pm_d/$_pm_id
 _pm_b=
 { read -r _pm_b </proc/sys/kernel/random/boot_id; } 2>/dev/null
@@ -23,7 +23,10 @@ echo "postern-probe 1 $_pm_id"
 echo "now=$(date +%s)"
 echo "boot_id_now=$_pm_b"
 echo "dir=$_pm_r"
-if [ ! -d "$_pm_r" ] && { [ -d "$_pm_d" ] || mkdir -p -- "$_pm_d"; } 2>/dev/null && mkdir -m 700 -- "$_pm_r" 2>/dev/null; then
+case $HOME in /?*) _pm_h=1 ;; *) _pm_h= ;; esac
+if [ -z "$_pm_h" ]; then
+  echo "state=unavailable"
+elif [ ! -d "$_pm_r" ] && { [ -d "$_pm_d" ] || mkdir -p -- "$_pm_d"; } 2>/dev/null && mkdir -m 700 -- "$_pm_r" 2>/dev/null; then
   printf "at=%s\nboot_id=%s\n" "$(date +%s)" "$_pm_b" >"$_pm_r/fenced.tmp" && mv -f -- "$_pm_r/fenced.tmp" "$_pm_r/fenced"
   echo "state=fenced_now"
 elif [ -d "$_pm_r" ]; then

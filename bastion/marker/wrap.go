@@ -19,6 +19,10 @@ const ExitNotRun = 125
 // stderr.
 const MessagePrefix = "postern-marker: "
 
+// runsDir is where the markers live on the host, under $HOME as sshd
+// sets it (see the package documentation).
+const runsDir = ".local/state/postern/runs"
+
 // maxArg is the longest single argument Linux passes to a program
 // (MAX_ARG_STRLEN less the NUL); sshd hands the whole command line to the
 // login shell as one argument.
@@ -35,7 +39,7 @@ const maxArg = 128<<10 - 1
 // ends it as it would end a shell, and the kernel passes the hangup on to
 // the command; the subshell catches HUP too, so that it lives to record
 // the command's end. See Wrap.
-const wrapScript = `_pm_d=${XDG_STATE_HOME:-$HOME/.local/state}/postern/runs
+const wrapScript = `_pm_d=$HOME/` + runsDir + `
 _pm_r=$_pm_d/$_pm_id
 _pm_s=
 for _pm_g in INT QUIT ABRT ALRM TERM USR1 USR2 PIPE; do trap "_pm_s=$_pm_g" "$_pm_g"; done
@@ -43,6 +47,7 @@ for _pm_g in INT QUIT ABRT ALRM TERM USR1 USR2 PIPE; do trap "_pm_s=$_pm_g" "$_p
   _pm_s=
   for _pm_g in HUP INT QUIT ABRT ALRM TERM USR1 USR2 PIPE; do trap "_pm_s=$_pm_g" "$_pm_g"; done
   _pm_no() { printf "postern-marker: %s; command not run\n" "$1" >&2; exit 125; }
+  case $HOME in /?*) ;; *) _pm_no "HOME is not an absolute path" ;; esac
   { [ -d "$_pm_d" ] || mkdir -p -- "$_pm_d"; } 2>/dev/null || _pm_no "cannot create $_pm_d"
   if ! mkdir -m 700 -- "$_pm_r" 2>/dev/null; then
     [ -d "$_pm_r" ] && _pm_no "run $_pm_id was already started on this host (see $_pm_r); a run never starts twice"

@@ -26,6 +26,11 @@ type approvalWorld struct {
 }
 
 func newApprovalWorld(t testing.TB, config string, aliases ...string) *approvalWorld {
+	return newApprovalWorldSSHD(t, "", config, aliases...)
+}
+
+// newApprovalWorldSSHD is newApprovalWorld with extra sshd_config lines.
+func newApprovalWorldSSHD(t testing.TB, sshdExtra, config string, aliases ...string) *approvalWorld {
 	need(t, "ssh", "sshd", "ssh-keygen")
 	e := newEnv(t)
 	w := &approvalWorld{e: e}
@@ -34,7 +39,7 @@ func newApprovalWorld(t testing.TB, config string, aliases ...string) *approvalW
 	e.MustRun("postern", "vault", "init", "--passphrase-file", w.pass)
 	e.MustRun("postern", "vault", "add", "--passphrase-file", w.pass, w.key)
 	os.Remove(w.key)
-	w.sshd = startSSHD(t, pubKey(t, w.key)+"\n", aliases...)
+	w.sshd = startSSHDConfig(t, pubKey(t, w.key)+"\n", sshdExtra, aliases...)
 	e.Config(fmt.Sprintf("known_hosts = [%q]\n%s", w.sshd.KnownHosts, config))
 	w.agent = e.StartAgent()
 	e.MustRun("postern", "unlock", "--passphrase-file", w.pass)

@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,16 +32,23 @@ type bastionWorld struct {
 }
 
 // newBastionWorld starts a gateway with the bastion enabled, a vault key
-// the sshd accepts, and writes the ssh_config block postern prints.
+// the sshd accepts, and writes the ssh_config block postern prints. The
+// sshd is reached through the bastion as 127.0.0.1 and as localhost.
 func newBastionWorld(t testing.TB, extra string, knownHosts ...string) *bastionWorld {
+	return newBastionWorldSSHD(t, "", extra, knownHosts...)
+}
+
+// newBastionWorldSSHD is newBastionWorld with extra sshd_config lines.
+func newBastionWorldSSHD(t testing.TB, sshdExtra, extra string, knownHosts ...string) *bastionWorld {
 	need(t, "ssh", "sshd")
-	w := newApprovalWorld(t, "")
-	kh := append([]string{w.sshd.KnownHosts}, knownHosts...)
+	w := newApprovalWorldSSHD(t, sshdExtra, "")
+	localhost := w.e.WriteFile("localhost_known_hosts", fmt.Sprintf("[localhost]:%d %s\n", w.sshd.Port, w.sshd.HostKey), 0o600)
+	kh := append([]string{w.sshd.KnownHosts, localhost}, knownHosts...)
 	quoted := make([]string, len(kh))
 	for i, k := range kh {
 		quoted[i] = fmt.Sprintf("%q", k)
 	}
-	w.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%s]\n%s\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\"]\n", strings.Join(quoted, ", "), extra))
+	w.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%s]\n%s\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\", \"localhost\"]\n", strings.Join(quoted, ", "), extra))
 	// The bastion starts with the gateway.
 	w.agent.Stop()
 	w.agent = w.e.StartAgent()
@@ -50,9 +58,14 @@ func newBastionWorld(t testing.TB, extra string, knownHosts ...string) *bastionW
 	return &bastionWorld{approvalWorld: w, sshConfig: cfg}
 }
 
-// ssh runs ssh through the bastion.
+// sshArgs are the arguments of ssh through the bastion to 127.0.0.1.
 func (b *bastionWorld) sshArgs(port int, args ...string) []string {
-	return append([]string{"-F", b.sshConfig, "-p", fmt.Sprint(port), b.sshd.User + "@127.0.0.1"}, args...)
+	return b.sshArgsTo("127.0.0.1", port, args...)
+}
+
+// sshArgsTo are the arguments of ssh through the bastion to host.
+func (b *bastionWorld) sshArgsTo(host string, port int, args ...string) []string {
+	return append([]string{"-F", b.sshConfig, "-p", fmt.Sprint(port), b.sshd.User + "@" + host}, args...)
 }
 
 func (b *bastionWorld) ssh(args ...string) Result {
@@ -245,7 +258,25 @@ func (c *cutter) cut() {
 }
 
 func TestBastionUpstreamLostIsUnknownAndResolvedByMarkers(t *testing.T) {
-	b := newBastionWorld(t, "")
+	upstreamLostResolvedByMarkers(t, newBastionWorld(t, ""))
+}
+
+// A session may send XDG_STATE_HOME, and an sshd may accept it: the
+// markers stay under the login's HOME, where the probe looks, and the
+// command that ran is found to have run — not "not started", which would
+// let it run again.
+func TestBastionMarkersIgnoreTheSessionsEnvironment(t *testing.T) {
+	b := newBastionWorldSSHD(t, "AcceptEnv XDG_STATE_HOME", "")
+	elsewhere := t.TempDir()
+	upstreamLostResolvedByMarkers(t, b, "-o", "SetEnv=XDG_STATE_HOME="+elsewhere)
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Fatalf("markers were written under the session's XDG_STATE_HOME: %v", entries)
+	}
+}
+
+// upstreamLostResolvedByMarkers cuts a command's connection, refuses its
+// retry and resolves it by its markers; sshOpts go to each ssh.
+func upstreamLostResolvedByMarkers(t *testing.T, b *bastionWorld, sshOpts ...string) {
 	relay := newCutter(t, fmt.Sprintf("127.0.0.1:%d", b.sshd.Port))
 	kh := b.e.WriteFile("relay_known_hosts", fmt.Sprintf("[127.0.0.1]:%d %s\n", relay.port(), b.sshd.HostKey), 0o600)
 	b.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\"]\nmarkers = [\"127.0.0.1\"]\n", kh))
@@ -256,7 +287,8 @@ func TestBastionUpstreamLostIsUnknownAndResolvedByMarkers(t *testing.T) {
 	done := filepath.Join(b.sshd.Dir, "done")
 	command := "sleep 2; echo finished > " + done
 	res := make(chan Result, 1)
-	go func() { res <- b.e.Run("ssh", b.sshArgs(relay.port(), command)...) }()
+	args := append(slices.Clone(sshOpts), b.sshArgs(relay.port(), command)...)
+	go func() { res <- b.e.Run("ssh", args...) }()
 	b.waitRunning(command)
 	relay.cut()
 	r := <-res
@@ -272,8 +304,11 @@ func TestBastionUpstreamLostIsUnknownAndResolvedByMarkers(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	// An identical retry asks a person, showing the earlier attempt; denied,
 	// it is refused.
-	b.denyRetry(e.ID, b.sshArgs(relay.port(), command))
+	b.denyRetry(e.ID, args)
 	os.Remove(done)
+	if n, _ := filepath.Glob(filepath.Join(b.sshd.Dir, "home/.local/state/postern/runs", e.ID, "exit")); len(n) != 1 {
+		t.Fatalf("no exit marker for %s under the login's HOME", e.ID)
+	}
 	// resolve reads the remote markers over a fresh connection.
 	out := b.e.MustRun("postern", "journal", "resolve", e.ID).Stdout
 	if !strings.Contains(out, "COMPLETED") || !strings.Contains(out, "resolved  ran by probe (status 0)") {
@@ -397,6 +432,9 @@ func TestBastionKilledMidCommandIsUnknownAndNotRetried(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		b.denyRetry(e.ID, b.sshArgs(b.sshd.Port, command))
 	}
+	// Nor does the same host under another name: the guard goes by the
+	// host key the bastion verified.
+	b.denyRetry(e.ID, b.sshArgsTo("localhost", b.sshd.Port, command))
 	if n := strings.Count(string(mustRead(t, counter)), "run"); n != 1 {
 		t.Fatalf("the command ran %d times", n)
 	}

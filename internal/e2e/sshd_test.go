@@ -16,7 +16,7 @@ import (
 // host key and authorized_keys in a temporary directory.
 type SSHD struct {
 	Port       int
-	Dir        string
+	Dir        string // Dir/home is the logins' HOME
 	HostKey    string // public host key line
 	KnownHosts string // a known_hosts file naming the server [127.0.0.1]:PORT and the given aliases
 	User       string
@@ -55,6 +55,13 @@ func startSSHDConfig(t testing.TB, authorized, extra string, aliases ...string) 
 	fields := strings.Fields(string(pub))
 	hostLine := fields[0] + " " + fields[1]
 	os.WriteFile(filepath.Join(dir, "authorized_keys"), []byte(authorized), 0o600)
+	// The login's HOME is a directory of the test (SetEnv wins over the
+	// password database), so that nothing a command run through the
+	// bastion leaves in it, remote markers included, lands in the real
+	// home directory.
+	if err := os.Mkdir(filepath.Join(dir, "home"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	u, _ := user.Current()
 	sftp := "/usr/lib/openssh/sftp-server"
 	for attempt := 0; attempt < 5; attempt++ {
@@ -73,9 +80,10 @@ UsePAM no
 LogLevel VERBOSE
 MaxStartups 200
 AcceptEnv LANG POSTERN_TEST_*
+SetEnv HOME=%s/home
 Subsystem sftp %s
 %s
-`, port, hostKey, dir, dir, sftp, extra)
+`, port, hostKey, dir, dir, dir, sftp, extra)
 		cfg := filepath.Join(dir, "sshd_config")
 		os.WriteFile(cfg, []byte(conf), 0o600)
 		s := &SSHD{Port: port, Dir: dir, HostKey: hostLine, User: u.Username, done: make(chan struct{})}
