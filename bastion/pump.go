@@ -3,7 +3,6 @@ package bastion
 import (
 	"io"
 	"sync"
-	"sync/atomic"
 )
 
 // pump copies a remote stream to the client. When the client is gone it
@@ -47,15 +46,27 @@ func (p *pump) failed() bool {
 	return p.dead
 }
 
-// countingWriter counts the bytes written through it; the count may be
-// read while writing goes on.
+// countingWriter counts the bytes written through it. Count waits for a
+// write in progress: the host may have read those bytes and ended before
+// the write returned, and they count.
 type countingWriter struct {
-	w io.Writer
-	n atomic.Int64
+	w  io.Writer
+	mu sync.Mutex
+	n  int64
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	n, err := c.w.Write(p)
-	c.n.Add(int64(n))
+	c.n += int64(n)
 	return n, err
+}
+
+// Count returns the bytes written so far. Call it once the channel the
+// writer feeds has closed, so that a write in progress returns.
+func (c *countingWriter) Count() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
 }

@@ -92,7 +92,7 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 	default:
 	}
 	end := journal.End{
-		BytesIn: in.n.Load(), BytesOut: out.n, BytesErr: errOut.n,
+		BytesIn: in.Count(), BytesOut: out.n, BytesErr: errOut.n,
 		OutputTail: tail.bytes(), ClientGone: gone,
 	}
 	switch {
