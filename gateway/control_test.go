@@ -21,6 +21,13 @@ import (
 // in a temporary directory, until the test ends.
 func startGateway(t *testing.T) (*Gateway, string) {
 	t.Helper()
+	return startGatewayWith(t, nil)
+}
+
+// startGatewayWith is startGateway with prepare run on the temporary
+// directory (with the XDG variables set) before the gateway starts.
+func startGatewayWith(t *testing.T, prepare func(dir string)) (*Gateway, string) {
+	t.Helper()
 	dir := t.TempDir()
 	for _, v := range []string{"HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR"} {
 		d := filepath.Join(dir, strings.ToLower(v))
@@ -30,6 +37,9 @@ func startGateway(t *testing.T) (*Gateway, string) {
 		t.Setenv(v, d)
 	}
 	t.Setenv("POSTERN_CONFIG", "")
+	if prepare != nil {
+		prepare(dir)
+	}
 	sock := filepath.Join(dir, "xdg_runtime_dir", "agent.sock")
 	ready := make(chan struct{})
 	g, err := New(Options{Socket: sock, Ready: func() { close(ready) }})

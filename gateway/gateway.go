@@ -93,9 +93,10 @@ type Gateway struct {
 	runMu    sync.Mutex
 	runLs    map[string]*net.UnixListener // run id -> the run's agent socket
 
-	mu        sync.Mutex
-	config    config.File
-	configErr error
+	mu             sync.Mutex
+	config         config.File
+	configErr      error
+	configFromFile bool // the policy in force came from a file, not the defaults
 }
 
 // newBootID returns 128 random bits in hex.
@@ -140,6 +141,9 @@ func New(opts Options) (*Gateway, error) {
 		vaultPath:  filepath.Join(stateDir, xdg.VaultFile),
 		stateDir:   stateDir,
 		config:     cfg,
+	}
+	if _, err := os.Stat(cfgPath); err == nil {
+		g.configFromFile = true
 	}
 	g.keys = &sshagent.Keyring{DefaultLifetime: opts.Lifetime}
 	g.vault = &vaultState{

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -10,23 +11,47 @@ import (
 
 // watch follows the vault file and the configuration file. It watches
 // their directories, since editors and atomic writers replace files
-// rather than write them in place. Events are debounced briefly so that a
-// burst of writes is one change.
+// rather than write them in place. A configuration file that is a
+// symbolic link (as dotfile managers make) is followed: the directory of
+// every link on the way and of the file it leads to are watched, and the
+// links are read again after each change, since they may now lead
+// elsewhere. A directory that does not exist yet is watched for from its
+// nearest existing parent. Events are debounced briefly so that a burst of writes is
+// one change.
 func (g *Gateway) watch(ctx context.Context) (stop func()) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		g.log.Warn("cannot watch files; send SIGHUP to reload the configuration", "err", err)
 		return func() {}
 	}
-	vaultDir, cfgDir := filepath.Dir(g.vaultPath), filepath.Dir(g.configPath)
-	if err := w.Add(vaultDir); err != nil {
-		g.log.Warn("cannot watch the vault directory", "dir", vaultDir, "err", err)
+	dirs := map[string]bool{}
+	add := func(dir string) {
+		if dirs[dir] {
+			return
+		}
+		if err := w.Add(dir); err != nil {
+			g.log.Debug("not watching a directory", "dir", dir, "err", err)
+			return
+		}
+		dirs[dir] = true
 	}
-	if cfgDir != vaultDir {
-		if err := w.Add(cfgDir); err != nil {
-			g.log.Debug("not watching the configuration directory", "dir", cfgDir, "err", err)
+	add(filepath.Dir(g.vaultPath))
+	// cfgNames are the configuration file and its links; a change to any
+	// of them, or the creation of a missing directory on their way, is
+	// a reason to reload.
+	var cfgNames map[string]bool
+	follow := func() {
+		cfgNames = map[string]bool{}
+		for _, p := range linkChain(g.configPath) {
+			cfgNames[p] = true
+			dir := filepath.Dir(p)
+			for ; !isDir(dir) && filepath.Dir(dir) != dir; dir = filepath.Dir(dir) {
+				cfgNames[dir] = true // watched from the nearest existing parent
+			}
+			add(dir)
 		}
 	}
+	follow()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -40,10 +65,10 @@ func (g *Gateway) watch(ctx context.Context) (stop func()) {
 				if !ok {
 					return
 				}
-				switch filepath.Clean(ev.Name) {
-				case g.vaultPath:
+				switch name := filepath.Clean(ev.Name); {
+				case name == g.vaultPath:
 					vaultT = time.After(settle)
-				case filepath.Clean(g.configPath):
+				case cfgNames[name]:
 					cfgT = time.After(settle)
 				}
 			case err, ok := <-w.Errors:
@@ -57,6 +82,7 @@ func (g *Gateway) watch(ctx context.Context) (stop func()) {
 			case <-cfgT:
 				cfgT = nil
 				g.reloadConfig()
+				follow()
 			}
 		}
 	}()
@@ -64,4 +90,37 @@ func (g *Gateway) watch(ctx context.Context) (stop func()) {
 		w.Close()
 		<-done
 	}
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// linkChain returns path, every path its symbolic links lead to in turn,
+// and the file it finally resolves to (with linked directories on the
+// way resolved too), cleaned and without repeats.
+func linkChain(path string) []string {
+	p := filepath.Clean(path)
+	chain := []string{p}
+	seen := map[string]bool{p: true}
+	for range 40 {
+		t, err := os.Readlink(p)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(p), t)
+		}
+		p = filepath.Clean(t)
+		if seen[p] {
+			break
+		}
+		seen[p] = true
+		chain = append(chain, p)
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil && !seen[real] {
+		chain = append(chain, real)
+	}
+	return chain
 }

@@ -129,11 +129,44 @@ func Load(path string) (File, error) {
 	return Parse(path, b)
 }
 
+// Errors of Reload: the file is gone, or says nothing.
+var (
+	ErrMissing = errors.New("the configuration file was removed")
+	ErrEmpty   = errors.New("the configuration file holds no setting")
+)
+
+// Reload reads path again for a running gateway. Unlike Load, a missing
+// file, or one with no setting at all (empty, or comments only), is not
+// the defaults: Reload returns ErrMissing or ErrEmpty, and the caller
+// keeps the policy in force. A file that vanished or was emptied is more
+// often a crash, a half-done edit or a hostile program than a person
+// asking for the defaults, and the defaults drop every rule.
+func Reload(path string) (File, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return File{}, fmt.Errorf("%s: %w", path, ErrMissing)
+	}
+	if err != nil {
+		return File{}, err
+	}
+	f, keys, err := parse(path, b)
+	if err == nil && keys == 0 {
+		return File{}, fmt.Errorf("%s: %w", path, ErrEmpty)
+	}
+	return f, err
+}
+
 // Parse parses the contents of a configuration file; name is used in
 // error messages.
 func Parse(name string, b []byte) (File, error) {
+	f, _, err := parse(name, b)
+	return f, err
+}
+
+// parse is Parse, and counts the settings the file holds.
+func parse(name string, b []byte) (File, int, error) {
 	if len(b) > maxSize {
-		return File{}, fmt.Errorf("%s: file larger than %d bytes", name, maxSize)
+		return File{}, 0, fmt.Errorf("%s: file larger than %d bytes", name, maxSize)
 	}
 	f := Defaults()
 	md, err := toml.Decode(string(b), &f)
@@ -144,21 +177,26 @@ func Parse(name string, b []byte) (File, error) {
 			if pe.LastKey != "" {
 				msg = pe.LastKey + ": " + msg
 			}
-			return File{}, fmt.Errorf("%s:%d: %s", name, pe.Position.Line, msg)
+			return File{}, 0, fmt.Errorf("%s:%d: %s", name, pe.Position.Line, msg)
 		}
-		return File{}, fmt.Errorf("%s: %w", name, err)
+		return File{}, 0, fmt.Errorf("%s: %w", name, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		keys := make([]string, len(und))
 		for i, k := range und {
 			keys[i] = k.String()
 		}
-		return File{}, fmt.Errorf("%s: unknown setting %s", name, strings.Join(keys, ", "))
+		return File{}, 0, fmt.Errorf("%s: unknown setting %s", name, strings.Join(keys, ", "))
 	}
 	if err := f.check(); err != nil {
-		return File{}, fmt.Errorf("%s: %w", name, err)
+		if se, ok := errors.AsType[*settingError](err); ok {
+			if line := settingLine(b, se.Table, se.N, se.Key); line > 0 {
+				return File{}, 0, fmt.Errorf("%s:%d: %w", name, line, err)
+			}
+		}
+		return File{}, 0, fmt.Errorf("%s: %w", name, err)
 	}
-	return f, nil
+	return f, len(md.Keys()), nil
 }
 
 func checkMode(m string) error {
@@ -171,43 +209,27 @@ func checkMode(m string) error {
 
 func (f *File) check() error {
 	if err := checkMode(f.Approval); err != nil {
-		return err
+		return badSetting("", "approval", "%v", err)
 	}
 	if f.CardTimeout.Duration <= 0 {
-		return errors.New("card_timeout must be positive")
+		return badSetting("", "card_timeout", "card_timeout must be positive")
 	}
 	switch f.SessionScope {
 	case "key", "destination":
 	default:
-		return fmt.Errorf("session_scope = %q: want key or destination", f.SessionScope)
+		return badSetting("", "session_scope", "session_scope = %q: want key or destination", f.SessionScope)
 	}
 	for _, g := range f.Bastion.Markers {
 		if _, err := path.Match(g, ""); err != nil {
-			return fmt.Errorf("[bastion] markers: bad pattern %q", g)
+			return badSetting("bastion", "markers", "[bastion] markers: bad pattern %q", g)
 		}
 	}
 	if f.Bastion.Socket != "" && !strings.HasPrefix(f.Bastion.Socket, "/") {
-		return fmt.Errorf("[bastion] socket = %q: give an absolute path", f.Bastion.Socket)
+		return badSetting("bastion", "socket", "[bastion] socket = %q: give an absolute path", f.Bastion.Socket)
 	}
 	for i, r := range f.Rules {
-		if r.Host == "" && r.Key == "" && r.Exe == "" {
-			return fmt.Errorf("rule %d: give at least one of host, key, exe", i+1)
-		}
-		if r.Approval == "" {
-			return fmt.Errorf("rule %d: approval is missing", i+1)
-		}
-		if err := checkMode(r.Approval); err != nil {
-			return fmt.Errorf("rule %d: %w", i+1, err)
-		}
-		for _, g := range []string{r.Host, r.Exe} {
-			if _, err := path.Match(g, ""); err != nil {
-				return fmt.Errorf("rule %d: bad pattern %q", i+1, g)
-			}
-		}
-		if !strings.HasPrefix(r.Key, "SHA256:") {
-			if _, err := path.Match(r.Key, ""); err != nil {
-				return fmt.Errorf("rule %d: bad pattern %q", i+1, r.Key)
-			}
+		if err := checkRule(i+1, r); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -45,8 +45,11 @@ agents = ["claude"]
 host = "prod-*"
 approval = "per-call"
 [[rule]]
-key = "SHA256:abc"
+key = "SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8"
 exe = "*/evil"
+approval = "deny"
+[[rule]]
+exe = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 approval = "deny"
 [bastion]
 enabled = true
@@ -56,7 +59,7 @@ markers = ["prod-*"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Rules) != 2 || f.Rules[1].Exe != "*/evil" || !f.Bastion.Enabled || f.Bastion.Markers[0] != "prod-*" {
+	if len(f.Rules) != 3 || f.Rules[1].Exe != "*/evil" || !f.Bastion.Enabled || f.Bastion.Markers[0] != "prod-*" {
 		t.Fatalf("%+v", f)
 	}
 }
@@ -73,7 +76,51 @@ func TestLoadUnreadable(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("approval = \"session\"\ncard_timeout = \"60s\"\n"))
 	f.Add([]byte("known_hosts = [\"~/.ssh/known_hosts\"]\n"))
+	f.Add([]byte("[[rule]]\nhost = \"a\"\napproval = \"none\"\n[[ rule ]] # x\nkey = \"SHA256:zz\"\napproval = \"deny\"\n"))
+	f.Add([]byte("x = \"\"\"\n[[rule]]\n\"\"\"\n[[rule]]\nexe = \"sha256:0\"\napproval = \"deny\"\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		Parse("fuzz", b)
 	})
+}
+
+// A rule value that cannot mean what it says is an error naming its line:
+// such a deny rule would otherwise match nothing and deny nothing.
+func TestRuleValuesWithTheirLine(t *testing.T) {
+	const good = "SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8"
+	for _, c := range []struct{ value, want string }{
+		{`key = "SHA256:garbage"`, `c:6: rule 2: key = "SHA256:garbage": not a key fingerprint`},
+		{`key = "SHA256:` + good[7:] + `="`, "c:6: rule 2: key"},
+		{`key = "sha256:` + good[7:] + `"`, "c:6: rule 2: key = \"sha256:nThb"},
+		{`key = "MD5:16:27:ac:a5:76:28:2d:36:63:1b:56:4d:eb:df:a6:48"`, "c:6: rule 2: key"},
+		{`key = "[work"`, "c:6: rule 2: key = \"[work\": bad pattern"},
+		{`exe = "sha256:00"`, "c:6: rule 2: exe = \"sha256:00\": not an executable hash"},
+		{`exe = "sha256:` + strings.Repeat("g", 64) + `"`, "c:6: rule 2: exe"},
+		{`exe = "SHA256:` + strings.Repeat("a", 64) + `"`, "c:6: rule 2: exe"},
+		{`host = "prod-[db"`, "c:6: rule 2: host = \"prod-[db\": bad pattern"},
+		{`approval = "sometimes"`, "c:6: rule 2: approval = \"sometimes\""},
+	} {
+		src := "approval = \"session\"\n[[rule]]\nhost = \"a\"\napproval = \"deny\"\n[[rule]]\n" + c.value + "\n"
+		if !strings.HasPrefix(c.value, "approval") {
+			src += "approval = \"deny\"\n"
+		} else {
+			src += "host = \"b\"\n"
+		}
+		src += "[[rule]]\nhost = \"c\"\napproval = \"none\"\n"
+		_, err := Parse("c", []byte(src))
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.value, err, c.want)
+		}
+	}
+	// A rule without a value names its table's line; top-level and
+	// [bastion] settings name theirs.
+	for src, want := range map[string]string{
+		"[[rule]]\nhost = \"a\"\napproval = \"none\"\n[[rule]]\nhost = \"b\"\n":  "c:4: rule 2: approval is missing",
+		"# comment\napproval = \"sometimes\"\n":                                  "c:2: approval",
+		"[bastion]\nenabled = true\nsocket = \"rel.sock\"\n":                     "c:3: [bastion] socket",
+		"card_timeout = \"1s\"\nrule = [{host = \"a\", approval = \"maybe\"}]\n": "c: rule 1: approval",
+	} {
+		if _, err := Parse("c", []byte(src)); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", src, err, want)
+		}
+	}
 }

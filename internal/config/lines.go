@@ -1,0 +1,79 @@
+package config
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strings"
+)
+
+// settingError is a bad value, located so that the error can name the
+// line it came from: Key in table Table ("" for the top level), the N-th
+// of an array of tables such as [[rule]] (from 1; 0 for a plain table).
+// Key "" stands for the table itself.
+type settingError struct {
+	Table string
+	N     int
+	Key   string
+	Msg   string
+}
+
+func (e *settingError) Error() string { return e.Msg }
+
+// badSetting makes a settingError for key in a plain table.
+func badSetting(table, key, format string, args ...any) error {
+	return &settingError{Table: table, Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// settingLine finds the line (from 1) of setting key in src: at the top
+// level (table ""), in [table], or in the n-th [[table]] (n from 1). For
+// key "", or a key it cannot find, it returns the table's header line; 0
+// when there is no such table (or, at the top level, no such key). It
+// reads the file as lines, skipping multi-line strings, which is enough
+// for what a person writes; a value in an inline table gets its table's
+// line, or none.
+func settingLine(src []byte, table string, n int, key string) int {
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	sc.Buffer(make([]byte, 0, 4096), maxSize)
+	var (
+		line, seen, header int
+		in                 = table == ""
+		multi              string // the delimiter of an open multi-line string
+	)
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if multi != "" {
+			if strings.Count(text, multi)%2 == 1 {
+				multi = ""
+			}
+			continue
+		}
+		for _, d := range []string{`"""`, `'''`} {
+			if strings.Count(text, d)%2 == 1 {
+				multi = d
+			}
+		}
+		if strings.HasPrefix(text, "[") {
+			if table == "" || in && header > 0 {
+				break // the top level, or the table, ended
+			}
+			array := strings.HasPrefix(text, "[[")
+			name := strings.Join(strings.Fields(strings.Trim(strings.SplitN(text, "#", 2)[0], " \t[]")), "")
+			if strings.Trim(name, `"'`) == table && array == (n > 0) {
+				seen++
+				if n == 0 || seen == n {
+					in, header = true, line
+				}
+			}
+			continue
+		}
+		if in && key != "" {
+			k, _, ok := strings.Cut(text, "=")
+			if ok && strings.Trim(strings.TrimSpace(k), `"'`) == key {
+				return line
+			}
+		}
+	}
+	return header
+}

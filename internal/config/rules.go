@@ -1,0 +1,78 @@
+package config
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// A rule's values are checked one by one, and an error names the line
+// the value came from. A value that cannot mean what it says is an error,
+// never a rule that silently matches nothing: a deny rule for the key
+// "SHA256:garbage" would otherwise deny nothing.
+
+// checkRule checks rule i (from 1).
+func checkRule(i int, r Rule) error {
+	bad := func(key, format string, args ...any) error {
+		return &settingError{Table: "rule", N: i, Key: key, Msg: fmt.Sprintf("rule %d: "+format, append([]any{i}, args...)...)}
+	}
+	if r.Host == "" && r.Key == "" && r.Exe == "" {
+		return bad("", "give at least one of host, key, exe")
+	}
+	if r.Approval == "" {
+		return bad("", "approval is missing")
+	}
+	if err := checkMode(r.Approval); err != nil {
+		return bad("approval", "%v", err)
+	}
+	if _, err := path.Match(r.Host, ""); err != nil {
+		return bad("host", "host = %q: bad pattern", r.Host)
+	}
+	if err := checkKey(r.Key); err != nil {
+		return bad("key", "key = %q: %v", r.Key, err)
+	}
+	if err := checkExe(r.Exe); err != nil {
+		return bad("exe", "exe = %q: %v", r.Exe, err)
+	}
+	return nil
+}
+
+// checkKey accepts a SHA256 fingerprint as ssh-keygen -l prints it, or a
+// glob over key comments.
+func checkKey(k string) error {
+	switch rest, ok := strings.CutPrefix(k, "SHA256:"); {
+	case ok:
+		if b, err := base64.RawStdEncoding.DecodeString(rest); err != nil || len(b) != 32 {
+			return fmt.Errorf("not a key fingerprint: SHA256: is followed by 43 characters of base64 (ssh-keygen -lf KEY prints it)")
+		}
+		return nil
+	case hasFoldPrefix(k, "SHA256:"), hasFoldPrefix(k, "MD5:"):
+		return fmt.Errorf("fingerprints are written SHA256:… (upper case), as ssh-keygen -l prints them")
+	}
+	if _, err := path.Match(k, ""); err != nil {
+		return fmt.Errorf("bad pattern")
+	}
+	return nil
+}
+
+// checkExe accepts "sha256:" and 64 hex digits, or a glob over
+// executable paths or names.
+func checkExe(e string) error {
+	if hasFoldPrefix(e, "sha256:") {
+		h, ok := strings.CutPrefix(e, "sha256:")
+		if b, err := hex.DecodeString(h); !ok || err != nil || len(b) != 32 {
+			return fmt.Errorf("not an executable hash: write sha256: and the 64 hex digits sha256sum prints")
+		}
+		return nil
+	}
+	if _, err := path.Match(e, ""); err != nil {
+		return fmt.Errorf("bad pattern")
+	}
+	return nil
+}
+
+func hasFoldPrefix(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
