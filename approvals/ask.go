@@ -80,7 +80,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		Forwarded:   r.Forwarded || (dest != nil && dest.Forwarding),
 		Covers:      covers,
 		Claim:       argv,
-		Command:     printable(r.Command),
+		Command:     string(r.Command),
 		Created:     now.UTC(),
 		Expires:     now.Add(p.CardTimeout).UTC(),
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/safetext"
 )
 
 // A Card asks a person to decide a request. It shows the truth first —
@@ -75,7 +76,7 @@ type CardView struct {
 	Purpose     Purpose       `json:"purpose"`
 	Destination *DestView     `json:"destination,omitempty"`
 	Namespace   string        `json:"namespace,omitempty"`
-	Command     string        `json:"command,omitempty"` // the remote command a bastion will run (verified)
+	Command     string        `json:"command,omitempty"` // the remote command a bastion will run (verified), raw
 	Forwarded   bool          `json:"forwarded"`         // through a forwarded agent connection
 	Covers      string        `json:"covers"`
 	Claim       []string      `json:"claimed_command,omitempty"` // the requester's argv: a claim
@@ -112,7 +113,11 @@ func (e *Engine) runView(r *Run) RunView {
 func (v *CardView) OffersSession() bool { return v.Mode == audit.ModeSession }
 
 // Text renders a card for a terminal or an askpass dialog: the question,
-// what changed, then the verified facts, then claims.
+// what changed, then the verified facts, then claims. It is the one
+// renderer of cards for people: every string that came from the
+// requester or from a file is rendered by safetext (escaped, on one line,
+// cut with a marker), so no field can add a line, move the cursor or
+// reorder the text around it.
 func (v *CardView) Text() string {
 	var b strings.Builder
 	q := "Allow"
@@ -123,30 +128,30 @@ func (v *CardView) Text() string {
 		q = "Allow, for this run until it exits,"
 	}
 	run := v.Subjects[v.Selected]
-	fmt.Fprintf(&b, "%s %s (pid %d) to use key %s", q, run.Name, run.PID, v.Key.Fingerprint)
+	fmt.Fprintf(&b, "%s %s (pid %d) to use key %s", q, field(run.Name), run.PID, v.Key.Fingerprint)
 	if v.Key.Comment != "" {
-		fmt.Fprintf(&b, " (%s)", v.Key.Comment)
+		fmt.Fprintf(&b, " (%s)", field(v.Key.Comment))
 	}
 	switch {
 	case v.Destination != nil:
-		fmt.Fprintf(&b, " for %s?\n", destText(v.Destination))
+		fmt.Fprintf(&b, " for %s?\n", field(destText(v.Destination)))
 	case v.Purpose == PurposeSSHSig:
-		fmt.Fprintf(&b, " to sign in namespace %q?\n", v.Namespace)
+		fmt.Fprintf(&b, " to sign in namespace %s?\n", safetext.Quote(v.Namespace, safetext.Name))
 	default:
 		b.WriteString(" (destination unknown)?\n")
 	}
 	if v.Changed != "" {
-		fmt.Fprintf(&b, "%s: %s\n", v.Reason, v.Changed)
+		fmt.Fprintf(&b, "%s: %s\n", v.Reason, safetext.Field(v.Changed, safetext.Line))
 	}
 	fmt.Fprintf(&b, "Card %s, %s\n", v.ID, v.Reason)
-	fmt.Fprintf(&b, "Run: %s (pid %d, %s, sha256 %s, started %s)", run.Name, run.PID, run.Exe, run.SHA256, run.Started.Local().Format("15:04:05"))
+	fmt.Fprintf(&b, "Run: %s (pid %d, %s, sha256 %s, started %s)", field(run.Name), run.PID, safetext.Field(run.Exe, safetext.Path), run.SHA256, run.Started.Local().Format("15:04:05"))
 	if run.Label != "" {
-		fmt.Fprintf(&b, ", label %q", run.Label)
+		fmt.Fprintf(&b, ", label %s", safetext.Quote(run.Label, safetext.Name))
 	}
 	b.WriteString("\n")
 	names := make([]string, len(v.Requester))
 	for i, p := range v.Requester {
-		names[i] = p.Name
+		names[i] = field(p.Name)
 		if i == 0 || i == len(v.Requester)-1 {
 			names[i] += " (" + itoa(p.PID) + ")"
 		}
@@ -155,7 +160,7 @@ func (v *CardView) Text() string {
 	if d := v.Destination; d != nil {
 		fmt.Fprintf(&b, "Destination: host key %s, verified by session-bind", d.Fingerprint)
 		if len(d.Names) > 0 {
-			fmt.Fprintf(&b, " (%s)", strings.Join(d.Names, ", "))
+			fmt.Fprintf(&b, " (%s)", strings.Join(safetext.Fields(d.Names, safetext.Name), ", "))
 		} else {
 			b.WriteString(" (no name in known_hosts)")
 		}
@@ -165,33 +170,29 @@ func (v *CardView) Text() string {
 		b.WriteString("Warning: through a forwarded agent connection (a remote host is asking)\n")
 	}
 	if v.Command != "" {
-		fmt.Fprintf(&b, "Command (relayed by the bastion, exactly): %s\n", v.Command)
+		fmt.Fprintf(&b, "Command (relayed by the bastion, exactly): %s\n", safetext.Field(v.Command, safetext.Command))
 	}
 	if v.Key.Touch {
 		b.WriteString("Security key: once approved, it waits for a touch on the key\n")
 	}
-	fmt.Fprintf(&b, "Covers: %s\n", v.Covers)
+	fmt.Fprintf(&b, "Covers: %s\n", safetext.Field(v.Covers, safetext.Line))
+	var claims []string
 	if v.Destination != nil && v.Destination.User != "" {
-		fmt.Fprintf(&b, "Claimed by the client: user %s", v.Destination.User)
-		if len(v.Claim) > 0 {
-			fmt.Fprintf(&b, ", command %q", strings.Join(v.Claim, " "))
-		}
-		b.WriteString("\n")
-	} else if len(v.Claim) > 0 {
-		fmt.Fprintf(&b, "Claimed by the client: command %q\n", strings.Join(v.Claim, " "))
+		claims = append(claims, "user "+field(v.Destination.User))
+	}
+	if len(v.Claim) > 0 {
+		claims = append(claims, "command "+safetext.Field(strings.Join(v.Claim, " "), safetext.Command))
+	}
+	if len(claims) > 0 {
+		fmt.Fprintf(&b, "Claimed by the client: %s\n", strings.Join(claims, ", "))
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// printable renders command bytes for a card: valid UTF-8 as is (control
-// characters escaped), anything else quoted.
-func printable(b []byte) string {
-	if b == nil {
-		return ""
-	}
-	return strings.Trim(fmt.Sprintf("%q", b), `"`)
-}
+// field renders a name for a card (see safetext).
+func field(s string) string { return safetext.Field(s, safetext.Name) }
 
+// destText names a destination in sentences (raw: a renderer escapes it).
 func destText(d *DestView) string {
 	if len(d.Names) > 0 {
 		return d.Names[0]

@@ -5,6 +5,7 @@ import (
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/safetext"
 )
 
 // A Recorder makes events durable: *audit.Log. An error means the event
@@ -69,7 +70,7 @@ func requestEvent(typ audit.EventType, r *Request, d Decision) audit.Event {
 		detail["namespace"] = r.Namespace
 	}
 	if r.Command != nil {
-		detail["command"] = printable(r.Command)
+		detail["command"] = safetext.Bytes(r.Command, 0)
 	}
 	ev.Detail = detail
 	return ev

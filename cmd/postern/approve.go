@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/safetext"
 )
 
 const approveUsage = `Usage: postern approve [--socket PATH]
@@ -155,7 +156,7 @@ func askCard(gw *api.Client, tty io.Writer, in *bufio.Reader, c api.Card) error 
 			if i == c.Selected {
 				mark = "*"
 			}
-			fmt.Fprintf(tty, "  %s %d. %s (pid %d) %s\n", mark, i, s.Name, s.PID, s.Exe)
+			fmt.Fprintf(tty, "  %s %d. %s (pid %d) %s\n", mark, i, shown(s.Name), s.PID, safetext.Field(s.Exe, safetext.Path))
 		}
 	}
 	subject := c.Selected
@@ -175,7 +176,7 @@ func askCard(gw *api.Client, tty io.Writer, in *bufio.Reader, c api.Card) error 
 		line = strings.TrimSpace(line)
 		if n, err := strconv.Atoi(line); err == nil && n >= 0 && n < len(c.Subjects) {
 			subject = n
-			fmt.Fprintf(tty, "subject: %s (pid %d)\n", c.Subjects[n].Name, c.Subjects[n].PID)
+			fmt.Fprintf(tty, "subject: %s (pid %d)\n", shown(c.Subjects[n].Name), c.Subjects[n].PID)
 			continue
 		}
 		switch line {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/safetext"
 )
 
 const journalUsage = `Usage: postern journal [list] [--status STATUS] [--limit N] [--json]
@@ -155,14 +156,14 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 }
 
 func entryLine(e *api.JournalEntry) string {
-	return fmt.Sprintf("%s  %-41s  %s  %s %q", e.ID, e.Status(), e.Started.Local().Format("2006-01-02 15:04:05"), e.Target.String(), e.CommandText())
+	return fmt.Sprintf("%s  %-41s  %s  %s %s", e.ID, e.Status(), e.Started.Local().Format("2006-01-02 15:04:05"), shown(e.Target.String()), safetext.Field(e.CommandText(), safetext.Command))
 }
 
 func printEntry(out io.Writer, e *api.JournalEntry) {
 	fmt.Fprintf(out, "entry     %s\nstatus    %s\n", e.ID, e.Status())
-	fmt.Fprintf(out, "target    %s (host key %s)\n", e.Target.String(), e.Target.HostKey)
-	fmt.Fprintf(out, "command   %s %q (sha256 %s)\n", e.Kind, e.CommandText(), e.CommandSHA256)
-	fmt.Fprintf(out, "requester %s\n", e.Requester)
+	fmt.Fprintf(out, "target    %s (host key %s)\n", shown(e.Target.String()), e.Target.HostKey)
+	fmt.Fprintf(out, "command   %s %s (sha256 %s)\n", e.Kind, safetext.Escape(e.CommandText()), e.CommandSHA256)
+	fmt.Fprintf(out, "requester %s\n", safetext.Field(e.Requester, safetext.Line))
 	fmt.Fprintf(out, "approval  %s\n", e.Approval)
 	fmt.Fprintf(out, "started   %s", e.Started.Local().Format(time.RFC3339))
 	if !e.Dispatched.IsZero() {
@@ -187,7 +188,7 @@ func printEntry(out io.Writer, e *api.JournalEntry) {
 			fmt.Fprintf(out, " %s", x.Signal)
 		}
 		if x.ErrorMsg != "" {
-			fmt.Fprintf(out, " (%s)", x.ErrorMsg)
+			fmt.Fprintf(out, " (%s)", safetext.Field(x.ErrorMsg, safetext.Line))
 		}
 		fmt.Fprintf(out, " at %s; %d bytes in, %d out, %d err", x.At.Local().Format(time.RFC3339), x.BytesIn, x.BytesOut, x.BytesErr)
 		if x.ClientGone {
@@ -195,20 +196,26 @@ func printEntry(out io.Writer, e *api.JournalEntry) {
 		}
 		fmt.Fprintln(out)
 		if len(x.OutputTail) > 0 {
-			fmt.Fprintf(out, "output    …%q\n", x.OutputTail)
+			fmt.Fprintf(out, "output    (the end) %s\n", safetext.Bytes(x.OutputTail, 0))
 		}
 	}
 	if u := e.Unknown; u != nil {
-		fmt.Fprintf(out, "unknown   %s (%s, last phase %s) at %s\n", u.Reason, u.Detail, u.LastPhase, u.At.Local().Format(time.RFC3339))
+		fmt.Fprintf(out, "unknown   %s (%s, last phase %s) at %s\n", u.Reason, safetext.Field(u.Detail, safetext.Line), u.LastPhase, u.At.Local().Format(time.RFC3339))
 	}
 	for _, r := range e.Resolutions {
-		fmt.Fprintf(out, "resolved  %s by %s", r.Result, r.By)
+		fmt.Fprintf(out, "resolved  %s by %s", r.Result, safetext.Field(r.By, safetext.Line))
 		if r.ExitStatus != nil {
 			fmt.Fprintf(out, " (status %d)", *r.ExitStatus)
 		}
 		fmt.Fprintf(out, " at %s\n", r.At.Local().Format(time.RFC3339))
 		if r.Evidence != "" {
-			fmt.Fprintf(out, "evidence  %s\n", strings.ReplaceAll(strings.TrimSpace(r.Evidence), "\n", "\n          "))
+			for i, l := range strings.Split(strings.TrimSpace(r.Evidence), "\n") {
+				if i == 0 {
+					fmt.Fprintf(out, "evidence  %s\n", safetext.Escape(l))
+				} else {
+					fmt.Fprintf(out, "          %s\n", safetext.Escape(l))
+				}
+			}
 		}
 	}
 }

@@ -9,12 +9,16 @@ package main
 //   - Results go to standard output; every listing command takes --json.
 //   - Secrets are read from the terminal (/dev/tty), an askpass program
 //     or the documented passphrase file, never from arguments.
+//   - Every string that came from a requester or a file is rendered by
+//     internal/safetext (shown) before a person sees it.
 //   - Exit status: see exitcode.go.
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/postern/postern/internal/safetext"
 )
 
 func errorf(w io.Writer, format string, args ...any) {
@@ -46,3 +50,8 @@ func printJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// shown renders a name that came from a requester or a file (a process,
+// a host, a label) for a person: see safetext. JSON output carries the
+// raw strings.
+func shown(s string) string { return safetext.Field(s, safetext.Name) }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/postern/postern/internal/safetext"
 )
 
 const sessionsUsage = `Usage: postern sessions [--json] [--socket PATH]
@@ -47,13 +49,13 @@ func cmdSessions(args []string, out, errw io.Writer) error {
 		if r.Launched {
 			how = "postern run"
 		}
-		state := fmt.Sprintf("%s (pid %d) %s", r.Name, r.PID, r.Exe)
+		state := fmt.Sprintf("%s (pid %d) %s", shown(r.Name), r.PID, safetext.Field(r.Exe, safetext.Path))
 		if r.Pending {
 			state = "starting"
 		}
 		fmt.Fprintf(out, "run %s  %s  via %s, %d grants", r.ID, state, how, r.Grants)
 		if r.Label != "" {
-			fmt.Fprintf(out, ", label %q", r.Label)
+			fmt.Fprintf(out, ", label %s", shown(r.Label))
 		}
 		if r.Restored != "" {
 			fmt.Fprint(out, ", registered before the gateway restarted: needs approval again")
@@ -63,9 +65,9 @@ func cmdSessions(args []string, out, errw io.Writer) error {
 	for _, g := range res.Grants {
 		fmt.Fprintf(out, "grant %s  run %s  key %s", g.ID, g.Run, g.Key.Fingerprint)
 		if g.Dest != "" {
-			fmt.Fprintf(out, "  to %s %s", g.Dest, strings.Join(g.DestNames, ","))
+			fmt.Fprintf(out, "  to %s %s", g.Dest, strings.Join(safetext.Fields(g.DestNames, safetext.Name), ","))
 		}
-		fmt.Fprintf(out, "  since %s by %s\n", g.Approved.Local().Format("15:04:05"), g.Approver)
+		fmt.Fprintf(out, "  since %s by %s\n", g.Approved.Local().Format("15:04:05"), safetext.Field(g.Approver, safetext.Line))
 	}
 	return nil
 }

@@ -1,0 +1,138 @@
+// Package safetext renders strings that came from a requester or from a
+// file (executable names and paths, command lines, user and host names,
+// remote commands, key comments) for a person to read. It is the one
+// renderer every human-facing output uses: approval cards on a terminal
+// or in an askpass dialog, and the listings of the command line. Consumers
+// of JSON get the raw strings; people never do.
+//
+// A rendered field is one line of printable text that means exactly one
+// input:
+//
+//   - a backslash becomes \\;
+//   - newline, carriage return and tab become \n, \r and \t; every other
+//     C0 control, DEL and a byte that is not UTF-8 become \xHH (so an
+//     escape sequence shows as \x1b[...);
+//   - a character that is not printable — C1 controls, bidirectional
+//     overrides and isolates, zero-width and other format characters,
+//     line and paragraph separators, spaces other than U+0020, private
+//     use and unassigned code points — becomes \uXXXX or \UXXXXXXXX;
+//   - a combining mark at the start of a field (it would change the
+//     character before the field) becomes \uXXXX;
+//   - "…" (U+2026) becomes \u2026: it is reserved for the cut marker.
+//
+// Everything else is shown as it is ([Quote] also shows a double quote as
+// \", for a value between quotes). A field longer than its limit is cut
+// at a character boundary (never inside an escape) and ends with the
+// marker "…(+N bytes)", N counting the input bytes not shown.
+package safetext
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits for the kinds of fields, in runes of output.
+const (
+	Name    = 64   // a process, host, user or key name, a label, a namespace
+	Path    = 200  // an executable path
+	Command = 400  // a remote command or a claimed command line
+	Line    = 1000 // anything else shown on one line
+)
+
+// Marker starts the suffix of a cut field.
+const Marker = "…"
+
+// Field renders s on one line, cut to limit runes (limit <= 0: no cut).
+func Field(s string, limit int) string { return render(s, limit) }
+
+// Bytes renders b as Field renders a string.
+func Bytes(b []byte, limit int) string { return render(string(b), limit) }
+
+// Escape renders s on one line, uncut.
+func Escape(s string) string { return render(s, 0) }
+
+// Quote renders s as Field does, between double quotes, with a double
+// quote inside shown as \": for a value a sentence quotes.
+func Quote(s string, limit int) string {
+	return `"` + strings.ReplaceAll(render(s, limit), `"`, `\"`) + `"`
+}
+
+// Fields renders each of list with Field.
+func Fields(list []string, limit int) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = Field(s, limit)
+	}
+	return out
+}
+
+func render(s string, limit int) string {
+	// The common case, a short plain ASCII name, is returned as it is.
+	if plain(s) && (limit <= 0 || len(s) <= limit) {
+		return s
+	}
+	out := make([]byte, 0, len(s)+8)
+	runes := 0
+	var piece [16]byte
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		p := escapeRune(piece[:0], s[i:i+size], r, size, i == 0)
+		n := utf8.RuneCount(p)
+		if limit > 0 && runes+n > limit {
+			return string(out) + Marker + "(+" + strconv.Itoa(len(s)-i) + " bytes)"
+		}
+		out = append(out, p...)
+		runes += n
+		i += size
+	}
+	return string(out)
+}
+
+// plain reports whether s is printable ASCII without a backslash.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+const hexDigits = "0123456789abcdef"
+
+// escapeRune appends the rendering of one input character (raw, decoded as
+// r, size bytes long) to b.
+func escapeRune(b []byte, raw string, r rune, size int, first bool) []byte {
+	switch {
+	case r == utf8.RuneError && size <= 1:
+		return append(b, '\\', 'x', hexDigits[raw[0]>>4], hexDigits[raw[0]&0xf])
+	case r == '\\':
+		return append(b, '\\', '\\')
+	case r == '\n':
+		return append(b, '\\', 'n')
+	case r == '\r':
+		return append(b, '\\', 'r')
+	case r == '\t':
+		return append(b, '\\', 't')
+	case r < 0x20 || r == 0x7f:
+		return append(b, '\\', 'x', hexDigits[r>>4], hexDigits[r&0xf])
+	case r < 0x7f:
+		return append(b, byte(r))
+	case r == '…', !unicode.IsPrint(r), first && unicode.Is(unicode.M, r):
+		if r > 0xffff {
+			b = append(b, '\\', 'U')
+			for shift := 28; shift >= 0; shift -= 4 {
+				b = append(b, hexDigits[(r>>shift)&0xf])
+			}
+			return b
+		}
+		b = append(b, '\\', 'u')
+		for shift := 12; shift >= 0; shift -= 4 {
+			b = append(b, hexDigits[(r>>shift)&0xf])
+		}
+		return b
+	}
+	return append(b, raw...)
+}

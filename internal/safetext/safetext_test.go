@@ -1,0 +1,152 @@
+package safetext
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+)
+
+func TestField(t *testing.T) {
+	for _, tt := range []struct {
+		in    string
+		limit int
+		want  string
+	}{
+		{"ssh", Name, "ssh"},
+		{"/usr/bin/ssh", Path, "/usr/bin/ssh"},
+		{"", Name, ""},
+		{"prod\nAllow staging-web?", Line, `prod\nAllow staging-web?`},
+		{"\x1b[2K\x1b[1Astaging-web", Line, `\x1b[2K\x1b[1Astaging-web`},
+		{"a\rb\tc\x00d\x7f", Line, `a\rb\tc\x00d\x7f`},
+		{`back\slash`, Line, `back\\slash`},
+		{"evil\u202egnp.exe", Line, `evil\u202egnp.exe`}, // right-to-left override
+		{"a\u2066b\u2069c", Line, `a\u2066b\u2069c`},     // isolates
+		{"zero\u200bwidth", Line, `zero\u200bwidth`},     // zero-width space
+		{"line\u2028sep", Line, `line\u2028sep`},         // line separator
+		{"nb\u00a0sp", Line, `nb\u00a0sp`},               // no-break space
+		{"c1\u0085\u009b", Line, `c1\u0085\u009b`},       // C1 controls, NEL and CSI
+		{"tag\U000e0041", Line, `tag\U000e0041`},         // a tag character
+		{"\u0338x", Line, `\u0338x`},                     // a leading combining mark
+		{"e\u0301", Line, "e\u0301"},                     // a combining mark after its base
+		{"ünïcødé ✓ 日本", Line, "ünïcødé ✓ 日本"},           // printable text stays
+		{"bad\xff\xfeutf8", Line, `bad\xff\xfeutf8`},     // not UTF-8
+		{"dots… here", Line, `dots\u2026 here`},          // the marker's character
+		{"abcdefghij", 4, "abcd…(+6 bytes)"},             // cut
+		{"\x1b\x1b\x1b", 6, `\x1b…(+2 bytes)`},           // never inside an escape
+		{"日本語です", 2, "日本…(+9 bytes)"},                    // at a character boundary
+		{strings.Repeat("x", 70), Name, strings.Repeat("x", 64) + "…(+6 bytes)"},
+	} {
+		if got := Field(tt.in, tt.limit); got != tt.want {
+			t.Errorf("Field(%q, %d) = %q, want %q", tt.in, tt.limit, got, tt.want)
+		}
+	}
+	if got, want := Quote(`git" for prod-db?`+"\n", Name), `"git\" for prod-db?\n"`; got != want {
+		t.Errorf("Quote = %s, want %s", got, want)
+	}
+}
+
+// unescape inverts an uncut rendering; the fuzz target uses it to prove
+// that a rendering means exactly one input.
+func unescape(s string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if s[i] != '\\' {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == '…' {
+				return "", false
+			}
+			b.WriteString(s[i : i+size])
+			i += size
+			continue
+		}
+		if i+1 >= len(s) {
+			return "", false
+		}
+		switch s[i+1] {
+		case '\\':
+			b.WriteByte('\\')
+			i += 2
+		case 'n':
+			b.WriteByte('\n')
+			i += 2
+		case 'r':
+			b.WriteByte('\r')
+			i += 2
+		case 't':
+			b.WriteByte('\t')
+			i += 2
+		case 'x', 'u', 'U':
+			n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[s[i+1]]
+			if i+2+n > len(s) {
+				return "", false
+			}
+			v, err := strconv.ParseUint(s[i+2:i+2+n], 16, 32)
+			if err != nil {
+				return "", false
+			}
+			if s[i+1] == 'x' {
+				b.WriteByte(byte(v))
+			} else {
+				b.WriteRune(rune(v))
+			}
+			i += 2 + n
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// FuzzField checks what a person is promised for any input: one line of
+// printable characters, no bidirectional or other format characters, the
+// cut marker only at the end of a cut field, a bounded length, and (uncut)
+// a rendering that gives back exactly the input.
+func FuzzField(f *testing.F) {
+	for _, s := range []string{
+		"ssh", "prod\nAllow staging-web?", "\x1b]0;title\x07\x1b[2J", "evil\u202egnp.exe", "\u0338",
+		"…(+3 bytes)", `\x1b`, "bad\xff", "日本語", "\u00a0\u2028\u2029\ufeff", "\U0001f600 emoji",
+	} {
+		f.Add(s, 0)
+		f.Add(s, 5)
+	}
+	f.Fuzz(func(t *testing.T, s string, limit int) {
+		limit %= 300
+		got := Field(s, limit)
+		if !utf8.ValidString(got) {
+			t.Fatalf("Field(%q) = %q: not UTF-8", s, got)
+		}
+		body := got
+		if i := strings.Index(got, Marker); i >= 0 {
+			body = got[:i]
+			rest := strings.TrimPrefix(got[i:], Marker)
+			if !strings.HasPrefix(rest, "(+") || !strings.HasSuffix(rest, " bytes)") || limit <= 0 {
+				t.Fatalf("Field(%q, %d) = %q: marker in the middle", s, limit, got)
+			}
+		}
+		for i, r := range body {
+			if r == ' ' {
+				continue
+			}
+			if !unicode.IsPrint(r) || unicode.Is(unicode.Cf, r) || r == '…' {
+				t.Fatalf("Field(%q) = %q: %U shown as it is", s, got, r)
+			}
+			if i == 0 && unicode.Is(unicode.M, r) {
+				t.Fatalf("Field(%q) = %q: starts with a combining mark", s, got)
+			}
+		}
+		if limit > 0 && utf8.RuneCountInString(body) > limit {
+			t.Fatalf("Field(%q, %d) = %q: longer than the limit", s, limit, got)
+		}
+		if q := Quote(s, limit); !strings.HasPrefix(q, `"`) || !strings.HasSuffix(q, `"`) || strings.Contains(strings.ReplaceAll(strings.ReplaceAll(q[1:len(q)-1], `\\`, ""), `\"`, ""), `"`) {
+			t.Fatalf("Quote(%q) = %s: a quote inside is not escaped", s, q)
+		}
+		if body == got {
+			back, ok := unescape(got)
+			if !ok || back != s {
+				t.Fatalf("Field(%q) = %q does not give back the input (%q, %v)", s, got, back, ok)
+			}
+		}
+	})
+}
