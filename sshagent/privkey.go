@@ -12,6 +12,7 @@ import (
 	"math/big"
 	"slices"
 
+	"github.com/postern/postern/internal/sshkey"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -179,8 +180,13 @@ func (k *addedKey) parsePrivate(typ string, certPub ssh.PublicKey, b []byte) ([]
 		if err := ssh.Unmarshal(b, &m); err != nil {
 			return nil, fmt.Errorf("rsa key: %w", err)
 		}
-		if !pub.E.IsInt64() || pub.E.Int64() > 1<<31-1 || pub.N.BitLen() < 1024 || pub.N.BitLen() > 16384 {
-			return nil, errors.New("rsa key: unsupported size or exponent")
+		// As OpenSSH 10: a key a client cannot parse would make every
+		// client fail to list the agent's identities.
+		if bits := pub.N.BitLen(); bits < sshkey.MinRSABits || bits > sshkey.MaxRSABits {
+			return nil, fmt.Errorf("%w: RSA key of %d bits is too weak; RSA keys of %d to %d bits are accepted, as OpenSSH 10 does", sshkey.ErrUnsupported, bits, sshkey.MinRSABits, sshkey.MaxRSABits)
+		}
+		if !pub.E.IsInt64() || pub.E.Int64() > 1<<31-1 {
+			return nil, errors.New("rsa key: unsupported exponent")
 		}
 		priv := &rsa.PrivateKey{
 			PublicKey: rsa.PublicKey{N: pub.N, E: int(pub.E.Int64())},

@@ -72,7 +72,9 @@ type testServer struct {
 	dec  *decider
 }
 
-func startServer(t testing.TB) *testServer {
+// startServer serves an agent on a temporary socket; its log goes to the
+// test's log, or to log when given.
+func startServer(t testing.TB, log ...*slog.Logger) *testServer {
 	t.Helper()
 	keys := &Keyring{}
 	dec := &decider{}
@@ -83,6 +85,9 @@ func startServer(t testing.TB) *testServer {
 		Locker:  locker{keys},
 		Procs:   procid.Host,
 		Log:     testLogger(t),
+	}
+	if len(log) > 0 {
+		srv.Log = log[0]
 	}
 	dir, err := os.MkdirTemp("", "sshagent-")
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"time"
+
+	"github.com/postern/postern/internal/sshkey"
 )
 
 // sentinel is an error value that can also match a standard library
@@ -62,7 +64,7 @@ var (
 	// ErrUnsupportedKey: the key type or size is not accepted (postern
 	// stores Ed25519, ECDSA P-256/P-384/P-521 and RSA of 2048 bits or
 	// more).
-	ErrUnsupportedKey = errors.New("unsupported key")
+	ErrUnsupportedKey = sshkey.ErrUnsupported
 
 	// ErrKeyPassphrase: an imported private key file could not be
 	// decrypted with the passphrase given.

@@ -4,16 +4,13 @@ import (
 	"crypto"
 	"crypto/aes"
 	"crypto/cipher"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rsa"
 	"crypto/subtle"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
 
+	"github.com/postern/postern/internal/sshkey"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -232,57 +229,6 @@ func checkEmbeddedPublic(priv crypto.PrivateKey, pubBlob []byte, comment string)
 	return priv, comment, nil
 }
 
-// normalizeKey checks that priv is a key type and size postern accepts
+// normalizeKey checks that priv is a key postern holds (see sshkey.Check)
 // and returns it in the form ssh.MarshalPrivateKey expects.
-func normalizeKey(priv crypto.PrivateKey) (crypto.PrivateKey, error) {
-	const accepted = "postern accepts Ed25519, ECDSA (P-256, P-384, P-521) and RSA of 2048 bits or more"
-	switch k := priv.(type) {
-	case *ed25519.PrivateKey:
-		if k == nil {
-			return nil, errors.New("nil private key")
-		}
-		return normalizeKey(*k)
-	case ed25519.PrivateKey:
-		if len(k) != ed25519.PrivateKeySize {
-			return nil, fmt.Errorf("ed25519 private key has %d bytes, expected %d", len(k), ed25519.PrivateKeySize)
-		}
-		check := ed25519.NewKeyFromSeed(k.Seed())
-		same := subtle.ConstantTimeCompare(check, k) == 1
-		clear(check)
-		if !same {
-			return nil, errors.New("ed25519 private key is inconsistent: its public half does not match its seed")
-		}
-		return k, nil
-	case *ecdsa.PrivateKey:
-		if k == nil || k.D == nil {
-			return nil, errors.New("nil private key")
-		}
-		switch k.Curve {
-		case elliptic.P256(), elliptic.P384(), elliptic.P521():
-			return k, nil
-		}
-		return nil, fmt.Errorf("%w: ECDSA on curve %s; %s", ErrUnsupportedKey, k.Curve.Params().Name, accepted)
-	case *rsa.PrivateKey:
-		if k == nil || k.N == nil {
-			return nil, errors.New("nil private key")
-		}
-		bits := k.N.BitLen()
-		switch {
-		case bits < 2048:
-			return nil, fmt.Errorf("%w: RSA key of %d bits is too weak; %s (ssh-keygen -t ed25519 makes a better one)", ErrUnsupportedKey, bits, accepted)
-		case bits > 16384:
-			return nil, fmt.Errorf("%w: RSA key of %d bits is larger than 16384", ErrUnsupportedKey, bits)
-		case len(k.Primes) != 2:
-			return nil, fmt.Errorf("%w: RSA key with %d primes; only two-prime keys can be stored in OpenSSH format", ErrUnsupportedKey, len(k.Primes))
-		}
-		if err := k.Validate(); err != nil {
-			return nil, fmt.Errorf("invalid RSA key: %w", err)
-		}
-		k.Precompute()
-		return k, nil
-	case nil:
-		return nil, errors.New("nil private key")
-	default:
-		return nil, fmt.Errorf("%w: %T; %s", ErrUnsupportedKey, priv, accepted)
-	}
-}
+func normalizeKey(priv crypto.PrivateKey) (crypto.PrivateKey, error) { return sshkey.Check(priv) }
