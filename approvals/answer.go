@@ -61,6 +61,9 @@ var (
 	ErrNoCard      = errors.New("no such card (answered, expired, or from before a gateway restart)")
 	ErrSelfApprove = errors.New("refused: an approval cannot come from the requesting process, the run, or a descendant of either")
 	ErrSameSession = errors.New("refused: an approval cannot come from the terminal session of the requesting process or the run; approve from another terminal")
+	// ErrApproverUndecided refuses an approval when the gateway could not
+	// establish that it comes from outside the requesting process tree.
+	ErrApproverUndecided = errors.New("refused: the gateway could not establish that the approval comes from outside the requesting process tree; try again")
 )
 
 // Answer decides card id. approver is the verified process that sent the
@@ -88,17 +91,8 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 	}
 	// A denial only lowers authority: anyone may give it.
 	if approver != nil && approves {
-		for _, p := range []*procid.Process{&c.req.Requester.Process, &subj.Process} {
-			if in, _ := e.procs.DescendsFrom(approver.PID, approver.StartTicks, p); in {
-				e.log.Warn("approval refused: it came from inside the requesting process tree", "card", id, "approver_pid", approver.PID)
-				return ErrSelfApprove
-			}
-			// A process that left the tree (a double fork) keeps its
-			// session unless it also called setsid.
-			if p.Session > 0 && approver.Session == p.Session {
-				e.log.Warn("approval refused: it came from the requester's terminal session", "card", id, "approver_pid", approver.PID, "session", p.Session)
-				return ErrSameSession
-			}
+		if err := e.outside(approver, "card "+id, &c.req.Requester.Process, &subj.Process); err != nil {
+			return err
 		}
 	}
 	var g *Grant
@@ -112,8 +106,11 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 			ID: newGrantID(), Run: run, Nonce: run.Nonce, BootID: e.bootID, Epoch: c.epoch,
 			Key: c.req.Key, Approver: a.Approver, Created: e.now(),
 		}
-		if p.Scope == ScopeDestination && c.View.Destination != nil {
-			g.Dest, g.DestNames = c.View.Destination.Fingerprint, c.View.Destination.Names
+		if p.Scope == ScopeDestination {
+			g.Scoped = true
+			if d := c.View.Destination; d != nil {
+				g.Dest, g.DestNames = d.Fingerprint, d.Names
+			}
 		}
 		if p.Lifetime > 0 {
 			g.Expires = g.Created.Add(p.Lifetime)

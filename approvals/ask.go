@@ -10,19 +10,23 @@ import (
 	"github.com/postern/postern/internal/procid"
 )
 
-// ask shows a card and waits for its answer or its timeout.
-func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain procid.Chain, argv []string, dest *DestView, epoch uint64, p *Policy) Decision {
+// ask shows a card and waits for its answer or its timeout. Requests that
+// would ask the same session question wait on one card; an answer covers
+// exactly the request its card was shown for, so a request that waited on
+// another's card is told to decide again (again), from the grants as they
+// are after the answer.
+func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain procid.Chain, argv []string, dest *DestView, epoch uint64, p *Policy) (d Decision, again bool) {
 	subjects, sel, err := e.subjects(r, chain, p)
 	if err != nil {
 		e.log.Info("refusing: "+err.Error(), "pid", r.Requester.PID)
-		return deny(mode, audit.ReasonProcessExited)
+		return deny(mode, audit.ReasonProcessExited), false
 	}
 	subj := subjects[sel]
 	coolKey := subjectKey(subj)
 	e.mu.Lock()
 	if until, ok := e.cooldown[coolKey]; ok && e.now().Before(until) {
 		e.mu.Unlock()
-		return deny(mode, audit.ReasonCooldown)
+		return deny(mode, audit.ReasonCooldown), false
 	}
 	joinKey := ""
 	if mode == audit.ModeSession {
@@ -32,8 +36,9 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		}
 		for _, c := range e.cards {
 			if c.joinKey == joinKey {
+				c.joined++
 				e.mu.Unlock()
-				return e.wait(ctx, c, mode, p)
+				return e.wait(ctx, c, r, mode, p)
 			}
 		}
 	}
@@ -53,8 +58,12 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	if mode == audit.ModeSession {
 		reason, sentence = e.reauth(subj, r.Key, target)
 		covers = "this run and its descendants, for key " + r.Key.Display()
-		if p.Scope == ScopeDestination && dest != nil {
-			covers += " to " + destText(dest)
+		if p.Scope == ScopeDestination {
+			if dest != nil {
+				covers += " to " + destText(dest) + " only"
+			} else {
+				covers += " for uses that log in to no host (such as signatures), to no host"
+			}
 		}
 		covers += ", until the run exits, the vault locks or the gateway restarts"
 	}
@@ -102,17 +111,23 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	if e.askpass != nil {
 		go e.askpassAnswer(c)
 	}
-	return e.wait(ctx, c, mode, p)
+	return e.wait(ctx, c, r, mode, p)
 }
 
-// wait waits for c's answer, its timeout or the caller's end.
-func (e *Engine) wait(ctx context.Context, c *Card, mode audit.Mode, p *Policy) Decision {
+// wait waits for c's answer, its timeout or the caller's end, for request
+// r: the card's own request, or one that joined it. An approval of the
+// card answers its own request only; a joined one is told to decide
+// again.
+func (e *Engine) wait(ctx context.Context, c *Card, r *Request, mode audit.Mode, p *Policy) (Decision, bool) {
 	d := e.waitAnswer(ctx, c, mode, p)
+	if d.Allow && r != c.req {
+		return Decision{}, true
+	}
 	d.Card, d.CardReason = c.View.ID, c.View.Reason
 	if d.Run == "" {
 		d.Run = c.View.Run.ID
 	}
-	return d
+	return d, false
 }
 
 func (e *Engine) waitAnswer(ctx context.Context, c *Card, mode audit.Mode, p *Policy) Decision {

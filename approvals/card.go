@@ -21,6 +21,7 @@ type Card struct {
 	epoch      uint64
 	subjects   []*Run // the run for run-socket requests; live ancestors otherwise
 	joinKey    string // requests with the same key may wait on one session card
+	joined     int    // how many requests wait on the card besides its own (e.mu)
 	cooldownAs string
 	done       chan struct{}
 	answer     Answer

@@ -100,25 +100,40 @@ func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 	if r.Key.Confirm || r.RetryOf != "" {
 		mode = Stricter(mode, audit.ModePerCall)
 	}
+	if _, ok := destKey(r, dest); !ok && p.Scope == ScopeDestination {
+		// No verified destination to bind a session to.
+		mode = Stricter(mode, audit.ModePerCall)
+	}
 	switch mode {
 	case audit.ModeDeny:
 		return deny(mode, audit.ReasonPolicyDeny)
 	case audit.ModeNone:
 		return allow(mode, audit.ReasonPolicyNone)
-	case audit.ModeSession:
-		if g := e.covering(r, dest, epoch); g != nil {
-			return Decision{Allow: true, Mode: mode, Reason: audit.ReasonSession, Grant: g.ID, Run: g.Run.ID}
+	}
+	for {
+		if mode == audit.ModeSession {
+			if g := e.covering(r, dest, epoch, p.Scope); g != nil {
+				return Decision{Allow: true, Mode: mode, Reason: audit.ReasonSession, Grant: g.ID, Run: g.Run.ID}
+			}
+		}
+		if argv == nil {
+			argv = e.procs.Argv(r.Requester.PID)
+		}
+		d, again := e.ask(ctx, r, mode, ancestry(), argv, dest, epoch, p)
+		if !again {
+			return d
+		}
+		// The card this request waited on was answered for another
+		// request: decide again, from the grants as they are now.
+		if locked, epoch = e.vault(); locked {
+			return deny(mode, audit.ReasonVaultLocked)
 		}
 	}
-	if argv == nil {
-		argv = e.procs.Argv(r.Requester.PID)
-	}
-	return e.ask(ctx, r, mode, ancestry(), argv, dest, epoch, p)
 }
 
 // covering returns a live grant that covers r, checking each candidate
 // against live evidence and ending those that no longer hold.
-func (e *Engine) covering(r *Request, dest *DestView, epoch uint64) *Grant {
+func (e *Engine) covering(r *Request, dest *DestView, epoch uint64, scope Scope) *Grant {
 	e.mu.Lock()
 	var cands []*Grant
 	for _, g := range e.grants {
@@ -139,7 +154,7 @@ func (e *Engine) covering(r *Request, dest *DestView, epoch uint64) *Grant {
 		case !g.Expires.IsZero() && !now.Before(g.Expires):
 			e.endGrant(g, audit.ReasonExpired)
 			continue
-		case g.Dest != "" && (dest == nil || dest.Fingerprint != g.Dest):
+		case !g.coversDest(r, dest, scope):
 			continue
 		}
 		run := g.Run

@@ -127,7 +127,7 @@ func wireCode(err error) api.Code {
 	switch {
 	case is(errMalformed, errUnknownOp, errBadRequest, errNotLocked):
 		return api.CodeUsage
-	case is(errPeerChanged, approvals.ErrSelfApprove, approvals.ErrSameSession):
+	case is(errPeerChanged, approvals.ErrSelfApprove, approvals.ErrSameSession, approvals.ErrApproverUndecided):
 		return api.CodeDenied
 	case is(errAlreadyLocked):
 		return api.CodeLocked

@@ -28,10 +28,6 @@ type Table struct {
 // Host is the table of the machine's own /proc.
 var Host = &Table{Root: "/proc"}
 
-// maxAncestors bounds ancestry walks: pid 1 is reached long before this on
-// any real system; a loop in a fake or racing table ends here.
-const maxAncestors = 64
-
 // Stat holds the fields of /proc/PID/stat that identity needs.
 type Stat struct {
 	Comm       string
@@ -164,55 +160,6 @@ func (t *Table) Inspect(pid int) (Process, error) {
 		return Process{}, fmt.Errorf("pid %d: %w", pid, ErrGone)
 	}
 	return Process{PID: pid, PPID: st.PPID, UID: uid, StartTicks: st.StartTicks, Session: st.Session, Comm: st.Comm, Exe: exe}, nil
-}
-
-// Ancestors returns the live ancestry of p, nearest first, not including
-// p itself. The walk stops at pid 1, or where a parent is younger than its
-// child (the parent pid was reused after the real parent exited). Its
-// result is display context: authority decisions use [Table.DescendsFrom].
-func (t *Table) Ancestors(p *Process) Chain {
-	var chain Chain
-	child := p
-	for i := 0; i < maxAncestors && child.PPID > 0; i++ {
-		parent, err := t.Inspect(child.PPID)
-		if err != nil || parent.StartTicks > child.StartTicks {
-			break
-		}
-		chain = append(chain, parent)
-		if parent.PID == 1 {
-			break
-		}
-		child = &chain[len(chain)-1]
-	}
-	return chain
-}
-
-// DescendsFrom reports whether the live process pid (with the given start
-// time) is root or one of root's descendants, walking parents with their
-// start times at the time of the call. A parent younger than its child
-// means the parent pid was reused, and ends the walk with false.
-func (t *Table) DescendsFrom(pid int, start uint64, root *Process) (bool, error) {
-	st, err := t.Stat(pid)
-	if err != nil {
-		return false, err
-	}
-	if st.StartTicks != start {
-		return false, fmt.Errorf("pid %d: %w", pid, ErrGone)
-	}
-	for range maxAncestors {
-		if pid == root.PID {
-			return st.StartTicks == root.StartTicks, nil
-		}
-		if st.PPID <= 0 {
-			return false, nil
-		}
-		parent, err := t.Stat(st.PPID)
-		if err != nil || parent.StartTicks > st.StartTicks {
-			return false, nil
-		}
-		pid, st = st.PPID, parent
-	}
-	return false, nil
 }
 
 func gone(pid int, err error) error {

@@ -1,0 +1,198 @@
+package approvals
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/procid"
+)
+
+func (w *world) authTo(pid int, k ssh.PublicKey) *Request {
+	r := w.req(pid)
+	r.Purpose = PurposeAuth
+	if k != nil {
+		r.Dest = &Destination{HostKey: k}
+	}
+	return r
+}
+
+func (w *world) sshsig(pid int) *Request {
+	r := w.req(pid)
+	r.Purpose, r.Namespace = PurposeSSHSig, "git"
+	return r
+}
+
+// With session_scope = "destination", a grant covers the destination it
+// was approved for and nothing else; one approved for a commit signature
+// (no destination) covers no login at all.
+func TestDestinationScopedGrantsAreExact(t *testing.T) {
+	w := newWorld(t)
+	p := *w.e.Policy()
+	p.Scope = ScopeDestination
+	w.e.SetPolicy(&p)
+	one, two := hostKey(t), hostKey(t)
+
+	// A session for a signature.
+	ch := w.decide(w.sshsig(13))
+	c := w.card()
+	if !strings.Contains(c.Covers, "to no host") {
+		t.Fatalf("the card says it covers %q", c.Covers)
+	}
+	w.answer(c.ID, VerdictSession, 30)
+	if d := got(t, ch); !d.Allow {
+		t.Fatal(d)
+	}
+	if d := w.e.Decide(context.Background(), w.sshsig(13)); d.Reason != audit.ReasonSession {
+		t.Fatalf("a second signature: %+v", d)
+	}
+	// It does not cover a login.
+	ch = w.decide(w.authTo(13, one))
+	c = w.card()
+	if c.Mode != audit.ModeSession || !strings.Contains(c.Covers, "only") {
+		t.Fatalf("login card: %+v", c)
+	}
+	w.answer(c.ID, VerdictSession, 30)
+	if d := got(t, ch); d.Reason != audit.ReasonApprovedSession {
+		t.Fatalf("login: %+v", d)
+	}
+	if d := w.e.Decide(context.Background(), w.authTo(13, one)); d.Reason != audit.ReasonSession {
+		t.Fatalf("the approved destination again: %+v", d)
+	}
+	// Another destination is asked about.
+	ch = w.decide(w.authTo(13, two))
+	if c := w.card(); c.Destination == nil || c.Destination.Fingerprint != ssh.FingerprintSHA256(two) {
+		t.Fatalf("another destination's card: %+v", c)
+	}
+	w.answer(w.card().ID, VerdictDeny, 30)
+	if d := got(t, ch); d.Allow {
+		t.Fatal("a grant covered a destination it was not approved for")
+	}
+	// A login whose destination was not verified has nothing to bind a
+	// session to: asked every time.
+	ch = w.decide(w.authTo(13, nil))
+	if c := w.card(); c.Mode != audit.ModePerCall {
+		t.Fatalf("unverified login's card: %+v", c)
+	}
+	w.answer(w.card().ID, VerdictDeny, 30)
+	if d := got(t, ch); d.Allow {
+		t.Fatal("a scoped grant covered a login with no verified destination")
+	}
+	// A tightening applies to grants approved under the key scope too.
+	p.Scope = ScopeKey
+	w.e.SetPolicy(&p)
+	w.e.RevokeAll()
+	ch = w.decide(w.sshsig(13))
+	w.answer(w.card().ID, VerdictSession, 30)
+	got(t, ch)
+	if d := w.e.Decide(context.Background(), w.authTo(13, one)); d.Reason != audit.ReasonSession {
+		t.Fatalf("key scope: %+v", d)
+	}
+	p.Scope = ScopeDestination
+	w.e.SetPolicy(&p)
+	ch = w.decide(w.authTo(13, one))
+	w.answer(w.card().ID, VerdictDeny, 30)
+	if d := got(t, ch); d.Allow {
+		t.Fatal("a key-scoped grant covered a login after the scope was narrowed")
+	}
+}
+
+// Requests that ask the same session question wait on one card. A "once"
+// answer approves the request the card was shown for, and only it: the
+// others are asked again.
+func TestOnceAnswersExactlyOneRequest(t *testing.T) {
+	w := newWorld(t)
+	const n = 8
+	first := w.decide(w.req(13))
+	c := w.card()
+	var rest []<-chan Decision
+	for i := 1; i < n; i++ {
+		rest = append(rest, w.decide(w.req(13)))
+	}
+	waitJoined(t, w, n-1)
+	w.answer(c.ID, VerdictOnce, 30)
+	if d := got(t, first); !d.Allow || d.Reason != audit.ReasonApprovedOnce || d.Card != c.ID {
+		t.Fatalf("the card's own request: %+v", d)
+	}
+	// The others are asked again, on a new card of their own.
+	c2 := w.card()
+	if c2.ID == c.ID {
+		t.Fatal("the answered card is still pending")
+	}
+	w.answer(c2.ID, VerdictDeny, 30)
+	allowed := 1
+	for _, ch := range rest {
+		if got(t, ch).Allow {
+			allowed++
+		}
+	}
+	if allowed != 1 {
+		t.Fatalf("one once answer signed %d of %d requests", allowed, n)
+	}
+	// A session answer covers the joined requests through the grant it made.
+	w.f.Set(14, 12, 140, w.f.Exe("ssh", "ssh"))
+	first = w.decide(w.req(13))
+	c = w.card()
+	second := w.decide(w.req(14))
+	waitJoined(t, w, 1)
+	w.answer(c.ID, VerdictSession, 30)
+	if d := got(t, first); d.Reason != audit.ReasonApprovedSession {
+		t.Fatalf("first: %+v", d)
+	}
+	if d := got(t, second); d.Reason != audit.ReasonSession || d.Grant == "" {
+		t.Fatalf("joined request after a session answer: %+v", d)
+	}
+}
+
+// waitJoined waits until n requests wait on the pending card besides its own.
+func waitJoined(t *testing.T, w *world, n int) {
+	t.Helper()
+	for i := 0; i < 1000; i++ {
+		joined := 0
+		w.e.mu.Lock()
+		for _, c := range w.e.cards {
+			joined += c.joined
+		}
+		w.e.mu.Unlock()
+		if joined >= n {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("fewer than %d requests joined the card", n)
+}
+
+// The approver check walks the approver's ancestry as deep as it goes: a
+// run that nests its approver 100 processes deep is still refused.
+func TestApproverAncestryHasNoDepthLimit(t *testing.T) {
+	w := newWorld(t)
+	ch := w.decide(w.req(13))
+	c := w.card()
+	sh := w.f.Exe("sh", "a shell")
+	parent := 13
+	for i := 0; i < 100; i++ {
+		pid := 1000 + i
+		w.f.Set(pid, parent, uint64(200+i), sh, "sh")
+		parent = pid
+	}
+	approver := 2000
+	w.f.Set(approver, parent, 400, w.f.Exe("postern", "postern"), "postern", "approve")
+	err := w.e.Answer(c.ID, Answer{Verdict: VerdictOnce, Subject: -1}, w.f.Peer(approver))
+	if !errors.Is(err, ErrSelfApprove) {
+		t.Fatalf("an approver 101 processes below the requester: %v", err)
+	}
+	// A walk that cannot decide (a parent younger than its child, not
+	// reparented) refuses too.
+	w.f.Set(1050, 1, 900, sh, "sh")
+	err = w.e.Answer(c.ID, Answer{Verdict: VerdictOnce, Subject: -1}, w.f.Peer(approver))
+	if !errors.Is(err, ErrApproverUndecided) || !strings.Contains(err.Error(), procid.ErrUndecided.Error()) {
+		t.Fatalf("an undecidable walk: %v", err)
+	}
+	w.answer(c.ID, VerdictDeny, 30)
+	got(t, ch)
+}

@@ -1,0 +1,90 @@
+package procid
+
+import (
+	"errors"
+	"fmt"
+)
+
+// maxShown bounds the ancestry shown on a card (display only): pid 1 is
+// reached long before this on any real system.
+const maxShown = 64
+
+// maxWalk bounds an authority walk: a chain of live processes cannot be
+// longer than the largest pid the kernel hands out (PID_MAX_LIMIT). A walk
+// that reaches it has met a loop in a fake or racing table, and fails.
+const maxWalk = 1 << 22
+
+// ErrUndecided reports an ancestry walk that could not establish the
+// answer: a parent that could not be read while its child still named it,
+// or a loop. Callers treat it as the answer that grants nothing.
+var ErrUndecided = errors.New("the process ancestry could not be established")
+
+// Ancestors returns the live ancestry of p, nearest first, not including
+// p itself, at most 64 processes. The walk stops at pid 1, or where a
+// parent is younger than its child (the parent pid was reused after the
+// real parent exited). Its result is display context: authority
+// decisions use [Table.DescendsFrom].
+func (t *Table) Ancestors(p *Process) Chain {
+	var chain Chain
+	child := p
+	for i := 0; i < maxShown && child.PPID > 0; i++ {
+		parent, err := t.Inspect(child.PPID)
+		if err != nil || parent.StartTicks > child.StartTicks {
+			break
+		}
+		chain = append(chain, parent)
+		if parent.PID == 1 {
+			break
+		}
+		child = &chain[len(chain)-1]
+	}
+	return chain
+}
+
+// DescendsFrom reports whether the live process pid (with the given start
+// time) is root or one of root's descendants, walking parents with their
+// start times at the time of the call, as deep as the tree goes.
+//
+// It answers false only when the walk reached the top of the tree
+// without meeting root. When it cannot decide — pid is gone, a parent
+// cannot be read while its child still names it, a parent is younger than
+// its child and the child was not reparented, or the walk does not end —
+// it returns an error wrapping ErrGone or ErrUndecided, never a plain
+// false: an approver's check must not be won by making the walk fail.
+func (t *Table) DescendsFrom(pid int, start uint64, root *Process) (bool, error) {
+	st, err := t.Stat(pid)
+	if err != nil {
+		return false, err
+	}
+	if st.StartTicks != start {
+		return false, fmt.Errorf("pid %d: %w", pid, ErrGone)
+	}
+	for range maxWalk {
+		if pid == root.PID {
+			return st.StartTicks == root.StartTicks, nil
+		}
+		if st.PPID <= 0 {
+			return false, nil
+		}
+		parent, err := t.Stat(st.PPID)
+		if err != nil || parent.StartTicks > st.StartTicks {
+			// The parent exited and its pid may have been reused: the
+			// child has been reparented by now. Read it again and go on
+			// from its new parent.
+			again, err2 := t.Stat(pid)
+			switch {
+			case err2 != nil || again.StartTicks != st.StartTicks:
+				return false, fmt.Errorf("pid %d left while its ancestry was read: %w", pid, ErrUndecided)
+			case again.PPID == st.PPID:
+				if err == nil {
+					err = fmt.Errorf("parent %d is younger than its child %d", st.PPID, pid)
+				}
+				return false, fmt.Errorf("%w: %v", ErrUndecided, err)
+			}
+			st = again
+			continue
+		}
+		pid, st = st.PPID, parent
+	}
+	return false, fmt.Errorf("pid %d: the walk does not end: %w", pid, ErrUndecided)
+}
