@@ -190,7 +190,9 @@ func subjectKey(r *Run) string {
 
 // subjects returns who a session approval could bind: the run a run
 // socket belongs to, or the requester and its live ancestors (init and
-// other users' processes excluded), with the index to preselect.
+// other users' processes excluded), with the index to preselect: the
+// first of the configured agents, else the first process approved before
+// for the key, else the requester. Preselecting grants nothing.
 func (e *Engine) subjects(r *Request, chain procid.Chain, p *Policy) ([]*Run, int, error) {
 	if r.Channel.Kind == ChannelRun {
 		e.mu.Lock()
@@ -215,6 +217,16 @@ func (e *Engine) subjects(r *Request, chain procid.Chain, p *Policy) ([]*Run, in
 	}
 	if len(out) == 0 {
 		out = []*Run{{Process: r.Requester.Process}}
+	}
+	if sel < 0 {
+		// A process approved before for this key (its grant ended with a
+		// restart, a lock, or an exec on it) is the likely run.
+		for i := range out {
+			if e.approvedBefore(&out[i].Process, r.Key) {
+				sel = i
+				break
+			}
+		}
 	}
 	if sel < 0 {
 		sel = 0

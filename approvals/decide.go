@@ -165,7 +165,7 @@ func (e *Engine) covering(r *Request, dest *DestView, epoch uint64, scope Scope)
 		if g.Nonce != run.Nonce {
 			continue
 		}
-		if ok, _ := e.procs.DescendsFrom(r.Requester.PID, r.Requester.StartTicks, &run.Process); ok {
+		if ok, _ := r.Requester.Within(run.pin); ok {
 			return g
 		}
 	}

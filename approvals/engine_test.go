@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -191,8 +192,30 @@ func TestExecOnTheRunEndsIt(t *testing.T) {
 	w.e.mu.Lock()
 	last := w.e.past[len(w.e.past)-1]
 	w.e.mu.Unlock()
-	if last.Reason != audit.ReasonIdentityMismatch {
-		t.Fatalf("grant ended with %q, want identity_mismatch", last.Reason)
+	if last.Reason != audit.ReasonProcessChanged {
+		t.Fatalf("grant ended with %q, want process_changed", last.Reason)
+	}
+}
+
+// exec -a x ./other.sh under the same interpreter: the same pid, start
+// time and executable, and yet another program. The grant ends as
+// process_changed, and the card for the new program says so.
+func TestExecOfTheSameExecutableEndsTheRun(t *testing.T) {
+	w := newWorld(t)
+	w.approve(13)
+	claude, _ := w.f.Table.Inspect(10)
+	w.f.Exec(10, claude.Exe.Path, "x", "other.sh")
+	ch := w.decide(w.req(13))
+	c := w.card()
+	if c.Reason != audit.ReasonReauthProcessChanged || !strings.Contains(c.Changed, "executed another program") {
+		t.Fatalf("card after the exec: %s %q", c.Reason, c.Changed)
+	}
+	w.answer(c.ID, VerdictDeny, 30)
+	if d := got(t, ch); d.Allow {
+		t.Fatal("the exec'd program rode the grant")
+	}
+	if runs, grants := w.e.Sessions(); len(grants) != 0 || len(runs) != 0 {
+		t.Fatalf("the grant survived the exec: %v %v", runs, grants)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/atomicfile"
+	"github.com/postern/postern/internal/procid"
 )
 
 // Past is display context about an earlier grant or run: enough to tell
@@ -79,6 +80,19 @@ func savePast(file string, ps []Past) error {
 	return atomicfile.Write(file, b, 0o600)
 }
 
+// approvedBefore reports whether the display context holds an earlier
+// grant of key to process p (the same pid and start time).
+func (e *Engine) approvedBefore(p *procid.Process, key Key) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := range e.past {
+		if q := &e.past[i]; q.Key == key.Fingerprint && q.PID == p.PID && q.Start == p.StartTicks {
+			return true
+		}
+	}
+	return false
+}
+
 // reauth explains why a card for subject and key is a re-approval, from
 // display context only. It returns the card reason and a sentence.
 func (e *Engine) reauth(subject *Run, key Key, destText string) (reason audit.Reason, sentence string) {
@@ -95,6 +109,8 @@ func (e *Engine) reauth(subject *Run, key Key, destText string) (reason audit.Re
 			continue
 		}
 		switch {
+		case p.Reason == audit.ReasonProcessChanged && p.BootID == e.bootID:
+			return audit.ReasonReauthProcessChanged, "The approved process (" + baseName(p.Exe) + ", pid " + itoa(p.PID) + ") executed another program on the same pid, so it is a new process (now " + subject.Process.Name() + "): approve it to use key " + key.Display() + destText + "."
 		case p.BootID != e.bootID:
 			return audit.ReasonReauthGatewayRestarted, "The gateway restarted. Approve this newly connected process to use key " + key.Display() + destText + "."
 		case p.Reason == audit.ReasonVaultLocked || p.Reason.Canonical() == audit.ReasonVaultStateChanged:

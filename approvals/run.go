@@ -53,7 +53,8 @@ func randomHex(n int) string {
 func newRunID() string { return "R" + randomHex(4) }
 
 // check verifies the run's process against live evidence: alive, same
-// start time, same executable. It returns the end reason when it fails.
+// start time, same program (procid.Peer.Verify). It returns the end
+// reason when it fails.
 func (r *Run) check() (reason audit.Reason, ok bool) {
 	if why := r.Ended(); why != "" {
 		return why, false
@@ -62,12 +63,12 @@ func (r *Run) check() (reason audit.Reason, ok bool) {
 		return "", false
 	}
 	if err := r.pin.Verify(); err != nil {
-		if isChanged(err) {
-			return audit.ReasonIdentityMismatch, false
+		// An exec on the run's pid — another executable, or the same one
+		// with a new address space — is a new process.
+		if errors.Is(err, procid.ErrChanged) {
+			return audit.ReasonProcessChanged, false
 		}
 		return audit.ReasonProcessExited, false
 	}
 	return "", true
 }
-
-func isChanged(err error) bool { return errors.Is(err, procid.ErrChanged) }

@@ -53,7 +53,11 @@ type Reason string
 // End reasons: why a session approval (a grant) or a run ended.
 const (
 	ReasonProcessExited    Reason = "process_exited"    // the run's process exited
-	ReasonIdentityMismatch Reason = "identity_mismatch" // the process is no longer the one identified (an exec, a changed requester)
+	ReasonIdentityMismatch Reason = "identity_mismatch" // the process is not the one identified (a launched pid that is not the caller's child, a requester that changed)
+	// ReasonProcessChanged: the run's process executed another program on
+	// the same pid (another executable, or the same one with a new address
+	// space). Also a card reason: see below.
+	ReasonProcessChanged   Reason = "process_changed"
 	ReasonGatewayRestarted Reason = "gateway_restarted" // the grant is from another gateway boot
 	ReasonVaultLocked      Reason = "vault_locked"      // the vault locked
 	// ReasonVaultStateChanged: the vault epoch moved while the vault stayed
@@ -101,9 +105,9 @@ const (
 	ReasonCardNew      Reason = "new"              // a first approval
 	ReasonPerCall      Reason = "per_call"         // the use asks every time
 	ReasonRetryUnknown Reason = "retry_of_unknown" // a retry of a command whose outcome is unknown
-	// ReasonProcessChanged: the approved process ended and a new one has
-	// the same label or executable.
-	ReasonProcessChanged Reason = "process_changed"
+	// ReasonProcessChanged (declared with the end reasons), as a card's
+	// reason: the approved process executed another program, or ended and
+	// a new one has the same label or executable.
 
 	ReasonReauthProcessChanged    Reason = reauthRequired + ReasonProcessChanged
 	ReasonReauthGatewayRestarted  Reason = reauthRequired + ReasonGatewayRestarted

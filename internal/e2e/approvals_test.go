@@ -248,7 +248,7 @@ func TestExecOnApprovedRunIsRefused(t *testing.T) {
 	if r := a.Do(sshCmd(w.sshd)); r.Code == 0 {
 		t.Fatal("an exec'd run kept its approval")
 	}
-	w.agent.WaitLog(t, "reason=identity_mismatch")
+	w.agent.WaitLog(t, "reason=process_changed")
 }
 
 func TestForwardedConnectionNeverRidesSession(t *testing.T) {

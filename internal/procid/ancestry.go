@@ -59,12 +59,40 @@ func (t *Table) DescendsFrom(pid int, start uint64, root *Process) (bool, error)
 	if st.StartTicks != start {
 		return false, fmt.Errorf("pid %d: %w", pid, ErrGone)
 	}
+	return t.walk(pid, st, root, nil)
+}
+
+// Within reports whether p is root or one of root's live descendants, as
+// DescendsFrom does, for a request's pinned requester and a pinned run:
+// p's own stat is read through its pin, and root, which the caller has
+// just verified, is recognized without another read when a process names
+// its pid as parent while its pin shows it alive (a live process's pid
+// cannot name another).
+func (p *Peer) Within(root *Peer) (bool, error) {
+	st, err := p.Stat()
+	if err != nil {
+		return false, err
+	}
+	if st.StartTicks != p.StartTicks {
+		return false, fmt.Errorf("pid %d: %w", p.PID, ErrGone)
+	}
+	alive := func() bool { return root.pin.alive(root.table, &root.Process) == nil }
+	return p.table.walk(p.PID, st, &root.Process, alive)
+}
+
+// walk goes up from pid, whose stat is st, until it meets root or the
+// top of the tree; see DescendsFrom. rootAlive, when given, vouches for
+// root's pid.
+func (t *Table) walk(pid int, st Stat, root *Process, rootAlive func() bool) (bool, error) {
 	for range maxWalk {
 		if pid == root.PID {
 			return st.StartTicks == root.StartTicks, nil
 		}
 		if st.PPID <= 0 {
 			return false, nil
+		}
+		if st.PPID == root.PID && rootAlive != nil && root.StartTicks <= st.StartTicks && rootAlive() {
+			return true, nil
 		}
 		parent, err := t.Stat(st.PPID)
 		if err != nil || parent.StartTicks > st.StartTicks {

@@ -1,7 +1,5 @@
 package procid
 
-import "fmt"
-
 // A Peer is the process at the other end of a connection, pinned at
 // connect time. Verify re-checks it against live evidence; call it before
 // acting on every request, not only at connect.
@@ -12,23 +10,26 @@ type Peer struct {
 }
 
 // Verify reports whether the peer is still the process that connected:
-// still alive, the pid not reused, the same executable. It returns an
-// error wrapping ErrGone or ErrChanged otherwise.
+// still alive, the pid not reused, and still running the program it ran
+// then (see the package documentation: an exec on the same pid is a new
+// process). It returns an error wrapping ErrGone or ErrChanged otherwise.
 func (p *Peer) Verify() error {
 	if err := p.pin.alive(p.table, &p.Process); err != nil {
 		return err
 	}
-	e, _, err := p.table.ExeID(p.PID)
-	if err != nil {
-		return err
+	err := p.pin.program(p.table, &p.Process)
+	// Alive after the reads: the pid belonged to the pinned process while
+	// they were made, and a process that is exiting (its address space
+	// already gone) is reported as gone, not changed.
+	if gone := p.pin.alive(p.table, &p.Process); gone != nil {
+		return gone
 	}
-	if !e.Same(p.Exe) {
-		return fmt.Errorf("pid %d: %w", p.PID, ErrChanged)
-	}
-	// Alive after the stat: the pid belonged to the pinned process while
-	// the executable was read.
-	return p.pin.alive(p.table, &p.Process)
+	return err
 }
+
+// Stat reads the peer's /proc/PID/stat as it is now (through the file
+// held since it was pinned, where there is one).
+func (p *Peer) Stat() (Stat, error) { return p.pin.stat(p.table, &p.Process) }
 
 // Exited returns a channel that is closed when the peer process exits.
 // It is nil when the platform cannot watch exits; callers then rely on
@@ -56,6 +57,10 @@ func (t *Table) Pin(pid int) (*Peer, error) {
 // finish inspects pid and checks that the pin still holds afterwards, so
 // the facts read from /proc are about the pinned process.
 func (t *Table) finish(pid int, uid uint32, haveUID bool, pn pin) (*Peer, error) {
+	if err := pn.hold(t, pid); err != nil {
+		pn.close()
+		return nil, err
+	}
 	proc, err := t.Inspect(pid)
 	if err != nil {
 		pn.close()

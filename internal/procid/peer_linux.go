@@ -61,6 +61,12 @@ type pidfdPin struct {
 	inode uint64
 	once  sync.Once
 	done  chan struct{}
+
+	// mu guards the descriptors against a use after close (a closed
+	// number may name another file by then).
+	mu     sync.RWMutex
+	closed bool
+	held   held // what shows an exec: see program_linux.go
 }
 
 func newPidfdPin(fd int) (pin, error) {
@@ -69,7 +75,7 @@ func newPidfdPin(fd int) (pin, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("fstat pidfd: %w", err)
 	}
-	return &pidfdPin{fd: fd, inode: st.Ino}, nil
+	return &pidfdPin{fd: fd, inode: st.Ino, held: noHeld}, nil
 }
 
 func pinPID(pid int) (pin, error) {
@@ -88,11 +94,22 @@ func pinPID(pid int) (pin, error) {
 
 func (p *pidfdPin) ino() uint64 { return p.inode }
 
-func (p *pidfdPin) close() error { return unix.Close(p.fd) }
+func (p *pidfdPin) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	p.held.close()
+	return unix.Close(p.fd)
+}
 
 // alive polls the pidfd: it becomes readable when the process exits.
 func (p *pidfdPin) alive(_ *Table, proc *Process) error {
-	if pidfdExited(p.fd) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed || pidfdExited(p.fd) {
 		return fmt.Errorf("pid %d: %w", proc.PID, ErrGone)
 	}
 	return nil

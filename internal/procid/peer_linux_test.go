@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,10 @@ func TestMain(m *testing.M) {
 }
 
 func runClient(sock, mode string) {
+	if mode == "sleeping" {
+		time.Sleep(30 * time.Second)
+		os.Exit(0)
+	}
 	c, err := net.Dial("unix", sock)
 	if err != nil {
 		os.Exit(3)
@@ -31,10 +36,22 @@ func runClient(sock, mode string) {
 	c.Write([]byte{1})
 	var b [1]byte
 	c.Read(b[:])
-	if mode == "exec" {
+	switch mode {
+	case "exec":
 		f, _ := c.(*net.UnixConn).File()
 		unix.FcntlInt(f.Fd(), unix.F_SETFD, 0)
 		unix.Exec("/bin/sleep", []string{"sleep", "30"}, os.Environ())
+	case "execself":
+		// The same program, the same arguments, an environment of the
+		// same size: without address space randomization, the same
+		// layout too.
+		env := os.Environ()
+		for i, kv := range env {
+			if kv == "PROCID_TEST_MODE=execself" {
+				env[i] = "PROCID_TEST_MODE=sleeping"
+			}
+		}
+		unix.Exec(os.Args[0], os.Args, env)
 	}
 	os.Exit(0)
 }
@@ -186,4 +203,74 @@ func TestSenderOfInheritedSocket(t *testing.T) {
 	if pid, _ := sc.Sender(); pid != os.Getpid() {
 		t.Fatalf("after reset, sender = %d want %d", pid, os.Getpid())
 	}
+}
+
+// An exec of the very same program on the same pid — the same
+// executable, pid and start time — is a new process too: the address
+// space held since the peer was pinned is gone. Run once with address
+// space randomization, and once without it (setarch -R), where the new
+// program's layout is the old one and only the held address space tells.
+func TestPeerExecOfTheSameProgramIsANewProcess(t *testing.T) {
+	for _, norand := range []bool{false, true} {
+		argv := []string{os.Args[0]}
+		if norand {
+			setarch, err := exec.LookPath("setarch")
+			if err != nil {
+				t.Fatal("setarch is not installed (util-linux)")
+			}
+			argv = []string{setarch, archName(), "-R", os.Args[0]}
+		}
+		sock := filepath.Join(t.TempDir(), "s")
+		l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		PassCredentials(l)
+		cmd, c := connectClient(t, l, sock, "execself", argv...)
+		l.Close()
+		var b [1]byte
+		c.Read(b[:])
+		p, err := Host.PeerOf(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Verify(); err != nil {
+			t.Fatal(err)
+		}
+		before := p.Layout
+		exe := p.Exe
+		c.Write([]byte{1})
+		deadline := time.Now().Add(10 * time.Second)
+		var verr error
+		for {
+			verr = p.Verify()
+			if errors.Is(verr, ErrChanged) || verr != nil || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if !errors.Is(verr, ErrChanged) {
+			t.Fatalf("norand=%v: Verify after an exec of the same program = %v, want ErrChanged", norand, verr)
+		}
+		// Same pid, same start time, same executable.
+		now, err := Host.Inspect(cmd.Process.Pid)
+		if err != nil || now.StartTicks != p.StartTicks || !now.Exe.Same(exe) {
+			t.Fatalf("after the exec: %+v %v", now, err)
+		}
+		if norand {
+			if now.Layout != before {
+				t.Logf("the layout changed too: %+v -> %+v", before, now.Layout)
+			} else if !strings.Contains(verr.Error(), "new address space") {
+				t.Fatalf("only the held address space could tell, but: %v", verr)
+			}
+		}
+		p.Close()
+	}
+}
+
+// archName is the machine name setarch takes.
+func archName() string {
+	var u unix.Utsname
+	unix.Uname(&u)
+	return unix.ByteSliceToString(u.Machine[:])
 }

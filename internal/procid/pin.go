@@ -5,13 +5,22 @@ import "fmt"
 // A pin keeps hold of one process lifetime.
 type pin interface {
 	alive(t *Table, p *Process) error
+	// hold keeps, from now on, what later shows that pid executed a new
+	// program (see program); called before the process is inspected.
+	hold(t *Table, pid int) error
+	// program returns an error wrapping ErrChanged when the process no
+	// longer runs the program p describes, or ErrGone.
+	program(t *Table, p *Process) error
+	// stat reads the process's /proc/PID/stat as it is now.
+	stat(t *Table, p *Process) (Stat, error)
 	exited() <-chan struct{}
 	close() error
 	ino() uint64
 }
 
 // startPin is the fallback where no pidfd exists: the process is the same
-// while its pid has the same start time.
+// while its pid has the same start time, and runs the same program while
+// it maps the same executable with the same address space layout.
 type startPin struct{}
 
 func (startPin) alive(t *Table, p *Process) error {
@@ -25,6 +34,40 @@ func (startPin) alive(t *Table, p *Process) error {
 	return nil
 }
 
+func (startPin) hold(*Table, int) error { return nil }
+
+func (startPin) program(t *Table, p *Process) error {
+	e, _, err := t.ExeID(p.PID)
+	if err != nil {
+		return err
+	}
+	if !e.Same(p.Exe) {
+		return fmt.Errorf("pid %d executes another file: %w", p.PID, ErrChanged)
+	}
+	if p.Layout == (Layout{}) {
+		return nil
+	}
+	st, err := t.Stat(p.PID)
+	if err != nil {
+		return err
+	}
+	return sameLayout(p, &st)
+}
+
+func (startPin) stat(t *Table, p *Process) (Stat, error) { return t.Stat(p.PID) }
+
 func (startPin) exited() <-chan struct{} { return nil }
 func (startPin) close() error            { return nil }
 func (startPin) ino() uint64             { return 0 }
+
+// sameLayout compares the address space layout st shows with the one p
+// was identified with.
+func sameLayout(p *Process, st *Stat) error {
+	if st.StartTicks != p.StartTicks {
+		return fmt.Errorf("pid %d: %w", p.PID, ErrGone)
+	}
+	if p.Layout != (Layout{}) && st.Layout != p.Layout {
+		return fmt.Errorf("pid %d has a new address space layout: %w", p.PID, ErrChanged)
+	}
+	return nil
+}

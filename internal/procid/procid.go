@@ -14,9 +14,43 @@
 // followed by a liveness re-check) on an accepted connection and inspects
 // the process. [Peer.Verify] re-checks, at the time of each request, that
 // the process is still the one that connected: alive (pidfd poll), same
-// start time, same executable (an exec on the same pid replaces the
-// executable but keeps pid and start time, so only the re-stat of
-// /proc/PID/exe shows it).
+// start time, and the same program.
+//
+// # An exec is a new process
+//
+// An exec keeps the pid, the start time and the pidfd. On Linux a pinned
+// process also keeps, from before it is inspected, /proc/PID, its stat
+// and its maps open, and a change of program shows in any of:
+//
+//   - the executable: /proc/PID/exe names another file (device, inode);
+//   - the address space: a read of the held maps descriptor returns
+//     nothing once the address space it was opened on is gone, which an
+//     exec does to it (the descriptor holds the mm, not the process; it
+//     needs only PTRACE_MODE_READ, which Yama's ptrace_scope=1 leaves
+//     alone);
+//   - the layout: the code, stack, data, heap, argument and environment
+//     addresses of /proc/PID/stat ([Layout]) differ for a new address
+//     space, always under address space randomization.
+//
+// So "exec -a x ./other.sh" under the same interpreter — same pid, start
+// time and executable — is a new process, with or without randomization
+// (setarch -R): the held address space tells. What the evidence does not
+// survive, and why it does not matter: a program that keeps its old
+// address space alive in a clone(CLONE_VM) child, execs the same
+// executable, and gives the new address space the old layout
+// (randomization off and arguments of the same sizes, or
+// prctl(PR_SET_MM_MAP), which needs no privilege) hides the exec. Such a
+// program is native code written for the purpose, already running in the
+// approved process: it can run anything there without an exec. Nor can a
+// process's program be told from what it interprets: a shell or an
+// interpreter runs whatever its files and input say. A process inside a
+// user namespace it made can, after unmapping its executable, point
+// /proc/PID/exe at another file (PR_SET_MM_MAP with exe_fd): policy
+// rules on executables therefore trust only processes in the gateway's
+// own user namespace. Fanotify's FAN_OPEN_EXEC would see every exec, but
+// an unprivileged listener is not told which pid made it. The command
+// line (/proc/PID/cmdline) and the kernel's name for the process
+// (comm) are the process's own claims and are not used.
 //
 // [Table.Admit] is the admission every gateway socket uses (agent,
 // control, bastion): PeerOf, then a refusal, logged with the socket's
@@ -62,6 +96,7 @@ type Process struct {
 	Comm       string // kernel's short name; display only
 	PidfsIno   uint64 // inode of a pidfd for the process; 0 when unknown
 	Exe        Exe
+	Layout     Layout // where its program's address space was placed; zero when unknown
 }
 
 // Exe identifies the file a process executes.

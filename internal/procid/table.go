@@ -34,6 +34,49 @@ type Stat struct {
 	PPID       int
 	Session    int
 	StartTicks uint64
+	Layout     Layout
+}
+
+// Layout is where the kernel placed a process's address space when it
+// executed its program: the code, the stack, the data, the heap's start,
+// the arguments and the environment (/proc/PID/stat fields 26-28 and
+// 45-51). A new program gets a new layout (under address space
+// randomization, always); the process can change it only with
+// prctl(PR_SET_MM). It is zero where the kernel does not show it (a
+// process the reader may not trace, a kernel thread).
+type Layout struct {
+	StartCode, EndCode, StartStack uint64
+	StartData, EndData, StartBrk   uint64
+	ArgStart, ArgEnd               uint64
+	EnvStart, EnvEnd               uint64
+}
+
+// layoutField maps /proc/PID/stat fields (counted from the state, field
+// 3) to the Layout they fill.
+func (l *Layout) field(i int) *uint64 {
+	switch i {
+	case 23:
+		return &l.StartCode
+	case 24:
+		return &l.EndCode
+	case 25:
+		return &l.StartStack
+	case 42:
+		return &l.StartData
+	case 43:
+		return &l.EndData
+	case 44:
+		return &l.StartBrk
+	case 45:
+		return &l.ArgStart
+	case 46:
+		return &l.ArgEnd
+	case 47:
+		return &l.EnvStart
+	case 48:
+		return &l.EnvEnd
+	}
+	return nil
 }
 
 // ParseStat parses the contents of /proc/PID/stat. The command name may
@@ -47,9 +90,10 @@ func ParseStat(b []byte) (Stat, error) {
 	var st Stat
 	st.Comm = string(b[open+1 : end])
 	rest := b[end+1:]
-	// Fields after the name: state(3) ppid(4) pgrp(5) session(6) ... starttime(22).
+	// Fields after the name: state(3) ppid(4) pgrp(5) session(6) ...
+	// starttime(22) ... startcode(26) ... env_end(51).
 	var field int
-	for i := 0; i < len(rest) && field <= 19; {
+	for i := 0; i < len(rest) && field <= 48; {
 		for i < len(rest) && rest[i] == ' ' {
 			i++
 		}
@@ -80,6 +124,11 @@ func ParseStat(b []byte) (Stat, error) {
 				return Stat{}, fmt.Errorf("malformed stat: starttime %q", tok)
 			}
 			st.StartTicks = n
+		default:
+			if f := st.Layout.field(field); f != nil {
+				// Unparsable: left zero, so no comparison depends on it.
+				*f, _ = strconv.ParseUint(string(tok), 10, 64)
+			}
 		}
 		field++
 		i = j
@@ -159,7 +208,7 @@ func (t *Table) Inspect(pid int) (Process, error) {
 	if again, err := t.Stat(pid); err != nil || again.StartTicks != st.StartTicks {
 		return Process{}, fmt.Errorf("pid %d: %w", pid, ErrGone)
 	}
-	return Process{PID: pid, PPID: st.PPID, UID: uid, StartTicks: st.StartTicks, Session: st.Session, Comm: st.Comm, Exe: exe}, nil
+	return Process{PID: pid, PPID: st.PPID, UID: uid, StartTicks: st.StartTicks, Session: st.Session, Comm: st.Comm, Exe: exe, Layout: st.Layout}, nil
 }
 
 func gone(pid int, err error) error {

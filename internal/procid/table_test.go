@@ -3,6 +3,7 @@ package procid_test
 import (
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/postern/postern/internal/procid"
@@ -15,8 +16,26 @@ func TestParseStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Comm != "a (weird) name" || st.PPID != 3988 || st.Session != 3900 || st.StartTicks != 123456 {
+	if st.Comm != "a (weird) name" || st.PPID != 3988 || st.Session != 3900 || st.StartTicks != 123456 || st.Layout != (procid.Layout{}) {
 		t.Fatalf("got %+v", st)
+	}
+	// A whole line, as Linux 3.5 and later write it: the layout too.
+	line = "4121 (bash) S 3988 4121 3900 34816 4121 4194304 1 2 3 4 5 6 7 8 20 0 1 0 123456 1000 200 18446744073709551615 " +
+		"94000000000000 94000000100000 140720000000000 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 " +
+		"94000000200000 94000000210000 94000100000000 140720000001000 140720000001100 140720000001100 140720000002000 0\n"
+	st, err = procid.ParseStat([]byte(line))
+	want := procid.Layout{StartCode: 94000000000000, EndCode: 94000000100000, StartStack: 140720000000000,
+		StartData: 94000000200000, EndData: 94000000210000, StartBrk: 94000100000000,
+		ArgStart: 140720000001000, ArgEnd: 140720000001100, EnvStart: 140720000001100, EnvEnd: 140720000002000}
+	if err != nil || st.StartTicks != 123456 || st.Layout != want {
+		t.Fatalf("layout: %+v %v", st.Layout, err)
+	}
+	self, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := procid.ParseStat(self); err != nil || st.Layout.StartStack == 0 || st.Layout.EnvEnd <= st.Layout.EnvStart {
+		t.Fatalf("this process's layout: %+v %v", st.Layout, err)
 	}
 	for _, bad := range []string{"", "1 (x", "1 (x) S 2", "1 (x) S notanumber 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 5"} {
 		if _, err := procid.ParseStat([]byte(bad)); err == nil {
@@ -75,9 +94,23 @@ func TestFakeTableExec(t *testing.T) {
 		t.Fatal(err)
 	}
 	// exec keeps pid and start time and replaces the executable.
-	f.Set(300, 1, 700, sh)
+	f.Exec(300, sh)
 	if err := p.Verify(); !errors.Is(err, procid.ErrChanged) {
 		t.Fatalf("Verify after exec = %v, want procid.ErrChanged", err)
+	}
+	// An exec of the same executable (a script under the same
+	// interpreter) gives a new address space layout.
+	f.Set(301, 1, 710, sh, "sh", "first.sh")
+	p, err = tab.Pin(301)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	f.Exec(301, sh, "x", "other.sh")
+	if err := p.Verify(); !errors.Is(err, procid.ErrChanged) || !strings.Contains(err.Error(), "layout") {
+		t.Fatalf("Verify after an exec of the same executable = %v, want procid.ErrChanged", err)
 	}
 }
 

@@ -20,6 +20,7 @@ type Fake struct {
 	t     testing.TB
 	Root  string
 	Table *procid.Table
+	execs uint64 // programs executed so far, for distinct layouts
 }
 
 // New creates an empty table.
@@ -53,7 +54,13 @@ func (f *Fake) SetSession(pid, ppid int, start uint64, session int, exe string, 
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		f.t.Fatal(err)
 	}
-	stat := fmt.Sprintf("%d (%s) S %d %d %d 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0\n", pid, filepath.Base(exe), ppid, pid, session, start)
+	// Every program executed gets an address space layout of its own, as
+	// under address space randomization.
+	f.execs++
+	base := f.execs << 32
+	stat := fmt.Sprintf("%d (%s) S %d %d %d 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0 0 %d %d %d 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 %d %d %d %d %d %d %d 0\n",
+		pid, filepath.Base(exe), ppid, pid, session, start,
+		base+0x1000, base+0x2000, base+0x7f000, base+0x3000, base+0x4000, base+0x5000, base+0x7e000, base+0x7e100, base+0x7e100, base+0x7e800)
 	os.WriteFile(filepath.Join(d, "stat"), []byte(stat), 0o644)
 	os.WriteFile(filepath.Join(d, "status"), []byte("Name:\tx\nUid:\t1000\t1000\t1000\t1000\n"), 0o644)
 	cmdline := ""
@@ -64,6 +71,17 @@ func (f *Fake) SetSession(pid, ppid int, start uint64, session int, exe string, 
 	if err := os.Symlink(exe, filepath.Join(d, "exe")); err != nil {
 		f.t.Fatal(err)
 	}
+}
+
+// Exec replaces the program of process pid, as execve does: the same
+// pid, parent, start time and session, another executable (or the same
+// one) with a new address space layout and command line.
+func (f *Fake) Exec(pid int, exe string, argv ...string) {
+	st, err := f.Table.Stat(pid)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.SetSession(pid, st.PPID, st.StartTicks, st.Session, exe, argv...)
 }
 
 // Kill removes process pid.
