@@ -55,7 +55,7 @@ type agentFlags struct {
 func parseAgentFlags(args []string) (*agentFlags, error) {
 	opts, rest, err := getopt.Parse(args, agentSpec)
 	if err != nil {
-		return nil, usagef("%v\n%s", err, agentUsage)
+		return nil, usagef("agent: %v", err)
 	}
 	f := &agentFlags{command: rest}
 	for _, o := range opts {
@@ -74,7 +74,7 @@ func parseAgentFlags(args []string) (*agentFlags, error) {
 			f.socket = o.Value
 		case 't':
 			if f.lifetime, err = getopt.Lifetime(o.Value); err != nil {
-				return nil, usagef("-t %s: %v", o.Value, err)
+				return nil, usagef("agent: -t %s: %v", o.Value, err)
 			}
 		case 'P':
 			f.providers = o.Value
@@ -82,13 +82,13 @@ func parseAgentFlags(args []string) (*agentFlags, error) {
 		}
 	}
 	if f.csh && f.sh {
-		return nil, usagef("-c and -s cannot be used together")
+		return nil, usagef("agent: -c and -s cannot be used together")
 	}
 	if !f.csh && !f.sh {
 		f.csh = strings.HasSuffix(os.Getenv("SHELL"), "csh")
 	}
 	if f.fg && len(f.command) > 0 {
-		return nil, usagef("-D and -d cannot be used with a command")
+		return nil, usagef("agent: -D and -d cannot be used with a command")
 	}
 	return f, nil
 }
@@ -96,8 +96,7 @@ func parseAgentFlags(args []string) (*agentFlags, error) {
 func cmdAgent(args []string, out, errw io.Writer) error {
 	for _, a := range args {
 		if a == "-h" || a == "--help" {
-			fmt.Fprint(out, agentUsage)
-			return nil
+			return &helpRequest{agentUsage}
 		}
 		if !strings.HasPrefix(a, "-") {
 			break

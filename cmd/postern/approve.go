@@ -25,7 +25,7 @@ process, the run, or a descendant of either is refused.
 `
 
 func cmdApprove(args []string, out, errw io.Writer) error {
-	fs := newFlags("approve", approveUsage, errw)
+	fs := newFlags("approve", approveUsage)
 	list := fs.Bool("list", false, "list the pending cards")
 	asJSON := fs.Bool("json", false, "with --list, print JSON")
 	once := fs.Bool("once", false, "approve this one use")
@@ -33,23 +33,27 @@ func cmdApprove(args []string, out, errw io.Writer) error {
 	subject := fs.Int("subject", -1, "with --session, the subject's index on the card (default: the preselected one)")
 	// Flags may follow the card id.
 	id, args := leadingOperand(args)
-	c, err := gatewayFlags(fs, args)
+	c, err := gatewayFlags(fs, args, func() error {
+		if id == "" && fs.NArg() > 0 {
+			id = fs.Arg(0)
+		}
+		switch {
+		case *list:
+		case id == "" && (*once || *session):
+			return usagef("approve: --once and --session need a card id")
+		case *once && *session:
+			return usagef("approve: choose --once or --session")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	if id == "" && fs.NArg() > 0 {
-		id = fs.Arg(0)
 	}
 	switch {
 	case *list:
 		return listCards(c, out, *asJSON)
 	case id == "":
-		if *once || *session {
-			return usagef("approve: --once and --session need a card id")
-		}
 		return approveInteractive(c, out)
-	case *once && *session:
-		return usagef("approve: choose --once or --session")
 	}
 	decision := api.VerdictOnce
 	if *session {
@@ -71,17 +75,19 @@ func cmdApprove(args []string, out, errw io.Writer) error {
 }
 
 func cmdDeny(args []string, out, errw io.Writer) error {
-	fs := newFlags("deny", approveUsage, errw)
+	fs := newFlags("deny", approveUsage)
 	id, args := leadingOperand(args)
-	c, err := gatewayFlags(fs, args)
+	c, err := gatewayFlags(fs, args, func() error {
+		if id == "" && fs.NArg() == 1 {
+			id = fs.Arg(0)
+		}
+		if id == "" {
+			return usagef("deny: name a card")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	if id == "" && fs.NArg() == 1 {
-		id = fs.Arg(0)
-	}
-	if id == "" {
-		return usagef("deny: name a card")
 	}
 	return answer(c, out, id, api.VerdictDeny, -1)
 }

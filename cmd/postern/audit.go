@@ -23,18 +23,17 @@ the log with the identity kept in the vault (they ask for its passphrase).
 
 func cmdAudit(args []string, out, errw io.Writer) error {
 	if len(args) == 0 {
-		return usagef("audit: missing subcommand\n%s", auditUsage)
+		return usagef("audit: missing subcommand (verify or show)")
 	}
 	switch args[0] {
 	case "verify":
 		return auditVerify(args[1:], out, errw)
 	case "show":
 		return auditShow(args[1:], out, errw)
-	case "-h", "--help":
-		fmt.Fprint(out, auditUsage)
-		return nil
+	case "-h", "-help", "--help":
+		return &helpRequest{auditUsage}
 	}
-	return usagef("audit: unknown subcommand %q\n%s", args[0], auditUsage)
+	return usagef("audit: unknown subcommand %q", args[0])
 }
 
 func auditLogPath(fsArg string) (string, error) {
@@ -45,7 +44,7 @@ func auditLogPath(fsArg string) (string, error) {
 }
 
 func auditVerify(args []string, out, errw io.Writer) error {
-	fs := newFlags("audit verify", auditUsage, errw)
+	fs := newFlags("audit verify", auditUsage)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pin := fs.String("pin", "", "the log's first checkpoint key (postern-audit+…), as printed by postern vault init")
 	if err := parse(fs, args); err != nil {
@@ -63,7 +62,7 @@ func auditVerify(args []string, out, errw io.Writer) error {
 	switch {
 	case *pin != "":
 		if pk0, err = api.ParseAuditPin(*pin); err != nil {
-			return usagef("--pin: %v", err)
+			return usagef("audit verify: --pin: %v", err)
 		}
 		pinFrom = "--pin"
 	default:
@@ -129,7 +128,7 @@ func readAudit(pfile, path string) ([]api.AuditEvent, error) {
 }
 
 func auditShow(args []string, out, errw io.Writer) error {
-	fs := newFlags("audit show", auditUsage, errw)
+	fs := newFlags("audit show", auditUsage)
 	asJSON := fs.Bool("json", false, "print JSON Lines, one event per line")
 	pfile := passphraseFileFlag(fs)
 	if err := parse(fs, args); err != nil {
@@ -149,7 +148,7 @@ func auditShow(args []string, out, errw io.Writer) error {
 }
 
 func cmdActivity(args []string, out, errw io.Writer) error {
-	fs := newFlags("activity", auditUsage, errw)
+	fs := newFlags("activity", auditUsage)
 	asJSON := fs.Bool("json", false, "print JSON Lines, one line per event")
 	since := fs.String("since", "", "only events from this time on: RFC 3339, or a duration ago such as 1h")
 	pfile := passphraseFileFlag(fs)
@@ -158,7 +157,7 @@ func cmdActivity(args []string, out, errw io.Writer) error {
 	}
 	from, err := parseSince(*since)
 	if err != nil {
-		return usagef("--since: %v", err)
+		return usagef("activity: --since: %v", err)
 	}
 	events, err := readAudit(*pfile, "")
 	if err != nil {

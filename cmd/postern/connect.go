@@ -40,14 +40,14 @@ func bastionSocket(flagValue string) (string, error) {
 }
 
 func cmdConnect(args []string, out, errw io.Writer) error {
-	fs := newFlags("connect", connectUsage, errw)
+	fs := newFlags("connect", connectUsage)
 	sock := fs.String("socket", "", "the bastion's socket")
 	fdpass := fs.Bool("fdpass", false, "pass the connected socket to ssh on stdout (ProxyUseFdpass)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 3 {
-		return usagef("connect: want USER HOST PORT (ssh's %%r %%h %%p)\n%s", connectUsage)
+		return usagef("connect: want USER HOST PORT (ssh's %%r %%h %%p)")
 	}
 	t, err := api.ParseBastionTarget(fs.Arg(0), fs.Arg(1), fs.Arg(2))
 	if err != nil {
@@ -94,7 +94,7 @@ func splice(c *net.UnixConn) error {
 }
 
 func cmdSSHConfig(args []string, out, errw io.Writer) error {
-	fs := newFlags("ssh-config", connectUsage, errw)
+	fs := newFlags("ssh-config", connectUsage)
 	sock := fs.String("socket", "", "the bastion's socket")
 	if err := parse(fs, args); err != nil {
 		return err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os/exec"
@@ -30,14 +29,20 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Sprintf(format, args...)}
 }
 
+// helpRequest asks for a command's usage text (--help): printed on
+// standard output, exit 0.
+type helpRequest struct{ usage string }
+
+func (h *helpRequest) Error() string { return "help requested" }
+
 // exitError carries an exit status without a message (already printed).
 type exitError struct{ code int }
 
 func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 // report prints err, with a hint where one helps, and returns the exit
-// status it calls for.
-func report(w io.Writer, err error) int {
+// status it calls for. name is the command that failed ("vault").
+func report(out, errw io.Writer, name string, err error) int {
 	if err == nil {
 		return exitOK
 	}
@@ -45,24 +50,27 @@ func report(w io.Writer, err error) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	var ue *usageError
-	if errors.As(err, &ue) {
-		errorf(w, "%s", ue.msg)
-		return exitUsage
-	}
-	if errors.Is(err, flag.ErrHelp) {
+	var hr *helpRequest
+	if errors.As(err, &hr) {
+		fmt.Fprint(out, hr.usage)
 		return exitOK
 	}
-	errorf(w, "%s", strings.TrimPrefix(err.Error(), "postern: "))
+	var ue *usageError
+	if errors.As(err, &ue) {
+		errorf(errw, "%s", ue.msg)
+		hintf(errw, `run "postern %s --help" for its usage`, name)
+		return exitUsage
+	}
+	errorf(errw, "%s", strings.TrimPrefix(err.Error(), "postern: "))
+	if h := hintFor(err); h != "" {
+		hintf(errw, "%s", h)
+	}
+	return codeFor(err)
+}
+
+// codeFor is the exit status of a failure.
+func codeFor(err error) int {
 	switch {
-	case errors.Is(err, api.ErrNoGateway):
-		hintf(w, `start the gateway with "postern agent", and check $SSH_AUTH_SOCK or --socket`)
-	case errors.Is(err, api.ErrNoAuditLog):
-		hintf(w, `"postern vault init" sets one up`)
-	case errors.Is(err, api.ErrNoBastionSocket):
-		hintf(w, "pass --socket")
-	case api.HasCode(err, api.CodeStaleKey):
-		hintf(w, "unlock with the passphrase and --remember")
 	case api.HasCode(err, api.CodeDenied):
 		return exitDenied
 	case api.HasCode(err, api.CodeUsage):

@@ -11,32 +11,58 @@ import (
 	"github.com/postern/postern/gateway/api"
 )
 
-// newFlags returns a flag set that reports usage errors instead of
-// exiting, with usage text u.
-func newFlags(name, u string, errw io.Writer) *flag.FlagSet {
+// newFlags returns a flag set named after its command ("vault add")
+// whose mistakes become usage errors (see parse), with usage text u for
+// --help.
+func newFlags(name, u string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(errw)
-	fs.Usage = func() { fmt.Fprint(errw, u) }
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), u) }
 	return fs
 }
 
-// parse parses args and turns flag errors into usage errors.
+// parse parses args. --help (-h) becomes a request for the usage text;
+// an unknown flag, a missing or bad value becomes a usage error in the
+// command line's own words, never the flag package's raw message.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return &exitError{exitUsage}
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		var b strings.Builder
+		fs.SetOutput(&b)
+		fs.Usage()
+		fs.SetOutput(io.Discard)
+		return &helpRequest{b.String()}
 	}
-	return nil
+	return usagef("%s: %s", fs.Name(), flagMistake(err))
 }
 
-// gatewayFlags adds --socket to fs, parses args and returns a client of
-// the gateway the command talks to.
-func gatewayFlags(fs *flag.FlagSet, args []string) (*api.Client, error) {
+// flagMistake words an error of the flag package.
+func flagMistake(err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		return "unknown flag " + name
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {
+		return "flag " + name + " needs a value"
+	}
+	return msg
+}
+
+// gatewayFlags adds --socket to fs, parses args, runs check (for usage
+// errors, which come before any talk with the gateway) and returns a
+// client of the gateway the command talks to.
+func gatewayFlags(fs *flag.FlagSet, args []string, check func() error) (*api.Client, error) {
 	sock := socketFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return nil, err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return nil, err
+		}
 	}
 	return gatewayClient(*sock)
 }
@@ -56,6 +82,16 @@ func gatewayClient(sock string) (*api.Client, error) {
 		return nil, fmt.Errorf("%w: $SSH_AUTH_SOCK is not set", api.ErrNoGateway)
 	}
 	return api.NewClient(sock), nil
+}
+
+// noOperands refuses operands on a command that takes none.
+func noOperands(fs *flag.FlagSet) func() error {
+	return func() error {
+		if fs.NArg() > 0 {
+			return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+		}
+		return nil
+	}
 }
 
 // leadingOperand splits off an operand written before the flags

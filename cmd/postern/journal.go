@@ -56,7 +56,7 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		sub, args = args[0], args[1:]
 	}
-	fs := newFlags("journal "+sub, journalUsage, errw)
+	fs := newFlags("journal "+sub, journalUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
 	status := fs.String("status", "", "only entries with this status (its first word is enough)")
 	limit := fs.Int("limit", 50, "at most this many entries")
@@ -152,7 +152,7 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 		printEntry(out, e)
 		return nil
 	}
-	return usagef("journal: unknown subcommand %q\n%s", sub, journalUsage)
+	return usagef("journal: unknown subcommand %q", sub)
 }
 
 func entryLine(e *api.JournalEntry) string {

@@ -30,7 +30,8 @@ against theft of the disk, not against other programs of the user.
 `
 
 func cmdLock(args []string, out, errw io.Writer) error {
-	c, err := gatewayFlags(newFlags("lock", lockUsage, errw), args)
+	fs := newFlags("lock", lockUsage)
+	c, err := gatewayFlags(fs, args, noOperands(fs))
 	if err != nil {
 		return err
 	}
@@ -47,7 +48,7 @@ func cmdLock(args []string, out, errw io.Writer) error {
 }
 
 func cmdUnlock(args []string, out, errw io.Writer) error {
-	fs := newFlags("unlock", unlockUsage, errw)
+	fs := newFlags("unlock", unlockUsage)
 	pfile := passphraseFileFlag(fs)
 	remember := fs.Bool("remember", false, "keep the vault's data key in the OS keychain")
 	fromKeychain := fs.Bool("keychain", false, "unlock with the data key kept in the OS keychain")

@@ -76,6 +76,7 @@ func main() {
 func run(args []string, out, errw io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(errw, usage)
+		errorf(errw, "name a command")
 		return exitUsage
 	}
 	switch args[0] {
@@ -91,7 +92,7 @@ func run(args []string, out, errw io.Writer) int {
 		hintf(errw, `run "postern --help" for the list of commands`)
 		return exitUsage
 	}
-	return report(errw, cmd(args[1:], out, errw))
+	return report(out, errw, args[0], cmd(args[1:], out, errw))
 }
 
 func cmdVersion(args []string, out, _ io.Writer) error {

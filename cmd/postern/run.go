@@ -25,14 +25,16 @@ shown to approvers; it grants nothing. The exit status is COMMAND's.
 var forwardedToRun = []os.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2}
 
 func cmdRun(args []string, out, errw io.Writer) error {
-	fs := newFlags("run", runUsage, errw)
+	fs := newFlags("run", runUsage)
 	label := fs.String("label", "", "a label for approvers (display only)")
-	c, err := gatewayFlags(fs, args)
+	c, err := gatewayFlags(fs, args, func() error {
+		if fs.NArg() == 0 {
+			return usagef("run: name the command to run after --")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	if fs.NArg() == 0 {
-		return usagef("run: name the command to run after --\n%s", runUsage)
 	}
 	ctx := context.Background()
 	prep, err := c.PrepareRun(ctx, *label)

@@ -19,12 +19,15 @@ now.
 `
 
 func cmdSessions(args []string, out, errw io.Writer) error {
-	fs := newFlags("sessions", sessionsUsage, errw)
+	fs := newFlags("sessions", sessionsUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
 	history := fs.Bool("history", false, "list every session in the audit log")
 	pfile := passphraseFileFlag(fs)
 	sock := socketFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := noOperands(fs)(); err != nil {
 		return err
 	}
 	if *history {
@@ -73,15 +76,17 @@ func cmdSessions(args []string, out, errw io.Writer) error {
 }
 
 func cmdRevoke(args []string, out, errw io.Writer) error {
-	fs := newFlags("revoke", sessionsUsage, errw)
+	fs := newFlags("revoke", sessionsUsage)
 	all := fs.Bool("all", false, "revoke every grant")
 	target, args := leadingOperand(args)
-	c, err := gatewayFlags(fs, args)
+	c, err := gatewayFlags(fs, args, func() error {
+		if (target == "" && !*all) || (*all && len(args) > 1) {
+			return usagef("revoke: name a grant, a run, or --all")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	if (target == "" && !*all) || (*all && len(args) > 1) {
-		return usagef("revoke: name a grant, a run, or --all")
 	}
 	var n int
 	if *all {

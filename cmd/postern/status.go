@@ -12,9 +12,9 @@ Print the running gateway's boot id, vault state and epoch, and counts.
 `
 
 func cmdStatus(args []string, out, errw io.Writer) error {
-	fs := newFlags("status", statusUsage, errw)
+	fs := newFlags("status", statusUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
-	c, err := gatewayFlags(fs, args)
+	c, err := gatewayFlags(fs, args, noOperands(fs))
 	if err != nil {
 		return err
 	}

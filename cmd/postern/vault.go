@@ -35,7 +35,7 @@ const envKDFTarget = "POSTERN_KDF_TARGET"
 
 func cmdVault(args []string, out, errw io.Writer) error {
 	if len(args) == 0 {
-		return usagef("vault: missing subcommand\n%s", vaultUsage)
+		return usagef("vault: missing subcommand (init, add, list, remove or passwd)")
 	}
 	sub := map[string]command{
 		"init":   vaultInit,
@@ -45,11 +45,10 @@ func cmdVault(args []string, out, errw io.Writer) error {
 		"passwd": vaultPasswd,
 	}[args[0]]
 	if sub == nil {
-		if args[0] == "-h" || args[0] == "--help" {
-			fmt.Fprint(out, vaultUsage)
-			return nil
+		if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+			return &helpRequest{vaultUsage}
 		}
-		return usagef("vault: unknown subcommand %q\n%s", args[0], vaultUsage)
+		return usagef("vault: unknown subcommand %q", args[0])
 	}
 	return sub(args[1:], out, errw)
 }
@@ -112,7 +111,7 @@ func openVault(file string) (*vault.Vault, error) {
 }
 
 func vaultInit(args []string, out, errw io.Writer) error {
-	fs := newFlags("vault init", vaultUsage, errw)
+	fs := newFlags("vault init", vaultUsage)
 	pfile := passphraseFileFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -134,7 +133,7 @@ func vaultInit(args []string, out, errw io.Writer) error {
 }
 
 func vaultAdd(args []string, out, errw io.Writer) error {
-	fs := newFlags("vault add", vaultUsage, errw)
+	fs := newFlags("vault add", vaultUsage)
 	comment := fs.String("comment", "", "comment for the key (default: the file's own, else its name)")
 	v, err := vaultFlags(fs, args, func() error {
 		if fs.NArg() == 0 {
@@ -249,7 +248,7 @@ func certInfo(c *ssh.Certificate, now time.Time) certJSON {
 }
 
 func vaultList(args []string, out, errw io.Writer) error {
-	fs := newFlags("vault list", vaultUsage, errw)
+	fs := newFlags("vault list", vaultUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
 	v, err := vaultFlags(fs, args, nil)
 	if err != nil {
@@ -292,7 +291,7 @@ func vaultList(args []string, out, errw io.Writer) error {
 }
 
 func vaultRemove(args []string, out, errw io.Writer) error {
-	fs := newFlags("vault remove", vaultUsage, errw)
+	fs := newFlags("vault remove", vaultUsage)
 	v, err := vaultFlags(fs, args, func() error {
 		if fs.NArg() != 1 {
 			return usagef("vault remove: name one key by fingerprint or comment")
@@ -314,7 +313,7 @@ func vaultRemove(args []string, out, errw io.Writer) error {
 }
 
 func vaultPasswd(args []string, out, errw io.Writer) error {
-	fs := newFlags("vault passwd", vaultUsage, errw)
+	fs := newFlags("vault passwd", vaultUsage)
 	newFile := fs.String("new-passphrase-file", "", "read the new passphrase from `FILE`")
 	v, err := vaultFlags(fs, args, nil)
 	if err != nil {
