@@ -67,7 +67,7 @@ func startGatewayWith(t *testing.T, prepare func(dir string)) (*Gateway, string)
 // with the code the command line picks its exit status by.
 func TestControlOperations(t *testing.T) {
 	g, sock := startGateway(t)
-	c := api.NewClient(api.RunSocket(sock, "00ff")) // a run's socket leads to the same gateway
+	c := api.NewClient(api.RunSocket(sock, "R00ff00ff")) // a run's socket leads to the same gateway
 	ctx := context.Background()
 
 	st, err := c.Status(ctx)

@@ -28,7 +28,9 @@ func AgentSocket(sock string) string {
 	return runSuffix.ReplaceAllString(sock, "")
 }
 
-var runSuffix = regexp.MustCompile(`\.run-[0-9a-f]+$`)
+// runSuffix matches a run socket's suffix: ".run-" and the run's id
+// ("R" and hex digits).
+var runSuffix = regexp.MustCompile(`\.run-R[0-9a-f]+$`)
 
 // ErrNoBastionSocket is returned by BastionSocket when nothing tells
 // where the bastion listens.

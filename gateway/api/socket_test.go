@@ -7,9 +7,9 @@ import (
 
 func TestControlSocket(t *testing.T) {
 	for in, want := range map[string]string{
-		"/run/u/postern/agent.sock":             "/run/u/postern/agent.sock.ctl",
-		"/run/u/postern/agent.sock.run-0a1b2c3": "/run/u/postern/agent.sock.ctl",
-		RunSocket("/x/agent.7", "ff00"):         "/x/agent.7.ctl",
+		"/run/u/postern/agent.sock":               "/run/u/postern/agent.sock.ctl",
+		"/run/u/postern/agent.sock.run-R0a1b2c3d": "/run/u/postern/agent.sock.ctl",
+		RunSocket("/x/agent.7", "Rff00aa11"):      "/x/agent.7.ctl",
 	} {
 		if got := ControlSocket(in); got != want {
 			t.Errorf("ControlSocket(%q) = %q, want %q", in, got, want)
@@ -35,7 +35,7 @@ func TestBastionSocket(t *testing.T) {
 	if err != nil || gw != "/tmp/postern-x/agent.7.bastion" {
 		t.Fatalf("without $XDG_RUNTIME_DIR: %q, %v", gw, err)
 	}
-	if cli, err := BastionSocket("", RunSocket("/tmp/postern-x/agent.7", "0a1b")); err != nil || cli != gw {
+	if cli, err := BastionSocket("", RunSocket("/tmp/postern-x/agent.7", "R0a1b2c3d")); err != nil || cli != gw {
 		t.Errorf("from a run's socket: %q, %v; want %q", cli, err, gw)
 	}
 	if _, err := BastionSocket("", ""); !errors.Is(err, ErrNoBastionSocket) {
