@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/postern/postern/audit"
@@ -105,6 +106,9 @@ func (e *Engine) EpochChanged(locked bool) {
 	e.savePastLocked()
 }
 
+// ErrNoGrant: Revoke named neither a live grant nor a run.
+var ErrNoGrant = errors.New("no grant or run")
+
 // Revoke ends grants now: grant target, or every grant of run target. It
 // returns how many grants ended.
 func (e *Engine) Revoke(target string) (int, error) {
@@ -113,7 +117,7 @@ func (e *Engine) Revoke(target string) (int, error) {
 	n := e.revokeLocked(func(id string, g *Grant) bool { return id == target || g.Run.ID == target })
 	if n == 0 {
 		if _, ok := e.runs[target]; !ok {
-			return 0, fmt.Errorf("no grant or run %q (postern sessions lists them)", target)
+			return 0, fmt.Errorf("%w %q", ErrNoGrant, target)
 		}
 	}
 	return n, nil

@@ -39,7 +39,7 @@ func (ss *session) upstreamFor(e *journal.Entry) (*upstream, *approvals.Decision
 		return nil, &approvals.Decision{Reason: audit.ReasonVaultLocked}, nil
 	}
 	if len(keys) == 0 {
-		return nil, nil, errors.New("the gateway holds no keys (postern unlock, or ssh-add)")
+		return nil, nil, ErrNoKeys
 	}
 	var hostKey gossh.PublicKey
 	signers := make([]gossh.Signer, len(keys))

@@ -27,9 +27,19 @@ type Key struct {
 	Info   approvals.Key
 }
 
-// ErrDenied is returned by an upstream signature the approval decision
-// refused.
-var ErrDenied = errors.New("denied by policy or approval")
+// Errors of the upstream connection and of resolving an entry.
+var (
+	// ErrDenied is returned by an upstream signature the approval
+	// decision refused.
+	ErrDenied = errors.New("denied by policy or approval")
+	// ErrNoKeys: the gateway holds no key to authenticate upstream with
+	// (its vault is locked or empty, and none was added with ssh-add).
+	ErrNoKeys = errors.New("the gateway holds no keys")
+	// ErrNoMarkers is returned by Resolve for an entry that ran without
+	// remote markers: nothing on the host tells what happened, so only a
+	// person who looked can resolve it (ResolveByHand).
+	ErrNoMarkers = errors.New("the command ran without remote markers")
+)
 
 // gatedSigner signs upstream authentications only after the approval
 // decision allows them, with the facts of the command that caused the

@@ -29,7 +29,7 @@ func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer)
 		return nil, fmt.Errorf("entry %s is %s: nothing to resolve", e.ID, e.Status())
 	}
 	if !e.Marker {
-		return nil, fmt.Errorf("entry %s ran without remote markers: inspect %s yourself, then record what you found with --ran STATUS, --not-started or --still-running", e.ID, e.Target.Host)
+		return nil, fmt.Errorf("entry %s: %w on %s", e.ID, ErrNoMarkers, e.Target.Host)
 	}
 	probe, err := marker.Probe(e.ID)
 	if err != nil {

@@ -59,7 +59,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 		if e.RetryOf != "" {
 			// Not journaled: the earlier entry keeps its unknown outcome
 			// and its guard; the audit log has the denial.
-			ss.refuse(req, fmt.Sprintf("refused: an identical command (journal entry %s) has an unknown outcome and the retry was not approved (%s); check the host, then \"postern journal resolve %s\"", e.RetryOf, d.Reason, e.RetryOf), ExitDenied)
+			ss.refuse(req, fmt.Sprintf("refused: an identical command (journal entry %s) has an unknown outcome and the retry was not approved (%s); %s", e.RetryOf, d.Reason, resolveAdvice(e.RetryOf)), ExitDenied)
 			return
 		}
 		if ss.journalStart(req, e) {
@@ -72,7 +72,11 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 		if e.RetryOf == "" && ss.journalStart(req, e) {
 			s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
 		}
-		ss.refuse(req, err.Error()+" (the command was not sent)", ExitUnreachable)
+		msg := err.Error() + " (the command was not sent)"
+		if errors.Is(err, ErrNoKeys) {
+			msg += `; unlock the vault with "postern unlock", or add a key with ssh-add`
+		}
+		ss.refuse(req, msg, ExitUnreachable)
 		return
 	}
 	up.acquire()
@@ -135,6 +139,13 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 	ss.relay(e, up, uch, ureqs, dreqs)
 }
 
+// resolveAdvice tells the person at the ssh client what to do about an
+// entry whose outcome is unknown: the bastion's refusals are its edge,
+// where advice naming a command belongs.
+func resolveAdvice(id string) string {
+	return fmt.Sprintf(`check the host, then run "postern journal resolve %s"`, id)
+}
+
 // journalStart commits the entry; when it cannot, the command is refused
 // (fail closed) and false is returned.
 func (ss *session) journalStart(req *gossh.Request, e *journal.Entry) bool {
@@ -144,7 +155,7 @@ func (ss *session) journalStart(req *gossh.Request, e *journal.Entry) bool {
 	}
 	var ue *journal.UnresolvedError
 	if errors.As(err, &ue) {
-		ss.refuse(req, ue.Error(), ExitDenied)
+		ss.refuse(req, ue.Error()+"; "+resolveAdvice(ue.Entry.ID)+", or approve a retry", ExitDenied)
 		return false
 	}
 	ss.s.cfg.Log.Error("bastion: cannot journal a command; refusing it", "err", err)

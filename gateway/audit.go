@@ -20,7 +20,7 @@ import (
 func (g *Gateway) openAudit(stateDir string) error {
 	setup, err := audit.LoadSetup(stateDir)
 	if errors.Is(err, fs.ErrNotExist) {
-		g.log.Info("no audit log: postern vault init sets one up")
+		g.log.Info("no audit log: it is set up with the vault")
 		return nil
 	}
 	if err != nil {
@@ -32,7 +32,7 @@ func (g *Gateway) openAudit(stateDir string) error {
 	case errors.Is(err, audit.ErrLocked):
 		return fmt.Errorf("the audit log %s is held by another running gateway", cfg.Path)
 	case errors.Is(err, audit.ErrDamaged):
-		return fmt.Errorf("%w; check it with \"postern audit verify\" and move it aside to start a new log", err)
+		return err // it names the log and the first bad record
 	case err != nil:
 		return fmt.Errorf("audit log: %w", err)
 	}

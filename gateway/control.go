@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/bastion"
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/procid"
@@ -92,12 +93,10 @@ var (
 	errNoBastion   = errors.New("the bastion is not enabled in this gateway ([bastion] enabled = true)")
 )
 
-// Kinds for errors of other packages that have no sentinel of their own;
-// kinded attaches one without changing the message.
-var (
-	errBadRequest = errors.New("bad request")
-	errNotFound   = errors.New("not found")
-)
+// errBadRequest is the kind of an error of another package that has no
+// sentinel of its own but is a request that does not apply; kinded
+// attaches it without changing the message.
+var errBadRequest = errors.New("bad request")
 
 type kinded struct {
 	error
@@ -109,9 +108,6 @@ func (k kinded) Unwrap() error        { return k.error }
 
 // badRequest marks err as a request that does not apply.
 func badRequest(err error) error { return kinded{err, errBadRequest} }
-
-// notFound marks err as naming something that does not exist.
-func notFound(err error) error { return kinded{err, errNotFound} }
 
 // wireCode classifies an error for the command line. It is the one
 // place where Go errors become the codes of the control contract.
@@ -127,16 +123,20 @@ func wireCode(err error) api.Code {
 	switch {
 	case is(errMalformed, errUnknownOp, errBadRequest, errNotLocked):
 		return api.CodeUsage
-	case is(errPeerChanged, approvals.ErrSelfApprove, approvals.ErrSameSession, approvals.ErrApproverUndecided):
+	case is(errPeerChanged, approvals.ErrSelfApprove, approvals.ErrSameSession, approvals.ErrApproverUndecided, bastion.ErrDenied):
 		return api.CodeDenied
 	case is(errAlreadyLocked):
 		return api.CodeLocked
-	case is(errNoVault, errVaultGone, errNoBastion, errNotFound, approvals.ErrNoCard, journal.ErrNotFound):
+	case is(errNoVault, errVaultGone, errNoBastion, approvals.ErrNoCard, approvals.ErrNoGrant, journal.ErrNotFound, vault.ErrKeyNotFound, vault.ErrNoKeyForCert):
 		return api.CodeNotFound
 	case is(vault.ErrWrongPassphrase):
 		return api.CodeWrongPassphrase
 	case is(errStaleKey):
 		return api.CodeStaleKey
+	case is(bastion.ErrNoKeys):
+		return api.CodeNoKeys
+	case is(bastion.ErrNoMarkers):
+		return api.CodeNoMarkers
 	}
 	return ""
 }

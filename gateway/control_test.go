@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/bastion"
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/control"
@@ -152,23 +153,27 @@ func TestControlOperations(t *testing.T) {
 // it.
 func TestWireCode(t *testing.T) {
 	for err, want := range map[error]api.Code{
-		errMalformed:                   api.CodeUsage,
-		errUnknownOp:                   api.CodeUsage,
-		badRequest(errors.New("bad")):  api.CodeUsage,
-		errNotLocked:                   api.CodeUsage,
-		errPeerChanged:                 api.CodeDenied,
-		approvals.ErrSelfApprove:       api.CodeDenied,
-		approvals.ErrSameSession:       api.CodeDenied,
-		errAlreadyLocked:               api.CodeLocked,
-		errNoVault:                     api.CodeNotFound,
-		errVaultGone:                   api.CodeNotFound,
-		errNoBastion:                   api.CodeNotFound,
-		approvals.ErrNoCard:            api.CodeNotFound,
-		journal.ErrNotFound:            api.CodeNotFound,
-		notFound(errors.New("no run")): api.CodeNotFound,
-		vault.ErrWrongPassphrase:       api.CodeWrongPassphrase,
-		errStaleKey:                    api.CodeStaleKey,
-		errors.New("disk full"):        "",
+		errMalformed:                  api.CodeUsage,
+		errUnknownOp:                  api.CodeUsage,
+		badRequest(errors.New("bad")): api.CodeUsage,
+		errNotLocked:                  api.CodeUsage,
+		errPeerChanged:                api.CodeDenied,
+		approvals.ErrSelfApprove:      api.CodeDenied,
+		approvals.ErrSameSession:      api.CodeDenied,
+		errAlreadyLocked:              api.CodeLocked,
+		errNoVault:                    api.CodeNotFound,
+		errVaultGone:                  api.CodeNotFound,
+		errNoBastion:                  api.CodeNotFound,
+		approvals.ErrNoCard:           api.CodeNotFound,
+		journal.ErrNotFound:           api.CodeNotFound,
+		approvals.ErrNoGrant:          api.CodeNotFound,
+		vault.ErrKeyNotFound:          api.CodeNotFound,
+		bastion.ErrDenied:             api.CodeDenied,
+		bastion.ErrNoKeys:             api.CodeNoKeys,
+		bastion.ErrNoMarkers:          api.CodeNoMarkers,
+		vault.ErrWrongPassphrase:      api.CodeWrongPassphrase,
+		errStaleKey:                   api.CodeStaleKey,
+		errors.New("disk full"):       "",
 	} {
 		if got := wireCode(fmt.Errorf("context: %w", err)); got != want {
 			t.Errorf("wireCode(%v) = %q, want %q", err, got, want)

@@ -126,7 +126,7 @@ func (g *Gateway) opRevoke(_ context.Context, _ *procid.Peer, a api.RevokeArgs) 
 	}
 	n, err := g.engine.Revoke(a.Target)
 	if err != nil {
-		return nil, notFound(err)
+		return nil, err
 	}
 	return api.RevokeResult{Revoked: n}, nil
 }

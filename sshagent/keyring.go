@@ -24,6 +24,10 @@ var ErrLocked = errors.New("agent is locked")
 // hold.
 var ErrNotFound = errors.New("key not found")
 
+// ErrVaultKey is returned when ssh-add asks to remove a key that lives in
+// the vault: it leaves only when the vault is changed.
+var ErrVaultKey = errors.New("key is stored in the vault, not added with ssh-add")
+
 // Source says where an identity came from.
 type Source int
 
@@ -224,7 +228,7 @@ func (k *Keyring) removeLocked(match func(*Identity) bool) int {
 }
 
 // Remove deletes the added identity with the given public key. Vault
-// identities are removed with "postern vault remove".
+// identities are not removed: ErrVaultKey.
 func (k *Keyring) Remove(key ssh.PublicKey) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -247,7 +251,7 @@ func (k *Keyring) Remove(key ssh.PublicKey) error {
 	case n > 0:
 		return nil
 	case inVault:
-		return errors.New(`key is stored in the vault; remove it with "postern vault remove"`)
+		return ErrVaultKey
 	default:
 		return ErrNotFound
 	}

@@ -40,9 +40,8 @@ type UnresolvedError struct {
 }
 
 func (e *UnresolvedError) Error() string {
-	return fmt.Sprintf("not running %s on %s: the same command started %s as %s and its outcome is unknown; "+
-		"check the host, then run \"postern journal resolve %s\", or approve a retry",
-		e.Entry.Kind, e.Entry.Target, e.Entry.Started.Format("2006-01-02 15:04:05Z07:00"), e.Entry.ID, e.Entry.ID)
+	return fmt.Sprintf("not running %s on %s: the same command started %s as %s and its outcome is unknown",
+		e.Entry.Kind, e.Entry.Target, e.Entry.Started.Format("2006-01-02 15:04:05Z07:00"), e.Entry.ID)
 }
 
 func (e *UnresolvedError) Unwrap() error { return ErrUnresolved }

@@ -196,9 +196,9 @@ func (j *Journal) Close() error {
 func openError(path string, err error, readOnly bool) error {
 	switch {
 	case errors.Is(err, berrors.ErrTimeout) && readOnly:
-		return fmt.Errorf("%w: %s is held by the running gateway; use \"postern journal\" through it", ErrBusy, path)
+		return fmt.Errorf("%w: %s is held by a running gateway", ErrBusy, path)
 	case errors.Is(err, berrors.ErrTimeout):
-		return fmt.Errorf("%w: %s is in use by another gateway or a \"postern journal\" reader; stop the other gateway, or try again", ErrBusy, path)
+		return fmt.Errorf("%w: %s is in use by another gateway or a reader; stop the other gateway, or try again", ErrBusy, path)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
 		return damaged(path, err)
 	}

@@ -128,7 +128,7 @@ func listCards(c *api.Client, out io.Writer, asJSON bool) error {
 func approveInteractive(c *api.Client, out io.Writer) error {
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
-		return errors.New("approve: no terminal; use postern approve --list and postern approve ID")
+		return withHint(errors.New("approve: no terminal to ask on"), `"postern approve --list" shows the cards, "postern approve ID" answers one`)
 	}
 	defer tty.Close()
 	in := bufio.NewReader(tty)

@@ -74,24 +74,31 @@ func detach(f *agentFlags, out io.Writer) error {
 		return fmt.Errorf("starting the agent: %w", err)
 	}
 	pw.Close()
-	line, _ := bufio.NewReader(pr).ReadString('\n')
-	pr.Close()
+	status := bufio.NewReader(pr)
+	line, _ := status.ReadString('\n')
 	line = strings.TrimSpace(line)
 	if line != "ok" {
+		hint, _ := status.ReadString('\n')
+		pr.Close()
 		cmd.Wait()
 		if msg, ok := strings.CutPrefix(line, "error: "); ok {
-			return errors.New(msg)
+			err := errors.New(msg)
+			if hint, ok := strings.CutPrefix(strings.TrimSpace(hint), "hint: "); ok {
+				err = withHint(err, hint)
+			}
+			return err
 		}
 		return fmt.Errorf("the agent exited before its socket was ready; see %s", logPath)
 	}
+	pr.Close()
 	pid := cmd.Process.Pid
 	cmd.Process.Release()
 	evalLines(out, f, pid, true)
 	return nil
 }
 
-// runDetachedChild is the daemon started by detach: it reports readiness
-// (or the error that prevented it) on fd 3.
+// runDetachedChild is the daemon started by detach: it reports readiness,
+// or the error that prevented it and the hint for it, on fd 3.
 func runDetachedChild(f *agentFlags) error {
 	os.Unsetenv(envDetached)
 	os.Unsetenv(envPrivateDir)
@@ -100,13 +107,14 @@ func runDetachedChild(f *agentFlags) error {
 		fmt.Fprintln(status, "ok")
 		status.Close()
 	})
-	if err != nil {
-		fmt.Fprintf(status, "error: %v\n", err)
-		return err
+	if err == nil {
+		err = g.Run(signalContext(context.Background()))
 	}
-	err = g.Run(signalContext(context.Background()))
 	if err != nil {
 		fmt.Fprintf(status, "error: %v\n", err)
+		if h := hintFor("agent", err); h != "" {
+			fmt.Fprintf(status, "hint: %s\n", h)
+		}
 	}
 	return err
 }

@@ -62,7 +62,7 @@ func report(out, errw io.Writer, name string, err error) int {
 		return exitUsage
 	}
 	errorf(errw, "%s", strings.TrimPrefix(err.Error(), "postern: "))
-	if h := hintFor(err); h != "" {
+	if h := hintFor(name, err); h != "" {
 		hintf(errw, "%s", h)
 	}
 	return codeFor(err)

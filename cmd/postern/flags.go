@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/postern/postern/gateway/api"
 )
@@ -82,6 +84,21 @@ func gatewayClient(sock string) (*api.Client, error) {
 		return nil, fmt.Errorf("%w: $SSH_AUTH_SOCK is not set", api.ErrNoGateway)
 	}
 	return api.NewClient(sock), nil
+}
+
+// answeringGateway returns a client of the gateway at sock (or
+// $SSH_AUTH_SOCK) when one answers there, else nil.
+func answeringGateway(sock string) *api.Client {
+	c, err := gatewayClient(sock)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.Status(ctx); err != nil {
+		return nil
+	}
+	return c
 }
 
 // noOperands refuses operands on a command that takes none.

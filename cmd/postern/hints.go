@@ -4,21 +4,60 @@ import (
 	"errors"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/vault"
 )
 
-// hintFor returns the advice printed after an error ("postern: hint: …"):
-// which command or flag to use next. Libraries say what failed; naming
-// the command that helps is the command line's job, and happens here.
-func hintFor(err error) string {
+// Hints are the advice printed after an error ("postern: hint: …"): which
+// command or flag to use next. Libraries and the gateway say what failed;
+// naming the command that helps is the command line's job, done here.
+
+// hinted is an error that carries its own hint.
+type hinted struct {
+	error
+	hint string
+}
+
+func (h *hinted) Unwrap() error { return h.error }
+
+// withHint attaches hint to err.
+func withHint(err error, hint string) error { return &hinted{err, hint} }
+
+// hintFor returns the hint for err from command name ("revoke"), or "".
+func hintFor(name string, err error) string {
+	if h, ok := errors.AsType[*hinted](err); ok {
+		return h.hint
+	}
 	switch {
 	case errors.Is(err, api.ErrNoGateway):
 		return `start the gateway with "postern agent", and check $SSH_AUTH_SOCK or --socket`
 	case errors.Is(err, api.ErrNoAuditLog):
 		return `"postern vault init" sets one up`
+	case errors.Is(err, api.ErrAuditLogDamaged):
+		return `"postern audit verify" names the first bad record; move the log aside to start a new one`
+	case errors.Is(err, api.ErrJournalBusy):
+		return "the gateway that holds it does not answer at $SSH_AUTH_SOCK: name its agent socket with --socket"
 	case errors.Is(err, api.ErrNoBastionSocket):
 		return "pass --socket"
+	case errors.Is(err, vault.ErrNotExist):
+		return `"postern vault init" creates one`
 	case api.HasCode(err, api.CodeStaleKey):
 		return "unlock with the passphrase and --remember"
+	case api.HasCode(err, api.CodeNoKeys):
+		return `unlock the vault with "postern unlock", or add a key with ssh-add`
+	case api.HasCode(err, api.CodeNoMarkers):
+		return `inspect the host yourself, then record what you found with "postern journal resolve ID" and --ran STATUS, --not-started or --still-running`
+	case api.HasCode(err, api.CodeNotFound), errors.Is(err, vault.ErrKeyNotFound), errors.Is(err, vault.ErrNoKeyForCert):
+		return notFoundHints[name]
 	}
 	return ""
+}
+
+// notFoundHints say, per command, where to find what exists.
+var notFoundHints = map[string]string{
+	"approve": `"postern approve --list" shows the pending cards`,
+	"deny":    `"postern approve --list" shows the pending cards`,
+	"revoke":  `"postern sessions" lists them`,
+	"journal": `"postern journal list" shows the entries`,
+	"unlock":  `"postern vault init" creates one`,
+	"vault":   `"postern vault list" shows the keys`,
 }

@@ -36,13 +36,8 @@ type journalReader interface {
 // openJournal returns the gateway when one answers, else the journal
 // file, and a function that closes it.
 func openJournal(sockFlag string) (journalReader, func(), error) {
-	if c, err := gatewayClient(sockFlag); err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := c.Status(ctx)
-		cancel()
-		if err == nil {
-			return c, func() {}, nil
-		}
+	if c := answeringGateway(sockFlag); c != nil {
+		return c, func() {}, nil
 	}
 	f, err := api.OpenJournalFile()
 	if err != nil {

@@ -119,7 +119,7 @@ func keychainKey() ([]byte, error) {
 	}
 	k, err := keychain.Load(id)
 	if errors.Is(err, keychain.ErrNotFound) {
-		return nil, errors.New("the keychain holds no key for this vault; unlock once with --remember")
+		return nil, withHint(errors.New("the keychain holds no key for this vault"), "unlock once with the passphrase and --remember")
 	}
 	return k, err
 }

@@ -58,7 +58,7 @@ func askPassphrase(prompt string) ([]byte, error) {
 	}
 	p, err := askpass.FromProcess().Passphrase(context.Background(), prompt)
 	if errors.Is(err, askpass.ErrUnavailable) {
-		return nil, errors.New("cannot read a passphrase: no terminal and no askpass program; use --passphrase-file or $" + envPassphraseFile)
+		return nil, withHint(errors.New("cannot read a passphrase: no terminal and no askpass program"), "use --passphrase-file or $"+envPassphraseFile)
 	}
 	return p, err
 }

@@ -9,11 +9,18 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,15 +33,23 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){"postern": main})
 }
 
+// update rewrites the expected outputs (cmp stdout FILE) inside the
+// scripts: go test ./cmd/postern -run TestScript -update. Review the diff.
+var update = flag.Bool("update", false, "rewrite the files that cmp compares stdout with")
+
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
-		Dir: "testdata",
+		Dir:           "testdata",
+		UpdateScripts: *update,
 		// Short paths: sockets live in the work directory.
 		WorkdirRoot: t.TempDir(),
 		Setup:       setupScript,
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"exits": cmdExits,
-			"ready": cmdReady,
+			"exits":    cmdExits,
+			"ready":    cmdReady,
+			"jsonkeys": cmdJSONKeys,
+			"waitcard": cmdWaitCard,
+			"corrupt":  cmdCorrupt,
 		},
 	})
 }
@@ -109,4 +124,105 @@ func cmdReady(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	ts.Setenv("SSH_AUTH_SOCK", args[0])
+}
+
+// cmdCorrupt flips the bits of one byte a third of the way into a file,
+// as a disk error or an editor would.
+//
+//	corrupt $XDG_STATE_HOME/postern/audit.log
+func cmdCorrupt(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: corrupt FILE")
+	}
+	path := ts.MkAbs(args[0])
+	b, err := os.ReadFile(path)
+	ts.Check(err)
+	if len(b) == 0 {
+		ts.Fatalf("%s is empty", path)
+	}
+	b[len(b)/3] ^= 0xff
+	ts.Check(os.WriteFile(path, b, 0o600))
+}
+
+// cmdWaitCard waits until the gateway of $SSH_AUTH_SOCK shows a pending
+// approval card for the run labelled LABEL, and sets $CARD to its id.
+//
+//	waitcard LABEL
+func cmdWaitCard(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitcard LABEL")
+	}
+	c := api.NewClient(ts.Getenv("SSH_AUTH_SOCK"))
+	var version uint64
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		res, err := c.WaitCards(ctx, version)
+		cancel()
+		if err != nil {
+			ts.Fatalf("waiting for a card: %v", err)
+		}
+		for _, card := range res.Cards {
+			if card.Run.Label == args[0] {
+				ts.Setenv("CARD", card.ID)
+				return
+			}
+		}
+		version = res.Version
+	}
+	ts.Fatalf("no card for a run labelled %q in 60s", args[0])
+}
+
+// cmdJSONKeys prints the field names of the JSON on the last command's
+// standard output (one value, or JSON Lines), one path a line, sorted:
+// "vault.state", "cards[].run.pid". Compared with cmp against a list in
+// the script, it pins the --json contract's names, and nothing else.
+//
+//	exec postern status --json
+//	jsonkeys
+//	cmp stdout status.keys
+func cmdJSONKeys(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: jsonkeys")
+	}
+	dec := json.NewDecoder(strings.NewReader(ts.ReadFile("stdout")))
+	keys := map[string]bool{}
+	n := 0
+	for ; ; n++ {
+		var v any
+		err := dec.Decode(&v)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			ts.Fatalf("stdout is not JSON: %v", err)
+		}
+		jsonPaths(v, "", keys)
+	}
+	if n == 0 {
+		ts.Fatalf("no JSON on stdout")
+	}
+	sorted := slices.Sorted(maps.Keys(keys))
+	for _, k := range sorted {
+		fmt.Fprintln(ts.Stdout(), k)
+	}
+}
+
+// jsonPaths adds the paths of v's object fields under prefix.
+func jsonPaths(v any, prefix string, keys map[string]bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			p := k
+			if prefix != "" {
+				p = prefix + "." + k
+			}
+			keys[p] = true
+			jsonPaths(x, p, keys)
+		}
+	case []any:
+		for _, x := range v {
+			jsonPaths(x, prefix+"[]", keys)
+		}
+	}
 }

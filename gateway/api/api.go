@@ -89,6 +89,12 @@ const (
 	// CodeStaleKey: the data key from the OS keychain no longer opens
 	// the vault (its passphrase changed).
 	CodeStaleKey Code = "stale_key"
+	// CodeNoKeys: the gateway holds no key to act with (its vault is
+	// locked or empty, and none was added with ssh-add).
+	CodeNoKeys Code = "no_keys"
+	// CodeNoMarkers: the journal entry ran without remote markers, so
+	// only a person who looked at the host can resolve it.
+	CodeNoMarkers Code = "no_markers"
 )
 
 // Request is one call.

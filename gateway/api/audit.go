@@ -68,6 +68,10 @@ func VerifyAuditLog(path string, pin AuditPin) (*AuditReport, error) {
 // ErrNoAuditLog is returned by ReadAuditLog when the log does not exist.
 var ErrNoAuditLog = errors.New("no audit log")
 
+// ErrAuditLogDamaged is wrapped by the error of a gateway that will not
+// start over an audit log that fails verification.
+var ErrAuditLogDamaged = audit.ErrDamaged
+
 // ReadAuditLog decrypts every event of the log at path with the identity
 // kept in the vault, which it opens with openVault once it found the log.
 func ReadAuditLog(path string, openVault func() (*vault.Vault, error)) ([]AuditEvent, error) {

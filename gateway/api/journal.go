@@ -26,6 +26,10 @@ const (
 	OutcomeSignaled = journal.OutcomeSignaled
 )
 
+// ErrJournalBusy is returned by OpenJournalFile when a running gateway
+// holds the journal.
+var ErrJournalBusy = journal.ErrBusy
+
 // JournalFile reads the bastion's journal in the state directory while no
 // gateway runs. It never writes: a change goes through the gateway, which
 // records it in the audit log too.

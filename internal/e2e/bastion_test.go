@@ -445,6 +445,28 @@ func TestBastionKilledMidCommandIsUnknownAndNotRetried(t *testing.T) {
 	}
 }
 
+// A resolve probe the policy refuses is a denial like any other: exit
+// status 254, and the entry stays unknown.
+func TestBastionResolveProbeDeniedExits254(t *testing.T) {
+	b := newBastionWorld(t, "")
+	config := func(approval string) {
+		b.e.Config(fmt.Sprintf("approval = %q\nknown_hosts = [%q]\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\"]\nmarkers = [\"127.0.0.1\"]\n", approval, b.sshd.KnownHosts))
+		b.agent.Stop()
+		b.agent = b.e.StartAgent()
+		b.e.MustRun("postern", "unlock", "--passphrase-file", b.pass)
+	}
+	config("none")
+	command, e := b.killMidCommand(filepath.Join(b.sshd.Dir, "runs"))
+	config("deny")
+	r := b.e.Run("postern", "journal", "resolve", e.ID)
+	if r.Code != 254 || !strings.Contains(r.Stderr, "postern: error: ") || !strings.Contains(r.Stderr, "denied") {
+		t.Fatalf("a denied probe: %s", r)
+	}
+	if after := b.entryFor(command); after.Status != e.Status || len(after.Resolutions) != 0 {
+		t.Fatalf("after a denied probe the entry is %+v", after)
+	}
+}
+
 // Invariant 8: resolving an entry by hand is an answer, recorded in the
 // audit log together with the journal. With no gateway running there is
 // nobody to record it: resolve refuses and changes nothing, rather than

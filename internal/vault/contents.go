@@ -170,7 +170,7 @@ func (v *Vault) RemoveKey(match string) error {
 	switch len(byComment) {
 	case 0:
 		return &pathError{
-			msg: fmt.Sprintf("remove key: no key has fingerprint or comment %q (postern vault list shows them)", match),
+			msg: fmt.Sprintf("remove key: no key has fingerprint or comment %q", match),
 			err: ErrKeyNotFound,
 		}
 	case 1:

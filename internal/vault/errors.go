@@ -78,7 +78,7 @@ type corruptError struct {
 	hint   string // what to do; a default is used when empty
 }
 
-const defaultCorruptHint = `restore it from a backup, or move it aside and run "postern vault init"`
+const defaultCorruptHint = "restore it from a backup, or move it aside and create a new vault"
 
 func corrupt(format string, args ...any) error {
 	return &corruptError{reason: fmt.Sprintf(format, args...)}
@@ -120,7 +120,7 @@ func (e *pathError) Unwrap() error { return e.err }
 
 func notExist(path string) error {
 	return &pathError{
-		msg: fmt.Sprintf("vault not found at %s; run \"postern vault init\" to create one", path),
+		msg: fmt.Sprintf("no vault at %s", path),
 		err: ErrNotExist,
 	}
 }
