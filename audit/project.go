@@ -256,6 +256,9 @@ func lineFields(e *Event, proc *Process) []Field {
 		if e.Forwarding {
 			add("forwarding", "yes")
 		}
+	case EventVaultKeyAdded, EventVaultCertificateAdded, EventVaultKeyRemoved, EventVaultPassphraseChanged:
+		add("key", e.Key)
+		add("by", e.Approver)
 	case EventCheckpoint:
 		add("epoch", e.Detail["epoch"])
 		used["epoch"], used["max_unsealed"] = true, true

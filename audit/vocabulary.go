@@ -30,6 +30,14 @@ const (
 	// already authenticated connection (no signature follows).
 	EventCommandApproved EventType = "command_approved" // as sign
 	EventPolicyReloaded  EventType = "policy_reloaded"  // Detail
+	// The vault's changes, recorded before the vault file is written:
+	// Approver is who asked (the command line's process), Detail holds
+	// the generation the change writes (a vault that never reached it
+	// shows the write failed) and, for a key, its comment.
+	EventVaultKeyAdded          EventType = "vault_key_added"          // Key, Approver, Detail
+	EventVaultCertificateAdded  EventType = "vault_certificate_added"  // Key (the certified key), Approver, Detail (key_id, type, ca, principals)
+	EventVaultKeyRemoved        EventType = "vault_key_removed"        // Key, Approver, Detail
+	EventVaultPassphraseChanged EventType = "vault_passphrase_changed" // Approver, Detail (kdf)
 	// The bastion's command events; each names its journal entry in
 	// Detail.
 	EventCommandStarted  EventType = "command_started"

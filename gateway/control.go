@@ -48,6 +48,7 @@ func (g *Gateway) handlers() map[api.Op]handler {
 		api.OpJournalList:    typed(g.opJournalList),
 		api.OpJournalResolve: typed(g.opJournalResolve),
 		api.OpRevoke:         typed(g.opRevoke),
+		api.OpVaultChange:    typed(g.opVaultChange),
 	}
 }
 

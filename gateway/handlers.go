@@ -131,6 +131,16 @@ func (g *Gateway) opRevoke(_ context.Context, _ *procid.Peer, a api.RevokeArgs) 
 	return api.RevokeResult{Revoked: n}, nil
 }
 
+func (g *Gateway) opVaultChange(_ context.Context, peer *procid.Peer, c api.VaultChange) (any, error) {
+	defer c.Wipe()
+	var res *api.VaultChanged
+	err := g.vault.Change(c.Passphrase, func(v *vault.Vault) (err error) {
+		res, err = api.ApplyVaultChange(v, &c, peer.Describe(), g.engine.Record)
+		return err
+	})
+	return res, err
+}
+
 // Status reports the gateway's state.
 func (g *Gateway) Status() api.Status {
 	state, epoch := g.vault.State()

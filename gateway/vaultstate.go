@@ -279,6 +279,38 @@ func identities(v *vault.Vault) ([]*sshagent.Identity, error) {
 	return ids, nil
 }
 
+// Change opens the vault with passphrase and lets change write it, then
+// takes the new file in at once, as fileChanged would: an unlocked
+// gateway reloads its keys, with the new data key after a passphrase
+// change. A wrong passphrase counts and waits as an unlock's does.
+func (s *vaultState) Change(passphrase []byte, change func(*vault.Vault) error) error {
+	s.unlockMu.Lock()
+	defer s.unlockMu.Unlock()
+	v, err := vault.Open(s.path, passphrase)
+	switch {
+	case errors.Is(err, vault.ErrWrongPassphrase):
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.wrong()
+	case err != nil:
+		return err
+	}
+	defer v.Wipe()
+	if err := change(v); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dk != nil {
+		if dk, err := v.DataKey(); err == nil {
+			s.dk.Wipe()
+			s.dk = dk
+		}
+	}
+	s.fileChangedLocked()
+	return nil
+}
+
 // fileChanged reacts to a change of the vault file on disk: a new vault
 // locks the agent, a changed one is reloaded with the data key the
 // gateway kept (or locks when that is no longer possible), a removed one
@@ -286,6 +318,10 @@ func identities(v *vault.Vault) ([]*sshagent.Identity, error) {
 func (s *vaultState) fileChanged() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.fileChangedLocked()
+}
+
+func (s *vaultState) fileChangedLocked() {
 	stamp, present := stampOf(s.path)
 	if present == s.present && stamp == s.stamp {
 		return

@@ -34,6 +34,8 @@ func hintFor(name string, err error) string {
 		return `"postern vault init" sets one up`
 	case errors.Is(err, api.ErrAuditLogDamaged):
 		return `"postern audit verify" names the first bad record; move the log aside to start a new one`
+	case errors.Is(err, api.ErrAuditLogHeld):
+		return "the gateway that holds it does not answer at $SSH_AUTH_SOCK: name its agent socket with --socket, or stop it"
 	case errors.Is(err, api.ErrJournalBusy):
 		return "the gateway that holds it does not answer at $SSH_AUTH_SOCK: name its agent socket with --socket"
 	case errors.Is(err, api.ErrNoBastionSocket):

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -19,13 +19,16 @@ import (
 )
 
 const vaultUsage = `Usage: postern vault init [--passphrase-file FILE]
-       postern vault add [--comment TEXT] [--passphrase-file FILE] KEYFILE|CERTFILE...
+       postern vault add [--comment TEXT] [--passphrase-file FILE] [--socket PATH] KEYFILE|CERTFILE...
        postern vault list [--json] [--passphrase-file FILE]
-       postern vault remove [--passphrase-file FILE] FINGERPRINT|COMMENT
-       postern vault passwd [--passphrase-file FILE] [--new-passphrase-file FILE]
+       postern vault remove [--passphrase-file FILE] [--socket PATH] FINGERPRINT|COMMENT
+       postern vault passwd [--passphrase-file FILE] [--new-passphrase-file FILE] [--socket PATH]
 
 Manage the encrypted vault of private keys in $XDG_STATE_HOME/postern/vault.
-A running gateway notices every change (its vault epoch moves on).
+add, remove and passwd go through the gateway that answers at
+$SSH_AUTH_SOCK (or --socket): it makes the change, records it in the audit
+log and takes it in at once. With no gateway running, the command makes
+the change and records it in the audit log itself.
 `
 
 // envKDFTarget sets how long one key derivation should take when a vault
@@ -73,21 +76,6 @@ func kdfParams() (vault.Params, error) {
 	return vault.Calibrate(target), nil
 }
 
-// vaultFlags adds --passphrase-file to fs, parses args, runs check (for
-// usage errors, before any passphrase is asked) and opens the vault.
-func vaultFlags(fs *flag.FlagSet, args []string, check func() error) (*vault.Vault, error) {
-	pfile := passphraseFileFlag(fs)
-	if err := parse(fs, args); err != nil {
-		return nil, err
-	}
-	if check != nil {
-		if err := check(); err != nil {
-			return nil, err
-		}
-	}
-	return openVault(*pfile)
-}
-
 // openVault asks for the passphrase and opens the vault, pausing after a
 // wrong passphrase as the gateway does.
 func openVault(file string) (*vault.Vault, error) {
@@ -96,7 +84,7 @@ func openVault(file string) (*vault.Vault, error) {
 		return nil, err
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf(`no vault at %s; run "postern vault init"`, path)
+		return nil, fmt.Errorf("no vault at %s: %w", path, vault.ErrNotExist)
 	}
 	pass, err := readPassphrase(file, "Enter passphrase for the postern vault: ")
 	if err != nil {
@@ -126,7 +114,7 @@ func vaultInit(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "created %s (argon2id %s)\n", v.Path, p)
+	fmt.Fprintf(out, "created %s (%s)\n", v.Path, p)
 	fmt.Fprintf(out, "audit log key: %s\n", v.AuditPin)
 	fmt.Fprintln(out, "keep that line somewhere else: \"postern audit verify --pin KEY\" proves the log is this one")
 	return nil
@@ -135,64 +123,66 @@ func vaultInit(args []string, out, errw io.Writer) error {
 func vaultAdd(args []string, out, errw io.Writer) error {
 	fs := newFlags("vault add", vaultUsage)
 	comment := fs.String("comment", "", "comment for the key (default: the file's own, else its name)")
-	v, err := vaultFlags(fs, args, func() error {
-		if fs.NArg() == 0 {
-			return usagef("vault add: name at least one private key or certificate file")
-		}
-		if *comment != "" && fs.NArg() > 1 {
-			return usagef("vault add: --comment applies to one file only")
-		}
-		return nil
-	})
+	pfile := passphraseFileFlag(fs)
+	sock := socketFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usagef("vault add: name at least one private key or certificate file")
+	}
+	if *comment != "" && fs.NArg() > 1 {
+		return usagef("vault add: --comment applies to one file only")
+	}
+	pass, err := readPassphrase(*pfile, "Enter passphrase for the postern vault: ")
 	if err != nil {
 		return err
 	}
-	defer v.Wipe()
+	c := &api.VaultChange{Passphrase: pass}
+	defer c.Wipe()
 	for _, file := range fs.Args() {
-		data, err := os.ReadFile(file)
-		if err != nil {
+		if err := readKeyOrCert(c, file, *comment); err != nil {
 			return err
 		}
-		if cert, ok := parseCertFile(data); ok {
-			if err := addCert(v, cert, file, out); err != nil {
-				return err
-			}
-			continue
-		}
-		priv, c, err := vault.ParsePrivateKeyFile(data, func() ([]byte, error) {
-			return readPassphrase("", "Enter passphrase for "+file+": ")
-		})
-		clear(data)
-		if err != nil {
-			return fmt.Errorf("%s: %w", file, err)
-		}
-		switch {
-		case *comment != "":
-			c = *comment
-		case c == "":
-			c = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
-		}
-		k, err := vault.NewKey(priv, c)
-		if err != nil {
-			return fmt.Errorf("%s: %w", file, err)
-		}
-		if err := v.AddKey(k); err != nil {
-			return fmt.Errorf("%s: %w", file, err)
-		}
-		fp, _ := k.Fingerprint()
-		fmt.Fprintf(out, "added %s %s\n", fp, c)
-		// As ssh-add does, a certificate beside the key goes with it.
-		if data, err := os.ReadFile(file + "-cert.pub"); err == nil {
-			cert, ok := parseCertFile(data)
-			if !ok {
-				return fmt.Errorf("%s-cert.pub: not an OpenSSH certificate", file)
-			}
-			if err := addCert(v, cert, file+"-cert.pub", out); err != nil {
-				return err
-			}
-		}
 	}
-	return v.Save()
+	res, err := changeVault(*sock, c)
+	if err != nil {
+		return err
+	}
+	for _, k := range res.Added {
+		fmt.Fprintf(out, "added %s %s\n", k.Fingerprint, k.Comment)
+	}
+	for _, ct := range res.Certificates {
+		fmt.Fprintf(out, "added certificate %q (%s) to %s %s\n", ct.KeyID, ct.Type, ct.Fingerprint, ct.Comment)
+	}
+	return nil
+}
+
+// readKeyOrCert adds the private key or certificate in file to c; a
+// certificate beside a key (KEYFILE-cert.pub) goes with it, as ssh-add
+// does.
+func readKeyOrCert(c *api.VaultChange, file, comment string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if cert, ok := parseCertFile(data); ok {
+		c.AddCertificates = append(c.AddCertificates, cert.Marshal())
+		return nil
+	}
+	k, err := readKeyFile(file, data, comment)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	c.Add = append(c.Add, k)
+	if data, err := os.ReadFile(file + "-cert.pub"); err == nil {
+		cert, ok := parseCertFile(data)
+		if !ok {
+			return fmt.Errorf("%s-cert.pub: not an OpenSSH certificate", file)
+		}
+		c.AddCertificates = append(c.AddCertificates, cert.Marshal())
+	}
+	return nil
 }
 
 // parseCertFile reads an OpenSSH certificate file (KEY-cert.pub).
@@ -205,16 +195,35 @@ func parseCertFile(data []byte) (*ssh.Certificate, bool) {
 	return c, ok
 }
 
-func addCert(v *vault.Vault, cert *ssh.Certificate, file string, out io.Writer) error {
-	comment, err := v.AddCertificate(cert)
-	if errors.Is(err, vault.ErrNoKeyForCert) {
-		return fmt.Errorf("%s: %w; add its private key first", file, err)
-	}
+// readKeyFile reads the private key file's data, asking for its
+// passphrase when it is encrypted, as a key for the vault. Without a
+// comment, the file's own is kept, else its name.
+func readKeyFile(file string, data []byte, comment string) (vault.Key, error) {
+	defer clear(data)
+	priv, c, err := vault.ParsePrivateKeyFile(data, func() ([]byte, error) {
+		return readPassphrase("", "Enter passphrase for "+file+": ")
+	})
 	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
+		return vault.Key{}, err
 	}
-	fmt.Fprintf(out, "added certificate %q (%s) to %s %s\n", cert.KeyId, cert.Type(), ssh.FingerprintSHA256(cert.Key), comment)
-	return nil
+	switch {
+	case comment != "":
+		c = comment
+	case c == "":
+		c = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	}
+	return vault.NewKey(priv, c)
+}
+
+// changeVault has the running gateway make the change and record it in
+// its audit log; with no gateway answering, it makes the change and
+// records it here. The change's secrets are wiped either way.
+func changeVault(sock string, c *api.VaultChange) (*api.VaultChanged, error) {
+	defer c.Wipe()
+	if gw := answeringGateway(sock); gw != nil {
+		return gw.ChangeVault(context.Background(), c)
+	}
+	return api.ChangeVault(c)
 }
 
 // keyJSON is one key in "postern vault list --json".
@@ -250,7 +259,14 @@ func certInfo(c *ssh.Certificate, now time.Time) certJSON {
 func vaultList(args []string, out, errw io.Writer) error {
 	fs := newFlags("vault list", vaultUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
-	v, err := vaultFlags(fs, args, nil)
+	pfile := passphraseFileFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := noOperands(fs)(); err != nil {
+		return err
+	}
+	v, err := openVault(*pfile)
 	if err != nil {
 		return err
 	}
@@ -292,51 +308,57 @@ func vaultList(args []string, out, errw io.Writer) error {
 
 func vaultRemove(args []string, out, errw io.Writer) error {
 	fs := newFlags("vault remove", vaultUsage)
-	v, err := vaultFlags(fs, args, func() error {
-		if fs.NArg() != 1 {
-			return usagef("vault remove: name one key by fingerprint or comment")
-		}
-		return nil
-	})
+	pfile := passphraseFileFlag(fs)
+	sock := socketFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("vault remove: name one key by fingerprint or comment")
+	}
+	pass, err := readPassphrase(*pfile, "Enter passphrase for the postern vault: ")
 	if err != nil {
 		return err
 	}
-	defer v.Wipe()
-	if err := v.RemoveKey(fs.Arg(0)); err != nil {
+	res, err := changeVault(*sock, &api.VaultChange{Passphrase: pass, Remove: fs.Arg(0)})
+	if err != nil {
 		return err
 	}
-	if err := v.Save(); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "removed %s\n", fs.Arg(0))
+	fmt.Fprintf(out, "removed %s %s\n", res.Removed.Fingerprint, res.Removed.Comment)
 	return nil
 }
 
 func vaultPasswd(args []string, out, errw io.Writer) error {
 	fs := newFlags("vault passwd", vaultUsage)
+	pfile := passphraseFileFlag(fs)
 	newFile := fs.String("new-passphrase-file", "", "read the new passphrase from `FILE`")
-	v, err := vaultFlags(fs, args, nil)
-	if err != nil {
+	sock := socketFlag(fs)
+	if err := parse(fs, args); err != nil {
 		return err
 	}
-	defer v.Wipe()
+	if err := noOperands(fs)(); err != nil {
+		return err
+	}
 	p, err := kdfParams()
 	if err != nil {
 		return err
 	}
-	var pass []byte
+	c := &api.VaultChange{Params: &p}
+	defer c.Wipe()
+	if c.Passphrase, err = readPassphrase(*pfile, "Enter passphrase for the postern vault: "); err != nil {
+		return err
+	}
 	if *newFile != "" {
-		pass, err = passphraseFromFile(*newFile)
+		c.NewPassphrase, err = passphraseFromFile(*newFile)
 	} else {
-		pass, err = askNewPassphrase("Enter the new passphrase: ")
+		c.NewPassphrase, err = askNewPassphrase("Enter the new passphrase: ")
 	}
 	if err != nil {
 		return err
 	}
-	defer clear(pass)
-	if err := v.ChangePassphrase(pass, p); err != nil {
+	if _, err := changeVault(*sock, c); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "passphrase changed (argon2id %s)\n", p)
+	fmt.Fprintf(out, "passphrase changed (%s)\n", p)
 	return nil
 }

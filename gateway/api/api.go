@@ -16,9 +16,12 @@
 // status and add hints without parsing messages.
 //
 // The gateway owns its state files. What the command line may do with
-// them while no gateway runs is here too, and is read-only but for one
-// thing: [InitVault] creates the vault and sets up the audit log,
-// together. [VerifyAuditLog] checks the audit log with no key,
+// them while no gateway runs is here too, and is read-only but for two
+// things, each of which writes its audit trail with it: [InitVault]
+// creates the vault and sets up the audit log, together, and
+// [ChangeVault] changes the vault and records the change in the log (a
+// running gateway does that itself: [Client.ChangeVault]).
+// [VerifyAuditLog] checks the audit log with no key,
 // [ReadAuditLog] decrypts it with the identity the vault keeps, and
 // [OpenJournalFile] reads the bastion's journal. Changing the journal
 // takes a running gateway, which records the change in the audit log.
@@ -49,6 +52,7 @@ const (
 	OpJournalList    Op = "journal.list"    // JournalArgs; []*JournalEntry
 	OpJournalResolve Op = "journal.resolve" // ResolveArgs; *JournalEntry
 	OpRevoke         Op = "revoke"          // RevokeArgs; RevokeResult
+	OpVaultChange    Op = "vault.change"    // VaultChange; VaultChanged
 )
 
 // timeouts bound each call unless the caller's context ends sooner. An
@@ -66,6 +70,7 @@ var timeouts = map[Op]time.Duration{
 	OpJournalList:    30 * time.Second,
 	OpJournalResolve: 3 * time.Minute,
 	OpRevoke:         30 * time.Second,
+	OpVaultChange:    2 * time.Minute,
 }
 
 // Code classifies an error the gateway returns.

@@ -131,6 +131,13 @@ func (c *Client) Resolve(ctx context.Context, a ResolveArgs) (*JournalEntry, err
 	return &e, c.call(ctx, OpJournalResolve, a, &e)
 }
 
+// ChangeVault has the gateway change its vault (keys added or removed, a
+// new passphrase) and record the change in its audit log.
+func (c *Client) ChangeVault(ctx context.Context, ch *VaultChange) (*VaultChanged, error) {
+	var res VaultChanged
+	return &res, c.call(ctx, OpVaultChange, ch, &res)
+}
+
 // call makes one request and decodes its result into out (which may be
 // nil).
 func (c *Client) call(ctx context.Context, op Op, args, out any) error {

@@ -102,16 +102,23 @@ func TestVaultLifecycle(t *testing.T) {
 	}
 
 	// passwd: the old passphrase stops working, the new one unlocks. A
-	// passphrase change rotates the vault's data key, so a gateway that
-	// was unlocked locks.
+	// passphrase change rotates the vault's data key; the gateway that
+	// made it keeps the new one and stays unlocked, in a new epoch.
 	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	before = status(t, e)
 	newPass := e.WriteFile("newpass", "battery staple\n", 0o600)
 	e.MustRun("postern", "vault", "passwd", "--passphrase-file", pass, "--new-passphrase-file", newPass)
-	waitFor(t, func() bool { return status(t, e).Vault.State == "locked" })
+	if st := status(t, e); st.Vault.State != "unlocked" || st.Vault.Epoch <= before.Vault.Epoch || st.Counts.Keys != 2 {
+		t.Fatalf("after passwd: %+v (before %+v)", st, before)
+	}
 	if r := e.Run("postern", "vault", "list", "--passphrase-file", pass); r.Code == 0 {
 		t.Fatal("old passphrase still opens the vault")
 	}
 	e.MustRun("postern", "vault", "remove", "--passphrase-file", newPass, "second")
+	e.MustRun("postern", "lock")
+	if r := e.Run("postern", "unlock", "--passphrase-file", pass); r.Code == 0 {
+		t.Fatal("old passphrase still unlocks the gateway")
+	}
 	e.MustRun("postern", "unlock", "--passphrase-file", newPass)
 	if st := status(t, e); st.Vault.State != "unlocked" || st.Counts.Keys != 1 {
 		t.Fatalf("after passwd and remove: %+v", st)
