@@ -52,7 +52,13 @@ func cmdRun(args []string, out, errw io.Writer) error {
 	}
 	if err := c.StartRun(ctx, prep.ID, cmd.Process.Pid); err != nil {
 		cmd.Process.Kill()
-		cmd.Wait()
+		werr := cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && !(ws.Signaled() && ws.Signal() == syscall.SIGKILL) {
+			// It ended on its own before the gateway looked at it
+			// (a quick command), not by the kill: its status is the
+			// answer.
+			return exitStatusOf(werr)
+		}
 		return fmt.Errorf("the gateway did not register the run: %w", err)
 	}
 	go func() {
