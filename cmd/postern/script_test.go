@@ -26,6 +26,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
 )
 
@@ -45,11 +46,12 @@ func TestScript(t *testing.T) {
 		WorkdirRoot: t.TempDir(),
 		Setup:       setupScript,
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"exits":    cmdExits,
-			"ready":    cmdReady,
-			"jsonkeys": cmdJSONKeys,
-			"waitcard": cmdWaitCard,
-			"corrupt":  cmdCorrupt,
+			"exits":       cmdExits,
+			"ready":       cmdReady,
+			"jsonkeys":    cmdJSONKeys,
+			"waitcard":    cmdWaitCard,
+			"corrupt":     cmdCorrupt,
+			"lostcommand": cmdLostCommand,
 		},
 	})
 }
@@ -124,6 +126,31 @@ func cmdReady(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	ts.Setenv("SSH_AUTH_SOCK", args[0])
+}
+
+// cmdLostCommand puts in the bastion's journal, as a bastion would, a
+// command sent to a host whose outcome was then lost, and sets $ENTRY to
+// its id. The gateway must not be running.
+//
+//	lostcommand 'systemctl restart app'
+func cmdLostCommand(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: lostcommand COMMAND")
+	}
+	j, err := journal.Open(filepath.Join(ts.Getenv("XDG_STATE_HOME"), "postern", "journal.db"), "script")
+	ts.Check(err)
+	defer j.Close()
+	e := &journal.Entry{
+		Requester: "ssh (4121) ← bash (4000)", RequesterPID: 4121,
+		Target: journal.Target{User: "deploy", Host: "db-1.example", Port: 22, HostKey: "SHA256:notverified"},
+		Kind:   journal.KindExec, Command: []byte(args[0]), Approval: "approved_once C0000000a",
+	}
+	ts.Check(j.Start(e))
+	_, err = j.Dispatched(e.ID)
+	ts.Check(err)
+	_, err = j.MarkUnknown(e.ID, journal.Unknown{Reason: "upstream_lost", Detail: "the connection to the host was cut"})
+	ts.Check(err)
+	ts.Setenv("ENTRY", e.ID)
 }
 
 // cmdCorrupt flips the bits of one byte a third of the way into a file,
