@@ -4,11 +4,20 @@
 #
 #   run.sh POSTERN [TEST...]
 #
-# The suite is copied to a temporary directory and run unchanged: its
-# test-exec.sh takes the agent from $TEST_SSH_SSHAGENT, which points at a
-# two-line wrapper named ssh-agent that runs "postern agent" with its
-# state, configuration (approval = "none", as ssh-agent signs) and
-# sockets in the temporary directory. Nothing of the suite is edited.
+# The suite is run unchanged: its test-exec.sh takes the agent from
+# $TEST_SSH_SSHAGENT, which points at a two-line wrapper named ssh-agent
+# that runs "postern agent" with its state, configuration (approval =
+# "none", as ssh-agent signs) and sockets in a temporary directory.
+# Nothing of the suite is edited.
+#
+# The tests run at the same time, each in its own copy of the suite (its
+# own $OBJ, agent, sockets, keys and port): they spend most of their time
+# waiting for ssh and sshd, so together they take about as long as the
+# longest one (agent-restrict) instead of the sum. The copies start from
+# one template whose keys test-exec.sh generated once (the empty script
+# postern-prepare.sh), so the RSA and DSA keys are not made ten times.
+# Results are printed in the order the tests were named.
+# POSTERN_REGRESS_KEEP=1 keeps the work directory, to look at a failure.
 #
 # Run as root, the script runs agent-getpeereid and agent-ptrace, which
 # skip themselves under root, as an unprivileged user (postern-regress,
@@ -20,9 +29,12 @@ set -u
 
 postern=${1:?usage: run.sh POSTERN [TEST...]}
 shift
-tests=${*:-agent agent-timeout agent-subprocess agent-restrict hostkey-agent cert-file sshsig agent-getpeereid agent-ptrace agent-pkcs11}
+tests=${*:-agent-restrict sshsig agent hostkey-agent agent-timeout cert-file agent-pkcs11 agent-subprocess agent-getpeereid agent-ptrace}
 suite=/usr/lib/openssh/regress
 here=$(cd "$(dirname "$0")" && pwd)
+# Ports for the tests' sshd configurations, one per test, from a base
+# that differs between concurrent runs on one machine.
+portbase=${POSTERN_REGRESS_PORT:-$((20000 + $$ % 20000))}
 
 for p in "$suite/test-exec.sh" /usr/bin/sudo /usr/bin/gdb /usr/bin/softhsm2-util /usr/bin/openssl; do
 	if [ ! -e "$p" ]; then
@@ -31,10 +43,14 @@ for p in "$suite/test-exec.sh" /usr/bin/sudo /usr/bin/gdb /usr/bin/softhsm2-util
 	fi
 done
 
-# Tests that skip themselves under root run as an unprivileged user.
+work=$(mktemp -d /tmp/postern-regress.XXXXXX)
+chmod 0755 "$work"
+[ -n "${POSTERN_REGRESS_KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
+
+# Tests that skip themselves under root run as an unprivileged user, in
+# a run of this script of their own, started first and waited for last.
 asuser="agent-getpeereid agent-ptrace"
-userpassed=0
-userfailed=0
+userpid=""
 if [ "$(id -u)" = 0 ]; then
 	mine=""
 	theirs=""
@@ -51,62 +67,98 @@ if [ "$(id -u)" = 0 ]; then
 		fi
 		echo "$user ALL=(ALL) NOPASSWD: ALL" > /etc/sudoers.d/postern-regress
 		chmod 0440 /etc/sudoers.d/postern-regress
-		stage=$(mktemp -d /tmp/postern-regress-bin.XXXXXX)
-		cp "$postern" "$stage/postern"
-		cp "$here/run.sh" "$stage/run.sh"
-		chmod 0755 "$stage" "$stage/postern" "$stage/run.sh"
-		out=$(runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
+		mkdir "$work/user"
+		cp "$postern" "$work/user/postern"
+		cp "$here/run.sh" "$work/user/run.sh"
+		chmod 0755 "$work/user" "$work/user/postern" "$work/user/run.sh"
+		runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
 			HOME="$(getent passwd "$user" | cut -d: -f6)" LANG=C.UTF-8 \
-			sh "$stage/run.sh" "$stage/postern" $theirs 2>&1)
-		rm -rf "$stage"
-		printf '%s\n' "$out" | grep -v '^regress: '
-		summary=$(printf '%s\n' "$out" | grep '^regress: ' | tail -n 1)
-		userpassed=$(echo "$summary" | sed -n 's/^regress: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
-		userfailed=$(echo "$summary" | sed -n 's/^regress: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
-		userpassed=${userpassed:-0}
-		userfailed=${userfailed:-1}
+			POSTERN_REGRESS_PORT=$((portbase + 50)) \
+			sh "$work/user/run.sh" "$work/user/postern" $theirs >"$work/user/out" 2>&1 &
+		userpid=$!
 	fi
 	tests=$mine
 	mkdir -p /run/sshd
 fi
 
-work=$(mktemp -d /tmp/postern-regress.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-cp -a "$suite" "$work/regress"
-mkdir -p "$work/bin" "$work/xdg/config/postern" "$work/xdg/state" "$work/xdg/run"
-chmod 0700 "$work/xdg/run"
-cp "$postern" "$work/bin/postern"
-printf 'approval = "none"\n' > "$work/xdg/config/postern/config.toml"
-cat > "$work/bin/ssh-agent" <<WRAP
-#!/bin/sh
-XDG_CONFIG_HOME=$work/xdg/config XDG_STATE_HOME=$work/xdg/state XDG_RUNTIME_DIR=$work/xdg/run \\
-	exec $work/bin/postern agent "\$@"
-WRAP
-chmod 0755 "$work/bin/ssh-agent"
+# The template: the suite, with the keys test-exec.sh makes for every
+# test made once.
+tmpl=$work/template
+cp -a "$suite" "$tmpl"
+: > "$tmpl/postern-prepare.sh"
+(cd "$tmpl" && env TEST_SHELL=sh TEST_SSH_SSH=ssh TEST_SSH_UNSAFE_PERMISSIONS=1 \
+	OBJ="$tmpl" BUILDDIR="$tmpl" sh "$tmpl/test-exec.sh" "$tmpl" "$tmpl/postern-prepare.sh" \
+	>"$work/prepare.log" 2>&1 </dev/null) || {
+	echo "regress: preparing the suite failed:" >&2
+	cat "$work/prepare.log" >&2
+	exit 1
+}
+rm -f "$tmpl/postern-prepare.sh"
 
-obj=$work/regress
-passed=$userpassed
-failed=$userfailed
-for t in $tests; do
+# run_test T N runs test T in its own copy, $work/N (a number: the
+# suite's scripts grep their configuration for words such as "hostkey",
+# which a path must not contain), with port $portbase+N, and leaves its
+# output, exit status and duration there.
+run_test() {
+	d=$work/$2
+	mkdir -p "$d/bin" "$d/xdg/config/postern" "$d/xdg/state" "$d/xdg/run"
+	chmod 0700 "$d/xdg/run"
+	cp -a "$tmpl" "$d/regress"
+	printf 'approval = "none"\n' > "$d/xdg/config/postern/config.toml"
+	cat > "$d/bin/ssh-agent" <<WRAP
+#!/bin/sh
+XDG_CONFIG_HOME=$d/xdg/config XDG_STATE_HOME=$d/xdg/state XDG_RUNTIME_DIR=$d/xdg/run \\
+	exec $work/postern agent "\$@"
+WRAP
+	chmod 0755 "$d/bin/ssh-agent"
+	obj=$d/regress
 	start=$(date +%s)
-	rm -f "$work/xdg/state/postern/agent.log"
-	out=$(cd "$obj" && env SUDO=sudo TEST_SHELL=sh TEST_SSH_SSH=ssh TEST_SSH_SSHAGENT="$work/bin/ssh-agent" \
+	(cd "$obj" && env SUDO=sudo TEST_SHELL=sh TEST_SSH_SSH=ssh TEST_SSH_SSHAGENT="$d/bin/ssh-agent" \
 		TEST_SSH_SFTPSERVER=/usr/lib/openssh/sftp-server TEST_SSH_UNSAFE_PERMISSIONS=1 \
-		OBJ="$obj" BUILDDIR="$obj" sh "$obj/test-exec.sh" "$obj" "$obj/$t.sh" 2>&1 </dev/null)
-	rc=$?
-	secs=$(($(date +%s) - start))
-	if [ $rc -eq 0 ] && ! printf '%s\n' "$out" | grep -qi 'skipped'; then
+		TEST_SSH_PORT=$((portbase + $2)) OBJ="$obj" BUILDDIR="$obj" sh "$obj/test-exec.sh" "$obj" "$obj/$1.sh" \
+		>"$d/out" 2>&1 </dev/null)
+	echo $? > "$d/rc"
+	echo $(($(date +%s) - start)) > "$d/secs"
+}
+
+cp "$postern" "$work/postern"
+chmod 0755 "$work/postern"
+n=0
+for t in $tests; do
+	run_test "$t" $n &
+	n=$((n + 1))
+done
+wait
+
+passed=0
+failed=0
+if [ -n "$userpid" ]; then
+	out=$(cat "$work/user/out")
+	printf '%s\n' "$out" | grep -v '^regress: '
+	summary=$(printf '%s\n' "$out" | grep '^regress: ' | tail -n 1)
+	passed=$(echo "$summary" | sed -n 's/^regress: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+	failed=$(echo "$summary" | sed -n 's/^regress: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+	passed=${passed:-0}
+	failed=${failed:-1}
+fi
+n=0
+for t in $tests; do
+	d=$work/$n
+	n=$((n + 1))
+	obj=$d/regress
+	rc=$(cat "$d/rc" 2>/dev/null || echo 1)
+	secs=$(cat "$d/secs" 2>/dev/null || echo "?")
+	if [ "$rc" -eq 0 ] && ! grep -qi 'skipped' "$d/out"; then
 		echo "ok   $t (${secs}s)"
 		passed=$((passed + 1))
 	else
 		echo "FAIL $t (${secs}s, exit $rc)"
-		printf '%s\n' "$out" | sed 's/^/    /'
-		if [ -f "$work/xdg/state/postern/agent.log" ]; then
-			grep -i 'refus\|error' "$work/xdg/state/postern/agent.log" | tail -n 20 | sed 's/^/    agent.log: /'
+		sed 's/^/    /' "$d/out"
+		if [ -f "$d/xdg/state/postern/agent.log" ]; then
+			grep -i 'refus\|error' "$d/xdg/state/postern/agent.log" | tail -n 20 | sed 's/^/    agent.log: /'
 		fi
 		if [ -f "$obj/failed-regress.log" ]; then
 			tail -n 40 "$obj/failed-regress.log" | sed 's/^/    regress.log: /'
-			rm -f "$obj/failed-regress.log" "$obj/failed-ssh.log" "$obj/failed-sshd.log"
 		fi
 		failed=$((failed + 1))
 	fi
