@@ -7,46 +7,62 @@ import (
 	"fmt"
 )
 
-// Checkpoint payload: epoch ‖ time ‖ next public key ‖ max unsealed ‖ signature.
+// Checkpoint payload: epoch ‖ time ‖ next public key ‖ max unsealed ‖
+// signature, and in version 2 the summary (summary.go) after them.
 const checkpointPayloadSize = 8 + 8 + ed25519.PublicKeySize + 4 + ed25519.SignatureSize
 
 // checkpoint is the decoded payload of a checkpoint record.
 type checkpoint struct {
+	version     byte
 	epoch       uint64
 	time        int64 // unix nanoseconds
 	nextPK      [32]byte
 	maxUnsealed uint32 // the writer checkpoints again before more entries than this follow; 0 = no limit
 	sig         [64]byte
+	summary     []byte // version 2: the sealed summary, possibly empty
 }
 
 func (c *checkpoint) marshal() []byte {
-	b := make([]byte, 0, checkpointPayloadSize)
+	b := make([]byte, 0, checkpointPayloadSize+len(c.summary))
 	b = binary.BigEndian.AppendUint64(b, c.epoch)
 	b = binary.BigEndian.AppendUint64(b, uint64(c.time))
 	b = append(b, c.nextPK[:]...)
 	b = binary.BigEndian.AppendUint32(b, c.maxUnsealed)
 	b = append(b, c.sig[:]...)
-	return b
+	return append(b, c.summary...)
 }
 
-func parseCheckpoint(p []byte) (checkpoint, error) {
-	var c checkpoint
-	if len(p) != checkpointPayloadSize {
+func parseCheckpoint(version byte, p []byte) (checkpoint, error) {
+	c := checkpoint{version: version}
+	switch {
+	case version == version1 && len(p) != checkpointPayloadSize:
 		return c, fmt.Errorf("checkpoint payload is %d bytes, want %d", len(p), checkpointPayloadSize)
+	case len(p) < checkpointPayloadSize:
+		return c, fmt.Errorf("checkpoint payload is %d bytes, want at least %d", len(p), checkpointPayloadSize)
+	case len(p) > checkpointPayloadSize+maxSummarySize:
+		return c, fmt.Errorf("checkpoint summary is %d bytes, the limit is %d", len(p)-checkpointPayloadSize, maxSummarySize)
 	}
 	c.epoch = binary.BigEndian.Uint64(p[0:8])
 	c.time = int64(binary.BigEndian.Uint64(p[8:16]))
 	copy(c.nextPK[:], p[16:48])
 	c.maxUnsealed = binary.BigEndian.Uint32(p[48:52])
 	copy(c.sig[:], p[52:116])
+	if len(p) > checkpointPayloadSize {
+		c.summary = p[checkpointPayloadSize:]
+	}
 	return c, nil
 }
 
 // signedMessage is what the key of c.epoch signs for the checkpoint record
-// at seq whose prev field is head (the chain head just before it).
+// at seq whose prev field is head (the chain head just before it). In
+// version 2 it also covers the summary.
 func (c *checkpoint) signedMessage(logID [16]byte, seq uint64, head [32]byte) []byte {
-	b := make([]byte, 0, len(checkpointDomain)+16+8+8+32+8+32+4)
-	b = append(b, checkpointDomain...)
+	b := make([]byte, 0, len(checkpointDomainV2)+16+8+8+32+8+32+4+32)
+	if c.version == version1 {
+		b = append(b, checkpointDomain...)
+	} else {
+		b = append(b, checkpointDomainV2...)
+	}
 	b = append(b, logID[:]...)
 	b = binary.BigEndian.AppendUint64(b, c.epoch)
 	b = binary.BigEndian.AppendUint64(b, seq)
@@ -54,6 +70,10 @@ func (c *checkpoint) signedMessage(logID [16]byte, seq uint64, head [32]byte) []
 	b = binary.BigEndian.AppendUint64(b, uint64(c.time))
 	b = append(b, c.nextPK[:]...)
 	b = binary.BigEndian.AppendUint32(b, c.maxUnsealed)
+	if c.version != version1 {
+		h := summaryHash(c.summary)
+		b = append(b, h[:]...)
+	}
 	return b
 }
 
@@ -99,8 +119,9 @@ func (w *writer) requestCheckpoint(done chan error) {
 		l.nextSeq++
 		l.sinceCP = 0
 		l.lastCP = seq
+		sum := l.takeSummary()
 		l.mu.Unlock()
-		w.pending[seq] = &item{kind: itemCheckpoint, seq: seq, done: done}
+		w.pending[seq] = &item{kind: itemCheckpoint, seq: seq, sum: sum, done: done}
 		return
 	}
 	last := l.lastCP
@@ -114,18 +135,23 @@ func (w *writer) requestCheckpoint(done chan error) {
 
 // addCheckpoint builds checkpoint epoch k: signed by key k over the log id,
 // the epoch, its seq, the chain head before it, its time, the public half of
-// key k+1 and the unsealed limit.
-func (w *writer) addCheckpoint() {
+// key k+1, the unsealed limit and the summary of the entries it seals.
+func (w *writer) addCheckpoint(sum *pendingSummary) error {
 	t := w.now().UnixNano()
 	if t < w.lastTime {
 		t = w.lastTime // wall clock stepped back: keep checkpoint times monotonic
 	}
-	c := checkpoint{epoch: w.keys.epoch, time: t, nextPK: pub32(w.keys.next), maxUnsealed: w.maxUnsealed}
+	sealed, err := sum.seal(w.logID, w.seq)
+	if err != nil {
+		return err
+	}
+	c := checkpoint{version: version2, epoch: w.keys.epoch, time: t, nextPK: pub32(w.keys.next), maxUnsealed: w.maxUnsealed, summary: sealed}
 	copy(c.sig[:], ed25519.Sign(w.keys.cur, c.signedMessage(w.logID, w.seq, w.head)))
 	w.buf, w.head = w.lk.appendFrame(w.buf, recCheckpoint, w.seq, w.head, c.marshal())
 	w.seq++
 	w.lastTime = t
 	w.unsealed = 0
+	return nil
 }
 
 // rotate erases the key that just signed a durable checkpoint: the key file

@@ -68,18 +68,17 @@ func TestCrashKill9(t *testing.T) {
 	// Two crashes in a row: the second one hits a log recovered from the first.
 	for round := 0; round < 2; round++ {
 		durable = runCrashChild(t, dir, 2000+round*1000)
-		b, err := os.ReadFile(logPath)
+		r, err := VerifyPath(logPath, VerifyOptions{PK0: s.PK0})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := verifyBytes(t, b, VerifyOptions{PK0: s.PK0})
 		if !r.OK {
 			t.Fatalf("round %d: log after kill -9 fails: %s", round, describe(r))
 		}
 		t.Logf("round %d: %d acknowledged appends; log: %d records, %d entries, %d checkpoints, %d unsealed, torn=%v",
 			round, len(durable), r.Records, r.Entries, r.Checkpoints, r.UnsealedEntries, r.Torn)
 		got := map[uint64]string{}
-		_, err = DecodeEvents(bytes.NewReader(b), s.Identity, VerifyOptions{PK0: s.PK0}, func(e Event) error {
+		_, err = ReadLog(logPath, s.Identity, ReadOptions{VerifyOptions: VerifyOptions{PK0: s.PK0}}, func(e Event) error {
 			if e.Type == EventSign {
 				got[e.Seq] = e.Run + " " + e.Detail["i"]
 			}
@@ -103,8 +102,10 @@ func TestCrashKill9(t *testing.T) {
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
-		b, _ = os.ReadFile(logPath)
-		r2 := verifyBytes(t, b, VerifyOptions{PK0: s.PK0})
+		r2, err := VerifyPath(logPath, VerifyOptions{PK0: s.PK0})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !r2.OK || r2.Torn != nil || r2.UnsealedEntries != 0 || r2.Entries <= r.Entries {
 			t.Fatalf("round %d: after reopen: %s torn=%v unsealed=%d", round, describe(r2), r2.Torn, r2.UnsealedEntries)
 		}

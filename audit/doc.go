@@ -15,11 +15,11 @@
 // vault. The writer (Open, Append) holds only the recipient: it can add
 // entries but cannot read them back. Verify needs no key at all; with pk0
 // pinned it also proves the log is the one set up with that key.
-// DecodeEvents and ReadEvents need the identity.
+// DecodeEvents, ReadLog and ReadEvents need the identity.
 //
-// # Format (version 1)
+// # Format
 //
-// All integers are big-endian. The file is a sequence of frames:
+// All integers are big-endian. A log is a sequence of frames:
 //
 //	frame  := len:u32 ‖ ^len:u32 ‖ body[len] ‖ link[32]
 //	body   := type:u8 ‖ seq:u64 ‖ prev[32] ‖ payload
@@ -35,29 +35,57 @@
 //
 // Record 0 is the header (type 1), 102 bytes of payload:
 //
-//	"POSTERN-AUDIT" ‖ version:u8 (1) ‖ log id[16] ‖ created:u64 (unix ns)
+//	"POSTERN-AUDIT" ‖ version:u8 ‖ log id[16] ‖ created:u64 (unix ns)
 //	‖ pk0[32] (Ed25519) ‖ recipient[32] (X25519)
 //
 // Record 1 is always checkpoint epoch 0, written together with the header.
 //
-// An entry (type 2) carries one event. Its payload is
+// Version 1 (read, and continued, but no longer started) keeps the frames
+// in one file, appended to. Version 2 keeps them in segments: the log's
+// path is segment 0 and segment i is "<path>.%06d". Each segment is made at
+// its full size (1 MiB, doubling up to 32 MiB), filled with zeros and
+// synced before it is needed, and records are written over the zeros, so a
+// durable append changes no file size or block map: one write and one
+// fdatasync. Zero bytes after a segment's records are free space. A version
+// 1 log is continued in version 2 segments after its file, which is not
+// written again.
 //
-//	nacl/box.SealAnonymous(recipient, plaintext)   (48 bytes of overhead)
+// An entry (type 2) carries one event:
+//
 //	plaintext := log id[16] ‖ seq:u64 ‖ n:u32 ‖ event JSON[n] ‖ zeros
 //
-// with the plaintext zero-padded to a multiple of 256 bytes, so that sizes do
-// not give event kinds away. The log id and seq inside the ciphertext let a
-// reader with the identity detect an entry moved from another position or
-// another log. Verify checks only the ciphertext size (48 + k·256, k ≥ 1).
+// zero-padded to a multiple of 256 bytes, so that sizes do not give event
+// kinds away. The log id and seq inside the ciphertext let a reader with the
+// identity detect an entry moved from another position or another log. In
+// version 1 the payload is nacl/box.SealAnonymous(recipient, plaintext) (48
+// bytes of overhead), one X25519 key agreement per entry on the signing
+// path. In version 2 (and in the segments that continue a version 1 log) it
+// is
 //
-// A checkpoint (type 3) has a 116-byte payload:
+//	epk[32] ‖ k:u32 ‖ ChaCha20-Poly1305(key_k, nonce 0, plaintext)   (52 bytes of overhead)
 //
-//	epoch:u64 ‖ time:u64 (unix ns) ‖ next pk[32] ‖ max unsealed:u32 ‖ sig[64]
-//	sig := Ed25519(sk_epoch, "postern-audit/v1/checkpoint\x00" ‖ log id
-//	       ‖ epoch ‖ seq ‖ prev ‖ time ‖ next pk ‖ max unsealed)
+// where key_k is entry k of a key chain started from an ephemeral X25519
+// key whose public half is epk (see chain.go): each key is derived from the
+// one before by hashing, and the writer erases each as soon as it sealed
+// its entry, so it stays write-blind. Chains are started ahead of time off
+// the signing path, and a new chain starts with the first entry after
+// every checkpoint (and every 1,024 entries), so that a reader can decrypt
+// from any checkpoint on. Verify checks only the ciphertext size (48 + k·256
+// or 52 + k·256, k ≥ 1).
+//
+// A checkpoint (type 3) has a payload of at least 116 bytes:
+//
+//	epoch:u64 ‖ time:u64 (unix ns) ‖ next pk[32] ‖ max unsealed:u32 ‖ sig[64] ‖ summary
+//	sig := Ed25519(sk_epoch, domain ‖ log id ‖ epoch ‖ seq ‖ prev ‖ time ‖ next pk
+//	       ‖ max unsealed [‖ SHA-256(summary)])
 //
 // where seq and prev are the checkpoint record's own, so the signature covers
-// the chain head at its position, and with it every record before.
+// the chain head at its position, and with it every record before. In
+// version 1 the domain is "postern-audit/v1/checkpoint\x00" and there is no
+// summary; in version 2 it is "postern-audit/v2/checkpoint\x00" and the
+// summary, sealed to the recipient (summary.go), lists the runs and the time
+// span of the entries the checkpoint seals, so that a reader can skip the
+// stretches of the log that do not concern it without decrypting them.
 //
 // # Checkpoints and the key chain
 //
@@ -95,17 +123,23 @@
 // # Writing
 //
 // Open takes an exclusive flock for the life of the Log (a second writer gets
-// ErrLocked), verifies the file, and refuses to go on when it is damaged
-// before its last record (ErrDamaged; nothing is changed, and the caller
-// decides whether to move the log aside). A torn last record is copied to
-// "<log>.torn-<offset>", cut away, and an EventLogRecovered entry records it.
+// ErrLocked) and verifies the log from the segment of its last checkpoint
+// on: that the records chain, that checkpoints after the first one there
+// verify under the keys they commit to, and that the last one commits to
+// the key in the key file. It does not read the whole log; full
+// verification is Verify's, offline. It refuses to go on when the part it
+// reads is damaged before its last write (ErrDamaged; nothing is changed,
+// and the caller decides whether to move the log aside). A torn last write
+// is copied to "<file>.torn-<offset>" and cleared (cut from a version 1
+// file, zeroed in a segment), and an EventLogRecovered entry records it.
 //
 // Append returns only once the record is durable (write and fdatasync):
 // intent before effect. Concurrent Appends seal their events in parallel and
 // share one write and one fdatasync (group commit); each still gets its own
-// error. Before each write the writer checks that the file still has the size
-// it left and is still the file at the path; if another process wrote,
-// truncated, replaced or removed it, nothing more is written. Any write, sync
+// error. Before each write the writer checks that the segment still has the
+// size it was made with, is still the file at its path, and holds zeros
+// where the next record goes; if another process wrote, truncated,
+// replaced or removed it, nothing more is written. Any write, sync
 // or key-file failure makes the Log refuse every later Append and Checkpoint
 // until it is reopened. All Append errors wrap ErrNotRecorded: the caller must
 // deny the action the event describes.
@@ -130,11 +164,16 @@
 // bytes than its intact length field announces, optionally followed by zero
 // bytes to the end of the file that begin on a 512-byte boundary or run for
 // at least 32 bytes (what a file system may leave where a power failure lost
-// written data). Anything else is a failure, including a complete last record
+// written data). In a version 2 segment, where a write lands over zeros, a
+// power failure can also leave the later blocks of a write on disk and an
+// earlier one not: bytes after the records that all lie within one write's
+// length (1 MiB and a record) and include an all-zero 512-byte block before
+// the last of them are a torn write too; nothing may follow it in a later
+// segment. Anything else is a failure, including a complete last record
 // whose link does not match: a crash cannot produce one, and excusing it would
 // let anyone alter the final checkpoint undetected. Zeroing the end of the
-// last record reads as a crash; it hides no more than cutting the record off,
-// which no offline check can see either.
+// last record, or a block of it, reads as a crash; it hides no more than
+// cutting the record off, which no offline check can see either.
 //
 // Verify cannot prove:
 //
@@ -162,6 +201,8 @@
 //	14:23:06 action_denied run=R31 reason=gateway_restarted
 //
 // Audit history explains what happened; it never restores a grant.
+// SessionBook and Timeline do the same one event at a time, so that a log
+// read with ReadLog is projected in memory that does not grow with it.
 //
 // # Vocabulary
 //

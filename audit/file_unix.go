@@ -10,8 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const openFlags = os.O_RDWR | os.O_APPEND | os.O_CREATE | syscall.O_NOFOLLOW
-
 // lockFile takes an exclusive, non-blocking flock for the life of f.
 func lockFile(f *os.File) (held bool, err error) {
 	for {

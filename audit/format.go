@@ -33,13 +33,29 @@ const (
 	// minZeroFill is the shortest run of trailing zero bytes taken as crash
 	// filler wherever it starts.
 	minZeroFill = 32
+	// maxWrite is the most bytes the writer puts in one write: a crash can
+	// leave a partial write of at most this many bytes after the last
+	// record.
+	maxWrite = batchLimit + maxFrame
+)
+
+// Format versions, the byte after the header magic. Version 1 is one file,
+// appended to. Version 2 is a series of pre-allocated segments (see
+// segment.go) with entries sealed by key chains (chain.go) and checkpoints
+// that carry a sealed summary (summary.go). A version 1 log is continued in
+// version 2 segments: its first file keeps its version 1 records.
+const (
+	version1       byte = 1
+	version2       byte = 2
+	currentVersion      = version2
 )
 
 // Domain separation strings.
 const (
-	linkDomain       = "postern-audit/v1/link\x00"
-	checkpointDomain = "postern-audit/v1/checkpoint\x00"
-	headerMagic      = "POSTERN-AUDIT\x01" // 13 bytes of name, 1 byte of version
+	linkDomain         = "postern-audit/v1/link\x00"
+	checkpointDomain   = "postern-audit/v1/checkpoint\x00"
+	checkpointDomainV2 = "postern-audit/v2/checkpoint\x00"
+	headerMagic        = "POSTERN-AUDIT\x01" // 13 bytes of name, 1 byte of version
 )
 
 // Header payload: magic ‖ log id ‖ created ‖ pk0 ‖ recipient.
@@ -47,6 +63,7 @@ const headerPayloadSize = len(headerMagic) + 16 + 8 + ed25519.PublicKeySize + 32
 
 // header is the decoded payload of the first record.
 type header struct {
+	version   byte
 	logID     [16]byte
 	created   int64 // unix nanoseconds
 	pk0       [32]byte
@@ -55,7 +72,8 @@ type header struct {
 
 func (h *header) marshal() []byte {
 	b := make([]byte, 0, headerPayloadSize)
-	b = append(b, headerMagic...)
+	b = append(b, headerMagic[:len(headerMagic)-1]...)
+	b = append(b, h.version)
 	b = append(b, h.logID[:]...)
 	b = binary.BigEndian.AppendUint64(b, uint64(h.created))
 	b = append(b, h.pk0[:]...)
@@ -71,8 +89,9 @@ func parseHeader(p []byte) (header, error) {
 	if string(p[:len(headerMagic)-1]) != headerMagic[:len(headerMagic)-1] {
 		return h, errors.New("header magic is not POSTERN-AUDIT: this is not a postern audit log")
 	}
-	if v := p[len(headerMagic)-1]; v != headerMagic[len(headerMagic)-1] {
-		return h, fmt.Errorf("header has format version %d, this reader knows version %d", v, headerMagic[len(headerMagic)-1])
+	h.version = p[len(headerMagic)-1]
+	if h.version != version1 && h.version != version2 {
+		return h, fmt.Errorf("header has format version %d, this reader knows versions %d and %d", h.version, version1, version2)
 	}
 	p = p[len(headerMagic):]
 	copy(h.logID[:], p[:16])
@@ -121,9 +140,15 @@ func lengthOK(hdr []byte) (n int, ok bool) {
 }
 
 // entryCiphertextOK reports whether an entry payload has a size the writer
-// can produce: a sealed box (48 bytes of overhead) over a padded plaintext.
-func entryCiphertextOK(n int) bool {
-	return n >= sealOverhead+padBucket && (n-sealOverhead)%padBucket == 0
+// of that record version produces: a sealed box (48 bytes of overhead,
+// version 1) or a chain-sealed entry (52 bytes, version 2) over a padded
+// plaintext.
+func entryCiphertextOK(version byte, n int) bool {
+	over := entryV2Overhead
+	if version == version1 {
+		over = sealOverheadV1
+	}
+	return n >= over+padBucket && (n-over)%padBucket == 0
 }
 
 func unixNano(t int64) time.Time { return time.Unix(0, t).UTC() }

@@ -29,17 +29,29 @@ type tail struct {
 func (t *tail) Error() string { return t.reason }
 
 // frameReader reads frames and checks each one's length field and link. It
-// never holds more than one frame (maxFrame bytes) in memory.
+// never holds more than one frame (maxFrame bytes) in memory, and when it
+// reads past the end of a pre-allocated segment's records, at most one
+// write's worth (maxWrite bytes).
 type frameReader struct {
 	r   *bufio.Reader
 	off int64
 	buf []byte
 	hdr [frameHeaderSize]byte // length field of the frame last read
 	lk  *linker
+	// prealloc is set for a pre-allocated segment (version 2): zero bytes
+	// after its records are free space, not a crash.
+	prealloc bool
 }
 
 func newFrameReader(r io.Reader) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, 16<<10), lk: newLinker()}
+	return &frameReader{r: bufio.NewReaderSize(r, 64<<10), lk: newLinker()}
+}
+
+// reset makes fr read r from offset off.
+func (fr *frameReader) reset(r io.Reader, off int64, prealloc bool) {
+	fr.r.Reset(r)
+	fr.off = off
+	fr.prealloc = prealloc
 }
 
 // next returns the next intact frame; io.EOF at a clean end; a *tail when the
@@ -61,6 +73,10 @@ func (fr *frameReader) next() (*frame, error) {
 	}
 	n, ok := lengthOK(hdr)
 	if !ok {
+		if fr.prealloc {
+			return nil, fr.classifyFree(start, hdr,
+				"the length field is corrupt (it fails its complement check or is out of range)")
+		}
 		return nil, fr.classify(start, hdr, false, 0,
 			"the length field is corrupt (it fails its complement check or is out of range)")
 	}
@@ -81,7 +97,11 @@ func (fr *frameReader) next() (*frame, error) {
 	var stored [32]byte
 	copy(stored[:], buf[n:])
 	if fr.lk.link(body) != stored {
-		return nil, fr.classify(start, hdr, true, n, "the record's link does not match its content: the record was altered")
+		const msg = "the record's link does not match its content: the record was altered"
+		if fr.prealloc {
+			return nil, fr.classifyFree(start, append(hdr, buf...), msg)
+		}
+		return nil, fr.classify(start, hdr, true, n, msg)
 	}
 	f := &frame{
 		off:     start,
@@ -125,24 +145,13 @@ func (fr *frameReader) classify(start int64, hdr []byte, readBody bool, n int, r
 		pos += int64(n + linkSize)
 	}
 	// Scan the rest of the input.
-	var chunk [4096]byte
-	for {
-		k, err := fr.r.Read(chunk[:])
-		for i := k - 1; i >= 0; i-- {
-			if chunk[i] != 0 {
-				lastNZ = pos + int64(i)
-				break
-			}
-		}
-		pos += int64(k)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	end, nz, err := fr.scanRest(pos, nil)
+	if err != nil {
+		return err
 	}
-	end := pos
+	if nz >= 0 {
+		lastNZ = nz
+	}
 	fr.off = end
 	// z: where the zero filler a crash may leave begins (end if none).
 	z := end
@@ -179,4 +188,106 @@ func (fr *frameReader) classify(start int64, hdr []byte, readBody bool, n int, r
 		}
 	}
 	return t
+}
+
+// classifyFree decides what bad bytes at start of a pre-allocated segment
+// are; read holds the bytes from start already read. It reads the rest of
+// the segment. All zero: the free space after the records, a clean end
+// (io.EOF). Otherwise the bytes are a torn tail when a crash can have left
+// them: they all lie within one write (maxWrite bytes) of start, and either
+// some 512-byte block among them that the write covered is all zero (a
+// block the disk did not write before the power failed, the later ones
+// having been written) or, as in an appended file, they are a proper prefix
+// of a record with an intact length field. Anything else is damage.
+func (fr *frameReader) classifyFree(start int64, read []byte, reason string) error {
+	// Keep the first maxWrite+tornAlign bytes after start for the block
+	// check; beyond them only the last non-zero offset matters.
+	keep := make([]byte, 0, min(maxWrite+tornAlign, 1<<16))
+	keep = append(keep, read...)
+	lastNZ := int64(-1)
+	for i, b := range read {
+		if b != 0 {
+			lastNZ = start + int64(i)
+		}
+	}
+	pos, nz, err := fr.scanRest(start+int64(len(read)), func(chunk []byte) {
+		if room := maxWrite + tornAlign - len(keep); room > 0 {
+			keep = append(keep, chunk[:min(len(chunk), room)]...)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if nz >= 0 {
+		lastNZ = nz
+	}
+	fr.off = pos
+	if lastNZ < 0 {
+		return io.EOF
+	}
+	t := &tail{off: start, n: lastNZ + 1 - start, reason: reason}
+	switch {
+	case lastNZ-start >= maxWrite:
+		t.n = pos - start
+		t.reason = "there are bytes beyond the end of the records, further than one write reaches: they were put there by something other than the writer"
+		return t
+	case zeroBlockBefore(keep, start, lastNZ):
+		t.torn = true
+		t.reason = "the last write is incomplete: a block of it is zero and later bytes were written; a power failure left it"
+	case t.n < frameHeaderSize:
+		t.torn = true
+		t.reason = "the last record is incomplete: its length field was cut short"
+	default:
+		hdr := keep[:min(len(keep), frameHeaderSize)]
+		if len(hdr) == frameHeaderSize {
+			if m, ok := lengthOK(hdr); ok && t.n < int64(frameHeaderSize+m+linkSize) {
+				t.torn = true
+				t.reason = "the last record is incomplete and followed by zero bytes: a crash cut it short"
+			}
+		}
+	}
+	return t
+}
+
+// zeroBlockBefore reports whether, among the bytes b that start at offset
+// start, a 512-byte block (aligned in the file) that ends before lastNZ is
+// all zero over its part at or after start.
+func zeroBlockBefore(b []byte, start, lastNZ int64) bool {
+	for blk := start / tornAlign * tornAlign; blk+tornAlign <= lastNZ; blk += tornAlign {
+		from, to := max(blk, start)-start, blk+tornAlign-start
+		if to > int64(len(b)) {
+			return false
+		}
+		if allZero(b[from:to]) {
+			return true
+		}
+	}
+	return false
+}
+
+// scanRest reads the rest of the input from offset pos, passing each chunk
+// to see when it is set, and returns the offset of the end and of the last
+// non-zero byte (-1 when there is none).
+func (fr *frameReader) scanRest(pos int64, see func([]byte)) (end, lastNZ int64, err error) {
+	lastNZ = -1
+	var chunk [32 << 10]byte
+	for {
+		k, err := fr.r.Read(chunk[:])
+		if see != nil {
+			see(chunk[:k])
+		}
+		for i := k - 1; i >= 0; i-- {
+			if chunk[i] != 0 {
+				lastNZ = pos + int64(i)
+				break
+			}
+		}
+		pos += int64(k)
+		if err == io.EOF {
+			return pos, lastNZ, nil
+		}
+		if err != nil {
+			return pos, lastNZ, err
+		}
+	}
 }

@@ -3,7 +3,6 @@ package audit
 import (
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/postern/postern/internal/atomicfile"
@@ -20,13 +20,16 @@ import (
 // exist or is empty. It holds an exclusive lock on the file until Close; a
 // second writer gets ErrLocked.
 //
-// An existing log is verified first. A torn last record (a crash in the
-// middle of a write) is copied to a side file next to the log, cut away, and
+// An existing log is verified from its last checkpoint on: the segment
+// holding that checkpoint and every one after it (full verification, back
+// to the header, is Verify's, offline). A torn last write (a crash in the
+// middle of a write) is copied to a side file next to the log, cleared, and
 // an EventLogRecovered entry says so. Damage anywhere else makes Open fail
 // with ErrDamaged and change nothing: the caller decides whether to move the
-// log aside. Open also checks that the log belongs to cfg's keys and that the
-// key file continues its key chain, and writes a checkpoint when entries are
-// unsealed or the checkpoint policy changed.
+// log aside. Open also checks that the log belongs to cfg's keys, that the
+// last checkpoint commits to the key in the key file, and writes a
+// checkpoint when entries are unsealed or the checkpoint policy changed. A
+// version 1 log is continued in version 2 segments after its file.
 func Open(cfg Config) (*Log, error) {
 	if cfg.Path == "" || cfg.KeyFile == "" {
 		return nil, errors.New("open audit log: the configuration needs Path and KeyFile")
@@ -36,6 +39,13 @@ func Open(cfg Config) (*Log, error) {
 	}
 	if cfg.Recipient == ([32]byte{}) {
 		return nil, fmt.Errorf("open audit log %s: the configuration has no recipient", cfg.Path)
+	}
+	first := cfg.SegmentSize
+	switch {
+	case first == 0:
+		first = DefaultSegmentSize
+	case first < minSegmentSize:
+		return nil, fmt.Errorf("open audit log %s: segment size %d is below the least, %d", cfg.Path, first, minSegmentSize)
 	}
 	l := &Log{
 		path:         cfg.Path,
@@ -69,14 +79,16 @@ func Open(cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(cfg.Path, openFlags, 0o600)
+	f, err := os.OpenFile(cfg.Path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		keys.erase()
 		return nil, fmt.Errorf("open audit log: %w", err)
 	}
-	w, err := openWriter(l, f, cfg, keys)
+	l.seeds = newSeedPool(cfg.Recipient)
+	w, err := openWriter(l, f, cfg, keys, first)
 	if err != nil {
 		keys.erase()
+		l.seeds.close()
 		f.Close()
 		return nil, err
 	}
@@ -85,7 +97,16 @@ func Open(cfg Config) (*Log, error) {
 	return l, nil
 }
 
-func openWriter(l *Log, f *os.File, cfg Config, keys *keyState) (*writer, error) {
+// found is what Open learned from the log on disk.
+type found struct {
+	sc         *scanner
+	fresh      bool  // no header yet: a new log
+	tornHeader *Torn // the start of a header a crash cut short
+	last       int   // index of the last segment in use
+	size0      int64
+}
+
+func openWriter(l *Log, f *os.File, cfg Config, keys *keyState, first int64) (*writer, error) {
 	path := cfg.Path
 	held, err := lockFile(f)
 	if held {
@@ -94,52 +115,27 @@ func openWriter(l *Log, f *os.File, cfg Config, keys *keyState) (*writer, error)
 	if err != nil {
 		return nil, fmt.Errorf("lock audit log %s: %w", path, err)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("open audit log: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("open audit log: %s is not a regular file", path)
-	}
 	w := &writer{
 		l:           l,
-		f:           f,
+		lock:        f,
 		path:        path,
 		keyFile:     cfg.KeyFile,
 		now:         l.now,
+		first:       first,
 		maxUnsealed: clampUint32(l.every),
 		lk:          newLinker(),
 		pending:     map[uint64]*item{},
 		cpWaiters:   map[uint64][]chan error{},
 	}
-	w.dev, w.ino, _ = fileID(fi)
-
-	// Verify what is there.
-	var sc *scanner
-	size := fi.Size()
-	if size > 0 {
-		sc, err = newScanner(VerifyOptions{PK0: cfg.PK0})
-		if err != nil {
-			return nil, err
-		}
-		if err := sc.run(io.NewSectionReader(f, 0, size)); err != nil {
-			return nil, fmt.Errorf("open audit log: %w", err)
-		}
-		onlyTorn := sc.fail != nil && sc.fail.Kind == FindingNoHeader && sc.next == 0 && sc.torn != nil
-		if sc.fail != nil && !onlyTorn {
-			return nil, fmt.Errorf("%w: %s: record seq %d at offset %d: %s; nothing was changed: run verify on it, then move it aside to start a new log",
-				ErrDamaged, path, sc.fail.Seq, sc.fail.Offset, sc.fail.Message)
-		}
-		if sc.haveHdr && sc.hdr.recipient != cfg.Recipient {
-			return nil, fmt.Errorf("open audit log %s: its entries are sealed to %s, the configuration names %s: this log belongs to another setup",
-				path, FormatRecipient(sc.hdr.recipient), FormatRecipient(cfg.Recipient))
-		}
+	fd, err := scanForOpen(f, cfg)
+	if err != nil {
+		return nil, err
 	}
-	fresh := sc == nil || !sc.haveHdr
+	sc := fd.sc
 
 	// Match the key file with the log before changing anything.
 	wantEpoch, wantKey := uint64(0), [32]byte(cfg.PK0)
-	if !fresh {
+	if !fd.fresh {
 		wantEpoch, wantKey = sc.epoch, sc.key
 	}
 	advance, err := keys.reconcile(cfg.KeyFile, wantEpoch, wantKey)
@@ -149,28 +145,19 @@ func openWriter(l *Log, f *os.File, cfg Config, keys *keyState) (*writer, error)
 	w.keys = keys
 	fail := func(err error) (*writer, error) {
 		w.keys.erase()
+		if w.seg != nil && w.seg.f != f {
+			w.seg.f.Close()
+		}
 		return nil, err
 	}
 
-	// Cut a torn tail away, keeping a copy.
+	// Clear a torn write away, keeping a copy.
 	var recovered *Event
 	if sc != nil && sc.torn != nil {
-		saved, err := saveTorn(f, path, sc.torn.Offset, size)
-		if err != nil {
+		if recovered, err = clearTorn(f, path, sc); err != nil {
 			return fail(err)
 		}
-		if err := f.Truncate(sc.torn.Offset); err != nil {
-			return fail(fmt.Errorf("open audit log %s: cut the torn tail at offset %d: %w", path, sc.torn.Offset, err))
-		}
-		if err := f.Sync(); err != nil {
-			return fail(fmt.Errorf("open audit log %s: sync after cutting the torn tail: %w", path, err))
-		}
-		recovered = &Event{Type: EventLogRecovered, Time: l.now(), Detail: map[string]string{
-			"offset":   strconv.FormatInt(sc.torn.Offset, 10),
-			"bytes":    strconv.FormatInt(sc.torn.Bytes, 10),
-			"saved_to": saved,
-			"reason":   sc.torn.Reason,
-		}}
+		recovered.Time = l.now()
 	}
 	if advance {
 		// A checkpoint was appended but the key file did not move on.
@@ -180,31 +167,71 @@ func openWriter(l *Log, f *os.File, cfg Config, keys *keyState) (*writer, error)
 		}
 	}
 
-	if fresh {
+	if fd.fresh {
+		if t := fd.tornHeader; t != nil {
+			saved, err := saveTorn(f, path, 0, t.Bytes)
+			if err != nil {
+				return fail(err)
+			}
+			recovered = &Event{Type: EventLogRecovered, Time: l.now(), Detail: map[string]string{
+				"file": filepath.Base(path), "offset": "0", "bytes": strconv.FormatInt(t.Bytes, 10),
+				"saved_to": saved, "reason": t.Reason,
+			}}
+		}
 		if _, err := rand.Read(w.logID[:]); err != nil {
 			return fail(err)
 		}
+		if err := fillSegment(f, max(fd.size0, first)); err != nil {
+			return fail(fmt.Errorf("open audit log %s: %w", path, err))
+		}
+		w.seg = &segment{index: 0, path: path, f: f, size: max(fd.size0, first), prealloc: true}
+		fi, err := f.Stat()
+		if err != nil {
+			return fail(err)
+		}
+		w.seg.dev, w.seg.ino, _ = fileID(fi)
 		created := l.now().UnixNano()
-		h := header{logID: w.logID, created: created, pk0: [32]byte(cfg.PK0), recipient: cfg.Recipient}
+		h := header{version: currentVersion, logID: w.logID, created: created, pk0: [32]byte(cfg.PK0), recipient: cfg.Recipient}
 		w.buf, w.head = w.lk.appendFrame(w.buf, recHeader, 0, w.head, h.marshal())
 		w.seq = 1
 		w.lastTime = created
-		if err := dirSyncAfterCreate(path); err != nil {
-			return fail(err)
-		}
 	} else {
 		w.logID = sc.hdr.logID
-		w.off = sc.end
 		w.seq = sc.next
 		w.head = sc.head
 		w.lastTime = sc.lastTime
 		w.unsealed = int(sc.sinceCP)
+		if fd.last == 0 {
+			fi, err := f.Stat()
+			if err != nil {
+				return fail(err)
+			}
+			w.seg = &segment{index: 0, path: path, f: f, size: fi.Size(), off: sc.end, prealloc: sc.hdr.version == version2}
+			w.seg.dev, w.seg.ino, _ = fileID(fi)
+		} else if w.seg, err = openSegment(path, fd.last, sc.end, true); err != nil {
+			return fail(err)
+		}
 	}
+	l.logID = w.logID
+
 	// Seal the header of a new log, entries a crash left unsealed, and a
 	// change of the unsealed limit.
-	needCP := fresh || sc.lastCP == nil || sc.sinceCP > 0 || sc.lastCP.MaxUnsealed != w.maxUnsealed
+	needCP := fd.fresh || sc.lastCP == nil || sc.sinceCP > 0 || sc.lastCP.MaxUnsealed != w.maxUnsealed
 	if needCP {
-		w.addCheckpoint()
+		var sum *pendingSummary
+		if !fd.fresh && sc.sinceCP > 0 {
+			// Entries a crashed writer left: their contents are unknown here.
+			seed, err := l.seeds.take()
+			if err != nil {
+				return fail(err)
+			}
+			c := startChain(seed)
+			sum = &pendingSummary{Summary: Summary{Entries: int(sc.sinceCP), All: true}, epk: c.epk, key: c.summary}
+			c.erase()
+		}
+		if err := w.addCheckpoint(sum); err != nil {
+			return fail(err)
+		}
 		if err := w.flush(); err != nil {
 			return fail(err)
 		}
@@ -213,34 +240,196 @@ func openWriter(l *Log, f *os.File, cfg Config, keys *keyState) (*writer, error)
 		}
 		w.notifyCheckpoint(w.seq-1, w.head)
 	}
-	l.logID = w.logID
+	l.nextSeq = w.seq
 	l.lastCP = w.seq - 1
 	if !needCP {
 		l.lastCP = sc.lastCP.Seq
 	}
+	l.sinceCP = w.unsealed
 	if recovered != nil {
-		js, err := json.Marshal(recovered)
+		it, cp := l.reserveEntry(recovered)
+		js, err := jsonEvent(recovered)
 		if err != nil {
 			return fail(err)
 		}
-		ct, err := sealEntry(w.logID, w.seq, js, &l.recipient)
-		if err != nil {
-			return fail(err)
+		it.seal(w.logID, js)
+		w.pending[it.seq] = it.item
+		if cp != nil {
+			w.pending[cp.seq] = cp
 		}
-		w.addEntry(ct)
-		if err := w.flush(); err != nil {
+		w.writeReady()
+		if err := w.failure(); err != nil {
 			return fail(err)
 		}
 	}
-	l.nextSeq = w.seq
-	l.sinceCP = w.unsealed
 	w.publishHead()
 	return w, nil
 }
 
-// saveTorn copies the bytes from off to size into a new file next to the log
+// scanForOpen reads what Open needs: the header, and the records from the
+// segment that holds the last checkpoint to the end.
+func scanForOpen(f *os.File, cfg Config) (*found, error) {
+	path := cfg.Path
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("open audit log: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("open audit log: %s is not a regular file", path)
+	}
+	fd := &found{size0: fi.Size()}
+	idx, err := segmentIndexes(path)
+	if err != nil {
+		return nil, fmt.Errorf("open audit log: %w", err)
+	}
+	if _, err := logSegments(path, 0); err != nil {
+		return nil, fmt.Errorf("%w: %w; nothing was changed", ErrDamaged, err)
+	}
+	damaged := func(sc *scanner) error {
+		return fmt.Errorf("%w: %s: record seq %d at %s: %s; nothing was changed: run verify on it, then move it aside to start a new log",
+			ErrDamaged, path, sc.fail.Seq, sc.fail.Where(), sc.fail.Message)
+	}
+	opts := VerifyOptions{PK0: cfg.PK0}
+
+	// The header, from the first file.
+	hs, err := newScanner(opts)
+	if err != nil {
+		return nil, err
+	}
+	stop := errors.New("stop")
+	hs.onHeader = func(*header) error { return stop }
+	if err := hs.run(io.NewSectionReader(f, 0, fd.size0)); err != nil && err != stop {
+		return nil, fmt.Errorf("open audit log: %w", err)
+	}
+	if !hs.haveHdr {
+		// Nothing, zeros, or a header a crash cut short: a new log, unless
+		// records follow in other segments.
+		empty := hs.fail != nil && hs.fail.Kind == FindingNoHeader && (hs.torn != nil || fd.size0 == 0)
+		if !empty || len(idx) > 0 {
+			if hs.fail == nil {
+				hs.fail = &Finding{Kind: FindingNoHeader, Message: "no header"}
+			}
+			return nil, damaged(hs)
+		}
+		if hs.torn != nil && hs.torn.Bytes > 0 {
+			b := make([]byte, min(hs.torn.Bytes, maxFrame))
+			n, _ := f.ReadAt(b, 0)
+			if !allZero(b[:n]) {
+				fd.tornHeader = hs.torn
+			}
+		}
+		fd.fresh = true
+		return fd, nil
+	}
+	if hs.hdr.recipient != cfg.Recipient {
+		return nil, fmt.Errorf("open audit log %s: its entries are sealed to %s, the configuration names %s: this log belongs to another setup",
+			path, FormatRecipient(hs.hdr.recipient), FormatRecipient(cfg.Recipient))
+	}
+	if fd.last, err = removeSpares(path, idx); err != nil {
+		return nil, err
+	}
+	// Scan from the last segment in use back until a checkpoint is met.
+	for start := fd.last; ; start-- {
+		sc, err := newScanner(opts)
+		if err != nil {
+			return nil, err
+		}
+		segs, err := logSegments(path, start)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrDamaged, err)
+		}
+		segs = segs[:min(len(segs), fd.last-start+1)]
+		if start == 0 {
+			segs[0].path, segs[0].r = "", io.NewSectionReader(f, 0, fd.size0)
+		} else {
+			ok, err := resumeAt(sc, &segs[0], hs.hdr)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue // no intact record at its start: a torn first write
+			}
+		}
+		if err := sc.runSegments(segs); err != nil {
+			return nil, fmt.Errorf("open audit log: %w", err)
+		}
+		if sc.fail != nil {
+			return nil, damaged(sc)
+		}
+		if sc.lastCP == nil && start > 0 {
+			continue
+		}
+		fd.sc = sc
+		return fd, nil
+	}
+}
+
+// resumeAt prepares sc to scan from segment seg, in the middle of the
+// chain: its first record gives the seq and the head to continue from.
+func resumeAt(sc *scanner, seg *segRef, hdr header) (bool, error) {
+	rc, err := seg.open()
+	if err != nil {
+		return false, fmt.Errorf("open audit log: %w", err)
+	}
+	defer rc.Close()
+	fr := newFrameReader(rc)
+	fr.prealloc = true
+	fm, err := fr.next()
+	if err != nil {
+		var t *tail
+		if errors.As(err, &t) || err == io.EOF {
+			return false, nil
+		}
+		return false, fmt.Errorf("open audit log: %w", err)
+	}
+	sc.hdr, sc.haveHdr, sc.resumed = hdr, true, true
+	sc.next, sc.head = fm.seq, fm.prev
+	return true, nil
+}
+
+// clearTorn saves a torn write to a side file and removes it from the log:
+// a version 1 file is cut, a segment's bytes are zeroed.
+func clearTorn(f *os.File, path string, sc *scanner) (*Event, error) {
+	t := sc.torn
+	seg := sc.tornSeg
+	name := path
+	target := f
+	if seg != nil && seg.index > 0 {
+		name = segmentName(path, seg.index)
+		var err error
+		if target, err = os.OpenFile(name, os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0); err != nil {
+			return nil, fmt.Errorf("open audit log: %w", err)
+		}
+		defer target.Close()
+	}
+	saved, err := saveTorn(target, name, t.Offset, t.Offset+t.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	v1 := (seg == nil || seg.index == 0) && sc.hdr.version == version1
+	if v1 {
+		err = target.Truncate(t.Offset)
+	} else {
+		_, err = target.WriteAt(make([]byte, t.Bytes), t.Offset)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open audit log %s: clear the torn write at offset %d: %w", name, t.Offset, err)
+	}
+	if err := target.Sync(); err != nil {
+		return nil, fmt.Errorf("open audit log %s: sync after clearing the torn write: %w", name, err)
+	}
+	return &Event{Type: EventLogRecovered, Detail: map[string]string{
+		"file":     filepath.Base(name),
+		"offset":   strconv.FormatInt(t.Offset, 10),
+		"bytes":    strconv.FormatInt(t.Bytes, 10),
+		"saved_to": saved,
+		"reason":   t.Reason,
+	}}, nil
+}
+
+// saveTorn copies the bytes from off to end into a new file next to the log
 // and returns its name.
-func saveTorn(f *os.File, path string, off, size int64) (string, error) {
+func saveTorn(f *os.File, path string, off, end int64) (string, error) {
 	name := path + ".torn-" + strconv.FormatInt(off, 10)
 	var side *os.File
 	var err error
@@ -261,7 +450,7 @@ func saveTorn(f *os.File, path string, off, size int64) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("open audit log %s: save the torn tail before cutting it: %w", path, err)
 	}
-	_, err = io.Copy(side, io.NewSectionReader(f, off, size-off))
+	_, err = io.Copy(side, io.NewSectionReader(f, off, end-off))
 	if err == nil {
 		err = side.Sync()
 	}
@@ -276,11 +465,4 @@ func saveTorn(f *os.File, path string, off, size int64) (string, error) {
 		return "", fmt.Errorf("open audit log %s: save the torn tail to %s: %w", path, name, err)
 	}
 	return name, nil
-}
-
-func dirSyncAfterCreate(path string) error {
-	if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("open audit log %s: sync its directory: %w", path, err)
-	}
-	return nil
 }

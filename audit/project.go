@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"path"
 	"slices"
 	"strconv"
@@ -48,79 +49,111 @@ func (s *Session) Open() bool { return s.EndReason == "" }
 // order they were approved.
 func Sessions(events []Event) []Session {
 	var out []Session
-	var open []int // indexes into out
-	runs := map[string]*Event{}
-	end := func(i int, e *Event, reason Reason, inferred bool) {
-		s := &out[i]
-		s.Ended, s.EndSeq, s.EndReason, s.EndInferred = e.Time, e.Seq, reason, inferred
+	b := NewSessionBook()
+	for k := range events {
+		b.Add(&events[k], func(s Session) { out = append(out, s) })
 	}
-	endWhere := func(e *Event, reason Reason, match func(*Session) bool) {
-		open = slices.DeleteFunc(open, func(i int) bool {
-			if match(&out[i]) {
-				end(i, e, reason, true)
+	b.Flush(func(s Session) { out = append(out, s) })
+	slices.SortStableFunc(out, func(a, b Session) int { return cmp.Compare(a.ApprovedSeq, b.ApprovedSeq) })
+	return out
+}
+
+// A SessionBook projects events, read in log order one at a time, into
+// session approvals, in memory that grows with the approvals open at once
+// (and the runs registered in one gateway boot), not with the log.
+type SessionBook struct {
+	open []*Session
+	runs map[string]*Event // run_registered events of the current boot
+	boot string
+}
+
+// NewSessionBook returns an empty book.
+func NewSessionBook() *SessionBook { return &SessionBook{runs: map[string]*Event{}} }
+
+// Add applies the next event; emit receives each approval the event ends.
+func (b *SessionBook) Add(e *Event, emit func(Session)) {
+	end := func(s *Session, reason Reason, inferred bool) {
+		s.Ended, s.EndSeq, s.EndReason, s.EndInferred = e.Time, e.Seq, reason, inferred
+		emit(*s)
+	}
+	endWhere := func(reason Reason, match func(*Session) bool) {
+		b.open = slices.DeleteFunc(b.open, func(s *Session) bool {
+			if match(s) {
+				end(s, reason, true)
 				return true
 			}
 			return false
 		})
 	}
-	for k := range events {
-		e := &events[k]
-		// A grant never outlives its gateway boot.
-		if e.BootID != "" {
-			endWhere(e, ReasonGatewayRestarted, func(s *Session) bool { return s.BootID != "" && s.BootID != e.BootID })
-		}
-		switch e.Type {
-		case EventRunRegistered:
-			if e.Run != "" {
-				runs[e.Run] = e
-			}
-		case EventSessionApproved:
-			s := Session{
-				Run: e.Run, Grant: e.Grant, BootID: e.BootID, VaultEpoch: e.VaultEpoch,
-				Approved: e.Time, ApprovedSeq: e.Seq, Approver: e.Approver,
-				Key: e.Key, Dest: e.Dest, DestNames: e.DestNames, Forwarding: e.Forwarding,
-				Mode: e.Mode, Label: e.Label, Process: e.Process,
-			}
-			if r := runs[e.Run]; r != nil {
-				if s.Process == nil {
-					s.Process = r.Process
-				}
-				if s.Label == "" {
-					s.Label = r.Label
-				}
-			}
-			out = append(out, s)
-			open = append(open, len(out)-1)
-		case EventSessionEnded:
-			// The most recent open approval it names.
-			for j := len(open) - 1; j >= 0; j-- {
-				if sessionMatches(&out[open[j]], e) {
-					reason := e.Reason.Canonical()
-					if reason == "" {
-						reason = ReasonUnspecified
-					}
-					end(open[j], e, reason, false)
-					open = slices.Delete(open, j, j+1)
-					break
-				}
-			}
-		case EventSign:
-			if e.Mode == ModePerCall {
-				break
-			}
-			for j := len(open) - 1; j >= 0; j-- {
-				if sessionMatches(&out[open[j]], e) {
-					out[open[j]].Signs++
-					break
-				}
-			}
-		case EventGatewayStopped:
-			endWhere(e, ReasonGatewayStopped, func(s *Session) bool { return e.BootID == "" || s.BootID == "" || s.BootID == e.BootID })
-		case EventVaultLocked:
-			endWhere(e, ReasonVaultLocked, func(s *Session) bool { return e.BootID == "" || s.BootID == "" || s.BootID == e.BootID })
+	// A grant never outlives its gateway boot.
+	if e.BootID != "" {
+		endWhere(ReasonGatewayRestarted, func(s *Session) bool { return s.BootID != "" && s.BootID != e.BootID })
+		if e.BootID != b.boot {
+			// Runs are registered again in each boot that serves them.
+			clear(b.runs)
+			b.boot = e.BootID
 		}
 	}
-	return out
+	switch e.Type {
+	case EventRunRegistered:
+		if e.Run != "" {
+			r := *e
+			b.runs[e.Run] = &r
+		}
+	case EventSessionApproved:
+		s := &Session{
+			Run: e.Run, Grant: e.Grant, BootID: e.BootID, VaultEpoch: e.VaultEpoch,
+			Approved: e.Time, ApprovedSeq: e.Seq, Approver: e.Approver,
+			Key: e.Key, Dest: e.Dest, DestNames: e.DestNames, Forwarding: e.Forwarding,
+			Mode: e.Mode, Label: e.Label, Process: e.Process,
+		}
+		if r := b.runs[e.Run]; r != nil {
+			if s.Process == nil {
+				s.Process = r.Process
+			}
+			if s.Label == "" {
+				s.Label = r.Label
+			}
+		}
+		b.open = append(b.open, s)
+	case EventSessionEnded:
+		// The most recent open approval it names.
+		for j := len(b.open) - 1; j >= 0; j-- {
+			if sessionMatches(b.open[j], e) {
+				reason := e.Reason.Canonical()
+				if reason == "" {
+					reason = ReasonUnspecified
+				}
+				s := b.open[j]
+				b.open = slices.Delete(b.open, j, j+1)
+				end(s, reason, false)
+				break
+			}
+		}
+	case EventSign:
+		if e.Mode == ModePerCall {
+			break
+		}
+		for j := len(b.open) - 1; j >= 0; j-- {
+			if sessionMatches(b.open[j], e) {
+				b.open[j].Signs++
+				break
+			}
+		}
+	case EventGatewayStopped:
+		endWhere(ReasonGatewayStopped, func(s *Session) bool { return e.BootID == "" || s.BootID == "" || s.BootID == e.BootID })
+	case EventVaultLocked:
+		endWhere(ReasonVaultLocked, func(s *Session) bool { return e.BootID == "" || s.BootID == "" || s.BootID == e.BootID })
+	}
+}
+
+// Flush emits the approvals still open at the end of the log, in the order
+// they were approved.
+func (b *SessionBook) Flush(emit func(Session)) {
+	for _, s := range b.open {
+		emit(*s)
+	}
+	b.open = nil
 }
 
 // sessionMatches tells whether e (an end or a sign) is about approval s: by
@@ -160,34 +193,63 @@ func (l Line) String() string { return l.Text }
 // event without process facts shows those of its run's registration.
 func Activity(events []Event, since time.Time) []Line {
 	var out []Line
-	procs := map[string]*Process{}
+	tl := NewTimeline(since, "")
 	for k := range events {
-		e := &events[k]
-		if e.Type == EventRunRegistered && e.Run != "" && e.Process != nil {
-			procs[e.Run] = e.Process
+		if l, ok := tl.Add(&events[k]); ok {
+			out = append(out, l)
 		}
-		if !since.IsZero() && e.Time.Before(since) {
-			continue
-		}
-		p := e.Process
-		if p == nil {
-			p = procs[e.Run]
-		}
-		l := Line{Seq: e.Seq, Time: e.Time, Type: e.Type, Fields: lineFields(e, p)}
-		var b strings.Builder
-		b.WriteString(e.Time.Format(time.TimeOnly))
-		b.WriteByte(' ')
-		b.WriteString(string(e.Type))
-		for _, f := range l.Fields {
-			b.WriteByte(' ')
-			b.WriteString(f.Key)
-			b.WriteByte('=')
-			b.WriteString(quoteValue(f.Value))
-		}
-		l.Text = b.String()
-		out = append(out, l)
 	}
 	return out
+}
+
+// A Timeline renders events, read in log order one at a time, as lines,
+// in memory that grows with the runs registered in one gateway boot, not
+// with the log.
+type Timeline struct {
+	since time.Time
+	run   string
+	procs map[string]*Process // run_registered facts of the current boot
+	boot  string
+}
+
+// NewTimeline returns a timeline of the events at or after since (zero:
+// all) that name run (empty: every event).
+func NewTimeline(since time.Time, run string) *Timeline {
+	return &Timeline{since: since, run: run, procs: map[string]*Process{}}
+}
+
+// Add renders the next event; ok is false for an event the timeline skips.
+func (tl *Timeline) Add(e *Event) (l Line, ok bool) {
+	if e.BootID != "" && e.BootID != tl.boot {
+		clear(tl.procs)
+		tl.boot = e.BootID
+	}
+	if e.Type == EventRunRegistered && e.Run != "" && e.Process != nil {
+		tl.procs[e.Run] = e.Process
+	}
+	if !tl.since.IsZero() && e.Time.Before(tl.since) {
+		return Line{}, false
+	}
+	if tl.run != "" && e.Run != tl.run {
+		return Line{}, false
+	}
+	p := e.Process
+	if p == nil {
+		p = tl.procs[e.Run]
+	}
+	l = Line{Seq: e.Seq, Time: e.Time, Type: e.Type, Fields: lineFields(e, p)}
+	var b strings.Builder
+	b.WriteString(e.Time.Format(time.TimeOnly))
+	b.WriteByte(' ')
+	b.WriteString(string(e.Type))
+	for _, f := range l.Fields {
+		b.WriteByte(' ')
+		b.WriteString(f.Key)
+		b.WriteByte('=')
+		b.WriteString(quoteValue(f.Value))
+	}
+	l.Text = b.String()
+	return l, true
 }
 
 func lineFields(e *Event, proc *Process) []Field {

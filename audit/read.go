@@ -2,63 +2,58 @@ package audit
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
+	"time"
 )
 
 // DecodeEvents verifies the log read from r as Verify does and, with the
 // recipient's identity, decrypts each entry that verified and passes it to
-// fn in order. Checkpoints are passed as events of type EventCheckpoint
-// (Detail holds epoch and max_unsealed). Each entry must carry this log's id
-// and its own seq inside the ciphertext, so an entry moved from another
-// position or another log is an error. Entries after the report's last
-// checkpoint are not sealed.
+// fn in order. r holds the log's first (or only) file; ReadLog reads every
+// segment. Checkpoints are passed as events of type EventCheckpoint (Detail
+// holds epoch and max_unsealed). Each entry must carry this log's id and its
+// own seq inside the ciphertext, so an entry moved from another position or
+// another log is an error. Entries after the report's last checkpoint are
+// not sealed.
 //
 // The error is non-nil when r cannot be read, when an entry does not decrypt
 // or does not belong where it is, or when fn fails; what Verify would report
 // is in the Report.
 func DecodeEvents(r io.Reader, identity [32]byte, opts VerifyOptions, fn func(Event) error) (*Report, error) {
-	op, err := newOpener(identity)
+	return decodeSegments([]segRef{{r: r}}, identity, opts, fn)
+}
+
+// ReadOptions choose what ReadLog decrypts.
+type ReadOptions struct {
+	VerifyOptions
+	// Since skips the stretches between checkpoints whose events all
+	// happened before it, without decrypting them (events before it may
+	// still be passed: the caller filters them).
+	Since time.Time
+	// Run keeps only the stretches whose checkpoint summary names this run
+	// (and the unsealed entries after the last checkpoint), without
+	// decrypting the others.
+	Run string
+}
+
+func (o *ReadOptions) seeks() bool { return !o.Since.IsZero() || o.Run != "" }
+
+// ReadLog verifies the log at path, every segment of it, and passes its
+// events to fn in order, as DecodeEvents does, in memory that does not grow
+// with the log. With Since or Run set it reads the log twice: once to
+// verify it and to decrypt the checkpoint summaries, and once to decrypt
+// only the stretches the summaries point to.
+func ReadLog(path string, identity [32]byte, opts ReadOptions, fn func(Event) error) (*Report, error) {
+	segs, err := logSegments(path, 0)
 	if err != nil {
 		return nil, err
 	}
-	sc, err := newScanner(opts)
-	if err != nil {
-		return nil, err
+	if !opts.seeks() {
+		return decodeSegments(segs, identity, opts.VerifyOptions, fn)
 	}
-	var logID [16]byte
-	sc.onHeader = func(h *header) error {
-		if h.recipient != op.pub {
-			return fmt.Errorf("this identity does not open the log: its entries are sealed to %s, the identity belongs to %s",
-				FormatRecipient(h.recipient), FormatRecipient(op.pub))
-		}
-		logID = h.logID
-		return nil
-	}
-	sc.onEntry = func(seq uint64, ct []byte) error {
-		js, err := op.open(logID, seq, ct)
-		if err != nil {
-			return fmt.Errorf("audit entry seq %d: %w", seq, err)
-		}
-		var e Event
-		if err := json.Unmarshal(js, &e); err != nil {
-			return fmt.Errorf("audit entry seq %d: decode event: %w", seq, err)
-		}
-		e.Seq = seq
-		return fn(e)
-	}
-	sc.onCheckpoint = func(seq uint64, c *checkpoint) error {
-		return fn(Event{Seq: seq, Type: EventCheckpoint, Time: unixNano(c.time), Detail: map[string]string{
-			"epoch":        strconv.FormatUint(c.epoch, 10),
-			"max_unsealed": strconv.FormatUint(uint64(c.maxUnsealed), 10),
-		}})
-	}
-	if err := sc.run(r); err != nil {
-		return sc.report(), err
-	}
-	return sc.report(), nil
+	return readSeeking(segs, identity, opts, fn)
 }
 
 // ReadEvents decrypts every entry of the log at path with the recipient's
@@ -66,13 +61,8 @@ func DecodeEvents(r io.Reader, identity [32]byte, opts VerifyOptions, fn func(Ev
 // When the log fails verification it returns the events before the first
 // bad record together with the report's error.
 func ReadEvents(path string, identity [32]byte) ([]Event, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read audit log: %w", err)
-	}
-	defer f.Close()
 	var evs []Event
-	rep, err := DecodeEvents(f, identity, VerifyOptions{}, func(e Event) error {
+	rep, err := ReadLog(path, identity, ReadOptions{}, func(e Event) error {
 		evs = append(evs, e)
 		return nil
 	})
@@ -80,4 +70,233 @@ func ReadEvents(path string, identity [32]byte) ([]Event, error) {
 		return evs, err
 	}
 	return evs, rep.Err()
+}
+
+// decoder turns verified records into events.
+type decoder struct {
+	op    *opener
+	logID [16]byte
+	fn    func(Event) error
+}
+
+func newDecoder(identity [32]byte, fn func(Event) error) (*decoder, error) {
+	op, err := newOpener(identity)
+	if err != nil {
+		return nil, err
+	}
+	return &decoder{op: op, fn: fn}, nil
+}
+
+func (d *decoder) header(h *header) error {
+	if h.recipient != d.op.pub {
+		return fmt.Errorf("this identity does not open the log: its entries are sealed to %s, the identity belongs to %s",
+			FormatRecipient(h.recipient), FormatRecipient(d.op.pub))
+	}
+	d.logID = h.logID
+	return nil
+}
+
+// entryOpened, when set, is called for each entry decrypted (tests count
+// what a seeking read decrypts).
+var entryOpened func()
+
+func (d *decoder) entry(version byte, seq uint64, ct []byte) error {
+	if entryOpened != nil {
+		entryOpened()
+	}
+	js, err := d.op.open(version, d.logID, seq, ct)
+	if err != nil {
+		return fmt.Errorf("audit entry seq %d: %w", seq, err)
+	}
+	var e Event
+	if err := json.Unmarshal(js, &e); err != nil {
+		return fmt.Errorf("audit entry seq %d: decode event: %w", seq, err)
+	}
+	e.Seq = seq
+	return d.fn(e)
+}
+
+func (d *decoder) checkpoint(seq uint64, c *checkpoint) error {
+	return d.fn(Event{Seq: seq, Type: EventCheckpoint, Time: unixNano(c.time), Detail: map[string]string{
+		"epoch":        strconv.FormatUint(c.epoch, 10),
+		"max_unsealed": strconv.FormatUint(uint64(c.maxUnsealed), 10),
+	}})
+}
+
+func decodeSegments(segs []segRef, identity [32]byte, opts VerifyOptions, fn func(Event) error) (*Report, error) {
+	d, err := newDecoder(identity, fn)
+	if err != nil {
+		return nil, err
+	}
+	defer d.op.erase()
+	sc, err := newScanner(opts)
+	if err != nil {
+		return nil, err
+	}
+	sc.onHeader = d.header
+	sc.onEntry = func(seq uint64, ct []byte) error { return d.entry(sc.recVersion, seq, ct) }
+	sc.onCheckpoint = d.checkpoint
+	if err := sc.runSegments(segs); err != nil {
+		return sc.report(), err
+	}
+	return sc.report(), nil
+}
+
+// stretch is a run of records to decrypt: from the record after a
+// checkpoint (or the header) to the checkpoint that seals them, or to the
+// end of the log.
+type stretch struct {
+	seg      int      // index into the segment list
+	off      int64    // where its first record starts
+	seq      uint64   // its first record
+	prev     [32]byte // the link before it
+	last     uint64   // its last record (a checkpoint), or none: to the end
+	lastLink [32]byte
+	toEnd    bool
+}
+
+// readSeeking is ReadLog with Since or Run: a verifying pass that decrypts
+// only checkpoint summaries, then a pass over the stretches they select.
+func readSeeking(segs []segRef, identity [32]byte, opts ReadOptions, fn func(Event) error) (*Report, error) {
+	d, err := newDecoder(identity, fn)
+	if err != nil {
+		return nil, err
+	}
+	defer d.op.erase()
+	sc, err := newScanner(opts.VerifyOptions)
+	if err != nil {
+		return nil, err
+	}
+	var out []stretch
+	// cur is the stretch being scanned: it starts after each checkpoint.
+	cur := stretch{}
+	started := false
+	segIndex := func() int {
+		for k := range segs {
+			if &segs[k] == sc.seg {
+				return k
+			}
+		}
+		return 0
+	}
+	sc.onHeader = d.header
+	sc.onFrame = func(f *frame) error {
+		if !started {
+			cur = stretch{seg: segIndex(), off: f.off, seq: f.seq, prev: f.prev}
+			started = true
+		}
+		if f.typ != recCheckpoint {
+			return nil
+		}
+		c, _ := parseCheckpoint(sc.recVersion, f.payload) // verified already
+		want := f.seq > cur.seq                           // it seals entries
+		if want && c.version == version2 {
+			s, err := openSummary(&d.op.chains, d.logID, f.seq, c.summary)
+			if err != nil {
+				return err
+			}
+			want = s.Entries > 0 && (opts.Run == "" || s.Mentions(opts.Run)) &&
+				(opts.Since.IsZero() || s.All || !s.Last.Before(opts.Since))
+		} else if want && !opts.Since.IsZero() {
+			want = !unixNano(c.time).Before(opts.Since)
+		}
+		if want {
+			cur.last, cur.lastLink = f.seq, f.link
+			if n := len(out); n > 0 && out[n-1].last+1 == cur.seq {
+				out[n-1].last, out[n-1].lastLink = cur.last, cur.lastLink
+			} else {
+				out = append(out, cur)
+			}
+		}
+		started = false
+		return nil
+	}
+	if err := sc.runSegments(segs); err != nil {
+		return sc.report(), err
+	}
+	rep := sc.report()
+	if started {
+		// The unsealed entries after the last checkpoint.
+		cur.toEnd, cur.last = true, sc.next-1
+		if n := len(out); n > 0 && out[n-1].last+1 == cur.seq {
+			out[n-1].toEnd, out[n-1].last = true, cur.last
+		} else {
+			out = append(out, cur)
+		}
+	}
+	hdr := sc.hdr
+	for _, st := range out {
+		if err := decodeStretch(segs, hdr, st, d); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// decodeStretch reads the records of one stretch again, checks that they
+// are the ones the first pass verified (each link, the chain from the
+// record before, the last link), and decrypts them.
+func decodeStretch(segs []segRef, hdr header, st stretch, d *decoder) error {
+	fr := newFrameReader(nil)
+	head, seq := st.prev, st.seq
+	off := st.off
+	for k := st.seg; k < len(segs) && seq <= st.last; k++ {
+		seg := &segs[k]
+		rc, err := seg.open()
+		if err != nil {
+			return fmt.Errorf("read audit log: %w", err)
+		}
+		version := version2
+		if seg.index == 0 {
+			version = hdr.version
+		}
+		r := io.Reader(rc)
+		if off > 0 {
+			if s, ok := rc.(io.Seeker); ok {
+				_, err = s.Seek(off, io.SeekStart)
+			} else {
+				_, err = io.CopyN(io.Discard, rc, off)
+			}
+			if err != nil {
+				rc.Close()
+				return fmt.Errorf("read audit log: %w", err)
+			}
+		}
+		fr.reset(r, off, seg.index > 0 || version == version2)
+		off = 0
+		for seq <= st.last {
+			f, err := fr.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				rc.Close()
+				return fmt.Errorf("audit log changed while it was read: record seq %d: %w", seq, err)
+			}
+			if f.seq != seq || f.prev != head {
+				rc.Close()
+				return fmt.Errorf("audit log changed while it was read: record seq %d no longer follows the record before it", seq)
+			}
+			switch f.typ {
+			case recEntry:
+				err = d.entry(version, f.seq, f.payload)
+			case recCheckpoint:
+				var c checkpoint
+				if c, err = parseCheckpoint(version, f.payload); err == nil {
+					err = d.checkpoint(f.seq, &c)
+				}
+			}
+			if err != nil {
+				rc.Close()
+				return err
+			}
+			head = f.link
+			seq++
+		}
+		rc.Close()
+	}
+	if seq <= st.last || (!st.toEnd && head != st.lastLink) {
+		return errors.New("audit log changed while it was read: a stretch ends elsewhere than the first pass found")
+	}
+	return nil
 }

@@ -2,13 +2,10 @@ package audit
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
 
-	"filippo.io/edwards25519"
-	"golang.org/x/crypto/blake2b"
 	"golang.org/x/crypto/curve25519"
 	"golang.org/x/crypto/nacl/box"
 )
@@ -17,18 +14,18 @@ import (
 // a multiple of padBucket so that ciphertext sizes do not reveal event kinds.
 const (
 	padBucket          = 256
-	sealOverhead       = box.AnonymousOverhead // ephemeral key 32 ‖ tag 16
+	sealOverheadV1     = box.AnonymousOverhead // version 1: ephemeral key 32 ‖ tag 16
 	plaintextFixedSize = 16 + 8 + 4
 	// maxPlaintext keeps every entry body within maxBody.
-	maxPlaintext = (maxBody - bodyFixedSize - sealOverhead) / padBucket * padBucket
+	maxPlaintext = (maxBody - bodyFixedSize - entryV2Overhead) / padBucket * padBucket
 	// MaxEventSize is the largest encoded event Append accepts, in bytes of JSON.
 	MaxEventSize = maxPlaintext - plaintextFixedSize
 )
 
-// sealEntry pads the encoded event, prefixes the log id and seq, and seals
-// it to the recipient with an anonymous box. Nothing but the holder of the
-// recipient's private key can open it; the writer cannot.
-func sealEntry(logID [16]byte, seq uint64, js []byte, recipient *[32]byte) ([]byte, error) {
+// padEntry builds the plaintext of an entry: the log id and seq, so that a
+// reader can tell an entry moved from another position or log, then the
+// encoded event, zero-padded.
+func padEntry(logID [16]byte, seq uint64, js []byte) ([]byte, error) {
 	if len(js) > MaxEventSize {
 		return nil, fmt.Errorf("event is %d bytes encoded, the limit is %d: shorten its fields", len(js), MaxEventSize)
 	}
@@ -39,38 +36,29 @@ func sealEntry(logID [16]byte, seq uint64, js []byte, recipient *[32]byte) ([]by
 	binary.BigEndian.PutUint64(pt[16:24], seq)
 	binary.BigEndian.PutUint32(pt[24:28], uint32(len(js)))
 	copy(pt[28:], js)
-	ct, err := sealAnonymous(make([]byte, 0, n+sealOverhead), pt, recipient)
-	clear(pt)
+	return pt, nil
+}
+
+// sealEntry seals the encoded event as entry seq with key, position n of
+// the chain that starts at epk.
+func sealEntry(logID [16]byte, seq uint64, js []byte, epk [32]byte, n uint32, key *[32]byte) ([]byte, error) {
+	pt, err := padEntry(logID, seq, js)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(pt)
+	ct, err := sealV2(epk, n, key, pt)
 	if err != nil {
 		return nil, fmt.Errorf("seal event: %w", err)
 	}
 	return ct, nil
 }
 
-// opener opens entry ciphertexts with the recipient's private key.
-type opener struct {
-	pub, priv [32]byte
-}
-
-func newOpener(identity [32]byte) (*opener, error) {
-	pub, err := curve25519.X25519(identity[:], curve25519.Basepoint)
-	if err != nil {
-		return nil, fmt.Errorf("derive the audit recipient from the identity: %w", err)
-	}
-	o := &opener{priv: identity}
-	copy(o.pub[:], pub)
-	return o, nil
-}
-
 var errMoved = errors.New("moved")
 
-// open decrypts an entry and checks that it was sealed for this log and this
-// seq. It returns the encoded event.
-func (o *opener) open(logID [16]byte, seq uint64, ct []byte) ([]byte, error) {
-	pt, ok := box.OpenAnonymous(nil, ct, &o.pub, &o.priv)
-	if !ok {
-		return nil, errors.New("the ciphertext does not open with this identity: wrong identity, or the ciphertext was altered")
-	}
+// unpadEntry checks that a decrypted entry was sealed for this log and this
+// seq and returns the encoded event.
+func unpadEntry(logID [16]byte, seq uint64, pt []byte) ([]byte, error) {
 	if len(pt) < plaintextFixedSize || len(pt)%padBucket != 0 {
 		return nil, fmt.Errorf("decrypted entry has an impossible size of %d bytes", len(pt))
 	}
@@ -95,31 +83,43 @@ func allZero(b []byte) bool {
 	return len(bytes.TrimLeft(b, "\x00")) == 0
 }
 
-// sealAnonymous is box.SealAnonymous, with its ephemeral public key
-// computed by a fixed-base multiplication on the Edwards form of the
-// curve: several times faster than the Montgomery ladder, and the same
-// u-coordinate. The output is the same format (ephemeral public key, then
-// the box), opened by box.OpenAnonymous.
-func sealAnonymous(out, msg []byte, recipient *[32]byte) ([]byte, error) {
-	var priv [32]byte
-	if _, err := rand.Read(priv[:]); err != nil {
-		return nil, err
-	}
-	defer clear(priv[:])
-	sc, err := edwards25519.NewScalar().SetBytesWithClamping(priv[:])
+// opener opens entries with the recipient's private key: version 1 entries
+// (one anonymous box each) and version 2 entries (a key chain).
+type opener struct {
+	pub, priv [32]byte
+	chains    chainReader
+}
+
+func newOpener(identity [32]byte) (*opener, error) {
+	pub, err := curve25519.X25519(identity[:], curve25519.Basepoint)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("derive the audit recipient from the identity: %w", err)
 	}
-	var epk [32]byte
-	copy(epk[:], new(edwards25519.Point).ScalarBaseMult(sc).BytesMontgomery())
-	var nonce [24]byte
-	h, err := blake2b.New(24, nil)
-	if err != nil {
-		return nil, err
+	o := &opener{priv: identity}
+	copy(o.pub[:], pub)
+	o.chains = chainReader{identity: identity, recipient: o.pub}
+	return o, nil
+}
+
+// open decrypts an entry of the given record version and checks that it
+// was sealed for this log and this seq. It returns the encoded event.
+func (o *opener) open(version byte, logID [16]byte, seq uint64, ct []byte) ([]byte, error) {
+	var pt []byte
+	if version == 1 {
+		var ok bool
+		if pt, ok = box.OpenAnonymous(nil, ct, &o.pub, &o.priv); !ok {
+			return nil, errors.New("the ciphertext does not open with this identity: wrong identity, or the ciphertext was altered")
+		}
+	} else {
+		var err error
+		if pt, err = o.chains.open(ct); err != nil {
+			return nil, err
+		}
 	}
-	h.Write(epk[:])
-	h.Write(recipient[:])
-	h.Sum(nonce[:0])
-	out = append(out, epk[:]...)
-	return box.Seal(out, msg, &nonce, recipient, &priv), nil
+	return unpadEntry(logID, seq, pt)
+}
+
+func (o *opener) erase() {
+	clear(o.priv[:])
+	o.chains.erase()
 }

@@ -191,7 +191,13 @@ func TestCheckpointRemovedWithoutCountPolicy(t *testing.T) {
 func sealFor(t *testing.T, logID [16]byte, seq uint64, recipient [32]byte, e Event) []byte {
 	t.Helper()
 	js, _ := json.Marshal(e)
-	ct, err := sealEntry(logID, seq, js, &recipient)
+	seed, err := newChainSeed(&recipient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startChain(seed)
+	n, key := c.next()
+	ct, err := sealEntry(logID, seq, js, c.epk, n, &key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +341,7 @@ func TestOldCheckpointResignedWithNewerKey(t *testing.T) {
 	}
 	id := logIDOf(t, orig)
 	for _, changeEpoch := range []bool{false, true} {
-		c, err := parseCheckpoint(payloadOf(recs[6]))
+		c, err := parseCheckpoint(version2, payloadOf(recs[6]))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -398,11 +404,11 @@ func TestCheckpointTimeBackwards(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := time.Date(2026, 7, 22, 14, 0, 0, 0, time.UTC)
-	h := header{logID: [16]byte{1, 2, 3}, created: created.UnixNano(), pk0: [32]byte(tl.setup.PK0), recipient: tl.setup.Recipient}
+	h := header{version: version2, logID: [16]byte{1, 2, 3}, created: created.UnixNano(), pk0: [32]byte(tl.setup.PK0), recipient: tl.setup.Recipient}
 	lk := newLinker()
 	b, head := lk.appendFrame(nil, recHeader, 0, [32]byte{}, h.marshal())
 	build := func(ts time.Time) []byte {
-		c := checkpoint{epoch: 0, time: ts.UnixNano(), nextPK: pub32(keys.next)}
+		c := checkpoint{version: version2, epoch: 0, time: ts.UnixNano(), nextPK: pub32(keys.next)}
 		copy(c.sig[:], ed25519.Sign(keys.cur, c.signedMessage(h.logID, 1, head)))
 		out, _ := lk.appendFrame(bytes.Clone(b), recCheckpoint, 1, head, c.marshal())
 		return out
@@ -413,24 +419,51 @@ func TestCheckpointTimeBackwards(t *testing.T) {
 	expectFailure(t, verifyBytes(t, build(created.Add(-time.Hour)), tl.pin()), FindingTimeBackwards, 1, -1)
 }
 
+// TestTornTail cuts and pads the end of a sealed log of each version. In
+// a version 1 file zero bytes after the records are what a crash leaves (a
+// torn tail, counted to the end of the file); in version 2 segments they
+// are the free space the writer pre-allocated, and a torn write is counted
+// to its last non-zero byte.
 func TestTornTail(t *testing.T) {
-	_, orig := sealedLog(t)
+	_, v2 := sealedLog(t)
+	v1, _, _ := v1Fixture(t)
+	for _, tc := range []struct {
+		name string
+		orig []byte
+	}{{"version 2", v2}, {"version 1", v1}} {
+		t.Run(tc.name, func(t *testing.T) { tornTail(t, tc.orig) })
+	}
+}
+
+func tornTail(t *testing.T, orig []byte) {
 	sp := spans(t, orig)
 	last := sp[len(sp)-1]
+	prealloc := verifyBytes(t, orig, VerifyOptions{}).Version == int(version2)
 	check := func(t *testing.T, b []byte, off int64) {
 		t.Helper()
 		r := verifyBytes(t, b, VerifyOptions{})
 		if !r.OK || r.Torn == nil || r.Torn.Offset != off || len(r.Warnings) == 0 {
 			t.Fatalf("torn tail: %s torn=%+v warnings=%v", describe(r), r.Torn, r.Warnings)
 		}
-		if r.Torn.Bytes != int64(len(b))-off {
-			t.Fatalf("torn bytes %d, want %d", r.Torn.Bytes, int64(len(b))-off)
+		want := int64(len(b)) - off
+		if prealloc {
+			want = int64(len(bytes.TrimRight(b, "\x00"))) - off
+		}
+		if r.Torn.Bytes != want {
+			t.Fatalf("torn bytes %d, want %d", r.Torn.Bytes, want)
 		}
 	}
 	t.Run("cut inside the body", func(t *testing.T) { check(t, orig[:len(orig)-7], last.off) })
 	t.Run("cut inside the length", func(t *testing.T) { check(t, orig[:last.off+3], last.off) })
 	t.Run("zero bytes after the end", func(t *testing.T) {
-		check(t, append(bytes.Clone(orig), make([]byte, 1000)...), int64(len(orig)))
+		b := append(bytes.Clone(orig), make([]byte, 1000)...)
+		if !prealloc {
+			check(t, b, int64(len(orig)))
+			return
+		}
+		if r := verifyBytes(t, b, VerifyOptions{}); !r.OK || r.Torn != nil || r.Bytes != int64(len(orig)) {
+			t.Fatalf("free space after the records: %s torn=%+v bytes=%d", describe(r), r.Torn, r.Bytes)
+		}
 	})
 	t.Run("zero-filled from a block boundary", func(t *testing.T) {
 		// Find a record with a 512-byte boundary past its length field.
@@ -527,7 +560,7 @@ func TestReopenAfterTornHeader(t *testing.T) {
 	l := tl.open(t)
 	mustAppend(t, l, ev(EventSign, "R1"))
 	l.Close()
-	r := verifyBytes(t, tl.bytes(t), tl.pin())
+	r := tl.verify(t)
 	if !r.OK || r.Entries != 2 { // the recovery entry and R1
 		t.Fatalf("after torn header: %s entries=%d", describe(r), r.Entries)
 	}
@@ -560,6 +593,8 @@ func TestEveryByteFlipIsDetected(t *testing.T) {
 func TestEveryPrefixIsACrash(t *testing.T) {
 	_, orig := sealedLog(t)
 	cutEverywhere(t, orig)
+	v1, _, _ := v1Fixture(t)
+	cutEverywhere(t, v1)
 	hdr := orig[:spans(t, orig)[0].size]
 	cutEverywhere(t, withLinkEndingInZero(t, hdr))
 }
@@ -588,8 +623,18 @@ func cutEverywhere(t *testing.T, log []byte) {
 			if !r.OK {
 				t.Fatalf("cut at %d (+%d zeros): %s", n, zeros, describe(r))
 			}
-			if r.Torn == nil && r.Bytes != int64(len(b)) {
-				t.Fatalf("cut at %d: %d bytes unaccounted for", n, int64(len(b))-r.Bytes)
+			// Every byte is a record, a torn tail or, in a version 2
+			// segment, zero free space after them.
+			end := r.Bytes
+			if r.Torn != nil {
+				end = r.Torn.Offset + r.Torn.Bytes
+			}
+			rest := b[end:]
+			if r.Version == int(version2) {
+				rest = bytes.TrimLeft(rest, "\x00")
+			}
+			if len(rest) > 0 {
+				t.Fatalf("cut at %d (+%d zeros): %d bytes unaccounted for", n, zeros, len(rest))
 			}
 		}
 	}

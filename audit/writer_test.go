@@ -34,7 +34,7 @@ func TestAppendReadRoundTrip(t *testing.T) {
 	if err := l.Append(want[0]); !errors.Is(err, ErrClosed) || !errors.Is(err, ErrNotRecorded) {
 		t.Fatalf("append after close: %v", err)
 	}
-	r := verifyBytes(t, tl.bytes(t), tl.pin())
+	r := tl.verify(t)
 	if !r.OK || r.Torn != nil {
 		t.Fatalf("verify: %s", describe(r))
 	}
@@ -88,7 +88,7 @@ func TestReopenContinuesChain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := verifyBytes(t, tl.bytes(t), tl.pin())
+	r := tl.verify(t)
 	if !r.OK || r.Entries != 15 || r.UnsealedEntries != 0 {
 		t.Fatalf("verify: %s %+v", describe(r), r)
 	}
@@ -101,7 +101,7 @@ func TestReopenContinuesChain(t *testing.T) {
 	tl.cfg.CheckpointEvery = 7
 	l := tl.open(t)
 	l.Close()
-	r = verifyBytes(t, tl.bytes(t), tl.pin())
+	r = tl.verify(t)
 	if !r.OK || r.Checkpoints != 5 || r.LastCheckpoint.MaxUnsealed != 7 {
 		t.Fatalf("policy change: %s %+v", describe(r), r.LastCheckpoint)
 	}
@@ -132,7 +132,7 @@ func TestCheckpointEveryAndInterval(t *testing.T) {
 	if err := l.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
-	r := verifyBytes(t, tl.bytes(t), tl.pin())
+	r := tl.verify(t)
 	if !r.OK || r.Checkpoints != 4 || r.UnsealedEntries != 0 {
 		t.Fatalf("after Checkpoint: %s checkpoints=%d unsealed=%d", describe(r), r.Checkpoints, r.UnsealedEntries)
 	}
@@ -140,7 +140,7 @@ func TestCheckpointEveryAndInterval(t *testing.T) {
 	if err := l.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
-	if r2 := verifyBytes(t, tl.bytes(t), tl.pin()); r2.Records != r.Records {
+	if r2 := tl.verify(t); r2.Records != r.Records {
 		t.Fatalf("empty checkpoint written")
 	}
 	l.Close()
@@ -151,7 +151,7 @@ func TestCheckpointEveryAndInterval(t *testing.T) {
 	mustAppend(t, l, ev(EventSign, "R2"))
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		r = verifyBytes(t, tl.bytes(t), tl.pin())
+		r = tl.verify(t)
 		if r.UnsealedEntries == 0 {
 			break
 		}
@@ -203,7 +203,7 @@ func TestConcurrentAppendGroupCommit(t *testing.T) {
 		t.Errorf("no group commit: %d syncs for %d appends", syncs, writes)
 	}
 	mu.Unlock()
-	r := verifyBytes(t, tl.bytes(t), tl.pin())
+	r := tl.verify(t)
 	if !r.OK || r.Entries != G*N {
 		t.Fatalf("verify: %s entries=%d", describe(r), r.Entries)
 	}
@@ -229,8 +229,8 @@ func TestWriteFailureFailsClosed(t *testing.T) {
 			l := tl.open(t)
 			mustAppend(t, l, ev(EventSign, "R1"))
 			if where == "write" {
-				l.w.writeHook = func(f *os.File, b []byte) (int, error) {
-					n, _ := f.Write(b[:len(b)/2]) // a partial write, then the disk is full
+				l.w.writeHook = func(f *os.File, b []byte, off int64) (int, error) {
+					n, _ := f.WriteAt(b[:len(b)/2], off) // a partial write, then the disk is full
 					return n, syscall.ENOSPC
 				}
 			} else {
@@ -257,14 +257,14 @@ func TestWriteFailureFailsClosed(t *testing.T) {
 				t.Fatal("close after failure reported no error")
 			}
 			// The partial write was cut: the log verifies and reopens.
-			r := verifyBytes(t, tl.bytes(t), tl.pin())
+			r := tl.verify(t)
 			if !r.OK || r.Torn != nil || r.Entries != 1 {
 				t.Fatalf("after failure: %s torn=%v entries=%d", describe(r), r.Torn, r.Entries)
 			}
 			l = tl.open(t)
 			mustAppend(t, l, ev(EventSign, "R4"))
 			l.Close()
-			if r := verifyBytes(t, tl.bytes(t), tl.pin()); !r.OK || r.Entries != 2 {
+			if r := tl.verify(t); !r.OK || r.Entries != 2 {
 				t.Fatalf("after reopen: %s", describe(r))
 			}
 		})
@@ -395,7 +395,7 @@ func TestKeyFileCrashWindows(t *testing.T) {
 	}
 	mustAppend(t, l, ev(EventSign, "R3"))
 	l.Close()
-	if r := verifyBytes(t, tl.bytes(t), tl.pin()); !r.OK || r.UnsealedEntries != 0 {
+	if r := tl.verify(t); !r.OK || r.UnsealedEntries != 0 {
 		t.Fatalf("after crash-window recovery: %s", describe(r))
 	}
 }
@@ -417,7 +417,7 @@ func TestClockSteppingBackKeepsCheckpointsMonotonic(t *testing.T) {
 		mustAppend(t, l, ev(EventSign, "R1"))
 	}
 	l.Close()
-	if r := verifyBytes(t, tl.bytes(t), tl.pin()); !r.OK {
+	if r := tl.verify(t); !r.OK {
 		t.Fatalf("verify: %s", describe(r))
 	}
 }

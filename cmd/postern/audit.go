@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -11,14 +14,16 @@ import (
 )
 
 const auditUsage = `Usage: postern audit verify [--json] [--pin KEY] [LOG]
-       postern audit show [--json] [--passphrase-file FILE] [LOG]
-       postern activity [--since TIME] [--json] [--passphrase-file FILE]
+       postern audit show [--since TIME] [--run RUN] [--json] [--passphrase-file FILE] [LOG]
+       postern activity [--since TIME] [--run RUN] [--json] [--passphrase-file FILE]
        postern sessions --history [--json] [--passphrase-file FILE]
 
 verify checks a log offline, without any key: framing, hash chain,
 checkpoint signatures and key chain, and names the first bad record.
 Exit status 3 when it fails. show, activity and sessions --history decrypt
-the log with the identity kept in the vault (they ask for its passphrase).
+the log with the identity kept in the vault (they ask for its passphrase)
+and print as they read; --since and --run skip, undecrypted, the stretches
+of the log whose checkpoints say they hold nothing asked for.
 `
 
 func cmdAudit(args []string, out, errw io.Writer) error {
@@ -117,60 +122,90 @@ func printReport(out io.Writer, path, pinFrom string, r *api.AuditReport) {
 	}
 }
 
-// readAudit decrypts every event of the log, with the identity kept in
-// the vault (asking for its passphrase).
-func readAudit(pfile, path string) ([]api.AuditEvent, error) {
+// readAudit passes the events of the log to fn as it decrypts them, with
+// the identity kept in the vault (asking for its passphrase).
+func readAudit(pfile, path string, opts api.AuditReadOptions, fn func(api.AuditEvent) error) error {
 	path, err := auditLogPath(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return api.ReadAuditLog(path, func() (*vault.Vault, error) { return openVault(pfile) })
+	return api.ReadAuditLog(path, func() (*vault.Vault, error) { return openVault(pfile) }, opts, fn)
+}
+
+// historyFlags are the selection flags of audit show and activity.
+type historyFlags struct {
+	asJSON *bool
+	since  *string
+	run    *string
+	pfile  *string
+}
+
+func addHistoryFlags(fs *flag.FlagSet, jsonHelp string) historyFlags {
+	return historyFlags{
+		asJSON: fs.Bool("json", false, jsonHelp),
+		since:  fs.String("since", "", "only events from this time on: RFC 3339, or a duration ago such as 1h"),
+		run:    fs.String("run", "", "only the events of this run"),
+		pfile:  passphraseFileFlag(fs),
+	}
+}
+
+func (h historyFlags) options(cmd string) (api.AuditReadOptions, error) {
+	from, err := parseSince(*h.since)
+	if err != nil {
+		return api.AuditReadOptions{}, usagef("%s: --since: %v", cmd, err)
+	}
+	return api.AuditReadOptions{Since: from, Run: *h.run}, nil
 }
 
 func auditShow(args []string, out, errw io.Writer) error {
 	fs := newFlags("audit show", auditUsage)
-	asJSON := fs.Bool("json", false, "print JSON Lines, one event per line")
-	pfile := passphraseFileFlag(fs)
+	h := addHistoryFlags(fs, "print JSON Lines, one event per line")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	events, err := readAudit(*pfile, fs.Arg(0))
+	opts, err := h.options("audit show")
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		return printJSONLines(out, events)
-	}
-	for _, l := range api.Activity(events, time.Time{}) {
-		fmt.Fprintln(out, l.Text)
-	}
-	return nil
+	return printHistory(out, *h.pfile, fs.Arg(0), opts, *h.asJSON, false)
 }
 
 func cmdActivity(args []string, out, errw io.Writer) error {
 	fs := newFlags("activity", auditUsage)
-	asJSON := fs.Bool("json", false, "print JSON Lines, one line per event")
-	since := fs.String("since", "", "only events from this time on: RFC 3339, or a duration ago such as 1h")
-	pfile := passphraseFileFlag(fs)
+	h := addHistoryFlags(fs, "print JSON Lines, one line per event")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	from, err := parseSince(*since)
-	if err != nil {
-		return usagef("activity: --since: %v", err)
-	}
-	events, err := readAudit(*pfile, "")
+	opts, err := h.options("activity")
 	if err != nil {
 		return err
 	}
-	lines := api.Activity(events, from)
-	if *asJSON {
-		return printJSONLines(out, lines)
+	return printHistory(out, *h.pfile, "", opts, *h.asJSON, true)
+}
+
+// printHistory prints the events of the log as they are read: as timeline
+// lines, or in JSON Lines as events (audit show) or lines (activity).
+func printHistory(out io.Writer, pfile, path string, opts api.AuditReadOptions, asJSON, lines bool) error {
+	w := bufio.NewWriterSize(out, 64<<10)
+	enc := json.NewEncoder(w)
+	tl := api.NewTimeline(opts.Since, opts.Run)
+	err := readAudit(pfile, path, opts, func(e api.AuditEvent) error {
+		l, ok := tl.Add(&e)
+		switch {
+		case !ok:
+			return nil
+		case asJSON && lines:
+			return enc.Encode(l)
+		case asJSON:
+			return enc.Encode(e)
+		}
+		w.WriteString(l.Text)
+		return w.WriteByte('\n')
+	})
+	if ferr := w.Flush(); err == nil {
+		err = ferr
 	}
-	for _, l := range lines {
-		fmt.Fprintln(out, l.Text)
-	}
-	return nil
+	return err
 }
 
 func parseSince(s string) (time.Time, error) {
@@ -183,17 +218,31 @@ func parseSince(s string) (time.Time, error) {
 	return time.Parse(time.RFC3339, s)
 }
 
-// sessionsHistory prints the sessions the audit log shows.
+// sessionsHistory prints the sessions the audit log shows, each as soon as
+// the log shows it ended, then those still open.
 func sessionsHistory(out io.Writer, pfile string, asJSON bool) error {
-	events, err := readAudit(pfile, "")
-	if err != nil {
-		return err
-	}
-	sessions := api.AuditSessions(events)
-	if asJSON {
-		return printJSON(out, sessions)
-	}
-	for _, s := range sessions {
+	w := bufio.NewWriterSize(out, 64<<10)
+	n := 0
+	var werr error
+	emit := func(s api.AuditSession) {
+		if werr != nil {
+			return
+		}
+		if asJSON {
+			js, err := json.MarshalIndent(s, "  ", "  ")
+			if err != nil {
+				werr = err
+				return
+			}
+			if n == 0 {
+				w.WriteString("[\n  ")
+			} else {
+				w.WriteString(",\n  ")
+			}
+			w.Write(js)
+			n++
+			return
+		}
 		end := "open"
 		if !s.Ended.IsZero() {
 			end = "ended " + s.Ended.Local().Format("2006-01-02 15:04:05") + " (" + string(s.EndReason) + ")"
@@ -205,8 +254,27 @@ func sessionsHistory(out io.Writer, pfile string, asJSON bool) error {
 		if s.Label != "" {
 			who += fmt.Sprintf(" label %q", s.Label)
 		}
-		fmt.Fprintf(out, "%s  %s  key %s  approved %s by %s, %d signatures, %s\n",
+		fmt.Fprintf(w, "%s  %s  key %s  approved %s by %s, %d signatures, %s\n",
 			s.Grant, who, s.Key, s.Approved.Local().Format("2006-01-02 15:04:05"), s.Approver, s.Signs, end)
 	}
-	return nil
+	book := api.NewSessionBook()
+	err := readAudit(pfile, "", api.AuditReadOptions{}, func(e api.AuditEvent) error {
+		book.Add(&e, emit)
+		return werr
+	})
+	if err == nil {
+		book.Flush(emit)
+		err = werr
+	}
+	if asJSON && err == nil {
+		if n == 0 {
+			w.WriteString("[]\n")
+		} else {
+			w.WriteString("\n]\n")
+		}
+	}
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	return err
 }

@@ -28,7 +28,7 @@ Commands:
     revoke GRANT|RUN|--all
                         end session grants now
     audit verify|show   check the audit log offline, or decrypt it
-    activity [--since T] [--json]
+    activity [--since T] [--run R] [--json]
                         the audit log as a timeline
     journal [list|show ID|resolve ID|follow] [--json]
                         the bastion's command journal

@@ -57,12 +57,7 @@ func PinBeside(logPath string) (AuditPin, string, error) {
 // also that the log starts from it. A log that fails is a report with OK
 // false, not an error.
 func VerifyAuditLog(path string, pin AuditPin) (*AuditReport, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return audit.Verify(f, audit.VerifyOptions{PK0: pin})
+	return audit.VerifyPath(path, audit.VerifyOptions{PK0: pin})
 }
 
 // ErrNoAuditLog is returned by ReadAuditLog when the log does not exist.
@@ -72,31 +67,53 @@ var ErrNoAuditLog = errors.New("no audit log")
 // start over an audit log that fails verification.
 var ErrAuditLogDamaged = audit.ErrDamaged
 
-// ReadAuditLog decrypts every event of the log at path with the identity
-// kept in the vault, which it opens with openVault once it found the log.
-func ReadAuditLog(path string, openVault func() (*vault.Vault, error)) ([]AuditEvent, error) {
+// AuditReadOptions choose what ReadAuditLog decrypts. With Since or Run
+// set, the stretches of the log between checkpoints whose sealed summaries
+// rule them out are skipped without being decrypted; events before Since
+// or of other runs may still be passed (Timeline filters them).
+type AuditReadOptions struct {
+	Since time.Time
+	Run   string
+}
+
+// ReadAuditLog decrypts the events of the log at path, in order, with the
+// identity kept in the vault, which it opens with openVault once it found
+// the log, and passes them to fn one at a time: memory does not grow with
+// the log. A log that fails verification ends with the report's error
+// after the events before the bad record.
+func ReadAuditLog(path string, openVault func() (*vault.Vault, error), opts AuditReadOptions, fn func(AuditEvent) error) error {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w at %s", ErrNoAuditLog, path)
+		return fmt.Errorf("%w at %s", ErrNoAuditLog, path)
 	}
 	v, err := openVault()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer v.Wipe()
 	sec := v.Secret(secretAuditIdentity)
+	v.Wipe()
 	defer clear(sec)
 	if len(sec) != 32 {
-		return nil, errors.New("the vault holds no audit log identity (this vault was created before the log, or for another log)")
+		return errors.New("the vault holds no audit log identity (this vault was created before the log, or for another log)")
 	}
 	id := [32]byte(sec)
 	defer clear(id[:])
-	return audit.ReadEvents(path, id)
+	rep, err := audit.ReadLog(path, id, audit.ReadOptions{Since: opts.Since, Run: opts.Run}, func(e audit.Event) error { return fn(e) })
+	if err != nil {
+		return err
+	}
+	return rep.Err()
 }
 
-// Activity renders events from since on as a timeline.
-func Activity(events []AuditEvent, since time.Time) []ActivityLine {
-	return audit.Activity(events, since)
-}
+// Timeline renders events one at a time as activity lines.
+type Timeline = audit.Timeline
 
-// AuditSessions projects events into the session approvals they show.
-func AuditSessions(events []AuditEvent) []AuditSession { return audit.Sessions(events) }
+// NewTimeline returns a timeline of the events from since on (zero: all)
+// that name run (empty: all).
+func NewTimeline(since time.Time, run string) *Timeline { return audit.NewTimeline(since, run) }
+
+// SessionBook projects events one at a time into the session approvals
+// they show.
+type SessionBook = audit.SessionBook
+
+// NewSessionBook returns an empty book.
+func NewSessionBook() *SessionBook { return audit.NewSessionBook() }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The seed's sequence, produced by a real run: approve, restart the
@@ -63,6 +64,21 @@ func TestAuditSeedSequence(t *testing.T) {
 			t.Fatalf("activity --json line %q: %v", l, err)
 		}
 	}
+	// --run: that run's events only, the approval and the signatures
+	// included; --since in the future: nothing.
+	run := want[0].FindStringSubmatch(out)[1]
+	byRun := w.e.MustRun("postern", "activity", "--run", run, "--passphrase-file", w.pass).Stdout
+	if !strings.Contains(byRun, "session_approved run="+run) || !strings.Contains(byRun, "sign run="+run) {
+		t.Errorf("activity --run %s lacks the run's approval or signature:\n%s", run, byRun)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(byRun), "\n") {
+		if !strings.Contains(l, "run="+run) {
+			t.Errorf("activity --run %s shows another event: %s", run, l)
+		}
+	}
+	if later := w.e.MustRun("postern", "activity", "--since", time.Now().Add(time.Hour).Format(time.RFC3339), "--passphrase-file", w.pass).Stdout; later != "" {
+		t.Errorf("activity --since an hour from now:\n%s", later)
+	}
 	// sessions --history: who was approved, and why it ended.
 	hist := w.e.MustRun("postern", "sessions", "--history", "--passphrase-file", w.pass).Stdout
 	if !strings.Contains(hist, "gateway_restarted") && !strings.Contains(hist, "gateway_stopped") {
@@ -87,16 +103,21 @@ func TestAuditVerifyDetectsTampering(t *testing.T) {
 	log := w.e.Path("state", "postern", "audit.log")
 	good := mustRead(t, log)
 	var rep struct {
-		OK      bool `json:"ok"`
-		Entries int  `json:"entries"`
+		OK      bool  `json:"ok"`
+		Entries int   `json:"entries"`
+		Bytes   int64 `json:"bytes"`
 	}
 	r := w.e.MustRun("postern", "audit", "verify", "--json", log)
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || !rep.OK || rep.Entries < 5 {
 		t.Fatalf("honest log: %v %+v\n%s", err, rep, r.Stdout)
 	}
+	// The log's first segment is pre-allocated: records, then zeros.
+	if rep.Bytes <= 0 || int64(len(good)) <= rep.Bytes {
+		t.Fatalf("records end at %d of %d bytes", rep.Bytes, len(good))
+	}
 	// A flipped byte in the middle is tampering: exit 3, the record named.
 	bad := append([]byte(nil), good...)
-	bad[len(bad)/2] ^= 0x40
+	bad[rep.Bytes/2] ^= 0x40
 	os.WriteFile(log, bad, 0o600)
 	r = w.e.Run("postern", "audit", "verify", log)
 	if r.Code != 3 || !strings.Contains(r.Stdout, "first bad record: seq") {
@@ -109,7 +130,7 @@ func TestAuditVerifyDetectsTampering(t *testing.T) {
 		t.Fatalf("gateway started over a damaged audit log: %s", out)
 	}
 	// A torn tail (a crash mid-write) is only a warning.
-	os.WriteFile(log, good[:len(good)-7], 0o600)
+	os.WriteFile(log, good[:rep.Bytes-7], 0o600)
 	r = w.e.Run("postern", "audit", "verify", log)
 	if r.Code != 0 || !strings.Contains(r.Stdout, "torn") {
 		t.Fatalf("torn tail: %s", r)

@@ -1,0 +1,328 @@
+package audit
+
+import (
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// The writer goroutine: it takes the records in seq order, builds their
+// frames, writes each batch over the zeros of the current segment with one
+// write and one fdatasync (group commit), moves to the next segment when a
+// batch does not fit, and answers the appenders.
+
+// closeFiles closes the current segment, the lock and a prepared segment.
+func (w *writer) closeFiles() error {
+	var err error
+	if w.seg != nil && w.seg.f != w.lock {
+		err = w.seg.f.Close()
+	}
+	if cerr := w.lock.Close(); err == nil {
+		err = cerr
+	}
+	if w.prepared != nil {
+		if r := <-w.prepared; r.seg != nil {
+			r.seg.f.Close()
+		}
+		w.prepared = nil
+	}
+	return err
+}
+
+// run is the writer goroutine: it gathers whatever is queued, writes it with
+// one write and one fdatasync, answers the callers, and repeats.
+func (l *Log) run() {
+	defer close(l.quit)
+	w := l.w
+	var timer *time.Timer
+	var timerC <-chan time.Time
+	batch := make([]*item, 0, 256)
+	for {
+		batch = batch[:0]
+		select {
+		case it := <-l.in:
+			batch = append(batch, it)
+		case <-timerC:
+			timerC = nil
+			w.requestCheckpoint(nil)
+		}
+	drain:
+		for {
+			select {
+			case it := <-l.in:
+				batch = append(batch, it)
+			default:
+				break drain
+			}
+		}
+		var closeReq *item
+		for _, it := range batch {
+			switch it.kind {
+			case itemEntry, itemCheckpoint:
+				w.pending[it.seq] = it
+			case itemCheckpointReq:
+				w.requestCheckpoint(it.done)
+			case itemClose:
+				closeReq = it
+			}
+		}
+		w.writeReady()
+		if closeReq != nil {
+			if timer != nil {
+				timer.Stop()
+			}
+			w.finish(closeReq)
+			return
+		}
+		switch {
+		case w.unsealed > 0 && l.interval > 0 && timerC == nil:
+			if timer == nil {
+				timer = time.NewTimer(l.interval)
+			} else {
+				timer.Reset(l.interval)
+			}
+			timerC = timer.C
+		case w.unsealed == 0 && timerC != nil:
+			timer.Stop()
+			timerC = nil
+		}
+	}
+}
+
+func (w *writer) failure() error {
+	w.l.mu.Lock()
+	defer w.l.mu.Unlock()
+	return w.l.failed
+}
+
+func (w *writer) fail(err error) {
+	w.l.mu.Lock()
+	if w.l.failed == nil {
+		w.l.failed = err
+	}
+	w.l.mu.Unlock()
+}
+
+// writeReady writes every item whose turn has come, in batches. A batch ends
+// after a checkpoint, because the key file must move on before the next one.
+func (w *writer) writeReady() {
+	var entries []*item
+	for {
+		if err := w.failure(); err != nil {
+			for seq, it := range w.pending {
+				answer(it.done, err)
+				delete(w.pending, seq)
+			}
+			for seq, ws := range w.cpWaiters {
+				for _, ch := range ws {
+					answer(ch, err)
+				}
+				delete(w.cpWaiters, seq)
+			}
+			return
+		}
+		if _, ok := w.pending[w.seq]; !ok {
+			return
+		}
+		entries = entries[:0]
+		var cp *item
+		var sealErr error
+		limit := w.batchLimit()
+		for len(w.buf) < limit {
+			it, ok := w.pending[w.seq]
+			if !ok {
+				break
+			}
+			delete(w.pending, w.seq)
+			if it.kind == itemCheckpoint {
+				cp = it
+				if err := w.addCheckpoint(it.sum); err != nil {
+					sealErr = fmt.Errorf("audit log %s: seal checkpoint %d: %w; the log refuses appends until it is reopened", w.path, it.seq, err)
+				}
+				break
+			}
+			if it.err != nil {
+				sealErr = fmt.Errorf("audit log %s: seal entry %d: %w; the log refuses appends until it is reopened", w.path, it.seq, it.err)
+				answer(it.done, sealErr)
+				break
+			}
+			w.addEntry(it.ct)
+			entries = append(entries, it)
+		}
+		if err := w.flush(); err != nil {
+			w.fail(err)
+			for _, it := range entries {
+				answer(it.done, err)
+			}
+			if cp != nil {
+				answer(cp.done, err)
+			}
+			continue
+		}
+		w.publishHead()
+		for _, it := range entries {
+			answer(it.done, nil)
+		}
+		if sealErr != nil {
+			w.fail(sealErr)
+			if cp != nil {
+				answer(cp.done, sealErr)
+			}
+			continue
+		}
+		if cp != nil {
+			cpSeq, cpLink := w.seq-1, w.head
+			if err := w.rotate(); err != nil {
+				w.fail(err)
+				answer(cp.done, err)
+				continue
+			}
+			answer(cp.done, nil)
+			for _, ch := range w.cpWaiters[cpSeq] {
+				answer(ch, nil)
+			}
+			delete(w.cpWaiters, cpSeq)
+			w.notifyCheckpoint(cpSeq, cpLink)
+		}
+	}
+}
+
+// batchLimit bounds a batch so that it always fits an empty segment.
+func (w *writer) batchLimit() int {
+	return int(min(batchLimit, segmentSize(w.first, 1)/4))
+}
+
+// finish writes the final checkpoint and answers Close.
+func (w *writer) finish(closeReq *item) {
+	if w.failure() == nil && w.unsealed > 0 {
+		w.requestCheckpoint(nil)
+		w.writeReady()
+	}
+	answer(closeReq.done, w.failure())
+}
+
+func (w *writer) addEntry(ct []byte) {
+	w.buf, w.head = w.lk.appendFrame(w.buf, recEntry, w.seq, w.head, ct)
+	w.seq++
+	w.unsealed++
+}
+
+func (w *writer) publishHead() {
+	w.l.head.Store(&Anchor{LogID: hex.EncodeToString(w.logID[:]), Seq: w.seq - 1, Link: hex.EncodeToString(w.head[:])})
+}
+
+// flush writes the built frames over the zeros of the current segment with
+// one write and one fdatasync, after checking that nobody else changed the
+// file. It moves to the next segment first when they do not fit.
+func (w *writer) flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	if !w.seg.prealloc || w.seg.off+int64(len(w.buf)) > w.seg.size {
+		if err := w.cut(); err != nil {
+			return fmt.Errorf("audit log %s: %w; the log refuses appends until it is reopened", w.path, err)
+		}
+	}
+	s := w.seg
+	if err := w.checkFile(); err != nil {
+		return err
+	}
+	var n int
+	var err error
+	if w.writeHook != nil {
+		n, err = w.writeHook(s.f, w.buf, s.off)
+	} else {
+		n, err = s.f.WriteAt(w.buf, s.off)
+	}
+	if err == nil && n != len(w.buf) {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		if w.syncHook != nil {
+			err = w.syncHook(s.f)
+		} else {
+			err = datasync(s.f)
+		}
+		if err != nil {
+			err = fmt.Errorf("fdatasync: %w", err)
+		}
+	}
+	if err != nil {
+		// Leave zeros after the last record if we can; if not, the next
+		// Open finds a torn tail and saves and clears it.
+		if _, zerr := s.f.WriteAt(make([]byte, len(w.buf)), s.off); zerr == nil {
+			datasync(s.f)
+		}
+		return fmt.Errorf("audit log %s: writing %d bytes at offset %d of %s failed: %w; the log refuses appends until it is reopened", w.path, len(w.buf), s.off, s.path, err)
+	}
+	s.off += int64(n)
+	if cap(w.buf) > 4*batchLimit {
+		w.buf = nil
+	} else {
+		w.buf = w.buf[:0]
+	}
+	if w.prepared == nil && s.off > s.size/2 {
+		w.prepare()
+	}
+	return nil
+}
+
+// prepare starts making the next segment.
+func (w *writer) prepare() {
+	ch := make(chan prepResult, 1)
+	w.prepared = ch
+	index := w.seg.index + 1
+	size := segmentSize(w.first, index)
+	go func() {
+		s, err := createSegment(w.path, index, size)
+		ch <- prepResult{s, err}
+	}()
+}
+
+// cut moves the writer to the next segment, waiting for it to be made.
+// The zeros left at the end of the current one are free space.
+func (w *writer) cut() error {
+	if w.prepared == nil {
+		w.prepare()
+	}
+	r := <-w.prepared
+	w.prepared = nil
+	if r.err != nil {
+		return r.err
+	}
+	if w.seg.f != w.lock {
+		w.seg.f.Close()
+	}
+	w.seg = r.seg
+	return nil
+}
+
+// checkFile refuses to write when someone else wrote to, truncated,
+// extended, replaced or removed the current segment since the last write.
+func (w *writer) checkFile() error {
+	s := w.seg
+	fi, err := s.f.Stat()
+	if err != nil {
+		return fmt.Errorf("audit log %s: stat: %w", s.path, err)
+	}
+	if fi.Size() != s.size {
+		return fmt.Errorf("audit log %s is %d bytes but this writer left it at %d: another process wrote to or truncated it; nothing more was written; verify the log and move it aside", s.path, fi.Size(), s.size)
+	}
+	pfi, err := os.Stat(s.path)
+	if err != nil {
+		return fmt.Errorf("audit log %s was removed or renamed while open (%w); nothing more was written", s.path, err)
+	}
+	if dev, ino, ok := fileID(pfi); ok && (dev != s.dev || ino != s.ino) {
+		return fmt.Errorf("audit log %s was replaced by another file while open; nothing more was written; verify both and keep the original", s.path)
+	}
+	var next [frameHeaderSize]byte
+	if _, err := s.f.ReadAt(next[:], s.off); err != nil && err != io.EOF {
+		return fmt.Errorf("audit log %s: read: %w", s.path, err)
+	}
+	if next != ([frameHeaderSize]byte{}) {
+		return fmt.Errorf("audit log %s has bytes after the records this writer wrote, at offset %d: another process wrote to it; nothing more was written; verify the log and move it aside", s.path, s.off)
+	}
+	return nil
+}

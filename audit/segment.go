@@ -1,0 +1,251 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/postern/postern/internal/atomicfile"
+)
+
+// A version 2 log is a series of segments, modelled on etcd's write-ahead
+// log: the log's path is segment 0 and segment i is "<path>.%06d". Each
+// segment is created at its full size, filled with zeros, synced and linked
+// into its directory (synced too) before the writer needs it, by a
+// goroutine that prepares the next segment while the current one fills.
+// Records are then written over the zeros in place: the blocks are already
+// allocated and written, and the file size does not change, so a durable
+// append is one write and one fdatasync that has no metadata to flush.
+// Zero bytes after a segment's records are free space. The writer moves to
+// the next segment when a write does not fit; segment sizes start at
+// SegmentSize and double up to maxSegmentSize, so a small log stays small.
+//
+// Readers go through the segments in order; a record never spans two. After
+// a crash, a segment may end in a torn write (see frameReader.classifyFree);
+// no later segment may then hold records. Spare segments, all zero, may
+// follow the last one in use.
+const (
+	// DefaultSegmentSize is the size of a new log's first segment.
+	DefaultSegmentSize = 1 << 20
+	// minSegmentSize keeps room for the largest write in an empty segment.
+	minSegmentSize = 4 * maxFrame
+	// maxSegmentSize is the largest segment the writer makes.
+	maxSegmentSize = 32 << 20
+	// zeroChunk is the size of the writes that fill a new segment.
+	zeroChunk = 1 << 20
+)
+
+// segmentName returns the file of segment i of the log at path.
+func segmentName(path string, i int) string {
+	if i == 0 {
+		return path
+	}
+	return fmt.Sprintf("%s.%06d", path, i)
+}
+
+// segmentSize returns the size the writer gives segment i when the first
+// is first bytes large.
+func segmentSize(first int64, i int) int64 {
+	size := first
+	for ; i > 0 && size < maxSegmentSize; i-- {
+		size *= 2
+	}
+	return max(first, min(size, maxSegmentSize))
+}
+
+// segmentIndexes returns the indexes of the segments beside the log at path
+// (not 0), sorted.
+func segmentIndexes(path string) ([]int, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), base+".")
+		if !ok || len(rest) < 6 || strings.Trim(rest, "0123456789") != "" {
+			continue
+		}
+		if i, err := strconv.Atoi(rest); err == nil && i > 0 {
+			out = append(out, i)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// segRef is one segment to read.
+type segRef struct {
+	index int
+	name  string // shown in findings: the file's base name
+	path  string // "" for a stream given by the caller
+	r     io.Reader
+}
+
+func (s *segRef) open() (io.ReadCloser, error) {
+	if s.path == "" {
+		return io.NopCloser(s.r), nil
+	}
+	return os.Open(s.path)
+}
+
+// logSegments lists the segments of the log at path, in order, from segment
+// first on. A gap in the numbering is an error naming the missing segment.
+func logSegments(path string, first int) ([]segRef, error) {
+	idx, err := segmentIndexes(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []segRef
+	if first == 0 {
+		out = append(out, segRef{index: 0, name: filepath.Base(path), path: path})
+	}
+	for k, i := range idx {
+		if i != k+1 {
+			return nil, fmt.Errorf("%w: segment %s is missing (the next one present is %s)", ErrSegmentMissing,
+				filepath.Base(segmentName(path, k+1)), filepath.Base(segmentName(path, i)))
+		}
+		if i >= first {
+			out = append(out, segRef{index: i, name: filepath.Base(segmentName(path, i)), path: segmentName(path, i)})
+		}
+	}
+	return out, nil
+}
+
+// ErrSegmentMissing reports a log whose segments are not numbered
+// contiguously.
+var ErrSegmentMissing = errors.New("audit log segment missing")
+
+// segment is a segment file the writer holds.
+type segment struct {
+	index    int
+	path     string
+	f        *os.File
+	size     int64 // the file's size
+	off      int64 // end of the records
+	dev, ino uint64
+	prealloc bool // false for the first file of a version 1 log, never written again
+}
+
+// createSegment makes segment index of the log at path, size bytes of
+// zeros, durable and linked into the directory.
+func createSegment(path string, index int, size int64) (*segment, error) {
+	name := segmentName(path, index)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create audit log segment: %w", err)
+	}
+	s := &segment{index: index, path: name, f: f, size: size, prealloc: true}
+	fail := func(err error) (*segment, error) {
+		f.Close()
+		os.Remove(name)
+		return nil, fmt.Errorf("create audit log segment %s: %w", name, err)
+	}
+	if err := fillSegment(f, size); err != nil {
+		return fail(err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fail(err)
+	}
+	s.dev, s.ino, _ = fileID(fi)
+	return s, nil
+}
+
+// openSegment opens an existing segment for writing at off.
+func openSegment(path string, index int, off int64, prealloc bool) (*segment, error) {
+	name := segmentName(path, index)
+	f, err := os.OpenFile(name, os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open audit log segment: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open audit log segment: %w", err)
+	}
+	s := &segment{index: index, path: name, f: f, size: fi.Size(), off: off, prealloc: prealloc}
+	s.dev, s.ino, _ = fileID(fi)
+	return s, nil
+}
+
+// isSpare reports whether the segment file holds nothing a writer put
+// there: its first maxWrite bytes are zero (a write into a segment starts
+// at its beginning, and a crash leaves at most one write).
+func isSpare(name string) (bool, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	var read int64
+	for read < maxWrite {
+		n, err := f.Read(buf)
+		if !allZero(buf[:n]) {
+			return false, nil
+		}
+		read += int64(n)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// removeSpares removes the spare segments after the last one in use and
+// returns the index of that one.
+func removeSpares(path string, idx []int) (last int, err error) {
+	last = 0
+	removed := false
+	for k := len(idx) - 1; k >= 0; k-- {
+		name := segmentName(path, idx[k])
+		spare, err := isSpare(name)
+		if err != nil {
+			return 0, fmt.Errorf("open audit log: %w", err)
+		}
+		if !spare {
+			last = idx[k]
+			break
+		}
+		if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return 0, fmt.Errorf("open audit log: remove the spare segment %s: %w", name, err)
+		}
+		removed = true
+	}
+	if removed {
+		if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
+			return 0, fmt.Errorf("open audit log: %w", err)
+		}
+	}
+	return last, nil
+}
+
+// fillSegment makes f, a segment, size bytes of zeros, durable and linked
+// in its directory.
+func fillSegment(f *os.File, size int64) error {
+	zeros := make([]byte, min(size, zeroChunk))
+	for off := int64(0); off < size; off += int64(len(zeros)) {
+		if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), size-off)], off); err != nil {
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return atomicfile.SyncDir(filepath.Dir(f.Name()))
+}
