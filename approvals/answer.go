@@ -129,7 +129,7 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 		if epoch != c.epoch {
 			g = nil // answered across a lock or unlock: no grant
 		} else {
-			e.grants[g.ID] = g
+			e.addGrantLocked(g)
 		}
 	}
 	attrs := []any{"card", id, "decision", a.Verdict.String(), "approver", a.Approver}
@@ -146,7 +146,7 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 		}
 		a.grant, a.run = g.ID, g.Run.ID
 		if err := e.record(ev); err != nil {
-			delete(e.grants, g.ID)
+			e.removeGrantLocked(g.ID)
 			a.Verdict = VerdictDeny
 			e.closeCardLocked(c, a)
 			return fmt.Errorf("%w; the approval was not applied", ErrNotRecorded)

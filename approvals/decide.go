@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"context"
+	"time"
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/procid"
@@ -131,43 +132,49 @@ func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 	}
 }
 
-// covering returns a live grant that covers r, checking each candidate
-// against live evidence and ending those that no longer hold.
+// covering returns a live grant that covers r. The requester's live
+// ancestry is walked once, nearest first; at each ancestor the grants
+// bound to that process for r's key are found by map (see grantSlot) and
+// each is checked against live evidence; those that no longer hold are
+// ended. The cost does not grow with the number of grants.
 func (e *Engine) covering(r *Request, dest *DestView, epoch uint64, scope Scope) *Grant {
-	e.mu.Lock()
-	var cands []*Grant
-	for _, g := range e.grants {
-		if g.Key.Fingerprint == r.Key.Fingerprint {
-			cands = append(cands, g)
-		}
-	}
-	e.mu.Unlock()
 	now := e.now()
-	for _, g := range cands {
-		switch {
-		case g.BootID != e.bootID:
-			e.endGrant(g, audit.ReasonGatewayRestarted)
-			continue
-		case g.Epoch != epoch:
-			e.endGrant(g, audit.ReasonVaultStateChanged)
-			continue
-		case !g.Expires.IsZero() && !now.Before(g.Expires):
-			e.endGrant(g, audit.ReasonExpired)
-			continue
-		case !g.coversDest(r, dest, scope):
-			continue
+	k, kok := destKey(r, dest)
+	var found *Grant
+	var cands []*Grant
+	r.Requester.Lineage(func(pid int, start uint64) bool {
+		cands = e.grantsAt(cands[:0], grantSlot{pid: pid, start: start, key: r.Key.Fingerprint}, k, kok)
+		for _, g := range cands {
+			if g.coversDest(r, dest, scope) && e.holds(g, epoch, now) {
+				found = g
+				return false
+			}
 		}
-		run := g.Run
-		if reason, ok := run.check(); !ok {
-			e.EndRun(run.ID, reason)
-			continue
-		}
-		if g.Nonce != run.Nonce {
-			continue
-		}
-		if ok, _ := r.Requester.Within(run.pin); ok {
-			return g
-		}
+		return true
+	})
+	return found
+}
+
+// holds checks a grant found on the requester's ancestry against live
+// evidence: this boot, this epoch, not expired, its run still the process
+// that was approved (alive, same start time, same program) with the same
+// launch nonce. A grant that fails for good is ended.
+func (e *Engine) holds(g *Grant, epoch uint64, now time.Time) bool {
+	switch {
+	case g.BootID != e.bootID:
+		e.endGrant(g, audit.ReasonGatewayRestarted)
+		return false
+	case g.Epoch != epoch:
+		e.endGrant(g, audit.ReasonVaultStateChanged)
+		return false
+	case !g.Expires.IsZero() && !now.Before(g.Expires):
+		e.endGrant(g, audit.ReasonExpired)
+		return false
 	}
-	return nil
+	run := g.Run
+	if reason, ok := run.check(); !ok {
+		e.EndRun(run.ID, reason)
+		return false
+	}
+	return g.Nonce == run.Nonce
 }

@@ -62,6 +62,7 @@ type Engine struct {
 	mu       sync.Mutex
 	runs     map[string]*Run
 	grants   map[string]*Grant
+	bySlot   map[grantSlot][]*Grant // grants by run process, key and destination
 	cards    map[string]*Card
 	past     []Past
 	cooldown map[string]time.Time
@@ -84,6 +85,7 @@ func NewEngine(c Config) *Engine {
 		clock:       c.Now,
 		runs:        map[string]*Run{},
 		grants:      map[string]*Grant{},
+		bySlot:      map[grantSlot][]*Grant{},
 		cards:       map[string]*Card{},
 		cooldown:    map[string]time.Time{},
 		changed:     make(chan struct{}),

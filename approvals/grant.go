@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"slices"
 	"time"
 
 	"github.com/postern/postern/audit"
@@ -57,4 +58,57 @@ func (g *Grant) coversDest(r *Request, dest *DestView, scope Scope) bool {
 	}
 	k, ok := destKey(r, dest)
 	return ok && k == g.Dest
+}
+
+// grantSlot is where a grant is found: the approved run's process (pid
+// and start time), the key, and the destination the grant was approved
+// for ("" for none).
+type grantSlot struct {
+	pid   int
+	start uint64
+	key   string
+	dest  string
+}
+
+func slotOf(g *Grant) grantSlot {
+	return grantSlot{pid: g.Run.Process.PID, start: g.Run.Process.StartTicks, key: g.Key.Fingerprint, dest: g.Dest}
+}
+
+// addGrantLocked stores g and indexes it by its slot; e.mu held.
+func (e *Engine) addGrantLocked(g *Grant) {
+	e.grants[g.ID] = g
+	s := slotOf(g)
+	e.bySlot[s] = append(e.bySlot[s], g)
+}
+
+// removeGrantLocked forgets the grant id; e.mu held.
+func (e *Engine) removeGrantLocked(id string) {
+	g := e.grants[id]
+	if g == nil {
+		return
+	}
+	delete(e.grants, id)
+	s := slotOf(g)
+	rest := slices.DeleteFunc(e.bySlot[s], func(o *Grant) bool { return o == g })
+	if len(rest) == 0 {
+		delete(e.bySlot, s)
+	} else {
+		e.bySlot[s] = rest
+	}
+}
+
+// grantsAt appends to dst the grants at slot s that can cover a request
+// whose destination key is dest (ok false: a login to an unverified
+// destination): those approved for that destination, and those approved
+// for none, which cover any request unless the scope is narrowed
+// (coversDest decides).
+func (e *Engine) grantsAt(dst []*Grant, s grantSlot, dest string, ok bool) []*Grant {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ok && dest != "" {
+		s.dest = dest
+		dst = append(dst, e.bySlot[s]...)
+		s.dest = ""
+	}
+	return append(dst, e.bySlot[s]...)
 }

@@ -67,7 +67,7 @@ func (e *Engine) endGrant(g *Grant, reason audit.Reason) {
 }
 
 func (e *Engine) endGrantLocked(id string, g *Grant, reason audit.Reason) {
-	delete(e.grants, id)
+	e.removeGrantLocked(id)
 	g.ended = reason
 	e.record(audit.Event{Type: audit.EventSessionEnded, Run: g.Run.ID, Grant: id, Key: g.Key.Fingerprint, Reason: reason, Label: g.Run.Label, VaultEpoch: g.Epoch})
 	e.past = append(e.past, pastOf(e.bootID, g.Run, g, reason, e.now()))

@@ -29,8 +29,11 @@ type GrantView struct {
 	Expires   time.Time `json:"expires,omitzero"`
 }
 
-// Sessions lists the live runs and grants.
+// Sessions lists the live runs and grants. Runs whose exit the platform
+// cannot watch are checked against live evidence first, so that none
+// listed has ended.
 func (e *Engine) Sessions() ([]RunState, []GrantView) {
+	e.pruneUnwatched()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	count := map[*Run]int{}
@@ -64,4 +67,24 @@ func (e *Engine) Counts() (runs, grants, cards int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.runs), len(e.grants), len(e.cards)
+}
+
+// pruneUnwatched ends the runs whose process exit is not watched (no
+// pidfd on this platform or table) and that no longer pass their live
+// check. Runs with a watcher end by themselves when they exit; a request
+// checks the runs on its own ancestry.
+func (e *Engine) pruneUnwatched() {
+	e.mu.Lock()
+	var check []*Run
+	for _, r := range e.runs {
+		if r.pin != nil && r.pin.Exited() == nil {
+			check = append(check, r)
+		}
+	}
+	e.mu.Unlock()
+	for _, r := range check {
+		if reason, ok := r.check(); !ok {
+			e.EndRun(r.ID, reason)
+		}
+	}
 }

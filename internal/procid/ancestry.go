@@ -69,30 +69,80 @@ func (t *Table) DescendsFrom(pid int, start uint64, root *Process) (bool, error)
 // its pid as parent while its pin shows it alive (a live process's pid
 // cannot name another).
 func (p *Peer) Within(root *Peer) (bool, error) {
-	st, err := p.Stat()
+	st, err := p.ownStat()
 	if err != nil {
 		return false, err
 	}
-	if st.StartTicks != p.StartTicks {
-		return false, fmt.Errorf("pid %d: %w", p.PID, ErrGone)
-	}
 	alive := func() bool { return root.pin.alive(root.table, &root.Process) == nil }
 	return p.table.walk(p.PID, st, &root.Process, alive)
+}
+
+// Lineage walks p's live ancestry, p first, as DescendsFrom walks it:
+// visit is called with each process's pid and start time, nearest first,
+// until it returns false or the top of the tree is reached. It returns an
+// error wrapping ErrGone or ErrUndecided when the walk cannot go on (see
+// DescendsFrom); what visit saw before then stands. Each process's stat
+// is read once (p's through its pin), so a caller that looks something up
+// at every ancestor walks the ancestry once, however much it looks up.
+func (p *Peer) Lineage(visit func(pid int, start uint64) bool) error {
+	st, err := p.ownStat()
+	if err != nil {
+		return err
+	}
+	return p.table.climb(p.PID, st, func(pid int, st Stat) bool { return !visit(pid, st.StartTicks) }, nil)
+}
+
+// ownStat reads p's stat through its pin and checks its start time.
+func (p *Peer) ownStat() (Stat, error) {
+	st, err := p.Stat()
+	if err != nil {
+		return Stat{}, err
+	}
+	if st.StartTicks != p.StartTicks {
+		return Stat{}, fmt.Errorf("pid %d: %w", p.PID, ErrGone)
+	}
+	return st, nil
 }
 
 // walk goes up from pid, whose stat is st, until it meets root or the
 // top of the tree; see DescendsFrom. rootAlive, when given, vouches for
 // root's pid.
 func (t *Table) walk(pid int, st Stat, root *Process, rootAlive func() bool) (bool, error) {
-	for range maxWalk {
+	found := false
+	at := func(pid int, st Stat) bool {
 		if pid == root.PID {
-			return st.StartTicks == root.StartTicks, nil
+			found = st.StartTicks == root.StartTicks
+			return true
 		}
-		if st.PPID <= 0 {
-			return false, nil
+		return false
+	}
+	var vouch func(ppid int, child Stat) bool
+	if rootAlive != nil {
+		vouch = func(ppid int, child Stat) bool {
+			if ppid == root.PID && root.StartTicks <= child.StartTicks && rootAlive() {
+				found = true
+				return true
+			}
+			return false
 		}
-		if st.PPID == root.PID && rootAlive != nil && root.StartTicks <= st.StartTicks && rootAlive() {
-			return true, nil
+	}
+	err := t.climb(pid, st, at, vouch)
+	return found, err
+}
+
+// climb goes up from pid, whose stat is st: at is called with each
+// process on the way, pid first, and ends the walk by returning true;
+// vouch, when given, is asked about a parent before its stat is read and
+// ends the walk by returning true. It returns nil when one of them ended
+// the walk or the top of the tree was reached, and otherwise an error
+// wrapping ErrUndecided (see DescendsFrom).
+func (t *Table) climb(pid int, st Stat, at func(pid int, st Stat) bool, vouch func(ppid int, child Stat) bool) error {
+	for range maxWalk {
+		if at(pid, st) || st.PPID <= 0 {
+			return nil
+		}
+		if vouch != nil && vouch(st.PPID, st) {
+			return nil
 		}
 		parent, err := t.Stat(st.PPID)
 		if err != nil || parent.StartTicks > st.StartTicks {
@@ -102,17 +152,17 @@ func (t *Table) walk(pid int, st Stat, root *Process, rootAlive func() bool) (bo
 			again, err2 := t.Stat(pid)
 			switch {
 			case err2 != nil || again.StartTicks != st.StartTicks:
-				return false, fmt.Errorf("pid %d left while its ancestry was read: %w", pid, ErrUndecided)
+				return fmt.Errorf("pid %d left while its ancestry was read: %w", pid, ErrUndecided)
 			case again.PPID == st.PPID:
 				if err == nil {
 					err = fmt.Errorf("parent %d is younger than its child %d", st.PPID, pid)
 				}
-				return false, fmt.Errorf("%w: %v", ErrUndecided, err)
+				return fmt.Errorf("%w: %v", ErrUndecided, err)
 			}
 			st = again
 			continue
 		}
 		pid, st = st.PPID, parent
 	}
-	return false, fmt.Errorf("pid %d: the walk does not end: %w", pid, ErrUndecided)
+	return fmt.Errorf("pid %d: the walk does not end: %w", pid, ErrUndecided)
 }

@@ -55,19 +55,24 @@ func (t *Table) Pin(pid int) (*Peer, error) {
 }
 
 // finish inspects pid and checks that the pin still holds afterwards, so
-// the facts read from /proc are about the pinned process.
+// the facts read from /proc are about the pinned process: a pidfd that is
+// still open and not readable proves the process never exited while they
+// were read, so its pid named it throughout (the fallback pin compares
+// the start time again). A uid the socket's credentials gave is taken as
+// given: the kernel recorded it at connect, from the same process.
 func (t *Table) finish(pid int, uid uint32, haveUID bool, pn pin) (*Peer, error) {
 	if err := pn.hold(t, pid); err != nil {
 		pn.close()
 		return nil, err
 	}
-	proc, err := t.Inspect(pid)
+	var given *uint32
+	if haveUID {
+		given = &uid
+	}
+	proc, err := t.inspect(pid, given, pn)
 	if err != nil {
 		pn.close()
 		return nil, err
-	}
-	if haveUID {
-		proc.UID = uid
 	}
 	proc.PidfsIno = pn.ino()
 	p := &Peer{Process: proc, table: t, pin: pn}

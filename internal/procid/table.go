@@ -148,28 +148,37 @@ func (t *Table) Exe(pid int) (Exe, error) {
 		return Exe{}, err
 	}
 	e.Path = t.exePath(pid)
-	t.mu.Lock()
-	sum, ok := t.hashes[k]
-	t.mu.Unlock()
-	if !ok {
-		if sum, err = hashPath(t.exeFile(pid)); err != nil {
-			// An unreadable executable (a non-dumpable process) keeps a
-			// zero hash; policy treats it as unidentified.
-			return e, nil
-		}
-		t.mu.Lock()
-		if t.hashes == nil {
-			t.hashes = make(map[exeKey][32]byte)
-		}
-		t.hashes[k] = sum
-		t.mu.Unlock()
+	if sum, ok := t.cachedHash(k); ok {
+		// The hash was taken of the file with exactly these attributes,
+		// and checked against them after it was read: no second stat.
+		e.SHA256 = sum
+		return e, nil
 	}
-	e.SHA256 = sum
+	sum, err := hashPath(t.exeFile(pid))
+	if err != nil {
+		// An unreadable executable (a non-dumpable process) keeps a
+		// zero hash; policy treats it as unidentified.
+		return e, nil
+	}
 	// The hash is only meaningful if the file did not change while read.
 	if _, k2, err := t.ExeID(pid); err != nil || k2 != k {
 		return Exe{}, fmt.Errorf("pid %d: %w", pid, ErrChanged)
 	}
+	t.mu.Lock()
+	if t.hashes == nil {
+		t.hashes = make(map[exeKey][32]byte)
+	}
+	t.hashes[k] = sum
+	t.mu.Unlock()
+	e.SHA256 = sum
 	return e, nil
+}
+
+func (t *Table) cachedHash(k exeKey) ([32]byte, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sum, ok := t.hashes[k]
+	return sum, ok
 }
 
 func hashPath(path string) ([32]byte, error) {
@@ -191,7 +200,23 @@ func hashPath(path string) ([32]byte, error) {
 // still names the same process afterwards: callers pin the process with a
 // pidfd (see [PeerOf]) or compare start times again.
 func (t *Table) Inspect(pid int) (Process, error) {
-	st, err := t.Stat(pid)
+	return t.inspect(pid, nil, nil)
+}
+
+// inspect reads the facts of pid. With uid set (the kernel's socket
+// credentials) the uid is not read again from /proc. With pn set (a pin
+// taken before, whose evidence is held), stat is read through the pin and
+// not read a second time: the caller checks the pin afterwards, which
+// proves that the process did not change while its facts were read, as a
+// second read of its start time would.
+func (t *Table) inspect(pid int, uid *uint32, pn pin) (Process, error) {
+	var st Stat
+	var err error
+	if pn != nil {
+		st, err = pn.stat(t, &Process{PID: pid})
+	} else {
+		st, err = t.Stat(pid)
+	}
 	if err != nil {
 		return Process{}, err
 	}
@@ -199,16 +224,20 @@ func (t *Table) Inspect(pid int) (Process, error) {
 	if err != nil {
 		return Process{}, err
 	}
-	uid, err := t.UID(pid)
-	if err != nil {
+	p := Process{PID: pid, PPID: st.PPID, StartTicks: st.StartTicks, Session: st.Session, Comm: st.Comm, Exe: exe, Layout: st.Layout}
+	if uid != nil {
+		p.UID = *uid
+	} else if p.UID, err = t.UID(pid); err != nil {
 		return Process{}, err
 	}
 	// The facts belong together only if the process did not change while
 	// they were read.
-	if again, err := t.Stat(pid); err != nil || again.StartTicks != st.StartTicks {
-		return Process{}, fmt.Errorf("pid %d: %w", pid, ErrGone)
+	if pn == nil {
+		if again, err := t.Stat(pid); err != nil || again.StartTicks != st.StartTicks {
+			return Process{}, fmt.Errorf("pid %d: %w", pid, ErrGone)
+		}
 	}
-	return Process{PID: pid, PPID: st.PPID, UID: uid, StartTicks: st.StartTicks, Session: st.Session, Comm: st.Comm, Exe: exe, Layout: st.Layout}, nil
+	return p, nil
 }
 
 func gone(pid int, err error) error {
