@@ -94,10 +94,10 @@ func (l *Log) Checkpoint() error {
 	}
 	l.inflight.Add(1)
 	l.mu.Unlock()
-	req := &item{kind: itemCheckpointReq, done: make(chan error, 1)}
-	l.in <- req
+	done := make(chan error, 1)
+	l.w.requestCheckpoint(done)
 	l.inflight.Done()
-	if err := <-req.done; err != nil {
+	if err := <-done; err != nil {
 		return fmt.Errorf("audit checkpoint: %w", err)
 	}
 	return nil
@@ -121,12 +121,14 @@ func (w *writer) requestCheckpoint(done chan error) {
 		l.lastCP = seq
 		sum := l.takeSummary()
 		l.mu.Unlock()
-		w.pending[seq] = &item{kind: itemCheckpoint, seq: seq, sum: sum, done: done}
+		w.submit(&item{kind: itemCheckpoint, seq: seq, sum: sum, done: done})
 		return
 	}
 	last := l.lastCP
 	l.mu.Unlock()
-	if last >= w.seq {
+	w.cmu.Lock()
+	defer w.cmu.Unlock()
+	if last >= w.durable {
 		w.cpWaiters[last] = append(w.cpWaiters[last], done)
 		return
 	}

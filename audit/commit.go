@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// The writer goroutine: it takes the records in seq order, builds their
-// frames, writes each batch over the zeros of the current segment with one
-// write and one fdatasync (group commit), moves to the next segment when a
+// Committing: records are taken in seq order, their frames built, and each
+// batch written over the zeros of the current segment with one write and
+// one fdatasync (group commit); the writer moves to the next segment when a
 // batch does not fit, and answers the appenders.
 
 // closeFiles closes the current segment, the lock and a prepared segment.
@@ -31,62 +31,158 @@ func (w *writer) closeFiles() error {
 	return err
 }
 
-// run is the writer goroutine: it gathers whatever is queued, writes it with
-// one write and one fdatasync, answers the callers, and repeats.
-func (l *Log) run() {
-	defer close(l.quit)
-	w := l.w
-	var timer *time.Timer
-	var timerC <-chan time.Time
-	batch := make([]*item, 0, 256)
+// submit queues records whose seqs are reserved and writes whatever is
+// ready, unless another goroutine is writing: then that one writes them
+// when its write is done. The goroutine that writes is the leader of a
+// group commit: it takes every record whose turn has come, writes them
+// with one write and one fdatasync, answers their appenders, and goes on
+// while more are ready. An appender that finds nobody writing does the
+// write itself, with no hand-off to another goroutine.
+func (w *writer) submit(its ...*item) {
+	w.cmu.Lock()
+	for _, it := range its {
+		if it != nil {
+			w.pending[it.seq] = it
+		}
+	}
+	if w.flushing {
+		w.cmu.Unlock()
+		return
+	}
+	w.flushing = true
+	w.cmu.Unlock()
+	w.lead()
+}
+
+// lead writes batches while records are ready; w.flushing is set.
+func (w *writer) lead() {
+	var batch []*item
 	for {
-		batch = batch[:0]
-		select {
-		case it := <-l.in:
-			batch = append(batch, it)
-		case <-timerC:
-			timerC = nil
-			w.requestCheckpoint(nil)
-		}
-	drain:
-		for {
-			select {
-			case it := <-l.in:
-				batch = append(batch, it)
-			default:
-				break drain
+		w.cmu.Lock()
+		if err := w.failure(); err != nil {
+			for seq, it := range w.pending {
+				answer(it.done, err)
+				delete(w.pending, seq)
 			}
-		}
-		var closeReq *item
-		for _, it := range batch {
-			switch it.kind {
-			case itemEntry, itemCheckpoint:
-				w.pending[it.seq] = it
-			case itemCheckpointReq:
-				w.requestCheckpoint(it.done)
-			case itemClose:
-				closeReq = it
+			for seq, ws := range w.cpWaiters {
+				for _, ch := range ws {
+					answer(ch, err)
+				}
+				delete(w.cpWaiters, seq)
 			}
-		}
-		w.writeReady()
-		if closeReq != nil {
-			if timer != nil {
-				timer.Stop()
-			}
-			w.finish(closeReq)
+			w.flushing = false
+			w.cmu.Unlock()
 			return
 		}
-		switch {
-		case w.unsealed > 0 && l.interval > 0 && timerC == nil:
-			if timer == nil {
-				timer = time.NewTimer(l.interval)
-			} else {
-				timer.Reset(l.interval)
+		// The records whose turn has come, up to a write's worth, ending
+		// after a checkpoint: the key file must move on before the next.
+		batch = batch[:0]
+		size, limit := 0, w.batchLimit()
+		for next := w.seq; size < limit; next++ {
+			it, ok := w.pending[next]
+			if !ok {
+				break
 			}
-			timerC = timer.C
-		case w.unsealed == 0 && timerC != nil:
-			timer.Stop()
-			timerC = nil
+			delete(w.pending, next)
+			batch = append(batch, it)
+			size += len(it.ct) + frameHeaderSize + bodyFixedSize + linkSize
+			if it.kind == itemCheckpoint || it.err != nil {
+				break
+			}
+		}
+		if len(batch) == 0 {
+			w.flushing = false
+			w.cmu.Unlock()
+			return
+		}
+		w.cmu.Unlock()
+		w.writeBatch(batch)
+	}
+}
+
+// writeBatch builds the frames of a batch, writes them, answers their
+// appenders and, after a checkpoint, moves the key file on.
+func (w *writer) writeBatch(batch []*item) {
+	var entries []*item
+	var cp *item
+	var sealErr error
+	for _, it := range batch {
+		if it.kind == itemCheckpoint {
+			cp = it
+			if err := w.addCheckpoint(it.sum); err != nil {
+				sealErr = fmt.Errorf("audit log %s: seal checkpoint %d: %w; the log refuses appends until it is reopened", w.path, it.seq, err)
+			}
+			break
+		}
+		if it.err != nil {
+			sealErr = fmt.Errorf("audit log %s: seal entry %d: %w; the log refuses appends until it is reopened", w.path, it.seq, it.err)
+			answer(it.done, sealErr)
+			break
+		}
+		w.addEntry(it.ct)
+		entries = append(entries, it)
+	}
+	if err := w.flush(); err != nil {
+		w.fail(err)
+		for _, it := range entries {
+			answer(it.done, err)
+		}
+		if cp != nil {
+			answer(cp.done, err)
+		}
+		return
+	}
+	w.publishHead()
+	for _, it := range entries {
+		answer(it.done, nil)
+	}
+	if sealErr != nil {
+		w.fail(sealErr)
+		if cp != nil {
+			answer(cp.done, sealErr)
+		}
+		return
+	}
+	if cp == nil {
+		w.cmu.Lock()
+		w.durable = w.seq
+		w.cmu.Unlock()
+		return
+	}
+	cpSeq, cpLink := w.seq-1, w.head
+	if err := w.rotate(); err != nil {
+		w.fail(err)
+		answer(cp.done, err)
+		return
+	}
+	answer(cp.done, nil)
+	w.cmu.Lock()
+	w.durable = w.seq
+	for _, ch := range w.cpWaiters[cpSeq] {
+		answer(ch, nil)
+	}
+	delete(w.cpWaiters, cpSeq)
+	w.cmu.Unlock()
+	w.notifyCheckpoint(cpSeq, cpLink)
+}
+
+// tick checkpoints entries that have waited CheckpointInterval: it waits
+// for the first entry after a checkpoint, then for the interval.
+func (l *Log) tick() {
+	defer close(l.tickDone)
+	for {
+		select {
+		case <-l.unsealed:
+		case <-l.quit:
+			return
+		}
+		t := time.NewTimer(l.interval)
+		select {
+		case <-t.C:
+			l.w.requestCheckpoint(nil)
+		case <-l.quit:
+			t.Stop()
+			return
 		}
 	}
 }
@@ -105,102 +201,9 @@ func (w *writer) fail(err error) {
 	w.l.mu.Unlock()
 }
 
-// writeReady writes every item whose turn has come, in batches. A batch ends
-// after a checkpoint, because the key file must move on before the next one.
-func (w *writer) writeReady() {
-	var entries []*item
-	for {
-		if err := w.failure(); err != nil {
-			for seq, it := range w.pending {
-				answer(it.done, err)
-				delete(w.pending, seq)
-			}
-			for seq, ws := range w.cpWaiters {
-				for _, ch := range ws {
-					answer(ch, err)
-				}
-				delete(w.cpWaiters, seq)
-			}
-			return
-		}
-		if _, ok := w.pending[w.seq]; !ok {
-			return
-		}
-		entries = entries[:0]
-		var cp *item
-		var sealErr error
-		limit := w.batchLimit()
-		for len(w.buf) < limit {
-			it, ok := w.pending[w.seq]
-			if !ok {
-				break
-			}
-			delete(w.pending, w.seq)
-			if it.kind == itemCheckpoint {
-				cp = it
-				if err := w.addCheckpoint(it.sum); err != nil {
-					sealErr = fmt.Errorf("audit log %s: seal checkpoint %d: %w; the log refuses appends until it is reopened", w.path, it.seq, err)
-				}
-				break
-			}
-			if it.err != nil {
-				sealErr = fmt.Errorf("audit log %s: seal entry %d: %w; the log refuses appends until it is reopened", w.path, it.seq, it.err)
-				answer(it.done, sealErr)
-				break
-			}
-			w.addEntry(it.ct)
-			entries = append(entries, it)
-		}
-		if err := w.flush(); err != nil {
-			w.fail(err)
-			for _, it := range entries {
-				answer(it.done, err)
-			}
-			if cp != nil {
-				answer(cp.done, err)
-			}
-			continue
-		}
-		w.publishHead()
-		for _, it := range entries {
-			answer(it.done, nil)
-		}
-		if sealErr != nil {
-			w.fail(sealErr)
-			if cp != nil {
-				answer(cp.done, sealErr)
-			}
-			continue
-		}
-		if cp != nil {
-			cpSeq, cpLink := w.seq-1, w.head
-			if err := w.rotate(); err != nil {
-				w.fail(err)
-				answer(cp.done, err)
-				continue
-			}
-			answer(cp.done, nil)
-			for _, ch := range w.cpWaiters[cpSeq] {
-				answer(ch, nil)
-			}
-			delete(w.cpWaiters, cpSeq)
-			w.notifyCheckpoint(cpSeq, cpLink)
-		}
-	}
-}
-
 // batchLimit bounds a batch so that it always fits an empty segment.
 func (w *writer) batchLimit() int {
 	return int(min(batchLimit, segmentSize(w.first, 1)/4))
-}
-
-// finish writes the final checkpoint and answers Close.
-func (w *writer) finish(closeReq *item) {
-	if w.failure() == nil && w.unsealed > 0 {
-		w.requestCheckpoint(nil)
-		w.writeReady()
-	}
-	answer(closeReq.done, w.failure())
 }
 
 func (w *writer) addEntry(ct []byte) {

@@ -54,7 +54,7 @@ func Open(cfg Config) (*Log, error) {
 		every:        cfg.CheckpointEvery,
 		interval:     cfg.CheckpointInterval,
 		onCheckpoint: cfg.OnCheckpoint,
-		in:           make(chan *item, 4096),
+		unsealed:     make(chan struct{}, 1),
 		quit:         make(chan struct{}),
 	}
 	if l.now == nil {
@@ -93,7 +93,16 @@ func Open(cfg Config) (*Log, error) {
 		return nil, err
 	}
 	l.w = w
-	go l.run()
+	if l.interval > 0 {
+		l.tickDone = make(chan struct{})
+		go l.tick()
+		if w.unsealed > 0 {
+			select {
+			case l.unsealed <- struct{}{}:
+			default:
+			}
+		}
+	}
 	return l, nil
 }
 
@@ -253,15 +262,12 @@ func openWriter(l *Log, f *os.File, cfg Config, keys *keyState, first int64) (*w
 			return fail(err)
 		}
 		it.seal(w.logID, js)
-		w.pending[it.seq] = it.item
-		if cp != nil {
-			w.pending[cp.seq] = cp
-		}
-		w.writeReady()
+		w.submit(it.item, cp)
 		if err := w.failure(); err != nil {
 			return fail(err)
 		}
 	}
+	w.durable = w.seq
 	w.publishHead()
 	return w, nil
 }

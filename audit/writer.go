@@ -52,10 +52,8 @@ type Config struct {
 type itemKind uint8
 
 const (
-	itemEntry         itemKind = iota // an entry at a reserved seq
-	itemCheckpoint                    // a checkpoint at a reserved seq
-	itemCheckpointReq                 // seal what has been written (Checkpoint)
-	itemClose                         // final checkpoint, then stop
+	itemEntry      itemKind = iota // an entry at a reserved seq
+	itemCheckpoint                 // a checkpoint at a reserved seq
 )
 
 type item struct {
@@ -94,17 +92,18 @@ type Log struct {
 	iv       interval
 	inflight sync.WaitGroup
 
-	in   chan *item
-	quit chan struct{}
-	head atomic.Pointer[Anchor]
+	unsealed chan struct{} // an entry follows the last checkpoint (tick)
+	quit     chan struct{}
+	tickDone chan struct{}
+	head     atomic.Pointer[Anchor]
 
 	w         *writer
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// writer owns the files. After Open returns, only the writer goroutine
-// uses it.
+// writer owns the files. The goroutine that leads a group commit (see
+// submit) builds frames and writes; the fields under cmu are shared.
 type writer struct {
 	l       *Log
 	lock    *os.File // the log's first file, flocked for the Log's life
@@ -123,8 +122,12 @@ type writer struct {
 	unsealed    int             // entries built since the last checkpoint built
 	maxUnsealed uint32
 
-	lk        *linker
-	buf       []byte
+	lk  *linker
+	buf []byte
+
+	cmu       sync.Mutex
+	flushing  bool                    // a goroutine leads a group commit
+	durable   uint64                  // records before this seq are durable
 	pending   map[uint64]*item        // items waiting for their turn, by seq
 	cpWaiters map[uint64][]chan error // Checkpoint callers waiting on a checkpoint seq
 
@@ -190,10 +193,7 @@ func (l *Log) append(e Event) (uint64, error) {
 	it.done = make(chan error, 1)
 	it.seal(l.logID, js)
 	clear(js)
-	l.in <- it.item
-	if cp != nil {
-		l.in <- cp
-	}
+	l.w.submit(it.item, cp)
 	l.inflight.Done()
 	if err := <-it.done; err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrNotRecorded, err)
@@ -245,6 +245,12 @@ func (l *Log) reserveEntry(e *Event) (*pendingEntry, *item) {
 		p.n, p.key = l.chain.next()
 	}
 	l.sinceCP++
+	if l.sinceCP == 1 {
+		select {
+		case l.unsealed <- struct{}{}:
+		default:
+		}
+	}
 	l.iv.add(e)
 	var cp *item
 	if l.every > 0 && l.sinceCP >= l.every {
@@ -279,10 +285,14 @@ func (l *Log) Close() error {
 		l.closed = true
 		l.mu.Unlock()
 		l.inflight.Wait()
-		req := &item{kind: itemClose, done: make(chan error, 1)}
-		l.in <- req
-		err := <-req.done
-		<-l.quit
+		close(l.quit)
+		if l.tickDone != nil {
+			<-l.tickDone
+		}
+		done := make(chan error, 1)
+		l.w.requestCheckpoint(done) // the final one, when entries are unsealed
+		<-done
+		err := l.w.failure()
 		l.w.keys.erase()
 		l.seeds.close()
 		l.mu.Lock()
