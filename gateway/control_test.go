@@ -106,7 +106,7 @@ func TestControlOperations(t *testing.T) {
 	if n, err := c.RevokeAll(ctx); err != nil || n != 0 {
 		t.Errorf("revoke all: %d %v", n, err)
 	}
-	_, err = c.Journal(ctx, "", 10)
+	_, err = c.JournalPage(ctx, api.JournalArgs{Limit: 10})
 	wantCode("journal without a bastion", err, api.CodeNotFound)
 	if res, err := c.Sessions(ctx); err != nil || len(res.Runs) != 0 || len(res.Grants) != 0 {
 		t.Errorf("sessions: %+v %v", res, err)

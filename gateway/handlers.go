@@ -104,7 +104,7 @@ func (g *Gateway) opJournalList(_ context.Context, _ *procid.Peer, a api.Journal
 		}
 		return []*journal.Entry{e}, nil
 	}
-	return g.journal.List(journal.ListOptions{Status: a.Status, Limit: a.Limit})
+	return api.ListJournalPage(g.journal, a)
 }
 
 func (g *Gateway) opJournalResolve(ctx context.Context, peer *procid.Peer, a api.ResolveArgs) (any, error) {

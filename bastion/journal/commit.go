@@ -73,6 +73,9 @@ func (j *Journal) write(maxBatch int) {
 func (j *Journal) commit(group []*op) {
 	err := j.db.Update(func(tx *bolt.Tx) (err error) {
 		defer recoverDamage(j.path, &err)
+		if p := j.broken.Load(); p != nil {
+			return *p
+		}
 		for _, o := range group {
 			o.changed, o.err = nil, nil
 			changed, err := o.plan(tx)
@@ -96,7 +99,7 @@ func (j *Journal) commit(group []*op) {
 			}
 			o.changed = changed
 		}
-		return nil
+		return markChecked(tx)
 	})
 	for _, o := range group {
 		if err != nil && o.err == nil {

@@ -1,8 +1,8 @@
 package journal
 
 import (
-	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -28,7 +29,8 @@ var (
 	bucketOpen       = []byte("open")
 	bucketUnresolved = []byte("unresolved")
 	keyFormat        = []byte("format")
-	keyGuard         = []byte("guard") // inside meta: how the unresolved index is keyed
+	keyGuard         = []byte("guard")   // inside meta: how the unresolved index is keyed
+	keyChecked       = []byte("checked") // inside meta; see markChecked
 )
 
 // guardV2 marks an unresolved index keyed by host key (see guardKey).
@@ -60,6 +62,10 @@ type Journal struct {
 	done   chan struct{} // closed when the writer has stopped
 
 	followers followers
+
+	checking  chan struct{}         // closed when the check after Open ends
+	stopCheck atomic.Bool           // Close ends that check early
+	broken    atomic.Pointer[error] // damage that check found
 }
 
 // options are the test hooks of open.
@@ -67,6 +73,7 @@ type options struct {
 	now      func() time.Time
 	maxBatch int // changes per commit; 1 disables grouping
 	timeout  time.Duration
+	noSync   bool // build test fixtures without an fsync per commit
 }
 
 // Open opens the journal at path for the bastion instance named instance
@@ -100,8 +107,9 @@ func open(path, instance string, o options) (*Journal, error) {
 
 	// An existing file is checked read-only first, so that a damaged one is
 	// reported without a single byte written to it.
+	checkLater := false
 	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
-		if err := checkFile(path, o.timeout); err != nil {
+		if checkLater, err = checkFile(path, o.timeout); err != nil {
 			return nil, err
 		}
 	}
@@ -116,6 +124,7 @@ func open(path, instance string, o options) (*Journal, error) {
 			return nil, fmt.Errorf("cannot make the command journal %s private: %w", path, err)
 		}
 	}
+	db.NoSync = o.noSync
 	j := &Journal{db: db, path: path, instance: instance, now: o.now}
 	if err := j.db.Update(j.prepare); err != nil {
 		db.Close()
@@ -127,6 +136,10 @@ func open(path, instance string, o options) (*Journal, error) {
 	j.ops = make(chan *op, 128)
 	j.done = make(chan struct{})
 	go j.write(o.maxBatch)
+	if checkLater {
+		j.checking = make(chan struct{})
+		go j.checkAll()
+	}
 	return j, nil
 }
 
@@ -189,6 +202,10 @@ func (j *Journal) Close() error {
 	if j.done != nil {
 		<-j.done
 	}
+	if j.checking != nil {
+		j.stopCheck.Store(true)
+		<-j.checking
+	}
 	j.followers.closeAll()
 	return j.db.Close()
 }
@@ -209,54 +226,115 @@ func damaged(path string, err error) error {
 	return fmt.Errorf("%w: %s: %v; the file was left as it is: move it aside (the bastion then starts a new journal) and keep it for inspection", ErrDamaged, path, err)
 }
 
-// checkFile opens an existing journal read-only and reads all of it: every
-// page reachable from the root, every record (decoded), the format mark,
-// then bbolt's own consistency check (freelist included). Damage that
-// makes bbolt panic or fault on the mapped file is caught and reported as
-// ErrDamaged; nothing is written. (A panic inside bolt.Open itself leaves
-// its file descriptor, and a shared lock, open until the process exits.)
-func checkFile(path string, timeout time.Duration) (err error) {
+// checkFile opens an existing journal read-only and checks it before a
+// single byte is written. When the last transaction in the file is not one
+// of postern's (see markChecked), because another program wrote to it or it
+// predates the mark, it reads all of it: every page reachable from the root,
+// every record (decoded), the format mark, then bbolt's own consistency
+// check (freelist included). When it is, the file is as the journal's own
+// code left it, and only the format mark and the freelist are read here;
+// the rest is checked in the same way after Open, while the journal serves
+// (see checkAll), so that opening does not grow with the journal.
+// Damage that makes bbolt panic or fault on the mapped file is caught and
+// reported as ErrDamaged. (A panic inside bolt.Open itself leaves its file
+// descriptor, and a shared lock, open until the process exits.)
+func checkFile(path string, timeout time.Duration) (later bool, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recoverDamage(path, &err)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout, PreLoadFreelist: true})
 	if err != nil {
-		return openError(path, err, false)
+		return false, openError(path, err, false)
 	}
 	defer db.Close()
 	j := &Journal{db: db, path: path, readOnly: true}
-	return j.view(func(tx *bolt.Tx) error {
-		if _, err := checkFormat(tx); err != nil {
+	err = j.view(func(tx *bolt.Tx) error {
+		fresh, err := checkFormat(tx)
+		if err != nil || fresh {
 			return err
 		}
-		err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			return walk(b, func(k, v []byte) error {
-				if !bytes.Equal(name, bucketEntries) {
-					return nil
-				}
-				e, err := DecodeEntry(v)
-				if err != nil {
-					return damaged(path, fmt.Errorf("entry %q: %v", k, err))
-				}
-				if e.ID != string(k) {
-					return damaged(path, fmt.Errorf("entry %q holds entry %s", k, e.ID))
-				}
-				return nil
-			})
-		})
+		if later = checkedAt(tx); later {
+			return nil
+		}
+		return checkTx(path, tx, nil)
+	})
+	return later, err
+}
+
+// checkTx decodes every record and runs bbolt's consistency check. It
+// ends early with errStopped once stop is set.
+func checkTx(path string, tx *bolt.Tx, stop *atomic.Bool) error {
+	if err := checkRecords(path, tx, stop); err != nil {
+		return err
+	}
+	var first error
+	for err := range tx.Check() { // read to the end: the check runs in its own goroutine
+		if first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return damaged(path, first)
+	}
+	return nil
+}
+
+// checkAll reads the whole journal as checkFile does, after an Open that
+// left it for later. Damage it finds fails every change from then on, with
+// ErrDamaged: the journal is not written over it.
+func (j *Journal) checkAll() {
+	defer close(j.checking)
+	err := j.view(func(tx *bolt.Tx) error { return checkTx(j.path, tx, &j.stopCheck) })
+	if err != nil && errors.Is(err, ErrDamaged) {
+		j.broken.Store(&err)
+	}
+}
+
+// errStopped ends a check that Close interrupted.
+var errStopped = errors.New("check stopped")
+
+// Damaged returns the damage the check after Open found, or nil; it waits
+// for that check to end.
+func (j *Journal) Damaged() error {
+	if j.checking != nil {
+		<-j.checking
+	}
+	if p := j.broken.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// checkRecords decodes every entry, until stop is set.
+func checkRecords(path string, tx *bolt.Tx, stop *atomic.Bool) error {
+	return walk(tx.Bucket(bucketEntries), func(k, v []byte) error {
+		if stop != nil && stop.Load() {
+			return errStopped
+		}
+		e, err := DecodeEntry(v)
 		if err != nil {
-			return err
+			return damaged(path, fmt.Errorf("entry %q: %v", k, err))
 		}
-		var first error
-		for err := range tx.Check() { // read to the end: the check runs in its own goroutine
-			if first == nil {
-				first = err
-			}
-		}
-		if first != nil {
-			return damaged(path, first)
+		if e.ID != string(k) {
+			return damaged(path, fmt.Errorf("entry %q holds entry %s", k, e.ID))
 		}
 		return nil
 	})
+}
+
+// markChecked records, in the transaction tx, that tx was written by this
+// code: every transaction of the journal's writer carries the mark, so a
+// file whose last transaction has it holds only records this code wrote
+// (or checked when it opened the file). Another program's write does not
+// carry it; the next Open then decodes every record.
+func markChecked(tx *bolt.Tx) error {
+	return tx.Bucket(bucketMeta).Put(keyChecked, binary.BigEndian.AppendUint64(nil, uint64(tx.ID())))
+}
+
+// checkedAt reports whether the last transaction of the file carries the
+// mark of markChecked.
+func checkedAt(tx *bolt.Tx) bool {
+	v := tx.Bucket(bucketMeta).Get(keyChecked)
+	return len(v) == 8 && binary.BigEndian.Uint64(v) == uint64(tx.ID())
 }
 
 // walk visits every key of b and of the buckets nested in it.
@@ -334,6 +412,9 @@ func (j *Journal) prepare(tx *bolt.Tx) (err error) {
 	if err := inst.Put([]byte(j.instance), rec); err != nil {
 		return err
 	}
+	if err := markChecked(tx); err != nil {
+		return err
+	}
 
 	var stale []string
 	_ = tx.Bucket(bucketOpen).ForEach(func(k, v []byte) error {
@@ -342,6 +423,9 @@ func (j *Journal) prepare(tx *bolt.Tx) (err error) {
 	})
 	for _, id := range stale {
 		e, err := load(tx, id)
+		if errors.Is(err, ErrNotFound) {
+			return damaged(j.path, fmt.Errorf("the index of commands without an outcome names entry %s, which is missing", id))
+		}
 		if err != nil {
 			return err
 		}

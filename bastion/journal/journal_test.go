@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -846,8 +847,9 @@ func TestDamagedFileUntouched(t *testing.T) {
 }
 
 // Scrambling any one page of a journal either leaves it readable (a free
-// page) or makes Open report ErrDamaged; it never crashes the process and
-// never changes the file.
+// page) or is reported as ErrDamaged: by Open when it reads the page, or
+// else by the check that runs after it, which then refuses every change.
+// Nothing crashes, and the scrambled page is never written over.
 func TestEveryPageScrambled(t *testing.T) {
 	dir := t.TempDir()
 	orig := filepath.Join(dir, "orig.db")
@@ -875,10 +877,21 @@ func TestEveryPageScrambled(t *testing.T) {
 		sum, _ := fileState(t, path)
 		j, err := Open(path, "inst-new")
 		if err == nil {
-			_, err = j.List(ListOptions{})
+			_, lerr := j.List(ListOptions{})
+			derr := j.Damaged()
+			serr := j.Start(newEntry("after"))
 			j.Close()
-			if err != nil {
-				t.Errorf("page %d: Open accepted the file, List failed: %v", p, err)
+			switch {
+			case derr == nil && lerr != nil:
+				t.Errorf("page %d: Open and its check accepted the file, List failed: %v", p, lerr)
+			case derr != nil && (!errors.Is(derr, ErrDamaged) || !errors.Is(serr, ErrDamaged)):
+				t.Errorf("page %d: damage %v, then Start: %v", p, derr, serr)
+			case derr != nil:
+				damagedPages++
+				after, _ := os.ReadFile(path)
+				if !bytes.Equal(after[p*page:(p+1)*page], b[p*page:(p+1)*page]) {
+					t.Errorf("page %d: the damaged page was written over", p)
+				}
 			}
 			continue
 		}
@@ -894,4 +907,33 @@ func TestEveryPageScrambled(t *testing.T) {
 		t.Fatal("no scrambled page was noticed")
 	}
 	t.Logf("%d of %d pages noticed when scrambled", damagedPages, len(good)/page-2)
+}
+
+// List pages through the journal: Before continues after the last entry
+// of a page, newest first, with nothing skipped or repeated.
+func TestListPages(t *testing.T) {
+	j := openTest(t, filepath.Join(t.TempDir(), "journal.db"), "inst")
+	var ids []string
+	for i := range 7 {
+		ids = append(ids, mustStart(t, j, newEntry(fmt.Sprint("command ", i))).ID)
+	}
+	var got []string
+	before := ""
+	for {
+		page, err := j.List(ListOptions{Limit: 3, Before: before})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page {
+			got = append(got, e.ID)
+		}
+		if len(page) < 3 {
+			break
+		}
+		before = page[len(page)-1].ID
+	}
+	slices.Reverse(ids)
+	if !slices.Equal(got, ids) {
+		t.Fatalf("pages gave %v, want %v", got, ids)
+	}
 }

@@ -56,15 +56,29 @@ type ListOptions struct {
 	Status string    // a status, in full or by its first word (see ParseStatus); "" for all
 	Since  time.Time // only entries started at or after Since
 	Limit  int       // at most Limit entries; 0 for no limit
+	// Before lists only entries older than the entry with this id (the
+	// last one of a page already listed); "" starts with the newest.
+	Before string
 }
 
 // List returns entries newest first.
 func (j *Journal) List(opts ListOptions) ([]*Entry, error) {
+	var out []*Entry
+	err := j.Each(opts, func(e *Entry) error {
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+// Each passes entries to fn newest first, one at a time, within one read
+// transaction: memory does not grow with the journal.
+func (j *Journal) Each(opts ListOptions, fn func(*Entry) error) error {
 	status := ""
 	if opts.Status != "" {
 		s, ok := ParseStatus(opts.Status)
 		if !ok {
-			return nil, fmt.Errorf("unknown status %q: use RUNNING, COMPLETED, RETRY_SAFE or STATUS_UNKNOWN", opts.Status)
+			return fmt.Errorf("unknown status %q: use RUNNING, COMPLETED, RETRY_SAFE or STATUS_UNKNOWN", opts.Status)
 		}
 		status = s
 	}
@@ -74,10 +88,20 @@ func (j *Journal) List(opts ListOptions) ([]*Entry, error) {
 	if !opts.Since.IsZero() {
 		stop = encodeID(uint64(max(opts.Since.Add(-time.Hour).UnixMilli(), 0)), 0, 0)
 	}
-	var out []*Entry
-	err := j.view(func(tx *bolt.Tx) error {
+	n := 0
+	return j.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketEntries).Cursor()
-		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		k, v := c.Last()
+		if opts.Before != "" {
+			k, v = c.Seek([]byte(opts.Before))
+			if k == nil {
+				k, v = c.Last()
+			}
+			for k != nil && string(k) >= opts.Before {
+				k, v = c.Prev()
+			}
+		}
+		for ; k != nil; k, v = c.Prev() {
 			if stop != "" && string(k) < stop {
 				break
 			}
@@ -92,14 +116,15 @@ func (j *Journal) List(opts ListOptions) ([]*Entry, error) {
 			if status != "" && e.Status() != status {
 				continue
 			}
-			out = append(out, e)
-			if opts.Limit > 0 && len(out) == opts.Limit {
+			if err := fn(e); err != nil {
+				return err
+			}
+			if n++; opts.Limit > 0 && n == opts.Limit {
 				break
 			}
 		}
 		return nil
 	})
-	return out, err
 }
 
 // Unresolved is the retry guard's question: the most recent entry for the

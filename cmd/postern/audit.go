@@ -222,25 +222,10 @@ func parseSince(s string) (time.Time, error) {
 // the log shows it ended, then those still open.
 func sessionsHistory(out io.Writer, pfile string, asJSON bool) error {
 	w := bufio.NewWriterSize(out, 64<<10)
-	n := 0
-	var werr error
+	arr := &jsonArray{w: w}
 	emit := func(s api.AuditSession) {
-		if werr != nil {
-			return
-		}
 		if asJSON {
-			js, err := json.MarshalIndent(s, "  ", "  ")
-			if err != nil {
-				werr = err
-				return
-			}
-			if n == 0 {
-				w.WriteString("[\n  ")
-			} else {
-				w.WriteString(",\n  ")
-			}
-			w.Write(js)
-			n++
+			arr.add(s)
 			return
 		}
 		end := "open"
@@ -260,17 +245,12 @@ func sessionsHistory(out io.Writer, pfile string, asJSON bool) error {
 	book := api.NewSessionBook()
 	err := readAudit(pfile, "", api.AuditReadOptions{}, func(e api.AuditEvent) error {
 		book.Add(&e, emit)
-		return werr
+		return arr.err
 	})
 	if err == nil {
 		book.Flush(emit)
-		err = werr
-	}
-	if asJSON && err == nil {
-		if n == 0 {
-			w.WriteString("[]\n")
-		} else {
-			w.WriteString("\n]\n")
+		if asJSON {
+			err = arr.close()
 		}
 	}
 	if ferr := w.Flush(); err == nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -29,7 +30,7 @@ running gateway, which records every resolution in the audit log.
 // journalReader answers journal queries: the running gateway, or the
 // journal file when none runs.
 type journalReader interface {
-	Journal(ctx context.Context, status string, limit int) ([]*api.JournalEntry, error)
+	api.JournalSource
 	JournalEntry(ctx context.Context, id string) (*api.JournalEntry, error)
 }
 
@@ -84,19 +85,7 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 		ctx := context.Background()
 		switch sub {
 		case "list":
-			entries, err := src.Journal(ctx, *status, *limit)
-			if err != nil {
-				return err
-			}
-			if *asJSON {
-				return printJSON(out, entries)
-			}
-			if len(entries) == 0 {
-				fmt.Fprintln(out, "no journal entries")
-			}
-			for _, e := range entries {
-				fmt.Fprintln(out, entryLine(e))
-			}
+			return listJournal(ctx, src, out, *status, *limit, *asJSON)
 		case "show":
 			if id == "" {
 				return usagef("journal show: name an entry")
@@ -220,7 +209,7 @@ func printEntry(out io.Writer, e *api.JournalEntry) {
 func followJournal(c *api.Client, out io.Writer, asJSON bool) error {
 	seen := map[string]string{}
 	for first := true; ; first = false {
-		entries, err := c.Journal(context.Background(), "", 200)
+		entries, err := c.JournalPage(context.Background(), api.JournalArgs{Limit: 200})
 		if err != nil {
 			return err
 		}
@@ -242,4 +231,30 @@ func followJournal(c *api.Client, out io.Writer, asJSON bool) error {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// listJournal prints entries as they are read, a page at a time.
+func listJournal(ctx context.Context, src journalReader, out io.Writer, status string, limit int, asJSON bool) error {
+	w := bufio.NewWriterSize(out, 64<<10)
+	arr := &jsonArray{w: w}
+	n := 0
+	err := api.EachJournalEntry(ctx, src, status, limit, func(e *api.JournalEntry) error {
+		n++
+		if asJSON {
+			return arr.add(e)
+		}
+		_, err := fmt.Fprintln(w, entryLine(e))
+		return err
+	})
+	switch {
+	case err != nil:
+	case asJSON:
+		err = arr.close()
+	case n == 0:
+		fmt.Fprintln(w, "no journal entries")
+	}
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	return err
 }

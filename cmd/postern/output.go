@@ -55,3 +55,47 @@ func printJSON(w io.Writer, v any) error {
 // a host, a label) for a person: see safetext. JSON output carries the
 // raw strings.
 func shown(s string) string { return safetext.Field(s, safetext.Name) }
+
+// jsonArray writes a JSON array one element at a time, indented as
+// printJSON indents a whole array, so that a long listing is printed as it
+// is read.
+type jsonArray struct {
+	w   io.Writer
+	n   int
+	err error
+}
+
+func (a *jsonArray) add(v any) error {
+	if a.err != nil {
+		return a.err
+	}
+	b, err := json.MarshalIndent(v, "  ", "  ")
+	if err != nil {
+		a.err = err
+		return err
+	}
+	sep := ",\n  "
+	if a.n == 0 {
+		sep = "[\n  "
+	}
+	if _, err := io.WriteString(a.w, sep); err != nil {
+		a.err = err
+		return err
+	}
+	_, a.err = a.w.Write(b)
+	a.n++
+	return a.err
+}
+
+// close ends the array ("[]" when it is empty).
+func (a *jsonArray) close() error {
+	if a.err != nil {
+		return a.err
+	}
+	end := "\n]\n"
+	if a.n == 0 {
+		end = "[]\n"
+	}
+	_, a.err = io.WriteString(a.w, end)
+	return a.err
+}

@@ -106,10 +106,11 @@ func (c *Client) revoke(ctx context.Context, a RevokeArgs) (int, error) {
 	return res.Revoked, err
 }
 
-// Journal lists the bastion's journal entries, newest first.
-func (c *Client) Journal(ctx context.Context, status string, limit int) ([]*JournalEntry, error) {
+// JournalPage lists a page of the bastion's journal entries, newest
+// first (see JournalArgs); EachJournalEntry goes through all of them.
+func (c *Client) JournalPage(ctx context.Context, a JournalArgs) ([]*JournalEntry, error) {
 	var out []*JournalEntry
-	return out, c.call(ctx, OpJournalList, JournalArgs{Status: status, Limit: limit}, &out)
+	return out, c.call(ctx, OpJournalList, a, &out)
 }
 
 // JournalEntry returns one journal entry.

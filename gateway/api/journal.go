@@ -48,9 +48,51 @@ func OpenJournalFile() (*JournalFile, error) {
 	return &JournalFile{j}, nil
 }
 
-// Journal lists entries, newest first, as Client.Journal does.
-func (f *JournalFile) Journal(_ context.Context, status string, limit int) ([]*JournalEntry, error) {
-	return f.j.List(journal.ListOptions{Status: status, Limit: limit})
+// JournalPage lists a page of entries, newest first, as Client.JournalPage
+// does.
+func (f *JournalFile) JournalPage(_ context.Context, a JournalArgs) ([]*JournalEntry, error) {
+	return ListJournalPage(f.j, a)
+}
+
+// ListJournalPage answers a page request (OpJournalList without an ID)
+// from a journal.
+func ListJournalPage(j *journal.Journal, a JournalArgs) ([]*JournalEntry, error) {
+	if a.Limit <= 0 || a.Limit > JournalPage {
+		a.Limit = JournalPage
+	}
+	return j.List(journal.ListOptions{Status: a.Status, Limit: a.Limit, Before: a.Before})
+}
+
+// A JournalSource lists journal pages: a Client, or a JournalFile.
+type JournalSource interface {
+	JournalPage(ctx context.Context, a JournalArgs) ([]*JournalEntry, error)
+}
+
+// EachJournalEntry passes the entries of src to fn, newest first, at most
+// limit of them (0: all), a page at a time: memory does not grow with the
+// journal.
+func EachJournalEntry(ctx context.Context, src JournalSource, status string, limit int, fn func(*JournalEntry) error) error {
+	before, n := "", 0
+	for {
+		want := JournalPage
+		if limit > 0 {
+			want = min(want, limit-n)
+		}
+		page, err := src.JournalPage(ctx, JournalArgs{Status: status, Limit: want, Before: before})
+		if err != nil {
+			return err
+		}
+		for _, e := range page {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		n += len(page)
+		if len(page) < want || (limit > 0 && n >= limit) {
+			return nil
+		}
+		before = page[len(page)-1].ID
+	}
 }
 
 // JournalEntry returns one entry, as Client.JournalEntry does.

@@ -143,12 +143,19 @@ type RevokeResult struct {
 	Revoked int `json:"revoked"`
 }
 
-// JournalArgs selects journal entries (OpJournalList).
+// JournalArgs selects journal entries (OpJournalList): one entry by ID, or
+// a page of at most Limit entries (at most JournalPage; 0 means a whole
+// page), newest first, older than the entry Before when it is set.
 type JournalArgs struct {
 	ID     string `json:"id,omitempty"`
 	Status string `json:"status,omitempty"`
 	Limit  int    `json:"limit,omitempty"`
+	Before string `json:"before,omitempty"`
 }
+
+// JournalPage is the most entries one OpJournalList answer holds, so that
+// an answer stays well within a control line however large the journal.
+const JournalPage = 500
 
 // ResolveArgs resolves an unknown entry (OpJournalResolve): with Result,
 // by hand; without, by reading the remote markers.
