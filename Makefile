@@ -5,7 +5,8 @@
 #                  OpenSSH's own agent regression tests), then lint
 #   make regress   OpenSSH's agent regression tests against postern agent
 #   make lint      gofmt, go vet (linux and darwin), mandoc -Tlint on the man pages
-#   make bench     side-by-side benchmarks against OpenSSH ssh-agent
+#   make bench     side-by-side benchmarks against OpenSSH ssh-agent and
+#                  direct ssh, each goal printed with PASS or MISS
 #   make install   install the binary and man pages (PREFIX, DESTDIR)
 
 PREFIX  ?= /usr/local
@@ -19,14 +20,14 @@ LDFLAGS := -X main.Version=$(VERSION)
 MAN1 := $(wildcard man/*.1)
 MAN5 := $(wildcard man/*.5)
 
-.PHONY: all build test unit regress lint man bench install clean
+.PHONY: all build test unit regress lint man bench benchcheck install clean
 
 all: build
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/postern ./cmd/postern
 
-test: unit regress lint
+test: unit regress benchcheck lint
 
 unit:
 	$(GO) test -count=1 -timeout 20m ./...
@@ -46,8 +47,19 @@ lint: man
 man:
 	mandoc -Tlint -W warning $(MAN1) $(MAN5)
 
+# make bench runs every benchmark once, side by side with its anchors
+# (OpenSSH ssh-agent, direct ssh, the floor measured in the same run), and
+# internal/benchgoals prints each goal beside its anchor with PASS or
+# MISS. Machines are noisy: measure when the load is low (uptime).
+BENCH_PKGS := ./internal/e2e/ ./approvals/ ./sshagent/ ./audit/ ./internal/procid/ ./bastion/journal/
+
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./internal/e2e/ ./approvals/ ./sshagent/ ./audit/
+	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 -timeout 90m $(BENCH_PKGS) 2>&1 | $(GO) run ./internal/benchgoals
+
+# benchcheck runs every benchmark once, with small fixtures (-short), so
+# that they keep working; it times nothing.
+benchcheck:
+	$(GO) test -short -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m $(BENCH_PKGS)
 
 UNITDIR ?= $(PREFIX)/lib/systemd/user
 

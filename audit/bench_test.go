@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func benchEvent(g, i int) Event {
@@ -140,4 +143,52 @@ func BenchmarkSealEntry(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkAppendOverFloor alternates a durable Append of a sign event
+// with the floor under it: a write of the same number of bytes over a
+// pre-allocated, zero-filled file in the same directory, then fdatasync.
+// The ratio of the medians is what the writer adds.
+func BenchmarkAppendOverFloor(b *testing.B) {
+	tl := newTestSetup(b)
+	tl.cfg.Now = nil
+	l := tl.open(b)
+	defer l.Close()
+	f, err := os.OpenFile(filepath.Join(tl.dir, "floor"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	const size = 64 << 20
+	zeros := make([]byte, 1<<20)
+	for off := int64(0); off < size; off += int64(len(zeros)) {
+		f.WriteAt(zeros, off)
+	}
+	f.Sync()
+	mustAppend(b, l, benchEvent(0, 0))
+	before := l.w.seg.off
+	mustAppend(b, l, benchEvent(0, 1))
+	rec := make([]byte, l.w.seg.off-before)
+	var ta, tf []time.Duration
+	var off int64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t := time.Now()
+		mustAppend(b, l, benchEvent(0, i))
+		ta = append(ta, time.Since(t))
+		t = time.Now()
+		if off+int64(len(rec)) > size {
+			off = 0
+		}
+		f.WriteAt(rec, off)
+		datasync(f)
+		off += int64(len(rec))
+		tf = append(tf, time.Since(t))
+	}
+	b.StopTimer()
+	slices.Sort(ta)
+	slices.Sort(tf)
+	b.ReportMetric(float64(ta[len(ta)/2].Microseconds()), "append-µs")
+	b.ReportMetric(float64(tf[len(tf)/2].Microseconds()), "floor-µs")
+	b.ReportMetric(float64(ta[len(ta)/2])/float64(tf[len(tf)/2]), "ratio")
 }

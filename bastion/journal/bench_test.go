@@ -2,6 +2,7 @@ package journal
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -94,4 +95,83 @@ func BenchmarkConcurrent50(b *testing.B) {
 			}
 		})
 	}
+}
+
+var bigJournal struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// bigJournalPath returns a journal of n ended commands, built once and
+// removed when the benchmark that asked first ends.
+func bigJournalPath(b *testing.B, n int) string {
+	bigJournal.once.Do(func() {
+		dir, err := os.MkdirTemp("", "journal-bench-")
+		if err != nil {
+			bigJournal.err = err
+			return
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
+		bigJournal.path = filepath.Join(dir, "journal.db")
+		j, err := open(bigJournal.path, "fixture", options{noSync: true})
+		if err != nil {
+			bigJournal.err = err
+			return
+		}
+		defer j.Close()
+		var wg sync.WaitGroup
+		var next atomic.Int64
+		for range 32 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+					e := newEntry(fmt.Sprint("command ", i))
+					if err := j.Start(e); err != nil {
+						bigJournal.err = err
+						return
+					}
+					if _, err := j.End(e.ID, End{Outcome: OutcomeExited}); err != nil {
+						bigJournal.err = err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	})
+	if bigJournal.err != nil {
+		b.Fatal(bigJournal.err)
+	}
+	return bigJournal.path
+}
+
+// BenchmarkOpen100k opens a journal of 100,000 ended commands, as a
+// starting gateway does (Open) and as the command line does without one
+// (OpenReadOnly).
+func BenchmarkOpen100k(b *testing.B) {
+	n := 100000
+	if testing.Short() {
+		n = 2000 // CI runs it once to keep it working, and times nothing
+	}
+	path := bigJournalPath(b, n)
+	b.Run("Open", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			j, err := Open(path, fmt.Sprint("bench-", i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			j.Close()
+		}
+	})
+	b.Run("OpenReadOnly", func(b *testing.B) {
+		for b.Loop() {
+			j, err := OpenReadOnly(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			j.Close()
+		}
+	})
 }

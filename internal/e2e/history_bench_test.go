@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"io"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/postern/postern/audit"
+)
+
+// historyRecords is the size of the log BenchmarkHistory reads: a million
+// events, or ten thousand with -short (CI runs the benchmarks once, to keep
+// them working, and times nothing).
+func historyRecords() int {
+	if testing.Short() {
+		return 10000
+	}
+	return 1000000
+}
+
+// BenchmarkHistory reads a large audit log with the real commands: it
+// writes historyRecords sign events (1,000 runs, session approvals and
+// ends among them) with the gateway's writer, durably, then times
+// "postern audit show --json", "postern activity" and "postern sessions
+// --history" over all of it, "postern activity --since" over its last
+// hundredth and "--run" for one run, each a fresh process (its peak
+// resident memory is reported), and the start of a gateway over the log
+// (until its socket answers), which verifies it from its last checkpoint.
+func BenchmarkHistory(b *testing.B) {
+	e := newEnv(b)
+	e.Config(`approval = "none"`)
+	pass := e.WriteFile("pass", "bench\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	state := e.Path("state", "postern")
+	setup, err := audit.LoadSetup(state)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := audit.Open(setup.Config(filepath.Join(state, "audit.log")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := historyRecords()
+	base := time.Now().Add(-time.Duration(n) * time.Millisecond)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				run := "R" + strconv.Itoa(int(i%1000))
+				ev := audit.Event{Type: audit.EventSign, Time: base.Add(time.Duration(i) * time.Millisecond), BootID: "B1", VaultEpoch: 2,
+					Run: run, Grant: "G" + run, Key: "SHA256:Pq3b0mJk7bXo1vJcQ0m8aEwV3fW6yCq7cOeG0c3xq1Y", Mode: audit.ModeSession,
+					Dest: "SHA256:2mJkq8v0cZ3d1oPqYxW7bR5tE9uI0oPaSdFgHjKlZxC", Reason: audit.ReasonSession,
+					Detail: map[string]string{"channel": "agent", "purpose": "auth", "pid": strconv.Itoa(int(4000 + i%1000)), "exe": "/usr/bin/ssh"}}
+				switch i % 1000 {
+				case 0:
+					ev.Type, ev.Reason, ev.Approver = audit.EventSessionApproved, "", "tty:/dev/pts/3"
+				case 999:
+					ev.Type, ev.Reason = audit.EventSessionEnded, audit.ReasonProcessExited
+				}
+				if err := l.Append(ev); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	type run struct {
+		name string
+		args []string
+	}
+	since := base.Add(time.Duration(n*99/100) * time.Millisecond).Format(time.RFC3339Nano)
+	runs := []run{
+		{"show", []string{"audit", "show", "--json"}},
+		{"activity", []string{"activity"}},
+		{"sessions", []string{"sessions", "--history"}},
+		{"since", []string{"activity", "--since", since}},
+		{"run", []string{"activity", "--run", "R7"}},
+	}
+	for i := 0; i < b.N; i++ {
+		for _, r := range runs {
+			cmd := e.Command("postern", append(r.args, "--passphrase-file", pass)...)
+			cmd.Stdout = io.Discard
+			start := time.Now()
+			if err := cmd.Run(); err != nil {
+				b.Fatalf("postern %v: %v", r.args, err)
+			}
+			took := time.Since(start)
+			rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB
+			b.ReportMetric(took.Seconds(), r.name+"-s")
+			b.ReportMetric(float64(rss)/1024, r.name+"-MiB")
+		}
+		start := time.Now()
+		a := e.StartAgent()
+		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "gateway-start-ms")
+		a.Stop()
+	}
+	b.ReportMetric(float64(n), "records")
+}
