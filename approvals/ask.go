@@ -28,21 +28,14 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		e.mu.Unlock()
 		return deny(mode, audit.ReasonCooldown), false
 	}
+	e.mu.Unlock()
 	joinKey := ""
 	if mode == audit.ModeSession {
 		joinKey = coolKey + "|" + r.Key.Fingerprint
 		if dest != nil {
 			joinKey += "|" + dest.Fingerprint
 		}
-		for _, c := range e.cards {
-			if c.joinKey == joinKey {
-				c.joined++
-				e.mu.Unlock()
-				return e.wait(ctx, c, r, mode, p)
-			}
-		}
 	}
-	e.mu.Unlock()
 
 	target := ""
 	if dest != nil {
@@ -100,7 +93,18 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	for i := range chain {
 		c.View.Requester = append(c.View.Requester, e.processView(&chain[i]))
 	}
+	// Looking for a card to join and showing this one happen under one
+	// lock, so two requests asking the same question at once show one card.
 	e.mu.Lock()
+	if joinKey != "" {
+		for _, other := range e.cards {
+			if other.joinKey == joinKey {
+				other.joined++
+				e.mu.Unlock()
+				return e.wait(ctx, other, r, mode, p)
+			}
+		}
+	}
 	e.cards[c.View.ID] = c
 	e.notify()
 	e.mu.Unlock()

@@ -98,7 +98,7 @@ func (w *world) decide(r *Request) <-chan Decision {
 // card waits for the next pending card.
 func (w *world) card() CardView {
 	w.t.Helper()
-	for i := 0; i < 500; i++ {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 		if cards, _ := w.e.Cards(); len(cards) > 0 {
 			return cards[0]
 		}

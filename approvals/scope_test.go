@@ -124,6 +124,10 @@ func TestOnceAnswersExactlyOneRequest(t *testing.T) {
 	if c2.ID == c.ID {
 		t.Fatal("the answered card is still pending")
 	}
+	// Every other request asks again: one shows the card, the rest join it.
+	// Answering before they all have would leave a latecomer a card of its
+	// own that nobody answers.
+	waitJoined(t, w, n-2)
 	w.answer(c2.ID, VerdictDeny, 30)
 	allowed := 1
 	for _, ch := range rest {
@@ -152,7 +156,7 @@ func TestOnceAnswersExactlyOneRequest(t *testing.T) {
 // waitJoined waits until n requests wait on the pending card besides its own.
 func waitJoined(t *testing.T, w *world, n int) {
 	t.Helper()
-	for i := 0; i < 1000; i++ {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 		joined := 0
 		w.e.mu.Lock()
 		for _, c := range w.e.cards {
@@ -195,4 +199,38 @@ func TestApproverAncestryHasNoDepthLimit(t *testing.T) {
 	}
 	w.answer(c.ID, VerdictDeny, 30)
 	got(t, ch)
+}
+
+// Requests that ask one session question at the same moment show one card:
+// the check for a card to join and the showing of a new one are one step.
+func TestSimultaneousRequestsShowOneCard(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		w := newWorld(t)
+		const n = 16
+		reqs := make([]*Request, n)
+		for i := range reqs {
+			reqs[i] = w.req(13)
+		}
+		start := make(chan struct{})
+		chans := make([]chan Decision, n)
+		for i := range reqs {
+			chans[i] = make(chan Decision, 1)
+			go func(i int) {
+				<-start
+				chans[i] <- w.e.Decide(context.Background(), reqs[i])
+			}(i)
+		}
+		close(start)
+		waitJoined(t, w, n-1)
+		cards, _ := w.e.Cards()
+		if len(cards) != 1 {
+			t.Fatalf("round %d: %d requests asking one question showed %d cards", round, n, len(cards))
+		}
+		w.answer(cards[0].ID, VerdictDeny, 30)
+		for _, ch := range chans {
+			if got(t, ch).Allow {
+				t.Fatal("a denied card signed")
+			}
+		}
+	}
 }
