@@ -93,7 +93,13 @@ func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 		}
 		dest = &DestView{Fingerprint: r.Dest.Fingerprint(), Names: res.Names, Hashed: res.Hashed, Forwarding: r.Dest.Forwarding, User: r.Dest.User}
 	}
-	f := facts{key: r.Key, chain: ancestry}
+	var progs []program
+	f := facts{key: r.Key, programs: func() []program {
+		if progs == nil {
+			progs = e.programs(r)
+		}
+		return progs
+	}}
 	if dest != nil {
 		f.names = dest.Names
 	}
@@ -130,6 +136,33 @@ func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 			return deny(mode, audit.ReasonVaultLocked)
 		}
 	}
+}
+
+// programs returns the verified executables exe rules are matched
+// against: the requester's and, for a request through a run's socket, the
+// run's, while it is still the process registered.
+func (e *Engine) programs(r *Request) []program {
+	out := make([]program, 0, 2)
+	if p, ok := programOf(r.Requester); ok {
+		out = append(out, p)
+	}
+	if r.Channel.Kind == ChannelRun {
+		e.mu.Lock()
+		run := e.runs[r.Channel.Run]
+		var pin *procid.Peer
+		if run != nil {
+			pin = run.pin
+		}
+		e.mu.Unlock()
+		if pin != nil {
+			if _, live := run.check(); live {
+				if p, ok := programOf(pin); ok {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // covering returns a live grant that covers r. The requester's live

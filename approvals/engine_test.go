@@ -18,7 +18,6 @@ import (
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/knownhosts"
-	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/procid/proctest"
 )
 
@@ -86,6 +85,23 @@ func (w *world) setVault(locked bool, epoch uint64) {
 
 func (w *world) req(pid int) *Request {
 	return &Request{Requester: w.f.Peer(pid), Channel: Channel{Kind: ChannelAgent}, Key: w.key, Purpose: PurposeOther}
+}
+
+// launch starts a run the way "postern run" does (pid launched by 5).
+func (w *world) launch(label string, pid int) *Run {
+	w.t.Helper()
+	run := w.e.PrepareRun(label, func(id string) string { return "/sock." + id })
+	if _, err := w.e.StartRun(run.ID, pid, w.f.Peer(5)); err != nil {
+		w.t.Fatal(err)
+	}
+	return run
+}
+
+// runReq is pid's request through run's socket.
+func (w *world) runReq(run *Run, pid int) *Request {
+	r := w.req(pid)
+	r.Channel = Channel{Kind: ChannelRun, Run: run.ID}
+	return r
 }
 
 // decide runs Decide in the background.
@@ -409,7 +425,7 @@ func TestModeFor(t *testing.T) {
 	claude := f.Exe("claude", "agent")
 	f.Set(10, 1, 100, claude)
 	proc, _ := f.Table.Inspect(10)
-	chain := func() procid.Chain { return procid.Chain{proc} }
+	progs := func() []program { return []program{{path: proc.Exe.Path, hash: proc.Exe.Hash()}} }
 	key := Key{Fingerprint: "SHA256:abc", Comment: "deploy@ci"}
 	tests := []struct {
 		name  string
@@ -426,8 +442,8 @@ func TestModeFor(t *testing.T) {
 		{"relaxing rule", audit.ModePerCall, []Rule{{Host: "github.com", Mode: audit.ModeSession}}, []string{"github.com"}, false, audit.ModeSession},
 		{"strictest wins", audit.ModeSession, []Rule{{Host: "github.com", Mode: audit.ModeNone}, {Key: "deploy@*", Mode: audit.ModeDeny}}, []string{"github.com"}, false, audit.ModeDeny},
 		{"key fingerprint", audit.ModeNone, []Rule{{Key: "SHA256:abc", Mode: audit.ModePerCall}}, nil, false, audit.ModePerCall},
-		{"exe glob", audit.ModeNone, []Rule{{Exe: "*/claude", Mode: audit.ModeSession}}, nil, false, audit.ModeSession},
-		{"exe name", audit.ModeNone, []Rule{{Exe: "claude", Mode: audit.ModeSession}}, nil, false, audit.ModeSession},
+		{"exe path", audit.ModeNone, []Rule{{Exe: proc.Exe.Path, Mode: audit.ModeSession}}, nil, false, audit.ModeSession},
+		{"exe path glob", audit.ModeNone, []Rule{{Exe: filepath.Dir(proc.Exe.Path) + "/*", Mode: audit.ModeSession}}, nil, false, audit.ModeSession},
 		{"exe hash", audit.ModeNone, []Rule{{Exe: "sha256:" + proc.Exe.Hash(), Mode: audit.ModeDeny}}, nil, false, audit.ModeDeny},
 		{"exe hash mismatch", audit.ModeNone, []Rule{{Exe: "sha256:00", Mode: audit.ModeDeny}}, nil, false, audit.ModeNone},
 		{"all fields must match", audit.ModeNone, []Rule{{Host: "prod-*", Key: "other", Mode: audit.ModeDeny}}, []string{"prod-1"}, false, audit.ModeNone},
@@ -436,7 +452,7 @@ func TestModeFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		p := &Policy{Mode: tt.def, Rules: tt.rules}
-		if m := p.modeFor(&facts{names: tt.names, key: key, chain: chain}, tt.fwd); m != tt.want {
+		if m := p.modeFor(&facts{names: tt.names, key: key, programs: progs}, tt.fwd); m != tt.want {
 			t.Errorf("%s: mode %s, want %s", tt.name, m, tt.want)
 		}
 	}
@@ -480,13 +496,8 @@ func TestHostCandidates(t *testing.T) {
 
 func TestGatewayRestartedIsExplained(t *testing.T) {
 	w := newWorld(t)
-	run := w.e.PrepareRun("agent", func(id string) string { return "/sock." + id })
-	if _, err := w.e.StartRun(run.ID, 10, w.f.Peer(5)); err != nil {
-		t.Fatal(err)
-	}
-	r := w.req(13)
-	r.Channel = Channel{Kind: ChannelRun, Run: run.ID}
-	ch := w.decide(r)
+	run := w.launch("agent", 10)
+	ch := w.decide(w.runReq(run, 13))
 	w.answer(w.card().ID, VerdictSession, 30)
 	got(t, ch)
 	w.e.Stop()
@@ -502,9 +513,7 @@ func TestGatewayRestartedIsExplained(t *testing.T) {
 		t.Fatalf("restored %+v", restored[0])
 	}
 	w.e = e2
-	r = w.req(13)
-	r.Channel = Channel{Kind: ChannelRun, Run: restored[0].ID}
-	ch = w.decide(r)
+	ch = w.decide(w.runReq(restored[0], 13))
 	c := w.card()
 	if c.Reason != audit.ReasonReauthGatewayRestarted {
 		t.Fatalf("after restart: %s", c.Reason)

@@ -29,7 +29,7 @@ const (
 type Rule struct {
 	Host string // glob over known_hosts names of the verified host key
 	Key  string // "SHA256:…" fingerprint, or a glob over the key comment
-	Exe  string // "sha256:HEX", or a glob over executable paths or names
+	Exe  string // "sha256:HEX", or a glob over absolute executable paths
 	Mode audit.Mode
 }
 
@@ -94,9 +94,30 @@ func Stricter(a, b audit.Mode) audit.Mode {
 
 // facts are what rules are matched against.
 type facts struct {
-	names []string            // verified destination's names
-	key   Key                 // the key
-	chain func() procid.Chain // requester first, then its live ancestors
+	names    []string         // verified destination's names
+	key      Key              // the key
+	programs func() []program // the verified executables of the requester and the run
+}
+
+// program is a verified executable: the file a process executes, named
+// by a path that names that very file for the gateway (or "" when it does
+// not), and its SHA-256. Only processes in the gateway's own user
+// namespace have one: elsewhere a process can point its executable at any
+// file.
+type program struct {
+	path, hash string
+}
+
+// programOf returns p's verified executable, if it has one.
+func programOf(p *procid.Peer) (program, bool) {
+	if !p.InOwnUserNS() {
+		return program{}, false
+	}
+	prog := program{hash: p.Exe.Hash()}
+	if procid.SamePath(p.Exe.Path, p.Exe) {
+		prog.path = p.Exe.Path
+	}
+	return prog, true
 }
 
 func (r *Rule) matches(f *facts) bool {
@@ -112,7 +133,7 @@ func (r *Rule) matches(f *facts) bool {
 			return false
 		}
 	}
-	if r.Exe != "" && !exeMatches(r.Exe, f.chain()) {
+	if r.Exe != "" && !exeMatches(r.Exe, f.programs()) {
 		return false
 	}
 	return true
@@ -127,31 +148,23 @@ func anyMatch(glob string, names []string) bool {
 	return false
 }
 
-func exeMatches(pattern string, chain procid.Chain) bool {
-	if h, ok := strings.CutPrefix(pattern, "sha256:"); ok {
-		for i := range chain {
-			if hash := chain[i].Exe.Hash(); hash != "" && strings.EqualFold(hash, h) {
+// exeMatches matches an exe rule against the verified executables of the
+// requester and the run: never a name, and never another process of the
+// ancestry (a shell copied to "git", or git's core.sshCommand, must not
+// borrow a rule meant for git).
+func exeMatches(pattern string, programs []program) bool {
+	hash, byHash := strings.CutPrefix(pattern, "sha256:")
+	for _, p := range programs {
+		if byHash {
+			if p.hash != "" && strings.EqualFold(p.hash, hash) {
 				return true
 			}
-		}
-		return false
-	}
-	// A pattern without "/" (or "*/NAME") matches the executable's name in
-	// any directory; one with "/" matches the whole path.
-	byName := !strings.Contains(pattern, "/")
-	if rest, ok := strings.CutPrefix(pattern, "*/"); ok && !strings.Contains(rest, "/") {
-		pattern, byName = rest, true
-	}
-	for i := range chain {
-		p := chain[i].Exe.Path
-		if p == "" {
 			continue
 		}
-		if byName {
-			p = filepath.Base(p)
-		}
-		if ok, _ := path.Match(pattern, p); ok {
-			return true
+		if p.path != "" {
+			if ok, _ := path.Match(pattern, p.path); ok {
+				return true
+			}
 		}
 	}
 	return false

@@ -79,8 +79,10 @@ type Rule struct {
 	Host string `toml:"host"`
 	// Key is a key fingerprint ("SHA256:…") or a glob over key comments.
 	Key string `toml:"key"`
-	// Exe is "sha256:HEX" or a glob over the executable path (or base
-	// name) of the requesting process or any of its ancestors.
+	// Exe is "sha256:HEX" or a glob over the absolute path of the
+	// executable of the requesting process or of the run, as the kernel
+	// shows it and the gateway verified it. A bare name is refused: any
+	// program can be called "git".
 	Exe string `toml:"exe"`
 	// Approval is the mode for matching requests.
 	Approval string `toml:"approval"`

@@ -28,6 +28,10 @@ func TestParse(t *testing.T) {
 		"card_timeout = \"0s\"":   "card_timeout",
 		"nonsense = true":         "unknown setting nonsense",
 		"approval = \"none\"\n[x": "c:2",
+		// A name can be taken by any program: only a path or a hash.
+		"[[rule]]\nexe = \"git\"\napproval = \"none\"":        `exe = "git": give the executable's absolute path (such as "/usr/bin/git")`,
+		"[[rule]]\nexe = \"*/git\"\napproval = \"none\"":      "absolute path",
+		"[[rule]]\nexe = \"sha256:abc\"\napproval = \"none\"": "64 hex digits",
 	}
 	for in, want := range bad {
 		_, err := Parse("c", []byte(in))
@@ -46,7 +50,7 @@ host = "prod-*"
 approval = "per-call"
 [[rule]]
 key = "SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8"
-exe = "*/evil"
+exe = "/opt/*/evil"
 approval = "deny"
 [[rule]]
 exe = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -59,7 +63,7 @@ markers = ["prod-*"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Rules) != 3 || f.Rules[1].Exe != "*/evil" || !f.Bastion.Enabled || f.Bastion.Markers[0] != "prod-*" {
+	if len(f.Rules) != 3 || f.Rules[1].Exe != "/opt/*/evil" || !f.Bastion.Enabled || f.Bastion.Markers[0] != "prod-*" {
 		t.Fatalf("%+v", f)
 	}
 }

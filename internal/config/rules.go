@@ -57,8 +57,9 @@ func checkKey(k string) error {
 	return nil
 }
 
-// checkExe accepts "sha256:" and 64 hex digits, or a glob over
-// executable paths or names.
+// checkExe accepts "sha256:" and 64 hex digits, or a glob over absolute
+// executable paths. A name is refused: any program can take it, so a rule
+// by name could only be borrowed.
 func checkExe(e string) error {
 	if hasFoldPrefix(e, "sha256:") {
 		h, ok := strings.CutPrefix(e, "sha256:")
@@ -66,6 +67,9 @@ func checkExe(e string) error {
 			return fmt.Errorf("not an executable hash: write sha256: and the 64 hex digits sha256sum prints")
 		}
 		return nil
+	}
+	if e != "" && !strings.HasPrefix(e, "/") {
+		return fmt.Errorf("give the executable's absolute path (such as %q) or \"sha256:HEX\"; a name matches nothing, since any program can take it", "/usr/bin/"+path.Base(e))
 	}
 	if _, err := path.Match(e, ""); err != nil {
 		return fmt.Errorf("bad pattern")

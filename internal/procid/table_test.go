@@ -180,3 +180,29 @@ func TestReplacedExecutableIsANewIdentity(t *testing.T) {
 		t.Fatalf("replaced executable not told apart:\nbefore %+v\nafter  %+v", before.Exe, after.Exe)
 	}
 }
+
+// A process's executable path is believed only while it names, for the
+// reader, the very file the process executes.
+func TestSamePath(t *testing.T) {
+	f := proctest.New(t)
+	exe := f.Exe("git", "git version 1")
+	f.Set(70, 1, 700, exe)
+	p, err := f.Table.Inspect(70)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !procid.SamePath(exe, p.Exe) {
+		t.Fatal("the executable's own path was not believed")
+	}
+	if procid.SamePath("git", p.Exe) || procid.SamePath("", p.Exe) {
+		t.Fatal("a relative path was believed")
+	}
+	os.Rename(exe, exe+".old")
+	os.WriteFile(exe, []byte("another program"), 0o755)
+	if procid.SamePath(exe, p.Exe) {
+		t.Fatal("a path that now names another file was believed")
+	}
+	if !procid.SamePath(exe+".old", p.Exe) {
+		t.Fatal("the file's new path was not believed")
+	}
+}

@@ -27,6 +27,10 @@ type Fake struct {
 func New(t testing.TB) *Fake {
 	root := t.TempDir()
 	os.WriteFile(filepath.Join(root, "stat"), []byte("cpu 1 2 3\nbtime 1700000000\n"), 0o644)
+	// The reader's own user namespace, which every process shares unless
+	// SetUserNS moves it.
+	os.MkdirAll(filepath.Join(root, "self", "ns"), 0o755)
+	os.WriteFile(filepath.Join(root, "self", "ns", "user"), []byte("user:[4026531837]"), 0o644)
 	return &Fake{t: t, Root: root, Table: &procid.Table{Root: root}}
 }
 
@@ -71,6 +75,16 @@ func (f *Fake) SetSession(pid, ppid int, start uint64, session int, exe string, 
 	if err := os.Symlink(exe, filepath.Join(d, "exe")); err != nil {
 		f.t.Fatal(err)
 	}
+	os.MkdirAll(filepath.Join(d, "ns"), 0o755)
+	os.Symlink(filepath.Join(f.Root, "self", "ns", "user"), filepath.Join(d, "ns", "user"))
+}
+
+// SetUserNS puts process pid in a user namespace of its own, as unshare
+// -U does.
+func (f *Fake) SetUserNS(pid int) {
+	p := filepath.Join(f.Root, strconv.Itoa(pid), "ns", "user")
+	os.Remove(p)
+	os.WriteFile(p, []byte("user:[4026532000]"), 0o644)
 }
 
 // Exec replaces the program of process pid, as execve does: the same
