@@ -29,3 +29,19 @@ func (e *Engine) outside(approver *procid.Peer, what string, within ...*procid.P
 	}
 	return nil
 }
+
+// OutsideRuns checks that approver is outside every live run (see
+// outside): what an approver alone may do, such as changing the host
+// inventory, is refused from inside a run. what names the act in the log.
+func (e *Engine) OutsideRuns(approver *procid.Peer, what string) error {
+	e.mu.Lock()
+	var within []*procid.Process
+	for _, run := range e.runs {
+		if run.pin != nil && run.Ended() == "" {
+			p := run.Process
+			within = append(within, &p)
+		}
+	}
+	e.mu.Unlock()
+	return e.outside(approver, what, within...)
+}

@@ -15,7 +15,7 @@ import (
 // exactly the request its card was shown for, so a request that waited on
 // another's card is told to decide again (again), from the grants as they
 // are after the answer.
-func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain procid.Chain, argv []string, dest *DestView, epoch uint64, p *Policy) (d Decision, again bool) {
+func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain procid.Chain, argv []string, dest *DestView, unverified string, epoch uint64, p *Policy) (d Decision, again bool) {
 	subjects, sel, err := e.subjects(r, chain, p)
 	if err != nil {
 		e.log.Info("refusing: "+err.Error(), "pid", r.Requester.PID)
@@ -38,9 +38,12 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	}
 
 	target := ""
-	if dest != nil {
+	switch {
+	case dest != nil:
 		target = " for " + destText(dest)
-	} else if r.Purpose == PurposeSSHSig {
+	case unverified != "":
+		target = " for an UNKNOWN destination"
+	case r.Purpose == PurposeSSHSig:
 		target = " to sign (namespace " + r.Namespace + ")"
 	}
 	reason, sentence := audit.ReasonPerCall, "This use needs approval every time: approve this one use of key "+r.Key.Display()+target+"."
@@ -78,6 +81,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		Key:         KeyView{Fingerprint: r.Key.Fingerprint, Comment: r.Key.Comment, Type: r.Key.Type, Touch: r.Key.Touch},
 		Purpose:     r.Purpose,
 		Destination: dest,
+		Unverified:  unverified,
 		Namespace:   r.Namespace,
 		Forwarded:   r.Forwarded || (dest != nil && dest.Forwarding),
 		Covers:      covers,

@@ -56,10 +56,14 @@ type KeyView struct {
 // DestView is the verified destination of an authentication.
 type DestView struct {
 	Fingerprint string   `json:"fingerprint"`
-	Names       []string `json:"names"`
-	Hashed      int      `json:"hashed_entries,omitempty"` // known_hosts entries whose names are hidden
-	Forwarding  bool     `json:"forwarding"`
-	User        string   `json:"user_claimed,omitempty"` // the account the client names: a claim
+	Names       []string `json:"names"`             // from the host inventory
+	Classes     []string `json:"classes,omitempty"` // from the host inventory
+	// KnownHosts are the names known_hosts gives the key: what a file the
+	// run can edit says, shown, never used for a decision.
+	KnownHosts []string `json:"known_hosts_names,omitempty"`
+	Hashed     int      `json:"hashed_entries,omitempty"` // known_hosts entries whose names are hidden
+	Forwarding bool     `json:"forwarding"`
+	User       string   `json:"user_claimed,omitempty"` // the account the client names: a claim
 }
 
 // CardView is what approvers are shown; "postern approve --list --json"
@@ -76,13 +80,16 @@ type CardView struct {
 	Key         KeyView       `json:"key"`
 	Purpose     Purpose       `json:"purpose"`
 	Destination *DestView     `json:"destination,omitempty"`
-	Namespace   string        `json:"namespace,omitempty"`
-	Command     string        `json:"command,omitempty"` // the remote command a bastion will run (verified), raw
-	Forwarded   bool          `json:"forwarded"`         // through a forwarded agent connection
-	Covers      string        `json:"covers"`
-	Claim       []string      `json:"claimed_command,omitempty"` // the requester's argv: a claim
-	Created     time.Time     `json:"created"`
-	Expires     time.Time     `json:"expires"`
+	// Unverified says why a request that may log in somewhere has no
+	// verified destination: it is UNKNOWN.
+	Unverified string    `json:"destination_unknown,omitempty"`
+	Namespace  string    `json:"namespace,omitempty"`
+	Command    string    `json:"command,omitempty"` // the remote command a bastion will run (verified), raw
+	Forwarded  bool      `json:"forwarded"`         // through a forwarded agent connection
+	Covers     string    `json:"covers"`
+	Claim      []string  `json:"claimed_command,omitempty"` // the requester's argv: a claim
+	Created    time.Time `json:"created"`
+	Expires    time.Time `json:"expires"`
 }
 
 // Display renders a key for sentences.
@@ -136,6 +143,8 @@ func (v *CardView) Text() string {
 	switch {
 	case v.Destination != nil:
 		fmt.Fprintf(&b, " for %s?\n", field(destText(v.Destination)))
+	case v.Unverified != "":
+		b.WriteString(" for an UNKNOWN destination?\n")
 	case v.Purpose == PurposeSSHSig:
 		fmt.Fprintf(&b, " to sign in namespace %s?\n", safetext.Quote(v.Namespace, safetext.Name))
 	default:
@@ -161,11 +170,20 @@ func (v *CardView) Text() string {
 	if d := v.Destination; d != nil {
 		fmt.Fprintf(&b, "Destination: host key %s, verified by session-bind", d.Fingerprint)
 		if len(d.Names) > 0 {
-			fmt.Fprintf(&b, " (%s)", strings.Join(safetext.Fields(d.Names, safetext.Name), ", "))
+			fmt.Fprintf(&b, "; host inventory: %s", strings.Join(safetext.Fields(d.Names, safetext.Name), ", "))
+			if len(d.Classes) > 0 {
+				fmt.Fprintf(&b, " (class %s)", strings.Join(safetext.Fields(d.Classes, safetext.Name), ", "))
+			}
 		} else {
-			b.WriteString(" (no name in known_hosts)")
+			b.WriteString("; not in the host inventory, so asked about as strictly as any host rule could ask")
 		}
 		b.WriteString("\n")
+		if len(d.KnownHosts) > 0 {
+			fmt.Fprintf(&b, "known_hosts (a file any program of yours can edit) calls it: %s\n", strings.Join(safetext.Fields(d.KnownHosts, safetext.Name), ", "))
+		}
+	}
+	if v.Unverified != "" {
+		fmt.Fprintf(&b, "Destination: UNKNOWN: %s; asked about as strictly as any host rule could ask\n", v.Unverified)
 	}
 	if v.Forwarded {
 		b.WriteString("Warning: through a forwarded agent connection (a remote host is asking)\n")
@@ -198,5 +216,5 @@ func destText(d *DestView) string {
 	if len(d.Names) > 0 {
 		return d.Names[0]
 	}
-	return "host key " + d.Fingerprint
+	return "host key " + d.Fingerprint + " (not in the host inventory)"
 }

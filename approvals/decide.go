@@ -83,6 +83,10 @@ func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 	var argv []string
 	var dest *DestView
 	if r.Dest != nil {
+		// Names come from the host inventory; known_hosts, which the run
+		// can edit, is shown as what it says, and can only refuse a key
+		// (@revoked).
+		names, classes := e.Hosts().Lookup(r.Dest.HostKey)
 		res := p.Hosts.Lookup(r.Dest.HostKey, nil)
 		if res.Hashed > 0 {
 			argv = e.procs.Argv(r.Requester.PID)
@@ -91,7 +95,7 @@ func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 		if res.Revoked {
 			return deny("", audit.ReasonHostKeyRevoked)
 		}
-		dest = &DestView{Fingerprint: r.Dest.Fingerprint(), Names: res.Names, Hashed: res.Hashed, Forwarding: r.Dest.Forwarding, User: r.Dest.User}
+		dest = &DestView{Fingerprint: r.Dest.Fingerprint(), Names: names, Classes: classes, KnownHosts: res.Names, Hashed: res.Hashed, Forwarding: r.Dest.Forwarding, User: r.Dest.User}
 	}
 	var progs []program
 	f := facts{key: r.Key, programs: func() []program {
@@ -101,8 +105,11 @@ func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 		return progs
 	}}
 	if dest != nil {
-		f.names = dest.Names
+		f.names, f.classes = dest.Names, dest.Classes
 	}
+	// A destination with no name could be any host.
+	unverified := unverifiedReason(r, dest)
+	f.anyHost = unverified != "" || (dest != nil && len(dest.Names) == 0)
 	mode := p.modeFor(&f, r.Forwarded || (dest != nil && dest.Forwarding))
 	if r.Key.Confirm || r.RetryOf != "" {
 		mode = Stricter(mode, audit.ModePerCall)
@@ -126,7 +133,7 @@ func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 		if argv == nil {
 			argv = e.procs.Argv(r.Requester.PID)
 		}
-		d, again := e.ask(ctx, r, mode, ancestry(), argv, dest, epoch, p)
+		d, again := e.ask(ctx, r, mode, ancestry(), argv, dest, unverified, epoch, p)
 		if !again {
 			return d
 		}
@@ -163,6 +170,28 @@ func (e *Engine) programs(r *Request) []program {
 		}
 	}
 	return out
+}
+
+// Why a request's destination is not known.
+const (
+	unverifiedLogin = "the client did not prove where it connects (no session-bind)"
+	unverifiedData  = "the agent could not tell what the signature is for (neither an SSH login nor an SSHSIG signature)"
+)
+
+// unverifiedReason says why r has no destination the agent verified,
+// when it may have one: a login on a connection without session-bind, or
+// data the agent could not interpret. A signature for a namespace (a git
+// commit) logs in nowhere.
+func unverifiedReason(r *Request, dest *DestView) string {
+	switch {
+	case dest != nil:
+		return ""
+	case r.Purpose == PurposeAuth:
+		return unverifiedLogin
+	case r.Purpose == PurposeOther:
+		return unverifiedData
+	}
+	return ""
 }
 
 // covering returns a live grant that covers r. The requester's live

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/postern/postern/internal/inventory"
 	"github.com/postern/postern/internal/procid"
 )
 
@@ -25,6 +26,9 @@ type Config struct {
 	Vault func() (locked bool, epoch uint64)
 	// Policy is the policy in force at first; see [Engine.SetPolicy].
 	Policy *Policy
+	// Hosts is the host inventory in force at first; see
+	// [Engine.SetHosts]. Nil is empty: no host has a name.
+	Hosts *inventory.Inventory
 	// Askpass, when set, is shown every card as an extra approver.
 	Askpass Confirmer
 	// ContextFile keeps display context across restarts; "" keeps none.
@@ -58,6 +62,7 @@ type Engine struct {
 	clock       func() time.Time
 
 	policy atomic.Pointer[Policy]
+	hosts  atomic.Pointer[inventory.Inventory]
 
 	mu       sync.Mutex
 	runs     map[string]*Run
@@ -99,8 +104,21 @@ func NewEngine(c Config) *Engine {
 	if c.Policy != nil {
 		e.SetPolicy(c.Policy)
 	}
+	e.SetHosts(c.Hosts)
 	return e
 }
+
+// SetHosts puts a host inventory in force for the requests decided from
+// now on.
+func (e *Engine) SetHosts(inv *inventory.Inventory) {
+	if inv == nil {
+		inv = &inventory.Inventory{}
+	}
+	e.hosts.Store(inv)
+}
+
+// Hosts returns the host inventory in force.
+func (e *Engine) Hosts() *inventory.Inventory { return e.hosts.Load() }
 
 // SetAudit sets the audit log, before the engine serves any request (the
 // gateway opens its log after building the engine).

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/inventory"
 	"github.com/postern/postern/internal/knownhosts"
 	"github.com/postern/postern/internal/procid/proctest"
 )
@@ -372,6 +372,20 @@ func TestSelfApprovalRefused(t *testing.T) {
 	}
 }
 
+// nameHost puts a host in the inventory, as "postern hosts add" does.
+func (w *world) nameHost(name, class string, keys ...ssh.PublicKey) {
+	w.t.Helper()
+	var ks []inventory.Key
+	for _, k := range keys {
+		ks = append(ks, inventory.NewKey(k, "test", time.Now()))
+	}
+	inv, err := w.e.Hosts().With(name, &class, ks, time.Now())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.e.SetHosts(inv)
+}
+
 func hostKey(t *testing.T) ssh.PublicKey {
 	pub, _, _ := ed25519.GenerateKey(rand.Reader)
 	k, _ := ssh.NewPublicKey(pub)
@@ -381,10 +395,9 @@ func hostKey(t *testing.T) ssh.PublicKey {
 func TestPerCallHostInsideSession(t *testing.T) {
 	w := newWorld(t)
 	prod, github := hostKey(t), hostKey(t)
-	kh := filepath.Join(t.TempDir(), "known_hosts")
-	os.WriteFile(kh, []byte("prod-db-1 "+string(ssh.MarshalAuthorizedKey(prod))+"github.com "+string(ssh.MarshalAuthorizedKey(github))), 0o600)
+	w.nameHost("prod-db-1", "", prod)
+	w.nameHost("github.com", "", github)
 	p := *w.e.Policy()
-	p.Hosts = knownhosts.Open([]string{kh})
 	p.Rules = []Rule{{Host: "prod-*", Mode: audit.ModePerCall}}
 	w.e.SetPolicy(&p)
 	withDest := func(pid int, k ssh.PublicKey, fwd bool) *Request {

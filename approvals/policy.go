@@ -27,10 +27,11 @@ const (
 
 // A Rule sets the mode of the requests it matches; see postern.toml(5).
 type Rule struct {
-	Host string // glob over known_hosts names of the verified host key
-	Key  string // "SHA256:…" fingerprint, or a glob over the key comment
-	Exe  string // "sha256:HEX", or a glob over absolute executable paths
-	Mode audit.Mode
+	Host  string // glob over the host inventory's names of the verified host key
+	Class string // glob over the host inventory's classes of the verified host key
+	Key   string // "SHA256:…" fingerprint, or a glob over the key comment
+	Exe   string // "sha256:HEX", or a glob over absolute executable paths
+	Mode  audit.Mode
 }
 
 // Policy is the approval policy in force.
@@ -43,6 +44,11 @@ type Policy struct {
 	Scope       Scope
 	Lifetime    time.Duration // 0: grants end only with their run
 	Rules       []Rule
+	// Unknown is the least a request whose destination has no name gets
+	// (not verified, or not in the host inventory): it gets the strictest
+	// mode any host rule could give it, and never less than this. Empty:
+	// no floor of its own.
+	Unknown audit.Mode
 }
 
 // Compile builds a Policy from a checked configuration file.
@@ -60,12 +66,17 @@ func Compile(f config.File) (*Policy, error) {
 		Scope:       Scope(f.SessionScope),
 		Lifetime:    f.SessionLifetime.Duration,
 	}
+	if f.UnknownDestination != "" {
+		if p.Unknown, err = audit.ParseMode(f.UnknownDestination); err != nil {
+			return nil, fmt.Errorf("unknown_destination: %w", err)
+		}
+	}
 	for i, r := range f.Rules {
 		m, err := audit.ParseMode(r.Approval)
 		if err != nil {
 			return nil, fmt.Errorf("rule %d: %w", i+1, err)
 		}
-		p.Rules = append(p.Rules, Rule{Host: r.Host, Key: r.Key, Exe: r.Exe, Mode: m})
+		p.Rules = append(p.Rules, Rule{Host: r.Host, Class: r.Class, Key: r.Key, Exe: r.Exe, Mode: m})
 	}
 	return p, nil
 }
@@ -94,7 +105,9 @@ func Stricter(a, b audit.Mode) audit.Mode {
 
 // facts are what rules are matched against.
 type facts struct {
-	names    []string         // verified destination's names
+	names    []string         // the host inventory's names for the verified destination
+	classes  []string         // and its classes
+	anyHost  bool             // the destination has no name: it could be any host
 	key      Key              // the key
 	programs func() []program // the verified executables of the requester and the run
 }
@@ -120,10 +133,22 @@ func programOf(p *procid.Peer) (program, bool) {
 	return prog, true
 }
 
+// hostRule reports whether r is about destinations.
+func (r *Rule) hostRule() bool { return r.Host != "" || r.Class != "" }
+
 func (r *Rule) matches(f *facts) bool {
 	if r.Host != "" && !anyMatch(r.Host, f.names) {
 		return false
 	}
+	if r.Class != "" && !anyMatch(r.Class, f.classes) {
+		return false
+	}
+	return r.matchesRequest(f)
+}
+
+// matchesRequest matches the fields of r that are not about the
+// destination.
+func (r *Rule) matchesRequest(f *facts) bool {
 	if r.Key != "" {
 		if strings.HasPrefix(r.Key, "SHA256:") {
 			if r.Key != f.key.Fingerprint {
@@ -171,17 +196,36 @@ func exeMatches(pattern string, programs []program) bool {
 }
 
 // modeFor returns the mode the policy asks for: the strictest mode of the
-// matching rules, else the default. A forwarded connection never rides a
-// session: session becomes per-call.
+// matching rules, else the default. A destination with no name could be
+// any host: it gets the strictest mode any host rule could give it (each
+// host or class rule whose other fields match counts), and no less than
+// Unknown. A forwarded connection never rides a session: session becomes
+// per-call.
 func (p *Policy) modeFor(f *facts, forwarding bool) audit.Mode {
 	mode, matched := audit.ModeNone, false
+	hosts, anyHostRule := audit.ModeNone, false
 	for i := range p.Rules {
-		if p.Rules[i].matches(f) {
-			mode, matched = Stricter(mode, p.Rules[i].Mode), true
+		r := &p.Rules[i]
+		if f.anyHost && r.hostRule() {
+			if r.matchesRequest(f) {
+				hosts, anyHostRule = Stricter(hosts, r.Mode), true
+			}
+			continue
+		}
+		if r.matches(f) {
+			mode, matched = Stricter(mode, r.Mode), true
 		}
 	}
 	if !matched {
 		mode = p.Mode
+	}
+	if f.anyHost {
+		if anyHostRule {
+			mode = Stricter(mode, hosts)
+		}
+		if p.Unknown != "" {
+			mode = Stricter(mode, p.Unknown)
+		}
 	}
 	if forwarding && mode == audit.ModeSession {
 		mode = audit.ModePerCall

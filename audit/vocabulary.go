@@ -38,6 +38,10 @@ const (
 	EventVaultCertificateAdded  EventType = "vault_certificate_added"  // Key (the certified key), Approver, Detail (key_id, type, ca, principals)
 	EventVaultKeyRemoved        EventType = "vault_key_removed"        // Key, Approver, Detail
 	EventVaultPassphraseChanged EventType = "vault_passphrase_changed" // Approver, Detail (kdf)
+	// The host inventory changed (postern hosts): Approver, Detail (host,
+	// class, previous_class, keys, source).
+	EventHostAdded   EventType = "host_added"
+	EventHostRemoved EventType = "host_removed"
 	// The bastion's command events; each names its journal entry in
 	// Detail.
 	EventCommandStarted  EventType = "command_started"

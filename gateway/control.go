@@ -10,6 +10,7 @@ import (
 	"github.com/postern/postern/bastion"
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/inventory"
 	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/vault"
 )
@@ -49,6 +50,9 @@ func (g *Gateway) handlers() map[api.Op]handler {
 		api.OpJournalResolve: typed(g.opJournalResolve),
 		api.OpRevoke:         typed(g.opRevoke),
 		api.OpVaultChange:    typed(g.opVaultChange),
+		api.OpHosts:          typed(g.opHosts),
+		api.OpHostsAdd:       typed(g.opHostsAdd),
+		api.OpHostsRemove:    typed(g.opHostsRemove),
 	}
 }
 
@@ -128,7 +132,7 @@ func wireCode(err error) api.Code {
 		return api.CodeDenied
 	case is(errAlreadyLocked):
 		return api.CodeLocked
-	case is(errNoVault, errVaultGone, errNoBastion, approvals.ErrNoCard, approvals.ErrNoGrant, journal.ErrNotFound, vault.ErrKeyNotFound, vault.ErrNoKeyForCert):
+	case is(errNoVault, errVaultGone, errNoBastion, approvals.ErrNoCard, approvals.ErrNoGrant, inventory.ErrNoHost, journal.ErrNotFound, vault.ErrKeyNotFound, vault.ErrNoKeyForCert):
 		return api.CodeNotFound
 	case is(vault.ErrWrongPassphrase):
 		return api.CodeWrongPassphrase

@@ -97,6 +97,10 @@ type Gateway struct {
 	config         config.File
 	configErr      error
 	configFromFile bool // the policy in force came from a file, not the defaults
+
+	hostsMu   sync.Mutex // serializes changes of the host inventory
+	hostsPath string
+	hostsErr  error // why the inventory file could not be read (g.mu)
 }
 
 // newBootID returns 128 random bits in hex.
@@ -162,6 +166,7 @@ func New(opts Options) (*Gateway, error) {
 		BootID:      g.bootID,
 		Vault:       g.vault.lockedEpoch,
 		Policy:      pol,
+		Hosts:       g.loadHosts(),
 		Askpass:     opts.Env,
 		ContextFile: filepath.Join(stateDir, xdg.ContextFile),
 		OnRunEnd:    g.closeRun,

@@ -157,6 +157,10 @@ func (g *Gateway) Status() api.Status {
 		Counts:  api.Counts{Keys: len(ids)},
 	}
 	st.Counts.Runs, st.Counts.Grants, st.Counts.Cards = g.engine.Counts()
+	st.Hosts = api.HostsStatus{Path: g.hostsPath, Count: g.engine.Hosts().Len()}
+	if g.hostsErr != nil {
+		st.Hosts.Error = g.hostsErr.Error()
+	}
 	if g.audit != nil {
 		st.Audit = api.AuditStatus{Enabled: true, Path: g.audit.Path(), LogID: g.audit.LogID(), Records: g.audit.Head().Seq + 1}
 	} else if _, err := audit.LoadSetup(g.stateDir); err == nil {

@@ -62,4 +62,5 @@ var notFoundHints = map[string]string{
 	"journal": `"postern journal list" shows the entries`,
 	"unlock":  `"postern vault init" creates one`,
 	"vault":   `"postern vault list" shows the keys`,
+	"hosts":   `"postern hosts list" shows the inventory`,
 }

@@ -27,6 +27,8 @@ Commands:
                         live runs and session grants, or all from the audit log
     revoke GRANT|RUN|--all
                         end session grants now
+    hosts list|add|import|remove
+                        the host inventory that host and class rules match
     audit verify|show   check the audit log offline, or decrypt it
     activity [--since T] [--run R] [--json]
                         the audit log as a timeline
@@ -62,6 +64,7 @@ var commands = map[string]command{
 	"connect":    cmdConnect,
 	"ssh-config": cmdSSHConfig,
 	"revoke":     cmdRevoke,
+	"hosts":      cmdHosts,
 	"status":     cmdStatus,
 	"lock":       cmdLock,
 	"unlock":     cmdUnlock,

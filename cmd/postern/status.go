@@ -40,6 +40,10 @@ func cmdStatus(args []string, out, errw io.Writer) error {
 	default:
 		fmt.Fprintln(out, "audit     off (postern vault init sets up the audit log)")
 	}
+	fmt.Fprintf(out, "hosts     %s (%d hosts)\n", st.Hosts.Path, st.Hosts.Count)
+	if st.Hosts.Error != "" {
+		fmt.Fprintf(out, "          not read, so no host has a name: %s\n", st.Hosts.Error)
+	}
 	fmt.Fprintf(out, "counts    %d keys, %d runs, %d grants, %d pending cards\n", st.Counts.Keys, st.Counts.Runs, st.Counts.Grants, st.Counts.Cards)
 	return nil
 }

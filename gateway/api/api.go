@@ -53,6 +53,9 @@ const (
 	OpJournalResolve Op = "journal.resolve" // ResolveArgs; *JournalEntry
 	OpRevoke         Op = "revoke"          // RevokeArgs; RevokeResult
 	OpVaultChange    Op = "vault.change"    // VaultChange; VaultChanged
+	OpHosts          Op = "hosts"           // no arguments; HostsResult
+	OpHostsAdd       Op = "hosts.add"       // HostsAddArgs; HostsResult
+	OpHostsRemove    Op = "hosts.remove"    // HostsRemoveArgs; HostsResult
 )
 
 // timeouts bound each call unless the caller's context ends sooner. An
@@ -71,6 +74,9 @@ var timeouts = map[Op]time.Duration{
 	OpJournalResolve: 3 * time.Minute,
 	OpRevoke:         30 * time.Second,
 	OpVaultChange:    2 * time.Minute,
+	OpHosts:          30 * time.Second,
+	OpHostsAdd:       30 * time.Second,
+	OpHostsRemove:    30 * time.Second,
 }
 
 // Code classifies an error the gateway returns.

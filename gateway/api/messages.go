@@ -14,6 +14,7 @@ type Status struct {
 	Socket  string       `json:"socket"`
 	Vault   VaultStatus  `json:"vault"`
 	Config  ConfigStatus `json:"config"`
+	Hosts   HostsStatus  `json:"hosts"`
 	Audit   AuditStatus  `json:"audit"`
 	Counts  Counts       `json:"counts"`
 }
@@ -52,6 +53,16 @@ type ConfigStatus struct {
 	Path     string `json:"path"`
 	Approval string `json:"approval"`
 	Error    string `json:"error,omitempty"` // the last reload failed: the previous policy stays
+}
+
+// HostsStatus describes the host inventory in force.
+type HostsStatus struct {
+	Path  string `json:"path"`
+	Count int    `json:"hosts"`
+	// Error says why the inventory file could not be read: the gateway
+	// then gives no host a name, so every login is asked about as strictly
+	// as any host rule could ask.
+	Error string `json:"error,omitempty"`
 }
 
 // Counts are sizes of the gateway's state.

@@ -46,6 +46,12 @@ type File struct {
 	// CardCooldown is how long requests from a run are refused without a
 	// new card after one of its cards went unanswered. Default 30s.
 	CardCooldown Duration `toml:"card_cooldown"`
+	// UnknownDestination is the least mode a login whose destination has
+	// no name gets (the agent could not verify it, or it is not in the
+	// host inventory). It gets the strictest mode any host rule could give
+	// it in any case; this can only make it stricter. Default: none of its
+	// own.
+	UnknownDestination string `toml:"unknown_destination"`
 	// Rules adjust the approval mode for hosts, keys and programs.
 	Rules []Rule `toml:"rule"`
 	// Bastion configures the optional local bastion.
@@ -74,9 +80,12 @@ type Bastion struct {
 // given must match. When several rules match, the strictest mode wins
 // (deny, per-call, session, none); when none matches, Approval applies.
 type Rule struct {
-	// Host is a glob over the names known_hosts gives the verified host
-	// key of the destination.
+	// Host is a glob over the names the host inventory ("postern hosts")
+	// gives the verified host key of the destination.
 	Host string `toml:"host"`
+	// Class is a glob over the classes the host inventory gives it, such
+	// as "production".
+	Class string `toml:"class"`
 	// Key is a key fingerprint ("SHA256:…") or a glob over key comments.
 	Key string `toml:"key"`
 	// Exe is "sha256:HEX" or a glob over the absolute path of the
@@ -215,6 +224,11 @@ func (f *File) check() error {
 	}
 	if f.CardTimeout.Duration <= 0 {
 		return badSetting("", "card_timeout", "card_timeout must be positive")
+	}
+	if f.UnknownDestination != "" {
+		if err := checkMode(f.UnknownDestination); err != nil {
+			return badSetting("", "unknown_destination", "unknown_destination: %v", err)
+		}
 	}
 	switch f.SessionScope {
 	case "key", "destination":

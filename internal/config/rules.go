@@ -18,8 +18,8 @@ func checkRule(i int, r Rule) error {
 	bad := func(key, format string, args ...any) error {
 		return &settingError{Table: "rule", N: i, Key: key, Msg: fmt.Sprintf("rule %d: "+format, append([]any{i}, args...)...)}
 	}
-	if r.Host == "" && r.Key == "" && r.Exe == "" {
-		return bad("", "give at least one of host, key, exe")
+	if r.Host == "" && r.Class == "" && r.Key == "" && r.Exe == "" {
+		return bad("", "give at least one of host, class, key, exe")
 	}
 	if r.Approval == "" {
 		return bad("", "approval is missing")
@@ -29,6 +29,9 @@ func checkRule(i int, r Rule) error {
 	}
 	if _, err := path.Match(r.Host, ""); err != nil {
 		return bad("host", "host = %q: bad pattern", r.Host)
+	}
+	if _, err := path.Match(r.Class, ""); err != nil {
+		return bad("class", "class = %q: bad pattern", r.Class)
 	}
 	if err := checkKey(r.Key); err != nil {
 		return bad("key", "key = %q: %v", r.Key, err)

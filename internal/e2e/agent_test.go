@@ -215,16 +215,17 @@ func TestConfirmNamesProcessAndDestination(t *testing.T) {
 	os.WriteFile(allow, nil, 0o600)
 	e.MustRun("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg)
 
-	// A login shows the verified destination: the server's host key and
-	// its names from known_hosts.
+	// A login shows the verified destination: the server's host key, its
+	// name in the host inventory, and what known_hosts calls it.
 	sshd := startSSHD(t, pubKey(t, k)+"\n", "prod-db-1")
 	e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n", sshd.KnownHosts))
 	time.Sleep(200 * time.Millisecond) // the gateway reloads the changed configuration
+	e.MustRun("postern", "hosts", "import", "prod-db-1")
 	os.Remove(log)
 	e.MustRun("ssh", sshd.SSHArgs("-o", "HostKeyAlias=prod-db-1", sshd.Target(), "true")...)
 	prompt = string(mustRead(t, log))
-	want := "Destination: host key " + hostFingerprint(t, e, sshd) + ", verified by session-bind ("
-	if !strings.Contains(prompt, want) || !strings.Contains(prompt, "prod-db-1") || !strings.Contains(prompt, "Requested by: ssh (") {
+	want := "Destination: host key " + hostFingerprint(t, e, sshd) + ", verified by session-bind; host inventory: prod-db-1\n"
+	if !strings.Contains(prompt, want) || !strings.Contains(prompt, "known_hosts (a file any program of yours can edit) calls it: [127.0.0.1]:") || !strings.Contains(prompt, "Requested by: ssh (") {
 		t.Errorf("login prompt lacks the verified destination %q:\n%s", want, prompt)
 	}
 }
@@ -445,6 +446,8 @@ func execHelper(mode string) {
 	switch mode {
 	case "driver":
 		driverMain()
+	case "xclient":
+		xclientMain()
 	case "exec":
 		c, err := net.Dial("unix", os.Getenv("SSH_AUTH_SOCK"))
 		if err != nil {

@@ -198,6 +198,8 @@ func TestPerCallHostInsideSession(t *testing.T) {
 	prodSSHD := startSSHD(t, pubKey(t, w.key)+"\n", "prod-db-1")
 	w.e.Config(fmt.Sprintf("known_hosts = [%q, %q]\n[[rule]]\nhost = \"prod-*\"\napproval = \"per-call\"\n", w.sshd.KnownHosts, prodSSHD.KnownHosts))
 	w.agent.WaitLog(t, "configuration reloaded")
+	// Host rules match the host inventory's names.
+	w.e.MustRun("postern", "hosts", "import", "git-host", "prod-db-1")
 	git := sshCmd(w.sshd, "-o", "HostKeyAlias=git-host")
 	prod := sshCmd(prodSSHD, "-o", "HostKeyAlias=prod-db-1")
 	a := w.e.StartRun("coder")

@@ -51,16 +51,19 @@ type DB struct {
 
 // Open returns a DB over files; a missing file is simply empty. "~/" is
 // expanded to the home directory.
-func Open(files []string) *DB {
+func Open(files []string) *DB { return &DB{files: Expand(files)} }
+
+// Expand expands a leading "~/" in each of files to the home directory.
+func Expand(files []string) []string {
 	home, _ := os.UserHomeDir()
-	var fs []string
+	var out []string
 	for _, f := range files {
 		if rest, ok := strings.CutPrefix(f, "~/"); ok && home != "" {
 			f = home + "/" + rest
 		}
-		fs = append(fs, f)
+		out = append(out, f)
 	}
-	return &DB{files: fs}
+	return out
 }
 
 func (db *DB) load() {
@@ -85,35 +88,21 @@ func (db *DB) load() {
 }
 
 func (db *DB) parse(b []byte) {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 || line[0] == '#' {
-			continue
+	eachLine(b, func(l entryLine) {
+		if l.hosts == nil {
+			return // a public key line: not a known_hosts entry
 		}
 		var e entry
-		if line[0] == '@' {
-			marker, rest, _ := bytes.Cut(line, []byte(" "))
-			switch string(marker) {
-			case "@revoked":
-				e.revoked = true
-			case "@cert-authority":
-				e.ca = true
-			default:
-				continue
-			}
-			line = bytes.TrimSpace(rest)
+		switch l.marker {
+		case "@revoked":
+			e.revoked = true
+		case "@cert-authority":
+			e.ca = true
+		case "":
+		default:
+			return
 		}
-		hosts, rest, ok := bytes.Cut(line, []byte(" "))
-		if !ok {
-			continue
-		}
-		key, _, _, _, err := ssh.ParseAuthorizedKey(bytes.TrimSpace(rest))
-		if err != nil {
-			continue
-		}
-		for h := range strings.SplitSeq(string(hosts), ",") {
+		for _, h := range l.hosts {
 			if salt, sum, ok := parseHashed(h); ok {
 				e.hashes = append(e.hashes, hashed{salt, sum})
 				continue
@@ -122,14 +111,81 @@ func (db *DB) parse(b []byte) {
 				e.pattern = append(e.pattern, h)
 				continue
 			}
-			if h == "" || strings.ContainsAny(h, "*?!") {
-				continue
+			if isName(h) {
+				e.names = append(e.names, h)
 			}
-			e.names = append(e.names, h)
 		}
-		blob := string(key.Marshal())
+		blob := string(l.key.Marshal())
 		db.entries[blob] = append(db.entries[blob], e)
+	})
+}
+
+// isName reports whether a host field entry is a name, not a pattern.
+func isName(h string) bool { return h != "" && !strings.ContainsAny(h, "*?!|") }
+
+// entryLine is one entry of a known_hosts file: its marker (@revoked,
+// @cert-authority or ""), its host field split at commas (nil for a line
+// without one: a public key line, as in a .pub file), and its key.
+type entryLine struct {
+	no     int
+	marker string
+	hosts  []string
+	key    ssh.PublicKey
+}
+
+// eachLine calls fn for every line of b that holds a key; comments, blank
+// and malformed lines are skipped. A line whose first field is a key type
+// has no host field.
+func eachLine(b []byte, fn func(entryLine)) {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	no := 0
+	for sc.Scan() {
+		no++
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 || text[0] == '#' {
+			continue
+		}
+		l := entryLine{no: no}
+		if text[0] == '@' {
+			marker, rest, _ := bytes.Cut(text, []byte(" "))
+			l.marker = string(marker)
+			text = bytes.TrimSpace(rest)
+		}
+		if key := bareKey(text); key != nil && l.marker == "" {
+			l.key = key
+			fn(l)
+			continue
+		}
+		hosts, rest, ok := bytes.Cut(text, []byte(" "))
+		if !ok {
+			continue
+		}
+		key, _, _, _, err := ssh.ParseAuthorizedKey(bytes.TrimSpace(rest))
+		if err != nil {
+			continue
+		}
+		l.hosts, l.key = strings.Split(string(hosts), ","), key
+		fn(l)
 	}
+}
+
+// bareKey returns the key of a line that starts with one (a public key
+// line: "TYPE BASE64 [COMMENT]"), or nil for a line with a host field.
+func bareKey(text []byte) ssh.PublicKey {
+	f := bytes.Fields(text)
+	if len(f) < 2 {
+		return nil
+	}
+	blob, err := base64.StdEncoding.DecodeString(string(f[1]))
+	if err != nil {
+		return nil
+	}
+	key, err := ssh.ParsePublicKey(blob)
+	if err != nil || key.Type() != string(f[0]) {
+		return nil
+	}
+	return key
 }
 
 // parseHashed splits "|1|salt|hash".

@@ -15,6 +15,9 @@ const (
 	// ContextFile keeps the display context of runs across a restart
 	// (approvals); it grants nothing.
 	ContextFile = "context.json"
+	// HostsFile is the host inventory (internal/inventory): the names and
+	// classes an approver gave host keys. Only the gateway writes it.
+	HostsFile = "hosts.json"
 	// JournalFile is the bastion's command journal (bbolt).
 	JournalFile = "journal.db"
 	// BastionCAFile and BastionHostKeyFile are the bastion's certificate

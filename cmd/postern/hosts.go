@@ -1,0 +1,312 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/config"
+	"github.com/postern/postern/internal/knownhosts"
+	"github.com/postern/postern/internal/safetext"
+	"github.com/postern/postern/internal/xdg"
+)
+
+const hostsUsage = `Usage: postern hosts list [--json] [--socket PATH]
+       postern hosts add NAME [--class CLASS] [--key-file FILE|-] [--fingerprint SHA256:...] [--socket PATH]
+       postern hosts import [NAME...] [--class CLASS] [--file FILE] [--fingerprint SHA256:...] [--socket PATH]
+       postern hosts remove NAME [--socket PATH]
+
+The host inventory: the names and classes (such as production) that
+policy rules match, bound to host keys. Only an approver outside every
+run changes it; each change is recorded in the audit log.
+
+add binds NAME to the keys a file gives it: known_hosts lines or
+ssh-keyscan output (plain or hashed entries for NAME), or a public key
+file; without --key-file, the known_hosts files of the configuration.
+import does the same for several names, or for every name the files give
+plainly. --fingerprint keeps only the key with that fingerprint: the one
+the host's administrator gave you. Compare what is shown with the host's
+own keys (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host).
+`
+
+func cmdHosts(args []string, out, errw io.Writer) error {
+	if len(args) == 0 {
+		return usagef("hosts: name a subcommand (list, add, import or remove)")
+	}
+	sub, args := args[0], args[1:]
+	switch sub {
+	case "list":
+		return hostsList(args, out, errw)
+	case "add":
+		return hostsAdd(args, out, errw)
+	case "import":
+		return hostsImport(args, out, errw)
+	case "remove":
+		return hostsRemove(args, out, errw)
+	case "-h", "--help", "help":
+		return &helpRequest{hostsUsage}
+	}
+	return usagef("hosts: unknown subcommand %q", sub)
+}
+
+func hostsList(args []string, out, errw io.Writer) error {
+	fs := newFlags("hosts list", hostsUsage)
+	asJSON := fs.Bool("json", false, "print JSON")
+	c, err := gatewayFlags(fs, args, noOperands(fs))
+	if err != nil {
+		return err
+	}
+	res, err := c.Hosts(context.Background())
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(out, res.Hosts)
+	}
+	if len(res.Hosts) == 0 {
+		fmt.Fprintln(out, "no hosts (postern hosts add NAME, or postern hosts import)")
+	}
+	for _, h := range res.Hosts {
+		printHost(out, h)
+	}
+	return nil
+}
+
+func printHost(out io.Writer, h api.Host) {
+	class := h.Class
+	if class == "" {
+		class = "-"
+	}
+	fmt.Fprintf(out, "%s  class %s  since %s\n", shown(h.Name), shown(class), h.Added.Local().Format("2006-01-02 15:04"))
+	for _, k := range h.Keys {
+		typ, _, _ := strings.Cut(k.Key, " ")
+		fmt.Fprintf(out, "    %s %s  from %s\n", shown(typ), k.Fingerprint, safetext.Field(k.Source, safetext.Line))
+	}
+}
+
+// keyFlags are the flags of add and import that choose keys.
+type keyFlags struct {
+	class       *string
+	fingerprint *string
+	classSet    bool
+}
+
+func addKeyFlags(fs *flag.FlagSet) *keyFlags {
+	return &keyFlags{
+		class:       fs.String("class", "", "the host's class, such as production"),
+		fingerprint: fs.String("fingerprint", "", "take only the key with this fingerprint (SHA256:...)"),
+	}
+}
+
+// parsed notes which flags were given, after parsing.
+func (k *keyFlags) parsed(fs *flag.FlagSet) {
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "class" {
+			k.classSet = true
+		}
+	})
+}
+
+// source is a text to take keys from, and how to name it to a person.
+type source struct {
+	label string
+	text  []byte
+}
+
+func hostsAdd(args []string, out, errw io.Writer) error {
+	fs := newFlags("hosts add", hostsUsage)
+	kf := addKeyFlags(fs)
+	keyFile := fs.String("key-file", "", "take the keys from FILE (known_hosts or ssh-keyscan lines, or a public key file; - for standard input)")
+	name, args := leadingOperand(args)
+	c, err := gatewayFlags(fs, args, func() error {
+		if name == "" && fs.NArg() == 1 {
+			name = fs.Arg(0)
+		} else if fs.NArg() > 0 {
+			return usagef("hosts add: give one host name")
+		}
+		if name == "" {
+			return usagef("hosts add: give the host's name")
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	kf.parsed(fs)
+	srcs, err := keySources(*keyFile)
+	if err != nil {
+		return err
+	}
+	return addHost(c, out, errw, name, kf, srcs)
+}
+
+func hostsImport(args []string, out, errw io.Writer) error {
+	fs := newFlags("hosts import", hostsUsage)
+	kf := addKeyFlags(fs)
+	file := fs.String("file", "", "read FILE instead of the configured known_hosts files")
+	// Names may come before the flags.
+	var names []string
+	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		names, args = append(names, args[0]), args[1:]
+	}
+	c, err := gatewayFlags(fs, args, nil)
+	if err != nil {
+		return err
+	}
+	kf.parsed(fs)
+	names = append(names, fs.Args()...)
+	srcs, err := keySources(*file)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		for _, s := range srcs {
+			for _, f := range knownhosts.Named(s.text) {
+				if !slices.Contains(names, f.Name) {
+					names = append(names, f.Name)
+				}
+			}
+		}
+		if len(names) == 0 {
+			return errors.New("hosts import: the files name no host plainly; give the names to look up (hashed entries hide them)")
+		}
+	}
+	failed := 0
+	for _, n := range names {
+		if err := addHost(c, out, errw, n, kf, srcs); err != nil {
+			if api.HasCode(err, api.CodeDenied) {
+				return err
+			}
+			errorf(errw, "%s: %v", shown(n), err)
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("hosts import: %d of %d hosts not added", failed, len(names))
+	}
+	return nil
+}
+
+// addHost finds name's keys in srcs and asks the gateway to bind them.
+func addHost(c *api.Client, out, errw io.Writer, name string, kf *keyFlags, srcs []source) error {
+	var keys []api.HostKey
+	var pubs []ssh.PublicKey
+	for _, s := range srcs {
+		for _, f := range knownhosts.KeysFor(s.text, name) {
+			if *kf.fingerprint != "" && ssh.FingerprintSHA256(f.Key) != *kf.fingerprint {
+				continue
+			}
+			how := fmt.Sprintf("%s line %d", s.label, f.Line)
+			switch {
+			case f.Hashed:
+				how += " (hashed entry)"
+			case f.Bare:
+				how += " (a public key, no host field)"
+			}
+			keys = append(keys, api.HostKey{Key: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(f.Key))), Source: how})
+			pubs = append(pubs, f.Key)
+		}
+	}
+	if len(keys) == 0 {
+		hint := fmt.Sprintf("ssh-keyscan %s | postern hosts add %s --key-file -, then compare the fingerprints it shows", name, name)
+		if *kf.fingerprint != "" {
+			return withHint(fmt.Errorf("no key with fingerprint %s for %s in %s", *kf.fingerprint, name, labels(srcs)), hint)
+		}
+		return withHint(fmt.Errorf("no key for %s in %s", name, labels(srcs)), hint)
+	}
+	a := api.HostsAddArgs{Name: name, Keys: keys}
+	if kf.classSet {
+		a.Class = kf.class
+	}
+	res, err := c.AddHost(context.Background(), a)
+	if err != nil {
+		return err
+	}
+	for _, h := range res.Hosts {
+		if h.Name == name {
+			printHost(out, h)
+		}
+	}
+	if *kf.fingerprint == "" {
+		for _, p := range pubs {
+			hintf(errw, "check %s %s against the host's own key (ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub on %s)", p.Type(), ssh.FingerprintSHA256(p), shown(name))
+		}
+	}
+	return nil
+}
+
+func hostsRemove(args []string, out, errw io.Writer) error {
+	fs := newFlags("hosts remove", hostsUsage)
+	name, args := leadingOperand(args)
+	c, err := gatewayFlags(fs, args, func() error {
+		if name == "" && fs.NArg() == 1 {
+			name = fs.Arg(0)
+		} else if fs.NArg() > 0 {
+			return usagef("hosts remove: give one host name")
+		}
+		if name == "" {
+			return usagef("hosts remove: give the host's name")
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := c.RemoveHost(context.Background(), name); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "removed %s\n", shown(name))
+	return nil
+}
+
+// keySources reads the file given (standard input for "-"), or without
+// one the known_hosts files the configuration names.
+func keySources(path string) ([]source, error) {
+	switch path {
+	case "":
+		return knownHostsSources()
+	case "-":
+		b, err := io.ReadAll(io.LimitReader(os.Stdin, 16<<20))
+		return []source{{label: "standard input", text: b}}, err
+	}
+	b, err := os.ReadFile(path)
+	return []source{{label: "file " + path, text: b}}, err
+}
+
+// knownHostsSources reads the known_hosts files the configuration names.
+func knownHostsSources() ([]source, error) {
+	path, err := xdg.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []source
+	for _, f := range knownhosts.Expand(cfg.KnownHosts) {
+		if b, err := os.ReadFile(f); err == nil {
+			out = append(out, source{label: "known_hosts " + f, text: b})
+		}
+	}
+	return out, nil
+}
+
+func labels(srcs []source) string {
+	if len(srcs) == 0 {
+		return "no readable known_hosts file"
+	}
+	var l []string
+	for _, s := range srcs {
+		l = append(l, s.label)
+	}
+	return strings.Join(l, ", ")
+}

@@ -1,0 +1,141 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/inventory"
+	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/xdg"
+)
+
+// The host inventory: the gateway owns its file, changes it only for an
+// approver outside every run, records each change in the audit log, and
+// puts it in force for the decisions that follow.
+
+// loadHosts reads the inventory at start. A damaged file is not fatal: the
+// gateway runs with an empty inventory, in which no host has a name (every
+// login is then asked about as strictly as any host rule could ask), and
+// status says why.
+func (g *Gateway) loadHosts() *inventory.Inventory {
+	g.hostsPath = filepath.Join(g.stateDir, xdg.HostsFile)
+	inv, err := inventory.Load(g.hostsPath)
+	if err != nil {
+		g.hostsErr = err
+		g.log.Error("host inventory not read: no host has a name until it is fixed", "path", g.hostsPath, "err", err)
+		return &inventory.Inventory{}
+	}
+	return inv
+}
+
+func (g *Gateway) opHosts(context.Context, *procid.Peer, noArgs) (any, error) {
+	return api.HostsResult{Hosts: g.engine.Hosts().Hosts()}, nil
+}
+
+func (g *Gateway) opHostsAdd(_ context.Context, peer *procid.Peer, a api.HostsAddArgs) (any, error) {
+	if err := inventory.CheckName(a.Name); err != nil {
+		return nil, badRequest(err)
+	}
+	if a.Class != nil {
+		if err := inventory.CheckClass(*a.Class); err != nil {
+			return nil, badRequest(err)
+		}
+	}
+	if len(a.Keys) == 0 {
+		return nil, badRequest(fmt.Errorf("no key for %s", a.Name))
+	}
+	now := time.Now()
+	keys := make([]inventory.Key, 0, len(a.Keys))
+	var fps []string
+	for _, k := range a.Keys {
+		pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(k.Key))
+		if err != nil {
+			return nil, badRequest(fmt.Errorf("key %q: %w", k.Key, err))
+		}
+		nk := inventory.NewKey(pub, k.Source, now)
+		keys = append(keys, nk)
+		fps = append(fps, nk.Fingerprint)
+	}
+	return g.changeHosts(peer, "host inventory: add "+a.Name, func(inv *inventory.Inventory) (*inventory.Inventory, audit.Event, error) {
+		prev, _ := inv.Host(a.Name)
+		next, err := inv.With(a.Name, a.Class, keys, now)
+		if err != nil {
+			return nil, audit.Event{}, badRequest(err)
+		}
+		h, _ := next.Host(a.Name)
+		ev := audit.Event{Type: audit.EventHostAdded, Detail: map[string]string{
+			"host": a.Name, "class": h.Class, "previous_class": prev.Class, "keys": strings.Join(fps, ","), "source": sources(a.Keys),
+		}}
+		return next, ev, nil
+	})
+}
+
+func (g *Gateway) opHostsRemove(_ context.Context, peer *procid.Peer, a api.HostsRemoveArgs) (any, error) {
+	return g.changeHosts(peer, "host inventory: remove "+a.Name, func(inv *inventory.Inventory) (*inventory.Inventory, audit.Event, error) {
+		prev, _ := inv.Host(a.Name)
+		next, err := inv.Without(a.Name)
+		if err != nil {
+			return nil, audit.Event{}, err
+		}
+		var fps []string
+		for _, k := range prev.Keys {
+			fps = append(fps, k.Fingerprint)
+		}
+		ev := audit.Event{Type: audit.EventHostRemoved, Detail: map[string]string{
+			"host": a.Name, "class": prev.Class, "keys": strings.Join(fps, ","),
+		}}
+		return next, ev, nil
+	})
+}
+
+// changeHosts applies one change for approver: refused from inside a run;
+// the new inventory is written, recorded in the audit log and then put in
+// force; if the record cannot be written, the file is put back and
+// nothing changes.
+func (g *Gateway) changeHosts(approver *procid.Peer, what string, change func(*inventory.Inventory) (*inventory.Inventory, audit.Event, error)) (any, error) {
+	if err := g.engine.OutsideRuns(approver, what); err != nil {
+		return nil, err
+	}
+	g.hostsMu.Lock()
+	defer g.hostsMu.Unlock()
+	cur := g.engine.Hosts()
+	next, ev, err := change(cur)
+	if err != nil {
+		return nil, err
+	}
+	if err := next.Save(g.hostsPath); err != nil {
+		return nil, fmt.Errorf("writing the host inventory: %w", err)
+	}
+	ev.Approver = approver.Describe()
+	if err := g.engine.Record(ev); err != nil {
+		if rerr := cur.Save(g.hostsPath); rerr != nil {
+			g.log.Error("host inventory: the change could not be recorded nor undone", "err", err, "undo", rerr)
+		}
+		return nil, fmt.Errorf("the audit log could not record the change, so it was not made: %w", err)
+	}
+	g.engine.SetHosts(next)
+	g.mu.Lock()
+	g.hostsErr = nil
+	g.mu.Unlock()
+	g.log.Info("host inventory changed", "change", what, "detail", ev.Detail, "approver", ev.Approver)
+	return api.HostsResult{Hosts: next.Hosts()}, nil
+}
+
+// sources lists the distinct sources of keys.
+func sources(keys []api.HostKey) string {
+	var out []string
+	for _, k := range keys {
+		if !slices.Contains(out, k.Source) {
+			out = append(out, k.Source)
+		}
+	}
+	return strings.Join(out, "; ")
+}

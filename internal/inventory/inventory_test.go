@@ -1,0 +1,151 @@
+package inventory
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+func newKey(t testing.TB) ssh.PublicKey {
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	k, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func ptr(s string) *string { return &s }
+
+func TestChangesAndLookup(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	prod, prod2, web := newKey(t), newKey(t), newKey(t)
+	var inv *Inventory
+	inv, err := inv.With("prod-db-1", ptr("production"), []Key{NewKey(prod, "test", now)}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv, err = inv.With("prod-db-1", nil, []Key{NewKey(prod2, "test", now)}, now); err != nil {
+		t.Fatal(err)
+	}
+	if inv, err = inv.With("staging-web", nil, []Key{NewKey(web, "test", now)}, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []ssh.PublicKey{prod, prod2} {
+		if names, classes := inv.Lookup(k); len(names) != 1 || names[0] != "prod-db-1" || len(classes) != 1 || classes[0] != "production" {
+			t.Fatalf("lookup: %v %v", names, classes)
+		}
+	}
+	if names, classes := inv.Lookup(web); len(names) != 1 || len(classes) != 0 {
+		t.Fatalf("staging-web: %v %v", names, classes)
+	}
+	if names, _ := inv.Lookup(newKey(t)); names != nil {
+		t.Fatalf("an unknown key has names %v", names)
+	}
+	// A key belongs to one host: it cannot take a second name (and a
+	// second class).
+	if _, err := inv.With("innocent", nil, []Key{NewKey(prod, "test", now)}, now); !errors.Is(err, ErrKeyTaken) {
+		t.Fatalf("a production key under another name: %v", err)
+	}
+	// A host certificate is looked up by the key it certifies.
+	cert := &ssh.Certificate{Key: prod, CertType: ssh.HostCert, ValidPrincipals: []string{"anything"}}
+	if names, _ := inv.Lookup(cert); len(names) != 1 || names[0] != "prod-db-1" {
+		t.Fatalf("certificate: %v", names)
+	}
+	// The file round-trips, and is written atomically.
+	path := filepath.Join(t.TempDir(), "hosts.json")
+	if err := inv.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(back.Marshal()) != string(inv.Marshal()) {
+		t.Fatalf("round trip:\n%s\n%s", back.Marshal(), inv.Marshal())
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", st.Mode())
+	}
+	// Removing a host frees its keys.
+	if inv, err = inv.Without("prod-db-1"); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := inv.Lookup(prod); names != nil {
+		t.Fatal("a removed host still names its key")
+	}
+	if _, err := inv.Without("prod-db-1"); err == nil {
+		t.Fatal("removed twice")
+	}
+	if empty, err := Load(filepath.Join(t.TempDir(), "none")); err != nil || empty.Len() != 0 {
+		t.Fatalf("missing file: %v %v", empty, err)
+	}
+}
+
+func TestNamesAndClassesChecked(t *testing.T) {
+	now := time.Now()
+	k := []Key{NewKey(newKey(t), "test", now)}
+	var inv *Inventory
+	for _, name := range []string{"", "-oProxyCommand=x", "prod\ndb", "prod db", "prod\x1b[2K", "prod\u202edb", strings.Repeat("a", 256)} {
+		if _, err := inv.With(name, nil, k, now); err == nil {
+			t.Errorf("name %q accepted", name)
+		}
+	}
+	for _, name := range []string{"prod-db-1", "10.0.0.5", "[10.0.0.5]:2222", "db.example.com", "fe80::1"} {
+		if _, err := inv.With(name, nil, k, now); err != nil {
+			t.Errorf("name %q refused: %v", name, err)
+		}
+	}
+	for _, class := range []string{"Production", "prod uction", "prod\n", strings.Repeat("a", 33)} {
+		if _, err := inv.With("h", ptr(class), k, now); err == nil {
+			t.Errorf("class %q accepted", class)
+		}
+	}
+	if _, err := inv.With("h", nil, nil, now); err == nil {
+		t.Error("a host without keys accepted")
+	}
+}
+
+func TestDamagedFileRefused(t *testing.T) {
+	k := newKey(t)
+	good := NewKey(k, "test", time.Now())
+	for name, body := range map[string]string{
+		"not json":          "hosts",
+		"wrong version":     `{"version":2,"hosts":[]}`,
+		"unknown field":     `{"version":1,"hosts":[],"extra":1}`,
+		"bad name":          `{"version":1,"hosts":[{"name":"a b","keys":[{"key":"` + good.Key + `","fingerprint":"` + good.Fingerprint + `"}]}]}`,
+		"bad key":           `{"version":1,"hosts":[{"name":"a","keys":[{"key":"ssh-ed25519 AAAA","fingerprint":"x"}]}]}`,
+		"wrong fingerprint": `{"version":1,"hosts":[{"name":"a","keys":[{"key":"` + good.Key + `","fingerprint":"SHA256:x"}]}]}`,
+		"key twice":         `{"version":1,"hosts":[{"name":"a","keys":[{"key":"` + good.Key + `","fingerprint":"` + good.Fingerprint + `"}]},{"name":"b","keys":[{"key":"` + good.Key + `","fingerprint":"` + good.Fingerprint + `"}]}]}`,
+		"name twice":        `{"version":1,"hosts":[{"name":"a","keys":[{"key":"` + good.Key + `","fingerprint":"` + good.Fingerprint + `"}]},{"name":"a","keys":[{"key":"` + good.Key + `","fingerprint":"` + good.Fingerprint + `"}]}]}`,
+	} {
+		if _, err := Parse([]byte(body)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var inv *Inventory
+	inv, _ = inv.With("prod-db-1", ptr("production"), []Key{NewKey(newKey(f), "test", now)}, now)
+	f.Add(inv.Marshal())
+	f.Add([]byte(`{"version":1,"hosts":[]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		inv, err := Parse(b)
+		if err != nil {
+			return
+		}
+		again, err := Parse(inv.Marshal())
+		if err != nil || string(again.Marshal()) != string(inv.Marshal()) {
+			t.Fatalf("an accepted file does not round-trip: %v", err)
+		}
+	})
+}

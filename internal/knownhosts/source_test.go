@@ -1,0 +1,59 @@
+package knownhosts
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestKeysForAndNamed(t *testing.T) {
+	prod, _ := newKey(t)
+	prodRSA, _ := newKey(t)
+	other, _ := newKey(t)
+	ca, _ := newKey(t)
+	text := "# ssh-keyscan output and known_hosts lines\n" +
+		line("prod-db-1,10.0.0.5", prod) +
+		line(hashName("prod-db-1"), prodRSA) +
+		line(hashName("[prod-db-1]:2222"), other) +
+		line("*.corp", other) +
+		"@revoked " + line("prod-db-1", other) +
+		"@cert-authority " + line("prod-db-1", ca) +
+		line("web", other) +
+		"not a line\n"
+	found := KeysFor([]byte(text), "prod-db-1")
+	if len(found) != 2 || !bytes.Equal(found[0].Key.Marshal(), prod.Marshal()) || found[0].Hashed ||
+		!bytes.Equal(found[1].Key.Marshal(), prodRSA.Marshal()) || !found[1].Hashed || found[1].Line != 3 {
+		t.Fatalf("KeysFor(prod-db-1) = %+v", found)
+	}
+	if found := KeysFor([]byte(text), "[prod-db-1]:2222"); len(found) != 1 || !found[0].Hashed {
+		t.Fatalf("KeysFor([prod-db-1]:2222) = %+v", found)
+	}
+	if found := KeysFor([]byte(text), "x.corp"); len(found) != 0 {
+		t.Fatalf("a pattern gave a key: %+v", found)
+	}
+	// A public key file names no host: its keys are taken for the name.
+	pub := "ssh-ed25519 " + string(bytes.Fields([]byte(line("h", prod)))[2]) + " root@prod-db-1\n"
+	if found := KeysFor([]byte(pub), "prod-db-1"); len(found) != 1 || !found[0].Bare {
+		t.Fatalf("a .pub file: %+v", found)
+	}
+	named := Named([]byte(text))
+	var names []string
+	for _, f := range named {
+		names = append(names, f.Name)
+	}
+	if len(names) != 3 || names[0] != "prod-db-1" || names[1] != "10.0.0.5" || names[2] != "web" {
+		t.Fatalf("Named = %v", names)
+	}
+}
+
+func FuzzKeysFor(f *testing.F) {
+	f.Add([]byte("prod-db-1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJdD7y3aLq454yWBdwLWbieU1ebz9/cu7/QEXn9OIeZJ\n"), "prod-db-1")
+	f.Add([]byte("|1|abc|def ssh-ed25519 AAAA\n@revoked * ssh-rsa AAAA\n"), "x")
+	f.Fuzz(func(t *testing.T, b []byte, name string) {
+		for _, found := range KeysFor(b, name) {
+			if found.Key == nil || found.Name != name {
+				t.Fatalf("%+v", found)
+			}
+		}
+		Named(b)
+	})
+}
