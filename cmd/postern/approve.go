@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/safetext"
@@ -124,7 +122,8 @@ func listCards(c *api.Client, out io.Writer, asJSON bool) error {
 	return nil
 }
 
-// approveInteractive shows each pending card on the terminal and asks.
+// approveInteractive shows each pending card on the terminal and asks,
+// by the rules of prompt.go.
 func approveInteractive(c *api.Client, out io.Writer) error {
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
@@ -147,15 +146,20 @@ func approveInteractive(c *api.Client, out io.Writer) error {
 			}
 			seen[card.ID] = true
 			if err := askCard(c, tty, in, card); err != nil {
-				fmt.Fprintf(tty, "postern: error: %v\n", err)
+				fmt.Fprintf(tty, "postern: error: card %s: %v\n", card.ID, err)
 			}
 		}
 	}
 }
 
-func askCard(gw *api.Client, tty io.Writer, in *bufio.Reader, c api.Card) error {
+// askCard shows one card and reads answers until one decides it. Keys
+// typed before the card was shown are discarded, and so is what is left
+// after the answer, whatever happened to it.
+func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card) error {
+	defer discardInput(tty, in)
+	discardInput(tty, in)
 	fmt.Fprintf(tty, "\n%s\n", c.Text())
-	if len(c.Subjects) > 1 {
+	if len(c.Subjects) > 1 && c.OffersSession() {
 		fmt.Fprintln(tty, "Subjects a session approval could bind (the run it covers):")
 		for i, s := range c.Subjects {
 			mark := " "
@@ -165,35 +169,31 @@ func askCard(gw *api.Client, tty io.Writer, in *bufio.Reader, c api.Card) error 
 			fmt.Fprintf(tty, "  %s %d. %s (pid %d) %s\n", mark, i, shown(s.Name), s.PID, safetext.Field(s.Exe, safetext.Path))
 		}
 	}
-	subject := c.Selected
+	p := newPrompt(c)
 	for {
-		prompt := "[o]nce, [d]eny"
-		if c.OffersSession() {
-			prompt = "[s]ession, [o]nce, [d]eny"
-			if len(c.Subjects) > 1 {
-				prompt += ", or a subject number"
-			}
-		}
-		fmt.Fprintf(tty, "%s? ", prompt)
+		fmt.Fprint(tty, p.question())
 		line, err := in.ReadString('\n')
 		if err != nil {
 			return err
 		}
-		line = strings.TrimSpace(line)
-		if n, err := strconv.Atoi(line); err == nil && n >= 0 && n < len(c.Subjects) {
-			subject = n
-			fmt.Fprintf(tty, "subject: %s (pid %d)\n", shown(c.Subjects[n].Name), c.Subjects[n].PID)
+		r := p.read(line)
+		if r.note != "" {
+			fmt.Fprintln(tty, r.note)
+		}
+		if r.verdict == 0 {
 			continue
 		}
-		switch line {
-		case "s", "session":
-			if c.OffersSession() {
-				return answer(gw, tty, c.ID, api.VerdictSession, subject)
-			}
-		case "o", "once":
-			return answer(gw, tty, c.ID, api.VerdictOnce, -1)
-		case "d", "deny":
-			return answer(gw, tty, c.ID, api.VerdictDeny, -1)
+		err = answer(gw, tty, c.ID, r.verdict, r.subject)
+		if api.HasCode(err, api.CodeNotFound) {
+			return fmt.Errorf("no longer pending (answered elsewhere, timed out, or withdrawn)")
 		}
+		return err
 	}
+}
+
+// discardInput drops what was typed and not yet read: in the terminal's
+// input queue (TCFLSH) and in the reader's buffer.
+func discardInput(tty *os.File, in *bufio.Reader) {
+	flushInput(tty)
+	in.Reset(tty)
 }

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/postern/postern/gateway/api"
+)
+
+// The approver console's rules, apart from the terminal (approve.go) so
+// that any console (the line console here, a full-screen one) keeps
+// them, and tests can check them:
+//
+//   - pending input is discarded before each card is shown, so keys typed
+//     ahead never answer a card nobody has seen (discardInput);
+//   - every answer is echoed with the card's id;
+//   - a per-call card for a login asks for a deliberate answer: the
+//     destination's name (or "unknown" for a destination with none)
+//     typed out, never a single key;
+//   - after an error the console starts over clean: pending input
+//     discarded, the next card asked afresh.
+
+// A prompt reads one person's answer to one card.
+type prompt struct {
+	card    api.Card
+	subject int
+	// word is what approving takes when a key is not enough.
+	word string
+}
+
+func newPrompt(c api.Card) *prompt {
+	p := &prompt{card: c, subject: c.Selected}
+	if c.Mode == "per-call" {
+		switch {
+		case c.Destination != nil && len(c.Destination.Names) > 0:
+			p.word = c.Destination.Names[0]
+		case c.Destination != nil, c.Unverified != "" && c.Purpose == "auth":
+			p.word = "unknown"
+		}
+	}
+	return p
+}
+
+// question is what the console asks, with the card's id.
+func (p *prompt) question() string {
+	var q string
+	switch {
+	case p.word != "":
+		q = fmt.Sprintf("type %s to approve this one use, or [d]eny", shown(p.word))
+	case p.card.OffersSession():
+		q = "[s]ession, [o]nce, [d]eny"
+		if len(p.card.Subjects) > 1 {
+			q += ", or a subject number"
+		}
+	default:
+		q = "[o]nce, [d]eny"
+	}
+	return fmt.Sprintf("card %s: %s? ", p.card.ID, q)
+}
+
+// reply is what a line of input decided.
+type reply struct {
+	verdict api.Verdict // 0: not decided yet
+	subject int         // for a session: the subject's index, -1 for the card's choice
+	note    string      // what to tell the person before asking again
+}
+
+// read takes one line of input.
+func (p *prompt) read(line string) reply {
+	line = strings.TrimSpace(line)
+	switch line {
+	case "d", "deny":
+		return reply{verdict: api.VerdictDeny, subject: -1}
+	case "":
+		return reply{}
+	}
+	if p.word != "" {
+		if line == p.word {
+			return reply{verdict: api.VerdictOnce, subject: -1}
+		}
+		return reply{note: fmt.Sprintf("not approved: type %s exactly to approve this one use", shown(p.word))}
+	}
+	if n, err := strconv.Atoi(line); err == nil && p.card.OffersSession() && n >= 0 && n < len(p.card.Subjects) {
+		p.subject = n
+		return reply{note: fmt.Sprintf("subject: %s (pid %d)", shown(p.card.Subjects[n].Name), p.card.Subjects[n].PID)}
+	}
+	switch line {
+	case "s", "session":
+		if p.card.OffersSession() {
+			return reply{verdict: api.VerdictSession, subject: p.subject}
+		}
+	case "o", "once":
+		return reply{verdict: api.VerdictOnce, subject: -1}
+	}
+	return reply{note: "not an answer"}
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/gateway/api"
+)
+
+func TestPromptReadsDeliberateAnswers(t *testing.T) {
+	subjects := []approvals.RunView{{ProcessView: approvals.ProcessView{PID: 13, Name: "ssh"}}, {ProcessView: approvals.ProcessView{PID: 10, Name: "claude"}}}
+	prod := api.Card{ID: "C1", Mode: "per-call", Purpose: "auth", Subjects: subjects, Destination: &approvals.DestView{Fingerprint: "SHA256:x", Names: []string{"prod-db-1"}, Classes: []string{"production"}}}
+	unknown := api.Card{ID: "C2", Mode: "per-call", Purpose: "auth", Subjects: subjects, Unverified: "the client did not prove where it connects"}
+	unnamed := api.Card{ID: "C3", Mode: "per-call", Purpose: "auth", Subjects: subjects, Destination: &approvals.DestView{Fingerprint: "SHA256:y"}}
+	session := api.Card{ID: "C4", Mode: "session", Purpose: "auth", Subjects: subjects, Selected: 1, Destination: &approvals.DestView{Fingerprint: "SHA256:z", Names: []string{"git-host"}}}
+	commit := api.Card{ID: "C5", Mode: "per-call", Purpose: "sshsig", Subjects: subjects}
+
+	type step struct {
+		line    string
+		verdict api.Verdict
+		subject int
+		note    string
+	}
+	for _, tt := range []struct {
+		name     string
+		card     api.Card
+		question string
+		steps    []step
+	}{
+		{"a production login takes its name", prod, "card C1: type prod-db-1 to approve this one use, or [d]eny? ", []step{
+			{"o", 0, 0, "not approved: type prod-db-1 exactly"},
+			{"s", 0, 0, "not approved"},
+			{"prod-db", 0, 0, "not approved"},
+			{"", 0, 0, ""},
+			{"prod-db-1", api.VerdictOnce, -1, ""},
+		}},
+		{"deny is always one key", prod, "", []step{{"d", api.VerdictDeny, -1, ""}}},
+		{"an unknown destination takes unknown", unknown, "card C2: type unknown to approve", []step{{"o", 0, 0, "type unknown"}, {"unknown", api.VerdictOnce, -1, ""}}},
+		{"a host key with no name too", unnamed, "card C3: type unknown", []step{{"unknown", api.VerdictOnce, -1, ""}}},
+		{"a session card", session, "card C4: [s]ession, [o]nce, [d]eny, or a subject number? ", []step{
+			{"7", 0, 0, "not an answer"},
+			{"0", 0, 0, "subject: ssh (pid 13)"},
+			{"s", api.VerdictSession, 0, ""},
+		}},
+		{"the preselected subject", session, "", []step{{"session", api.VerdictSession, 1, ""}}},
+		{"a per-call signature", commit, "card C5: [o]nce, [d]eny? ", []step{{"s", 0, 0, "not an answer"}, {"o", api.VerdictOnce, -1, ""}}},
+	} {
+		p := newPrompt(tt.card)
+		if !strings.HasPrefix(p.question(), tt.question) {
+			t.Errorf("%s: question %q", tt.name, p.question())
+		}
+		for _, s := range tt.steps {
+			r := p.read(s.line + "\n")
+			if r.verdict != s.verdict || (r.verdict != 0 && r.subject != s.subject) || !strings.Contains(r.note, s.note) {
+				t.Errorf("%s: %q read as %+v, want %+v", tt.name, s.line, r, s)
+			}
+		}
+	}
+}
