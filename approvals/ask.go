@@ -47,8 +47,11 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		target = " to sign (namespace " + r.Namespace + ")"
 	}
 	reason, sentence := audit.ReasonPerCall, "This use needs approval every time: approve this one use of key "+r.Key.Display()+target+"."
-	if r.RetryOf != "" {
+	switch {
+	case r.RetryOf != "":
 		reason, sentence = audit.ReasonRetryUnknown, "The same command was sent before and its outcome is unknown: "+r.RetryOf+". Approve only if you checked that running it again is safe."
+	case r.Running != "":
+		reason, sentence = audit.ReasonIdenticalRunning, "The same command is still running: "+r.Running+". Approve only if running it a second time, at once, is safe."
 	}
 	covers := "this call only"
 	if mode == audit.ModeSession {

@@ -111,7 +111,7 @@ func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 	unverified := unverifiedReason(r, dest)
 	f.anyHost = unverified != "" || (dest != nil && len(dest.Names) == 0)
 	mode := p.modeFor(&f, r.Forwarded || (dest != nil && dest.Forwarding))
-	if r.Key.Confirm || r.RetryOf != "" {
+	if r.Key.Confirm || r.RetryOf != "" || r.Running != "" {
 		mode = Stricter(mode, audit.ModePerCall)
 	}
 	if _, ok := destKey(r, dest); !ok && p.Scope == ScopeDestination {

@@ -78,6 +78,9 @@ type Request struct {
 	// RetryOf describes an earlier, identical command whose outcome is
 	// unknown: a retry always needs a person, on a card that shows it.
 	RetryOf string
+	// Running describes an identical command still running: running it a
+	// second time at once needs a person too, on a card that says so.
+	Running string
 	// Action is what an allow leads to: a signature (the default) or a
 	// command on an already authenticated bastion connection.
 	Action Action

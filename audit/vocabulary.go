@@ -117,6 +117,9 @@ const (
 	ReasonCardNew      Reason = "new"              // a first approval
 	ReasonPerCall      Reason = "per_call"         // the use asks every time
 	ReasonRetryUnknown Reason = "retry_of_unknown" // a retry of a command whose outcome is unknown
+	// ReasonIdenticalRunning: the same command (host key, user, port and
+	// command) is still running on the bastion.
+	ReasonIdenticalRunning Reason = "identical_running"
 	// ReasonProcessChanged (declared with the end reasons), as a card's
 	// reason: the approved process executed another program, or ended and
 	// a new one has the same label or executable.

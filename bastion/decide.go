@@ -1,7 +1,6 @@
 package bastion
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -105,6 +104,10 @@ func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, acti
 		e.RetryOf = prev.ID
 		retry = fmt.Sprintf("journal entry %s (%s, started %s)", prev.ID, prev.Status(), prev.Started.Local().Format("2006-01-02 15:04:05"))
 	}
+	concurrent := ""
+	if prev := ss.runningIdentical(e, hostKey); prev != nil && retry == "" {
+		concurrent = fmt.Sprintf("journal entry %s (RUNNING, started %s)", prev.ID, prev.Started.Local().Format("2006-01-02 15:04:05"))
+	}
 	shown := e.Command
 	switch e.Kind {
 	case "shell":
@@ -120,9 +123,11 @@ func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, acti
 		Dest:      &approvals.Destination{HostKey: hostKey, User: info.target.User},
 		Command:   shown,
 		RetryOf:   retry,
+		Running:   concurrent,
 		Action:    action,
 	}
-	return ss.s.cfg.Decider.Decide(context.Background(), req)
+	// The card is withdrawn if the client goes while it waits.
+	return ss.s.cfg.Decider.Decide(ss.context(), req)
 }
 
 // retryOf is the retry guard's question for e on the host whose key the

@@ -37,7 +37,7 @@ func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer)
 	}
 	t := Target{User: e.Target.User, Host: e.Target.Host, Port: e.Target.Port}
 	info := &connInfo{id: "resolve-" + e.ID, target: t, requester: requester}
-	ss := &session{s: s, info: info, probe: true}
+	ss := &session{s: s, info: info, probe: true, ctx: ctx}
 	probeEntry := &journal.Entry{Kind: journal.KindExec, Command: []byte(probe)}
 	up, d, err := ss.upstreamFor(probeEntry)
 	switch {

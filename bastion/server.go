@@ -46,6 +46,7 @@ type Server struct {
 	instance string
 	ssh      *gliderssh.Server
 	wg       sync.WaitGroup
+	running  running // commands started that may still run (waiting.go)
 }
 
 // New prepares a bastion server.

@@ -1,6 +1,7 @@
 package bastion
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -26,7 +27,8 @@ type session struct {
 	s     *Server
 	info  *connInfo
 	dch   gossh.Channel
-	probe bool // Resolve's probe: not journaled, not a retry
+	probe bool            // Resolve's probe: not journaled, not a retry
+	ctx   context.Context // ends when the client goes (see waiting.go)
 }
 
 func (s *Server) handleSession(_ *gliderssh.Server, _ *gossh.ServerConn, nc gossh.NewChannel, ctx gliderssh.Context) {
@@ -39,7 +41,9 @@ func (s *Server) handleSession(_ *gliderssh.Server, _ *gossh.ServerConn, nc goss
 	if err != nil {
 		return
 	}
-	ss := &session{s: s, info: info, dch: dch}
+	cctx, cancel := clientContext(ctx, info)
+	defer cancel()
+	ss := &session{s: s, info: info, dch: dch, ctx: cctx}
 	ss.serve(dreqs)
 }
 

@@ -79,6 +79,16 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 		ss.refuse(req, msg, ExitUnreachable)
 		return
 	}
+	// Only for someone waiting: the answer may have come after the client
+	// left.
+	if err := ss.stillWaiting(); err != nil {
+		log.Info("bastion: command not sent", "err", err)
+		if e.RetryOf == "" && ss.journalStart(req, e) {
+			s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
+		}
+		ss.refuse(req, err.Error(), ExitUnreachable)
+		return
+	}
 	up.acquire()
 	defer up.release()
 	// Intent before effect: the entry, with its approval and the verified
@@ -86,6 +96,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 	if !ss.journalStart(req, e) {
 		return
 	}
+	s.running.add(e)
 	log = log.With("entry", e.ID)
 	if err := ss.record(audit.EventCommandStarted, e, nil); err != nil {
 		s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})

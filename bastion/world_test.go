@@ -203,12 +203,31 @@ type testDecider struct {
 	deny    func(*approvals.Request) audit.Reason // a reason to deny, or ""
 	asked   []*approvals.Request
 	refused []audit.Reason
+	// hold, when set, keeps a decision waiting, as a card does, until it
+	// is closed; the caller's end withdraws the card (canceled) unless
+	// deaf is set, as an answer that crossed the client's going would.
+	hold chan struct{}
+	deaf bool
 }
 
-func (d *testDecider) Decide(_ context.Context, r *approvals.Request) approvals.Decision {
+func (d *testDecider) Decide(ctx context.Context, r *approvals.Request) approvals.Decision {
+	d.mu.Lock()
+	d.asked = append(d.asked, r)
+	hold, deaf := d.hold, d.deaf
+	d.mu.Unlock()
+	if hold != nil {
+		var done <-chan struct{}
+		if !deaf {
+			done = ctx.Done()
+		}
+		select {
+		case <-hold:
+		case <-done:
+			return approvals.Decision{Reason: audit.ReasonCanceled, Card: "card-1"}
+		}
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.asked = append(d.asked, r)
 	if d.deny != nil {
 		if why := d.deny(r); why != "" {
 			return approvals.Decision{Reason: why, Card: "card-1"}

@@ -591,7 +591,8 @@ func TestBastionRelaysExitSignal(t *testing.T) {
 }
 
 // Fifty commands at once through the bastion: every one journaled with
-// its own status.
+// its own status. (Each is its own command: an identical command still
+// running would need a person.)
 func TestBastionConcurrent50(t *testing.T) {
 	b := newBastionWorld(t, "")
 	var wg sync.WaitGroup
@@ -600,7 +601,7 @@ func TestBastionConcurrent50(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			codes[i] = b.ssh(fmt.Sprintf("exit %d", i%7)).Code
+			codes[i] = b.ssh(fmt.Sprintf("exit %d # command %d", i%7, i)).Code
 		}()
 	}
 	wg.Wait()

@@ -12,14 +12,6 @@ import (
 	"testing"
 )
 
-// startAsync runs a command of the test's environment in the background.
-func (e *Env) startAsync(name string, args ...string) <-chan Result {
-	res := make(chan Result, 1)
-	cmd := e.Command(name, args...)
-	go func() { res <- e.finish(cmd, "") }()
-	return res
-}
-
 // mustBeAsked checks that a command shows a card, denies it, and checks
 // that the command failed.
 func (e *Env) mustBeAsked(what string, res <-chan Result) {
@@ -54,13 +46,13 @@ func TestExeRulesDoNotBorrowByName(t *testing.T) {
 	if out, err := exec.Command("cp", "/bin/bash", fake).CombinedOutput(); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
-	e.mustBeAsked("a shell named git", e.startAsync(fake, "-c", sshCmd(w.sshd)))
+	e.mustBeAsked("a shell named git", e.startDetached(fake, "-c", sshCmd(w.sshd)))
 
 	// git's core.sshCommand: the ssh git starts is not git.
 	repo := filepath.Join(w.sshd.Dir, "repo.git")
 	e.MustRun("git", "init", "-q", "--bare", repo)
 	url := fmt.Sprintf("ssh://%s@127.0.0.1:%d%s", w.sshd.User, w.sshd.Port, repo)
-	e.mustBeAsked("git's core.sshCommand", e.startAsync("git", "-c", "core.sshCommand=ssh "+strings.Join(w.sshd.SSHArgs(), " "), "ls-remote", url))
+	e.mustBeAsked("git's core.sshCommand", e.startDetached("git", "-c", "core.sshCommand=ssh "+strings.Join(w.sshd.SSHArgs(), " "), "ls-remote", url))
 
 	// The honest path: the rule's own program is signed for without a card.
 	msg := e.WriteFile("msg", "a commit\n", 0o600)

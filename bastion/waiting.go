@@ -1,0 +1,117 @@
+package bastion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/bastion/journal"
+)
+
+// Commands only for someone waiting: a card is withdrawn when the client
+// that asked goes (the decision waits with the client's context, ended
+// when its connection closes or the ssh process behind it exits), and an
+// approved command is sent only if its client is still there after the
+// answer.
+
+// clientContext returns a context that ends with the client connection
+// ctx or with the exit of the process behind it.
+func clientContext(ctx context.Context, info *connInfo) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if exited := info.requester.Exited(); exited != nil {
+		go func() {
+			select {
+			case <-exited:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
+}
+
+// errClientLeft refuses to send a command whose client is gone.
+var errClientLeft = errors.New("the client left before the command was sent")
+
+// stillWaiting reports whether the client is still there to receive the
+// command's output: its connection open, the ssh process behind it the
+// same live process.
+func (ss *session) stillWaiting() error {
+	if ss.ctx != nil && ss.ctx.Err() != nil {
+		return errClientLeft
+	}
+	if err := ss.info.requester.Verify(); err != nil {
+		return fmt.Errorf("%w (%v)", errClientLeft, err)
+	}
+	return nil
+}
+
+func (ss *session) context() context.Context {
+	if ss.ctx != nil {
+		return ss.ctx
+	}
+	return context.Background()
+}
+
+// running tracks the commands this bastion started and that may still be
+// running, by what makes two commands identical: the host key, user,
+// port, kind and command. The journal says whether each still is.
+type running struct {
+	mu  sync.Mutex
+	ids map[string][]string
+}
+
+func runningKey(t journal.Target, kind, commandSHA256 string) string {
+	return t.HostKey + "\x00" + t.User + "\x00" + strconv.Itoa(t.Port) + "\x00" + kind + "\x00" + commandSHA256
+}
+
+func (r *running) add(e *journal.Entry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ids == nil {
+		r.ids = map[string][]string{}
+	}
+	k := runningKey(e.Target, e.Kind, e.CommandSHA256)
+	r.ids[k] = append(r.ids[k], e.ID)
+}
+
+// identical returns an identical command the journal shows RUNNING, or
+// nil; entries that have ended are forgotten.
+func (r *running) identical(j *journal.Journal, t journal.Target, kind, commandSHA256 string) *journal.Entry {
+	k := runningKey(t, kind, commandSHA256)
+	r.mu.Lock()
+	ids := append([]string(nil), r.ids[k]...)
+	r.mu.Unlock()
+	var found *journal.Entry
+	var live []string
+	for _, id := range ids {
+		e, err := j.Get(id)
+		if err != nil || e.Status() != journal.StatusRunning {
+			continue
+		}
+		live = append(live, id)
+		found = e
+	}
+	r.mu.Lock()
+	if len(live) == 0 {
+		delete(r.ids, k)
+	} else {
+		r.ids[k] = live
+	}
+	r.mu.Unlock()
+	return found
+}
+
+// runningIdentical is the guard's second question for e on the host
+// whose key the connection verified: an identical command still running.
+func (ss *session) runningIdentical(e *journal.Entry, hostKey gossh.PublicKey) *journal.Entry {
+	if ss.probe || hostKey == nil {
+		return nil
+	}
+	t := journal.Target{User: ss.info.target.User, Port: ss.info.target.Port, HostKey: gossh.FingerprintSHA256(hostKey)}
+	return ss.s.running.identical(ss.s.cfg.Journal, t, e.Kind, journal.CommandHash(e.Command))
+}

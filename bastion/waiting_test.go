@@ -1,0 +1,144 @@
+package bastion
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/bastion/journal"
+)
+
+// waitAsked waits until the decider was asked n times.
+func (w *world) waitAsked(n int) {
+	w.t.Helper()
+	for range 1000 {
+		if len(w.decider.requests()) >= n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	w.t.Fatalf("the decision was not asked %d times", n)
+}
+
+// established logs a client in with a first command, so that the
+// decisions that follow are about commands on an authenticated upstream
+// connection (as a card for a later command of an ssh session is).
+func (w *world) established() *ssh.Client {
+	w.t.Helper()
+	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
+	c := w.dial()
+	sess, err := c.NewSession()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := sess.Run("true"); err != nil {
+		w.t.Fatal(err)
+	}
+	return c
+}
+
+// A card whose client went away is withdrawn: the decision waits with the
+// client's context, and the command never reaches the host.
+func TestCardOfAGoneClientIsWithdrawn(t *testing.T) {
+	w := newWorld(t)
+	c := w.established()
+	w.decider.hold = make(chan struct{})
+	sess, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go sess.Start("touch /tmp/never") // answered once decided
+	w.waitAsked(2)
+	c.Close() // the client is killed while its card waits
+	e := w.ended("touch /tmp/never")
+	if e.End.Outcome != journal.OutcomeDenied || e.End.ErrorMsg != string(audit.ReasonCanceled) {
+		t.Fatalf("entry of a gone client: %+v", e.End)
+	}
+	close(w.decider.hold)
+	time.Sleep(100 * time.Millisecond)
+	if n := len(w.host.seen()); n != 1 {
+		t.Fatalf("%d commands reached the host, want the first only", n)
+	}
+}
+
+// An answer that comes as the client goes sends nothing: the command is
+// dispatched only if its client is still there after the answer.
+func TestApprovedCommandOfAGoneClientIsNotSent(t *testing.T) {
+	w := newWorld(t)
+	c := w.established()
+	w.decider.hold, w.decider.deaf = make(chan struct{}), true
+	sess, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go sess.Start("touch /tmp/never") // answered once decided
+	w.waitAsked(2)
+	c.Close()
+	time.Sleep(200 * time.Millisecond) // the bastion sees the client go
+	close(w.decider.hold)              // and then the approval arrives
+	e := w.ended("touch /tmp/never")
+	if e.End.Outcome != journal.OutcomeFailedToStart || !strings.Contains(e.End.ErrorMsg, "the client left") || e.Status() != journal.StatusRetrySafe {
+		t.Fatalf("entry of a gone client: %+v", e.End)
+	}
+	if n := len(w.host.seen()); n != 1 {
+		t.Fatalf("%d commands reached the host, want the first only", n)
+	}
+}
+
+// The identical-command guard covers commands still running: the card
+// says so, and the request needs a person.
+func TestIdenticalRunningCommandIsAsked(t *testing.T) {
+	w := newWorld(t)
+	release := make(chan struct{})
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			<-release
+			s.exit(0)
+		}
+	})
+	c := w.dial()
+	first, _ := c.NewSession()
+	first.Start("deploy --all")
+	for len(w.host.seen()) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	w.decider.setDeny(func(r *approvals.Request) audit.Reason {
+		if r.Running != "" {
+			return audit.ReasonDenied
+		}
+		return ""
+	})
+	second, _ := c.NewSession()
+	if err := second.Run("deploy --all"); err == nil {
+		t.Fatal("an identical command ran while the first still ran")
+	}
+	asked := w.decider.requests()
+	last := asked[len(asked)-1]
+	firstID := w.entries()[len(w.entries())-1].ID
+	if last.Running == "" || !strings.Contains(last.Running, "RUNNING") || !strings.Contains(last.Running, firstID) {
+		t.Fatalf("the request for the identical command: %+v", last)
+	}
+	// Another command is not held up, and once the first ends the same
+	// command is plain again.
+	other, _ := c.NewSession()
+	go other.Run("uptime")
+	close(release)
+	for {
+		if e, err := w.journal.Get(firstID); err == nil && e.End != nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	third, _ := c.NewSession()
+	if err := third.Run("deploy --all"); err != nil {
+		t.Fatalf("the command after the first ended: %v", err)
+	}
+	asked = w.decider.requests()
+	if last := asked[len(asked)-1]; last.Running != "" {
+		t.Fatalf("a command no longer running still counted: %+v", last)
+	}
+}
