@@ -74,11 +74,11 @@ install: build
 clean:
 	rm -rf bin
 
-# The README's first command: eval "$$(make -s agent)" builds postern and
-# starts the agent on the well-known socket (a private one without
-# $XDG_RUNTIME_DIR), printing the SSH_AUTH_SOCK line to use.
+# The README's first command: eval "$$(make -s agent)" builds postern,
+# reuses the agent on the well-known socket or starts one, and prints the
+# SSH_AUTH_SOCK line to use, where approval cards will appear, and, when
+# postern is not on PATH, the PATH line that puts bin/ on it.
 .PHONY: agent
 agent: build
-	@if [ -n "$$XDG_RUNTIME_DIR" ]; then \
-	  bin/postern agent -s -a "$$XDG_RUNTIME_DIR/postern/agent.sock"; \
-	else bin/postern agent -s; fi
+	@bin/postern agent --ensure -s
+	@command -v postern >/dev/null 2>&1 || echo 'PATH=$(CURDIR)/bin:$$PATH; export PATH;'

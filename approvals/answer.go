@@ -191,33 +191,25 @@ func (e *Engine) register(subj *Run) (*Run, error) {
 	return run, nil
 }
 
-// askpassAnswer shows a card in an SSH_ASKPASS dialog; yes approves it as
-// the policy asks (a session for the preselected subject, or this call).
-func (e *Engine) askpassAnswer(c *Card) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-c.done:
-		case <-ctx.Done():
-		}
-		cancel()
-	}()
-	ok, err := e.askpass.Confirm(ctx, c.View.Text())
+// askpassAnswer shows a card in an SSH_ASKPASS dialog until ctx ends;
+// yes approves it as the policy asks (a session for the preselected
+// subject, or this call).
+func (e *Engine) askpassAnswer(ctx context.Context, c CardView) {
+	ok, err := e.askpass.Confirm(ctx, c.Text())
 	if err != nil {
 		if ctx.Err() == nil {
-			e.log.Debug("askpass not available for card", "card", c.View.ID, "err", err)
+			e.log.Debug("askpass not available for card", "card", c.ID, "err", err)
 		}
 		return
 	}
 	a := Answer{Verdict: VerdictDeny, Approver: "askpass"}
 	if ok {
-		a = Answer{Verdict: VerdictOnce, Subject: c.View.Selected, Approver: "askpass"}
-		if c.View.Mode == audit.ModeSession {
+		a = Answer{Verdict: VerdictOnce, Subject: c.Selected, Approver: "askpass"}
+		if c.Mode == audit.ModeSession {
 			a.Verdict = VerdictSession
 		}
 	}
-	if err := e.Answer(c.View.ID, a, nil); err != nil && !errors.Is(err, ErrNoCard) {
-		e.log.Warn("askpass answer not applied", "card", c.View.ID, "err", err)
+	if err := e.Answer(c.ID, a, nil); err != nil && !errors.Is(err, ErrNoCard) {
+		e.log.Warn("askpass answer not applied", "card", c.ID, "err", err)
 	}
 }

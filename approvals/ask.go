@@ -37,6 +37,17 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		}
 	}
 
+	shows, consoles := e.reachable(&r.Requester.Process, &subj.Process)
+	if e.require && len(shows) == 0 && consoles == 0 {
+		e.mu.Lock()
+		e.lastNoApprover = e.now()
+		e.mu.Unlock()
+		e.log.Warn(`refused: no approver can show the card (no "postern approve" attached, no desktop notification service, no askpass)`, "pid", r.Requester.PID, "key", r.Key.Fingerprint)
+		d := deny(mode, audit.ReasonNoApprover)
+		d.chain = chain
+		return d, false
+	}
+
 	target := ""
 	switch {
 	case dest != nil:
@@ -67,12 +78,15 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		covers += ", until the run exits, the vault locks or the gateway restarts"
 	}
 	now := e.now()
+	showCtx, hide := context.WithCancel(context.Background())
 	c := &Card{
+		hide:       hide,
 		req:        r,
 		epoch:      epoch,
 		subjects:   subjects,
 		joinKey:    joinKey,
 		cooldownAs: coolKey,
+		chain:      chain,
 		done:       make(chan struct{}),
 	}
 	c.View = CardView{
@@ -118,9 +132,10 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	ev := requestEvent(audit.EventCardShown, r, Decision{Mode: mode, Reason: reason})
 	ev.Card, ev.Run, ev.Label = c.View.ID, subj.ID, subj.Label
 	e.record(ev)
+	e.noteWhy(r, Decision{Mode: mode, Card: c.View.ID, Run: subj.ID}, true, chain)
 	e.log.Info("card shown", "card", c.View.ID, "reason", reason, "mode", mode, "key", r.Key.Fingerprint, "pid", r.Requester.PID)
-	if e.askpass != nil {
-		go e.askpassAnswer(c)
+	for _, a := range shows {
+		go a.Show(showCtx, c.View)
 	}
 	return e.wait(ctx, c, r, mode, p)
 }
@@ -131,10 +146,12 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 // again.
 func (e *Engine) wait(ctx context.Context, c *Card, r *Request, mode audit.Mode, p *Policy) (Decision, bool) {
 	d := e.waitAnswer(ctx, c, mode, p)
+	c.hide()
 	if d.Allow && r != c.req {
 		return Decision{}, true
 	}
 	d.Card, d.CardReason = c.View.ID, c.View.Reason
+	d.chain = c.chain
 	if d.Run == "" {
 		d.Run = c.View.Run.ID
 	}

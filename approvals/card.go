@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -23,7 +24,9 @@ type Card struct {
 	joinKey    string // requests with the same key may wait on one session card
 	joined     int    // how many requests wait on the card besides its own (e.mu)
 	cooldownAs string
+	chain      procid.Chain // the requester's
 	done       chan struct{}
+	hide       context.CancelFunc // withdraws the card from the approvers showing it
 	answer     Answer
 }
 

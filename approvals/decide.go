@@ -26,6 +26,10 @@ func (e *Engine) Decide(ctx context.Context, r *Request) Decision {
 // action as sign (or command_approved), durable before the action runs. If
 // that record cannot be written the action is refused.
 func (e *Engine) conclude(r *Request, d Decision) Decision {
+	if !d.Allow && d.chain == nil && r.Requester != nil {
+		d.chain = append(procid.Chain{r.Requester.Process}, e.procs.Ancestors(&r.Requester.Process)...)
+	}
+	e.noteWhy(r, d, false, d.chain)
 	if !d.Allow {
 		ev := requestEvent(audit.EventActionDenied, r, d)
 		// A refused re-approval is recorded with what ended the earlier

@@ -31,6 +31,13 @@ type Config struct {
 	Hosts *inventory.Inventory
 	// Askpass, when set, is shown every card as an extra approver.
 	Askpass Confirmer
+	// Approvers are the other ways to reach a person with a card (a
+	// desktop notification), besides the consoles that attach.
+	Approvers []Approver
+	// RequireApprover refuses a request at once (no_approver) when no
+	// console, askpass or other approver can show its card, instead of
+	// letting it wait unseen until the card times out.
+	RequireApprover bool
 	// ContextFile keeps display context across restarts; "" keeps none.
 	ContextFile string
 	// OnRunEnd is called (without locks held) when a run ends.
@@ -56,6 +63,8 @@ type Engine struct {
 	bootID      string
 	vault       func() (locked bool, epoch uint64)
 	askpass     Confirmer
+	approvers   []Approver
+	require     bool
 	contextFile string
 	onRunEnd    func(*Run)
 	audit       Recorder
@@ -71,8 +80,13 @@ type Engine struct {
 	cards    map[string]*Card
 	past     []Past
 	cooldown map[string]time.Time
+	consoles map[*console]struct{}
+	whys     []whyEntry // recent decisions, for WhyFor
 	version  uint64
-	changed  chan struct{}
+	// lastNoApprover is when a request was last refused for want of an
+	// approver.
+	lastNoApprover time.Time
+	changed        chan struct{}
 }
 
 // NewEngine returns an engine with no runs, grants or cards. Display
@@ -84,6 +98,7 @@ func NewEngine(c Config) *Engine {
 		bootID:      c.BootID,
 		vault:       c.Vault,
 		askpass:     c.Askpass,
+		require:     c.RequireApprover,
 		contextFile: c.ContextFile,
 		onRunEnd:    c.OnRunEnd,
 		audit:       c.Audit,
@@ -93,11 +108,16 @@ func NewEngine(c Config) *Engine {
 		bySlot:      map[grantSlot][]*Grant{},
 		cards:       map[string]*Card{},
 		cooldown:    map[string]time.Time{},
+		consoles:    map[*console]struct{}{},
 		changed:     make(chan struct{}),
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
+	if e.askpass != nil {
+		e.approvers = append(e.approvers, askpassApprover{e})
+	}
+	e.approvers = append(e.approvers, c.Approvers...)
 	if e.clock == nil {
 		e.clock = time.Now
 	}

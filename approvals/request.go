@@ -81,6 +81,8 @@ type Request struct {
 	// Running describes an identical command still running: running it a
 	// second time at once needs a person too, on a card that says so.
 	Running string
+	// RetryEntry is that earlier command's journal entry id.
+	RetryEntry string
 	// Action is what an allow leads to: a signature (the default) or a
 	// command on an already authenticated bastion connection.
 	Action Action
@@ -116,6 +118,8 @@ type Decision struct {
 	// Run is the run the decision is about, when it is one: the run a
 	// grant covered, or the subject a card was shown for.
 	Run string
+
+	chain procid.Chain // the requester's chain, when it was read
 }
 
 // A Decider decides requests. The agent protocol and the bastion ask one

@@ -99,6 +99,7 @@ const (
 	ReasonTimeout         Reason = "timeout"          // nobody answered the card in time
 	ReasonCooldown        Reason = "cooldown"         // an earlier card went unanswered
 	ReasonCanceled        Reason = "canceled"         // the requester went away while the card waited
+	ReasonNoApprover      Reason = "no_approver"      // no console, notification service or askpass could show the card
 	ReasonAuditFailed     Reason = "audit_failed"     // the action's event could not be recorded
 	ReasonHostKeyRevoked  Reason = "host_key_revoked" // known_hosts marks the destination's key @revoked
 	ReasonJournalFailed   Reason = "journal_failed"   // the bastion's command journal could not be read or written

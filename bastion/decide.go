@@ -126,6 +126,9 @@ func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, acti
 		Running:   concurrent,
 		Action:    action,
 	}
+	if retry != "" {
+		req.RetryEntry = e.RetryOf
+	}
 	// The card is withdrawn if the client goes while it waits.
 	return ss.s.cfg.Decider.Decide(ss.context(), req)
 }

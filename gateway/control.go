@@ -53,6 +53,7 @@ func (g *Gateway) handlers() map[api.Op]handler {
 		api.OpHosts:          typed(g.opHosts),
 		api.OpHostsAdd:       typed(g.opHostsAdd),
 		api.OpHostsRemove:    typed(g.opHostsRemove),
+		api.OpCheck:          typed(g.opCheck),
 	}
 }
 

@@ -75,6 +75,7 @@ type Gateway struct {
 	keys    *sshagent.Keyring
 	vault   *vaultState
 	engine  *approvals.Engine
+	notes   *notifier
 	agent   *sshagent.Server
 	ctl     *control.Server
 	ops     map[api.Op]handler
@@ -160,16 +161,19 @@ func New(opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
+	g.notes = newNotifier(g)
 	g.engine = approvals.NewEngine(approvals.Config{
-		Procs:       g.procs,
-		Log:         g.log,
-		BootID:      g.bootID,
-		Vault:       g.vault.lockedEpoch,
-		Policy:      pol,
-		Hosts:       g.loadHosts(),
-		Askpass:     opts.Env,
-		ContextFile: filepath.Join(stateDir, xdg.ContextFile),
-		OnRunEnd:    g.closeRun,
+		Procs:           g.procs,
+		Log:             g.log,
+		BootID:          g.bootID,
+		Vault:           g.vault.lockedEpoch,
+		Policy:          pol,
+		Hosts:           g.loadHosts(),
+		Askpass:         opts.Env,
+		Approvers:       []approvals.Approver{g.notes},
+		RequireApprover: true,
+		ContextFile:     filepath.Join(stateDir, xdg.ContextFile),
+		OnRunEnd:        g.closeRun,
 	})
 	g.vault.onChange = append(g.vault.onChange, func(_, epoch uint64, why audit.Reason) {
 		g.engine.EpochChanged(g.vault.locked)
@@ -182,6 +186,7 @@ func New(opts Options) (*Gateway, error) {
 		Procs:     g.procs,
 		Log:       g.log,
 		Providers: opts.Providers,
+		Why:       g.why,
 	}
 	g.ops = g.handlers()
 	g.ctl = &control.Server{Procs: g.procs, Log: g.log, Handle: g.answerControl}
@@ -266,6 +271,7 @@ func (g *Gateway) shutdown() error {
 		g.journal.Close()
 	}
 	g.vault.wipe()
+	g.notes.svc.Close()
 	g.log.Info("gateway stopped", "boot_id", g.bootID)
 	return g.srv.err()
 }

@@ -58,7 +58,10 @@ func (g *Gateway) opRunStart(_ context.Context, caller *procid.Peer, a api.RunSt
 	return nil, err
 }
 
-func (g *Gateway) opCards(ctx context.Context, _ *procid.Peer, a api.CardsArgs) (any, error) {
+func (g *Gateway) opCards(ctx context.Context, peer *procid.Peer, a api.CardsArgs) (any, error) {
+	if a.Console {
+		defer g.engine.AttachConsole(peer)()
+	}
 	if a.Wait {
 		wait := a.WaitFor
 		if wait <= 0 || wait > time.Minute {
@@ -161,6 +164,8 @@ func (g *Gateway) Status() api.Status {
 	if g.hostsErr != nil {
 		st.Hosts.Error = g.hostsErr.Error()
 	}
+	st.Approvers = g.engine.Approvers()
+	st.LastNoApprover = g.engine.LastNoApprover()
 	if g.audit != nil {
 		st.Audit = api.AuditStatus{Enabled: true, Path: g.audit.Path(), LogID: g.audit.LogID(), Records: g.audit.Head().Seq + 1}
 	} else if _, err := audit.LoadSetup(g.stateDir); err == nil {

@@ -19,6 +19,10 @@ import (
 const (
 	ExtSessionBind = "session-bind@openssh.com"
 	ExtQuery       = "query"
+	// ExtWhy asks what the gateway last decided for the caller (or, on a
+	// run's socket, for that run): "postern why". The response's body is
+	// the JSON the Server's Why returns.
+	ExtWhy = "why@postern"
 )
 
 // conn is the agent as one client connection sees it: the shared keyring,

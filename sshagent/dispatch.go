@@ -216,6 +216,14 @@ func (c *conn) extension(p []byte, locked bool) []byte {
 		}
 		c.log.Debug("session bound", "hostkey", ssh.FingerprintSHA256(b.HostKey), "forwarding", b.Forwarding, "hops", len(c.binds.list))
 		return replySuccess
+	case m.Name == ExtWhy && c.srv.Why != nil:
+		// Also while locked: "the vault is locked" is an answer.
+		body, err := c.srv.Why(c.peer, c.ep.Channel)
+		if err != nil {
+			c.log.Info("why@postern failed", "err", err)
+			return replyExtensionFailure
+		}
+		return reply(msgExtensionResponse, ssh.Marshal(struct{ Name, Body string }{ExtWhy, string(body)}))
 	case locked:
 		c.log.Info("refusing an extension while locked", "extension", m.Name)
 		return replyFailure

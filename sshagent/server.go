@@ -41,6 +41,9 @@ type Server struct {
 	// (ssh-agent -P): comma-separated patterns, "!" to exclude; empty
 	// means DefaultProviders.
 	Providers string
+	// Why, when set, answers the why@postern extension for a verified
+	// peer on the endpoint's channel.
+	Why func(peer *procid.Peer, ch approvals.Channel) ([]byte, error)
 
 	wg     sync.WaitGroup
 	pkcs11 pkcs11Set

@@ -24,6 +24,7 @@ import (
 
 const agentUsage = `Usage: postern agent [-c | -s] [-Dd] [-a SOCKET] [-t LIFE] [COMMAND [ARG...]]
        postern agent [-c | -s] -k
+       postern agent --ensure [-c | -s] [-a SOCKET] [-t LIFE]
 
 Options (as ssh-agent(1)):
     -a SOCKET   bind the agent socket to SOCKET
@@ -38,6 +39,11 @@ Options (as ssh-agent(1)):
 
 With COMMAND, run it with the agent's environment and exit when it exits.
 Without -D or -d, the agent detaches once its socket listens.
+
+--ensure uses the well-known socket ($XDG_RUNTIME_DIR/postern/agent.sock,
+or agent.sock in the state directory without $XDG_RUNTIME_DIR) unless -a
+names one, reuses the agent already serving it or starts one, and also
+prints where approval cards will appear.
 `
 
 // agentSpec is ssh-agent's getopt string.
@@ -50,14 +56,19 @@ type agentFlags struct {
 	privateDir               string // created for this instance; removed at exit
 	lifetime                 time.Duration
 	command                  []string
+	ensure                   bool // reuse the agent at the socket, or start one
 }
 
 func parseAgentFlags(args []string) (*agentFlags, error) {
+	ensure := false
+	if len(args) > 0 && args[0] == "--ensure" {
+		ensure, args = true, args[1:]
+	}
 	opts, rest, err := getopt.Parse(args, agentSpec)
 	if err != nil {
 		return nil, usagef("agent: %v", err)
 	}
-	f := &agentFlags{command: rest}
+	f := &agentFlags{command: rest, ensure: ensure}
 	for _, o := range opts {
 		switch o.Name {
 		case 'c':
@@ -90,6 +101,9 @@ func parseAgentFlags(args []string) (*agentFlags, error) {
 	if f.fg && len(f.command) > 0 {
 		return nil, usagef("agent: -D and -d cannot be used with a command")
 	}
+	if f.ensure && (f.fg || f.kill || len(f.command) > 0) {
+		return nil, usagef("--ensure cannot be used with -D, -d, -k or a command")
+	}
 	return f, nil
 }
 
@@ -108,6 +122,9 @@ func cmdAgent(args []string, out, errw io.Writer) error {
 	}
 	if f.kill {
 		return killAgent(f, out)
+	}
+	if f.ensure {
+		return ensureAgent(f, out)
 	}
 	if f.socket == "" {
 		dir, err := safesocket.PrivateDir()

@@ -18,8 +18,12 @@ const approveUsage = `Usage: postern approve [--socket PATH]
        postern deny ID [--socket PATH]
 
 Answer the gateway's approval cards. Without arguments, show each pending
-card on the terminal as it arrives and ask. An answer from the requesting
-process, the run, or a descendant of either is refused.
+card on the terminal as it arrives and ask. When standard input is not a
+terminal, print each card as it arrives (--json: one JSON object a line)
+and read answers from standard input, one a line: "once ID",
+"session ID [N]" or "deny ID". While it runs, the gateway counts it as an
+approver. An answer from the requesting process, the run, or a
+descendant of either is refused.
 `
 
 func cmdApprove(args []string, out, errw io.Writer) error {
@@ -51,6 +55,9 @@ func cmdApprove(args []string, out, errw io.Writer) error {
 	case *list:
 		return listCards(c, out, *asJSON)
 	case id == "":
+		if !isTerminal(os.Stdin) {
+			return approveLines(c, os.Stdin, out, errw, *asJSON)
+		}
 		return approveInteractive(c, out)
 	}
 	decision := api.VerdictOnce
@@ -132,15 +139,14 @@ func approveInteractive(c *api.Client, out io.Writer) error {
 	defer tty.Close()
 	in := bufio.NewReader(tty)
 	seen := map[string]bool{}
-	var version uint64
 	fmt.Fprintln(tty, "waiting for approval cards (Ctrl-C to stop)")
+	w := &cardWatcher{c: c, say: func(msg string) { fmt.Fprintln(tty, msg) }}
 	for {
-		res, err := c.WaitCards(context.Background(), version)
+		cards, err := w.next(context.Background())
 		if err != nil {
 			return err
 		}
-		version = res.Version
-		for _, card := range res.Cards {
+		for _, card := range cards {
 			if seen[card.ID] {
 				continue
 			}

@@ -75,13 +75,18 @@ func socketFlag(fs *flag.FlagSet) *string {
 }
 
 // gatewayClient returns a client of the gateway serving the agent socket
-// sock, or $SSH_AUTH_SOCK.
+// sock, or else $SSH_AUTH_SOCK, or else the well-known socket (see
+// api.Locate); it warns when it passes over $SSH_AUTH_SOCK.
 func gatewayClient(sock string) (*api.Client, error) {
-	if sock == "" {
-		sock = os.Getenv("SSH_AUTH_SOCK")
+	if sock != "" {
+		return api.NewClient(sock), nil
 	}
-	if sock == "" {
-		return nil, fmt.Errorf("%w: $SSH_AUTH_SOCK is not set", api.ErrNoGateway)
+	sock, note, err := api.Locate(os.Getenv("SSH_AUTH_SOCK"))
+	if err != nil {
+		return nil, err
+	}
+	if note != "" {
+		warningf(os.Stderr, "%s", note)
 	}
 	return api.NewClient(sock), nil
 }

@@ -37,15 +37,20 @@ Commands:
     connect USER HOST PORT
                         ssh ProxyCommand helper for the bastion
     ssh-config          print the ssh_config block for the bastion
-    status [--json]     boot id, vault state and epoch, counts
+    status [--json]     boot id, vault state and epoch, counts, approvers
+    why [--json]        the gateway's last decision for this process or run
+    doctor [--json]     check the set-up and say what to fix
+    check [--host H] [--key K] [--exe P]
+                        dry-run the policy for a request
     lock                lock the vault and wipe decrypted keys
     unlock              unlock the vault
     vault init|add|list|remove|passwd
                         manage the encrypted vault of keys
     version             print the version
 
-Commands that talk to a running agent find it through $SSH_AUTH_SOCK or
---socket PATH. See postern(1).
+Commands that talk to a running agent find it through --socket PATH,
+$SSH_AUTH_SOCK, or the well-known socket $XDG_RUNTIME_DIR/postern/agent.sock.
+See postern(1).
 `
 
 // command is one subcommand: it parses its own flags and returns an error
@@ -70,6 +75,9 @@ var commands = map[string]command{
 	"unlock":     cmdUnlock,
 	"vault":      cmdVault,
 	"version":    cmdVersion,
+	"why":        cmdWhy,
+	"check":      cmdCheck,
+	"doctor":     cmdDoctor,
 }
 
 func main() {

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/postern/postern/internal/safetext"
 )
@@ -31,6 +32,18 @@ func warningf(w io.Writer, format string, args ...any) {
 
 func hintf(w io.Writer, format string, args ...any) {
 	fmt.Fprintf(w, "postern: hint: "+format+"\n", args...)
+}
+
+// timeLayout is how the command line shows a moment: the date is part of
+// it, so that a line read days later is not ambiguous.
+const timeLayout = "2006-01-02 15:04:05"
+
+// plural writes a count with its noun: "1 key", "2 keys".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 // printJSONLines writes one JSON object per line.

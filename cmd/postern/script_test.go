@@ -53,6 +53,7 @@ func TestScript(t *testing.T) {
 			"waitcard":    cmdWaitCard,
 			"corrupt":     cmdCorrupt,
 			"lostcommand": cmdLostCommand,
+			"attached":    cmdAttached,
 		},
 	})
 }
@@ -127,6 +128,30 @@ func cmdReady(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	ts.Setenv("SSH_AUTH_SOCK", args[0])
+}
+
+// cmdAttached waits until the gateway of $SSH_AUTH_SOCK counts a console
+// ("postern approve") as an approver: without one, a card is refused at
+// once (no_approver).
+//
+//	exec postern approve &console&
+//	attached
+func cmdAttached(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: attached")
+	}
+	c := api.NewClient(ts.Getenv("SSH_AUTH_SOCK"))
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := c.Status(ctx)
+		cancel()
+		if err == nil && len(st.Approvers) > 0 && st.Approvers[0].Reachable {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ts.Fatalf("no console attached in 60s")
 }
 
 // cmdLostCommand puts in the bastion's journal, as a bastion would, a

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/postern/postern/gateway/api"
 )
 
 const statusUsage = `Usage: postern status [--json] [--socket PATH]
@@ -44,6 +46,29 @@ func cmdStatus(args []string, out, errw io.Writer) error {
 	if st.Hosts.Error != "" {
 		fmt.Fprintf(out, "          not read, so no host has a name: %s\n", st.Hosts.Error)
 	}
-	fmt.Fprintf(out, "counts    %d keys, %d runs, %d grants, %d pending cards\n", st.Counts.Keys, st.Counts.Runs, st.Counts.Grants, st.Counts.Cards)
+	fmt.Fprintf(out, "counts    %s, %s, %s, %s\n", plural(st.Counts.Keys, "key"), plural(st.Counts.Runs, "run"), plural(st.Counts.Grants, "grant"), plural(st.Counts.Cards, "pending card"))
+	printApprovers(out, st.Approvers)
+	if !st.LastNoApprover.IsZero() {
+		fmt.Fprintf(out, "          last refused for want of an approver (no_approver) at %s\n", st.LastNoApprover.Local().Format(timeLayout))
+	}
 	return nil
+}
+
+// printApprovers says where cards will appear.
+func printApprovers(out io.Writer, as []api.Approver) {
+	any := false
+	for i, a := range as {
+		head := "approvers"
+		if i > 0 {
+			head = ""
+		}
+		state := "no"
+		if a.Reachable {
+			state, any = "yes", true
+		}
+		fmt.Fprintf(out, "%-9s %-13s %-3s %s\n", head, a.Name, state, a.Detail)
+	}
+	if !any {
+		fmt.Fprintln(out, `          none: a request that needs a card is refused at once (no_approver); run "postern approve" in another terminal`)
+	}
 }

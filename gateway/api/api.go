@@ -56,6 +56,7 @@ const (
 	OpHosts          Op = "hosts"           // no arguments; HostsResult
 	OpHostsAdd       Op = "hosts.add"       // HostsAddArgs; HostsResult
 	OpHostsRemove    Op = "hosts.remove"    // HostsRemoveArgs; HostsResult
+	OpCheck          Op = "check"           // CheckArgs; CheckResult
 )
 
 // timeouts bound each call unless the caller's context ends sooner. An
@@ -77,6 +78,7 @@ var timeouts = map[Op]time.Duration{
 	OpHosts:          30 * time.Second,
 	OpHostsAdd:       30 * time.Second,
 	OpHostsRemove:    30 * time.Second,
+	OpCheck:          10 * time.Second,
 }
 
 // Code classifies an error the gateway returns.

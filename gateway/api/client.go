@@ -72,6 +72,13 @@ func (c *Client) WaitCards(ctx context.Context, version uint64) (*CardsResult, e
 	return &res, c.call(ctx, OpCards, CardsArgs{Wait: true, Version: version, WaitFor: cardsWait}, &res)
 }
 
+// WatchCards is WaitCards for a console that shows the cards to a
+// person: while it waits, the gateway counts it as an approver.
+func (c *Client) WatchCards(ctx context.Context, version uint64) (*CardsResult, error) {
+	var res CardsResult
+	return &res, c.call(ctx, OpCards, CardsArgs{Wait: true, Console: true, Version: version, WaitFor: cardsWait}, &res)
+}
+
 // Answer decides card id. subject picks the run a session approval
 // binds, by its index on the card; a negative subject keeps the card's
 // choice.
@@ -137,6 +144,12 @@ func (c *Client) Resolve(ctx context.Context, a ResolveArgs) (*JournalEntry, err
 func (c *Client) ChangeVault(ctx context.Context, ch *VaultChange) (*VaultChanged, error) {
 	var res VaultChanged
 	return &res, c.call(ctx, OpVaultChange, ch, &res)
+}
+
+// Check dry-runs the gateway's policy for a request.
+func (c *Client) Check(ctx context.Context, a CheckArgs) (*CheckResult, error) {
+	var res CheckResult
+	return &res, c.call(ctx, OpCheck, a, &res)
 }
 
 // call makes one request and decodes its result into out (which may be

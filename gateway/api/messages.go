@@ -17,7 +17,17 @@ type Status struct {
 	Hosts   HostsStatus  `json:"hosts"`
 	Audit   AuditStatus  `json:"audit"`
 	Counts  Counts       `json:"counts"`
+	// Approvers are the ways a card can reach a person now. With none
+	// reachable, a request that needs a card is refused at once
+	// (no_approver).
+	Approvers []Approver `json:"approvers"`
+	// LastNoApprover is when a request was last refused so.
+	LastNoApprover time.Time `json:"last_no_approver,omitzero"`
 }
+
+// Approver is one way to reach a person with a card: the console, a
+// desktop notification, an askpass dialog.
+type Approver = approvals.ApproverState
 
 // AuditStatus describes the audit log.
 type AuditStatus struct {
@@ -106,9 +116,12 @@ type RunStart struct {
 type Card = approvals.CardView
 
 // CardsArgs asks for the pending cards (OpCards); with Wait, the call
-// returns when the list changes after Version (or after WaitFor).
+// returns when the list changes after Version (or after WaitFor). A
+// Console shows the cards to a person: while it waits (and shortly
+// after), the gateway counts it as an approver.
 type CardsArgs struct {
 	Wait    bool          `json:"wait,omitempty"`
+	Console bool          `json:"console,omitempty"`
 	Version uint64        `json:"version,omitempty"`
 	WaitFor time.Duration `json:"wait_for,omitempty"`
 }
@@ -175,4 +188,29 @@ type ResolveArgs struct {
 	Result     string `json:"result,omitempty"`
 	ExitStatus *int   `json:"exit_status,omitempty"`
 	Evidence   string `json:"evidence,omitempty"`
+}
+
+// CheckArgs describes a request to dry-run the policy for (OpCheck,
+// "postern check"): the destination's names, the key (a fingerprint or a
+// comment of a key the gateway holds), and the requesting chain's
+// executables, requester first.
+type CheckArgs struct {
+	Hosts     []string   `json:"hosts,omitempty"`
+	Key       string     `json:"key,omitempty"`
+	Exes      []CheckExe `json:"exes,omitempty"`
+	Forwarded bool       `json:"forwarded,omitempty"`
+}
+
+// CheckExe is an executable of a checked chain: its path and SHA-256.
+type CheckExe struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// CheckResult answers CheckArgs: the mode and why, and the key as the
+// gateway found it.
+type CheckResult struct {
+	approvals.CheckResult
+	Key     string `json:"key"`
+	KeyHeld bool   `json:"key_held"`
 }

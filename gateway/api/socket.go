@@ -2,6 +2,8 @@ package api
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 
@@ -31,6 +33,48 @@ func AgentSocket(sock string) string {
 // runSuffix matches a run socket's suffix: ".run-" and the run's id
 // ("R" and hex digits).
 var runSuffix = regexp.MustCompile(`\.run-R[0-9a-f]+$`)
+
+// WellKnownSocket returns the well-known agent socket:
+// $XDG_RUNTIME_DIR/postern/agent.sock, or agent.sock in the state
+// directory without $XDG_RUNTIME_DIR.
+func WellKnownSocket() (string, error) { return xdg.AgentSocket() }
+
+// Serves reports whether a postern gateway's control socket sits beside
+// the agent socket sock (the main one or a run's).
+func Serves(sock string) bool {
+	fi, err := os.Stat(ControlSocket(sock))
+	return err == nil && fi.Mode()&os.ModeSocket != 0
+}
+
+// Locate finds the agent socket of the gateway the command line talks
+// to: env (the value of $SSH_AUTH_SOCK) when postern serves it, else the
+// well-known socket when postern serves that, else env when nothing is
+// there at all (a gateway that stopped: dialing it says so). note, when
+// not empty, explains why env was passed over; a socket of another agent
+// at env is an error that says so.
+func Locate(env string) (sock, note string, err error) {
+	if env != "" && Serves(env) {
+		return env, "", nil
+	}
+	wk, err := WellKnownSocket()
+	if err != nil {
+		return "", "", err
+	}
+	if Serves(wk) {
+		if env != "" {
+			note = fmt.Sprintf("$SSH_AUTH_SOCK (%s) is not a postern socket (another agent, or a gateway that stopped); using the well-known socket %s", env, wk)
+		}
+		return wk, note, nil
+	}
+	if env != "" {
+		if _, err := os.Stat(env); err == nil {
+			return "", "", fmt.Errorf("%w: $SSH_AUTH_SOCK (%s) is another agent, not postern (no control socket beside it), and no gateway listens at the well-known socket %s", ErrNoGateway, env, wk)
+		}
+		// Nothing there: the dial says so.
+		return env, "", nil
+	}
+	return "", "", fmt.Errorf("%w: $SSH_AUTH_SOCK is not set and no gateway listens at the well-known socket %s", ErrNoGateway, wk)
+}
 
 // ErrNoBastionSocket is returned by BastionSocket when nothing tells
 // where the bastion listens.

@@ -59,6 +59,12 @@ func (e Env) Program() (string, error) {
 	return prog, nil
 }
 
+// Available reports whether a program can be used here (see Program).
+func (e Env) Available() error {
+	_, err := e.Program()
+	return err
+}
+
 func (e Env) run(ctx context.Context, prompt, mode string) ([]byte, error) {
 	prog, err := e.Program()
 	if err != nil {

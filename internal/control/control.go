@@ -33,7 +33,8 @@ const MaxLine = 4 << 20
 var ErrNoGateway = errors.New("no gateway")
 
 // Handler answers one request line from a verified peer with one
-// response line (both without the newline).
+// response line (both without the newline). Its context ends when the
+// client closes its connection.
 type Handler func(ctx context.Context, peer *procid.Peer, request []byte) (response []byte)
 
 // Server serves the control socket.
@@ -63,6 +64,15 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	if err != nil {
 		return
 	}
+	// A client sends nothing after its request: a read that returns means
+	// it went away, and whatever waits on its behalf stops.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		var b [1]byte
+		c.Read(b[:])
+		cancel()
+	}()
 	c.Write(append(s.Handle(ctx, peer, line), '\n'))
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/postern/postern/internal/procid"
 )
@@ -74,5 +75,27 @@ func TestExchangeCanceled(t *testing.T) {
 	go cancel()
 	if _, err := Exchange(ctx, sock, []byte("x")); err == nil {
 		t.Fatal("a canceled exchange returned no error")
+	}
+}
+
+// The handler's context ends when the client goes away, so that a wait
+// made on its behalf (a console waiting for cards) ends with it.
+func TestHandlerContextEndsWithClient(t *testing.T) {
+	ended := make(chan struct{})
+	sock := serve(t, func(ctx context.Context, _ *procid.Peer, _ []byte) []byte {
+		<-ctx.Done()
+		close(ended)
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		cancel()
+	}()
+	Exchange(ctx, sock, []byte("wait"))
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler's context did not end when its client went away")
 	}
 }

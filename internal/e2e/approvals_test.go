@@ -43,6 +43,7 @@ func newApprovalWorldSSHD(t testing.TB, sshdExtra, config string, aliases ...str
 	e.Config(fmt.Sprintf("known_hosts = [%q]\n%s", w.sshd.KnownHosts, config))
 	w.agent = e.StartAgent()
 	e.MustRun("postern", "unlock", "--passphrase-file", w.pass)
+	e.StartConsole()
 	return w
 }
 

@@ -348,6 +348,18 @@ func (b *bastionWorld) denyRetry(id string, args []string) {
 	if r.Code != 254 || !strings.Contains(r.Stderr, id) {
 		t.Fatalf("denied retry: %s", r)
 	}
+	// The program whose retry was refused can learn why, in the seed's
+	// words, with the journal entry to inspect.
+	why := b.e.MustRun("postern", "why", "--json").Stdout
+	var res2 struct {
+		Last struct {
+			Outcome string
+			Journal string `json:"journal_entry"`
+		}
+	}
+	if err := json.Unmarshal([]byte(why), &res2); err != nil || res2.Last.Outcome != "STATUS_UNKNOWN inspect_activity_journal" || res2.Last.Journal != id {
+		t.Fatalf("postern why after the refused retry: %v\n%s", err, why)
+	}
 }
 
 func TestBastionClientKilledRecordsRealExit(t *testing.T) {

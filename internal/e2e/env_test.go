@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -347,4 +349,86 @@ func sleep10ms() { time.Sleep(10 * time.Millisecond) }
 func (a *Agent) Kill() {
 	a.cmd.Process.Kill()
 	<-a.done
+}
+
+// Console is a "postern approve" in line mode, attached to the gateway:
+// an approver that shows every card (answers still come from "postern
+// approve ID"). Without one, a card no askpass can show is refused at once
+// (no_approver).
+type Console struct {
+	cmd  *exec.Cmd
+	in   *os.File
+	out  string
+	done chan struct{}
+}
+
+// StartConsole starts a line-mode console and waits until the gateway
+// counts it as an approver.
+func (e *Env) StartConsole() *Console {
+	e.t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	c := &Console{in: pw, out: e.Path(fmt.Sprintf("console-%d.out", time.Now().UnixNano())), done: make(chan struct{})}
+	f, err := os.Create(c.out)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	c.cmd = e.Command("postern", "approve")
+	c.cmd.Stdin, c.cmd.Stdout, c.cmd.Stderr = pr, f, f
+	// A console runs in a terminal of its own, not the requester's.
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := c.cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	pr.Close()
+	f.Close()
+	go func() { c.cmd.Wait(); close(c.done) }()
+	e.t.Cleanup(c.Stop)
+	deadline := time.Now().Add(20 * time.Second)
+	for !e.consoleAttached() {
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(c.out)
+			e.t.Fatalf("the console never attached:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return c
+}
+
+// consoleAttached reports whether the gateway counts a console.
+func (e *Env) consoleAttached() bool {
+	r := e.Run("postern", "status", "--json")
+	var st struct {
+		Approvers []struct {
+			Name      string
+			Reachable bool
+		}
+	}
+	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &st) != nil {
+		return false
+	}
+	for _, a := range st.Approvers {
+		if a.Name == "console" {
+			return a.Reachable
+		}
+	}
+	return false
+}
+
+// Output returns what the console printed so far.
+func (c *Console) Output() string {
+	b, _ := os.ReadFile(c.out)
+	return string(b)
+}
+
+// Send writes an answer line to the console.
+func (c *Console) Send(line string) { fmt.Fprintln(c.in, line) }
+
+// Stop ends the console.
+func (c *Console) Stop() {
+	c.in.Close()
+	c.cmd.Process.Kill()
+	<-c.done
 }

@@ -7,8 +7,8 @@
 //
 // Unset variables fall back to the specification's defaults under $HOME
 // ($HOME/.config, $HOME/.local/state). There is no default runtime
-// directory: without $XDG_RUNTIME_DIR, RuntimeDir reports an error and
-// callers fall back to a private temporary directory.
+// directory: without $XDG_RUNTIME_DIR, RuntimeDir reports an error, and
+// the well-known agent socket (AgentSocket) lives in the state directory.
 package xdg
 
 import (
@@ -74,6 +74,22 @@ func RuntimeDir() (string, error) {
 		return "", errors.New("$XDG_RUNTIME_DIR is not set")
 	}
 	return filepath.Join(d, App), nil
+}
+
+// AgentSocketFile is the name of the well-known agent socket.
+const AgentSocketFile = "agent.sock"
+
+// AgentSocket returns the well-known agent socket: agent.sock in
+// RuntimeDir, or, without $XDG_RUNTIME_DIR, in StateDir (as gpg-agent
+// keeps its sockets in ~/.gnupg where there is no /run/user).
+func AgentSocket() (string, error) {
+	d, err := RuntimeDir()
+	if err != nil {
+		if d, err = StateDir(); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Join(d, AgentSocketFile), nil
 }
 
 // EnsureDir creates dir (and its parents) with mode 0700 if it does not

@@ -7,8 +7,6 @@
 package keychaintest
 
 import (
-	"bufio"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	dbus "github.com/keybase/dbus"
+	"github.com/postern/postern/internal/dbustest"
 )
 
 // SessionBus starts dbus-daemon and gnome-keyring-daemon for the test and
@@ -24,7 +22,7 @@ import (
 // stop when the test ends.
 func SessionBus(t testing.TB) string {
 	t.Helper()
-	for _, p := range []string{"dbus-daemon", "gnome-keyring-daemon"} {
+	for _, p := range []string{"gnome-keyring-daemon"} {
 		if _, err := exec.LookPath(p); err != nil {
 			t.Fatalf("%s is not installed (Debian packages dbus-daemon and gnome-keyring; .ci/run installs them): %v", p, err)
 		}
@@ -46,22 +44,7 @@ func SessionBus(t testing.TB) string {
 		"XDG_RUNTIME_DIR=" + filepath.Join(dir, "run"),
 	}
 
-	bus := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1",
-		"--address=unix:path="+filepath.Join(dir, "bus"))
-	bus.Env = env
-	out, err := bus.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bus.Start(); err != nil {
-		t.Fatalf("starting dbus-daemon: %v", err)
-	}
-	t.Cleanup(func() { bus.Process.Kill(); bus.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("dbus-daemon printed no address: %v", err)
-	}
-	addr := strings.TrimSpace(line)
+	addr := dbustest.Start(t, dir, env)
 	env = append(env, "DBUS_SESSION_BUS_ADDRESS="+addr)
 
 	keyring := exec.Command("gnome-keyring-daemon", "--foreground", "--unlock", "--components=secrets")
@@ -71,35 +54,8 @@ func SessionBus(t testing.TB) string {
 		t.Fatalf("starting gnome-keyring-daemon: %v", err)
 	}
 	t.Cleanup(func() { keyring.Process.Kill(); keyring.Wait() })
-	if err := waitForName(addr, "org.freedesktop.secrets", 30*time.Second); err != nil {
+	if err := dbustest.WaitForName(addr, "org.freedesktop.secrets", 30*time.Second); err != nil {
 		t.Fatalf("gnome-keyring-daemon: %v", err)
 	}
 	return addr
-}
-
-// waitForName waits until a client owns name on the bus at addr.
-func waitForName(addr, name string, limit time.Duration) error {
-	conn, err := dbus.Dial(addr)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if err := conn.Auth(nil); err != nil {
-		return err
-	}
-	if err := conn.Hello(); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(limit)
-	for {
-		var owned bool
-		err := conn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, name).Store(&owned)
-		if err == nil && owned {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not appear on the bus within %s (%v)", name, limit, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

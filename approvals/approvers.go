@@ -1,0 +1,155 @@
+package approvals
+
+import (
+	"context"
+	"time"
+
+	"github.com/postern/postern/internal/procid"
+)
+
+// An Approver is a way to reach a person with a card besides the console
+// ("postern approve"): a desktop notification, an askpass dialog.
+type Approver interface {
+	// Name names the channel in status and logs.
+	Name() string
+	// Reachable reports whether a person can be reached through it now;
+	// detail says what was found, or why not.
+	Reachable() (ok bool, detail string)
+	// Show shows card c until ctx ends (the card was decided or timed
+	// out); answers come back through Engine.Answer. Show may block.
+	Show(ctx context.Context, c CardView)
+}
+
+// ApproverState is an approver as "postern status" reports it.
+type ApproverState struct {
+	Name      string `json:"name"`
+	Reachable bool   `json:"reachable"`
+	Detail    string `json:"detail,omitempty"`
+}
+
+// consoleGrace is how long a console counts as attached after its last
+// wait for cards returned: the time it takes to ask again.
+const consoleGrace = 3 * time.Second
+
+// console is an attached "postern approve".
+type console struct {
+	proc  procid.Process
+	until time.Time // zero while a wait is in progress
+}
+
+// AttachConsole counts approver as a console that shows every card, until
+// detach is called and consoleGrace has passed. The gateway attaches the
+// caller of each wait for cards made by a console.
+func (e *Engine) AttachConsole(approver *procid.Peer) (detach func()) {
+	c := &console{proc: approver.Process}
+	e.mu.Lock()
+	e.consoles[c] = struct{}{}
+	e.mu.Unlock()
+	return func() {
+		e.mu.Lock()
+		c.until = e.now().Add(consoleGrace)
+		e.mu.Unlock()
+	}
+}
+
+// consolesFor returns the attached consoles that could answer a card
+// about the given processes: outside their trees and terminal sessions.
+// e.mu held.
+func (e *Engine) consolesLocked(now time.Time, about ...*procid.Process) int {
+	n := 0
+	for c := range e.consoles {
+		if !c.until.IsZero() && now.After(c.until) {
+			delete(e.consoles, c)
+			continue
+		}
+		if e.isOutside(&c.proc, about...) {
+			n++
+		}
+	}
+	return n
+}
+
+// isOutside reports whether p is none of about, descends from none of
+// them and shares no terminal session with them.
+func (e *Engine) isOutside(p *procid.Process, about ...*procid.Process) bool {
+	for _, a := range about {
+		if in, err := e.procs.DescendsFrom(p.PID, p.StartTicks, a); in || err != nil {
+			return false
+		}
+		if a.Session > 0 && p.Session == a.Session {
+			return false
+		}
+	}
+	return true
+}
+
+// reachable returns the approvers that can show a card about the given
+// processes, and whether any console can. With no approver reachable the
+// card is not shown: its request is refused at once (no_approver).
+func (e *Engine) reachable(about ...*procid.Process) (shows []Approver, consoles int) {
+	e.mu.Lock()
+	consoles = e.consolesLocked(e.now(), about...)
+	e.mu.Unlock()
+	for _, a := range e.approvers {
+		if ok, _ := a.Reachable(); ok {
+			shows = append(shows, a)
+		}
+	}
+	return shows, consoles
+}
+
+// Approvers reports each way a card can reach a person now: the
+// attached consoles, then the other approvers.
+func (e *Engine) Approvers() []ApproverState {
+	e.mu.Lock()
+	n := e.consolesLocked(e.now())
+	e.mu.Unlock()
+	out := []ApproverState{{Name: "console", Reachable: n > 0, Detail: consoleDetail(n)}}
+	for _, a := range e.approvers {
+		ok, detail := a.Reachable()
+		out = append(out, ApproverState{Name: a.Name(), Reachable: ok, Detail: detail})
+	}
+	return out
+}
+
+func consoleDetail(n int) string {
+	switch n {
+	case 0:
+		return `none attached ("postern approve" in another terminal)`
+	case 1:
+		return "1 attached"
+	}
+	return itoa(n) + " attached"
+}
+
+// LastNoApprover returns when a request was last refused because no
+// approver could be reached (zero if never).
+func (e *Engine) LastNoApprover() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lastNoApprover
+}
+
+// askpassApprover shows cards in an SSH_ASKPASS dialog (see askpassAnswer).
+type askpassApprover struct{ e *Engine }
+
+// Availability is what an askpass Confirmer may report: whether its
+// program can be used here.
+type Availability interface {
+	Available() error
+}
+
+func (a askpassApprover) Name() string { return "askpass" }
+
+func (a askpassApprover) Reachable() (bool, string) {
+	av, ok := a.e.askpass.(Availability)
+	if !ok {
+		return true, ""
+	}
+	if err := av.Available(); err != nil {
+		return false, err.Error()
+	}
+	return true, "SSH_ASKPASS dialog"
+}
+
+func (a askpassApprover) Show(ctx context.Context, c CardView) { a.e.askpassAnswer(ctx, c) }

@@ -1,0 +1,119 @@
+package approvals
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/postern/postern/audit"
+)
+
+// fakeApprover is a channel that can be switched on and off, and records
+// the cards it was asked to show.
+type fakeApprover struct {
+	mu    sync.Mutex
+	on    bool
+	shown []string
+	hid   chan string
+}
+
+func (f *fakeApprover) Name() string { return "fake" }
+func (f *fakeApprover) Reachable() (bool, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.on, ""
+}
+func (f *fakeApprover) Show(ctx context.Context, c CardView) {
+	f.mu.Lock()
+	f.shown = append(f.shown, c.ID)
+	f.mu.Unlock()
+	<-ctx.Done()
+	f.hid <- c.ID
+}
+
+func requireWorld(t *testing.T, a ...Approver) *world {
+	w := newWorld(t)
+	w.cfg.RequireApprover = true
+	w.cfg.Approvers = a
+	w.e = NewEngine(w.cfg)
+	return w
+}
+
+// With no console attached and no approver reachable, a request that
+// needs a card is refused at once with no_approver, and the engine says
+// when.
+func TestNoApproverRefusesAtOnce(t *testing.T) {
+	w := requireWorld(t, &fakeApprover{})
+	d := got(t, w.decide(w.req(21)))
+	if d.Allow || d.Reason != audit.ReasonNoApprover {
+		t.Fatalf("decision %+v, want a no_approver refusal", d)
+	}
+	if cards, _ := w.e.Cards(); len(cards) != 0 {
+		t.Fatalf("a card was left pending: %+v", cards)
+	}
+	if w.e.LastNoApprover().IsZero() {
+		t.Fatal("LastNoApprover not set")
+	}
+	st := w.e.Approvers()
+	if len(st) != 2 || st[0].Name != "console" || st[0].Reachable || st[1].Reachable {
+		t.Fatalf("approvers %+v", st)
+	}
+}
+
+// An attached console outside the requester's tree makes the card show;
+// detached, it counts for a grace period, then no more.
+func TestConsoleAttachedShowsTheCard(t *testing.T) {
+	w := requireWorld(t)
+	var mu sync.Mutex
+	var skew time.Duration
+	w.e.clock = func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(skew) }
+	detach := w.e.AttachConsole(w.f.Peer(30))
+	ch := w.decide(w.req(21))
+	c := w.card()
+	w.answer(c.ID, VerdictOnce, 30)
+	if d := got(t, ch); !d.Allow {
+		t.Fatalf("decision %+v", d)
+	}
+	detach()
+	if st := w.e.Approvers(); !st[0].Reachable {
+		t.Fatal("a console that just detached does not count for the grace period")
+	}
+	mu.Lock()
+	skew = consoleGrace + time.Second
+	mu.Unlock()
+	if d := got(t, w.decide(w.req(21))); d.Reason != audit.ReasonNoApprover {
+		t.Fatalf("after the grace period: %+v, want no_approver", d)
+	}
+}
+
+// A console inside the requester's process tree cannot answer its card,
+// so it does not count as an approver for it.
+func TestConsoleInsideTheTreeDoesNotCount(t *testing.T) {
+	w := requireWorld(t)
+	defer w.e.AttachConsole(w.f.Peer(21))()
+	if d := got(t, w.decide(w.req(21))); d.Reason != audit.ReasonNoApprover {
+		t.Fatalf("decision %+v, want no_approver", d)
+	}
+}
+
+// A reachable approver is shown the card, and the card is withdrawn from
+// it once decided.
+func TestApproverShownAndWithdrawn(t *testing.T) {
+	f := &fakeApprover{on: true, hid: make(chan string, 1)}
+	w := requireWorld(t, f)
+	ch := w.decide(w.req(21))
+	c := w.card()
+	w.answer(c.ID, VerdictDeny, 30)
+	if d := got(t, ch); d.Allow || d.Reason != audit.ReasonDenied {
+		t.Fatalf("decision %+v", d)
+	}
+	select {
+	case id := <-f.hid:
+		if id != c.ID {
+			t.Fatalf("withdrew %s, want %s", id, c.ID)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the card was never withdrawn from the approver")
+	}
+}

@@ -1,0 +1,92 @@
+package approvals
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/procid"
+)
+
+// Check is a dry run of the policy ("postern check"): the request it
+// describes is not made, and nothing is recorded.
+type Check struct {
+	// Names are the destination's names, as the verified host key would
+	// carry them; none means a request without a destination (an SSHSIG
+	// signature).
+	Names []string
+	// Classes are the inventory's classes for those names.
+	Classes []string
+	// Unknown is a destination the inventory has no name for: it could
+	// be any host, and gets the strictest mode any host rule could give.
+	Unknown bool
+	Key     Key
+	// Exes are the requesting chain's executables, requester first.
+	Exes      []procid.Exe
+	Forwarded bool
+}
+
+// CheckResult is the mode the policy gives a request and why.
+type CheckResult struct {
+	Mode    audit.Mode `json:"mode"`
+	Because string     `json:"because"`
+	Rules   []int      `json:"matching_rules,omitempty"` // 1-based
+}
+
+// Check dry-runs the policy for c, as Decide would choose the mode.
+func (p *Policy) Check(c Check) CheckResult {
+	progs := make([]program, len(c.Exes))
+	for i, x := range c.Exes {
+		progs[i] = program{path: x.Path, hash: x.Hash()}
+	}
+	f := &facts{names: c.Names, classes: c.Classes, anyHost: c.Unknown, key: c.Key, programs: func() []program { return progs }}
+	var res CheckResult
+	var why []string
+	strictest := audit.ModeNone
+	for i := range p.Rules {
+		if p.Rules[i].matches(f) {
+			res.Rules = append(res.Rules, i+1)
+			strictest = Stricter(strictest, p.Rules[i].Mode)
+		}
+	}
+	for _, n := range res.Rules {
+		if r := p.Rules[n-1]; r.Mode == strictest {
+			why = append(why, fmt.Sprintf("rule %d: %s", n, r.describe()))
+		}
+	}
+	base := p.modeFor(f, false)
+	res.Mode = p.modeFor(f, c.Forwarded)
+	if c.Unknown {
+		why = append(why, "the destination has no name in the host inventory: it could be any host")
+	}
+	if len(res.Rules) == 0 {
+		why = append(why, fmt.Sprintf("no rule matches: the default (approval = %q)", p.Mode))
+	}
+	if c.Key.Confirm {
+		res.Mode = Stricter(res.Mode, audit.ModePerCall)
+		why = append(why, "the key was added with ssh-add -c")
+	}
+	if res.Mode != base {
+		why = append(why, "a forwarded connection never rides a session")
+	}
+	res.Because = strings.Join(why, "; ")
+	return res
+}
+
+// describe renders a rule as the configuration spells it.
+func (r *Rule) describe() string {
+	var parts []string
+	if r.Host != "" {
+		parts = append(parts, fmt.Sprintf("host %q", r.Host))
+	}
+	if r.Class != "" {
+		parts = append(parts, fmt.Sprintf("class %q", r.Class))
+	}
+	if r.Key != "" {
+		parts = append(parts, fmt.Sprintf("key %q", r.Key))
+	}
+	if r.Exe != "" {
+		parts = append(parts, fmt.Sprintf("exe %q", r.Exe))
+	}
+	return strings.Join(parts, ", ") + fmt.Sprintf(" (approval = %q)", r.Mode)
+}

@@ -1,0 +1,181 @@
+package approvals
+
+import (
+	"slices"
+	"time"
+
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/procid"
+)
+
+// The engine remembers its recent decisions, in memory only, so that a
+// program whose ssh or git failed can ask why ("postern why"): display
+// context, never an input to a decision.
+
+// whyKeep is how many recent decisions the engine remembers.
+const whyKeep = 128
+
+// Why is what the gateway last decided for a caller, as "postern why"
+// prints it. Outcome is in the words of the outcomes the gateway reports:
+// ALLOWED, WAITING, DENIED <reason>, REAUTH_REQUIRED <what changed>, or
+// STATUS_UNKNOWN inspect_activity_journal.
+type Why struct {
+	Time        time.Time    `json:"time"`
+	Outcome     string       `json:"outcome"`
+	Allowed     bool         `json:"allowed"`
+	Reason      audit.Reason `json:"reason,omitempty"`
+	Mode        audit.Mode   `json:"mode,omitempty"`
+	Card        string       `json:"card,omitempty"`
+	Run         string       `json:"run,omitempty"`
+	Journal     string       `json:"journal_entry,omitempty"`
+	Key         string       `json:"key,omitempty"`
+	Destination string       `json:"destination,omitempty"` // verified host key, with its names
+	Requester   string       `json:"requester,omitempty"`   // the requesting chain
+	// Explain says what happened; Next, what a program that was refused
+	// should do (usually: stop and tell its person).
+	Explain string `json:"explain"`
+	Next    string `json:"next"`
+}
+
+// whyEntry is one remembered decision, with what identifies who it was
+// for.
+type whyEntry struct {
+	why     Why
+	channel Channel
+	chain   []procKey // the requester and its ancestors, when known
+	seq     uint64    // a card's entry is replaced by its decision
+}
+
+type procKey struct {
+	pid   int
+	start uint64
+}
+
+func keysOf(c procid.Chain) []procKey {
+	out := make([]procKey, len(c))
+	for i := range c {
+		out[i] = procKey{c[i].PID, c[i].StartTicks}
+	}
+	return out
+}
+
+// noteWhy remembers d for r; chain may be nil. card replaces the
+// waiting entry of the same card.
+func (e *Engine) noteWhy(r *Request, d Decision, waiting bool, chain procid.Chain) {
+	w := Why{
+		Time: e.now().UTC(), Allowed: d.Allow, Reason: d.Reason, Mode: d.Mode,
+		Card: d.Card, Run: d.Run, Journal: r.RetryEntry, Key: r.Key.Fingerprint,
+	}
+	if r.Key.Comment != "" {
+		w.Key += " (" + r.Key.Comment + ")"
+	}
+	if w.Run == "" {
+		w.Run = r.Channel.Run
+	}
+	if r.Dest != nil {
+		w.Destination = r.Dest.Fingerprint()
+	}
+	if chain != nil {
+		w.Requester = chain.String()
+	}
+	w.Outcome, w.Explain, w.Next = explain(d, waiting, r.RetryEntry)
+	ent := whyEntry{why: w, channel: r.Channel, chain: keysOf(chain)}
+	if len(ent.chain) == 0 && r.Requester != nil {
+		ent.chain = []procKey{{r.Requester.PID, r.Requester.StartTicks}}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if d.Card != "" {
+		e.whys = slices.DeleteFunc(e.whys, func(x whyEntry) bool { return x.why.Card == d.Card })
+	}
+	e.whys = append(e.whys, ent)
+	if len(e.whys) > whyKeep {
+		e.whys = slices.Delete(e.whys, 0, len(e.whys)-whyKeep)
+	}
+}
+
+// explain words a decision in the gateway's outcomes, says what happened
+// and what to do.
+func explain(d Decision, waiting bool, journal string) (outcome, what, next string) {
+	const tell = " Stop and tell your user; do not retry on your own."
+	switch {
+	case waiting:
+		return "WAITING " + d.Card, "Card " + d.Card + " is waiting for the user's answer.",
+			`Tell your user to answer card ` + d.Card + ` (in "postern approve" or the desktop notification); the request continues once they do.`
+	case d.Allow:
+		return "ALLOWED", "The request was allowed (" + string(d.Reason) + ").", "Nothing to do."
+	case journal != "" && d.Reason != audit.ReasonVaultLocked:
+		return journalUnknown, "An identical command sent before (journal entry " + journal + ") has an unknown outcome, and the retry was not approved (" + string(d.Reason) + ").",
+			`Do not retry. Tell your user: "postern journal show ` + journal + `" says what is known; they check the host and resolve the entry.`
+	}
+	if why, ok := d.CardReason.Reauth(); ok {
+		return string(d.CardReason), "The approval this run had ended (" + string(why) + ") and the re-approval was not given (" + string(d.Reason) + ").",
+			"Ask your user to approve again." + tell
+	}
+	out := "DENIED " + string(d.Reason)
+	switch d.Reason {
+	case audit.ReasonNoApprover:
+		return out, "No approver could show the card: no \"postern approve\" console is attached, no desktop notification service and no askpass.",
+			`Ask your user to run "postern approve" in another terminal, then retry once.`
+	case audit.ReasonTimeout:
+		return out, "Nobody answered the card " + d.Card + " in time.", "Ask your user to watch for the card, then retry once." + tell
+	case audit.ReasonCooldown:
+		return out, "An earlier card went unanswered, so requests from this run are refused for a while without a card.", "Ask your user." + tell
+	case audit.ReasonDenied:
+		return out, "Your user denied the request on card " + d.Card + ".", "Do not retry. Ask your user what they want."
+	case audit.ReasonPolicyDeny:
+		return out, "The policy refuses this use of the key.", "Do not retry: it will be refused again." + tell
+	case audit.ReasonVaultLocked:
+		return out, "The vault is locked: nothing is signed.", `Ask your user to run "postern unlock".`
+	case audit.ReasonVaultStateChanged:
+		return "REAUTH_REQUIRED " + string(d.Reason), "The vault was locked or unlocked while the card waited.", "Ask your user to approve again." + tell
+	case audit.ReasonHostKeyRevoked:
+		return out, "The destination's host key is marked revoked.", "Do not retry." + tell
+	}
+	return out, "The request was refused (" + string(d.Reason) + ").", tell[1:]
+}
+
+// journalUnknown is the outcome of a command whose earlier identical
+// command's outcome is unknown (the bastion's journal status).
+const journalUnknown = "STATUS_UNKNOWN inspect_activity_journal"
+
+// WhyFor returns what the engine last decided for caller. A caller that
+// came through a run's socket (run != "") sees that run's decisions
+// only. Otherwise the decision chosen is the one whose requester is
+// closest to the caller: the requester or one of its ancestors is the
+// caller's nearest ancestor among all remembered (init and processes of
+// other users excluded). ok is false when nothing matches.
+func (e *Engine) WhyFor(caller *procid.Peer, run string) (Why, bool) {
+	var mine []procKey
+	if run == "" {
+		chain := append(procid.Chain{caller.Process}, e.procs.Ancestors(&caller.Process)...)
+		for _, p := range chain {
+			if p.PID <= 1 || p.UID != caller.UID {
+				break
+			}
+			mine = append(mine, procKey{p.PID, p.StartTicks})
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	best, bestDepth := -1, len(mine)
+	for i := len(e.whys) - 1; i >= 0; i-- {
+		ent := &e.whys[i]
+		if run != "" {
+			if ent.channel.Run == run || ent.why.Run == run {
+				return ent.why, true
+			}
+			continue
+		}
+		for d, k := range mine {
+			if d < bestDepth && slices.Contains(ent.chain, k) {
+				best, bestDepth = i, d
+				break
+			}
+		}
+	}
+	if best < 0 {
+		return Why{}, false
+	}
+	return e.whys[best].why, true
+}

@@ -1,0 +1,75 @@
+package approvals
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/postern/postern/audit"
+)
+
+// A process asks why: it learns the decision for the request nearest to
+// it in the process tree, waiting while its card is pending, then how
+// the card was answered.
+func TestWhyForTheCallersTree(t *testing.T) {
+	w := newWorld(t)
+	// 14 is a shell the agent (10) started after git's ssh (13) failed;
+	// it asks "postern why".
+	sh := w.f.Exe("bash", "a shell")
+	w.f.Set(14, 10, 140, sh, "bash")
+	if _, ok := w.e.WhyFor(w.f.Peer(14), ""); ok {
+		t.Fatal("a decision before any request")
+	}
+	ch := w.decide(w.req(13))
+	c := w.card()
+	why, ok := w.e.WhyFor(w.f.Peer(14), "")
+	if !ok || why.Outcome != "WAITING "+c.ID || why.Card != c.ID {
+		t.Fatalf("while the card waits: %+v", why)
+	}
+	if !strings.Contains(why.Requester, "ssh (13)") {
+		t.Errorf("requester %q", why.Requester)
+	}
+	w.answer(c.ID, VerdictDeny, 30)
+	got(t, ch)
+	why, _ = w.e.WhyFor(w.f.Peer(14), "")
+	if why.Outcome != "DENIED denied" || why.Allowed || !strings.Contains(why.Next, "Do not retry") {
+		t.Fatalf("after the denial: %+v", why)
+	}
+	// The other agent (20) has no decision of its own: the init process
+	// they share does not make 13's decision its.
+	if why, ok := w.e.WhyFor(w.f.Peer(20), ""); ok {
+		t.Fatalf("another tree saw %+v", why)
+	}
+}
+
+// Through a run's socket, the caller learns about that run only.
+func TestWhyForARun(t *testing.T) {
+	w := newWorld(t)
+	r := &Request{Requester: w.f.Peer(13), Channel: Channel{Kind: ChannelRun, Run: "R1"}, Key: w.key}
+	w.e.noteWhy(r, Decision{Reason: audit.ReasonVaultLocked}, false, nil)
+	w.e.noteWhy(w.req(21), Decision{Reason: audit.ReasonPolicyDeny}, false, nil)
+	why, ok := w.e.WhyFor(w.f.Peer(21), "R1")
+	if !ok || why.Outcome != "DENIED vault_locked" || why.Run != "R1" {
+		t.Fatalf("run R1: %+v", why)
+	}
+	if _, ok := w.e.WhyFor(w.f.Peer(21), "R2"); ok {
+		t.Fatal("run R2 saw another run's decision")
+	}
+}
+
+// The outcomes in the seed's words.
+func TestWhyOutcomeWords(t *testing.T) {
+	for _, c := range []struct {
+		d       Decision
+		journal string
+		want    string
+	}{
+		{Decision{Reason: audit.ReasonTimeout, CardReason: audit.ReasonReauthProcessChanged}, "", "REAUTH_REQUIRED process_changed"},
+		{Decision{Reason: audit.ReasonDenied, CardReason: audit.ReasonRetryUnknown}, "J1", "STATUS_UNKNOWN inspect_activity_journal"},
+		{Decision{Reason: audit.ReasonNoApprover}, "", "DENIED no_approver"},
+		{Decision{Allow: true, Reason: audit.ReasonSession}, "", "ALLOWED"},
+	} {
+		if got, _, _ := explain(c.d, false, c.journal); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.d, got, c.want)
+		}
+	}
+}

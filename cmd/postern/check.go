@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/postern/postern/gateway/api"
+)
+
+const checkUsage = `Usage: postern check [--host NAME]... [--key KEY] [--exe PROGRAM]... [--forwarded] [--json] [--socket PATH]
+
+Dry-run the running gateway's policy: say which approval a request would
+need, and why ("per-call, because rule 2: host "prod-*""). --host names
+the destination as its verified host key's names would (repeat for each
+name); --key is a fingerprint or the comment of a key the agent holds;
+--exe names the requesting chain's programs, requester first (a name is
+looked up in $PATH). Nothing is signed or recorded.
+`
+
+// strings is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func cmdCheck(args []string, out, errw io.Writer) error {
+	fs := newFlags("check", checkUsage)
+	var hosts, exes stringList
+	fs.Var(&hosts, "host", "a name of the destination (repeatable)")
+	fs.Var(&exes, "exe", "a program of the requesting chain, requester first (repeatable)")
+	key := fs.String("key", "", "the key: a fingerprint or a comment")
+	fwd := fs.Bool("forwarded", false, "the request comes through a forwarded agent connection")
+	asJSON := fs.Bool("json", false, "print JSON")
+	c, err := gatewayFlags(fs, args, noOperands(fs))
+	if err != nil {
+		return err
+	}
+	a := api.CheckArgs{Hosts: hosts, Key: *key, Forwarded: *fwd}
+	for _, e := range exes {
+		x, err := checkExe(e)
+		if err != nil {
+			return err
+		}
+		a.Exes = append(a.Exes, x)
+	}
+	res, err := c.Check(context.Background(), a)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(out, res)
+	}
+	fmt.Fprintf(out, "%s, because %s\n", res.Mode, res.Because)
+	if *key != "" && !res.KeyHeld {
+		warningf(errw, "the agent holds no key %q: rules on keys matched against the name as given", *key)
+	}
+	return nil
+}
+
+// checkExe resolves a program as a shell would and hashes it, for rules
+// on executable hashes.
+func checkExe(name string) (api.CheckExe, error) {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return api.CheckExe{}, fmt.Errorf("--exe %s: %w", name, err)
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return api.CheckExe{}, fmt.Errorf("--exe %s: %w", name, err)
+	}
+	sum := sha256.Sum256(b)
+	return api.CheckExe{Path: p, SHA256: hex.EncodeToString(sum[:])}, nil
+}

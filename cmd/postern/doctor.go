@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/postern/postern/gateway/api"
+)
+
+const doctorUsage = `Usage: postern doctor [--json] [--socket PATH]
+
+Check the set-up and say what to fix: the agent socket and
+$SSH_AUTH_SOCK, which approvers can show cards, the vault, the audit log,
+the configuration, confinement support, OpenSSH, and the systemd unit.
+Exit status 1 when a check failed.
+`
+
+// finding is one check's result.
+type finding struct {
+	Check  string `json:"check"`
+	Status string `json:"status"` // ok, warn, fail or info
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+func cmdDoctor(args []string, out, errw io.Writer) error {
+	fs := newFlags("doctor", doctorUsage)
+	asJSON := fs.Bool("json", false, "print JSON")
+	sock := socketFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := noOperands(fs)(); err != nil {
+		return err
+	}
+	fs2 := doctor(*sock)
+	failed := false
+	for _, f := range fs2 {
+		failed = failed || f.Status == "fail"
+	}
+	if *asJSON {
+		if err := printJSON(out, fs2); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range fs2 {
+			fmt.Fprintf(out, "%-5s %-12s %s\n", f.Status, f.Check, f.Detail)
+			if f.Fix != "" {
+				fmt.Fprintf(out, "%-5s %-12s fix: %s\n", "", "", f.Fix)
+			}
+		}
+	}
+	if failed {
+		return &exitError{exitFailure}
+	}
+	return nil
+}
+
+const ensureFix = `eval "$(postern agent --ensure)" (or "systemctl --user enable --now postern")`
+
+// doctor runs every check.
+func doctor(sockFlag string) []finding {
+	var fs []finding
+	add := func(check, status, detail, fix string) {
+		fs = append(fs, finding{Check: check, Status: status, Detail: detail, Fix: fix})
+	}
+	env := os.Getenv("SSH_AUTH_SOCK")
+	sock := sockFlag
+	if sock == "" {
+		s, note, err := api.Locate(env)
+		switch {
+		case err != nil:
+			add("socket", "fail", err.Error(), ensureFix)
+		case note != "":
+			add("socket", "fail", note+": ssh and git use $SSH_AUTH_SOCK, not postern", `set SSH_AUTH_SOCK=`+s+` (eval "$(postern agent --ensure)" prints it)`)
+		case env == "":
+			add("socket", "fail", "$SSH_AUTH_SOCK is not set: ssh and git do not use postern (a gateway listens at "+s+")", ensureFix)
+		default:
+			add("socket", "ok", "$SSH_AUTH_SOCK is "+env+", served by postern", "")
+		}
+		sock = s
+	}
+	var st *api.Status
+	if sock != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var err error
+		if st, err = api.NewClient(sock).Status(ctx); err != nil {
+			add("gateway", "fail", err.Error(), ensureFix)
+			st = nil
+		}
+	}
+	if st != nil {
+		add("gateway", "ok", fmt.Sprintf("pid %d, started %s", st.PID, st.Started), "")
+		reach := []string{}
+		for _, a := range st.Approvers {
+			if a.Reachable {
+				reach = append(reach, a.Name+" ("+a.Detail+")")
+			}
+		}
+		if len(reach) == 0 {
+			add("approvers", "warn", "none reachable: a request that needs a card is refused at once (no_approver)", `run "postern approve" in another terminal; desktop notifications need a session bus with a notification service; askpass needs SSH_ASKPASS and a display`)
+		} else {
+			add("approvers", "ok", strings.Join(reach, "; "), "")
+		}
+		switch st.Vault.State {
+		case api.VaultLocked:
+			add("vault", "warn", fmt.Sprintf("locked (epoch %d): nothing from the vault is signed", st.Vault.Epoch), `postern unlock`)
+		case api.VaultUnlocked:
+			add("vault", "ok", fmt.Sprintf("unlocked (epoch %d), %s usable", st.Vault.Epoch, plural(st.Counts.Keys, "key")), "")
+		default:
+			add("vault", "info", fmt.Sprintf("none: keys added with ssh-add only (%s)", plural(st.Counts.Keys, "key")), `"postern vault init" keeps keys encrypted and starts the audit log`)
+		}
+		switch {
+		case st.Audit.Enabled:
+			add("audit", "ok", fmt.Sprintf("%s, %d records", st.Audit.Path, st.Audit.Records), "")
+		case st.Audit.SetUp:
+			add("audit", "warn", "set up after this gateway started: nothing is recorded", "restart the gateway")
+		default:
+			add("audit", "warn", "off: approvals and signatures are not recorded", `postern vault init`)
+		}
+		if st.Config.Error != "" {
+			add("config", "fail", st.Config.Path+": "+st.Config.Error+" (the previous policy stays in force)", "fix the file; it is reloaded when saved")
+		} else {
+			add("config", "ok", fmt.Sprintf("%s (approval: %s)", st.Config.Path, st.Config.Approval), "")
+		}
+	}
+	fs = append(fs, confinement())
+	fs = append(fs, opensshCheck())
+	fs = append(fs, systemdCheck())
+	return fs
+}
+
+// opensshCheck checks that ssh sends session-bind@openssh.com (OpenSSH
+// 8.9 and later), without which no destination is verified.
+func opensshCheck() finding {
+	f := finding{Check: "openssh"}
+	out, err := exec.Command("ssh", "-V").CombinedOutput()
+	if err != nil {
+		f.Status, f.Detail = "warn", "ssh not found"
+		return f
+	}
+	v := strings.TrimSpace(string(out))
+	m := regexp.MustCompile(`OpenSSH_(\d+)\.(\d+)`).FindStringSubmatch(v)
+	if m == nil {
+		f.Status, f.Detail = "info", v
+		return f
+	}
+	major, _ := strconv.Atoi(m[1])
+	minor, _ := strconv.Atoi(m[2])
+	if major > 8 || major == 8 && minor >= 9 {
+		f.Status, f.Detail = "ok", v+": binds sessions, so cards show verified destinations"
+	} else {
+		f.Status, f.Detail, f.Fix = "warn", v+": older than 8.9, no session-bind: destinations are UNKNOWN and get the strictest mode", "upgrade OpenSSH"
+	}
+	return f
+}
+
+// systemdCheck reports the systemd user unit.
+func systemdCheck() finding {
+	f := finding{Check: "systemd"}
+	if _, err := exec.LookPath("systemctl"); err != nil {
+		f.Status, f.Detail = "info", "no systemctl: start the agent from your shell's start-up file"
+		return f
+	}
+	out, _ := exec.Command("systemctl", "--user", "is-enabled", "postern").Output()
+	state := strings.TrimSpace(string(out))
+	switch state {
+	case "enabled", "static":
+		f.Status, f.Detail = "ok", "postern.service "+state
+	case "":
+		f.Status, f.Detail, f.Fix = "info", "the user manager does not answer (no systemd user session)", ""
+	default:
+		f.Status, f.Detail, f.Fix = "info", "postern.service "+state, `"make install", then "systemctl --user enable --now postern"`
+	}
+	return f
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/xdg"
+)
+
+// ensureAgent is "postern agent --ensure": the agent at the well-known
+// socket (or -a SOCKET), reused when one serves it, started otherwise.
+// It prints the eval lines, and echo lines that say where approval cards
+// will appear.
+func ensureAgent(f *agentFlags, out io.Writer) error {
+	if f.socket == "" {
+		wk, err := api.WellKnownSocket()
+		if err != nil {
+			return err
+		}
+		f.socket = wk
+		if err := xdg.EnsureDir(filepath.Dir(wk)); err != nil {
+			return fmt.Errorf("creating the socket directory: %w", err)
+		}
+	} else if abs, err := filepath.Abs(f.socket); err == nil {
+		f.socket = abs
+	}
+	c := api.NewClient(f.socket)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := c.Status(ctx)
+	if err == nil {
+		evalLines(out, f, st.PID, true)
+		echo(out, fmt.Sprintf("postern: reusing the agent (pid %d) at %s", st.PID, f.socket))
+	} else {
+		if err := detach(f, out); err != nil {
+			return err
+		}
+		if st, err = c.Status(ctx); err != nil {
+			return err
+		}
+	}
+	for _, line := range whereCards(st.Approvers) {
+		echo(out, line)
+	}
+	return nil
+}
+
+// whereCards says, in a line or two, where approval cards will appear.
+func whereCards(as []api.Approver) []string {
+	var shown []string
+	for _, a := range as {
+		if a.Reachable && a.Name != "console" {
+			shown = append(shown, a.Name+" ("+a.Detail+")")
+		}
+	}
+	lines := []string{`postern: approval cards appear in "postern approve" (run it in another terminal)`}
+	if len(shown) > 0 {
+		lines = append(lines, "postern: and as "+strings.Join(shown, ", "))
+	} else {
+		lines = append(lines, `postern: no desktop notification service or askpass is reachable: without a "postern approve" console, a request that needs a card is refused at once (no_approver)`)
+	}
+	return lines
+}
+
+// echo prints a shell command that prints msg.
+func echo(out io.Writer, msg string) {
+	fmt.Fprintf(out, "echo %s;\n", shellQuote(msg))
+}

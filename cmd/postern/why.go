@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/postern/postern/gateway/api"
+)
+
+const whyUsage = `Usage: postern why [--json] [--socket PATH]
+
+Say what the gateway last decided for this process or its run: allowed,
+waiting on a card, denied and why, REAUTH_REQUIRED with what changed, or
+STATUS_UNKNOWN inspect_activity_journal with the journal entry. Inside a
+run it shows that run only. It asks over the agent socket
+($SSH_AUTH_SOCK), so it works inside a confined run.
+
+For AI agents: when ssh or git fails, run "postern why" and report what
+it says to your user; do not retry on your own.
+`
+
+func cmdWhy(args []string, out, errw io.Writer) error {
+	fs := newFlags("why", whyUsage)
+	asJSON := fs.Bool("json", false, "print JSON")
+	sock := socketFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := noOperands(fs)(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := askWhy(ctx, *sock, errw)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(out, res)
+	}
+	w := res.Last
+	if w == nil {
+		what := "this process"
+		if res.Run != "" {
+			what = "run " + res.Run
+		}
+		fmt.Fprintf(out, "no decision recorded for %s since the gateway started", what)
+		if res.VaultLocked {
+			fmt.Fprint(out, " (the vault is locked: run \"postern unlock\")")
+		}
+		fmt.Fprintln(out)
+		return nil
+	}
+	fmt.Fprintf(out, "%s\n", w.Outcome)
+	fmt.Fprintf(out, "  %s\n", w.Explain)
+	fmt.Fprintf(out, "  when:        %s\n", w.Time.Local().Format(timeLayout))
+	if w.Requester != "" {
+		fmt.Fprintf(out, "  requested by %s\n", w.Requester)
+	}
+	if w.Run != "" {
+		fmt.Fprintf(out, "  run:         %s\n", w.Run)
+	}
+	if w.Key != "" {
+		fmt.Fprintf(out, "  key:         %s\n", w.Key)
+	}
+	if w.Destination != "" {
+		fmt.Fprintf(out, "  destination: host key %s (verified)\n", w.Destination)
+	}
+	if w.Card != "" {
+		fmt.Fprintf(out, "  card:        %s\n", w.Card)
+	}
+	if w.Journal != "" {
+		fmt.Fprintf(out, "  journal:     %s\n", w.Journal)
+	}
+	fmt.Fprintf(out, "next: %s\n", w.Next)
+	return nil
+}
+
+// askWhy asks the gateway at the agent socket sock, or $SSH_AUTH_SOCK,
+// or the well-known socket when $SSH_AUTH_SOCK is unset or not postern's.
+func askWhy(ctx context.Context, sock string, errw io.Writer) (*api.WhyResult, error) {
+	if sock != "" {
+		return api.AskWhy(ctx, sock)
+	}
+	env := os.Getenv("SSH_AUTH_SOCK")
+	if env != "" {
+		res, err := api.AskWhy(ctx, env)
+		if err == nil || !(errors.Is(err, api.ErrNotPostern) || errors.Is(err, api.ErrNoGateway)) {
+			return res, err
+		}
+		wk, werr := api.WellKnownSocket()
+		if werr != nil || wk == env {
+			return nil, err
+		}
+		warningf(errw, "$SSH_AUTH_SOCK (%s): %v; asking the well-known socket %s", env, err, wk)
+	}
+	wk, err := api.WellKnownSocket()
+	if err != nil {
+		return nil, err
+	}
+	return api.AskWhy(ctx, wk)
+}

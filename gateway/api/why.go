@@ -1,0 +1,74 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/sshagent"
+)
+
+// ExtWhy is the agent protocol extension "postern why" asks through. It
+// goes over the agent socket, not the control socket, so that it works
+// from inside a confined run, which sees only its own agent socket.
+const ExtWhy = sshagent.ExtWhy
+
+// Why is one decision as "postern why" reports it.
+type Why = approvals.Why
+
+// WhyResult answers ExtWhy: the last decision for the caller (nil when
+// the gateway remembers none), and the run the caller's socket belongs
+// to, if it is a run's.
+type WhyResult struct {
+	Last        *Why   `json:"last,omitempty"`
+	Run         string `json:"run,omitempty"`
+	VaultLocked bool   `json:"vault_locked"`
+	BootID      string `json:"boot_id"`
+}
+
+// ErrNotPostern is returned by AskWhy when the agent at the socket does
+// not answer the extension: it is not postern (or an older one).
+var ErrNotPostern = errors.New("the agent at $SSH_AUTH_SOCK does not answer postern's why@postern extension: it is not postern")
+
+// AskWhy asks the gateway serving agentSocket (its main socket or a
+// run's) what it last decided for the calling process or its run.
+func AskWhy(ctx context.Context, agentSocket string) (*WhyResult, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", agentSocket)
+	if err != nil {
+		return nil, fmt.Errorf("%w at %s (%v)", ErrNoGateway, agentSocket, errors.Unwrap(err))
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	ag, ok := agent.NewClient(conn).(agent.ExtendedAgent)
+	if !ok {
+		return nil, ErrNotPostern
+	}
+	buf, err := ag.Extension(ExtWhy, nil)
+	if errors.Is(err, agent.ErrExtensionUnsupported) {
+		return nil, ErrNotPostern
+	}
+	if err != nil {
+		return nil, fmt.Errorf("asking the agent why: %w", err)
+	}
+	var m struct {
+		Type       byte
+		Name, Body string
+	}
+	if err := ssh.Unmarshal(buf, &m); err != nil || m.Name != ExtWhy {
+		return nil, fmt.Errorf("malformed why@postern answer from the agent")
+	}
+	var res WhyResult
+	if err := json.Unmarshal([]byte(m.Body), &res); err != nil {
+		return nil, fmt.Errorf("malformed why@postern answer from the agent: %w", err)
+	}
+	return &res, nil
+}

@@ -1,0 +1,56 @@
+package gateway
+
+import (
+	"context"
+	"encoding/hex"
+	"slices"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/procid"
+)
+
+// opCheck dry-runs the policy in force ("postern check").
+func (g *Gateway) opCheck(_ context.Context, _ *procid.Peer, a api.CheckArgs) (any, error) {
+	c := approvals.Check{Forwarded: a.Forwarded}
+	// Names count as the inventory gives them: a name it lacks is a
+	// destination postern could not name.
+	inv := g.engine.Hosts()
+	for _, name := range a.Hosts {
+		h, ok := inv.Host(name)
+		if !ok {
+			c.Unknown = true
+			continue
+		}
+		c.Names = append(c.Names, h.Name)
+		if h.Class != "" && !slices.Contains(c.Classes, h.Class) {
+			c.Classes = append(c.Classes, h.Class)
+		}
+	}
+	res := api.CheckResult{Key: a.Key}
+	c.Key = approvals.Key{Comment: a.Key}
+	if strings.HasPrefix(a.Key, "SHA256:") {
+		c.Key = approvals.Key{Fingerprint: a.Key}
+	}
+	ids, _ := g.keys.Identities()
+	for _, id := range ids {
+		fp := ssh.FingerprintSHA256(id.Key)
+		if a.Key != "" && (fp == a.Key || id.Comment == a.Key) {
+			c.Key = approvals.Key{Fingerprint: fp, Comment: id.Comment, Type: id.Key.Type(), Confirm: id.Confirm}
+			res.Key, res.KeyHeld = fp+" ("+id.Comment+")", true
+			break
+		}
+	}
+	for _, e := range a.Exes {
+		x := procid.Exe{Path: e.Path}
+		if b, err := hex.DecodeString(e.SHA256); err == nil && len(b) == len(x.SHA256) {
+			copy(x.SHA256[:], b)
+		}
+		c.Exes = append(c.Exes, x)
+	}
+	res.CheckResult = g.engine.Policy().Check(c)
+	return res, nil
+}

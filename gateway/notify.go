@@ -1,0 +1,94 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/internal/notify"
+)
+
+// The actions a card's desktop notification offers. A session is
+// approved only from the console or askpass, where the run it covers is
+// shown and chosen.
+const (
+	actionOnce = "approve-once"
+	actionDeny = "deny"
+)
+
+// notifier shows cards as desktop notifications, with Approve once and
+// Deny buttons when the service has them.
+type notifier struct {
+	g   *Gateway
+	svc *notify.Service
+}
+
+func newNotifier(g *Gateway) *notifier {
+	addr, _ := notify.Address(g.opts.Env)
+	return &notifier{g: g, svc: notify.New(addr, g.log)}
+}
+
+func (n *notifier) Name() string { return "notification" }
+
+func (n *notifier) Reachable() (bool, string) {
+	st, err := n.svc.Status()
+	if err != nil {
+		return false, err.Error()
+	}
+	what := st.Server
+	if what == "" {
+		what = st.Owner
+	}
+	if st.PID > 0 {
+		what += fmt.Sprintf(" (pid %d)", st.PID)
+	}
+	if !st.Actions() {
+		return true, what + ", without buttons: answer in postern approve"
+	}
+	return true, what + ", with Approve once and Deny"
+}
+
+func (n *notifier) Show(ctx context.Context, c approvals.CardView) {
+	note := notify.Note{
+		App:      "postern",
+		Summary:  "postern: card " + c.ID,
+		Body:     c.Text() + "\n\nApprove once or deny here; approve the run with postern approve.",
+		Actions:  []notify.Action{{Key: actionOnce, Label: "Approve once"}, {Key: actionDeny, Label: "Deny"}},
+		Timeout:  c.Expires.Sub(c.Created),
+		Critical: true,
+	}
+	closed, err := n.svc.Show(ctx, note, func(inv notify.Invoked) { n.answer(c.ID, inv) })
+	if err != nil {
+		n.g.log.Info("card not shown as a notification", "card", c.ID, "err", err)
+		return
+	}
+	select {
+	case <-ctx.Done():
+	case <-closed:
+	}
+}
+
+// answer applies an action the notification service reported, as an
+// answer from the service's process: the engine refuses it if that
+// process is inside the requester's or the run's tree or session.
+func (n *notifier) answer(card string, inv notify.Invoked) {
+	v := approvals.VerdictDeny
+	switch inv.Action {
+	case actionOnce:
+		v = approvals.VerdictOnce
+	case actionDeny:
+	default:
+		return // the default action (a click on the body): no answer
+	}
+	peer, err := n.g.procs.Pin(inv.PID)
+	if err != nil {
+		n.g.log.Warn("notification answer refused: its process cannot be identified", "card", card, "pid", inv.PID, "err", err)
+		return
+	}
+	defer peer.Close()
+	a := approvals.Answer{Verdict: v, Subject: -1, Approver: "notification: " + peer.Describe()}
+	if err := n.g.engine.Answer(card, a, peer); err != nil && !errors.Is(err, approvals.ErrNoCard) {
+		n.g.log.Warn("notification answer refused", "card", card, "err", err)
+	}
+}

@@ -1,0 +1,156 @@
+package e2e
+
+// Where cards reach a person: a desktop notification from a real
+// notification daemon (dunst under Xvfb, clicked with a real pointer
+// event), a console, or nobody at all, in which case the request is
+// refused at once with no_approver.
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/postern/postern/internal/notify/notifytest"
+)
+
+// signJob starts ssh-keygen -Y sign with the agent's key in the
+// background; wait returns its result.
+func signJob(t *testing.T, e *Env, key string) (wait func() Result) {
+	msg := e.WriteFile("m", "x", 0o600)
+	cmd := e.Command("ssh-keygen", "-Y", "sign", "-n", "file", "-f", key+".pub", msg)
+	done := make(chan Result, 1)
+	go func() {
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if err != nil {
+			code = cmd.ProcessState.ExitCode()
+		}
+		done <- Result{Stdout: string(out), Code: code}
+	}()
+	return func() Result {
+		select {
+		case r := <-done:
+			return r
+		case <-time.After(60 * time.Second):
+			t.Fatal("ssh-keygen -Y sign did not finish")
+		}
+		return Result{}
+	}
+}
+
+// desktopEnv starts a desktop whose notification daemon invokes
+// clickAction on a click, and a test environment that reaches it.
+func desktopEnv(t *testing.T, clickAction string) (*notifytest.Desktop, *Env) {
+	d := notifytest.Start(t, clickAction)
+	e := newEnv(t)
+	for _, kv := range d.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		e.Setenv(k, v)
+	}
+	return d, e
+}
+
+func TestNotificationApprovesOnce(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen")
+	d, e := desktopEnv(t, "approve-once")
+	e.Config(`approval = "session"`)
+	a := e.StartAgent()
+	st := e.MustRun("postern", "status").Stdout
+	if !strings.Contains(st, "notification  yes") {
+		t.Fatalf("status does not list the notification service as reachable:\n%s", st)
+	}
+	k := e.Keygen("k", "ed25519", 0, "")
+	e.AddKey(k)
+
+	start := time.Now()
+	wait := signJob(t, e, k)
+	d.WaitDisplayed(1, 10*time.Second)
+	t.Logf("request to notification on screen: %s", time.Since(start))
+	d.Click()
+	if r := wait(); r.Code != 0 {
+		t.Fatalf("sign after Approve once: %s\nagent log:\n%s", r, a.Log())
+	}
+	if !strings.Contains(a.Log(), "approver=\"notification: pid=") {
+		t.Errorf("the answer is not logged as the notification daemon's:\n%s", a.Log())
+	}
+	// Once means once: the next use asks again.
+	wait = signJob(t, e, k)
+	d.WaitDisplayed(1, 10*time.Second)
+	d.Click()
+	if r := wait(); r.Code != 0 {
+		t.Fatalf("second sign: %s", r)
+	}
+}
+
+func TestNotificationDenies(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen")
+	d, e := desktopEnv(t, "deny")
+	e.Config(`approval = "per-call"`)
+	e.StartAgent()
+	k := e.Keygen("k", "ed25519", 0, "")
+	e.AddKey(k)
+	wait := signJob(t, e, k)
+	d.WaitDisplayed(1, 10*time.Second)
+	d.Click()
+	if r := wait(); r.Code == 0 {
+		t.Fatal("signed after Deny")
+	}
+}
+
+// With no console, no notification service and no askpass, a request
+// that needs a card is refused at once, and status says why.
+func TestNoApprover(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen")
+	e := newEnv(t)
+	e.Unsetenv("DBUS_SESSION_BUS_ADDRESS")
+	e.Unsetenv("SSH_ASKPASS")
+	e.Config(`approval = "session"` + "\ncard_timeout = \"60s\"\n")
+	a := e.StartAgent()
+	k := e.Keygen("k", "ed25519", 0, "")
+	e.AddKey(k)
+	start := time.Now()
+	if r := signJob(t, e, k)(); r.Code == 0 {
+		t.Fatal("signed with nobody to ask")
+	}
+	if time.Since(start) > 30*time.Second {
+		t.Fatalf("the refusal waited %s: it waited for the card to time out", time.Since(start))
+	}
+	if !strings.Contains(a.Log(), "no approver can show the card") {
+		t.Errorf("the agent's log does not say why:\n%s", a.Log())
+	}
+	r := e.MustRun("postern", "status", "--json")
+	var st struct {
+		Approvers []struct {
+			Name      string
+			Reachable bool
+		}
+		LastNoApprover string `json:"last_no_approver"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.LastNoApprover == "" {
+		t.Errorf("status --json has no last_no_approver:\n%s", r.Stdout)
+	}
+	for _, ap := range st.Approvers {
+		if ap.Reachable {
+			t.Errorf("approver %s reachable:\n%s", ap.Name, r.Stdout)
+		}
+	}
+	text := e.MustRun("postern", "status").Stdout
+	if !strings.Contains(text, "no_approver") {
+		t.Errorf("status does not say requests are refused:\n%s", text)
+	}
+
+	// A console attached: the card shows there, and is answered.
+	c := e.StartConsole()
+	wait := signJob(t, e, k)
+	card := e.WaitCard()
+	waitFor(t, func() bool { return strings.Contains(c.Output(), "Card "+card.ID) })
+	c.Send("once " + card.ID)
+	if r := wait(); r.Code != 0 {
+		t.Fatalf("sign approved in the line console: %s\nconsole:\n%s", r, c.Output())
+	}
+	waitFor(t, func() bool { return strings.Contains(c.Output(), card.ID+": approved once") })
+}

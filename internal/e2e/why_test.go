@@ -1,0 +1,43 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// "postern why" inside a run, through the run's own socket: the AI agent
+// whose ssh was refused learns why, while its card waits and after.
+func TestWhyInsideARun(t *testing.T) {
+	w := newApprovalWorld(t, "")
+	run := w.e.StartRun("coder")
+	job := run.Start(sshCmd(w.sshd))
+	c := w.e.WaitCard()
+
+	r := run.Do("postern why --json")
+	var res struct {
+		Run  string
+		Last *struct {
+			Outcome, Card, Run, Next string
+		}
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil || res.Last == nil {
+		t.Fatalf("why while the card waits: %v\n%s", err, r)
+	}
+	if res.Last.Outcome != "WAITING "+c.ID || res.Run == "" || res.Last.Run != res.Run {
+		t.Fatalf("why while the card waits: %s", r.Stdout)
+	}
+	w.e.MustRun("postern", "deny", c.ID)
+	if job.Wait().Code == 0 {
+		t.Fatal("ssh succeeded after the denial")
+	}
+	r = run.Do("postern why")
+	if !strings.HasPrefix(r.Stdout, "DENIED denied\n") || !strings.Contains(r.Stdout, "Do not retry") || !strings.Contains(r.Stdout, "run:         "+res.Run) {
+		t.Fatalf("why after the denial:\n%s", r)
+	}
+	// The test process is the run's parent: outside the run, through the
+	// main socket, it learns of its descendant's denial too.
+	if out := w.e.MustRun("postern", "why").Stdout; !strings.HasPrefix(out, "DENIED denied\n") {
+		t.Fatalf("why from the run's parent:\n%s", out)
+	}
+}

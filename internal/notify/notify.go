@@ -1,0 +1,348 @@
+// Package notify shows desktop notifications through the freedesktop.org
+// notification service (org.freedesktop.Notifications on the session
+// bus) and reports the actions a person invokes on them.
+//
+// The session bus is found the way D-Bus clients find it:
+// $DBUS_SESSION_BUS_ADDRESS, else $XDG_RUNTIME_DIR/bus. It is never
+// launched. A [Service] keeps one private connection and makes a new one
+// when the bus went away.
+//
+// An action counts only when the signal that reports it comes from the
+// bus name that owns org.freedesktop.Notifications, both when the
+// notification was shown and when the action arrives: the bus daemon
+// stamps every signal with its sender's unique name, so a program that
+// merely connects to the bus cannot speak for the notification service.
+// The owner's process id, from the bus daemon, is passed on with the
+// action so that the caller can check where the answer comes from.
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	dbus "github.com/keybase/dbus"
+)
+
+// The notification service's well-known name, object and interface.
+const (
+	ServiceName = "org.freedesktop.Notifications"
+	objectPath  = dbus.ObjectPath("/org/freedesktop/Notifications")
+	iface       = "org.freedesktop.Notifications"
+)
+
+// callTimeout bounds each call to the bus or the service.
+const callTimeout = 5 * time.Second
+
+// ErrNoBus reports that no session bus can be found.
+var ErrNoBus = errors.New("no D-Bus session bus ($DBUS_SESSION_BUS_ADDRESS is unset and $XDG_RUNTIME_DIR/bus does not exist)")
+
+// ErrNoService reports that nothing owns the notification service.
+var ErrNoService = errors.New("no desktop notification service on the session bus (nothing owns " + ServiceName + ")")
+
+// Address returns the session bus address in env (KEY=VALUE pairs, the
+// last one winning): $DBUS_SESSION_BUS_ADDRESS, else the socket
+// $XDG_RUNTIME_DIR/bus when it exists.
+func Address(env []string) (string, error) {
+	get := func(k string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	if a := get("DBUS_SESSION_BUS_ADDRESS"); a != "" && a != "autolaunch:" {
+		return a, nil
+	}
+	if dir := get("XDG_RUNTIME_DIR"); dir != "" {
+		p := filepath.Join(dir, "bus")
+		if fi, err := os.Stat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			return "unix:path=" + p, nil
+		}
+	}
+	return "", ErrNoBus
+}
+
+// Action is a button on a notification.
+type Action struct {
+	Key   string // reported back when invoked
+	Label string // shown
+}
+
+// Note is a notification to show. Summary and Body are shown as given:
+// the caller escapes what a requester controls. Body is also escaped for
+// services that read markup.
+type Note struct {
+	App     string
+	Summary string
+	Body    string
+	Actions []Action
+	Timeout time.Duration // 0: the service decides
+	// Critical asks the service to keep the notification until it is
+	// answered or closed.
+	Critical bool
+}
+
+// Invoked is an action a person chose on a notification.
+type Invoked struct {
+	Action string
+	Sender string // the unique bus name that sent the signal
+	PID    int    // its process id, from the bus daemon
+}
+
+// Status describes the notification service as found now.
+type Status struct {
+	Owner        string   // unique name owning the service
+	PID          int      // its process id
+	Server       string   // name and version it reports
+	Capabilities []string // "actions", "body-markup", ...
+}
+
+// Actions reports whether the service shows action buttons.
+func (s Status) Actions() bool { return slices.Contains(s.Capabilities, "actions") }
+
+// Service shows notifications on one session bus.
+type Service struct {
+	addr string
+	log  *slog.Logger
+
+	mu    sync.Mutex
+	conn  *dbus.Conn
+	shown map[uint32]*shown
+}
+
+type shown struct {
+	owner    string
+	onAction func(Invoked)
+	closed   chan struct{}
+}
+
+// New returns a service for the bus at addr (see [Address]); it connects
+// when first used.
+func New(addr string, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{addr: addr, log: log, shown: map[uint32]*shown{}}
+}
+
+// connection returns the live connection, making one if needed.
+func (s *Service) connection() (*dbus.Conn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn != nil && s.conn.Connected() {
+		return s.conn, nil
+	}
+	if s.addr == "" {
+		return nil, ErrNoBus
+	}
+	conn, err := dbus.Connect(s.addr)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the session bus %s: %w", s.addr, err)
+	}
+	match := []dbus.MatchOption{dbus.WithMatchInterface(iface), dbus.WithMatchObjectPath(objectPath)}
+	if err := conn.AddMatchSignal(match...); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("subscribing to the notification service's signals: %w", err)
+	}
+	ch := make(chan *dbus.Signal, 32)
+	conn.Signal(ch)
+	s.conn = conn
+	// Notifications shown on an earlier connection can no longer report.
+	for id, sh := range s.shown {
+		delete(s.shown, id)
+		close(sh.closed)
+	}
+	go s.signals(conn, ch)
+	return conn, nil
+}
+
+// Close closes the connection.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return nil
+	}
+	err := s.conn.Close()
+	s.conn = nil
+	return err
+}
+
+func callCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), callTimeout)
+}
+
+// owner returns the unique name that owns the service now.
+func owner(conn *dbus.Conn) (string, error) {
+	ctx, cancel := callCtx()
+	defer cancel()
+	var name string
+	err := conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetNameOwner", 0, ServiceName).Store(&name)
+	if err != nil {
+		return "", ErrNoService
+	}
+	return name, nil
+}
+
+// pidOf asks the bus daemon for the process id behind a unique name.
+func pidOf(conn *dbus.Conn, name string) (int, error) {
+	ctx, cancel := callCtx()
+	defer cancel()
+	var pid uint32
+	err := conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, name).Store(&pid)
+	return int(pid), err
+}
+
+// Status finds the service: who owns it, its process, what it is and
+// what it can do. It returns ErrNoBus or ErrNoService when there is none.
+func (s *Service) Status() (Status, error) {
+	conn, err := s.connection()
+	if err != nil {
+		return Status{}, err
+	}
+	var st Status
+	if st.Owner, err = owner(conn); err != nil {
+		return st, err
+	}
+	st.PID, _ = pidOf(conn, st.Owner)
+	obj := conn.Object(st.Owner, objectPath)
+	ctx, cancel := callCtx()
+	defer cancel()
+	if err := obj.CallWithContext(ctx, iface+".GetCapabilities", 0).Store(&st.Capabilities); err != nil {
+		return st, fmt.Errorf("the notification service does not answer: %w", err)
+	}
+	var name, vendor, version, spec string
+	if obj.CallWithContext(ctx, iface+".GetServerInformation", 0).Store(&name, &vendor, &version, &spec) == nil {
+		st.Server = strings.TrimSpace(name + " " + version)
+	}
+	return st, nil
+}
+
+// Show shows n and calls onAction (from another goroutine) for an
+// action invoked on it by the service's owner. The notification is
+// withdrawn when ctx ends; the returned channel closes when the service
+// closed it (or the bus went away).
+func (s *Service) Show(ctx context.Context, n Note, onAction func(Invoked)) (<-chan struct{}, error) {
+	conn, err := s.connection()
+	if err != nil {
+		return nil, err
+	}
+	own, err := owner(conn)
+	if err != nil {
+		return nil, err
+	}
+	var actions []string
+	for _, a := range n.Actions {
+		actions = append(actions, a.Key, a.Label)
+	}
+	urgency := byte(1)
+	if n.Critical {
+		urgency = 2
+	}
+	hints := map[string]dbus.Variant{"urgency": dbus.MakeVariant(urgency)}
+	timeout := int32(-1)
+	if n.Timeout > 0 {
+		timeout = int32(n.Timeout / time.Millisecond)
+	}
+	cctx, cancel := callCtx()
+	defer cancel()
+	sh := &shown{owner: own, onAction: onAction, closed: make(chan struct{})}
+	// Held across the call so that a signal for the new id waits for it.
+	s.mu.Lock()
+	var id uint32
+	err = conn.Object(own, objectPath).CallWithContext(cctx, iface+".Notify", 0,
+		n.App, uint32(0), "", n.Summary, escapeMarkup(n.Body), actions, hints, timeout).Store(&id)
+	if err == nil {
+		s.shown[id] = sh
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("showing a notification: %w", err)
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.withdraw(conn, id, sh)
+		case <-sh.closed:
+		}
+	}()
+	return sh.closed, nil
+}
+
+// withdraw closes notification id, if it is still shown.
+func (s *Service) withdraw(conn *dbus.Conn, id uint32, sh *shown) {
+	s.mu.Lock()
+	if s.shown[id] != sh {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.shown, id)
+	close(sh.closed)
+	s.mu.Unlock()
+	ctx, cancel := callCtx()
+	defer cancel()
+	conn.Object(sh.owner, objectPath).CallWithContext(ctx, iface+".CloseNotification", 0, id)
+}
+
+// signals dispatches the service's signals until the connection ends.
+func (s *Service) signals(conn *dbus.Conn, ch chan *dbus.Signal) {
+	for sig := range ch {
+		switch sig.Name {
+		case iface + ".ActionInvoked":
+			var id uint32
+			var key string
+			if dbus.Store(sig.Body, &id, &key) != nil {
+				continue
+			}
+			s.invoked(conn, sig.Sender, id, key)
+		case iface + ".NotificationClosed":
+			var id, reason uint32
+			if dbus.Store(sig.Body, &id, &reason) != nil {
+				continue
+			}
+			s.mu.Lock()
+			if sh := s.shown[id]; sh != nil && sig.Sender == sh.owner {
+				delete(s.shown, id)
+				close(sh.closed)
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// invoked passes on an action if its signal comes from the service's
+// owner, the one that showed the notification.
+func (s *Service) invoked(conn *dbus.Conn, sender string, id uint32, key string) {
+	s.mu.Lock()
+	sh := s.shown[id]
+	s.mu.Unlock()
+	if sh == nil {
+		return
+	}
+	now, err := owner(conn)
+	if sender != sh.owner || err != nil || sender != now {
+		s.log.Warn("notification action refused: it did not come from the notification service", "sender", sender, "owner", now, "shown_by", sh.owner, "notification", id)
+		return
+	}
+	pid, err := pidOf(conn, sender)
+	if err != nil {
+		s.log.Warn("notification action refused: the bus does not say which process sent it", "sender", sender, "err", err)
+		return
+	}
+	sh.onAction(Invoked{Action: key, Sender: sender, PID: pid})
+}
+
+// escapeMarkup escapes the characters the notification body markup
+// gives meaning to.
+func escapeMarkup(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
