@@ -7,7 +7,8 @@
 #   make lint      gofmt, go vet (linux and darwin), mandoc -Tlint on the man pages
 #   make bench     side-by-side benchmarks against OpenSSH ssh-agent and
 #                  direct ssh, each goal printed with PASS or MISS
-#   make install   install the binary and man pages (PREFIX, DESTDIR)
+#   make install   install the binary, man pages, systemd user unit and
+#                  shell completions (PREFIX, DESTDIR)
 
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
@@ -62,6 +63,7 @@ benchcheck:
 	$(GO) test -short -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m $(BENCH_PKGS)
 
 UNITDIR ?= $(PREFIX)/lib/systemd/user
+DATADIR ?= $(PREFIX)/share
 
 install: build
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(UNITDIR)
@@ -70,6 +72,10 @@ install: build
 	install -m 0644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/
 	sed 's|/usr/local/bin/postern|$(BINDIR)/postern|' contrib/systemd/user/postern.service > $(DESTDIR)$(UNITDIR)/postern.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/postern.service
+	install -d $(DESTDIR)$(DATADIR)/bash-completion/completions $(DESTDIR)$(DATADIR)/zsh/vendor-completions $(DESTDIR)$(DATADIR)/fish/vendor_completions.d
+	bin/postern completion bash > $(DESTDIR)$(DATADIR)/bash-completion/completions/postern
+	bin/postern completion zsh > $(DESTDIR)$(DATADIR)/zsh/vendor-completions/_postern
+	bin/postern completion fish > $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/postern.fish
 
 clean:
 	rm -rf bin

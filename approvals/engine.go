@@ -67,7 +67,7 @@ type Engine struct {
 	require     bool
 	contextFile string
 	onRunEnd    func(*Run)
-	audit       Recorder
+	audit       atomic.Pointer[Recorder]
 	clock       func() time.Time
 
 	policy atomic.Pointer[Policy]
@@ -101,7 +101,6 @@ func NewEngine(c Config) *Engine {
 		require:     c.RequireApprover,
 		contextFile: c.ContextFile,
 		onRunEnd:    c.OnRunEnd,
-		audit:       c.Audit,
 		clock:       c.Now,
 		runs:        map[string]*Run{},
 		grants:      map[string]*Grant{},
@@ -125,6 +124,9 @@ func NewEngine(c Config) *Engine {
 		e.SetPolicy(c.Policy)
 	}
 	e.SetHosts(c.Hosts)
+	if c.Audit != nil {
+		e.SetAudit(c.Audit)
+	}
 	return e
 }
 
@@ -140,9 +142,18 @@ func (e *Engine) SetHosts(inv *inventory.Inventory) {
 // Hosts returns the host inventory in force.
 func (e *Engine) Hosts() *inventory.Inventory { return e.hosts.Load() }
 
-// SetAudit sets the audit log, before the engine serves any request (the
-// gateway opens its log after building the engine).
-func (e *Engine) SetAudit(r Recorder) { e.audit = r }
+// SetAudit sets the audit log: the gateway opens its log after building
+// the engine, or later, when "postern vault init" sets one up while it
+// runs.
+func (e *Engine) SetAudit(r Recorder) { e.audit.Store(&r) }
+
+// recorder returns the audit log, or nil.
+func (e *Engine) recorder() Recorder {
+	if r := e.audit.Load(); r != nil {
+		return *r
+	}
+	return nil
+}
 
 // SetPolicy installs p for the requests decided from now on.
 func (e *Engine) SetPolicy(p *Policy) { e.policy.Store(p) }

@@ -26,6 +26,28 @@ func (e *Engine) PrepareRun(label string, socket func(id string) string) *Run {
 	return run
 }
 
+// EndIfNeverStarted ends a prepared run when preparer, the "postern run"
+// process that prepared it, exits before reporting the process it
+// launched (the command could not be started, or postern run was
+// killed): nothing of it is left, its socket included.
+func (e *Engine) EndIfNeverStarted(run *Run, preparer *procid.Peer) {
+	defer preparer.Close()
+	exited := preparer.Exited()
+	if exited == nil {
+		return
+	}
+	select {
+	case <-run.ready:
+	case <-exited:
+		select {
+		case <-run.ready:
+		default:
+			e.log.Info("run never started: postern run exited first", "run", run.ID)
+			e.EndRun(run.ID, audit.ReasonProcessExited)
+		}
+	}
+}
+
 // StartRun binds run id to the process "postern run" launched. caller is
 // the verified "postern run" process; pid must be its child, and is
 // inspected now, after its exec.

@@ -20,7 +20,8 @@ var ErrNotRecorded = errors.New("the audit log could not record the action")
 // record stamps ev with the boot id, the epoch and the time, and appends
 // it to the audit log when there is one.
 func (e *Engine) record(ev audit.Event) error {
-	if e.audit == nil {
+	log := e.recorder()
+	if log == nil {
 		return nil
 	}
 	ev.Time = e.now().UTC()
@@ -28,7 +29,7 @@ func (e *Engine) record(ev audit.Event) error {
 	if ev.VaultEpoch == 0 {
 		_, ev.VaultEpoch = e.vault()
 	}
-	if err := e.audit.Append(ev); err != nil {
+	if err := log.Append(ev); err != nil {
 		e.log.Error("audit log not written", "event", ev.Type, "err", err)
 		return err
 	}

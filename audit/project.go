@@ -239,7 +239,7 @@ func (tl *Timeline) Add(e *Event) (l Line, ok bool) {
 	}
 	l = Line{Seq: e.Seq, Time: e.Time, Type: e.Type, Fields: lineFields(e, p)}
 	var b strings.Builder
-	b.WriteString(e.Time.Format(time.TimeOnly))
+	b.WriteString(e.Time.UTC().Format(time.DateTime))
 	b.WriteByte(' ')
 	b.WriteString(string(e.Type))
 	for _, f := range l.Fields {

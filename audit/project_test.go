@@ -103,15 +103,15 @@ func TestActivity(t *testing.T) {
 	}
 	got := strings.Join(text, "\n")
 	for _, want := range []string{
-		"14:20:11 session_approved run=R31 exe=claude boot=B8 vault=17",
-		"14:23:04 gateway_restarted previous_boot=B8 current_boot=C2",
-		"14:23:06 action_denied run=R31 reason=gateway_restarted",
-		"14:23:09 session_approved run=R32 exe=claude boot=C2 vault=17",
-		"14:23:12 sign run=R32 key=SHA256:k dest=prod-db-1 mode=session",
-		`14:31:00 session_approved run=R33 exe=code signer="Example Developer ID" boot=C2 vault=17`,
-		"14:30:00 session_ended run=R32 reason=process_exited",
-		"14:40:00 vault_locked vault=18",
-		"15:01:00 gateway_started boot=D5 previous_boot=C2",
+		"2026-07-22 14:20:11 session_approved run=R31 exe=claude boot=B8 vault=17",
+		"2026-07-22 14:23:04 gateway_restarted previous_boot=B8 current_boot=C2",
+		"2026-07-22 14:23:06 action_denied run=R31 reason=gateway_restarted",
+		"2026-07-22 14:23:09 session_approved run=R32 exe=claude boot=C2 vault=17",
+		"2026-07-22 14:23:12 sign run=R32 key=SHA256:k dest=prod-db-1 mode=session",
+		`2026-07-22 14:31:00 session_approved run=R33 exe=code signer="Example Developer ID" boot=C2 vault=17`,
+		"2026-07-22 14:30:00 session_ended run=R32 reason=process_exited",
+		"2026-07-22 14:40:00 vault_locked vault=18",
+		"2026-07-22 15:01:00 gateway_started boot=D5 previous_boot=C2",
 	} {
 		if !strings.Contains(got, want+"\n") {
 			t.Errorf("missing line %q in\n%s", want, got)
@@ -132,7 +132,7 @@ func TestActivity(t *testing.T) {
 		t.Fatalf("since: %+v", since)
 	}
 	js, _ := json.Marshal(lines[2])
-	if !strings.Contains(string(js), `"text":"14:20:11 session_approved run=R31 exe=claude boot=B8 vault=17"`) ||
+	if !strings.Contains(string(js), `"text":"2026-07-22 14:20:11 session_approved run=R31 exe=claude boot=B8 vault=17"`) ||
 		!strings.Contains(string(js), `{"key":"run","value":"R31"}`) {
 		t.Fatalf("json: %s", js)
 	}
@@ -146,9 +146,9 @@ func TestActivityDetailAndQuoting(t *testing.T) {
 	}
 	lines := Activity(evs, time.Time{})
 	want := []string{
-		`10:00:00 command_ended run=R1 cmd="systemctl restart db" outcome=unknown`,
-		`10:00:01 checkpoint epoch=4`,
-		`10:00:02 log_recovered bytes=7 offset=100`,
+		`2026-07-22 10:00:00 command_ended run=R1 cmd="systemctl restart db" outcome=unknown`,
+		`2026-07-22 10:00:01 checkpoint epoch=4`,
+		`2026-07-22 10:00:02 log_recovered bytes=7 offset=100`,
 	}
 	for i, w := range want {
 		if lines[i].Text != w {

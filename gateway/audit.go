@@ -36,9 +36,40 @@ func (g *Gateway) openAudit(stateDir string) error {
 	case err != nil:
 		return fmt.Errorf("audit log: %w", err)
 	}
+	g.auditMu.Lock()
 	g.audit = l
+	g.auditMu.Unlock()
 	g.engine.SetAudit(l)
 	return nil
+}
+
+// auditLog returns the audit log, or nil when there is none (yet).
+func (g *Gateway) auditLog() *audit.Log {
+	g.auditMu.Lock()
+	defer g.auditMu.Unlock()
+	return g.audit
+}
+
+// startAuditLate opens the audit log that "postern vault init" set up
+// while this gateway ran, so that it records from now on without a
+// restart. It is called when the vault file appears, with the vault's
+// lock held: the event carries the epoch, so recording does not ask the
+// vault.
+func (g *Gateway) startAuditLate(epoch uint64) {
+	if g.auditLog() != nil {
+		return
+	}
+	if _, err := audit.LoadSetup(g.stateDir); err != nil {
+		return
+	}
+	if err := g.openAudit(g.stateDir); err != nil {
+		g.log.Error("the audit log set up by vault init cannot be opened", "err", err)
+		return
+	}
+	if err := g.engine.Record(audit.Event{Type: audit.EventGatewayStarted, VaultEpoch: epoch, Detail: map[string]string{"pid": itoa(os.Getpid()), "audit": "set up while running"}}); err != nil {
+		g.log.Error("audit log not written", "err", err)
+	}
+	g.log.Info("audit log started", "path", g.auditLog().Path())
 }
 
 // recordStart records the start, and the restart with the previous boot
@@ -49,7 +80,7 @@ func (g *Gateway) recordStart(stateDir string) error {
 	if err := atomicfile.Write(bootFile, []byte(g.bootID+"\n"), 0o600); err != nil {
 		g.log.Warn("cannot record the boot id", "err", err)
 	}
-	if g.audit == nil {
+	if g.auditLog() == nil {
 		return nil
 	}
 	if err := g.engine.Record(audit.Event{Type: audit.EventGatewayStarted, Detail: map[string]string{"pid": itoa(os.Getpid())}}); err != nil {
@@ -64,7 +95,11 @@ func (g *Gateway) recordStart(stateDir string) error {
 // recordVault records a vault epoch change and seals the log with a
 // checkpoint, as every lock and unlock does.
 func (g *Gateway) recordVault(epoch uint64, why audit.Reason, locked bool) {
-	if g.audit == nil {
+	if why == audit.ReasonVaultFileCreated {
+		g.startAuditLate(epoch)
+	}
+	log := g.auditLog()
+	if log == nil {
 		return
 	}
 	typ := audit.EventVaultUnlocked
@@ -72,18 +107,19 @@ func (g *Gateway) recordVault(epoch uint64, why audit.Reason, locked bool) {
 		typ = audit.EventVaultLocked
 	}
 	g.engine.Record(audit.Event{Type: typ, VaultEpoch: epoch, Reason: why})
-	if err := g.audit.Checkpoint(); err != nil {
+	if err := log.Checkpoint(); err != nil {
 		g.log.Error("audit checkpoint failed", "err", err)
 	}
 }
 
 // closeAudit records the stop and closes the log with a final checkpoint.
 func (g *Gateway) closeAudit() {
-	if g.audit == nil {
+	log := g.auditLog()
+	if log == nil {
 		return
 	}
 	g.engine.Record(audit.Event{Type: audit.EventGatewayStopped})
-	if err := g.audit.Close(); err != nil {
+	if err := log.Close(); err != nil {
 		g.log.Error("closing the audit log", "err", err)
 	}
 }

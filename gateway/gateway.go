@@ -83,7 +83,8 @@ type Gateway struct {
 	configPath string
 	vaultPath  string
 	stateDir   string
-	audit      *audit.Log
+	auditMu    sync.Mutex
+	audit      *audit.Log // nil until set up; see auditLog
 	journal    *journal.Journal
 	bastion    *bastion.Server
 

@@ -44,12 +44,24 @@ func (g *Gateway) opUnlock(_ context.Context, _ *procid.Peer, a api.UnlockArgs) 
 	return nil, g.vault.UnlockWithKey(dk)
 }
 
-func (g *Gateway) opRunPrepare(_ context.Context, _ *procid.Peer, a api.RunPrepare) (any, error) {
+func (g *Gateway) opRunPrepare(_ context.Context, caller *procid.Peer, a api.RunPrepare) (any, error) {
+	// The caller's process is held, so that the run ends with it if it
+	// never reports the process it launched.
+	preparer, err := g.procs.Pin(caller.PID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errPeerChanged, err)
+	}
+	if preparer.StartTicks != caller.StartTicks {
+		preparer.Close()
+		return nil, errPeerChanged
+	}
 	run := g.engine.PrepareRun(a.Label, func(id string) string { return api.RunSocket(g.opts.Socket, id) })
 	if err := g.serveRun(run); err != nil {
+		preparer.Close()
 		g.engine.EndRun(run.ID, audit.ReasonProcessExited)
 		return nil, fmt.Errorf("creating the run's socket: %w", err)
 	}
+	go g.engine.EndIfNeverStarted(run, preparer)
 	return api.RunPrepared{ID: run.ID, Socket: run.Socket}, nil
 }
 
@@ -166,8 +178,8 @@ func (g *Gateway) Status() api.Status {
 	}
 	st.Approvers = g.engine.Approvers()
 	st.LastNoApprover = g.engine.LastNoApprover()
-	if g.audit != nil {
-		st.Audit = api.AuditStatus{Enabled: true, Path: g.audit.Path(), LogID: g.audit.LogID(), Records: g.audit.Head().Seq + 1}
+	if log := g.auditLog(); log != nil {
+		st.Audit = api.AuditStatus{Enabled: true, Path: log.Path(), LogID: log.LogID(), Records: log.Head().Seq + 1}
 	} else if _, err := audit.LoadSetup(g.stateDir); err == nil {
 		st.Audit.SetUp = true
 	}

@@ -7,11 +7,32 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
-// dispatch answers one message (its type byte and payload), as OpenSSH
+// dispatch answers one message and logs it at debug level (postern agent
+// -d): the request, the answer and the time it took.
+func (c *conn) dispatch(msg []byte) []byte {
+	start := time.Now()
+	out := c.answer(msg)
+	c.log.Debug("request", "type", msgNames[msg[0]], "bytes", len(msg), "answer", msgNames[out[4]], "took", time.Since(start))
+	return out
+}
+
+// msgNames names the messages in the debug log.
+var msgNames = map[byte]string{
+	msgFailure: "FAILURE", msgSuccess: "SUCCESS", msgRemoveAllRSAIdentities: "REMOVE_ALL_RSA_IDENTITIES",
+	msgRequestIdentities: "REQUEST_IDENTITIES", msgIdentitiesAnswer: "IDENTITIES_ANSWER",
+	msgSignRequest: "SIGN_REQUEST", msgSignResponse: "SIGN_RESPONSE", msgAddIdentity: "ADD_IDENTITY",
+	msgRemoveIdentity: "REMOVE_IDENTITY", msgRemoveAllIdentities: "REMOVE_ALL_IDENTITIES",
+	msgAddSmartcardKey: "ADD_SMARTCARD_KEY", msgRemoveSmartcardKey: "REMOVE_SMARTCARD_KEY",
+	msgLock: "LOCK", msgUnlock: "UNLOCK", msgAddIDConstrained: "ADD_ID_CONSTRAINED",
+	msgAddSmartcardKeyConstrained: "ADD_SMARTCARD_KEY_CONSTRAINED", msgExtension: "EXTENSION",
+	msgExtensionFailure: "EXTENSION_FAILURE", msgExtensionResponse: "EXTENSION_RESPONSE",
+}
+
+// answer answers one message (its type byte and payload), as OpenSSH
 // 10's ssh-agent does: while locked, only UNLOCK, an empty identity list
 // and session-bind@openssh.com are answered (a sign request is refused
 // and recorded); an unknown message gets SSH_AGENT_FAILURE.
-func (c *conn) dispatch(msg []byte) []byte {
+func (c *conn) answer(msg []byte) []byte {
 	typ, p := msg[0], msg[1:]
 	if c.srv.Keys.Locked() {
 		switch typ {

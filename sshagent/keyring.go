@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"sync"
 	"time"
 
@@ -164,13 +165,21 @@ func (k *Keyring) Add(id *Identity) error {
 		wipe(id.priv)
 		return err
 	}
+	// A key added again replaces its added copy. A copy the vault holds
+	// stays, behind the added one: the added copy (with its constraints)
+	// is listed and used, and ssh-add -d removes it alone.
 	blob := id.Key.Marshal()
 	for i, old := range k.ids {
-		if bytes.Equal(old.Key.Marshal(), blob) {
+		if !bytes.Equal(old.Key.Marshal(), blob) {
+			continue
+		}
+		if old.Source == id.Source {
 			old.destroy()
 			k.ids[i] = id
 			return nil
 		}
+		k.ids = slices.Insert(k.ids, i, id)
+		return nil
 	}
 	k.ids = append(k.ids, id)
 	return nil
@@ -284,17 +293,11 @@ func (k *Keyring) ReplaceVault(ids []*Identity) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.removeLocked(func(id *Identity) bool { return id.Source == Vault })
+	// A vault key that was also added stays behind the added copy (see
+	// Add), so that ssh-add -d of the added copy leaves it.
 	for _, id := range ids {
 		id.Source = Vault
-		blob := id.Key.Marshal()
-		dup := false
-		for _, old := range k.ids {
-			if bytes.Equal(old.Key.Marshal(), blob) {
-				dup = true
-				break
-			}
-		}
-		if dup || k.arm(id) != nil {
+		if k.arm(id) != nil {
 			id.destroy()
 			continue
 		}
@@ -313,10 +316,27 @@ func (k *Keyring) Identities() ([]*Identity, error) {
 	}
 	now := k.now()
 	out := make([]*Identity, 0, len(k.ids))
+	var seen map[string]bool // the added keys' blobs, once a vault key shows
 	for _, id := range k.ids {
-		if id.Expires.IsZero() || now.Before(id.Expires) {
-			out = append(out, id)
+		if !id.Expires.IsZero() && !now.Before(id.Expires) {
+			continue
 		}
+		// A key both added and in the vault is listed once: the copy
+		// first in line, the added one.
+		if id.Source == Vault {
+			if seen == nil {
+				seen = map[string]bool{}
+				for _, o := range k.ids {
+					if o.Source == Added && (o.Expires.IsZero() || now.Before(o.Expires)) {
+						seen[string(o.Key.Marshal())] = true
+					}
+				}
+			}
+			if seen[string(id.Key.Marshal())] {
+				continue
+			}
+		}
+		out = append(out, id)
 	}
 	return out, nil
 }

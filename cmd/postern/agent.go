@@ -29,8 +29,8 @@ const agentUsage = `Usage: postern agent [-c | -s] [-Dd] [-a SOCKET] [-t LIFE] [
 Options (as ssh-agent(1)):
     -a SOCKET   bind the agent socket to SOCKET
     -c, -s      print C-shell or Bourne shell commands (default from $SHELL)
-    -D          stay in the foreground
-    -d          stay in the foreground and log debug messages to stderr
+    -D          stay in the foreground (logging only warnings and errors)
+    -d          stay in the foreground and log every request to stderr
     -k          kill the agent named by $SSH_AGENT_PID
     -P LIST     provider libraries ssh-add -s and FIDO keys may load, as
                 comma-separated patterns (default /usr/lib*/*,/usr/local/lib*/*)
@@ -202,15 +202,16 @@ func newGateway(f *agentFlags, log *slog.Logger, ready func()) (*gateway.Gateway
 	})
 }
 
-// daemonLogger returns the gateway's logger, writing text records to w.
-// It also sends the standard logger, through which x/crypto's agent
-// server reports malformed requests, to it at debug level: a setting for
-// the whole process, made once here.
-func daemonLogger(w io.Writer, debug bool) *slog.Logger {
-	level := slog.LevelInfo
-	if debug {
-		level = slog.LevelDebug
-	}
+// daemonLogger returns the gateway's logger, writing text records of
+// level and above to w. It also sends the standard logger, through which
+// x/crypto's agent server reports malformed requests, to it at debug
+// level: a setting for the whole process, made once here.
+//
+// The levels: a detached agent logs information to its log file; in the
+// foreground (-D) and with a command, where its standard error is the
+// person's terminal, only warnings and errors, as ssh-agent is silent;
+// -d logs every request.
+func daemonLogger(w io.Writer, level slog.Level) *slog.Logger {
 	h := slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
 	log.SetFlags(0)
 	log.SetOutput(slog.NewLogLogger(h, slog.LevelDebug).Writer())
@@ -220,7 +221,11 @@ func daemonLogger(w io.Writer, debug bool) *slog.Logger {
 // runForeground serves in this process (-D, -d), printing the eval lines
 // once the socket listens.
 func runForeground(f *agentFlags, out, errw io.Writer) error {
-	g, err := newGateway(f, daemonLogger(errw, f.debug), func() {
+	level := slog.LevelWarn
+	if f.debug {
+		level = slog.LevelDebug
+	}
+	g, err := newGateway(f, daemonLogger(errw, level), func() {
 		evalLines(out, f, os.Getpid(), false)
 	})
 	if err != nil {
@@ -252,7 +257,7 @@ func forwardSignals(p *os.Process) (stop func()) {
 // SSH_AGENT_PID set, and exits with its status.
 func runWithCommand(f *agentFlags, errw io.Writer) error {
 	ready := make(chan struct{})
-	g, err := newGateway(f, daemonLogger(errw, false), func() { close(ready) })
+	g, err := newGateway(f, daemonLogger(errw, slog.LevelWarn), func() { close(ready) })
 	if err != nil {
 		return err
 	}

@@ -109,7 +109,7 @@ func printReport(out io.Writer, path, pinFrom string, r *api.AuditReport) {
 		fmt.Fprintln(out, "  first checkpoint key: not pinned (give --pin the key printed at vault init)")
 	}
 	if c := r.LastCheckpoint; c != nil {
-		fmt.Fprintf(out, "  last checkpoint: epoch %d at seq %d, %s; %d entries after it are not sealed yet\n", c.Epoch, c.Seq, c.Time.Local().Format(time.RFC3339), r.UnsealedEntries)
+		fmt.Fprintf(out, "  last checkpoint: epoch %d at seq %d, %s; %s after it not sealed yet\n", c.Epoch, c.Seq, c.Time.Local().Format(time.RFC3339), plural(int(r.UnsealedEntries), "entry"))
 	}
 	if r.Torn != nil {
 		fmt.Fprintf(out, "  warning: torn last record (a crash while writing): %d bytes at offset %d\n", r.Torn.Bytes, r.Torn.Offset)

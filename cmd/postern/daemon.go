@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,7 +104,7 @@ func runDetachedChild(f *agentFlags) error {
 	os.Unsetenv(envDetached)
 	os.Unsetenv(envPrivateDir)
 	status := os.NewFile(3, "status")
-	g, err := newGateway(f, daemonLogger(os.Stderr, false), func() {
+	g, err := newGateway(f, daemonLogger(os.Stderr, slog.LevelInfo), func() {
 		fmt.Fprintln(status, "ok")
 		status.Close()
 	})

@@ -120,7 +120,7 @@ func doctor(sockFlag string) []finding {
 		}
 		switch {
 		case st.Audit.Enabled:
-			add("audit", "ok", fmt.Sprintf("%s, %d records", st.Audit.Path, st.Audit.Records), "")
+			add("audit", "ok", fmt.Sprintf("%s, %s", st.Audit.Path, plural(int(st.Audit.Records), "record")), "")
 		case st.Audit.SetUp:
 			add("audit", "warn", "set up after this gateway started: nothing is recorded", "restart the gateway")
 		default:

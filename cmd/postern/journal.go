@@ -140,7 +140,24 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 }
 
 func entryLine(e *api.JournalEntry) string {
-	return fmt.Sprintf("%s  %-41s  %s  %s %s", e.ID, e.Status(), e.Started.Local().Format("2006-01-02 15:04:05"), shown(e.Target.String()), safetext.Field(e.CommandText(), safetext.Command))
+	return fmt.Sprintf("%s  %-41s  %-9s  %s  %s %s", e.ID, e.Status(), exitText(e), e.Started.Local().Format(timeLayout), shown(e.Target.String()), safetext.Field(e.CommandText(), safetext.Command))
+}
+
+// exitText is how an entry ended, in a word or two: "exit 0",
+// "signal TERM", the outcome when no status came, "-" when none is known.
+func exitText(e *api.JournalEntry) string {
+	switch x := e.End; {
+	case x != nil && x.Signal != "":
+		return "signal " + x.Signal
+	case x != nil && x.Outcome == api.OutcomeExited:
+		return fmt.Sprintf("exit %d", x.ExitStatus)
+	case x != nil:
+		return x.Outcome
+	}
+	if n := len(e.Resolutions); n > 0 && e.Resolutions[n-1].ExitStatus != nil {
+		return fmt.Sprintf("exit %d", *e.Resolutions[n-1].ExitStatus)
+	}
+	return "-"
 }
 
 func printEntry(out io.Writer, e *api.JournalEntry) {

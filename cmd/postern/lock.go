@@ -102,7 +102,7 @@ func cmdUnlock(args []string, out, errw io.Writer) error {
 		return err
 	}
 	if st, err := c.Status(ctx); err == nil {
-		fmt.Fprintf(out, "unlocked (vault epoch %d, %d keys)\n", st.Vault.Epoch, st.Counts.Keys)
+		fmt.Fprintf(out, "unlocked (vault epoch %d, %s)\n", st.Vault.Epoch, plural(st.Counts.Keys, "key"))
 	}
 	return nil
 }

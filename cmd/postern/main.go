@@ -46,6 +46,8 @@ Commands:
     unlock              unlock the vault
     vault init|add|list|remove|passwd
                         manage the encrypted vault of keys
+    completion bash|zsh|fish
+                        print a shell completion script
     version             print the version
 
 Commands that talk to a running agent find it through --socket PATH,
@@ -77,6 +79,7 @@ var commands = map[string]command{
 	"version":    cmdVersion,
 	"why":        cmdWhy,
 	"check":      cmdCheck,
+	"completion": cmdCompletion,
 	"doctor":     cmdDoctor,
 }
 

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/postern/postern/internal/safetext"
 )
@@ -38,10 +39,13 @@ func hintf(w io.Writer, format string, args ...any) {
 // it, so that a line read days later is not ambiguous.
 const timeLayout = "2006-01-02 15:04:05"
 
-// plural writes a count with its noun: "1 key", "2 keys".
+// plural writes a count with its noun: "1 key", "2 keys", "3 entries".
 func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
+	}
+	if stem, ok := strings.CutSuffix(noun, "ry"); ok {
+		return strconv.Itoa(n) + " " + stem + "ries"
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
 }

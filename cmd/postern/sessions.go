@@ -56,7 +56,7 @@ func cmdSessions(args []string, out, errw io.Writer) error {
 		if r.Pending {
 			state = "starting"
 		}
-		fmt.Fprintf(out, "run %s  %s  via %s, %d grants", r.ID, state, how, r.Grants)
+		fmt.Fprintf(out, "run %s  %s  via %s, %s", r.ID, state, how, plural(r.Grants, "grant"))
 		if r.Label != "" {
 			fmt.Fprintf(out, ", label %s", shown(r.Label))
 		}
@@ -70,7 +70,7 @@ func cmdSessions(args []string, out, errw io.Writer) error {
 		if g.Dest != "" {
 			fmt.Fprintf(out, "  to %s %s", g.Dest, strings.Join(safetext.Fields(g.DestNames, safetext.Name), ","))
 		}
-		fmt.Fprintf(out, "  since %s by %s\n", g.Approved.Local().Format("15:04:05"), safetext.Field(g.Approver, safetext.Line))
+		fmt.Fprintf(out, "  since %s by %s\n", g.Approved.Local().Format(timeLayout), safetext.Field(g.Approver, safetext.Line))
 	}
 	return nil
 }
@@ -97,6 +97,6 @@ func cmdRevoke(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "revoked %d grants\n", n)
+	fmt.Fprintf(out, "revoked %s\n", plural(n, "grant"))
 	return nil
 }

@@ -36,7 +36,7 @@ func cmdStatus(args []string, out, errw io.Writer) error {
 	}
 	switch {
 	case st.Audit.Enabled:
-		fmt.Fprintf(out, "audit     %s (%d records)\n", st.Audit.Path, st.Audit.Records)
+		fmt.Fprintf(out, "audit     %s (%s)\n", st.Audit.Path, plural(int(st.Audit.Records), "record"))
 	case st.Audit.SetUp:
 		fmt.Fprintln(out, "audit     set up after this gateway started: restart it to start the log")
 	default:

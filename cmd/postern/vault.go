@@ -117,7 +117,40 @@ func vaultInit(args []string, out, errw io.Writer) error {
 	fmt.Fprintf(out, "created %s (%s)\n", v.Path, p)
 	fmt.Fprintf(out, "audit log key: %s\n", v.AuditPin)
 	fmt.Fprintln(out, "keep that line somewhere else: \"postern audit verify --pin KEY\" proves the log is this one")
+	tellRunningGateway(out)
 	return nil
+}
+
+// tellRunningGateway says what a gateway that runs already made of the
+// new vault: it locks (keys added with ssh-add stay, usable again once
+// unlocked) and starts its audit log.
+func tellRunningGateway(out io.Writer) {
+	sock, _, err := api.Locate(os.Getenv("SSH_AUTH_SOCK"))
+	if err != nil {
+		return
+	}
+	c := api.NewClient(sock)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var st *api.Status
+	for ctx.Err() == nil {
+		if st, err = c.Status(ctx); err != nil {
+			return
+		}
+		if st.Vault.State != api.VaultNone {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st == nil || st.Vault.State == api.VaultNone {
+		return
+	}
+	fmt.Fprintf(out, "the running agent (pid %d) uses the new vault: it is locked until \"postern unlock\"; keys added with ssh-add are kept, usable again once unlocked\n", st.PID)
+	if st.Audit.Enabled {
+		fmt.Fprintf(out, "the running agent records to the audit log %s from now on\n", st.Audit.Path)
+	} else {
+		fmt.Fprintln(out, "the running agent did not start the audit log: restart it to start the log")
+	}
 }
 
 func vaultAdd(args []string, out, errw io.Writer) error {

@@ -210,7 +210,7 @@ func (e *Env) MustRun(name string, args ...string) Result {
 	return r
 }
 
-// Agent is a running "postern agent -D".
+// Agent is a running "postern agent -d".
 type Agent struct {
 	env    *Env
 	Socket string
@@ -220,8 +220,9 @@ type Agent struct {
 	done   chan struct{}
 }
 
-// StartAgent runs postern agent -D -a SOCKET in the background and waits
-// for its eval line. Extra arguments are added before -a.
+// StartAgent runs postern agent -d -a SOCKET in the background and waits
+// for its eval line; -d logs everything, which tests read. Extra
+// arguments are added before -a.
 func (e *Env) StartAgent(extra ...string) *Agent {
 	e.t.Helper()
 	sock := e.Path("run", "postern", "agent.sock")
@@ -230,7 +231,7 @@ func (e *Env) StartAgent(extra ...string) *Agent {
 
 func (e *Env) startAgentAt(sock string, extra ...string) *Agent {
 	e.t.Helper()
-	args := append([]string{"agent", "-D"}, extra...)
+	args := append([]string{"agent", "-d"}, extra...)
 	args = append(args, "-a", sock)
 	a := &Agent{env: e, Socket: sock, done: make(chan struct{})}
 	a.cmd = e.Command("postern", args...)
