@@ -178,6 +178,7 @@ func BenchmarkSignCoveredByGrant(b *testing.B) {
 	defer c.Close()
 	// The first signature asks; an approver in another session grants this
 	// process a session.
+	postern.env.StartConsole()
 	signed := make(chan error, 1)
 	go func() { _, err := cl.Sign(pub, data); signed <- err }()
 	var card []cardJSON
