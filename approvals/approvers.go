@@ -34,20 +34,34 @@ const consoleGrace = 3 * time.Second
 // console is an attached "postern approve".
 type console struct {
 	proc  procid.Process
-	until time.Time // zero while a wait is in progress
+	waits int       // waits for cards in progress
+	until time.Time // with none: counted until then
 }
 
 // AttachConsole counts approver as a console that shows every card, until
 // detach is called and consoleGrace has passed. The gateway attaches the
-// caller of each wait for cards made by a console.
+// caller of each wait for cards made by a console; one process is one
+// console, however often it waits.
 func (e *Engine) AttachConsole(approver *procid.Peer) (detach func()) {
-	c := &console{proc: approver.Process}
 	e.mu.Lock()
-	e.consoles[c] = struct{}{}
+	var c *console
+	for o := range e.consoles {
+		if o.proc.SameProcess(&approver.Process) {
+			c = o
+			break
+		}
+	}
+	if c == nil {
+		c = &console{proc: approver.Process}
+		e.consoles[c] = struct{}{}
+	}
+	c.waits++
 	e.mu.Unlock()
 	return func() {
 		e.mu.Lock()
-		c.until = e.now().Add(consoleGrace)
+		if c.waits--; c.waits == 0 {
+			c.until = e.now().Add(consoleGrace)
+		}
 		e.mu.Unlock()
 	}
 }
@@ -58,7 +72,7 @@ func (e *Engine) AttachConsole(approver *procid.Peer) (detach func()) {
 func (e *Engine) consolesLocked(now time.Time, about ...*procid.Process) int {
 	n := 0
 	for c := range e.consoles {
-		if !c.until.IsZero() && now.After(c.until) {
+		if c.waits == 0 && now.After(c.until) {
 			delete(e.consoles, c)
 			continue
 		}

@@ -28,14 +28,18 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		e.mu.Unlock()
 		return deny(mode, audit.ReasonCooldown), false
 	}
-	e.mu.Unlock()
 	joinKey := ""
 	if mode == audit.ModeSession {
 		joinKey = coolKey + "|" + r.Key.Fingerprint
 		if dest != nil {
 			joinKey += "|" + dest.Fingerprint
 		}
+		if c := e.joinLocked(joinKey); c != nil {
+			e.mu.Unlock()
+			return e.wait(ctx, c, r, mode, p)
+		}
 	}
+	e.mu.Unlock()
 
 	shows, consoles := e.reachable(&r.Requester.Process, &subj.Process)
 	if e.require && len(shows) == 0 && consoles == 0 {
@@ -114,17 +118,13 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	for i := range chain {
 		c.View.Requester = append(c.View.Requester, e.processView(&chain[i]))
 	}
-	// Looking for a card to join and showing this one happen under one
-	// lock, so two requests asking the same question at once show one card.
 	e.mu.Lock()
-	if joinKey != "" {
-		for _, other := range e.cards {
-			if other.joinKey == joinKey {
-				other.joined++
-				e.mu.Unlock()
-				return e.wait(ctx, other, r, mode, p)
-			}
-		}
+	// Another request may have put up the same question while this card
+	// was made: wait on that one, so that one question has one card.
+	if o := e.joinLocked(joinKey); o != nil {
+		e.mu.Unlock()
+		hide()
+		return e.wait(ctx, o, r, mode, p)
 	}
 	e.cards[c.View.ID] = c
 	e.notify()
@@ -138,6 +138,22 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		go a.Show(showCtx, c.View)
 	}
 	return e.wait(ctx, c, r, mode, p)
+}
+
+// joinLocked returns the pending card that asks the question joinKey
+// names, counting one more request waiting on it; nil if there is none
+// (or joinKey is empty). e.mu held.
+func (e *Engine) joinLocked(joinKey string) *Card {
+	if joinKey == "" {
+		return nil
+	}
+	for _, c := range e.cards {
+		if c.joinKey == joinKey {
+			c.joined++
+			return c
+		}
+	}
+	return nil
 }
 
 // wait waits for c's answer, its timeout or the caller's end, for request
