@@ -12,14 +12,16 @@ import (
 	"github.com/postern/postern/internal/safetext"
 )
 
-const approveUsage = `Usage: postern approve [--socket PATH]
+const approveUsage = `Usage: postern approve [--line] [--json] [--socket PATH]
        postern approve --list [--json] [--socket PATH]
        postern approve ID [--once | --session] [--subject N] [--socket PATH]
        postern deny ID [--socket PATH]
 
-Answer the gateway's approval cards. Without arguments, show each pending
-card on the terminal as it arrives and ask. When standard input is not a
-terminal, print each card as it arrives (--json: one JSON object a line)
+Answer the gateway's approval cards. Without arguments, on a terminal, a
+full-screen console: the pending cards, the live runs and grants
+(revoke), and the commands whose outcome is unknown (resolve); with
+--line, each card as it arrives, asked in turn. When standard input is
+not a terminal, print each card as it arrives (--json: one JSON object a line)
 and read answers from standard input, one a line: "once ID",
 "session ID [N]" or "deny ID". While it runs, the gateway counts it as an
 approver. An answer from the requesting process, the run, or a
@@ -33,6 +35,7 @@ func cmdApprove(args []string, out, errw io.Writer) error {
 	once := fs.Bool("once", false, "approve this one use")
 	session := fs.Bool("session", false, "approve the run until it exits")
 	subject := fs.Int("subject", -1, "with --session, the subject's index on the card (default: the preselected one)")
+	line := fs.Bool("line", false, "on a terminal, ask card by card instead of the full-screen console")
 	// Flags may follow the card id.
 	id, args := leadingOperand(args)
 	c, err := gatewayFlags(fs, args, func() error {
@@ -55,10 +58,13 @@ func cmdApprove(args []string, out, errw io.Writer) error {
 	case *list:
 		return listCards(c, out, *asJSON)
 	case id == "":
-		if !isTerminal(os.Stdin) {
+		switch {
+		case !isTerminal(os.Stdin):
 			return approveLines(c, os.Stdin, out, errw, *asJSON)
+		case *line || !isTerminal(os.Stdout) || os.Getenv("TERM") == "dumb":
+			return approveInteractive(c, out)
 		}
-		return approveInteractive(c, out)
+		return approveConsole(c)
 	}
 	decision := api.VerdictOnce
 	if *session {

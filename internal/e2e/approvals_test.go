@@ -316,8 +316,8 @@ func TestUnansweredCardIsRefused(t *testing.T) {
 	w.agent.WaitLog(t, "reason=cooldown")
 }
 
-// The interactive approver on a terminal (driven through tmux): it shows
-// the card as it arrives and takes a key press.
+// The line approver on a terminal (postern approve --line, driven
+// through tmux): it shows the card as it arrives and takes a key press.
 func TestInteractiveApprove(t *testing.T) {
 	need(t, "tmux")
 	w := newApprovalWorld(t, "")
@@ -327,7 +327,7 @@ func TestInteractiveApprove(t *testing.T) {
 		return w.e.Run("tmux", append([]string{"-L", server, "-f", "/dev/null"}, args...)...)
 	}
 	env := "env -i " + strings.Join(w.e.Environ(), " ")
-	if r := tmux("new-session", "-d", "-x", "200", "-y", "60", env+" postern approve"); r.Code != 0 {
+	if r := tmux("new-session", "-d", "-x", "200", "-y", "60", env+" postern approve --line"); r.Code != 0 {
 		t.Fatalf("tmux: %s", r)
 	}
 	defer tmux("kill-server")

@@ -1,82 +1,124 @@
 package e2e
 
-// The approver console cannot be typed ahead: keys typed before a card is
-// shown never answer it, a per-call login needs its host's name typed
-// out, and after an error the console starts over clean.
+// The full-screen console (postern approve on a terminal), driven in a
+// real tmux: keys typed before a card never answer it, the run to cover
+// is one key with the agent preselected, a production login takes its
+// host's name typed out, a run is revoked from the runs view, and a
+// gateway restart is ridden out and said.
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 )
 
-func TestApproverConsoleCannotBeTypedAhead(t *testing.T) {
+type consoleTerm struct {
+	t      *testing.T
+	w      *approvalWorld
+	server string
+}
+
+func startConsoleTerm(t *testing.T, w *approvalWorld) *consoleTerm {
 	need(t, "tmux")
-	w := newInventoryWorld(t)
-	e := w.e
-	e.MustRun("postern", "hosts", "add", "prod-db-1", "--class", "production")
-	server := "postern-test-" + strings.ReplaceAll(e.Dir[len(e.Dir)-8:], "/", "")
-	tmux := func(args ...string) Result {
-		return e.Run("tmux", append([]string{"-L", server, "-f", "/dev/null"}, args...)...)
-	}
-	env := "env -i " + strings.Join(e.Environ(), " ")
-	if r := tmux("new-session", "-d", "-x", "250", "-y", "80", env+" postern approve"); r.Code != 0 {
+	c := &consoleTerm{t: t, w: w, server: "pc-" + strings.ReplaceAll(w.e.Dir[len(w.e.Dir)-8:], "/", "")}
+	env := "env -i TERM=xterm-256color " + strings.Join(w.e.Environ(), " ")
+	if r := c.tmux("new-session", "-d", "-x", "200", "-y", "60", env+" postern approve"); r.Code != 0 {
 		t.Fatalf("tmux: %s", r)
 	}
-	defer tmux("kill-server")
-	screen := func() string { return tmux("capture-pane", "-p", "-J", "-S", "-200").Stdout }
-	waitFor(t, func() bool { return strings.Contains(screen(), "waiting for approval cards") })
-	a := e.StartRun("coder")
-	pending := func(id string) bool {
-		for _, c := range e.cards() {
-			if c.ID == id {
-				return true
-			}
+	t.Cleanup(func() { c.tmux("kill-server") })
+	c.wait("no pending cards: waiting")
+	return c
+}
+
+func (c *consoleTerm) tmux(args ...string) Result {
+	return c.w.e.Run("tmux", append([]string{"-L", c.server, "-f", "/dev/null"}, args...)...)
+}
+
+func (c *consoleTerm) screen() string { return c.tmux("capture-pane", "-p", "-J").Stdout }
+
+func (c *consoleTerm) keys(keys ...string) { c.tmux(append([]string{"send-keys"}, keys...)...) }
+
+func (c *consoleTerm) wait(what string) {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(c.screen(), what) {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the console never showed %q:\n%s", what, c.screen())
 		}
-		return false
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestFullScreenConsole(t *testing.T) {
+	w := newApprovalWorld(t, "", "git-host")
+	prodSSHD := startSSHD(t, pubKey(t, w.key)+"\n", "prod-db-1")
+	w.e.Config(fmt.Sprintf("known_hosts = [%q, %q]\nagents = [\"e2e.test\"]\n[[rule]]\nhost = \"prod-*\"\napproval = \"per-call\"\n", w.sshd.KnownHosts, prodSSHD.KnownHosts))
+	w.agent.WaitLog(t, "configuration reloaded")
+	git := sshCmd(w.sshd, "-o", "HostKeyAlias=git-host")
+	prod := sshCmd(prodSSHD, "-o", "HostKeyAlias=prod-db-1")
+	con := startConsoleTerm(t, w)
+	a := w.e.StartRun("coder")
+
+	// Typed ahead, before the card: it does not answer it.
+	con.keys("o", "s")
+	job := a.Start(git)
+	card := w.e.WaitCard()
+	con.wait("card " + card.ID + ": s approves the run marked below")
+	con.keys("s")
+	time.Sleep(300 * time.Millisecond)
+	if job.Done() || len(w.e.cards()) != 1 {
+		t.Fatalf("a key pressed as the card appeared answered it:\n%s", con.screen())
+	}
+	for _, want := range []string{"Requested by: ssh (", "git-host", "Covers: this run and its descendants", "▶ 0. e2e.test (pid ", "(proposed)", "left"} {
+		if !strings.Contains(con.screen(), want) {
+			t.Errorf("the console does not show %q:\n%s", want, con.screen())
+		}
+	}
+	// One step: s covers the marked run, the agent the card proposed.
+	time.Sleep(time.Second)
+	con.keys("s")
+	con.wait(card.ID + ": approved for the run")
+	mustSucceed(t, "approved in the console", job.Wait())
+	mustSucceed(t, "inside the session", a.Do(git))
+
+	// A production login: single keys do not approve it; its name does.
+	job = a.Start(prod)
+	card = w.e.WaitCard()
+	con.wait("card " + card.ID + ": type prod-db-1 and Enter")
+	time.Sleep(time.Second)
+	con.keys("o", "s", "Enter")
+	time.Sleep(300 * time.Millisecond)
+	if job.Done() {
+		t.Fatalf("a single key approved a production login:\n%s", con.screen())
+	}
+	con.keys("-l", "prod-db-1")
+	con.keys("Enter")
+	con.wait(card.ID + ": approved once")
+	mustSucceed(t, "prod, approved by name", job.Wait())
+
+	// The runs view: revoke the run's grants.
+	con.keys("Tab")
+	con.wait("run R")
+	con.wait("grant G")
+	con.keys("r")
+	con.wait("revoked R")
+	job = a.Start(git)
+	w.e.WaitCard()
+	con.keys("Tab")
+	con.wait("the bastion is not enabled: no command journal")
+	con.keys("Tab")
+	con.wait("s approves the run marked below")
+	time.Sleep(time.Second)
+	con.keys("d")
+	con.wait(": denied")
+	if job.Wait().Code == 0 {
+		t.Fatal("signed after the console denied")
 	}
 
-	// Typed ahead, even the right word: discarded when the card shows.
-	tmux("send-keys", "o", "Enter", "prod-db-1", "Enter")
-	job := a.Start(w.ssh(w.prod))
-	c := e.WaitCard()
-	waitFor(t, func() bool {
-		return strings.Contains(screen(), "card "+c.ID+": type prod-db-1 to approve this one use, or [d]eny?")
-	})
-	time.Sleep(500 * time.Millisecond)
-	if !pending(c.ID) || job.Done() {
-		t.Fatalf("keys typed before the card answered it:\n%s", screen())
-	}
-	// One key does not approve a per-call production login.
-	tmux("send-keys", "o", "Enter")
-	waitFor(t, func() bool { return strings.Contains(screen(), "not approved: type prod-db-1 exactly") })
-	if !pending(c.ID) {
-		t.Fatal("a single key approved a production login")
-	}
-	tmux("send-keys", "prod-db-1", "Enter")
-	mustSucceed(t, "approved by name", job.Wait())
-	waitFor(t, func() bool { return strings.Contains(screen(), c.ID+": approved once") })
-
-	// An error (the card was answered elsewhere), then keys left over: the
-	// next card starts clean.
-	job = a.Start(w.ssh(w.prod))
-	c = e.WaitCard()
-	waitFor(t, func() bool { return strings.Contains(screen(), "card "+c.ID+": type") })
-	e.MustRun("postern", "deny", c.ID)
-	job.Wait()
-	tmux("send-keys", "prod-db-1", "Enter")
-	waitFor(t, func() bool { return strings.Contains(screen(), "card "+c.ID+": no longer pending") })
-	tmux("send-keys", "prod-db-1", "Enter", "o", "Enter")
-	job = a.Start(w.ssh(w.prod))
-	c = e.WaitCard()
-	waitFor(t, func() bool { return strings.Contains(screen(), "card "+c.ID+": type") })
-	time.Sleep(500 * time.Millisecond)
-	if !pending(c.ID) || job.Done() {
-		t.Fatalf("keys left over after an error answered the next card:\n%s", screen())
-	}
-	tmux("send-keys", "d", "Enter")
-	if r := job.Wait(); r.Code == 0 {
-		t.Fatal("signed after a deny")
-	}
-	waitFor(t, func() bool { return strings.Contains(screen(), c.ID+": denied") })
+	// The gateway restarts: the console says so and goes on.
+	w.agent.Stop()
+	con.wait("the gateway cannot be reached")
+	w.agent = w.e.StartAgent()
+	con.wait("reconnected: the gateway restarted")
 }

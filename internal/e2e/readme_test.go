@@ -177,6 +177,10 @@ func TestREADMEFromAFreshMachine(t *testing.T) {
 	})
 }
 
+// armDelay is how long the console keeps a new card from being answered
+// (cmd/postern console_prompt.go), and a little more.
+const armDelay = 700 * time.Millisecond
+
 func followREADME(t *testing.T, w *readmeWorld, setup, use []string) {
 	// The first terminal: the agent, and where cards will appear.
 	r := w.bash(setup[0] + "\npostern status")
@@ -203,14 +207,14 @@ func followREADME(t *testing.T, w *readmeWorld, setup, use []string) {
 	w.tmux("send-keys", "-l", strings.TrimSpace(setup[1]))
 	w.tmux("send-keys", "Enter")
 	w.waitScreen("reusing the agent (pid "+pid[1]+")", 60*time.Second)
-	w.waitScreen("waiting for approval cards", 30*time.Second)
+	w.waitScreen("no pending cards: waiting", 30*time.Second)
 
 	// The Use section, pasted as is into the first terminal, while the
 	// person answers the card on the console.
 	done := make(chan Result, 1)
 	go func() { done <- w.bash(setup[0] + "\n" + use[0]) }()
 	start := time.Now()
-	for !strings.Contains(w.screen(), "[s]ession, [o]nce, [d]eny") {
+	for !strings.Contains(w.screen(), "s approves the run marked below") {
 		select {
 		case r := <-done:
 			t.Fatalf("the Use section ended before its card: %s\nconsole:\n%s", r, w.screen())
@@ -224,8 +228,9 @@ func followREADME(t *testing.T, w *readmeWorld, setup, use []string) {
 	if s := w.screen(); !strings.Contains(s, "Requested by: ssh (") || !strings.Contains(s, "Destination: host key SHA256:") {
 		t.Fatalf("the card on the console:\n%s", s)
 	}
-	w.tmux("send-keys", "o", "Enter")
-	w.waitScreen("approved once", 30*time.Second)
+	time.Sleep(armDelay)
+	w.tmux("send-keys", "o")
+	w.waitScreen(": approved once", 30*time.Second)
 	select {
 	case r = <-done:
 	case <-time.After(90 * time.Second):

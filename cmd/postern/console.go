@@ -1,0 +1,464 @@
+package main
+
+// The full-screen console: "postern approve" on a terminal. Three tabs —
+// the pending cards (with the requesting chain, the verified destination,
+// what an answer covers, age and countdown, and the recent decisions),
+// the live runs and grants (revoke), and the journal entries whose
+// outcome is unknown (resolve). It follows the gateway through restarts
+// and says so. The rules for answering a card are in console_prompt.go.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+
+	"github.com/postern/postern/gateway/api"
+)
+
+// armDelay is how long a card is on screen before a key can answer it.
+const armDelay = 500 * time.Millisecond
+
+// refreshEvery is how often the runs, grants and journal are read again.
+const refreshEvery = 2 * time.Second
+
+type tab int
+
+const (
+	tabCards tab = iota
+	tabRuns
+	tabJournal
+)
+
+// Messages of the console.
+type (
+	cardsMsg []api.Card
+	// connMsg is the state of the connection to the gateway; a change
+	// that matters (lost, back, restarted) is also a line of Recent.
+	connMsg struct {
+		text   string
+		recent bool
+	}
+	tickMsg    time.Time
+	refreshMsg struct {
+		sessions *api.SessionsResult
+		unknown  []*api.JournalEntry
+		noJrnl   bool
+	}
+	doneMsg struct{ text string } // an answer, revocation or resolution, or its error
+)
+
+type consoleModel struct {
+	gw       *api.Client
+	flush    func() // discards the terminal's pending input
+	cards    []api.Card
+	sel      int
+	prompts  map[string]*cardPrompt
+	shownID  string
+	shownAt  time.Time
+	note     string
+	recent   []string
+	conn     string
+	tab      tab
+	row      int
+	refresh  refreshMsg
+	reloaded time.Time
+	width    int
+	now      time.Time
+}
+
+func newConsoleModel(gw *api.Client, flush func()) *consoleModel {
+	return &consoleModel{gw: gw, flush: flush, prompts: map[string]*cardPrompt{}, conn: "connecting…", now: time.Now()}
+}
+
+func (m *consoleModel) Init() tea.Cmd {
+	return tea.Batch(tick(), m.reload())
+}
+
+func tick() tea.Cmd {
+	return tea.Tick(250*time.Millisecond, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+// reload reads the runs, grants and unknown journal entries.
+func (m *consoleModel) reload() tea.Cmd {
+	gw := m.gw
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var r refreshMsg
+		r.sessions, _ = gw.Sessions(ctx)
+		es, err := gw.JournalPage(ctx, api.JournalArgs{Status: "STATUS_UNKNOWN", Limit: 20})
+		r.unknown, r.noJrnl = es, err != nil
+		return r
+	}
+}
+
+func (m *consoleModel) current() *api.Card {
+	if m.sel < 0 || m.sel >= len(m.cards) {
+		return nil
+	}
+	return &m.cards[m.sel]
+}
+
+func (m *consoleModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width = msg.Width
+	case tickMsg:
+		m.now = time.Time(msg)
+		var cmd tea.Cmd
+		if m.now.Sub(m.reloaded) >= refreshEvery {
+			m.reloaded = m.now
+			cmd = m.reload()
+		}
+		return m, tea.Batch(tick(), cmd)
+	case refreshMsg:
+		m.refresh = msg
+		m.refresh.unknown = msg.unknown
+	case cardsMsg:
+		m.setCards(msg)
+	case connMsg:
+		m.conn = msg.text
+		if msg.recent {
+			m.recentAdd(msg.text)
+		}
+	case doneMsg:
+		m.note = msg.text
+		m.recentAdd(msg.text)
+		return m, m.reload()
+	case tea.KeyPressMsg:
+		return m.key(msg.String())
+	}
+	return m, nil
+}
+
+// setCards takes a new card list, keeping the selection on the same card
+// when it is still there. A card newly on screen is armed only after
+// armDelay, and the terminal's pending input is discarded.
+func (m *consoleModel) setCards(cards []api.Card) {
+	id := ""
+	if c := m.current(); c != nil {
+		id = c.ID
+	}
+	m.cards, m.sel = cards, 0
+	live := map[string]bool{}
+	for i, c := range cards {
+		live[c.ID] = true
+		if c.ID == id {
+			m.sel = i
+		}
+		if m.prompts[c.ID] == nil {
+			m.prompts[c.ID] = newCardPrompt(c)
+		}
+	}
+	for id := range m.prompts {
+		if !live[id] {
+			delete(m.prompts, id)
+		}
+	}
+	m.showSelected()
+}
+
+// showSelected notes when the selected card came on screen.
+func (m *consoleModel) showSelected() {
+	c := m.current()
+	if c == nil || c.ID == m.shownID {
+		return
+	}
+	m.shownID, m.shownAt = c.ID, time.Now()
+	if m.flush != nil {
+		m.flush()
+	}
+}
+
+func (m *consoleModel) recentAdd(s string) {
+	m.recent = append(m.recent, time.Now().Format("15:04:05")+"  "+s)
+	if len(m.recent) > 6 {
+		m.recent = m.recent[len(m.recent)-6:]
+	}
+}
+
+func (m *consoleModel) key(k string) (tea.Model, tea.Cmd) {
+	switch k {
+	case "ctrl+c":
+		return m, tea.Quit
+	case "tab":
+		m.tab, m.row = (m.tab+1)%3, 0
+		return m, nil
+	case "shift+tab":
+		m.tab, m.row = (m.tab+2)%3, 0
+		return m, nil
+	case "q":
+		if p := m.prompt(); p == nil || p.word == "" || m.tab != tabCards {
+			return m, tea.Quit
+		}
+	}
+	switch m.tab {
+	case tabRuns:
+		return m.runsKey(k)
+	case tabJournal:
+		return m.journalKey(k)
+	}
+	switch k {
+	case "up", "k":
+		if m.sel > 0 {
+			m.sel--
+			m.showSelected()
+		}
+		return m, nil
+	case "down", "j":
+		if m.sel < len(m.cards)-1 {
+			m.sel++
+			m.showSelected()
+		}
+		return m, nil
+	}
+	p := m.prompt()
+	if p == nil {
+		return m, nil
+	}
+	if time.Since(m.shownAt) < armDelay {
+		m.note = "card " + p.card.ID + " just appeared: read it first"
+		return m, nil
+	}
+	r := p.key(k)
+	if r.note != "" {
+		m.note = r.note
+	}
+	if r.verdict == 0 {
+		return m, nil
+	}
+	id, v, subject := p.card.ID, r.verdict, r.subject
+	m.note = fmt.Sprintf("%s: answering…", id)
+	gw := m.gw
+	return m, func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := gw.Answer(ctx, id, v, subject); err != nil {
+			return doneMsg{fmt.Sprintf("%s: not applied: %v", id, err)}
+		}
+		return doneMsg{fmt.Sprintf("%s: %s", id, answered[v])}
+	}
+}
+
+func (m *consoleModel) prompt() *cardPrompt {
+	c := m.current()
+	if c == nil {
+		return nil
+	}
+	return m.prompts[c.ID]
+}
+
+// runRows are the revocable rows of the runs tab: runs, then grants.
+func (m *consoleModel) runRows() (ids, lines []string) {
+	s := m.refresh.sessions
+	if s == nil {
+		return nil, nil
+	}
+	for _, r := range s.Runs {
+		line := fmt.Sprintf("run %s  %s (pid %d)  %s", r.ID, shown(r.Name), r.PID, plural(r.Grants, "grant"))
+		if r.Label != "" {
+			line += ", label " + shown(r.Label)
+		}
+		ids, lines = append(ids, r.ID), append(lines, line)
+	}
+	for _, g := range s.Grants {
+		line := fmt.Sprintf("grant %s  run %s  key %s  since %s", g.ID, g.Run, g.Key.Fingerprint, g.Approved.Local().Format(timeLayout))
+		ids, lines = append(ids, g.ID), append(lines, line)
+	}
+	return ids, lines
+}
+
+// moveRow moves the chosen row of a list of n rows on ↑ and ↓, and
+// reports whether k was one of them.
+func (m *consoleModel) moveRow(k string, n int) bool {
+	switch k {
+	case "up", "k":
+		if m.row > 0 {
+			m.row--
+		}
+	case "down", "j":
+		if m.row < n-1 {
+			m.row++
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+func (m *consoleModel) runsKey(k string) (tea.Model, tea.Cmd) {
+	ids, _ := m.runRows()
+	if m.moveRow(k, len(ids)) {
+		return m, nil
+	}
+	switch k {
+	case "r":
+		if m.row < len(ids) {
+			id, gw := ids[m.row], m.gw
+			return m, func() tea.Msg {
+				n, err := gw.Revoke(context.Background(), id)
+				if err != nil {
+					return doneMsg{fmt.Sprintf("revoke %s: %v", id, err)}
+				}
+				return doneMsg{fmt.Sprintf("revoked %s (%s)", id, plural(n, "grant"))}
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *consoleModel) journalKey(k string) (tea.Model, tea.Cmd) {
+	es := m.refresh.unknown
+	if m.moveRow(k, len(es)) {
+		return m, nil
+	}
+	switch k {
+	case "m", "n":
+		if m.row < len(es) {
+			a := api.ResolveArgs{ID: es[m.row].ID}
+			if k == "n" {
+				a.Result, a.Evidence = api.ResultNotStarted, "checked by hand, answered in postern approve"
+			}
+			gw := m.gw
+			return m, func() tea.Msg {
+				e, err := gw.Resolve(context.Background(), a)
+				if err != nil {
+					return doneMsg{fmt.Sprintf("resolve %s: %v", a.ID, err)}
+				}
+				return doneMsg{fmt.Sprintf("resolved %s: %s", a.ID, e.Status())}
+			}
+		}
+	}
+	return m, nil
+}
+
+var (
+	titleStyle = lipgloss.NewStyle().Bold(true)
+	tabOn      = lipgloss.NewStyle().Bold(true).Reverse(true)
+	dimStyle   = lipgloss.NewStyle().Faint(true)
+	warnStyle  = lipgloss.NewStyle().Bold(true)
+)
+
+func (m *consoleModel) View() tea.View {
+	var b strings.Builder
+	b.WriteString(titleStyle.Render("postern approve") + "  " + m.conn + "\n")
+	s := m.refresh.sessions
+	nruns, ngrants := 0, 0
+	if s != nil {
+		nruns, ngrants = len(s.Runs), len(s.Grants)
+	}
+	tabs := []string{
+		fmt.Sprintf("Cards (%d)", len(m.cards)),
+		fmt.Sprintf("Runs and grants (%d/%d)", nruns, ngrants),
+		fmt.Sprintf("Unknown commands (%d)", len(m.refresh.unknown)),
+	}
+	for i, t := range tabs {
+		if tab(i) == m.tab {
+			t = tabOn.Render(" " + t + " ")
+		} else {
+			t = " " + t + " "
+		}
+		b.WriteString(t)
+	}
+	b.WriteString(dimStyle.Render("   tab: next view, q: quit") + "\n\n")
+	switch m.tab {
+	case tabCards:
+		m.viewCards(&b)
+	case tabRuns:
+		_, lines := m.runRows()
+		if len(lines) == 0 {
+			b.WriteString("no live runs or grants\n")
+		}
+		for i, l := range lines {
+			b.WriteString(rowMark(i == m.row) + l + "\n")
+		}
+		b.WriteString(dimStyle.Render("\n↑/↓ choose, r revokes (a run: all its grants)") + "\n")
+	case tabJournal:
+		if m.refresh.noJrnl {
+			b.WriteString("the bastion is not enabled: no command journal\n")
+		}
+		for i, e := range m.refresh.unknown {
+			b.WriteString(rowMark(i == m.row) + entryLine(e) + "\n")
+		}
+		if len(m.refresh.unknown) == 0 && !m.refresh.noJrnl {
+			b.WriteString("no command with an unknown outcome\n")
+		}
+		b.WriteString(dimStyle.Render("\n↑/↓ choose, m reads the entry's remote markers, n records that it did not start (after you checked the host)") + "\n")
+	}
+	if m.note != "" {
+		b.WriteString("\n" + warnStyle.Render(m.note) + "\n")
+	}
+	b.WriteString("\nRecent:\n")
+	for _, r := range m.recent {
+		b.WriteString("  " + r + "\n")
+	}
+	v := tea.NewView(b.String())
+	v.AltScreen = true
+	v.WindowTitle = fmt.Sprintf("postern approve (%d)", len(m.cards))
+	return v
+}
+
+func rowMark(on bool) string {
+	if on {
+		return "▶ "
+	}
+	return "  "
+}
+
+func (m *consoleModel) viewCards(b *strings.Builder) {
+	if len(m.cards) == 0 {
+		b.WriteString("no pending cards: waiting\n")
+		return
+	}
+	for i, c := range m.cards {
+		left := c.Expires.Sub(m.now).Round(time.Second)
+		age := m.now.Sub(c.Created).Round(time.Second)
+		what := "destination unknown"
+		if c.Destination != nil {
+			what = "host key " + c.Destination.Fingerprint
+			if len(c.Destination.Names) > 0 {
+				what = shown(c.Destination.Names[0])
+			}
+		} else if c.Namespace != "" {
+			what = "sign, namespace " + shown(c.Namespace)
+		}
+		fmt.Fprintf(b, "%s%s  %s  %s → %s  age %s, %s left\n", rowMark(i == m.sel), c.ID, c.Mode, shown(c.Run.Name), what, age, max(left, 0))
+	}
+	c := m.current()
+	p := m.prompts[c.ID]
+	text := c.Text()
+	if m.width > 0 {
+		text = lipgloss.NewStyle().Width(m.width).Render(text)
+	}
+	b.WriteString("\n" + text + "\n\n")
+	if p != nil {
+		b.WriteString(p.subjects())
+		b.WriteString("\n" + titleStyle.Render(p.question()) + "\n")
+	}
+}
+
+// approveConsole runs the full-screen console until q or Ctrl-C.
+func approveConsole(gw *api.Client) error {
+	m := newConsoleModel(gw, func() { discardTypeahead(os.Stdin) })
+	p := tea.NewProgram(m)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		w := &cardWatcher{c: gw, say: func(s string) { p.Send(connMsg{strings.TrimPrefix(s, "postern: "), true}) }}
+		for {
+			cards, err := w.next(ctx)
+			if err != nil {
+				return
+			}
+			p.Send(connMsg{text: fmt.Sprintf("connected to the gateway (boot id %.8s…)", w.boot)})
+			p.Send(cardsMsg(cards))
+		}
+	}()
+	_, err := p.Run()
+	return err
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/postern/postern/gateway/api"
+)
+
+// The full-screen console's rules for answering one card, apart from the
+// screen so that tests can check them:
+//   - keys typed before a card was on screen for armDelay never answer it
+//     (the console also discards the terminal's pending input when a new
+//     card arrives);
+//   - every answer is echoed with the card's id;
+//   - a per-call card for a login takes a deliberate answer: the
+//     destination's first name typed out, never a single key;
+//   - a session binds the subject marked on the card, preselected as the
+//     card proposes (the agent), moved with the arrow keys or a digit:
+//     choosing the run is one step, "s".
+
+// cardPrompt reads a person's keys for one card.
+type cardPrompt struct {
+	card    api.Card
+	subject int
+	word    string // what approving takes when a key is not enough
+	typed   string
+}
+
+func newCardPrompt(c api.Card) *cardPrompt {
+	p := &cardPrompt{card: c, subject: c.Selected}
+	if c.Mode == "per-call" && c.Destination != nil {
+		p.word = typedName(c.Destination.Names)
+	}
+	return p
+}
+
+// typedName is the destination's name a person types to approve a login:
+// the first that reads as a host name (not "[127.0.0.1]:2222" or an
+// address), else the first, else "unknown".
+func typedName(names []string) string {
+	for _, n := range names {
+		if !strings.ContainsAny(n, "[]:") && strings.ContainsFunc(n, func(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }) {
+			return n
+		}
+	}
+	if len(names) > 0 {
+		return names[0]
+	}
+	return "unknown"
+}
+
+// keyReply is what a key decided.
+type keyReply struct {
+	verdict api.Verdict // 0: not decided
+	subject int         // for a session: the subject's index
+	note    string      // what to tell the person
+}
+
+// question says how to answer the card.
+func (p *cardPrompt) question() string {
+	switch {
+	case p.word != "":
+		return fmt.Sprintf("card %s: type %s and Enter to approve this one use (d and Enter denies): %s", p.card.ID, shown(p.word), p.typed)
+	case p.card.OffersSession():
+		q := fmt.Sprintf("card %s: s approves the run marked below until it exits, o this one use, d denies", p.card.ID)
+		if len(p.card.Subjects) > 1 {
+			q += "; ←/→ or a digit marks another run"
+		}
+		return q
+	}
+	return fmt.Sprintf("card %s: o approves this one use, d denies", p.card.ID)
+}
+
+// key takes one key press, as Bubble Tea names it ("o", "enter", "left").
+func (p *cardPrompt) key(k string) keyReply {
+	if p.word != "" {
+		switch {
+		case k == "enter":
+			switch typed := p.typed; {
+			case typed == p.word:
+				return keyReply{verdict: api.VerdictOnce, subject: -1}
+			case typed == "d" || typed == "deny":
+				return keyReply{verdict: api.VerdictDeny, subject: -1}
+			}
+			p.typed = ""
+			return keyReply{note: fmt.Sprintf("not approved: type %s exactly", shown(p.word))}
+		case k == "backspace":
+			if p.typed != "" {
+				p.typed = p.typed[:len(p.typed)-1]
+			}
+		case k == "esc":
+			p.typed = ""
+		case len(k) == 1 || k == "space":
+			if k == "space" {
+				k = " "
+			}
+			p.typed += k
+		}
+		return keyReply{}
+	}
+	n := len(p.card.Subjects)
+	switch k {
+	case "d":
+		return keyReply{verdict: api.VerdictDeny, subject: -1}
+	case "o":
+		return keyReply{verdict: api.VerdictOnce, subject: -1}
+	case "s":
+		if p.card.OffersSession() {
+			return keyReply{verdict: api.VerdictSession, subject: p.subject}
+		}
+	case "left":
+		if p.card.OffersSession() && p.subject > 0 {
+			p.subject--
+		}
+	case "right":
+		if p.card.OffersSession() && p.subject < n-1 {
+			p.subject++
+		}
+	default:
+		if i, err := strconv.Atoi(k); err == nil && p.card.OffersSession() && i >= 0 && i < n {
+			p.subject = i
+		}
+	}
+	return keyReply{}
+}
+
+// subjects renders the runs a session could bind, the marked one first
+// with an arrow.
+func (p *cardPrompt) subjects() string {
+	if !p.card.OffersSession() {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("The run a session covers:\n")
+	for i, s := range p.card.Subjects {
+		mark := "  "
+		if i == p.subject {
+			mark = "▶ "
+		}
+		agent := ""
+		if i == p.card.Selected {
+			agent = "  (proposed)"
+		}
+		fmt.Fprintf(&b, "%s%d. %s (pid %d)%s\n", mark, i, shown(s.Name), s.PID, agent)
+	}
+	return b.String()
+}

@@ -1,0 +1,82 @@
+package e2e
+
+// The line console (postern approve --line) cannot be typed ahead: keys
+// typed before a card is shown never answer it, a per-call login needs its
+// host's name typed out, and after an error the console starts over clean.
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLineConsoleCannotBeTypedAhead(t *testing.T) {
+	need(t, "tmux")
+	w := newInventoryWorld(t)
+	e := w.e
+	e.MustRun("postern", "hosts", "add", "prod-db-1", "--class", "production")
+	server := "postern-test-" + strings.ReplaceAll(e.Dir[len(e.Dir)-8:], "/", "")
+	tmux := func(args ...string) Result {
+		return e.Run("tmux", append([]string{"-L", server, "-f", "/dev/null"}, args...)...)
+	}
+	env := "env -i " + strings.Join(e.Environ(), " ")
+	if r := tmux("new-session", "-d", "-x", "250", "-y", "80", env+" postern approve --line"); r.Code != 0 {
+		t.Fatalf("tmux: %s", r)
+	}
+	defer tmux("kill-server")
+	screen := func() string { return tmux("capture-pane", "-p", "-J", "-S", "-200").Stdout }
+	waitFor(t, func() bool { return strings.Contains(screen(), "waiting for approval cards") })
+	a := e.StartRun("coder")
+	pending := func(id string) bool {
+		for _, c := range e.cards() {
+			if c.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+
+	// Typed ahead, even the right word: discarded when the card shows.
+	tmux("send-keys", "o", "Enter", "prod-db-1", "Enter")
+	job := a.Start(w.ssh(w.prod))
+	c := e.WaitCard()
+	waitFor(t, func() bool {
+		return strings.Contains(screen(), "card "+c.ID+": type prod-db-1 to approve this one use, or [d]eny?")
+	})
+	time.Sleep(500 * time.Millisecond)
+	if !pending(c.ID) || job.Done() {
+		t.Fatalf("keys typed before the card answered it:\n%s", screen())
+	}
+	// One key does not approve a per-call production login.
+	tmux("send-keys", "o", "Enter")
+	waitFor(t, func() bool { return strings.Contains(screen(), "not approved: type prod-db-1 exactly") })
+	if !pending(c.ID) {
+		t.Fatal("a single key approved a production login")
+	}
+	tmux("send-keys", "prod-db-1", "Enter")
+	mustSucceed(t, "approved by name", job.Wait())
+	waitFor(t, func() bool { return strings.Contains(screen(), c.ID+": approved once") })
+
+	// An error (the card was answered elsewhere), then keys left over: the
+	// next card starts clean.
+	job = a.Start(w.ssh(w.prod))
+	c = e.WaitCard()
+	waitFor(t, func() bool { return strings.Contains(screen(), "card "+c.ID+": type") })
+	e.MustRun("postern", "deny", c.ID)
+	job.Wait()
+	tmux("send-keys", "prod-db-1", "Enter")
+	waitFor(t, func() bool { return strings.Contains(screen(), "card "+c.ID+": no longer pending") })
+	tmux("send-keys", "prod-db-1", "Enter", "o", "Enter")
+	job = a.Start(w.ssh(w.prod))
+	c = e.WaitCard()
+	waitFor(t, func() bool { return strings.Contains(screen(), "card "+c.ID+": type") })
+	time.Sleep(500 * time.Millisecond)
+	if !pending(c.ID) || job.Done() {
+		t.Fatalf("keys left over after an error answered the next card:\n%s", screen())
+	}
+	tmux("send-keys", "d", "Enter")
+	if r := job.Wait(); r.Code == 0 {
+		t.Fatal("signed after a deny")
+	}
+	waitFor(t, func() bool { return strings.Contains(screen(), c.ID+": denied") })
+}
