@@ -45,6 +45,7 @@ type vaultState struct {
 	lockPass []byte         // SHA-256 of the ssh-add -x password, without a vault
 	failures int
 	stamp    fileStamp
+	changing bool // a Change is writing the file
 	onChange []func(old, new uint64, why audit.Reason)
 }
 
@@ -296,11 +297,19 @@ func (s *vaultState) Change(passphrase []byte, change func(*vault.Vault) error) 
 		return err
 	}
 	defer v.Wipe()
-	if err := change(v); err != nil {
-		return err
-	}
+	// The file watcher leaves the file to this change until it is taken
+	// in below: with a new passphrase, the file it would see is sealed
+	// with a data key the gateway does not hold yet.
+	s.mu.Lock()
+	s.changing = true
+	s.mu.Unlock()
+	err = change(v)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.changing = false
+	if err != nil {
+		return err
+	}
 	if s.dk != nil {
 		if dk, err := v.DataKey(); err == nil {
 			s.dk.Wipe()
@@ -318,6 +327,9 @@ func (s *vaultState) Change(passphrase []byte, change func(*vault.Vault) error) 
 func (s *vaultState) fileChanged() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.changing {
+		return // Change takes the file in itself
+	}
 	s.fileChangedLocked()
 }
 
