@@ -194,8 +194,10 @@ func (v *CardView) Text() string {
 	if v.Command != "" {
 		fmt.Fprintf(&b, "Command (relayed by the bastion, exactly): %s\n", safetext.Field(v.Command, safetext.Command))
 	}
+	wait := fmt.Sprintf("%ds", int(v.Expires.Sub(v.Created).Round(time.Second).Seconds()))
 	if v.Key.Touch {
-		b.WriteString("Security key: once approved, it waits for a touch on the key\n")
+		// The touch waits as long as the card: card_timeout.
+		fmt.Fprintf(&b, "Security key: once approved, it waits up to %s for a touch on the key\n", wait)
 	}
 	fmt.Fprintf(&b, "Covers: %s\n", safetext.Field(v.Covers, safetext.Line))
 	var claims []string

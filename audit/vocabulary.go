@@ -109,6 +109,9 @@ const (
 	ReasonMalformedRequest  Reason = "malformed_request"
 	ReasonBindingViolation  Reason = "binding_violation" // the request broke the connection's session binding
 	ReasonSigningFailed     Reason = "signing_failed"
+	// After an allow: the security key or token that holds the key did
+	// not answer within card_timeout (nobody touched it).
+	ReasonTouchTimeout Reason = "touch_timeout"
 )
 
 // Card reasons: why a card was shown (card_shown, and the card's reason

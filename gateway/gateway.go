@@ -188,6 +188,8 @@ func New(opts Options) (*Gateway, error) {
 		Log:       g.log,
 		Providers: opts.Providers,
 		Why:       g.why,
+		// A touch waits as long as a card: card_timeout, as reloaded.
+		TouchTimeout: func() time.Duration { return g.engine.Policy().CardTimeout },
 	}
 	g.ops = g.handlers()
 	g.ctl = &control.Server{Procs: g.procs, Log: g.log, Handle: g.answerControl}

@@ -133,7 +133,12 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 		}
 	}
 	sig, err := c.srv.Keys.Sign(id, data, flags)
-	if err != nil {
+	switch {
+	case errors.Is(err, errTouchTimeout):
+		return refuse(audit.ReasonTouchTimeout, err.Error())
+	case errors.Is(err, ErrLocked):
+		return refuse(audit.ReasonVaultLocked, "the agent was locked while the key's device signed")
+	case err != nil:
 		return refuse(audit.ReasonSigningFailed, err.Error())
 	}
 	attrs := []any{"key", req.Key.Fingerprint, "purpose", req.Purpose, "reason", d.Reason}

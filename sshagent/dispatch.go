@@ -168,7 +168,7 @@ func (c *conn) identityFor(k *addedKey, comment, provider string) (*Identity, er
 	if err != nil {
 		return nil, err
 	}
-	return newSKIdentity(k.sk, real, comment), nil
+	return newSKIdentity(k.sk, real, comment, c.srv.touchTimeout), nil
 }
 
 // remote reports whether the connection came through ssh: it attempted a

@@ -29,13 +29,46 @@ func helperPath(env, def string) string {
 	return def
 }
 
-// maxHelperMessage bounds a helper's reply, as OpenSSH's own limit.
-const maxHelperMessage = 256 * 1024
+// A framed is a connection that carries the agent protocol's framing, a
+// u32 length and then the message: to OpenSSH's helpers, and to an
+// upstream agent. It is used by one goroutine at a time, a reply read
+// after each request.
+type framed struct {
+	conn net.Conn
+}
+
+// send writes one framed message: its length, then body.
+func (f framed) send(body []byte) error {
+	msg := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(body)), uint32(len(body)))
+	_, err := f.conn.Write(append(msg, body...))
+	clear(msg)
+	return err
+}
+
+// recv reads one framed message of at most MaxMessage bytes, waiting at
+// most until deadline.
+func (f framed) recv(deadline time.Time) ([]byte, error) {
+	f.conn.SetReadDeadline(deadline)
+	defer f.conn.SetReadDeadline(time.Time{})
+	var hdr [4]byte
+	if _, err := io.ReadFull(f.conn, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n == 0 || n > MaxMessage {
+		return nil, fmt.Errorf("reply of %d bytes", n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(f.conn, body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
 
 // A helperProc is a running helper and our end of its socketpair.
 type helperProc struct {
-	cmd  *exec.Cmd
-	conn *net.UnixConn
+	cmd *exec.Cmd
+	framed
 }
 
 // startHelper runs path with its standard input and output on a
@@ -69,7 +102,7 @@ func startHelper(path string, args ...string) (*helperProc, error) {
 		fc.Close()
 		return nil, fmt.Errorf("starting %s: %w", path, err)
 	}
-	return &helperProc{cmd: cmd, conn: fc.(*net.UnixConn)}, nil
+	return &helperProc{cmd: cmd, framed: framed{fc}}, nil
 }
 
 // helperEnv passes the helper what provider libraries read (a token's
@@ -82,32 +115,6 @@ func helperEnv() []string {
 		}
 	}
 	return env
-}
-
-// send writes one framed message: its length, then body.
-func (h *helperProc) send(body []byte) error {
-	msg := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(body)), uint32(len(body)))
-	_, err := h.conn.Write(append(msg, body...))
-	return err
-}
-
-// recv reads one framed message, waiting at most until deadline.
-func (h *helperProc) recv(deadline time.Time) ([]byte, error) {
-	h.conn.SetReadDeadline(deadline)
-	defer h.conn.SetReadDeadline(time.Time{})
-	var hdr [4]byte
-	if _, err := io.ReadFull(h.conn, hdr[:]); err != nil {
-		return nil, fmt.Errorf("reading from the helper: %w", err)
-	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if n == 0 || n > maxHelperMessage {
-		return nil, fmt.Errorf("helper reply of %d bytes", n)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(h.conn, body); err != nil {
-		return nil, fmt.Errorf("reading from the helper: %w", err)
-	}
-	return body, nil
 }
 
 // stop closes our end and waits for the helper, killing it if it does

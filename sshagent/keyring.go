@@ -79,6 +79,7 @@ type Keyring struct {
 	mu     sync.RWMutex
 	ids    []*Identity
 	locked bool
+	locks  uint64 // how many times the keyring was locked
 
 	// DefaultLifetime applies to added identities that carry no lifetime
 	// of their own (postern agent -t).
@@ -98,8 +99,20 @@ func (k *Keyring) now() time.Time {
 // and refuses every use.
 func (k *Keyring) SetLocked(locked bool) {
 	k.mu.Lock()
+	if locked && !k.locked {
+		k.locks++
+	}
 	k.locked = locked
 	k.mu.Unlock()
+}
+
+// lockState returns whether the keyring is locked and how many times it
+// was locked: a signature that waited for a device is dropped when the
+// count moved meanwhile, even if the keyring was unlocked again.
+func (k *Keyring) lockState() (locked bool, locks uint64) {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.locked, k.locks
 }
 
 // Locked reports whether the keyring is locked.
@@ -138,9 +151,10 @@ func NewIdentity(priv any, cert *ssh.Certificate, comment string) (*Identity, er
 }
 
 // newSKIdentity makes the identity of a FIDO key, which signs through
-// ssh-sk-helper with the provider library at provider.
-func newSKIdentity(k *skKey, provider, comment string) *Identity {
-	return &Identity{Key: k.pub, Comment: comment, Provider: provider, sk: k, signer: &skSigner{key: k, provider: provider}}
+// ssh-sk-helper with the provider library at provider, waiting for a
+// touch for touchTimeout.
+func newSKIdentity(k *skKey, provider, comment string, touchTimeout func() time.Duration) *Identity {
+	return &Identity{Key: k.pub, Comment: comment, Provider: provider, sk: k, signer: &skSigner{key: k, provider: provider, touchTimeout: touchTimeout}}
 }
 
 // Touch reports whether a signature with the identity waits for a person
@@ -352,38 +366,80 @@ func (k *Keyring) Lookup(key ssh.PublicKey) (*Identity, error) {
 	if err != nil {
 		return nil, err
 	}
+	if id := findKey(ids, key); id != nil {
+		return id, nil
+	}
+	return nil, ErrNotFound
+}
+
+// findKey returns the identity among ids with exactly key, else one with
+// the same public key with or without a certificate, else nil.
+func findKey(ids []*Identity, key ssh.PublicKey) *Identity {
 	blob := key.Marshal()
 	var same *Identity
 	for _, id := range ids {
 		if bytes.Equal(id.Key.Marshal(), blob) {
-			return id, nil
+			return id
 		}
 		if same == nil && samePublic(id.Key, key) {
 			same = id
 		}
 	}
-	if same != nil {
-		return same, nil
-	}
-	return nil, ErrNotFound
+	return same
 }
 
 // Sign signs data with the identity's key. flags select RSA's SHA-2
 // signature algorithms, as the agent protocol defines them.
+//
+// A key held here signs under the keyring's lock, so that a lock or a
+// removal cannot wipe it halfway. A key held by a device (a security
+// key, a PKCS#11 token) may wait for a person to touch it: the keyring
+// is not held meanwhile, so the agent goes on answering others and can
+// be locked, and a signature that arrives after a lock is dropped, also
+// when the keyring was unlocked again since.
 func (k *Keyring) Sign(id *Identity, data []byte, flags uint32) (*ssh.Signature, error) {
 	k.mu.RLock()
-	defer k.mu.RUnlock()
 	if k.locked {
+		k.mu.RUnlock()
 		return nil, ErrLocked
 	}
-	if id.signer == nil {
+	signer := id.signer
+	if signer == nil {
 		// Wiped by a lock, a removal or an expiry since it was looked up.
+		k.mu.RUnlock()
 		return nil, ErrNotFound
 	}
+	if id.Provider == "" {
+		defer k.mu.RUnlock()
+		return signWith(signer, id.Key, data, flags)
+	}
+	locks := k.locks
+	k.mu.RUnlock()
+	sig, err := signWith(signer, id.Key, data, flags)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.stillOpen(locks); err != nil {
+		return nil, err
+	}
+	return sig, nil
+}
+
+// stillOpen returns ErrLocked when the keyring is locked, or was locked
+// since its count of locks was locks.
+func (k *Keyring) stillOpen(locks uint64) error {
+	if locked, n := k.lockState(); locked || n != locks {
+		return ErrLocked
+	}
+	return nil
+}
+
+// signWith signs with signer, choosing the algorithm from flags.
+func signWith(signer ssh.Signer, key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signature, error) {
 	// The flags choose RSA's SHA-2 algorithms; other keys ignore them,
 	// as ssh-agent does.
 	var algo string
-	if plainKey(id.Key).Type() == ssh.KeyAlgoRSA {
+	if plainKey(key).Type() == ssh.KeyAlgoRSA {
 		switch {
 		case flags&flagRSASHA256 != 0:
 			algo = ssh.KeyAlgoRSASHA256
@@ -392,11 +448,11 @@ func (k *Keyring) Sign(id *Identity, data []byte, flags uint32) (*ssh.Signature,
 		}
 	}
 	if algo == "" {
-		return id.signer.Sign(rand.Reader, data)
+		return signer.Sign(rand.Reader, data)
 	}
-	as, ok := id.signer.(ssh.AlgorithmSigner)
+	as, ok := signer.(ssh.AlgorithmSigner)
 	if !ok {
-		return nil, fmt.Errorf("key type %s cannot sign with %s", id.Key.Type(), algo)
+		return nil, fmt.Errorf("key type %s cannot sign with %s", key.Type(), algo)
 	}
 	return as.SignWithAlgorithm(rand.Reader, data, algo)
 }

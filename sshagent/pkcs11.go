@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -25,8 +26,10 @@ import (
 // for ECDSA) answered by the raw signature, as the ssh-pkcs11-helper of
 // OpenSSH 9 and 10.0 speaks it.
 
-// pkcs11Timeout bounds one exchange with a helper (a token may be slow,
-// but not asleep).
+// pkcs11Timeout bounds the exchange that loads a provider and logs in
+// to its token (a token may be slow, but not asleep). A signature waits
+// for the token as long as for a security key's touch (some tokens ask
+// for one): touchTimeout.
 const pkcs11Timeout = 30 * time.Second
 
 // pkcs11Set is the helpers running, by the provider's resolved path.
@@ -36,13 +39,16 @@ type pkcs11Set struct {
 }
 
 type pkcs11Helper struct {
-	provider string
-	mu       sync.Mutex // one exchange at a time
-	proc     *helperProc
+	provider     string
+	touchTimeout func() time.Duration
+	mu           sync.Mutex // one exchange at a time
+	proc         *helperProc
 }
 
-// exchange sends one message and reads the reply.
-func (h *pkcs11Helper) exchange(msg []byte) ([]byte, error) {
+// exchange sends one message and reads the reply, waiting at most for
+// wait. A helper that has not answered by then is stopped, and its
+// provider's keys sign no more until it is added again.
+func (h *pkcs11Helper) exchange(msg []byte, wait time.Duration) ([]byte, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.proc == nil {
@@ -51,7 +57,19 @@ func (h *pkcs11Helper) exchange(msg []byte) ([]byte, error) {
 	if err := h.proc.send(msg); err != nil {
 		return nil, fmt.Errorf("ssh-pkcs11-helper: %w", err)
 	}
-	return h.proc.recv(time.Now().Add(pkcs11Timeout))
+	resp, err := h.proc.recv(time.Now().Add(wait))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The reply may still come: the exchanges that follow would
+		// read it as theirs.
+		h.proc.cmd.Process.Kill()
+		h.proc.stop()
+		h.proc = nil
+		err = errTouchTimeout
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ssh-pkcs11-helper: %w", err)
+	}
+	return resp, nil
 }
 
 func (h *pkcs11Helper) stop() {
@@ -103,9 +121,10 @@ func (c *conn) addSmartcard(p []byte, constrained bool) error {
 	if err != nil {
 		return c.refuse("refusing to add PKCS#11 keys: " + err.Error())
 	}
-	h := &pkcs11Helper{provider: real, proc: proc}
+	h := &pkcs11Helper{provider: real, proc: proc, touchTimeout: c.srv.touchTimeout}
 	req := append([]byte{msgAddSmartcardKey}, ssh.Marshal(struct{ Provider, PIN string }{real, string(pin)})...)
-	resp, err := h.exchange(req)
+	resp, err := h.exchange(req, pkcs11Timeout)
+	clear(req)
 	if err == nil && (len(resp) == 0 || resp[0] != msgIdentitiesAnswer) {
 		err = errors.New("the provider offered no keys (wrong PIN, or an empty token)")
 	}
@@ -256,7 +275,7 @@ func (s *pkcs11Signer) Sign(_ io.Reader, digest []byte, opts crypto.SignerOpts) 
 		return nil, fmt.Errorf("PKCS#11: no signatures with %s keys", s.pub.Type())
 	}
 	req := append([]byte{msgSignRequest}, ssh.Marshal(signRequestMsg{KeyBlob: s.pub.Marshal(), Data: data})...)
-	resp, err := s.h.exchange(req)
+	resp, err := s.h.exchange(req, s.h.touchTimeout())
 	if err != nil {
 		return nil, err
 	}

@@ -44,10 +44,32 @@ type Server struct {
 	// Why, when set, answers the why@postern extension for a verified
 	// peer on the endpoint's channel.
 	Why func(peer *procid.Peer, ch approvals.Channel) ([]byte, error)
+	// TouchTimeout is how long a signature waits, once decided, for the
+	// device that holds the key: a security key's touch, a PKCS#11
+	// token. The gateway
+	// gives card_timeout: a person has as long to touch a key as to
+	// answer a card. nil means DefaultTouchTimeout.
+	TouchTimeout func() time.Duration
 
 	wg     sync.WaitGroup
 	pkcs11 pkcs11Set
 }
+
+// DefaultTouchTimeout is Server.TouchTimeout's default, that of
+// card_timeout.
+const DefaultTouchTimeout = 60 * time.Second
+
+func (s *Server) touchTimeout() time.Duration {
+	if s.TouchTimeout != nil {
+		if d := s.TouchTimeout(); d > 0 {
+			return d
+		}
+	}
+	return DefaultTouchTimeout
+}
+
+// errTouchTimeout is a device that did not answer in time.
+var errTouchTimeout = errors.New("no answer from the device in time (nobody touched or confirmed it)")
 
 // An Endpoint is one listening socket and the clients it admits.
 type Endpoint struct {

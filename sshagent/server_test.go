@@ -29,9 +29,10 @@ import (
 
 // decider records requests and answers with allow.
 type decider struct {
-	allow atomic.Bool
-	mu    sync.Mutex
-	reqs  []*approvals.Request
+	allow   atomic.Bool
+	mu      sync.Mutex
+	reqs    []*approvals.Request
+	refused []audit.Reason
 }
 
 func (d *decider) Decide(_ context.Context, r *approvals.Request) approvals.Decision {
@@ -59,7 +60,21 @@ func (d *decider) last() *approvals.Request {
 	return d.reqs[len(d.reqs)-1]
 }
 
-func (d *decider) Refused(*approvals.Request, audit.Reason) {}
+func (d *decider) Refused(_ *approvals.Request, reason audit.Reason) {
+	d.mu.Lock()
+	d.refused = append(d.refused, reason)
+	d.mu.Unlock()
+}
+
+// lastRefusal returns the reason of the last refusal recorded.
+func (d *decider) lastRefusal() audit.Reason {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.refused) == 0 {
+		return ""
+	}
+	return d.refused[len(d.refused)-1]
+}
 
 type locker struct{ keys *Keyring }
 
@@ -76,6 +91,13 @@ type testServer struct {
 // test's log, or to log when given.
 func startServer(t testing.TB, log ...*slog.Logger) *testServer {
 	t.Helper()
+	return startServerWith(t, nil, log...)
+}
+
+// startServerWith is startServer with the server's fields changed by
+// configure before it serves.
+func startServerWith(t testing.TB, configure func(*Server), log ...*slog.Logger) *testServer {
+	t.Helper()
 	keys := &Keyring{}
 	dec := &decider{}
 	dec.allow.Store(true)
@@ -88,6 +110,9 @@ func startServer(t testing.TB, log ...*slog.Logger) *testServer {
 	}
 	if len(log) > 0 {
 		srv.Log = log[0]
+	}
+	if configure != nil {
+		configure(srv)
 	}
 	dir, err := os.MkdirTemp("", "sshagent-")
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -23,15 +24,13 @@ const (
 	skHelperSign    = 1
 )
 
-// skTouchTimeout bounds how long a signature may wait for the
-// authenticator (a person touching it).
-const skTouchTimeout = 2 * time.Minute
-
 // An skSigner signs with a FIDO key through OpenSSH's ssh-sk-helper,
-// which loads the provider library in its own process.
+// which loads the provider library in its own process. It waits for the
+// authenticator (a person touching it) for touchTimeout.
 type skSigner struct {
-	key      *skKey
-	provider string
+	key          *skKey
+	provider     string
+	touchTimeout func() time.Duration
 }
 
 func (s *skSigner) PublicKey() ssh.PublicKey { return s.key.pub }
@@ -45,7 +44,7 @@ func (s *skSigner) Sign(_ io.Reader, data []byte) (*ssh.Signature, error) {
 		Compat   uint32
 		PIN      string
 	}{s.key.wire, s.provider, data, "", 0, ""})
-	resp, err := skConverse(skHelperSign, req)
+	resp, err := skConverse(skHelperSign, req, time.Now().Add(s.touchTimeout()))
 	if err != nil {
 		return nil, err
 	}
@@ -66,8 +65,9 @@ func (s *skSigner) Sign(_ io.Reader, data []byte) (*ssh.Signature, error) {
 	return sig, nil
 }
 
-// skConverse runs ssh-sk-helper for one request.
-func skConverse(typ uint32, req []byte) ([]byte, error) {
+// skConverse runs ssh-sk-helper for one request, waiting for its answer
+// until deadline; a helper still waiting then is killed.
+func skConverse(typ uint32, req []byte, deadline time.Time) ([]byte, error) {
 	h, err := startHelper(helperPath("SSH_SK_HELPER", defaultSKHelper))
 	if err != nil {
 		return nil, err
@@ -81,12 +81,16 @@ func skConverse(typ uint32, req []byte) ([]byte, error) {
 		h.stop()
 		return nil, fmt.Errorf("ssh-sk-helper: %w", err)
 	}
-	resp, rerr := h.recv(time.Now().Add(skTouchTimeout))
+	resp, rerr := h.recv(deadline)
+	if errors.Is(rerr, os.ErrDeadlineExceeded) {
+		h.cmd.Process.Kill()
+		rerr = errTouchTimeout
+	}
 	if werr := h.stop(); rerr == nil && werr != nil {
-		rerr = fmt.Errorf("ssh-sk-helper: %w", werr)
+		rerr = werr
 	}
 	if rerr != nil {
-		return nil, rerr
+		return nil, fmt.Errorf("ssh-sk-helper: %w", rerr)
 	}
 	if len(resp) < 5 || resp[0] != skHelperVersion {
 		return nil, errors.New("ssh-sk-helper: reply of another protocol version")

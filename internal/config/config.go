@@ -26,7 +26,9 @@ type File struct {
 	// deny. Default "session".
 	Approval string `toml:"approval"`
 	// CardTimeout is how long a request waits for an answer before it is
-	// denied. Default 60s.
+	// denied, and, once approved, how long a signature waits for the
+	// device that holds the key (a security key's touch, a token).
+	// Default 60s.
 	CardTimeout Duration `toml:"card_timeout"`
 	// KnownHosts lists the files whose names are given to verified host
 	// keys. Default ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts.

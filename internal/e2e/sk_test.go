@@ -7,8 +7,11 @@ package e2e
 // will follow.
 
 import (
+	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -44,7 +47,7 @@ func TestSecurityKeysThroughSKHelper(t *testing.T) {
 			t.Fatalf("verify %s: %s", k, r)
 		}
 		card := string(mustRead(t, log))
-		if !strings.Contains(card, "Security key: once approved, it waits for a touch on the key") {
+		if !strings.Contains(card, "Security key: once approved, it waits up to 60s for a touch on the key") {
 			t.Fatalf("the card does not say a touch will follow:\n%s", card)
 		}
 		out := e.MustRun("ssh", sshd.SSHArgs("-o", "IdentitiesOnly=yes", "-o", "IdentityFile="+k+".pub", sshd.Target(), "echo", "sk-login")...)
@@ -60,5 +63,77 @@ func TestSecurityKeysThroughSKHelper(t *testing.T) {
 	}
 	if strings.Contains(a.Log(), "ssh-sk-helper") {
 		t.Fatalf("the helper reported an error:\n%s", a.Log())
+	}
+}
+
+// A touch waits without holding the agent, for card_timeout at most:
+// while ssh-sk-helper waits for the key, the agent lists keys and locks;
+// a signature that arrives after a lock is dropped, even once the agent
+// is unlocked again; one that does not arrive in time is refused as
+// touch_timeout, and its helper is killed.
+func TestSecurityKeyTouchWait(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen")
+	if _, err := os.Stat(skDummy); err != nil {
+		t.Fatalf("%s is missing (apt-get install openssh-tests): %v", skDummy, err)
+	}
+	e := newEnv(t)
+	e.Setenv("SSH_SK_PROVIDER", skDummy)
+	k := e.Keygen("touch", "ed25519-sk", 0, "")
+	pass := e.WriteFile("pass", "vault pass\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	// The helper waits for the test, as ssh-sk-helper waits for a touch.
+	release, pidFile := e.Path("touch"), e.Path("helper.pid")
+	if err := syscall.Mkfifo(release, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.Setenv("SSH_SK_HELPER", e.WriteFile("sk-helper", fmt.Sprintf("#!/bin/sh\necho $$ > %s\nread touched < %s\nexec /usr/lib/openssh/ssh-sk-helper \"$@\"\n", pidFile, release), 0o755))
+	e.Config(`approval = "none"`)
+	a := e.StartAgent()
+	e.Unsetenv("SSH_SK_HELPER")
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	e.AddKey(k)
+	msg := e.WriteFile("m", "x", 0o600)
+	helperPID := func() int {
+		t.Helper()
+		for i := 0; i < 3000; i++ {
+			if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
+				pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+				return pid
+			}
+			sleep10ms()
+		}
+		t.Fatal("ssh-sk-helper never started")
+		return 0
+	}
+
+	sign := e.Command("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg)
+	if err := sign.Start(); err != nil {
+		t.Fatal(err)
+	}
+	helperPID()
+	// Waiting for the touch, the agent answers and locks.
+	if l := e.MustRun("ssh-add", "-l").Stdout; !strings.Contains(l, fingerprint(t, e, k)) {
+		t.Fatalf("ssh-add -l while a touch waits:\n%s", l)
+	}
+	e.MustRun("postern", "lock")
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	if err := os.WriteFile(release, []byte("touched\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := sign.Wait(); err == nil {
+		t.Fatal("a signature made across a lock was delivered")
+	}
+	a.WaitLog(t, "reason=vault_locked")
+
+	// Nobody touches: refused when card_timeout ends, the helper killed.
+	os.Remove(pidFile)
+	e.Config("approval = \"none\"\ncard_timeout = \"1s\"\n")
+	a.WaitLog(t, "configuration reloaded")
+	if r := e.Run("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg); r.Code == 0 {
+		t.Fatal("signed without a touch")
+	}
+	a.WaitLog(t, "reason=touch_timeout")
+	if err := syscall.Kill(helperPID(), 0); err == nil {
+		t.Fatal("the helper that waited for a touch still runs")
 	}
 }
