@@ -99,7 +99,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		Changed:     sentence,
 		Mode:        mode,
 		Selected:    sel,
-		Key:         KeyView{Fingerprint: r.Key.Fingerprint, Comment: r.Key.Comment, Type: r.Key.Type, Touch: r.Key.Touch},
+		Key:         KeyView{Fingerprint: r.Key.Fingerprint, Comment: r.Key.Comment, Type: r.Key.Type, Touch: r.Key.Touch, Upstream: r.Key.Upstream},
 		Purpose:     r.Purpose,
 		Destination: dest,
 		Unverified:  unverified,

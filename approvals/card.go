@@ -53,7 +53,8 @@ type KeyView struct {
 	Fingerprint string `json:"fingerprint"`
 	Comment     string `json:"comment,omitempty"`
 	Type        string `json:"type,omitempty"`
-	Touch       bool   `json:"touch,omitempty"` // the security key will want a touch
+	Touch       bool   `json:"touch,omitempty"`    // the security key will want a touch
+	Upstream    bool   `json:"upstream,omitempty"` // held by the upstream agent, which signs
 }
 
 // DestView is the verified destination of an authentication.
@@ -198,6 +199,9 @@ func (v *CardView) Text() string {
 	if v.Key.Touch {
 		// The touch waits as long as the card: card_timeout.
 		fmt.Fprintf(&b, "Security key: once approved, it waits up to %s for a touch on the key\n", wait)
+	}
+	if v.Key.Upstream {
+		fmt.Fprintf(&b, "Held by the upstream agent: it signs once approved, after its own confirmation if it asks for one (up to %s)\n", wait)
 	}
 	fmt.Fprintf(&b, "Covers: %s\n", safetext.Field(v.Covers, safetext.Line))
 	var claims []string

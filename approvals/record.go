@@ -70,6 +70,9 @@ func requestEvent(typ audit.EventType, r *Request, d Decision) audit.Event {
 	if r.Namespace != "" {
 		detail["namespace"] = r.Namespace
 	}
+	if r.Key.Upstream {
+		detail["key_holder"] = "upstream"
+	}
 	if r.Command != nil {
 		detail["command"] = safetext.Bytes(r.Command, 0)
 	}

@@ -44,6 +44,9 @@ type Key struct {
 	Type        string
 	Confirm     bool // added with ssh-add -c: confirm every use
 	Touch       bool // a FIDO key that waits for a touch when it signs
+	// Upstream is set for a key the upstream agent holds and signs with,
+	// once the gateway decided (postern agent --upstream).
+	Upstream bool
 }
 
 // Destination is where an authentication goes, established from the host

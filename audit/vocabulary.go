@@ -109,8 +109,9 @@ const (
 	ReasonMalformedRequest  Reason = "malformed_request"
 	ReasonBindingViolation  Reason = "binding_violation" // the request broke the connection's session binding
 	ReasonSigningFailed     Reason = "signing_failed"
-	// After an allow: the security key or token that holds the key did
-	// not answer within card_timeout (nobody touched it).
+	// After an allow: the security key, token or upstream agent that
+	// holds the key did not answer within card_timeout (nobody touched
+	// or confirmed it).
 	ReasonTouchTimeout Reason = "touch_timeout"
 )
 

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -54,15 +53,11 @@ func (k keySource) Sign(key ssh.PublicKey, data []byte, algo string) (*ssh.Signa
 	return k.keys.Sign(id, data, uint32(flags))
 }
 
-// expandHome turns "~/x" into a path under $HOME.
+// expandHome turns every "~/x" into a path under $HOME.
 func expandHome(files []string) []string {
-	home, _ := os.UserHomeDir()
 	out := make([]string, len(files))
 	for i, f := range files {
-		if rest, ok := strings.CutPrefix(f, "~/"); ok && home != "" {
-			f = filepath.Join(home, rest)
-		}
-		out[i] = f
+		out[i] = homePath(f)
 	}
 	return out
 }

@@ -34,6 +34,9 @@ func (g *Gateway) reloadConfig() {
 		g.log.Error("configuration not reloaded; the previous policy stays in force", "err", err)
 		return
 	}
+	if cfg.Upstream != g.config.Upstream || cfg.UpstreamChanges != g.config.UpstreamChanges {
+		g.log.Warn("upstream and upstream_changes take effect when the gateway restarts; the upstream agent in use stays")
+	}
 	g.config, g.configErr, g.configFromFile = cfg, nil, true
 	g.engine.SetPolicy(pol)
 	g.engine.Record(audit.Event{Type: audit.EventPolicyReloaded, Detail: map[string]string{"path": g.configPath, "approval": cfg.Approval, "rules": itoa(len(cfg.Rules))}})

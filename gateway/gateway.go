@@ -58,7 +58,11 @@ type Options struct {
 	// Providers is the allow-list of FIDO and PKCS#11 provider libraries
 	// (postern agent -P); empty means sshagent.DefaultProviders.
 	Providers string
-	Log       *slog.Logger
+	// Upstream is the socket of an agent whose keys the gateway lists
+	// and gates (postern agent --upstream); empty means the
+	// configuration's upstream, if any.
+	Upstream string
+	Log      *slog.Logger
 	// Env is the environment askpass programs run with.
 	Env askpass.Env
 	// Ready, if set, is called once every socket listens.
@@ -180,6 +184,10 @@ func New(opts Options) (*Gateway, error) {
 		g.engine.EpochChanged(g.vault.locked)
 		g.recordVault(epoch, why, g.vault.locked)
 	})
+	up, err := upstreamAgent(opts, cfg)
+	if err != nil {
+		return nil, err
+	}
 	g.agent = &sshagent.Server{
 		Keys:      g.keys,
 		Decider:   g.engine,
@@ -188,7 +196,9 @@ func New(opts Options) (*Gateway, error) {
 		Log:       g.log,
 		Providers: opts.Providers,
 		Why:       g.why,
-		// A touch waits as long as a card: card_timeout, as reloaded.
+		Upstream:  up,
+		// A touch, or an upstream agent's own confirmation, waits as
+		// long as a card: card_timeout, as reloaded.
 		TouchTimeout: func() time.Duration { return g.engine.Policy().CardTimeout },
 	}
 	g.ops = g.handlers()

@@ -32,3 +32,30 @@ func BenchmarkConnPerSign(b *testing.B) {
 		c.Close()
 	}
 }
+
+// BenchmarkUpstreamGate measures what gating an upstream agent adds to a
+// signature on one connection: the same upstream (x/crypto's keyring on
+// a socket) asked directly and through the gate (the per-request
+// re-check, the lookup, the decision and the forwarding).
+func BenchmarkUpstreamGate(b *testing.B) {
+	up := startUpstream(b)
+	pub := up.addKey(b, "upstream")
+	ts := startGated(b, up, UpstreamRefuse)
+	ts.srv.Log = discardLogger()
+	data := []byte("a session identifier and a userauth request, roughly this long, to be signed")
+	for _, via := range []struct{ name, sock string }{{"direct", up.sock}, {"gate", ts.sock}} {
+		b.Run("via="+via.name, func(b *testing.B) {
+			c, err := net.Dial("unix", via.sock)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			ag := agent.NewClient(c)
+			for i := 0; i < b.N; i++ {
+				if _, err := ag.Sign(pub, data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

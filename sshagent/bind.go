@@ -23,6 +23,8 @@ type Binding struct {
 	HostKey    ssh.PublicKey
 	SessionID  []byte
 	Forwarding bool
+
+	raw []byte // the extension's contents, for an upstream agent
 }
 
 type sessionBindMsg struct {
@@ -53,7 +55,7 @@ func parseSessionBind(contents []byte) (Binding, error) {
 	if err := key.Verify(m.SessionID, &sig); err != nil {
 		return Binding{}, fmt.Errorf("session-bind: host key %s did not sign the session id: %w", ssh.FingerprintSHA256(key), err)
 	}
-	return Binding{HostKey: key, SessionID: m.SessionID, Forwarding: m.Forwarding}, nil
+	return Binding{HostKey: key, SessionID: m.SessionID, Forwarding: m.Forwarding, raw: bytes.Clone(contents)}, nil
 }
 
 // bindings records the session bindings of one agent connection, with

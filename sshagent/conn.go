@@ -34,6 +34,7 @@ type conn struct {
 	peer  *procid.Peer
 	log   *slog.Logger
 	binds bindings
+	up    *upstreamLink // opened when the upstream agent is first needed
 }
 
 // errRefused is returned for requests the agent declines; the client gets
@@ -65,7 +66,17 @@ func (c *conn) visible() ([]*Identity, error) {
 			out = append(out, id)
 		}
 	}
-	return out, nil
+	return c.withUpstream(out), nil
+}
+
+// lookup finds the identity for key: postern's own, else the upstream
+// agent's.
+func (c *conn) lookup(key ssh.PublicKey) (*Identity, error) {
+	id, err := c.srv.Keys.Lookup(key)
+	if errors.Is(err, ErrNotFound) && c.srv.Upstream != nil {
+		return c.lookupUpstream(key)
+	}
+	return id, err
 }
 
 // sign checks the request against the connection's bindings and
@@ -85,14 +96,16 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 	if c.binds.failed {
 		return refuse(audit.ReasonSessionBindFailed, "an earlier session-bind failed on this connection")
 	}
-	id, err := c.srv.Keys.Lookup(key)
-	if errors.Is(err, ErrLocked) {
+	id, err := c.lookup(key)
+	switch {
+	case errors.Is(err, ErrLocked):
 		return refuse(audit.ReasonVaultLocked, "the agent is locked")
-	}
-	if err != nil {
+	case errors.Is(err, ErrNotFound):
 		return refuse(audit.ReasonKeyNotHeld, "key not held")
+	case err != nil:
+		return refuse(audit.ReasonKeyNotHeld, "key not held: "+err.Error())
 	}
-	req.Key = approvals.Key{Fingerprint: id.Fingerprint(), Comment: id.Comment, Type: id.Key.Type(), Confirm: id.Confirm, Touch: id.Touch()}
+	req.Key = approvals.Key{Fingerprint: id.Fingerprint(), Comment: id.Comment, Type: id.Key.Type(), Confirm: id.Confirm, Touch: id.Touch(), Upstream: id.Source == Upstream}
 	sd, err := parseSignData(data, key)
 	if err != nil {
 		return refuse(audit.ReasonMalformedRequest, err.Error())
@@ -132,7 +145,12 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 			return refuse(audit.ReasonIdentityMismatch, "requester changed while waiting for approval: "+err.Error())
 		}
 	}
-	sig, err := c.srv.Keys.Sign(id, data, flags)
+	var sig *ssh.Signature
+	if id.Source == Upstream {
+		sig, err = c.signUpstream(id, data, flags)
+	} else {
+		sig, err = c.srv.Keys.Sign(id, data, flags)
+	}
 	switch {
 	case errors.Is(err, errTouchTimeout):
 		return refuse(audit.ReasonTouchTimeout, err.Error())

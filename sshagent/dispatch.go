@@ -1,6 +1,7 @@
 package sshagent
 
 import (
+	"errors"
 	"strings"
 	"time"
 
@@ -56,9 +57,12 @@ func (c *conn) answer(msg []byte) []byte {
 	case msgSignRequest:
 		return c.signRequest(p)
 	case msgAddIdentity, msgAddIDConstrained:
+		if c.forwardsChanges() {
+			return status(c.addUpstream(msg) == nil)
+		}
 		return status(c.add(p, typ == msgAddIDConstrained) == nil)
 	case msgRemoveIdentity:
-		return status(c.remove(p) == nil)
+		return status(c.remove(msg) == nil)
 	case msgRemoveAllIdentities, msgRemoveAllRSAIdentities:
 		return status(c.removeAll() == nil)
 	case msgAddSmartcardKey, msgAddSmartcardKeyConstrained:
@@ -175,20 +179,28 @@ func (c *conn) identityFor(k *addedKey, comment, provider string) (*Identity, er
 // session-bind. Such a connection may not make the agent load a provider.
 func (c *conn) remote() bool { return c.binds.attempted }
 
-func (c *conn) remove(p []byte) error {
+// remove removes a key (msg: REMOVE_IDENTITY) from postern's added
+// keys and, as configured, from the upstream agent.
+func (c *conn) remove(msg []byte) error {
 	var m keyBlobMsg
-	if err := ssh.Unmarshal(p, &m); err != nil {
+	if err := ssh.Unmarshal(msg[1:], &m); err != nil {
 		return c.refuse("refusing a malformed remove request")
 	}
 	key, err := parsePublicKey(m.KeyBlob)
 	if err != nil {
 		return c.refuse("refusing to remove a key that does not parse")
 	}
-	if err := c.srv.Keys.Remove(key); err != nil {
+	err = c.srv.Keys.Remove(key)
+	if err == nil {
+		c.log.Info("key removed", "key", ssh.FingerprintSHA256(key))
+	}
+	if c.srv.Upstream != nil && (errors.Is(err, ErrNotFound) || err == nil) {
+		err = c.removeUpstream(msg, key, err)
+	}
+	if err != nil && !errors.Is(err, errRefused) {
 		return c.refuse("refusing to remove key: "+err.Error(), "key", ssh.FingerprintSHA256(key))
 	}
-	c.log.Info("key removed", "key", ssh.FingerprintSHA256(key))
-	return nil
+	return err
 }
 
 func (c *conn) removeAll() error {
@@ -196,7 +208,7 @@ func (c *conn) removeAll() error {
 		return c.refuse("refusing to remove keys: " + err.Error())
 	}
 	c.log.Info("all added keys removed")
-	return nil
+	return c.removeAllUpstream()
 }
 
 func (c *conn) lock(pass []byte) error {
@@ -234,6 +246,9 @@ func (c *conn) extension(p []byte, locked bool) []byte {
 			c.binds.failed = true
 			c.log.Warn("session-bind refused", "err", err)
 			return replyExtensionFailure
+		}
+		if err := c.bindUpstream(b.raw); err != nil {
+			c.log.Warn("session-bind not passed to the upstream agent", "err", err)
 		}
 		c.log.Debug("session bound", "hostkey", ssh.FingerprintSHA256(b.HostKey), "forwarding", b.Forwarding, "hops", len(c.binds.list))
 		return replySuccess

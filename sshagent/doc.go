@@ -54,7 +54,19 @@
 // # Decisions
 //
 // Every signature goes through an [approvals.Decider]; this package only
-// supplies the verified facts of the request.
+// supplies the verified facts of the request. A key held by a device (a
+// security key, a token) then waits for it, for [Server.TouchTimeout],
+// without holding the keyring; a signature that arrives after a lock is
+// dropped.
+//
+// # Upstream agent
+//
+// With [Server.Upstream], another agent's keys are listed beside the
+// agent's own and gated like them: a signature with one of them is
+// decided and recorded here, and only then sent to the upstream agent,
+// over a connection of the client's own to which its verified session
+// bindings are passed on (upstream.go). ssh-add's adds and removes go
+// there or are refused, as [UpstreamAgent.Changes] says.
 //
 // [PROTOCOL.agent]: https://github.com/openssh/openssh-portable/blob/master/PROTOCOL.agent
 package sshagent

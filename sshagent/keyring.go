@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,11 +38,17 @@ const (
 	Added Source = iota
 	// Vault identities were decrypted from the vault at unlock.
 	Vault
+	// Upstream identities are held by the upstream agent, which signs
+	// with them once postern has decided (see upstream.go).
+	Upstream
 )
 
 func (s Source) String() string {
-	if s == Vault {
+	switch s {
+	case Vault:
 		return "vault"
+	case Upstream:
+		return "upstream"
 	}
 	return "added"
 }
@@ -158,8 +165,12 @@ func newSKIdentity(k *skKey, provider, comment string, touchTimeout func() time.
 }
 
 // Touch reports whether a signature with the identity waits for a person
-// to touch the security key that holds it.
+// to touch the security key that holds it. For a security key of an
+// upstream agent, whose flags postern does not see, it may.
 func (id *Identity) Touch() bool {
+	if id.Source == Upstream {
+		return strings.HasPrefix(plainKey(id.Key).Type(), "sk-")
+	}
 	return id.sk != nil && id.sk.flags&skUserPresenceRequired != 0
 }
 

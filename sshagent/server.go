@@ -45,11 +45,14 @@ type Server struct {
 	// peer on the endpoint's channel.
 	Why func(peer *procid.Peer, ch approvals.Channel) ([]byte, error)
 	// TouchTimeout is how long a signature waits, once decided, for the
-	// device that holds the key: a security key's touch, a PKCS#11
-	// token. The gateway
+	// device or agent that holds the key: a security key's touch, a
+	// PKCS#11 token, an upstream agent's own confirmation. The gateway
 	// gives card_timeout: a person has as long to touch a key as to
 	// answer a card. nil means DefaultTouchTimeout.
 	TouchTimeout func() time.Duration
+	// Upstream is the agent whose keys are listed beside the agent's
+	// own and gated like them; nil for none.
+	Upstream *UpstreamAgent
 
 	wg     sync.WaitGroup
 	pkcs11 pkcs11Set
@@ -68,7 +71,8 @@ func (s *Server) touchTimeout() time.Duration {
 	return DefaultTouchTimeout
 }
 
-// errTouchTimeout is a device that did not answer in time.
+// errTouchTimeout is a device or upstream agent that did not answer in
+// time.
 var errTouchTimeout = errors.New("no answer from the device in time (nobody touched or confirmed it)")
 
 // An Endpoint is one listening socket and the clients it admits.
@@ -111,6 +115,7 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn, ep *Endpoint) {
 		}
 	}
 	cn := &conn{srv: s, ep: ep, ctx: ctx, peer: peer, log: log}
+	defer cn.closeUpstream()
 	sc := procid.NewSenderConn(c)
 	for {
 		sc.ResetSenders()

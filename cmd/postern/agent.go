@@ -22,7 +22,7 @@ import (
 	"github.com/postern/postern/internal/safesocket"
 )
 
-const agentUsage = `Usage: postern agent [-c | -s] [-Dd] [-a SOCKET] [-t LIFE] [COMMAND [ARG...]]
+const agentUsage = `Usage: postern agent [-c | -s] [-Dd] [-a SOCKET] [-t LIFE] [--upstream SOCKET] [COMMAND [ARG...]]
        postern agent [-c | -s] -k
        postern agent --ensure [-c | -s] [-a SOCKET] [-t LIFE]
 
@@ -36,6 +36,10 @@ Options (as ssh-agent(1)):
                 comma-separated patterns (default /usr/lib*/*,/usr/local/lib*/*)
     -t LIFE     default lifetime of keys added with ssh-add (600, 10m, 1h30m)
     -E, -O      accepted for compatibility and ignored
+    --upstream SOCKET
+                list the keys of the agent at SOCKET beside postern's own
+                and gate them like postern's own (default: upstream in
+                the configuration file)
 
 With COMMAND, run it with the agent's environment and exit when it exits.
 Without -D or -d, the agent detaches once its socket listens.
@@ -53,6 +57,7 @@ type agentFlags struct {
 	csh, sh, fg, debug, kill bool
 	socket                   string
 	providers                string
+	upstream                 string
 	privateDir               string // created for this instance; removed at exit
 	lifetime                 time.Duration
 	command                  []string
@@ -64,7 +69,7 @@ func parseAgentFlags(args []string) (*agentFlags, error) {
 	if len(args) > 0 && args[0] == "--ensure" {
 		ensure, args = true, args[1:]
 	}
-	opts, rest, err := getopt.Parse(args, agentSpec)
+	opts, rest, err := getopt.Parse(args, agentSpec, "upstream=")
 	if err != nil {
 		return nil, usagef("agent: %v", err)
 	}
@@ -90,6 +95,9 @@ func parseAgentFlags(args []string) (*agentFlags, error) {
 		case 'P':
 			f.providers = o.Value
 		case 'E', 'O':
+		}
+		if o.Long == "upstream" {
+			f.upstream = o.Value
 		}
 	}
 	if f.csh && f.sh {
@@ -135,6 +143,11 @@ func cmdAgent(args []string, out, errw io.Writer) error {
 		f.privateDir = dir
 	} else if abs, err := filepath.Abs(f.socket); err == nil {
 		f.socket = abs
+	}
+	if f.upstream != "" {
+		if abs, err := filepath.Abs(f.upstream); err == nil {
+			f.upstream = abs
+		}
 	}
 	if d := os.Getenv(envPrivateDir); d != "" && d == filepath.Dir(f.socket) {
 		f.privateDir = d
@@ -197,6 +210,7 @@ func newGateway(f *agentFlags, log *slog.Logger, ready func()) (*gateway.Gateway
 		Socket:    f.socket,
 		Lifetime:  f.lifetime,
 		Providers: f.providers,
+		Upstream:  f.upstream,
 		Log:       log,
 		Ready:     ready,
 	})

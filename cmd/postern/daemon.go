@@ -64,6 +64,9 @@ func detach(f *agentFlags, out io.Writer) error {
 	if f.providers != "" {
 		args = append(args, "-P", f.providers)
 	}
+	if f.upstream != "" {
+		args = append(args, "--upstream", f.upstream)
+	}
 	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), envDetached+"=1", envPrivateDir+"="+f.privateDir)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, logf

@@ -27,8 +27,8 @@ type File struct {
 	Approval string `toml:"approval"`
 	// CardTimeout is how long a request waits for an answer before it is
 	// denied, and, once approved, how long a signature waits for the
-	// device that holds the key (a security key's touch, a token).
-	// Default 60s.
+	// device or upstream agent that holds the key (a touch, the
+	// upstream's own confirmation). Default 60s.
 	CardTimeout Duration `toml:"card_timeout"`
 	// KnownHosts lists the files whose names are given to verified host
 	// keys. Default ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts.
@@ -58,6 +58,16 @@ type File struct {
 	Rules []Rule `toml:"rule"`
 	// Bastion configures the optional local bastion.
 	Bastion Bastion `toml:"bastion"`
+	// Upstream is the socket of another agent whose keys the gateway
+	// lists beside its own and gates like them (postern agent --upstream
+	// overrides it). A leading "~/" and $VARIABLES are expanded. Read
+	// when the gateway starts, not on a reload.
+	Upstream string `toml:"upstream"`
+	// UpstreamChanges says where ssh-add's adds and removes go with an
+	// upstream agent: "refuse" (added keys are postern's own; removing
+	// an upstream key is refused) or "forward" (to the upstream agent).
+	// Default "refuse". Read when the gateway starts.
+	UpstreamChanges string `toml:"upstream_changes"`
 }
 
 // Bastion configures the local bastion that relays and journals remote
@@ -118,12 +128,13 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // Defaults returns the configuration used when no file exists.
 func Defaults() File {
 	return File{
-		Approval:     "session",
-		CardTimeout:  Duration{60 * time.Second},
-		KnownHosts:   []string{"~/.ssh/known_hosts", "/etc/ssh/ssh_known_hosts"},
-		Agents:       []string{"claude", "codex", "aider"},
-		SessionScope: "key",
-		CardCooldown: Duration{30 * time.Second},
+		Approval:        "session",
+		CardTimeout:     Duration{60 * time.Second},
+		KnownHosts:      []string{"~/.ssh/known_hosts", "/etc/ssh/ssh_known_hosts"},
+		Agents:          []string{"claude", "codex", "aider"},
+		SessionScope:    "key",
+		CardCooldown:    Duration{30 * time.Second},
+		UpstreamChanges: "refuse",
 	}
 }
 
@@ -236,6 +247,11 @@ func (f *File) check() error {
 	case "key", "destination":
 	default:
 		return badSetting("", "session_scope", "session_scope = %q: want key or destination", f.SessionScope)
+	}
+	switch f.UpstreamChanges {
+	case "refuse", "forward":
+	default:
+		return badSetting("", "upstream_changes", "upstream_changes = %q: want refuse or forward", f.UpstreamChanges)
 	}
 	for _, g := range f.Bastion.Markers {
 		if _, err := path.Match(g, ""); err != nil {

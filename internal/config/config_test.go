@@ -32,12 +32,24 @@ func TestParse(t *testing.T) {
 		"[[rule]]\nexe = \"git\"\napproval = \"none\"":        `exe = "git": give the executable's absolute path (such as "/usr/bin/git")`,
 		"[[rule]]\nexe = \"*/git\"\napproval = \"none\"":      "absolute path",
 		"[[rule]]\nexe = \"sha256:abc\"\napproval = \"none\"": "64 hex digits",
+		"upstream_changes = \"pass\"":                         "upstream_changes",
+		"upstream = 3":                                        "upstream",
 	}
 	for in, want := range bad {
 		_, err := Parse("c", []byte(in))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Parse(%q) = %v, want an error mentioning %q", in, err, want)
 		}
+	}
+}
+
+func TestParseUpstream(t *testing.T) {
+	f, err := Parse("c", []byte("upstream = \"~/.1password/agent.sock\"\nupstream_changes = \"forward\"\n"))
+	if err != nil || f.Upstream != "~/.1password/agent.sock" || f.UpstreamChanges != "forward" {
+		t.Fatalf("%+v %v", f, err)
+	}
+	if f, _ := Parse("c", []byte("approval = \"none\"\n")); f.Upstream != "" || f.UpstreamChanges != "refuse" {
+		t.Fatalf("upstream defaults: %+v", f)
 	}
 }
 

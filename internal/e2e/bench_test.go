@@ -368,3 +368,72 @@ func median(d []time.Duration) time.Duration {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// BenchmarkUpstreamSign compares signing with a key that only OpenSSH's
+// ssh-agent holds, asked directly and through "postern agent --upstream"
+// gating it (approval = "none": the protocol, the identity re-check, the
+// lookup and the forwarding, not a person). The difference in ns/op is
+// what the gate adds to the upstream's own latency; on a busy machine,
+// where wall time is mostly waiting for a CPU, gate-cpu-us/op (the CPU
+// time postern spent per signature, from its threads' schedstat) and
+// upstream-cpu-us/op say what each process did.
+func BenchmarkUpstreamSign(b *testing.B) {
+	agents := startBenchAgents(b)
+	sshAgent := agents[0]
+	e := sshAgent.env
+	gate := e.startAgentAt(e.Path("run", "gate", "agent.sock"), "--upstream", sshAgent.sock)
+	gated := &benchAgent{env: e, name: "postern-upstream", sock: gate.Socket, pid: gate.PID(), keys: sshAgent.keys}
+	data := []byte("a session identifier and a userauth request, roughly this long, to be signed")
+	for _, key := range []string{"ed25519", "rsa3072"} {
+		for _, mode := range []string{"sequential", "conn-per-sign"} {
+			for _, a := range []*benchAgent{sshAgent, gated} {
+				pub, flags := a.keys[key], signFlags(key)
+				b.Run(fmt.Sprintf("key=%s/mode=%s/agent=%s", key, mode, a.name), func(b *testing.B) {
+					var cl agent.ExtendedAgent
+					if mode == "sequential" {
+						var c net.Conn
+						cl, c = dialAgent(b, a.sock)
+						defer c.Close()
+					}
+					gate0, up0 := cpuNanos(b, gated.pid), cpuNanos(b, sshAgent.pid)
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						cl := cl
+						var c net.Conn
+						if cl == nil {
+							cl, c = dialAgent(b, a.sock)
+						}
+						if _, err := cl.SignWithFlags(pub, data, flags); err != nil {
+							b.Fatal(err)
+						}
+						if c != nil {
+							c.Close()
+						}
+					}
+					b.StopTimer()
+					b.ReportMetric(float64(cpuNanos(b, gated.pid)-gate0)/1e3/float64(b.N), "gate-cpu-us/op")
+					b.ReportMetric(float64(cpuNanos(b, sshAgent.pid)-up0)/1e3/float64(b.N), "upstream-cpu-us/op")
+				})
+			}
+		}
+	}
+}
+
+// cpuNanos returns the CPU time all of a process's threads have used, in
+// nanoseconds, from /proc/PID/task/*/schedstat.
+func cpuNanos(b *testing.B, pid int) int64 {
+	tasks, err := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "schedstat"))
+	if err != nil || len(tasks) == 0 {
+		b.Fatalf("no schedstat for pid %d", pid)
+	}
+	var total int64
+	for _, p := range tasks {
+		s, err := os.ReadFile(p)
+		if err != nil {
+			continue // a thread that ended
+		}
+		n, _ := strconv.ParseInt(strings.Fields(string(s))[0], 10, 64)
+		total += n
+	}
+	return total
+}

@@ -3,7 +3,9 @@
 // single-letter options that can be clustered (-Dd), values attached
 // (-t1h, -P/*) or separate (-t 1h), "--" to end options, and parsing that
 // stops at the first argument that is not an option. The standard flag
-// package cannot do this.
+// package cannot do this. Long options (--upstream SOCKET,
+// --upstream=SOCKET), which ssh-agent does not have, are the command's
+// own additions.
 package getopt
 
 import (
@@ -13,7 +15,8 @@ import (
 
 // Option is one parsed option.
 type Option struct {
-	Name  byte
+	Name  byte   // a single-letter option, or 0
+	Long  string // a long option, without its dashes
 	Value string // for options that take a value
 }
 
@@ -24,8 +27,10 @@ func (e *Error) Error() string { return e.Msg }
 
 // Parse parses args (without the program name) against spec, which lists
 // the option letters, each followed by ':' when it takes a value, as in
-// getopt(3). It returns the options in order and the remaining operands.
-func Parse(args []string, spec string) ([]Option, []string, error) {
+// getopt(3), and long, the long options' names, each followed by '=' when
+// it takes a value. It returns the options in order and the remaining
+// operands.
+func Parse(args []string, spec string, long ...string) ([]Option, []string, error) {
 	var opts []Option
 	i := 0
 	for ; i < len(args); i++ {
@@ -36,6 +41,17 @@ func Parse(args []string, spec string) ([]Option, []string, error) {
 		}
 		if len(a) < 2 || a[0] != '-' {
 			break
+		}
+		if strings.HasPrefix(a, "--") {
+			o, err := parseLong(a[2:], long, args[i+1:])
+			if err != nil {
+				return nil, nil, err
+			}
+			if o.Value != "" && !strings.Contains(a, "=") {
+				i++
+			}
+			opts = append(opts, o)
+			continue
 		}
 		for j := 1; j < len(a); j++ {
 			c := a[j]
@@ -60,4 +76,28 @@ func Parse(args []string, spec string) ([]Option, []string, error) {
 		}
 	}
 	return opts, args[i:], nil
+}
+
+// parseLong parses the long option a (without its dashes), whose value
+// is attached with '=' or is the next argument, the first of next.
+func parseLong(a string, long []string, next []string) (Option, error) {
+	name, value, attached := strings.Cut(a, "=")
+	for _, l := range long {
+		n, takes := strings.CutSuffix(l, "=")
+		if n != name {
+			continue
+		}
+		switch {
+		case !takes && attached:
+			return Option{}, &Error{fmt.Sprintf("option --%s takes no argument", name)}
+		case !takes:
+			return Option{Long: name}, nil
+		case attached && value != "":
+			return Option{Long: name, Value: value}, nil
+		case !attached && len(next) > 0 && next[0] != "":
+			return Option{Long: name, Value: next[0]}, nil
+		}
+		return Option{}, &Error{fmt.Sprintf("option --%s requires an argument", name)}
+	}
+	return Option{}, &Error{fmt.Sprintf("unknown option --%s", name)}
 }

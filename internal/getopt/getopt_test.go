@@ -16,17 +16,27 @@ func TestParse(t *testing.T) {
 		err  bool
 	}{
 		{[]string{"-Dd"}, []Option{{Name: 'D'}, {Name: 'd'}}, []string{}, false},
-		{[]string{"-t1h", "-a", "/tmp/s"}, []Option{{'t', "1h"}, {'a', "/tmp/s"}}, []string{}, false},
-		{[]string{"-P/*", "-E", "md5"}, []Option{{'P', "/*"}, {'E', "md5"}}, []string{}, false},
-		{[]string{"-st", "60", "cmd", "-D"}, []Option{{Name: 's'}, {'t', "60"}}, []string{"cmd", "-D"}, false},
+		{[]string{"-t1h", "-a", "/tmp/s"}, []Option{{Name: 't', Value: "1h"}, {Name: 'a', Value: "/tmp/s"}}, []string{}, false},
+		{[]string{"-P/*", "-E", "md5"}, []Option{{Name: 'P', Value: "/*"}, {Name: 'E', Value: "md5"}}, []string{}, false},
+		{[]string{"-st", "60", "cmd", "-D"}, []Option{{Name: 's'}, {Name: 't', Value: "60"}}, []string{"cmd", "-D"}, false},
 		{[]string{"--", "-D"}, nil, []string{"-D"}, false},
 		{[]string{"-", "x"}, nil, []string{"-", "x"}, false},
 		{[]string{"-x"}, nil, nil, true},
 		{[]string{"-t"}, nil, nil, true},
 		{[]string{"-D", "sh", "-c", "true"}, []Option{{Name: 'D'}}, []string{"sh", "-c", "true"}, false},
+		// Long options.
+		{[]string{"--upstream", "/u", "-D"}, []Option{{Long: "upstream", Value: "/u"}, {Name: 'D'}}, []string{}, false},
+		{[]string{"-D", "--upstream=/u", "cmd"}, []Option{{Name: 'D'}, {Long: "upstream", Value: "/u"}}, []string{"cmd"}, false},
+		{[]string{"--upstream"}, nil, nil, true},
+		{[]string{"--upstream="}, nil, nil, true},
+		{[]string{"--upstream", ""}, nil, nil, true},
+		{[]string{"--upstreams", "/u"}, nil, nil, true},
+		{[]string{"--flag=x"}, nil, nil, true},
+		{[]string{"--flag", "x"}, []Option{{Long: "flag"}}, []string{"x"}, false},
+		{[]string{"sh", "--upstream", "/u"}, nil, []string{"sh", "--upstream", "/u"}, false},
 	}
 	for _, tt := range tests {
-		opts, rest, err := Parse(tt.args, agentSpec)
+		opts, rest, err := Parse(tt.args, agentSpec, "upstream=", "flag")
 		if (err != nil) != tt.err {
 			t.Errorf("Parse(%q) err = %v", tt.args, err)
 			continue

@@ -1,0 +1,361 @@
+package sshagent
+
+import (
+	"bytes"
+	"crypto/dsa"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// An upstream agent (postern agent --upstream SOCKET, upstream = in
+// postern.toml) keeps its keys where they are — a YubiKey behind
+// yubikey-agent, a TPM behind ssh-tpm-agent, 1Password, gpg-agent,
+// another ssh-agent — and postern gates them: its identities are listed
+// beside postern's own, and a signature with one of them goes through
+// the same checks as postern's own keys (the requester verified again,
+// the session bindings, the decision, the audit record) before it is
+// sent to the upstream agent, which signs. The upstream's own
+// confirmations (ssh-add -c on it, a touch) still happen, after
+// postern's; postern waits for them as long as for a touch
+// (Server.TouchTimeout).
+//
+// Each client connection gets its own connection to the upstream agent,
+// opened when first needed, and the session bindings postern verified
+// on the client's connection are sent on it too, in order, so that the
+// upstream applies its own destination restrictions (ssh-add -h) and its
+// own rules for forwarded connections to what the client really is. No
+// other extension is passed on: an extension could sign.
+//
+// Adds and removes follow UpstreamAgent.Changes. Locking postern
+// (ssh-add -x) hides the upstream's keys too and is not passed on.
+
+// UpstreamChanges says where ssh-add's adds and removes go when there is
+// an upstream agent.
+type UpstreamChanges int
+
+const (
+	// UpstreamRefuse: keys added with ssh-add are postern's own; a
+	// removal of a key only the upstream holds is refused, and ssh-add -D
+	// removes postern's added keys only.
+	UpstreamRefuse UpstreamChanges = iota
+	// UpstreamForward: keys added with ssh-add go to the upstream agent,
+	// and removals go to postern and to the upstream.
+	UpstreamForward
+)
+
+// An UpstreamAgent is the agent whose keys postern lists and gates.
+type UpstreamAgent struct {
+	Socket  string
+	Changes UpstreamChanges
+}
+
+// upstreamTimeout bounds an exchange with the upstream agent that waits
+// for nobody: a listing, an add, a removal, a session-bind.
+const upstreamTimeout = 10 * time.Second
+
+// maxUpstreamKeys bounds the identities taken from the upstream agent.
+const maxUpstreamKeys = 1024
+
+// upstreamLink is one client connection's connection to the upstream
+// agent, used by that client's requests one at a time.
+type upstreamLink struct {
+	framed
+	ids []*Identity // the identities it listed last
+}
+
+// call sends one request and reads the reply, waiting until deadline.
+func (u *upstreamLink) call(msg []byte, deadline time.Time) ([]byte, error) {
+	if err := u.send(msg); err != nil {
+		return nil, err
+	}
+	return u.recv(deadline)
+}
+
+// bind sends a session-bind the agent verified to the upstream agent.
+func (u *upstreamLink) bind(contents []byte) error {
+	msg := append([]byte{msgExtension}, ssh.Marshal(extensionMsg{Name: ExtSessionBind, Contents: contents})...)
+	resp, err := u.call(msg, time.Now().Add(upstreamTimeout))
+	switch {
+	case err != nil:
+		return err
+	case len(resp) == 0 || resp[0] != msgSuccess:
+		return errRefusedUpstream
+	}
+	return nil
+}
+
+var errRefusedUpstream = errors.New("the upstream agent refused")
+
+// upstream returns the connection's link to the upstream agent, opening
+// it and sending it the connection's session bindings when needed.
+func (c *conn) upstream() (*upstreamLink, error) {
+	if c.up != nil {
+		return c.up, nil
+	}
+	d := net.Dialer{Timeout: upstreamTimeout}
+	nc, err := d.DialContext(c.ctx, "unix", c.srv.Upstream.Socket)
+	if err != nil {
+		return nil, err
+	}
+	c.up = &upstreamLink{framed: framed{nc}}
+	for _, b := range c.binds.list {
+		if err := c.bindUpstream(b.raw); err != nil {
+			return nil, err
+		}
+	}
+	return c.up, nil
+}
+
+// bindUpstream sends a verified session-bind on the link, when it is
+// open. An upstream that refuses it (one that does not know the
+// extension, such as gpg-agent) goes on without it; a broken link is
+// closed.
+func (c *conn) bindUpstream(contents []byte) error {
+	if c.up == nil {
+		return nil
+	}
+	err := c.up.bind(contents)
+	if errors.Is(err, errRefusedUpstream) {
+		c.log.Info("the upstream agent refused a session-bind; it goes on without it")
+		return nil
+	}
+	if err != nil {
+		c.closeUpstream()
+		return fmt.Errorf("upstream agent %s: %w", c.srv.Upstream.Socket, err)
+	}
+	return nil
+}
+
+// upstreamCall sends one request to the upstream agent and reads the
+// reply, waiting at most wait. A link that fails is closed; the next
+// request opens a new one.
+func (c *conn) upstreamCall(msg []byte, wait time.Duration) ([]byte, error) {
+	u, err := c.upstream()
+	if err == nil {
+		var resp []byte
+		if resp, err = u.call(msg, time.Now().Add(wait)); err == nil {
+			return resp, nil
+		}
+		c.closeUpstream()
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = errTouchTimeout
+	}
+	return nil, fmt.Errorf("upstream agent %s: %w", c.srv.Upstream.Socket, err)
+}
+
+func (c *conn) closeUpstream() {
+	if c.up != nil {
+		c.up.conn.Close()
+		c.up = nil
+	}
+}
+
+// upstreamIdentities lists the upstream agent's identities.
+func (c *conn) upstreamIdentities() ([]*Identity, error) {
+	resp, err := c.upstreamCall([]byte{msgRequestIdentities}, upstreamTimeout)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := parseIdentitiesAnswer(resp)
+	if err != nil {
+		c.closeUpstream()
+		return nil, fmt.Errorf("upstream agent %s: %w", c.srv.Upstream.Socket, err)
+	}
+	c.up.ids = ids
+	return ids, nil
+}
+
+// parseIdentitiesAnswer reads an upstream agent's IDENTITIES_ANSWER.
+// A key the agent cannot parse is left out.
+func parseIdentitiesAnswer(resp []byte) ([]*Identity, error) {
+	var m struct {
+		N    uint32
+		Rest []byte `ssh:"rest"`
+	}
+	if len(resp) == 0 || resp[0] != msgIdentitiesAnswer || ssh.Unmarshal(resp[1:], &m) != nil || m.N > maxUpstreamKeys {
+		return nil, errors.New("malformed identity list")
+	}
+	ids := make([]*Identity, 0, m.N)
+	rest := m.Rest
+	for range m.N {
+		var k struct {
+			Blob    []byte
+			Comment string
+			Rest    []byte `ssh:"rest"`
+		}
+		if err := ssh.Unmarshal(rest, &k); err != nil {
+			return nil, errors.New("malformed identity list")
+		}
+		rest = k.Rest
+		if pub, err := parsePublicKey(k.Blob); err == nil {
+			ids = append(ids, &Identity{Key: pub, Comment: k.Comment, Source: Upstream})
+		}
+	}
+	if len(rest) != 0 {
+		return nil, errors.New("malformed identity list")
+	}
+	return ids, nil
+}
+
+// withUpstream appends to own the upstream's identities that own does
+// not hold. An upstream that cannot be reached lists nothing.
+func (c *conn) withUpstream(own []*Identity) []*Identity {
+	if c.srv.Upstream == nil {
+		return own
+	}
+	ups, err := c.upstreamIdentities()
+	if err != nil {
+		c.log.Warn("listing without the upstream agent's keys", "err", err)
+		return own
+	}
+	for _, id := range ups {
+		if findKey(own, id.Key) == nil {
+			own = append(own, id)
+		}
+	}
+	return own
+}
+
+// lookupUpstream finds the upstream identity for key, among those it
+// listed last, else in a new listing.
+func (c *conn) lookupUpstream(key ssh.PublicKey) (*Identity, error) {
+	if c.up != nil {
+		if id := findKey(c.up.ids, key); id != nil {
+			return id, nil
+		}
+	}
+	ids, err := c.upstreamIdentities()
+	if err != nil {
+		return nil, err
+	}
+	if id := findKey(ids, key); id != nil {
+		return id, nil
+	}
+	return nil, ErrNotFound
+}
+
+// signUpstream has the upstream agent sign, after the decision: the key
+// as the upstream listed it, the data and flags as the client sent them.
+// The upstream may wait for its own confirmation or a touch, for as long
+// as a security key's touch; a signature that arrives after postern was
+// locked is dropped.
+func (c *conn) signUpstream(id *Identity, data []byte, flags uint32) (*ssh.Signature, error) {
+	locked, locks := c.srv.Keys.lockState()
+	if locked {
+		return nil, ErrLocked
+	}
+	msg := append([]byte{msgSignRequest}, ssh.Marshal(signRequestMsg{KeyBlob: id.Key.Marshal(), Data: data, Flags: flags})...)
+	resp, err := c.upstreamCall(msg, c.srv.touchTimeout())
+	if err != nil {
+		return nil, err
+	}
+	var m struct {
+		Sig  []byte
+		Rest []byte `ssh:"rest"`
+	}
+	sig := new(ssh.Signature)
+	switch {
+	case len(resp) == 0 || resp[0] != msgSignResponse:
+		return nil, errors.New("the upstream agent refused to sign")
+	case ssh.Unmarshal(resp[1:], &m) != nil || len(m.Rest) != 0 || ssh.Unmarshal(m.Sig, sig) != nil:
+		return nil, errors.New("the upstream agent sent a malformed signature")
+	}
+	if err := c.srv.Keys.stillOpen(locks); err != nil {
+		return nil, err
+	}
+	return sig, nil
+}
+
+// forwardsChanges reports whether ssh-add's adds and removes go to the
+// upstream agent.
+func (c *conn) forwardsChanges() bool {
+	return c.srv.Upstream != nil && c.srv.Upstream.Changes == UpstreamForward
+}
+
+// addUpstream passes an add request (msg: its type and payload) to the
+// upstream agent, once it parses: the upstream applies its own rules to
+// its constraints.
+func (c *conn) addUpstream(msg []byte) error {
+	// Parsing wipes the private key it reads: what is sent is a copy.
+	fwd := bytes.Clone(msg)
+	defer clear(fwd)
+	defer clear(msg)
+	k, _, err := parseAddedKey(msg[1:])
+	if err != nil {
+		return c.refuse("refusing to add key: " + err.Error())
+	}
+	pub, err := k.publicKey()
+	wipe(k.priv)
+	if err != nil {
+		return c.refuse("refusing to add key: " + err.Error())
+	}
+	fp := ssh.FingerprintSHA256(plainKey(pub))
+	return c.changeUpstream(fwd, "add the key", "key", fp, "type", pub.Type())
+}
+
+// changeUpstream sends a request that changes the upstream agent's keys
+// (to "what", for the log) and wants SSH_AGENT_SUCCESS back.
+func (c *conn) changeUpstream(msg []byte, what string, args ...any) error {
+	resp, err := c.upstreamCall(msg, upstreamTimeout)
+	switch {
+	case err != nil:
+		return c.refuse("refusing to "+what+": "+err.Error(), args...)
+	case len(resp) == 0 || resp[0] != msgSuccess:
+		return c.refuse("the upstream agent refused to "+what, args...)
+	}
+	c.log.Info("the upstream agent did "+what, args...)
+	return nil
+}
+
+// removeUpstream applies a removal of key, which postern's keyring
+// answered with ownErr, to the upstream agent as configured.
+func (c *conn) removeUpstream(msg []byte, key ssh.PublicKey, ownErr error) error {
+	fp := ssh.FingerprintSHA256(plainKey(key))
+	if _, err := c.lookupUpstream(key); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return ownErr
+		}
+		return c.refuse("refusing to remove key: "+err.Error(), "key", fp)
+	}
+	if !c.forwardsChanges() {
+		if ownErr == nil {
+			c.log.Info("key removed; the upstream agent's copy stays (upstream_changes = refuse)", "key", fp)
+			return nil
+		}
+		return c.refuse("refusing to remove a key the upstream agent holds (upstream_changes = refuse)", "key", fp)
+	}
+	return c.changeUpstream(msg, "remove the key", "key", fp)
+}
+
+// removeAllUpstream removes every key of the upstream agent, when
+// removals go there.
+func (c *conn) removeAllUpstream() error {
+	if !c.forwardsChanges() {
+		return nil
+	}
+	return c.changeUpstream([]byte{msgRemoveAllIdentities}, "remove all its keys")
+}
+
+// publicKey returns the public key (or certificate) of an added key.
+func (k *addedKey) publicKey() (ssh.PublicKey, error) {
+	switch {
+	case k.cert != nil:
+		return k.cert, nil
+	case k.sk != nil:
+		return k.sk.pub, nil
+	}
+	if d, ok := k.priv.(*dsa.PrivateKey); ok {
+		return dsaSigner{d}.PublicKey(), nil
+	}
+	s, err := ssh.NewSignerFromKey(k.priv)
+	if err != nil {
+		return nil, err
+	}
+	return s.PublicKey(), nil
+}

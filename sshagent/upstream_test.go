@@ -1,0 +1,430 @@
+package sshagent
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/binary"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/postern/postern/audit"
+)
+
+// upstreamStub is an upstream agent: x/crypto's keyring, served on a
+// socket, which records the sign requests and session-binds it gets and
+// can hold a signature until the test releases it (a person who has not
+// touched the key yet).
+type upstreamStub struct {
+	agent.ExtendedAgent
+	sock string
+
+	mu      sync.Mutex
+	signs   int
+	binds   [][]byte
+	hold    chan struct{} // when set, Sign waits for it to close
+	signing chan struct{} // closed when a held Sign has started
+}
+
+func startUpstream(t testing.TB) *upstreamStub {
+	t.Helper()
+	u := &upstreamStub{ExtendedAgent: agent.NewKeyring().(agent.ExtendedAgent)}
+	dir, err := os.MkdirTemp("", "upstream-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.sock = filepath.Join(dir, "s")
+	l, err := net.Listen("unix", u.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { agent.ServeAgent(u, c); c.Close() }()
+		}
+	}()
+	t.Cleanup(func() { l.Close(); os.RemoveAll(dir) })
+	return u
+}
+
+func (u *upstreamStub) SignWithFlags(key ssh.PublicKey, data []byte, flags agent.SignatureFlags) (*ssh.Signature, error) {
+	u.mu.Lock()
+	u.signs++
+	hold, signing := u.hold, u.signing
+	u.mu.Unlock()
+	if hold != nil {
+		close(signing)
+		<-hold
+	}
+	return u.ExtendedAgent.SignWithFlags(key, data, flags)
+}
+
+func (u *upstreamStub) Sign(key ssh.PublicKey, data []byte) (*ssh.Signature, error) {
+	return u.SignWithFlags(key, data, 0)
+}
+
+func (u *upstreamStub) Extension(typ string, contents []byte) ([]byte, error) {
+	if typ != ExtSessionBind {
+		return nil, agent.ErrExtensionUnsupported
+	}
+	u.mu.Lock()
+	u.binds = append(u.binds, contents)
+	u.mu.Unlock()
+	return nil, nil
+}
+
+func (u *upstreamStub) bindCount() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.binds)
+}
+
+func (u *upstreamStub) signCount() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.signs
+}
+
+// holdSigns makes the next signatures wait until release is called.
+func (u *upstreamStub) holdSigns() (started <-chan struct{}, release func()) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.hold, u.signing = make(chan struct{}), make(chan struct{})
+	hold := u.hold
+	return u.signing, func() { close(hold) }
+}
+
+func (u *upstreamStub) addKey(t testing.TB, comment string) ssh.PublicKey {
+	t.Helper()
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	if err := u.Add(agent.AddedKey{PrivateKey: k, Comment: comment}); err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := ssh.NewPublicKey(k.Public())
+	return pub
+}
+
+func startGated(t testing.TB, up *upstreamStub, changes UpstreamChanges) *testServer {
+	t.Helper()
+	return startServerWith(t, func(s *Server) {
+		s.Upstream = &UpstreamAgent{Socket: up.sock, Changes: changes}
+	})
+}
+
+func TestUpstreamListedAndGated(t *testing.T) {
+	up := startUpstream(t)
+	upKey := up.addKey(t, "held upstream")
+	ts := startGated(t, up, UpstreamRefuse)
+	ag, _ := ts.client(t)
+	_, own, _ := ed25519.GenerateKey(rand.Reader)
+	if err := ag.Add(agent.AddedKey{PrivateKey: own, Comment: "own"}); err != nil {
+		t.Fatal(err)
+	}
+	ownPub, _ := ssh.NewPublicKey(own.Public())
+	// The same key in both: listed once, as postern's own.
+	if err := up.Add(agent.AddedKey{PrivateKey: own, Comment: "copy upstream"}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := ag.List()
+	if err != nil || len(list) != 2 || list[0].Comment != "own" || list[1].Comment != "held upstream" {
+		t.Fatalf("list = %v, %v", list, err)
+	}
+
+	// Denied: the upstream is not asked.
+	ts.dec.allow.Store(false)
+	if _, err := ag.Sign(upKey, []byte("data")); err == nil {
+		t.Fatal("signed with an upstream key the decision denied")
+	}
+	if r := ts.dec.last(); r == nil || !r.Key.Upstream || r.Key.Fingerprint != ssh.FingerprintSHA256(upKey) || r.Key.Comment != "held upstream" {
+		t.Fatalf("the decision was asked about %+v", r)
+	}
+	if n := up.signCount(); n != 0 {
+		t.Fatalf("the upstream signed %d times for a denied request", n)
+	}
+	// Allowed: the upstream signs.
+	ts.dec.allow.Store(true)
+	sig, err := ag.Sign(upKey, []byte("data"))
+	if err != nil || upKey.Verify([]byte("data"), sig) != nil || up.signCount() != 1 {
+		t.Fatalf("upstream signature: %v, %d signs", err, up.signCount())
+	}
+	// Postern's own key is signed by postern.
+	if _, err := ag.Sign(ownPub, []byte("data")); err != nil || up.signCount() != 1 || ts.dec.last().Key.Upstream {
+		t.Fatalf("own key: %v, upstream signs %d", err, up.signCount())
+	}
+	// A key neither holds.
+	_, other, _ := ed25519.GenerateKey(rand.Reader)
+	otherPub, _ := ssh.NewPublicKey(other.Public())
+	if _, err := ag.Sign(otherPub, []byte("data")); err == nil || ts.dec.lastRefusal() != audit.ReasonKeyNotHeld {
+		t.Fatalf("unknown key: %v, refusal %q", err, ts.dec.lastRefusal())
+	}
+	// Locked: nothing listed, nothing signed, the upstream not asked.
+	ts.srv.Keys.SetLocked(true)
+	if l, _ := ag.List(); len(l) != 0 {
+		t.Fatalf("locked agent lists %v", l)
+	}
+	if _, err := ag.Sign(upKey, []byte("data")); err == nil || up.signCount() != 1 {
+		t.Fatal("a locked agent had the upstream sign")
+	}
+}
+
+// A key the upstream added after the connection listed is found by a new
+// listing; the same connection keeps one upstream connection.
+func TestUpstreamLookupRefreshes(t *testing.T) {
+	up := startUpstream(t)
+	ts := startGated(t, up, UpstreamRefuse)
+	ag, _ := ts.client(t)
+	if l, err := ag.List(); err != nil || len(l) != 0 {
+		t.Fatalf("list = %v %v", l, err)
+	}
+	k := up.addKey(t, "later")
+	if _, err := ag.Sign(k, []byte("x")); err != nil {
+		t.Fatalf("sign with a key added upstream after the listing: %v", err)
+	}
+}
+
+// The session bindings postern verified go to the upstream, in order:
+// those before the upstream connection opened, and those after.
+func TestUpstreamGetsSessionBinds(t *testing.T) {
+	up := startUpstream(t)
+	ts := startGated(t, up, UpstreamRefuse)
+	c := ts.rawConn(t)
+	host1, host2 := newHost(t), newHost(t)
+	b1, b2 := host1.bind([]byte("session-one"), true), host2.bind([]byte("session-two"), false)
+	call := func(msg []byte) byte {
+		t.Helper()
+		frame := binary.BigEndian.AppendUint32(nil, uint32(len(msg)))
+		if _, err := c.Write(append(frame, msg...)); err != nil {
+			t.Fatal(err)
+		}
+		var hdr [4]byte
+		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+			t.Fatal(err)
+		}
+		resp := make([]byte, binary.BigEndian.Uint32(hdr[:]))
+		if _, err := io.ReadFull(c, resp); err != nil {
+			t.Fatal(err)
+		}
+		return resp[0]
+	}
+	ext := func(contents []byte) []byte {
+		return append([]byte{msgExtension}, ssh.Marshal(extensionMsg{Name: ExtSessionBind, Contents: contents})...)
+	}
+	if r := call(ext(b1)); r != msgSuccess {
+		t.Fatalf("bind: %d", r)
+	}
+	if up.bindCount() != 0 {
+		t.Fatal("the upstream connection opened before it was needed")
+	}
+	if r := call([]byte{msgRequestIdentities}); r != msgIdentitiesAnswer {
+		t.Fatalf("list: %d", r)
+	}
+	if r := call(ext(b2)); r != msgSuccess {
+		t.Fatalf("bind: %d", r)
+	}
+	// A bind postern refuses never reaches the upstream.
+	bad := ssh.Marshal(sessionBindMsg{HostKey: host1.PublicKey().Marshal(), SessionID: []byte("s"), Signature: ssh.Marshal(&ssh.Signature{Format: "ssh-ed25519", Blob: make([]byte, 64)})})
+	if r := call(ext(bad)); r != msgExtensionFailure {
+		t.Fatalf("bad bind: %d", r)
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if len(up.binds) != 2 || !bytes.Equal(up.binds[0], b1) || !bytes.Equal(up.binds[1], b2) {
+		t.Fatalf("the upstream got %d binds", len(up.binds))
+	}
+}
+
+func TestUpstreamChanges(t *testing.T) {
+	newKey := func() (ed25519.PrivateKey, ssh.PublicKey) {
+		_, k, _ := ed25519.GenerateKey(rand.Reader)
+		pub, _ := ssh.NewPublicKey(k.Public())
+		return k, pub
+	}
+	upstreamHas := func(up *upstreamStub, pub ssh.PublicKey) bool {
+		l, _ := up.List()
+		for _, k := range l {
+			if bytes.Equal(k.Marshal(), pub.Marshal()) {
+				return true
+			}
+		}
+		return false
+	}
+
+	t.Run("refuse", func(t *testing.T) {
+		up := startUpstream(t)
+		upKey := up.addKey(t, "upstream")
+		ts := startGated(t, up, UpstreamRefuse)
+		ag, _ := ts.client(t)
+		k, pub := newKey()
+		if err := ag.Add(agent.AddedKey{PrivateKey: k}); err != nil || upstreamHas(up, pub) {
+			t.Fatalf("add went upstream, or failed: %v", err)
+		}
+		if err := ag.Remove(upKey); err == nil || !upstreamHas(up, upKey) {
+			t.Fatalf("removed an upstream key: %v", err)
+		}
+		if err := ag.RemoveAll(); err != nil || !upstreamHas(up, upKey) {
+			t.Fatalf("remove all: %v; the upstream lost its key", err)
+		}
+		if l, _ := ag.List(); len(l) != 1 {
+			t.Fatalf("after remove all: %v", l)
+		}
+	})
+	t.Run("forward", func(t *testing.T) {
+		up := startUpstream(t)
+		upKey := up.addKey(t, "upstream")
+		ts := startGated(t, up, UpstreamForward)
+		ag, _ := ts.client(t)
+		k, pub := newKey()
+		if err := ag.Add(agent.AddedKey{PrivateKey: k, Comment: "sent", LifetimeSecs: 600}); err != nil || !upstreamHas(up, pub) {
+			t.Fatalf("add did not go upstream: %v", err)
+		}
+		if ids, _ := ts.srv.Keys.Identities(); len(ids) != 0 {
+			t.Fatalf("a forwarded add stayed in postern: %v", ids)
+		}
+		if err := ag.Remove(pub); err != nil || upstreamHas(up, pub) {
+			t.Fatalf("remove did not go upstream: %v", err)
+		}
+		if err := ag.RemoveAll(); err != nil || upstreamHas(up, upKey) {
+			t.Fatalf("remove all did not go upstream: %v", err)
+		}
+		// A malformed add is refused here, not sent.
+		c := ts.rawConn(t)
+		c.Write([]byte{0, 0, 0, 5, msgAddIdentity, 0, 0, 0, 9})
+		var resp [5]byte
+		if _, err := io.ReadFull(c, resp[:]); err != nil || resp[4] != msgFailure {
+			t.Fatalf("malformed add: %v %v", resp, err)
+		}
+	})
+}
+
+// An upstream that has not answered within TouchTimeout: the request is
+// refused as touch_timeout. A signature that arrives after postern was
+// locked (and unlocked) meanwhile is dropped.
+func TestUpstreamWaitsAndLocks(t *testing.T) {
+	up := startUpstream(t)
+	k := up.addKey(t, "slow")
+	var wait atomic.Int64
+	wait.Store(int64(50 * time.Millisecond))
+	ts := startServerWith(t, func(s *Server) {
+		s.Upstream = &UpstreamAgent{Socket: up.sock}
+		s.TouchTimeout = func() time.Duration { return time.Duration(wait.Load()) }
+	})
+	ag, _ := ts.client(t)
+	_, release := up.holdSigns()
+	if _, err := ag.Sign(k, []byte("x")); err == nil || ts.dec.lastRefusal() != audit.ReasonTouchTimeout {
+		t.Fatalf("sign: %v, refusal %q", err, ts.dec.lastRefusal())
+	}
+	release()
+
+	wait.Store(0) // the default: a minute
+	started, release := up.holdSigns()
+	done := make(chan error, 1)
+	go func() { _, err := ag.Sign(k, []byte("x")); done <- err }()
+	<-started
+	ts.srv.Keys.SetLocked(true)
+	ts.srv.Keys.SetLocked(false)
+	release()
+	if err := <-done; err == nil || ts.dec.lastRefusal() != audit.ReasonVaultLocked {
+		t.Fatalf("a signature across a lock: %v, refusal %q", err, ts.dec.lastRefusal())
+	}
+}
+
+// Whatever an upstream sends back, postern answers with a failure or a
+// shorter list, never a panic or a hang.
+func TestUpstreamMalformedReplies(t *testing.T) {
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	pub, _ := ssh.NewPublicKey(k.Public())
+	idList := append([]byte{msgIdentitiesAnswer}, ssh.Marshal(struct {
+		N             uint32
+		Blob, Comment []byte
+	}{1, pub.Marshal(), []byte("k")})...)
+	cases := map[string][][]byte{
+		"empty":           {{}},
+		"oversized":       {append(binary.BigEndian.AppendUint32(nil, MaxMessage+1), msgSuccess)},
+		"count too large": {append([]byte{0, 0, 0, 5, msgIdentitiesAnswer}, 0xff, 0xff, 0xff, 0xff)},
+		"truncated list":  {frame(append([]byte{msgIdentitiesAnswer}, 0, 0, 0, 2))},
+		"trailing":        {frame(append(append([]byte{}, idList...), 1))},
+		"bad key": {frame(append([]byte{msgIdentitiesAnswer}, ssh.Marshal(struct {
+			N    uint32
+			B, C string
+		}{1, "junk", "c"})...))},
+		"sign: failure":     {frame(idList), frame([]byte{msgFailure})},
+		"sign: garbage sig": {frame(idList), frame(append([]byte{msgSignResponse}, ssh.Marshal(struct{ S string }{"junk"})...))},
+		"sign: wrong type":  {frame(idList), frame([]byte{msgIdentitiesAnswer, 0, 0, 0, 0})},
+	}
+	for name, replies := range cases {
+		t.Run(name, func(t *testing.T) {
+			sock := scriptedAgent(t, replies)
+			ts := startServerWith(t, func(s *Server) { s.Upstream = &UpstreamAgent{Socket: sock} })
+			ag, _ := ts.client(t)
+			l, err := ag.List()
+			if err != nil {
+				t.Fatalf("list: %v", err)
+			}
+			if strings.HasPrefix(name, "sign") {
+				if len(l) != 1 {
+					t.Fatalf("list = %v", l)
+				}
+				if _, err := ag.Sign(pub, []byte("x")); err == nil {
+					t.Fatal("signed with a malformed upstream reply")
+				}
+				return
+			}
+			if len(l) != 0 {
+				t.Fatalf("list = %v", l)
+			}
+		})
+	}
+}
+
+func frame(b []byte) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...) }
+
+// scriptedAgent answers each request on a connection with the next of
+// replies (raw bytes, framed by the caller), then closes it.
+func scriptedAgent(t testing.TB, replies [][]byte) string {
+	dir, err := os.MkdirTemp("", "scripted-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "s")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close(); os.RemoveAll(dir) })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				for _, r := range replies {
+					var hdr [4]byte
+					if _, err := io.ReadFull(c, hdr[:]); err != nil {
+						return
+					}
+					if _, err := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint32(hdr[:]))); err != nil {
+						return
+					}
+					c.Write(r)
+				}
+			}()
+		}
+	}()
+	return sock
+}
