@@ -1,6 +1,7 @@
 package sshagent
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -35,7 +36,10 @@ func helperPath(env, def string) string {
 // after each request.
 type framed struct {
 	conn net.Conn
+	r    *bufio.Reader // a reply's length and body in one read
 }
+
+func newFramed(c net.Conn) framed { return framed{conn: c, r: bufio.NewReaderSize(c, 4096)} }
 
 // send writes one framed message: its length, then body.
 func (f framed) send(body []byte) error {
@@ -51,7 +55,7 @@ func (f framed) recv(deadline time.Time) ([]byte, error) {
 	f.conn.SetReadDeadline(deadline)
 	defer f.conn.SetReadDeadline(time.Time{})
 	var hdr [4]byte
-	if _, err := io.ReadFull(f.conn, hdr[:]); err != nil {
+	if _, err := io.ReadFull(f.r, hdr[:]); err != nil {
 		return nil, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
@@ -59,7 +63,7 @@ func (f framed) recv(deadline time.Time) ([]byte, error) {
 		return nil, fmt.Errorf("reply of %d bytes", n)
 	}
 	body := make([]byte, n)
-	if _, err := io.ReadFull(f.conn, body); err != nil {
+	if _, err := io.ReadFull(f.r, body); err != nil {
 		return nil, err
 	}
 	return body, nil
@@ -102,7 +106,7 @@ func startHelper(path string, args ...string) (*helperProc, error) {
 		fc.Close()
 		return nil, fmt.Errorf("starting %s: %w", path, err)
 	}
-	return &helperProc{cmd: cmd, framed: framed{fc}}, nil
+	return &helperProc{cmd: cmd, framed: newFramed(fc)}, nil
 }
 
 // helperEnv passes the helper what provider libraries read (a token's

@@ -56,6 +56,7 @@ type Server struct {
 
 	wg     sync.WaitGroup
 	pkcs11 pkcs11Set
+	upKeys upstreamKeys
 }
 
 // DefaultTouchTimeout is Server.TouchTimeout's default, that of

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -65,7 +66,28 @@ const maxUpstreamKeys = 1024
 // agent, used by that client's requests one at a time.
 type upstreamLink struct {
 	framed
-	ids []*Identity // the identities it listed last
+}
+
+// upstreamKeys are the identities the upstream agent listed last, to any
+// client: a sign request finds its key there without a listing of its
+// own (a new connection, such as each ssh login's, would otherwise pay
+// for one). They only say what to forward and what the card shows; the
+// upstream decides what it signs, destination restrictions included.
+type upstreamKeys struct {
+	mu  sync.Mutex
+	ids []*Identity
+}
+
+func (k *upstreamKeys) set(ids []*Identity) {
+	k.mu.Lock()
+	k.ids = ids
+	k.mu.Unlock()
+}
+
+func (k *upstreamKeys) find(key ssh.PublicKey) *Identity {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return findKey(k.ids, key)
 }
 
 // call sends one request and reads the reply, waiting until deadline.
@@ -102,7 +124,7 @@ func (c *conn) upstream() (*upstreamLink, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.up = &upstreamLink{framed: framed{nc}}
+	c.up = &upstreamLink{framed: newFramed(nc)}
 	for _, b := range c.binds.list {
 		if err := c.bindUpstream(b.raw); err != nil {
 			return nil, err
@@ -167,7 +189,7 @@ func (c *conn) upstreamIdentities() ([]*Identity, error) {
 		c.closeUpstream()
 		return nil, fmt.Errorf("upstream agent %s: %w", c.srv.Upstream.Socket, err)
 	}
-	c.up.ids = ids
+	c.srv.upKeys.set(ids)
 	return ids, nil
 }
 
@@ -225,10 +247,8 @@ func (c *conn) withUpstream(own []*Identity) []*Identity {
 // lookupUpstream finds the upstream identity for key, among those it
 // listed last, else in a new listing.
 func (c *conn) lookupUpstream(key ssh.PublicKey) (*Identity, error) {
-	if c.up != nil {
-		if id := findKey(c.up.ids, key); id != nil {
-			return id, nil
-		}
+	if id := c.srv.upKeys.find(key); id != nil {
+		return id, nil
 	}
 	ids, err := c.upstreamIdentities()
 	if err != nil {
@@ -317,11 +337,12 @@ func (c *conn) changeUpstream(msg []byte, what string, args ...any) error {
 // answered with ownErr, to the upstream agent as configured.
 func (c *conn) removeUpstream(msg []byte, key ssh.PublicKey, ownErr error) error {
 	fp := ssh.FingerprintSHA256(plainKey(key))
-	if _, err := c.lookupUpstream(key); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return ownErr
-		}
+	ids, err := c.upstreamIdentities() // now, not as last listed
+	if err != nil {
 		return c.refuse("refusing to remove key: "+err.Error(), "key", fp)
+	}
+	if findKey(ids, key) == nil {
+		return ownErr
 	}
 	if !c.forwardsChanges() {
 		if ownErr == nil {
