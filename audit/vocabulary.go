@@ -48,6 +48,12 @@ const (
 	EventCommandEnded    EventType = "command_ended"
 	EventCommandUnknown  EventType = "command_unknown"
 	EventCommandResolved EventType = "command_resolved"
+	// EventJournalDamaged: the bastion's command journal is damaged (Detail
+	// path, error); the bastion refuses commands until a person decides.
+	EventJournalDamaged EventType = "journal_damaged"
+	// EventJournalReplaced: a person had the damaged journal kept aside and
+	// a new one started (Detail path, kept_at, damage).
+	EventJournalReplaced EventType = "journal_replaced"
 	// EventCheckpoint is not appended by callers: checkpoints are records of
 	// their own. Readers report each one as an event of this type so that
 	// projections can show them.

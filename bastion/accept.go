@@ -4,32 +4,46 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
 	gliderssh "github.com/gliderlabs/ssh"
 
+	"github.com/postern/postern/internal/connlimit"
 	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/safesocket"
 )
 
 // accept identifies the client, reads its destination and hands the
 // connection to the SSH server.
 func (s *Server) accept(c *net.UnixConn) {
 	log := s.cfg.Log
-	helper, err := s.cfg.Procs.Admit(c, "bastion", log)
+	helper, slot, err := safesocket.Admit(c, s.cfg.Procs, "bastion", log, s.cfg.Limits, s.cfg.Exhausted)
 	if err != nil {
+		if errors.Is(err, connlimit.ErrFull) {
+			fmt.Fprintf(c, "error %v\n", err)
+		}
 		c.Close()
 		return
 	}
 	defer helper.Close()
+	if slot != nil {
+		defer slot.Release()
+	}
 	c.SetDeadline(time.Now().Add(30 * time.Second))
 	t, err := readPreamble(bufio.NewReaderSize(oneByte{c}, 16))
 	if err != nil {
 		fmt.Fprintf(c, "error %v\n", err)
 		c.Close()
 		return
+	}
+	if slot != nil {
+		defer slot.Busy()() // an SSH connection from now on: never pushed out
 	}
 	// The requester is the ssh client that runs postern connect as its
 	// ProxyCommand: the helper's parent, pinned now, while the helper is
@@ -105,4 +119,25 @@ func clearDeadlineAfterHandshake(ctx gliderssh.Context, c net.Conn) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// Refuse answers a client of the bastion's socket that no bastion can
+// serve now (its command journal is damaged, say): it admits the client
+// as the bastion would, reads its preamble, and answers "error" with msg,
+// which ssh shows. Nothing is journaled: nothing was sent.
+func Refuse(c *net.UnixConn, procs *procid.Table, log *slog.Logger, msg string) {
+	defer c.Close()
+	helper, err := procs.Admit(c, "bastion", log)
+	if err != nil {
+		return
+	}
+	defer helper.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	t, err := readPreamble(bufio.NewReaderSize(oneByte{c}, 16))
+	if err != nil {
+		fmt.Fprintf(c, "error %v\n", err)
+		return
+	}
+	log.Warn("bastion: refusing a connection", "target", t.String(), "pid", helper.PID, "why", msg)
+	fmt.Fprintf(c, "error %s\n", strings.ReplaceAll(msg, "\n", " "))
 }

@@ -146,6 +146,12 @@
 // journaled, and the earlier entry keeps guarding; approved, the new
 // entry records RetryOf.
 //
+// # Bounds and refusals
+//
+// Config.Limits bounds each user's connections (a connection is idle, and
+// may be pushed out, only until its preamble is read). Refuse answers a
+// client that no bastion can serve (the gateway's journal is damaged).
+//
 // # The journal's states
 //
 // Each entry has one of the statuses of package journal:

@@ -105,12 +105,7 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 		if err := up.cause(); err != nil {
 			detail += ": " + err.Error()
 		}
-		if _, err := s.cfg.Journal.MarkUnknown(e.ID, journal.Unknown{Reason: journal.ReasonUpstreamLost, Detail: detail}); err != nil {
-			s.cfg.Log.Error("bastion: cannot journal an unknown outcome", "entry", e.ID, "err", err)
-		}
-		s.cfg.Log.Warn("bastion: outcome unknown", "entry", e.ID, "reason", journal.ReasonUpstreamLost)
-		ss.record(audit.EventCommandUnknown, e, map[string]string{"reason": journal.ReasonUpstreamLost})
-		ss.tellUnknown(e)
+		ss.unknown(e, journal.ReasonUpstreamLost, detail)
 		return
 	default:
 		end.Outcome = journal.OutcomeClosedNoStatus
@@ -125,4 +120,16 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 	}
 	ss.dch.CloseWrite()
 	ss.dch.Close()
+}
+
+// unknown records that e's outcome cannot be observed, and tells the
+// client.
+func (ss *session) unknown(e *journal.Entry, reason, detail string) {
+	s := ss.s
+	if _, err := s.cfg.Journal.MarkUnknown(e.ID, journal.Unknown{Reason: reason, Detail: detail}); err != nil {
+		s.cfg.Log.Error("bastion: cannot journal an unknown outcome", "entry", e.ID, "err", err)
+	}
+	s.cfg.Log.Warn("bastion: outcome unknown", "entry", e.ID, "reason", reason)
+	ss.record(audit.EventCommandUnknown, e, map[string]string{"reason": reason})
+	ss.tellUnknown(e)
 }

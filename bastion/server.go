@@ -13,6 +13,7 @@ import (
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/internal/connlimit"
 	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/safesocket"
 )
@@ -38,6 +39,12 @@ type Config struct {
 	Keepalive time.Duration
 	// Now returns the time; nil means time.Now.
 	Now func() time.Time
+	// Limits bounds each user's connections (nil: no bound). A connection
+	// is idle, and may be pushed out, only until its preamble is read.
+	Limits *connlimit.Limiter
+	// Exhausted is called when accept fails for want of descriptors or
+	// memory (safesocket.Serve).
+	Exhausted func(error)
 }
 
 // Server is the local bastion.
@@ -80,9 +87,18 @@ func New(cfg Config) *Server {
 
 // Serve accepts postern connect clients on l until ctx ends.
 func (s *Server) Serve(ctx context.Context, l *net.UnixListener) error {
-	err := safesocket.Serve(ctx, l, &s.wg, s.accept)
+	err := safesocket.Serve(ctx, l, &s.wg, s.accept, s.cfg.Exhausted)
 	s.wg.Wait()
 	return err
+}
+
+// HandleConn serves one client that connected to a socket the caller
+// accepts on, and returns when the client's connection ends. Wait waits
+// for it too.
+func (s *Server) HandleConn(c *net.UnixConn) {
+	s.wg.Add(1)
+	defer s.wg.Done()
+	s.accept(c)
 }
 
 // serverConfig presents a host certificate for the name the client asked

@@ -13,6 +13,7 @@ import (
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/atomicfile"
+	"github.com/postern/postern/internal/safesocket"
 	"github.com/postern/postern/internal/xdg"
 	"github.com/postern/postern/sshagent"
 )
@@ -76,19 +77,20 @@ func (g *Gateway) startBastion() error {
 	if err := atomicfile.Write(filepath.Join(g.stateDir, xdg.BastionKnownHostsFile), []byte(id.KnownHostsLine()), 0o600); err != nil {
 		return fmt.Errorf("bastion known_hosts: %w", err)
 	}
-	j, err := journal.Open(filepath.Join(g.stateDir, xdg.JournalFile), g.bootID)
-	if err != nil {
-		return fmt.Errorf("command journal: %w", err)
-	}
-	g.journal = j
 	known := cfg.KnownHosts
 	if len(known) == 0 {
 		known = g.config.KnownHosts
 	}
-	g.bastion = bastion.New(bastion.Config{
-		Identity: id, Keys: keySource{g.keys}, Decider: g.engine, Journal: j, Audit: g.engine,
-		Procs: g.procs, Log: g.log, BootID: g.bootID, KnownHosts: expandHome(known), Markers: cfg.Markers,
-	})
+	build := func(j *journal.Journal) *bastion.Server {
+		return bastion.New(bastion.Config{
+			Identity: id, Keys: keySource{g.keys}, Decider: g.engine, Journal: j, Audit: g.engine,
+			Procs: g.procs, Log: g.log, BootID: g.bootID, KnownHosts: expandHome(known), Markers: cfg.Markers,
+			Limits: g.limits.bastion,
+		})
+	}
+	if err := g.openJournal(filepath.Join(g.stateDir, xdg.JournalFile), build); err != nil {
+		return err
+	}
 	path, err := api.BastionSocket(cfg.Socket, g.opts.Socket)
 	if err != nil {
 		return err
@@ -98,7 +100,9 @@ func (g *Gateway) startBastion() error {
 		return fmt.Errorf("bastion socket: %w", err)
 	}
 	g.bastionL = l
-	g.srv.serve(func() error { return g.bastion.Serve(g.srv.ctx, l) })
+	g.srv.serve(func() error {
+		return safesocket.Serve(g.srv.ctx, l, &g.bastionConns, g.serveBastionConn, g.exhausted)
+	})
 	g.log.Info("bastion listening", "socket", path)
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/postern/postern/bastion"
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/control"
 	"github.com/postern/postern/internal/inventory"
 	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/vault"
@@ -54,28 +55,89 @@ func (g *Gateway) handlers() map[api.Op]handler {
 		api.OpHostsAdd:       typed(g.opHostsAdd),
 		api.OpHostsRemove:    typed(g.opHostsRemove),
 		api.OpCheck:          typed(g.opCheck),
+		api.OpJournalNew:     typed(g.opJournalNew),
 	}
 }
 
-// answerControl answers one request line of the control socket.
-func (g *Gateway) answerControl(ctx context.Context, peer *procid.Peer, line []byte) []byte {
-	b, _ := json.Marshal(g.call(ctx, peer, line))
-	return b
+// streamHandlers maps each streaming operation to its method.
+func (g *Gateway) streamHandlers() map[api.Op]streamHandler {
+	return map[api.Op]streamHandler{
+		api.OpJournalFollow: typedStream(g.opJournalFollow),
+	}
 }
 
-func (g *Gateway) call(ctx context.Context, peer *procid.Peer, line []byte) api.Response {
+// streamHandler answers one streaming operation: send passes each result
+// to the client (send(nil) only says that the stream is open), until the
+// handler returns (an error ends the stream with it) or the client hangs
+// up (ctx ends).
+type streamHandler func(ctx context.Context, peer *procid.Peer, args json.RawMessage, send func(any) error) error
+
+// typedStream adapts a streaming method that takes its operation's
+// decoded arguments.
+func typedStream[A any](f func(context.Context, *procid.Peer, A, func(any) error) error) streamHandler {
+	return func(ctx context.Context, peer *procid.Peer, raw json.RawMessage, send func(any) error) error {
+		var a A
+		if len(raw) > 0 {
+			if err := json.Unmarshal(raw, &a); err != nil {
+				return fmt.Errorf("%w: %v", errMalformed, err)
+			}
+		}
+		return f(ctx, peer, a, send)
+	}
+}
+
+// answerControl answers one request line of the control socket: one
+// response line, or for a streaming operation a first empty response
+// (the call is accepted), one per result, and an error response if the
+// stream ends with one.
+func (g *Gateway) answerControl(ctx context.Context, peer *procid.Peer, line []byte, w *control.Writer) {
+	respond := func(r api.Response) error {
+		b, _ := json.Marshal(r)
+		return w.Line(b)
+	}
 	var req api.Request
 	if err := json.Unmarshal(line, &req); err != nil {
-		return errorResponse(errMalformed)
+		respond(errorResponse(errMalformed))
+		return
 	}
-	h := g.ops[req.Op]
-	if h == nil {
-		return errorResponse(fmt.Errorf("%w %q (is the gateway older than this command?)", errUnknownOp, req.Op))
+	h, sh := g.ops[req.Op], g.streams[req.Op]
+	switch {
+	case h == nil && sh == nil:
+		respond(errorResponse(fmt.Errorf("%w %q (is the gateway older than this command?)", errUnknownOp, req.Op)))
+		return
+	case h != nil:
+		respond(g.call(ctx, peer, h, req.Args))
+		return
 	}
+	if err := peer.Verify(); err != nil {
+		respond(errorResponse(fmt.Errorf("%w: %v", errPeerChanged, err)))
+		return
+	}
+	started := false
+	err := sh(ctx, peer, req.Args, func(res any) error {
+		if !started {
+			started = true
+			if err := respond(api.Response{}); err != nil {
+				return err
+			}
+		}
+		if res == nil {
+			return nil // the stream is open, nothing to send yet
+		}
+		var r api.Response
+		r.Result, _ = json.Marshal(res)
+		return respond(r)
+	})
+	if err != nil && ctx.Err() == nil {
+		respond(errorResponse(err))
+	}
+}
+
+func (g *Gateway) call(ctx context.Context, peer *procid.Peer, h handler, args json.RawMessage) api.Response {
 	if err := peer.Verify(); err != nil {
 		return errorResponse(fmt.Errorf("%w: %v", errPeerChanged, err))
 	}
-	res, err := h(ctx, peer, req.Args)
+	res, err := h(ctx, peer, args)
 	if err != nil {
 		return errorResponse(err)
 	}
@@ -135,6 +197,8 @@ func wireCode(err error) api.Code {
 		return api.CodeLocked
 	case is(errNoVault, errVaultGone, errNoBastion, approvals.ErrNoCard, approvals.ErrNoGrant, inventory.ErrNoHost, journal.ErrNotFound, vault.ErrKeyNotFound, vault.ErrNoKeyForCert):
 		return api.CodeNotFound
+	case is(errJournalDamaged):
+		return api.CodeJournalDamaged
 	case is(vault.ErrWrongPassphrase):
 		return api.CodeWrongPassphrase
 	case is(errStaleKey):

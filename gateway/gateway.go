@@ -37,8 +37,6 @@ import (
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
-	"github.com/postern/postern/bastion"
-	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/askpass"
 	"github.com/postern/postern/internal/config"
@@ -83,21 +81,25 @@ type Gateway struct {
 	agent   *sshagent.Server
 	ctl     *control.Server
 	ops     map[api.Op]handler
+	streams map[api.Op]streamHandler
 
 	configPath string
 	vaultPath  string
 	stateDir   string
 	auditMu    sync.Mutex
-	audit      *audit.Log // nil until set up; see auditLog
-	journal    *journal.Journal
-	bastion    *bastion.Server
+	audit      *audit.Log    // nil until set up; see auditLog
+	journal    *journalState // nil without a bastion
+	limits     *limits
 
 	srv      *servers // set by Run
 	agentL   *net.UnixListener
 	ctlL     *net.UnixListener
 	bastionL *net.UnixListener
-	runMu    sync.Mutex
-	runLs    map[string]*net.UnixListener // run id -> the run's agent socket
+	// bastionConns counts the bastion socket's connections being served
+	// (or refused).
+	bastionConns sync.WaitGroup
+	runMu        sync.Mutex
+	runLs        map[string]*net.UnixListener // run id -> the run's agent socket
 
 	mu             sync.Mutex
 	config         config.File
@@ -188,6 +190,7 @@ func New(opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	g.limits = newLimits()
 	g.agent = &sshagent.Server{
 		Keys:      g.keys,
 		Decider:   g.engine,
@@ -200,9 +203,11 @@ func New(opts Options) (*Gateway, error) {
 		// A touch, or an upstream agent's own confirmation, waits as
 		// long as a card: card_timeout, as reloaded.
 		TouchTimeout: func() time.Duration { return g.engine.Policy().CardTimeout },
+		Limits:       g.limits.agent,
+		Exhausted:    g.exhausted,
 	}
-	g.ops = g.handlers()
-	g.ctl = &control.Server{Procs: g.procs, Log: g.log, Handle: g.answerControl}
+	g.ops, g.streams = g.handlers(), g.streamHandlers()
+	g.ctl = &control.Server{Procs: g.procs, Log: g.log, Handle: g.answerControl, Limits: g.limits.control, Exhausted: g.exhausted}
 	return g, nil
 }
 
@@ -280,9 +285,8 @@ func (g *Gateway) shutdown() error {
 	g.srv.cancel()
 	g.closeListeners()
 	g.srv.wg.Wait()
-	if g.journal != nil {
-		g.journal.Close()
-	}
+	g.bastionConns.Wait()
+	g.closeJournal()
 	g.vault.wipe()
 	g.notes.svc.Close()
 	g.log.Info("gateway stopped", "boot_id", g.bootID)

@@ -109,27 +109,84 @@ func (g *Gateway) opSessions(context.Context, *procid.Peer, noArgs) (any, error)
 }
 
 func (g *Gateway) opJournalList(_ context.Context, _ *procid.Peer, a api.JournalArgs) (any, error) {
-	if g.journal == nil {
-		return nil, errNoBastion
+	j, err := g.readableJournal()
+	if err != nil {
+		return nil, err
 	}
 	if a.ID != "" {
-		e, err := g.journal.Get(a.ID)
+		e, err := j.Get(a.ID)
 		if err != nil {
 			return nil, err
 		}
 		return []*journal.Entry{e}, nil
 	}
-	return api.ListJournalPage(g.journal, a)
+	return api.ListJournalPage(j, a)
 }
 
 func (g *Gateway) opJournalResolve(ctx context.Context, peer *procid.Peer, a api.ResolveArgs) (any, error) {
 	if g.journal == nil {
 		return nil, errNoBastion
 	}
-	if a.Result != "" {
-		return g.bastion.ResolveByHand(a.ID, journal.Resolution{Result: a.Result, ExitStatus: a.ExitStatus, Evidence: a.Evidence})
+	srv, fault := g.bastionNow()
+	if fault != nil {
+		return nil, fault.error()
 	}
-	return g.bastion.Resolve(ctx, a.ID, peer)
+	if a.Result != "" {
+		return srv.ResolveByHand(a.ID, journal.Resolution{Result: a.Result, ExitStatus: a.ExitStatus, Evidence: a.Evidence})
+	}
+	return srv.Resolve(ctx, a.ID, peer)
+}
+
+// opJournalNew is a person's decision about a damaged journal.
+func (g *Gateway) opJournalNew(_ context.Context, peer *procid.Peer, _ noArgs) (any, error) {
+	// Starting over drops the retry guard of every command whose outcome
+	// is unknown: like resolving an entry by hand, an approver's act.
+	if err := g.engine.OutsideRuns(peer, "approver's act"); err != nil {
+		return nil, err
+	}
+	aside, err := g.replaceJournal()
+	if err != nil {
+		return nil, err
+	}
+	return api.JournalNewResult{KeptAt: aside}, nil
+}
+
+// opJournalFollow streams the entries still running, then every entry as
+// it changes, until the client hangs up.
+func (g *Gateway) opJournalFollow(ctx context.Context, _ *procid.Peer, _ noArgs, send func(any) error) error {
+	j, err := g.readableJournal()
+	if err != nil {
+		return err
+	}
+	changes := j.Follow(ctx) // from here on nothing is missed
+	running, err := j.List(journal.ListOptions{Status: journal.StatusRunning})
+	if err != nil {
+		return err
+	}
+	if err := send(nil); err != nil {
+		return err
+	}
+	for i := len(running) - 1; i >= 0; i-- {
+		if err := send(running[i]); err != nil {
+			return nil
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-changes:
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("the journal stream ended: the gateway stopped, the journal was replaced, or this reader fell more than %d changes behind (postern journal list shows them all)", journal.FollowBuffer)
+			}
+			if err := send(e); err != nil {
+				return nil
+			}
+		}
+	}
 }
 
 func (g *Gateway) opRevoke(_ context.Context, _ *procid.Peer, a api.RevokeArgs) (any, error) {
@@ -186,5 +243,6 @@ func (g *Gateway) Status() api.Status {
 	if g.configErr != nil {
 		st.Config.Error = g.configErr.Error()
 	}
+	st.Bastion = g.journalStatus()
 	return st
 }

@@ -1,6 +1,7 @@
 package sshagent
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/internal/connlimit"
 	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/safesocket"
 )
@@ -53,6 +55,13 @@ type Server struct {
 	// Upstream is the agent whose keys are listed beside the agent's
 	// own and gated like them; nil for none.
 	Upstream *UpstreamAgent
+	// Limits bounds the connections each user holds, across every
+	// endpoint served (nil: no bound). A connection waiting for its next
+	// request is idle, and the first pushed out.
+	Limits *connlimit.Limiter
+	// Exhausted is called when accept fails for want of descriptors or
+	// memory (safesocket.Serve); nil only waits.
+	Exhausted func(error)
 
 	wg     sync.WaitGroup
 	pkcs11 pkcs11Set
@@ -92,7 +101,7 @@ func (s *Server) Serve(ctx context.Context, l *net.UnixListener, ep *Endpoint) e
 	if err := procid.PassCredentials(l); err != nil {
 		return fmt.Errorf("enabling per-message credentials: %w", err)
 	}
-	return safesocket.Serve(ctx, l, &s.wg, func(c *net.UnixConn) { s.handle(ctx, c, ep) })
+	return safesocket.Serve(ctx, l, &s.wg, func(c *net.UnixConn) { s.handle(ctx, c, ep) }, s.Exhausted)
 }
 
 // Wait waits for the connections being served to end.
@@ -103,11 +112,14 @@ func (s *Server) Wait() { s.wg.Wait() }
 // come from that peer.
 func (s *Server) handle(ctx context.Context, c *net.UnixConn, ep *Endpoint) {
 	defer c.Close()
-	peer, err := s.Procs.Admit(c, "agent", s.Log)
+	peer, slot, err := safesocket.Admit(c, s.Procs, "agent", s.Log, s.Limits, s.Exhausted)
 	if err != nil {
 		return
 	}
 	defer peer.Close()
+	if slot != nil {
+		defer slot.Release()
+	}
 	log := s.Log.With("pid", peer.PID, "exe", peer.Exe.Path)
 	if ep.Admit != nil {
 		if err := ep.Admit(peer); err != nil {
@@ -120,49 +132,74 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn, ep *Endpoint) {
 	sc := procid.NewSenderConn(c)
 	for {
 		sc.ResetSenders()
-		req, err := readRequest(sc)
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				log.Warn("closing connection", "err", err)
-			}
-			return
-		}
-		if pid, known := sc.Sender(); known && pid != peer.PID {
-			log.Warn("closing connection: request written by another process than the one that connected", "sender", pid)
-			return
-		}
-		if err := peer.Verify(); err != nil {
-			log.Warn("closing connection: the peer is no longer the process that connected", "err", err)
-			c.Write(replyFailure)
-			return
-		}
-		if _, err := c.Write(process(cn, req)); err != nil {
+		if !s.serveOne(sc, c, cn, slot) {
 			return
 		}
 	}
 }
 
-// readRequest reads one length-prefixed request, with its length prefix.
-func readRequest(c *procid.SenderConn) ([]byte, error) {
+// serveOne reads one request and answers it, and reports whether the
+// connection goes on. The connection is idle while it waits for the
+// request's length, and busy from then until the answer is written.
+func (s *Server) serveOne(sc *procid.SenderConn, c *net.UnixConn, cn *conn, slot *connlimit.Slot) bool {
+	log, peer := cn.log, cn.peer
+	n, err := readLength(sc)
+	if err != nil {
+		if !errors.Is(err, io.EOF) && (slot == nil || !slot.Evicted()) {
+			log.Warn("closing connection", "err", err)
+		}
+		return false
+	}
+	if slot != nil {
+		defer slot.Busy()()
+	}
+	req, err := readBody(sc, n)
+	if err != nil {
+		log.Warn("closing connection", "err", err)
+		return false
+	}
+	if pid, known := sc.Sender(); known && pid != peer.PID {
+		log.Warn("closing connection: request written by another process than the one that connected", "sender", pid)
+		return false
+	}
+	if err := peer.Verify(); err != nil {
+		log.Warn("closing connection: the peer is no longer the process that connected", "err", err)
+		c.Write(replyFailure)
+		return false
+	}
+	_, err = c.Write(process(cn, req))
+	return err == nil
+}
+
+// readLength reads the length prefix of the next request and checks it.
+func readLength(c *procid.SenderConn) (uint32, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(c, hdr[:]); err != nil {
-		return nil, err
+		return 0, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
 	if n == 0 || n > MaxMessage {
-		return nil, fmt.Errorf("request of %d bytes (limit %d)", n, MaxMessage)
+		return 0, fmt.Errorf("request of %d bytes (limit %d)", n, MaxMessage)
 	}
+	return n, nil
+}
+
+// readBody reads a request of n bytes and returns it with its length
+// prefix. Memory grows with the bytes that arrive, not with the length
+// announced: a client that announces the largest request and sends
+// nothing holds a few hundred bytes, for at most bodyTimeout.
+func readBody(c *procid.SenderConn, n uint32) ([]byte, error) {
 	c.SetReadDeadline(time.Now().Add(bodyTimeout))
 	defer c.SetReadDeadline(time.Time{})
-	msg := make([]byte, 4+n)
-	copy(msg, hdr[:])
-	if _, err := io.ReadFull(c, msg[4:]); err != nil {
+	msg := bytes.NewBuffer(make([]byte, 0, 4+min(n, 1024)))
+	binary.Write(msg, binary.BigEndian, n)
+	if _, err := io.CopyN(msg, c, int64(n)); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, fmt.Errorf("reading request: %w", err)
 	}
-	return msg, nil
+	return msg.Bytes(), nil
 }
 
 // process answers one request (with its length prefix), never panicking

@@ -41,7 +41,7 @@ func (j *Journal) do(plan func(tx *bolt.Tx) ([]*Entry, error)) (*Entry, error) {
 	j.mu.RUnlock()
 	<-o.done
 	if o.err != nil {
-		return nil, o.err
+		return nil, j.noteDamage(o.err)
 	}
 	return o.changed[0].Clone(), nil
 }

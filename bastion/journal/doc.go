@@ -89,6 +89,13 @@
 // it read-only; a file that is damaged, or not a journal, is reported with
 // ErrDamaged and never written, truncated or removed.
 //
+// A damaged journal is never written over: an empty file (bbolt never
+// leaves one: it was cut to nothing) is damaged too, since a new journal
+// in its place would drop every retry guard. An open journal remembers the
+// first damage a read or change met (Damaged), so that its holder stops
+// using it; MoveAside renames the file beside itself, untouched, for a new
+// journal to start once a person decided to.
+//
 // Buckets:
 //
 //	meta             "format" → "postern-journal 1", "guard" → "host-key"

@@ -19,6 +19,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/postern/postern/internal/atomicfile"
 )
 
 // Buckets and keys; see "Storage" in the package documentation.
@@ -106,9 +108,14 @@ func open(path, instance string, o options) (*Journal, error) {
 	}
 
 	// An existing file is checked read-only first, so that a damaged one is
-	// reported without a single byte written to it.
+	// reported without a single byte written to it. An empty one is a
+	// journal cut to nothing (bbolt never leaves a file it made empty): a
+	// new journal in its place would drop every retry guard.
 	checkLater := false
-	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+	if fi, err := os.Stat(path); err == nil {
+		if fi.Size() == 0 {
+			return nil, damaged(path, errors.New("the file is empty: it was truncated"))
+		}
 		if checkLater, err = checkFile(path, o.timeout); err != nil {
 			return nil, err
 		}
@@ -156,8 +163,11 @@ func OpenReadOnly(path string) (*Journal, error) {
 
 func openReadOnly(path string, timeout time.Duration) (*Journal, error) {
 	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) || err == nil && fi.Size() == 0 {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w (%s)", ErrNoJournal, path)
+	}
+	if err == nil && fi.Size() == 0 {
+		return nil, damaged(path, errors.New("the file is empty: it was truncated"))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the command journal: %w", err)
@@ -178,6 +188,43 @@ func openReadOnly(path string, timeout time.Duration) (*Journal, error) {
 		return nil, err
 	}
 	return j, nil
+}
+
+// DamageSoFar returns the first damage (ErrDamaged) found in this open
+// journal so far, by the check after Open or by any read or change, or
+// nil; unlike Damaged it does not wait for that check. A journal that met
+// damage refuses every change: its holder stops using it and keeps the
+// file for a person to look at (MoveAside).
+func (j *Journal) DamageSoFar() error {
+	if p := j.broken.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// noteDamage remembers err if it reports damage, and returns it.
+func (j *Journal) noteDamage(err error) error {
+	if errors.Is(err, ErrDamaged) {
+		j.broken.CompareAndSwap(nil, &err)
+	}
+	return err
+}
+
+// MoveAside renames the journal file at path to one beside it that says
+// when it was put aside, and returns that name; the file's bytes are not
+// touched. Open then starts a new journal at path.
+func MoveAside(path string, now time.Time) (string, error) {
+	aside := path + ".damaged-" + now.UTC().Format("20060102T150405Z")
+	if _, err := os.Lstat(aside); err == nil {
+		aside += "-" + NewID()
+	}
+	if err := os.Rename(path, aside); err != nil {
+		return "", fmt.Errorf("cannot move the command journal aside: %w", err)
+	}
+	if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
+		return aside, fmt.Errorf("moved the command journal to %s, but the move may not survive a power loss: %w", aside, err)
+	}
+	return aside, nil
 }
 
 // Path returns the journal's file name.
@@ -223,7 +270,7 @@ func openError(path string, err error, readOnly bool) error {
 }
 
 func damaged(path string, err error) error {
-	return fmt.Errorf("%w: %s: %v; the file was left as it is: move it aside (the bastion then starts a new journal) and keep it for inspection", ErrDamaged, path, err)
+	return fmt.Errorf("%w: %s: %v; the file was left as it is", ErrDamaged, path, err)
 }
 
 // checkFile opens an existing journal read-only and checks it before a
@@ -453,6 +500,7 @@ func (j *Journal) prepare(tx *bolt.Tx) (err error) {
 // fault on the mapped file (which is how it meets some kinds of damage),
 // into ErrDamaged.
 func (j *Journal) view(fn func(tx *bolt.Tx) error) (err error) {
+	defer func() { j.noteDamage(err) }()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recoverDamage(j.path, &err)
 	return j.db.View(fn)

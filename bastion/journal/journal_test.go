@@ -757,6 +757,19 @@ func fileState(t *testing.T, path string) (string, time.Time) {
 	return fmt.Sprintf("%x", sha256.Sum256(b)), fi.ModTime()
 }
 
+// lose starts e and loses its outcome: it guards against a retry.
+func lose(t *testing.T, j *Journal, e *Entry) *Entry {
+	t.Helper()
+	mustStart(t, j, e)
+	j.Dispatched(e.ID)
+	if _, err := j.MarkUnknown(e.ID, Unknown{Reason: ReasonUpstreamLost}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// A journal that is damaged in any way, cut short included, is refused
+// and left exactly as it was: nothing starts over in its place.
 func TestDamagedFileUntouched(t *testing.T) {
 	cases := map[string]func(t *testing.T, path string){
 		"garbage": func(t *testing.T, path string) {
@@ -764,6 +777,21 @@ func TestDamagedFileUntouched(t *testing.T) {
 		},
 		"short": func(t *testing.T, path string) {
 			os.WriteFile(path, []byte("x"), 0o600)
+		},
+		"truncated to nothing": func(t *testing.T, path string) {
+			j, _ := Open(path, "inst")
+			lose(t, j, newEntry("make deploy"))
+			j.Close()
+			os.Truncate(path, 0)
+		},
+		"truncated halfway": func(t *testing.T, path string) {
+			j, _ := Open(path, "inst")
+			for i := range 200 {
+				lose(t, j, newEntry(fmt.Sprint("command number ", i, strings.Repeat(" pad", 50))))
+			}
+			j.Close()
+			fi, _ := os.Stat(path)
+			os.Truncate(path, fi.Size()/2)
 		},
 		"foreign bbolt": func(t *testing.T, path string) {
 			db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
@@ -837,6 +865,8 @@ func TestDamagedFileUntouched(t *testing.T) {
 				if lerr == nil && name != "newer format" && name != "foreign bbolt" {
 					t.Fatalf("read-only List of a damaged journal succeeded")
 				}
+			} else if errors.Is(err, ErrNoJournal) {
+				t.Fatalf("read-only: a damaged journal reads as no journal: %v", err)
 			}
 			if s, m := fileState(t, path); s != sum || !m.Equal(mtime) {
 				t.Fatal("the damaged file was changed")

@@ -124,7 +124,7 @@ func listCards(c *api.Client, out io.Writer, asJSON bool) error {
 		return err
 	}
 	if asJSON {
-		return printJSON(out, res.Cards)
+		return printJSON(out, nonNil(res.Cards))
 	}
 	if len(res.Cards) == 0 {
 		fmt.Fprintln(out, "no pending cards")

@@ -44,6 +44,8 @@ func hintFor(name string, err error) string {
 		return `"postern vault init" creates one`
 	case api.HasCode(err, api.CodeStaleKey):
 		return "unlock with the passphrase and --remember"
+	case api.HasCode(err, api.CodeJournalDamaged):
+		return `look at the journal file, then "postern journal new" keeps it aside and starts a new journal`
 	case api.HasCode(err, api.CodeNoKeys):
 		return `unlock the vault with "postern unlock", or add a key with ssh-add`
 	case api.HasCode(err, api.CodeNoMarkers):

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/postern/postern/gateway/api"
@@ -17,14 +20,20 @@ const journalUsage = `Usage: postern journal [list] [--status STATUS] [--limit N
        postern journal show ID [--json]
        postern journal resolve ID [--ran STATUS | --not-started | --still-running | --inconclusive] [--evidence TEXT]
        postern journal follow [--json]
+       postern journal new
 
 The bastion's command journal: what is known of every remote command it
 relayed. A status is COMPLETED, RETRY_SAFE previous_action_not_started,
 STATUS_UNKNOWN inspect_activity_journal, or RUNNING. resolve reads the
 remote markers of an unknown entry over a fresh connection, or records
-what you found out (--ran, --not-started, ...). list and show read the
-journal file itself when no gateway runs; resolve and follow need the
-running gateway, which records every resolution in the audit log.
+what you found out (--ran, --not-started, ...). follow prints the
+commands still running, then every change as the gateway makes it. list
+and show read the journal file itself when no gateway runs; resolve,
+follow and new need the running gateway, which records every resolution
+in the audit log.
+A damaged journal is kept as it is and the bastion refuses commands
+until you decide: new keeps the damaged file aside and starts a new
+journal (the retry guards of its unknown commands are gone with it).
 `
 
 // journalReader answers journal queries: the running gateway, or the
@@ -76,6 +85,17 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 			return err
 		}
 		return followJournal(c, out, *asJSON)
+	case "new":
+		c, err := gatewayClient(*sock)
+		if err != nil {
+			return err
+		}
+		res, err := c.NewJournal(context.Background())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "started a new command journal; the damaged one is kept at %s\n", res.KeptAt)
+		return nil
 	case "list", "show":
 		src, closeSrc, err := openJournal(*sock)
 		if err != nil {
@@ -221,33 +241,18 @@ func printEntry(out io.Writer, e *api.JournalEntry) {
 	}
 }
 
-// followJournal prints entries as they start and change, until
-// interrupted.
+// followJournal prints the entries still running, then entries as they
+// start and change, as the gateway streams them, until interrupted.
 func followJournal(c *api.Client, out io.Writer, asJSON bool) error {
-	seen := map[string]string{}
-	for first := true; ; first = false {
-		entries, err := c.JournalPage(context.Background(), api.JournalArgs{Limit: 200})
-		if err != nil {
-			return err
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return c.FollowJournal(ctx, nil, func(e *api.JournalEntry) error {
+		if asJSON {
+			return printJSONLines(out, []*api.JournalEntry{e})
 		}
-		for i := len(entries) - 1; i >= 0; i-- {
-			e := entries[i]
-			st := e.Status()
-			if seen[e.ID] == st {
-				continue
-			}
-			seen[e.ID] = st
-			if first {
-				continue
-			}
-			if asJSON {
-				printJSONLines(out, []*api.JournalEntry{e})
-			} else {
-				fmt.Fprintln(out, entryLine(e))
-			}
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		_, err := fmt.Fprintln(out, entryLine(e))
+		return err
+	})
 }
 
 // listJournal prints entries as they are read, a page at a time.

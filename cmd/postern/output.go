@@ -61,6 +61,15 @@ func printJSONLines[T any](w io.Writer, items []T) error {
 	return nil
 }
 
+// nonNil returns s, or an empty slice for nil: a listing prints [] for
+// nothing, never null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 // printJSON writes v as indented JSON.
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

@@ -42,6 +42,7 @@ func cmdSessions(args []string, out, errw io.Writer) error {
 		return err
 	}
 	if *asJSON {
+		res.Runs, res.Grants = nonNil(res.Runs), nonNil(res.Grants)
 		return printJSON(out, res)
 	}
 	if len(res.Runs) == 0 {

@@ -46,6 +46,16 @@ func cmdStatus(args []string, out, errw io.Writer) error {
 	if st.Hosts.Error != "" {
 		fmt.Fprintf(out, "          not read, so no host has a name: %s\n", st.Hosts.Error)
 	}
+	if b := st.Bastion; b != nil {
+		if b.Refusing == "" {
+			fmt.Fprintf(out, "bastion   serving; journal %s\n", b.Journal)
+		} else {
+			fmt.Fprintf(out, "bastion   REFUSING commands since %s: %s\n", b.Since, b.Refusing)
+			if b.Damaged {
+				fmt.Fprintln(out, "          the damaged journal is kept as it is; \"postern journal new\" keeps it aside and starts a new one")
+			}
+		}
+	}
 	fmt.Fprintf(out, "counts    %s, %s, %s, %s\n", plural(st.Counts.Keys, "key"), plural(st.Counts.Runs, "run"), plural(st.Counts.Grants, "grant"), plural(st.Counts.Cards, "pending card"))
 	printApprovers(out, st.Approvers)
 	if !st.LastNoApprover.IsZero() {

@@ -57,6 +57,11 @@ const (
 	OpHostsAdd       Op = "hosts.add"       // HostsAddArgs; HostsResult
 	OpHostsRemove    Op = "hosts.remove"    // HostsRemoveArgs; HostsResult
 	OpCheck          Op = "check"           // CheckArgs; CheckResult
+	OpJournalNew     Op = "journal.new"     // no arguments; JournalNewResult
+	// OpJournalFollow is a stream: a first empty response once following,
+	// then one *JournalEntry per change, until the client hangs up (or an
+	// error response ends it).
+	OpJournalFollow Op = "journal.follow" // no arguments; a stream of *JournalEntry
 )
 
 // timeouts bound each call unless the caller's context ends sooner. An
@@ -79,6 +84,8 @@ var timeouts = map[Op]time.Duration{
 	OpHostsAdd:       30 * time.Second,
 	OpHostsRemove:    30 * time.Second,
 	OpCheck:          10 * time.Second,
+	OpJournalNew:     30 * time.Second,
+	OpJournalFollow:  0, // until the caller's context ends
 }
 
 // Code classifies an error the gateway returns.
@@ -108,6 +115,9 @@ const (
 	// CodeNoMarkers: the journal entry ran without remote markers, so
 	// only a person who looked at the host can resolve it.
 	CodeNoMarkers Code = "no_markers"
+	// CodeJournalDamaged: the bastion's command journal is damaged; the
+	// bastion refuses commands until a person decides (OpJournalNew).
+	CodeJournalDamaged Code = "journal_damaged"
 )
 
 // Request is one call.

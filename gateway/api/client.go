@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -152,11 +153,71 @@ func (c *Client) Check(ctx context.Context, a CheckArgs) (*CheckResult, error) {
 	return &res, c.call(ctx, OpCheck, a, &res)
 }
 
+// NewJournal is a person's decision about a damaged journal: the gateway
+// keeps the damaged file aside and starts a new journal; the bastion
+// serves again.
+func (c *Client) NewJournal(ctx context.Context) (*JournalNewResult, error) {
+	var res JournalNewResult
+	return &res, c.call(ctx, OpJournalNew, nil, &res)
+}
+
+// FollowJournal passes every journal entry to fn as it changes, from the
+// moment the gateway accepted the call, until ctx ends (nil), fn returns
+// an error (that error) or the gateway ends the stream (its error).
+// ready, when not nil, is called once the gateway follows.
+func (c *Client) FollowJournal(ctx context.Context, ready func(), fn func(*JournalEntry) error) error {
+	first := true
+	err := c.stream(ctx, OpJournalFollow, nil, func(result json.RawMessage) error {
+		if first {
+			first = false
+			if ready != nil {
+				ready()
+			}
+			return nil
+		}
+		var e JournalEntry
+		if err := json.Unmarshal(result, &e); err != nil {
+			return fmt.Errorf("malformed journal entry from the gateway: %w", err)
+		}
+		return fn(&e)
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
 // call makes one request and decodes its result into out (which may be
 // nil).
 func (c *Client) call(ctx context.Context, op Op, args, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, timeouts[op])
-	defer cancel()
+	answered := false
+	err := c.stream(ctx, op, args, func(result json.RawMessage) error {
+		answered = true
+		if out != nil && len(result) > 0 {
+			return json.Unmarshal(result, out)
+		}
+		return errOneAnswer
+	})
+	if errors.Is(err, errOneAnswer) || err == nil && answered {
+		return nil
+	}
+	if err == nil {
+		return errors.New("the gateway closed the connection without answering")
+	}
+	return err
+}
+
+// errOneAnswer ends the reading of a call's answer.
+var errOneAnswer = errors.New("one answer")
+
+// stream makes one request and passes the result of each response line
+// to fn; an error response ends it with that error.
+func (c *Client) stream(ctx context.Context, op Op, args any, fn func(json.RawMessage) error) error {
+	if d := timeouts[op]; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
 	req := Request{Op: op}
 	if args != nil {
 		b, err := json.Marshal(args)
@@ -169,19 +230,14 @@ func (c *Client) call(ctx context.Context, op Op, args, out any) error {
 	if err != nil {
 		return err
 	}
-	line, err = control.Exchange(ctx, c.Socket, line)
-	if err != nil {
-		return err
-	}
-	var resp Response
-	if err := json.Unmarshal(line, &resp); err != nil {
-		return fmt.Errorf("malformed answer from the gateway: %w", err)
-	}
-	if resp.Error != "" {
-		return &Error{Code: resp.Code, Msg: strings.TrimSpace(resp.Error)}
-	}
-	if out != nil && len(resp.Result) > 0 {
-		return json.Unmarshal(resp.Result, out)
-	}
-	return nil
+	return control.Stream(ctx, c.Socket, line, func(line []byte) error {
+		var resp Response
+		if err := json.Unmarshal(line, &resp); err != nil {
+			return fmt.Errorf("malformed answer from the gateway: %w", err)
+		}
+		if resp.Error != "" {
+			return &Error{Code: resp.Code, Msg: strings.TrimSpace(resp.Error)}
+		}
+		return fn(resp.Result)
+	})
 }

@@ -8,21 +8,40 @@ import (
 
 // Status answers OpStatus ("postern status").
 type Status struct {
-	BootID  string       `json:"boot_id"`
-	PID     int          `json:"pid"`
-	Started string       `json:"started"`
-	Socket  string       `json:"socket"`
-	Vault   VaultStatus  `json:"vault"`
-	Config  ConfigStatus `json:"config"`
-	Hosts   HostsStatus  `json:"hosts"`
-	Audit   AuditStatus  `json:"audit"`
-	Counts  Counts       `json:"counts"`
+	BootID  string         `json:"boot_id"`
+	PID     int            `json:"pid"`
+	Started string         `json:"started"`
+	Socket  string         `json:"socket"`
+	Vault   VaultStatus    `json:"vault"`
+	Config  ConfigStatus   `json:"config"`
+	Hosts   HostsStatus    `json:"hosts"`
+	Audit   AuditStatus    `json:"audit"`
+	Bastion *BastionStatus `json:"bastion,omitempty"` // nil: the bastion is not enabled
+	Counts  Counts         `json:"counts"`
 	// Approvers are the ways a card can reach a person now. With none
 	// reachable, a request that needs a card is refused at once
 	// (no_approver).
 	Approvers []Approver `json:"approvers"`
 	// LastNoApprover is when a request was last refused so.
 	LastNoApprover time.Time `json:"last_no_approver,omitzero"`
+}
+
+// BastionStatus describes the bastion's command journal.
+type BastionStatus struct {
+	Journal string `json:"journal"`
+	// Refusing is why the bastion refuses every command, since Since; ""
+	// while it serves.
+	Refusing string `json:"refusing,omitempty"`
+	Since    string `json:"since,omitempty"`
+	// Damaged: the journal is damaged and kept as it is until a person
+	// decides (OpJournalNew).
+	Damaged bool `json:"damaged,omitempty"`
+}
+
+// JournalNewResult answers OpJournalNew: where the damaged journal is
+// kept.
+type JournalNewResult struct {
+	KeptAt string `json:"kept_at"`
 }
 
 // Approver is one way to reach a person with a card: the console, a

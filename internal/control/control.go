@@ -1,14 +1,25 @@
 // Package control carries the control protocol between the postern
-// command line and a running gateway: one request line and one response
-// line per connection, each at most MaxLine bytes, over a unix socket
-// that sits beside the agent socket. What the lines mean is the contract
-// in gateway/api; this package only moves them.
+// command line and a running gateway: one request line per connection,
+// answered by one response line, or by a stream of lines for the calls
+// that follow something, over a unix socket that sits beside the agent
+// socket. What the lines mean is the contract in gateway/api; this
+// package only moves them.
 //
 // The server admits every client through procid.Table.Admit (identified
 // from kernel evidence, other users refused) and passes the verified peer
 // to the handler with the request, so that the gateway can refuse, for
 // example, an approval sent from inside the process tree that asked for
 // it.
+//
+// # Bounds
+//
+// A request is at most MaxRequest bytes and must arrive within
+// RequestTimeout of the connection; it is read as it arrives, so that a
+// client that announces nothing and sends little holds little. Each
+// user's connections are bounded by the server's Limits (a connection
+// still sending its request is idle, and the first pushed out). The
+// handler's context ends when the client hangs up, which ends a stream.
+// A response line the client reads is at most MaxResponse bytes.
 package control
 
 import (
@@ -22,32 +33,64 @@ import (
 	"sync"
 	"time"
 
+	"github.com/postern/postern/internal/connlimit"
 	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/safesocket"
 )
 
-// MaxLine bounds one request or response, newline included.
-const MaxLine = 4 << 20
+// Bounds of the protocol.
+const (
+	MaxRequest     = 256 << 10 // one request line, newline included
+	MaxResponse    = 64 << 20  // one response line, as the client reads it
+	RequestTimeout = 10 * time.Second
+	writeTimeout   = 30 * time.Second // for one response line
+)
 
-// ErrNoGateway is returned by Exchange when nothing answers at the socket.
+// ErrNoGateway is returned by Exchange and Stream when nothing answers at
+// the socket.
 var ErrNoGateway = errors.New("no gateway")
 
-// Handler answers one request line from a verified peer with one
-// response line (both without the newline). Its context ends when the
-// client closes its connection.
-type Handler func(ctx context.Context, peer *procid.Peer, request []byte) (response []byte)
+// Handler answers one request line (without its newline) from a verified
+// peer, writing its answer through w: one line, or for a stream several,
+// until it returns. ctx ends when the client hangs up or the server
+// stops.
+type Handler func(ctx context.Context, peer *procid.Peer, request []byte, w *Writer)
+
+// Writer writes response lines to one client.
+type Writer struct {
+	c   net.Conn
+	err error
+}
+
+// Line writes one response line; it adds the newline. After a failed
+// write every later one fails too.
+func (w *Writer) Line(b []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	w.c.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := w.c.Write(append(b, '\n')); err != nil {
+		w.err = err
+	}
+	return w.err
+}
 
 // Server serves the control socket.
 type Server struct {
 	Procs  *procid.Table
 	Log    *slog.Logger
 	Handle Handler
-	wg     sync.WaitGroup
+	// Limits bounds each user's connections (nil: no bound).
+	Limits *connlimit.Limiter
+	// Exhausted is called when accept fails for want of descriptors or
+	// memory (safesocket.Serve).
+	Exhausted func(error)
+	wg        sync.WaitGroup
 }
 
 // Serve accepts connections on l until ctx ends.
 func (s *Server) Serve(ctx context.Context, l *net.UnixListener) error {
-	return safesocket.Serve(ctx, l, &s.wg, func(c *net.UnixConn) { s.handle(ctx, c) })
+	return safesocket.Serve(ctx, l, &s.wg, func(c *net.UnixConn) { s.handle(ctx, c) }, s.Exhausted)
 }
 
 // Wait waits for open connections to finish.
@@ -55,43 +98,82 @@ func (s *Server) Wait() { s.wg.Wait() }
 
 func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	defer c.Close()
-	peer, err := s.Procs.Admit(c, "control", s.Log)
+	peer, slot, err := safesocket.Admit(c, s.Procs, "control", s.Log, s.Limits, s.Exhausted)
 	if err != nil {
 		return
 	}
 	defer peer.Close()
-	line, err := readLine(c)
+	if slot != nil {
+		defer slot.Release()
+	}
+	c.SetReadDeadline(time.Now().Add(RequestTimeout))
+	r := bufio.NewReaderSize(c, 512)
+	line, err := readLine(r, MaxRequest)
 	if err != nil {
+		if slot == nil || !slot.Evicted() {
+			s.Log.Debug("control connection without a request", "pid", peer.PID, "err", err)
+		}
 		return
 	}
-	// A client sends nothing after its request: a read that returns means
-	// it went away, and whatever waits on its behalf stops.
+	if slot != nil {
+		defer slot.Busy()()
+	}
+	c.SetReadDeadline(time.Time{})
+	// The client sends nothing after its request: a read that returns
+	// means it hung up.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
-		var b [1]byte
-		c.Read(b[:])
+		r.ReadByte()
 		cancel()
 	}()
-	c.Write(append(s.Handle(ctx, peer, line), '\n'))
+	s.Handle(ctx, peer, line, &Writer{c: c})
 }
 
-// readLine reads one line of at most MaxLine bytes and drops its newline.
-func readLine(r io.Reader) ([]byte, error) {
-	line, err := bufio.NewReaderSize(io.LimitReader(r, MaxLine), 64*1024).ReadBytes('\n')
-	if err != nil {
-		return nil, err
+// readLine reads one line of at most max bytes (newline included) as it
+// arrives and drops its newline.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > max {
+			return nil, fmt.Errorf("line longer than %d bytes", max)
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == nil:
+			return line[:len(line)-1], nil
+		case !errors.Is(err, bufio.ErrBufferFull):
+			return nil, err
+		}
 	}
-	return line[:len(line)-1], nil
 }
 
 // Exchange sends one request line to the server at sock and returns its
 // response line. The exchange ends when ctx does.
 func Exchange(ctx context.Context, sock string, request []byte) ([]byte, error) {
+	var line []byte
+	err := Stream(ctx, sock, request, func(l []byte) error {
+		line = l
+		return io.EOF // one line is the whole answer
+	})
+	if errors.Is(err, io.EOF) {
+		return line, nil
+	}
+	if err == nil {
+		err = errors.New("the gateway closed the connection without answering")
+	}
+	return nil, err
+}
+
+// Stream sends one request line to the server at sock and passes each
+// response line to fn, until the server ends the stream (nil), fn
+// returns an error (that error), or ctx ends.
+func Stream(ctx context.Context, sock string, request []byte, fn func(line []byte) error) error {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", sock)
 	if err != nil {
-		return nil, fmt.Errorf("%w at %s (%v)", ErrNoGateway, sock, errors.Unwrap(err))
+		return fmt.Errorf("%w at %s (%v)", ErrNoGateway, sock, errors.Unwrap(err))
 	}
 	defer c.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -100,11 +182,22 @@ func Exchange(ctx context.Context, sock string, request []byte) ([]byte, error) 
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stop()
 	if _, err := c.Write(append(request, '\n')); err != nil {
-		return nil, err
+		return err
 	}
-	line, err := readLine(c)
-	if err != nil {
-		return nil, fmt.Errorf("the gateway closed the connection without answering: %w", err)
+	r := bufio.NewReaderSize(c, 64<<10)
+	for {
+		line, err := readLine(r, MaxResponse)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("reading the gateway's answer: %w", err)
+		}
+		if err := fn(line); err != nil {
+			return err
+		}
 	}
-	return line, nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -11,18 +13,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/postern/postern/internal/connlimit"
 	"github.com/postern/postern/internal/procid"
 )
 
 // serve starts a server with handle on a socket in a temporary directory.
 func serve(t *testing.T, handle Handler) string {
 	t.Helper()
+	return serveLimited(t, handle, nil)
+}
+
+func serveLimited(t *testing.T, handle Handler, limits *connlimit.Limiter) string {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "agent.sock.ctl")
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Procs: procid.Host, Log: slog.New(slog.DiscardHandler), Handle: handle}
+	s := &Server{Procs: procid.Host, Log: slog.New(slog.DiscardHandler), Handle: handle, Limits: limits}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.Serve(ctx, l); close(done) }()
@@ -30,12 +38,17 @@ func serve(t *testing.T, handle Handler) string {
 	return sock
 }
 
+// reply answers every request with f's line.
+func reply(f func(peer *procid.Peer, req []byte) []byte) Handler {
+	return func(_ context.Context, p *procid.Peer, req []byte, w *Writer) { w.Line(f(p, req)) }
+}
+
 func TestExchange(t *testing.T) {
 	var seen *procid.Peer
-	sock := serve(t, func(_ context.Context, p *procid.Peer, req []byte) []byte {
+	sock := serve(t, reply(func(p *procid.Peer, req []byte) []byte {
 		seen = p
 		return append([]byte("re: "), req...)
-	})
+	}))
 	out, err := Exchange(context.Background(), sock, []byte(`{"op":"echo"}`))
 	if err != nil || string(out) != `re: {"op":"echo"}` {
 		t.Fatalf("exchange: %q %v", out, err)
@@ -49,17 +62,77 @@ func TestExchange(t *testing.T) {
 	}
 }
 
-// A request over MaxLine is dropped unanswered, without reaching the
+// A request over MaxRequest is dropped unanswered, without reaching the
 // handler.
 func TestExchangeOversized(t *testing.T) {
 	called := false
-	sock := serve(t, func(context.Context, *procid.Peer, []byte) []byte {
+	sock := serve(t, reply(func(*procid.Peer, []byte) []byte {
 		called = true
 		return []byte("ok")
-	})
-	_, err := Exchange(context.Background(), sock, bytes.Repeat([]byte("x"), MaxLine))
+	}))
+	_, err := Exchange(context.Background(), sock, bytes.Repeat([]byte("x"), MaxRequest))
 	if err == nil || called {
 		t.Fatalf("an oversized request was answered (handler called: %v, err %v)", called, err)
+	}
+}
+
+// A client that keeps sending a line without its end is cut off once the
+// line passes MaxRequest: the server never holds more of it than that.
+func TestUnterminatedLineIsCutOff(t *testing.T) {
+	sock := serve(t, reply(func(*procid.Peer, []byte) []byte { return []byte("ok") }))
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Minute))
+	chunk := bytes.Repeat([]byte("x"), 16<<10)
+	sent := 0
+	for ; sent < 4*MaxRequest; sent += len(chunk) {
+		if _, err := c.Write(chunk); err != nil {
+			break
+		}
+	}
+	if sent >= 4*MaxRequest {
+		t.Fatalf("the server read %d bytes of one unterminated line", sent)
+	}
+	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Fatalf("the server answered: %d %v", n, err)
+	}
+}
+
+// A stream passes every line to the client; the client hanging up ends
+// the handler's context.
+func TestStream(t *testing.T) {
+	ended := make(chan struct{})
+	sock := serve(t, func(ctx context.Context, _ *procid.Peer, req []byte, w *Writer) {
+		for i := 0; ; i++ {
+			if err := w.Line([]byte(fmt.Sprintf("%s %d", req, i))); err != nil {
+				break
+			}
+			if i == 2 {
+				<-ctx.Done()
+				close(ended)
+				return
+			}
+		}
+	})
+	var got []string
+	stop := errors.New("enough")
+	err := Stream(context.Background(), sock, []byte("line"), func(l []byte) error {
+		got = append(got, string(l))
+		if len(got) == 3 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || fmt.Sprint(got) != "[line 0 line 1 line 2]" {
+		t.Fatalf("stream: %q %v", got, err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(time.Minute):
+		t.Fatal("the handler's context did not end when the client hung up")
 	}
 }
 
@@ -67,10 +140,7 @@ func TestExchangeOversized(t *testing.T) {
 func TestExchangeCanceled(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
-	sock := serve(t, func(context.Context, *procid.Peer, []byte) []byte {
-		<-block
-		return nil
-	})
+	sock := serve(t, func(context.Context, *procid.Peer, []byte, *Writer) { <-block })
 	ctx, cancel := context.WithCancel(context.Background())
 	go cancel()
 	if _, err := Exchange(ctx, sock, []byte("x")); err == nil {
@@ -82,10 +152,9 @@ func TestExchangeCanceled(t *testing.T) {
 // made on its behalf (a console waiting for cards) ends with it.
 func TestHandlerContextEndsWithClient(t *testing.T) {
 	ended := make(chan struct{})
-	sock := serve(t, func(ctx context.Context, _ *procid.Peer, _ []byte) []byte {
+	sock := serve(t, func(ctx context.Context, _ *procid.Peer, _ []byte, _ *Writer) {
 		<-ctx.Done()
 		close(ended)
-		return nil
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -97,5 +166,33 @@ func TestHandlerContextEndsWithClient(t *testing.T) {
 	case <-ended:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the handler's context did not end when its client went away")
+	}
+}
+
+// At its limit, a user's connection that has not sent its request yet
+// makes room for a new one; the new one is answered.
+func TestLimitsEvictTheIdle(t *testing.T) {
+	limits := &connlimit.Limiter{PerUID: 2}
+	sock := serveLimited(t, reply(func(*procid.Peer, []byte) []byte { return []byte("ok") }), limits)
+	var idle []net.Conn
+	for range 2 {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write([]byte("partial"))
+		idle = append(idle, c)
+	}
+	for limits.Total() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	out, err := Exchange(context.Background(), sock, []byte("x"))
+	if err != nil || string(out) != "ok" {
+		t.Fatalf("a new client at the limit: %q %v", out, err)
+	}
+	idle[0].SetReadDeadline(time.Now().Add(time.Minute))
+	if _, err := idle[0].Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("the oldest idle connection: %v", err)
 	}
 }

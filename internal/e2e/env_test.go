@@ -231,10 +231,29 @@ func (e *Env) StartAgent(extra ...string) *Agent {
 
 func (e *Env) startAgentAt(sock string, extra ...string) *Agent {
 	e.t.Helper()
+	return e.startAgentVia(nil, sock, extra...)
+}
+
+// StartAgentWithFiles runs the agent as StartAgent does, with at most
+// nofile open descriptors (prlimit(1) sets both limits).
+func (e *Env) StartAgentWithFiles(nofile int, extra ...string) *Agent {
+	e.t.Helper()
+	need(e.t, "prlimit")
+	lim := fmt.Sprint(nofile)
+	return e.startAgentVia([]string{"prlimit", "--nofile=" + lim + ":" + lim}, e.Path("run", "postern", "agent.sock"), extra...)
+}
+
+// startAgentVia starts the agent through the command line wrap (none
+// when nil).
+func (e *Env) startAgentVia(wrap []string, sock string, extra ...string) *Agent {
+	e.t.Helper()
 	args := append([]string{"agent", "-d"}, extra...)
 	args = append(args, "-a", sock)
 	a := &Agent{env: e, Socket: sock, done: make(chan struct{})}
 	a.cmd = e.Command("postern", args...)
+	if wrap != nil {
+		a.cmd = e.Command(wrap[0], append(append(wrap[1:], posternBin), args...)...)
+	}
 	stdout, err := a.cmd.StdoutPipe()
 	if err != nil {
 		e.t.Fatal(err)

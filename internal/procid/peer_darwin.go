@@ -39,3 +39,27 @@ func (t *Table) PeerOf(c *net.UnixConn) (*Peer, error) {
 }
 
 func pinPID(int) (pin, error) { return startPin{}, nil }
+
+// PeerUID returns the uid of the process at the other end of c from
+// LOCAL_PEERCRED alone: it opens no descriptor, so that a server can
+// count the connection against its user before it identifies the process
+// (PeerOf).
+func PeerUID(c *net.UnixConn) (uint32, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var (
+		cred *unix.Xucred
+		cerr error
+	)
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if cerr != nil {
+		return 0, fmt.Errorf("reading peer credentials: %w", cerr)
+	}
+	return cred.Uid, nil
+}

@@ -153,3 +153,27 @@ func (p *pidfdPin) exited() <-chan struct{} {
 	})
 	return p.done
 }
+
+// PeerUID returns the uid of the process at the other end of c from
+// SO_PEERCRED alone: it opens no descriptor, so that a server can count
+// the connection against its user before it identifies the process
+// (PeerOf).
+func PeerUID(c *net.UnixConn) (uint32, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var (
+		cred *unix.Ucred
+		cerr error
+	)
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if cerr != nil {
+		return 0, fmt.Errorf("reading peer credentials: %w", cerr)
+	}
+	return cred.Uid, nil
+}

@@ -90,25 +90,54 @@ func CheckDir(dir string) error {
 // Serve accepts connections on l until ctx is done or l is closed, and
 // handles each in its own goroutine, counted in wg. It returns nil when
 // stopped, or the error that stopped accepting.
-func Serve(ctx context.Context, l *net.UnixListener, wg *sync.WaitGroup, handle func(*net.UnixConn)) error {
+//
+// Running out of a resource never stops it: when accept fails with
+// EMFILE, ENFILE, ENOBUFS or ENOMEM (or another temporary error), Serve
+// calls exhausted (if not nil; it may close an idle connection to free a
+// descriptor) and tries again after a pause that doubles from 5ms up to a
+// second, as net/http does.
+func Serve(ctx context.Context, l *net.UnixListener, wg *sync.WaitGroup, handle func(*net.UnixConn), exhausted func(error)) error {
 	stop := context.AfterFunc(ctx, func() { l.Close() })
 	defer stop()
+	var pause time.Duration
 	for {
 		c, err := l.AcceptUnix()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if !Exhausted(err) {
+				return err
 			}
-			return err
+			if exhausted != nil {
+				exhausted(err)
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(pause):
+			}
+			continue
 		}
+		pause = 0
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			handle(c)
 		}()
 	}
+}
+
+// Exhausted reports whether err is accept failing for want of a resource
+// (descriptors, buffers, memory) or another temporary condition, after
+// which accepting again later may succeed.
+func Exhausted(err error) bool {
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.EINTR, syscall.EAGAIN} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -1,0 +1,207 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/bastion"
+	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/gateway/api"
+)
+
+// The bastion's command journal as the gateway holds it. When the journal
+// is damaged — found so at start, cut to nothing included, or met while
+// serving — the gateway keeps the file as it is, the agent goes on
+// signing, and the bastion refuses every command until a person decides
+// ("postern journal new", which keeps the damaged file aside and starts
+// a new journal). A new journal in its place, unasked, would drop the
+// retry guards of every command whose outcome is unknown.
+
+// journalState is the journal and the bastion serving with it, or the
+// fault that makes the bastion refuse.
+type journalState struct {
+	mu   sync.Mutex
+	path string
+	j    *journal.Journal // nil while faulted at start, or after Close
+	srv  *bastion.Server  // nil while faulted
+	// servers are every bastion built, the current one last: a new
+	// journal builds a new one, and connections to the old one run on.
+	servers []*bastion.Server
+	fault   *journalFault
+	build   func(*journal.Journal) *bastion.Server
+}
+
+// journalFault is why the bastion refuses.
+type journalFault struct {
+	err     error
+	since   time.Time
+	damaged bool // the file is damaged: "postern journal new" applies
+}
+
+// The errors the control operations return while the bastion refuses:
+// the journal is damaged (a person decides), or cannot be used otherwise.
+var (
+	errJournalDamaged = errors.New("the command journal is damaged and kept as it is; the bastion refuses commands until a person decides")
+	errJournalFault   = errors.New("the command journal cannot be used; the bastion refuses commands")
+)
+
+func (f *journalFault) error() error {
+	if f.damaged {
+		return fmt.Errorf("%w: %v", errJournalDamaged, f.err)
+	}
+	return fmt.Errorf("%w: %v", errJournalFault, f.err)
+}
+
+// openJournal opens the journal and builds the bastion on it. A journal
+// another gateway holds is an error (this gateway must not start); any
+// other failure is a fault, and the bastion refuses.
+func (g *Gateway) openJournal(path string, build func(*journal.Journal) *bastion.Server) error {
+	js := &journalState{path: path, build: build}
+	g.journal = js
+	j, err := journal.Open(path, g.bootID)
+	switch {
+	case errors.Is(err, journal.ErrBusy):
+		return fmt.Errorf("command journal: %w", err)
+	case err != nil:
+		g.journalFaulted(&journalFault{err: err, since: time.Now(), damaged: errors.Is(err, journal.ErrDamaged)})
+		return nil
+	}
+	js.j, js.srv = j, build(j)
+	js.servers = append(js.servers, js.srv)
+	return nil
+}
+
+// journalFaulted records a new fault: logged, audited, shown by status.
+func (g *Gateway) journalFaulted(f *journalFault) {
+	js := g.journal
+	js.mu.Lock()
+	if js.fault != nil {
+		js.mu.Unlock()
+		return
+	}
+	js.fault = f
+	js.mu.Unlock()
+	g.log.Error("the bastion refuses commands: the command journal cannot be used; the agent goes on", "journal", js.path, "err", f.err)
+	g.engine.Record(audit.Event{Type: audit.EventJournalDamaged, Detail: map[string]string{"path": js.path, "error": f.err.Error()}})
+}
+
+// bastionNow returns the bastion to hand a client to, or the fault that
+// refuses it. An open journal that met damage since is faulted here.
+func (g *Gateway) bastionNow() (*bastion.Server, *journalFault) {
+	js := g.journal
+	js.mu.Lock()
+	srv, fault, j := js.srv, js.fault, js.j
+	js.mu.Unlock()
+	if fault == nil && j != nil {
+		if err := j.DamageSoFar(); err != nil {
+			g.journalFaulted(&journalFault{err: err, since: time.Now(), damaged: true})
+			return nil, g.journalFault()
+		}
+	}
+	if fault != nil {
+		return nil, fault
+	}
+	return srv, nil
+}
+
+func (g *Gateway) journalFault() *journalFault {
+	g.journal.mu.Lock()
+	defer g.journal.mu.Unlock()
+	return g.journal.fault
+}
+
+// serveBastionConn hands a client of the bastion's socket to the bastion,
+// or refuses it.
+func (g *Gateway) serveBastionConn(c *net.UnixConn) {
+	srv, fault := g.bastionNow()
+	if fault != nil {
+		bastion.Refuse(c, g.procs, g.log, fault.error().Error())
+		return
+	}
+	srv.HandleConn(c)
+}
+
+// readableJournal returns the journal to read entries from: the open
+// one, even when it met damage (reads say so themselves), or the fault.
+func (g *Gateway) readableJournal() (*journal.Journal, error) {
+	js := g.journal
+	if js == nil {
+		return nil, errNoBastion
+	}
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	if js.j == nil {
+		return nil, js.fault.error()
+	}
+	return js.j, nil
+}
+
+// replaceJournal is a person's decision about a damaged journal: the
+// damaged file is moved aside, kept for inspection, and a new journal
+// starts, with the bastion serving again. It returns where the old file
+// went.
+func (g *Gateway) replaceJournal() (string, error) {
+	js := g.journal
+	if js == nil {
+		return "", errNoBastion
+	}
+	if _, fault := g.bastionNow(); fault == nil {
+		return "", badRequest(fmt.Errorf("the command journal %s is not damaged: there is nothing to replace", js.path))
+	} else if !fault.damaged {
+		return "", badRequest(fmt.Errorf("%v: that is not damage a new journal mends; fix it and restart the gateway", fault.err))
+	}
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	if js.j != nil {
+		js.j.Close() // commands still in flight on it fail to record: it is damaged
+		js.j = nil
+	}
+	aside, err := journal.MoveAside(js.path, time.Now())
+	if err != nil && aside == "" {
+		return "", err
+	}
+	j, err := journal.Open(js.path, g.bootID)
+	if err != nil {
+		js.fault = &journalFault{err: err, since: time.Now(), damaged: errors.Is(err, journal.ErrDamaged)}
+		return aside, fmt.Errorf("the damaged journal was kept at %s, but a new one could not be started: %w", aside, err)
+	}
+	old := js.fault
+	js.j, js.srv, js.fault = j, js.build(j), nil
+	js.servers = append(js.servers, js.srv)
+	g.engine.Record(audit.Event{Type: audit.EventJournalReplaced, Detail: map[string]string{"path": js.path, "kept_at": aside, "damage": old.err.Error()}})
+	g.log.Warn("a new command journal was started; the damaged one is kept", "journal", js.path, "kept_at", aside)
+	return aside, nil
+}
+
+// closeJournal closes the journal at shutdown.
+func (g *Gateway) closeJournal() {
+	js := g.journal
+	if js == nil {
+		return
+	}
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	if js.j != nil {
+		js.j.Close()
+		js.j = nil
+	}
+}
+
+// journalStatus reports the journal for status.
+func (g *Gateway) journalStatus() *api.BastionStatus {
+	js := g.journal
+	if js == nil {
+		return nil
+	}
+	st := &api.BastionStatus{Journal: js.path}
+	if _, f := g.bastionNow(); f != nil {
+		st.Refusing = f.err.Error()
+		st.Since = f.since.UTC().Format(time.RFC3339)
+		st.Damaged = f.damaged
+	}
+	return st
+}

@@ -1,0 +1,196 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/postern/postern/bastion"
+	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/gateway/api"
+)
+
+// startBastionGateway starts a gateway with the bastion enabled; damage,
+// when not nil, damages the journal file before the gateway starts.
+func startBastionGateway(t *testing.T, damage func(path string)) (*Gateway, string, string) {
+	t.Helper()
+	var journalPath, bastionSock string
+	g, sock := startGatewayWith(t, func(dir string) {
+		bastionSock = filepath.Join(dir, "xdg_runtime_dir", "bastion.sock")
+		cfg := configFile(t, dir)
+		os.WriteFile(cfg, []byte(fmt.Sprintf("[bastion]\nenabled = true\nsocket = %q\n", bastionSock)), 0o600)
+		journalPath = filepath.Join(dir, "xdg_state_home", "postern", "journal.db")
+		if damage != nil {
+			os.MkdirAll(filepath.Dir(journalPath), 0o700)
+			j, err := journal.Open(journalPath, "earlier")
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := &journal.Entry{Target: journal.Target{User: "u", Host: "h", Port: 22, HostKey: "SHA256:k"}, Kind: journal.KindExec, Command: []byte("make deploy")}
+			j.Start(e)
+			j.Close()
+			damage(journalPath)
+		}
+	})
+	return g, sock, bastionSock
+}
+
+// A journal damaged while the gateway was stopped, truncated to nothing
+// among others: the gateway starts and serves the agent, the file is kept
+// byte for byte, the bastion refuses every command and status says why,
+// until a person decides; then the damaged file is kept aside and a new
+// journal serves.
+func TestDamagedJournalKeptUntilAPersonDecides(t *testing.T) {
+	for name, damage := range map[string]func(string){
+		"truncated": func(p string) { os.Truncate(p, 0) },
+		"garbage":   func(p string) { os.WriteFile(p, bytes.Repeat([]byte("damage"), 4096), 0o600) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			g, sock, bsock := startBastionGateway(t, damage)
+			path := g.journal.path
+			before, _ := os.ReadFile(path)
+			c := api.NewClient(sock)
+			ctx := context.Background()
+			st, err := c.Status(ctx)
+			if err != nil || st.Bastion == nil || st.Bastion.Refusing == "" || !st.Bastion.Damaged {
+				t.Fatalf("status: %+v %v", st.Bastion, err)
+			}
+			if _, err := bastion.Connect(bsock, bastion.Target{User: "u", Host: "h", Port: 22}); err == nil || !strings.Contains(err.Error(), "damaged") {
+				t.Fatalf("the bastion served with a damaged journal: %v", err)
+			}
+			if _, err := c.JournalPage(ctx, api.JournalArgs{}); !api.HasCode(err, api.CodeJournalDamaged) {
+				t.Fatalf("journal list: %v", err)
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+				t.Fatal("the damaged journal was changed")
+			}
+			res, err := c.NewJournal(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kept, _ := os.ReadFile(res.KeptAt); !bytes.Equal(kept, before) || !strings.HasPrefix(res.KeptAt, path+".damaged-") {
+				t.Fatalf("the damaged journal was not kept at %s", res.KeptAt)
+			}
+			if st, _ := c.Status(ctx); st.Bastion.Refusing != "" {
+				t.Fatalf("status after the decision: %+v", st.Bastion)
+			}
+			conn, err := bastion.Connect(bsock, bastion.Target{User: "u", Host: "h", Port: 22})
+			if err != nil {
+				t.Fatalf("the bastion after the decision: %v", err)
+			}
+			conn.Close()
+			if es, err := c.JournalPage(ctx, api.JournalArgs{}); err != nil || len(es) != 0 {
+				t.Fatalf("the new journal: %v %v", es, err)
+			}
+			if _, err := c.NewJournal(ctx); !api.HasCode(err, api.CodeUsage) {
+				t.Fatalf("a second decision with a healthy journal: %v", err)
+			}
+		})
+	}
+}
+
+// follow is a stream from the gateway with no window: a long command's
+// end arrives after hundreds of other entries started and ended.
+func TestFollowJournalMissesNothing(t *testing.T) {
+	g, sock, _ := startBastionGateway(t, nil)
+	j, err := g.readableJournal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := api.NewClient(sock)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan struct{})
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	done := make(chan error, 1)
+	go func() {
+		done <- c.FollowJournal(ctx, func() { close(ready) }, func(e *api.JournalEntry) error {
+			mu.Lock()
+			seen = append(seen, e.ID+" "+e.Status())
+			mu.Unlock()
+			return nil
+		})
+	}()
+	<-ready
+	start := func(cmd string) *journal.Entry {
+		e := &journal.Entry{Target: journal.Target{User: "u", Host: "h", Port: 22, HostKey: "SHA256:k"}, Kind: journal.KindExec, Command: []byte(cmd)}
+		if err := j.Start(e); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.Dispatched(e.ID); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	long := start("sleep 3600")
+	for i := range 300 {
+		e := start(fmt.Sprint("true ", i))
+		if _, err := j.End(e.ID, journal.End{Outcome: journal.OutcomeExited}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := j.End(long.ID, journal.End{Outcome: journal.OutcomeExited, ExitStatus: 0}); err != nil {
+		t.Fatal(err)
+	}
+	want := long.ID + " " + journal.StatusCompleted
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mu.Lock()
+		n, last := len(seen), ""
+		if n > 0 {
+			last = seen[n-1]
+		}
+		mu.Unlock()
+		if last == want {
+			if n != 2+300*3+1 {
+				t.Fatalf("%d changes seen, want %d", n, 2+300*3+1)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the long command's end never arrived (%d changes seen, last %q)", n, last)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("follow: %v", err)
+	}
+}
+
+// A journal damaged under a running gateway is found out by the next read
+// or change: from then on the bastion refuses, and status says why.
+func TestJournalDamagedWhileServing(t *testing.T) {
+	g, sock, bsock := startBastionGateway(t, nil)
+	j, _ := g.readableJournal()
+	for i := range 100 {
+		j.Start(&journal.Entry{Target: journal.Target{User: "u", Host: "h", Port: 22, HostKey: "SHA256:k"}, Kind: journal.KindExec, Command: []byte(fmt.Sprint("command ", i, strings.Repeat(" pad", 60)))})
+	}
+	b, _ := os.ReadFile(g.journal.path)
+	page := os.Getpagesize()
+	for i := 2 * page; i < len(b); i++ {
+		b[i] = byte(i*7 + 3)
+	}
+	f, _ := os.OpenFile(g.journal.path, os.O_WRONLY, 0)
+	f.WriteAt(b[2*page:], int64(2*page))
+	f.Close()
+	c := api.NewClient(sock)
+	if _, err := c.JournalPage(context.Background(), api.JournalArgs{}); err == nil {
+		t.Fatal("a damaged journal was listed")
+	}
+	if _, err := bastion.Connect(bsock, bastion.Target{User: "u", Host: "h", Port: 22}); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("the bastion served with a damaged journal: %v", err)
+	}
+	if st, _ := c.Status(context.Background()); st.Bastion.Refusing == "" || !st.Bastion.Damaged {
+		t.Fatalf("status: %+v", st.Bastion)
+	}
+}

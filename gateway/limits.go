@@ -1,0 +1,69 @@
+package gateway
+
+import (
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/postern/postern/internal/connlimit"
+)
+
+// Bounds on what one user's connections may hold, per kind of socket
+// (see package connlimit: at a bound, the connection idle the longest
+// makes room). Agent connections are many and long-lived (every ssh
+// session keeps one), and each holds fdsPerConn descriptors (the socket,
+// and the pidfd, /proc directory, stat and maps the peer is pinned by);
+// control connections are short, but for "postern approve" and "postern
+// journal follow"; bastion connections are SSH sessions.
+const (
+	maxAgentConnsPerUID   = 16384
+	maxControlConnsPerUID = 256
+	maxBastionConnsPerUID = 1024
+	fdsPerConn            = 5
+)
+
+// limits are the gateway's connection bounds.
+type limits struct {
+	agent, control, bastion *connlimit.Limiter
+
+	mu       sync.Mutex
+	lastWarn time.Time
+}
+
+// newLimits bounds the connections so that, together, they fit in the
+// descriptor limit: a quarter of it (at most 512 descriptors) is kept for
+// everything else, and of the rest agent connections may take three
+// quarters, control and bastion connections an eighth each.
+func newLimits() *limits {
+	conns := maxAgentConnsPerUID * 2
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Cur < 1<<30 {
+		n := int(rl.Cur)
+		conns = (n - min(512, n/4)) / fdsPerConn
+	}
+	bound := func(most, share int) *connlimit.Limiter {
+		return &connlimit.Limiter{PerUID: max(min(most, share), 1)}
+	}
+	return &limits{
+		agent:   bound(maxAgentConnsPerUID, conns*3/4),
+		control: bound(maxControlConnsPerUID, conns/8),
+		bastion: bound(maxBastionConnsPerUID, conns/8),
+	}
+}
+
+// exhausted is what a socket does when accept fails for want of
+// descriptors or memory: it says so (at most every ten seconds), and
+// sheds the connection idle the longest, so that a new client can get
+// in. The gateway never exits for it.
+func (g *Gateway) exhausted(err error) {
+	l := g.limits
+	shed := connlimit.EvictOldestIdle(l.agent, l.control, l.bastion)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if time.Since(l.lastWarn) < 10*time.Second {
+		return
+	}
+	l.lastWarn = time.Now()
+	g.log.Warn("cannot accept a connection; pausing, and closing the connection idle the longest", "err", err, "closed_one", shed,
+		"agent_connections", l.agent.Total(), "control_connections", l.control.Total(), "bastion_connections", l.bastion.Total())
+}

@@ -1,0 +1,200 @@
+// Package connlimit bounds the connections a gateway socket serves per
+// peer user, so that one user's flood of connections costs that user
+// connections, never the gateway its memory, its descriptors or its
+// life.
+//
+// A server takes a Slot for each connection it admits, naming the peer's
+// uid, and marks the slot busy while it works on a request. When a user
+// is at the limit, the connection of that user that has been idle the
+// longest is closed to make room: a new client always gets in, and only
+// connections that sit idle are ever pushed out. When every one of the
+// user's connections is busy, the new one is refused.
+//
+// EvictOldestIdle closes the connection idle the longest, whoever its
+// user and whichever of several limiters counts it, for a server that ran
+// out of descriptors (accept failed with EMFILE): the gateway sheds its
+// oldest idle connection instead of failing.
+package connlimit
+
+import (
+	"container/list"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// ErrFull is returned by Take when every connection of the user is busy.
+var ErrFull = errors.New("too many connections from this user")
+
+// Limiter counts the connections of one kind of socket.
+type Limiter struct {
+	// PerUID is the most connections one user may hold; 0 means no limit.
+	PerUID int
+
+	mu    sync.Mutex
+	idle  list.List // of *Slot, idle the longest first
+	count map[uint32]int
+}
+
+// Slot is one admitted connection.
+type Slot struct {
+	l       *Limiter
+	uid     uint32
+	c       io.Closer
+	elem    *list.Element // in l.idle while idle
+	since   time.Time     // idle since
+	busy    int
+	evicted bool
+	done    bool
+}
+
+// Take admits connection c of user uid, idle. When the user is at the
+// limit, the user's connection idle the longest is closed first; when
+// none of them is idle, c is not admitted (ErrFull): the caller closes
+// it.
+func (l *Limiter) Take(uid uint32, c io.Closer) (*Slot, error) {
+	l.mu.Lock()
+	if l.count == nil {
+		l.count = map[uint32]int{}
+	}
+	var victim *Slot
+	if l.PerUID > 0 && l.count[uid] >= l.PerUID {
+		for e := l.idle.Front(); e != nil; e = e.Next() {
+			if s := e.Value.(*Slot); s.uid == uid {
+				victim = s
+				l.dropLocked(s)
+				break
+			}
+		}
+		if victim == nil {
+			l.mu.Unlock()
+			return nil, fmt.Errorf("%w (%d, all busy)", ErrFull, l.PerUID)
+		}
+	}
+	s := &Slot{l: l, uid: uid, c: c, since: time.Now()}
+	s.elem = l.idle.PushBack(s)
+	l.count[uid]++
+	l.mu.Unlock()
+	if victim != nil {
+		victim.c.Close()
+	}
+	return s, nil
+}
+
+// EvictOldestIdle closes the connection idle the longest among the
+// limiters' (of any user), and reports whether there was one: for a
+// server out of descriptors, whatever socket the connection is on.
+func EvictOldestIdle(ls ...*Limiter) bool {
+	var oldest *Limiter
+	var since time.Time
+	for _, l := range ls {
+		l.mu.Lock()
+		if e := l.idle.Front(); e != nil {
+			if t := e.Value.(*Slot).since; oldest == nil || t.Before(since) {
+				oldest, since = l, t
+			}
+		}
+		l.mu.Unlock()
+	}
+	return oldest != nil && oldest.EvictIdle()
+}
+
+// EvictIdle closes the connection idle the longest, of any user, and
+// reports whether there was one.
+func (l *Limiter) EvictIdle() bool {
+	l.mu.Lock()
+	e := l.idle.Front()
+	if e == nil {
+		l.mu.Unlock()
+		return false
+	}
+	s := e.Value.(*Slot)
+	l.dropLocked(s)
+	l.mu.Unlock()
+	s.c.Close()
+	return true
+}
+
+// dropLocked stops counting s, which is being evicted.
+func (l *Limiter) dropLocked(s *Slot) {
+	l.idle.Remove(s.elem)
+	s.elem = nil
+	s.evicted = true
+	l.count[s.uid]--
+	if l.count[s.uid] == 0 {
+		delete(l.count, s.uid)
+	}
+}
+
+// Busy marks the connection busy (it cannot be evicted) until the
+// returned function is called; then it is idle again, and the most
+// recently active.
+func (s *Slot) Busy() (idle func()) {
+	l := s.l
+	l.mu.Lock()
+	if s.busy == 0 && s.elem != nil {
+		l.idle.Remove(s.elem)
+		s.elem = nil
+	}
+	s.busy++
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		s.busy--
+		if s.busy == 0 && !s.evicted && !s.done {
+			s.elem, s.since = l.idle.PushBack(s), time.Now()
+		}
+	}
+}
+
+// Release stops counting the connection; the caller closes it. It may be
+// called more than once.
+func (s *Slot) Release() {
+	l := s.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s.done {
+		return
+	}
+	s.done = true
+	if s.evicted {
+		return
+	}
+	if s.elem != nil {
+		l.idle.Remove(s.elem)
+		s.elem = nil
+	}
+	l.count[s.uid]--
+	if l.count[s.uid] == 0 {
+		delete(l.count, s.uid)
+	}
+}
+
+// Evicted reports whether the limiter closed the connection to make
+// room.
+func (s *Slot) Evicted() bool {
+	s.l.mu.Lock()
+	defer s.l.mu.Unlock()
+	return s.evicted
+}
+
+// Count returns how many connections user uid holds.
+func (l *Limiter) Count(uid uint32) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.count[uid]
+}
+
+// Total returns how many connections are held, all users together.
+func (l *Limiter) Total() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, c := range l.count {
+		n += c
+	}
+	return n
+}

@@ -1,0 +1,68 @@
+package sshagent
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/postern/postern/internal/connlimit"
+)
+
+// At a user's connection bound, a new client is served: the connection
+// idle the longest is closed to make room, and one in the middle of a
+// request (its length sent, its body trickling) is not.
+func TestIdleConnectionsMakeRoom(t *testing.T) {
+	limits := &connlimit.Limiter{PerUID: 4}
+	ts := startServerWith(t, func(s *Server) { s.Limits = limits })
+	var conns []net.Conn
+	defer func() {
+		// Every handler has ended (and logged) before the test does.
+		for _, c := range conns {
+			c.Close()
+		}
+		for limits.Total() > 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	dial := func() net.Conn {
+		c, err := net.Dial("unix", ts.sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		return c
+	}
+	oldest := dial()
+	for limits.Total() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	busy := dial()
+	var hdr [5]byte
+	binary.BigEndian.PutUint32(hdr[:], MaxMessage) // announces the largest request...
+	hdr[4] = 11                                    // ...and sends one byte of it
+	busy.Write(hdr[:])
+	dial()
+	dial()
+	for limits.Total() < 4 {
+		time.Sleep(time.Millisecond)
+	}
+	c := dial()
+	keys, err := agent.NewClient(c).List()
+	if err != nil || len(keys) != 0 {
+		t.Fatalf("a new client at the bound: %v %v", keys, err)
+	}
+	oldest.SetReadDeadline(time.Now().Add(time.Minute))
+	if _, err := oldest.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("the connection idle the longest: %v", err)
+	}
+	busy.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, err := busy.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the connection in the middle of a request: %v", err)
+	}
+}
