@@ -23,6 +23,7 @@ func (e *Engine) PrepareRun(label string, socket func(id string) string) *Run {
 	e.mu.Lock()
 	e.runs[run.ID] = run
 	e.mu.Unlock()
+	time.AfterFunc(prepareTimeout, func() { e.expireIfPending(run.ID) })
 	return run
 }
 
@@ -36,8 +37,12 @@ func (e *Engine) EndIfNeverStarted(run *Run, preparer *procid.Peer) {
 	if exited == nil {
 		return
 	}
+	expired := time.NewTimer(prepareTimeout)
+	defer expired.Stop()
 	select {
 	case <-run.ready:
+	case <-expired.C:
+		// PrepareRun's timer ends it: the preparer is not held longer.
 	case <-exited:
 		select {
 		case <-run.ready:

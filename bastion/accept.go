@@ -60,7 +60,13 @@ func (s *Server) accept(c *net.UnixConn) {
 		c.Close()
 		return
 	}
+	if s.stopping.Load() {
+		fmt.Fprintf(c, "error the gateway is stopping\n")
+		c.Close()
+		return
+	}
 	info := &connInfo{id: newID(), target: t, requester: requester}
+	defer s.track(info, c)()
 	chain := append(procid.Chain{requester.Process}, s.cfg.Procs.Ancestors(&requester.Process)...)
 	info.chain = chain.String()
 	if _, err := c.Write([]byte("ok\n")); err != nil {

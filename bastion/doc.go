@@ -129,12 +129,13 @@
 // # Unknown outcomes
 //
 // An outcome that was not observed is unknown (journal.MarkUnknown,
-// audit event command_unknown), for one of three reasons:
+// audit event command_unknown), for one of four reasons:
 //
 //	dispatch_unconfirmed  the request went out and the connection failed before its answer
 //	upstream_lost         the channel ended without a status, and the connection did
 //	                      not answer a keepalive within 3 seconds
 //	bastion_restarted     journal.Open found an entry a previous instance left running
+//	bastion_stopped       Server.Stop cut the command off after the gateway's grace period
 //
 // Keepalives go to the host every Config.Keepalive (15s); three missed
 // close the connection, so a silently dropped network ends as
@@ -146,11 +147,14 @@
 // journaled, and the earlier entry keeps guarding; approved, the new
 // entry records RetryOf.
 //
-// # Bounds and refusals
+// # Bounds, refusals and stopping
 //
 // Config.Limits bounds each user's connections (a connection is idle, and
 // may be pushed out, only until its preamble is read). Refuse answers a
 // client that no bastion can serve (the gateway's journal is damaged).
+// Stop ends the bastion for a stopping gateway: new commands are refused,
+// running ones get a grace period, then are cut off and recorded unknown
+// (bastion_stopped).
 //
 // # The journal's states
 //

@@ -6,6 +6,7 @@ import (
 	"net"
 	"path"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gliderssh "github.com/gliderlabs/ssh"
@@ -54,6 +55,10 @@ type Server struct {
 	ssh      *gliderssh.Server
 	wg       sync.WaitGroup
 	running  running // commands started that may still run (waiting.go)
+
+	stopping atomic.Bool
+	mu       sync.Mutex
+	active   map[*connInfo]net.Conn // client connections being served
 }
 
 // New prepares a bastion server.
@@ -67,7 +72,7 @@ func New(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, instance: cfg.Journal.Instance()}
+	s := &Server{cfg: cfg, instance: cfg.Journal.Instance(), active: map[*connInfo]net.Conn{}}
 	s.ssh = &gliderssh.Server{
 		ServerConfigCallback: s.serverConfig,
 		ConnCallback: func(ctx gliderssh.Context, c net.Conn) net.Conn {
@@ -131,3 +136,57 @@ func (s *Server) markersFor(host string) bool {
 
 // Wait waits for connections being served to end.
 func (s *Server) Wait() { s.wg.Wait() }
+
+// cutOffWait bounds how long Stop waits, after cutting the connections,
+// for the commands to record that their outcome is unknown.
+const cutOffWait = 5 * time.Second
+
+// Stop ends the bastion for a gateway that stops: from now on every new
+// connection and command is refused. Commands still running have until
+// ctx ends to finish on their own; then their connections are cut, and
+// each command whose end was not seen is recorded unknown
+// (bastion_stopped) before Stop returns — or, past cutOffWait, left
+// running in the journal, which the next start records unknown
+// (bastion_restarted). It returns how many client connections it cut.
+func (s *Server) Stop(ctx context.Context) int {
+	s.stopping.Store(true)
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return 0
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	cut := len(s.active)
+	for info, c := range s.active {
+		info.mu.Lock()
+		up := info.up
+		info.mu.Unlock()
+		if up != nil {
+			up.client.Close()
+		}
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.cfg.Log.Warn("bastion: stopping; connections cut after the grace period", "connections", cut)
+	select {
+	case <-done:
+	case <-time.After(cutOffWait):
+		s.cfg.Log.Error("bastion: commands did not record their end in time; the next start records them unknown")
+	}
+	return cut
+}
+
+// track counts a client connection as being served; the returned
+// function stops counting it.
+func (s *Server) track(info *connInfo, c net.Conn) func() {
+	s.mu.Lock()
+	s.active[info] = c
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.active, info)
+		s.mu.Unlock()
+	}
+}

@@ -40,6 +40,10 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 		Marker:        kind == journal.KindExec && s.markersFor(info.target.Host),
 	}
 	log := s.cfg.Log.With("target", info.target.String())
+	if s.stopping.Load() {
+		ss.refuse(req, "the gateway is stopping; the command was not sent", ExitUnreachable)
+		return
+	}
 	up, d, err := ss.upstreamFor(e)
 	if up != nil {
 		e.Target.HostKey = gossh.FingerprintSHA256(up.hostKey)

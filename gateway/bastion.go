@@ -1,9 +1,13 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
@@ -105,4 +109,34 @@ func (g *Gateway) startBastion() error {
 	})
 	g.log.Info("bastion listening", "socket", path)
 	return nil
+}
+
+// stopBastion stops every bastion server the gateway built (a new journal
+// builds a new one), giving their running commands until grace passes.
+func (g *Gateway) stopBastion(grace time.Duration) {
+	js := g.journal
+	if js == nil {
+		return
+	}
+	js.mu.Lock()
+	servers := slices.Clone(js.servers)
+	js.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Go(func() {
+			if n := s.Stop(ctx); n > 0 {
+				g.log.Warn("stopping: bastion commands cut off after the grace period; their outcome is unknown", "connections", n, "grace", grace)
+			}
+		})
+	}
+	wg.Wait()
+	done := make(chan struct{})
+	go func() { g.bastionConns.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		g.log.Warn("stopping: bastion connections still open; not waiting for them")
+	}
 }

@@ -278,16 +278,24 @@ func (g *Gateway) handleSignals(ctx context.Context, sigs <-chan os.Signal) {
 	}
 }
 
-// shutdown ends every grant and card, stops serving, and wipes the keys.
-// It returns the error that stopped a socket, if one did.
+// shutdown wipes the keys at once, ends every grant and card, stops
+// serving, and gives the bastion's running commands a bounded grace period
+// ([bastion] stop_grace) before it cuts them off (their outcome is then
+// unknown), so that neither the keys nor the state files outlive the
+// decision to stop by more than that. It returns the error that stopped a
+// socket, if one did.
 func (g *Gateway) shutdown() error {
+	g.vault.wipe()
+	g.log.Info("stopping: keys wiped")
 	g.engine.Stop()
 	g.srv.cancel()
 	g.closeListeners()
 	g.srv.wg.Wait()
-	g.bastionConns.Wait()
+	g.mu.Lock()
+	grace := g.config.Bastion.StopGrace.Duration
+	g.mu.Unlock()
+	g.stopBastion(grace)
 	g.closeJournal()
-	g.vault.wipe()
 	g.notes.svc.Close()
 	g.log.Info("gateway stopped", "boot_id", g.bootID)
 	return g.srv.err()

@@ -45,6 +45,9 @@ func (g *Gateway) opUnlock(_ context.Context, _ *procid.Peer, a api.UnlockArgs) 
 }
 
 func (g *Gateway) opRunPrepare(_ context.Context, caller *procid.Peer, a api.RunPrepare) (any, error) {
+	if n := g.engine.PendingRuns(); n >= approvals.MaxPendingRuns {
+		return nil, fmt.Errorf("%d runs are prepared and not started yet; start them, or wait a minute for them to expire", n)
+	}
 	// The caller's process is held, so that the run ends with it if it
 	// never reports the process it launched.
 	preparer, err := g.procs.Pin(caller.PID)

@@ -35,6 +35,7 @@ const (
 	ReasonUpstreamLost        = "upstream_lost"        // the upstream connection died while the command ran
 	ReasonBastionRestarted    = "bastion_restarted"    // found at Open: an earlier instance recorded no outcome
 	ReasonDispatchUnconfirmed = "dispatch_unconfirmed" // the request was sent but its reply never came
+	ReasonBastionStopped      = "bastion_stopped"      // the gateway stopped, after a grace period, while the command ran
 	// ReasonBastionNotRunning is never stored: OpenReadOnly shows entries
 	// that have no outcome this way, because no bastion holds the journal
 	// while a reader has it open. The next Open records bastion_restarted.
@@ -345,7 +346,7 @@ func (u *Unknown) validate() error {
 	switch {
 	case u.At.IsZero():
 		return fmt.Errorf("unknown outcome has no time")
-	case u.Reason != ReasonUpstreamLost && u.Reason != ReasonBastionRestarted && u.Reason != ReasonDispatchUnconfirmed:
+	case u.Reason != ReasonUpstreamLost && u.Reason != ReasonBastionRestarted && u.Reason != ReasonDispatchUnconfirmed && u.Reason != ReasonBastionStopped:
 		return fmt.Errorf("unknown reason %q", u.Reason)
 	case u.LastPhase != PhaseIntent && u.LastPhase != PhaseDispatched:
 		return fmt.Errorf("unknown last phase %q", u.LastPhase)

@@ -86,6 +86,10 @@ type Bastion struct {
 	Markers []string `toml:"markers"`
 	// KnownHosts verify the real hosts. Default: the top-level known_hosts.
 	KnownHosts []string `toml:"known_hosts"`
+	// StopGrace is how long a stopping gateway lets running commands
+	// finish before it cuts them off (their outcome is then unknown).
+	// Default 10s.
+	StopGrace Duration `toml:"stop_grace"`
 }
 
 // A Rule sets the approval mode of the requests it matches. Every field
@@ -135,6 +139,7 @@ func Defaults() File {
 		SessionScope:    "key",
 		CardCooldown:    Duration{30 * time.Second},
 		UpstreamChanges: "refuse",
+		Bastion:         Bastion{StopGrace: Duration{10 * time.Second}},
 	}
 }
 

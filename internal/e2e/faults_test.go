@@ -6,7 +6,9 @@ package e2e
 
 import (
 	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -65,6 +67,44 @@ func TestDescriptorsExhausted(t *testing.T) {
 	closeAll(idle)
 	if r := e.Run("ssh-add", "-l"); r.Code != 0 {
 		t.Fatalf("ssh-add -l after the flood: %s", r)
+	}
+}
+
+// SIGTERM wipes the keys at once; a command that ends within the grace
+// period ([bastion] stop_grace) is recorded as it ended, one still running
+// after it is cut off and recorded unknown; the gateway exits.
+func TestStopGivesCommandsAGracePeriod(t *testing.T) {
+	b := newBastionWorld(t, "")
+	cfg, err := os.ReadFile(b.e.Path("config", "postern", "config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.e.Config(string(cfg) + "stop_grace = \"4s\"\n")
+	b.agent.Stop()
+	b.agent = b.e.StartAgent()
+	b.e.MustRun("postern", "unlock", "--passphrase-file", b.pass)
+
+	short, long := "sleep 2; echo finished", "sleep 300"
+	results := make(chan Result, 2)
+	for _, c := range []string{short, long} {
+		go func() { results <- b.ssh(c) }()
+	}
+	b.waitRunning(short)
+	b.waitRunning(long)
+	b.agent.cmd.Process.Signal(syscall.SIGTERM)
+	<-b.agent.done
+	<-results
+	<-results
+	log := b.agent.Log()
+	wiped, cut := strings.Index(log, "keys wiped"), strings.Index(log, "cut off after the grace period")
+	if wiped < 0 || cut < 0 || wiped > cut {
+		t.Fatalf("the keys were not wiped before the grace period:\n%s", log)
+	}
+	if e := b.entryFor(short); e.Status != "COMPLETED" || e.End == nil || e.End.ExitStatus != 0 {
+		t.Fatalf("the command that ended within the grace period: %+v", e)
+	}
+	if e := b.entryFor(long); e.Status != "STATUS_UNKNOWN inspect_activity_journal" || e.Unknown == nil || e.Unknown.Reason != "bastion_stopped" {
+		t.Fatalf("the command cut off: %+v", e)
 	}
 }
 
