@@ -201,6 +201,10 @@ func wireCode(err error) api.Code {
 		return api.CodeJournalDamaged
 	case is(vault.ErrWrongPassphrase):
 		return api.CodeWrongPassphrase
+	case is(vault.ErrCorrupt):
+		return api.CodeCorrupt
+	case is(vault.ErrRolledBack):
+		return api.CodeRolledBack
 	case is(errStaleKey):
 		return api.CodeStaleKey
 	case is(bastion.ErrNoKeys):

@@ -39,6 +39,7 @@ import (
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/askpass"
+	"github.com/postern/postern/internal/atomicfile"
 	"github.com/postern/postern/internal/config"
 	"github.com/postern/postern/internal/control"
 	"github.com/postern/postern/internal/procid"
@@ -133,6 +134,11 @@ func New(opts Options) (*Gateway, error) {
 	}
 	if err := xdg.EnsureDir(stateDir); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
+	}
+	// A write a crash interrupted leaves a temporary file; one old enough
+	// is no write in progress.
+	if removed, _ := atomicfile.RemoveTemps(stateDir, "", time.Minute); len(removed) > 0 {
+		opts.Log.Info("removed temporary files an interrupted write left", "dir", stateDir, "files", removed)
 	}
 	cfgPath, err := xdg.ConfigFile()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -207,6 +208,12 @@ func (s *vaultState) finishUnlock(v *vault.Vault, err error) error {
 		return err
 	}
 	defer v.Wipe()
+	// The key derivation took tens of MiB; give them back now rather than
+	// when the runtime gets round to it.
+	defer debug.FreeOSMemory()
+	if err := v.Anchor(); err != nil {
+		s.log("cannot record the vault's generation beside it", "err", err)
+	}
 	ids, err := identities(v)
 	if err != nil {
 		return err

@@ -44,6 +44,8 @@ func hintFor(name string, err error) string {
 		return `"postern vault init" creates one`
 	case api.HasCode(err, api.CodeStaleKey):
 		return "unlock with the passphrase and --remember"
+	case api.HasCode(err, api.CodeRolledBack), errors.Is(err, vault.ErrRolledBack):
+		return "if you put that copy back on purpose (a restore from backup), remove the .generation file beside the vault, then try again"
 	case api.HasCode(err, api.CodeJournalDamaged):
 		return `look at the journal file, then "postern journal new" keeps it aside and starts a new journal`
 	case api.HasCode(err, api.CodeNoKeys):

@@ -15,7 +15,8 @@
 // A failure before the rename removes the temporary file and leaves the
 // target as it was. A crash before the rename leaves the temporary file
 // behind: IsTemp recognises it by its name, and it never replaces the
-// target on its own. A failure of step 4 alone is an ErrNotDurable error:
+// target on its own; RemoveTemps removes such files. A failure of step 4
+// alone is an ErrNotDurable error:
 // the target already holds the new data, but a power loss may undo that.
 package atomicfile
 
@@ -27,6 +28,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // ErrNotDurable matches the error Write returns when the target was
@@ -57,6 +59,31 @@ func IsTemp(name string) bool {
 	mid := strings.TrimSuffix(name[1:], tempSuffix)
 	i := strings.LastIndexByte(mid, '.')
 	return i > 0 && i < len(mid)-1
+}
+
+// RemoveTemps removes the temporary files a crash left in dir: those of
+// target base (every target when base is ""), last changed at least
+// olderThan ago, so that a write in progress keeps its file (a caller that
+// holds the writers' lock passes 0). It returns the names removed.
+func RemoveTemps(dir, base string, olderThan time.Duration) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, e := range entries {
+		name := e.Name()
+		if !IsTemp(name) || base != "" && !strings.HasPrefix(name, "."+base+".") {
+			continue
+		}
+		if fi, err := e.Info(); err != nil || !fi.Mode().IsRegular() || time.Since(fi.ModTime()) < olderThan {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err == nil {
+			removed = append(removed, name)
+		}
+	}
+	return removed, nil
 }
 
 // beforeRename is a test hook: see SetBeforeRenameForTest.

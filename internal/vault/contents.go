@@ -15,7 +15,7 @@ import (
 func (v *Vault) Meta() map[string]string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return maps.Clone(v.hdr.meta)
+	return publicMeta(v.hdr.meta)
 }
 
 // SetMeta replaces the public metadata; Save writes it. Only a vault

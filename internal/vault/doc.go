@@ -62,6 +62,11 @@
 // existing file at the path; nothing in this package ever overwrites a
 // vault it could not read.
 //
+// Each save raises a generation counter in the body and records it
+// beside the vault, in PATH.generation (anchor.go): Open refuses a vault
+// older than the record with ErrRolledBack. Save removes the vault's
+// temporary files an interrupted write left, under the writers' lock.
+//
 // # Wrong passphrases
 //
 // Open returns ErrWrongPassphrase as soon as the derivation is done; it
@@ -69,7 +74,10 @@
 // again, so every front end follows one policy. A damaged header reports
 // ErrCorrupt, not ErrWrongPassphrase: a check value derived from the KEK
 // tells the two apart (it confirms a guess no better than the wrapped key
-// itself does).
+// itself does). Damage to the KDF parameters or the salt would change the
+// derived key, and read as a wrong passphrase: so the header carries a
+// check value of them ("kdf-check", kdfcheck.go), tested before the
+// derivation, and their damage is ErrCorrupt too.
 //
 // # Importing keys
 //

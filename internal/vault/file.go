@@ -129,6 +129,9 @@ func (v *Vault) replace(data []byte) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("save vault: %w", err)
 	}
+	// Under the lock no other writer is at work: a temporary file of the
+	// vault is what an interrupted write left.
+	atomicfile.RemoveTemps(filepath.Dir(target), filepath.Base(target), 0)
 	err = atomicfile.Write(target, data, 0o600)
 	if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
 		return false, fmt.Errorf("save vault: %w", err)
@@ -159,5 +162,5 @@ func ReadMeta(path string) (map[string]string, [16]byte, error) {
 	if err != nil {
 		return nil, id, withPath(err, path)
 	}
-	return h.meta, h.id, nil
+	return publicMeta(h.meta), h.id, nil
 }

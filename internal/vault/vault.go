@@ -72,6 +72,7 @@ func Create(path string, passphrase []byte, p Params, meta map[string]string, se
 		v.secrets[name] = slices.Clone(s)
 	}
 	v.kek = deriveKEK(passphrase, v.hdr.salt[:], p)
+	v.hdr = withKDFCheck(v.hdr)
 
 	data, aad, wrap, err := v.encode(v.hdr, v.kek, v.dek, nil, 0)
 	if err != nil {
@@ -84,7 +85,8 @@ func Create(path string, passphrase []byte, p Params, meta map[string]string, se
 		return nil, err
 	}
 	v.aad, v.wrap, v.disk = aad, wrap, sha256.Sum256(data)
-	return v, err // err: written, but the directory sync failed
+	raiseAnchor(path, v.hdr.id, 0) // best effort: the next save writes it again
+	return v, err                  // err: written, but the directory sync failed
 }
 
 // Open unlocks the vault at path with passphrase. Errors: ErrNotExist,
@@ -93,9 +95,13 @@ func Create(path string, passphrase []byte, p Params, meta map[string]string, se
 // (damaged or edited; the message says what). Open takes one Argon2id
 // derivation with the parameters in the header.
 func Open(path string, passphrase []byte) (*Vault, error) {
+	anchor := anchorBefore(path)
 	data, fp, err := readVault(path)
 	if err != nil {
 		return nil, err
+	}
+	if err := checkKDF(&fp.hdr); err != nil {
+		return nil, withPath(err, path)
 	}
 	if len(passphrase) == 0 {
 		return nil, fmt.Errorf("unlock vault %s: %w", path, ErrWrongPassphrase)
@@ -110,7 +116,7 @@ func Open(path string, passphrase []byte) (*Vault, error) {
 		clear(kek)
 		return nil, withPath(err, path)
 	}
-	v, err := finishOpen(path, data, fp, kek, dek)
+	v, err := finishOpen(path, anchor, data, fp, kek, dek)
 	if err != nil {
 		clear(kek)
 		clear(dek)
@@ -131,6 +137,7 @@ func OpenWithKey(path string, key *DataKey) (*Vault, error) {
 	if !key.usable() {
 		return nil, errors.New("open vault: the data key was wiped")
 	}
+	anchor := anchorBefore(path)
 	data, fp, err := readVault(path)
 	if err != nil {
 		return nil, err
@@ -142,7 +149,7 @@ func OpenWithKey(path string, key *DataKey) (*Vault, error) {
 		}
 	}
 	dek := slices.Clone(key.key)
-	v, err := finishOpen(path, data, fp, nil, dek)
+	v, err := finishOpen(path, anchor, data, fp, nil, dek)
 	if err != nil {
 		clear(dek)
 		return nil, err
@@ -150,7 +157,7 @@ func OpenWithKey(path string, key *DataKey) (*Vault, error) {
 	return v, nil
 }
 
-func finishOpen(path string, data []byte, fp *fileParts, kek, dek []byte) (*Vault, error) {
+func finishOpen(path string, anchor anchorState, data []byte, fp *fileParts, kek, dek []byte) (*Vault, error) {
 	b, err := openBody(dek, fp)
 	switch {
 	case errors.Is(err, errBodyAuth) && kek == nil:
@@ -162,6 +169,10 @@ func finishOpen(path string, data []byte, fp *fileParts, kek, dek []byte) (*Vaul
 		return nil, &corruptError{path: path, reason: "the encrypted contents fail authentication"}
 	case err != nil:
 		return nil, withPath(err, path)
+	}
+	if err := anchor.check(path, fp.hdr.id, b.generation); err != nil {
+		wipeBody(b)
+		return nil, err
 	}
 	return &Vault{
 		path:       path,
@@ -191,13 +202,18 @@ func (v *Vault) Save() error {
 		return ErrWiped
 	}
 	gen := v.generation + 1
-	data, aad, wrap, err := v.encode(v.hdr, v.kek, v.dek, v.wrap, gen)
+	hdr := v.hdr
+	if v.kek != nil {
+		hdr = withKDFCheck(hdr) // a vault from before the check gets it
+	}
+	data, aad, wrap, err := v.encode(hdr, v.kek, v.dek, v.wrap, gen)
 	if err != nil {
 		return fmt.Errorf("save vault: %w", err)
 	}
 	renamed, err := v.replace(data)
 	if renamed {
-		v.aad, v.wrap, v.generation, v.disk = aad, wrap, gen, sha256.Sum256(data)
+		v.hdr, v.aad, v.wrap, v.generation, v.disk = hdr, aad, wrap, gen, sha256.Sum256(data)
+		raiseAnchor(v.path, v.hdr.id, gen) // best effort: see anchor.go
 	}
 	return err
 }
@@ -223,6 +239,7 @@ func (v *Vault) ChangePassphrase(newPassphrase []byte, p Params) error {
 	hdr := v.hdr
 	hdr.params = p
 	copy(hdr.salt[:], randomBytes(saltSize))
+	hdr = withKDFCheck(hdr)
 	kek := deriveKEK(newPassphrase, hdr.salt[:], p)
 	dek := randomBytes(keySize)
 	gen := v.generation + 1
@@ -235,6 +252,7 @@ func (v *Vault) ChangePassphrase(newPassphrase []byte, p Params) error {
 			clear(v.dek)
 			v.hdr, v.kek, v.dek = hdr, kek, dek
 			v.aad, v.wrap, v.generation, v.disk = aad, wrap, gen, sha256.Sum256(data)
+			raiseAnchor(v.path, v.hdr.id, gen)
 			return err
 		}
 	}

@@ -93,10 +93,19 @@ func AgentSocket() (string, error) {
 }
 
 // EnsureDir creates dir (and its parents) with mode 0700 if it does not
-// exist, and tightens an existing dir to 0700.
+// exist, and tightens an existing dir that others may enter to 0700. A
+// dir that is already private is left alone, so that reading state on a
+// read-only file system needs no write.
 func EnsureDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&0o077 == 0 {
+		return nil
 	}
 	return os.Chmod(dir, 0o700)
 }
