@@ -27,6 +27,11 @@ func (g *Gateway) openAudit(stateDir string) error {
 		return fmt.Errorf("audit log setup: %w", err)
 	}
 	cfg := setup.Config(filepath.Join(stateDir, xdg.AuditLogFile))
+	if err := g.startExport(); err != nil {
+		return fmt.Errorf("[audit] syslog: %w", err)
+	}
+	g.anchors = g.startAnchors()
+	cfg.OnCheckpoint = g.onCheckpoint
 	l, err := audit.Open(cfg)
 	switch {
 	case errors.Is(err, audit.ErrLocked):
@@ -39,7 +44,11 @@ func (g *Gateway) openAudit(stateDir string) error {
 	g.auditMu.Lock()
 	g.audit = l
 	g.auditMu.Unlock()
-	g.engine.SetAudit(l)
+	if g.export != nil {
+		g.engine.SetAudit(exportingLog{l, g.export})
+	} else {
+		g.engine.SetAudit(l)
+	}
 	return nil
 }
 
@@ -121,5 +130,9 @@ func (g *Gateway) closeAudit() {
 	g.engine.Record(audit.Event{Type: audit.EventGatewayStopped})
 	if err := log.Close(); err != nil {
 		g.log.Error("closing the audit log", "err", err)
+	}
+	g.anchors.close()
+	if g.export != nil {
+		g.export.Close()
 	}
 }

@@ -43,6 +43,7 @@ import (
 	"github.com/postern/postern/internal/config"
 	"github.com/postern/postern/internal/control"
 	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/syslog"
 	"github.com/postern/postern/internal/xdg"
 	"github.com/postern/postern/sshagent"
 )
@@ -88,7 +89,10 @@ type Gateway struct {
 	vaultPath  string
 	stateDir   string
 	auditMu    sync.Mutex
-	audit      *audit.Log    // nil until set up; see auditLog
+	audit      *audit.Log     // nil until set up; see auditLog
+	export     *syslog.Writer // [audit] syslog: nil when off
+	exportAddr string
+	anchors    *anchorKeeper
 	journal    *journalState // nil without a bastion
 	limits     *limits
 

@@ -247,5 +247,7 @@ func (g *Gateway) Status() api.Status {
 		st.Config.Error = g.configErr.Error()
 	}
 	st.Bastion = g.journalStatus()
+	st.Audit.Syslog = g.exportStatus()
+	st.Audit.Anchor = g.anchors.lastAnchor()
 	return st
 }

@@ -37,6 +37,16 @@ func cmdStatus(args []string, out, errw io.Writer) error {
 	switch {
 	case st.Audit.Enabled:
 		fmt.Fprintf(out, "audit     %s (%s)\n", st.Audit.Path, plural(int(st.Audit.Records), "record"))
+		if st.Audit.Anchor != "" {
+			fmt.Fprintf(out, "          anchor: %s\n", st.Audit.Anchor)
+		}
+		if x := st.Audit.Syslog; x != nil {
+			fmt.Fprintf(out, "          syslog %s: %d sent, %d dropped", x.Address, x.Sent, x.Dropped)
+			if x.Error != "" {
+				fmt.Fprintf(out, " (%s)", x.Error)
+			}
+			fmt.Fprintln(out)
+		}
 	case st.Audit.SetUp:
 		fmt.Fprintln(out, "audit     set up after this gateway started: restart it to start the log")
 	default:

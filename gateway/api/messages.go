@@ -57,6 +57,19 @@ type AuditStatus struct {
 	Path    string `json:"path,omitempty"`
 	LogID   string `json:"log_id,omitempty"`
 	Records uint64 `json:"records,omitempty"`
+	// Anchor is the chain head of the latest checkpoint, in the printable
+	// form of FormatAnchor: copy it elsewhere to check the log against.
+	Anchor string `json:"anchor,omitempty"`
+	// Syslog is the export of events and checkpoints ([audit] syslog).
+	Syslog *SyslogStatus `json:"syslog,omitempty"`
+}
+
+// SyslogStatus describes the export to syslog.
+type SyslogStatus struct {
+	Address string `json:"address"`
+	Sent    uint64 `json:"sent"`
+	Dropped uint64 `json:"dropped"`         // lost while the daemon did not keep up
+	Error   string `json:"error,omitempty"` // the connection's last error, until a message goes through
 }
 
 // VaultStatus describes the vault.

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/postern/postern/internal/syslog"
 )
 
 // File is the configuration as written.
@@ -68,6 +70,20 @@ type File struct {
 	// an upstream key is refused) or "forward" (to the upstream agent).
 	// Default "refuse". Read when the gateway starts.
 	UpstreamChanges string `toml:"upstream_changes"`
+	// Audit configures where the audit log's events go besides the log.
+	Audit Audit `toml:"audit"`
+}
+
+// Audit configures the copies of the audit log's events and checkpoints
+// kept elsewhere.
+type Audit struct {
+	// Syslog, when set, sends every event and every checkpoint to a
+	// syslog daemon as well, in RFC 5424: "/dev/log" or "unixgram:PATH",
+	// "unix:PATH", "udp:HOST:PORT" or "tcp:HOST:PORT". Default: none.
+	Syslog string `toml:"syslog"`
+	// SyslogFacility is auth, authpriv or local0 to local7. Default
+	// authpriv.
+	SyslogFacility string `toml:"syslog_facility"`
 }
 
 // Bastion configures the local bastion that relays and journals remote
@@ -140,6 +156,7 @@ func Defaults() File {
 		CardCooldown:    Duration{30 * time.Second},
 		UpstreamChanges: "refuse",
 		Bastion:         Bastion{StopGrace: Duration{10 * time.Second}},
+		Audit:           Audit{SyslogFacility: "authpriv"},
 	}
 }
 
@@ -265,6 +282,14 @@ func (f *File) check() error {
 	}
 	if f.Bastion.Socket != "" && !strings.HasPrefix(f.Bastion.Socket, "/") {
 		return badSetting("bastion", "socket", "[bastion] socket = %q: give an absolute path", f.Bastion.Socket)
+	}
+	if f.Audit.Syslog != "" {
+		if _, _, _, err := syslog.ParseAddress(f.Audit.Syslog); err != nil {
+			return badSetting("audit", "syslog", "[audit] %v", err)
+		}
+	}
+	if _, err := syslog.ParseFacility(f.Audit.SyslogFacility); err != nil {
+		return badSetting("audit", "syslog_facility", "[audit] %v", err)
 	}
 	for i, r := range f.Rules {
 		if err := checkRule(i+1, r); err != nil {

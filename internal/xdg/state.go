@@ -34,6 +34,10 @@ const (
 	AuditKeyFile       = "audit.key"
 	AuditPinFile       = "audit.pin"
 	AuditRecipientFile = "audit.recipient"
+	// AuditAnchorFile holds the chain head of the audit log's latest
+	// checkpoint, to be copied elsewhere ("postern audit verify
+	// --anchor").
+	AuditAnchorFile = "audit.anchor"
 	// AgentLogFile is where a detached agent logs.
 	AgentLogFile = "agent.log"
 )

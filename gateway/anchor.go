@@ -1,0 +1,137 @@
+package gateway
+
+import (
+	"bytes"
+	"path/filepath"
+	"sync"
+
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/atomicfile"
+	"github.com/postern/postern/internal/vault"
+	"github.com/postern/postern/internal/xdg"
+)
+
+// After each checkpoint the audit log's chain head is anchored outside the
+// log: written to audit.anchor beside it (for a person to copy
+// elsewhere, and for "postern audit verify" to read), sealed into the
+// vault while it is unlocked (where whoever rewrites the log cannot
+// forge it), and sent to syslog when that export is on. An older copy of
+// the log put back in place then ends before an anchor, and verification
+// says so. The writer calls onCheckpoint on its own goroutine, which must
+// not wait for a disk: the keeper writes on a goroutine of its own, the
+// latest anchor winning.
+
+// secretAuditAnchor names the anchor sealed into the vault.
+const secretAuditAnchor = "audit-anchor"
+
+// anchorKeeper writes the latest anchor.
+type anchorKeeper struct {
+	g      *Gateway
+	mu     sync.Mutex
+	last   string        // the printable form of the latest anchor
+	latest *audit.Anchor // not written yet
+	wake   chan struct{}
+	done   chan struct{}
+}
+
+func (g *Gateway) startAnchors() *anchorKeeper {
+	k := &anchorKeeper{g: g, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go k.run()
+	return k
+}
+
+// onCheckpoint takes the chain head of a durable checkpoint.
+func (g *Gateway) onCheckpoint(a audit.Anchor) {
+	if g.export != nil {
+		g.export.Send(anchorMessage(a))
+	}
+	k := g.anchors
+	k.mu.Lock()
+	k.latest, k.last = &a, api.FormatAnchor(a)
+	k.mu.Unlock()
+	select {
+	case k.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (k *anchorKeeper) run() {
+	defer close(k.done)
+	for range k.wake {
+		k.mu.Lock()
+		a := k.latest
+		k.latest = nil
+		k.mu.Unlock()
+		if a != nil {
+			k.keep(*a)
+		}
+	}
+}
+
+// keep writes a beside the log and seals it into the vault.
+func (k *anchorKeeper) keep(a audit.Anchor) {
+	g := k.g
+	line := []byte(api.FormatAnchor(a) + "\n")
+	if err := atomicfile.Write(filepath.Join(g.stateDir, xdg.AuditAnchorFile), line, 0o600); err != nil {
+		g.log.Warn("cannot write the audit log's anchor", "err", err)
+	}
+	if err := g.vault.sealSecret(secretAuditAnchor, line); err != nil {
+		g.log.Warn("cannot seal the audit log's anchor into the vault", "err", err)
+	}
+}
+
+// close writes the anchor of the last checkpoint, then stops.
+func (k *anchorKeeper) close() {
+	close(k.wake)
+	<-k.done
+	k.mu.Lock()
+	a := k.latest
+	k.mu.Unlock()
+	if a != nil {
+		k.keep(*a)
+	}
+}
+
+// sealSecret stores value as the vault's secret name, while the vault is
+// unlocked (otherwise it does nothing): the gateway saves the vault with
+// the data key it holds, and takes its own save in, so that no epoch
+// moves for it. It waits for an unlock or a change of the vault in
+// progress, which would otherwise find the file changed under it.
+func (s *vaultState) sealSecret(name string, value []byte) error {
+	s.unlockMu.Lock()
+	defer s.unlockMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.locked || s.dk == nil {
+		return nil
+	}
+	v, err := vault.OpenWithKey(s.path, s.dk)
+	if err != nil {
+		return err
+	}
+	defer v.Wipe()
+	if old := v.Secret(name); bytes.Equal(old, value) {
+		clear(old)
+		return nil
+	}
+	if err := v.SetSecret(name, value); err != nil {
+		return err
+	}
+	if err := v.Save(); err != nil {
+		return err
+	}
+	s.stamp, _ = stampOf(s.path)
+	s.gen = v.Generation()
+	return nil
+}
+
+// lastAnchor returns the printable form of the latest anchor, or "".
+func (k *anchorKeeper) lastAnchor() string {
+	if k == nil {
+		return ""
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.last
+}
