@@ -30,8 +30,19 @@ build:
 
 test: unit regress benchcheck lint
 
+# The tests run with an empty HOME of their own and no XDG directories:
+# every test keeps its state (remote markers included) under a temporary
+# directory, and a run in which any test wrote into HOME fails (the go
+# command's own telemetry, in .config/go, aside).
 unit:
-	$(GO) test -count=1 -timeout 20m ./...
+	@home=$$(mktemp -d); \
+	env GOCACHE="$$($(GO) env GOCACHE)" GOMODCACHE="$$($(GO) env GOMODCACHE)" \
+	    GOPATH="$$($(GO) env GOPATH)" GOENV="$$($(GO) env GOENV)" \
+	    HOME="$$home" XDG_STATE_HOME= XDG_CONFIG_HOME= XDG_DATA_HOME= XDG_CACHE_HOME= XDG_RUNTIME_DIR= \
+	  $(GO) test -count=1 -timeout 20m ./...; rc=$$?; \
+	left=$$(find "$$home" -mindepth 1 -maxdepth 4 -not -path "$$home/.config" -not -path "$$home/.config/go*" | head -20); \
+	if [ -n "$$left" ]; then echo "tests wrote into HOME ($$home):"; echo "$$left"; rc=1; fi; \
+	rm -rf "$$home"; exit $$rc
 
 # OpenSSH's agent regression tests (Debian's openssh-tests), unchanged,
 # with postern agent standing in for ssh-agent: see the script's header.

@@ -26,7 +26,7 @@ type host struct {
 
 func newHost(t *testing.T) *host {
 	if _, err := os.Stat("/bin/sh"); err != nil {
-		t.Skip("no /bin/sh")
+		t.Fatal("no /bin/sh")
 	}
 	home := t.TempDir()
 	return &host{t: t, home: home, env: []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "SHELL=/bin/sh"}}
@@ -356,7 +356,7 @@ func TestProbeWithoutFlock(t *testing.T) {
 	for _, tool := range []string{"mkdir", "date", "mv", "ps", "grep", "sleep", "cat"} {
 		p, err := exec.LookPath(tool)
 		if err != nil {
-			t.Skipf("no %s", tool)
+			t.Fatalf("%s is not installed", tool)
 		}
 		os.Symlink(p, filepath.Join(bin, tool))
 	}
@@ -463,7 +463,7 @@ func TestWrapAbortedBeforeStart(t *testing.T) {
 	h := newHost(t)
 	date, err := exec.LookPath("date")
 	if err != nil {
-		t.Skip("no date")
+		t.Fatal("date is not installed")
 	}
 	bin := filepath.Join(h.home, "bin")
 	os.Mkdir(bin, 0o755)

@@ -320,9 +320,7 @@ func TestGitCloneOverSSH(t *testing.T) {
 // for its socket: ssh-add, postern status, postern connect.
 func TestOtherUserRefused(t *testing.T) {
 	need(t, "setpriv", "ssh-add")
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a client as another user")
-	}
+	needRoot(t, "to run a client as another user")
 	e := newEnv(t)
 	// Open the file system fence on purpose, so that only the gateway's
 	// own per-connection uid check stands between the other user and the
@@ -379,9 +377,7 @@ func TestOtherUserRefused(t *testing.T) {
 
 func TestAgentIsNonDumpable(t *testing.T) {
 	need(t, "setpriv")
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run the agent and a peer as an unprivileged user")
-	}
+	needRoot(t, "to run the agent and a peer as an unprivileged user")
 	e := newEnv(t)
 	dir := e.Path("nobody")
 	for _, d := range []string{"", "home", "state", "config", "run"} {

@@ -515,11 +515,9 @@ func TestBastionResolveWithoutGatewayKeepsTheAuditTrail(t *testing.T) {
 // comes back.
 func TestBastionInteractiveShell(t *testing.T) {
 	need(t, "tmux")
-	if os.Geteuid() != 0 {
-		// sshd not running as root cannot hand a terminal to the group tty
-		// and drops the connection.
-		t.Skip("a test sshd gives out terminals only when it runs as root")
-	}
+	// sshd not running as root cannot hand a terminal to the group tty
+	// and drops the connection.
+	needRoot(t, "for the test sshd to give out terminals")
 	b := newBastionWorld(t, "")
 	server := "postern-pty-" + filepath.Base(b.e.Dir)
 	tmux := func(args ...string) Result {

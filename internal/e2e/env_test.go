@@ -53,8 +53,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// need skips the test when a program it drives is missing. CI installs
-// them all (.ci/run), so there a skip is a failure of the set-up.
+// need fails the test when a program it drives is missing: a test that
+// cannot run is a failure, never a silent skip. .ci/run installs them
+// all.
 func need(t testing.TB, progs ...string) {
 	t.Helper()
 	for _, p := range progs {
@@ -64,11 +65,17 @@ func need(t testing.TB, progs ...string) {
 			}
 		}
 		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s is not installed; .ci/run must install it", p)
-			}
-			t.Skipf("%s is not installed", p)
+			t.Fatalf("%s is not installed; .ci/run installs it", p)
 		}
+	}
+}
+
+// needRoot fails a test that must run as root (as the tests run in CI):
+// to mount, to act as another user.
+func needRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatalf("this test runs as root (as CI runs the tests): %s", why)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 func TestFIFOAtPath(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "vault")
 	if err := syscall.Mkfifo(path, 0o600); err != nil {
-		t.Skip("mkfifo:", err)
+		t.Fatal("mkfifo:", err)
 	}
 	done := make(chan error, 2)
 	go func() { _, err := Open(path, testPass); done <- err }()

@@ -16,7 +16,7 @@ import (
 func needSSHKeygen(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("ssh-keygen"); err != nil {
-		t.Skip("ssh-keygen not installed (Debian package openssh-client)")
+		t.Fatal("ssh-keygen is not installed (Debian package openssh-client; .ci/run installs it)")
 	}
 }
 
