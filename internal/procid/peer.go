@@ -61,6 +61,13 @@ func (t *Table) Pin(pid int) (*Peer, error) {
 // the start time again). A uid the socket's credentials gave is taken as
 // given: the kernel recorded it at connect, from the same process.
 func (t *Table) finish(pid int, uid uint32, haveUID bool, pn pin) (*Peer, error) {
+	share := shareable(pn)
+	if share {
+		if r := t.shared(pid); r != nil {
+			pn.close() // the process is pinned already (share.go)
+			pn, share = r, false
+		}
+	}
 	if err := pn.hold(t, pid); err != nil {
 		pn.close()
 		return nil, err
@@ -73,6 +80,9 @@ func (t *Table) finish(pid int, uid uint32, haveUID bool, pn pin) (*Peer, error)
 	if err != nil {
 		pn.close()
 		return nil, err
+	}
+	if share {
+		pn = t.share(pn, &proc)
 	}
 	proc.PidfsIno = pn.ino()
 	p := &Peer{Process: proc, table: t, pin: pn}

@@ -40,6 +40,10 @@ func (t *Table) PeerOf(c *net.UnixConn) (*Peer, error) {
 
 func pinPID(int) (pin, error) { return startPin{}, nil }
 
+// shareable reports whether pn holds descriptors worth sharing: none do
+// here.
+func shareable(pin) bool { return false }
+
 // PeerUID returns the uid of the process at the other end of c from
 // LOCAL_PEERCRED alone: it opens no descriptor, so that a server can
 // count the connection against its user before it identifies the process

@@ -94,6 +94,13 @@ func pinPID(pid int) (pin, error) {
 
 func (p *pidfdPin) ino() uint64 { return p.inode }
 
+// shareable reports whether pn holds descriptors worth sharing between
+// the connections of one process (share.go).
+func shareable(pn pin) bool {
+	_, ok := pn.(*pidfdPin)
+	return ok
+}
+
 func (p *pidfdPin) close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -25,7 +25,17 @@ func TestMain(m *testing.M) {
 }
 
 func runClient(sock, mode string) {
-	if mode == "sleeping" {
+	switch mode {
+	case "sleeping":
+		time.Sleep(30 * time.Second)
+		os.Exit(0)
+	case "connectagain":
+		// After an exec: a second connection, from the new program.
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			os.Exit(3)
+		}
+		c.Write([]byte{2})
 		time.Sleep(30 * time.Second)
 		os.Exit(0)
 	}
@@ -41,19 +51,27 @@ func runClient(sock, mode string) {
 		f, _ := c.(*net.UnixConn).File()
 		unix.FcntlInt(f.Fd(), unix.F_SETFD, 0)
 		unix.Exec("/bin/sleep", []string{"sleep", "30"}, os.Environ())
+	case "execconnect":
+		execSelf(mode, "connectagain")
 	case "execself":
 		// The same program, the same arguments, an environment of the
 		// same size: without address space randomization, the same
 		// layout too.
-		env := os.Environ()
-		for i, kv := range env {
-			if kv == "PROCID_TEST_MODE=execself" {
-				env[i] = "PROCID_TEST_MODE=sleeping"
-			}
-		}
-		unix.Exec(os.Args[0], os.Args, env)
+		execSelf(mode, "sleeping")
 	}
 	os.Exit(0)
+}
+
+// execSelf executes the test binary again, its mode changed from mode to
+// next.
+func execSelf(mode, next string) {
+	env := os.Environ()
+	for i, kv := range env {
+		if kv == "PROCID_TEST_MODE="+mode {
+			env[i] = "PROCID_TEST_MODE=" + next
+		}
+	}
+	unix.Exec(os.Args[0], os.Args, env)
 }
 
 func startClient(t *testing.T, mode string) (*exec.Cmd, *net.UnixConn) {

@@ -23,6 +23,7 @@ type Table struct {
 	mu     sync.Mutex
 	hashes map[exeKey][32]byte
 	boot   time.Time
+	pins   map[shareKey]*sharedPin // pins shared by a process's connections
 }
 
 // Host is the table of the machine's own /proc.

@@ -1,0 +1,109 @@
+package procid
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(es)
+}
+
+// The connections of one process share its pin: each costs its socket,
+// the pin four descriptors in all; the last to close releases it.
+func TestConnectionsOfOneProcessShareAPin(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	const n = 50
+	before := openFDs(t)
+	var peers []*Peer
+	var conns []net.Conn
+	for range n {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := l.AcceptUnix()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Host.PeerOf(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Verify(); err != nil {
+			t.Fatal(err)
+		}
+		peers, conns = append(peers, p), append(conns, c, s)
+	}
+	if got, want := openFDs(t)-before, 2*n+4; got != want {
+		t.Fatalf("%d connections of one process hold %d descriptors, want %d", n, got, want)
+	}
+	for _, p := range peers[:n-1] {
+		p.Close()
+	}
+	if err := peers[n-1].Verify(); err != nil {
+		t.Fatalf("the last user of the shared pin: %v", err)
+	}
+	peers[n-1].Close()
+	peers[n-1].Close() // closing twice releases once
+	for _, c := range conns {
+		c.Close()
+	}
+	if got := openFDs(t); got != before {
+		t.Fatalf("%d descriptors open after every peer closed, %d before", got, before)
+	}
+}
+
+// A connection made after the process executed a new program gets a pin
+// of its own; the one made before finds the change.
+func TestNoSharedPinAcrossAnExec(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, first := connectClient(t, l, sock, "execconnect", os.Args[0])
+	before, err := Host.PeerOf(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer before.Close()
+	var b [1]byte
+	first.Read(b[:])
+	first.Write([]byte{1}) // the client execs itself, and connects again
+	l.SetDeadline(time.Now().Add(time.Minute))
+	second, err := l.AcceptUnix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	after, err := Host.PeerOf(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Close()
+	if after.pin.(*pinRef).sharedPin == before.pin.(*pinRef).sharedPin {
+		t.Fatal("the connection after the exec shares the pin of the one before")
+	}
+	if err := after.Verify(); err != nil {
+		t.Fatalf("the new program's connection: %v", err)
+	}
+	if err := before.Verify(); !errors.Is(err, ErrChanged) {
+		t.Fatalf("the old program's connection: %v", err)
+	}
+}
