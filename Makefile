@@ -7,6 +7,8 @@
 #   make lint      gofmt, go vet (linux and darwin), mandoc -Tlint on the man pages
 #   make bench     side-by-side benchmarks against OpenSSH ssh-agent and
 #                  direct ssh, each goal printed with PASS or MISS
+#   make soak      10,000 idle connections and 64 signers for 10 minutes
+#                  (SOAK=5m for another duration): memory and descriptors
 #   make install   install the binary, man pages, systemd user unit and
 #                  shell completions (PREFIX, DESTDIR)
 
@@ -21,7 +23,7 @@ LDFLAGS := -X main.Version=$(VERSION)
 MAN1 := $(wildcard man/*.1)
 MAN5 := $(wildcard man/*.5)
 
-.PHONY: all build test unit regress lint man bench benchcheck install clean
+.PHONY: all build test unit regress lint man bench benchcheck soak install clean
 
 all: build
 
@@ -58,6 +60,12 @@ lint: man
 
 man:
 	mandoc -Tlint -W warning $(MAN1) $(MAN5)
+
+# The soak test is not part of "make test": it runs as root (it raises
+# the descriptor limit) for ten minutes.
+SOAK ?= 10m
+soak:
+	POSTERN_SOAK_DURATION=$(SOAK) $(GO) test -tags soak -count=1 -timeout 60m -run TestSoak -v ./internal/e2e/
 
 # make bench runs every benchmark once, side by side with its anchors
 # (OpenSSH ssh-agent, direct ssh, the floor measured in the same run), and

@@ -11,15 +11,18 @@ import (
 // Bounds on what one user's connections may hold, per kind of socket
 // (see package connlimit: at a bound, the connection idle the longest
 // makes room). Agent connections are many and long-lived (every ssh
-// session keeps one), and each holds fdsPerConn descriptors (the socket,
-// and the pidfd, /proc directory, stat and maps the peer is pinned by);
-// control connections are short, but for "postern approve" and "postern
-// journal follow"; bastion connections are SSH sessions.
+// session keeps one); control connections are short, but for "postern
+// approve" and "postern journal follow"; bastion connections are SSH
+// sessions. A connection holds its socket; its process is pinned by four
+// descriptors more, shared by all of that process's connections
+// (procid). Many processes' connections can therefore run the gateway
+// out of descriptors before a bound is reached: accept then sheds idle
+// connections (exhausted).
 const (
 	maxAgentConnsPerUID   = 16384
 	maxControlConnsPerUID = 256
 	maxBastionConnsPerUID = 1024
-	fdsPerConn            = 5
+	fdsPerConn            = 1
 )
 
 // limits are the gateway's connection bounds.
