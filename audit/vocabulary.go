@@ -48,6 +48,10 @@ const (
 	EventCommandEnded    EventType = "command_ended"
 	EventCommandUnknown  EventType = "command_unknown"
 	EventCommandResolved EventType = "command_resolved"
+	// EventAuditResumed: the log could not be written for a while and
+	// refused the events of that time (Detail failed_at, error, refused);
+	// reopened, it records that and goes on.
+	EventAuditResumed EventType = "audit_resumed"
 	// EventJournalDamaged: the bastion's command journal is damaged (Detail
 	// path, error); the bastion refuses commands until a person decides.
 	EventJournalDamaged EventType = "journal_damaged"

@@ -275,6 +275,16 @@ func (l *Log) takeSummary() *pendingSummary {
 	return p
 }
 
+// Err returns the failure that stopped the log (a write, sync or key
+// update that failed, a file changed under it), or nil. A failed log
+// refuses every Append and Checkpoint until it is reopened: close it and
+// Open it again, which verifies what is on disk and continues it.
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed
+}
+
 // Close waits for appends in flight, writes a final checkpoint when entries
 // are unsealed, erases the signing key and the entry keys from memory and
 // releases the files and the lock. It returns the log's failure, if it had

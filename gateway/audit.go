@@ -41,19 +41,16 @@ func (g *Gateway) openAudit(stateDir string) error {
 	case err != nil:
 		return fmt.Errorf("audit log: %w", err)
 	}
+	al := newAuditLog(g, cfg, l)
 	g.auditMu.Lock()
-	g.audit = l
+	g.audit = al
 	g.auditMu.Unlock()
-	if g.export != nil {
-		g.engine.SetAudit(exportingLog{l, g.export})
-	} else {
-		g.engine.SetAudit(l)
-	}
+	g.engine.SetAudit(al)
 	return nil
 }
 
-// auditLog returns the audit log, or nil when there is none (yet).
-func (g *Gateway) auditLog() *audit.Log {
+// currentAudit returns the audit log, or nil when there is none (yet).
+func (g *Gateway) currentAudit() *auditLog {
 	g.auditMu.Lock()
 	defer g.auditMu.Unlock()
 	return g.audit
@@ -65,7 +62,7 @@ func (g *Gateway) auditLog() *audit.Log {
 // lock held: the event carries the epoch, so recording does not ask the
 // vault.
 func (g *Gateway) startAuditLate(epoch uint64) {
-	if g.auditLog() != nil {
+	if g.currentAudit() != nil {
 		return
 	}
 	if _, err := audit.LoadSetup(g.stateDir); err != nil {
@@ -78,7 +75,7 @@ func (g *Gateway) startAuditLate(epoch uint64) {
 	if err := g.engine.Record(audit.Event{Type: audit.EventGatewayStarted, VaultEpoch: epoch, Detail: map[string]string{"pid": itoa(os.Getpid()), "audit": "set up while running"}}); err != nil {
 		g.log.Error("audit log not written", "err", err)
 	}
-	g.log.Info("audit log started", "path", g.auditLog().Path())
+	g.log.Info("audit log started", "path", g.currentAudit().Path())
 }
 
 // recordStart records the start, and the restart with the previous boot
@@ -89,7 +86,7 @@ func (g *Gateway) recordStart(stateDir string) error {
 	if err := atomicfile.Write(bootFile, []byte(g.bootID+"\n"), 0o600); err != nil {
 		g.log.Warn("cannot record the boot id", "err", err)
 	}
-	if g.auditLog() == nil {
+	if g.currentAudit() == nil {
 		return nil
 	}
 	if err := g.engine.Record(audit.Event{Type: audit.EventGatewayStarted, Detail: map[string]string{"pid": itoa(os.Getpid())}}); err != nil {
@@ -107,7 +104,7 @@ func (g *Gateway) recordVault(epoch uint64, why audit.Reason, locked bool) {
 	if why == audit.ReasonVaultFileCreated {
 		g.startAuditLate(epoch)
 	}
-	log := g.auditLog()
+	log := g.currentAudit()
 	if log == nil {
 		return
 	}
@@ -123,7 +120,7 @@ func (g *Gateway) recordVault(epoch uint64, why audit.Reason, locked bool) {
 
 // closeAudit records the stop and closes the log with a final checkpoint.
 func (g *Gateway) closeAudit() {
-	log := g.auditLog()
+	log := g.currentAudit()
 	if log == nil {
 		return
 	}

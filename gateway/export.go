@@ -43,21 +43,6 @@ func (g *Gateway) startExport() error {
 	return nil
 }
 
-// exportingLog is the audit log with the export: an event the log
-// recorded goes to syslog too.
-type exportingLog struct {
-	*audit.Log
-	to *syslog.Writer
-}
-
-func (l exportingLog) Append(e audit.Event) error {
-	if err := l.Log.Append(e); err != nil {
-		return err
-	}
-	l.to.Send(eventMessage(e))
-	return nil
-}
-
 // eventMessage is an audit event as a syslog message: its type as the
 // message id, its main fields as structured data, all of it as JSON.
 func eventMessage(e audit.Event) syslog.Message {

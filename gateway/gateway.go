@@ -89,7 +89,7 @@ type Gateway struct {
 	vaultPath  string
 	stateDir   string
 	auditMu    sync.Mutex
-	audit      *audit.Log     // nil until set up; see auditLog
+	audit      *auditLog      // nil until set up; see currentAudit
 	export     *syslog.Writer // [audit] syslog: nil when off
 	exportAddr string
 	anchors    *anchorKeeper

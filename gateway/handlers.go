@@ -238,8 +238,8 @@ func (g *Gateway) Status() api.Status {
 	}
 	st.Approvers = g.engine.Approvers()
 	st.LastNoApprover = g.engine.LastNoApprover()
-	if log := g.auditLog(); log != nil {
-		st.Audit = api.AuditStatus{Enabled: true, Path: log.Path(), LogID: log.LogID(), Records: log.Head().Seq + 1}
+	if log := g.currentAudit(); log != nil {
+		st.Audit = log.status()
 	} else if _, err := audit.LoadSetup(g.stateDir); err == nil {
 		st.Audit.SetUp = true
 	}

@@ -37,6 +37,10 @@ func cmdStatus(args []string, out, errw io.Writer) error {
 	switch {
 	case st.Audit.Enabled:
 		fmt.Fprintf(out, "audit     %s (%s)\n", st.Audit.Path, plural(int(st.Audit.Records), "record"))
+		if st.Audit.Failing != "" {
+			fmt.Fprintf(out, "          FAILING since %s: %s\n", st.Audit.FailingSince, st.Audit.Failing)
+			fmt.Fprintf(out, "          every action is refused until the log can be written (%d so far); the gateway retries it\n", st.Audit.Refused)
+		}
 		if st.Audit.Anchor != "" {
 			fmt.Fprintf(out, "          anchor: %s\n", st.Audit.Anchor)
 		}

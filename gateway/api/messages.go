@@ -57,6 +57,12 @@ type AuditStatus struct {
 	Path    string `json:"path,omitempty"`
 	LogID   string `json:"log_id,omitempty"`
 	Records uint64 `json:"records,omitempty"`
+	// Failing is why the log cannot be written, since FailingSince: every
+	// action is refused meanwhile (Refused events so far), and the
+	// gateway retries the log; "" while it is writable.
+	Failing      string `json:"failing,omitempty"`
+	FailingSince string `json:"failing_since,omitempty"`
+	Refused      uint64 `json:"refused,omitempty"`
 	// Anchor is the chain head of the latest checkpoint, in the printable
 	// form of FormatAnchor: copy it elsewhere to check the log against.
 	Anchor string `json:"anchor,omitempty"`
