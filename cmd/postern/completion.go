@@ -19,9 +19,9 @@ flags. Load it with
 
 // subcommands and flags of each command, for completion.
 var completionWords = map[string]string{
-	"agent":      "-a -c -D -d -k -P -s -t --ensure",
+	"agent":      "-a -c -D -d -k -P -s -t --ensure --upstream",
 	"run":        "--label --socket --",
-	"approve":    "--list --json --once --session --subject --socket",
+	"approve":    "--list --json --once --session --subject --line --socket",
 	"deny":       "--socket",
 	"sessions":   "--history --json --passphrase-file --socket",
 	"revoke":     "--all --socket",
@@ -29,6 +29,7 @@ var completionWords = map[string]string{
 	"activity":   "--since --json --passphrase-file",
 	"journal":    "list show resolve follow --json --status --limit --socket",
 	"connect":    "--socket",
+	"hosts":      "list add import remove --class --key-file --file --fingerprint --json --socket",
 	"ssh-config": "--socket",
 	"status":     "--json --socket",
 	"lock":       "--socket",

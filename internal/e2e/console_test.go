@@ -55,6 +55,9 @@ func TestFullScreenConsole(t *testing.T) {
 	prodSSHD := startSSHD(t, pubKey(t, w.key)+"\n", "prod-db-1")
 	w.e.Config(fmt.Sprintf("known_hosts = [%q, %q]\nagents = [\"e2e.test\"]\n[[rule]]\nhost = \"prod-*\"\napproval = \"per-call\"\n", w.sshd.KnownHosts, prodSSHD.KnownHosts))
 	w.agent.WaitLog(t, "configuration reloaded")
+	// Names come from the host inventory: a host without one is asked
+	// about per call.
+	w.e.MustRun("postern", "hosts", "import", "git-host", "prod-db-1")
 	git := sshCmd(w.sshd, "-o", "HostKeyAlias=git-host")
 	prod := sshCmd(prodSSHD, "-o", "HostKeyAlias=prod-db-1")
 	con := startConsoleTerm(t, w)
