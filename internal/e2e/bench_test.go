@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,6 +35,7 @@ type benchAgent struct {
 	sock string
 	pid  int
 	keys map[string]ssh.PublicKey
+	gw   *Agent // postern's; nil for ssh-agent
 }
 
 func startBenchAgents(b *testing.B) []*benchAgent {
@@ -58,7 +60,7 @@ func startBenchAgents(b *testing.B) []*benchAgent {
 	agents = append(agents, &benchAgent{env: e, name: "ssh-agent", sock: sock, pid: cmd.Process.Pid})
 
 	p := e.StartAgent()
-	agents = append(agents, &benchAgent{env: e, name: "postern", sock: p.Socket, pid: p.PID()})
+	agents = append(agents, &benchAgent{env: e, name: "postern", sock: p.Socket, pid: p.PID(), gw: p})
 
 	for _, a := range agents {
 		a.keys = map[string]ssh.PublicKey{}
@@ -178,11 +180,19 @@ func BenchmarkSignCoveredByGrant(b *testing.B) {
 	defer c.Close()
 	// The first signature asks; an approver in another session grants this
 	// process a session.
-	postern.env.StartConsole()
+	startOutsideConsole(b, postern.env)
 	signed := make(chan error, 1)
 	go func() { _, err := cl.Sign(pub, data); signed <- err }()
 	var card []cardJSON
-	for len(card) == 0 {
+	for deadline := time.Now().Add(time.Minute); len(card) == 0; {
+		select {
+		case err := <-signed:
+			b.Fatalf("the first signature was decided without a card: %v\n%s", err, postern.gw.Log())
+		default:
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("no card for the first signature")
+		}
 		card = postern.env.cards()
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -367,4 +377,46 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// startOutsideConsole starts a line-mode console that is no descendant of
+// this process: the benchmark signs from this process itself, and a
+// console inside the requester's tree cannot approve. setsid -f leaves the
+// console to init; its pid comes back through a file, to stop it.
+func startOutsideConsole(b *testing.B, e *Env) {
+	b.Helper()
+	pidFile := e.Path("console.pid")
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := e.Command("setsid", "-f", "sh", "-c", `echo $$ > "$0"; exec "$1" approve`, pidFile, posternBin)
+	// Its output goes to a file: a pipe would stay open as long as it runs.
+	out, err := os.Create(e.Path("console.out"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer out.Close()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pr, out, out
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("starting the console: %v", err)
+	}
+	pr.Close()
+	var pid int
+	for deadline := time.Now().Add(20 * time.Second); pid == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("the console never started")
+		}
+		text, _ := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(text)))
+	}
+	b.Cleanup(func() {
+		pw.Close()
+		syscall.Kill(pid, syscall.SIGKILL)
+	})
+	for deadline := time.Now().Add(20 * time.Second); !e.consoleAttached(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("the console never attached")
+		}
+	}
 }
