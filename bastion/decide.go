@@ -49,7 +49,7 @@ func (ss *session) upstreamFor(e *journal.Entry) (*upstream, *approvals.Decision
 		}}
 		signers[i] = gated[i]
 	}
-	client, hk, err := dialUpstream(info.target, s.cfg.KnownHosts, func(k gossh.PublicKey) { hostKey = k }, signers, s.cfg.DialTimeout)
+	client, hk, err := dialUpstream(info.target, s.cfg.KnownHosts, func(k gossh.PublicKey) { hostKey = k }, signers, s.cfg.DialTimeout, s.cfg.RequirePQKex)
 	// The keys are offered in order and a refused signature ends the
 	// authentication, so the last decision taken is the one that counts:
 	// the key the host let in, the refusal, or an approved signature
@@ -74,6 +74,7 @@ func (ss *session) upstreamFor(e *journal.Entry) (*upstream, *approvals.Decision
 	case err != nil:
 		return nil, last.decision, fmt.Errorf("%s: %w", info.target.Host, err)
 	default:
+		s.logKex(info.target, client)
 		up := &upstream{client: client, hostKey: hk, key: last.key, dead: make(chan struct{})}
 		go func() {
 			up.err = client.Wait()

@@ -33,6 +33,9 @@ type Config struct {
 	// Markers lists globs over host names whose commands are wrapped to
 	// leave start and result markers on the remote host.
 	Markers []string
+	// RequirePQKex refuses hosts that offer no post-quantum key exchange
+	// the bastion speaks (mlkem768x25519-sha256).
+	RequirePQKex bool
 	// DialTimeout bounds connecting and authenticating upstream.
 	DialTimeout time.Duration
 	// Keepalive is the interval of upstream keepalives; three misses end

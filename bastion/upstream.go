@@ -3,6 +3,8 @@ package bastion
 import (
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +24,37 @@ type upstream struct {
 	idle  bool // the client connection is gone: close when users reaches 0
 }
 
+// The key exchanges offered upstream, strongest first: the post-quantum
+// hybrid OpenSSH 9.9 and later prefer, then the classical ones OpenSSH
+// offers, without x/crypto's SHA-1 group 14 default. x/crypto has no
+// sntrup761x25519-sha512, the hybrid OpenSSH 8.5 to 9.8 prefer: with such
+// a host the bastion's exchange is classical where a direct ssh's would
+// be post-quantum. The log says so for every connection (kex, kex_pq), and
+// [bastion] require_pq_kex refuses such hosts instead.
+var (
+	pqKex        = []string{ssh.KeyExchangeMLKEM768X25519}
+	classicalKex = []string{ssh.KeyExchangeCurve25519, ssh.KeyExchangeECDHP256, ssh.KeyExchangeECDHP384, ssh.KeyExchangeECDHP521, ssh.KeyExchangeDH16SHA512, ssh.KeyExchangeDH14SHA256}
+)
+
+// kexOffer returns the key exchanges to offer: only the post-quantum ones
+// when requirePQ.
+func kexOffer(requirePQ bool) []string {
+	if requirePQ {
+		return pqKex
+	}
+	return append(slices.Clone(pqKex), classicalKex...)
+}
+
+// IsPQKex reports whether a key exchange resists a quantum computer (a
+// post-quantum hybrid), by its SSH name.
+func IsPQKex(name string) bool {
+	switch name {
+	case ssh.KeyExchangeMLKEM768X25519, "sntrup761x25519-sha512", "sntrup761x25519-sha512@openssh.com":
+		return true
+	}
+	return false
+}
+
 // fastCiphers puts the AES-GCM ciphers first: with AES instructions they
 // cost a fraction of ChaCha20-Poly1305 in Go, and the bastion decrypts and
 // encrypts every byte once more. The local hop offers only them (OpenSSH's
@@ -31,7 +64,7 @@ var fastCiphers = []string{"aes128-gcm@openssh.com", "aes256-gcm@openssh.com"}
 // dialUpstream connects to t, verifies its host key (reporting it to
 // onVerified before authentication starts), and authenticates with
 // signers (each asking the approval decision before it signs).
-func dialUpstream(t Target, knownHosts []string, onVerified func(ssh.PublicKey), signers []ssh.Signer, timeout time.Duration) (*ssh.Client, ssh.PublicKey, error) {
+func dialUpstream(t Target, knownHosts []string, onVerified func(ssh.PublicKey), signers []ssh.Signer, timeout time.Duration, requirePQ bool) (*ssh.Client, ssh.PublicKey, error) {
 	var verified ssh.PublicKey
 	cb, algos, err := hostKeyCheck(knownHosts, t, func(k ssh.PublicKey) {
 		verified = k
@@ -43,7 +76,10 @@ func dialUpstream(t Target, knownHosts []string, onVerified func(ssh.PublicKey),
 		return nil, nil, err
 	}
 	cfg := &ssh.ClientConfig{
-		Config:            ssh.Config{Ciphers: append(fastCiphers, "chacha20-poly1305@openssh.com", "aes128-ctr", "aes192-ctr", "aes256-ctr")},
+		Config: ssh.Config{
+			KeyExchanges: kexOffer(requirePQ),
+			Ciphers:      append(slices.Clone(fastCiphers), "chacha20-poly1305@openssh.com", "aes128-ctr", "aes192-ctr", "aes256-ctr"),
+		},
 		User:              t.User,
 		Auth:              []ssh.AuthMethod{ssh.PublicKeys(signers...)},
 		HostKeyCallback:   cb,
@@ -62,6 +98,9 @@ func dialUpstream(t Target, knownHosts []string, onVerified func(ssh.PublicKey),
 	c, chans, reqs, err := ssh.NewClientConn(conn, t.Addr(), cfg)
 	if err != nil {
 		conn.Close()
+		if requirePQ && strings.Contains(err.Error(), "no common algorithm for key exchange") {
+			return nil, nil, fmt.Errorf("the host offers no post-quantum key exchange this bastion speaks (%s), and [bastion] require_pq_kex is set: %w", strings.Join(pqKex, ", "), err)
+		}
 		return nil, nil, err
 	}
 	conn.SetDeadline(time.Time{})
@@ -152,4 +191,20 @@ func (u *upstream) clientGone() {
 	if closeNow {
 		u.client.Close()
 	}
+}
+
+// logKex logs the key exchange an upstream connection negotiated, and
+// warns when it is not post-quantum: a direct ssh to the same host may
+// have done better.
+func (s *Server) logKex(t Target, c *ssh.Client) {
+	m, ok := c.Conn.(ssh.AlgorithmsConnMetadata)
+	if !ok {
+		return
+	}
+	kex := m.Algorithms().KeyExchange
+	if IsPQKex(kex) {
+		s.cfg.Log.Info("bastion: upstream key exchange", "host", t.Addr(), "kex", kex, "kex_pq", true)
+		return
+	}
+	s.cfg.Log.Warn("bastion: upstream key exchange is not post-quantum: the host offers none this bastion speaks (set [bastion] require_pq_kex to refuse such hosts)", "host", t.Addr(), "kex", kex, "kex_pq", false)
 }

@@ -89,7 +89,7 @@ func (g *Gateway) startBastion() error {
 		return bastion.New(bastion.Config{
 			Identity: id, Keys: keySource{g.keys}, Decider: g.engine, Journal: j, Audit: g.engine,
 			Procs: g.procs, Log: g.log, BootID: g.bootID, KnownHosts: expandHome(known), Markers: cfg.Markers,
-			Limits: g.limits.bastion,
+			Limits: g.limits.bastion, RequirePQKex: cfg.RequirePQKex,
 		})
 	}
 	if err := g.openJournal(filepath.Join(g.stateDir, xdg.JournalFile), build); err != nil {

@@ -102,6 +102,11 @@ type Bastion struct {
 	Markers []string `toml:"markers"`
 	// KnownHosts verify the real hosts. Default: the top-level known_hosts.
 	KnownHosts []string `toml:"known_hosts"`
+	// RequirePQKex refuses real hosts that offer no post-quantum key
+	// exchange the bastion speaks (mlkem768x25519-sha256, OpenSSH 9.9 and
+	// later). Default false: such hosts get a classical exchange, and the
+	// log warns.
+	RequirePQKex bool `toml:"require_pq_kex"`
 	// StopGrace is how long a stopping gateway lets running commands
 	// finish before it cuts them off (their outcome is then unknown).
 	// Default 10s.

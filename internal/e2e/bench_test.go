@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +27,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/postern/postern/bastion"
 )
 
 // benchAgent is an agent under benchmark with its keys loaded.
@@ -328,12 +331,30 @@ func BenchmarkBastion(b *testing.B) {
 		b.Fatal(err)
 	}
 	f.Close()
+	// The key exchange of each path: the bastion's from its log, the
+	// direct one's from ssh -v. The timings compare the same exchange:
+	// when the bastion cannot speak the direct path's, the direct path is
+	// given the bastion's.
+	if r := w.ssh("true"); r.Code != 0 {
+		b.Fatalf("through the bastion: %s", r)
+	}
+	bastionKex := lastMatch(w.agent.Log(), `upstream key exchange.* kex=(\S+)`)
+	probe, _ := w.e.Command("ssh", w.sshd.SSHArgs("-v", w.sshd.Target(), "true")...).CombinedOutput()
+	directKex := lastMatch(string(probe), `kex: algorithm: (\S+)`)
+	if bastionKex == "" || directKex == "" {
+		b.Fatalf("key exchanges not found: bastion %q, direct %q", bastionKex, directKex)
+	}
+	b.Logf("key exchange: direct %s, bastion %s", directKex, bastionKex)
+	var directKexArgs []string
+	if directKex != bastionKex {
+		directKexArgs = []string{"-o", "KexAlgorithms=" + bastionKex}
+	}
 	paths := []struct {
 		name string
 		cmd  func(...string) *exec.Cmd
 	}{
 		{"direct", func(args ...string) *exec.Cmd {
-			return w.e.Command("ssh", w.sshd.SSHArgs(append([]string{w.sshd.Target()}, args...)...)...)
+			return w.e.Command("ssh", w.sshd.SSHArgs(append(append(slices.Clone(directKexArgs), w.sshd.Target()), args...)...)...)
 		}},
 		{"bastion", func(args ...string) *exec.Cmd { return w.e.Command("ssh", w.sshArgs(w.sshd.Port, args...)...) }},
 	}
@@ -367,6 +388,24 @@ func BenchmarkBastion(b *testing.B) {
 	b.ReportMetric(mbps(bulk["direct"]), "bulk-direct-MB/s")
 	b.ReportMetric(mbps(bulk["bastion"]), "bulk-bastion-MB/s")
 	b.ReportMetric(mbps(bulk["bastion"])/mbps(bulk["direct"]), "bulk-fraction")
+	pq := func(ok bool) float64 {
+		if ok {
+			return 1
+		}
+		return 0
+	}
+	b.ReportMetric(pq(bastion.IsPQKex(directKex)), "kex-pq-direct")
+	b.ReportMetric(pq(bastion.IsPQKex(bastionKex)), "kex-pq-bastion")
+	b.ReportMetric(pq(bastion.IsPQKex(bastionKex) || !bastion.IsPQKex(directKex)), "kex-not-weaker")
+}
+
+// lastMatch returns the first group of pattern's last match in s, or "".
+func lastMatch(s, pattern string) string {
+	m := regexp.MustCompile(pattern).FindAllStringSubmatch(s, -1)
+	if len(m) == 0 {
+		return ""
+	}
+	return m[len(m)-1][1]
 }
 
 // median returns the middle of d (zero when d is empty).
