@@ -1,0 +1,128 @@
+// Package confine starts a run in a world smaller than the user's, so
+// that a hostile program with the user's uid cannot reach around postern:
+// it cannot see or edit postern's control plane, cannot reach the person
+// who approves, and cannot type into the user's terminals.
+//
+// # What a confined run sees (Linux)
+//
+// [Start] launches the program in new user, mount and pid namespaces,
+// mapped to the caller's own uid and gid (no setuid helper is involved),
+// through a small helper: postern itself, re-executed as the namespaces'
+// first process. The helper arranges the mounts, restricts itself with
+// Landlock, drops every capability, starts the program, reaps orphans and
+// reports the program's exit. Inside:
+//
+//   - every mount is read-only, except the working directory and the
+//     trees of [Spec.ReadWrite] (the caches);
+//   - the trees of [Spec.Hide] are replaced by empty private directories:
+//     postern's state and socket directories, $XDG_RUNTIME_DIR (the D-Bus
+//     session bus, systemd's socket), the tmux and screen socket
+//     directories, ~/.ssh;
+//   - the paths of [Spec.ReadOnly] are shown read-only, even inside a
+//     hidden or writable tree (postern's configuration, known_hosts,
+//     ~/.ssh/config, the askpass program), and the sockets of
+//     [Spec.Sockets] stay reachable (the run's own agent socket);
+//   - /tmp and /dev/shm are private and empty; /dev holds only null,
+//     zero, full, random, urandom, tty and a private pseudo-terminal
+//     instance, so no other terminal of the user can be opened;
+//   - /proc is the run's own: processes outside the run are invisible;
+//   - Landlock (best effort by the kernel's ABI) repeats the file rules,
+//     forbids mounting, scopes abstract unix sockets and signals to the
+//     run (ABI 6 and later), and keeps ptrace inside the run;
+//   - a seccomp filter refuses TIOCSTI and TIOCLINUX, which would push
+//     keystrokes into the terminal the run shares with the user's shell;
+//   - no capability survives into the program, even where uid 0 is mapped.
+//
+// The network is untouched. What cannot be done here: a program outside
+// every sandbox, with the same uid, owns the run's user namespace and can
+// therefore ptrace the run's processes (even where Yama's ptrace_scope is
+// 1, which only restricts attaching across user namespaces the tracer does
+// not own). See postern-run(1).
+//
+// Where user namespaces are disabled (user.max_user_namespaces = 0,
+// kernel.unprivileged_userns_clone = 0, or an AppArmor restriction) Start
+// fails with an [*UnavailableError] naming the cause; it never runs the
+// program unconfined. On macOS nothing is confined: [Available] says so.
+package confine
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// A Spec says what a confined run executes and sees. Paths are absolute
+// and free of symbolic links ([Resolve] makes them so); paths that do not
+// exist are ignored.
+type Spec struct {
+	Path string   // the program to execute
+	Args []string // its argv, Args[0] included
+	Env  []string // its environment
+	Dir  string   // its working directory, writable
+
+	ReadWrite []string // writable trees besides Dir
+	ReadOnly  []string // shown read-only, even inside hidden or writable trees
+	Hide      []string // replaced by empty private directories (or files)
+	Sockets   []string // unix sockets kept reachable inside hidden trees
+}
+
+// Level says how a run is confined, for cards and logs.
+type Level struct {
+	Namespaces bool `json:"namespaces"`
+	// Landlock is the Landlock ABI in force, 0 for none.
+	Landlock int `json:"landlock_abi,omitempty"`
+}
+
+// Confined reports whether the run is confined at all.
+func (l Level) Confined() bool { return l.Namespaces }
+
+// String renders the level as a card shows it: "confined: namespaces,
+// Landlock ABI 7", or "unconfined".
+func (l Level) String() string {
+	if !l.Namespaces {
+		return "unconfined"
+	}
+	s := "confined: namespaces"
+	if l.Landlock > 0 {
+		s += ", Landlock ABI " + strconv.Itoa(l.Landlock)
+	} else {
+		s += ", no Landlock"
+	}
+	return s
+}
+
+// UnavailableError reports that confinement cannot be set up here, and
+// why.
+type UnavailableError struct {
+	Op    string // what failed: "creating the run's namespaces", ...
+	Err   error
+	Cause string // the system setting responsible, when one is known
+}
+
+func (e *UnavailableError) Error() string {
+	s := "cannot confine the run: " + e.Op
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	if e.Cause != "" {
+		s += " (" + e.Cause + ")"
+	}
+	return s
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// ErrUnsupported is the error of [Available] where the platform has no
+// confinement.
+var ErrUnsupported = errors.New("this system cannot confine a run")
+
+// helperName is argv[0] of the helper; [Init] recognizes it.
+const helperName = "postern-confine-helper"
+
+// under reports whether path p is dir or inside it.
+func under(p, dir string) bool {
+	if dir == "/" {
+		return true
+	}
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}

@@ -1,0 +1,450 @@
+package confine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The test binary plays three parts: the test, the helper (Init), and
+// the confined program, which runs probes and prints what each got.
+
+func TestMain(m *testing.M) {
+	Init()
+	switch os.Getenv("CONFINE_TEST_MODE") {
+	case "probe":
+		probeMain(os.Args[1:])
+		return
+	case "start":
+		startMain()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// probeMain runs each probe "op:arg" and prints "op:arg=result".
+func probeMain(probes []string) {
+	for _, p := range probes {
+		op, arg, _ := strings.Cut(p, ":")
+		fmt.Printf("%s=%s\n", p, result(probe(op, arg)))
+	}
+	if code := os.Getenv("CONFINE_TEST_EXIT"); code != "" {
+		n, _ := strconv.Atoi(code)
+		os.Exit(n)
+	}
+}
+
+func result(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return unix.ErrnoName(errno)
+	}
+	return "error " + strings.ReplaceAll(err.Error(), "\n", " ")
+}
+
+func probe(op, arg string) error {
+	switch op {
+	case "read":
+		_, err := os.ReadFile(arg)
+		return err
+	case "write":
+		return os.WriteFile(arg, []byte("x"), 0o600)
+	case "connect":
+		c, err := net.Dial("unix", arg)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	case "stat":
+		_, err := os.Stat(arg)
+		return err
+	case "ppid":
+		if got := strconv.Itoa(os.Getppid()); got != arg {
+			return fmt.Errorf("ppid %s", got)
+		}
+		return nil
+	case "uid":
+		if got := strconv.Itoa(os.Getuid()); got != arg {
+			return fmt.Errorf("uid %s", got)
+		}
+		return nil
+	case "tiocsti":
+		f, err := os.Open("/dev/null")
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		c := byte('x')
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, f.Fd(), unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
+		if e != 0 {
+			return e
+		}
+		return nil
+	case "umount":
+		return unix.Unmount(arg, unix.MNT_DETACH)
+	case "mount":
+		return unix.Mount("tmpfs", arg, "tmpfs", 0, "")
+	case "kill":
+		n, _ := strconv.Atoi(arg)
+		return unix.Kill(n, unix.SIGKILL)
+	case "ptrace":
+		n, _ := strconv.Atoi(arg)
+		return unix.PtraceAttach(n)
+	case "ls":
+		ents, err := os.ReadDir(arg)
+		if err != nil {
+			return err
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return fmt.Errorf("[%s]", strings.Join(names, " "))
+	case "caps":
+		b, _ := os.ReadFile("/proc/self/status")
+		for l := range strings.SplitSeq(string(b), "\n") {
+			if strings.HasPrefix(l, "CapEff:") || strings.HasPrefix(l, "CapPrm:") || strings.HasPrefix(l, "CapBnd:") {
+				if !strings.HasSuffix(l, "0000000000000000") {
+					return errors.New(l)
+				}
+			}
+		}
+		return nil
+	case "exec":
+		out, err := exec.Command("/bin/sh", "-c", arg).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	case "sleep":
+		time.Sleep(time.Minute)
+	}
+	return fmt.Errorf("unknown probe %q", op)
+}
+
+// scenario is a world for a confined probe.
+type scenario struct {
+	Spec       Spec
+	Outside    string // a file under /tmp the run must not see
+	Abstract   string // an abstract socket outside the run
+	OutsidePID int
+}
+
+// newScenario builds directories owned by uid.
+func newScenario(t *testing.T, uid int) *scenario {
+	t.Helper()
+	root, err := os.MkdirTemp("", "confine-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	os.Chmod(root, 0o755)
+	mk := func(p, content string) string {
+		p = filepath.Join(root, p)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if content != "" {
+			os.WriteFile(p, []byte(content), 0o644)
+		} else {
+			os.MkdirAll(p, 0o755)
+		}
+		return p
+	}
+	work := mk("work", "")
+	mk("work/state/secret", "vault")
+	mk("work/config/postern/config.toml", "approval = \"session\"\n")
+	mk("home/.bashrc", "# rc\n")
+	mk("cache", "")
+	mk("outside", "not for the run")
+	filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { os.Lchown(p, uid, uid); return nil })
+	sock := filepath.Join(work, "state", "agent.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(sock, uid, uid)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	abstract := fmt.Sprintf("@confine-test-%d", os.Getpid())
+	al, err := net.Listen("unix", abstract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { al.Close() })
+	self, _ := os.Executable()
+	return &scenario{
+		Spec: Spec{
+			Path: self, Dir: work,
+			Env:       []string{"CONFINE_TEST_MODE=probe", "HOME=" + filepath.Join(root, "home")},
+			ReadWrite: []string{filepath.Join(root, "cache")},
+			ReadOnly:  []string{filepath.Join(work, "config", "postern"), filepath.Join(root, "home"), filepath.Dir(self)},
+			Hide:      []string{filepath.Join(work, "state")},
+			Sockets:   []string{sock},
+		},
+		Outside:    filepath.Join(root, "outside"),
+		Abstract:   abstract,
+		OutsidePID: os.Getpid(),
+	}
+}
+
+// probes lists each probe with the result it must get.
+func (s *scenario) probes(uid int) [][2]string {
+	work := s.Spec.Dir
+	root := filepath.Dir(work)
+	return [][2]string{
+		{"write:" + work + "/new", "ok"},
+		{"read:" + work + "/state/secret", "ENOENT"},
+		{"connect:" + work + "/state/agent.sock", "ok"},
+		{"read:" + work + "/config/postern/config.toml", "ok"},
+		{"write:" + work + "/config/postern/config.toml", "EROFS"},
+		{"read:" + root + "/home/.bashrc", "ok"},
+		{"write:" + root + "/home/.bashrc", "EROFS"},
+		{"write:" + root + "/cache/x", "ok"},
+		{"write:/etc/postern-confine-test", "EROFS"},
+		{"read:" + s.Outside, "ENOENT"},
+		{"stat:/proc/" + strconv.Itoa(s.OutsidePID), "ENOENT"},
+		{"ppid:1", "ok"},
+		{"uid:" + strconv.Itoa(uid), "ok"},
+		{"caps:", "ok"},
+		{"connect:" + s.Abstract, "EPERM"},
+		{"tiocsti:", "EPERM"},
+		{"umount:" + work + "/state", "EPERM"},
+		{"mount:" + work, "EPERM"},
+		{"kill:1", "EPERM"},
+		{"ptrace:1", "EPERM"},
+		{"ls:/dev/pts", "error [ptmx]"},
+		{"exec:unshare -Urm umount -l " + work + "/state", "error exit status 1: umount: " + work + "/state: must be superuser to unmount.\n"},
+	}
+}
+
+// start runs the scenario's probes confined, in this process, and
+// returns their output and exit status.
+func (s *scenario) start(t *testing.T, args []string, env ...string) (*Run, *os.File) {
+	t.Helper()
+	spec := s.Spec
+	spec.Args = append([]string{spec.Path}, args...)
+	spec.Env = append(append([]string(nil), spec.Env...), env...)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Start(&spec, nil, pw, pw)
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		t.Fatal(err)
+	}
+	return r, pr
+}
+
+func checkProbes(t *testing.T, out string, want [][2]string) {
+	t.Helper()
+	got := map[string]string{}
+	for l := range strings.SplitSeq(out, "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			got[k] = v
+		}
+	}
+	for _, w := range want {
+		r, ok := got[w[0]]
+		if !ok {
+			t.Errorf("%s: no result\n%s", w[0], out)
+			continue
+		}
+		if !strings.HasPrefix(w[1], "error ") && r != w[1] || strings.HasPrefix(w[1], "error ") && !strings.HasPrefix(r, "error") {
+			t.Errorf("%s = %s, want %s", w[0], r, w[1])
+		}
+	}
+}
+
+func probeArgs(p [][2]string) []string {
+	var out []string
+	for _, x := range p {
+		out = append(out, x[0])
+	}
+	return out
+}
+
+func TestConfinedRun(t *testing.T) {
+	need(t, "unshare")
+	s := newScenario(t, os.Getuid())
+	want := s.probes(os.Getuid())
+	r, out := s.start(t, probeArgs(want), "CONFINE_TEST_EXIT=3")
+	b, _ := io.ReadAll(out)
+	code, err := r.Wait()
+	if err != nil || code != 3 {
+		t.Fatalf("exit %d, %v; want 3\n%s", code, err, b)
+	}
+	if !r.Level.Namespaces || r.Level.Landlock < 6 {
+		t.Fatalf("level %+v: this kernel has Landlock ABI 6 or later", r.Level)
+	}
+	if r.Level.String() != fmt.Sprintf("confined: namespaces, Landlock ABI %d", r.Level.Landlock) {
+		t.Fatalf("level text %q", r.Level)
+	}
+	checkProbes(t, string(b), want)
+	// The helper reported the program's pid as this process sees it.
+	if r.PID == r.Helper.Pid || r.PID <= 0 {
+		t.Fatalf("pid %d, helper %d", r.PID, r.Helper.Pid)
+	}
+}
+
+// As an unprivileged user, as users run it: the test binary starts the
+// run as nobody and relays what the probes got.
+func TestConfinedRunUnprivileged(t *testing.T) {
+	need(t, "setpriv", "unshare")
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to become another user")
+	}
+	const uid = 65534
+	s := newScenario(t, uid)
+	want := s.probes(uid)
+	spec := s.Spec
+	// A copy of the test binary the other user can execute.
+	bin := filepath.Join(filepath.Dir(spec.Dir), "bin", "confine.test")
+	os.MkdirAll(filepath.Dir(bin), 0o755)
+	if out, err := exec.Command("cp", spec.Path, bin).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	os.Chmod(bin, 0o755)
+	spec.Path = bin
+	spec.ReadOnly = append(spec.ReadOnly, filepath.Dir(bin))
+	spec.Args = append([]string{spec.Path}, probeArgs(want)...)
+	b, _ := json.Marshal(spec)
+	cmd := exec.Command("setpriv", "--reuid="+strconv.Itoa(uid), "--regid="+strconv.Itoa(uid), "--clear-groups", "--", spec.Path)
+	cmd.Env = []string{"CONFINE_TEST_MODE=start", "CONFINE_TEST_SPEC=" + string(b), "PATH=" + os.Getenv("PATH")}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	checkProbes(t, string(out), want)
+	if !strings.Contains(string(out), "level=confined: namespaces, Landlock ABI") {
+		t.Fatalf("level: %s", out)
+	}
+}
+
+// startMain starts the spec of $CONFINE_TEST_SPEC confined and prints
+// the probes' output and the level.
+func startMain() {
+	var s Spec
+	json.Unmarshal([]byte(os.Getenv("CONFINE_TEST_SPEC")), &s)
+	r, err := Start(&s, nil, os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Println("start:", err)
+		os.Exit(1)
+	}
+	code, err := r.Wait()
+	fmt.Printf("level=%s\nexit=%d %v\n", r.Level, code, err)
+}
+
+func TestSignalReachesProgram(t *testing.T) {
+	s := newScenario(t, os.Getuid())
+	r, out := s.start(t, []string{"sleep:"})
+	defer out.Close()
+	time.Sleep(100 * time.Millisecond)
+	if err := r.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code, err := r.Wait()
+	if err != nil || code != 128+int(syscall.SIGTERM) {
+		t.Fatalf("exit %d, %v; want %d", code, err, 128+syscall.SIGTERM)
+	}
+}
+
+func TestMissingProgram(t *testing.T) {
+	s := newScenario(t, os.Getuid())
+	s.Spec.Path = "/nonexistent/program"
+	_, err := Start(&s.Spec, nil, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/program") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// Where user namespaces are disabled, Start refuses and names the
+// setting; it never runs the program. The setting is per user namespace,
+// so the test disables it in a namespace of its own.
+func TestRefusesWithoutUserNamespaces(t *testing.T) {
+	need(t, "unshare")
+	s := newScenario(t, os.Getuid())
+	s.Spec.Args = []string{s.Spec.Path, "write:" + s.Spec.Dir + "/ran"}
+	b, _ := json.Marshal(s.Spec)
+	cmd := exec.Command("unshare", "--user", "--map-current-user", "--", "/bin/sh", "-c",
+		`echo 0 > /proc/sys/user/max_user_namespaces && exec "$0"`, s.Spec.Path)
+	cmd.Env = []string{"CONFINE_TEST_MODE=start", "CONFINE_TEST_SPEC=" + string(b), "PATH=" + os.Getenv("PATH")}
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "start: cannot confine the run") || !strings.Contains(string(out), "user.max_user_namespaces = 0") {
+		t.Fatalf("output: %s", out)
+	}
+	if _, err := os.Stat(s.Spec.Dir + "/ran"); err == nil {
+		t.Fatal("the program ran")
+	}
+}
+
+func TestCause(t *testing.T) {
+	defer func(old string) { procSys = old }(procSys)
+	procSys = t.TempDir()
+	set := func(name, v string) {
+		os.MkdirAll(filepath.Dir(filepath.Join(procSys, name)), 0o755)
+		os.WriteFile(filepath.Join(procSys, name), []byte(v+"\n"), 0o644)
+	}
+	const user, root = 1000, 0
+	if c := causeFor(user); c != "" {
+		t.Fatalf("no settings: %q", c)
+	}
+	set("user/max_user_namespaces", "0")
+	for _, euid := range []int{user, root} {
+		if c := causeFor(euid); !strings.Contains(c, "user.max_user_namespaces = 0") {
+			t.Fatalf("max_user_namespaces, euid %d: %q", euid, c)
+		}
+	}
+	if err := Available(); err == nil || !strings.Contains(err.Error(), "max_user_namespaces") {
+		t.Fatalf("Available: %v", err)
+	}
+	set("user/max_user_namespaces", "100")
+	set("kernel/unprivileged_userns_clone", "0")
+	if c := causeFor(user); !strings.Contains(c, "kernel.unprivileged_userns_clone = 0") {
+		t.Fatalf("unprivileged_userns_clone: %q", c)
+	}
+	if c := causeFor(root); c != "" {
+		t.Fatalf("root is not held back by unprivileged_userns_clone: %q", c)
+	}
+	set("kernel/unprivileged_userns_clone", "1")
+	set("kernel/apparmor_restrict_unprivileged_userns", "1")
+	if c := causeFor(user); !strings.Contains(c, "AppArmor") {
+		t.Fatalf("AppArmor: %q", c)
+	}
+}
+
+func need(t *testing.T, progs ...string) {
+	t.Helper()
+	for _, p := range progs {
+		if _, err := exec.LookPath(p); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is not installed", p)
+			}
+			t.Skipf("%s is not installed", p)
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package confine
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// ctlFD is the helper's end of the socket pair (its first extra file).
+const ctlFD = 3
+
+// Init turns the process into a run's helper when it was started as one
+// by [Start], and then never returns. Call it first thing in main.
+func Init() {
+	if len(os.Args) == 0 || os.Args[0] != helperName {
+		return
+	}
+	os.Exit(helper())
+}
+
+// helper is the first process of the run's namespaces: it sets up the
+// mounts, starts the program on a thread that takes the restrictions,
+// reports the program's pid, forwards signals, reaps every orphan, and
+// ends with the program.
+func helper() int {
+	unix.CloseOnExec(ctlFD)
+	// The helper keeps capabilities in the run's namespaces: nothing of
+	// the run may read or trace it.
+	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	fail := func(err error, exec bool) int {
+		sendReport(ctlFD, report{Error: err.Error(), Exec: exec}, 0)
+		return 1
+	}
+	buf := make([]byte, maxMessage)
+	n, err := unix.Read(ctlFD, buf)
+	if err != nil || n == 0 {
+		return 1
+	}
+	var s Spec
+	if err := json.Unmarshal(buf[:n], &s); err != nil {
+		return fail(fmt.Errorf("reading the instructions: %w", err), false)
+	}
+	if err := setUpMounts(&s); err != nil {
+		return fail(err, false)
+	}
+	// Signals are caught before the program starts, so none is lost.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGINT, syscall.SIGQUIT)
+	type started struct {
+		pid, abi int
+		err      error
+		exec     bool
+	}
+	ch := make(chan started, 1)
+	go func() {
+		// This goroutine's thread takes the restrictions, and the program
+		// is forked from it. It is never unlocked: the thread ends with
+		// the goroutine, and the helper's other threads keep what they
+		// need to report.
+		runtime.LockOSThread()
+		abi, err := restrictThread(&s)
+		if err != nil {
+			ch <- started{err: err}
+			return
+		}
+		p, err := os.StartProcess(s.Path, s.Args, &os.ProcAttr{Dir: s.Dir, Env: s.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
+		if err != nil {
+			ch <- started{err: err, exec: true}
+			return
+		}
+		ch <- started{pid: p.Pid, abi: abi}
+	}()
+	st := <-ch
+	if st.err != nil {
+		return fail(st.err, st.exec)
+	}
+	if err := sendReport(ctlFD, report{Landlock: st.abi}, st.pid); err != nil {
+		syscall.Kill(st.pid, syscall.SIGKILL)
+		return 1
+	}
+	exited := make(chan exitReport, 1)
+	go reap(st.pid, exited)
+	for {
+		select {
+		case sig := <-sigs:
+			// SIGINT and SIGQUIT from the terminal reach the program
+			// directly (it is in the same process group).
+			if sig != syscall.SIGINT && sig != syscall.SIGQUIT {
+				syscall.Kill(st.pid, sig.(syscall.Signal))
+			}
+		case ex := <-exited:
+			sendReport(ctlFD, report{exitReport: ex}, 0)
+			// Ending the helper ends every process left in the run.
+			return 0
+		}
+	}
+}
+
+// reap waits for every child the helper inherits, and reports how the
+// program (pid) ended.
+func reap(pid int, exited chan<- exitReport) {
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			exited <- exitReport{Exit: 1}
+			return
+		}
+		if got == pid && (ws.Exited() || ws.Signaled()) {
+			if ws.Signaled() {
+				exited <- exitReport{Signal: int(ws.Signal())}
+			} else {
+				exited <- exitReport{Exit: ws.ExitStatus()}
+			}
+			return
+		}
+	}
+}
+
+// restrictThread applies to the calling thread (and so to the program it
+// forks) no_new_privs, the Landlock rules, the seccomp filter, and drops
+// every capability. It returns the Landlock ABI in force.
+func restrictThread(s *Spec) (int, error) {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return 0, fmt.Errorf("no_new_privs: %w", err)
+	}
+	abi, err := landlockThread(s)
+	if err != nil {
+		return 0, fmt.Errorf("Landlock: %w", err)
+	}
+	if err := seccompThread(); err != nil {
+		return 0, fmt.Errorf("seccomp: %w", err)
+	}
+	if err := dropCapabilities(); err != nil {
+		return 0, fmt.Errorf("dropping capabilities: %w", err)
+	}
+	return abi, nil
+}
+
+// dropCapabilities empties the thread's ambient, bounding, effective,
+// permitted and inheritable sets, so that not even uid 0 (where it is
+// mapped) gets a capability back by executing a program.
+func dropCapabilities() error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return err
+	}
+	for c := 0; c <= 63; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err == unix.EINVAL {
+			break
+		} else if err != nil {
+			return fmt.Errorf("bounding set: %w", err)
+		}
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	return unix.Capset(&hdr, &data[0])
+}

@@ -1,0 +1,68 @@
+package confine
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The seccomp filter refuses, with EPERM, the two ioctls that push input
+// into a terminal: TIOCSTI (fake keystrokes into the terminal the run
+// shares with the user's shell, read by the shell once the run ends) and
+// TIOCLINUX (the console's paste). It also refuses the x32 system call
+// numbers, through which the filter's numbers could be sidestepped.
+
+const (
+	seccompRetAllow = 0x7fff0000
+	seccompRetErrno = 0x00050000
+	x32SyscallBit   = 0x40000000
+	// Offsets in struct seccomp_data.
+	offNr   = 0
+	offArch = 4
+	offArg1 = 24 // low 32 bits of args[1] on little-endian machines
+)
+
+func stmt(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
+func jump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
+	return unix.SockFilter{Code: code, Jt: jt, Jf: jf, K: k}
+}
+
+// seccompProgram builds the filter for one architecture (audit arch and
+// ioctl number), with a compat architecture when the machine has one.
+func seccompProgram() []unix.SockFilter {
+	const (
+		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jge = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		ret = unix.BPF_RET | unix.BPF_K
+	)
+	eperm := uint32(seccompRetErrno | uint32(unix.EPERM))
+	prog := []unix.SockFilter{
+		stmt(ld, offArch),
+		jump(jeq, nativeArch, 0, 4), // native: check its numbers below
+		stmt(ld, offNr),
+		jump(jge, x32SyscallBit, 9, 0), // -> deny
+		jump(jeq, nativeIoctl, 4, 0),   // -> ioctl
+		stmt(ret, seccompRetAllow),
+		jump(jeq, compatArch, 0, 5), // compat architecture?
+		stmt(ld, offNr),
+		jump(jeq, compatIoctl, 0, 3),
+		// ioctl: look at the request.
+		stmt(ld, offArg1),
+		jump(jeq, unix.TIOCSTI, 2, 0),
+		jump(jeq, unix.TIOCLINUX, 1, 0),
+		stmt(ret, seccompRetAllow),
+		stmt(ret, eperm),
+	}
+	return prog
+}
+
+// seccompThread installs the filter on the calling thread.
+func seccompThread() error {
+	if nativeArch == 0 {
+		return nil // an architecture this filter does not know
+	}
+	prog := seccompProgram()
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0)
+}

@@ -1,0 +1,81 @@
+package confine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Session adds to s what hides the user's session from a run and keeps
+// what ssh needs, from the environment env of the user's session:
+//
+//   - hidden: $XDG_RUNTIME_DIR (the D-Bus session bus, systemd's and
+//     other agents' sockets), the D-Bus session bus named by
+//     $DBUS_SESSION_BUS_ADDRESS, tmux's $TMUX_TMPDIR (its default,
+//     /tmp/tmux-UID, is in the private /tmp), screen's $SCREENDIR,
+//     /run/screen and ~/.screen, and ~/.ssh (private keys, ControlMaster
+//     sockets);
+//   - read-only: ~/.ssh/known_hosts, known_hosts2 and config.
+func (s *Spec) Session(env []string) {
+	get := func(k string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	home := get("HOME")
+	abs := func(p string) string {
+		if rest, ok := strings.CutPrefix(p, "~/"); ok {
+			if home == "" {
+				return ""
+			}
+			p = filepath.Join(home, rest)
+		}
+		if !filepath.IsAbs(p) {
+			return ""
+		}
+		return filepath.Clean(p)
+	}
+	hide := []string{get("XDG_RUNTIME_DIR"), get("TMUX_TMPDIR"), get("SCREENDIR"), "/run/screen", "/var/run/screen", "~/.screen", "~/.ssh"}
+	for a := range strings.SplitSeq(get("DBUS_SESSION_BUS_ADDRESS"), ";") {
+		for kv := range strings.SplitSeq(strings.TrimPrefix(a, "unix:"), ",") {
+			if p, ok := strings.CutPrefix(kv, "path="); ok {
+				hide = append(hide, p)
+			}
+		}
+	}
+	for _, p := range hide {
+		if p = abs(p); p != "" {
+			s.Hide = append(s.Hide, p)
+		}
+	}
+	for _, f := range []string{"known_hosts", "known_hosts2", "config"} {
+		if p := abs("~/.ssh/" + f); p != "" {
+			s.ReadOnly = append(s.ReadOnly, p)
+		}
+	}
+}
+
+// Resolve makes the paths of s absolute and free of symbolic links, as
+// the mounts need them, and drops those that do not exist.
+func (s *Spec) Resolve() {
+	if d, err := filepath.EvalSymlinks(s.Dir); err == nil {
+		s.Dir = d
+	}
+	for _, l := range []*[]string{&s.ReadWrite, &s.ReadOnly, &s.Hide, &s.Sockets} {
+		var out []string
+		for _, p := range *l {
+			if !filepath.IsAbs(p) {
+				continue
+			}
+			if r, err := filepath.EvalSymlinks(p); err == nil {
+				out = append(out, r)
+			} else if _, err := os.Lstat(p); err == nil {
+				out = append(out, filepath.Clean(p))
+			}
+		}
+		*l = out
+	}
+}

@@ -1,0 +1,198 @@
+package confine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// procSys is where the kernel's settings are read; tests point it at a
+// fake tree.
+var procSys = "/proc/sys"
+
+// Available reports whether runs can be confined here: it reads the
+// settings that disable user namespaces. It cannot see every obstacle
+// (an AppArmor restriction shows only when the helper tries to mount);
+// [Start] reports those.
+func Available() error {
+	if c := cause(); c != "" {
+		return &UnavailableError{Op: "user namespaces are not available", Cause: c}
+	}
+	return nil
+}
+
+// cause names the system setting that keeps this process from creating a
+// user namespace with capabilities in it, or "".
+func cause() string { return causeFor(os.Geteuid()) }
+
+func causeFor(euid int) string {
+	if v, ok := readSetting("user/max_user_namespaces"); ok && v == 0 {
+		return "user namespaces are disabled: user.max_user_namespaces = 0"
+	}
+	if euid == 0 {
+		return ""
+	}
+	if v, ok := readSetting("kernel/unprivileged_userns_clone"); ok && v == 0 {
+		return "unprivileged user namespaces are disabled: kernel.unprivileged_userns_clone = 0"
+	}
+	if v, ok := readSetting("kernel/apparmor_restrict_unprivileged_userns"); ok && v != 0 {
+		return "AppArmor restricts unprivileged user namespaces: kernel.apparmor_restrict_unprivileged_userns = 1; an AppArmor profile for postern must allow userns"
+	}
+	return ""
+}
+
+func readSetting(name string) (int, bool) {
+	b, err := os.ReadFile(procSys + "/" + name)
+	if err != nil {
+		return 0, false
+	}
+	var v int
+	if _, err := fmt.Sscan(string(b), &v); err != nil {
+		return 0, false
+	}
+	return v, true
+}
+
+// A Run is a started confined run.
+type Run struct {
+	// PID is the program's pid as this process sees it (the kernel
+	// translated it from the run's pid namespace).
+	PID int
+	// Helper is the run's first process, the program's parent.
+	Helper *os.Process
+	Level  Level
+
+	ctl  *os.File
+	cmd  *exec.Cmd
+	done chan struct{}
+	res  exitReport
+	werr error
+}
+
+// startTimeout bounds how long the helper may take to report the
+// program's pid.
+const startTimeout = 30 * time.Second
+
+// Start launches s.Path confined, with stdin, stdout and stderr given. It
+// returns once the program runs (after its exec), or an error: an
+// [*UnavailableError] when the namespaces cannot be created or set up.
+func Start(s *Spec, stdin, stdout, stderr *os.File) (*Run, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("cannot confine the run: %w", err)
+	}
+	// Non-blocking, so that reads from the helper can time out.
+	unix.SetNonblock(fds[0], true)
+	ctl, child := os.NewFile(uintptr(fds[0]), "confine"), os.NewFile(uintptr(fds[1]), "confine-helper")
+	defer child.Close()
+	if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
+		ctl.Close()
+		return nil, fmt.Errorf("cannot confine the run: %w", err)
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{helperName},
+		Env:        []string{},
+		Stdin:      stdin,
+		Stdout:     stdout,
+		Stderr:     stderr,
+		ExtraFiles: []*os.File{child},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+			// Mounting and reporting the program's pid need these in the
+			// helper; the program gets none (see restrictThread).
+			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP},
+		},
+	}
+	if err := cmd.Start(); err != nil {
+		ctl.Close()
+		return nil, &UnavailableError{Op: "creating the run's namespaces", Err: unwrapExec(err), Cause: cause()}
+	}
+	r := &Run{Helper: cmd.Process, ctl: ctl, cmd: cmd, done: make(chan struct{})}
+	fail := func(err error) (*Run, error) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		ctl.Close()
+		return nil, err
+	}
+	spec, err := json.Marshal(s)
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := ctl.Write(spec); err != nil {
+		return fail(fmt.Errorf("cannot confine the run: sending the helper its instructions: %w", err))
+	}
+	ctl.SetReadDeadline(time.Now().Add(startTimeout))
+	rep, pid, err := readReport(ctl)
+	ctl.SetReadDeadline(time.Time{})
+	switch {
+	case err != nil:
+		return fail(fmt.Errorf("cannot confine the run: the helper did not report: %w", err))
+	case rep.Error != "":
+		var e error = &UnavailableError{Op: rep.Error, Cause: cause()}
+		if rep.Exec {
+			e = fmt.Errorf("%s: %s", s.Path, rep.Error)
+		}
+		return fail(e)
+	case pid <= 0:
+		return fail(errors.New("cannot confine the run: the helper reported no process"))
+	}
+	r.PID = pid
+	r.Level = Level{Namespaces: true, Landlock: rep.Landlock}
+	go r.wait()
+	return r, nil
+}
+
+func unwrapExec(err error) error {
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return se.Err
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Signal sends sig to the program (through the helper, which forwards
+// it).
+func (r *Run) Signal(sig os.Signal) error { return r.Helper.Signal(sig) }
+
+// Wait waits for the program to end and returns the exit status its
+// caller should pass on: its exit code, or 128 plus the signal that ended
+// it.
+func (r *Run) Wait() (int, error) {
+	<-r.done
+	if r.werr != nil {
+		return 1, r.werr
+	}
+	if r.res.Signal > 0 {
+		return 128 + r.res.Signal, nil
+	}
+	return r.res.Exit, nil
+}
+
+func (r *Run) wait() {
+	defer close(r.done)
+	rep, _, rerr := readReport(r.ctl)
+	err := r.cmd.Wait()
+	r.ctl.Close()
+	switch {
+	case rerr == nil && rep.Error == "":
+		r.res = rep.exitReport
+	case rerr == nil:
+		r.werr = fmt.Errorf("confined run: %s", rep.Error)
+	default:
+		r.werr = fmt.Errorf("confined run: the helper ended without a report (%v)", err)
+	}
+}
