@@ -14,6 +14,18 @@ import (
 // ctlFD is the helper's end of the socket pair (its first extra file).
 const ctlFD = 3
 
+// In the helper, the main goroutine keeps the main thread, whose task is
+// the process's leader (pid 1 of the run): the thread that takes the
+// restrictions must be another one, so that the run's Landlock domain
+// never reaches the process the run can name. Locking in an init
+// function holds the main thread from the start (the runtime keeps it
+// locked through initialization).
+func init() {
+	if len(os.Args) > 0 && os.Args[0] == helperName {
+		runtime.LockOSThread()
+	}
+}
+
 // Init turns the process into a run's helper when it was started as one
 // by [Start], and then never returns. Call it first thing in main.
 func Init() {
