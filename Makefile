@@ -9,8 +9,8 @@
 #                  direct ssh, each goal printed with PASS or MISS
 #   make soak      10,000 idle connections and 64 signers for 10 minutes
 #                  (SOAK=5m for another duration): memory and descriptors
-#   make install   install the binary, man pages, systemd user unit and
-#                  shell completions (PREFIX, DESTDIR)
+#   make install   install the binary, man pages, systemd user units
+#                  (service and socket) and shell completions (PREFIX, DESTDIR)
 
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
@@ -91,6 +91,7 @@ install: build
 	install -m 0644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/
 	sed 's|/usr/local/bin/postern|$(BINDIR)/postern|' contrib/systemd/user/postern.service > $(DESTDIR)$(UNITDIR)/postern.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/postern.service
+	install -m 0644 contrib/systemd/user/postern.socket $(DESTDIR)$(UNITDIR)/postern.socket
 	install -d $(DESTDIR)$(DATADIR)/bash-completion/completions $(DESTDIR)$(DATADIR)/zsh/vendor-completions $(DESTDIR)$(DATADIR)/fish/vendor_completions.d
 	bin/postern completion bash > $(DESTDIR)$(DATADIR)/bash-completion/completions/postern
 	bin/postern completion zsh > $(DESTDIR)$(DATADIR)/zsh/vendor-completions/_postern

@@ -53,6 +53,11 @@ type Options struct {
 	// Socket is the path of the agent socket. The control socket is
 	// created beside it (api.ControlSocket).
 	Socket string
+	// Listener, when not nil, is the agent socket already listening,
+	// made by a service manager (socket activation,
+	// safesocket.Inherited): the gateway serves it and leaves the file to
+	// the manager that made it. Socket is then its path.
+	Listener *net.UnixListener
 	// Lifetime is the default lifetime of keys added with ssh-add.
 	Lifetime time.Duration
 	// Providers is the allow-list of FIDO and PKCS#11 provider libraries
@@ -131,6 +136,9 @@ func New(opts Options) (*Gateway, error) {
 	}
 	if opts.Env == nil {
 		opts.Env = askpass.FromProcess()
+	}
+	if opts.Listener != nil {
+		opts.Socket = opts.Listener.Addr().String()
 	}
 	stateDir, err := xdg.StateDir()
 	if err != nil {

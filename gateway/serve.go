@@ -60,13 +60,18 @@ func (s *servers) err() error {
 	}
 }
 
-// listenAgent listens on an agent socket, whose clients are identified
-// by their credentials.
+// listenIdentified listens on an agent socket, whose clients are
+// identified by their credentials.
 func listenIdentified(path string) (*net.UnixListener, error) {
 	l, err := safesocket.Listen(path)
 	if err != nil {
 		return nil, err
 	}
+	return identified(l)
+}
+
+// identified makes the clients of l send their credentials.
+func identified(l *net.UnixListener) (*net.UnixListener, error) {
 	if err := procid.PassCredentials(l); err != nil {
 		l.Close()
 		return nil, err
@@ -74,10 +79,19 @@ func listenIdentified(path string) (*net.UnixListener, error) {
 	return l, nil
 }
 
-// serveSockets listens on the agent socket and the control socket beside
-// it, and serves them.
+// serveSockets listens on the agent socket (or takes the one a service
+// manager made) and the control socket beside it, and serves them.
 func (g *Gateway) serveSockets() error {
-	l, err := listenIdentified(g.opts.Socket)
+	var l *net.UnixListener
+	var err error
+	if g.opts.Listener != nil {
+		if ok, _ := procid.PassingCredentials(g.opts.Listener); !ok {
+			g.log.Warn("the activated socket does not pass credentials (PassCredentials=yes in the socket unit): a request sent before the agent started is refused", "socket", g.opts.Socket)
+		}
+		l, err = identified(g.opts.Listener)
+	} else {
+		l, err = listenIdentified(g.opts.Socket)
+	}
 	if err != nil {
 		return fmt.Errorf("agent socket: %w", err)
 	}

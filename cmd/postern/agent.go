@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -42,7 +43,9 @@ Options (as ssh-agent(1)):
                 the configuration file)
 
 With COMMAND, run it with the agent's environment and exit when it exits.
-Without -D or -d, the agent detaches once its socket listens.
+Without -D or -d, the agent detaches once its socket listens. With -D or
+-d, it serves the socket a service manager passed (LISTEN_FDS; see
+contrib/systemd/user/postern.socket).
 
 --ensure uses the well-known socket ($XDG_RUNTIME_DIR/postern/agent.sock,
 or agent.sock in the state directory without $XDG_RUNTIME_DIR) unless -a
@@ -61,7 +64,8 @@ type agentFlags struct {
 	privateDir               string // created for this instance; removed at exit
 	lifetime                 time.Duration
 	command                  []string
-	ensure                   bool // reuse the agent at the socket, or start one
+	ensure                   bool              // reuse the agent at the socket, or start one
+	listener                 *net.UnixListener // passed by a service manager (socket activation)
 }
 
 func parseAgentFlags(args []string) (*agentFlags, error) {
@@ -134,7 +138,14 @@ func cmdAgent(args []string, out, errw io.Writer) error {
 	if f.ensure {
 		return ensureAgent(f, out)
 	}
-	if f.socket == "" {
+	if f.fg && os.Getenv(envDetached) == "" {
+		if err := takeActivated(f); err != nil {
+			return err
+		}
+	}
+	if f.listener != nil {
+		// The service manager's socket: its path, no directory of ours.
+	} else if f.socket == "" {
 		dir, err := safesocket.PrivateDir()
 		if err != nil {
 			return fmt.Errorf("creating a private socket directory: %w", err)
@@ -208,6 +219,7 @@ func newGateway(f *agentFlags, log *slog.Logger, ready func()) (*gateway.Gateway
 	}
 	return gateway.New(gateway.Options{
 		Socket:    f.socket,
+		Listener:  f.listener,
 		Lifetime:  f.lifetime,
 		Providers: f.providers,
 		Upstream:  f.upstream,

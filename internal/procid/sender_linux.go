@@ -23,6 +23,26 @@ func PassCredentials(l *net.UnixListener) error {
 	return serr
 }
 
+// PassingCredentials reports whether l was already prepared with
+// PassCredentials. A connection made to a listener before it was keeps
+// no credentials for what it wrote then (a socket a service manager made
+// without PassCredentials=yes, connected to before the agent started),
+// and its request is refused.
+func PassingCredentials(l *net.UnixListener) (bool, error) {
+	raw, err := l.SyscallConn()
+	if err != nil {
+		return false, err
+	}
+	var v int
+	var gerr error
+	if err := raw.Control(func(fd uintptr) {
+		v, gerr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED)
+	}); err != nil {
+		return false, err
+	}
+	return v == 1, gerr
+}
+
 // SenderConn reads from a connection accepted on a listener prepared with
 // PassCredentials and remembers which processes wrote the bytes read since
 // the last ResetSenders. The kernel never merges the writes of two senders

@@ -8,6 +8,9 @@ import "net"
 // credentials.
 func PassCredentials(*net.UnixListener) error { return nil }
 
+// PassingCredentials reports true: there are no credentials to miss.
+func PassingCredentials(*net.UnixListener) (bool, error) { return true, nil }
+
 // SenderConn passes reads through; Sender never knows the writer here.
 type SenderConn struct{ *net.UnixConn }
 
