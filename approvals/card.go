@@ -53,8 +53,10 @@ type KeyView struct {
 	Fingerprint string `json:"fingerprint"`
 	Comment     string `json:"comment,omitempty"`
 	Type        string `json:"type,omitempty"`
-	Touch       bool   `json:"touch,omitempty"`    // the security key will want a touch
-	Upstream    bool   `json:"upstream,omitempty"` // held by the upstream agent, which signs
+	Touch       bool   `json:"touch,omitempty"`       // the security key will want a touch
+	Upstream    bool   `json:"upstream,omitempty"`    // held by the upstream agent, which signs
+	Application string `json:"application,omitempty"` // a security key's, raw
+	Cert        *Cert  `json:"certificate,omitempty"` // raw
 }
 
 // DestView is the verified destination of an authentication.
@@ -195,6 +197,12 @@ func (v *CardView) Text() string {
 	if v.Command != "" {
 		fmt.Fprintf(&b, "Command (relayed by the bastion, exactly): %s\n", safetext.Field(v.Command, safetext.Command))
 	}
+	if c := v.Key.Cert; c != nil {
+		fmt.Fprintf(&b, "Certificate %s for %s, signed by CA %s\n", safetext.Quote(c.KeyID, safetext.Name), principalsText(c.Principals), c.CA)
+	}
+	if v.Key.Application != "" {
+		fmt.Fprintf(&b, "Security key made for application %s\n", safetext.Quote(v.Key.Application, safetext.Name))
+	}
 	wait := fmt.Sprintf("%ds", int(v.Expires.Sub(v.Created).Round(time.Second).Seconds()))
 	if v.Key.Touch {
 		// The touch waits as long as the card: card_timeout.
@@ -215,6 +223,22 @@ func (v *CardView) Text() string {
 		fmt.Fprintf(&b, "Claimed by the client: %s\n", strings.Join(claims, ", "))
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// maxPrincipals bounds the principals a card names.
+const maxPrincipals = 8
+
+// principalsText renders a certificate's principals, each quoted (one
+// may hold a comma or a space), the first maxPrincipals of them.
+func principalsText(ps []string) string {
+	if len(ps) == 0 {
+		return "any principal"
+	}
+	q := safetext.Quotes(ps[:min(len(ps), maxPrincipals)], safetext.Name)
+	if len(ps) > maxPrincipals {
+		q = append(q, fmt.Sprintf("and %d more", len(ps)-maxPrincipals))
+	}
+	return "principals " + strings.Join(q, ", ")
 }
 
 // field renders a name for a card (see safetext).

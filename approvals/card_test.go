@@ -50,3 +50,38 @@ func TestCardCannotBeRewrittenByTheRequester(t *testing.T) {
 	w.answer(c.ID, VerdictDeny, 30)
 	got(t, ch)
 }
+
+// A certificate's key id and principals and a security key's application
+// are chosen by whoever made them (the requester, who added them): the
+// card shows each escaped, quoted, on a line of its own, and names at most
+// a few principals.
+func TestCardShowsCertificateAndApplicationEscaped(t *testing.T) {
+	w := newWorld(t)
+	r := w.req(13)
+	principals := []string{"deploy\nDestination: prod-db", "root\x1b[2K", "a, b"}
+	for i := 0; i < 10; i++ {
+		principals = append(principals, "p")
+	}
+	r.Key.Cert = &Cert{KeyID: "ci\r\x1b]0;trusted\x07", Principals: principals, CA: "SHA256:ca"}
+	r.Key.Application = "ssh:work\u202e\nAllowed"
+	ch := w.decide(r)
+	c := w.card()
+	text := c.Text()
+	for _, want := range []string{
+		"\nCertificate \"ci\\r\\x1b]0;trusted\\x07\" for principals \"deploy\\nDestination: prod-db\", \"root\\x1b[2K\", \"a, b\", \"p\", \"p\", \"p\", \"p\", \"p\", and 5 more, signed by CA SHA256:ca\n",
+		"\nSecurity key made for application \"ssh:work\\u202e\\nAllowed\"\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the card lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.ContainsAny(text, "\x1b\r\x07\u202e") || strings.Contains(text, "\nDestination: prod-db") || strings.Contains(text, "\nAllowed") {
+		t.Fatalf("a requester's string reached the card raw:\n%q", text)
+	}
+	// JSON consumers get the raw strings.
+	if c.Key.Cert.KeyID != r.Key.Cert.KeyID || c.Key.Application != r.Key.Application {
+		t.Fatalf("the card's data was changed: %+v %q", c.Key.Cert, c.Key.Application)
+	}
+	w.answer(c.ID, VerdictDeny, 30)
+	got(t, ch)
+}

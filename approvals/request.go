@@ -47,6 +47,20 @@ type Key struct {
 	// Upstream is set for a key the upstream agent holds and signs with,
 	// once the gateway decided (postern agent --upstream).
 	Upstream bool
+	// Application is a FIDO key's application (the origin it was made
+	// for, "ssh:" for SSH), as its public key says: whoever added the key
+	// chose it.
+	Application string
+	// Cert describes the certificate the request names, if it names one.
+	Cert *Cert
+}
+
+// Cert is a certificate as a card shows it. Whoever added it chose every
+// field but the CA's fingerprint, which the CA's signature vouches for.
+type Cert struct {
+	KeyID      string   `json:"key_id"`
+	Principals []string `json:"principals"`
+	CA         string   `json:"ca"` // the fingerprint of the key that signed it
 }
 
 // Destination is where an authentication goes, established from the host

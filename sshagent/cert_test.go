@@ -57,8 +57,13 @@ func TestCertificateAndPlainKey(t *testing.T) {
 			if err := pub.Verify(data, sig); err != nil {
 				t.Fatal(err)
 			}
-			if r := ts.dec.last(); r.Purpose != "auth" || r.Dest == nil {
+			r := ts.dec.last()
+			if r.Purpose != "auth" || r.Dest == nil {
 				t.Fatalf("a certificate login is not seen as a userauth request: %+v", r)
+			}
+			// The card shows the certificate the login presents.
+			if c := r.Key.Cert; c == nil || c.KeyID != "test" || len(c.Principals) != 1 || c.Principals[0] != "me" || c.CA != ssh.FingerprintSHA256(cert.SignatureKey) {
+				t.Fatalf("the decision was not told of the certificate the login presents: %+v", r.Key.Cert)
 			}
 			// HostKeyAgent: asked for the certificate, signs with the key.
 			sig, err = ag.Sign(cert, []byte("exchange hash"))
@@ -87,6 +92,9 @@ func TestCertificateAndPlainKey(t *testing.T) {
 			}
 			if err := pub.Verify(data, sig); err != nil {
 				t.Fatal(err)
+			}
+			if c := ts.dec.last().Key.Cert; c != nil {
+				t.Fatalf("a login with the plain key was shown a certificate: %+v", c)
 			}
 
 			// A userauth request for another key stays refused.

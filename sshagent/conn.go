@@ -110,6 +110,13 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 	if err != nil {
 		return refuse(audit.ReasonMalformedRequest, err.Error())
 	}
+	// The card shows the certificate a login presents to the server,
+	// which may be another than the one the request names.
+	shown := key
+	if sd.named != nil {
+		shown = sd.named
+	}
+	req.Key.Application, req.Key.Cert = keyFacts(shown)
 	if id.sk != nil && !strings.HasPrefix(id.sk.application, "ssh:") && sd.kind == signOther {
 		// A key registered for a web origin signs only what SSH signs
 		// (userauth, SSHSIG), never a web challenge, as ssh-agent.

@@ -6,6 +6,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/postern/postern/approvals"
 )
 
 // What a sign request's data turned out to be.
@@ -22,6 +24,7 @@ type signData struct {
 	kind      signKind
 	sessionID []byte        // userauth
 	user      string        // userauth: the account the client claims
+	named     ssh.PublicKey // userauth: the key or certificate the request names
 	hostKey   ssh.PublicKey // userauth with publickey-hostbound-v00@openssh.com
 	namespace string        // SSHSIG
 }
@@ -64,6 +67,34 @@ func plainKey(key ssh.PublicKey) ssh.PublicKey {
 	return key
 }
 
+// keyFacts returns what a card shows of key beyond its fingerprint: a
+// security key's application, from its public half, and the
+// certificate's key id, principals and CA when key is a certificate.
+func keyFacts(key ssh.PublicKey) (application string, cert *approvals.Cert) {
+	if _, ok := key.(*agent.Key); ok {
+		if k, err := ssh.ParsePublicKey(key.Marshal()); err == nil {
+			key = k
+		}
+	}
+	if c, ok := key.(*ssh.Certificate); ok {
+		cert = &approvals.Cert{KeyID: c.KeyId, Principals: c.ValidPrincipals, CA: ssh.FingerprintSHA256(c.SignatureKey)}
+	}
+	plain := plainKey(key)
+	switch plain.Type() {
+	case ssh.KeyAlgoSKECDSA256:
+		var m struct{ Type, Curve, Point, Application string }
+		if ssh.Unmarshal(plain.Marshal(), &m) == nil {
+			application = m.Application
+		}
+	case ssh.KeyAlgoSKED25519:
+		var m struct{ Type, Key, Application string }
+		if ssh.Unmarshal(plain.Marshal(), &m) == nil {
+			application = m.Application
+		}
+	}
+	return application, cert
+}
+
 // samePublic reports whether a and b are the same public key, each
 // possibly wrapped in a certificate.
 func samePublic(a, b ssh.PublicKey) bool {
@@ -95,7 +126,7 @@ func parseSignData(data []byte, key ssh.PublicKey) (signData, error) {
 	if !samePublic(named, key) {
 		return signData{}, errors.New("userauth request names another key")
 	}
-	d := signData{kind: signUserauth, sessionID: m.SessionID, user: m.User}
+	d := signData{kind: signUserauth, sessionID: m.SessionID, user: m.User, named: named}
 	switch m.Method {
 	case "publickey":
 		if len(m.Rest) != 0 {

@@ -36,6 +36,15 @@ func TestSecurityKeysThroughSKHelper(t *testing.T) {
 		authorized.WriteString(pubKey(t, k) + "\n")
 		e.AddKey(k)
 	}
+	// Whoever makes a security key chooses its application: the card
+	// shows it escaped, on its own line.
+	app := "ssh:work\x1b[31m\nAllowed by policy\u202e"
+	forged := e.Path("forged-app")
+	e.MustRun("ssh-keygen", "-q", "-t", "ed25519-sk", "-O", "application="+app, "-N", "", "-C", "forged-app", "-f", forged)
+	keys = append(keys, forged)
+	authorized.WriteString(pubKey(t, forged) + "\n")
+	e.AddKey(forged)
+	apps := map[string]string{keys[0]: `"ssh:"`, keys[1]: `"ssh:"`, forged: `"ssh:work\x1b[31m\nAllowed by policy\u202e"`}
 	sshd := startSSHDConfig(t, authorized.String(), "SecurityKeyProvider "+skDummy)
 	msg := e.WriteFile("m", "x", 0o600)
 	for _, k := range keys {
@@ -49,6 +58,9 @@ func TestSecurityKeysThroughSKHelper(t *testing.T) {
 		card := string(mustRead(t, log))
 		if !strings.Contains(card, "Security key: once approved, it waits up to 60s for a touch on the key") {
 			t.Fatalf("the card does not say a touch will follow:\n%s", card)
+		}
+		if !strings.Contains(card, "\nSecurity key made for application "+apps[k]+"\n") || strings.ContainsAny(card, "\x1b\u202e") {
+			t.Fatalf("the card does not show the application %s escaped:\n%q", apps[k], card)
 		}
 		out := e.MustRun("ssh", sshd.SSHArgs("-o", "IdentitiesOnly=yes", "-o", "IdentityFile="+k+".pub", sshd.Target(), "echo", "sk-login")...)
 		if strings.TrimSpace(out.Stdout) != "sk-login" {

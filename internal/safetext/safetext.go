@@ -68,6 +68,16 @@ func Fields(list []string, limit int) []string {
 	return out
 }
 
+// Quotes renders each of list with Quote: for a list whose items may
+// hold the separator it is shown with.
+func Quotes(list []string, limit int) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = Quote(s, limit)
+	}
+	return out
+}
+
 func render(s string, limit int) string {
 	// The common case, a short plain ASCII name, is returned as it is.
 	if plain(s) && (limit <= 0 || len(s) <= limit) {
