@@ -14,6 +14,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/safetext"
 	"github.com/postern/postern/internal/vault"
 	"github.com/postern/postern/internal/xdg"
 )
@@ -183,10 +184,10 @@ func vaultAdd(args []string, out, errw io.Writer) error {
 		return err
 	}
 	for _, k := range res.Added {
-		fmt.Fprintf(out, "added %s %s\n", k.Fingerprint, k.Comment)
+		fmt.Fprintf(out, "added %s %s\n", k.Fingerprint, shown(k.Comment))
 	}
 	for _, ct := range res.Certificates {
-		fmt.Fprintf(out, "added certificate %q (%s) to %s %s\n", ct.KeyID, ct.Type, ct.Fingerprint, ct.Comment)
+		fmt.Fprintf(out, "added certificate %s (%s) to %s %s\n", safetext.Quote(ct.KeyID, safetext.Name), ct.Type, ct.Fingerprint, shown(ct.Comment))
 	}
 	return nil
 }
@@ -324,7 +325,7 @@ func vaultList(args []string, out, errw io.Writer) error {
 		fmt.Fprintln(out, "the vault holds no keys")
 	}
 	for _, k := range list {
-		fmt.Fprintf(out, "%s %s %s (%s)\n", k.Fingerprint, k.Comment, k.Type, k.Added.Format("2006-01-02"))
+		fmt.Fprintf(out, "%s %s %s (%s)\n", k.Fingerprint, shown(k.Comment), k.Type, k.Added.Format("2006-01-02"))
 		for _, c := range k.Certificates {
 			until := "forever"
 			if !c.ValidBefore.IsZero() {
@@ -333,7 +334,7 @@ func vaultList(args []string, out, errw io.Writer) error {
 			if c.Expired {
 				until = "expired " + c.ValidBefore.Format(time.RFC3339)
 			}
-			fmt.Fprintf(out, "  certificate %s %q principals %s, %s\n", c.Type, c.KeyID, strings.Join(c.Principals, ","), until)
+			fmt.Fprintf(out, "  certificate %s %s principals %s, %s\n", c.Type, safetext.Quote(c.KeyID, safetext.Name), strings.Join(safetext.Quotes(c.Principals, safetext.Name), ","), until)
 		}
 	}
 	return nil
@@ -357,7 +358,7 @@ func vaultRemove(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "removed %s %s\n", res.Removed.Fingerprint, res.Removed.Comment)
+	fmt.Fprintf(out, "removed %s %s\n", res.Removed.Fingerprint, shown(res.Removed.Comment))
 	return nil
 }
 
