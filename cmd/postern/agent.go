@@ -36,6 +36,9 @@ Options (as ssh-agent(1)):
     -P LIST     provider libraries ssh-add -s and FIDO keys may load, as
                 comma-separated patterns (default /usr/lib*/*,/usr/local/lib*/*)
     -t LIFE     default lifetime of keys added with ssh-add (600, 10m, 1h30m)
+    -T          the socket in a fresh directory under $TMPDIR: postern's
+                default (OpenSSH 10.1's ssh-agent defaults to ~/.ssh/agent)
+    -U          accepted: postern never removes sockets under ~/.ssh/agent
     -E, -O      accepted for compatibility and ignored
     --upstream SOCKET
                 list the keys of the agent at SOCKET beside postern's own
@@ -54,7 +57,7 @@ prints where approval cards will appear.
 `
 
 // agentSpec is ssh-agent's getopt string.
-const agentSpec = "cDdksE:a:O:P:t:"
+const agentSpec = "cDdksTUE:a:O:P:t:"
 
 type agentFlags struct {
 	csh, sh, fg, debug, kill bool
@@ -98,7 +101,9 @@ func parseAgentFlags(args []string) (*agentFlags, error) {
 			}
 		case 'P':
 			f.providers = o.Value
-		case 'E', 'O':
+		case 'E', 'O', 'T', 'U':
+			// -T names postern's default place; -U keeps ssh-agent
+			// from cleaning ~/.ssh/agent, which postern never does.
 		}
 		if o.Long == "upstream" {
 			f.upstream = o.Value
