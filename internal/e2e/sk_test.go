@@ -45,7 +45,10 @@ func TestSecurityKeysThroughSKHelper(t *testing.T) {
 	authorized.WriteString(pubKey(t, forged) + "\n")
 	e.AddKey(forged)
 	apps := map[string]string{keys[0]: `"ssh:"`, keys[1]: `"ssh:"`, forged: `"ssh:work\x1b[31m\nAllowed by policy\u202e"`}
-	sshd := startSSHDConfig(t, authorized.String(), "SecurityKeyProvider "+skDummy)
+	// A certificate for the ecdsa-sk key, which ssh presents from
+	// CertificateFile while the agent holds the plain key.
+	ca := userCA(t, e, keys[1], currentUser(t))
+	sshd := startSSHDConfig(t, authorized.String(), "SecurityKeyProvider "+skDummy+"\nTrustedUserCAKeys "+ca)
 	msg := e.WriteFile("m", "x", 0o600)
 	for _, k := range keys {
 		os.Remove(log)
@@ -66,6 +69,15 @@ func TestSecurityKeysThroughSKHelper(t *testing.T) {
 		if strings.TrimSpace(out.Stdout) != "sk-login" {
 			t.Fatalf("login with %s: %s", k, out)
 		}
+	}
+	os.Remove(log)
+	out := e.MustRun("ssh", sshd.SSHArgs("-o", "IdentitiesOnly=yes", "-o", "IdentityFile="+keys[1]+".pub", "-o", "CertificateFile="+keys[1]+"-cert.pub", sshd.Target(), "echo", "sk-cert-login")...)
+	if strings.TrimSpace(out.Stdout) != "sk-cert-login" || !strings.Contains(sshd.Log(), "ECDSA-SK-CERT") {
+		t.Fatalf("login with the security key's certificate: %s\nsshd:\n%s", out, sshd.Log())
+	}
+	caFP := fingerprint(t, e, strings.TrimSuffix(ca, ".pub"))
+	if card := string(mustRead(t, log)); !strings.Contains(card, "\nCertificate \"cert-of-"+currentUser(t)+"\" for principals \""+currentUser(t)+"\", signed by CA "+caFP+"\n") {
+		t.Fatalf("the card does not show the certificate the login presents:\n%s", card)
 	}
 	// Refused on the card: nothing is signed, and the helper never ran.
 	os.Remove(allow)
