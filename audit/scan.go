@@ -255,6 +255,12 @@ func (sc *scanner) record(f *frame) error {
 				FormatPK0(h.pk0[:]), FormatPK0(sc.pin[:]))
 			return nil
 		}
+		for _, a := range sc.anchorN {
+			if id := hex.EncodeToString(h.logID[:]); a.LogID != "" && a.LogID != id {
+				sc.failAt(f, FindingAnchorMismatch, "an anchor is of log %s, and this is log %s: the log was replaced", a.LogID, id)
+				return nil
+			}
+		}
 		sc.hdr, sc.haveHdr = h, true
 		sc.key, sc.haveKey = h.pk0, true
 		sc.lastTime = h.created

@@ -288,6 +288,11 @@ func TestUnsealedTailRewriteIsNotDetectable(t *testing.T) {
 	opts.Anchors = []Anchor{head}
 	expectFailure(t, verifyBytes(t, b, opts), FindingAnchorMismatch, uint64(n-1), -1)
 	expectFailure(t, verifyBytes(t, join(recs[:n-2]), opts), FindingTruncated, uint64(n-2), -1)
+	// An anchor of another log: this log was put in its place.
+	other := head
+	other.LogID = strings.Repeat("ab", 16)
+	opts.Anchors = []Anchor{other}
+	expectFailure(t, verifyBytes(t, orig, opts), FindingAnchorMismatch, 0, 0)
 
 	// A ciphertext moved within the unsealed tail passes verify but not
 	// decryption: each plaintext names its log and seq.

@@ -22,9 +22,6 @@ import (
 // not wait for a disk: the keeper writes on a goroutine of its own, the
 // latest anchor winning.
 
-// secretAuditAnchor names the anchor sealed into the vault.
-const secretAuditAnchor = "audit-anchor"
-
 // anchorKeeper writes the latest anchor.
 type anchorKeeper struct {
 	g      *Gateway
@@ -76,7 +73,7 @@ func (k *anchorKeeper) keep(a audit.Anchor) {
 	if err := atomicfile.Write(filepath.Join(g.stateDir, xdg.AuditAnchorFile), line, 0o600); err != nil {
 		g.log.Warn("cannot write the audit log's anchor", "err", err)
 	}
-	if err := g.vault.sealSecret(secretAuditAnchor, line); err != nil {
+	if err := g.vault.sealSecret(api.SecretAuditAnchor, line); err != nil {
 		g.log.Warn("cannot seal the audit log's anchor into the vault", "err", err)
 	}
 }

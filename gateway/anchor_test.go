@@ -34,7 +34,7 @@ func TestAnchorSealedIntoTheVault(t *testing.T) {
 	var sealed []byte
 	for i := 0; ; i++ {
 		if v, err := vault.Open(vaultPath, pass); err == nil {
-			sealed = v.Secret(secretAuditAnchor)
+			sealed = v.Secret(api.SecretAuditAnchor)
 			v.Wipe()
 		}
 		if len(sealed) > 0 {

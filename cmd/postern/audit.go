@@ -3,26 +3,33 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/vault"
 )
 
-const auditUsage = `Usage: postern audit verify [--json] [--pin KEY] [LOG]
+const auditUsage = `Usage: postern audit verify [--json] [--pin KEY] [--anchor FILE|LINE]... [--vault [--passphrase-file FILE]] [LOG]
        postern audit show [--since TIME] [--run RUN] [--json] [--passphrase-file FILE] [LOG]
        postern activity [--since TIME] [--run RUN] [--json] [--passphrase-file FILE]
        postern sessions --history [--json] [--passphrase-file FILE]
 
 verify checks a log offline, without any key: framing, hash chain,
 checkpoint signatures and key chain, and names the first bad record.
-Exit status 3 when it fails. show, activity and sessions --history decrypt
-the log with the identity kept in the vault (they ask for its passphrase)
-and print as they read; --since and --run skip, undecrypted, the stretches
+It also checks that the log holds each anchor of it: the one beside it
+(audit.anchor), each --anchor (an anchor line kept elsewhere, or a file
+holding one) and, with --vault, the one sealed into the vault. A log that
+ends before an anchor is an older copy. Exit status 3 when it fails.
+
+show, activity and sessions --history decrypt the log with the identity
+kept in the vault (they ask for its passphrase) and print as they read; --since and --run skip, undecrypted, the stretches
 of the log whose checkpoints say they hold nothing asked for.
 `
 
@@ -48,10 +55,39 @@ func auditLogPath(fsArg string) (string, error) {
 	return api.AuditLogPath()
 }
 
+// anchorFlags collects --anchor values.
+type anchorFlags []string
+
+func (a *anchorFlags) String() string     { return strings.Join(*a, ", ") }
+func (a *anchorFlags) Set(v string) error { *a = append(*a, v); return nil }
+
+// anchorOf reads an --anchor value: an anchor line, or a file holding one.
+func anchorOf(v string) (api.AuditAnchor, error) {
+	if a, err := api.ParseAnchor(v); err == nil {
+		return a, nil
+	}
+	b, err := os.ReadFile(v)
+	if err != nil {
+		return api.AuditAnchor{}, fmt.Errorf("%q is neither an anchor line nor a file holding one (%v)", v, err)
+	}
+	return api.ParseAnchor(string(b))
+}
+
+// checkedAnchor is an anchor the log was checked against, and where it
+// came from.
+type checkedAnchor struct {
+	api.AuditAnchor
+	from string
+}
+
 func auditVerify(args []string, out, errw io.Writer) error {
 	fs := newFlags("audit verify", auditUsage)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pin := fs.String("pin", "", "the log's first checkpoint key (postern-audit+…), as printed by postern vault init")
+	var anchorArgs anchorFlags
+	fs.Var(&anchorArgs, "anchor", "an anchor of the log (postern-audit-anchor 1 …), or a file holding one; may be repeated")
+	sealed := fs.Bool("vault", false, "check the log against the anchor sealed into the vault (asks for its passphrase)")
+	pfile := passphraseFileFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -75,14 +111,39 @@ func auditVerify(args []string, out, errw io.Writer) error {
 			pk0, pinFrom = p, name
 		}
 	}
-	r, err := api.VerifyAuditLog(path, pk0)
+	var anchors []checkedAnchor
+	for _, v := range anchorArgs {
+		a, err := anchorOf(v)
+		if err != nil {
+			return usagef("audit verify: --anchor: %v", err)
+		}
+		anchors = append(anchors, checkedAnchor{a, "--anchor"})
+	}
+	switch a, name, err := api.AnchorBeside(path); {
+	case err == nil:
+		anchors = append(anchors, checkedAnchor{a, name})
+	case !errors.Is(err, os.ErrNotExist):
+		fmt.Fprintf(errw, "postern: warning: %v: the log is not checked against it\n", err)
+	}
+	if *sealed {
+		a, err := api.SealedAnchor(func() (*vault.Vault, error) { return openVault(*pfile) })
+		if err != nil {
+			return err
+		}
+		anchors = append(anchors, checkedAnchor{a, "the vault"})
+	}
+	plain := make([]api.AuditAnchor, len(anchors))
+	for i, a := range anchors {
+		plain[i] = a.AuditAnchor
+	}
+	r, err := api.VerifyAuditLog(path, pk0, plain...)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
 		printJSON(out, r)
 	} else {
-		printReport(out, path, pinFrom, r)
+		printReport(out, path, pinFrom, anchors, r)
 	}
 	if !r.OK {
 		return &exitError{exitAudit}
@@ -90,7 +151,7 @@ func auditVerify(args []string, out, errw io.Writer) error {
 	return nil
 }
 
-func printReport(out io.Writer, path, pinFrom string, r *api.AuditReport) {
+func printReport(out io.Writer, path, pinFrom string, anchors []checkedAnchor, r *api.AuditReport) {
 	status := "OK"
 	if !r.OK {
 		status = "FAILED"
@@ -107,6 +168,16 @@ func printReport(out io.Writer, path, pinFrom string, r *api.AuditReport) {
 		fmt.Fprintf(out, "  first checkpoint key: matches %s beside the log (give --pin the key printed at vault init to rule out a replaced pin file)\n", pinFrom)
 	default:
 		fmt.Fprintln(out, "  first checkpoint key: not pinned (give --pin the key printed at vault init)")
+	}
+	if len(anchors) == 0 {
+		fmt.Fprintln(out, "  anchor: none checked (give --anchor a copy of audit.anchor kept elsewhere, or --vault)")
+	}
+	for _, a := range anchors {
+		if r.OK {
+			fmt.Fprintf(out, "  anchor from %s: the log holds record %d as anchored\n", a.from, a.Seq)
+		} else {
+			fmt.Fprintf(out, "  anchor from %s: record %d\n", a.from, a.Seq)
+		}
 	}
 	if c := r.LastCheckpoint; c != nil {
 		fmt.Fprintf(out, "  last checkpoint: epoch %d at seq %d, %s; %s after it not sealed yet\n", c.Epoch, c.Seq, c.Time.Local().Format(time.RFC3339), plural(int(r.UnsealedEntries), "entry"))

@@ -2,11 +2,16 @@ package api
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/vault"
+	"github.com/postern/postern/internal/xdg"
 )
 
 // An anchor is the chain head the audit log had after one of its
@@ -23,6 +28,41 @@ import (
 
 // AuditAnchor is an anchor of an audit log.
 type AuditAnchor = audit.Anchor
+
+// SecretAuditAnchor names the anchor the gateway seals into the vault.
+const SecretAuditAnchor = "audit-anchor"
+
+// AnchorBeside reads the anchor the gateway writes beside the log at
+// logPath (audit.anchor), and returns it and the file's name. It catches
+// an older copy of the log only if the anchor was not put back with it.
+func AnchorBeside(logPath string) (AuditAnchor, string, error) {
+	name := filepath.Join(filepath.Dir(logPath), xdg.AuditAnchorFile)
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return AuditAnchor{}, "", err
+	}
+	a, err := ParseAnchor(string(b))
+	if err != nil {
+		return AuditAnchor{}, name, fmt.Errorf("%s: %w", name, err)
+	}
+	return a, name, nil
+}
+
+// SealedAnchor reads the anchor the gateway sealed into the vault, which
+// it opens with openVault.
+func SealedAnchor(openVault func() (*vault.Vault, error)) (AuditAnchor, error) {
+	v, err := openVault()
+	if err != nil {
+		return AuditAnchor{}, err
+	}
+	defer v.Wipe()
+	sec := v.Secret(SecretAuditAnchor)
+	defer clear(sec)
+	if len(sec) == 0 {
+		return AuditAnchor{}, errors.New("the vault holds no anchor of the audit log yet (a gateway seals one after each checkpoint while the vault is unlocked)")
+	}
+	return ParseAnchor(string(sec))
+}
 
 const anchorPrefix = "postern-audit-anchor 1 "
 

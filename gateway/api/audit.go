@@ -54,10 +54,11 @@ func PinBeside(logPath string) (AuditPin, string, error) {
 
 // VerifyAuditLog checks the log at path offline, without any key:
 // framing, hash chain, checkpoint signatures and key chain; with a pin,
-// also that the log starts from it. A log that fails is a report with OK
-// false, not an error.
-func VerifyAuditLog(path string, pin AuditPin) (*AuditReport, error) {
-	return audit.VerifyPath(path, audit.VerifyOptions{PK0: pin})
+// also that the log starts from it; with anchors, that it holds each of
+// them (a log that ends before one is an older copy). A log that fails is
+// a report with OK false, not an error.
+func VerifyAuditLog(path string, pin AuditPin, anchors ...AuditAnchor) (*AuditReport, error) {
+	return audit.VerifyPath(path, audit.VerifyOptions{PK0: pin, Anchors: anchors})
 }
 
 // ErrNoAuditLog is returned by ReadAuditLog when the log does not exist.
