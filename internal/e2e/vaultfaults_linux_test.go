@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // vaultEnv makes a vault with one key, and audit log, in a fresh env.
@@ -148,5 +150,82 @@ func TestUnlockReturnsItsMemory(t *testing.T) {
 	t.Logf("resident memory: %d KiB before the unlock, %d KiB after", before, after)
 	if after-before > 32<<10 {
 		t.Fatalf("the unlock kept %d KiB", after-before)
+	}
+}
+
+// fsImmutable is FS_IMMUTABLE_FL of <linux/fs.h>.
+const fsImmutable = 0x10
+
+// setImmutable sets or clears the immutable flag of the file at path
+// (chattr +i): a rename over it fails, as a save of a file that cannot be
+// replaced does, while the directory stays writable. Root only.
+func setImmutable(t *testing.T, path string, on bool) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		t.Fatalf("read the flags of %s: %v", path, err)
+	}
+	if on {
+		flags |= fsImmutable
+	} else {
+		flags &^= fsImmutable
+	}
+	if err := unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags)); err != nil {
+		t.Fatalf("set the flags of %s: %v", path, err)
+	}
+}
+
+// A vault add whose save fails (the vault file cannot be replaced; its
+// audit log can still be written) says so and claims nothing: no "added",
+// with the gateway running or without one; the running agent does not
+// offer the key, and the vault, its generation anchor included, is as it
+// was.
+func TestVaultAddWhoseSaveFails(t *testing.T) {
+	e, pass := vaultEnv(t)
+	needRoot(t, "to mount a tmpfs and make a file immutable")
+	// The state on a tmpfs of the test's own, whatever file system holds
+	// the temp dir.
+	state := e.Path("state", "postern")
+	saved := t.TempDir()
+	copyGlob(t, filepath.Join(state, "*"), saved)
+	if err := syscall.Mount("tmpfs", state, "tmpfs", 0, "size=16m,mode=0700"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Unmount(state, syscall.MNT_DETACH) })
+	copyGlob(t, filepath.Join(saved, "*"), state)
+	vaultFile := filepath.Join(state, "vault")
+	third := e.Keygen("third", "ed25519", 0, "")
+
+	setImmutable(t, vaultFile, true)
+	t.Cleanup(func() { setImmutable(t, vaultFile, false) })
+	r := e.Run("postern", "vault", "add", "--passphrase-file", pass, third)
+	if r.Code != 1 || strings.Contains(r.Stdout, "added") || !strings.Contains(r.Stderr, "postern: error: ") {
+		t.Fatalf("vault add with no gateway, its save failing: %s", r)
+	}
+
+	a := e.StartAgent()
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	r = e.Run("postern", "vault", "add", "--passphrase-file", pass, third)
+	if r.Code != 1 || strings.Contains(r.Stdout, "added") || !strings.Contains(r.Stderr, "postern: error: ") {
+		t.Fatalf("vault add through the gateway, its save failing: %s", r)
+	}
+	if l := e.MustRun("ssh-add", "-l").Stdout; strings.Count(strings.TrimSpace(l), "\n") != 0 || strings.Contains(l, "third") {
+		t.Fatalf("the agent offers a key whose save failed:\n%s\n%s", l, tail(a.Log(), 2000))
+	}
+	setImmutable(t, vaultFile, false)
+	e.MustRun("postern", "lock")
+	e.MustRun("postern", "unlock", "--passphrase-file", pass) // the anchor did not move ahead of the file
+	if l := e.MustRun("postern", "vault", "list", "--passphrase-file", pass).Stdout; strings.Contains(l, "third") {
+		t.Fatalf("the vault holds the key whose save failed:\n%s", l)
+	}
+	// Once the file can be replaced again, the same add works.
+	r = e.MustRun("postern", "vault", "add", "--passphrase-file", pass, third)
+	if !strings.Contains(r.Stdout, "added ") {
+		t.Fatalf("vault add once the file can be saved: %s", r)
 	}
 }
