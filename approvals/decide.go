@@ -26,11 +26,8 @@ func (e *Engine) Decide(ctx context.Context, r *Request) Decision {
 // action as sign (or command_approved), durable before the action runs. If
 // that record cannot be written the action is refused.
 func (e *Engine) conclude(r *Request, d Decision) Decision {
-	if !d.Allow && d.chain == nil && r.Requester != nil {
-		d.chain = append(procid.Chain{r.Requester.Process}, e.procs.Ancestors(&r.Requester.Process)...)
-	}
-	e.noteWhy(r, d, false, d.chain)
 	if !d.Allow {
+		e.noteRefusal(r, &d)
 		ev := requestEvent(audit.EventActionDenied, r, d)
 		// A refused re-approval is recorded with what ended the earlier
 		// approval: the request was denied because of it.
@@ -57,9 +54,22 @@ func (e *Engine) conclude(r *Request, d Decision) Decision {
 		ev.Run = d.Run
 	}
 	if err := e.record(ev); err != nil {
+		// Refused after all: postern why says so, not that it was allowed.
+		refused := Decision{Mode: d.Mode, Reason: audit.ReasonAuditFailed, Card: d.Card, Run: d.Run}
+		e.noteRefusal(r, &refused)
 		return Decision{Mode: d.Mode, Reason: audit.ReasonAuditFailed}
 	}
+	e.noteWhy(r, d, false, d.chain)
 	return d
+}
+
+// noteRefusal remembers the refusal d of r for postern why, with the
+// requester's chain.
+func (e *Engine) noteRefusal(r *Request, d *Decision) {
+	if d.chain == nil && r.Requester != nil {
+		d.chain = append(procid.Chain{r.Requester.Process}, e.procs.Ancestors(&r.Requester.Process)...)
+	}
+	e.noteWhy(r, *d, false, d.chain)
 }
 
 // Refused records a request refused before any decision was asked for

@@ -129,6 +129,9 @@ func explain(d Decision, waiting bool, journal string) (outcome, what, next stri
 		return out, "The vault is locked: nothing is signed.", `Ask your user to run "postern unlock".`
 	case audit.ReasonVaultStateChanged:
 		return "REAUTH_REQUIRED " + string(d.Reason), "The vault was locked or unlocked while the card waited.", "Ask your user to approve again." + tell
+	case audit.ReasonAuditFailed:
+		return out, "The audit log could not record the request, so it was refused: nothing is allowed while the log cannot be written (a full disk, an I/O error). The gateway tries the log again and allows actions once it can.",
+			`Ask your user: "postern status" says why the audit log fails.` + tell
 	case audit.ReasonHostKeyRevoked:
 		return out, "The destination's host key is marked revoked.", "Do not retry." + tell
 	}

@@ -16,5 +16,9 @@ func (g *Gateway) why(peer *procid.Peer, ch approvals.Channel) ([]byte, error) {
 	if w, ok := g.engine.WhyFor(peer, ch.Run); ok {
 		res.Last = &w
 	}
+	if log := g.currentAudit(); log != nil {
+		st := log.status()
+		res.AuditFailing, res.AuditFailingSince = st.Failing, st.FailingSince
+	}
 	return json.Marshal(res)
 }

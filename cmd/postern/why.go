@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/safetext"
 )
 
 const whyUsage = `Usage: postern why [--json] [--socket PATH]
@@ -41,6 +42,10 @@ func cmdWhy(args []string, out, errw io.Writer) error {
 	}
 	if *asJSON {
 		return printJSON(out, res)
+	}
+	if res.AuditFailing != "" {
+		fmt.Fprintf(out, "the audit log cannot be written since %s (%s): every action is refused until it can (\"postern status\")\n",
+			res.AuditFailingSince, safetext.Field(res.AuditFailing, safetext.Line))
 	}
 	w := res.Last
 	if w == nil {

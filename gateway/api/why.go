@@ -24,12 +24,16 @@ type Why = approvals.Why
 
 // WhyResult answers ExtWhy: the last decision for the caller (nil when
 // the gateway remembers none), and the run the caller's socket belongs
-// to, if it is a run's.
+// to, if it is a run's. AuditFailing says why the audit log cannot be
+// written, since AuditFailingSince (RFC 3339): every action is refused
+// meanwhile.
 type WhyResult struct {
-	Last        *Why   `json:"last,omitempty"`
-	Run         string `json:"run,omitempty"`
-	VaultLocked bool   `json:"vault_locked"`
-	BootID      string `json:"boot_id"`
+	Last              *Why   `json:"last,omitempty"`
+	Run               string `json:"run,omitempty"`
+	VaultLocked       bool   `json:"vault_locked"`
+	AuditFailing      string `json:"audit_failing,omitempty"`
+	AuditFailingSince string `json:"audit_failing_since,omitempty"`
+	BootID            string `json:"boot_id"`
 }
 
 // ErrNotPostern is returned by AskWhy when the agent at the socket does

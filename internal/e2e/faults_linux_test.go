@@ -60,6 +60,11 @@ func TestFullDiskAuditResumes(t *testing.T) {
 	if !strings.Contains(st, "FAILING since") || !strings.Contains(st, "every action is refused") {
 		t.Fatalf("status with a full disk:\n%s", st)
 	}
+	// postern why tells the refused requester, not that it was allowed.
+	why := e.MustRun("postern", "why").Stdout
+	if !strings.Contains(why, "DENIED audit_failed") || !strings.Contains(why, "the audit log cannot be written since") {
+		t.Fatalf("why with a full disk:\n%s", why)
+	}
 
 	os.Remove(filler)
 	for i := 0; ; i++ {
