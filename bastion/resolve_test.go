@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -87,5 +88,55 @@ func resolveByProbe(t *testing.T, env map[string]string) {
 	}
 	if _, err := w.srv.Resolve(context.Background(), e.ID, requester); err == nil || !strings.Contains(err.Error(), "nothing to resolve") {
 		t.Fatalf("second Resolve: %v", err)
+	}
+}
+
+// A probe the host answers with nothing useful (a shell that prints no
+// report, exits 0, or output cut short) is evidence of nothing: the entry
+// is resolved inconclusive and stays unknown, never not_started, so a
+// retry still needs a person.
+func TestResolveUnansweredProbeIsInconclusive(t *testing.T) {
+	for name, answer := range map[string]func(*hostSession){
+		"silent":  func(s *hostSession) { s.exit(0) },
+		"garbage": func(s *hostSession) { io.WriteString(s.ch, "postern-probe 1\nstate=absent"); s.exit(0) },
+		"failed":  func(s *hostSession) { io.WriteString(s.ch, "sh: 1: flock: not found\n"); s.exit(127) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorldWith(t, func(c *Config) { c.Markers = []string{"127.0.0.*"} }, nil)
+			w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.ch.Read(make([]byte, 1)) } })
+			sess, err := w.dial().NewSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sess.Start("true"); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; len(w.entries()) == 0; i++ { // dispatched
+				if i == 1000 {
+					t.Fatal("the command was never journaled")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			w.host.cut()
+			sess.Wait()
+			e := w.ended("true")
+			if e.Status() != journal.StatusUnknown {
+				t.Fatalf("journal %s", e.Status())
+			}
+			requester, err := procid.Host.Pin(os.Getpid())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer requester.Close()
+			w.host.set(func(h *testHost) { h.handle = answer })
+			r, err := w.srv.Resolve(context.Background(), e.ID, requester)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := r.Resolutions[len(r.Resolutions)-1]
+			if r.Status() != journal.StatusUnknown || last.Result != journal.ResultInconclusive || last.By != journal.ByProbe || last.Evidence == "" {
+				t.Fatalf("resolved %s: %+v", r.Status(), last)
+			}
+		})
 	}
 }
