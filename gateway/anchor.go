@@ -27,6 +27,7 @@ type anchorKeeper struct {
 	g      *Gateway
 	mu     sync.Mutex
 	last   string        // the printable form of the latest anchor
+	sealed []byte        // the anchor this gateway last sealed into the vault
 	latest *audit.Anchor // not written yet
 	wake   chan struct{}
 	done   chan struct{}
@@ -73,9 +74,21 @@ func (k *anchorKeeper) keep(a audit.Anchor) {
 	if err := atomicfile.Write(filepath.Join(g.stateDir, xdg.AuditAnchorFile), line, 0o600); err != nil {
 		g.log.Warn("cannot write the audit log's anchor", "err", err)
 	}
-	if err := g.vault.sealSecret(api.SecretAuditAnchor, line); err != nil {
+	switch sealed, err := g.vault.sealSecret(api.SecretAuditAnchor, line); {
+	case err != nil:
 		g.log.Warn("cannot seal the audit log's anchor into the vault", "err", err)
+	case sealed:
+		k.mu.Lock()
+		k.sealed = line
+		k.mu.Unlock()
 	}
+}
+
+// sealedHere reports whether line is the anchor this gateway last sealed.
+func (k *anchorKeeper) sealedHere(line []byte) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.sealed != nil && bytes.Equal(k.sealed, line)
 }
 
 // close writes the anchor of the last checkpoint, then stops.
@@ -91,36 +104,37 @@ func (k *anchorKeeper) close() {
 }
 
 // sealSecret stores value as the vault's secret name, while the vault is
-// unlocked (otherwise it does nothing): the gateway saves the vault with
+// unlocked (otherwise it does nothing), and says whether the vault holds
+// it: the gateway saves the vault with
 // the data key it holds, and takes its own save in, so that no epoch
 // moves for it. It waits for an unlock or a change of the vault in
 // progress, which would otherwise find the file changed under it.
-func (s *vaultState) sealSecret(name string, value []byte) error {
+func (s *vaultState) sealSecret(name string, value []byte) (bool, error) {
 	s.unlockMu.Lock()
 	defer s.unlockMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.locked || s.dk == nil {
-		return nil
+		return false, nil
 	}
 	v, err := vault.OpenWithKey(s.path, s.dk)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer v.Wipe()
 	if old := v.Secret(name); bytes.Equal(old, value) {
 		clear(old)
-		return nil
+		return true, nil
 	}
 	if err := v.SetSecret(name, value); err != nil {
-		return err
+		return false, err
 	}
 	if err := v.Save(); err != nil {
-		return err
+		return false, err
 	}
 	s.stamp, _ = stampOf(s.path)
 	s.gen = v.Generation()
-	return nil
+	return true, nil
 }
 
 // lastAnchor returns the printable form of the latest anchor, or "".

@@ -7,9 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/atomicfile"
+	"github.com/postern/postern/internal/vault"
 	"github.com/postern/postern/internal/xdg"
 )
 
@@ -31,7 +34,23 @@ func (g *Gateway) openAudit(stateDir string) error {
 		return fmt.Errorf("[audit] syslog: %w", err)
 	}
 	g.anchors = g.startAnchors()
-	cfg.OnCheckpoint = g.onCheckpoint
+	// No anchor is written until the log is known to hold the one beside
+	// it: an older copy's checkpoints must not overwrite the evidence. The
+	// latest one from before is kept for then.
+	var (
+		checkMu sync.Mutex
+		checked bool
+		pending *audit.Anchor
+	)
+	cfg.OnCheckpoint = func(a audit.Anchor) {
+		checkMu.Lock()
+		defer checkMu.Unlock()
+		if !checked {
+			pending = &a
+			return
+		}
+		g.onCheckpoint(a)
+	}
 	l, err := audit.Open(cfg)
 	switch {
 	case errors.Is(err, audit.ErrLocked):
@@ -41,12 +60,64 @@ func (g *Gateway) openAudit(stateDir string) error {
 	case err != nil:
 		return fmt.Errorf("audit log: %w", err)
 	}
+	head := l.Head()
+	if a, name, err := api.AnchorBeside(cfg.Path); err == nil {
+		if err := olderThan(head, cfg.Path, a, name); err != nil {
+			l.Close()
+			return fmt.Errorf("%w: %w", audit.ErrDamaged, err)
+		}
+	}
+	checkMu.Lock()
+	checked = true
+	if pending != nil {
+		g.onCheckpoint(*pending)
+	}
+	checkMu.Unlock()
 	al := newAuditLog(g, cfg, l)
 	g.auditMu.Lock()
-	g.audit = al
+	g.audit, g.auditOpened = al, head
 	g.auditMu.Unlock()
 	g.engine.SetAudit(al)
 	return nil
+}
+
+// errAuditRolledBack: the audit log ends before an anchor of it.
+var errAuditRolledBack = errors.New("the audit log is an older copy")
+
+// olderThan returns errAuditRolledBack when a is an anchor past head, the
+// end of the log at path: records were cut from the log, as when an older
+// copy of it is put back in place. An anchor of another log (one moved
+// aside by a person) says nothing about this one.
+func olderThan(head audit.Anchor, path string, a audit.Anchor, where string) error {
+	if a.LogID != head.LogID || a.Seq <= head.Seq {
+		return nil
+	}
+	return fmt.Errorf("%w: %s ended at record %d when the gateway opened it, and %s records record %d of it", errAuditRolledBack, path, head.Seq, where, a.Seq)
+}
+
+// checkSealedAnchor refuses an unlock when the audit log, as the gateway
+// opened it, ended before the anchor sealed into the vault v (by an
+// earlier gateway): an older copy of the log was put back, perhaps with
+// its older audit.anchor, and sealing this log's anchors would overwrite
+// the evidence. The records this gateway added since do not count.
+func (g *Gateway) checkSealedAnchor(v *vault.Vault) error {
+	log := g.currentAudit()
+	if log == nil {
+		return nil
+	}
+	sec := v.Secret(api.SecretAuditAnchor)
+	defer clear(sec)
+	if len(sec) == 0 || g.anchors.sealedHere(sec) {
+		return nil
+	}
+	a, err := api.ParseAnchor(string(sec))
+	if err != nil {
+		return nil
+	}
+	g.auditMu.Lock()
+	opened := g.auditOpened
+	g.auditMu.Unlock()
+	return olderThan(opened, log.Path(), a, "the anchor sealed into the vault")
 }
 
 // currentAudit returns the audit log, or nil when there is none (yet).

@@ -205,6 +205,8 @@ func wireCode(err error) api.Code {
 		return api.CodeCorrupt
 	case is(vault.ErrRolledBack):
 		return api.CodeRolledBack
+	case is(errAuditRolledBack):
+		return api.CodeAuditRolledBack
 	case is(errStaleKey):
 		return api.CodeStaleKey
 	case is(bastion.ErrNoKeys):

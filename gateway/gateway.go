@@ -90,16 +90,17 @@ type Gateway struct {
 	ops     map[api.Op]handler
 	streams map[api.Op]streamHandler
 
-	configPath string
-	vaultPath  string
-	stateDir   string
-	auditMu    sync.Mutex
-	audit      *auditLog      // nil until set up; see currentAudit
-	export     *syslog.Writer // [audit] syslog: nil when off
-	exportAddr string
-	anchors    *anchorKeeper
-	journal    *journalState // nil without a bastion
-	limits     *limits
+	configPath  string
+	vaultPath   string
+	stateDir    string
+	auditMu     sync.Mutex
+	audit       *auditLog      // nil until set up; see currentAudit
+	auditOpened audit.Anchor   // the log's end when the gateway opened it
+	export      *syslog.Writer // [audit] syslog: nil when off
+	exportAddr  string
+	anchors     *anchorKeeper
+	journal     *journalState // nil without a bastion
+	limits      *limits
 
 	srv      *servers // set by Run
 	agentL   *net.UnixListener
@@ -182,6 +183,7 @@ func New(opts Options) (*Gateway, error) {
 		epoch: loadEpoch(filepath.Join(stateDir, xdg.EpochFile)),
 		log:   g.log.Info,
 	}
+	g.vault.checkOpened = g.checkSealedAnchor
 	pol, err := approvals.Compile(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)

@@ -48,6 +48,8 @@ type vaultState struct {
 	stamp    fileStamp
 	changing bool // a Change is writing the file
 	onChange []func(old, new uint64, why audit.Reason)
+	// checkOpened, if set, may refuse an unlock after the vault opened.
+	checkOpened func(*vault.Vault) error
 }
 
 type fileStamp struct {
@@ -211,6 +213,11 @@ func (s *vaultState) finishUnlock(v *vault.Vault, err error) error {
 	// The key derivation took tens of MiB; give them back now rather than
 	// when the runtime gets round to it.
 	defer debug.FreeOSMemory()
+	if s.checkOpened != nil {
+		if err := s.checkOpened(v); err != nil {
+			return err
+		}
+	}
 	if err := v.Anchor(); err != nil {
 		s.log("cannot record the vault's generation beside it", "err", err)
 	}

@@ -46,6 +46,8 @@ func hintFor(name string, err error) string {
 		return "unlock with the passphrase and --remember"
 	case api.HasCode(err, api.CodeRolledBack), errors.Is(err, vault.ErrRolledBack):
 		return "if you put that copy back on purpose (a restore from backup), remove the .generation file beside the vault, then try again"
+	case api.HasCode(err, api.CodeAuditRolledBack):
+		return `"postern audit verify --vault" says the same: put the newer log back (with its audit.key and audit.anchor); the vault does not unlock over an older copy`
 	case api.HasCode(err, api.CodeJournalDamaged):
 		return `look at the journal file, then "postern journal new" keeps it aside and starts a new journal`
 	case api.HasCode(err, api.CodeNoKeys):

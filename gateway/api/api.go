@@ -119,6 +119,9 @@ const (
 	CodeCorrupt Code = "corrupt"
 	// CodeRolledBack: the vault file is an older copy of one saved since.
 	CodeRolledBack Code = "rolled_back"
+	// CodeAuditRolledBack: the audit log ends before the anchor sealed
+	// into the vault: an older copy of it was put back in place.
+	CodeAuditRolledBack Code = "audit_rolled_back"
 	// CodeJournalDamaged: the bastion's command journal is damaged; the
 	// bastion refuses commands until a person decides (OpJournalNew).
 	CodeJournalDamaged Code = "journal_damaged"

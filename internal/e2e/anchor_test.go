@@ -16,27 +16,8 @@ import (
 // one sealed into the vault; each catches the older copy the ones before
 // it miss.
 func TestAuditVerifyAnchorCatchesAnOlderCopy(t *testing.T) {
-	need(t, "ssh-keygen")
-	e := newEnv(t)
-	pass := e.WriteFile("pass", "vault pass\n", 0o600)
-	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
-	k := e.Keygen("k", "ed25519", 0, "")
-	e.MustRun("postern", "vault", "add", "--passphrase-file", pass, k)
-	e.Config("approval = \"none\"\n")
-	msg := e.WriteFile("m", "signed", 0o600)
+	e, pass, old := olderAuditCopy(t)
 	state := e.Path("state", "postern")
-	session := func() {
-		a := e.StartAgent()
-		e.MustRun("postern", "unlock", "--passphrase-file", pass) // a checkpoint, sealed into the vault
-		e.MustRun("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg)
-		e.MustRun("postern", "lock")
-		a.Stop()
-	}
-	session()
-	old := t.TempDir()
-	copyGlob(t, filepath.Join(state, "audit.log*"), old)
-	copyGlob(t, filepath.Join(state, "audit.anchor"), old)
-	session()
 
 	anchorLine := strings.TrimSpace(string(mustRead(t, filepath.Join(state, "audit.anchor"))))
 	kept := e.WriteFile("kept-elsewhere", anchorLine+"\n", 0o600)
@@ -54,24 +35,14 @@ func TestAuditVerifyAnchorCatchesAnOlderCopy(t *testing.T) {
 	}
 
 	// The older log put back, its newer anchor left beside it.
-	restore := func(what string) {
-		t.Helper()
-		if what == "audit.log*" {
-			ms, _ := filepath.Glob(filepath.Join(state, what))
-			for _, m := range ms {
-				os.Remove(m)
-			}
-		}
-		copyGlob(t, filepath.Join(old, what), state)
-	}
-	restore("audit.log*")
+	putBack(t, old, state, "audit.log*")
 	r = e.Run("postern", "audit", "verify")
 	if r.Code != 3 || !strings.Contains(r.Stdout, "FAILED") || !strings.Contains(r.Stdout, "records were cut from the end") {
 		t.Fatalf("an older log beside a newer anchor: %s", r)
 	}
 	// The older anchor put back too: the log and the anchor beside it
 	// agree, and only an anchor from elsewhere tells.
-	restore("audit.anchor")
+	putBack(t, old, state, "audit.anchor")
 	if r = e.Run("postern", "audit", "verify"); r.Code != 0 {
 		t.Fatalf("an older log with its own anchor: %s", r)
 	}
@@ -92,6 +63,96 @@ func TestAuditVerifyAnchorCatchesAnOlderCopy(t *testing.T) {
 	if r = e.Run("postern", "audit", "verify", "--anchor", "postern-audit-anchor 1 nonsense"); r.Code != 2 {
 		t.Fatalf("a malformed anchor: %s", r)
 	}
+}
+
+// olderAuditCopy runs two gateway sessions, each unlocking (a checkpoint
+// sealed into the vault) and signing, and returns the environment, the
+// passphrase file and a directory holding the audit log, its anchor and
+// its signing key file as they were after the first.
+func olderAuditCopy(t *testing.T) (e *Env, pass, old string) {
+	t.Helper()
+	need(t, "ssh-keygen")
+	e = newEnv(t)
+	pass = e.WriteFile("pass", "vault pass\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	k := e.Keygen("k", "ed25519", 0, "")
+	e.MustRun("postern", "vault", "add", "--passphrase-file", pass, k)
+	e.Config("approval = \"none\"\n")
+	msg := e.WriteFile("m", "signed", 0o600)
+	state := e.Path("state", "postern")
+	session := func() {
+		a := e.StartAgent()
+		e.MustRun("postern", "unlock", "--passphrase-file", pass) // a checkpoint, sealed into the vault
+		e.MustRun("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg)
+		e.MustRun("postern", "lock")
+		a.Stop()
+	}
+	session()
+	old = t.TempDir()
+	for _, f := range []string{"audit.log*", "audit.anchor", "audit.key"} {
+		copyGlob(t, filepath.Join(state, f), old)
+	}
+	session()
+	return e, pass, old
+}
+
+// putBack replaces the files of state matching pattern with those kept
+// in old.
+func putBack(t *testing.T, old, state, pattern string) {
+	t.Helper()
+	ms, _ := filepath.Glob(filepath.Join(state, pattern))
+	for _, m := range ms {
+		os.Remove(m)
+	}
+	copyGlob(t, filepath.Join(old, pattern), state)
+}
+
+// A gateway does not go on writing an older copy of its audit log put back
+// in place while it was stopped, which would overwrite the anchors that
+// show it: with the newer audit.anchor beside it, it does not start; with
+// the older anchor put back too, it starts, but the vault does not unlock
+// (its sealed anchor is past the log's end) and keeps that anchor. With
+// the newer log back, it unlocks.
+func TestGatewayRefusesAnOlderAuditLog(t *testing.T) {
+	e, pass, old := olderAuditCopy(t)
+	state := e.Path("state", "postern")
+	newer := t.TempDir()
+	for _, f := range []string{"audit.log*", "audit.anchor", "audit.key"} {
+		copyGlob(t, filepath.Join(state, f), newer)
+	}
+
+	// The log and its key file (whose epoch would give the log away) put
+	// back.
+	putBack(t, old, state, "audit.log*")
+	putBack(t, old, state, "audit.key")
+	r := e.Run("postern", "agent", "-D", "-a", e.Path("run", "refused.sock"))
+	if r.Code != 1 || !strings.Contains(r.Stderr, "older copy") || !strings.Contains(r.Stderr, "audit.anchor records record") ||
+		!strings.Contains(r.Stderr, "postern: hint: ") {
+		t.Fatalf("a gateway over an older log beside a newer anchor: %s", r)
+	}
+
+	putBack(t, old, state, "audit.anchor")
+	a := e.StartAgent()
+	r = e.Run("postern", "unlock", "--passphrase-file", pass)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "older copy") || !strings.Contains(r.Stderr, "sealed into the vault records record") ||
+		!strings.Contains(r.Stderr, "postern audit verify --vault") {
+		t.Fatalf("unlock over an older log with its own anchor: %s", r)
+	}
+	if st := status(t, e); st.Vault.State != "locked" {
+		t.Fatalf("after the refused unlock: %+v", st)
+	}
+	a.Stop()
+	r = e.Run("postern", "audit", "verify", "--vault", "--passphrase-file", pass)
+	if r.Code != 3 {
+		t.Fatalf("the vault's anchor was overwritten: verify --vault %s", r)
+	}
+
+	// The newer log put back, the vault unlocks.
+	for _, f := range []string{"audit.log*", "audit.anchor", "audit.key"} {
+		putBack(t, newer, state, f)
+	}
+	e.StartAgent()
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
 }
 
 // copyGlob copies the files matching pattern into dir.
