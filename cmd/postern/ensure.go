@@ -29,6 +29,11 @@ func ensureAgent(f *agentFlags, out io.Writer) error {
 	} else if abs, err := filepath.Abs(f.socket); err == nil {
 		f.socket = abs
 	}
+	if !api.Serves(f.socket) {
+		// A socket a service manager made: the connection starts the
+		// agent.
+		api.Activate(f.socket)
+	}
 	c := api.NewClient(f.socket)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

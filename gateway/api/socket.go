@@ -3,9 +3,11 @@ package api
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"time"
 
 	"github.com/postern/postern/internal/xdg"
 )
@@ -48,7 +50,8 @@ func Serves(sock string) bool {
 
 // Locate finds the agent socket of the gateway the command line talks
 // to: env (the value of $SSH_AUTH_SOCK) when postern serves it, else the
-// well-known socket when postern serves that, else env when nothing is
+// well-known socket when postern serves that (or starts to once
+// connected to: socket activation), else env when nothing is
 // there at all (a gateway that stopped: dialing it says so). note, when
 // not empty, explains why env was passed over; a socket of another agent
 // at env is an error that says so.
@@ -60,7 +63,7 @@ func Locate(env string) (sock, note string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	if Serves(wk) {
+	if Serves(wk) || Activate(wk) {
 		if env != "" {
 			note = fmt.Sprintf("$SSH_AUTH_SOCK (%s) is not a postern socket (another agent, or a gateway that stopped); using the well-known socket %s", env, wk)
 		}
@@ -74,6 +77,34 @@ func Locate(env string) (sock, note string, err error) {
 		return env, "", nil
 	}
 	return "", "", fmt.Errorf("%w: $SSH_AUTH_SOCK is not set and no gateway listens at the well-known socket %s", ErrNoGateway, wk)
+}
+
+// activationWait bounds how long Activate waits for a gateway a
+// service manager starts.
+const activationWait = 15 * time.Second
+
+// Activate starts the gateway of a socket-activated agent socket
+// (contrib/systemd/user/postern.socket): the service manager made the
+// agent socket sock, and the control socket appears only once the
+// gateway runs, which a first connection to the agent socket starts. It
+// connects (sending nothing) when a socket is at sock without a control
+// socket beside it, and reports whether the control socket appeared
+// within activationWait. A socket nothing listens on is refused at once.
+func Activate(sock string) bool {
+	if fi, err := os.Lstat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		return false
+	}
+	c, err := net.DialTimeout("unix", sock, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	for deadline := time.Now().Add(activationWait); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if Serves(sock) {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrNoBastionSocket is returned by BastionSocket when nothing tells

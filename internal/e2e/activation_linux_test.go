@@ -6,6 +6,7 @@ package e2e
 // LISTEN_FDNAMES), as a systemd socket unit does.
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -171,13 +172,31 @@ func TestSocketActivation(t *testing.T) {
 	}
 
 	// The manager starts it again on the next connection, on the same
-	// socket; the keys went with the old process.
+	// socket. The command line, finding the well-known socket without a
+	// gateway's control socket beside it, connects to start one.
 	l2 := startLauncher(t, e, passed, nil)
+	e.Unsetenv("SSH_AUTH_SOCK")
+	if r := e.Run("postern", "status"); r.Code != 0 || !strings.Contains(r.Stdout, "socket    "+sock+"\n") {
+		t.Fatalf("postern status did not start the activated gateway: %s\n%s", r, l2.Log())
+	}
+	// The keys went with the old process.
+	e.Setenv("SSH_AUTH_SOCK", sock)
 	if r := e.Run("ssh-add", "-l"); r.Code != 1 || !strings.Contains(r.Stdout, "no identities") {
 		t.Fatalf("after a new activation: %s\n%s", r, l2.Log())
 	}
 	l2.cmd.Process.Signal(syscall.SIGTERM)
 	l2.wait(t)
+
+	// postern agent --ensure starts it too, and reuses it rather than
+	// start another agent on the manager's socket.
+	l3 := startLauncher(t, e, passed, nil)
+	e.Unsetenv("SSH_AUTH_SOCK")
+	r := e.Run("postern", "agent", "--ensure", "-s")
+	if r.Code != 0 || !strings.Contains(r.Stdout, fmt.Sprintf("reusing the agent (pid %d) at %s", l3.cmd.Process.Pid, sock)) {
+		t.Fatalf("postern agent --ensure on the activated socket: %s\n%s", r, l3.Log())
+	}
+	l3.cmd.Process.Signal(syscall.SIGTERM)
+	l3.wait(t)
 }
 
 // The checks postern makes on a socket of its own hold for one a
