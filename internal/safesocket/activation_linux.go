@@ -18,8 +18,9 @@ import (
 // LISTEN_FDS, or a LISTEN_PID of another process). It unsets the
 // variables, so that the programs the agent starts do not take them for
 // theirs, closes the descriptors it does not use, and checks what it
-// takes: a listening UNIX stream socket bound to a path, with mode 0600,
-// owned by this user.
+// takes: a listening UNIX stream socket bound to a path, owned by this
+// user with mode 0600, in a directory of this user's with mode 0700
+// (checkActivated).
 func Inherited(name string) (*net.UnixListener, error) {
 	fds, pid, names := os.Getenv("LISTEN_FDS"), os.Getenv("LISTEN_PID"), os.Getenv("LISTEN_FDNAMES")
 	if fds == "" {

@@ -2,7 +2,8 @@
 // only the user can enter (0700), with the socket itself 0600, replacing an
 // existing socket only when nothing answers on it. Permissions are the
 // first fence; the gateway still checks the peer's uid on every
-// connection.
+// connection. A socket a service manager made and passed (socket
+// activation, Inherited) is held to the same modes.
 package safesocket
 
 import (
