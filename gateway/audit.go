@@ -34,23 +34,8 @@ func (g *Gateway) openAudit(stateDir string) error {
 		return fmt.Errorf("[audit] syslog: %w", err)
 	}
 	g.anchors = g.startAnchors()
-	// No anchor is written until the log is known to hold the one beside
-	// it: an older copy's checkpoints must not overwrite the evidence. The
-	// latest one from before is kept for then.
-	var (
-		checkMu sync.Mutex
-		checked bool
-		pending *audit.Anchor
-	)
-	cfg.OnCheckpoint = func(a audit.Anchor) {
-		checkMu.Lock()
-		defer checkMu.Unlock()
-		if !checked {
-			pending = &a
-			return
-		}
-		g.onCheckpoint(a)
-	}
+	gate := &anchorGate{g: g}
+	cfg.OnCheckpoint = gate.onCheckpoint
 	l, err := audit.Open(cfg)
 	switch {
 	case errors.Is(err, audit.ErrLocked):
@@ -67,18 +52,51 @@ func (g *Gateway) openAudit(stateDir string) error {
 			return fmt.Errorf("%w: %w", audit.ErrDamaged, err)
 		}
 	}
-	checkMu.Lock()
-	checked = true
-	if pending != nil {
-		g.onCheckpoint(*pending)
-	}
-	checkMu.Unlock()
-	al := newAuditLog(g, cfg, l)
+	gate.release()
+	al := newAuditLog(g, cfg, l, gate)
 	g.auditMu.Lock()
 	g.audit, g.auditOpened = al, head
 	g.auditMu.Unlock()
 	g.engine.SetAudit(al)
 	return nil
+}
+
+// anchorGate holds back the anchors of a log being opened until it is
+// known not to be an older copy, whose checkpoints must not overwrite the
+// anchors that show it; the latest one held goes on once it is released.
+type anchorGate struct {
+	g       *Gateway
+	mu      sync.Mutex
+	open    bool
+	pending *audit.Anchor
+}
+
+func (c *anchorGate) onCheckpoint(a audit.Anchor) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.open {
+		c.pending = &a
+		return
+	}
+	c.g.onCheckpoint(a)
+}
+
+// hold holds the anchors from now on.
+func (c *anchorGate) hold() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.open, c.pending = false, nil
+}
+
+// release lets the held anchor, and those after it, go on.
+func (c *anchorGate) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.open = true
+	if c.pending != nil {
+		c.g.onCheckpoint(*c.pending)
+		c.pending = nil
+	}
 }
 
 // errAuditRolledBack: the audit log ends before an anchor of it.

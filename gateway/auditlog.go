@@ -21,12 +21,15 @@ import (
 // exactly as after a crash. Once that works it records how long the log
 // was failing and how many events it refused (audit_resumed), and actions
 // are allowed again. A log that cannot be opened again (damaged, replaced,
-// cut back: what Open refuses) stays refused, and status says why.
+// cut back: what Open refuses), or that ends before the latest anchor (an
+// older copy put in its place meanwhile), stays refused, and status says
+// why.
 
 // auditLog is the gateway's audit log.
 type auditLog struct {
-	g   *Gateway
-	cfg audit.Config
+	g    *Gateway
+	cfg  audit.Config
+	gate *anchorGate // cfg.OnCheckpoint's
 
 	mu sync.RWMutex
 	l  *audit.Log // nil while it is being opened again
@@ -45,8 +48,8 @@ var (
 	auditRetryMost  = 30 * time.Second
 )
 
-func newAuditLog(g *Gateway, cfg audit.Config, l *audit.Log) *auditLog {
-	return &auditLog{g: g, cfg: cfg, l: l, stop: make(chan struct{})}
+func newAuditLog(g *Gateway, cfg audit.Config, l *audit.Log, gate *anchorGate) *auditLog {
+	return &auditLog{g: g, cfg: cfg, gate: gate, l: l, stop: make(chan struct{})}
 }
 
 func (a *auditLog) current() *audit.Log {
@@ -148,7 +151,16 @@ func (a *auditLog) reopen() bool {
 	if old != nil {
 		old.Close() // releases its files; its failure is known
 	}
+	// What is on disk now may be an older copy put back meanwhile (a full
+	// disk is easy to bring about): it must hold the latest anchor.
+	latest, latestErr := api.ParseAnchor(a.g.anchors.lastAnchor())
+	a.gate.hold()
 	l, err := audit.Open(a.cfg)
+	if err == nil && latestErr == nil {
+		if err = olderThan(l.Head(), a.cfg.Path, latest, "the anchor of its last checkpoint before it failed"); err != nil {
+			l.Close()
+		}
+	}
 	if err != nil {
 		a.smu.Lock()
 		a.failure = err
@@ -156,6 +168,7 @@ func (a *auditLog) reopen() bool {
 		a.g.log.Warn("the audit log still cannot be opened; retrying", "err", err)
 		return false
 	}
+	a.gate.release()
 	a.smu.Lock()
 	cause, since, refused := a.failure, a.since, a.refused
 	a.failure, a.refused = nil, 0

@@ -8,11 +8,18 @@ import (
 	"testing"
 )
 
-// A full disk: the audit log cannot be written, so every signature is
-// refused (fail closed) and status says why; once space is freed the
-// gateway opens the log again by itself, records how many events it
-// refused, and signing resumes. The state directory is a small tmpfs.
-func TestFullDiskAuditResumes(t *testing.T) {
+// fullDisk is a gateway, unlocked, with a vault key and its state on a
+// small tmpfs of the test's own that fill makes full.
+type fullDisk struct {
+	e     *Env
+	agent *Agent
+	pass  string
+	sign  func() Result // one signature with the vault key
+	state string
+}
+
+func newFullDisk(t *testing.T) *fullDisk {
+	t.Helper()
 	need(t, "ssh-keygen")
 	needRoot(t, "to mount a tmpfs")
 	e := newEnv(t)
@@ -33,22 +40,39 @@ func TestFullDiskAuditResumes(t *testing.T) {
 		os.Remove(msg + ".sig")
 		return e.Run("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg)
 	}
+	return &fullDisk{e: e, agent: a, pass: pass, sign: sign, state: state}
+}
+
+// fill takes the tmpfs's last byte.
+func (w *fullDisk) fill() {
+	f, err := os.Create(filepath.Join(w.state, "filler"))
+	if err != nil {
+		w.e.t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			return
+		}
+	}
+}
+
+// free gives the space back.
+func (w *fullDisk) free() { os.Remove(filepath.Join(w.state, "filler")) }
+
+// A full disk: the audit log cannot be written, so every signature is
+// refused (fail closed) and status says why; once space is freed the
+// gateway opens the log again by itself, records how many events it
+// refused, and signing resumes. The state directory is a small tmpfs.
+func TestFullDiskAuditResumes(t *testing.T) {
+	w := newFullDisk(t)
+	e, a, pass, sign := w.e, w.agent, w.pass, w.sign
 	if r := sign(); r.Code != 0 {
 		t.Fatalf("signing before the disk is full: %s", r)
 	}
 
-	filler := filepath.Join(state, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			break
-		}
-	}
-	f.Close()
+	w.fill()
 	// A checkpoint moves the signing key file on: with no space, the log
 	// fails.
 	e.MustRun("postern", "lock")
@@ -66,7 +90,7 @@ func TestFullDiskAuditResumes(t *testing.T) {
 		t.Fatalf("why with a full disk:\n%s", why)
 	}
 
-	os.Remove(filler)
+	w.free()
 	for i := 0; ; i++ {
 		if st := e.MustRun("postern", "status").Stdout; !strings.Contains(st, "FAILING") {
 			break
@@ -84,5 +108,58 @@ func TestFullDiskAuditResumes(t *testing.T) {
 	show := e.MustRun("postern", "audit", "show", "--json", "--passphrase-file", pass).Stdout
 	if !strings.Contains(show, `"type":"audit_resumed"`) {
 		t.Fatalf("no audit_resumed event:\n%s", show)
+	}
+}
+
+// A full disk is easy to bring about, and while the log fails the gateway
+// opens it again and again: an older copy of the log (with its key file
+// and anchor) put in its place meanwhile is not taken up. The log stays
+// refused, status says why, and nothing is signed.
+func TestFullDiskOlderCopyNotResumed(t *testing.T) {
+	w := newFullDisk(t)
+	e, a, pass, sign := w.e, w.agent, w.pass, w.sign
+	dir := e.Path("state", "postern")
+	old := t.TempDir()
+	for _, f := range []string{"audit.log*", "audit.key", "audit.anchor"} {
+		copyGlob(t, filepath.Join(dir, f), old)
+	}
+	for range 3 {
+		if r := sign(); r.Code != 0 {
+			t.Fatalf("signing: %s", r)
+		}
+	}
+	e.MustRun("postern", "lock") // a checkpoint: anchors past the copy
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+
+	w.fill()
+	e.MustRun("postern", "lock")
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	if r := sign(); r.Code == 0 {
+		t.Fatalf("signed with an audit log that cannot be written:\n%s", tail(a.Log(), 2000))
+	}
+	// The older copy put in place, then the space freed.
+	for _, f := range []string{"audit.log*", "audit.key", "audit.anchor"} {
+		ms, _ := filepath.Glob(filepath.Join(dir, f))
+		for _, m := range ms {
+			os.Remove(m)
+		}
+	}
+	w.free()
+	for _, f := range []string{"audit.log*", "audit.key", "audit.anchor"} {
+		copyGlob(t, filepath.Join(old, f), dir)
+	}
+	for i := 0; ; i++ {
+		if st := e.MustRun("postern", "status").Stdout; strings.Contains(st, "older copy") {
+			break
+		} else if i == 3000 {
+			t.Fatalf("status never said the log is an older copy:\n%s\n%s", st, tail(a.Log(), 3000))
+		}
+		sleep10ms()
+	}
+	if r := sign(); r.Code == 0 {
+		t.Fatalf("signed over an older copy of the audit log:\n%s", tail(a.Log(), 2000))
+	}
+	if st := e.MustRun("postern", "status").Stdout; !strings.Contains(st, "FAILING since") {
+		t.Fatalf("status over the older copy:\n%s", st)
 	}
 }
