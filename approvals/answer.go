@@ -78,6 +78,9 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 	if c == nil {
 		return ErrNoCard
 	}
+	if c.policy != nil {
+		return e.answerPolicy(c, a, approver)
+	}
 	if a.Subject < 0 {
 		a.Subject = c.View.Selected
 	}

@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/postern/postern/internal/procid"
@@ -11,7 +12,9 @@ import (
 // one (walked as deep as the tree goes; a walk that cannot decide
 // refuses), and not in the terminal session of one (a process that left
 // the tree by a double fork keeps its session unless it also called
-// setsid). what names the act in the log.
+// setsid), and in none of the namespaces of any live confined run (a
+// confined run must never answer anything; this catches a process that
+// also called setsid). what names the act in the log.
 func (e *Engine) outside(approver *procid.Peer, what string, within ...*procid.Process) error {
 	for _, p := range within {
 		in, err := e.procs.DescendsFrom(approver.PID, approver.StartTicks, p)
@@ -27,12 +30,17 @@ func (e *Engine) outside(approver *procid.Peer, what string, within ...*procid.P
 			return ErrSameSession
 		}
 	}
+	if err := e.outsideConfined(approver); err != nil {
+		e.log.Warn("approval refused", "what", what, "approver_pid", approver.PID, "err", err)
+		return err
+	}
 	return nil
 }
 
 // OutsideRuns checks that approver is outside every live run (see
 // outside): what an approver alone may do, such as changing the host
-// inventory, is refused from inside a run. what names the act in the log.
+// inventory or resolving a journal entry by hand, is refused from inside a
+// run. what names the act in the log.
 func (e *Engine) OutsideRuns(approver *procid.Peer, what string) error {
 	e.mu.Lock()
 	var within []*procid.Process
@@ -44,4 +52,63 @@ func (e *Engine) OutsideRuns(approver *procid.Peer, what string) error {
 	}
 	e.mu.Unlock()
 	return e.outside(approver, what, within...)
+}
+
+// Errors of the approver checks.
+var (
+	ErrInsideRun  = errors.New("refused: an answer cannot come from inside a confined run (its user, pid or mount namespace, or one nested in them)")
+	ErrUnverified = errors.New("refused: the answering process's namespaces cannot be verified; answer from a terminal in the gateway's own namespaces")
+)
+
+// outsideConfined checks that approver lives in none of the namespaces of
+// any live confined run.
+func (e *Engine) outsideConfined(approver *procid.Peer) error {
+	e.mu.Lock()
+	var confined []*Run
+	for _, r := range e.runs {
+		if r.NS.Known() && r.Ended() == "" {
+			confined = append(confined, r)
+		}
+	}
+	e.mu.Unlock()
+	for _, r := range confined {
+		in, err := approver.InNamespaces(r.NS)
+		switch {
+		case errors.Is(err, procid.ErrUnreadable):
+			// The approver is not dumpable (postern approve makes itself
+			// so) and the gateway cannot read its namespaces. The gateway's
+			// user owns every run's user namespace (StartRun checked), and
+			// may read every process started inside one, dumpable or not:
+			// so this one was not started inside a run. Its pid namespace
+			// must still be the gateway's own, read from its status.
+			if err := e.samePIDNamespace(approver); err != nil {
+				return err
+			}
+		case err != nil:
+			return fmt.Errorf("%w: %v", ErrUnverified, err)
+		case in:
+			return fmt.Errorf("%w (run %s)", ErrInsideRun, r.ID)
+		}
+	}
+	return nil
+}
+
+// samePIDNamespace checks that the approver lives in the gateway's pid
+// namespace: as deep below this /proc as the gateway itself.
+func (e *Engine) samePIDNamespace(approver *procid.Peer) error {
+	own, err := e.procs.PIDNamespaceDepth(e.selfPID)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnverified, err)
+	}
+	d, err := e.procs.PIDNamespaceDepth(approver.PID)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnverified, err)
+	}
+	if err := approver.Verify(); err != nil {
+		return err
+	}
+	if d != own {
+		return ErrUnverified
+	}
+	return nil
 }

@@ -28,6 +28,7 @@ type Card struct {
 	done       chan struct{}
 	hide       context.CancelFunc // withdraws the card from the approvers showing it
 	answer     Answer
+	policy     *policyChange // for a policy change card
 }
 
 // ProcessView is a process as a card shows it.
@@ -45,6 +46,9 @@ type RunView struct {
 	ID       string `json:"id,omitempty"` // for registered runs
 	Label    string `json:"label,omitempty"`
 	Launched bool   `json:"launched"` // through postern run
+	// Confinement says how the run is confined ("confined: namespaces,
+	// Landlock ABI 7") or "unconfined".
+	Confinement string `json:"confinement"`
 	ProcessView
 }
 
@@ -75,9 +79,14 @@ type DestView struct {
 // CardView is what approvers are shown; "postern approve --list --json"
 // prints it.
 type CardView struct {
-	ID          string        `json:"id"`
-	Reason      audit.Reason  `json:"reason"`
-	Changed     string        `json:"what_changed,omitempty"`
+	ID string `json:"id"`
+	// Kind is "" for a request's card, KindPolicyChange for a policy
+	// change.
+	Kind    string       `json:"kind,omitempty"`
+	Reason  audit.Reason `json:"reason"`
+	Changed string       `json:"what_changed,omitempty"`
+	// Changes lists how a policy change loosens authority, raw.
+	Changes     []string      `json:"policy_changes,omitempty"`
 	Mode        audit.Mode    `json:"mode"`
 	Run         RunView       `json:"run"`
 	Subjects    []RunView     `json:"subjects"`
@@ -119,7 +128,7 @@ func (e *Engine) processView(p *procid.Process) ProcessView {
 }
 
 func (e *Engine) runView(r *Run) RunView {
-	return RunView{ID: r.ID, Label: r.Label, Launched: r.Launched, ProcessView: e.processView(&r.Process)}
+	return RunView{ID: r.ID, Label: r.Label, Launched: r.Launched, Confinement: r.Confinement.String(), ProcessView: e.processView(&r.Process)}
 }
 
 // OffersSession reports whether the card may be answered with a session
@@ -133,6 +142,9 @@ func (v *CardView) OffersSession() bool { return v.Mode == audit.ModeSession }
 // cut with a marker), so no field can add a line, move the cursor or
 // reorder the text around it.
 func (v *CardView) Text() string {
+	if v.Kind == KindPolicyChange {
+		return v.policyText()
+	}
 	var b strings.Builder
 	q := "Allow"
 	switch {
@@ -165,6 +177,11 @@ func (v *CardView) Text() string {
 		fmt.Fprintf(&b, ", label %s", safetext.Quote(run.Label, safetext.Name))
 	}
 	b.WriteString("\n")
+	if run.Confinement == "" || run.Confinement == "unconfined" {
+		b.WriteString("Confinement: " + UnconfinedWarning + "\n")
+	} else {
+		fmt.Fprintf(&b, "Confinement: %s\n", safetext.Field(run.Confinement, safetext.Line))
+	}
 	names := make([]string, len(v.Requester))
 	for i, p := range v.Requester {
 		names[i] = field(p.Name)
@@ -243,6 +260,9 @@ func principalsText(ps []string) string {
 
 // field renders a name for a card (see safetext).
 func field(s string) string { return safetext.Field(s, safetext.Name) }
+
+// UnconfinedWarning is what every card for an unconfined run says.
+const UnconfinedWarning = "unconfined: a program of this run could answer this card"
 
 // destText names a destination in sentences (raw: a renderer escapes it).
 func destText(d *DestView) string {

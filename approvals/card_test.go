@@ -29,19 +29,23 @@ func TestCardCannotBeRewrittenByTheRequester(t *testing.T) {
 		}
 	}
 	// The card has exactly the lines the gateway writes: the question, the
-	// card id, the run, the chain, the destination (unknown: the data is
-	// not one the agent interprets), what it covers and the claims.
-	if len(lines) != 7 {
+	// card id, the run, its confinement, the chain, the destination
+	// (unknown: the data is not one the agent interprets), what it covers
+	// and the claims.
+	if len(lines) != 8 {
 		t.Fatalf("the card has %d lines:\n%s", len(lines), text)
 	}
 	if !strings.HasPrefix(lines[0], `Allow, for this run until it exits, claude (pid 10) to use key SHA256:key (work\x1b[31m\nRun: trusted)`) {
 		t.Fatalf("question line: %s", lines[0])
 	}
-	if !strings.Contains(lines[3], `Requested by: ssh\n\x1b[1A\x1b[2KAllow, this one time, ssh (pid 13) to use key…(+`) {
-		t.Fatalf("requester line: %s", lines[3])
+	if lines[3] != "Confinement: "+UnconfinedWarning {
+		t.Fatalf("confinement line: %s", lines[3])
 	}
-	if !strings.Contains(lines[6], `staging-web\r\x1b]0;title\x07 xxxx`) || !strings.Contains(lines[6], "…(+") {
-		t.Fatalf("claims line: %s", lines[6])
+	if !strings.Contains(lines[4], `Requested by: ssh\n\x1b[1A\x1b[2KAllow, this one time, ssh (pid 13) to use key…(+`) {
+		t.Fatalf("requester line: %s", lines[4])
+	}
+	if !strings.Contains(lines[7], `staging-web\r\x1b]0;title\x07 xxxx`) || !strings.Contains(lines[7], "…(+") {
+		t.Fatalf("claims line: %s", lines[7])
 	}
 	// JSON consumers get the raw strings.
 	if c.Requester[0].Name != forged || c.Key.Comment != r.Key.Comment {

@@ -124,7 +124,8 @@ func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 	// A destination with no name could be any host.
 	unverified := unverifiedReason(r, dest)
 	f.anyHost = unverified != "" || (dest != nil && len(dest.Names) == 0)
-	mode := p.modeFor(&f, r.Forwarded || (dest != nil && dest.Forwarding))
+	forwarding := r.Forwarded || (dest != nil && dest.Forwarding)
+	mode := p.inForce(&f, forwarding)
 	if r.Key.Confirm || r.RetryOf != "" || r.Running != "" {
 		mode = Stricter(mode, audit.ModePerCall)
 	}

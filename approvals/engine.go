@@ -3,6 +3,7 @@ package approvals
 import (
 	"context"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,6 +70,8 @@ type Engine struct {
 	onRunEnd    func(*Run)
 	audit       atomic.Pointer[Recorder]
 	clock       func() time.Time
+	ownNS       procid.Namespaces // the gateway's own namespaces
+	selfPID     int
 
 	policy atomic.Pointer[Policy]
 	hosts  atomic.Pointer[inventory.Inventory]
@@ -117,6 +120,8 @@ func NewEngine(c Config) *Engine {
 		e.approvers = append(e.approvers, askpassApprover{e})
 	}
 	e.approvers = append(e.approvers, c.Approvers...)
+	e.ownNS, _ = procid.OwnNamespaces()
+	e.selfPID = os.Getpid()
 	if e.clock == nil {
 		e.clock = time.Now
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/internal/inventory"
 	"github.com/postern/postern/internal/knownhosts"
 	"github.com/postern/postern/internal/procid/proctest"
@@ -91,7 +92,7 @@ func (w *world) req(pid int) *Request {
 func (w *world) launch(label string, pid int) *Run {
 	w.t.Helper()
 	run := w.e.PrepareRun(label, func(id string) string { return "/sock." + id })
-	if _, err := w.e.StartRun(run.ID, pid, w.f.Peer(5)); err != nil {
+	if _, err := w.e.StartRun(run.ID, pid, w.f.Peer(5), confine.Level{}); err != nil {
 		w.t.Fatal(err)
 	}
 	return run
@@ -238,7 +239,7 @@ func TestExecOfTheSameExecutableEndsTheRun(t *testing.T) {
 func TestLaunchedRunAndProcessChanged(t *testing.T) {
 	w := newWorld(t)
 	run := w.e.PrepareRun("deploy-bot", func(id string) string { return "/sock." + id })
-	if _, err := w.e.StartRun(run.ID, 10, w.f.Peer(5)); err != nil {
+	if _, err := w.e.StartRun(run.ID, 10, w.f.Peer(5), confine.Level{}); err != nil {
 		t.Fatal(err)
 	}
 	// Only the run's descendants are admitted on its socket.
@@ -267,7 +268,7 @@ func TestLaunchedRunAndProcessChanged(t *testing.T) {
 	w.f.Set(40, 5, 600, w.f.Exe("claude", "the agent program"), "claude")
 	w.f.Set(41, 40, 610, w.f.Exe("ssh", "ssh"))
 	run2 := w.e.PrepareRun("deploy-bot", func(id string) string { return "/sock." + id })
-	if _, err := w.e.StartRun(run2.ID, 40, w.f.Peer(5)); err != nil {
+	if _, err := w.e.StartRun(run2.ID, 40, w.f.Peer(5), confine.Level{}); err != nil {
 		t.Fatal(err)
 	}
 	r2 := w.req(41)
@@ -283,7 +284,7 @@ func TestLaunchedRunAndProcessChanged(t *testing.T) {
 	}
 	// StartRun refuses a pid that is not the caller's child.
 	run3 := w.e.PrepareRun("x", func(id string) string { return "/sock." + id })
-	if _, err := w.e.StartRun(run3.ID, 20, w.f.Peer(5)); err == nil {
+	if _, err := w.e.StartRun(run3.ID, 20, w.f.Peer(5), confine.Level{}); err == nil {
 		t.Fatal("a foreign process was registered as a run")
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/atomicfile"
+	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/internal/procid"
 )
 
@@ -32,6 +33,9 @@ type Past struct {
 	// Socket is the agent socket of a run launched by "postern run" that
 	// was still alive when its gateway stopped.
 	Socket string `json:"socket,omitempty"`
+	// Confinement and NS are the run's, kept with its socket.
+	Confinement confine.Level     `json:"confinement,omitzero"`
+	NS          procid.Namespaces `json:"namespaces,omitzero"`
 }
 
 // maxPast bounds the display context kept.
@@ -41,7 +45,7 @@ func pastOf(bootID string, r *Run, g *Grant, reason audit.Reason, now time.Time)
 	p := Past{
 		BootID: bootID, Run: r.ID, Label: r.Label, PID: r.Process.PID, Start: r.Process.StartTicks,
 		Exe: r.Process.Exe.Path, ExeHash: r.Process.Exe.Hash(), ExeDev: r.Process.Exe.Dev, ExeIno: r.Process.Exe.Ino,
-		Reason: reason, Ended: now,
+		Reason: reason, Ended: now, Confinement: r.Confinement, NS: r.NS,
 	}
 	if g != nil {
 		p.Key, p.Dest, p.DestNames = g.Key.Fingerprint, g.Dest, g.DestNames

@@ -3,10 +3,12 @@ package approvals
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/internal/procid"
 )
 
@@ -54,9 +56,13 @@ func (e *Engine) EndIfNeverStarted(run *Run, preparer *procid.Peer) {
 }
 
 // StartRun binds run id to the process "postern run" launched. caller is
-// the verified "postern run" process; pid must be its child, and is
-// inspected now, after its exec.
-func (e *Engine) StartRun(id string, pid int, caller *procid.Peer) (*Run, error) {
+// the verified "postern run" process; pid is inspected now, after its
+// exec. An unconfined pid must be the caller's child. A confined one
+// (level.Namespaces) must be the child of the run's helper, itself the
+// caller's child, and live in user, pid and mount namespaces other than
+// the gateway's, in a user namespace the gateway's user created: the
+// gateway reads them now and checks answers against them.
+func (e *Engine) StartRun(id string, pid int, caller *procid.Peer, level confine.Level) (*Run, error) {
 	e.mu.Lock()
 	run := e.runs[id]
 	e.mu.Unlock()
@@ -71,27 +77,56 @@ func (e *Engine) StartRun(id string, pid int, caller *procid.Peer) (*Run, error)
 		e.EndRun(id, audit.ReasonProcessExited)
 		return nil, fmt.Errorf("the launched process is gone: %w", err)
 	}
-	if pin.PPID != caller.PID || pin.StartTicks < caller.StartTicks {
+	refuse := func(err error) (*Run, error) {
 		pin.Close()
 		e.EndRun(id, audit.ReasonIdentityMismatch)
-		return nil, fmt.Errorf("pid %d is not a child of the caller (pid %d)", pid, caller.PID)
+		return nil, err
+	}
+	var ns procid.Namespaces
+	if level.Namespaces {
+		if ns, err = e.confined(pin, caller); err != nil {
+			return refuse(err)
+		}
+	} else if pin.PPID != caller.PID || pin.StartTicks < caller.StartTicks {
+		return refuse(fmt.Errorf("pid %d is not a child of the caller (pid %d)", pid, caller.PID))
 	}
 	e.mu.Lock()
 	run.Process, run.pin, run.Started = pin.Process, pin, e.now()
+	run.Confinement, run.NS = level, ns
 	run.Argv = e.procs.Argv(pid)
 	e.mu.Unlock()
 	close(run.ready)
 	e.endOnExit(run)
-	e.log.Info("run registered", "run", id, "label", run.Label, "pid", pid, "exe", pin.Exe.Path, "sha256", pin.Exe.Hash())
+	e.log.Info("run registered", "run", id, "label", run.Label, "pid", pid, "exe", pin.Exe.Path, "sha256", pin.Exe.Hash(), "confinement", level.String())
 	e.recordRun(run)
 	return run, nil
+}
+
+// confined checks the process of a confined run and returns its
+// namespaces.
+func (e *Engine) confined(pin, caller *procid.Peer) (procid.Namespaces, error) {
+	helper, err := e.procs.Stat(pin.PPID)
+	if err != nil || helper.PPID != caller.PID || helper.StartTicks < caller.StartTicks || pin.StartTicks < helper.StartTicks {
+		return procid.Namespaces{}, fmt.Errorf("pid %d is not the child of a helper the caller (pid %d) started", pin.PID, caller.PID)
+	}
+	ns, err := pin.Namespaces()
+	if err != nil {
+		return procid.Namespaces{}, fmt.Errorf("reading the run's namespaces: %w", err)
+	}
+	if ns.User == e.ownNS.User || ns.PID == e.ownNS.PID || ns.Mnt == e.ownNS.Mnt {
+		return procid.Namespaces{}, fmt.Errorf("pid %d is said to be confined but shares namespaces with the gateway", pin.PID)
+	}
+	if owner, err := pin.NamespaceOwner(); err != nil || owner != os.Geteuid() {
+		return procid.Namespaces{}, fmt.Errorf("pid %d: its user namespace was not created by the gateway's user", pin.PID)
+	}
+	return ns, nil
 }
 
 // recordRun records the identity facts a run was registered with.
 func (e *Engine) recordRun(run *Run) {
 	e.record(audit.Event{
 		Type: audit.EventRunRegistered, Run: run.ID, Label: run.Label, Process: auditProcess(e.procs, &run.Process),
-		Detail: map[string]string{"launched": strconv.FormatBool(run.Launched), "previous_boot": run.PrevBoot},
+		Detail: map[string]string{"launched": strconv.FormatBool(run.Launched), "previous_boot": run.PrevBoot, "confinement": run.Confinement.String()},
 	})
 }
 
@@ -155,6 +190,9 @@ func (e *Engine) Restore() []*Run {
 		run := &Run{
 			ID: newRunID(), Label: p.Label, Nonce: randomHex(16), Process: pin.Process, Argv: e.procs.Argv(p.PID),
 			Launched: true, Socket: p.Socket, Started: e.now(), PrevBoot: p.BootID, pin: pin,
+		}
+		if ns, err := pin.Namespaces(); err == nil && p.NS.Known() && ns == p.NS {
+			run.Confinement, run.NS = p.Confinement, ns
 		}
 		e.addRun(run)
 		e.recordRun(run)

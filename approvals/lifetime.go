@@ -98,6 +98,9 @@ func (e *Engine) EpochChanged(locked bool) {
 		e.endGrantLocked(id, g, reason)
 	}
 	for id, c := range e.cards {
+		if c.policy != nil {
+			continue // a policy change is no request: it waits on
+		}
 		delete(e.cards, id)
 		c.answer = Answer{Verdict: VerdictDeny, withdrawn: reason}
 		close(c.done)

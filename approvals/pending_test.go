@@ -3,6 +3,8 @@ package approvals
 import (
 	"testing"
 	"time"
+
+	"github.com/postern/postern/internal/confine"
 )
 
 // A run prepared and never started ends after prepareTimeout, and the
@@ -20,7 +22,7 @@ func TestPreparedRunExpires(t *testing.T) {
 	if n := w.e.PendingRuns(); n != 2 {
 		t.Fatalf("%d pending runs, want 2", n)
 	}
-	if _, err := w.e.StartRun(started.ID, 10, w.f.Peer(5)); err != nil {
+	if _, err := w.e.StartRun(started.ID, 10, w.f.Peer(5), confine.Level{}); err != nil {
 		t.Fatal(err)
 	}
 	select {

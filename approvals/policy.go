@@ -49,6 +49,10 @@ type Policy struct {
 	// mode any host rule could give it, and never less than this. Empty:
 	// no floor of its own.
 	Unknown audit.Mode
+
+	// under is the approved policy while a looser configuration waits
+	// for a person: a request gets the stricter of the two modes.
+	under *Policy
 }
 
 // Compile builds a Policy from a checked configuration file.

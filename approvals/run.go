@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/internal/procid"
 )
 
@@ -28,6 +29,11 @@ type Run struct {
 	// PrevBoot is set when the run's process was registered by an
 	// earlier gateway: display context for the card, never authority.
 	PrevBoot string
+	// Confinement is how "postern run" confined the run; NS are the
+	// namespaces the gateway read from the run's process when it was
+	// registered (zero for an unconfined run).
+	Confinement confine.Level
+	NS          procid.Namespaces
 
 	pin     *procid.Peer
 	ended   atomic.Pointer[audit.Reason] // why the run ended; nil while it lives

@@ -42,6 +42,11 @@ const (
 	// class, previous_class, keys, source).
 	EventHostAdded   EventType = "host_added"
 	EventHostRemoved EventType = "host_removed"
+	// A configuration change that loosens authority waits for a person:
+	// shown on a policy change card (Card, Detail: the changes), then
+	// approved (Card, Approver) or left pending.
+	EventPolicyChangePending  EventType = "policy_change_pending"
+	EventPolicyChangeApproved EventType = "policy_change_approved"
 	// The bastion's command events; each names its journal entry in
 	// Detail.
 	EventCommandStarted  EventType = "command_started"
@@ -135,6 +140,7 @@ const (
 	// ReasonIdenticalRunning: the same command (host key, user, port and
 	// command) is still running on the bastion.
 	ReasonIdenticalRunning Reason = "identical_running"
+	ReasonPolicyChange     Reason = "policy_change" // the configuration changed and loosens authority
 	// ReasonProcessChanged (declared with the end reasons), as a card's
 	// reason: the approved process executed another program, or ended and
 	// a new one has the same label or executable.

@@ -72,7 +72,7 @@ func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer)
 	if err != nil {
 		return nil, err
 	}
-	s.recordResolution(updated, res)
+	s.recordResolution(updated, res, "")
 	return updated, nil
 }
 
@@ -90,18 +90,23 @@ func unanswered(host string, parseErr, runErr error, out []byte) string {
 }
 
 // ResolveByHand records what a person found out about an entry.
-func (s *Server) ResolveByHand(id string, res journal.Resolution) (*journal.Entry, error) {
+func (s *Server) ResolveByHand(id string, res journal.Resolution, approver string) (*journal.Entry, error) {
 	res.By = journal.ByUser
 	e, err := s.cfg.Journal.Resolve(id, res)
 	if err != nil {
 		return nil, err
 	}
-	s.recordResolution(e, res)
+	s.recordResolution(e, res, approver)
 	return e, nil
 }
 
-func (s *Server) recordResolution(e *journal.Entry, res journal.Resolution) {
+// recordResolution records a resolution; approver is who resolved it by
+// hand ("" when the markers did).
+func (s *Server) recordResolution(e *journal.Entry, res journal.Resolution, approver string) {
 	extra := map[string]string{"result": res.Result, "by": res.By}
+	if approver != "" {
+		extra["approver"] = approver
+	}
 	if res.ExitStatus != nil {
 		extra["status"] = strconv.Itoa(*res.ExitStatus)
 	}

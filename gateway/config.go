@@ -1,13 +1,87 @@
 package gateway
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/atomicfile"
 	"github.com/postern/postern/internal/config"
+	"github.com/postern/postern/internal/xdg"
 )
+
+// The configuration file is the user's, and anything the user runs can
+// write it. So a change that loosens authority (approvals.Loosening)
+// takes effect only once a person approves a policy change card; until
+// then the strictest of the approved configuration and the file is in
+// force. A change that only tightens takes effect at once. The approved
+// configuration is kept in the state directory, so that a restart does
+// not put an unapproved file in force.
+
+// readConfig reads the configuration file and its bytes (nil for a
+// missing file, which means the defaults).
+func readConfig(path string) (config.File, []byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return config.Defaults(), nil, nil
+	}
+	if err != nil {
+		return config.File{}, nil, err
+	}
+	f, err := config.Parse(path, b)
+	return f, b, err
+}
+
+// loadApproved reads the approved configuration; ok is false when there
+// is none (the first start), or it no longer parses.
+func (g *Gateway) loadApproved() (config.File, []byte, bool) {
+	p := filepath.Join(g.stateDir, xdg.ApprovedConfigFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return config.File{}, nil, false
+	}
+	f, err := config.Parse(p, b)
+	if err != nil {
+		g.log.Warn("the approved configuration does not parse; the file's is taken as approved", "path", p, "err", err)
+		return config.File{}, nil, false
+	}
+	return f, b, true
+}
+
+// initialPolicy decides the policy a starting gateway puts in force: the
+// file's, unless it loosens the approved configuration, in which case the
+// strictest of both, and a card is proposed once the gateway runs.
+func (g *Gateway) initialPolicy(cfg config.File, raw []byte) (*approvals.Policy, error) {
+	approved, araw, ok := g.loadApproved()
+	if !ok {
+		approved, araw = cfg, raw
+		g.saveApproved(raw)
+	}
+	g.approved, g.approvedRaw = approved, araw
+	if changes := approvals.Loosening(approved, cfg); len(changes) > 0 && !bytes.Equal(raw, araw) {
+		g.pending, g.pendingRaw = changes, raw
+		g.config = approvals.Strictest(approved, cfg)
+		return approvals.CompileStrictest(approved, cfg)
+	}
+	g.approved, g.approvedRaw = cfg, raw
+	g.saveApproved(raw)
+	return approvals.Compile(cfg)
+}
+
+// proposePending shows the card for a change found at start.
+func (g *Gateway) proposePending() {
+	g.mu.Lock()
+	changes, raw := g.pending, g.pendingRaw
+	g.mu.Unlock()
+	if len(changes) > 0 {
+		g.propose(changes, raw)
+	}
+}
 
 // reloadConfig reads the configuration again. An invalid file keeps the
 // policy in force; so does a file that was removed or emptied, which a
@@ -15,30 +89,87 @@ import (
 // Either way the error is logged and shown by status.
 func (g *Gateway) reloadConfig() {
 	cfg, err := config.Reload(g.configPath)
+	var raw []byte
+	if err == nil {
+		raw, err = os.ReadFile(g.configPath)
+	}
+	if err == nil {
+		_, err = approvals.Compile(cfg)
+	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if errors.Is(err, config.ErrMissing) || errors.Is(err, config.ErrEmpty) {
 		if !g.configFromFile {
+			g.mu.Unlock()
 			return // running on the defaults already: nothing went away
 		}
 		err = fmt.Errorf("%w; a running gateway does not fall back to the defaults: restore the file, or restart the gateway to run with the defaults", err)
 	}
 	if err != nil {
 		g.configErr = err
+		g.mu.Unlock()
 		g.log.Error("configuration not reloaded; the previous policy stays in force", "err", err)
 		return
 	}
-	pol, err := approvals.Compile(cfg)
-	if err != nil {
-		g.configErr = err
-		g.log.Error("configuration not reloaded; the previous policy stays in force", "err", err)
-		return
-	}
+	g.configErr = nil
 	if cfg.Upstream != g.config.Upstream || cfg.UpstreamChanges != g.config.UpstreamChanges {
 		g.log.Warn("upstream and upstream_changes take effect when the gateway restarts; the upstream agent in use stays")
 	}
-	g.config, g.configErr, g.configFromFile = cfg, nil, true
+	changes := approvals.Loosening(g.approved, cfg)
+	if len(changes) == 0 || bytes.Equal(raw, g.approvedRaw) {
+		g.mu.Unlock()
+		g.engine.WithdrawPolicy()
+		g.putInForce(cfg, raw)
+		return
+	}
+	pol, err := approvals.CompileStrictest(g.approved, cfg)
+	if err != nil {
+		g.configErr = err
+		g.mu.Unlock()
+		return
+	}
+	g.config, g.pending, g.pendingRaw = approvals.Strictest(g.approved, cfg), changes, raw
+	g.mu.Unlock()
+	// The tightening parts apply at once.
+	g.engine.SetPolicy(pol)
+	g.propose(changes, raw)
+}
+
+// propose shows a policy change card for raw; approving it puts raw in
+// force if the file still holds it.
+func (g *Gateway) propose(changes []string, raw []byte) {
+	g.engine.ProposePolicy(changes, func() error {
+		cfg, now, err := readConfig(g.configPath)
+		if err != nil {
+			return fmt.Errorf("the configuration no longer reads: %w", err)
+		}
+		if !bytes.Equal(now, raw) {
+			return errors.New("the configuration file changed again since the card was shown; the new change has its own card")
+		}
+		g.putInForce(cfg, raw)
+		return nil
+	})
+}
+
+// putInForce makes cfg the approved configuration and its policy the
+// policy in force.
+func (g *Gateway) putInForce(cfg config.File, raw []byte) {
+	pol, err := approvals.Compile(cfg)
+	if err != nil {
+		g.log.Error("configuration not put in force", "err", err)
+		return
+	}
+	g.mu.Lock()
+	g.config, g.approved, g.approvedRaw, g.pending, g.pendingRaw = cfg, cfg, raw, nil, nil
+	g.configFromFile = true
+	g.mu.Unlock()
+	g.saveApproved(raw)
 	g.engine.SetPolicy(pol)
 	g.engine.Record(audit.Event{Type: audit.EventPolicyReloaded, Detail: map[string]string{"path": g.configPath, "approval": cfg.Approval, "rules": itoa(len(cfg.Rules))}})
 	g.log.Info("configuration reloaded", "path", g.configPath, "approval", cfg.Approval)
+}
+
+func (g *Gateway) saveApproved(raw []byte) {
+	if err := atomicfile.Write(filepath.Join(g.stateDir, xdg.ApprovedConfigFile), raw, 0o600); err != nil {
+		g.log.Warn("cannot keep the approved configuration", "err", err)
+	}
 }

@@ -191,7 +191,7 @@ func wireCode(err error) api.Code {
 	switch {
 	case is(errMalformed, errUnknownOp, errBadRequest, errNotLocked):
 		return api.CodeUsage
-	case is(errPeerChanged, approvals.ErrSelfApprove, approvals.ErrSameSession, approvals.ErrApproverUndecided, bastion.ErrDenied):
+	case is(errPeerChanged, approvals.ErrSelfApprove, approvals.ErrSameSession, approvals.ErrApproverUndecided, bastion.ErrDenied, approvals.ErrInsideRun, approvals.ErrUnverified):
 		return api.CodeDenied
 	case is(errAlreadyLocked):
 		return api.CodeLocked

@@ -91,6 +91,7 @@ type Gateway struct {
 	streams map[api.Op]streamHandler
 
 	configPath  string
+	askpass     *askpass.Pinned
 	vaultPath   string
 	stateDir    string
 	auditMu     sync.Mutex
@@ -113,13 +114,20 @@ type Gateway struct {
 	runLs        map[string]*net.UnixListener // run id -> the run's agent socket
 
 	mu             sync.Mutex
-	config         config.File
+	config         config.File // in force: the approved one, or the strictest of it and the file
 	configErr      error
 	configFromFile bool // the policy in force came from a file, not the defaults
 
 	hostsMu   sync.Mutex // serializes changes of the host inventory
 	hostsPath string
 	hostsErr  error // why the inventory file could not be read (g.mu)
+	// approved is the configuration a person approved (or that loosened
+	// nothing); pending lists how the file loosens it, while a policy
+	// change card waits.
+	approved    config.File
+	approvedRaw []byte
+	pending     []string
+	pendingRaw  []byte
 }
 
 // newBootID returns 128 random bits in hex.
@@ -157,7 +165,7 @@ func New(opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := config.Load(cfgPath)
+	cfg, raw, err := readConfig(cfgPath)
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
@@ -184,7 +192,12 @@ func New(opts Options) (*Gateway, error) {
 		log:   g.log.Info,
 	}
 	g.vault.checkOpened = g.checkSealedAnchor
-	pol, err := approvals.Compile(cfg)
+	// The askpass program is pinned now: a program rewritten later is
+	// never asked.
+	g.askpass = askpass.Pin(opts.Env, func(err error) {
+		g.log.Error("askpass approvals are off", "err", err)
+	})
+	pol, err := g.initialPolicy(cfg, raw)
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
@@ -196,7 +209,7 @@ func New(opts Options) (*Gateway, error) {
 		Vault:           g.vault.lockedEpoch,
 		Policy:          pol,
 		Hosts:           g.loadHosts(),
-		Askpass:         opts.Env,
+		Askpass:         g.askpass,
 		Approvers:       []approvals.Approver{g.notes},
 		RequireApprover: true,
 		ContextFile:     filepath.Join(stateDir, xdg.ContextFile),
@@ -259,6 +272,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		return err
 	}
 	g.restoreRuns()
+	g.proposePending()
 	if err := g.startBastion(); err != nil {
 		g.srv.stop()
 		return err

@@ -65,11 +65,11 @@ func (g *Gateway) opRunPrepare(_ context.Context, caller *procid.Peer, a api.Run
 		return nil, fmt.Errorf("creating the run's socket: %w", err)
 	}
 	go g.engine.EndIfNeverStarted(run, preparer)
-	return api.RunPrepared{ID: run.ID, Socket: run.Socket}, nil
+	return api.RunPrepared{ID: run.ID, Socket: run.Socket, Confine: g.runConfinement()}, nil
 }
 
 func (g *Gateway) opRunStart(_ context.Context, caller *procid.Peer, a api.RunStart) (any, error) {
-	_, err := g.engine.StartRun(a.ID, a.PID, caller)
+	_, err := g.engine.StartRun(a.ID, a.PID, caller, a.Confinement)
 	return nil, err
 }
 
@@ -135,7 +135,12 @@ func (g *Gateway) opJournalResolve(ctx context.Context, peer *procid.Peer, a api
 		return nil, fault.error()
 	}
 	if a.Result != "" {
-		return srv.ResolveByHand(a.ID, journal.Resolution{Result: a.Result, ExitStatus: a.ExitStatus, Evidence: a.Evidence})
+		// Saying what happened to a command is an approver's act: it
+		// decides whether an identical retry may run.
+		if err := g.engine.OutsideRuns(peer, "journal resolve "+a.ID); err != nil {
+			return nil, err
+		}
+		return srv.ResolveByHand(a.ID, journal.Resolution{Result: a.Result, ExitStatus: a.ExitStatus, Evidence: a.Evidence}, peer.Describe())
 	}
 	return srv.Resolve(ctx, a.ID, peer)
 }
@@ -243,6 +248,8 @@ func (g *Gateway) Status() api.Status {
 	} else if _, err := audit.LoadSetup(g.stateDir); err == nil {
 		st.Audit.SetUp = true
 	}
+	st.Config.Pending = g.pending
+	st.Askpass.Path, st.Askpass.SHA256, st.Askpass.Error = g.askpass.Status()
 	if g.configErr != nil {
 		st.Config.Error = g.configErr.Error()
 	}

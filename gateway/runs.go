@@ -1,8 +1,12 @@
 package gateway
 
 import (
+	"os"
+	"path/filepath"
+
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/sshagent"
 )
 
@@ -32,6 +36,8 @@ func (g *Gateway) closeRun(run *approvals.Run) {
 	g.runMu.Unlock()
 	if l != nil {
 		l.Close()
+		// The run's directory goes with it (its socket is gone).
+		os.Remove(filepath.Dir(run.Socket))
 	}
 }
 
@@ -46,4 +52,29 @@ func (g *Gateway) restoreRuns() {
 		}
 		g.log.Info("run from before the restart still alive; it must be approved again", "run", run.ID, "pid", run.Process.PID, "previous_boot", run.PrevBoot)
 	}
+}
+
+// runConfinement is what a confined run must not see or change of the
+// gateway, with the [run] settings: hidden, the state directory and the
+// directory of the agent and control sockets; read-only, the
+// configuration's directory, the known_hosts files and the askpass
+// program; reachable, the bastion's socket.
+func (g *Gateway) runConfinement() api.RunConfinement {
+	g.mu.Lock()
+	cfg := g.config
+	g.mu.Unlock()
+	c := api.RunConfinement{
+		Hide:      append([]string{g.stateDir, filepath.Dir(g.opts.Socket)}, expandHome(cfg.Run.Hide)...),
+		ReadOnly:  append([]string{filepath.Dir(g.configPath)}, expandHome(cfg.KnownHosts)...),
+		ReadWrite: expandHome(cfg.Run.ReadWrite),
+	}
+	c.ReadOnly = append(c.ReadOnly, expandHome(cfg.Bastion.KnownHosts)...)
+	if p, _, _ := g.askpass.Status(); p != "" {
+		c.ReadOnly = append(c.ReadOnly, p)
+	}
+	c.ReadOnly = append(c.ReadOnly, expandHome(cfg.Run.ReadOnly)...)
+	if g.bastionL != nil {
+		c.Sockets = append(c.Sockets, g.bastionL.Addr().String())
+	}
+	return c
 }

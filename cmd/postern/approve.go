@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/harden"
 	"github.com/postern/postern/internal/safetext"
 )
 
@@ -28,7 +29,19 @@ approver. An answer from the requesting process, the run, or a
 descendant of either is refused.
 `
 
+// hardenApprover makes the approver non-dumpable: no other program of
+// the user may read its memory or trace it into answering.
+func hardenApprover() error {
+	if err := harden.Apply(); err != nil {
+		return fmt.Errorf("hardening the approver: %w", err)
+	}
+	return nil
+}
+
 func cmdApprove(args []string, out, errw io.Writer) error {
+	if err := hardenApprover(); err != nil {
+		return err
+	}
 	fs := newFlags("approve", approveUsage)
 	list := fs.Bool("list", false, "list the pending cards")
 	asJSON := fs.Bool("json", false, "with --list, print JSON")
@@ -86,6 +99,9 @@ func cmdApprove(args []string, out, errw io.Writer) error {
 }
 
 func cmdDeny(args []string, out, errw io.Writer) error {
+	if err := hardenApprover(); err != nil {
+		return err
+	}
 	fs := newFlags("deny", approveUsage)
 	id, args := leadingOperand(args)
 	c, err := gatewayFlags(fs, args, func() error {

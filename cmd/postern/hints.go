@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/internal/vault"
 )
 
@@ -40,6 +41,8 @@ func hintFor(name string, err error) string {
 		return "the gateway that holds it does not answer at $SSH_AUTH_SOCK: name its agent socket with --socket"
 	case errors.Is(err, api.ErrNoBastionSocket):
 		return "pass --socket"
+	case errors.As(err, new(*confine.UnavailableError)):
+		return `"postern run --no-sandbox" runs it unconfined, and every card for it says so`
 	case errors.Is(err, vault.ErrNotExist):
 		return `"postern vault init" creates one`
 	case api.HasCode(err, api.CodeStaleKey):

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+
+	"github.com/postern/postern/internal/confine"
 )
 
 // Version is set at build time with -ldflags "-X main.Version=…"; without
@@ -84,6 +86,8 @@ var commands = map[string]command{
 }
 
 func main() {
+	// A confined run's helper is postern itself, started again.
+	confine.Init()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

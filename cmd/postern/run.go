@@ -2,20 +2,36 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
+	"time"
+
+	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/confine"
+	"github.com/postern/postern/internal/harden"
+	"github.com/postern/postern/internal/procid"
 )
 
-const runUsage = `Usage: postern run [--label LABEL] [--socket PATH] -- COMMAND [ARG...]
+const runUsage = `Usage: postern run [--label LABEL] [--no-sandbox] [--socket PATH] -- COMMAND [ARG...]
 
 Launch COMMAND as a run: the gateway inspects it after exec, mints a launch
 nonce and gives it its own SSH_AUTH_SOCK, which serves only COMMAND and its
 live descendants. Approvals for the run end when COMMAND exits. The label is
 shown to approvers; it grants nothing. The exit status is COMMAND's.
+
+On Linux the run is confined: its own user, mount and pid namespaces and
+Landlock. It sees only its own agent socket, not postern's control socket,
+state or runtime directories, nor the user's tmux, screen or D-Bus
+sockets; postern's configuration and known_hosts are read-only; only the
+working directory and the [run] read_write trees (default ~/.cache) are
+writable. --no-sandbox runs it unconfined, and every card for it says so.
+See postern-run(1).
 `
 
 // forwardedToRun are the signals postern run passes to its command.
@@ -24,9 +40,21 @@ shown to approvers; it grants nothing. The exit status is COMMAND's.
 // outlives the command and reports its status.
 var forwardedToRun = []os.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2}
 
+// A launched is the command of a run, confined or not.
+type launched interface {
+	pid() int
+	level() confine.Level
+	signal(os.Signal) error
+	wait() error
+	// exited reports whether the command has ended (waiting up to a
+	// moment for a confined run's helper to say so).
+	exited() bool
+}
+
 func cmdRun(args []string, out, errw io.Writer) error {
 	fs := newFlags("run", runUsage)
 	label := fs.String("label", "", "a label for approvers (display only)")
+	noSandbox := fs.Bool("no-sandbox", false, "run unconfined (every card for the run says so)")
 	c, err := gatewayFlags(fs, args, func() error {
 		if fs.NArg() == 0 {
 			return usagef("run: name the command to run after --")
@@ -36,40 +64,130 @@ func cmdRun(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
+	confined := !*noSandbox
+	if err := confine.Available(); errors.Is(err, confine.ErrUnsupported) {
+		warningf(errw, "%v: the run is unconfined", err)
+		confined = false
+	} else if err != nil && confined {
+		return err
+	}
 	ctx := context.Background()
 	prep, err := c.PrepareRun(ctx, *label)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(withoutEnv(os.Environ(), "SSH_AUTH_SOCK", "POSTERN_RUN"), "SSH_AUTH_SOCK="+prep.Socket, "POSTERN_RUN="+prep.ID)
+	env := append(withoutEnv(os.Environ(), "SSH_AUTH_SOCK", "POSTERN_RUN"), "SSH_AUTH_SOCK="+prep.Socket, "POSTERN_RUN="+prep.ID)
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, append(forwardedToRun, syscall.SIGINT, syscall.SIGQUIT)...)
 	defer signal.Stop(sigs)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("%s: %w", fs.Arg(0), err)
+	var l launched
+	if confined {
+		l, err = startConfined(prep, fs.Args(), env)
+	} else {
+		l, err = startPlain(fs.Args(), env)
 	}
-	if err := c.StartRun(ctx, prep.ID, cmd.Process.Pid); err != nil {
-		cmd.Process.Kill()
-		werr := cmd.Wait()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && !(ws.Signaled() && ws.Signal() == syscall.SIGKILL) {
-			// It ended on its own before the gateway looked at it
-			// (a quick command), not by the kill: its status is the
-			// answer.
-			return exitStatusOf(werr)
+	if err != nil {
+		// Release the prepared run: no process will ever be reported.
+		c.StartRun(ctx, prep.ID, 0, confine.Level{})
+		return err
+	}
+	// From now on no program of the user may read or trace the
+	// supervisor. Not before: while it is dumpable it can still write the
+	// uid map of the run's new user namespace (the run, confined, cannot
+	// reach it meanwhile).
+	if err := harden.Apply(); err != nil {
+		l.signal(syscall.SIGKILL)
+		l.wait()
+		return fmt.Errorf("hardening postern run: %w", err)
+	}
+	if err := c.StartRun(ctx, prep.ID, l.pid(), l.level()); err != nil {
+		if l.exited() {
+			// The command ended before the gateway could inspect it: it
+			// ran, and never had its socket served.
+			return l.wait()
 		}
+		l.signal(syscall.SIGKILL)
+		l.wait()
 		return fmt.Errorf("the gateway did not register the run: %w", err)
 	}
 	go func() {
 		for s := range sigs {
 			if s != syscall.SIGINT && s != syscall.SIGQUIT {
-				cmd.Process.Signal(s)
+				l.signal(s)
 			}
 		}
 	}()
-	return exitStatusOf(cmd.Wait())
+	return l.wait()
 }
+
+// startConfined starts the command confined, with what the gateway asks
+// to hide and show, and the user's session hidden.
+func startConfined(prep *api.RunPrepared, argv, env []string) (launched, error) {
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", argv[0], errors.Unwrap(err))
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	s := &confine.Spec{
+		Path: path, Args: argv, Env: env, Dir: dir,
+		ReadWrite: prep.Confine.ReadWrite,
+		ReadOnly:  prep.Confine.ReadOnly,
+		Hide:      prep.Confine.Hide,
+		// The directory of the run's socket, where a restarted gateway
+		// listens again.
+		Sockets: append([]string{filepath.Dir(prep.Socket)}, prep.Confine.Sockets...),
+	}
+	s.Session(env)
+	s.Resolve()
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	r, err := confine.Start(s, os.Stdin, os.Stdout, os.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	return confinedRun{r}, nil
+}
+
+type confinedRun struct{ r *confine.Run }
+
+func (c confinedRun) pid() int                 { return c.r.PID }
+func (c confinedRun) level() confine.Level     { return c.r.Level }
+func (c confinedRun) signal(s os.Signal) error { return c.r.Signal(s) }
+func (c confinedRun) exited() bool             { return c.r.Exited(time.Second) }
+func (c confinedRun) wait() error {
+	code, err := c.r.Wait()
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return &exitError{code}
+	}
+	return nil
+}
+
+// startPlain starts the command unconfined.
+func startPlain(argv, env []string) (launched, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = env
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: %w", argv[0], err)
+	}
+	return plainRun{cmd}, nil
+}
+
+type plainRun struct{ cmd *exec.Cmd }
+
+func (p plainRun) pid() int                 { return p.cmd.Process.Pid }
+func (p plainRun) level() confine.Level     { return confine.Level{} }
+func (p plainRun) signal(s os.Signal) error { return p.cmd.Process.Signal(s) }
+func (p plainRun) wait() error              { return exitStatusOf(p.cmd.Wait()) }
+
+func (p plainRun) exited() bool { return procid.ChildExited(p.cmd.Process.Pid) }
 
 // withoutEnv drops the named variables from env.
 func withoutEnv(env []string, names ...string) []string {

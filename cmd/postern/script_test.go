@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/postern/postern/internal/confine"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/postern/postern/bastion/journal"
@@ -32,6 +33,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// A confined run's helper is this binary, started again.
+	confine.Init()
 	testscript.Main(m, map[string]func(){"postern": main})
 }
 

@@ -31,6 +31,14 @@ func cmdStatus(args []string, out, errw io.Writer) error {
 	fmt.Fprintf(out, "socket    %s\n", st.Socket)
 	fmt.Fprintf(out, "vault     %s (epoch %d) %s\n", st.Vault.State, st.Vault.Epoch, st.Vault.Path)
 	fmt.Fprintf(out, "config    %s (approval: %s)\n", st.Config.Path, st.Config.Approval)
+	for _, c := range st.Config.Pending {
+		fmt.Fprintf(out, "          waiting for approval (postern approve), the stricter policy in force: %s\n", c)
+	}
+	if st.Askpass.Error != "" {
+		fmt.Fprintf(out, "askpass   off: %s\n", st.Askpass.Error)
+	} else if st.Askpass.Path != "" {
+		fmt.Fprintf(out, "askpass   %s (sha256 %.12s, pinned at start)\n", st.Askpass.Path, st.Askpass.SHA256)
+	}
 	if st.Config.Error != "" {
 		fmt.Fprintf(out, "          last reload failed, previous policy in force: %s\n", st.Config.Error)
 	}

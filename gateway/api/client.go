@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/internal/control"
 )
 
@@ -55,9 +56,10 @@ func (c *Client) PrepareRun(ctx context.Context, label string) (*RunPrepared, er
 	return &res, c.call(ctx, OpRunPrepare, RunPrepare{Label: label}, &res)
 }
 
-// StartRun reports the process launched for a prepared run.
-func (c *Client) StartRun(ctx context.Context, id string, pid int) error {
-	return c.call(ctx, OpRunStart, RunStart{ID: id, PID: pid}, nil)
+// StartRun reports the process launched for a prepared run, and how it
+// is confined.
+func (c *Client) StartRun(ctx context.Context, id string, pid int, level confine.Level) error {
+	return c.call(ctx, OpRunStart, RunStart{ID: id, PID: pid, Confinement: level}, nil)
 }
 
 // Cards lists the pending approval cards.

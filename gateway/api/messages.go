@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/internal/confine"
 )
 
 // Status answers OpStatus ("postern status").
@@ -15,6 +16,7 @@ type Status struct {
 	Vault   VaultStatus    `json:"vault"`
 	Config  ConfigStatus   `json:"config"`
 	Hosts   HostsStatus    `json:"hosts"`
+	Askpass AskpassStatus  `json:"askpass"`
 	Audit   AuditStatus    `json:"audit"`
 	Bastion *BastionStatus `json:"bastion,omitempty"` // nil: the bastion is not enabled
 	Counts  Counts         `json:"counts"`
@@ -101,6 +103,18 @@ type ConfigStatus struct {
 	Path     string `json:"path"`
 	Approval string `json:"approval"`
 	Error    string `json:"error,omitempty"` // the last reload failed: the previous policy stays
+	// Pending lists how the file loosens the approved configuration,
+	// while a policy change card waits; meanwhile the stricter of both is
+	// in force.
+	Pending []string `json:"pending_changes,omitempty"`
+}
+
+// AskpassStatus describes the askpass program the gateway pinned at
+// start; Error says why askpass approvals are off.
+type AskpassStatus struct {
+	Path   string `json:"path,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // HostsStatus describes the host inventory in force.
@@ -142,12 +156,29 @@ type RunPrepare struct {
 type RunPrepared struct {
 	ID     string `json:"id"`
 	Socket string `json:"socket"`
+	// Confine is what the gateway asks a confined run to hide and to
+	// show read-only, with the [run] settings (paths absolute).
+	Confine RunConfinement `json:"confine"`
 }
 
-// RunStart reports the launched process (OpRunStart).
+// RunConfinement lists the gateway's paths for a confined run: its state
+// and socket directories to hide; its configuration, the known_hosts
+// files and the askpass program to show read-only; the bastion's socket
+// to keep reachable; and the [run] settings.
+type RunConfinement struct {
+	Hide      []string `json:"hide,omitempty"`
+	ReadOnly  []string `json:"read_only,omitempty"`
+	ReadWrite []string `json:"read_write,omitempty"`
+	Sockets   []string `json:"sockets,omitempty"`
+}
+
+// RunStart reports the launched process (OpRunStart): for a confined run,
+// the program inside the namespaces, and how it is confined (the gateway
+// checks the namespaces itself).
 type RunStart struct {
-	ID  string `json:"id"`
-	PID int    `json:"pid"`
+	ID          string        `json:"id"`
+	PID         int           `json:"pid"`
+	Confinement confine.Level `json:"confinement"`
 }
 
 // Card is an approval card as approvers are shown it.

@@ -23,8 +23,14 @@ func ControlSocket(sock string) string {
 	return AgentSocket(sock) + ".ctl"
 }
 
-// RunSocket returns the path of a run's own agent socket.
-func RunSocket(sock, id string) string { return sock + ".run-" + id }
+// RunSocket returns the path of a run's own agent socket: in a directory
+// of its own beside the agent socket, so that a confined run, which is
+// shown only that directory, finds its socket again when a restarted
+// gateway listens anew at the same path.
+func RunSocket(sock, id string) string { return sock + ".run-" + id + "/" + runSocketName }
+
+// runSocketName is the name of a run's socket in its directory.
+const runSocketName = "sock"
 
 // AgentSocket returns the gateway's main agent socket given any of its
 // agent sockets (the main one, or a run's).
@@ -33,8 +39,8 @@ func AgentSocket(sock string) string {
 }
 
 // runSuffix matches a run socket's suffix: ".run-" and the run's id
-// ("R" and hex digits).
-var runSuffix = regexp.MustCompile(`\.run-R[0-9a-f]+$`)
+// ("R" and hex digits), and the socket's name in the run's directory.
+var runSuffix = regexp.MustCompile(`\.run-R[0-9a-f]+(/` + runSocketName + `)?$`)
 
 // WellKnownSocket returns the well-known agent socket:
 // $XDG_RUNTIME_DIR/postern/agent.sock, or agent.sock in the state

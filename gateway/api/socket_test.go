@@ -10,6 +10,7 @@ func TestControlSocket(t *testing.T) {
 		"/run/u/postern/agent.sock":               "/run/u/postern/agent.sock.ctl",
 		"/run/u/postern/agent.sock.run-R0a1b2c3d": "/run/u/postern/agent.sock.ctl",
 		RunSocket("/x/agent.7", "Rff00aa11"):      "/x/agent.7.ctl",
+		RunSocket("/x/agent.sock", "R0a1b2c3d"):   "/x/agent.sock.ctl",
 	} {
 		if got := ControlSocket(in); got != want {
 			t.Errorf("ControlSocket(%q) = %q, want %q", in, got, want)

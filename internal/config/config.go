@@ -72,6 +72,27 @@ type File struct {
 	UpstreamChanges string `toml:"upstream_changes"`
 	// Audit configures where the audit log's events go besides the log.
 	Audit Audit `toml:"audit"`
+	// Run configures what a confined run ("postern run") may write and
+	// see.
+	Run Run `toml:"run"`
+}
+
+// Run configures the confinement of runs. Paths are absolute or start
+// with "~/"; paths that do not exist are ignored. What postern itself
+// hides or shows read-only (its state, sockets, configuration,
+// known_hosts, the askpass program, the user's session) is not
+// configurable.
+type Run struct {
+	// ReadWrite lists trees a run may write besides its working
+	// directory. Default ["~/.cache"].
+	ReadWrite []string `toml:"read_write"`
+	// ReadOnly lists paths shown read-only, even inside a hidden or
+	// writable tree (such as a directory under /tmp, which is private to
+	// a run). Default none.
+	ReadOnly []string `toml:"read_only"`
+	// Hide lists trees replaced by empty private directories. Default
+	// none.
+	Hide []string `toml:"hide"`
 }
 
 // Audit configures the copies of the audit log's events and checkpoints
@@ -162,6 +183,7 @@ func Defaults() File {
 		UpstreamChanges: "refuse",
 		Bastion:         Bastion{StopGrace: Duration{10 * time.Second}},
 		Audit:           Audit{SyslogFacility: "authpriv"},
+		Run:             Run{ReadWrite: []string{"~/.cache"}},
 	}
 }
 
@@ -295,6 +317,13 @@ func (f *File) check() error {
 	}
 	if _, err := syslog.ParseFacility(f.Audit.SyslogFacility); err != nil {
 		return badSetting("audit", "syslog_facility", "[audit] %v", err)
+	}
+	for _, l := range [][]string{f.Run.ReadWrite, f.Run.ReadOnly, f.Run.Hide} {
+		for _, p := range l {
+			if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~/") {
+				return badSetting("run", "", "[run] %q: give an absolute path or one starting with ~/", p)
+			}
+		}
 	}
 	for i, r := range f.Rules {
 		if err := checkRule(i+1, r); err != nil {

@@ -34,6 +34,8 @@ func TestParse(t *testing.T) {
 		"[[rule]]\nexe = \"sha256:abc\"\napproval = \"none\"": "64 hex digits",
 		"upstream_changes = \"pass\"":                         "upstream_changes",
 		"upstream = 3":                                        "upstream",
+		"[run]\nread_write = [\"rel\"]":                       "[run] \"rel\"",
+		"[run]\nhide = [\"~x\"]":                              "[run] \"~x\"",
 	}
 	for in, want := range bad {
 		_, err := Parse("c", []byte(in))
@@ -50,6 +52,16 @@ func TestParseUpstream(t *testing.T) {
 	}
 	if f, _ := Parse("c", []byte("approval = \"none\"\n")); f.Upstream != "" || f.UpstreamChanges != "refuse" {
 		t.Fatalf("upstream defaults: %+v", f)
+	}
+}
+
+func TestParseRun(t *testing.T) {
+	if d := Defaults(); len(d.Run.ReadWrite) != 1 || d.Run.ReadWrite[0] != "~/.cache" {
+		t.Fatalf("default [run]: %+v", d.Run)
+	}
+	f, err := Parse("c", []byte("[run]\nread_write = [\"~/go/pkg/mod\", \"/srv/x\"]\nread_only = [\"/tmp/ro\"]\nhide = [\"~/.gnupg\"]\n"))
+	if err != nil || len(f.Run.ReadWrite) != 2 || f.Run.ReadOnly[0] != "/tmp/ro" || f.Run.Hide[0] != "~/.gnupg" {
+		t.Fatalf("%+v %v", f.Run, err)
 	}
 }
 

@@ -63,7 +63,7 @@ type Spec struct {
 	ReadWrite []string // writable trees besides Dir
 	ReadOnly  []string // shown read-only, even inside hidden or writable trees
 	Hide      []string // replaced by empty private directories (or files)
-	Sockets   []string // unix sockets kept reachable inside hidden trees
+	Sockets   []string // unix sockets, or directories of them, kept reachable inside hidden trees
 }
 
 // Level says how a run is confined, for cards and logs.

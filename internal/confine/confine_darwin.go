@@ -3,6 +3,7 @@ package confine
 import (
 	"errors"
 	"os"
+	"time"
 )
 
 // Available reports that macOS runs are not confined.
@@ -23,6 +24,9 @@ func Start(*Spec, *os.File, *os.File, *os.File) (*Run, error) { return nil, ErrU
 
 // Signal is never reached on macOS.
 func (r *Run) Signal(os.Signal) error { return errors.ErrUnsupported }
+
+// Exited is never reached on macOS.
+func (r *Run) Exited(time.Duration) bool { return false }
 
 // Wait is never reached on macOS.
 func (r *Run) Wait() (int, error) { return 1, errors.ErrUnsupported }

@@ -1,6 +1,7 @@
 package confine
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +57,17 @@ func (s *Spec) Session(env []string) {
 			s.ReadOnly = append(s.ReadOnly, p)
 		}
 	}
+}
+
+// Check refuses a spec whose working directory is hidden: the tree
+// would be shown again on top of what hides it.
+func (s *Spec) Check() error {
+	for _, h := range append([]string{"/tmp"}, s.Hide...) {
+		if h == s.Dir {
+			return fmt.Errorf("cannot confine the run: its working directory %s is hidden from runs; start it from another directory", h)
+		}
+	}
+	return nil
 }
 
 // Resolve makes the paths of s absolute and free of symbolic links, as

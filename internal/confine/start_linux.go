@@ -168,6 +168,17 @@ func unwrapExec(err error) error {
 // it).
 func (r *Run) Signal(sig os.Signal) error { return r.Helper.Signal(sig) }
 
+// Exited reports whether the program has ended, waiting up to d for the
+// helper to say so.
+func (r *Run) Exited(d time.Duration) bool {
+	select {
+	case <-r.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
 // Wait waits for the program to end and returns the exit status its
 // caller should pass on: its exit code, or 128 plus the signal that ended
 // it.
@@ -185,14 +196,19 @@ func (r *Run) Wait() (int, error) {
 func (r *Run) wait() {
 	defer close(r.done)
 	rep, _, rerr := readReport(r.ctl)
-	err := r.cmd.Wait()
 	r.ctl.Close()
-	switch {
-	case rerr == nil && rep.Error == "":
+	if rerr == nil && rep.Error == "" {
+		// The helper reported the program's end; tearing down the run's
+		// namespaces (killing what is left, unmounting) goes on without
+		// the caller waiting for it.
 		r.res = rep.exitReport
-	case rerr == nil:
+		go r.cmd.Wait()
+		return
+	}
+	err := r.cmd.Wait()
+	if rerr == nil {
 		r.werr = fmt.Errorf("confined run: %s", rep.Error)
-	default:
+	} else {
 		r.werr = fmt.Errorf("confined run: the helper ended without a report (%v)", err)
 	}
 }

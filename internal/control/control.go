@@ -98,7 +98,7 @@ func (s *Server) Wait() { s.wg.Wait() }
 
 func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	defer c.Close()
-	peer, slot, err := safesocket.Admit(c, s.Procs, "control", s.Log, s.Limits, s.Exhausted)
+	peer, slot, err := safesocket.AdmitOpaque(c, s.Procs, "control", s.Log, s.Limits, s.Exhausted)
 	if err != nil {
 		return
 	}

@@ -249,6 +249,7 @@ func TestApprovalModes(t *testing.T) {
 	}
 	for _, mode := range []string{"per-call", "session"} {
 		e.Config(fmt.Sprintf("approval = %q", mode))
+		a.ApprovePolicy(t) // each mode is looser than the one before
 		a.WaitLog(t, "approval="+mode)
 		os.Remove(log)
 		for i := 0; i < 2; i++ {
@@ -444,6 +445,8 @@ func execHelper(mode string) {
 		driverMain()
 	case "xclient":
 		xclientMain()
+	case "signbench":
+		signBench()
 	case "exec":
 		c, err := net.Dial("unix", os.Getenv("SSH_AUTH_SOCK"))
 		if err != nil {

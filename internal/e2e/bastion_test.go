@@ -48,9 +48,10 @@ func newBastionWorldSSHD(t testing.TB, sshdExtra, extra string, knownHosts ...st
 	for i, k := range kh {
 		quoted[i] = fmt.Sprintf("%q", k)
 	}
-	w.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%s]\n%s\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\", \"localhost\"]\n", strings.Join(quoted, ", "), extra))
 	// The bastion starts with the gateway.
 	w.agent.Stop()
+	w.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%s]\n%s\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\", \"localhost\"]\n", strings.Join(quoted, ", "), extra))
+	w.e.ForgetApproved() // the bastion's settings are read at start
 	w.agent = w.e.StartAgent()
 	w.e.MustRun("postern", "unlock", "--passphrase-file", w.pass)
 	block := w.e.MustRun("postern", "ssh-config").Stdout
@@ -195,8 +196,9 @@ func TestBastionChangedHostKeyRefused(t *testing.T) {
 	b := newBastionWorld(t, "")
 	other := startSSHD(t, "")
 	bad := b.e.WriteFile("bad_known_hosts", fmt.Sprintf("[127.0.0.1]:%d %s\n", b.sshd.Port, other.HostKey), 0o600)
-	b.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\"]\n", bad))
 	b.agent.Stop()
+	b.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\"]\n", bad))
+	b.e.ForgetApproved() // the bastion's settings are read at start
 	b.agent = b.e.StartAgent()
 	b.e.MustRun("postern", "unlock", "--passphrase-file", b.pass)
 	r := b.ssh("echo should-not-run")
@@ -279,8 +281,9 @@ func TestBastionMarkersIgnoreTheSessionsEnvironment(t *testing.T) {
 func upstreamLostResolvedByMarkers(t *testing.T, b *bastionWorld, sshOpts ...string) {
 	relay := newCutter(t, fmt.Sprintf("127.0.0.1:%d", b.sshd.Port))
 	kh := b.e.WriteFile("relay_known_hosts", fmt.Sprintf("[127.0.0.1]:%d %s\n", relay.port(), b.sshd.HostKey), 0o600)
-	b.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\"]\nmarkers = [\"127.0.0.1\"]\n", kh))
 	b.agent.Stop()
+	b.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\"]\nmarkers = [\"127.0.0.1\"]\n", kh))
+	b.e.ForgetApproved() // the bastion's settings are read at start
 	b.agent = b.e.StartAgent()
 	b.e.MustRun("postern", "unlock", "--passphrase-file", b.pass)
 

@@ -121,8 +121,9 @@ func TestCertificateLoginThroughBastion(t *testing.T) {
 	ca := userCA(t, b.e, b.key, b.sshd.User)
 	b.e.MustRun("postern", "vault", "add", "--passphrase-file", b.pass, b.key+"-cert.pub")
 	sshd := startSSHDConfig(t, "", "TrustedUserCAKeys "+ca)
-	b.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\"]\n", sshd.KnownHosts))
 	b.agent.Stop()
+	b.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\"]\n", sshd.KnownHosts))
+	b.e.ForgetApproved() // the bastion's settings are read at start
 	b.agent = b.e.StartAgent()
 	b.e.MustRun("postern", "unlock", "--passphrase-file", b.pass)
 	r := b.e.Run("ssh", "-F", b.sshConfig, "-p", fmt.Sprint(sshd.Port), sshd.User+"@127.0.0.1", "echo", "through-bastion")

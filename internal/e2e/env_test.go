@@ -148,9 +148,50 @@ func (e *Env) WriteFile(name, content string, mode os.FileMode) string {
 	return p
 }
 
-// Config writes the postern configuration file.
+// Config writes the postern configuration file. Unless content has a
+// [run] section, one is added that shows confined runs the test's
+// programs (the test binary and postern, both under /tmp, which is
+// private to a run) read-only.
 func (e *Env) Config(content string) {
+	if !strings.Contains(content, "[run]") {
+		content += runSection()
+	}
 	e.WriteFile("config/postern/config.toml", content, 0o600)
+}
+
+// ApprovePolicy answers, as the person would, the policy change card a
+// looser configuration written while a gateway runs brings up, and
+// waits until the change is in force.
+func (a *Agent) ApprovePolicy(t testing.TB) {
+	t.Helper()
+	e := a.env
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, c := range e.cards() {
+			if c.Kind == "policy_change" {
+				before := strings.Count(a.Log(), "configuration reloaded")
+				e.MustRun("postern", "approve", c.ID, "--once")
+				waitFor(t, func() bool { return strings.Count(a.Log(), "configuration reloaded") > before })
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no policy change card appeared\n%s", a.Log())
+}
+
+// ForgetApproved removes the gateway's record of the approved
+// configuration while no gateway runs: the next one takes the file as
+// approved, as at a first start. (Tests use it to restart a gateway with
+// settings read only at start, such as the bastion's.)
+func (e *Env) ForgetApproved() {
+	os.Remove(e.Path("state", "postern", "approved-config.toml"))
+}
+
+// runSection is the [run] section the tests' confined runs need.
+func runSection() string {
+	self, _ := os.Executable()
+	return fmt.Sprintf("\n[run]\nread_only = [%q, %q]\n", filepath.Dir(self), filepath.Dir(posternBin))
 }
 
 // Result is a finished command.

@@ -84,12 +84,14 @@ func TestOnceSignsOneRequest(t *testing.T) {
 }
 
 // An approver nested 70 processes deep inside the run, in a terminal
-// session of its own (setsid), is still inside the run: refused.
+// session of its own (setsid), is still inside the run: refused. The run
+// is unconfined, so that the process tree is what refuses it (a confined
+// run cannot reach the control socket at all).
 func TestDeeplyNestedApproverIsRefused(t *testing.T) {
 	need(t, "setsid")
 	w := newApprovalWorld(t, "")
 	e := w.e
-	a := e.StartRun("coder")
+	a := e.StartRunWith("coder", "--no-sandbox")
 	job := a.Start(sshCmd(w.sshd))
 	c := e.WaitCard()
 	// Each level is a child (a shell that goes on after its child, so it

@@ -79,7 +79,9 @@ func TestStopGivesCommandsAGracePeriod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.e.Config(string(cfg) + "stop_grace = \"4s\"\n")
+	// stop_grace goes in [bastion], the file's last table before the
+	// [run] section Config adds.
+	b.e.Config(strings.Replace(string(cfg), runSection(), "", 1) + "stop_grace = \"4s\"\n")
 	b.agent.Stop()
 	b.agent = b.e.StartAgent()
 	b.e.MustRun("postern", "unlock", "--passphrase-file", b.pass)

@@ -92,8 +92,14 @@ func TestInventoryNamesProductionHosts(t *testing.T) {
 			}
 		}
 	}
-	// The run forgets prod in known_hosts: the inventory still names it.
-	mustSucceed(t, "ssh-keygen -R", a.Do(fmt.Sprintf("ssh-keygen -R '[127.0.0.1]:%d' -f %s && ssh-keygen -R prod-db-1 -f %s", w.prod.Port, w.kh, w.kh)))
+	// A confined run cannot make known_hosts forget prod (the file is
+	// read-only inside it); a program outside the run that does changes
+	// nothing either: the inventory still names it.
+	forget := fmt.Sprintf("ssh-keygen -R '[127.0.0.1]:%d' -f %s && ssh-keygen -R prod-db-1 -f %s", w.prod.Port, w.kh, w.kh)
+	if r := a.Do(forget); r.Code == 0 {
+		t.Fatalf("the confined run edited known_hosts: %s", r)
+	}
+	e.MustRun("sh", "-c", forget)
 	job = a.Start(strings.ReplaceAll(w.ssh(w.prod), "StrictHostKeyChecking=yes", "StrictHostKeyChecking=no"))
 	if c := e.WaitCard(); c.Mode != "per-call" || !contains(c.Destination.Names, "prod-db-1") {
 		t.Fatalf("prod after ssh-keygen -R: %+v", c)
@@ -101,14 +107,20 @@ func TestInventoryNamesProductionHosts(t *testing.T) {
 	e.MustRun("postern", "deny", e.WaitCard().ID)
 	job.Wait()
 
-	// The inventory is an approver's: refused from inside the run.
+	// The inventory is an approver's: a confined run cannot reach the
+	// gateway's control socket, and an unconfined run is refused by the
+	// process tree.
 	pub := e.WriteFile("prod-host.pub", w.prod.HostKey+"\n", 0o644)
+	u := e.StartRunWith("unconfined", "--no-sandbox")
 	for _, cmd := range []string{
 		"postern hosts remove prod-db-1 --socket " + w.agent.Socket,
 		fmt.Sprintf("postern hosts add staging-web --key-file %s --socket %s", pub, w.agent.Socket),
 	} {
-		if r := a.Do(cmd); r.Code != 254 || !strings.Contains(r.Stdout, "refused") {
-			t.Fatalf("%s from inside the run: %s", cmd, r)
+		if r := a.Do(cmd); r.Code == 0 || !strings.Contains(r.Stdout, "no gateway at") {
+			t.Fatalf("%s from inside the confined run: %s", cmd, r)
+		}
+		if r := u.Do(cmd); r.Code != 254 || !strings.Contains(r.Stdout, "refused") {
+			t.Fatalf("%s from inside the unconfined run: %s", cmd, r)
 		}
 	}
 	// Each change is in the audit log, with who made it.

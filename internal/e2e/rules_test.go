@@ -38,7 +38,7 @@ func TestExeRulesDoNotBorrowByName(t *testing.T) {
 	w.agent.WaitLog(t, `exe = \"git\": give the executable's absolute path`)
 
 	e.Config(fmt.Sprintf("%s[[rule]]\nexe = %q\napproval = \"none\"\n[[rule]]\nexe = %q\napproval = \"none\"\n", kh, gitPath, keygen))
-	w.agent.WaitLog(t, "configuration reloaded")
+	w.agent.ApprovePolicy(t) // rules that ask less loosen: a person approves
 
 	// A shell copied to a file named git, running ssh.
 	fake := e.Path("bin", "git")

@@ -30,10 +30,18 @@ type Driver struct {
 	next int
 	done chan struct{}
 	exit int
+	host int // the run's pid as the gateway (and this test) sees it
 }
 
-// StartRun launches a driver under "postern run".
+// StartRun launches a driver under "postern run", confined.
 func (e *Env) StartRun(label string) *Driver {
+	e.t.Helper()
+	return e.StartRunWith(label)
+}
+
+// StartRunWith launches a driver under "postern run" with extra options
+// (such as --no-sandbox).
+func (e *Env) StartRunWith(label string, opts ...string) *Driver {
 	e.t.Helper()
 	dir, err := os.MkdirTemp(e.Dir, "run-")
 	if err != nil {
@@ -43,7 +51,7 @@ func (e *Env) StartRun(label string) *Driver {
 		e.t.Fatal(err)
 	}
 	self, _ := os.Executable()
-	args := []string{"run"}
+	args := append([]string{"run"}, opts...)
 	if label != "" {
 		args = append(args, "--label", label)
 	}
@@ -70,6 +78,7 @@ func (e *Env) StartRun(label string) *Driver {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
+			d.host = d.hostPID()
 			return d
 		}
 		select {
@@ -84,11 +93,48 @@ func (e *Env) StartRun(label string) *Driver {
 	return nil
 }
 
-// PID returns the run's process (the driver, after postern run's exec).
-func (d *Driver) PID() int {
+// PID returns the run's process (the driver, after postern run's exec)
+// as the gateway sees it.
+func (d *Driver) PID() int { return d.host }
+
+// SelfPID returns the pid the driver reports for itself (inside a
+// confined run, a pid of the run's own pid namespace).
+func (d *Driver) SelfPID() int {
+	pid, _ := d.ready()
+	return pid
+}
+
+// ready reads what the driver reported: its own pid and its run's id.
+func (d *Driver) ready() (int, string) {
 	b, _ := os.ReadFile(filepath.Join(d.dir, "ready"))
-	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return n
+	pid, run, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+	n, _ := strconv.Atoi(pid)
+	return n, run
+}
+
+// hostPID finds the run's pid in "postern sessions", once the gateway
+// registered it.
+func (d *Driver) hostPID() int {
+	_, id := d.ready()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		var sess struct {
+			Runs []struct {
+				ID  string `json:"id"`
+				PID int    `json:"pid"`
+			} `json:"runs"`
+		}
+		r := d.e.Run("postern", "sessions", "--json")
+		json.Unmarshal([]byte(r.Stdout), &sess)
+		for _, run := range sess.Runs {
+			if run.ID == id && run.PID > 0 {
+				return run.PID
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	d.t.Fatalf("run %s never registered", id)
+	return 0
 }
 
 // Job is a command running in the driver.
@@ -159,7 +205,7 @@ func (d *Driver) Stop() {
 // each in the background, as its own descendants.
 func driverMain() {
 	dir := os.Getenv("POSTERN_E2E_DIR")
-	os.WriteFile(filepath.Join(dir, "ready.tmp"), []byte(strconv.Itoa(os.Getpid())), 0o600)
+	os.WriteFile(filepath.Join(dir, "ready.tmp"), []byte(strconv.Itoa(os.Getpid())+" "+os.Getenv("POSTERN_RUN")), 0o600)
 	os.Rename(filepath.Join(dir, "ready.tmp"), filepath.Join(dir, "ready"))
 	fifo, err := os.OpenFile(filepath.Join(dir, "cmd"), os.O_RDWR, 0)
 	if err != nil {
@@ -192,6 +238,7 @@ func driverMain() {
 // cardJSON is what the tests read of a card.
 type cardJSON struct {
 	ID      string `json:"id"`
+	Kind    string `json:"kind"`
 	Reason  string `json:"reason"`
 	Changed string `json:"what_changed"`
 	Mode    string `json:"mode"`

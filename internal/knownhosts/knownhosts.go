@@ -278,6 +278,22 @@ func (db *DB) Lookup(key ssh.PublicKey, candidates []string) Result {
 	return r
 }
 
+// Revokes reports whether the files hold a @revoked line: the only way a
+// known_hosts file decides anything (it refuses a key).
+func (db *DB) Revokes() bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.load()
+	for _, entries := range db.entries {
+		for _, e := range entries {
+			if e.revoked {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // matchPatterns applies a known_hosts pattern list: a name matches when a
 // pattern matches it and no negated ("!") pattern does.
 func matchPatterns(patterns []string, name string) bool {

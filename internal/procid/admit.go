@@ -25,11 +25,36 @@ var ErrOtherUser = errors.New("peer runs as another user")
 // the caller then closes the connection without answering. An admitted
 // peer is for the caller to Close, and to Verify again before acting on
 // each request.
+//
+// A peer whose executable cannot be read (it is not dumpable, and this
+// process has no right to trace it) is refused: nothing says what it
+// runs. [Table.AdmitOpaque] admits it.
 func (t *Table) Admit(c *net.UnixConn, socket string, log *slog.Logger) (*Peer, error) {
+	return t.admit(c, socket, log, false)
+}
+
+// AdmitOpaque is Admit, but also admits a peer whose executable is
+// hidden because it is not dumpable, as "postern approve" and "postern
+// run" make themselves. The control socket uses it: its callers are
+// identified by pid, start time, pidfd, uid, parents and session, and an
+// answer counts by where its process lives, never by what it executes.
+func (t *Table) AdmitOpaque(c *net.UnixConn, socket string, log *slog.Logger) (*Peer, error) {
+	return t.admit(c, socket, log, true)
+}
+
+// ErrHiddenExe refuses a peer whose executable cannot be read.
+var ErrHiddenExe = errors.New("its executable cannot be read: the process is not dumpable")
+
+func (t *Table) admit(c *net.UnixConn, socket string, log *slog.Logger, opaque bool) (*Peer, error) {
 	peer, err := t.PeerOf(c)
 	if err != nil {
 		log.Warn("refusing connection: cannot identify the peer", "socket", socket, "err", err)
 		return nil, fmt.Errorf("identify the peer: %w", err)
+	}
+	if peer.Exe.Hidden && !opaque {
+		log.Warn("refusing connection: cannot identify the peer", "socket", socket, "pid", peer.PID, "err", ErrHiddenExe)
+		peer.Close()
+		return nil, fmt.Errorf("pid %d: %w", peer.PID, ErrHiddenExe)
 	}
 	if uid := peer.UID; int(uid) != os.Getuid() && uid != 0 {
 		log.Warn("refusing connection from another user", "socket", socket, "uid", uid, "pid", peer.PID, "exe", peer.Exe.Path)

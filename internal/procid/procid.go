@@ -106,10 +106,16 @@ type Exe struct {
 	Ino    uint64
 	Size   int64
 	SHA256 [32]byte // zero when the executable could not be read
+	// Hidden: the process is not dumpable, so its /proc/PID/exe belongs
+	// to root and nothing of its executable is known. An exec makes a
+	// process dumpable again (unless the new program opts out at once),
+	// so the executable then shows and differs.
+	Hidden bool
 }
 
-// Same reports whether e and o name the same executable file.
-func (e Exe) Same(o Exe) bool { return e.Dev == o.Dev && e.Ino == o.Ino }
+// Same reports whether e and o name the same executable file (or are
+// both hidden).
+func (e Exe) Same(o Exe) bool { return e.Hidden == o.Hidden && e.Dev == o.Dev && e.Ino == o.Ino }
 
 // Hash returns the executable's SHA-256 in hex, or "" when unknown.
 func (e Exe) Hash() string {

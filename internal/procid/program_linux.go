@@ -86,10 +86,23 @@ func (p *pidfdPin) program(t *Table, proc *Process) error {
 		return startPin{}.program(t, proc)
 	}
 	var st unix.Stat_t
-	if err := unix.Fstatat(h.dir, "exe", &st, 0); err != nil {
+	err := unix.Fstatat(h.dir, "exe", &st, 0)
+	hidden := err == unix.EACCES || err == unix.EPERM
+	switch {
+	case hidden && proc.Exe.Hidden:
+		// Not dumpable then and now: nothing of its program shows, as
+		// when it was identified (its layout reads as zeros).
+	case hidden:
+		// It stopped showing what it runs, as an exec of a set-id
+		// program does: nothing says it runs the same program.
+		return fmt.Errorf("pid %d no longer shows its executable: %w", proc.PID, ErrChanged)
+	case err != nil:
 		return gone(proc.PID, err)
-	}
-	if uint64(st.Dev) != proc.Exe.Dev || st.Ino != proc.Exe.Ino {
+	case proc.Exe.Hidden:
+		// Identified while not dumpable: a program that shows is one it
+		// executed since.
+		return fmt.Errorf("pid %d executes a program it did not show: %w", proc.PID, ErrChanged)
+	case uint64(st.Dev) != proc.Exe.Dev || st.Ino != proc.Exe.Ino:
 		return fmt.Errorf("pid %d executes another file: %w", proc.PID, ErrChanged)
 	}
 	if h.maps >= 0 {

@@ -145,8 +145,8 @@ func ParseStat(b []byte) (Stat, error) {
 // cannot be written in place (ETXTBSY), and ctime cannot be set back.
 func (t *Table) Exe(pid int) (Exe, error) {
 	e, k, err := t.ExeID(pid)
-	if err != nil {
-		return Exe{}, err
+	if err != nil || e.Hidden {
+		return e, err
 	}
 	e.Path = t.exePath(pid)
 	if sum, ok := t.cachedHash(k); ok {
@@ -155,7 +155,7 @@ func (t *Table) Exe(pid int) (Exe, error) {
 		e.SHA256 = sum
 		return e, nil
 	}
-	sum, err := hashPath(t.exeFile(pid))
+	sum, err := HashFile(t.exeFile(pid))
 	if err != nil {
 		// An unreadable executable (a non-dumpable process) keeps a
 		// zero hash; policy treats it as unidentified.
@@ -182,7 +182,8 @@ func (t *Table) cachedHash(k exeKey) ([32]byte, bool) {
 	return sum, ok
 }
 
-func hashPath(path string) ([32]byte, error) {
+// HashFile returns the SHA-256 of the file at path.
+func HashFile(path string) ([32]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return [32]byte{}, err

@@ -92,10 +92,14 @@ func (t *Table) exePath(pid int) string {
 }
 
 // ExeID stats /proc/PID/exe, which follows the link to the file the
-// process maps even when its path was replaced.
+// process maps even when its path was replaced. The link of a process
+// that is not dumpable belongs to root: it is reported Hidden.
 func (t *Table) ExeID(pid int) (Exe, exeKey, error) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(t.path(pid, "exe"), &st); err != nil {
+		if err == syscall.EACCES || err == syscall.EPERM {
+			return Exe{Hidden: true}, exeKey{}, nil
+		}
 		return Exe{}, exeKey{}, gone(pid, &fs.PathError{Op: "stat", Path: t.path(pid, "exe"), Err: err})
 	}
 	k := exeKey{dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}

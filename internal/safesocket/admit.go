@@ -26,6 +26,17 @@ const admitRetries = 5
 // nothing is held; the caller closes c. The caller releases the slot and
 // closes the peer.
 func Admit(c *net.UnixConn, procs *procid.Table, socket string, log *slog.Logger, limits *connlimit.Limiter, exhausted func(error)) (*procid.Peer, *connlimit.Slot, error) {
+	return admit(c, procs.Admit, socket, log, limits, exhausted)
+}
+
+// AdmitOpaque is Admit for the control socket: it also admits a peer that
+// is not dumpable (procid.Table.AdmitOpaque), as postern approve and
+// postern run make themselves.
+func AdmitOpaque(c *net.UnixConn, procs *procid.Table, socket string, log *slog.Logger, limits *connlimit.Limiter, exhausted func(error)) (*procid.Peer, *connlimit.Slot, error) {
+	return admit(c, procs.AdmitOpaque, socket, log, limits, exhausted)
+}
+
+func admit(c *net.UnixConn, identify func(*net.UnixConn, string, *slog.Logger) (*procid.Peer, error), socket string, log *slog.Logger, limits *connlimit.Limiter, exhausted func(error)) (*procid.Peer, *connlimit.Slot, error) {
 	var slot *connlimit.Slot
 	if limits != nil {
 		uid, err := procid.PeerUID(c)
@@ -41,11 +52,11 @@ func Admit(c *net.UnixConn, procs *procid.Table, socket string, log *slog.Logger
 	if slot != nil {
 		defer slot.Busy()() // not pushed out while it is identified
 	}
-	peer, err := procs.Admit(c, socket, log)
+	peer, err := identify(c, socket, log)
 	for try := 1; err != nil && Exhausted(err) && exhausted != nil && try <= admitRetries; try++ {
 		exhausted(err)
 		time.Sleep(time.Duration(try) * 5 * time.Millisecond)
-		peer, err = procs.Admit(c, socket, log)
+		peer, err = identify(c, socket, log)
 	}
 	if err != nil {
 		if slot != nil {

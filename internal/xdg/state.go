@@ -40,4 +40,9 @@ const (
 	AuditAnchorFile = "audit.anchor"
 	// AgentLogFile is where a detached agent logs.
 	AgentLogFile = "agent.log"
+	// ApprovedConfigFile is the last configuration in force that no
+	// person had to approve or that a person approved: a file that
+	// loosens authority against it waits for a policy change card, even
+	// across a restart.
+	ApprovedConfigFile = "approved-config.toml"
 )

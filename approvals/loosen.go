@@ -1,0 +1,173 @@
+package approvals
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/config"
+	"github.com/postern/postern/internal/knownhosts"
+)
+
+// Loosening lists, in words for a card, how configuration f loosens
+// authority compared with a: a weaker default mode, a rule removed or
+// added that can lower a request's mode, a known_hosts file with @revoked
+// lines dropped, a weaker unknown_destination, a wider session scope or a
+// longer session lifetime, more a confined run may write or see, a bastion enabled or trusting other
+// host keys. It is empty when f only tightens or changes nothing of
+// authority (timeouts, agents). The comparison is conservative: a change
+// that might loosen counts.
+func Loosening(a, f config.File) []string {
+	var out []string
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	am, _ := audit.ParseMode(a.Approval)
+	fm, _ := audit.ParseMode(f.Approval)
+	if strictness(fm) < strictness(am) {
+		add("approval: %s → %s", am, fm)
+	}
+	// A rule added with a mode laxer than the old default can lower a
+	// request that matched nothing; a rule removed can lower what it
+	// matched, unless nothing in f is laxer than it.
+	floor := strictness(fm)
+	for _, r := range f.Rules {
+		m, _ := audit.ParseMode(r.Approval)
+		floor = min(floor, strictness(m))
+	}
+	removed, added := ruleDiff(a.Rules, f.Rules)
+	for _, r := range removed {
+		if m, _ := audit.ParseMode(r.Approval); strictness(m) > floor {
+			add("rule removed: %s", ruleText(r))
+		}
+	}
+	for _, r := range added {
+		if m, _ := audit.ParseMode(r.Approval); strictness(m) < strictness(am) {
+			add("rule added: %s", ruleText(r))
+		}
+	}
+	// known_hosts gives no names (the host inventory does), but its
+	// @revoked lines refuse keys: dropping a file that has some loosens.
+	for _, p := range setMinus(a.KnownHosts, f.KnownHosts) {
+		if knownhosts.Open([]string{p}).Revokes() {
+			add("known_hosts removed, with its @revoked lines: %s", p)
+		}
+	}
+	if a.UnknownDestination != "" && a.UnknownDestination != f.UnknownDestination {
+		am, _ := audit.ParseMode(a.UnknownDestination)
+		if fm, _ := audit.ParseMode(f.UnknownDestination); f.UnknownDestination == "" || strictness(fm) < strictness(am) {
+			add("unknown_destination: %q → %q", a.UnknownDestination, f.UnknownDestination)
+		}
+	}
+	if a.SessionScope == string(ScopeDestination) && f.SessionScope != a.SessionScope {
+		add("session_scope: %s → %s", a.SessionScope, f.SessionScope)
+	}
+	if al, fl := a.SessionLifetime.Duration, f.SessionLifetime.Duration; al > 0 && (fl == 0 || fl > al) {
+		add("session_lifetime: %s → %s", lifetimeText(al), lifetimeText(fl))
+	}
+	for _, p := range setMinus(f.Run.ReadWrite, a.Run.ReadWrite) {
+		add("[run] read_write added: %s", p)
+	}
+	for _, p := range setMinus(f.Run.ReadOnly, a.Run.ReadOnly) {
+		add("[run] read_only added: %s", p)
+	}
+	for _, p := range setMinus(a.Run.Hide, f.Run.Hide) {
+		add("[run] hide removed: %s", p)
+	}
+	if f.Bastion.Enabled && !a.Bastion.Enabled {
+		add("[bastion] enabled")
+	}
+	if !slices.Equal(a.Bastion.KnownHosts, f.Bastion.KnownHosts) {
+		add("[bastion] known_hosts: %q → %q", a.Bastion.KnownHosts, f.Bastion.KnownHosts)
+	}
+	return out
+}
+
+// Strictest returns the configuration a gateway keeps in force while f
+// waits for approval against a: f's where it tightens, a's where it would
+// loosen. Its policy is compiled with [CompileStrictest].
+func Strictest(a, f config.File) config.File {
+	s := f
+	s.KnownHosts = append(slices.Clone(f.KnownHosts), setMinus(a.KnownHosts, f.KnownHosts)...)
+	s.Run.ReadWrite = setMinus(f.Run.ReadWrite, setMinus(f.Run.ReadWrite, a.Run.ReadWrite))
+	s.Run.ReadOnly = setMinus(f.Run.ReadOnly, setMinus(f.Run.ReadOnly, a.Run.ReadOnly))
+	s.Run.Hide = append(slices.Clone(f.Run.Hide), setMinus(a.Run.Hide, f.Run.Hide)...)
+	if a.SessionScope == string(ScopeDestination) {
+		s.SessionScope = a.SessionScope
+	}
+	if al, fl := a.SessionLifetime.Duration, f.SessionLifetime.Duration; al > 0 && (fl == 0 || fl > al) {
+		s.SessionLifetime = a.SessionLifetime
+	}
+	s.Bastion.Enabled = a.Bastion.Enabled && f.Bastion.Enabled
+	s.Bastion.KnownHosts = a.Bastion.KnownHosts
+	return s
+}
+
+// CompileStrictest compiles the policy in force while f waits for
+// approval against a: every request gets the stricter of the modes the
+// two policies give it (each with its own known_hosts files).
+func CompileStrictest(a, f config.File) (*Policy, error) {
+	pa, err := Compile(a)
+	if err != nil {
+		return nil, err
+	}
+	p, err := Compile(Strictest(a, f))
+	if err != nil {
+		return nil, err
+	}
+	p.under = pa
+	return p, nil
+}
+
+// inForce returns the mode p gives a request: while a looser
+// configuration waits for a person, the approved policy under p counts
+// too, and the stricter mode wins.
+func (p *Policy) inForce(f *facts, forwarding bool) audit.Mode {
+	mode := p.modeFor(f, forwarding)
+	for q := p.under; q != nil; q = q.under {
+		mode = Stricter(mode, q.modeFor(f, forwarding))
+	}
+	return mode
+}
+
+func ruleText(r config.Rule) string {
+	var parts []string
+	for _, kv := range [][2]string{{"host", r.Host}, {"key", r.Key}, {"exe", r.Exe}} {
+		if kv[1] != "" {
+			parts = append(parts, fmt.Sprintf("%s = %q", kv[0], kv[1]))
+		}
+	}
+	return strings.Join(parts, ", ") + ": " + r.Approval
+}
+
+// ruleDiff returns the rules of a not in f and those of f not in a, as
+// multisets.
+func ruleDiff(a, f []config.Rule) (removed, added []config.Rule) {
+	left := slices.Clone(f)
+	for _, r := range a {
+		if i := slices.Index(left, r); i >= 0 {
+			left = slices.Delete(left, i, i+1)
+		} else {
+			removed = append(removed, r)
+		}
+	}
+	return removed, left
+}
+
+// setMinus returns the elements of a not in b.
+func setMinus(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func lifetimeText(d time.Duration) string {
+	if d == 0 {
+		return "unlimited"
+	}
+	return d.String()
+}

@@ -1,0 +1,92 @@
+package approvals
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/postern/postern/internal/config"
+)
+
+func TestLoosening(t *testing.T) {
+	base := config.Defaults()
+	base.Rules = []config.Rule{{Host: "prod-*", Approval: "per-call"}, {Exe: "*/trusted", Approval: "none"}}
+	base.SessionLifetime = config.Duration{Duration: time.Hour}
+	base.UnknownDestination = "per-call"
+	// known_hosts names nothing (the host inventory does); a file with
+	// @revoked lines refuses keys, so dropping it loosens.
+	dir := t.TempDir()
+	plain, revoking := filepath.Join(dir, "plain"), filepath.Join(dir, "revoking")
+	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+	os.WriteFile(plain, []byte("host-a "+key+"\n"), 0o600)
+	os.WriteFile(revoking, []byte("@revoked * "+key+"\n"), 0o600)
+	base.KnownHosts = []string{plain, revoking}
+	with := func(f func(*config.File)) config.File {
+		c := base
+		c.Rules = append([]config.Rule(nil), base.Rules...)
+		c.Run.ReadWrite = append([]string(nil), base.Run.ReadWrite...)
+		f(&c)
+		return c
+	}
+	for _, c := range []struct {
+		name  string
+		f     config.File
+		loose string // a word of the change listed, or "" for none
+	}{
+		{"same", base, ""},
+		{"stricter default", with(func(c *config.File) { c.Approval = "per-call" }), ""},
+		{"weaker default", with(func(c *config.File) { c.Approval = "none" }), "approval: session → none"},
+		{"strict rule removed", with(func(c *config.File) { c.Rules = c.Rules[1:] }), `rule removed: host = "prod-*": per-call`},
+		{"lax rule removed", with(func(c *config.File) { c.Rules = c.Rules[:1] }), ""},
+		{"strict rule widened", with(func(c *config.File) { c.Rules[0].Host = "prod-db" }), "rule removed"},
+		{"strict rule added", with(func(c *config.File) { c.Rules = append(c.Rules, config.Rule{Key: "x", Approval: "deny"}) }), ""},
+		{"lax rule added", with(func(c *config.File) { c.Rules = append(c.Rules, config.Rule{Host: "dev-*", Approval: "none"}) }), `rule added: host = "dev-*": none`},
+		{"rules reordered", with(func(c *config.File) { c.Rules[0], c.Rules[1] = c.Rules[1], c.Rules[0] }), ""},
+		{"known_hosts added", with(func(c *config.File) { c.KnownHosts = append(c.KnownHosts, "/other") }), ""},
+		{"known_hosts without @revoked dropped", with(func(c *config.File) { c.KnownHosts = []string{revoking} }), ""},
+		{"known_hosts with @revoked dropped", with(func(c *config.File) { c.KnownHosts = []string{plain} }), "known_hosts removed, with its @revoked lines: " + revoking},
+		{"unknown_destination stricter", with(func(c *config.File) { c.UnknownDestination = "deny" }), ""},
+		{"unknown_destination weaker", with(func(c *config.File) { c.UnknownDestination = "session" }), `unknown_destination: "per-call" → "session"`},
+		{"unknown_destination removed", with(func(c *config.File) { c.UnknownDestination = "" }), `unknown_destination: "per-call" → ""`},
+		{"timeout", with(func(c *config.File) { c.CardTimeout = config.Duration{Duration: time.Minute * 5} }), ""},
+		{"lifetime longer", with(func(c *config.File) { c.SessionLifetime = config.Duration{Duration: 2 * time.Hour} }), "session_lifetime: 1h0m0s → 2h0m0s"},
+		{"lifetime removed", with(func(c *config.File) { c.SessionLifetime = config.Duration{} }), "→ unlimited"},
+		{"run writes more", with(func(c *config.File) { c.Run.ReadWrite = append(c.Run.ReadWrite, "~") }), "[run] read_write added: ~"},
+		{"run writes less", with(func(c *config.File) { c.Run.ReadWrite = nil }), ""},
+		{"bastion enabled", with(func(c *config.File) { c.Bastion.Enabled = true }), "[bastion] enabled"},
+	} {
+		got := strings.Join(Loosening(base, c.f), "; ")
+		if c.loose == "" && got != "" || c.loose != "" && !strings.Contains(got, c.loose) {
+			t.Errorf("%s: Loosening = %q, want %q", c.name, got, c.loose)
+		}
+	}
+}
+
+// While a looser file waits, each request gets the stricter of the two
+// modes, and the run settings keep only what both allow.
+func TestStrictest(t *testing.T) {
+	a := config.Defaults()
+	a.Rules = []config.Rule{{Host: "prod-*", Approval: "per-call"}}
+	f := config.Defaults()
+	f.Approval = "none"
+	f.Run.ReadWrite = []string{"~/.cache", "~"}
+	f.Run.Hide = nil
+	a.Run.Hide = []string{"~/.gnupg"}
+	s := Strictest(a, f)
+	if len(s.Run.ReadWrite) != 1 || s.Run.ReadWrite[0] != "~/.cache" || len(s.Run.Hide) != 1 {
+		t.Fatalf("run settings: %+v", s.Run)
+	}
+	p, err := CompileStrictest(a, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, fa := facts{names: []string{"prod-db"}}, facts{names: []string{"dev"}}
+	if m := p.inForce(&fp, false); m != "per-call" {
+		t.Fatalf("prod under a pending change: %s", m)
+	}
+	if m := p.inForce(&fa, false); m != "session" {
+		t.Fatalf("dev under a pending change: %s", m)
+	}
+}

@@ -1,0 +1,110 @@
+package approvals
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/safetext"
+)
+
+// KindPolicyChange is the kind of a card that asks to put a looser
+// configuration in force.
+const KindPolicyChange = "policy_change"
+
+// policyChange is what a policy change card carries.
+type policyChange struct {
+	changes []string
+	apply   func() error
+}
+
+// ProposePolicy shows a policy change card listing changes (in
+// [Loosening]'s words); apply runs when a person approves it, from
+// outside every run. The card does not time out: the stricter policy
+// stays in force until it is answered or replaced. A pending policy
+// card is withdrawn by a newer proposal. It returns the card's id.
+func (e *Engine) ProposePolicy(changes []string, apply func() error) string {
+	e.WithdrawPolicy()
+	now := e.now()
+	c := &Card{done: make(chan struct{}), policy: &policyChange{changes: changes, apply: apply}}
+	c.View = CardView{
+		ID:      "C" + randomHex(4),
+		Kind:    KindPolicyChange,
+		Reason:  audit.ReasonPolicyChange,
+		Changed: "The configuration file changed and loosens authority; until this card is approved, the stricter of the old and new policies is in force:",
+		Changes: changes,
+		Mode:    audit.ModePerCall,
+		Covers:  "the configuration file as it was read, once",
+		Created: now.UTC(),
+	}
+	e.mu.Lock()
+	e.cards[c.View.ID] = c
+	e.notify()
+	e.mu.Unlock()
+	e.record(audit.Event{Type: audit.EventPolicyChangePending, Card: c.View.ID, Reason: audit.ReasonPolicyChange,
+		Detail: map[string]string{"changes": strings.Join(changes, "; ")}})
+	e.log.Warn("configuration change loosens authority; it waits for a person's approval", "card", c.View.ID, "changes", strings.Join(changes, "; "))
+	return c.View.ID
+}
+
+// WithdrawPolicy removes a pending policy change card, if any.
+func (e *Engine) WithdrawPolicy() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for id, c := range e.cards {
+		if c.policy != nil {
+			delete(e.cards, id)
+			close(c.done)
+			e.notify()
+		}
+	}
+}
+
+// answerPolicy decides a policy change card: an approval from outside
+// every run applies the change; a denial leaves the stricter policy in
+// force.
+func (e *Engine) answerPolicy(c *Card, a Answer, approver *procid.Peer) error {
+	approves := a.Verdict == VerdictOnce || a.Verdict == VerdictSession
+	if approves {
+		if approver == nil {
+			return fmt.Errorf("%w: a policy change is approved only on the console", ErrUnverified)
+		}
+		if err := e.OutsideRuns(approver, "policy change "+c.View.ID); err != nil {
+			return err
+		}
+	}
+	e.mu.Lock()
+	if e.cards[c.View.ID] != c {
+		e.mu.Unlock()
+		return ErrNoCard
+	}
+	delete(e.cards, c.View.ID)
+	c.answer = a
+	close(c.done)
+	e.notify()
+	e.mu.Unlock()
+	if !approves {
+		e.log.Info("policy change denied; the stricter policy stays in force", "card", c.View.ID)
+		return nil
+	}
+	if err := e.record(audit.Event{Type: audit.EventPolicyChangeApproved, Card: c.View.ID, Approver: a.Approver,
+		Detail: map[string]string{"changes": strings.Join(c.policy.changes, "; ")}}); err != nil {
+		return fmt.Errorf("%w; the change was not applied", ErrNotRecorded)
+	}
+	e.log.Info("policy change approved", "card", c.View.ID, "approver", a.Approver)
+	return c.policy.apply()
+}
+
+// policyText renders a policy change card. Each change quotes the file
+// (paths, patterns), so each is one escaped line.
+func (v *CardView) policyText() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Allow this change of postern's configuration?\n%s: %s\n", v.Reason, safetext.Field(v.Changed, safetext.Line))
+	for _, c := range v.Changes {
+		fmt.Fprintf(&b, "  - %s\n", safetext.Field(c, safetext.Line))
+	}
+	fmt.Fprintf(&b, "Card %s, %s (created %s)", v.ID, v.Reason, v.Created.Local().Format(time.TimeOnly))
+	return b.String()
+}

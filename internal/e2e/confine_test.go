@@ -1,0 +1,244 @@
+package e2e
+
+// Confined runs, end to end: what an AI agent needs still works inside
+// (ssh, git clone and push, make, a Python program writing its cache),
+// and each way a run once reached around the gate is tried from inside a
+// confined run and refused, while a person in another terminal approves.
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// confinedWorld is an approval world whose runs are confined.
+func newConfinedWorld(t *testing.T, config string, aliases ...string) *approvalWorld {
+	need(t, "git", "make", "python3", "tmux", "setsid", "gdb")
+	w := newApprovalWorld(t, config, aliases...)
+	os.MkdirAll(w.e.Path("home", ".cache"), 0o700)
+	return w
+}
+
+func TestConfinedRunHonestPath(t *testing.T) {
+	w := newConfinedWorld(t, "")
+	// A repository on the ssh server, to clone and push to.
+	repo := filepath.Join(w.sshd.Dir, "repo.git")
+	src := w.e.Path("src")
+	w.e.MustRun("git", "init", "-q", "-b", "main", src)
+	w.e.WriteFile("src/README", "hello\n", 0o644)
+	w.e.MustRun("git", "-C", src, "add", "README")
+	w.e.MustRun("git", "-C", src, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "first")
+	w.e.MustRun("git", "clone", "-q", "--bare", src, repo)
+	w.e.Setenv("GIT_SSH_COMMAND", "ssh "+strings.Join(w.sshd.SSHArgs(), " "))
+	url := fmt.Sprintf("ssh://%s@127.0.0.1:%d%s", w.sshd.User, w.sshd.Port, repo)
+
+	a := w.e.StartRun("coder")
+	job := a.Start(sshCmd(w.sshd))
+	c := w.e.WaitCard()
+	text := w.e.MustRun("postern", "approve", "--list").Stdout
+	if !strings.Contains(text, "Confinement: confined: namespaces, Landlock ABI ") {
+		t.Fatalf("the card does not say how the run is confined:\n%s", text)
+	}
+	w.approve(c.ID, "--session")
+	mustSucceed(t, "ssh from the confined run", job.Wait())
+
+	mustSucceed(t, "git clone", a.Do("git clone -q "+url+" clone"))
+	mustSucceed(t, "git commit", a.Do("cd clone && echo more >> README && git -c user.name=t -c user.email=t@example.com commit -qam second"))
+	mustSucceed(t, "git push", a.Do("cd clone && git push -q origin main"))
+	if out, err := exec.Command("git", "-C", repo, "log", "--oneline").CombinedOutput(); err != nil || !strings.Contains(string(out), "second") {
+		t.Fatalf("the push did not reach the server: %v %s", err, out)
+	}
+	w.e.WriteFile("Makefile", "all:\n\techo built > built.txt\n", 0o644)
+	mustSucceed(t, "make", a.Do("make -s"))
+	if b, _ := os.ReadFile(w.e.Path("built.txt")); string(b) != "built\n" {
+		t.Fatalf("make wrote %q", b)
+	}
+	py := `import os; p = os.path.expanduser("~/.cache/agent/state"); os.makedirs(os.path.dirname(p), exist_ok=True); open(p, "w").write("cached")`
+	mustSucceed(t, "python writing ~/.cache", a.Do("python3 -c '"+py+"'"))
+	if b, _ := os.ReadFile(w.e.Path("home", ".cache", "agent", "state")); string(b) != "cached" {
+		t.Fatalf("python's cache file: %q", b)
+	}
+	w.e.NoCard()
+}
+
+// Every escape once used from inside a run, tried from a confined one
+// while its card waits; each is refused and the card stays unanswered,
+// until the person outside answers it.
+func TestConfinedRunEscapesAreRefused(t *testing.T) {
+	w := newConfinedWorld(t, "", "prod-db")
+	askpass := w.e.WriteFile("askpass", "#!/bin/sh\nexit 1\n", 0o755)
+	w.e.Config(fmt.Sprintf("known_hosts = [%q]\n[[rule]]\nhost = \"prod-*\"\napproval = \"per-call\"\n%s", w.sshd.KnownHosts,
+		strings.Replace(runSection(), "read_only = [", fmt.Sprintf("read_only = [%q, ", askpass), 1)))
+	w.agent.ApprovePolicy(t) // showing more to runs loosens
+	// Host rules match the host inventory's names.
+	w.e.MustRun("postern", "hosts", "import", "prod-db")
+	cfgPath := w.e.Path("config", "postern", "config.toml")
+	cfgBefore := string(mustRead(t, cfgPath))
+	khBefore := string(mustRead(t, w.sshd.KnownHosts))
+
+	// The person's approver, in a tmux window outside the run.
+	server := "pt-" + filepath.Base(w.e.Dir)
+	tmux := func(args ...string) Result {
+		return w.e.Run("tmux", append([]string{"-L", server, "-f", "/dev/null"}, args...)...)
+	}
+	env := "env -i " + strings.Join(w.e.Environ(), " ")
+	if r := tmux("new-session", "-d", "-x", "200", "-y", "60", env+" postern approve --line"); r.Code != 0 {
+		t.Fatalf("tmux: %s", r)
+	}
+	defer tmux("kill-server")
+	screen := func() string { return tmux("capture-pane", "-p", "-J").Stdout }
+	waitFor(t, func() bool { return strings.Contains(screen(), "waiting for approval cards") })
+
+	a := w.e.StartRun("coder")
+	job := a.Start(sshCmd(w.sshd, "-o", "HostKeyAlias=prod-db"))
+	c := w.e.WaitCard()
+	waitFor(t, func() bool { return strings.Contains(screen(), "card "+c.ID+": type prod-db to approve") })
+	ctl := w.agent.Socket + ".ctl"
+	escapes := []struct{ name, cmd string }{
+		{"tmux new-window running postern approve", fmt.Sprintf("tmux -L %s new-window 'postern approve %s --session'", server, c.ID)},
+		{"tmux send-keys into the approver's pane", fmt.Sprintf("tmux -L %s send-keys prod-db Enter", server)},
+		{"setsid -f postern approve", fmt.Sprintf("setsid -f postern approve %s --once --socket %s; sleep 1; postern approve %s --once --socket %s", c.ID, w.agent.Socket, c.ID, w.agent.Socket)},
+		{"the control socket by its path", "test -e " + ctl},
+		{"rewriting config.toml", fmt.Sprintf("printf 'approval = \"none\"\\n' > %s", cfgPath)},
+		{"ssh-keygen -R prod-db", fmt.Sprintf("ssh-keygen -R prod-db -f %s", w.sshd.KnownHosts)},
+		{"rewriting the askpass program", fmt.Sprintf("printf '#!/bin/sh\\nexit 0\\n' > %s", askpass)},
+		{"resolving a journal entry", fmt.Sprintf("postern journal resolve J00000000 --not-started --socket %s", w.agent.Socket)},
+		{"the state directory", "ls " + w.e.Path("state", "postern") + "/vault"},
+		{"a process outside the run", fmt.Sprintf("test -e /proc/%d", w.agent.PID())},
+		{"gdb attaching to the run's helper", "gdb -batch -p 1 -ex 'call (int)getpid()' 2>&1 | grep -q '= 1'"},
+		{"another terminal of the user", "ls /dev/pts/ | grep -qv ptmx"},
+		{"the D-Bus session bus", "test -e " + w.e.Path("run", "bus")},
+	}
+	os.WriteFile(w.e.Path("run", "bus"), nil, 0o600) // stands for the session bus's socket
+	for _, esc := range escapes {
+		if r := a.Do(esc.cmd); r.Code == 0 {
+			t.Errorf("%s: succeeded from inside the confined run:\n%s", esc.name, r.Stdout)
+		}
+	}
+	if job.Done() {
+		t.Fatal("the card was answered from inside the run")
+	}
+	if cs := w.e.cards(); len(cs) != 1 || cs[0].ID != c.ID {
+		t.Fatalf("the card was answered from inside the run: %+v", cs)
+	}
+	if got := string(mustRead(t, cfgPath)); got != cfgBefore {
+		t.Fatalf("the run changed the configuration:\n%s", got)
+	}
+	if got := string(mustRead(t, w.sshd.KnownHosts)); got != khBefore {
+		t.Fatalf("the run changed known_hosts:\n%s", got)
+	}
+	if b := mustRead(t, askpass); !strings.Contains(string(b), "exit 1") {
+		t.Fatalf("the run changed the askpass program:\n%s", b)
+	}
+	// The person answers in the approver's pane, typing the host's name:
+	// the per-call login goes through.
+	tmux("send-keys", "prod-db", "Enter")
+	mustSucceed(t, "approved from outside", job.Wait())
+}
+
+// --no-sandbox runs unconfined, and every card for the run says that a
+// program of the run could answer it.
+func TestNoSandboxCardSaysUnconfined(t *testing.T) {
+	w := newApprovalWorld(t, "")
+	a := w.e.StartRunWith("coder", "--no-sandbox")
+	job := a.Start(sshCmd(w.sshd))
+	c := w.e.WaitCard()
+	if text := w.e.MustRun("postern", "approve", "--list").Stdout; !strings.Contains(text, "Confinement: unconfined: a program of this run could answer this card") {
+		t.Fatalf("card:\n%s", text)
+	}
+	w.e.MustRun("postern", "deny", c.ID)
+	job.Wait()
+	// An unconfined run sees the gateway's files.
+	if r := a.Do("test -e " + w.e.Path("state", "postern")); r.Code != 0 {
+		t.Fatal("--no-sandbox confined the run")
+	}
+}
+
+// Where user namespaces are disabled, postern run refuses, names the
+// setting and --no-sandbox, and runs nothing. The setting is per user
+// namespace: the test sets it to 0 in one of its own.
+func TestRunRefusedWithoutUserNamespaces(t *testing.T) {
+	need(t, "unshare")
+	w := newApprovalWorld(t, "")
+	marker := w.e.Path("ran")
+	cmd := w.e.Command("unshare", "--user", "--map-current-user", "--", "/bin/sh", "-c",
+		`echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"`, "sh", posternBin, "run", "--", "touch", marker)
+	r := w.e.finish(cmd, "")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "user.max_user_namespaces = 0") || !strings.Contains(r.Stderr, "--no-sandbox") {
+		t.Fatalf("postern run without user namespaces: %s", r)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the command ran unconfined")
+	}
+	// With --no-sandbox it runs, unconfined.
+	cmd = w.e.Command("unshare", "--user", "--map-current-user", "--", "/bin/sh", "-c",
+		`echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"`, "sh", posternBin, "run", "--no-sandbox", "--", "touch", marker)
+	if r := w.e.finish(cmd, ""); r.Code != 0 {
+		t.Fatalf("postern run --no-sandbox: %s", r)
+	}
+}
+
+// exposeControl writes a configuration that shows confined runs the
+// control socket, as a careless [run] read_only would: the runs can then
+// reach the gateway, and only the namespace check stands between them and
+// the answers.
+func exposeControl(w *approvalWorld, config string) {
+	w.e.Config(config + strings.Replace(runSection(), "read_only = [", fmt.Sprintf("read_only = [%q, ", w.agent.Socket+".ctl"), 1))
+	w.agent.ApprovePolicy(w.e.t)
+}
+
+// detached runs command in the run, detached by setsid -f: out of the
+// run's process tree (inside the run's pid namespace, orphans go to its
+// helper) and out of its terminal session. It returns the output and the
+// exit status, once written.
+func detached(t *testing.T, w *approvalWorld, a *Driver, name, command string) string {
+	out := w.e.Path(name + ".out")
+	a.Do(fmt.Sprintf("setsid -f sh -c '%s > %s 2>&1; echo exit=$? >> %s'", command, out, out))
+	waitFor(t, func() bool { b, _ := os.ReadFile(out); return strings.Contains(string(b), "exit=") })
+	return string(mustRead(t, out))
+}
+
+func TestAnswerFromInsideConfinedRunIsRefused(t *testing.T) {
+	w := newApprovalWorld(t, "")
+	exposeControl(w, fmt.Sprintf("known_hosts = [%q]\n", w.sshd.KnownHosts))
+	a := w.e.StartRun("coder")
+	job := a.Start(sshCmd(w.sshd))
+	c := w.e.WaitCard()
+	out := detached(t, w, a, "approve", fmt.Sprintf("postern approve %s --session --socket %s", c.ID, w.agent.Socket))
+	if !strings.Contains(out, "exit=254") || !strings.Contains(out, "inside a confined run") {
+		t.Fatalf("approval from inside the confined run: %s", out)
+	}
+	if job.Done() {
+		t.Fatal("the request was decided by its own run")
+	}
+	w.approve(c.ID, "--session")
+	mustSucceed(t, "approved from outside", job.Wait())
+}
+
+// The run cut off its own bastion command, then tried to mark it "not
+// started" so that an identical retry runs with nobody asked: refused
+// from inside; the retry stays refused; a person outside resolves it, and
+// the audit log says who.
+func TestJournalResolveFromInsideConfinedRunIsRefused(t *testing.T) {
+	b := newBastionWorld(t, "")
+	counter := filepath.Join(b.sshd.Dir, "runs")
+	command, e := b.killMidCommand(counter)
+	exposeControl(b.approvalWorld, fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\"]\n", b.sshd.KnownHosts))
+	a := b.e.StartRun("coder")
+	out := detached(t, b.approvalWorld, a, "resolve", fmt.Sprintf("postern journal resolve %s --not-started --socket %s", e.ID, b.agent.Socket))
+	if !strings.Contains(out, "exit=254") || !strings.Contains(out, "inside a confined run") {
+		t.Fatalf("resolve from inside the confined run: %s", out)
+	}
+	b.denyRetry(e.ID, b.sshArgs(b.sshd.Port, command))
+	if n := strings.Count(string(mustRead(t, counter)), "run"); n != 1 {
+		t.Fatalf("the command ran %d times", n)
+	}
+	b.e.MustRun("postern", "journal", "resolve", e.ID, "--not-started", "--evidence", "checked the host")
+	audit := b.e.MustRun("postern", "audit", "show", "--json", "--passphrase-file", b.pass).Stdout
+	if !strings.Contains(audit, `"approver":"pid=`) || !strings.Contains(audit, "command_resolved") {
+		t.Fatalf("the audit log does not say who resolved the entry:\n%s", audit)
+	}
+}
