@@ -63,8 +63,14 @@ exec -a x %[6]s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	waitFor(t, func() bool { _, err := os.Stat(e.Path("pid1")); return err == nil })
-	bashPID, _ := strconv.Atoi(strings.TrimSpace(string(mustRead(t, e.Path("pid1")))))
+	// The file is created before the pid is written into it: wait for
+	// the pid.
+	var bashPID int
+	waitFor(t, func() bool {
+		b, _ := os.ReadFile(e.Path("pid1"))
+		bashPID, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return bashPID > 0
+	})
 
 	c := e.waitCardSubjects()
 	subject := -1
