@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/safetext"
 	"github.com/postern/postern/internal/vault"
 )
 
@@ -299,19 +300,7 @@ func sessionsHistory(out io.Writer, pfile string, asJSON bool) error {
 			arr.add(s)
 			return
 		}
-		end := "open"
-		if !s.Ended.IsZero() {
-			end = "ended " + s.Ended.Local().Format("2006-01-02 15:04:05") + " (" + string(s.EndReason) + ")"
-		}
-		who := s.Run
-		if s.Process != nil {
-			who += fmt.Sprintf(" %s pid %d", filepath.Base(s.Process.Exe), s.Process.PID)
-		}
-		if s.Label != "" {
-			who += fmt.Sprintf(" label %q", s.Label)
-		}
-		fmt.Fprintf(w, "%s  %s  key %s  approved %s by %s, %d signatures, %s\n",
-			s.Grant, who, s.Key, s.Approved.Local().Format("2006-01-02 15:04:05"), s.Approver, s.Signs, end)
+		w.WriteString(sessionLine(s))
 	}
 	book := api.NewSessionBook()
 	err := readAudit(pfile, "", api.AuditReadOptions{}, func(e api.AuditEvent) error {
@@ -328,4 +317,23 @@ func sessionsHistory(out io.Writer, pfile string, asJSON bool) error {
 		err = ferr
 	}
 	return err
+}
+
+// sessionLine renders one session of sessions --history. The executable
+// and the label come from the run, the approver from a description of a
+// process: each is escaped (safetext).
+func sessionLine(s api.AuditSession) string {
+	end := "open"
+	if !s.Ended.IsZero() {
+		end = "ended " + s.Ended.Local().Format("2006-01-02 15:04:05") + " (" + string(s.EndReason) + ")"
+	}
+	who := s.Run
+	if s.Process != nil {
+		who += fmt.Sprintf(" %s pid %d", shown(filepath.Base(s.Process.Exe)), s.Process.PID)
+	}
+	if s.Label != "" {
+		who += " label " + safetext.Quote(s.Label, safetext.Name)
+	}
+	return fmt.Sprintf("%s  %s  key %s  approved %s by %s, %d signatures, %s\n",
+		s.Grant, who, s.Key, s.Approved.Local().Format("2006-01-02 15:04:05"), safetext.Field(s.Approver, safetext.Line), s.Signs, end)
 }

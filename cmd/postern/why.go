@@ -43,6 +43,14 @@ func cmdWhy(args []string, out, errw io.Writer) error {
 	if *asJSON {
 		return printJSON(out, res)
 	}
+	printWhy(out, res)
+	return nil
+}
+
+// printWhy renders a why answer for a person. The requesting chain names
+// processes by the names their executables were given: escaped
+// (safetext).
+func printWhy(out io.Writer, res *api.WhyResult) {
 	if res.AuditFailing != "" {
 		fmt.Fprintf(out, "the audit log cannot be written since %s (%s): every action is refused until it can (\"postern status\")\n",
 			res.AuditFailingSince, safetext.Field(res.AuditFailing, safetext.Line))
@@ -58,13 +66,13 @@ func cmdWhy(args []string, out, errw io.Writer) error {
 			fmt.Fprint(out, " (the vault is locked: run \"postern unlock\")")
 		}
 		fmt.Fprintln(out)
-		return nil
+		return
 	}
 	fmt.Fprintf(out, "%s\n", w.Outcome)
-	fmt.Fprintf(out, "  %s\n", w.Explain)
+	fmt.Fprintf(out, "  %s\n", safetext.Field(w.Explain, safetext.Line))
 	fmt.Fprintf(out, "  when:        %s\n", w.Time.Local().Format(timeLayout))
 	if w.Requester != "" {
-		fmt.Fprintf(out, "  requested by %s\n", w.Requester)
+		fmt.Fprintf(out, "  requested by %s\n", safetext.Field(w.Requester, safetext.Line))
 	}
 	if w.Run != "" {
 		fmt.Fprintf(out, "  run:         %s\n", w.Run)
@@ -73,7 +81,7 @@ func cmdWhy(args []string, out, errw io.Writer) error {
 		fmt.Fprintf(out, "  key:         %s\n", w.Key)
 	}
 	if w.Destination != "" {
-		fmt.Fprintf(out, "  destination: host key %s (verified)\n", w.Destination)
+		fmt.Fprintf(out, "  destination: host key %s (verified)\n", safetext.Field(w.Destination, safetext.Line))
 	}
 	if w.Card != "" {
 		fmt.Fprintf(out, "  card:        %s\n", w.Card)
@@ -82,7 +90,6 @@ func cmdWhy(args []string, out, errw io.Writer) error {
 		fmt.Fprintf(out, "  journal:     %s\n", w.Journal)
 	}
 	fmt.Fprintf(out, "next: %s\n", w.Next)
-	return nil
 }
 
 // askWhy asks the gateway at the agent socket sock, or $SSH_AUTH_SOCK,
