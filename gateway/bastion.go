@@ -114,7 +114,7 @@ func (g *Gateway) startBastion() error {
 // stopBastion stops every bastion server the gateway built (a new journal
 // builds a new one), giving their running commands until grace passes.
 func (g *Gateway) stopBastion(grace time.Duration) {
-	js := g.journal
+	js := g.journal.Load()
 	if js == nil {
 		return
 	}

@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -100,7 +101,7 @@ type Gateway struct {
 	export      *syslog.Writer // [audit] syslog: nil when off
 	exportAddr  string
 	anchors     *anchorKeeper
-	journal     *journalState // nil without a bastion
+	journal     atomic.Pointer[journalState] // nil without a bastion
 	limits      *limits
 
 	srv      *servers // set by Run

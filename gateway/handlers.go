@@ -127,7 +127,7 @@ func (g *Gateway) opJournalList(_ context.Context, _ *procid.Peer, a api.Journal
 }
 
 func (g *Gateway) opJournalResolve(ctx context.Context, peer *procid.Peer, a api.ResolveArgs) (any, error) {
-	if g.journal == nil {
+	if g.journal.Load() == nil {
 		return nil, errNoBastion
 	}
 	srv, fault := g.bastionNow()

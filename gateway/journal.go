@@ -61,23 +61,24 @@ func (f *journalFault) error() error {
 // other failure is a fault, and the bastion refuses.
 func (g *Gateway) openJournal(path string, build func(*journal.Journal) *bastion.Server) error {
 	js := &journalState{path: path, build: build}
-	g.journal = js
 	j, err := journal.Open(path, g.bootID)
 	switch {
 	case errors.Is(err, journal.ErrBusy):
 		return fmt.Errorf("command journal: %w", err)
 	case err != nil:
-		g.journalFaulted(&journalFault{err: err, since: time.Now(), damaged: errors.Is(err, journal.ErrDamaged)})
-		return nil
+		g.journalFaulted(js, &journalFault{err: err, since: time.Now(), damaged: errors.Is(err, journal.ErrDamaged)})
+	default:
+		js.j, js.srv = j, build(j)
+		js.servers = append(js.servers, js.srv)
 	}
-	js.j, js.srv = j, build(j)
-	js.servers = append(js.servers, js.srv)
+	// Published whole: the control socket serves already, and a reader
+	// must find the journal open or its fault, never neither.
+	g.journal.Store(js)
 	return nil
 }
 
 // journalFaulted records a new fault: logged, audited, shown by status.
-func (g *Gateway) journalFaulted(f *journalFault) {
-	js := g.journal
+func (g *Gateway) journalFaulted(js *journalState, f *journalFault) {
 	js.mu.Lock()
 	if js.fault != nil {
 		js.mu.Unlock()
@@ -92,13 +93,13 @@ func (g *Gateway) journalFaulted(f *journalFault) {
 // bastionNow returns the bastion to hand a client to, or the fault that
 // refuses it. An open journal that met damage since is faulted here.
 func (g *Gateway) bastionNow() (*bastion.Server, *journalFault) {
-	js := g.journal
+	js := g.journal.Load()
 	js.mu.Lock()
 	srv, fault, j := js.srv, js.fault, js.j
 	js.mu.Unlock()
 	if fault == nil && j != nil {
 		if err := j.DamageSoFar(); err != nil {
-			g.journalFaulted(&journalFault{err: err, since: time.Now(), damaged: true})
+			g.journalFaulted(js, &journalFault{err: err, since: time.Now(), damaged: true})
 			return nil, g.journalFault()
 		}
 	}
@@ -109,9 +110,10 @@ func (g *Gateway) bastionNow() (*bastion.Server, *journalFault) {
 }
 
 func (g *Gateway) journalFault() *journalFault {
-	g.journal.mu.Lock()
-	defer g.journal.mu.Unlock()
-	return g.journal.fault
+	js := g.journal.Load()
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	return js.fault
 }
 
 // serveBastionConn hands a client of the bastion's socket to the bastion,
@@ -128,14 +130,19 @@ func (g *Gateway) serveBastionConn(c *net.UnixConn) {
 // readableJournal returns the journal to read entries from: the open
 // one, even when it met damage (reads say so themselves), or the fault.
 func (g *Gateway) readableJournal() (*journal.Journal, error) {
-	js := g.journal
+	js := g.journal.Load()
 	if js == nil {
 		return nil, errNoBastion
 	}
 	js.mu.Lock()
 	defer js.mu.Unlock()
-	if js.j == nil {
-		return nil, js.fault.error()
+	switch {
+	case js.fault != nil:
+		if js.j == nil {
+			return nil, js.fault.error()
+		}
+	case js.j == nil:
+		return nil, errors.New("the command journal is closed: the gateway is stopping")
 	}
 	return js.j, nil
 }
@@ -145,7 +152,7 @@ func (g *Gateway) readableJournal() (*journal.Journal, error) {
 // starts, with the bastion serving again. It returns where the old file
 // went.
 func (g *Gateway) replaceJournal() (string, error) {
-	js := g.journal
+	js := g.journal.Load()
 	if js == nil {
 		return "", errNoBastion
 	}
@@ -179,7 +186,7 @@ func (g *Gateway) replaceJournal() (string, error) {
 
 // closeJournal closes the journal at shutdown.
 func (g *Gateway) closeJournal() {
-	js := g.journal
+	js := g.journal.Load()
 	if js == nil {
 		return
 	}
@@ -193,7 +200,7 @@ func (g *Gateway) closeJournal() {
 
 // journalStatus reports the journal for status.
 func (g *Gateway) journalStatus() *api.BastionStatus {
-	js := g.journal
+	js := g.journal.Load()
 	if js == nil {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,7 +54,7 @@ func TestDamagedJournalKeptUntilAPersonDecides(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			g, sock, bsock := startBastionGateway(t, damage)
-			path := g.journal.path
+			path := g.journal.Load().path
 			before, _ := os.ReadFile(path)
 			c := api.NewClient(sock)
 			ctx := context.Background()
@@ -175,12 +176,12 @@ func TestJournalDamagedWhileServing(t *testing.T) {
 	for i := range 100 {
 		j.Start(&journal.Entry{Target: journal.Target{User: "u", Host: "h", Port: 22, HostKey: "SHA256:k"}, Kind: journal.KindExec, Command: []byte(fmt.Sprint("command ", i, strings.Repeat(" pad", 60)))})
 	}
-	b, _ := os.ReadFile(g.journal.path)
+	b, _ := os.ReadFile(g.journal.Load().path)
 	page := os.Getpagesize()
 	for i := 2 * page; i < len(b); i++ {
 		b[i] = byte(i*7 + 3)
 	}
-	f, _ := os.OpenFile(g.journal.path, os.O_WRONLY, 0)
+	f, _ := os.OpenFile(g.journal.Load().path, os.O_WRONLY, 0)
 	f.WriteAt(b[2*page:], int64(2*page))
 	f.Close()
 	c := api.NewClient(sock)
@@ -192,5 +193,42 @@ func TestJournalDamagedWhileServing(t *testing.T) {
 	}
 	if st, _ := c.Status(context.Background()); st.Bastion.Refusing == "" || !st.Bastion.Damaged {
 		t.Fatalf("status: %+v", st.Bastion)
+	}
+}
+
+// The control socket serves while the journal opens: a reader meanwhile
+// finds no journal or the open one, never a half-built state (which made
+// "postern journal list" crash the gateway).
+func TestJournalReadWhileItOpens(t *testing.T) {
+	g := &Gateway{log: slog.New(slog.DiscardHandler), bootID: "b"}
+	path := filepath.Join(t.TempDir(), "journal.db")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if j, err := g.readableJournal(); j == nil && err == nil {
+				t.Error("neither a journal nor an error")
+				return
+			}
+		}
+	}()
+	if err := g.openJournal(path, func(*journal.Journal) *bastion.Server { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	wg.Wait()
+	if j, err := g.readableJournal(); j == nil || err != nil {
+		t.Fatalf("after opening: %v %v", j, err)
+	}
+	g.closeJournal()
+	if _, err := g.readableJournal(); err == nil {
+		t.Fatal("a closed journal read without an error")
 	}
 }
