@@ -14,8 +14,8 @@ import (
 //     (the console also discards the terminal's pending input when a new
 //     card arrives);
 //   - every answer is echoed with the card's id;
-//   - a per-call card for a login takes a deliberate answer: the
-//     destination's first name typed out, never a single key;
+//   - a per-call card for a login takes a deliberate answer, the word
+//     the line console asks too (approvalWord), never a single key;
 //   - a session binds the subject marked on the card, preselected as the
 //     card proposes (the agent), moved with the arrow keys or a digit:
 //     choosing the run is one step, "s".
@@ -29,26 +29,7 @@ type cardPrompt struct {
 }
 
 func newCardPrompt(c api.Card) *cardPrompt {
-	p := &cardPrompt{card: c, subject: c.Selected}
-	if c.Mode == "per-call" && c.Destination != nil {
-		p.word = typedName(c.Destination.Names)
-	}
-	return p
-}
-
-// typedName is the destination's name a person types to approve a login:
-// the first that reads as a host name (not "[127.0.0.1]:2222" or an
-// address), else the first, else "unknown".
-func typedName(names []string) string {
-	for _, n := range names {
-		if !strings.ContainsAny(n, "[]:") && strings.ContainsFunc(n, func(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }) {
-			return n
-		}
-	}
-	if len(names) > 0 {
-		return names[0]
-	}
-	return "unknown"
+	return &cardPrompt{card: c, subject: c.Selected, word: approvalWord(c)}
 }
 
 // keyReply is what a key decided.

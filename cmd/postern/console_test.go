@@ -70,6 +70,34 @@ func TestCardPromptDeliberate(t *testing.T) {
 	}
 }
 
+// The full-screen console and the line console ask the same deliberate
+// answer of the same card: a per-call login whose client proved no
+// destination, or whose host key has no name in the inventory, takes
+// "unknown" typed out in both; a production host takes its inventory
+// name in both.
+func TestConsolesAskTheSameWord(t *testing.T) {
+	for _, c := range []api.Card{
+		{ID: "C1", Mode: "per-call", Purpose: "auth", Unverified: "the client did not prove where it connects"},
+		{ID: "C2", Mode: "per-call", Purpose: "auth", Destination: &approvals.DestView{Fingerprint: "SHA256:y"}},
+		{ID: "C3", Mode: "per-call", Purpose: "auth", Destination: &approvals.DestView{Fingerprint: "SHA256:x", Names: []string{"[10.0.0.5]:22", "prod-db-1"}, Classes: []string{"production"}}},
+		{ID: "C4", Mode: "per-call", Purpose: "sshsig"},
+	} {
+		full, line := newCardPrompt(c), newPrompt(c)
+		if full.word != line.word {
+			t.Errorf("card %s: the full-screen console asks %q, the line console %q", c.ID, full.word, line.word)
+		}
+		if c.Purpose == "sshsig" {
+			continue
+		}
+		if r := full.key("o"); r.verdict != 0 {
+			t.Errorf("card %s: o answered a per-call login on the full-screen console: %+v", c.ID, r)
+		}
+		if r := line.read("o\n"); r.verdict != 0 {
+			t.Errorf("card %s: o answered a per-call login on the line console: %+v", c.ID, r)
+		}
+	}
+}
+
 // A key pressed while a card has been on screen for less than armDelay
 // does not answer it, and a new card discards typed-ahead input.
 func TestConsoleArming(t *testing.T) {

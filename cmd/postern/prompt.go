@@ -16,8 +16,9 @@ import (
 //     ahead never answer a card nobody has seen (discardInput);
 //   - every answer is echoed with the card's id;
 //   - a per-call card for a login asks for a deliberate answer: the
-//     destination's name (or "unknown" for a destination with none)
-//     typed out, never a single key;
+//     destination's inventory name (or "unknown" for a destination with
+//     none, or none proved) typed out, never a single key (approvalWord,
+//     which the full-screen console asks too);
 //   - after an error the console starts over clean: pending input
 //     discarded, the next card asked afresh.
 
@@ -30,16 +31,38 @@ type prompt struct {
 }
 
 func newPrompt(c api.Card) *prompt {
-	p := &prompt{card: c, subject: c.Selected}
-	if c.Mode == "per-call" {
-		switch {
-		case c.Destination != nil && len(c.Destination.Names) > 0:
-			p.word = c.Destination.Names[0]
-		case c.Destination != nil, c.Unverified != "" && c.Purpose == "auth":
-			p.word = "unknown"
+	return &prompt{card: c, subject: c.Selected, word: approvalWord(c)}
+}
+
+// approvalWord is what approving c takes typed out, on every console, or
+// "" when a key is enough: for a per-call login, the destination's name
+// from the host inventory (see typedName), or "unknown" when the client
+// proved no destination or the host key has no name.
+func approvalWord(c api.Card) string {
+	switch {
+	case c.Mode != "per-call":
+		return ""
+	case c.Destination != nil:
+		return typedName(c.Destination.Names)
+	case c.Unverified != "" && c.Purpose == "auth":
+		return "unknown"
+	}
+	return ""
+}
+
+// typedName is the destination's name a person types to approve a login:
+// the first that reads as a host name (not "[127.0.0.1]:2222" or an
+// address), else the first, else "unknown".
+func typedName(names []string) string {
+	for _, n := range names {
+		if !strings.ContainsAny(n, "[]:") && strings.ContainsFunc(n, func(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }) {
+			return n
 		}
 	}
-	return p
+	if len(names) > 0 {
+		return names[0]
+	}
+	return "unknown"
 }
 
 // question is what the console asks, with the card's id.
