@@ -210,16 +210,18 @@ func unverifiedReason(r *Request, dest *DestView) string {
 }
 
 // covering returns a live grant that covers r. The requester's live
-// ancestry is walked once, nearest first; at each ancestor the grants
-// bound to that process for r's key are found by map (see grantSlot) and
-// each is checked against live evidence; those that no longer hold are
-// ended. The cost does not grow with the number of grants.
+// ancestry is walked once, nearest first (a run process with grants,
+// pinned and alive, stands for its pid without a read: knownRun); at
+// each ancestor the grants bound to that process for r's key are found
+// by map (see grantSlot) and each is checked against live evidence
+// (holds, which verifies the run's program); those that no longer hold
+// are ended. The cost does not grow with the number of grants.
 func (e *Engine) covering(r *Request, dest *DestView, epoch uint64, scope Scope) *Grant {
 	now := e.now()
 	k, kok := destKey(r, dest)
 	var found *Grant
 	var cands []*Grant
-	r.Requester.Lineage(func(pid int, start uint64) bool {
+	r.Requester.Lineage(e.knownRun, func(pid int, start uint64) bool {
 		cands = e.grantsAt(cands[:0], grantSlot{pid: pid, start: start, key: r.Key.Fingerprint}, k, kok)
 		for _, g := range cands {
 			if g.coversDest(r, dest, scope) && e.holds(g, epoch, now) {

@@ -80,6 +80,7 @@ type Engine struct {
 	runs     map[string]*Run
 	grants   map[string]*Grant
 	bySlot   map[grantSlot][]*Grant // grants by run process, key and destination
+	granted  map[int]*runGrants     // the run a pid has grants for, and how many
 	cards    map[string]*Card
 	past     []Past
 	cooldown map[string]time.Time
@@ -106,6 +107,7 @@ func NewEngine(c Config) *Engine {
 		onRunEnd:    c.OnRunEnd,
 		clock:       c.Now,
 		runs:        map[string]*Run{},
+		granted:     map[int]*runGrants{},
 		grants:      map[string]*Grant{},
 		bySlot:      map[grantSlot][]*Grant{},
 		cards:       map[string]*Card{},

@@ -79,6 +79,34 @@ func (e *Engine) addGrantLocked(g *Grant) {
 	e.grants[g.ID] = g
 	s := slotOf(g)
 	e.bySlot[s] = append(e.bySlot[s], g)
+	if rg := e.granted[s.pid]; rg != nil && rg.run == g.Run {
+		rg.n++
+	} else {
+		e.granted[s.pid] = &runGrants{run: g.Run, n: 1}
+	}
+}
+
+// runGrants counts the grants of the run a pid last had grants for.
+type runGrants struct {
+	run *Run
+	n   int
+}
+
+// knownRun answers for procid.Peer.Lineage: the start time of the run
+// process at pid that has grants, while its pin shows it alive. What the
+// bookkeeping above gets wrong can only cost a read: a run it names is
+// taken only while its pidfd shows it alive.
+func (e *Engine) knownRun(pid int) (uint64, bool) {
+	e.mu.Lock()
+	var run *Run
+	if rg := e.granted[pid]; rg != nil {
+		run = rg.run
+	}
+	e.mu.Unlock()
+	if run == nil || run.pin == nil || !run.pin.Alive() {
+		return 0, false
+	}
+	return run.Process.StartTicks, true
 }
 
 // removeGrantLocked forgets the grant id; e.mu held.
@@ -89,6 +117,11 @@ func (e *Engine) removeGrantLocked(id string) {
 	}
 	delete(e.grants, id)
 	s := slotOf(g)
+	if rg := e.granted[s.pid]; rg != nil && rg.run == g.Run {
+		if rg.n--; rg.n <= 0 {
+			delete(e.granted, s.pid)
+		}
+	}
 	rest := slices.DeleteFunc(e.bySlot[s], func(o *Grant) bool { return o == g })
 	if len(rest) == 0 {
 		delete(e.bySlot, s)

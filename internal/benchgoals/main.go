@@ -75,6 +75,7 @@ var goals = []goal{
 	{what: "unaudited Ed25519 sign, sequential", value: "BenchmarkSignGoals seq-unaudited-µs", anchor: "BenchmarkSignGoals seq-ssh-agent-µs", label: "ssh-agent", check: "BenchmarkSignGoals x-seq-unaudited-vs-ssh-agent", target: 5, unit: "µs", kind: "x faster"},
 	{what: "unaudited Ed25519 sign, new connection each", value: "BenchmarkSignGoals conn-unaudited-µs", anchor: "BenchmarkSignGoals conn-ssh-agent-µs", label: "ssh-agent", check: "BenchmarkSignGoals x-conn-unaudited-vs-ssh-agent", target: 3, unit: "µs", kind: "x faster"},
 	{what: "peer identification (Identify)", value: "BenchmarkIdentify ns/op", check: "BenchmarkIdentify ns/op", atMost: true, target: 40000, unit: "ns", kind: "ns"},
+	{what: "decision for a request a grant covers", value: "BenchmarkDecideCoveredByGrant ns/op", check: "BenchmarkDecideCoveredByGrant ns/op", atMost: true, target: 50000, unit: "ns", kind: "ns"},
 	{what: "decision with 10,000 grants on the key vs 1", value: "BenchmarkDecideManyGrants µs-median-10000grants", anchor: "BenchmarkDecideManyGrants µs-median-1grant", label: "1 grant", check: "BenchmarkDecideManyGrants ratio-10000/1", atMost: true, target: 1.2, unit: "µs", kind: "x"},
 	{what: "audit show --json, whole log", value: "BenchmarkHistory show-s", check: "BenchmarkHistory show-s", atMost: true, target: 10, unit: "s", kind: "s"},
 	{what: "audit show --json, peak memory", value: "BenchmarkHistory show-MiB", check: "BenchmarkHistory show-MiB", atMost: true, target: 64, unit: "MiB", kind: "MiB"},

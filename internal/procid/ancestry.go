@@ -84,12 +84,26 @@ func (p *Peer) Within(root *Peer) (bool, error) {
 // DescendsFrom); what visit saw before then stands. Each process's stat
 // is read once (p's through its pin), so a caller that looks something up
 // at every ancestor walks the ancestry once, however much it looks up.
-func (p *Peer) Lineage(visit func(pid int, start uint64) bool) error {
+//
+// known, when given, is asked about a parent before its stat is read: it
+// answers with the start time of a process the caller holds pinned and
+// has just seen alive at that pid. A live process's pid names no other,
+// so the child's parent is that process, and it is visited without the
+// read (when it is not younger than the child). A parent visited so that
+// does not end the walk is read and visited again.
+func (p *Peer) Lineage(known func(pid int) (start uint64, ok bool), visit func(pid int, start uint64) bool) error {
 	st, err := p.ownStat()
 	if err != nil {
 		return err
 	}
-	return p.table.climb(p.PID, st, func(pid int, st Stat) bool { return !visit(pid, st.StartTicks) }, nil)
+	var vouch func(ppid int, child Stat) bool
+	if known != nil {
+		vouch = func(ppid int, child Stat) bool {
+			start, ok := known(ppid)
+			return ok && start <= child.StartTicks && !visit(ppid, start)
+		}
+	}
+	return p.table.climb(p.PID, st, func(pid int, st Stat) bool { return !visit(pid, st.StartTicks) }, vouch)
 }
 
 // ownStat reads p's stat through its pin and checks its start time.

@@ -27,6 +27,10 @@ func (p *Peer) Verify() error {
 	return err
 }
 
+// Alive reports whether the peer process is still alive: its pin holds
+// (a pidfd not readable, or the same start time at its pid).
+func (p *Peer) Alive() bool { return p.pin.alive(p.table, &p.Process) == nil }
+
 // Stat reads the peer's /proc/PID/stat as it is now (through the file
 // held since it was pinned, where there is one).
 func (p *Peer) Stat() (Stat, error) { return p.pin.stat(p.table, &p.Process) }

@@ -206,3 +206,55 @@ func TestSamePath(t *testing.T) {
 		t.Fatal("the file's new path was not believed")
 	}
 }
+
+// Lineage with a known parent: a process the caller vouches for stands
+// for its pid without a read, unless it is younger than the child (the
+// child's parent was another process, whose pid was taken since); a
+// vouched parent that does not end the walk is read and the walk goes on.
+func TestLineageKnownParent(t *testing.T) {
+	f := proctest.New(t)
+	e := f.Exe("prog", "p")
+	f.Set(1, 0, 1, e)
+	f.Set(10, 1, 100, e) // run
+	f.Set(20, 10, 150, e)
+	f.Set(30, 20, 200, e) // requester
+	req := f.Peer(30)
+	type visit struct {
+		pid   int
+		start uint64
+	}
+	walk := func(known func(int) (uint64, bool), stopAt int) []visit {
+		var seen []visit
+		if err := req.Lineage(known, func(pid int, start uint64) bool {
+			seen = append(seen, visit{pid, start})
+			return pid != stopAt
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return seen
+	}
+	asked := 0
+	known := func(start uint64) func(int) (uint64, bool) {
+		return func(pid int) (uint64, bool) {
+			if pid == 20 {
+				asked++
+				return start, true
+			}
+			return 0, false
+		}
+	}
+	// Vouched for and ending the walk: pid 20 at the start given.
+	if got := walk(known(150), 20); len(got) != 2 || got[1] != (visit{20, 150}) || asked != 1 {
+		t.Fatalf("vouched parent: %v (asked %d)", got, asked)
+	}
+	// Vouched for, and the walk goes on: 20 is read, visited again, and
+	// the walk reaches the top.
+	if got := walk(known(150), -1); len(got) != 5 || got[2] != (visit{20, 150}) || got[4].pid != 1 {
+		t.Fatalf("a vouched parent that does not end the walk: %v", got)
+	}
+	// A vouched process younger than the child is not its parent: 20 is
+	// read instead, and visited with its own start time.
+	if got := walk(known(250), 20); len(got) != 2 || got[1] != (visit{20, 150}) {
+		t.Fatalf("a younger process stood for the parent: %v", got)
+	}
+}
