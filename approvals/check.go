@@ -56,10 +56,23 @@ func (p *Policy) Check(c Check) CheckResult {
 	}
 	base := p.modeFor(f, false)
 	res.Mode = p.modeFor(f, c.Forwarded)
+	could := false // a host rule that could be the destination's
 	if c.Unknown {
-		why = append(why, "the destination has no name in the host inventory: it could be any host")
+		unknown := "the destination has no name in the host inventory: it could be any host"
+		for i := range p.Rules {
+			if r := &p.Rules[i]; r.hostRule() && r.matchesRequest(f) {
+				could = true
+				if r.Mode == base {
+					unknown += fmt.Sprintf(", and rule %d could be its: %s", i+1, r.describe())
+				}
+			}
+		}
+		if p.Unknown != "" && p.Unknown == base {
+			unknown += fmt.Sprintf(" (unknown_destination = %q)", p.Unknown)
+		}
+		why = append(why, unknown)
 	}
-	if len(res.Rules) == 0 {
+	if len(res.Rules) == 0 && !could {
 		why = append(why, fmt.Sprintf("no rule matches: the default (approval = %q)", p.Mode))
 	}
 	if c.Key.Confirm {
