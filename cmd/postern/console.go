@@ -49,7 +49,13 @@ type (
 		unknown  []*api.JournalEntry
 		noJrnl   bool
 	}
-	doneMsg struct{ text string } // an answer, revocation or resolution, or its error
+	// doneMsg is an answer, revocation or resolution, or its error;
+	// card is the card of an answer that failed.
+	doneMsg struct {
+		text   string
+		failed bool
+		card   string
+	}
 )
 
 type consoleModel struct {
@@ -129,6 +135,9 @@ func (m *consoleModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case doneMsg:
 		m.note = msg.text
 		m.recentAdd(msg.text)
+		if msg.failed {
+			m.startOver(msg.card)
+		}
 		return m, m.reload()
 	case tea.KeyPressMsg:
 		return m.key(msg.String())
@@ -171,6 +180,21 @@ func (m *consoleModel) showSelected() {
 	}
 	m.shownID, m.shownAt = c.ID, time.Now()
 	if m.flush != nil {
+		m.flush()
+	}
+}
+
+// startOver follows an answer to card id that was not applied: the card
+// is asked afresh (what was typed for it forgotten) and armed anew, and
+// the terminal's pending input is discarded.
+func (m *consoleModel) startOver(id string) {
+	if p := m.prompts[id]; p != nil {
+		m.prompts[id] = newCardPrompt(p.card)
+	}
+	if c := m.current(); c != nil && c.ID == id {
+		m.shownID = ""
+		m.showSelected()
+	} else if m.flush != nil {
 		m.flush()
 	}
 }
@@ -239,9 +263,9 @@ func (m *consoleModel) key(k string) (tea.Model, tea.Cmd) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := gw.Answer(ctx, id, v, subject); err != nil {
-			return doneMsg{fmt.Sprintf("%s: not applied: %v", id, err)}
+			return doneMsg{text: fmt.Sprintf("%s: not applied: %v", id, err), failed: true, card: id}
 		}
-		return doneMsg{fmt.Sprintf("%s: %s", id, answered[v])}
+		return doneMsg{text: fmt.Sprintf("%s: %s", id, answered[v])}
 	}
 }
 
@@ -303,9 +327,9 @@ func (m *consoleModel) runsKey(k string) (tea.Model, tea.Cmd) {
 			return m, func() tea.Msg {
 				n, err := gw.Revoke(context.Background(), id)
 				if err != nil {
-					return doneMsg{fmt.Sprintf("revoke %s: %v", id, err)}
+					return doneMsg{text: fmt.Sprintf("revoke %s: %v", id, err)}
 				}
-				return doneMsg{fmt.Sprintf("revoked %s (%s)", id, plural(n, "grant"))}
+				return doneMsg{text: fmt.Sprintf("revoked %s (%s)", id, plural(n, "grant"))}
 			}
 		}
 	}
@@ -328,9 +352,9 @@ func (m *consoleModel) journalKey(k string) (tea.Model, tea.Cmd) {
 			return m, func() tea.Msg {
 				e, err := gw.Resolve(context.Background(), a)
 				if err != nil {
-					return doneMsg{fmt.Sprintf("resolve %s: %v", a.ID, err)}
+					return doneMsg{text: fmt.Sprintf("resolve %s: %v", a.ID, err)}
 				}
-				return doneMsg{fmt.Sprintf("resolved %s: %s", a.ID, e.Status())}
+				return doneMsg{text: fmt.Sprintf("resolved %s: %s", a.ID, e.Status())}
 			}
 		}
 	}

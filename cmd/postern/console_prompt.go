@@ -14,6 +14,8 @@ import (
 //     (the console also discards the terminal's pending input when a new
 //     card arrives);
 //   - every answer is echoed with the card's id;
+//   - after an answer that was not applied, the card is asked afresh:
+//     input discarded, armed anew, what was typed for it forgotten;
 //   - a per-call card for a login takes a deliberate answer, the word
 //     the line console asks too (approvalWord), never a single key;
 //   - a session binds the subject marked on the card, preselected as the

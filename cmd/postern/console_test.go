@@ -121,3 +121,32 @@ func TestConsoleArming(t *testing.T) {
 		t.Fatal("a card already on screen flushed input again")
 	}
 }
+
+// After an answer that was not applied (the gateway refused it, or went
+// away) the console starts over on the card: pending input discarded,
+// the card armed anew, and what was typed for it forgotten, so the next
+// Enter does not send the name typed before the error again.
+func TestConsoleResynchronisesAfterAnError(t *testing.T) {
+	flushed := 0
+	m := newConsoleModel(nil, func() { flushed++ })
+	c := api.Card{ID: "C2", Mode: "per-call", Purpose: "auth", Destination: &approvals.DestView{Fingerprint: "SHA256:x", Names: []string{"db-1"}}}
+	m.Update(cardsMsg{c})
+	m.shownAt = time.Now().Add(-armDelay)
+	for _, k := range strings.Split("db-1", "") {
+		m.Update(tea.KeyPressMsg{Code: rune(k[0]), Text: k})
+	}
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: tea.KeyEnter}); cmd == nil {
+		t.Fatal("the name typed out sent no answer")
+	}
+	m.Update(doneMsg{text: "C2: not applied: the gateway went away", failed: true, card: "C2"})
+	if flushed != 2 {
+		t.Fatalf("an error flushed input %d times, want once more", flushed-1)
+	}
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: tea.KeyEnter}); cmd != nil || !strings.Contains(m.note, "just appeared") {
+		t.Fatalf("Enter at once after the error answered again: note %q", m.note)
+	}
+	m.shownAt = time.Now().Add(-armDelay)
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: tea.KeyEnter}); cmd != nil {
+		t.Fatal("Enter after the error sent the name typed before it")
+	}
+}
