@@ -328,10 +328,27 @@ func checkTx(path string, tx *bolt.Tx, stop *atomic.Bool) error {
 // checkAll reads the whole journal as checkFile does, after an Open that
 // left it for later. Damage it finds fails every change from then on, with
 // ErrDamaged: the journal is not written over it.
+//
+// bbolt's consistency check in a read-only transaction is not safe while
+// writers commit: a page that a later commit freed, and that the
+// transaction still reaches, reads as "reachable freed". So damage the
+// check finds is confirmed in a writable transaction (rolled back), where
+// the check is safe; changes wait for it.
 func (j *Journal) checkAll() {
 	defer close(j.checking)
-	err := j.view(func(tx *bolt.Tx) error { return checkTx(j.path, tx, &j.stopCheck) })
-	if err != nil && errors.Is(err, ErrDamaged) {
+	check := func(tx *bolt.Tx) error { return checkTx(j.path, tx, &j.stopCheck) }
+	err := j.guarded(func() error { return j.db.View(check) })
+	if errors.Is(err, ErrDamaged) {
+		err = j.guarded(func() error {
+			tx, err := j.db.Begin(true)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback()
+			return check(tx)
+		})
+	}
+	if errors.Is(err, ErrDamaged) {
 		j.broken.Store(&err)
 	}
 }
@@ -501,9 +518,15 @@ func (j *Journal) prepare(tx *bolt.Tx) (err error) {
 // into ErrDamaged.
 func (j *Journal) view(fn func(tx *bolt.Tx) error) (err error) {
 	defer func() { j.noteDamage(err) }()
+	return j.guarded(func() error { return j.db.View(fn) })
+}
+
+// guarded runs fn, turning a panic inside bbolt, or a fault on the mapped
+// file, into ErrDamaged.
+func (j *Journal) guarded(fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recoverDamage(j.path, &err)
-	return j.db.View(fn)
+	return fn()
 }
 
 func recoverDamage(path string, err *error) {
