@@ -3,7 +3,8 @@ package e2e
 // The full-screen console (postern approve on a terminal), driven in a
 // real tmux: keys typed before a card never answer it, the run to cover
 // is one key with the agent preselected, a production login takes its
-// host's name typed out, a run is revoked from the runs view, and a
+// host's name typed out, a run is revoked from the runs view, a command
+// whose outcome was lost is resolved from the journal view, and a
 // gateway restart is ridden out and said.
 
 import (
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/postern/postern/bastion/journal"
 )
 
 type consoleTerm struct {
@@ -124,4 +127,46 @@ func TestFullScreenConsole(t *testing.T) {
 	con.wait("the gateway cannot be reached")
 	w.agent = w.e.StartAgent()
 	con.wait("reconnected: the gateway restarted")
+}
+
+// The journal view: a command whose outcome the bastion lost is listed,
+// and resolved from the console ("n": not started, after the person
+// checked the host); the gateway records it, and the entry leaves the
+// view.
+func TestFullScreenConsoleResolvesUnknownCommands(t *testing.T) {
+	w := newApprovalWorld(t, "[bastion]\nenabled = true\n")
+	w.agent.Stop()
+	j, err := journal.Open(w.e.Path("state", "postern", "journal.db"), "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := &journal.Entry{
+		Requester: "ssh (4121) ← bash (4000)", RequesterPID: 4121,
+		Target: journal.Target{User: "deploy", Host: "db-1.example", Port: 22, HostKey: "SHA256:notverified"},
+		Kind:   journal.KindExec, Command: []byte("systemctl restart app"), Approval: "approved_once C0000000a",
+	}
+	if err := j.Start(entry); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Dispatched(entry.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.MarkUnknown(entry.ID, journal.Unknown{Reason: "upstream_lost", Detail: "the connection to the host was cut"}); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	w.agent = w.e.StartAgent()
+
+	con := startConsoleTerm(t, w)
+	con.keys("Tab")
+	con.keys("Tab")
+	con.wait(entry.ID)
+	con.wait("systemctl restart app")
+	con.keys("n")
+	con.wait("resolved " + entry.ID + ": ")
+	show := w.e.MustRun("postern", "journal", "show", entry.ID).Stdout
+	if strings.Contains(show, "STATUS_UNKNOWN") || !strings.Contains(show, "answered in postern approve") {
+		t.Fatalf("the entry after its resolution in the console:\n%s", show)
+	}
+	waitFor(t, func() bool { return !strings.Contains(con.screen(), "systemctl restart app") })
 }
