@@ -29,15 +29,7 @@ func startGateway(t *testing.T) (*Gateway, string) {
 // directory (with the XDG variables set) before the gateway starts.
 func startGatewayWith(t *testing.T, prepare func(dir string)) (*Gateway, string) {
 	t.Helper()
-	dir := t.TempDir()
-	for _, v := range []string{"HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR"} {
-		d := filepath.Join(dir, strings.ToLower(v))
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		t.Setenv(v, d)
-	}
-	t.Setenv("POSTERN_CONFIG", "")
+	dir := gatewayHome(t)
 	if prepare != nil {
 		prepare(dir)
 	}
@@ -62,6 +54,22 @@ func startGatewayWith(t *testing.T, prepare func(dir string)) (*Gateway, string)
 		}
 	})
 	return g, sock
+}
+
+// gatewayHome returns a temporary directory with HOME and the XDG
+// directories in it, set for the test.
+func gatewayHome(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, v := range []string{"HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR"} {
+		d := filepath.Join(dir, strings.ToLower(v))
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(v, d)
+	}
+	t.Setenv("POSTERN_CONFIG", "")
+	return dir
 }
 
 // Every operation answers through the typed client, and errors arrive

@@ -278,6 +278,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		g.srv.stop()
 		return err
 	}
+	g.serveControl()
 	stopWatch := g.watch(g.srv.ctx)
 	defer stopWatch()
 

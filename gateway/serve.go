@@ -80,7 +80,10 @@ func identified(l *net.UnixListener) (*net.UnixListener, error) {
 }
 
 // serveSockets listens on the agent socket (or takes the one a service
-// manager made) and the control socket beside it, and serves them.
+// manager made) and the control socket beside it, and serves the agent
+// socket; the control socket is served by serveControl once the gateway
+// is up (until then its clients wait, and never hear of a bastion that is
+// still starting as not enabled).
 func (g *Gateway) serveSockets() error {
 	var l *net.UnixListener
 	var err error
@@ -105,8 +108,12 @@ func (g *Gateway) serveSockets() error {
 	g.srv.serve(func() error {
 		return g.agent.Serve(g.srv.ctx, g.agentL, &sshagent.Endpoint{Channel: approvals.Channel{Kind: approvals.ChannelAgent}})
 	})
-	g.srv.serve(func() error { return g.ctl.Serve(g.srv.ctx, g.ctlL) })
 	return nil
+}
+
+// serveControl serves the control socket serveSockets listens on.
+func (g *Gateway) serveControl() {
+	g.srv.serve(func() error { return g.ctl.Serve(g.srv.ctx, g.ctlL) })
 }
 
 // closeListeners closes every socket the gateway listens on.
