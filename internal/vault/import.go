@@ -59,6 +59,13 @@ func ParsePrivateKeyFile(data []byte, passphrase func() ([]byte, error)) (crypto
 			}
 			priv, err = ssh.ParseRawPrivateKeyWithPassphrase(data, pass)
 			clear(pass)
+			// A legacy encrypted PEM key tells a wrong passphrase only
+			// by its padding, which about one wrong passphrase in 256
+			// passes; what it then decrypts to does not parse. Either
+			// way the passphrase did not open the key.
+			if err != nil {
+				return nil, "", ErrKeyPassphrase
+			}
 		}
 	}
 	if errors.Is(err, x509.IncorrectPasswordError) {

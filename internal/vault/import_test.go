@@ -5,12 +5,16 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/crypto/ssh"
 )
 
 func needSSHKeygen(t *testing.T) {
@@ -244,5 +248,29 @@ func TestNewKeyRejects(t *testing.T) {
 	}
 	if !priv.Equal(back) {
 		t.Error("round trip changed the key")
+	}
+}
+
+// A legacy encrypted PEM key tells a wrong passphrase only by its
+// padding, which about one wrong passphrase in 256 passes: what it then
+// decrypts to is garbage, and that is a wrong passphrase too, not a
+// damaged key.
+func TestLegacyPEMWrongPassphraseThatPassesThePadding(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pem")
+	sshKeygen(t, "-q", "-t", "ecdsa", "-m", "PEM", "-N", "right", "-f", file)
+	data := mustRead(t, file)
+	wrong := ""
+	for i := 0; i < 100000 && wrong == ""; i++ {
+		p := fmt.Sprintf("wrong-%d", i)
+		if _, err := ssh.ParseRawPrivateKeyWithPassphrase(data, []byte(p)); err != nil && !errors.Is(err, x509.IncorrectPasswordError) {
+			wrong = p
+		}
+	}
+	if wrong == "" {
+		t.Fatal("no wrong passphrase passed the padding check")
+	}
+	var called bool
+	if _, _, err := ParsePrivateKeyFile(data, passFunc(wrong, &called)); !errors.Is(err, ErrKeyPassphrase) {
+		t.Fatalf("passphrase %q: %v, want ErrKeyPassphrase", wrong, err)
 	}
 }
