@@ -81,8 +81,11 @@ func (g *Gateway) watch(ctx context.Context) (stop func()) {
 				g.vault.fileChanged()
 			case <-cfgT:
 				cfgT = nil
-				g.reloadConfig()
+				// Watch where the links lead now before reading: a
+				// write to a new target between the read and the
+				// watch would be missed.
 				follow()
+				g.reloadConfig()
 			}
 		}
 	}()
