@@ -144,7 +144,6 @@ func TestKill9UnderSignersAndCommands(t *testing.T) {
 	if len(ran) == 0 {
 		t.Fatal("no command ran")
 	}
-	unknown := 0
 	for _, token := range ran {
 		e, ok := byToken[token]
 		switch {
@@ -152,12 +151,19 @@ func TestKill9UnderSignersAndCommands(t *testing.T) {
 			t.Errorf("command %s ran but has no journal entry", token)
 		case e.Status == "RETRY_SAFE previous_action_not_started":
 			t.Errorf("command %s ran but its entry says it did not start: %+v", token, e)
-		case e.Status == "STATUS_UNKNOWN inspect_activity_journal":
+		}
+	}
+	// A kill that lands on a started command leaves its outcome unknown,
+	// whether or not the host had run its first word yet (a command cut
+	// off before that leaves no token, and is unknown all the same).
+	unknown := 0
+	for _, e := range entries {
+		if e.Status == "STATUS_UNKNOWN inspect_activity_journal" {
 			unknown++
 		}
 	}
-	t.Logf("%d commands ran on the host, %d of them unknown after a kill", len(ran), unknown)
+	t.Logf("%d commands ran on the host; %d entries unknown after the kills", len(ran), unknown)
 	if unknown == 0 {
-		t.Errorf("no kill landed on a running command")
+		t.Errorf("no kill landed on a started command")
 	}
 }
