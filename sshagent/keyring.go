@@ -2,16 +2,10 @@ package sshagent
 
 import (
 	"bytes"
-	"crypto/dsa"
-	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/rsa"
 	"errors"
 	"fmt"
-	"math/big"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,56 +23,6 @@ var ErrNotFound = errors.New("key not found")
 // ErrVaultKey is returned when ssh-add asks to remove a key that lives in
 // the vault: it leaves only when the vault is changed.
 var ErrVaultKey = errors.New("key is stored in the vault, not added with ssh-add")
-
-// Source says where an identity came from.
-type Source int
-
-const (
-	// Added identities came from ssh-add and live in memory only.
-	Added Source = iota
-	// Vault identities were decrypted from the vault at unlock.
-	Vault
-	// Upstream identities are held by the upstream agent, which signs
-	// with them once postern has decided (see upstream.go).
-	Upstream
-)
-
-func (s Source) String() string {
-	switch s {
-	case Vault:
-		return "vault"
-	case Upstream:
-		return "upstream"
-	}
-	return "added"
-}
-
-// An Identity is a key the agent can sign with, and the constraints it was
-// added with.
-type Identity struct {
-	Key     ssh.PublicKey // the public key, or the certificate when one was added
-	Comment string
-	Source  Source
-	Confirm bool      // ssh-add -c: every use is confirmed
-	Expires time.Time // ssh-add -t: zero means no lifetime
-	Dest    []DestConstraint
-	// Provider is the FIDO or PKCS#11 provider library that holds the
-	// private key, for a key that is not held here.
-	Provider string
-
-	sk     *skKey // a FIDO key: signed with by ssh-sk-helper
-	signer ssh.Signer
-	priv   any
-	timer  *time.Timer
-}
-
-// Fingerprint returns the SHA256 fingerprint of the underlying public key.
-func (id *Identity) Fingerprint() string {
-	if c, ok := id.Key.(*ssh.Certificate); ok {
-		return ssh.FingerprintSHA256(c.Key)
-	}
-	return ssh.FingerprintSHA256(id.Key)
-}
 
 // A Keyring holds the agent's identities: those added with ssh-add and
 // those loaded from the vault. It is safe for concurrent use.
@@ -127,51 +71,6 @@ func (k *Keyring) Locked() bool {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
 	return k.locked
-}
-
-// NewIdentity builds an identity from a private key (ed25519.PrivateKey,
-// *ecdsa.PrivateKey or *rsa.PrivateKey, as x/crypto/ssh parses them) and
-// an optional certificate for it.
-func NewIdentity(priv any, cert *ssh.Certificate, comment string) (*Identity, error) {
-	if p, ok := priv.(*ed25519.PrivateKey); ok {
-		priv = *p
-	}
-	var signer ssh.Signer
-	var err error
-	if d, ok := priv.(*dsa.PrivateKey); ok {
-		signer = dsaSigner{d}
-	} else if signer, err = ssh.NewSignerFromKey(priv); err != nil {
-		return nil, fmt.Errorf("unsupported private key: %w", err)
-	}
-	id := &Identity{Key: signer.PublicKey(), Comment: comment, signer: signer, priv: priv}
-	if cert != nil {
-		if !bytes.Equal(cert.Key.Marshal(), signer.PublicKey().Marshal()) {
-			return nil, errors.New("certificate does not match the private key")
-		}
-		cs, err := ssh.NewCertSigner(cert, signer)
-		if err != nil {
-			return nil, err
-		}
-		id.signer, id.Key = cs, cert
-	}
-	return id, nil
-}
-
-// newSKIdentity makes the identity of a FIDO key, which signs through
-// ssh-sk-helper with the provider library at provider, waiting for a
-// touch for touchTimeout.
-func newSKIdentity(k *skKey, provider, comment string, touchTimeout func() time.Duration) *Identity {
-	return &Identity{Key: k.pub, Comment: comment, Provider: provider, sk: k, signer: &skSigner{key: k, provider: provider, touchTimeout: touchTimeout}}
-}
-
-// Touch reports whether a signature with the identity waits for a person
-// to touch the security key that holds it. For a security key of an
-// upstream agent, whose flags postern does not see, it may.
-func (id *Identity) Touch() bool {
-	if id.Source == Upstream {
-		return strings.HasPrefix(plainKey(id.Key).Type(), "sk-")
-	}
-	return id.sk != nil && id.sk.flags&skUserPresenceRequired != 0
 }
 
 // Add inserts id, replacing an identity with the same public key (as
@@ -466,44 +365,4 @@ func signWith(signer ssh.Signer, key ssh.PublicKey, data []byte, flags uint32) (
 		return nil, fmt.Errorf("key type %s cannot sign with %s", key.Type(), algo)
 	}
 	return as.SignWithAlgorithm(rand.Reader, data, algo)
-}
-
-// destroy stops the expiry timer and wipes the private key. The caller
-// holds the keyring lock.
-func (id *Identity) destroy() {
-	if id.timer != nil {
-		id.timer.Stop()
-	}
-	wipe(id.priv)
-	id.priv, id.signer = nil, nil
-}
-
-// wipe zeroes what it can of a private key. Go's crypto packages keep
-// derived values of their own (precomputed RSA parameters, a cache of
-// expanded Ed25519 keys); those are released to the garbage collector,
-// not zeroed.
-func wipe(priv any) {
-	switch k := priv.(type) {
-	case ed25519.PrivateKey:
-		clear(k)
-	case *ecdsa.PrivateKey:
-		wipeInt(k.D)
-	case *dsa.PrivateKey:
-		wipeInt(k.X)
-	case *rsa.PrivateKey:
-		wipeInt(k.D)
-		for _, p := range k.Primes {
-			wipeInt(p)
-		}
-		wipeInt(k.Precomputed.Dp)
-		wipeInt(k.Precomputed.Dq)
-		wipeInt(k.Precomputed.Qinv)
-	}
-}
-
-func wipeInt(n *big.Int) {
-	if n != nil {
-		clear(n.Bits())
-		n.SetInt64(0)
-	}
 }

@@ -2,7 +2,6 @@ package journal
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +16,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/postern/postern/internal/atomicfile"
 )
@@ -190,26 +187,6 @@ func openReadOnly(path string, timeout time.Duration) (*Journal, error) {
 	return j, nil
 }
 
-// DamageSoFar returns the first damage (ErrDamaged) found in this open
-// journal so far, by the check after Open or by any read or change, or
-// nil; unlike Damaged it does not wait for that check. A journal that met
-// damage refuses every change: its holder stops using it and keeps the
-// file for a person to look at (MoveAside).
-func (j *Journal) DamageSoFar() error {
-	if p := j.broken.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// noteDamage remembers err if it reports damage, and returns it.
-func (j *Journal) noteDamage(err error) error {
-	if errors.Is(err, ErrDamaged) {
-		j.broken.CompareAndSwap(nil, &err)
-	}
-	return err
-}
-
 // MoveAside renames the journal file at path to one beside it that says
 // when it was put aside, and returns that name; the file's bytes are not
 // touched. Open then starts a new journal at path.
@@ -255,187 +232,6 @@ func (j *Journal) Close() error {
 	}
 	j.followers.closeAll()
 	return j.db.Close()
-}
-
-func openError(path string, err error, readOnly bool) error {
-	switch {
-	case errors.Is(err, berrors.ErrTimeout) && readOnly:
-		return fmt.Errorf("%w: %s is held by a running gateway", ErrBusy, path)
-	case errors.Is(err, berrors.ErrTimeout):
-		return fmt.Errorf("%w: %s is in use by another gateway or a reader; stop the other gateway, or try again", ErrBusy, path)
-	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
-		return damaged(path, err)
-	}
-	return fmt.Errorf("cannot open the command journal: %w", err)
-}
-
-func damaged(path string, err error) error {
-	return fmt.Errorf("%w: %s: %v; the file was left as it is", ErrDamaged, path, err)
-}
-
-// checkFile opens an existing journal read-only and checks it before a
-// single byte is written. When the last transaction in the file is not one
-// of postern's (see markChecked), because another program wrote to it or it
-// predates the mark, it reads all of it: every page reachable from the root,
-// every record (decoded), the format mark, then bbolt's own consistency
-// check (freelist included). When it is, the file is as the journal's own
-// code left it, and only the format mark and the freelist are read here;
-// the rest is checked in the same way after Open, while the journal serves
-// (see checkAll), so that opening does not grow with the journal.
-// Damage that makes bbolt panic or fault on the mapped file is caught and
-// reported as ErrDamaged. (A panic inside bolt.Open itself leaves its file
-// descriptor, and a shared lock, open until the process exits.)
-func checkFile(path string, timeout time.Duration) (later bool, err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer recoverDamage(path, &err)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout, PreLoadFreelist: true})
-	if err != nil {
-		return false, openError(path, err, false)
-	}
-	defer db.Close()
-	j := &Journal{db: db, path: path, readOnly: true}
-	err = j.view(func(tx *bolt.Tx) error {
-		fresh, err := checkFormat(tx)
-		if err != nil || fresh {
-			return err
-		}
-		if later = checkedAt(tx); later {
-			return nil
-		}
-		return checkTx(path, tx, nil)
-	})
-	return later, err
-}
-
-// checkTx decodes every record and runs bbolt's consistency check. It
-// ends early with errStopped once stop is set.
-func checkTx(path string, tx *bolt.Tx, stop *atomic.Bool) error {
-	if err := checkRecords(path, tx, stop); err != nil {
-		return err
-	}
-	var first error
-	for err := range tx.Check() { // read to the end: the check runs in its own goroutine
-		if first == nil {
-			first = err
-		}
-	}
-	if first != nil {
-		return damaged(path, first)
-	}
-	return nil
-}
-
-// checkAll reads the whole journal as checkFile does, after an Open that
-// left it for later. Damage it finds fails every change from then on, with
-// ErrDamaged: the journal is not written over it.
-//
-// bbolt's consistency check in a read-only transaction is not safe while
-// writers commit: a page that a later commit freed, and that the
-// transaction still reaches, reads as "reachable freed". So damage the
-// check finds is confirmed in a writable transaction (rolled back), where
-// the check is safe; changes wait for it.
-func (j *Journal) checkAll() {
-	defer close(j.checking)
-	check := func(tx *bolt.Tx) error { return checkTx(j.path, tx, &j.stopCheck) }
-	err := j.guarded(func() error { return j.db.View(check) })
-	if errors.Is(err, ErrDamaged) {
-		err = j.guarded(func() error {
-			tx, err := j.db.Begin(true)
-			if err != nil {
-				return err
-			}
-			defer tx.Rollback()
-			return check(tx)
-		})
-	}
-	if errors.Is(err, ErrDamaged) {
-		j.broken.Store(&err)
-	}
-}
-
-// errStopped ends a check that Close interrupted.
-var errStopped = errors.New("check stopped")
-
-// Damaged returns the damage the check after Open found, or nil; it waits
-// for that check to end.
-func (j *Journal) Damaged() error {
-	if j.checking != nil {
-		<-j.checking
-	}
-	if p := j.broken.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// checkRecords decodes every entry, until stop is set.
-func checkRecords(path string, tx *bolt.Tx, stop *atomic.Bool) error {
-	return walk(tx.Bucket(bucketEntries), func(k, v []byte) error {
-		if stop != nil && stop.Load() {
-			return errStopped
-		}
-		e, err := DecodeEntry(v)
-		if err != nil {
-			return damaged(path, fmt.Errorf("entry %q: %v", k, err))
-		}
-		if e.ID != string(k) {
-			return damaged(path, fmt.Errorf("entry %q holds entry %s", k, e.ID))
-		}
-		return nil
-	})
-}
-
-// markChecked records, in the transaction tx, that tx was written by this
-// code: every transaction of the journal's writer carries the mark, so a
-// file whose last transaction has it holds only records this code wrote
-// (or checked when it opened the file). Another program's write does not
-// carry it; the next Open then decodes every record.
-func markChecked(tx *bolt.Tx) error {
-	return tx.Bucket(bucketMeta).Put(keyChecked, binary.BigEndian.AppendUint64(nil, uint64(tx.ID())))
-}
-
-// checkedAt reports whether the last transaction of the file carries the
-// mark of markChecked.
-func checkedAt(tx *bolt.Tx) bool {
-	v := tx.Bucket(bucketMeta).Get(keyChecked)
-	return len(v) == 8 && binary.BigEndian.Uint64(v) == uint64(tx.ID())
-}
-
-// walk visits every key of b and of the buckets nested in it.
-func walk(b *bolt.Bucket, fn func(k, v []byte) error) error {
-	return b.ForEach(func(k, v []byte) error {
-		if v == nil {
-			if nb := b.Bucket(k); nb != nil {
-				return walk(nb, fn)
-			}
-		}
-		return fn(k, v)
-	})
-}
-
-// checkFormat tells a new, empty database (fresh) from a journal, and
-// refuses anything else.
-func checkFormat(tx *bolt.Tx) (fresh bool, err error) {
-	meta := tx.Bucket(bucketMeta)
-	if meta == nil {
-		empty := true
-		_ = tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
-		if empty {
-			return true, nil
-		}
-		return false, damaged(tx.DB().Path(), errors.New("not a postern command journal"))
-	}
-	switch f := string(meta.Get(keyFormat)); {
-	case f == formatV1:
-		if tx.Bucket(bucketEntries) == nil || tx.Bucket(bucketOpen) == nil || tx.Bucket(bucketUnresolved) == nil {
-			return false, damaged(tx.DB().Path(), errors.New("buckets missing"))
-		}
-		return false, nil
-	case strings.HasPrefix(f, "postern-journal "):
-		return false, fmt.Errorf("the command journal %s has format %q, newer than this postern reads (%q): upgrade postern", tx.DB().Path(), f, formatV1)
-	default:
-		return false, damaged(tx.DB().Path(), fmt.Errorf("unknown format mark %q", f))
-	}
 }
 
 // prepare makes the buckets of a new journal, records this instance, and
@@ -511,28 +307,6 @@ func (j *Journal) prepare(tx *bolt.Tx) (err error) {
 		}
 	}
 	return nil
-}
-
-// view runs fn in a read transaction, turning a panic inside bbolt, or a
-// fault on the mapped file (which is how it meets some kinds of damage),
-// into ErrDamaged.
-func (j *Journal) view(fn func(tx *bolt.Tx) error) (err error) {
-	defer func() { j.noteDamage(err) }()
-	return j.guarded(func() error { return j.db.View(fn) })
-}
-
-// guarded runs fn, turning a panic inside bbolt, or a fault on the mapped
-// file, into ErrDamaged.
-func (j *Journal) guarded(fn func() error) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer recoverDamage(j.path, &err)
-	return fn()
-}
-
-func recoverDamage(path string, err *error) {
-	if r := recover(); r != nil {
-		*err = damaged(path, fmt.Errorf("%v", r))
-	}
 }
 
 // load reads one entry by its exact id.
