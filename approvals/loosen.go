@@ -80,6 +80,9 @@ func Loosening(a, f config.File) []string {
 	if !slices.Equal(a.Bastion.KnownHosts, f.Bastion.KnownHosts) {
 		add("[bastion] known_hosts: %q → %q", a.Bastion.KnownHosts, f.Bastion.KnownHosts)
 	}
+	if a.Bastion.RequirePQKex && !f.Bastion.RequirePQKex {
+		add("[bastion] require_pq_kex: true → false (hosts without a post-quantum key exchange are let in)")
+	}
 	return out
 }
 
@@ -100,6 +103,7 @@ func Strictest(a, f config.File) config.File {
 	}
 	s.Bastion.Enabled = a.Bastion.Enabled && f.Bastion.Enabled
 	s.Bastion.KnownHosts = a.Bastion.KnownHosts
+	s.Bastion.RequirePQKex = a.Bastion.RequirePQKex || f.Bastion.RequirePQKex
 	return s
 }
 

@@ -56,11 +56,26 @@ func TestLoosening(t *testing.T) {
 		{"run writes more", with(func(c *config.File) { c.Run.ReadWrite = append(c.Run.ReadWrite, "~") }), "[run] read_write added: ~"},
 		{"run writes less", with(func(c *config.File) { c.Run.ReadWrite = nil }), ""},
 		{"bastion enabled", with(func(c *config.File) { c.Bastion.Enabled = true }), "[bastion] enabled"},
+		{"require_pq_kex on", with(func(c *config.File) { c.Bastion.RequirePQKex = true }), ""},
 	} {
 		got := strings.Join(Loosening(base, c.f), "; ")
 		if c.loose == "" && got != "" || c.loose != "" && !strings.Contains(got, c.loose) {
 			t.Errorf("%s: Loosening = %q, want %q", c.name, got, c.loose)
 		}
+	}
+}
+
+// Turning require_pq_kex off lets weaker hosts in: a loosening, and the
+// setting stays on while it waits.
+func TestRequirePQKexOffIsLoosening(t *testing.T) {
+	a := config.Defaults()
+	a.Bastion.RequirePQKex = true
+	f := config.Defaults()
+	if got := strings.Join(Loosening(a, f), "; "); !strings.Contains(got, "require_pq_kex") {
+		t.Fatalf("Loosening = %q", got)
+	}
+	if !Strictest(a, f).Bastion.RequirePQKex {
+		t.Fatal("require_pq_kex went off while the change waits")
 	}
 }
 
