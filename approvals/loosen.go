@@ -16,7 +16,7 @@ import (
 // added that can lower a request's mode, a known_hosts file with @revoked
 // lines dropped, a weaker unknown_destination, a wider session scope or a
 // longer session lifetime, more a confined run may write or see, a bastion enabled or trusting other
-// host keys. It is empty when f only tightens or changes nothing of
+// host keys, another upstream agent or adds and removes forwarded to it. It is empty when f only tightens or changes nothing of
 // authority (timeouts, agents). The comparison is conservative: a change
 // that might loosen counts.
 func Loosening(a, f config.File) []string {
@@ -83,6 +83,14 @@ func Loosening(a, f config.File) []string {
 	if a.Bastion.RequirePQKex && !f.Bastion.RequirePQKex {
 		add("[bastion] require_pq_kex: true → false (hosts without a post-quantum key exchange are let in)")
 	}
+	// Another upstream agent is another source of identities and of
+	// signatures; forwarding adds and removes lets a requester change it.
+	if a.Upstream != f.Upstream {
+		add("upstream: %q → %q", a.Upstream, f.Upstream)
+	}
+	if a.UpstreamChanges != f.UpstreamChanges && f.UpstreamChanges != "refuse" {
+		add("upstream_changes: %s → %s", a.UpstreamChanges, f.UpstreamChanges)
+	}
 	return out
 }
 
@@ -104,6 +112,10 @@ func Strictest(a, f config.File) config.File {
 	s.Bastion.Enabled = a.Bastion.Enabled && f.Bastion.Enabled
 	s.Bastion.KnownHosts = a.Bastion.KnownHosts
 	s.Bastion.RequirePQKex = a.Bastion.RequirePQKex || f.Bastion.RequirePQKex
+	s.Upstream = a.Upstream
+	if f.UpstreamChanges != "refuse" {
+		s.UpstreamChanges = a.UpstreamChanges
+	}
 	return s
 }
 

@@ -57,6 +57,8 @@ func TestLoosening(t *testing.T) {
 		{"run writes less", with(func(c *config.File) { c.Run.ReadWrite = nil }), ""},
 		{"bastion enabled", with(func(c *config.File) { c.Bastion.Enabled = true }), "[bastion] enabled"},
 		{"require_pq_kex on", with(func(c *config.File) { c.Bastion.RequirePQKex = true }), ""},
+		{"upstream added", with(func(c *config.File) { c.Upstream = "/tmp/other.sock" }), `upstream: "" → "/tmp/other.sock"`},
+		{"upstream changes forwarded", with(func(c *config.File) { c.UpstreamChanges = "forward" }), "upstream_changes: refuse → forward"},
 	} {
 		got := strings.Join(Loosening(base, c.f), "; ")
 		if c.loose == "" && got != "" || c.loose != "" && !strings.Contains(got, c.loose) {
@@ -76,6 +78,31 @@ func TestRequirePQKexOffIsLoosening(t *testing.T) {
 	}
 	if !Strictest(a, f).Bastion.RequirePQKex {
 		t.Fatal("require_pq_kex went off while the change waits")
+	}
+}
+
+// Another upstream agent, or adds and removes forwarded to it, wait for
+// a card; the approved upstream settings stay while they wait, and going
+// back to refusing is taken at once.
+func TestUpstreamChangesAreLoosening(t *testing.T) {
+	a := config.Defaults()
+	a.Upstream = "/run/user/1000/keys.sock"
+	f := a
+	f.Upstream, f.UpstreamChanges = "/tmp/elsewhere.sock", "forward"
+	got := strings.Join(Loosening(a, f), "; ")
+	if !strings.Contains(got, "upstream:") || !strings.Contains(got, "upstream_changes:") {
+		t.Fatalf("Loosening = %q", got)
+	}
+	if s := Strictest(a, f); s.Upstream != a.Upstream || s.UpstreamChanges != "refuse" {
+		t.Fatalf("while the change waits: upstream %q, upstream_changes %q", s.Upstream, s.UpstreamChanges)
+	}
+	a.UpstreamChanges, f = "forward", a
+	f.UpstreamChanges = "refuse"
+	if got := Loosening(a, f); len(got) != 0 {
+		t.Fatalf("refusing again loosens: %q", got)
+	}
+	if s := Strictest(a, f); s.UpstreamChanges != "refuse" {
+		t.Fatalf("refusing again waits: %q", s.UpstreamChanges)
 	}
 }
 

@@ -220,7 +220,7 @@ func New(opts Options) (*Gateway, error) {
 		g.engine.EpochChanged(g.vault.locked)
 		g.recordVault(epoch, why, g.vault.locked)
 	})
-	up, err := upstreamAgent(opts, cfg)
+	up, err := upstreamAgent(opts, g.config)
 	if err != nil {
 		return nil, err
 	}
