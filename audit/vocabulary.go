@@ -47,6 +47,10 @@ const (
 	// approved (Card, Approver) or left pending.
 	EventPolicyChangePending  EventType = "policy_change_pending"
 	EventPolicyChangeApproved EventType = "policy_change_approved"
+	// EventPolicyRestored: at an unlock, the approved configuration in
+	// the state directory was not the one sealed in the vault, which was
+	// put back (Detail path).
+	EventPolicyRestored EventType = "policy_restored"
 	// The bastion's command events; each names its journal entry in
 	// Detail.
 	EventCommandStarted  EventType = "command_started"

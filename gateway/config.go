@@ -21,7 +21,8 @@ import (
 // then the strictest of the approved configuration and the file is in
 // force. A change that only tightens takes effect at once. The approved
 // configuration is kept in the state directory, so that a restart does
-// not put an unapproved file in force.
+// not put an unapproved file in force, and sealed into the vault, so that
+// a rewritten copy there does not either (sealedpolicy.go).
 
 // readConfig reads the configuration file and its bytes (nil for a
 // missing file, which means the defaults).
@@ -40,7 +41,7 @@ func readConfig(path string) (config.File, []byte, error) {
 // loadApproved reads the approved configuration; ok is false when there
 // is none (the first start), or it no longer parses.
 func (g *Gateway) loadApproved() (config.File, []byte, bool) {
-	p := filepath.Join(g.stateDir, xdg.ApprovedConfigFile)
+	p := g.approvedPath()
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return config.File{}, nil, false
@@ -114,6 +115,13 @@ func (g *Gateway) reloadConfig() {
 	if cfg.Upstream != g.config.Upstream || cfg.UpstreamChanges != g.config.UpstreamChanges {
 		g.log.Warn("upstream and upstream_changes take effect when the gateway restarts; the upstream agent in use stays")
 	}
+	g.judge(cfg, raw)
+}
+
+// judge puts the configuration file's cfg in force if it loosens nothing
+// against the approved one, and otherwise the strictest of both with a
+// card for the change. The caller holds g.mu, which judge releases.
+func (g *Gateway) judge(cfg config.File, raw []byte) {
 	changes := approvals.Loosening(g.approved, cfg)
 	if len(changes) == 0 || bytes.Equal(raw, g.approvedRaw) {
 		g.mu.Unlock()
@@ -168,8 +176,13 @@ func (g *Gateway) putInForce(cfg config.File, raw []byte) {
 	g.log.Info("configuration reloaded", "path", g.configPath, "approval", cfg.Approval)
 }
 
+// saveApproved keeps raw as the approved configuration, in the state
+// directory and, once the vault is unlocked, sealed into it.
 func (g *Gateway) saveApproved(raw []byte) {
-	if err := atomicfile.Write(filepath.Join(g.stateDir, xdg.ApprovedConfigFile), raw, 0o600); err != nil {
+	if err := atomicfile.Write(g.approvedPath(), raw, 0o600); err != nil {
 		g.log.Warn("cannot keep the approved configuration", "err", err)
 	}
+	go g.sealApproved()
 }
+
+func (g *Gateway) approvedPath() string { return filepath.Join(g.stateDir, xdg.ApprovedConfigFile) }

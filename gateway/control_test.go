@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/postern/postern/approvals"
@@ -33,7 +34,16 @@ func startGatewayWith(t *testing.T, prepare func(dir string)) (*Gateway, string)
 	if prepare != nil {
 		prepare(dir)
 	}
-	sock := filepath.Join(dir, "xdg_runtime_dir", "agent.sock")
+	g, sock, _ := runGateway(t, dir)
+	return g, sock
+}
+
+// runGateway starts a gateway in dir, a directory gatewayHome made;
+// stop ends it (the test's end does too), and a new one may start in the
+// same directory.
+func runGateway(t *testing.T, dir string) (g *Gateway, sock string, stop func()) {
+	t.Helper()
+	sock = filepath.Join(dir, "xdg_runtime_dir", "agent.sock")
 	ready := make(chan struct{})
 	g, err := New(Options{Socket: sock, Ready: func() { close(ready) }})
 	if err != nil {
@@ -47,13 +57,17 @@ func startGatewayWith(t *testing.T, prepare func(dir string)) (*Gateway, string)
 	case err := <-done:
 		t.Fatalf("the gateway did not start: %v", err)
 	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("gateway: %v", err)
-		}
-	})
-	return g, sock
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("gateway: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return g, sock, stop
 }
 
 // gatewayHome returns a temporary directory with HOME and the XDG

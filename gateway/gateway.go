@@ -129,6 +129,10 @@ type Gateway struct {
 	approvedRaw []byte
 	pending     []string
 	pendingRaw  []byte
+	// restored says when the approved configuration sealed in the vault
+	// replaced a different one in the state directory.
+	restored string
+	sealMu   sync.Mutex // serializes sealApproved
 }
 
 // newBootID returns 128 random bits in hex.
@@ -192,7 +196,7 @@ func New(opts Options) (*Gateway, error) {
 		epoch: loadEpoch(filepath.Join(stateDir, xdg.EpochFile)),
 		log:   g.log.Info,
 	}
-	g.vault.checkOpened = g.checkSealedAnchor
+	g.vault.checkOpened = g.checkOpened
 	// The askpass program is pinned now: a program rewritten later is
 	// never asked.
 	g.askpass = askpass.Pin(opts.Env, func(err error) {

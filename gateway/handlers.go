@@ -233,7 +233,7 @@ func (g *Gateway) Status() api.Status {
 		Started: g.started.UTC().Format("2006-01-02T15:04:05Z"),
 		Socket:  g.opts.Socket,
 		Vault:   api.VaultStatus{State: state, Epoch: epoch, Path: g.vaultPath},
-		Config:  api.ConfigStatus{Path: g.configPath, Approval: g.config.Approval},
+		Config:  api.ConfigStatus{Path: g.configPath, Approval: g.config.Approval, Restored: g.restored},
 		Counts:  api.Counts{Keys: len(ids)},
 	}
 	st.Counts.Runs, st.Counts.Grants, st.Counts.Cards = g.engine.Counts()

@@ -34,6 +34,9 @@ func cmdStatus(args []string, out, errw io.Writer) error {
 	for _, c := range st.Config.Pending {
 		fmt.Fprintf(out, "          waiting for approval (postern approve), the stricter policy in force: %s\n", c)
 	}
+	if st.Config.Restored != "" {
+		fmt.Fprintf(out, "          %s\n", st.Config.Restored)
+	}
 	if st.Askpass.Error != "" {
 		fmt.Fprintf(out, "askpass   off: %s\n", st.Askpass.Error)
 	} else if st.Askpass.Path != "" {

@@ -32,6 +32,10 @@ type AuditAnchor = audit.Anchor
 // SecretAuditAnchor names the anchor the gateway seals into the vault.
 const SecretAuditAnchor = "audit-anchor"
 
+// SecretApprovedConfig names the approved configuration the gateway
+// seals into the vault.
+const SecretApprovedConfig = "approved-config"
+
 // AnchorBeside reads the anchor the gateway writes beside the log at
 // logPath (audit.anchor), and returns it and the file's name. It catches
 // an older copy of the log only if the anchor was not put back with it.

@@ -107,6 +107,9 @@ type ConfigStatus struct {
 	// while a policy change card waits; meanwhile the stricter of both is
 	// in force.
 	Pending []string `json:"pending_changes,omitempty"`
+	// Restored says when an unlock found the state directory's approved
+	// configuration rewritten and put back the one sealed in the vault.
+	Restored string `json:"restored,omitempty"`
 }
 
 // AskpassStatus describes the askpass program the gateway pinned at

@@ -1,0 +1,112 @@
+package gateway
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/atomicfile"
+	"github.com/postern/postern/internal/config"
+	"github.com/postern/postern/internal/vault"
+)
+
+// The approved configuration in the state directory is a file like any
+// other: a program of the user's outside every sandbox can rewrite it to
+// match a looser config.toml, or delete it, and the next start would
+// take the file as approved. So the gateway also seals the approved
+// configuration into the vault whenever it is unlocked, and at each
+// unlock compares: the sealed copy wins over the state directory's, and
+// the file is judged against it again (a loosening waits for a card). A
+// vault is locked at start, so no key signs before that comparison. With
+// no vault there is nothing to seal into, and the state directory's copy
+// is all there is.
+
+// sealedConfigPrefix starts the sealed value, so that an approved
+// configuration with no file (the defaults) is told from no value.
+const sealedConfigPrefix = "postern-approved-config 1\n"
+
+// sealApproved seals the approved configuration in force now into the
+// vault, if it is unlocked. Saves are serialized, each taking the value
+// current when it runs, so the last one seals the latest approval.
+func (g *Gateway) sealApproved() {
+	g.sealMu.Lock()
+	defer g.sealMu.Unlock()
+	g.mu.Lock()
+	value := append([]byte(sealedConfigPrefix), g.approvedRaw...)
+	g.mu.Unlock()
+	if _, err := g.vault.sealSecret(api.SecretApprovedConfig, value); err != nil {
+		g.log.Warn("cannot seal the approved configuration into the vault", "err", err)
+	}
+}
+
+// adoptSealedPolicy is called at unlock, with the vault v open and
+// before its keys load: the approved configuration sealed in v becomes
+// the approved one, and the file is judged against it.
+func (g *Gateway) adoptSealedPolicy(v *vault.Vault) {
+	sec := v.Secret(api.SecretApprovedConfig)
+	defer clear(sec)
+	raw, ok := bytes.CutPrefix(sec, []byte(sealedConfigPrefix))
+	if !ok {
+		// None sealed yet (a new vault, or one from before sealing):
+		// seal the approved one once the unlock is done.
+		go g.sealApproved()
+		return
+	}
+	raw = bytes.Clone(raw)
+	if len(raw) == 0 {
+		raw = nil
+	}
+	g.mu.Lock()
+	if bytes.Equal(raw, g.approvedRaw) {
+		g.mu.Unlock()
+		return
+	}
+	approved := config.Defaults()
+	if raw != nil {
+		var err error
+		if approved, err = config.Parse("the approved configuration sealed in the vault", raw); err != nil {
+			g.mu.Unlock()
+			g.log.Error("the approved configuration sealed in the vault does not parse; the state directory's stays approved", "err", err)
+			return
+		}
+	}
+	g.approved, g.approvedRaw = approved, raw
+	g.restored = "the approved configuration in the state directory was not the one sealed in the vault; the vault's was put back at " + time.Now().UTC().Format(time.RFC3339)
+	g.mu.Unlock()
+	g.log.Warn("the approved configuration in the state directory is not the one sealed in the vault: the vault's is approved, and the configuration file is judged against it",
+		"path", g.approvedPath())
+	if err := atomicfile.Write(g.approvedPath(), raw, 0o600); err != nil {
+		g.log.Warn("cannot keep the approved configuration", "err", err)
+	}
+	g.engine.Record(audit.Event{Type: audit.EventPolicyRestored, Detail: map[string]string{"path": g.approvedPath()}})
+	// The file, missing or not, is judged against the approved one; one
+	// that does not read leaves the approved policy in force.
+	cfg, now, err := readConfig(g.configPath)
+	if err == nil {
+		_, err = approvals.Compile(cfg)
+	}
+	g.mu.Lock()
+	if err != nil {
+		pol, cerr := approvals.Compile(approved)
+		if cerr == nil {
+			g.config, g.configErr = approved, err
+		}
+		g.mu.Unlock()
+		if cerr == nil {
+			g.engine.SetPolicy(pol)
+		}
+		return
+	}
+	g.judge(cfg, now)
+}
+
+// checkOpened runs at every unlock, before the vault's keys load.
+func (g *Gateway) checkOpened(v *vault.Vault) error {
+	if err := g.checkSealedAnchor(v); err != nil {
+		return err
+	}
+	g.adoptSealedPolicy(v)
+	return nil
+}

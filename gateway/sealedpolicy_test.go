@@ -1,0 +1,105 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/vault"
+	"github.com/postern/postern/internal/xdg"
+)
+
+// A program outside every sandbox, with the user's uid, loosens the
+// configuration while the gateway is stopped, and makes the state
+// directory's approved copy agree (or deletes it). The copy sealed in
+// the vault is approved all the same once the vault is unlocked (and no
+// vault key signs before), so the looser file waits for a policy change
+// card and status says what was put back.
+func TestSealedPolicy(t *testing.T) {
+	const strict = "approval = \"per-call\"\n[[rule]]\nhost = \"prod-*\"\napproval = \"deny\"\n"
+	const loose = "approval = \"none\"\n"
+	for _, c := range []struct {
+		name   string
+		attack func(cfg, approved string)
+		want   string // a change the card lists
+	}{
+		{"rewritten", func(cfg, approved string) {
+			os.WriteFile(cfg, []byte(loose), 0o600)
+			os.WriteFile(approved, []byte(loose), 0o600)
+		}, "approval: per-call → none"},
+		{"deleted", func(cfg, approved string) {
+			os.Remove(cfg)
+			os.Remove(approved)
+		}, `rule removed: host = "prod-*": deny`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pass := []byte("seal pass")
+			dir := gatewayHome(t)
+			cfg := configFile(t, dir)
+			if err := os.WriteFile(cfg, []byte(strict), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			nv, err := api.InitVault(vault.FloorParams(), func() ([]byte, error) { return bytes.Clone(pass), nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			approvedPath := filepath.Join(filepath.Dir(nv.Path), xdg.ApprovedConfigFile)
+			unlock := func(sock string) {
+				t.Helper()
+				if err := api.NewClient(sock).Unlock(context.Background(), api.UnlockArgs{Passphrase: bytes.Clone(pass)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			_, sock, stop := runGateway(t, dir)
+			unlock(sock)
+			waitSealed(t, nv.Path, pass, strict)
+			stop()
+
+			c.attack(cfg, approvedPath)
+			g, sock, _ := runGateway(t, dir)
+			if st, _ := g.vault.State(); st != api.VaultLocked {
+				t.Fatalf("the vault is %s at start: a key could sign before the sealed copy is read", st)
+			}
+			unlock(sock)
+			st := waitStatus(t, g, "after the unlock", func(st api.Status) bool { return st.Config.Restored != "" })
+			if !slices.ContainsFunc(st.Config.Pending, func(s string) bool { return strings.Contains(s, c.want) }) {
+				t.Fatalf("pending changes %q, want one with %q", st.Config.Pending, c.want)
+			}
+			g.mu.Lock()
+			approved := string(g.approvedRaw)
+			g.mu.Unlock()
+			if approved != strict {
+				t.Fatalf("approved configuration %q, want the sealed one", approved)
+			}
+			if b, _ := os.ReadFile(approvedPath); string(b) != strict {
+				t.Fatalf("state directory's copy %q, want the sealed one put back", b)
+			}
+		})
+	}
+}
+
+// waitSealed waits until the vault at path holds want as the approved
+// configuration.
+func waitSealed(t *testing.T, path string, pass []byte, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if v, err := vault.Open(path, pass); err == nil {
+			got := v.Secret(api.SecretApprovedConfig)
+			v.Wipe()
+			if string(got) == sealedConfigPrefix+want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the approved configuration was not sealed into the vault")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
