@@ -51,7 +51,7 @@ func newBastionWorldSSHD(t testing.TB, sshdExtra, extra string, knownHosts ...st
 	// The bastion starts with the gateway.
 	w.agent.Stop()
 	w.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%s]\n%s\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\", \"localhost\"]\n", strings.Join(quoted, ", "), extra))
-	w.e.ForgetApproved() // the bastion's settings are read at start
+	w.e.ForgetApproved(w.pass) // the bastion's settings are read at start
 	w.agent = w.e.StartAgent()
 	w.e.MustRun("postern", "unlock", "--passphrase-file", w.pass)
 	block := w.e.MustRun("postern", "ssh-config").Stdout
@@ -198,7 +198,7 @@ func TestBastionChangedHostKeyRefused(t *testing.T) {
 	bad := b.e.WriteFile("bad_known_hosts", fmt.Sprintf("[127.0.0.1]:%d %s\n", b.sshd.Port, other.HostKey), 0o600)
 	b.agent.Stop()
 	b.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\"]\n", bad))
-	b.e.ForgetApproved() // the bastion's settings are read at start
+	b.e.ForgetApproved(b.pass) // the bastion's settings are read at start
 	b.agent = b.e.StartAgent()
 	b.e.MustRun("postern", "unlock", "--passphrase-file", b.pass)
 	r := b.ssh("echo should-not-run")
@@ -283,7 +283,7 @@ func upstreamLostResolvedByMarkers(t *testing.T, b *bastionWorld, sshOpts ...str
 	kh := b.e.WriteFile("relay_known_hosts", fmt.Sprintf("[127.0.0.1]:%d %s\n", relay.port(), b.sshd.HostKey), 0o600)
 	b.agent.Stop()
 	b.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\"]\nmarkers = [\"127.0.0.1\"]\n", kh))
-	b.e.ForgetApproved() // the bastion's settings are read at start
+	b.e.ForgetApproved(b.pass) // the bastion's settings are read at start
 	b.agent = b.e.StartAgent()
 	b.e.MustRun("postern", "unlock", "--passphrase-file", b.pass)
 

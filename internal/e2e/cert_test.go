@@ -123,7 +123,7 @@ func TestCertificateLoginThroughBastion(t *testing.T) {
 	sshd := startSSHDConfig(t, "", "TrustedUserCAKeys "+ca)
 	b.agent.Stop()
 	b.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\"]\n", sshd.KnownHosts))
-	b.e.ForgetApproved() // the bastion's settings are read at start
+	b.e.ForgetApproved(b.pass) // the bastion's settings are read at start
 	b.agent = b.e.StartAgent()
 	b.e.MustRun("postern", "unlock", "--passphrase-file", b.pass)
 	r := b.e.Run("ssh", "-F", b.sshConfig, "-p", fmt.Sprint(sshd.Port), sshd.User+"@127.0.0.1", "echo", "through-bastion")

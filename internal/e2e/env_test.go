@@ -19,6 +19,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/vault"
 )
 
 var posternBin string
@@ -181,11 +184,27 @@ func (a *Agent) ApprovePolicy(t testing.TB) {
 }
 
 // ForgetApproved removes the gateway's record of the approved
-// configuration while no gateway runs: the next one takes the file as
-// approved, as at a first start. (Tests use it to restart a gateway with
-// settings read only at start, such as the bastion's.)
-func (e *Env) ForgetApproved() {
+// configuration while no gateway runs, from the state directory and from
+// the vault (opened with the passphrase in passFile): the next one takes
+// the file as approved, as at a first start. (Tests use it to restart a
+// gateway with settings read only at start, such as the bastion's.)
+func (e *Env) ForgetApproved(passFile string) {
+	e.t.Helper()
 	os.Remove(e.Path("state", "postern", "approved-config.toml"))
+	pass, err := os.ReadFile(passFile)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	v, err := vault.Open(e.Path("state", "postern", "vault"), bytes.TrimRight(pass, "\n"))
+	if err != nil {
+		e.t.Fatalf("opening the vault to forget the approved configuration: %v", err)
+	}
+	defer v.Wipe()
+	if v.DeleteSecret(api.SecretApprovedConfig) {
+		if err := v.Save(); err != nil {
+			e.t.Fatal(err)
+		}
+	}
 }
 
 // runSection is the [run] section the tests' confined runs need.

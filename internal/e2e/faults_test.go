@@ -72,7 +72,9 @@ func TestDescriptorsExhausted(t *testing.T) {
 
 // SIGTERM wipes the keys at once; a command that ends within the grace
 // period ([bastion] stop_grace) is recorded as it ended, one still running
-// after it is cut off and recorded unknown; the gateway exits.
+// after it is cut off and recorded unknown; the gateway exits. The grace
+// period is five times the short command's length, so that a loaded
+// machine still ends it in time.
 func TestStopGivesCommandsAGracePeriod(t *testing.T) {
 	b := newBastionWorld(t, "")
 	cfg, err := os.ReadFile(b.e.Path("config", "postern", "config.toml"))
@@ -81,7 +83,7 @@ func TestStopGivesCommandsAGracePeriod(t *testing.T) {
 	}
 	// stop_grace goes in [bastion], the file's last table before the
 	// [run] section Config adds.
-	b.e.Config(strings.Replace(string(cfg), runSection(), "", 1) + "stop_grace = \"4s\"\n")
+	b.e.Config(strings.Replace(string(cfg), runSection(), "", 1) + "stop_grace = \"10s\"\n")
 	b.agent.Stop()
 	b.agent = b.e.StartAgent()
 	b.e.MustRun("postern", "unlock", "--passphrase-file", b.pass)
