@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Session is one session approval as the log tells it: who was approved,
@@ -60,20 +61,78 @@ func Sessions(events []Event) []Session {
 
 // A SessionBook projects events, read in log order one at a time, into
 // session approvals, in memory that grows with the approvals open at once
-// (and the runs registered in one gateway boot), not with the log.
+// (and the runs registered in one gateway boot), not with the log. Each
+// event costs the same however many approvals are open: they are found by
+// grant and by run.
 type SessionBook struct {
-	open []*Session
-	runs map[string]*Event // run_registered events of the current boot
-	boot string
+	open    []*Session            // in the order approved
+	byGrant map[string][]*Session // open approvals with a grant id, in order
+	byRun   map[string][]*Session // open approvals by run, in order
+	boots   map[string]int        // open approvals per non-empty boot id
+	runs    map[string]*Event     // run_registered events of the current boot
+	boot    string
 }
 
 // NewSessionBook returns an empty book.
-func NewSessionBook() *SessionBook { return &SessionBook{runs: map[string]*Event{}} }
+func NewSessionBook() *SessionBook {
+	return &SessionBook{byGrant: map[string][]*Session{}, byRun: map[string][]*Session{}, boots: map[string]int{}, runs: map[string]*Event{}}
+}
+
+func (b *SessionBook) add(s *Session) {
+	b.open = append(b.open, s)
+	if s.Grant != "" {
+		b.byGrant[s.Grant] = append(b.byGrant[s.Grant], s)
+	}
+	b.byRun[s.Run] = append(b.byRun[s.Run], s)
+	if s.BootID != "" {
+		b.boots[s.BootID]++
+	}
+}
+
+// unindex removes s from the indexes (not from b.open).
+func (b *SessionBook) unindex(s *Session) {
+	drop := func(m map[string][]*Session, k string) {
+		l := m[k]
+		if i := slices.Index(l, s); i >= 0 {
+			l = slices.Delete(l, i, i+1)
+		}
+		if len(l) == 0 {
+			delete(m, k)
+		} else {
+			m[k] = l
+		}
+	}
+	if s.Grant != "" {
+		drop(b.byGrant, s.Grant)
+	}
+	drop(b.byRun, s.Run)
+	if s.BootID != "" {
+		if b.boots[s.BootID]--; b.boots[s.BootID] <= 0 {
+			delete(b.boots, s.BootID)
+		}
+	}
+}
+
+// find returns the most recent open approval that e (an end or a sign) is
+// about, as sessionMatches tells.
+func (b *SessionBook) find(e *Event) *Session {
+	l := b.byRun[e.Run]
+	if e.Grant != "" {
+		l = b.byGrant[e.Grant]
+	}
+	for j := len(l) - 1; j >= 0; j-- {
+		if sessionMatches(l[j], e) {
+			return l[j]
+		}
+	}
+	return nil
+}
 
 // Add applies the next event; emit receives each approval the event ends.
 func (b *SessionBook) Add(e *Event, emit func(Session)) {
 	end := func(s *Session, reason Reason, inferred bool) {
 		s.Ended, s.EndSeq, s.EndReason, s.EndInferred = e.Time, e.Seq, reason, inferred
+		b.unindex(s)
 		emit(*s)
 	}
 	endWhere := func(reason Reason, match func(*Session) bool) {
@@ -87,7 +146,9 @@ func (b *SessionBook) Add(e *Event, emit func(Session)) {
 	}
 	// A grant never outlives its gateway boot.
 	if e.BootID != "" {
-		endWhere(ReasonGatewayRestarted, func(s *Session) bool { return s.BootID != "" && s.BootID != e.BootID })
+		if n := len(b.boots); n > 1 || n == 1 && b.boots[e.BootID] == 0 {
+			endWhere(ReasonGatewayRestarted, func(s *Session) bool { return s.BootID != "" && s.BootID != e.BootID })
+		}
 		if e.BootID != b.boot {
 			// Runs are registered again in each boot that serves them.
 			clear(b.runs)
@@ -115,30 +176,24 @@ func (b *SessionBook) Add(e *Event, emit func(Session)) {
 				s.Label = r.Label
 			}
 		}
-		b.open = append(b.open, s)
+		b.add(s)
 	case EventSessionEnded:
 		// The most recent open approval it names.
-		for j := len(b.open) - 1; j >= 0; j-- {
-			if sessionMatches(b.open[j], e) {
-				reason := e.Reason.Canonical()
-				if reason == "" {
-					reason = ReasonUnspecified
-				}
-				s := b.open[j]
-				b.open = slices.Delete(b.open, j, j+1)
-				end(s, reason, false)
-				break
+		if s := b.find(e); s != nil {
+			reason := e.Reason.Canonical()
+			if reason == "" {
+				reason = ReasonUnspecified
 			}
+			i := slices.Index(b.open, s)
+			b.open = slices.Delete(b.open, i, i+1)
+			end(s, reason, false)
 		}
 	case EventSign:
 		if e.Mode == ModePerCall {
 			break
 		}
-		for j := len(b.open) - 1; j >= 0; j-- {
-			if sessionMatches(b.open[j], e) {
-				b.open[j].Signs++
-				break
-			}
+		if s := b.find(e); s != nil {
+			s.Signs++
 		}
 	case EventGatewayStopped:
 		endWhere(ReasonGatewayStopped, func(s *Session) bool { return e.BootID == "" || s.BootID == "" || s.BootID == e.BootID })
@@ -154,6 +209,9 @@ func (b *SessionBook) Flush(emit func(Session)) {
 		emit(*s)
 	}
 	b.open = nil
+	clear(b.byGrant)
+	clear(b.byRun)
+	clear(b.boots)
 }
 
 // sessionMatches tells whether e (an end or a sign) is about approval s: by
@@ -254,7 +312,7 @@ func (tl *Timeline) Add(e *Event) (l Line, ok bool) {
 
 func lineFields(e *Event, proc *Process) []Field {
 	var fs []Field
-	used := map[string]bool{}
+	var used []string // detail keys shown above
 	add := func(k, v string) {
 		if v != "" {
 			fs = append(fs, Field{k, v})
@@ -323,7 +381,7 @@ func lineFields(e *Event, proc *Process) []Field {
 		add("by", e.Approver)
 	case EventCheckpoint:
 		add("epoch", e.Detail["epoch"])
-		used["epoch"], used["max_unsealed"] = true, true
+		used = []string{"epoch", "max_unsealed"}
 	default:
 		add("run", e.Run)
 		add("grant", e.Grant)
@@ -331,7 +389,7 @@ func lineFields(e *Event, proc *Process) []Field {
 	}
 	keys := make([]string, 0, len(e.Detail))
 	for k := range e.Detail {
-		if !used[k] {
+		if !slices.Contains(used, k) {
 			keys = append(keys, k)
 		}
 	}
@@ -342,13 +400,23 @@ func lineFields(e *Event, proc *Process) []Field {
 	return fs
 }
 
-// quoteValue quotes values that would not read as one word.
+// quoteValue quotes values that would not read as one word: empty, or
+// holding a space, a tab, a quote, an equals sign, a backslash or a
+// character that does not print.
 func quoteValue(v string) string {
-	if v == "" || strings.ContainsAny(v, " \t\"=\\") {
+	if v == "" {
 		return strconv.Quote(v)
 	}
-	for _, r := range v {
-		if !strconv.IsPrint(r) {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= utf8.RuneSelf:
+			for _, r := range v[i:] {
+				if r == '=' || r == '"' || r == '\\' || r == ' ' || r == '\t' || !strconv.IsPrint(r) {
+					return strconv.Quote(v)
+				}
+			}
+			return v
+		case c <= ' ' || c == '"' || c == '=' || c == '\\' || c == 0x7f:
 			return strconv.Quote(v)
 		}
 	}

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -188,5 +189,97 @@ func TestProjectionsFromARealLog(t *testing.T) {
 	}
 	if ss := Sessions(evs); len(ss) != 6 || ss[0].EndReason != ReasonGatewayRestarted {
 		t.Fatalf("sessions from the log: %+v", ss)
+	}
+}
+
+// scanBook is the session book as a plain scan over the open approvals:
+// the model SessionBook's indexes must agree with.
+type scanBook struct{ open []*Session }
+
+func (b *scanBook) add(e *Event, emit func(Session)) {
+	end := func(s *Session, reason Reason, inferred bool) {
+		s.Ended, s.EndSeq, s.EndReason, s.EndInferred = e.Time, e.Seq, reason, inferred
+		emit(*s)
+	}
+	endWhere := func(reason Reason, match func(*Session) bool) {
+		var kept []*Session
+		for _, s := range b.open {
+			if match(s) {
+				end(s, reason, true)
+			} else {
+				kept = append(kept, s)
+			}
+		}
+		b.open = kept
+	}
+	if e.BootID != "" {
+		endWhere(ReasonGatewayRestarted, func(s *Session) bool { return s.BootID != "" && s.BootID != e.BootID })
+	}
+	latest := func() int {
+		for j := len(b.open) - 1; j >= 0; j-- {
+			if sessionMatches(b.open[j], e) {
+				return j
+			}
+		}
+		return -1
+	}
+	switch e.Type {
+	case EventSessionApproved:
+		b.open = append(b.open, &Session{Run: e.Run, Grant: e.Grant, BootID: e.BootID, Approved: e.Time, ApprovedSeq: e.Seq})
+	case EventSessionEnded:
+		if j := latest(); j >= 0 {
+			s := b.open[j]
+			b.open = append(b.open[:j:j], b.open[j+1:]...)
+			end(s, e.Reason, false)
+		}
+	case EventSign:
+		if j := latest(); j >= 0 {
+			b.open[j].Signs++
+		}
+	case EventGatewayStopped, EventVaultLocked:
+		reason := ReasonGatewayStopped
+		if e.Type == EventVaultLocked {
+			reason = ReasonVaultLocked
+		}
+		endWhere(reason, func(s *Session) bool { return e.BootID == "" || s.BootID == "" || s.BootID == e.BootID })
+	}
+}
+
+// TestSessionBookAgreesWithScan feeds random event streams, with approvals
+// that share runs, grants and boots, to SessionBook and to a plain scan,
+// and compares every approval they emit.
+func TestSessionBookAgreesWithScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 1))
+	pick := func(words ...string) string { return words[rng.IntN(len(words))] }
+	types := []EventType{EventSessionApproved, EventSessionApproved, EventSessionEnded, EventSign, EventSign, EventSign, EventGatewayStopped, EventVaultLocked}
+	for round := 0; round < 200; round++ {
+		book, model := NewSessionBook(), &scanBook{}
+		var got, want []Session
+		for i := 0; i < 300; i++ {
+			e := Event{Seq: uint64(i), Type: types[rng.IntN(len(types))], Time: time.Unix(int64(i), 0).UTC(),
+				BootID: pick("", "B1", "B1", "B1", "B2"), Run: pick("", "R1", "R2", "R3"), Grant: pick("", "G1", "G2", "G3", "G4"),
+				Reason: ReasonProcessExited, Mode: ModeSession}
+			if e.Type == EventGatewayStopped || e.Type == EventVaultLocked {
+				if rng.IntN(4) > 0 {
+					continue // rarer than the rest
+				}
+			}
+			book.Add(&e, func(s Session) { got = append(got, s) })
+			model.add(&e, func(s Session) { want = append(want, s) })
+		}
+		book.Flush(func(s Session) { got = append(got, s) })
+		for _, s := range model.open {
+			want = append(want, *s)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d approvals, the scan finds %d", round, len(got), len(want))
+		}
+		for k := range got {
+			g, w := got[k], want[k]
+			if g.Run != w.Run || g.Grant != w.Grant || g.ApprovedSeq != w.ApprovedSeq || g.Signs != w.Signs ||
+				g.EndSeq != w.EndSeq || g.EndReason != w.EndReason || g.EndInferred != w.EndInferred {
+				t.Fatalf("round %d, approval %d:\n got %+v\nwant %+v", round, k, g, w)
+			}
+		}
 	}
 }
