@@ -230,6 +230,7 @@ type chainReader struct {
 	chain0    [32]byte
 	pos       uint32
 	cur       [32]byte
+	pt        []byte // the last plaintext, overwritten by the next open
 }
 
 var errEntryFormat = errors.New("malformed version 2 entry")
@@ -275,7 +276,8 @@ func (r *chainReader) summaryKey(epk [32]byte) ([32]byte, error) {
 	return step(summaryDomain, &r.chain0), nil
 }
 
-// open decrypts a version 2 entry payload.
+// open decrypts a version 2 entry payload. The plaintext is valid until the
+// next call.
 func (r *chainReader) open(ct []byte) ([]byte, error) {
 	if len(ct) < entryV2Overhead {
 		return nil, errEntryFormat
@@ -286,26 +288,28 @@ func (r *chainReader) open(ct []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	pt, err := openOnce(&key, ct[36:], nil)
+	pt, err := openOnce(&key, ct[36:], nil, r.pt[:0])
 	if err != nil {
 		return nil, errors.New("the ciphertext does not open with this identity: wrong identity, or the ciphertext was altered")
 	}
+	r.pt = pt
 	return pt, nil
 }
 
 // openOnce opens ct sealed with ChaCha20-Poly1305 under a key used once
-// (nonce zero), and erases the key.
-func openOnce(key *[32]byte, ct, ad []byte) ([]byte, error) {
+// (nonce zero), appending the plaintext to dst, and erases the key.
+func openOnce(key *[32]byte, ct, ad, dst []byte) ([]byte, error) {
 	defer clear(key[:])
 	aead, err := chacha20poly1305.New(key[:])
 	if err != nil {
 		return nil, err
 	}
 	var nonce [chacha20poly1305.NonceSize]byte
-	return aead.Open(nil, nonce[:], ct, ad)
+	return aead.Open(dst, nonce[:], ct, ad)
 }
 
 func (r *chainReader) erase() {
+	clear(r.pt[:cap(r.pt)])
 	clear(r.identity[:])
 	clear(r.chain0[:])
 	clear(r.cur[:])

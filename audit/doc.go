@@ -204,6 +204,10 @@
 // SessionBook and Timeline do the same one event at a time, so that a log
 // read with ReadLog is projected in memory that does not grow with it.
 //
+// ReadLog verifies the records in one goroutine and decrypts the entries
+// that verified in batches on the other cores, handing the events to its
+// caller in log order; a batch in flight is at most 512 records.
+//
 // # Vocabulary
 //
 // The package declares postern's words once, typed: [EventType] for what

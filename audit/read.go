@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -76,6 +75,7 @@ func ReadEvents(path string, identity [32]byte) ([]Event, error) {
 type decoder struct {
 	op    *opener
 	logID [16]byte
+	in    interner
 	fn    func(Event) error
 }
 
@@ -97,32 +97,50 @@ func (d *decoder) header(h *header) error {
 }
 
 // entryOpened, when set, is called for each entry decrypted (tests count
-// what a seeking read decrypts).
+// what a seeking read decrypts). It may be called from several goroutines.
 var entryOpened func()
 
-func (d *decoder) entry(version byte, seq uint64, ct []byte) error {
+// event decrypts and decodes the entry at seq.
+func (d *decoder) event(version byte, seq uint64, ct []byte) (Event, error) {
 	if entryOpened != nil {
 		entryOpened()
 	}
 	js, err := d.op.open(version, d.logID, seq, ct)
 	if err != nil {
-		return fmt.Errorf("audit entry seq %d: %w", seq, err)
+		return Event{}, fmt.Errorf("audit entry seq %d: %w", seq, err)
 	}
 	var e Event
-	if err := json.Unmarshal(js, &e); err != nil {
-		return fmt.Errorf("audit entry seq %d: decode event: %w", seq, err)
+	if err := decodeEvent(js, &e, &d.in); err != nil {
+		return Event{}, fmt.Errorf("audit entry seq %d: decode event: %w", seq, err)
 	}
 	e.Seq = seq
+	return e, nil
+}
+
+func (d *decoder) entry(version byte, seq uint64, ct []byte) error {
+	e, err := d.event(version, seq, ct)
+	if err != nil {
+		return err
+	}
 	return d.fn(e)
 }
 
 func (d *decoder) checkpoint(seq uint64, c *checkpoint) error {
-	return d.fn(Event{Seq: seq, Type: EventCheckpoint, Time: unixNano(c.time), Detail: map[string]string{
-		"epoch":        strconv.FormatUint(c.epoch, 10),
-		"max_unsealed": strconv.FormatUint(uint64(c.maxUnsealed), 10),
-	}})
+	return d.fn(checkpointEvent(seq, c))
 }
 
+// checkpointEvent is how readers see a checkpoint.
+func checkpointEvent(seq uint64, c *checkpoint) Event {
+	return Event{Seq: seq, Type: EventCheckpoint, Time: unixNano(c.time), Detail: map[string]string{
+		"epoch":        strconv.FormatUint(c.epoch, 10),
+		"max_unsealed": strconv.FormatUint(uint64(c.maxUnsealed), 10),
+	}}
+}
+
+// decodeSegments verifies the segments and passes their events to fn in
+// order. The scanner verifies in a goroutine of its own, entries are
+// decrypted and decoded in batches by a pool of workers (see readPipeline),
+// and fn is called here, in log order.
 func decodeSegments(segs []segRef, identity [32]byte, opts VerifyOptions, fn func(Event) error) (*Report, error) {
 	d, err := newDecoder(identity, fn)
 	if err != nil {
@@ -133,13 +151,23 @@ func decodeSegments(segs []segRef, identity [32]byte, opts VerifyOptions, fn fun
 	if err != nil {
 		return nil, err
 	}
+	pl := newReadPipeline(identity, readWorkers())
 	sc.onHeader = d.header
-	sc.onEntry = func(seq uint64, ct []byte) error { return d.entry(sc.recVersion, seq, ct) }
-	sc.onCheckpoint = d.checkpoint
-	if err := sc.runSegments(segs); err != nil {
-		return sc.report(), err
+	sc.onEntry = func(seq uint64, ct []byte) error { return pl.entry(d.logID, sc.recVersion, seq, ct) }
+	sc.onCheckpoint = func(seq uint64, c *checkpoint) error { return pl.event(checkpointEvent(seq, c)) }
+	var scanErr error
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		scanErr = sc.runSegments(segs)
+		pl.finish()
+	}()
+	err = pl.deliver(fn)
+	<-scanned
+	if err == nil && !errors.Is(scanErr, errReadStopped) {
+		err = scanErr
 	}
-	return sc.report(), nil
+	return sc.report(), err
 }
 
 // stretch is a run of records to decrypt: from the record after a

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -282,11 +283,11 @@ func TestReadSeeksByCheckpointSummaries(t *testing.T) {
 	}
 	mustAppend(t, l, ev(EventSign, "R2")) // unsealed: always read
 	l.Close()
-	var opened int
-	entryOpened = func() { opened++ }
+	var opened atomic.Int64
+	entryOpened = func() { opened.Add(1) }
 	defer func() { entryOpened = nil }()
 	read := func(opts ReadOptions) (events []Event) {
-		opened = 0
+		opened.Store(0)
 		opts.VerifyOptions = tl.pin()
 		rep, err := ReadLog(tl.path, tl.setup.Identity, opts, func(e Event) error {
 			if e.Type == EventSign {
@@ -300,8 +301,8 @@ func TestReadSeeksByCheckpointSummaries(t *testing.T) {
 		return events
 	}
 	all := read(ReadOptions{})
-	if len(all) != 161 || opened != 161 {
-		t.Fatalf("full read: %d events, %d decrypted", len(all), opened)
+	if len(all) != 161 || opened.Load() != 161 {
+		t.Fatalf("full read: %d events, %d decrypted", len(all), opened.Load())
 	}
 	r2 := read(ReadOptions{Run: "R2"})
 	n := 0
@@ -310,12 +311,12 @@ func TestReadSeeksByCheckpointSummaries(t *testing.T) {
 			n++
 		}
 	}
-	if n != 17 || opened != 17 {
-		t.Fatalf("--run R2: %d of its 17 events, %d entries decrypted, want 17", n, opened)
+	if n != 17 || opened.Load() != 17 {
+		t.Fatalf("--run R2: %d of its 17 events, %d entries decrypted, want 17", n, opened.Load())
 	}
 	since := read(ReadOptions{Since: times[150]})
-	if opened != 1+16 || since[len(since)-1].Run != "R2" {
-		t.Fatalf("--since: %d entries decrypted, want 17 (the last stretch and the unsealed entry)", opened)
+	if opened.Load() != 1+16 || since[len(since)-1].Run != "R2" {
+		t.Fatalf("--since: %d entries decrypted, want 17 (the last stretch and the unsealed entry)", opened.Load())
 	}
 	for _, e := range since[:len(since)-1] {
 		if i, _ := strconv.Atoi(e.Detail["i"]); e.Time.Before(times[150]) && i < 144 {

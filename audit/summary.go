@@ -150,7 +150,7 @@ func openSummary(r *chainReader, logID [16]byte, seq uint64, b []byte) (*Summary
 	if err != nil {
 		return nil, err
 	}
-	js, err := openOnce(&key, b[32:], summaryAD(logID, seq))
+	js, err := openOnce(&key, b[32:], summaryAD(logID, seq), nil)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint seq %d: its summary does not open with this identity", seq)
 	}

@@ -1,0 +1,493 @@
+package audit
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// An event is stored as the JSON that encoding/json makes of it. Reading a
+// large log spends most of its time in encoding/json's reflection, so the
+// events readers meet take a direct path here, which gives exactly what
+// encoding/json gives (FuzzEventJSON compares the two): decodeEvent parses
+// the JSON the writer produces (no whitespace, no escapes, each field once,
+// keys as the writer spells them) and hands anything else to json.Unmarshal;
+// AppendEventJSON writes what json.Marshal writes.
+
+// decodeEvent decodes the JSON of an event into e, as json.Unmarshal into a
+// zero Event does. Short strings come from in, which may be nil.
+func decodeEvent(js []byte, e *Event, in *interner) error {
+	p := jsonParser{b: js, in: in}
+	if p.event(e) && p.i == len(p.b) {
+		return nil
+	}
+	*e = Event{}
+	return json.Unmarshal(js, e)
+}
+
+// jsonParser reads the JSON encoding/json writes. Each method reports false
+// at anything else, and the caller falls back to encoding/json.
+type jsonParser struct {
+	b  []byte
+	i  int
+	in *interner
+}
+
+// An interner shares the strings that repeat from event to event (types,
+// runs, keys, boot ids, detail keys) instead of allocating each again. It
+// holds at most internMax strings of at most internLen bytes.
+type interner struct{ m map[string]string }
+
+const (
+	internMax = 4096
+	internLen = 96
+)
+
+func (in *interner) str(b []byte) string {
+	if in == nil || len(b) > internLen {
+		return string(b)
+	}
+	if s, ok := in.m[string(b)]; ok {
+		return s
+	}
+	if in.m == nil || len(in.m) >= internMax {
+		in.m = make(map[string]string, 256)
+	}
+	s := string(b)
+	in.m[s] = s
+	return s
+}
+
+func (p *jsonParser) byte(c byte) bool {
+	if p.i < len(p.b) && p.b[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// object reads an object, calling field for each key; seen guards against
+// repeated keys when field returns a bit per key.
+func (p *jsonParser) object(field func(key []byte) (bit uint32, ok bool)) bool {
+	if !p.byte('{') {
+		return false
+	}
+	if p.byte('}') {
+		return true
+	}
+	var seen uint32
+	for {
+		k, ok := p.rawString()
+		if !ok || !p.byte(':') {
+			return false
+		}
+		bit, ok := field(k)
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if p.byte('}') {
+			return true
+		}
+		if !p.byte(',') {
+			return false
+		}
+	}
+}
+
+// rawString reads a string without escapes, control characters or invalid
+// UTF-8, and returns its bytes (aliasing the input).
+func (p *jsonParser) rawString() ([]byte, bool) {
+	if !p.byte('"') {
+		return nil, false
+	}
+	start, ascii := p.i, true
+	for ; p.i < len(p.b); p.i++ {
+		switch c := p.b[p.i]; {
+		case c == '"':
+			s := p.b[start:p.i]
+			p.i++
+			return s, ascii || utf8.Valid(s)
+		case c == '\\' || c < 0x20:
+			return nil, false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return nil, false
+}
+
+func (p *jsonParser) str(dst *string) bool {
+	s, ok := p.rawString()
+	if ok {
+		*dst = p.in.str(s)
+	}
+	return ok
+}
+
+// tm reads a time as time.Time's UnmarshalJSON does.
+func (p *jsonParser) tm(dst *time.Time) bool {
+	start := p.i
+	if _, ok := p.rawString(); !ok {
+		return false
+	}
+	return dst.UnmarshalJSON(p.b[start:p.i]) == nil
+}
+
+// digits reads an integer in JSON's grammar with no fraction or exponent.
+func (p *jsonParser) digits(neg bool) (uint64, bool) {
+	start := p.i
+	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+		p.i++
+	}
+	d := p.b[start:p.i]
+	if len(d) == 0 || (len(d) > 1 && d[0] == '0') || p.i < len(p.b) && (p.b[p.i] == '.' || p.b[p.i] == 'e' || p.b[p.i] == 'E') {
+		return 0, false
+	}
+	if neg && len(d) == 1 && d[0] == '0' {
+		return 0, false // "-0": rare, and encoding/json's business
+	}
+	var n uint64
+	for _, c := range d {
+		if n > (math.MaxUint64-9)/10 {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
+}
+
+func (p *jsonParser) uint(dst *uint64) bool {
+	n, ok := p.digits(false)
+	*dst = n
+	return ok
+}
+
+func (p *jsonParser) int(dst *int) bool {
+	neg := p.byte('-')
+	n, ok := p.digits(neg)
+	if !ok || n > math.MaxInt32 { // beyond any pid or uid: leave it to encoding/json
+		return false
+	}
+	*dst = int(n)
+	if neg {
+		*dst = -*dst
+	}
+	return true
+}
+
+func (p *jsonParser) bool(dst *bool) bool {
+	for _, lit := range [...]string{"true", "false"} {
+		if len(p.b)-p.i >= len(lit) && string(p.b[p.i:p.i+len(lit)]) == lit {
+			p.i += len(lit)
+			*dst = lit == "true"
+			return true
+		}
+	}
+	return false
+}
+
+func (p *jsonParser) strings(dst *[]string) bool {
+	if !p.byte('[') {
+		return false
+	}
+	*dst = []string{}
+	if p.byte(']') {
+		return true
+	}
+	for {
+		var s string
+		if !p.str(&s) {
+			return false
+		}
+		*dst = append(*dst, s)
+		if p.byte(']') {
+			return true
+		}
+		if !p.byte(',') {
+			return false
+		}
+	}
+}
+
+func (p *jsonParser) stringMap(dst *map[string]string) bool {
+	m := map[string]string{}
+	*dst = m
+	return p.object(func(k []byte) (uint32, bool) {
+		var v string
+		ok := p.str(&v)
+		m[p.in.str(k)] = v
+		return 0, ok
+	})
+}
+
+func (p *jsonParser) process(dst **Process) bool {
+	pr := &Process{}
+	*dst = pr
+	return p.object(func(k []byte) (uint32, bool) {
+		switch string(k) {
+		case "pid":
+			return 1 << 0, p.int(&pr.PID)
+		case "start":
+			return 1 << 1, p.tm(&pr.Start)
+		case "start_ticks":
+			return 1 << 2, p.uint(&pr.StartTicks)
+		case "exe":
+			return 1 << 3, p.str(&pr.Exe)
+		case "exe_sha256":
+			return 1 << 4, p.str(&pr.ExeSHA256)
+		case "signer":
+			return 1 << 5, p.str(&pr.Signer)
+		case "uid":
+			return 1 << 6, p.int(&pr.UID)
+		case "ppid":
+			return 1 << 7, p.int(&pr.PPID)
+		case "parent_start":
+			return 1 << 8, p.tm(&pr.ParentStart)
+		}
+		return 0, false
+	})
+}
+
+func (p *jsonParser) event(e *Event) bool {
+	return p.object(func(k []byte) (uint32, bool) {
+		switch string(k) {
+		case "seq":
+			return 1 << 0, p.uint(&e.Seq)
+		case "type":
+			return 1 << 1, p.str((*string)(&e.Type))
+		case "time":
+			return 1 << 2, p.tm(&e.Time)
+		case "boot_id":
+			return 1 << 3, p.str(&e.BootID)
+		case "prev_boot_id":
+			return 1 << 4, p.str(&e.PrevBootID)
+		case "vault_epoch":
+			return 1 << 5, p.uint(&e.VaultEpoch)
+		case "run":
+			return 1 << 6, p.str(&e.Run)
+		case "grant":
+			return 1 << 7, p.str(&e.Grant)
+		case "card":
+			return 1 << 8, p.str(&e.Card)
+		case "reason":
+			return 1 << 9, p.str((*string)(&e.Reason))
+		case "key":
+			return 1 << 10, p.str(&e.Key)
+		case "dest":
+			return 1 << 11, p.str(&e.Dest)
+		case "dest_names":
+			return 1 << 12, p.strings(&e.DestNames)
+		case "forwarding":
+			return 1 << 13, p.bool(&e.Forwarding)
+		case "mode":
+			return 1 << 14, p.str((*string)(&e.Mode))
+		case "approver":
+			return 1 << 15, p.str(&e.Approver)
+		case "label":
+			return 1 << 16, p.str(&e.Label)
+		case "process":
+			return 1 << 17, p.process(&e.Process)
+		case "detail":
+			return 1 << 18, p.stringMap(&e.Detail)
+		}
+		return 0, false
+	})
+}
+
+// AppendEventJSON appends the JSON encoding of e to dst: the bytes
+// json.Marshal(e) returns, and its error (a time it cannot encode).
+func AppendEventJSON(dst []byte, e *Event) ([]byte, error) {
+	if out, ok := appendEvent(dst, e); ok {
+		return out, nil
+	}
+	js, err := json.Marshal(e)
+	return append(dst, js...), err
+}
+
+// jsonWriter appends object members, a comma before all but the first.
+type jsonWriter struct {
+	b     []byte
+	first bool
+	ok    bool // false once a time could not be encoded
+}
+
+func (w *jsonWriter) key(k string) {
+	if !w.first {
+		w.b = append(w.b, ',')
+	}
+	w.first = false
+	w.b = append(w.b, '"')
+	w.b = append(w.b, k...)
+	w.b = append(w.b, '"', ':')
+}
+
+func (w *jsonWriter) str(k, v string, omitEmpty bool) {
+	if omitEmpty && v == "" {
+		return
+	}
+	w.key(k)
+	w.b = appendJSONString(w.b, v)
+}
+
+func (w *jsonWriter) uint(k string, v uint64, omitEmpty bool) {
+	if omitEmpty && v == 0 {
+		return
+	}
+	w.key(k)
+	w.b = strconv.AppendUint(w.b, v, 10)
+}
+
+func (w *jsonWriter) int(k string, v int, omitEmpty bool) {
+	if omitEmpty && v == 0 {
+		return
+	}
+	w.key(k)
+	w.b = strconv.AppendInt(w.b, int64(v), 10)
+}
+
+func (w *jsonWriter) time(k string, t time.Time, omitZero bool) {
+	if omitZero && t.IsZero() {
+		return
+	}
+	w.key(k)
+	w.b = append(w.b, '"')
+	b, err := t.AppendText(w.b)
+	if err != nil {
+		w.ok = false
+		return
+	}
+	w.b = append(b, '"')
+}
+
+func (w *jsonWriter) open() { w.b, w.first = append(w.b, '{'), true }
+
+func (w *jsonWriter) close() { w.b, w.first = append(w.b, '}'), false }
+
+func appendEvent(dst []byte, e *Event) ([]byte, bool) {
+	w := jsonWriter{b: dst, ok: true}
+	w.open()
+	w.uint("seq", e.Seq, true)
+	w.str("type", string(e.Type), false)
+	w.time("time", e.Time, false)
+	w.str("boot_id", e.BootID, true)
+	w.str("prev_boot_id", e.PrevBootID, true)
+	w.uint("vault_epoch", e.VaultEpoch, false)
+	w.str("run", e.Run, true)
+	w.str("grant", e.Grant, true)
+	w.str("card", e.Card, true)
+	w.str("reason", string(e.Reason), true)
+	w.str("key", e.Key, true)
+	w.str("dest", e.Dest, true)
+	if len(e.DestNames) > 0 {
+		w.key("dest_names")
+		w.b = append(w.b, '[')
+		for i, n := range e.DestNames {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.b = appendJSONString(w.b, n)
+		}
+		w.b = append(w.b, ']')
+	}
+	if e.Forwarding {
+		w.key("forwarding")
+		w.b = append(w.b, "true"...)
+	}
+	w.str("mode", string(e.Mode), true)
+	w.str("approver", e.Approver, true)
+	w.str("label", e.Label, true)
+	if p := e.Process; p != nil {
+		w.key("process")
+		w.open()
+		w.int("pid", p.PID, false)
+		w.time("start", p.Start, true)
+		w.uint("start_ticks", p.StartTicks, true)
+		w.str("exe", p.Exe, true)
+		w.str("exe_sha256", p.ExeSHA256, true)
+		w.str("signer", p.Signer, true)
+		w.int("uid", p.UID, false)
+		w.int("ppid", p.PPID, true)
+		w.time("parent_start", p.ParentStart, true)
+		w.close()
+	}
+	if len(e.Detail) > 0 {
+		w.key("detail")
+		w.open()
+		var room [16]string
+		keys := room[:0]
+		for k := range e.Detail {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if !w.first {
+				w.b = append(w.b, ',')
+			}
+			w.first = false
+			w.b = appendJSONString(w.b, k)
+			w.b = append(w.b, ':')
+			w.b = appendJSONString(w.b, e.Detail[k])
+		}
+		w.close()
+	}
+	w.close()
+	return w.b, w.ok
+}
+
+// appendJSONString appends s quoted as encoding/json quotes strings (HTML
+// characters escaped, invalid UTF-8 as U+FFFD).
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
