@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -201,7 +202,14 @@ func readAudit(pfile, path string, opts api.AuditReadOptions, fn func(api.AuditE
 	if err != nil {
 		return err
 	}
-	return api.ReadAuditLog(path, func() (*vault.Vault, error) { return openVault(pfile) }, opts, fn)
+	return api.ReadAuditLog(path, func() (*vault.Vault, error) {
+		v, err := openVault(pfile)
+		// The key derivation's memory (64 MiB or more) is garbage now: give
+		// it back before the log is read, so that reading starts from a
+		// small heap instead of one sized by the derivation.
+		debug.FreeOSMemory()
+		return v, err
+	}, opts, fn)
 }
 
 // historyFlags are the selection flags of audit show and activity.
@@ -261,6 +269,7 @@ func printHistory(out io.Writer, pfile, path string, opts api.AuditReadOptions, 
 	w := bufio.NewWriterSize(out, 64<<10)
 	enc := json.NewEncoder(w)
 	tl := api.NewTimeline(opts.Since, opts.Run)
+	var buf []byte
 	err := readAudit(pfile, path, opts, func(e api.AuditEvent) error {
 		l, ok := tl.Add(&e)
 		switch {
@@ -269,7 +278,12 @@ func printHistory(out io.Writer, pfile, path string, opts api.AuditReadOptions, 
 		case asJSON && lines:
 			return enc.Encode(l)
 		case asJSON:
-			return enc.Encode(e)
+			var err error
+			if buf, err = api.AppendAuditEventJSON(buf[:0], &e); err != nil {
+				return err
+			}
+			_, err = w.Write(append(buf, '\n'))
+			return err
 		}
 		w.WriteString(l.Text)
 		return w.WriteByte('\n')

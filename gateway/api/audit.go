@@ -105,6 +105,12 @@ func ReadAuditLog(path string, openVault func() (*vault.Vault, error), opts Audi
 	return rep.Err()
 }
 
+// AppendAuditEventJSON appends the JSON of e to dst, as json.Marshal
+// writes it, without reflection.
+func AppendAuditEventJSON(dst []byte, e *AuditEvent) ([]byte, error) {
+	return audit.AppendEventJSON(dst, e)
+}
+
 // Timeline renders events one at a time as activity lines.
 type Timeline = audit.Timeline
 
