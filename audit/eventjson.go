@@ -28,6 +28,29 @@ func decodeEvent(js []byte, e *Event, in *interner) error {
 	return json.Unmarshal(js, e)
 }
 
+// DecodeEventJSON decodes the JSON of an event (as AppendEventJSON or
+// json.Marshal writes it) into e, as json.Unmarshal into a zero Event
+// does, most often without reflection.
+func DecodeEventJSON(js []byte, e *Event) error {
+	*e = Event{}
+	return decodeEvent(js, e, nil)
+}
+
+// DecodeEventPrefix decodes the event whose JSON starts b, as
+// DecodeEventJSON would, and returns the bytes it took; ok is false when b
+// does not start with the JSON AppendEventJSON writes for an event without
+// escapes (then nothing is decoded: use DecodeEventJSON on the event's
+// bytes).
+func DecodeEventPrefix(b []byte, e *Event) (n int, ok bool) {
+	*e = Event{}
+	p := jsonParser{b: b}
+	if !p.event(e) {
+		*e = Event{}
+		return 0, false
+	}
+	return p.i, true
+}
+
 // jsonParser reads the JSON encoding/json writes. Each method reports false
 // at anything else, and the caller falls back to encoding/json.
 type jsonParser struct {

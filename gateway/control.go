@@ -63,6 +63,7 @@ func (g *Gateway) handlers() map[api.Op]handler {
 func (g *Gateway) streamHandlers() map[api.Op]streamHandler {
 	return map[api.Op]streamHandler{
 		api.OpJournalFollow: typedStream(g.opJournalFollow),
+		api.OpAuditRead:     typedStream(g.opAuditRead),
 	}
 }
 
@@ -123,6 +124,11 @@ func (g *Gateway) answerControl(ctx context.Context, peer *procid.Peer, line []b
 		}
 		if res == nil {
 			return nil // the stream is open, nothing to send yet
+		}
+		if raw, ok := res.(json.RawMessage); ok {
+			// Encoded by the gateway already (valid JSON, on one line):
+			// not checked and copied again, twice.
+			return w.Line(append(append([]byte(`{"result":`), raw...), '}'))
 		}
 		var r api.Response
 		r.Result, _ = json.Marshal(res)
@@ -193,7 +199,7 @@ func wireCode(err error) api.Code {
 		return api.CodeUsage
 	case is(errPeerChanged, approvals.ErrSelfApprove, approvals.ErrSameSession, approvals.ErrApproverUndecided, bastion.ErrDenied, approvals.ErrInsideRun, approvals.ErrUnverified):
 		return api.CodeDenied
-	case is(errAlreadyLocked):
+	case is(errAlreadyLocked, errVaultLocked):
 		return api.CodeLocked
 	case is(errNoVault, errVaultGone, errNoBastion, approvals.ErrNoCard, approvals.ErrNoGrant, inventory.ErrNoHost, journal.ErrNotFound, vault.ErrKeyNotFound, vault.ErrNoKeyForCert):
 		return api.CodeNotFound

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -19,9 +20,9 @@ import (
 )
 
 const auditUsage = `Usage: postern audit verify [--json] [--pin KEY] [--anchor FILE|LINE]... [--vault [--passphrase-file FILE]] [LOG]
-       postern audit show [--since TIME] [--run RUN] [--json] [--passphrase-file FILE] [LOG]
-       postern activity [--since TIME] [--run RUN] [--json] [--passphrase-file FILE]
-       postern sessions --history [--json] [--passphrase-file FILE]
+       postern audit show [--since TIME] [--run RUN] [--json] [--offline] [--passphrase-file FILE] [LOG]
+       postern activity [--since TIME] [--run RUN] [--json] [--offline] [--passphrase-file FILE]
+       postern sessions --history [--json] [--offline] [--passphrase-file FILE]
 
 verify checks a log offline, without any key: framing, hash chain,
 checkpoint signatures and key chain, and names the first bad record.
@@ -30,9 +31,12 @@ It also checks that the log holds each anchor of it: the one beside it
 holding one) and, with --vault, the one sealed into the vault. A log that
 ends before an anchor is an older copy. Exit status 3 when it fails.
 
-show, activity and sessions --history decrypt the log with the identity
-kept in the vault (they ask for its passphrase) and print as they read; --since and --run skip, undecrypted, the stretches
-of the log whose checkpoints say they hold nothing asked for.
+show, activity and sessions --history print the log's events as they
+are read. A running gateway whose vault is unlocked reads its own log for
+them (it answers no process inside a run); otherwise, or with --offline,
+they decrypt the log here with the identity kept in the vault, and ask
+for its passphrase. --since and --run skip, undecrypted, the stretches of
+the log whose checkpoints say they hold nothing asked for.
 `
 
 func cmdAudit(args []string, out, errw io.Writer) error {
@@ -195,12 +199,20 @@ func printReport(out io.Writer, path, pinFrom string, anchors []checkedAnchor, r
 	}
 }
 
-// readAudit passes the events of the log to fn as it decrypts them, with
-// the identity kept in the vault (asking for its passphrase).
-func readAudit(pfile, path string, opts api.AuditReadOptions, fn func(api.AuditEvent) error) error {
+// readAudit passes the events of the log to fn as it decrypts them. The
+// gateway reads its own log, when it answers with its vault unlocked (no
+// passphrase, no key derivation here); otherwise, or with offline, the log
+// is read here with the identity kept in the vault (asking for its
+// passphrase).
+func readAudit(pfile, path string, offline bool, opts api.AuditReadOptions, fn func(api.AuditEvent) error) error {
 	path, err := auditLogPath(path)
 	if err != nil {
 		return err
+	}
+	if !offline {
+		if done, err := readThroughGateway(path, opts, fn); done {
+			return err
+		}
 	}
 	return api.ReadAuditLog(path, func() (*vault.Vault, error) {
 		v, err := openVault(pfile)
@@ -212,21 +224,59 @@ func readAudit(pfile, path string, opts api.AuditReadOptions, fn func(api.AuditE
 	}, opts, fn)
 }
 
+// readThroughGateway asks the gateway at $SSH_AUTH_SOCK, or else at the
+// well-known socket, for the events of the log at path. done is false when
+// no gateway answered with an event, and the log is to be read here: none
+// runs (none is started for this), it is locked, keeps another log or no
+// log, is older than this command, or refuses a caller inside a run.
+func readThroughGateway(path string, opts api.AuditReadOptions, fn func(api.AuditEvent) error) (done bool, err error) {
+	var c *api.Client
+	wk, _ := api.WellKnownSocket()
+	for _, sock := range []string{os.Getenv("SSH_AUTH_SOCK"), wk} {
+		if sock != "" && api.Serves(sock) {
+			c = api.NewClient(sock)
+			break
+		}
+	}
+	if c == nil {
+		return false, nil
+	}
+	opts.Log = path
+	passed := false
+	err = c.ReadAudit(context.Background(), opts, func(e api.AuditEvent) error {
+		passed = true
+		return fn(e)
+	})
+	refused := errors.Is(err, api.ErrNoGateway) || api.HasCode(err, api.CodeLocked) || api.HasCode(err, api.CodeNotFound) ||
+		api.HasCode(err, api.CodeDenied) || api.HasCode(err, api.CodeUsage)
+	if err != nil && refused && !passed {
+		return false, nil
+	}
+	return true, err
+}
+
 // historyFlags are the selection flags of audit show and activity.
 type historyFlags struct {
-	asJSON *bool
-	since  *string
-	run    *string
-	pfile  *string
+	asJSON  *bool
+	since   *string
+	run     *string
+	pfile   *string
+	offline *bool
 }
 
 func addHistoryFlags(fs *flag.FlagSet, jsonHelp string) historyFlags {
 	return historyFlags{
-		asJSON: fs.Bool("json", false, jsonHelp),
-		since:  fs.String("since", "", "only events from this time on: RFC 3339, or a duration ago such as 1h"),
-		run:    fs.String("run", "", "only the events of this run"),
-		pfile:  passphraseFileFlag(fs),
+		asJSON:  fs.Bool("json", false, jsonHelp),
+		since:   fs.String("since", "", "only events from this time on: RFC 3339, or a duration ago such as 1h"),
+		run:     fs.String("run", "", "only the events of this run"),
+		pfile:   passphraseFileFlag(fs),
+		offline: offlineFlag(fs),
 	}
+}
+
+// offlineFlag is --offline of the commands that read the audit log.
+func offlineFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("offline", false, "read the log file here, asking for the vault's passphrase, even when a gateway with its vault unlocked could read it")
 }
 
 func (h historyFlags) options(cmd string) (api.AuditReadOptions, error) {
@@ -247,7 +297,7 @@ func auditShow(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return printHistory(out, *h.pfile, fs.Arg(0), opts, *h.asJSON, false)
+	return printHistory(out, *h.pfile, fs.Arg(0), *h.offline, opts, *h.asJSON, false)
 }
 
 func cmdActivity(args []string, out, errw io.Writer) error {
@@ -260,17 +310,17 @@ func cmdActivity(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return printHistory(out, *h.pfile, "", opts, *h.asJSON, true)
+	return printHistory(out, *h.pfile, "", *h.offline, opts, *h.asJSON, true)
 }
 
 // printHistory prints the events of the log as they are read: as timeline
 // lines, or in JSON Lines as events (audit show) or lines (activity).
-func printHistory(out io.Writer, pfile, path string, opts api.AuditReadOptions, asJSON, lines bool) error {
+func printHistory(out io.Writer, pfile, path string, offline bool, opts api.AuditReadOptions, asJSON, lines bool) error {
 	w := bufio.NewWriterSize(out, 64<<10)
 	enc := json.NewEncoder(w)
 	tl := api.NewTimeline(opts.Since, opts.Run)
 	var buf []byte
-	err := readAudit(pfile, path, opts, func(e api.AuditEvent) error {
+	err := readAudit(pfile, path, offline, opts, func(e api.AuditEvent) error {
 		l, ok := tl.Add(&e)
 		switch {
 		case !ok:
@@ -306,7 +356,7 @@ func parseSince(s string) (time.Time, error) {
 
 // sessionsHistory prints the sessions the audit log shows, each as soon as
 // the log shows it ended, then those still open.
-func sessionsHistory(out io.Writer, pfile string, asJSON bool) error {
+func sessionsHistory(out io.Writer, pfile string, offline, asJSON bool) error {
 	w := bufio.NewWriterSize(out, 64<<10)
 	arr := &jsonArray{w: w}
 	emit := func(s api.AuditSession) {
@@ -317,7 +367,7 @@ func sessionsHistory(out io.Writer, pfile string, asJSON bool) error {
 		w.WriteString(sessionLine(s))
 	}
 	book := api.NewSessionBook()
-	err := readAudit(pfile, "", api.AuditReadOptions{}, func(e api.AuditEvent) error {
+	err := readAudit(pfile, "", offline, api.AuditReadOptions{}, func(e api.AuditEvent) error {
 		book.Add(&e, emit)
 		return arr.err
 	})

@@ -10,7 +10,7 @@ import (
 )
 
 const sessionsUsage = `Usage: postern sessions [--json] [--socket PATH]
-       postern sessions --history [--json] [--passphrase-file FILE]
+       postern sessions --history [--json] [--offline] [--passphrase-file FILE]
        postern revoke GRANT|RUN|--all [--socket PATH]
 
 List the live runs and session grants, or every session the audit log
@@ -23,6 +23,7 @@ func cmdSessions(args []string, out, errw io.Writer) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	history := fs.Bool("history", false, "list every session in the audit log")
 	pfile := passphraseFileFlag(fs)
+	offline := offlineFlag(fs)
 	sock := socketFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -31,7 +32,7 @@ func cmdSessions(args []string, out, errw io.Writer) error {
 		return err
 	}
 	if *history {
-		return sessionsHistory(out, *pfile, *asJSON)
+		return sessionsHistory(out, *pfile, *offline, *asJSON)
 	}
 	c, err := gatewayClient(*sock)
 	if err != nil {

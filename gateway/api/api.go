@@ -62,6 +62,10 @@ const (
 	// then one *JournalEntry per change, until the client hangs up (or an
 	// error response ends it).
 	OpJournalFollow Op = "journal.follow" // no arguments; a stream of *JournalEntry
+	// OpAuditRead is a stream: a first empty response, then the events of
+	// the gateway's audit log in order, in batches, the last batch with
+	// End set (a stream that ends without it was cut short).
+	OpAuditRead Op = "audit.read" // AuditReadOptions; a stream of *AuditBatch
 )
 
 // timeouts bound each call unless the caller's context ends sooner. An
@@ -86,6 +90,7 @@ var timeouts = map[Op]time.Duration{
 	OpCheck:          10 * time.Second,
 	OpJournalNew:     30 * time.Second,
 	OpJournalFollow:  0, // until the caller's context ends
+	OpAuditRead:      0, // as long as the log takes to read
 }
 
 // Code classifies an error the gateway returns.
@@ -99,7 +104,8 @@ const (
 	// CodeDenied: refused by policy or by an approval rule, such as an
 	// answer from inside the requesting run.
 	CodeDenied Code = "denied"
-	// CodeLocked: the gateway is locked already.
+	// CodeLocked: the gateway is locked already, or locked when what was
+	// asked needs its vault unlocked (OpAuditRead).
 	CodeLocked Code = "locked"
 	// CodeNotFound: the card, grant, run, entry or vault named does not
 	// exist (any more), or the feature is not enabled.

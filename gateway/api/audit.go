@@ -1,7 +1,10 @@
 package api
 
 import (
+	"bytes"
+	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -73,8 +76,137 @@ var ErrAuditLogDamaged = audit.ErrDamaged
 // rule them out are skipped without being decrypted; events before Since
 // or of other runs may still be passed (Timeline filters them).
 type AuditReadOptions struct {
-	Since time.Time
-	Run   string
+	Since time.Time `json:"since,omitzero"`
+	Run   string    `json:"run,omitempty"`
+	// Log, for ReadAudit, is the log the caller means: the gateway
+	// answers only when it is the one it keeps (CodeNotFound otherwise).
+	Log string `json:"log,omitempty"`
+}
+
+// AuditBatch is one response of OpAuditRead: events in log order.
+type AuditBatch struct {
+	Events []AuditEvent `json:"events,omitempty"`
+	// End is set on the last batch: the log was read to its end and
+	// verified.
+	End bool `json:"end,omitempty"`
+}
+
+// AppendAuditBatch appends the JSON of an AuditBatch holding the encoded
+// events (each as AppendAuditEventJSON writes it, back to back with commas
+// between) to dst, without encoding them again.
+func AppendAuditBatch(dst, events []byte, end bool) []byte {
+	dst = append(dst, `{"events":[`...)
+	dst = append(dst, events...)
+	dst = append(dst, ']')
+	if end {
+		dst = append(dst, `,"end":true`...)
+	}
+	return append(dst, '}')
+}
+
+// decodeAuditBatch decodes the result of an OpAuditRead response.
+func decodeAuditBatch(b []byte) (events []AuditEvent, end bool, err error) {
+	var raw struct {
+		Events []json.RawMessage `json:"events"`
+		End    bool              `json:"end"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, false, fmt.Errorf("malformed audit events from the gateway: %w", err)
+	}
+	events = make([]AuditEvent, len(raw.Events))
+	for i, js := range raw.Events {
+		if err := audit.DecodeEventJSON(js, &events[i]); err != nil {
+			return nil, false, fmt.Errorf("malformed audit event from the gateway: %w", err)
+		}
+	}
+	return events, raw.End, nil
+}
+
+// decodeAuditLine reads a response line of OpAuditRead as the gateway
+// writes it ({"result":{"events":[…]}} with AppendAuditBatch) without
+// encoding/json, which would read each byte three times over; ok is false
+// for any other line (an error, an event with escapes), which the caller
+// decodes as usual. events is reused.
+func decodeAuditLine(line []byte, events []AuditEvent) (_ []AuditEvent, end, ok bool) {
+	events = events[:0]
+	const head = `{"result":{"events":[`
+	if !bytes.HasPrefix(line, []byte(head)) {
+		return events, false, false
+	}
+	b := line[len(head):]
+	for len(b) > 0 && b[0] != ']' {
+		if len(events) > 0 {
+			if b[0] != ',' {
+				return events, false, false
+			}
+			b = b[1:]
+		}
+		events = append(events, AuditEvent{})
+		n, ok := audit.DecodeEventPrefix(b, &events[len(events)-1])
+		if !ok {
+			return events, false, false
+		}
+		b = b[n:]
+	}
+	switch string(b) {
+	case `]}}`:
+		return events, false, true
+	case `],"end":true}}`:
+		return events, true, true
+	}
+	return events, false, false
+}
+
+// ReadAudit passes the events of the gateway's audit log to fn, in order,
+// as the gateway decrypts them with the identity in its vault: no
+// passphrase is asked and no key derived here. The gateway answers only
+// while its vault is unlocked (CodeLocked otherwise; CodeNotFound without
+// a vault or an audit log, or for another log than opts.Log) and only to a
+// caller outside every run (CodeDenied); it refuses before any event. A log that
+// fails verification ends with its error after the events before the bad
+// record.
+func (c *Client) ReadAudit(ctx context.Context, opts AuditReadOptions, fn func(AuditEvent) error) error {
+	end := false
+	var events []AuditEvent
+	err := c.streamLines(ctx, OpAuditRead, opts, func(line []byte) error {
+		var ok bool
+		if events, end, ok = decodeAuditLine(line, events); !ok {
+			result, err := decodeResponse(line)
+			if err != nil || len(result) == 0 {
+				return err // an error, or the stream is open
+			}
+			if events, end, err = decodeAuditBatch(result); err != nil {
+				return err
+			}
+		}
+		for i := range events {
+			if err := fn(events[i]); err != nil {
+				return err
+			}
+		}
+		clear(events)
+		if end {
+			return errOneAnswer
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errOneAnswer):
+		return nil
+	case err == nil && !end:
+		return errors.New("the gateway ended the audit log's events before the end of the log")
+	}
+	return err
+}
+
+// AuditIdentity returns the audit log's identity kept in an open vault.
+func AuditIdentity(v *vault.Vault) ([32]byte, error) {
+	sec := v.Secret(secretAuditIdentity)
+	defer clear(sec)
+	if len(sec) != 32 {
+		return [32]byte{}, errors.New("the vault holds no audit log identity (this vault was created before the log, or for another log)")
+	}
+	return [32]byte(sec), nil
 }
 
 // ReadAuditLog decrypts the events of the log at path, in order, with the
@@ -90,14 +222,12 @@ func ReadAuditLog(path string, openVault func() (*vault.Vault, error), opts Audi
 	if err != nil {
 		return err
 	}
-	sec := v.Secret(secretAuditIdentity)
+	id, err := AuditIdentity(v)
 	v.Wipe()
-	defer clear(sec)
-	if len(sec) != 32 {
-		return errors.New("the vault holds no audit log identity (this vault was created before the log, or for another log)")
-	}
-	id := [32]byte(sec)
 	defer clear(id[:])
+	if err != nil {
+		return err
+	}
 	rep, err := audit.ReadLog(path, id, audit.ReadOptions{Since: opts.Since, Run: opts.Run}, func(e audit.Event) error { return fn(e) })
 	if err != nil {
 		return err

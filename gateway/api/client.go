@@ -215,6 +215,29 @@ var errOneAnswer = errors.New("one answer")
 // stream makes one request and passes the result of each response line
 // to fn; an error response ends it with that error.
 func (c *Client) stream(ctx context.Context, op Op, args any, fn func(json.RawMessage) error) error {
+	return c.streamLines(ctx, op, args, func(line []byte) error {
+		result, err := decodeResponse(line)
+		if err != nil {
+			return err
+		}
+		return fn(result)
+	})
+}
+
+// decodeResponse returns the result of a response line, or its error.
+func decodeResponse(line []byte) (json.RawMessage, error) {
+	var resp Response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return nil, fmt.Errorf("malformed answer from the gateway: %w", err)
+	}
+	if resp.Error != "" {
+		return nil, &Error{Code: resp.Code, Msg: strings.TrimSpace(resp.Error)}
+	}
+	return resp.Result, nil
+}
+
+// streamLines makes one request and passes each response line to fn.
+func (c *Client) streamLines(ctx context.Context, op Op, args any, fn func(line []byte) error) error {
 	if d := timeouts[op]; d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
@@ -232,14 +255,5 @@ func (c *Client) stream(ctx context.Context, op Op, args any, fn func(json.RawMe
 	if err != nil {
 		return err
 	}
-	return control.Stream(ctx, c.Socket, line, func(line []byte) error {
-		var resp Response
-		if err := json.Unmarshal(line, &resp); err != nil {
-			return fmt.Errorf("malformed answer from the gateway: %w", err)
-		}
-		if resp.Error != "" {
-			return &Error{Code: resp.Code, Msg: strings.TrimSpace(resp.Error)}
-		}
-		return fn(resp.Result)
-	})
+	return control.Stream(ctx, c.Socket, line, fn)
 }

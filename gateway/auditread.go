@@ -1,0 +1,115 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/vault"
+)
+
+// Reading the audit log through the gateway: while the vault is unlocked
+// the gateway holds its data key, so it can open the vault again without a
+// key derivation, take the log's identity, and stream the events it
+// decrypts. "postern audit show", "activity" and "sessions --history" ask
+// it first, and ask for the passphrase only when it cannot answer. The
+// control socket is out of a confined run's reach, and the gateway answers
+// only a caller outside every run, as for an approver's act: a run reads
+// the history no more easily than before (with the passphrase).
+
+// errVaultLocked refuses what needs the unlocked vault.
+var errVaultLocked = errors.New("the vault is locked")
+
+// auditBatchEvents and auditBatchBytes bound one response of OpAuditRead.
+const (
+	auditBatchEvents = 512
+	auditBatchBytes  = 256 << 10
+)
+
+// sameFile reports whether a and b name the same existing file.
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
+
+// auditIdentity returns the audit log's identity, from the vault opened
+// again with the data key kept while it is unlocked.
+func (s *vaultState) auditIdentity() ([32]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case !s.present:
+		return [32]byte{}, errNoVault
+	case s.locked || s.dk == nil:
+		return [32]byte{}, errVaultLocked
+	}
+	v, err := vault.OpenWithKey(s.path, s.dk)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	defer v.Wipe()
+	return api.AuditIdentity(v)
+}
+
+func (g *Gateway) opAuditRead(ctx context.Context, peer *procid.Peer, a api.AuditReadOptions, send func(any) error) error {
+	al := g.currentAudit()
+	if al == nil {
+		return fmt.Errorf("%w: this gateway keeps no audit log", errNoVault)
+	}
+	if a.Log != "" && !sameFile(a.Log, al.cfg.Path) {
+		return fmt.Errorf("%w: this gateway keeps another audit log (%s)", errNoVault, al.cfg.Path)
+	}
+	if err := g.engine.OutsideRuns(peer, "audit read"); err != nil {
+		return err
+	}
+	id, err := g.vault.auditIdentity()
+	defer clear(id[:])
+	if err != nil {
+		return err
+	}
+	if err := send(nil); err != nil {
+		return err
+	}
+	var events, line []byte
+	n := 0
+	flush := func(end bool) error {
+		line = api.AppendAuditBatch(line[:0], events, end)
+		events, n = events[:0], 0
+		return send(json.RawMessage(line))
+	}
+	rep, err := audit.ReadLog(al.cfg.Path, id, audit.ReadOptions{Since: a.Since, Run: a.Run}, func(e audit.Event) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if n > 0 {
+			events = append(events, ',')
+		}
+		var err error
+		if events, err = audit.AppendEventJSON(events, &e); err != nil {
+			return err
+		}
+		if n++; n >= auditBatchEvents || len(events) >= auditBatchBytes {
+			return flush(false)
+		}
+		return nil
+	})
+	if err == nil {
+		err = rep.Err()
+	}
+	if err != nil {
+		if n > 0 {
+			flush(false) // the events before the bad record, as a reader of the file gets them
+		}
+		return err
+	}
+	return flush(true)
+}
