@@ -163,10 +163,9 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 // closeCardLocked gives card c its answer and wakes who waits on it; e.mu
 // held.
 func (e *Engine) closeCardLocked(c *Card, a Answer) {
-	delete(e.cards, c.View.ID)
+	e.dropCardLocked(c)
 	c.answer = a
 	close(c.done)
-	e.notify()
 }
 
 // register makes a chosen subject a run: pinned, with a launch nonce.

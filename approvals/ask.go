@@ -3,7 +3,6 @@ package approvals
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/postern/postern/audit"
@@ -127,8 +126,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		hide()
 		return e.wait(ctx, o, r, mode, p)
 	}
-	e.cards[c.View.ID] = c
-	e.notify()
+	e.addCardLocked(c)
 	e.mu.Unlock()
 	ev := requestEvent(audit.EventCardShown, r, Decision{Mode: mode, Reason: reason})
 	ev.Card, ev.Run, ev.Label = c.View.ID, subj.ID, subj.Label
@@ -183,9 +181,8 @@ func (e *Engine) waitAnswer(ctx context.Context, c *Card, mode audit.Mode, p *Po
 	case <-timer.C:
 		e.mu.Lock()
 		if e.cards[c.View.ID] == c {
-			delete(e.cards, c.View.ID)
+			e.dropCardLocked(c)
 			e.cooldown[c.cooldownAs] = e.now().Add(p.Cooldown)
-			e.notify()
 			e.mu.Unlock()
 			e.log.Info("card unanswered", "card", c.View.ID)
 			return deny(mode, audit.ReasonTimeout)
@@ -221,8 +218,7 @@ func (e *Engine) removeCard(c *Card) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.cards[c.View.ID] == c {
-		delete(e.cards, c.View.ID)
-		e.notify()
+		e.dropCardLocked(c)
 	}
 }
 
@@ -277,32 +273,4 @@ func (e *Engine) subjects(r *Request, chain procid.Chain, p *Policy) ([]*Run, in
 		sel = 0
 	}
 	return out, sel, nil
-}
-
-// Cards returns the pending cards, oldest first, and a version that
-// WaitCards can wait past.
-func (e *Engine) Cards() ([]CardView, uint64) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := make([]CardView, 0, len(e.cards))
-	for _, c := range e.cards {
-		out = append(out, c.View)
-	}
-	slices.SortFunc(out, func(a, b CardView) int { return a.Created.Compare(b.Created) })
-	return out, e.version
-}
-
-// WaitCards waits until the card list changes after version, or ctx ends.
-func (e *Engine) WaitCards(ctx context.Context, version uint64) {
-	e.mu.Lock()
-	if e.version != version {
-		e.mu.Unlock()
-		return
-	}
-	ch := e.changed
-	e.mu.Unlock()
-	select {
-	case <-ch:
-	case <-ctx.Done():
-	}
 }

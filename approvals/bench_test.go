@@ -80,13 +80,15 @@ func cpuTime() int64 {
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
-// BenchmarkCardToApprover measures the time from a request that needs a
-// person to the moment an approver waiting on the gateway has its card:
-// the engine shows the card and wakes the waiting approver, which takes
-// the list of pending cards, encoded in JSON as the control socket sends
-// it and decoded as the command line reads it. 100 other cards are
-// pending throughout (per-call requests, one card each). The p99 and the
-// worst case are reported.
+// BenchmarkCardToApprover measures, inside the engine, the time from a
+// request that needs a person to the moment an approver that follows the
+// pending cards has its card on its board: the engine shows the card and
+// wakes the approver, which takes the change (CardsSince), encoded in
+// JSON as the control socket sends it and decoded as the command line
+// reads it, and applies it. 100 other cards are pending throughout
+// (per-call requests, one card each). The p99 and the worst case are
+// reported; internal/e2e's BenchmarkCardToConsole measures the same
+// through the gateway's sockets to a console's output.
 func BenchmarkCardToApprover(b *testing.B) {
 	self, err := procid.Host.Pin(os.Getpid())
 	if err != nil {
@@ -109,40 +111,41 @@ func BenchmarkCardToApprover(b *testing.B) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	var board CardBoard
+	follow := func() []CardView {
+		d := e.CardsSince(board.Seq())
+		js, err := json.Marshal(d)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var got CardsDelta
+		if err := json.Unmarshal(js, &got); err != nil {
+			b.Fatal(err)
+		}
+		if err := board.Apply(&got); err != nil {
+			b.Fatal(err)
+		}
+		return got.Cards
+	}
+	follow()
 	var took []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		before, v := e.Cards()
-		known := map[string]bool{}
-		for _, c := range before {
-			known[c.ID] = true
-		}
 		start := time.Now()
 		done := make(chan Decision, 1)
 		go func() { done <- e.Decide(context.Background(), r) }()
 		var fresh string
 		for fresh == "" {
-			e.WaitCards(context.Background(), v)
-			var cards []CardView
-			cards, v = e.Cards()
-			js, err := json.Marshal(cards)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var seen []CardView
-			if err := json.Unmarshal(js, &seen); err != nil {
-				b.Fatal(err)
-			}
-			for _, c := range seen {
-				if !known[c.ID] {
-					fresh = c.ID
-				}
+			e.WaitCards(context.Background(), board.Seq())
+			for _, c := range follow() {
+				fresh = c.ID
 			}
 		}
 		took = append(took, time.Since(start))
 		b.StopTimer()
 		e.Answer(fresh, Answer{Verdict: VerdictDeny, Approver: "bench"}, nil)
 		<-done
+		follow()
 		b.StartTimer()
 	}
 	b.StopTimer()

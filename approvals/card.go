@@ -25,6 +25,7 @@ type Card struct {
 	joined     int    // how many requests wait on the card besides its own (e.mu)
 	cooldownAs string
 	chain      procid.Chain // the requester's
+	seq        uint64       // the step of the change sequence it was shown at (e.mu)
 	done       chan struct{}
 	hide       context.CancelFunc // withdraws the card from the approvers showing it
 	answer     Answer

@@ -86,7 +86,12 @@ type Engine struct {
 	cooldown map[string]time.Time
 	consoles map[*console]struct{}
 	whys     []whyEntry // recent decisions, for WhyFor
-	version  uint64
+	// version is the step of the pending cards' change sequence
+	// (cardfeed.go); gone remembers the cards that left after step
+	// goneFloor.
+	version   uint64
+	gone      []goneCard
+	goneFloor uint64
 	// lastNoApprover is when a request was last refused for want of an
 	// approver.
 	lastNoApprover time.Time
@@ -114,6 +119,7 @@ func NewEngine(c Config) *Engine {
 		cooldown:    map[string]time.Time{},
 		consoles:    map[*console]struct{}{},
 		changed:     make(chan struct{}),
+		version:     1, // step 0 is an approver's "nothing yet"
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -170,7 +176,8 @@ func (e *Engine) Policy() *Policy { return e.policy.Load() }
 
 func (e *Engine) now() time.Time { return e.clock() }
 
-// notify wakes approvers waiting for the card list to change; e.mu held.
+// notify moves the pending cards' change sequence on by one step and wakes
+// approvers waiting for the card list to change; e.mu held.
 func (e *Engine) notify() {
 	e.version++
 	close(e.changed)

@@ -97,15 +97,14 @@ func (e *Engine) EpochChanged(locked bool) {
 	for id, g := range e.grants {
 		e.endGrantLocked(id, g, reason)
 	}
-	for id, c := range e.cards {
+	for _, c := range e.cards {
 		if c.policy != nil {
 			continue // a policy change is no request: it waits on
 		}
-		delete(e.cards, id)
+		e.dropCardLocked(c)
 		c.answer = Answer{Verdict: VerdictDeny, withdrawn: reason}
 		close(c.done)
 	}
-	e.notify()
 	e.savePastLocked()
 }
 

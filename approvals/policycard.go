@@ -40,8 +40,7 @@ func (e *Engine) ProposePolicy(changes []string, apply func() error) string {
 		Created: now.UTC(),
 	}
 	e.mu.Lock()
-	e.cards[c.View.ID] = c
-	e.notify()
+	e.addCardLocked(c)
 	e.mu.Unlock()
 	e.record(audit.Event{Type: audit.EventPolicyChangePending, Card: c.View.ID, Reason: audit.ReasonPolicyChange,
 		Detail: map[string]string{"changes": strings.Join(changes, "; ")}})
@@ -53,11 +52,10 @@ func (e *Engine) ProposePolicy(changes []string, apply func() error) string {
 func (e *Engine) WithdrawPolicy() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for id, c := range e.cards {
+	for _, c := range e.cards {
 		if c.policy != nil {
-			delete(e.cards, id)
+			e.dropCardLocked(c)
 			close(c.done)
-			e.notify()
 		}
 	}
 }
@@ -80,10 +78,9 @@ func (e *Engine) answerPolicy(c *Card, a Answer, approver *procid.Peer) error {
 		e.mu.Unlock()
 		return ErrNoCard
 	}
-	delete(e.cards, c.View.ID)
+	e.dropCardLocked(c)
 	c.answer = a
 	close(c.done)
-	e.notify()
 	e.mu.Unlock()
 	if !approves {
 		e.log.Info("policy change denied; the stricter policy stays in force", "card", c.View.ID)

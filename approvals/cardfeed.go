@@ -1,0 +1,182 @@
+package approvals
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// The pending cards change by numbered steps: every card shown, changed,
+// answered, timed out or withdrawn moves the engine's change sequence on
+// by one. An approver that follows the cards keeps a [CardBoard] and
+// takes from [Engine.CardsSince] only what changed after the step it
+// holds: the cards added (or changed) and the ids of those gone, instead
+// of the whole list on every change. An approver that starts, or fell so
+// far behind that the engine no longer remembers which cards went away
+// (it keeps the last maxGone), is sent every pending card instead: a
+// snapshot.
+
+// maxGone is how many departed cards the engine remembers for approvers
+// that follow the changes.
+const maxGone = 1024
+
+// CardsDelta brings a [CardBoard] from the step Since to the step Seq of
+// the engine's change sequence. A snapshot (Reset) holds every pending
+// card and replaces what the board held.
+type CardsDelta struct {
+	Seq   uint64 `json:"seq"`
+	Since uint64 `json:"since"`
+	Reset bool   `json:"reset,omitempty"`
+	// Cards are the cards added or changed since Since (with Reset, all
+	// pending cards), oldest first.
+	Cards []CardView `json:"cards,omitempty"`
+	// Gone are the ids of the cards no longer pending (answered, timed
+	// out or withdrawn) that were pending at Since.
+	Gone []string `json:"gone,omitempty"`
+}
+
+// goneCard remembers a card that left, for CardsSince.
+type goneCard struct {
+	id         string
+	added, seq uint64 // the steps it came and went at
+}
+
+// addCardLocked shows card c to the approvers that follow; e.mu held.
+func (e *Engine) addCardLocked(c *Card) {
+	e.cards[c.View.ID] = c
+	e.notify()
+	c.seq = e.version
+}
+
+// dropCardLocked takes card c off the pending cards; e.mu held.
+func (e *Engine) dropCardLocked(c *Card) {
+	delete(e.cards, c.View.ID)
+	e.notify()
+	e.gone = append(e.gone, goneCard{id: c.View.ID, added: c.seq, seq: e.version})
+	if len(e.gone) > maxGone {
+		n := len(e.gone) - maxGone/2
+		e.goneFloor = e.gone[n-1].seq
+		e.gone = slices.Delete(e.gone, 0, n)
+	}
+}
+
+// CardsSince returns what changed in the pending cards after step since
+// of the change sequence: a snapshot when since is 0, when the engine no
+// longer remembers every card gone since then, or when since is a step
+// it never reached (another gateway's).
+func (e *Engine) CardsSince(since uint64) CardsDelta {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d := CardsDelta{Seq: e.version, Since: since}
+	if since == 0 || since < e.goneFloor || since > e.version {
+		d.Since, d.Reset = 0, true
+		since = 0
+	}
+	for _, c := range e.cards {
+		if c.seq > since {
+			d.Cards = append(d.Cards, c.View)
+		}
+	}
+	slices.SortFunc(d.Cards, cardOrder)
+	if since > 0 {
+		i := len(e.gone)
+		for i > 0 && e.gone[i-1].seq > since {
+			i--
+		}
+		for _, g := range e.gone[i:] {
+			if g.added <= since {
+				d.Gone = append(d.Gone, g.id)
+			}
+		}
+	}
+	return d
+}
+
+// cardOrder puts cards oldest first (ties by id, so that every copy of
+// a list is in one order).
+func cardOrder(a, b CardView) int {
+	if c := a.Created.Compare(b.Created); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
+}
+
+// ErrCardsGap: a change of the pending cards was applied on a board that
+// is not at the step it follows, so a change in between was missed. The
+// approver must start over from a snapshot.
+var ErrCardsGap = errors.New("a change of the pending cards was missed")
+
+// CardBoard is an approver's copy of the pending cards, kept up to date
+// by [CardsDelta]s. The zero board is empty and waits for a snapshot.
+type CardBoard struct {
+	seq    uint64
+	synced bool
+	cards  map[string]CardView
+}
+
+// Apply brings the board to d.Seq. A change that does not follow the
+// step the board holds (or a change before any snapshot) is refused
+// with ErrCardsGap, and the board is left as it was.
+func (b *CardBoard) Apply(d *CardsDelta) error {
+	if d.Reset {
+		b.cards = make(map[string]CardView, len(d.Cards))
+	} else if !b.synced || d.Since != b.seq {
+		if !b.synced {
+			return fmt.Errorf("%w: a change came before the list it changes", ErrCardsGap)
+		}
+		return fmt.Errorf("%w: the change follows step %d, the cards shown are at step %d", ErrCardsGap, d.Since, b.seq)
+	}
+	for _, id := range d.Gone {
+		delete(b.cards, id)
+	}
+	for _, c := range d.Cards {
+		b.cards[c.ID] = c
+	}
+	b.seq, b.synced = d.Seq, true
+	return nil
+}
+
+// Seq is the step of the change sequence the board is at (0 before its
+// first snapshot).
+func (b *CardBoard) Seq() uint64 { return b.seq }
+
+// Cards returns the cards on the board, oldest first.
+func (b *CardBoard) Cards() []CardView {
+	out := make([]CardView, 0, len(b.cards))
+	for _, c := range b.cards {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, cardOrder)
+	return out
+}
+
+// Cards returns the pending cards, oldest first, and the step of the
+// change sequence they are at, which WaitCards can wait past.
+func (e *Engine) Cards() ([]CardView, uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]CardView, 0, len(e.cards))
+	for _, c := range e.cards {
+		out = append(out, c.View)
+	}
+	slices.SortFunc(out, cardOrder)
+	return out, e.version
+}
+
+// WaitCards waits until the pending cards change after step version, or
+// ctx ends.
+func (e *Engine) WaitCards(ctx context.Context, version uint64) {
+	e.mu.Lock()
+	if e.version != version {
+		e.mu.Unlock()
+		return
+	}
+	ch := e.changed
+	e.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+}
