@@ -64,6 +64,7 @@ func (g *Gateway) streamHandlers() map[api.Op]streamHandler {
 	return map[api.Op]streamHandler{
 		api.OpJournalFollow: typedStream(g.opJournalFollow),
 		api.OpAuditRead:     typedStream(g.opAuditRead),
+		api.OpCardsFollow:   typedStream(g.opCardsFollow),
 	}
 }
 

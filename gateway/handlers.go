@@ -90,6 +90,42 @@ func (g *Gateway) opCards(ctx context.Context, peer *procid.Peer, a api.CardsArg
 	return api.CardsResult{Version: v, Cards: cards}, nil
 }
 
+// recheckFollower is how long a follower of the cards waits without a
+// change before the gateway checks again that it is the process that
+// asked.
+const recheckFollower = time.Minute
+
+// opCardsFollow sends a snapshot of the pending cards, then each change
+// of them, until the client hangs up. A follower that is slow to read
+// gets the changes that piled up meanwhile in one. A console's follower
+// counts as an approver while it follows.
+func (g *Gateway) opCardsFollow(ctx context.Context, peer *procid.Peer, a api.CardsFollowArgs, send func(any) error) error {
+	if a.Console {
+		defer g.engine.AttachConsole(peer)()
+	}
+	var seq uint64
+	for {
+		if d := g.engine.CardsSince(seq); d.Reset || d.Seq != seq {
+			if err := send(&d); err != nil {
+				return nil
+			}
+			seq = d.Seq
+		}
+		wait, cancel := context.WithTimeout(ctx, recheckFollower)
+		g.engine.WaitCards(wait, seq)
+		quiet := wait.Err() != nil
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case quiet:
+			if err := peer.Verify(); err != nil {
+				return fmt.Errorf("%w: %v", errPeerChanged, err)
+			}
+		}
+	}
+}
+
 func (g *Gateway) opAnswer(_ context.Context, approver *procid.Peer, a api.AnswerArgs) (any, error) {
 	v, err := approvals.ParseVerdict(a.Decision)
 	if err != nil {

@@ -211,24 +211,29 @@ func cmdWaitCard(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: waitcard LABEL")
 	}
 	c := api.NewClient(ts.Getenv("SSH_AUTH_SOCK"))
-	var version uint64
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		res, err := c.WaitCards(ctx, version)
-		cancel()
-		if err != nil {
-			ts.Fatalf("waiting for a card: %v", err)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var board api.CardBoard
+	errFound := errors.New("found")
+	err := c.FollowCards(ctx, false, func(d *api.CardsDelta) error {
+		if err := board.Apply(d); err != nil {
+			return err
 		}
-		for _, card := range res.Cards {
+		for _, card := range board.Cards() {
 			if card.Run.Label == args[0] {
 				ts.Setenv("CARD", card.ID)
-				return
+				return errFound
 			}
 		}
-		version = res.Version
+		return nil
+	})
+	switch {
+	case errors.Is(err, errFound):
+	case err != nil:
+		ts.Fatalf("waiting for a card: %v", err)
+	default:
+		ts.Fatalf("no card for a run labelled %q in 60s", args[0])
 	}
-	ts.Fatalf("no card for a run labelled %q in 60s", args[0])
 }
 
 // cmdJSONKeys prints the field names of the JSON on the last command's

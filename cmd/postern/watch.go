@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"time"
 
 	"github.com/postern/postern/gateway/api"
@@ -11,41 +13,76 @@ import (
 // that went away.
 const reconnectEvery = 250 * time.Millisecond
 
-// cardWatcher follows the gateway's pending cards for a console: each
-// call to next waits for a change, and rides out a gateway that stops
-// and comes back, saying so.
+// cardWatcher follows the gateway's pending cards for a console: it keeps
+// a copy of them up to date from the changes the gateway sends (a
+// snapshot first, then only what changed), rides out a gateway that stops
+// and comes back, saying so, and starts over from a snapshot after a
+// change it missed. Each call to next waits for a change.
 type cardWatcher struct {
-	c       *api.Client
-	version uint64
-	boot    string
-	lost    bool
+	c *api.Client
 	// say reports a change of connection to the person.
 	say func(msg string)
+
+	start   sync.Once
+	changed chan struct{} // a change not yet taken by next
+	mu      sync.Mutex
+	board   api.CardBoard
+
+	boot string // of the gateway followed; follow's own
+	lost bool
 }
 
-// next returns the pending cards once they changed. While the gateway
-// cannot be reached it keeps trying, and reports the loss once and the
-// return (with a restart, when the boot id changed).
+// next returns the pending cards once they changed since the last call
+// (the first call: once they are known). While the gateway cannot be
+// reached it keeps trying, and reports the loss once and the return (with
+// a restart, when the boot id changed).
 func (w *cardWatcher) next(ctx context.Context) ([]api.Card, error) {
-	for {
-		res, err := w.c.WatchCards(ctx, w.version)
-		if err == nil {
-			if w.lost || w.boot == "" {
+	w.start.Do(func() {
+		w.changed = make(chan struct{}, 1)
+		go w.follow(context.WithoutCancel(ctx))
+	})
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-w.changed:
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.board.Cards(), nil
+}
+
+// follow applies the gateway's changes to the board, following the
+// gateway again whenever its stream ends, until ctx ends.
+func (w *cardWatcher) follow(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := w.c.FollowCards(ctx, true, func(d *api.CardsDelta) error {
+			if d.Reset && (w.lost || w.boot == "") {
 				w.reconnected(ctx)
 			}
-			w.version = res.Version
-			return res.Cards, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if !w.lost {
+			w.mu.Lock()
+			err := w.board.Apply(d)
+			w.mu.Unlock()
+			if err != nil {
+				return err
+			}
+			select {
+			case w.changed <- struct{}{}:
+			default:
+			}
+			return nil
+		})
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, api.ErrCardsGap):
+			w.say("postern: " + err.Error() + "; reading them all again")
+			continue
+		case !w.lost:
 			w.lost = true
 			w.say("postern: the gateway cannot be reached (" + err.Error() + "); reconnecting")
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
 		case <-time.After(reconnectEvery):
 		}
 	}
@@ -61,7 +98,6 @@ func (w *cardWatcher) reconnected(ctx context.Context) {
 	case w.boot == "":
 	case st.BootID != w.boot:
 		w.say("postern: reconnected: the gateway restarted (boot id " + st.BootID[:8] + "…); every earlier approval and card is gone")
-		w.version = 0
 	default:
 		w.say("postern: reconnected to the gateway")
 	}

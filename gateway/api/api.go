@@ -4,7 +4,11 @@
 // A call is one JSON [Request] line and one JSON [Response] line over the
 // gateway's control socket, which sits beside its agent socket
 // ([ControlSocket]); internal/control carries the lines and identifies the
-// caller from kernel evidence. Every operation is an [Op] constant with
+// caller from kernel evidence. A stream (following the journal or the
+// pending cards) answers with a line per change until the client hangs
+// up: [Client.FollowCards] gets every pending card first, then only what
+// changed ([CardsDelta]), and a [CardBoard] keeps the follower's copy,
+// noticing a change that went missing. Every operation is an [Op] constant with
 // its argument and result types in this package, and [Client] has one
 // method per operation:
 //
@@ -66,6 +70,10 @@ const (
 	// the gateway's audit log in order, in batches, the last batch with
 	// End set (a stream that ends without it was cut short).
 	OpAuditRead Op = "audit.read" // AuditReadOptions; a stream of *AuditBatch
+	// OpCardsFollow is a stream: a first empty response, then a
+	// CardsDelta per change of the pending cards, the first one a
+	// snapshot of them all, until the client hangs up.
+	OpCardsFollow Op = "cards.follow" // CardsFollowArgs; a stream of CardsDelta
 )
 
 // timeouts bound each call unless the caller's context ends sooner. An
@@ -91,6 +99,7 @@ var timeouts = map[Op]time.Duration{
 	OpJournalNew:     30 * time.Second,
 	OpJournalFollow:  0, // until the caller's context ends
 	OpAuditRead:      0, // as long as the log takes to read
+	OpCardsFollow:    0,
 }
 
 // Code classifies an error the gateway returns.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/internal/control"
@@ -14,10 +13,6 @@ import (
 
 // ErrNoGateway is returned when nothing answers at the control socket.
 var ErrNoGateway = control.ErrNoGateway
-
-// cardsWait is how long the gateway holds a WaitCards call open before it
-// answers with the list unchanged.
-const cardsWait = 50 * time.Second
 
 // Client calls a running gateway. Each method is one operation; each
 // call has a default time limit, shortened by the context's deadline.
@@ -68,18 +63,30 @@ func (c *Client) Cards(ctx context.Context) (*CardsResult, error) {
 	return &res, c.call(ctx, OpCards, CardsArgs{}, &res)
 }
 
-// WaitCards lists the pending cards once the list has changed after
-// version, or after a while without a change.
-func (c *Client) WaitCards(ctx context.Context, version uint64) (*CardsResult, error) {
-	var res CardsResult
-	return &res, c.call(ctx, OpCards, CardsArgs{Wait: true, Version: version, WaitFor: cardsWait}, &res)
-}
-
-// WatchCards is WaitCards for a console that shows the cards to a
-// person: while it waits, the gateway counts it as an approver.
-func (c *Client) WatchCards(ctx context.Context, version uint64) (*CardsResult, error) {
-	var res CardsResult
-	return &res, c.call(ctx, OpCards, CardsArgs{Wait: true, Console: true, Version: version, WaitFor: cardsWait}, &res)
+// FollowCards passes each change of the pending cards to fn as it
+// happens: first a snapshot of them all, then what changed (a CardBoard
+// applies them), until ctx ends (nil), fn returns an error (that error)
+// or the gateway ends the stream (an error). A console follows them: it
+// shows the cards to a person, and while it follows the gateway counts
+// it as an approver.
+func (c *Client) FollowCards(ctx context.Context, console bool, fn func(*CardsDelta) error) error {
+	err := c.stream(ctx, OpCardsFollow, CardsFollowArgs{Console: console}, func(result json.RawMessage) error {
+		if len(result) == 0 {
+			return nil // the stream is open
+		}
+		var d CardsDelta
+		if err := json.Unmarshal(result, &d); err != nil {
+			return fmt.Errorf("malformed change of the pending cards from the gateway: %w", err)
+		}
+		return fn(&d)
+	})
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case err == nil:
+		return errors.New("the gateway ended the stream of cards")
+	}
+	return err
 }
 
 // Answer decides card id. subject picks the run a session approval

@@ -190,7 +190,9 @@ type Card = approvals.CardView
 // CardsArgs asks for the pending cards (OpCards); with Wait, the call
 // returns when the list changes after Version (or after WaitFor). A
 // Console shows the cards to a person: while it waits (and shortly
-// after), the gateway counts it as an approver.
+// after), the gateway counts it as an approver. Consoles follow the
+// cards with OpCardsFollow; the gateway still waits for those of older
+// command lines.
 type CardsArgs struct {
 	Wait    bool          `json:"wait,omitempty"`
 	Console bool          `json:"console,omitempty"`
@@ -203,6 +205,28 @@ type CardsResult struct {
 	Version uint64 `json:"version"`
 	Cards   []Card `json:"cards"`
 }
+
+// CardsFollowArgs asks for the changes of the pending cards
+// (OpCardsFollow). A Console shows the cards to a person: while it
+// follows (and shortly after), the gateway counts it as an approver.
+type CardsFollowArgs struct {
+	Console bool `json:"console,omitempty"`
+}
+
+// CardsDelta is one change of the pending cards: the cards added and the
+// ids of the cards gone since the step the last change brought the
+// follower to, or (Reset) a snapshot of every pending card. A CardBoard
+// applies them in turn.
+type CardsDelta = approvals.CardsDelta
+
+// CardBoard is a follower's copy of the pending cards. Its Apply refuses
+// (with ErrCardsGap) a change that does not follow the last one it
+// applied: the follower then starts over, with a snapshot.
+type CardBoard = approvals.CardBoard
+
+// ErrCardsGap is CardBoard.Apply's error for a change that does not
+// follow the last one applied.
+var ErrCardsGap = approvals.ErrCardsGap
 
 // Verdict is what an approver decides on a card.
 type Verdict = approvals.Verdict
