@@ -420,22 +420,47 @@ func median(d []time.Duration) time.Duration {
 
 // startOutsideConsole starts a line-mode console that is no descendant of
 // this process: the benchmark signs from this process itself, and a
-// console inside the requester's tree cannot approve. setsid -f leaves the
-// console to init; its pid comes back through a file, to stop it.
+// console inside the requester's tree cannot approve. Its output goes to
+// a file.
 func startOutsideConsole(b *testing.B, e *Env) {
 	b.Helper()
-	pidFile := e.Path("console.pid")
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := e.Command("setsid", "-f", "sh", "-c", `echo $$ > "$0"; exec "$1" approve`, pidFile, posternBin)
-	// Its output goes to a file: a pipe would stay open as long as it runs.
 	out, err := os.Create(e.Path("console.out"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer out.Close()
+	startOutsideConsoleWith(b, e, out, "approve")
+}
+
+// startOutsideConsoleTo starts "postern ARGS" as startOutsideConsole
+// does, and returns the reading end of its output and the writing end of
+// its input.
+func startOutsideConsoleTo(b *testing.B, e *Env, args ...string) (out, in *os.File) {
+	b.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pw.Close()
+	b.Cleanup(func() { pr.Close() })
+	return pr, startOutsideConsoleWith(b, e, pw, args...)
+}
+
+// startOutsideConsoleWith starts "postern ARGS" writing to out, in a
+// session of its own (setsid -f leaves it to init; its pid comes back
+// through a file, to stop it), waits until the gateway counts it as a
+// console, and returns the writing end of its input.
+func startOutsideConsoleWith(b *testing.B, e *Env, out *os.File, args ...string) *os.File {
+	b.Helper()
+	pidFile := e.Path("console.pid")
+	os.Remove(pidFile)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := e.Command("setsid", append([]string{"-f", "sh", "-c", `echo $$ > "$0"; shift; exec "$@"`, pidFile, "-", posternBin}, args...)...)
+	// Its output goes to a file or to a pipe given as a file: a pipe of
+	// Go's own would keep Run waiting as long as the console runs.
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = pr, out, out
 	if err := cmd.Run(); err != nil {
 		b.Fatalf("starting the console: %v", err)
@@ -458,4 +483,5 @@ func startOutsideConsole(b *testing.B, e *Env) {
 			b.Fatal("the console never attached")
 		}
 	}
+	return pw
 }

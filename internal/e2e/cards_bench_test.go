@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// BenchmarkCardToConsole measures what a person waits for: the time from
+// a sign request that needs approval to its card on an approver's
+// console. The gateway (approval = "per-call") holds 100 other pending
+// cards throughout, each a sign request waiting on its own connection; the
+// console is "postern approve --json" in a session of its own, outside
+// the requester's tree, and the card counts as shown when its JSON line
+// reaches the console's standard output. Each iteration sends one sign
+// request on an open connection, waits for its card there, and has the
+// console deny it. The median, the 99th percentile and the worst case are
+// reported.
+func BenchmarkCardToConsole(b *testing.B) {
+	need(b, "ssh-keygen", "ssh-add", "setsid")
+	e := newEnv(b)
+	e.Config("approval = \"per-call\"\ncard_timeout = \"24h\"\n")
+	gw := e.StartAgent()
+	key := e.Keygen("k", "ed25519", 0, "")
+	pub, _, _, _, err := ssh.ParseAuthorizedKey(mustRead(b, key+".pub"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.AddKey(key)
+
+	out, answers := startOutsideConsoleTo(b, e, "approve", "--json")
+	shown := make(chan shownCard, 16)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			at := time.Now()
+			if line := sc.Bytes(); len(line) > 0 && line[0] == '{' {
+				var c struct{ ID string }
+				if json.Unmarshal(line, &c) == nil {
+					shown <- shownCard{c.ID, at}
+				}
+			}
+		}
+		close(shown)
+	}()
+	waitShown := func() shownCard {
+		select {
+		case c, ok := <-shown:
+			if !ok {
+				b.Fatal("the console stopped")
+			}
+			return c
+		case <-time.After(time.Minute):
+			b.Fatalf("no card on the console\n%s", gw.Log())
+		}
+		return shownCard{}
+	}
+	data := []byte("a session identifier and a userauth request, roughly this long, to be signed")
+	const pending = 100
+	for range pending {
+		cl, c := dialAgent(b, gw.Socket)
+		b.Cleanup(func() { c.Close() })
+		go cl.Sign(pub, data)
+		waitShown()
+	}
+
+	cl, c := dialAgent(b, gw.Socket)
+	defer c.Close()
+	var took []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		signed := make(chan error, 1)
+		start := time.Now()
+		go func() { _, err := cl.Sign(pub, data); signed <- err }()
+		card := waitShown()
+		took = append(took, card.at.Sub(start))
+		b.StopTimer()
+		answers.WriteString("deny " + card.id + "\n")
+		if err := <-signed; err == nil {
+			b.Fatal("signed after a deny")
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds()), "median-µs")
+	b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-µs")
+	b.ReportMetric(float64(took[len(took)-1].Microseconds()), "worst-µs")
+	b.ReportMetric(pending, "pending-cards")
+}
+
+type shownCard struct {
+	id string
+	at time.Time
+}
