@@ -21,6 +21,7 @@ import (
 
 const auditUsage = `Usage: postern audit verify [--json] [--pin KEY] [--anchor FILE|LINE]... [--vault [--passphrase-file FILE]] [LOG]
        postern audit show [--since TIME] [--run RUN] [--json] [--offline] [--passphrase-file FILE] [LOG]
+       postern audit new [--passphrase-file FILE]
        postern activity [--since TIME] [--run RUN] [--json] [--offline] [--passphrase-file FILE]
        postern sessions --history [--json] [--offline] [--passphrase-file FILE]
 
@@ -37,17 +38,25 @@ them (it answers no process inside a run); otherwise, or with --offline,
 they decrypt the log here with the identity kept in the vault, and ask
 for its passphrase. --since and --run skip, undecrypted, the stretches of
 the log whose checkpoints say they hold nothing asked for.
+
+new, with no gateway running, moves the log and its keys aside into a
+directory of their own (where they stay readable and verifiable) and sets
+up a new log: the way on when the vault refuses to unlock over an older
+copy of the log put back on purpose, or when a damaged log cannot be
+repaired. It asks for the vault's passphrase and prints the new pin.
 `
 
 func cmdAudit(args []string, out, errw io.Writer) error {
 	if len(args) == 0 {
-		return usagef("audit: missing subcommand (verify or show)")
+		return usagef("audit: missing subcommand (verify, show or new)")
 	}
 	switch args[0] {
 	case "verify":
 		return auditVerify(args[1:], out, errw)
 	case "show":
 		return auditShow(args[1:], out, errw)
+	case "new":
+		return auditNew(args[1:], out, errw)
 	case "-h", "-help", "--help":
 		return &helpRequest{auditUsage}
 	}

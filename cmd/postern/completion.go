@@ -25,7 +25,7 @@ var completionWords = map[string]string{
 	"deny":       "--socket",
 	"sessions":   "--history --json --passphrase-file --socket",
 	"revoke":     "--all --socket",
-	"audit":      "verify show --json --pin --passphrase-file",
+	"audit":      "verify show new --json --pin --passphrase-file",
 	"activity":   "--since --json --passphrase-file",
 	"journal":    "list show resolve follow --json --status --limit --socket",
 	"connect":    "--socket",

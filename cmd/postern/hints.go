@@ -34,7 +34,7 @@ func hintFor(name string, err error) string {
 	case errors.Is(err, api.ErrNoAuditLog):
 		return `"postern vault init" sets one up`
 	case errors.Is(err, api.ErrAuditLogDamaged):
-		return `"postern audit verify" names the first bad record; move the log aside to start a new one`
+		return `"postern audit verify" names the first bad record; with the gateway stopped, "postern audit new" moves the log and its keys aside and starts a new one`
 	case errors.Is(err, api.ErrAuditLogHeld):
 		return "the gateway that holds it does not answer at $SSH_AUTH_SOCK: name its agent socket with --socket, or stop it"
 	case errors.Is(err, api.ErrJournalBusy):
@@ -50,7 +50,7 @@ func hintFor(name string, err error) string {
 	case api.HasCode(err, api.CodeRolledBack), errors.Is(err, vault.ErrRolledBack):
 		return "if you put that copy back on purpose (a restore from backup), remove the .generation file beside the vault, then try again"
 	case api.HasCode(err, api.CodeAuditRolledBack):
-		return `"postern audit verify --vault" says the same: put the newer log back (with its audit.key and audit.anchor); the vault does not unlock over an older copy`
+		return `"postern audit verify --vault" says the same: put the newer log back (with its audit.key and audit.anchor); the vault does not unlock over an older copy. If the newer log is lost, stop the gateway and run "postern audit new"`
 	case api.HasCode(err, api.CodeJournalDamaged):
 		return `look at the journal file, then "postern journal new" keeps it aside and starts a new journal`
 	case api.HasCode(err, api.CodeNoKeys):

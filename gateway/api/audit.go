@@ -222,7 +222,7 @@ func ReadAuditLog(path string, openVault func() (*vault.Vault, error), opts Audi
 	if err != nil {
 		return err
 	}
-	id, err := AuditIdentity(v)
+	id, err := auditIdentityFor(v, path)
 	v.Wipe()
 	defer clear(id[:])
 	if err != nil {
