@@ -97,19 +97,45 @@ func (e *Engine) isOutside(p *procid.Process, about ...*procid.Process) bool {
 	return true
 }
 
-// reachable returns the approvers that can show a card about the given
-// processes, and whether any console can. With no approver reachable the
-// card is not shown: its request is refused at once (no_approver).
+// reachable returns how many consoles can show a card about the given
+// processes and, when none can, the other approvers that can show it
+// now. With neither the card is not shown: its request is refused at
+// once (no_approver). When a console can, the other approvers are asked
+// whether they can only after the card is up (showElsewhere): asking a
+// notification service takes round trips on its bus, which must not hold
+// the card back from the consoles.
 func (e *Engine) reachable(about ...*procid.Process) (shows []Approver, consoles int) {
 	e.mu.Lock()
 	consoles = e.consolesLocked(e.now(), about...)
 	e.mu.Unlock()
+	if consoles == 0 {
+		shows = e.reachableApprovers()
+	}
+	return shows, consoles
+}
+
+// reachableApprovers returns the approvers besides the consoles that can
+// show a card now.
+func (e *Engine) reachableApprovers() []Approver {
+	var shows []Approver
 	for _, a := range e.approvers {
 		if ok, _ := a.Reachable(); ok {
 			shows = append(shows, a)
 		}
 	}
-	return shows, consoles
+	return shows
+}
+
+// showElsewhere shows card v, until ctx ends, on the approvers besides
+// the consoles: shows, found reachable before the card was up, or when a
+// console made it showable (shows is then nil), those reachable now.
+func (e *Engine) showElsewhere(ctx context.Context, v CardView, shows []Approver, console bool) {
+	if console {
+		shows = e.reachableApprovers()
+	}
+	for _, a := range shows {
+		go a.Show(ctx, v)
+	}
 }
 
 // Approvers reports each way a card can reach a person now: the

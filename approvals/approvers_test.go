@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -115,5 +116,49 @@ func TestApproverShownAndWithdrawn(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the card was never withdrawn from the approver")
+	}
+}
+
+// slowApprover is an approver whose Reachable takes until released, as a
+// notification service asked over a slow bus does.
+type slowApprover struct {
+	fakeApprover
+	release chan struct{}
+}
+
+func (s *slowApprover) Reachable() (bool, string) {
+	<-s.release
+	return s.fakeApprover.Reachable()
+}
+
+// A card that a console can show goes up at once: the other approvers
+// are asked whether they can show it after, and then shown it.
+func TestConsoleGetsTheCardBeforeTheOtherApproversAreAsked(t *testing.T) {
+	slow := &slowApprover{fakeApprover: fakeApprover{on: true, hid: make(chan string, 1)}, release: make(chan struct{})}
+	w := requireWorld(t, slow)
+	defer w.e.AttachConsole(w.f.Peer(30))()
+	ch := w.decide(w.req(21))
+	c := w.card() // fails while Reachable holds the card back
+	close(slow.release)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		slow.mu.Lock()
+		shown := slices.Clone(slow.shown)
+		slow.mu.Unlock()
+		if len(shown) > 0 {
+			if !slices.Equal(shown, []string{c.ID}) {
+				t.Fatalf("the approver was shown %v, want %s", shown, c.ID)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the other approver was never shown the card")
+		}
+	}
+	w.answer(c.ID, VerdictDeny, 30)
+	if d := got(t, ch); d.Allow {
+		t.Fatalf("decision %+v", d)
+	}
+	if id := <-slow.hid; id != c.ID {
+		t.Fatalf("withdrew %s, want %s", id, c.ID)
 	}
 }

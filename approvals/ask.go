@@ -133,9 +133,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	e.record(ev)
 	e.noteWhy(r, Decision{Mode: mode, Card: c.View.ID, Run: subj.ID}, true, chain)
 	e.log.Info("card shown", "card", c.View.ID, "reason", reason, "mode", mode, "key", r.Key.Fingerprint, "pid", r.Requester.PID)
-	for _, a := range shows {
-		go a.Show(showCtx, c.View)
-	}
+	go e.showElsewhere(showCtx, c.View, shows, consoles > 0)
 	return e.wait(ctx, c, r, mode, p)
 }
 
