@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/postern/postern/audit"
@@ -53,14 +54,29 @@ func (e *Engine) conclude(r *Request, d Decision) Decision {
 	if ev.Run == "" {
 		ev.Run = d.Run
 	}
-	if err := e.record(ev); err != nil {
-		// Refused after all: postern why says so, not that it was allowed.
-		refused := Decision{Mode: d.Mode, Reason: audit.ReasonAuditFailed, Card: d.Card, Run: d.Run}
-		e.noteRefusal(r, &refused)
+	if r.Overlap {
+		wait := e.recordStart(ev)
+		allowed := d
+		d.recorded = sync.OnceValue(func() error { return e.recordedAllow(r, allowed, wait()) })
+		return d
+	}
+	if err := e.recordedAllow(r, d, e.record(ev)); err != nil {
 		return Decision{Mode: d.Mode, Reason: audit.ReasonAuditFailed}
 	}
-	e.noteWhy(r, d, false, d.chain)
 	return d
+}
+
+// recordedAllow notes, for postern why, the allow d of r whose record
+// returned err: allowed, or refused after all (audit_failed) when it was
+// not recorded.
+func (e *Engine) recordedAllow(r *Request, d Decision, err error) error {
+	if err != nil {
+		refused := Decision{Mode: d.Mode, Reason: audit.ReasonAuditFailed, Card: d.Card, Run: d.Run}
+		e.noteRefusal(r, &refused)
+		return err
+	}
+	e.noteWhy(r, d, false, d.chain)
+	return nil
 }
 
 // noteRefusal remembers the refusal d of r for postern why, with the

@@ -17,6 +17,14 @@ type Recorder interface {
 // ErrNotRecorded refuses an action whose audit event could not be written.
 var ErrNotRecorded = errors.New("the audit log could not record the action")
 
+// A StartRecorder is a Recorder that can also begin a record and let the
+// caller wait for it (the gateway's audit log): Start takes the record's
+// place in the log at once, and wait returns what Append would have.
+type StartRecorder interface {
+	Recorder
+	Start(audit.Event) (wait func() error)
+}
+
 // record stamps ev with the boot id, the epoch and the time, and appends
 // it to the audit log when there is one.
 func (e *Engine) record(ev audit.Event) error {
@@ -24,16 +32,37 @@ func (e *Engine) record(ev audit.Event) error {
 	if log == nil {
 		return nil
 	}
+	e.stamp(&ev)
+	return e.recordErr(&ev, log.Append(ev))
+}
+
+// recordStart is record begun: the record takes its place now and wait
+// returns what record would have. A Recorder that cannot start records
+// appends at once.
+func (e *Engine) recordStart(ev audit.Event) (wait func() error) {
+	log, ok := e.recorder().(StartRecorder)
+	if !ok {
+		err := e.record(ev)
+		return func() error { return err }
+	}
+	e.stamp(&ev)
+	w := log.Start(ev)
+	return func() error { return e.recordErr(&ev, w()) }
+}
+
+func (e *Engine) stamp(ev *audit.Event) {
 	ev.Time = e.now().UTC()
 	ev.BootID = e.bootID
 	if ev.VaultEpoch == 0 {
 		_, ev.VaultEpoch = e.vault()
 	}
-	if err := log.Append(ev); err != nil {
+}
+
+func (e *Engine) recordErr(ev *audit.Event, err error) error {
+	if err != nil {
 		e.log.Error("audit log not written", "event", ev.Type, "err", err)
-		return err
 	}
-	return nil
+	return err
 }
 
 // Record appends an event for another part of the gateway (the bastion's

@@ -103,6 +103,12 @@ type Request struct {
 	// Action is what an allow leads to: a signature (the default) or a
 	// command on an already authenticated bastion connection.
 	Action Action
+	// Overlap lets Decide return an allow while its record is still
+	// being made durable, so that the caller prepares the action (signs)
+	// meanwhile; the caller must then wait for Decision.Recorded to
+	// return nil before the action takes effect (the signature leaves).
+	// Without it, Decide returns once the record is durable.
+	Overlap bool
 }
 
 // Action is what an allowed request leads to.
@@ -136,7 +142,20 @@ type Decision struct {
 	// grant covered, or the subject a card was shown for.
 	Run string
 
-	chain procid.Chain // the requester's chain, when it was read
+	chain    procid.Chain // the requester's chain, when it was read
+	recorded func() error // waits for the allow's record (Request.Overlap)
+}
+
+// Recorded waits until the record of an allowed decision is durable and
+// returns nil, or returns why it was not recorded: then the action must
+// not take effect, and the decision counts as refused (audit_failed).
+// There is something to wait for only when the Request set Overlap;
+// otherwise Decide waited, and Recorded returns nil at once.
+func (d Decision) Recorded() error {
+	if d.recorded == nil {
+		return nil
+	}
+	return d.recorded()
 }
 
 // A Decider decides requests. The agent protocol and the bastion ask one

@@ -161,44 +161,92 @@ func (l *Log) Append(e Event) error {
 }
 
 func (l *Log) append(e Event) (uint64, error) {
+	it, cp, js, err := l.reserve(&e)
+	if err != nil {
+		return 0, err
+	}
+	l.commit(it, cp, js)
+	if err := <-it.done; err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrNotRecorded, err)
+	}
+	return it.seq, nil
+}
+
+// A Pending is a record Start began: its place in the log is taken, and
+// Wait says when it is durable.
+type Pending struct {
+	done chan error
+	err  error
+}
+
+// Start takes the next place in the log for e and makes the record
+// durable on another goroutine, as Append does, without waiting: the
+// caller can prepare the action e announces meanwhile, and must not let
+// it take effect before Wait returned nil. Records started or appended
+// later follow it in the log. A Pending is for one goroutine.
+func (l *Log) Start(e Event) *Pending {
+	it, cp, js, err := l.reserve(&e)
+	if err != nil {
+		return &Pending{err: err}
+	}
+	go l.commit(it, cp, js)
+	return &Pending{done: it.done}
+}
+
+// Wait returns once the record is durable, or why it is not recorded
+// (an error that wraps ErrNotRecorded, as Append's).
+func (p *Pending) Wait() error {
+	if p.done != nil {
+		if err := <-p.done; err != nil {
+			p.err = fmt.Errorf("%w: %w", ErrNotRecorded, err)
+		}
+		p.done = nil
+	}
+	return p.err
+}
+
+// reserve encodes e and reserves its seq and key, and a checkpoint to
+// follow when one is due; the caller commits them.
+func (l *Log) reserve(e *Event) (*pendingEntry, *item, []byte, error) {
 	if e.Type == "" {
-		return 0, fmt.Errorf("%w: the event has no type", ErrNotRecorded)
+		return nil, nil, nil, fmt.Errorf("%w: the event has no type", ErrNotRecorded)
 	}
 	if e.Time.IsZero() {
 		e.Time = l.now()
 	}
-	js, err := jsonEvent(&e)
+	js, err := jsonEvent(e)
 	if err != nil {
-		return 0, fmt.Errorf("%w: encode event: %w", ErrNotRecorded, err)
+		return nil, nil, nil, fmt.Errorf("%w: encode event: %w", ErrNotRecorded, err)
 	}
 	if len(js) > MaxEventSize {
-		return 0, fmt.Errorf("%w: %s event is %d bytes encoded, the limit is %d: shorten its fields", ErrNotRecorded, e.Type, len(js), MaxEventSize)
+		return nil, nil, nil, fmt.Errorf("%w: %s event is %d bytes encoded, the limit is %d: shorten its fields", ErrNotRecorded, e.Type, len(js), MaxEventSize)
 	}
 	l.mu.Lock()
 	if l.failed != nil {
 		err := l.failed
 		l.mu.Unlock()
-		return 0, fmt.Errorf("%w: %w", ErrNotRecorded, err)
+		return nil, nil, nil, fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
 	if l.closed {
 		l.mu.Unlock()
-		return 0, fmt.Errorf("%w: %w", ErrNotRecorded, ErrClosed)
+		return nil, nil, nil, fmt.Errorf("%w: %w", ErrNotRecorded, ErrClosed)
 	}
-	it, cp := l.reserveEntry(&e)
+	it, cp := l.reserveEntry(e)
 	l.inflight.Add(1)
 	l.mu.Unlock()
-
-	// Seal outside the lock: concurrent callers encrypt in parallel and the
-	// writer puts their records in seq order.
 	it.done = make(chan error, 1)
+	return it, cp, js, nil
+}
+
+// commit seals a reserved entry and hands it, with the checkpoint that
+// follows it, to the writer; it.done gets the outcome. Seal outside the
+// lock: concurrent callers encrypt in parallel and the writer puts their
+// records in seq order.
+func (l *Log) commit(it *pendingEntry, cp *item, js []byte) {
 	it.seal(l.logID, js)
 	clear(js)
 	l.w.submit(it.item, cp)
 	l.inflight.Done()
-	if err := <-it.done; err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrNotRecorded, err)
-	}
-	return it.seq, nil
 }
 
 // jsonEvent encodes an event for an entry (a reader sets Seq).

@@ -66,7 +66,24 @@ func (a *auditLog) Append(e audit.Event) error {
 	if l == nil {
 		return a.refuse(nil)
 	}
-	if err := l.Append(e); err != nil {
+	return a.recorded(l, e, l.Append(e))
+}
+
+// Start begins recording e (audit.Log.Start) and returns a wait that
+// says, once the record is durable, whether it was recorded, as Append.
+func (a *auditLog) Start(e audit.Event) (wait func() error) {
+	l := a.current()
+	if l == nil {
+		err := a.refuse(nil)
+		return func() error { return err }
+	}
+	p := l.Start(e)
+	return func() error { return a.recorded(l, e, p.Wait()) }
+}
+
+// recorded finishes an append of e to l that returned err.
+func (a *auditLog) recorded(l *audit.Log, e audit.Event, err error) error {
+	if err != nil {
 		return a.refuse(l, err)
 	}
 	if a.g.export != nil {

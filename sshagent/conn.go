@@ -88,6 +88,9 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 		Key:       approvals.Key{Fingerprint: ssh.FingerprintSHA256(key), Type: key.Type()},
 		Purpose:   approvals.PurposeOther,
 		Forwarded: c.binds.forwarding(),
+		// The key signs while the allow's record is made durable; the
+		// signature leaves only once it is (Recorded, below).
+		Overlap: true,
 	}
 	refuse := func(reason audit.Reason, msg string) (*ssh.Signature, error) {
 		c.srv.Decider.Refused(req, reason)
@@ -158,6 +161,7 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 	} else {
 		sig, err = c.srv.Keys.Sign(id, data, flags)
 	}
+	recorded := d.Recorded()
 	switch {
 	case errors.Is(err, errTouchTimeout):
 		return refuse(audit.ReasonTouchTimeout, err.Error())
@@ -165,6 +169,8 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 		return refuse(audit.ReasonVaultLocked, "the agent was locked while the key's device signed")
 	case err != nil:
 		return refuse(audit.ReasonSigningFailed, err.Error())
+	case recorded != nil:
+		return nil, c.refuse("refused to sign", "key", req.Key.Fingerprint, "reason", audit.ReasonAuditFailed, "mode", d.Mode)
 	}
 	attrs := []any{"key", req.Key.Fingerprint, "purpose", req.Purpose, "reason", d.Reason}
 	if d.Grant != "" {

@@ -30,7 +30,15 @@ func addRSA(n, e, d, iqmp, p, q *big.Int, comment string) []byte {
 	}{17, ssh.KeyAlgoRSA, n, e, d, iqmp, p, q, comment})
 }
 
+// readReply reads one reply and returns its type.
 func readReply(t *testing.T, c net.Conn) byte {
+	t.Helper()
+	typ, _ := readAnswer(t, c)
+	return typ
+}
+
+// readAnswer reads one reply and returns its type and payload.
+func readAnswer(t *testing.T, c net.Conn) (byte, []byte) {
 	t.Helper()
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	var hdr [5]byte
@@ -38,8 +46,10 @@ func readReply(t *testing.T, c net.Conn) byte {
 		t.Fatal(err)
 	}
 	rest := make([]byte, int(hdr[0])<<24|int(hdr[1])<<16|int(hdr[2])<<8|int(hdr[3])-1)
-	io.ReadFull(c, rest)
-	return hdr[4]
+	if _, err := io.ReadFull(c, rest); err != nil {
+		t.Fatal(err)
+	}
+	return hdr[4], rest
 }
 
 // A key OpenSSH cannot parse would make every client fail to list the
