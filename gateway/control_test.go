@@ -21,14 +21,14 @@ import (
 
 // startGateway runs a gateway with its state, configuration and sockets
 // in a temporary directory, until the test ends.
-func startGateway(t *testing.T) (*Gateway, string) {
+func startGateway(t testing.TB) (*Gateway, string) {
 	t.Helper()
 	return startGatewayWith(t, nil)
 }
 
 // startGatewayWith is startGateway with prepare run on the temporary
 // directory (with the XDG variables set) before the gateway starts.
-func startGatewayWith(t *testing.T, prepare func(dir string)) (*Gateway, string) {
+func startGatewayWith(t testing.TB, prepare func(dir string)) (*Gateway, string) {
 	t.Helper()
 	dir := gatewayHome(t)
 	if prepare != nil {
@@ -41,7 +41,7 @@ func startGatewayWith(t *testing.T, prepare func(dir string)) (*Gateway, string)
 // runGateway starts a gateway in dir, a directory gatewayHome made;
 // stop ends it (the test's end does too), and a new one may start in the
 // same directory.
-func runGateway(t *testing.T, dir string) (g *Gateway, sock string, stop func()) {
+func runGateway(t testing.TB, dir string) (g *Gateway, sock string, stop func()) {
 	t.Helper()
 	sock = filepath.Join(dir, "xdg_runtime_dir", "agent.sock")
 	ready := make(chan struct{})
@@ -72,7 +72,7 @@ func runGateway(t *testing.T, dir string) (g *Gateway, sock string, stop func())
 
 // gatewayHome returns a temporary directory with HOME and the XDG
 // directories in it, set for the test.
-func gatewayHome(t *testing.T) string {
+func gatewayHome(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, v := range []string{"HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR"} {

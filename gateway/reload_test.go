@@ -127,7 +127,7 @@ func TestReloadConfigDirMadeLater(t *testing.T) {
 
 // configFile makes the configuration directory under dir (the test's
 // XDG_CONFIG_HOME) and returns the file's path.
-func configFile(t *testing.T, dir string) string {
+func configFile(t testing.TB, dir string) string {
 	t.Helper()
 	p := filepath.Join(dir, "xdg_config_home", "postern", "config.toml")
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {

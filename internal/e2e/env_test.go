@@ -298,7 +298,15 @@ func (e *Env) StartAgent(extra ...string) *Agent {
 
 func (e *Env) startAgentAt(sock string, extra ...string) *Agent {
 	e.t.Helper()
-	return e.startAgentVia(nil, sock, extra...)
+	return e.startAgentVia(nil, "-d", sock, extra...)
+}
+
+// startQuietAgentAt runs the agent as the systemd unit in contrib does,
+// postern agent -D -a SOCKET: in the foreground, logging warnings and
+// errors only. Benchmarks measure it so, not with every request logged.
+func (e *Env) startQuietAgentAt(sock string, extra ...string) *Agent {
+	e.t.Helper()
+	return e.startAgentVia(nil, "-D", sock, extra...)
 }
 
 // StartAgentWithFiles runs the agent as StartAgent does, with at most
@@ -307,14 +315,14 @@ func (e *Env) StartAgentWithFiles(nofile int, extra ...string) *Agent {
 	e.t.Helper()
 	need(e.t, "prlimit")
 	lim := fmt.Sprint(nofile)
-	return e.startAgentVia([]string{"prlimit", "--nofile=" + lim + ":" + lim}, e.Path("run", "postern", "agent.sock"), extra...)
+	return e.startAgentVia([]string{"prlimit", "--nofile=" + lim + ":" + lim}, "-d", e.Path("run", "postern", "agent.sock"), extra...)
 }
 
 // startAgentVia starts the agent through the command line wrap (none
-// when nil).
-func (e *Env) startAgentVia(wrap []string, sock string, extra ...string) *Agent {
+// when nil), in the foreground: -d (every request logged) or -D.
+func (e *Env) startAgentVia(wrap []string, fg, sock string, extra ...string) *Agent {
 	e.t.Helper()
-	args := append([]string{"agent", "-d"}, extra...)
+	args := append([]string{"agent", fg}, extra...)
 	args = append(args, "-a", sock)
 	a := &Agent{env: e, Socket: sock, done: make(chan struct{})}
 	a.cmd = e.Command("postern", args...)

@@ -64,7 +64,7 @@ func newSignWorld(b *testing.B) *signWorld {
 	}
 	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	waitSocket(b, w.sshAgent)
-	w.unaudited = plain.StartAgent().Socket
+	w.unaudited = plain.startQuietAgentAt(plain.Path("run", "postern", "agent.sock")).Socket
 	for _, sock := range []string{w.sshAgent, w.unaudited} {
 		add := exec.Command("ssh-add", key)
 		add.Env = append(plain.Environ(), "SSH_AUTH_SOCK="+sock)
@@ -78,7 +78,7 @@ func newSignWorld(b *testing.B) *signWorld {
 	pass := vaulted.WriteFile("pass", "bench\n", 0o600)
 	vaulted.MustRun("postern", "vault", "init", "--passphrase-file", pass)
 	vaulted.MustRun("postern", "vault", "add", "--passphrase-file", pass, key)
-	w.audited = vaulted.StartAgent().Socket
+	w.audited = vaulted.startQuietAgentAt(vaulted.Path("run", "postern", "agent.sock")).Socket
 	vaulted.MustRun("postern", "unlock", "--passphrase-file", pass)
 	w.auditLog = vaulted.Path("state", "postern", "audit.log")
 	if !auditRecords(b, vaulted, w.auditLog).OK {

@@ -12,9 +12,10 @@ import (
 )
 
 // BenchmarkUpstreamSign signs with an Ed25519 key that only OpenSSH's
-// ssh-agent holds, asked directly and through "postern agent --upstream"
-// gating it (approval = "none": the protocol, the peer's re-check, the
-// lookup, the decision and the forwarding are measured, not a person), in
+// ssh-agent holds, asked directly and through "postern agent -D --upstream"
+// gating it, its vault unlocked and its audit log on (approval = "none":
+// the protocol, the peer's re-check, the lookup, the decision, the durable
+// record and the forwarding are measured, not a person), in
 // rounds that alternate between the two, and reports the medians and
 // what the gate adds to the upstream's own latency (seq-extra-µs,
 // conn-extra-µs; the goal is at most 100 µs):
@@ -31,8 +32,16 @@ import (
 func BenchmarkUpstreamSign(b *testing.B) {
 	agents := startBenchAgents(b)
 	direct := agents[0] // OpenSSH's ssh-agent
-	e := direct.env
-	gate := e.startAgentAt(e.Path("run", "gate", "agent.sock"), "--upstream", direct.sock)
+	// The gate in the configuration "postern vault init" gives: vault
+	// unlocked, audit log on, as the systemd unit runs it.
+	e := newEnv(b)
+	e.Config(`approval = "none"`)
+	pass := e.WriteFile("pass", "bench\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	gate := e.startQuietAgentAt(e.Path("run", "gate", "agent.sock"), "--upstream", direct.sock)
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	auditLog := e.Path("state", "postern", "audit.log")
+	before := auditRecords(b, e, auditLog)
 	pub := direct.keys["ed25519"]
 	ways := []struct{ name, sock string }{{"direct", direct.sock}, {"gated", gate.Socket}}
 	clients := map[string]agent.ExtendedAgent{}
@@ -82,6 +91,9 @@ func BenchmarkUpstreamSign(b *testing.B) {
 	}
 	b.ReportMetric(us(median(seq["gated"])-median(seq["direct"])), "seq-extra-µs")
 	b.ReportMetric(us(median(perConn["gated"])-median(perConn["direct"])), "conn-extra-µs")
+	if after := auditRecords(b, e, auditLog); after.Records-before.Records < int64(gated) {
+		b.Fatalf("%d signatures through the gate added %d records to its audit log", gated, after.Records-before.Records)
+	}
 }
 
 // cpuNanos returns the CPU time all of a process's threads have used, in
