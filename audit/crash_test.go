@@ -18,8 +18,8 @@ import (
 const crashChildEnv = "POSTERN_AUDIT_CRASH_CHILD"
 
 // TestCrashChild is the child of TestCrashKill9: it appends from many
-// goroutines and prints "seq goroutine index" the moment each Append returns,
-// until it is killed.
+// goroutines (half of them with Start and Wait) and prints "seq goroutine
+// index" the moment each Append or Wait returns, until it is killed.
 func TestCrashChild(t *testing.T) {
 	dir := os.Getenv(crashChildEnv)
 	if dir == "" {
@@ -40,7 +40,15 @@ func TestCrashChild(t *testing.T) {
 	for g := 0; g < 16; g++ {
 		go func() {
 			for i := 0; ; i++ {
-				seq, err := l.append(Event{Type: EventSign, Run: "G" + strconv.Itoa(g), Detail: map[string]string{"i": strconv.Itoa(i)}})
+				e := Event{Type: EventSign, Run: "G" + strconv.Itoa(g), Detail: map[string]string{"i": strconv.Itoa(i)}}
+				var seq uint64
+				var err error
+				if g%2 == 0 {
+					seq, err = l.append(e)
+				} else {
+					p := l.Start(e)
+					seq, err = p.Seq(), p.Wait()
+				}
 				if err != nil {
 					fmt.Fprintln(os.Stderr, err)
 					os.Exit(3)

@@ -175,9 +175,13 @@ func (l *Log) append(e Event) (uint64, error) {
 // A Pending is a record Start began: its place in the log is taken, and
 // Wait says when it is durable.
 type Pending struct {
+	seq  uint64
 	done chan error
 	err  error
 }
+
+// Seq returns the record's seq (0 when it was refused at once).
+func (p *Pending) Seq() uint64 { return p.seq }
 
 // Start takes the next place in the log for e and makes the record
 // durable on another goroutine, as Append does, without waiting: the
@@ -190,7 +194,7 @@ func (l *Log) Start(e Event) *Pending {
 		return &Pending{err: err}
 	}
 	go l.commit(it, cp, js)
-	return &Pending{done: it.done}
+	return &Pending{seq: it.seq, done: it.done}
 }
 
 // Wait returns once the record is durable, or why it is not recorded
