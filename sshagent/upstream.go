@@ -5,9 +5,11 @@ import (
 	"crypto/dsa"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -30,7 +32,12 @@ import (
 // on the client's connection are sent on it too, in order, so that the
 // upstream applies its own destination restrictions (ssh-add -h) and its
 // own rules for forwarded connections to what the client really is. No
-// other extension is passed on: an extension could sign.
+// other extension is passed on: an extension could sign. A connection
+// that never carried a session-bind holds no state at the upstream: when
+// its client goes, it is kept (a few at most) for the next client
+// without bindings, which then does not wait for a connection to be
+// opened and accepted. One the upstream closed meanwhile is replaced
+// once, when it answered nothing.
 //
 // Adds and removes follow UpstreamAgent.Changes. Locking postern
 // (ssh-add -x) hides the upstream's keys too and is not passed on.
@@ -53,6 +60,39 @@ const (
 type UpstreamAgent struct {
 	Socket  string
 	Changes UpstreamChanges
+
+	idle linkPool // connections without bindings, kept for the next client
+}
+
+// maxIdleLinks bounds the unbound upstream connections kept.
+const maxIdleLinks = 4
+
+type linkPool struct {
+	mu    sync.Mutex
+	links []*upstreamLink
+}
+
+func (p *linkPool) get() *upstreamLink {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.links)
+	if n == 0 {
+		return nil
+	}
+	u := p.links[n-1]
+	p.links = p.links[:n-1]
+	return u
+}
+
+// put keeps u, unless enough are kept.
+func (p *linkPool) put(u *upstreamLink) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.links) >= maxIdleLinks {
+		return false
+	}
+	p.links = append(p.links, u)
+	return true
 }
 
 // upstreamTimeout bounds an exchange with the upstream agent that waits
@@ -66,6 +106,8 @@ const maxUpstreamKeys = 1024
 // agent, used by that client's requests one at a time.
 type upstreamLink struct {
 	framed
+	bound  bool // a session-bind was sent on it: it is its client's only
+	reused bool // kept from an earlier client
 }
 
 // upstreamKeys are the identities the upstream agent listed last, to any
@@ -119,6 +161,13 @@ func (c *conn) upstream() (*upstreamLink, error) {
 	if c.up != nil {
 		return c.up, nil
 	}
+	if len(c.binds.list) == 0 {
+		if u := c.srv.Upstream.idle.get(); u != nil {
+			u.reused = true
+			c.up = u
+			return u, nil
+		}
+	}
 	d := net.Dialer{Timeout: upstreamTimeout}
 	nc, err := d.DialContext(c.ctx, "unix", c.srv.Upstream.Socket)
 	if err != nil {
@@ -141,13 +190,14 @@ func (c *conn) bindUpstream(contents []byte) error {
 	if c.up == nil {
 		return nil
 	}
+	c.up.bound = true
 	err := c.up.bind(contents)
 	if errors.Is(err, errRefusedUpstream) {
 		c.log.Info("the upstream agent refused a session-bind; it goes on without it")
 		return nil
 	}
 	if err != nil {
-		c.closeUpstream()
+		c.dropUpstream()
 		return fmt.Errorf("upstream agent %s: %w", c.srv.Upstream.Socket, err)
 	}
 	return nil
@@ -155,27 +205,45 @@ func (c *conn) bindUpstream(contents []byte) error {
 
 // upstreamCall sends one request to the upstream agent and reads the
 // reply, waiting at most wait. A link that fails is closed; the next
-// request opens a new one.
+// request opens a new one. A kept link that the upstream closed while it
+// waited (the request got no byte back) is replaced, and the request
+// sent again on the new one.
 func (c *conn) upstreamCall(msg []byte, wait time.Duration) ([]byte, error) {
-	u, err := c.upstream()
-	if err == nil {
-		var resp []byte
-		if resp, err = u.call(msg, time.Now().Add(wait)); err == nil {
-			return resp, nil
+	for {
+		u, err := c.upstream()
+		if err == nil {
+			var resp []byte
+			if resp, err = u.call(msg, time.Now().Add(wait)); err == nil {
+				return resp, nil
+			}
+			c.dropUpstream()
+			if u.reused && (errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)) {
+				continue
+			}
 		}
-		c.closeUpstream()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = errTouchTimeout
+		}
+		return nil, fmt.Errorf("upstream agent %s: %w", c.srv.Upstream.Socket, err)
 	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		err = errTouchTimeout
-	}
-	return nil, fmt.Errorf("upstream agent %s: %w", c.srv.Upstream.Socket, err)
 }
 
-func (c *conn) closeUpstream() {
+// dropUpstream closes the connection's link to the upstream agent.
+func (c *conn) dropUpstream() {
 	if c.up != nil {
 		c.up.conn.Close()
 		c.up = nil
 	}
+}
+
+// closeUpstream lets the link go when the connection ends: a link that
+// carried no session-bind is kept for another client, if there is room.
+func (c *conn) closeUpstream() {
+	if c.up != nil && !c.up.bound && c.srv.Upstream.idle.put(c.up) {
+		c.up = nil
+		return
+	}
+	c.dropUpstream()
 }
 
 // upstreamIdentities lists the upstream agent's identities.
@@ -186,7 +254,7 @@ func (c *conn) upstreamIdentities() ([]*Identity, error) {
 	}
 	ids, err := parseIdentitiesAnswer(resp)
 	if err != nil {
-		c.closeUpstream()
+		c.dropUpstream()
 		return nil, fmt.Errorf("upstream agent %s: %w", c.srv.Upstream.Socket, err)
 	}
 	c.srv.upKeys.set(ids)

@@ -34,6 +34,7 @@ type upstreamStub struct {
 	binds   [][]byte
 	hold    chan struct{} // when set, Sign waits for it to close
 	signing chan struct{} // closed when a held Sign has started
+	conns   []net.Conn    // every connection it accepted
 }
 
 func startUpstream(t testing.TB) *upstreamStub {
@@ -54,6 +55,9 @@ func startUpstream(t testing.TB) *upstreamStub {
 			if err != nil {
 				return
 			}
+			u.mu.Lock()
+			u.conns = append(u.conns, c)
+			u.mu.Unlock()
 			go func() { agent.ServeAgent(u, c); c.Close() }()
 		}
 	}()
@@ -91,6 +95,23 @@ func (u *upstreamStub) bindCount() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return len(u.binds)
+}
+
+// accepted returns how many connections the upstream accepted.
+func (u *upstreamStub) accepted() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.conns)
+}
+
+// hangUp closes every connection the upstream accepted, as an upstream
+// agent that restarted.
+func (u *upstreamStub) hangUp() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, c := range u.conns {
+		c.Close()
+	}
 }
 
 func (u *upstreamStub) signCount() int {
@@ -244,6 +265,77 @@ func TestUpstreamGetsSessionBinds(t *testing.T) {
 	defer up.mu.Unlock()
 	if len(up.binds) != 2 || !bytes.Equal(up.binds[0], b1) || !bytes.Equal(up.binds[1], b2) {
 		t.Fatalf("the upstream got %d binds", len(up.binds))
+	}
+}
+
+// A client without session bindings that goes leaves its upstream
+// connection to the next such client; one that bound its connection does
+// not, and a kept connection the upstream closed meanwhile is replaced.
+func TestUpstreamConnectionsKept(t *testing.T) {
+	up := startUpstream(t)
+	upKey := up.addKey(t, "held upstream")
+	ts := startGated(t, up, UpstreamRefuse)
+	kept := func(n int) {
+		t.Helper()
+		for {
+			p := &ts.srv.Upstream.idle
+			p.mu.Lock()
+			got := len(p.links)
+			p.mu.Unlock()
+			if got == n {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	sign := func(c net.Conn) {
+		t.Helper()
+		if sig, err := agent.NewClient(c).Sign(upKey, []byte("data")); err != nil || upKey.Verify([]byte("data"), sig) != nil {
+			t.Fatalf("sign: %v", err)
+		}
+	}
+	c := ts.rawConn(t)
+	sign(c)
+	c.Close()
+	kept(1)
+	c = ts.rawConn(t)
+	sign(c)
+	if n := up.accepted(); n != 1 {
+		t.Fatalf("two clients one after the other: the upstream accepted %d connections", n)
+	}
+	kept(0)
+	c.Close()
+	kept(1)
+
+	// Bound: its own connection, closed with it.
+	host := newHost(t)
+	c = ts.rawConn(t)
+	c.Write(frame(append([]byte{msgExtension}, ssh.Marshal(extensionMsg{Name: ExtSessionBind, Contents: host.bind([]byte("sid"), false)})...)))
+	if typ := readReply(t, c); typ != msgSuccess {
+		t.Fatalf("bind: %d", typ)
+	}
+	c.Write(frame([]byte{msgRequestIdentities}))
+	if typ := readReply(t, c); typ != msgIdentitiesAnswer {
+		t.Fatalf("list: %d", typ)
+	}
+	if n := up.accepted(); n != 2 || up.bindCount() != 1 {
+		t.Fatalf("a bound client: %d upstream connections, %d binds", n, up.bindCount())
+	}
+	c.Close()
+	c = ts.rawConn(t)
+	sign(c)
+	c.Close()
+	if n := up.accepted(); n != 2 || up.bindCount() != 1 {
+		t.Fatalf("the next client: %d upstream connections, %d binds", n, up.bindCount())
+	}
+	kept(1)
+
+	// The upstream restarted: the kept connection is closed.
+	up.hangUp()
+	c = ts.rawConn(t)
+	sign(c)
+	if n := up.accepted(); n != 3 {
+		t.Fatalf("after the upstream hung up: %d connections", n)
 	}
 }
 
