@@ -1,7 +1,12 @@
 package procid
 
 import (
+	"encoding/binary"
+	"io"
 	"net"
+	"os"
+	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -47,38 +52,110 @@ func PassingCredentials(l *net.UnixListener) (bool, error) {
 // PassCredentials and remembers which processes wrote the bytes read since
 // the last ResetSenders. The kernel never merges the writes of two senders
 // into one read while the flag is set.
+//
+// A read makes no garbage (a connection reads for every request): recvmsg
+// is called without asking for the peer's address, and the credentials
+// are parsed in place.
 type SenderConn struct {
 	*net.UnixConn
-	oob    []byte
+	raw    syscall.RawConn
 	sender int
 	mixed  bool
+
+	// One read's buffer and results, for recv; recvFn is recv, made once.
+	p      []byte
+	n      int
+	oobn   int
+	errno  error
+	recvFn func(fd uintptr) bool
+	oob    [oobSpace]byte
 }
+
+// oobSpace holds one SCM_CREDENTIALS message.
+const oobSpace = (unix.SizeofCmsghdr + unix.SizeofUcred + 7) &^ 7
 
 // NewSenderConn wraps c.
 func NewSenderConn(c *net.UnixConn) *SenderConn {
-	return &SenderConn{UnixConn: c, oob: make([]byte, unix.CmsgSpace(unix.SizeofUcred))}
+	sc := &SenderConn{UnixConn: c}
+	sc.raw, _ = c.SyscallConn() // fails only for a nil c, and so does every read
+	sc.recvFn = sc.recv
+	return sc
 }
 
 // Read reads like net.Conn's Read and records the sender of the bytes.
 func (c *SenderConn) Read(b []byte) (int, error) {
-	n, oobn, _, _, err := c.ReadMsgUnix(b, c.oob)
-	if n > 0 {
-		pid := -1
-		if msgs, perr := unix.ParseSocketControlMessage(c.oob[:oobn]); perr == nil {
-			for i := range msgs {
-				if cred, err := unix.ParseUnixCredentials(&msgs[i]); err == nil {
-					pid = int(cred.Pid)
-				}
-			}
-		}
-		switch {
-		case c.sender == 0:
-			c.sender = pid
-		case c.sender != pid:
-			c.mixed = true
-		}
+	if c.raw == nil {
+		return 0, syscall.EINVAL
 	}
-	return n, err
+	if len(b) == 0 {
+		return 0, nil
+	}
+	c.p, c.n, c.oobn, c.errno = b, 0, 0, nil
+	err := c.raw.Read(c.recvFn)
+	c.p = nil
+	if err == nil {
+		err = c.errno
+	}
+	if err != nil {
+		return 0, &net.OpError{Op: "read", Net: "unix", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	}
+	if c.n == 0 {
+		return 0, io.EOF
+	}
+	pid := -1
+	if p, ok := credentialsPID(c.oob[:c.oobn]); ok {
+		pid = p
+	}
+	switch {
+	case c.sender == 0:
+		c.sender = pid
+	case c.sender != pid:
+		c.mixed = true
+	}
+	return c.n, nil
+}
+
+// recv is one recvmsg into c.p and c.oob; it reports false when nothing
+// is there yet (the runtime's poller waits, and calls it again).
+func (c *SenderConn) recv(fd uintptr) bool {
+	var iov unix.Iovec
+	iov.Base = &c.p[0]
+	iov.SetLen(len(c.p))
+	var msg unix.Msghdr
+	msg.Iov = &iov
+	msg.SetIovlen(1)
+	msg.Control = &c.oob[0]
+	msg.SetControllen(len(c.oob))
+	for {
+		n, _, errno := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&msg)), unix.MSG_CMSG_CLOEXEC)
+		switch errno {
+		case 0:
+			c.n, c.oobn = int(n), int(msg.Controllen)
+			return true
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		c.errno = os.NewSyscallError("recvmsg", errno)
+		return true
+	}
+}
+
+// credentialsPID returns the pid of the SCM_CREDENTIALS message in oob,
+// if there is one.
+func credentialsPID(oob []byte) (int, bool) {
+	for len(oob) > 0 {
+		h, data, rest, err := unix.ParseOneSocketControlMessage(oob)
+		if err != nil {
+			return 0, false
+		}
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_CREDENTIALS && len(data) >= unix.SizeofUcred {
+			return int(int32(binary.NativeEndian.Uint32(data))), true // struct ucred's pid
+		}
+		oob = rest
+	}
+	return 0, false
 }
 
 // Sender returns the pid that wrote every byte read since ResetSenders,

@@ -82,6 +82,8 @@ func (l *Layout) field(i int) *uint64 {
 
 // ParseStat parses the contents of /proc/PID/stat. The command name may
 // contain spaces and parentheses, so fields are counted from the last ')'.
+// Nothing it returns refers to b, so a caller's buffer stays on its
+// stack.
 func ParseStat(b []byte) (Stat, error) {
 	open := bytes.IndexByte(b, '(')
 	end := bytes.LastIndexByte(b, ')')
@@ -110,19 +112,19 @@ func ParseStat(b []byte) (Stat, error) {
 		case 1:
 			n, err := strconv.Atoi(string(tok))
 			if err != nil {
-				return Stat{}, fmt.Errorf("malformed stat: ppid %q", tok)
+				return Stat{}, fmt.Errorf("malformed stat: ppid %q", string(tok))
 			}
 			st.PPID = n
 		case 3:
 			n, err := strconv.Atoi(string(tok))
 			if err != nil {
-				return Stat{}, fmt.Errorf("malformed stat: session %q", tok)
+				return Stat{}, fmt.Errorf("malformed stat: session %q", string(tok))
 			}
 			st.Session = n
 		case 19:
 			n, err := strconv.ParseUint(string(tok), 10, 64)
 			if err != nil {
-				return Stat{}, fmt.Errorf("malformed stat: starttime %q", tok)
+				return Stat{}, fmt.Errorf("malformed stat: starttime %q", string(tok))
 			}
 			st.StartTicks = n
 		default:
