@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"strings"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/connlimit"
+	"github.com/postern/postern/internal/park"
 	"github.com/postern/postern/internal/procid"
 )
 
@@ -35,6 +38,12 @@ type conn struct {
 	log   *slog.Logger
 	binds bindings
 	up    *upstreamLink // opened when the upstream agent is first needed
+
+	// The connection's lifecycle (server.go).
+	c    *net.UnixConn
+	sc   *procid.SenderConn
+	slot *connlimit.Slot // nil without Server.Limits
+	spot *park.Spot      // nil when it cannot be parked
 }
 
 // errRefused is returned for requests the agent declines; the client gets

@@ -51,6 +51,17 @@
 // been written by that process (SCM_CREDENTIALS), so a socket inherited
 // by a child or passed to another process is noticed and closed.
 //
+// # Connections
+//
+// A connection waiting for its next request holds no goroutine: between
+// requests (and before its first) it is parked (package park), and a
+// goroutine starts to serve it when it becomes readable. An idle
+// connection costs its socket and about two kilobytes, so that thousands
+// of ssh sessions, each holding one, cost the agent little. With
+// [Server.Limits], each user's connections are bounded, and an idle one,
+// parked or not, is ended to make room for a new client. A request, once
+// its first byte has come, must arrive whole within thirty seconds.
+//
 // # Decisions
 //
 // Every signature goes through an [approvals.Decider]; this package only

@@ -14,6 +14,7 @@ import (
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/internal/connlimit"
+	"github.com/postern/postern/internal/park"
 	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/safesocket"
 )
@@ -63,7 +64,8 @@ type Server struct {
 	// memory (safesocket.Serve); nil only waits.
 	Exhausted func(error)
 
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // the connections, parked or served
+	lot    park.Lot       // the idle connections
 	pkcs11 pkcs11Set
 	upKeys upstreamKeys
 }
@@ -107,42 +109,85 @@ func (s *Server) Serve(ctx context.Context, l *net.UnixListener, ep *Endpoint) e
 // Wait waits for the connections being served to end.
 func (s *Server) Wait() { s.wg.Wait() }
 
-// handle serves one connection. The peer is identified at accept and
+// handle takes in one connection. The peer is identified at accept and
 // verified again before each request; the bytes of each request must all
-// come from that peer.
+// come from that peer. Between requests the connection is parked
+// (package park): an idle connection holds no goroutine, and the
+// goroutine that serves a request starts when the request comes.
 func (s *Server) handle(ctx context.Context, c *net.UnixConn, ep *Endpoint) {
-	defer c.Close()
 	peer, slot, err := safesocket.Admit(c, s.Procs, "agent", s.Log, s.Limits, s.Exhausted)
 	if err != nil {
+		c.Close()
 		return
 	}
-	defer peer.Close()
-	if slot != nil {
-		defer slot.Release()
-	}
-	log := s.Log.With("pid", peer.PID, "exe", peer.Exe.Path)
+	log := slog.New(&peerHandler{h: s.Log.Handler(), pid: peer.PID, exe: peer.Exe.Path})
+	cn := &conn{srv: s, ep: ep, ctx: ctx, peer: peer, log: log, c: c, slot: slot}
+	s.wg.Add(1)
 	if ep.Admit != nil {
 		if err := ep.Admit(peer); err != nil {
 			log.Warn("refusing connection", "err", err)
+			cn.end()
 			return
 		}
 	}
-	cn := &conn{srv: s, ep: ep, ctx: ctx, peer: peer, log: log}
-	defer cn.closeUpstream()
-	sc := procid.NewSenderConn(c)
+	cn.sc = procid.NewSenderConn(c)
+	cn.spot, _ = s.lot.Spot(c, cn.serve) // none: the connection is never parked
+	if slot != nil {
+		slot.SetCloser(cn)
+	}
+	if !cn.park() {
+		cn.serve()
+	}
+}
+
+// serve answers the connection's requests as long as they come, parks
+// the connection when none is waiting, and ends it when it fails or its
+// peer closes it. It runs in a goroutine of its own, from handle or when
+// the parked connection becomes readable.
+func (cn *conn) serve() {
 	for {
-		sc.ResetSenders()
-		if !s.serveOne(sc, c, cn, slot) {
+		if !cn.srv.serveOne(cn) {
+			cn.end()
 			return
 		}
+		if cn.park() {
+			return // the connection is no longer this goroutine's
+		}
 	}
+}
+
+// park parks the connection until it is readable, and reports whether it
+// did; when it did not (no parking here), the caller waits in its read.
+func (cn *conn) park() bool { return cn.spot != nil && cn.spot.Park() }
+
+// Close is how the connection limiter ends an idle connection to make
+// room: a parked connection, which no goroutine serves, is ended here;
+// one that a goroutine waits on is closed, and that goroutine ends it.
+func (cn *conn) Close() error {
+	if cn.spot != nil && cn.spot.Leave() {
+		cn.end()
+		return nil
+	}
+	return cn.c.Close()
+}
+
+// end releases what the connection holds and closes it.
+func (cn *conn) end() {
+	cn.closeUpstream()
+	if cn.slot != nil {
+		cn.slot.Release()
+	}
+	cn.peer.Close()
+	cn.c.Close()
+	cn.srv.wg.Done()
 }
 
 // serveOne reads one request and answers it, and reports whether the
 // connection goes on. The connection is idle while it waits for the
 // request's length, and busy from then until the answer is written.
-func (s *Server) serveOne(sc *procid.SenderConn, c *net.UnixConn, cn *conn, slot *connlimit.Slot) bool {
-	log, peer := cn.log, cn.peer
+func (s *Server) serveOne(cn *conn) bool {
+	log, peer, slot, sc := cn.log, cn.peer, cn.slot, cn.sc
+	sc.ResetSenders()
 	n, err := readLength(sc)
 	if err != nil {
 		if !errors.Is(err, io.EOF) && (slot == nil || !slot.Evicted()) {
@@ -164,18 +209,32 @@ func (s *Server) serveOne(sc *procid.SenderConn, c *net.UnixConn, cn *conn, slot
 	}
 	if err := peer.Verify(); err != nil {
 		log.Warn("closing connection: the peer is no longer the process that connected", "err", err)
-		c.Write(replyFailure)
+		cn.c.Write(replyFailure)
 		return false
 	}
-	_, err = c.Write(process(cn, req))
+	_, err = cn.c.Write(process(cn, req))
 	return err == nil
 }
 
 // readLength reads the length prefix of the next request and checks it.
+// It waits as long as the request takes to begin; once its first bytes
+// have come, the rest of the length must come within bodyTimeout.
 func readLength(c *procid.SenderConn) (uint32, error) {
 	var hdr [4]byte
-	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+	got, err := c.Read(hdr[:])
+	if err != nil {
 		return 0, err
+	}
+	if got < len(hdr) {
+		c.SetReadDeadline(time.Now().Add(bodyTimeout))
+		_, err = io.ReadFull(c, hdr[got:])
+		c.SetReadDeadline(time.Time{})
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, fmt.Errorf("reading a request's length: %w", err)
+		}
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
 	if n == 0 || n > MaxMessage {
@@ -191,15 +250,55 @@ func readLength(c *procid.SenderConn) (uint32, error) {
 func readBody(c *procid.SenderConn, n uint32) ([]byte, error) {
 	c.SetReadDeadline(time.Now().Add(bodyTimeout))
 	defer c.SetReadDeadline(time.Time{})
-	msg := bytes.NewBuffer(make([]byte, 0, 4+min(n, 1024)))
-	binary.Write(msg, binary.BigEndian, n)
-	if _, err := io.CopyN(msg, c, int64(n)); err != nil {
+	var err error
+	var msg []byte
+	if n <= smallRequest {
+		// Most requests: read into a buffer of their size.
+		msg = binary.BigEndian.AppendUint32(make([]byte, 0, 4+n), n)
+		_, err = io.ReadFull(c, msg[4:4+n])
+		msg = msg[:4+n]
+	} else {
+		buf := bytes.NewBuffer(binary.BigEndian.AppendUint32(make([]byte, 0, 4+smallRequest), n))
+		_, err = io.CopyN(buf, c, int64(n))
+		msg = buf.Bytes()
+	}
+	if err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, fmt.Errorf("reading request: %w", err)
 	}
-	return msg.Bytes(), nil
+	return msg, nil
+}
+
+// smallRequest is the largest request read into a buffer of its
+// announced size at once; a larger one grows with what arrives.
+const smallRequest = 1024
+
+// peerHandler is a connection's log handler: it names the peer (pid and
+// executable) in every line it passes on. Unlike Logger.With, it formats
+// nothing ahead: a connection that logs nothing costs a few words.
+type peerHandler struct {
+	h   slog.Handler
+	pid int
+	exe string
+}
+
+func (p *peerHandler) Enabled(ctx context.Context, l slog.Level) bool { return p.h.Enabled(ctx, l) }
+
+func (p *peerHandler) Handle(ctx context.Context, r slog.Record) error {
+	named := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	named.AddAttrs(slog.Int("pid", p.pid), slog.String("exe", p.exe))
+	r.Attrs(func(a slog.Attr) bool { named.AddAttrs(a); return true })
+	return p.h.Handle(ctx, named)
+}
+
+func (p *peerHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return p.h.WithAttrs(append([]slog.Attr{slog.Int("pid", p.pid), slog.String("exe", p.exe)}, as...))
+}
+
+func (p *peerHandler) WithGroup(name string) slog.Handler {
+	return p.h.WithAttrs([]slog.Attr{slog.Int("pid", p.pid), slog.String("exe", p.exe)}).WithGroup(name)
 }
 
 // process answers one request (with its length prefix), never panicking

@@ -76,9 +76,13 @@ func (l *Limiter) Take(uid uint32, c io.Closer) (*Slot, error) {
 	s := &Slot{l: l, uid: uid, c: c, since: time.Now()}
 	s.elem = l.idle.PushBack(s)
 	l.count[uid]++
-	l.mu.Unlock()
+	var closer io.Closer
 	if victim != nil {
-		victim.c.Close()
+		closer = victim.c
+	}
+	l.mu.Unlock()
+	if closer != nil {
+		closer.Close()
 	}
 	return s, nil
 }
@@ -112,8 +116,9 @@ func (l *Limiter) EvictIdle() bool {
 	}
 	s := e.Value.(*Slot)
 	l.dropLocked(s)
+	closer := s.c
 	l.mu.Unlock()
-	s.c.Close()
+	closer.Close()
 	return true
 }
 
@@ -148,6 +153,16 @@ func (s *Slot) Busy() (idle func()) {
 			s.elem, s.since = l.idle.PushBack(s), time.Now()
 		}
 	}
+}
+
+// SetCloser makes c what closes the connection when the limiter evicts
+// it, in place of the closer given to Take: for a server whose idle
+// connections have no goroutine to notice their socket closing, and so
+// must be ended by whoever evicts them.
+func (s *Slot) SetCloser(c io.Closer) {
+	s.l.mu.Lock()
+	defer s.l.mu.Unlock()
+	s.c = c
 }
 
 // Release stops counting the connection; the caller closes it. It may be
@@ -197,4 +212,11 @@ func (l *Limiter) Total() int {
 		n += c
 	}
 	return n
+}
+
+// Idle returns how many connections are idle, all users together.
+func (l *Limiter) Idle() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.idle.Len()
 }

@@ -100,3 +100,30 @@ func TestEvictIdle(t *testing.T) {
 		t.Fatalf("total %d", l.Total())
 	}
 }
+
+// A slot's closer can be replaced: eviction then closes through the new
+// one (a server whose idle connections no goroutine watches ends them
+// itself), and may release the slot from inside Close.
+func TestSetCloser(t *testing.T) {
+	l := &Limiter{PerUID: 1}
+	s, first := take(t, l, 7)
+	ended := &conn{}
+	s.SetCloser(closerFunc(func() error {
+		s.Release() // as the server's end does, from inside Close
+		return ended.Close()
+	}))
+	if l.Idle() != 1 {
+		t.Fatalf("%d idle, want 1", l.Idle())
+	}
+	take(t, l, 7)
+	if first.isClosed() || !ended.isClosed() {
+		t.Fatalf("evicted: the closer given to Take closed %v, the one set %v", first.isClosed(), ended.isClosed())
+	}
+	if l.Count(7) != 1 || l.Idle() != 1 {
+		t.Fatalf("after the eviction: %d held, %d idle; want 1 and 1", l.Count(7), l.Idle())
+	}
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
