@@ -31,6 +31,11 @@ const (
 	auditBatchBytes  = 256 << 10
 )
 
+// auditReads bounds the reads of the log the gateway runs at once (each
+// takes the cores and a few MiB of batches in flight); a read beyond
+// them waits for its turn.
+var auditReads = make(chan struct{}, 2)
+
 // sameFile reports whether a and b name the same existing file.
 func sameFile(a, b string) bool {
 	fa, err := os.Stat(a)
@@ -70,6 +75,12 @@ func (g *Gateway) opAuditRead(ctx context.Context, peer *procid.Peer, a api.Audi
 	}
 	if err := g.engine.OutsideRuns(peer, "audit read"); err != nil {
 		return err
+	}
+	select {
+	case auditReads <- struct{}{}:
+		defer func() { <-auditReads }()
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	id, err := g.vault.auditIdentity()
 	defer clear(id[:])
