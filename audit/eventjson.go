@@ -18,9 +18,9 @@ import (
 // AppendEventJSON writes what json.Marshal writes.
 
 // decodeEvent decodes the JSON of an event into e, as json.Unmarshal into a
-// zero Event does. Short strings come from in, which may be nil.
-func decodeEvent(js []byte, e *Event, in *interner) error {
-	p := jsonParser{b: js, in: in}
+// zero Event does.
+func decodeEvent(js []byte, e *Event) error {
+	p := jsonParser{b: js}
 	if p.event(e) && p.i == len(p.b) {
 		return nil
 	}
@@ -33,7 +33,7 @@ func decodeEvent(js []byte, e *Event, in *interner) error {
 // does, most often without reflection.
 func DecodeEventJSON(js []byte, e *Event) error {
 	*e = Event{}
-	return decodeEvent(js, e, nil)
+	return decodeEvent(js, e)
 }
 
 // DecodeEventPrefix decodes the event whose JSON starts b, as
@@ -54,34 +54,8 @@ func DecodeEventPrefix(b []byte, e *Event) (n int, ok bool) {
 // jsonParser reads the JSON encoding/json writes. Each method reports false
 // at anything else, and the caller falls back to encoding/json.
 type jsonParser struct {
-	b  []byte
-	i  int
-	in *interner
-}
-
-// An interner shares the strings that repeat from event to event (types,
-// runs, keys, boot ids, detail keys) instead of allocating each again. It
-// holds at most internMax strings of at most internLen bytes.
-type interner struct{ m map[string]string }
-
-const (
-	internMax = 4096
-	internLen = 96
-)
-
-func (in *interner) str(b []byte) string {
-	if in == nil || len(b) > internLen {
-		return string(b)
-	}
-	if s, ok := in.m[string(b)]; ok {
-		return s
-	}
-	if in.m == nil || len(in.m) >= internMax {
-		in.m = make(map[string]string, 256)
-	}
-	s := string(b)
-	in.m[s] = s
-	return s
+	b []byte
+	i int
 }
 
 func (p *jsonParser) byte(c byte) bool {
@@ -146,7 +120,7 @@ func (p *jsonParser) rawString() ([]byte, bool) {
 func (p *jsonParser) str(dst *string) bool {
 	s, ok := p.rawString()
 	if ok {
-		*dst = p.in.str(s)
+		*dst = string(s)
 	}
 	return ok
 }
@@ -242,7 +216,7 @@ func (p *jsonParser) stringMap(dst *map[string]string) bool {
 	return p.object(func(k []byte) (uint32, bool) {
 		var v string
 		ok := p.str(&v)
-		m[p.in.str(k)] = v
+		m[string(k)] = v
 		return 0, ok
 	})
 }

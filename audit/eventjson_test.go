@@ -59,7 +59,7 @@ func FuzzEventJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, js []byte) {
 		var got, want Event
-		gerr := decodeEvent(js, &got, &interner{})
+		gerr := decodeEvent(js, &got)
 		werr := json.Unmarshal(js, &want)
 		if (gerr == nil) != (werr == nil) {
 			t.Fatalf("decodeEvent error %v, json.Unmarshal error %v", gerr, werr)

@@ -75,7 +75,6 @@ func ReadEvents(path string, identity [32]byte) ([]Event, error) {
 type decoder struct {
 	op    *opener
 	logID [16]byte
-	in    interner
 	fn    func(Event) error
 }
 
@@ -110,7 +109,7 @@ func (d *decoder) event(version byte, seq uint64, ct []byte) (Event, error) {
 		return Event{}, fmt.Errorf("audit entry seq %d: %w", seq, err)
 	}
 	var e Event
-	if err := decodeEvent(js, &e, &d.in); err != nil {
+	if err := decodeEvent(js, &e); err != nil {
 		return Event{}, fmt.Errorf("audit entry seq %d: decode event: %w", seq, err)
 	}
 	e.Seq = seq
