@@ -53,9 +53,10 @@
 //
 // # Connections
 //
-// A connection waiting for its next request holds no goroutine: between
-// requests (and before its first) it is parked (package park), and a
-// goroutine starts to serve it when it becomes readable. An idle
+// A connection waiting for its next request holds no goroutine: once no
+// request has come for a moment (two milliseconds, so that a client's
+// requests in a row are served at once), it is parked (package park), and
+// a goroutine starts to serve it when it becomes readable. An idle
 // connection costs its socket and about two kilobytes, so that thousands
 // of ssh sessions, each holding one, cost the agent little. With
 // [Server.Limits], each user's connections are bounded, and an idle one,

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -135,23 +136,34 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn, ep *Endpoint) {
 	if slot != nil {
 		slot.SetCloser(cn)
 	}
-	if !cn.park() {
-		cn.serve()
-	}
+	cn.serve()
 }
 
+// linger is how long a connection that can be parked waits for its next
+// request before it is: a client that sends its requests one after the
+// other (ssh's session-bind and signature, a signing loop) is served
+// without the hop through the Lot.
+const linger = 2 * time.Millisecond
+
 // serve answers the connection's requests as long as they come, parks
-// the connection when none is waiting, and ends it when it fails or its
-// peer closes it. It runs in a goroutine of its own, from handle or when
-// the parked connection becomes readable.
+// the connection when none has come for a while (linger), and ends it
+// when it fails or its peer closes it. It runs in a goroutine of its own,
+// from handle or when the parked connection becomes readable.
 func (cn *conn) serve() {
+	wait := time.Duration(0)
+	if cn.spot != nil {
+		wait = linger
+	}
 	for {
-		if !cn.srv.serveOne(cn) {
+		switch cn.srv.serveOne(cn, wait) {
+		case closed:
 			cn.end()
 			return
-		}
-		if cn.park() {
-			return // the connection is no longer this goroutine's
+		case idle:
+			if cn.park() {
+				return // the connection is no longer this goroutine's
+			}
+			wait = 0 // not parked: wait in the read
 		}
 	}
 }
@@ -182,18 +194,31 @@ func (cn *conn) end() {
 	cn.srv.wg.Done()
 }
 
-// serveOne reads one request and answers it, and reports whether the
-// connection goes on. The connection is idle while it waits for the
-// request's length, and busy from then until the answer is written.
-func (s *Server) serveOne(cn *conn) bool {
+// What became of a connection that waited for a request.
+type outcome int
+
+const (
+	answered outcome = iota // a request came and was answered
+	idle                    // none began within the wait
+	closed                  // the connection failed or its peer closed it
+)
+
+// serveOne reads one request and answers it, waiting at most wait for it
+// to begin (0: as long as it takes). The connection is idle while it
+// waits for the request's length, and busy from then until the answer is
+// written.
+func (s *Server) serveOne(cn *conn, wait time.Duration) outcome {
 	log, peer, slot, sc := cn.log, cn.peer, cn.slot, cn.sc
 	sc.ResetSenders()
-	n, err := readLength(sc)
+	n, err := readLength(sc, wait)
+	if errors.Is(err, errNoRequest) {
+		return idle
+	}
 	if err != nil {
 		if !errors.Is(err, io.EOF) && (slot == nil || !slot.Evicted()) {
 			log.Warn("closing connection", "err", err)
 		}
-		return false
+		return closed
 	}
 	if slot != nil {
 		defer slot.Busy()()
@@ -201,27 +226,42 @@ func (s *Server) serveOne(cn *conn) bool {
 	req, err := readBody(sc, n)
 	if err != nil {
 		log.Warn("closing connection", "err", err)
-		return false
+		return closed
 	}
 	if pid, known := sc.Sender(); known && pid != peer.PID {
 		log.Warn("closing connection: request written by another process than the one that connected", "sender", pid)
-		return false
+		return closed
 	}
 	if err := peer.Verify(); err != nil {
 		log.Warn("closing connection: the peer is no longer the process that connected", "err", err)
 		cn.c.Write(replyFailure)
-		return false
+		return closed
 	}
-	_, err = cn.c.Write(process(cn, req))
-	return err == nil
+	if _, err = cn.c.Write(process(cn, req)); err != nil {
+		return closed
+	}
+	return answered
 }
 
+// errNoRequest is readLength's wait ending before a request began.
+var errNoRequest = errors.New("no request began")
+
 // readLength reads the length prefix of the next request and checks it.
-// It waits as long as the request takes to begin; once its first bytes
-// have come, the rest of the length must come within bodyTimeout.
-func readLength(c *procid.SenderConn) (uint32, error) {
+// It waits at most wait for the request to begin (errNoRequest), or as
+// long as it takes when wait is 0; once its first bytes have come, the
+// rest of the length must come within bodyTimeout.
+func readLength(c *procid.SenderConn, wait time.Duration) (uint32, error) {
 	var hdr [4]byte
+	if wait > 0 {
+		c.SetReadDeadline(time.Now().Add(wait))
+	}
 	got, err := c.Read(hdr[:])
+	if wait > 0 {
+		c.SetReadDeadline(time.Time{})
+		if got == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+			return 0, errNoRequest
+		}
+	}
 	if err != nil {
 		return 0, err
 	}
