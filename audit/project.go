@@ -276,8 +276,9 @@ func NewTimeline(since time.Time, run string) *Timeline {
 	return &Timeline{since: since, run: run, procs: map[string]*Process{}}
 }
 
-// Add renders the next event; ok is false for an event the timeline skips.
-func (tl *Timeline) Add(e *Event) (l Line, ok bool) {
+// Keeps takes the next event as Add does, without rendering it, and
+// reports whether the timeline keeps it.
+func (tl *Timeline) Keeps(e *Event) bool {
 	if e.BootID != "" && e.BootID != tl.boot {
 		clear(tl.procs)
 		tl.boot = e.BootID
@@ -286,9 +287,14 @@ func (tl *Timeline) Add(e *Event) (l Line, ok bool) {
 		tl.procs[e.Run] = e.Process
 	}
 	if !tl.since.IsZero() && e.Time.Before(tl.since) {
-		return Line{}, false
+		return false
 	}
-	if tl.run != "" && e.Run != tl.run {
+	return tl.run == "" || e.Run == tl.run
+}
+
+// Add renders the next event; ok is false for an event the timeline skips.
+func (tl *Timeline) Add(e *Event) (l Line, ok bool) {
+	if !tl.Keeps(e) {
 		return Line{}, false
 	}
 	p := e.Process
@@ -297,6 +303,7 @@ func (tl *Timeline) Add(e *Event) (l Line, ok bool) {
 	}
 	l = Line{Seq: e.Seq, Time: e.Time, Type: e.Type, Fields: lineFields(e, p)}
 	var b strings.Builder
+	b.Grow(160)
 	b.WriteString(e.Time.UTC().Format(time.DateTime))
 	b.WriteByte(' ')
 	b.WriteString(string(e.Type))
@@ -311,7 +318,7 @@ func (tl *Timeline) Add(e *Event) (l Line, ok bool) {
 }
 
 func lineFields(e *Event, proc *Process) []Field {
-	var fs []Field
+	fs := make([]Field, 0, 6+len(e.Detail))
 	var used []string // detail keys shown above
 	add := func(k, v string) {
 		if v != "" {

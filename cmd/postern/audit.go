@@ -330,19 +330,24 @@ func printHistory(out io.Writer, pfile, path string, offline bool, opts api.Audi
 	tl := api.NewTimeline(opts.Since, opts.Run)
 	var buf []byte
 	err := readAudit(pfile, path, offline, opts, func(e api.AuditEvent) error {
-		l, ok := tl.Add(&e)
-		switch {
-		case !ok:
-			return nil
-		case asJSON && lines:
-			return enc.Encode(l)
-		case asJSON:
+		if asJSON && !lines {
+			// Events as they are: the timeline only selects them.
+			if !tl.Keeps(&e) {
+				return nil
+			}
 			var err error
 			if buf, err = api.AppendAuditEventJSON(buf[:0], &e); err != nil {
 				return err
 			}
 			_, err = w.Write(append(buf, '\n'))
 			return err
+		}
+		l, ok := tl.Add(&e)
+		switch {
+		case !ok:
+			return nil
+		case asJSON:
+			return enc.Encode(l)
 		}
 		w.WriteString(l.Text)
 		return w.WriteByte('\n')
