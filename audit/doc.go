@@ -138,7 +138,7 @@
 // share one write and one fdatasync (group commit); each still gets its own
 // error. Start takes the record's place in the log at once and makes it
 // durable on another goroutine, so that the caller can prepare the action
-// meanwhile (the agent signs while the record syncs); Pending.Wait says
+// meanwhile (the agent has an upstream agent sign while the record syncs); Pending.Wait says
 // when the record is durable, and the action must not take effect before. Before each write the writer checks that the segment still has the
 // size it was made with, is still the file at its path, and holds zeros
 // where the next record goes; if another process wrote, truncated,

@@ -97,9 +97,6 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 		Key:       approvals.Key{Fingerprint: ssh.FingerprintSHA256(key), Type: key.Type()},
 		Purpose:   approvals.PurposeOther,
 		Forwarded: c.binds.forwarding(),
-		// The key signs while the allow's record is made durable; the
-		// signature leaves only once it is (Recorded, below).
-		Overlap: true,
 	}
 	refuse := func(reason audit.Reason, msg string) (*ssh.Signature, error) {
 		c.srv.Decider.Refused(req, reason)
@@ -118,6 +115,12 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 		return refuse(audit.ReasonKeyNotHeld, "key not held: "+err.Error())
 	}
 	req.Key = approvals.Key{Fingerprint: id.Fingerprint(), Comment: id.Comment, Type: id.Key.Type(), Confirm: id.Confirm, Touch: id.Touch(), Upstream: id.Source == Upstream}
+	// A key that signs elsewhere (the upstream agent, a token, a security
+	// key) signs while the allow's record is made durable, and the
+	// signature leaves only once it is (Recorded, below). A key in memory
+	// signs in less time than handing the record to another thread costs
+	// here: its record is durable first.
+	req.Overlap = id.Source == Upstream || id.Provider != ""
 	sd, err := parseSignData(data, key)
 	if err != nil {
 		return refuse(audit.ReasonMalformedRequest, err.Error())

@@ -34,14 +34,13 @@ func newHeldRecorder() *heldRecorder {
 }
 
 func (r *heldRecorder) Append(e audit.Event) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-	return nil
+	return r.Start(e)()
 }
 
 func (r *heldRecorder) Start(e audit.Event) func() error {
-	r.Append(e)
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
 	return func() error {
 		r.waiting <- struct{}{}
 		return <-r.outcome
@@ -114,9 +113,8 @@ func nothingToRead(t *testing.T, c net.Conn, when string) {
 	}
 }
 
-// The key signs while the record of the allow is made durable, and the
-// signature leaves the agent only once it is; a record that fails takes
-// the signature with it.
+// A signature leaves the agent only once its record is durable; a record
+// that fails takes the signature with it.
 func TestSignatureWaitsForItsRecord(t *testing.T) {
 	rec := newHeldRecorder()
 	ts := startRecorded(t, rec, nil)
@@ -189,6 +187,8 @@ func TestUpstreamSignsWhileItsRecordSyncs(t *testing.T) {
 	}
 	c.Write(signFrame(upKey, data))
 	awaitWait(t, rec, c, "upstream key")
+	rec.outcome <- nil
+	awaitWait(t, rec, c, "the refusal's record") // the second record
 	rec.outcome <- nil
 	if typ, _ := readAnswer(t, c); typ != msgFailure {
 		t.Fatalf("the upstream refused and the agent answered %d", typ)
