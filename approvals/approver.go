@@ -45,8 +45,14 @@ func (e *Engine) OutsideRuns(approver *procid.Peer, what string) error {
 	e.mu.Lock()
 	var within []*procid.Process
 	for _, run := range e.runs {
-		if run.pin != nil && run.Ended() == "" {
+		switch {
+		case run.Ended() != "":
+		case run.pin != nil:
 			p := run.Process
+			within = append(within, &p)
+		case run.preparer.PID > 0:
+			// Prepared, not started: the command may run already.
+			p := run.preparer
 			within = append(within, &p)
 		}
 	}

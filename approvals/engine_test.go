@@ -19,6 +19,7 @@ import (
 	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/internal/inventory"
 	"github.com/postern/postern/internal/knownhosts"
+	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/procid/proctest"
 )
 
@@ -91,7 +92,7 @@ func (w *world) req(pid int) *Request {
 // launch starts a run the way "postern run" does (pid launched by 5).
 func (w *world) launch(label string, pid int) *Run {
 	w.t.Helper()
-	run := w.e.PrepareRun(label, func(id string) string { return "/sock." + id })
+	run := w.e.PrepareRun(label, procid.Process{}, func(id string) string { return "/sock." + id })
 	if _, err := w.e.StartRun(run.ID, pid, w.f.Peer(5), confine.Level{}); err != nil {
 		w.t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ func TestExecOfTheSameExecutableEndsTheRun(t *testing.T) {
 
 func TestLaunchedRunAndProcessChanged(t *testing.T) {
 	w := newWorld(t)
-	run := w.e.PrepareRun("deploy-bot", func(id string) string { return "/sock." + id })
+	run := w.e.PrepareRun("deploy-bot", procid.Process{}, func(id string) string { return "/sock." + id })
 	if _, err := w.e.StartRun(run.ID, 10, w.f.Peer(5), confine.Level{}); err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +268,7 @@ func TestLaunchedRunAndProcessChanged(t *testing.T) {
 	w.f.Set(5, 1, 90, w.f.Exe("postern", "postern"))
 	w.f.Set(40, 5, 600, w.f.Exe("claude", "the agent program"), "claude")
 	w.f.Set(41, 40, 610, w.f.Exe("ssh", "ssh"))
-	run2 := w.e.PrepareRun("deploy-bot", func(id string) string { return "/sock." + id })
+	run2 := w.e.PrepareRun("deploy-bot", procid.Process{}, func(id string) string { return "/sock." + id })
 	if _, err := w.e.StartRun(run2.ID, 40, w.f.Peer(5), confine.Level{}); err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +284,7 @@ func TestLaunchedRunAndProcessChanged(t *testing.T) {
 		t.Fatal("replacement signed without approval")
 	}
 	// StartRun refuses a pid that is not the caller's child.
-	run3 := w.e.PrepareRun("x", func(id string) string { return "/sock." + id })
+	run3 := w.e.PrepareRun("x", procid.Process{}, func(id string) string { return "/sock." + id })
 	if _, err := w.e.StartRun(run3.ID, 20, w.f.Peer(5), confine.Level{}); err == nil {
 		t.Fatal("a foreign process was registered as a run")
 	}

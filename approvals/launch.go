@@ -18,9 +18,12 @@ const registerTimeout = 10 * time.Second
 
 // PrepareRun reserves a run for "postern run": an id, a label (display
 // only) and a launch nonce. The gateway creates the run's socket at
-// socket; StartRun then binds the run to the launched process.
-func (e *Engine) PrepareRun(label string, socket func(id string) string) *Run {
-	run := &Run{ID: newRunID(), Label: label, Nonce: randomHex(16), Launched: true, ready: make(chan struct{})}
+// socket; StartRun then binds the run to the launched process. preparer
+// is the verified "postern run" process: until the run is started, its
+// descendants and its terminal session count as inside the run, since
+// the command it launches runs before the gateway registers it.
+func (e *Engine) PrepareRun(label string, preparer procid.Process, socket func(id string) string) *Run {
+	run := &Run{ID: newRunID(), Label: label, Nonce: randomHex(16), Launched: true, preparer: preparer, ready: make(chan struct{})}
 	run.Socket = socket(run.ID)
 	e.mu.Lock()
 	e.runs[run.ID] = run

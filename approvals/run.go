@@ -35,10 +35,11 @@ type Run struct {
 	Confinement confine.Level
 	NS          procid.Namespaces
 
-	pin     *procid.Peer
-	ended   atomic.Pointer[audit.Reason] // why the run ended; nil while it lives
-	endedAt time.Time
-	ready   chan struct{} // closed once the process is registered (launched runs)
+	pin      *procid.Peer
+	preparer procid.Process               // "postern run", while the run is prepared and not started
+	ended    atomic.Pointer[audit.Reason] // why the run ended; nil while it lives
+	endedAt  time.Time
+	ready    chan struct{} // closed once the process is registered (launched runs)
 }
 
 // Ended returns why the run ended (an end reason), or "".

@@ -58,7 +58,7 @@ func (g *Gateway) opRunPrepare(_ context.Context, caller *procid.Peer, a api.Run
 		preparer.Close()
 		return nil, errPeerChanged
 	}
-	run := g.engine.PrepareRun(a.Label, func(id string) string { return api.RunSocket(g.opts.Socket, id) })
+	run := g.engine.PrepareRun(a.Label, preparer.Process, func(id string) string { return api.RunSocket(g.opts.Socket, id) })
 	if err := g.serveRun(run); err != nil {
 		preparer.Close()
 		g.engine.EndRun(run.ID, audit.ReasonProcessExited)
