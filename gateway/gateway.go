@@ -133,6 +133,8 @@ type Gateway struct {
 	// replaced a different one in the state directory.
 	restored string
 	sealMu   sync.Mutex // serializes sealApproved
+	// startUpstream is the upstream setting the gateway started with.
+	startUpstream string
 }
 
 // newBootID returns 128 random bits in hex.
@@ -224,6 +226,7 @@ func New(opts Options) (*Gateway, error) {
 		g.engine.EpochChanged(g.vault.locked)
 		g.recordVault(epoch, why, g.vault.locked)
 	})
+	g.startUpstream = g.config.Upstream
 	up, err := upstreamAgent(opts, g.config)
 	if err != nil {
 		return nil, err

@@ -81,6 +81,17 @@ func (g *Gateway) adoptSealedPolicy(v *vault.Vault) {
 		g.log.Warn("cannot keep the approved configuration", "err", err)
 	}
 	g.engine.Record(audit.Event{Type: audit.EventPolicyRestored, Detail: map[string]string{"path": g.approvedPath()}})
+	// The upstream agent was chosen at start, from the copy now found
+	// rewritten: adds and removes (keys handed to it) stop unless the
+	// sealed copy forwards them; another socket stays until a restart.
+	if up := g.agent.Upstream; up != nil {
+		if approved.UpstreamChanges != "forward" {
+			up.HoldChanges()
+		}
+		if approved.Upstream != g.startUpstream {
+			g.log.Warn("the upstream agent in use is not the approved one; restart the gateway to use the approved one", "in_use", up.Socket, "approved", approved.Upstream)
+		}
+	}
 	// The file, missing or not, is judged against the approved one; one
 	// that does not read leaves the approved policy in force.
 	cfg, now, err := readConfig(g.configPath)

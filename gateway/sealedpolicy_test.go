@@ -37,6 +37,13 @@ func TestSealedPolicy(t *testing.T) {
 			os.Remove(cfg)
 			os.Remove(approved)
 		}, `rule removed: host = "prod-*": deny`},
+		// ssh-add's keys forwarded to an agent of the attacker's: the
+		// gateway started with it, and holds the forwarding at the unlock.
+		{"upstream", func(cfg, approved string) {
+			forward := "upstream = \"/tmp/elsewhere.sock\"\nupstream_changes = \"forward\"\n" + strict
+			os.WriteFile(cfg, []byte(forward), 0o600)
+			os.WriteFile(approved, []byte(forward), 0o600)
+		}, "upstream_changes: refuse → forward"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			pass := []byte("seal pass")
@@ -77,6 +84,9 @@ func TestSealedPolicy(t *testing.T) {
 			g.mu.Unlock()
 			if approved != strict {
 				t.Fatalf("approved configuration %q, want the sealed one", approved)
+			}
+			if up := g.agent.Upstream; up != nil && up.Forwards() {
+				t.Fatal("adds and removes still go to the upstream agent the sealed copy never approved")
 			}
 			if b, _ := os.ReadFile(approvedPath); string(b) != strict {
 				t.Fatalf("state directory's copy %q, want the sealed one put back", b)

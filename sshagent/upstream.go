@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -61,8 +62,18 @@ type UpstreamAgent struct {
 	Socket  string
 	Changes UpstreamChanges
 
-	idle linkPool // connections without bindings, kept for the next client
+	held atomic.Bool // adds and removes refused from now on, whatever Changes says
+	idle linkPool    // connections without bindings, kept for the next client
 }
+
+// HoldChanges refuses adds and removes for the upstream agent from now on,
+// as UpstreamRefuse does: for a gateway that learns, once running, that
+// forwarding them was never approved.
+func (u *UpstreamAgent) HoldChanges() { u.held.Store(true) }
+
+// Forwards reports whether ssh-add's adds and removes go to the upstream
+// agent.
+func (u *UpstreamAgent) Forwards() bool { return u.Changes == UpstreamForward && !u.held.Load() }
 
 // maxIdleLinks bounds the unbound upstream connections kept.
 const maxIdleLinks = 4
@@ -363,7 +374,7 @@ func (c *conn) signUpstream(id *Identity, data []byte, flags uint32) (*ssh.Signa
 // forwardsChanges reports whether ssh-add's adds and removes go to the
 // upstream agent.
 func (c *conn) forwardsChanges() bool {
-	return c.srv.Upstream != nil && c.srv.Upstream.Changes == UpstreamForward
+	return c.srv.Upstream != nil && c.srv.Upstream.Forwards()
 }
 
 // addUpstream passes an add request (msg: its type and payload) to the
