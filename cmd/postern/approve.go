@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/postern/postern/internal/waitread"
 	"io"
 	"os"
 
@@ -73,7 +74,7 @@ func cmdApprove(args []string, out, errw io.Writer) error {
 	case id == "":
 		switch {
 		case !isTerminal(os.Stdin):
-			return approveLines(c, os.Stdin, out, errw, *asJSON)
+			return approveLines(c, waitread.Reader(os.Stdin), out, errw, *asJSON)
 		case *line || !isTerminal(os.Stdout) || os.Getenv("TERM") == "dumb":
 			return approveInteractive(c, out)
 		}
