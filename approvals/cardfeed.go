@@ -109,11 +109,15 @@ func cardOrder(a, b CardView) int {
 var ErrCardsGap = errors.New("a change of the pending cards was missed")
 
 // CardBoard is an approver's copy of the pending cards, kept up to date
-// by [CardsDelta]s. The zero board is empty and waits for a snapshot.
+// by [CardsDelta]s. The zero board is empty and waits for a snapshot. It
+// keeps its cards in their order, so that a change costs what it adds
+// and removes, not a sort of every card (a console takes the cards after
+// each change).
 type CardBoard struct {
 	seq    uint64
 	synced bool
-	cards  map[string]CardView
+	cards  []CardView          // oldest first (cardOrder), one a card id
+	ids    map[string]struct{} // the ids in cards
 }
 
 // Apply brings the board to d.Seq. A change that does not follow the
@@ -121,21 +125,43 @@ type CardBoard struct {
 // with ErrCardsGap, and the board is left as it was.
 func (b *CardBoard) Apply(d *CardsDelta) error {
 	if d.Reset {
-		b.cards = make(map[string]CardView, len(d.Cards))
+		b.cards = b.cards[:0]
+		b.ids = make(map[string]struct{}, len(d.Cards))
 	} else if !b.synced || d.Since != b.seq {
 		if !b.synced {
 			return fmt.Errorf("%w: a change came before the list it changes", ErrCardsGap)
 		}
 		return fmt.Errorf("%w: the change follows step %d, the cards shown are at step %d", ErrCardsGap, d.Since, b.seq)
 	}
-	for _, id := range d.Gone {
-		delete(b.cards, id)
+	if len(d.Gone) > 0 {
+		gone := make(map[string]bool, len(d.Gone))
+		for _, id := range d.Gone {
+			gone[id] = true
+			delete(b.ids, id)
+		}
+		b.cards = slices.DeleteFunc(b.cards, func(c CardView) bool { return gone[c.ID] })
 	}
-	for _, c := range d.Cards {
-		b.cards[c.ID] = c
+	for i := range d.Cards {
+		b.put(&d.Cards[i])
 	}
 	b.seq, b.synced = d.Seq, true
 	return nil
+}
+
+// put adds card c to the board in its place, or puts it in the place of
+// the card of the same id.
+func (b *CardBoard) put(c *CardView) {
+	if _, ok := b.ids[c.ID]; ok {
+		at := slices.IndexFunc(b.cards, func(o CardView) bool { return o.ID == c.ID })
+		b.cards = slices.Delete(b.cards, at, at+1)
+	}
+	b.ids[c.ID] = struct{}{}
+	// A new card is the newest, as a rule: its place is at the end.
+	at := len(b.cards)
+	if at > 0 && cardOrder(b.cards[at-1], *c) > 0 {
+		at, _ = slices.BinarySearchFunc(b.cards, *c, cardOrder)
+	}
+	b.cards = slices.Insert(b.cards, at, *c)
 }
 
 // Seq is the step of the change sequence the board is at (0 before its
@@ -144,12 +170,7 @@ func (b *CardBoard) Seq() uint64 { return b.seq }
 
 // Cards returns the cards on the board, oldest first.
 func (b *CardBoard) Cards() []CardView {
-	out := make([]CardView, 0, len(b.cards))
-	for _, c := range b.cards {
-		out = append(out, c)
-	}
-	slices.SortFunc(out, cardOrder)
-	return out
+	return append(make([]CardView, 0, len(b.cards)), b.cards...)
 }
 
 // Cards returns the pending cards, oldest first, and the step of the
