@@ -1,7 +1,6 @@
 package procid
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io/fs"
@@ -51,29 +50,45 @@ func readSmall(path string, buf []byte) (int, error) {
 	return total, nil
 }
 
-// UID reads the real uid from /proc/PID/status.
+// UID reads the real uid from /proc/PID/status, the first of the four
+// on its Uid line. That line comes ninth, after lines of bounded length
+// (the name, escaped, at most 64 bytes; numbers), well within the first
+// 512 bytes, which are all that is read: the card path reads the uid of
+// every ancestor.
 func (t *Table) UID(pid int) (uint32, error) {
-	f, err := os.Open(t.path(pid, "status"))
+	var buf [512]byte
+	n, err := readSmall(t.path(pid, "status"), buf[:])
 	if err != nil {
 		return 0, gone(pid, err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if rest, ok := bytes.CutPrefix(line, []byte("Uid:")); ok {
-			fields := bytes.Fields(rest)
-			if len(fields) == 0 {
+	if uid, ok := parseUID(buf[:n]); ok {
+		return uid, nil
+	}
+	return 0, fmt.Errorf("pid %d: no Uid line in status", pid)
+}
+
+// parseUID finds the first uid of the Uid line in the text of a status
+// file; a line cut off by the end of the text does not count.
+func parseUID(b []byte) (uint32, bool) {
+	for len(b) > 0 {
+		line, rest, whole := bytes.Cut(b, []byte("\n"))
+		if !whole {
+			break
+		}
+		if fields, ok := bytes.CutPrefix(line, []byte("Uid:")); ok {
+			f := bytes.Fields(fields)
+			if len(f) == 0 {
 				break
 			}
-			n, err := strconv.ParseUint(string(fields[0]), 10, 32)
+			n, err := strconv.ParseUint(string(f[0]), 10, 32)
 			if err != nil {
 				break
 			}
-			return uint32(n), nil
+			return uint32(n), true
 		}
+		b = rest
 	}
-	return 0, fmt.Errorf("pid %d: no Uid line in status", pid)
+	return 0, false
 }
 
 type exeKey struct {
