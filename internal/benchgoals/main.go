@@ -66,6 +66,10 @@ type goal struct {
 	target float64
 	unit   string // of value and anchor
 	kind   string // of the compared figure: "x" (a ratio) or the unit
+	// given, the condition the figure must be measured under: the
+	// benchmark reports it as the metric given, at least given.
+	given   string
+	atLeast float64
 }
 
 var goals = []goal{
@@ -94,7 +98,7 @@ var goals = []goal{
 	{what: "sessions --history, through the gateway, gateway memory while reading", value: "BenchmarkHistory gw-sessions-gateway-MiB", check: "BenchmarkHistory gw-sessions-gateway-MiB", atMost: true, target: 64, unit: "MiB", kind: "MiB"},
 	{what: "gateway start over the log", value: "BenchmarkHistory gateway-start-ms", check: "BenchmarkHistory gateway-start-ms", atMost: true, target: 500, unit: "ms", kind: "ms"},
 	{what: "journal open, 100,000 entries", value: "BenchmarkOpen100k/Open ns/op", check: "BenchmarkOpen100k/Open ns/op", atMost: true, target: 100e6, unit: "ns", kind: "ns"},
-	{what: "request to approver's console, p99, 100 pending cards", value: "BenchmarkCardToConsole p99-µs", anchor: "BenchmarkCardToConsole median-µs", label: "median", check: "BenchmarkCardToConsole p99-µs", atMost: true, target: 2000, unit: "µs", kind: "µs"},
+	{what: "request to approver's console, p99, 100 pending cards", value: "BenchmarkCardToConsole p99-µs", anchor: "BenchmarkCardToConsole median-µs", label: "median", check: "BenchmarkCardToConsole p99-µs", atMost: true, target: 2000, unit: "µs", kind: "µs", given: "BenchmarkCardToConsole pending-cards", atLeast: 100},
 	{what: "1,000 idle connections, extra memory", value: "BenchmarkIdleConnections extra-MiB", anchor: "BenchmarkIdleConnections ssh-agent-extra-MiB", label: "ssh-agent", check: "BenchmarkIdleConnections extra-MiB", atMost: true, target: 3, unit: "MiB", kind: "MiB"},
 	{what: "idle resident memory", value: "BenchmarkIdleMemory/agent=postern RSS-MiB", anchor: "BenchmarkIdleMemory/agent=ssh-agent RSS-MiB", label: "ssh-agent", check: "BenchmarkIdleMemory/agent=postern RSS-MiB", atMost: true, target: 15, unit: "MiB", kind: "MiB"},
 	{what: "Ed25519 sign with an upstream agent's key, sequential", value: "BenchmarkUpstreamSign seq-gated-µs", anchor: "BenchmarkUpstreamSign seq-direct-µs", label: "ssh-agent direct", check: "BenchmarkUpstreamSign seq-extra-µs", atMost: true, target: 100, unit: "µs", kind: "µs more"},
@@ -137,8 +141,13 @@ func report(w io.Writer, m metrics) (missed int) {
 			held, op = c <= g.target, "≤"
 		}
 		result := "PASS"
-		if !held {
+		switch n, ok := m[g.given]; {
+		case g.given != "" && (!ok || n < g.atLeast):
+			result = fmt.Sprintf("MISS: measured with %s %s, not at least %s", g.given, strconv.FormatFloat(n, 'g', 4, 64), strconv.FormatFloat(g.atLeast, 'g', 4, 64))
+		case !held:
 			result = "MISS"
+		}
+		if result != "PASS" {
 			missed++
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s\t%s %s\t%s\n", g.what, show(v, g.unit), anchor,

@@ -74,6 +74,10 @@ func BenchmarkCardToConsole(b *testing.B) {
 		waitShown()
 	}
 
+	if n := pendingCards(b, e); n != pending {
+		b.Fatalf("%d cards pending before the first iteration, not %d", n, pending)
+	}
+
 	cl, c := dialAgent(b, gw.Socket)
 	defer c.Close()
 	var took []time.Duration
@@ -94,11 +98,27 @@ func BenchmarkCardToConsole(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64((procCPU(b, gw.PID())-gwCPU).Microseconds())/float64(b.N), "gateway-cpu-µs/op")
+	// The cards denied went away; the 100 others were pending throughout.
+	after := pendingCards(b, e)
+	if after != pending {
+		b.Fatalf("%d cards pending after the last iteration, not %d", after, pending)
+	}
 	slices.Sort(took)
 	b.ReportMetric(float64(took[len(took)/2].Microseconds()), "median-µs")
 	b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-µs")
 	b.ReportMetric(float64(took[len(took)-1].Microseconds()), "worst-µs")
-	b.ReportMetric(pending, "pending-cards")
+	b.ReportMetric(float64(after), "pending-cards")
+}
+
+// pendingCards counts the cards the gateway holds pending, as "postern
+// approve --list --json" lists them.
+func pendingCards(b *testing.B, e *Env) int {
+	r := e.Run("postern", "approve", "--list", "--json")
+	var cards []json.RawMessage
+	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &cards) != nil {
+		b.Fatalf("listing the pending cards: %d %s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	return len(cards)
 }
 
 type shownCard struct {
