@@ -28,6 +28,32 @@ func decodeEvent(js []byte, e *Event) error {
 	return json.Unmarshal(js, e)
 }
 
+// storedEventJSON reports whether js is the JSON of an event as the
+// writer stores it: what AppendEventJSON writes for an event without
+// escapes and without a seq, which decodeEvent reads without encoding/json.
+// It makes no garbage (the strings, slices and maps are not made).
+func storedEventJSON(js []byte) bool {
+	var e Event
+	p := jsonParser{b: js, check: true}
+	return p.event(&e) && p.i == len(p.b)
+}
+
+// appendEventJSONAt appends the JSON of the event whose stored JSON is js
+// (storedEventJSON) with its seq set: seq first, then js's fields as they
+// are. For what the writer stores, whose fields are in AppendEventJSON's
+// order, that is exactly what AppendEventJSON writes.
+func appendEventJSONAt(dst []byte, seq uint64, js []byte) []byte {
+	if seq == 0 {
+		return append(dst, js...)
+	}
+	dst = append(dst, `{"seq":`...)
+	dst = strconv.AppendUint(dst, seq, 10)
+	if len(js) > 2 {
+		dst = append(dst, ',')
+	}
+	return append(dst, js[1:]...)
+}
+
 // DecodeEventJSON decodes the JSON of an event (as AppendEventJSON or
 // json.Marshal writes it) into e, as json.Unmarshal into a zero Event
 // does, most often without reflection.
@@ -56,6 +82,9 @@ func DecodeEventPrefix(b []byte, e *Event) (n int, ok bool) {
 type jsonParser struct {
 	b []byte
 	i int
+	// check reads without keeping what it reads (no string, slice or
+	// map is made), for storedEventJSON.
+	check bool
 }
 
 func (p *jsonParser) byte(c byte) bool {
@@ -119,7 +148,7 @@ func (p *jsonParser) rawString() ([]byte, bool) {
 
 func (p *jsonParser) str(dst *string) bool {
 	s, ok := p.rawString()
-	if ok {
+	if ok && !p.check {
 		*dst = string(s)
 	}
 	return ok
@@ -191,7 +220,9 @@ func (p *jsonParser) strings(dst *[]string) bool {
 	if !p.byte('[') {
 		return false
 	}
-	*dst = []string{}
+	if !p.check {
+		*dst = []string{}
+	}
 	if p.byte(']') {
 		return true
 	}
@@ -200,7 +231,9 @@ func (p *jsonParser) strings(dst *[]string) bool {
 		if !p.str(&s) {
 			return false
 		}
-		*dst = append(*dst, s)
+		if !p.check {
+			*dst = append(*dst, s)
+		}
 		if p.byte(']') {
 			return true
 		}
@@ -211,12 +244,17 @@ func (p *jsonParser) strings(dst *[]string) bool {
 }
 
 func (p *jsonParser) stringMap(dst *map[string]string) bool {
-	m := map[string]string{}
-	*dst = m
+	var m map[string]string
+	if !p.check {
+		m = map[string]string{}
+		*dst = m
+	}
 	return p.object(func(k []byte) (uint32, bool) {
 		var v string
 		ok := p.str(&v)
-		m[string(k)] = v
+		if m != nil {
+			m[string(k)] = v
+		}
 		return 0, ok
 	})
 }
@@ -253,7 +291,8 @@ func (p *jsonParser) event(e *Event) bool {
 	return p.object(func(k []byte) (uint32, bool) {
 		switch string(k) {
 		case "seq":
-			return 1 << 0, p.uint(&e.Seq)
+			// Not in a stored event: a reader sets it.
+			return 1 << 0, !p.check && p.uint(&e.Seq)
 		case "type":
 			return 1 << 1, p.str((*string)(&e.Type))
 		case "time":

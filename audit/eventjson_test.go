@@ -78,6 +78,24 @@ func FuzzEventJSON(f *testing.F) {
 		if werr == nil && !bytes.Equal(out, append([]byte("prefix"), wout...)) {
 			t.Fatalf("AppendEventJSON wrote\n%s\njson.Marshal wrote\n%s", out, wout)
 		}
+		// What storedEventJSON takes has no seq and is passed on with one,
+		// which reads as the event with that seq, by encoding/json and by
+		// a reader's direct path alike, to its last byte.
+		if !storedEventJSON(js) {
+			return
+		}
+		if want.Seq != 0 {
+			t.Fatalf("%s: taken for a stored event, which has no seq", js)
+		}
+		at := appendEventJSONAt(nil, 77, js)
+		want.Seq = 77
+		var viaJSON, direct Event
+		if err := json.Unmarshal(at, &viaJSON); err != nil || !reflect.DeepEqual(viaJSON, want) {
+			t.Fatalf("%s passed on as %s, which json.Unmarshal reads as\n%#v (%v), not\n%#v", js, at, viaJSON, err, want)
+		}
+		if n, ok := DecodeEventPrefix(at, &direct); !ok || n != len(at) || !reflect.DeepEqual(direct, want) {
+			t.Fatalf("%s passed on as %s, which the direct path reads (%v, to byte %d of %d) as\n%#v", js, at, ok, n, len(at), direct)
+		}
 	})
 }
 
@@ -89,6 +107,18 @@ func TestDecodeEventFastPath(t *testing.T) {
 		p := jsonParser{b: js}
 		if !p.event(&e) || p.i != len(js) {
 			t.Errorf("%s: not read by the direct path (stopped at byte %d)", js, p.i)
+		}
+		// As the writer stores it (no seq), it is passed on as it is.
+		e.Seq = 0
+		stored, err := json.Marshal(&e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !storedEventJSON(stored) {
+			t.Errorf("%s: not taken for an event as the writer stores it", stored)
+		}
+		if storedEventJSON(js) && e.Seq != 0 {
+			t.Errorf("%s: taken for a stored event with its seq", js)
 		}
 	}
 }

@@ -47,18 +47,26 @@ type readBatch struct {
 	recs   []batchRec
 	buf    []byte
 	events []Event
-	err    error // the error of the record at events[len(events)]
-	done   chan struct{}
+	// For a read that passes JSON: the events' JSON back to back, and
+	// where each ends.
+	js   []byte
+	ends []int
+	err  error // the error of the record after the last one passed
+	done chan struct{}
 }
 
 func (b *readBatch) reset() {
-	b.recs, b.buf, b.events, b.err = b.recs[:0], b.buf[:0], b.events[:0], nil
+	b.recs, b.buf, b.events, b.js, b.ends, b.err = b.recs[:0], b.buf[:0], b.events[:0], b.js[:0], b.ends[:0], nil
 	b.done = make(chan struct{})
 }
+
+// passed returns how many records of b the workers turned into events.
+func (b *readBatch) passed() int { return len(b.events) + len(b.ends) }
 
 // readPipeline carries batches from the scanner to the workers and on to
 // the caller's side.
 type readPipeline struct {
+	json    bool // the events' JSON, not the events
 	cur     *readBatch
 	jobs    chan *readBatch // to the workers
 	order   chan *readBatch // to the caller's side, in log order
@@ -68,8 +76,9 @@ type readPipeline struct {
 	workers sync.WaitGroup
 }
 
-func newReadPipeline(identity [32]byte, workers int) *readPipeline {
+func newReadPipeline(identity [32]byte, workers int, json bool) *readPipeline {
 	p := &readPipeline{
+		json:  json,
 		jobs:  make(chan *readBatch, workers),
 		order: make(chan *readBatch, 2*workers),
 		free:  make(chan *readBatch, 3*workers+2),
@@ -85,7 +94,7 @@ func newReadPipeline(identity [32]byte, workers int) *readPipeline {
 // work decrypts batches until the scanner has finished.
 func (p *readPipeline) work(identity [32]byte) {
 	defer p.workers.Done()
-	d, err := newDecoder(identity, nil)
+	d, err := newDecoder(identity, sink{})
 	if err != nil {
 		for b := range p.jobs {
 			b.err = err
@@ -97,20 +106,34 @@ func (p *readPipeline) work(identity [32]byte) {
 	for b := range p.jobs {
 		d.logID = b.logID
 		for i := range b.recs {
-			r := &b.recs[i]
-			if !r.entry {
-				b.events = append(b.events, r.ev)
-				continue
-			}
-			e, err := d.event(r.version, r.seq, b.buf[r.start:r.end])
-			if err != nil {
-				b.err = err
+			if b.err = p.turn(d, b, &b.recs[i]); b.err != nil {
 				break
 			}
-			b.events = append(b.events, e)
 		}
 		close(b.done)
 	}
+}
+
+// turn makes an event, or its JSON, of a record of b.
+func (p *readPipeline) turn(d *decoder, b *readBatch, r *batchRec) error {
+	var err error
+	switch {
+	case p.json && r.entry:
+		b.js, err = d.eventJSON(b.js, r.version, r.seq, b.buf[r.start:r.end])
+	case p.json:
+		b.js, err = AppendEventJSON(b.js, &r.ev)
+	case r.entry:
+		var e Event
+		if e, err = d.event(r.version, r.seq, b.buf[r.start:r.end]); err == nil {
+			b.events = append(b.events, e)
+		}
+	default:
+		b.events = append(b.events, r.ev)
+	}
+	if err == nil && p.json {
+		b.ends = append(b.ends, len(b.js))
+	}
+	return err
 }
 
 func (p *readPipeline) batch() *readBatch {
@@ -172,19 +195,15 @@ func (p *readPipeline) finish() {
 	close(p.order)
 }
 
-// deliver passes the events to fn in log order until the scanner has
-// finished, and returns the first error of a worker or of fn; after one it
-// stops the scanner and waits for the workers.
-func (p *readPipeline) deliver(fn func(Event) error) error {
+// deliver passes the events to out in log order until the scanner has
+// finished, and returns the first error of a worker or of out; after one
+// it stops the scanner and waits for the workers.
+func (p *readPipeline) deliver(out sink) error {
 	var err error
 	for b := range p.order {
 		<-b.done
 		if err == nil {
-			for i := range b.events {
-				if err = fn(b.events[i]); err != nil {
-					break
-				}
-			}
+			err = b.deliver(out)
 			if err == nil {
 				err = b.err
 			}
@@ -200,4 +219,21 @@ func (p *readPipeline) deliver(fn func(Event) error) error {
 	}
 	p.workers.Wait()
 	return err
+}
+
+// deliver passes the events the workers made of b to out.
+func (b *readBatch) deliver(out sink) error {
+	for i := range b.events {
+		if err := out.event(b.events[i]); err != nil {
+			return err
+		}
+	}
+	start := 0
+	for _, end := range b.ends {
+		if err := out.json(b.js[start:end]); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
 }

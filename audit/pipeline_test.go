@@ -27,6 +27,24 @@ func pipelineLog(t *testing.T, n int) (*testLog, [][]byte) {
 	return tl, recs
 }
 
+// forgeEntry changes the ciphertext of an entry far into the log and
+// recomputes the chain after it: the entry verifies as a record, and does
+// not decrypt. It returns the entry's seq and the log.
+func forgeEntry(t *testing.T, recs [][]byte) (uint64, []byte) {
+	bad := 0
+	for k := len(recs) * 2 / 3; ; k++ {
+		if recs[k][frameHeaderSize] == recEntry {
+			bad = k
+			break
+		}
+	}
+	forged := make([][]byte, len(recs))
+	copy(forged, recs)
+	forged[bad] = bytes.Clone(recs[bad])
+	forged[bad][len(forged[bad])-linkSize-1] ^= 1
+	return uint64(bad), rechain(t, join(forged))
+}
+
 // TestReadInBatches: a read of many batches passes every record once, in
 // log order; an error of the caller's stops it at once; an entry that
 // does not decrypt ends it after exactly the events before it, as a serial
@@ -73,25 +91,13 @@ func TestReadInBatches(t *testing.T) {
 		t.Fatalf("stopped at 700: %d events, error %v", len(got), err)
 	}
 
-	// An entry far into the log whose ciphertext was changed, the chain
-	// recomputed after it: it verifies as a record, and does not decrypt.
-	bad := 0
-	for k := len(recs) * 2 / 3; ; k++ {
-		if recs[k][frameHeaderSize] == recEntry {
-			bad = k
-			break
-		}
-	}
-	forged := make([][]byte, len(recs))
-	copy(forged, recs)
-	forged[bad] = bytes.Clone(recs[bad])
-	forged[bad][len(forged[bad])-linkSize-1] ^= 1
-	got, err = read(rechain(t, join(forged)), -1)
+	bad, forged := forgeEntry(t, recs)
+	got, err = read(forged, -1)
 	want := fmt.Sprintf("audit entry seq %d: ", bad)
 	if err == nil || !bytes.HasPrefix([]byte(err.Error()), []byte(want)) {
 		t.Fatalf("forged entry seq %d: error %v", bad, err)
 	}
-	if len(got) != bad-1 || got[len(got)-1].Seq != uint64(bad-1) {
+	if uint64(len(got)) != bad-1 || got[len(got)-1].Seq != bad-1 {
 		t.Fatalf("forged entry seq %d: %d events passed, the last seq %d", bad, len(got), got[len(got)-1].Seq)
 	}
 }

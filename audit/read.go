@@ -21,7 +21,7 @@ import (
 // or does not belong where it is, or when fn fails; what Verify would report
 // is in the Report.
 func DecodeEvents(r io.Reader, identity [32]byte, opts VerifyOptions, fn func(Event) error) (*Report, error) {
-	return decodeSegments([]segRef{{r: r}}, identity, opts, fn)
+	return decodeSegments([]segRef{{r: r}}, identity, opts, sink{event: fn})
 }
 
 // ReadOptions choose what ReadLog decrypts.
@@ -45,14 +45,47 @@ func (o *ReadOptions) seeks() bool { return !o.Since.IsZero() || o.Run != "" }
 // verify it and to decrypt the checkpoint summaries, and once to decrypt
 // only the stretches the summaries point to.
 func ReadLog(path string, identity [32]byte, opts ReadOptions, fn func(Event) error) (*Report, error) {
+	return readLog(path, identity, opts, sink{event: fn})
+}
+
+// ReadLogJSON reads the log as ReadLog does and passes fn the JSON of each
+// event, as AppendEventJSON writes it (seq included); js is fn's only
+// until it returns. An event that was stored as the writer stores it
+// (storedEventJSON) is passed as it decrypted, its seq added, without
+// being decoded and encoded again; any other is decoded (an entry that
+// does not decode is an error, as for ReadLog) and encoded.
+func ReadLogJSON(path string, identity [32]byte, opts ReadOptions, fn func(js []byte) error) (*Report, error) {
+	return readLog(path, identity, opts, sink{json: fn})
+}
+
+func readLog(path string, identity [32]byte, opts ReadOptions, out sink) (*Report, error) {
 	segs, err := logSegments(path, 0)
 	if err != nil {
 		return nil, err
 	}
 	if !opts.seeks() {
-		return decodeSegments(segs, identity, opts.VerifyOptions, fn)
+		return decodeSegments(segs, identity, opts.VerifyOptions, out)
 	}
-	return readSeeking(segs, identity, opts, fn)
+	return readSeeking(segs, identity, opts, out)
+}
+
+// sink is where a read passes its events, in log order: decoded (event),
+// or as their JSON (json).
+type sink struct {
+	event func(Event) error
+	json  func(js []byte) error
+}
+
+// pass hands e on, encoded in *buf when the sink takes JSON.
+func (s sink) pass(e *Event, buf *[]byte) error {
+	if s.json == nil {
+		return s.event(*e)
+	}
+	var err error
+	if *buf, err = AppendEventJSON((*buf)[:0], e); err != nil {
+		return err
+	}
+	return s.json(*buf)
 }
 
 // ReadEvents decrypts every entry of the log at path with the recipient's
@@ -75,15 +108,16 @@ func ReadEvents(path string, identity [32]byte) ([]Event, error) {
 type decoder struct {
 	op    *opener
 	logID [16]byte
-	fn    func(Event) error
+	out   sink
+	buf   []byte // an event's JSON, for a sink that takes JSON
 }
 
-func newDecoder(identity [32]byte, fn func(Event) error) (*decoder, error) {
+func newDecoder(identity [32]byte, out sink) (*decoder, error) {
 	op, err := newOpener(identity)
 	if err != nil {
 		return nil, err
 	}
-	return &decoder{op: op, fn: fn}, nil
+	return &decoder{op: op, out: out}, nil
 }
 
 func (d *decoder) header(h *header) error {
@@ -99,14 +133,23 @@ func (d *decoder) header(h *header) error {
 // what a seeking read decrypts). It may be called from several goroutines.
 var entryOpened func()
 
-// event decrypts and decodes the entry at seq.
-func (d *decoder) event(version byte, seq uint64, ct []byte) (Event, error) {
+// open decrypts the entry at seq and returns its event's stored JSON.
+func (d *decoder) open(version byte, seq uint64, ct []byte) ([]byte, error) {
 	if entryOpened != nil {
 		entryOpened()
 	}
 	js, err := d.op.open(version, d.logID, seq, ct)
 	if err != nil {
-		return Event{}, fmt.Errorf("audit entry seq %d: %w", seq, err)
+		return nil, fmt.Errorf("audit entry seq %d: %w", seq, err)
+	}
+	return js, nil
+}
+
+// event decrypts and decodes the entry at seq.
+func (d *decoder) event(version byte, seq uint64, ct []byte) (Event, error) {
+	js, err := d.open(version, seq, ct)
+	if err != nil {
+		return Event{}, err
 	}
 	var e Event
 	if err := decodeEvent(js, &e); err != nil {
@@ -116,16 +159,44 @@ func (d *decoder) event(version byte, seq uint64, ct []byte) (Event, error) {
 	return e, nil
 }
 
+// eventJSON decrypts the entry at seq and appends its event's JSON, as
+// AppendEventJSON writes it, to dst: the stored JSON, seq added, when the
+// writer stored it so (storedEventJSON); else the event decoded (an error
+// as for event) and encoded. On an error dst is returned as it was.
+func (d *decoder) eventJSON(dst []byte, version byte, seq uint64, ct []byte) ([]byte, error) {
+	js, err := d.open(version, seq, ct)
+	if err != nil {
+		return dst, err
+	}
+	if storedEventJSON(js) {
+		return appendEventJSONAt(dst, seq, js), nil
+	}
+	var e Event
+	if err := decodeEvent(js, &e); err != nil {
+		return dst, fmt.Errorf("audit entry seq %d: decode event: %w", seq, err)
+	}
+	e.Seq = seq
+	return AppendEventJSON(dst, &e)
+}
+
 func (d *decoder) entry(version byte, seq uint64, ct []byte) error {
+	if d.out.json != nil {
+		var err error
+		if d.buf, err = d.eventJSON(d.buf[:0], version, seq, ct); err != nil {
+			return err
+		}
+		return d.out.json(d.buf)
+	}
 	e, err := d.event(version, seq, ct)
 	if err != nil {
 		return err
 	}
-	return d.fn(e)
+	return d.out.event(e)
 }
 
 func (d *decoder) checkpoint(seq uint64, c *checkpoint) error {
-	return d.fn(checkpointEvent(seq, c))
+	e := checkpointEvent(seq, c)
+	return d.out.pass(&e, &d.buf)
 }
 
 // checkpointEvent is how readers see a checkpoint.
@@ -140,8 +211,8 @@ func checkpointEvent(seq uint64, c *checkpoint) Event {
 // order. The scanner verifies in a goroutine of its own, entries are
 // decrypted and decoded in batches by a pool of workers (see readPipeline),
 // and fn is called here, in log order.
-func decodeSegments(segs []segRef, identity [32]byte, opts VerifyOptions, fn func(Event) error) (*Report, error) {
-	d, err := newDecoder(identity, fn)
+func decodeSegments(segs []segRef, identity [32]byte, opts VerifyOptions, out sink) (*Report, error) {
+	d, err := newDecoder(identity, out)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +221,7 @@ func decodeSegments(segs []segRef, identity [32]byte, opts VerifyOptions, fn fun
 	if err != nil {
 		return nil, err
 	}
-	pl := newReadPipeline(identity, readWorkers())
+	pl := newReadPipeline(identity, readWorkers(), out.json != nil)
 	sc.onHeader = d.header
 	sc.onEntry = func(seq uint64, ct []byte) error { return pl.entry(d.logID, sc.recVersion, seq, ct) }
 	sc.onCheckpoint = func(seq uint64, c *checkpoint) error { return pl.event(checkpointEvent(seq, c)) }
@@ -161,7 +232,7 @@ func decodeSegments(segs []segRef, identity [32]byte, opts VerifyOptions, fn fun
 		scanErr = sc.runSegments(segs)
 		pl.finish()
 	}()
-	err = pl.deliver(fn)
+	err = pl.deliver(out)
 	<-scanned
 	if err == nil && !errors.Is(scanErr, errReadStopped) {
 		err = scanErr
@@ -184,8 +255,8 @@ type stretch struct {
 
 // readSeeking is ReadLog with Since or Run: a verifying pass that decrypts
 // only checkpoint summaries, then a pass over the stretches they select.
-func readSeeking(segs []segRef, identity [32]byte, opts ReadOptions, fn func(Event) error) (*Report, error) {
-	d, err := newDecoder(identity, fn)
+func readSeeking(segs []segRef, identity [32]byte, opts ReadOptions, to sink) (*Report, error) {
+	d, err := newDecoder(identity, to)
 	if err != nil {
 		return nil, err
 	}
