@@ -43,6 +43,7 @@ import (
 	"github.com/postern/postern/internal/atomicfile"
 	"github.com/postern/postern/internal/config"
 	"github.com/postern/postern/internal/control"
+	"github.com/postern/postern/internal/idletrim"
 	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/syslog"
 	"github.com/postern/postern/internal/xdg"
@@ -265,6 +266,11 @@ func (g *Gateway) Run(ctx context.Context) error {
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGUSR1)
 	defer signal.Stop(sigs)
 
+	// Between bursts of work (a login, a signing loop, a read of the
+	// history) the memory they left is given back to the system.
+	trim := idletrim.Start(trimQuiet, trimMin)
+	defer trim.Stop()
+
 	g.vault.start()
 	if err := g.openAudit(g.stateDir); err != nil {
 		return err
@@ -289,6 +295,10 @@ func (g *Gateway) Run(ctx context.Context) error {
 	stopWatch := g.watch(g.srv.ctx)
 	defer stopWatch()
 
+	// What starting left (the configuration, the vault, the audit log's
+	// verification) goes back now, and the collector's own first
+	// collection is made while nothing waits for the gateway.
+	trim.Trim()
 	state, epoch := g.vault.State()
 	g.log.Info("gateway started", "boot_id", g.bootID, "socket", g.opts.Socket, "vault", state, "epoch", epoch, "pid", os.Getpid())
 	if g.opts.Ready != nil {
@@ -297,6 +307,14 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.handleSignals(g.srv.ctx, sigs)
 	return g.shutdown()
 }
+
+// The gateway gives back the memory a burst of work left (package
+// idletrim) once it has allocated nothing for trimQuiet, when trimMin
+// bytes or more can be given back.
+const (
+	trimQuiet = 100 * time.Millisecond
+	trimMin   = 512 << 10
+)
 
 // handleSignals reloads the configuration on SIGHUP and wipes every key
 // and revokes every grant on SIGUSR1, until ctx is done.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"net"
 	"strings"
 	"time"
@@ -35,7 +34,7 @@ type conn struct {
 	ep    *Endpoint
 	ctx   context.Context
 	peer  *procid.Peer
-	log   *slog.Logger
+	log   connLog
 	binds bindings
 	up    *upstreamLink // opened when the upstream agent is first needed
 

@@ -121,12 +121,12 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn, ep *Endpoint) {
 		c.Close()
 		return
 	}
-	log := slog.New(&peerHandler{h: s.Log.Handler(), pid: peer.PID, exe: peer.Exe.Path})
-	cn := &conn{srv: s, ep: ep, ctx: ctx, peer: peer, log: log, c: c, slot: slot}
+	cn := &conn{srv: s, ep: ep, ctx: ctx, peer: peer, c: c, slot: slot}
+	cn.log = connLog{cn}
 	s.wg.Add(1)
 	if ep.Admit != nil {
 		if err := ep.Admit(peer); err != nil {
-			log.Warn("refusing connection", "err", err)
+			cn.log.Warn("refusing connection", "err", err)
 			cn.end()
 			return
 		}
@@ -315,9 +315,28 @@ func readBody(c *procid.SenderConn, n uint32) ([]byte, error) {
 // announced size at once; a larger one grows with what arrives.
 const smallRequest = 1024
 
+// connLog is a connection's logger: it names the peer (pid and
+// executable) in every line. It is made when a line is logged, so that a
+// connection holds none while it waits.
+type connLog struct{ c *conn }
+
+func (l connLog) Debug(msg string, args ...any) { l.log(slog.LevelDebug, msg, args) }
+func (l connLog) Info(msg string, args ...any)  { l.log(slog.LevelInfo, msg, args) }
+func (l connLog) Warn(msg string, args ...any)  { l.log(slog.LevelWarn, msg, args) }
+func (l connLog) Error(msg string, args ...any) { l.log(slog.LevelError, msg, args) }
+
+func (l connLog) log(level slog.Level, msg string, args []any) {
+	base := l.c.srv.Log
+	if !base.Enabled(context.Background(), level) {
+		return
+	}
+	h := &peerHandler{h: base.Handler(), pid: l.c.peer.PID, exe: l.c.peer.Exe.Path}
+	slog.New(h).Log(context.Background(), level, msg, args...)
+}
+
 // peerHandler is a connection's log handler: it names the peer (pid and
 // executable) in every line it passes on. Unlike Logger.With, it formats
-// nothing ahead: a connection that logs nothing costs a few words.
+// nothing ahead.
 type peerHandler struct {
 	h   slog.Handler
 	pid int

@@ -592,7 +592,8 @@ func FuzzRequest(f *testing.F) {
 		if len(msg) == 0 || len(msg) > MaxMessage {
 			return
 		}
-		cn := &conn{srv: srv, ep: &Endpoint{}, ctx: context.Background(), peer: self, log: srv.Log}
+		cn := &conn{srv: srv, ep: &Endpoint{}, ctx: context.Background(), peer: self}
+		cn.log = connLog{cn}
 		var hdr [4]byte
 		binary.BigEndian.PutUint32(hdr[:], uint32(len(msg)))
 		reply := process(cn, append(hdr[:], msg...))

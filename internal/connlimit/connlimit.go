@@ -17,7 +17,6 @@
 package connlimit
 
 import (
-	"container/list"
 	"errors"
 	"fmt"
 	"io"
@@ -34,20 +33,63 @@ type Limiter struct {
 	PerUID int
 
 	mu    sync.Mutex
-	idle  list.List // of *Slot, idle the longest first
+	idle  slotList // idle the longest first
 	count map[uint32]int
 }
 
-// Slot is one admitted connection.
+// Slot is one admitted connection. It costs a connection a few words:
+// an agent has thousands of idle ones.
 type Slot struct {
-	l       *Limiter
-	uid     uint32
-	c       io.Closer
-	elem    *list.Element // in l.idle while idle
-	since   time.Time     // idle since
-	busy    int
-	evicted bool
-	done    bool
+	l          *Limiter
+	c          io.Closer
+	prev, next *Slot         // in l.idle while listed
+	since      time.Duration // idle since (monotonic time)
+	uid        uint32
+	busy       int32
+	listed     bool // in l.idle
+	evicted    bool
+	done       bool
+}
+
+// clock is what Slot.since counts from.
+var clock = time.Now()
+
+func now() time.Duration { return time.Since(clock) }
+
+// slotList is a list of slots, linked through the slots themselves.
+type slotList struct {
+	head, tail *Slot
+	n          int
+}
+
+func (q *slotList) pushBack(s *Slot) {
+	s.prev, s.next, s.listed = q.tail, nil, true
+	if q.tail != nil {
+		q.tail.next = s
+	} else {
+		q.head = s
+	}
+	q.tail = s
+	q.n++
+}
+
+// remove takes s out of q, if it is in.
+func (q *slotList) remove(s *Slot) {
+	if !s.listed {
+		return
+	}
+	if s.prev != nil {
+		s.prev.next = s.next
+	} else {
+		q.head = s.next
+	}
+	if s.next != nil {
+		s.next.prev = s.prev
+	} else {
+		q.tail = s.prev
+	}
+	s.prev, s.next, s.listed = nil, nil, false
+	q.n--
 }
 
 // Take admits connection c of user uid, idle. When the user is at the
@@ -61,8 +103,8 @@ func (l *Limiter) Take(uid uint32, c io.Closer) (*Slot, error) {
 	}
 	var victim *Slot
 	if l.PerUID > 0 && l.count[uid] >= l.PerUID {
-		for e := l.idle.Front(); e != nil; e = e.Next() {
-			if s := e.Value.(*Slot); s.uid == uid {
+		for s := l.idle.head; s != nil; s = s.next {
+			if s.uid == uid {
 				victim = s
 				l.dropLocked(s)
 				break
@@ -73,8 +115,8 @@ func (l *Limiter) Take(uid uint32, c io.Closer) (*Slot, error) {
 			return nil, fmt.Errorf("%w (%d, all busy)", ErrFull, l.PerUID)
 		}
 	}
-	s := &Slot{l: l, uid: uid, c: c, since: time.Now()}
-	s.elem = l.idle.PushBack(s)
+	s := &Slot{l: l, uid: uid, c: c, since: now()}
+	l.idle.pushBack(s)
 	l.count[uid]++
 	var closer io.Closer
 	if victim != nil {
@@ -92,12 +134,12 @@ func (l *Limiter) Take(uid uint32, c io.Closer) (*Slot, error) {
 // server out of descriptors, whatever socket the connection is on.
 func EvictOldestIdle(ls ...*Limiter) bool {
 	var oldest *Limiter
-	var since time.Time
+	var since time.Duration
 	for _, l := range ls {
 		l.mu.Lock()
-		if e := l.idle.Front(); e != nil {
-			if t := e.Value.(*Slot).since; oldest == nil || t.Before(since) {
-				oldest, since = l, t
+		if s := l.idle.head; s != nil {
+			if oldest == nil || s.since < since {
+				oldest, since = l, s.since
 			}
 		}
 		l.mu.Unlock()
@@ -109,12 +151,11 @@ func EvictOldestIdle(ls ...*Limiter) bool {
 // reports whether there was one.
 func (l *Limiter) EvictIdle() bool {
 	l.mu.Lock()
-	e := l.idle.Front()
-	if e == nil {
+	s := l.idle.head
+	if s == nil {
 		l.mu.Unlock()
 		return false
 	}
-	s := e.Value.(*Slot)
 	l.dropLocked(s)
 	closer := s.c
 	l.mu.Unlock()
@@ -124,8 +165,7 @@ func (l *Limiter) EvictIdle() bool {
 
 // dropLocked stops counting s, which is being evicted.
 func (l *Limiter) dropLocked(s *Slot) {
-	l.idle.Remove(s.elem)
-	s.elem = nil
+	l.idle.remove(s)
 	s.evicted = true
 	l.count[s.uid]--
 	if l.count[s.uid] == 0 {
@@ -139,9 +179,8 @@ func (l *Limiter) dropLocked(s *Slot) {
 func (s *Slot) Busy() (idle func()) {
 	l := s.l
 	l.mu.Lock()
-	if s.busy == 0 && s.elem != nil {
-		l.idle.Remove(s.elem)
-		s.elem = nil
+	if s.busy == 0 {
+		l.idle.remove(s)
 	}
 	s.busy++
 	l.mu.Unlock()
@@ -150,7 +189,8 @@ func (s *Slot) Busy() (idle func()) {
 		defer l.mu.Unlock()
 		s.busy--
 		if s.busy == 0 && !s.evicted && !s.done {
-			s.elem, s.since = l.idle.PushBack(s), time.Now()
+			s.since = now()
+			l.idle.pushBack(s)
 		}
 	}
 }
@@ -178,10 +218,7 @@ func (s *Slot) Release() {
 	if s.evicted {
 		return
 	}
-	if s.elem != nil {
-		l.idle.Remove(s.elem)
-		s.elem = nil
-	}
+	l.idle.remove(s)
 	l.count[s.uid]--
 	if l.count[s.uid] == 0 {
 		delete(l.count, s.uid)
@@ -218,5 +255,5 @@ func (l *Limiter) Total() int {
 func (l *Limiter) Idle() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.idle.Len()
+	return l.idle.n
 }

@@ -1,0 +1,70 @@
+package idletrim
+
+import (
+	"runtime"
+	"runtime/metrics"
+	"testing"
+	"time"
+)
+
+func heapFree() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+var keep [][]byte
+
+// burst allocates about n bytes in small objects and lets them go.
+func burst(n int) {
+	for i := 0; i < n/512; i++ {
+		keep = append(keep, make([]byte, 512))
+	}
+	keep = nil
+}
+
+// waitFor waits for cond, failing the test after a minute (a loaded
+// machine may be slow; nothing here is timed).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute: %s", what)
+		}
+	}
+}
+
+// A burst of work that ends is followed by one trim, which gives back
+// what the collection freed, and then by none while nothing happens.
+func TestTrimsOnceQuiet(t *testing.T) {
+	tr := Start(20*time.Millisecond, 1<<20)
+	defer tr.Stop()
+	burst(32 << 20) // collected several times on the way
+	runtime.GC()    // and once more, with all of it garbage
+	if free := heapFree(); free < 1<<20 {
+		t.Fatalf("only %d bytes free after the collection: the test frees nothing to trim", free)
+	}
+	waitFor(t, "no trim after the burst", func() bool { return tr.Trims() >= 1 })
+	if free := heapFree(); free >= 1<<20 {
+		t.Errorf("%d bytes of the heap still free and not returned after the trim", free)
+	}
+	n := tr.Trims()
+	// The trim's own collection is looked at, and found not worth another.
+	time.Sleep(200 * time.Millisecond)
+	if got := tr.Trims(); got != n {
+		t.Errorf("%d trims while nothing happened after the first %d", got-n, n)
+	}
+}
+
+// Without a collection, nothing is looked at: a program that allocates
+// nothing is never woken.
+func TestStopEndsTheWatch(t *testing.T) {
+	tr := Start(10*time.Millisecond, 1)
+	tr.Stop()
+	burst(16 << 20)
+	runtime.GC()
+	time.Sleep(100 * time.Millisecond)
+	if n := tr.Trims(); n != 0 {
+		t.Errorf("%d trims after Stop", n)
+	}
+}
