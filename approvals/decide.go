@@ -2,7 +2,6 @@ package approvals
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/postern/postern/audit"
@@ -55,9 +54,10 @@ func (e *Engine) conclude(r *Request, d Decision) Decision {
 		ev.Run = d.Run
 	}
 	if r.Overlap {
-		wait := e.recordStart(ev)
-		allowed := d
-		d.recorded = sync.OnceValue(func() error { return e.recordedAllow(r, allowed, wait()) })
+		// Stamped now, with the epoch it was decided in; written when
+		// the caller asks.
+		e.stamp(&ev)
+		d.record = &allowRecord{e: e, r: r, d: d, ev: ev}
 		return d
 	}
 	if err := e.recordedAllow(r, d, e.record(ev)); err != nil {

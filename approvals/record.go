@@ -28,26 +28,65 @@ type StartRecorder interface {
 // record stamps ev with the boot id, the epoch and the time, and appends
 // it to the audit log when there is one.
 func (e *Engine) record(ev audit.Event) error {
+	e.stamp(&ev)
+	return e.appendStamped(ev)
+}
+
+// appendStamped appends an event record stamped already.
+func (e *Engine) appendStamped(ev audit.Event) error {
 	log := e.recorder()
 	if log == nil {
 		return nil
 	}
-	e.stamp(&ev)
 	return e.recordErr(&ev, log.Append(ev))
 }
 
-// recordStart is record begun: the record takes its place now and wait
-// returns what record would have. A Recorder that cannot start records
-// appends at once.
-func (e *Engine) recordStart(ev audit.Event) (wait func() error) {
+// startStamped is appendStamped begun: the record takes its place now
+// and wait returns what appendStamped would have. A Recorder that cannot
+// start records appends at once.
+func (e *Engine) startStamped(ev audit.Event) (wait func() error) {
 	log, ok := e.recorder().(StartRecorder)
 	if !ok {
-		err := e.record(ev)
+		err := e.appendStamped(ev)
 		return func() error { return err }
 	}
-	e.stamp(&ev)
 	w := log.Start(ev)
 	return func() error { return e.recordErr(&ev, w()) }
+}
+
+// An allowRecord is the record of an allow that Decide returned before
+// writing it (Request.Overlap): stamped at the decision, written when the
+// caller asks (Decision.Begin, Decision.Recorded), once.
+type allowRecord struct {
+	e    *Engine
+	r    *Request
+	d    Decision // the allow, for postern why
+	ev   audit.Event
+	wait func() error // set by begin
+	done bool
+	err  error
+}
+
+// begin starts making the record durable on another goroutine.
+func (a *allowRecord) begin() {
+	if a.wait == nil && !a.done {
+		a.wait = a.e.startStamped(a.ev)
+	}
+}
+
+// recorded makes the record durable, here unless begin started it, and
+// returns why it is not recorded, if it is not.
+func (a *allowRecord) recorded() error {
+	if !a.done {
+		var err error
+		if a.wait != nil {
+			err = a.wait()
+		} else {
+			err = a.e.appendStamped(a.ev)
+		}
+		a.done, a.err = true, a.e.recordedAllow(a.r, a.d, err)
+	}
+	return a.err
 }
 
 func (e *Engine) stamp(ev *audit.Event) {

@@ -103,11 +103,12 @@ type Request struct {
 	// Action is what an allow leads to: a signature (the default) or a
 	// command on an already authenticated bastion connection.
 	Action Action
-	// Overlap lets Decide return an allow while its record is still
-	// being made durable, so that the caller prepares the action (signs)
-	// meanwhile; the caller must then wait for Decision.Recorded to
-	// return nil before the action takes effect (the signature leaves).
-	// Without it, Decide returns once the record is durable.
+	// Overlap lets Decide return an allow before its record is written,
+	// so that the caller prepares the action meanwhile (sends the request
+	// to the device that signs): the caller must then have
+	// Decision.Recorded return nil before the action takes effect (the
+	// signature leaves). Without it, Decide returns once the record is
+	// durable.
 	Overlap bool
 }
 
@@ -142,20 +143,33 @@ type Decision struct {
 	// grant covered, or the subject a card was shown for.
 	Run string
 
-	chain    procid.Chain // the requester's chain, when it was read
-	recorded func() error // waits for the allow's record (Request.Overlap)
+	chain  procid.Chain // the requester's chain, when it was read
+	record *allowRecord // the allow's record, not yet written (Request.Overlap)
 }
 
-// Recorded waits until the record of an allowed decision is durable and
-// returns nil, or returns why it was not recorded: then the action must
-// not take effect, and the decision counts as refused (audit_failed).
-// There is something to wait for only when the Request set Overlap;
-// otherwise Decide waited, and Recorded returns nil at once.
+// Recorded makes the record of an allowed decision durable and returns
+// nil, or returns why it was not recorded: then the action must not take
+// effect, and the decision counts as refused (audit_failed). It writes
+// the record in the caller's goroutine, unless Begin started it: a
+// caller that has sent its request to a device returns to it once the
+// record is durable. There is something to write only when the Request
+// set Overlap; otherwise Decide wrote it, and Recorded returns nil at
+// once. Calls after the first return what the first did; a Decision is
+// for one goroutine.
 func (d Decision) Recorded() error {
-	if d.recorded == nil {
+	if d.record == nil {
 		return nil
 	}
-	return d.recorded()
+	return d.record.recorded()
+}
+
+// Begin starts making the record of an allowed decision durable on
+// another goroutine, for a caller whose action runs in its own goroutine
+// meanwhile (a token that signs); Recorded then waits for it.
+func (d Decision) Begin() {
+	if d.record != nil {
+		d.record.begin()
+	}
 }
 
 // A Decider decides requests. The agent protocol and the bastion ask one

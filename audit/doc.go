@@ -138,8 +138,12 @@
 // share one write and one fdatasync (group commit); each still gets its own
 // error. Start takes the record's place in the log at once and makes it
 // durable on another goroutine, so that the caller can prepare the action
-// meanwhile (the agent has an upstream agent sign while the record syncs); Pending.Wait says
-// when the record is durable, and the action must not take effect before. Before each write the writer checks that the segment still has the
+// meanwhile (the agent has a token sign while the record syncs);
+// Pending.Wait says when the record is durable, and the action must not
+// take effect before. A caller that can start its action without waiting
+// for it (the agent sends a request to an upstream agent, whose answer
+// comes later) appends after starting it instead, with no hand-off to
+// another goroutine. Before each write the writer checks that the segment still has the
 // size it was made with, is still the file at its path, and holds zeros
 // where the next record goes; if another process wrote, truncated,
 // replaced or removed it, nothing more is written. Any write, sync

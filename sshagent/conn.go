@@ -163,16 +163,23 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 	// be the process it was when it asked.
 	if time.Since(start) > time.Millisecond {
 		if err := c.peer.Verify(); err != nil {
+			d.Recorded() // the allow, which the refusal follows
 			return refuse(audit.ReasonIdentityMismatch, "requester changed while waiting for approval: "+err.Error())
 		}
 	}
 	var sig *ssh.Signature
+	var recorded error
 	if id.Source == Upstream {
-		sig, err = c.signUpstream(id, data, flags)
+		// The request goes to the upstream agent, then this goroutine
+		// makes the record durable while the upstream signs.
+		sig, recorded, err = c.signUpstream(id, data, flags, d.Recorded)
 	} else {
+		// A token signs in this goroutine: the record is made durable
+		// in another meanwhile (for a key in memory, Decide made it so).
+		d.Begin()
 		sig, err = c.srv.Keys.Sign(id, data, flags)
+		recorded = d.Recorded()
 	}
-	recorded := d.Recorded()
 	switch {
 	case errors.Is(err, errTouchTimeout):
 		return refuse(audit.ReasonTouchTimeout, err.Error())

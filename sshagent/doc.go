@@ -75,10 +75,12 @@
 //
 // With [Server.Upstream], another agent's keys are listed beside the
 // agent's own and gated like them: a signature with one of them is
-// decided and recorded here, and only then sent to the upstream agent,
-// over a connection of the client's own to which its verified session
-// bindings are passed on (upstream.go). ssh-add's adds and removes go
-// there or are refused, as [UpstreamAgent.Changes] says.
+// decided here and only then sent to the upstream agent, over a
+// connection of the client's own to which its verified session bindings
+// are passed on (upstream.go); its record is written while the upstream
+// signs, and the signature passed on once the record is durable.
+// ssh-add's adds and removes go there or are refused, as
+// [UpstreamAgent.Changes] says.
 //
 // [PROTOCOL.agent]: https://github.com/openssh/openssh-portable/blob/master/PROTOCOL.agent
 package sshagent

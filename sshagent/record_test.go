@@ -148,11 +148,11 @@ func TestSignatureWaitsForItsRecord(t *testing.T) {
 	}
 }
 
-// With an upstream agent's key, the upstream is asked while the record is
-// made durable (it was decided and recorded first: the record has its
-// place), and its signature leaves only once the record is durable. When
-// the upstream then fails, a second record says so: the first one does
-// not stand alone claiming a signature that was never given.
+// With an upstream agent's key, the request goes to the upstream first
+// and the record is made durable while the upstream signs; the signature
+// leaves only once the record is durable. When the upstream then fails,
+// a second record says so: the first one does not stand alone claiming a
+// signature that was never given.
 func TestUpstreamSignsWhileItsRecordSyncs(t *testing.T) {
 	up := startUpstream(t)
 	upKey := up.addKey(t, "held upstream")
@@ -166,12 +166,15 @@ func TestUpstreamSignsWhileItsRecordSyncs(t *testing.T) {
 	c := ts.rawConn(t)
 	started, release := up.holdSigns()
 	c.Write(signFrame(upKey, data))
-	<-started // the upstream signs, and the record is not durable yet
+	<-started // the upstream signs...
+	// ...while the agent writes the record.
+	awaitWait(t, rec, c, "upstream key")
 	if evs := rec.recorded(); len(evs) != 1 || evs[0].Type != audit.EventSign || evs[0].Detail["key_holder"] != "upstream" {
-		t.Fatalf("when the upstream was asked, the log had %+v", evs)
+		t.Fatalf("while the upstream signed, the log had %+v", evs)
 	}
 	release()
-	awaitWait(t, rec, c, "upstream key")
+	// The upstream has answered, or will: the record is not durable.
+	nothingToRead(t, c, "upstream key, signed")
 	rec.outcome <- nil
 	if typ, body := readAnswer(t, c); typ != msgSignResponse {
 		t.Fatalf("the agent answered %d %x", typ, body)
@@ -196,5 +199,49 @@ func TestUpstreamSignsWhileItsRecordSyncs(t *testing.T) {
 	evs := rec.recorded()
 	if len(evs) != 3 || evs[1].Type != audit.EventSign || evs[2].Type != audit.EventActionDenied || evs[2].Reason != audit.ReasonSigningFailed || evs[2].Key != evs[1].Key {
 		t.Fatalf("recorded %+v", evs)
+	}
+}
+
+// When the record of an upstream signature cannot be written, the client
+// is refused at once: the agent does not wait for the upstream's answer
+// (a person's confirmation, a touch) to a signature that cannot leave,
+// and the upstream's connection is closed. The next request is served on
+// a new one.
+func TestUpstreamRecordFailsFirst(t *testing.T) {
+	up := startUpstream(t)
+	upKey := up.addKey(t, "held upstream")
+	rec := newHeldRecorder()
+	ts := startRecorded(t, rec, func(s *Server) { s.Upstream = &UpstreamAgent{Socket: up.sock} })
+	data := []byte("data to sign")
+	if _, err := agent.NewClient(ts.rawConn(t)).List(); err != nil {
+		t.Fatal(err)
+	}
+	c := ts.rawConn(t)
+	started, release := up.holdSigns()
+	defer release()
+	c.Write(signFrame(upKey, data))
+	<-started
+	awaitWait(t, rec, c, "upstream key")
+	rec.outcome <- errors.New("fdatasync: no space left on device")
+	if typ, _ := readAnswer(t, c); typ != msgFailure {
+		t.Fatalf("the record failed and the agent answered %d", typ)
+	}
+	links := up.accepted()
+	if n := up.signCount(); n != 1 {
+		t.Fatalf("the upstream was asked %d times", n)
+	}
+	// The held signature is still waiting at the upstream: the agent did
+	// not wait for it. The next request goes out on a new connection.
+	up.mu.Lock()
+	up.hold = nil
+	up.mu.Unlock()
+	c.Write(signFrame(upKey, data))
+	awaitWait(t, rec, c, "upstream key, again")
+	rec.outcome <- nil
+	if typ, body := readAnswer(t, c); typ != msgSignResponse {
+		t.Fatalf("the agent answered %d %x", typ, body)
+	}
+	if n := up.accepted(); n != links+1 {
+		t.Fatalf("the upstream accepted %d connections, want %d", n, links+1)
 	}
 }

@@ -22,8 +22,9 @@ import (
 // another ssh-agent — and postern gates them: its identities are listed
 // beside postern's own, and a signature with one of them goes through
 // the same checks as postern's own keys (the requester verified again,
-// the session bindings, the decision, the audit record) before it is
-// sent to the upstream agent, which signs. The upstream's own
+// the session bindings, the decision) before it is sent to the upstream
+// agent, which signs while the connection's goroutine makes the audit
+// record durable: the signature leaves once it is. The upstream's own
 // confirmations (ssh-add -c on it, a touch) still happen, after
 // postern's; postern waits for them as long as for a touch
 // (Server.TouchTimeout).
@@ -215,28 +216,66 @@ func (c *conn) bindUpstream(contents []byte) error {
 }
 
 // upstreamCall sends one request to the upstream agent and reads the
-// reply, waiting at most wait. A link that fails is closed; the next
-// request opens a new one. A kept link that the upstream closed while it
-// waited (the request got no byte back) is replaced, and the request
-// sent again on the new one.
+// reply, waiting at most wait.
 func (c *conn) upstreamCall(msg []byte, wait time.Duration) ([]byte, error) {
+	u, err := c.upstreamSend(msg)
+	if err != nil {
+		return nil, err
+	}
+	return c.upstreamReply(u, msg, wait)
+}
+
+// upstreamSend sends one request to the upstream agent, on the link it
+// returns. A link that fails is closed; the next request opens a new
+// one. A kept link that the upstream closed while it waited is replaced,
+// and the request sent on the new one.
+func (c *conn) upstreamSend(msg []byte) (*upstreamLink, error) {
 	for {
 		u, err := c.upstream()
 		if err == nil {
-			var resp []byte
-			if resp, err = u.call(msg, time.Now().Add(wait)); err == nil {
-				return resp, nil
+			if err = u.send(msg); err == nil {
+				return u, nil
 			}
 			c.dropUpstream()
-			if u.reused && (errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)) {
+			if closedWhileKept(u, err) {
 				continue
 			}
 		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			err = errTouchTimeout
-		}
-		return nil, fmt.Errorf("upstream agent %s: %w", c.srv.Upstream.Socket, err)
+		return nil, c.upstreamErr(err)
 	}
+}
+
+// upstreamReply reads the reply to msg, sent on u, waiting at most wait.
+// When u was kept and the upstream closed it before answering (the
+// request got no byte back), msg is sent again on a new link.
+func (c *conn) upstreamReply(u *upstreamLink, msg []byte, wait time.Duration) ([]byte, error) {
+	for {
+		resp, err := u.recv(time.Now().Add(wait))
+		if err == nil {
+			return resp, nil
+		}
+		c.dropUpstream()
+		if !closedWhileKept(u, err) {
+			return nil, c.upstreamErr(err)
+		}
+		if u, err = c.upstreamSend(msg); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// closedWhileKept reports whether err is a kept link found closed by the
+// upstream.
+func closedWhileKept(u *upstreamLink, err error) bool {
+	return u.reused && (errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET))
+}
+
+// upstreamErr says which exchange with the upstream agent failed.
+func (c *conn) upstreamErr(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = errTouchTimeout
+	}
+	return fmt.Errorf("upstream agent %s: %w", c.srv.Upstream.Socket, err)
 }
 
 // dropUpstream closes the connection's link to the upstream agent.
@@ -341,34 +380,46 @@ func (c *conn) lookupUpstream(key ssh.PublicKey) (*Identity, error) {
 
 // signUpstream has the upstream agent sign, after the decision: the key
 // as the upstream listed it, the data and flags as the client sent them.
-// The upstream may wait for its own confirmation or a touch, for as long
-// as a security key's touch; a signature that arrives after postern was
-// locked is dropped.
-func (c *conn) signUpstream(id *Identity, data []byte, flags uint32) (*ssh.Signature, error) {
+// Once the request is on its way, record makes the allow's record
+// durable (recorded is what it returned) while the upstream signs; a
+// signature is returned only once it is. The upstream may wait for its
+// own confirmation or a touch, for as long as a security key's touch; a
+// signature that arrives after postern was locked is dropped.
+func (c *conn) signUpstream(id *Identity, data []byte, flags uint32, record func() error) (sig *ssh.Signature, recorded, err error) {
 	locked, locks := c.srv.Keys.lockState()
 	if locked {
-		return nil, ErrLocked
+		return nil, record(), ErrLocked
 	}
 	msg := append([]byte{msgSignRequest}, ssh.Marshal(signRequestMsg{KeyBlob: id.Key.Marshal(), Data: data, Flags: flags})...)
-	resp, err := c.upstreamCall(msg, c.srv.touchTimeout())
+	u, err := c.upstreamSend(msg)
+	if recorded = record(); recorded != nil && err == nil {
+		// Nothing it signs may leave: the upstream need not wait for
+		// its confirmation either.
+		c.dropUpstream()
+		return nil, recorded, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, recorded, err
+	}
+	resp, err := c.upstreamReply(u, msg, c.srv.touchTimeout())
+	if err != nil {
+		return nil, recorded, err
 	}
 	var m struct {
 		Sig  []byte
 		Rest []byte `ssh:"rest"`
 	}
-	sig := new(ssh.Signature)
+	sig = new(ssh.Signature)
 	switch {
 	case len(resp) == 0 || resp[0] != msgSignResponse:
-		return nil, errors.New("the upstream agent refused to sign")
+		return nil, recorded, errors.New("the upstream agent refused to sign")
 	case ssh.Unmarshal(resp[1:], &m) != nil || len(m.Rest) != 0 || ssh.Unmarshal(m.Sig, sig) != nil:
-		return nil, errors.New("the upstream agent sent a malformed signature")
+		return nil, recorded, errors.New("the upstream agent sent a malformed signature")
 	}
 	if err := c.srv.Keys.stillOpen(locks); err != nil {
-		return nil, err
+		return nil, recorded, err
 	}
-	return sig, nil
+	return sig, recorded, nil
 }
 
 // forwardsChanges reports whether ssh-add's adds and removes go to the

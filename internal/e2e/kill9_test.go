@@ -27,32 +27,13 @@ func TestKill9UnderSignersAndCommands(t *testing.T) {
 	tokens := filepath.Join(b.sshd.Dir, "tokens")
 
 	var (
-		stop       atomic.Bool
-		wg         sync.WaitGroup
-		mu         sync.Mutex
-		signedPIDs []int // ssh-keygen processes that received a signature
-		signs      atomic.Int64
-		commands   atomic.Int64
+		stop     atomic.Bool
+		wg       sync.WaitGroup
+		commands atomic.Int64
 	)
-	for i := range signers {
-		wg.Go(func() {
-			for n := 0; !stop.Load(); n++ {
-				sig := filepath.Join(b.e.Dir, fmt.Sprintf("m%d-%d", i, n))
-				os.WriteFile(sig, []byte("x"), 0o600)
-				cmd := b.e.Command("ssh-keygen", "-Y", "sign", "-n", "file", "-f", b.key+".pub", sig)
-				if cmd.Run() == nil {
-					if _, err := os.Stat(sig + ".sig"); err == nil {
-						mu.Lock()
-						signedPIDs = append(signedPIDs, cmd.Process.Pid)
-						mu.Unlock()
-						signs.Add(1)
-					}
-				}
-				os.Remove(sig)
-				os.Remove(sig + ".sig")
-			}
-		})
-	}
+	sg := startSigners(b.e, b.key, signers)
+	signs := &sg.signs
+	defer sg.halt()
 	for i := range commanders {
 		wg.Go(func() {
 			for n := 0; !stop.Load(); n++ {
@@ -100,33 +81,9 @@ func TestKill9UnderSignersAndCommands(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 
-	// Every signature received is in the audit log.
-	show := b.e.MustRun("postern", "audit", "show", "--json", "--passphrase-file", b.pass).Stdout
-	logged := map[int]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(show), "\n") {
-		var ev struct {
-			Type   string            `json:"type"`
-			Detail map[string]string `json:"detail"`
-		}
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			t.Fatalf("audit show: %v: %s", err, line)
-		}
-		if ev.Type == "sign" {
-			pid, _ := strconv.Atoi(ev.Detail["pid"])
-			logged[pid] = true
-		}
-	}
-	mu.Lock()
-	for _, pid := range signedPIDs {
-		if !logged[pid] {
-			t.Errorf("the signature ssh-keygen (pid %d) received is not in the audit log", pid)
-		}
-	}
-	t.Logf("%d signatures and %d commands across %d kills", len(signedPIDs), commands.Load(), kills)
-	mu.Unlock()
-	if r := b.e.Run("postern", "audit", "verify"); r.Code != 0 {
-		t.Fatalf("audit verify after the kills: %s", r)
-	}
+	signed := sg.halt()
+	signaturesLogged(t, b.e, b.pass, signed)
+	t.Logf("%d signatures and %d commands across %d kills", len(signed), commands.Load(), kills)
 
 	// Every command that ran has an entry, and none of those may run
 	// again without a person.
@@ -166,4 +123,127 @@ func TestKill9UnderSignersAndCommands(t *testing.T) {
 	if unknown == 0 {
 		t.Errorf("no kill landed on a started command")
 	}
+}
+
+// signaturesLogged fails the test unless every process in pids has its
+// sign event in the audit log, and the log verifies.
+func signaturesLogged(t *testing.T, e *Env, pass string, pids []int) {
+	t.Helper()
+	show := e.MustRun("postern", "audit", "show", "--json", "--passphrase-file", pass).Stdout
+	logged := map[int]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(show), "\n") {
+		var ev struct {
+			Type   string            `json:"type"`
+			Detail map[string]string `json:"detail"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("audit show: %v: %s", err, line)
+		}
+		if ev.Type == "sign" {
+			pid, _ := strconv.Atoi(ev.Detail["pid"])
+			logged[pid] = true
+		}
+	}
+	for _, pid := range pids {
+		if !logged[pid] {
+			t.Errorf("the signature ssh-keygen (pid %d) received is not in the audit log", pid)
+		}
+	}
+	if r := e.Run("postern", "audit", "verify"); r.Code != 0 {
+		t.Fatalf("audit verify after the kills: %s", r)
+	}
+}
+
+// The gateway killed with kill -9 while signers use a key only an
+// upstream ssh-agent holds: a request goes to the upstream before its
+// record is written, and the record is made durable while the upstream
+// signs. Every signature a client received has its sign event in the
+// audit log, which still verifies.
+func TestKill9UnderUpstreamSigners(t *testing.T) {
+	need(t, "ssh-agent", "ssh-add", "ssh-keygen")
+	e := newEnv(t)
+	e.Config(`approval = "none"`)
+	pass := e.WriteFile("pass", "vault pass\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	up := startUpstreamAgent(t, e)
+	key := e.Keygen("up", "ed25519", 0, "")
+	if r := up.run(e, "ssh-add", key); r.Code != 0 {
+		t.Fatalf("ssh-add to the upstream: %s", r)
+	}
+	os.Remove(key)
+	agent := e.StartAgent("--upstream", up.Socket)
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+
+	const kills = 2
+	sg := startSigners(e, key, 3)
+	defer sg.halt()
+	progress := func(round int) {
+		t.Helper()
+		s0 := sg.signs.Load()
+		deadline := time.Now().Add(3 * time.Minute)
+		for sg.signs.Load() < s0+3 {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no progress:\n%s", round, tail(agent.Log(), 3000))
+			}
+			sleep10ms()
+		}
+	}
+	for round := range kills {
+		progress(round)
+		agent.Kill()
+		agent = e.StartAgent("--upstream", up.Socket)
+		e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	}
+	progress(kills)
+	signed := sg.halt()
+	signaturesLogged(t, e, pass, signed)
+	if up.signRequests() < len(signed) {
+		t.Fatalf("%d signatures received, the upstream signed %d", len(signed), up.signRequests())
+	}
+	t.Logf("%d signatures across %d kills; the upstream got %d sign requests", len(signed), kills, up.signRequests())
+}
+
+// signers sign with a key through "ssh-keygen -Y sign", each in a loop,
+// until halted, and keep the pid of every ssh-keygen that received a
+// signature.
+type signers struct {
+	stop  atomic.Bool
+	wg    sync.WaitGroup
+	signs atomic.Int64
+	mu    sync.Mutex
+	pids  []int
+}
+
+func startSigners(e *Env, key string, n int) *signers {
+	s := &signers{}
+	for i := range n {
+		s.wg.Go(func() {
+			for j := 0; !s.stop.Load(); j++ {
+				msg := filepath.Join(e.Dir, fmt.Sprintf("m%d-%d", i, j))
+				os.WriteFile(msg, []byte("x"), 0o600)
+				cmd := e.Command("ssh-keygen", "-Y", "sign", "-n", "file", "-f", key+".pub", msg)
+				if cmd.Run() == nil {
+					if _, err := os.Stat(msg + ".sig"); err == nil {
+						s.mu.Lock()
+						s.pids = append(s.pids, cmd.Process.Pid)
+						s.mu.Unlock()
+						s.signs.Add(1)
+					}
+				}
+				os.Remove(msg)
+				os.Remove(msg + ".sig")
+			}
+		})
+	}
+	return s
+}
+
+// halt stops the signers, waits for them and returns the pids of those
+// that received a signature.
+func (s *signers) halt() []int {
+	s.stop.Store(true)
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int(nil), s.pids...)
 }
