@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"time"
 )
 
@@ -306,18 +305,18 @@ func (w *writer) cut() error {
 // extended, replaced or removed the current segment since the last write.
 func (w *writer) checkFile() error {
 	s := w.seg
-	fi, err := s.f.Stat()
+	size, err := sizeQuiet(s.f)
 	if err != nil {
 		return fmt.Errorf("audit log %s: stat: %w", s.path, err)
 	}
-	if fi.Size() != s.size {
-		return fmt.Errorf("audit log %s is %d bytes but this writer left it at %d: another process wrote to or truncated it; nothing more was written; verify the log and move it aside", s.path, fi.Size(), s.size)
+	if size != s.size {
+		return fmt.Errorf("audit log %s is %d bytes but this writer left it at %d: another process wrote to or truncated it; nothing more was written; verify the log and move it aside", s.path, size, s.size)
 	}
-	pfi, err := os.Stat(s.path)
+	dev, ino, err := statPathQuiet(s.path)
 	if err != nil {
 		return fmt.Errorf("audit log %s was removed or renamed while open (%w); nothing more was written", s.path, err)
 	}
-	if dev, ino, ok := fileID(pfi); ok && (dev != s.dev || ino != s.ino) {
+	if dev != s.dev || ino != s.ino {
 		return fmt.Errorf("audit log %s was replaced by another file while open; nothing more was written; verify both and keep the original", s.path)
 	}
 	var next [frameHeaderSize]byte
