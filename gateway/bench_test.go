@@ -13,7 +13,6 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/postern/postern/gateway/api"
-	"github.com/postern/postern/internal/vault"
 )
 
 // BenchmarkSignPath signs with an Ed25519 key through a gateway running
@@ -46,17 +45,7 @@ func BenchmarkSignPath(b *testing.B) {
 				if !audited {
 					return
 				}
-				passphrase := func() ([]byte, error) { return append([]byte(nil), pass...), nil }
-				if _, err := api.InitVault(vault.FloorParams(), passphrase); err != nil {
-					b.Fatal(err)
-				}
-				k, err := vault.NewKey(priv, "bench")
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := api.ChangeVault(&api.VaultChange{Passphrase: append([]byte(nil), pass...), Add: []vault.Key{k}}); err != nil {
-					b.Fatal(err)
-				}
+				initVaultWithKey(b, pass, priv)
 			})
 			if audited {
 				if err := api.NewClient(sock).Unlock(context.Background(), api.UnlockArgs{Passphrase: append([]byte(nil), pass...)}); err != nil {

@@ -95,6 +95,7 @@ type Gateway struct {
 	configPath  string
 	askpass     *askpass.Pinned
 	vaultPath   string
+	watchEvents atomic.Uint64 // file events the watcher took in (see watch)
 	stateDir    string
 	auditMu     sync.Mutex
 	audit       *auditLog      // nil until set up; see currentAudit

@@ -9,15 +9,24 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// watch follows the vault file and the configuration file. It watches
-// their directories, since editors and atomic writers replace files
-// rather than write them in place. A configuration file that is a
-// symbolic link (as dotfile managers make) is followed: the directory of
-// every link on the way and of the file it leads to are watched, and the
-// links are read again after each change, since they may now lead
-// elsewhere. A directory that does not exist yet is watched for from its
-// nearest existing parent. Events are debounced briefly so that a burst of writes is
-// one change.
+// watch follows the vault file and the configuration file.
+//
+// The configuration file's directory is watched, since editors and atomic
+// writers replace files rather than write them in place. A configuration
+// file that is a symbolic link (as dotfile managers make) is followed: the
+// directory of every link on the way and of the file it leads to are
+// watched, and the links are read again after each change, since they may
+// now lead elsewhere. A directory that does not exist yet is watched for
+// from its nearest existing parent.
+//
+// The vault file is watched itself, not its directory: the audit log
+// beside it is written at every signature, and a watch on the directory
+// would wake the gateway at each one. After an event on the vault the
+// watch is set again before the file is read (an atomic write replaced
+// the file the watch was on), and while there is no vault file its
+// directory is watched, to see one made.
+//
+// Events are debounced briefly so that a burst of writes is one change.
 func (g *Gateway) watch(ctx context.Context) (stop func()) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -35,7 +44,28 @@ func (g *Gateway) watch(ctx context.Context) (stop func()) {
 		}
 		dirs[dir] = true
 	}
-	add(filepath.Dir(g.vaultPath))
+	// vaultWatch is what w watches for the vault: its file, or its
+	// directory while there is none; "" when that is watched for the
+	// configuration too (dirs), or could not be watched.
+	vaultWatch := ""
+	armVault := func() {
+		if vaultWatch != "" && !dirs[vaultWatch] {
+			w.Remove(vaultWatch)
+		}
+		vaultWatch = ""
+		want := g.vaultPath
+		if _, err := os.Lstat(want); err != nil {
+			want = filepath.Dir(want)
+		}
+		if dirs[want] {
+			return
+		}
+		if err := w.Add(want); err != nil {
+			g.log.Warn("cannot watch the vault; a change to its file is seen at the next unlock", "path", want, "err", err)
+			return
+		}
+		vaultWatch = want
+	}
 	// cfgNames are the configuration file and its links; a change to any
 	// of them, or the creation of a missing directory on their way, is
 	// a reason to reload.
@@ -52,6 +82,7 @@ func (g *Gateway) watch(ctx context.Context) (stop func()) {
 		}
 	}
 	follow()
+	armVault()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -65,6 +96,7 @@ func (g *Gateway) watch(ctx context.Context) (stop func()) {
 				if !ok {
 					return
 				}
+				g.watchEvents.Add(1)
 				switch name := filepath.Clean(ev.Name); {
 				case name == g.vaultPath:
 					vaultT = time.After(settle)
@@ -78,6 +110,7 @@ func (g *Gateway) watch(ctx context.Context) (stop func()) {
 				g.log.Warn("file watcher", "err", err)
 			case <-vaultT:
 				vaultT = nil
+				armVault() // before reading: a later change is then seen
 				g.vault.fileChanged()
 			case <-cfgT:
 				cfgT = nil

@@ -1,0 +1,143 @@
+package gateway
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/vault"
+)
+
+// The audit log is written beside the vault at every signature; the
+// watcher must not wake for it. And it must still see each change to the
+// vault file: replaced (twice, so the watch follows the new file),
+// removed (the vault locks) and made again.
+func TestVaultWatchFollowsTheFileNotTheAuditLog(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	pub, err := ssh.NewPublicKey(priv.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := []byte("watch pass")
+	var vaultPath string
+	g, sock := startGatewayWith(t, func(dir string) {
+		os.WriteFile(configFile(t, dir), []byte("approval = \"none\"\n"), 0o600)
+		vaultPath = initVaultWithKey(t, pass, priv)
+	})
+	if err := api.NewClient(sock).Unlock(context.Background(), api.UnlockArgs{Passphrase: append([]byte(nil), pass...)}); err != nil {
+		t.Fatal(err)
+	}
+	logPath := g.currentAudit().current().Path()
+	if filepath.Dir(logPath) != filepath.Dir(vaultPath) {
+		t.Fatalf("the audit log %s is not beside the vault %s: this test proves nothing", logPath, vaultPath)
+	}
+	// The unlock saves the vault (the sealed configuration, the anchor):
+	// let the watcher settle.
+	settled := func() uint64 {
+		for last := g.watchEvents.Load(); ; {
+			time.Sleep(300 * time.Millisecond)
+			now := g.watchEvents.Load()
+			if now == last {
+				return now
+			}
+			last = now
+		}
+	}
+	before := settled()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cl := agent.NewClient(c)
+	const signs = 40
+	size0 := logEnd(t, g)
+	for range signs {
+		if _, err := cl.Sign(pub, []byte("watched")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if logEnd(t, g) < size0+signs {
+		t.Fatalf("the audit log went from record %d to %d after %d signatures", size0, logEnd(t, g), signs)
+	}
+	if woke := settled() - before; woke != 0 {
+		t.Fatalf("the file watcher woke %d times while %d records were written beside the vault", woke, signs)
+	}
+
+	waitEpoch := func(what string, after uint64, want api.VaultState) uint64 {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			st, e := g.vault.State()
+			if e > after && st == want {
+				settled() // the gateway may save the vault after a change: let it
+				return e
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the gateway did not see it (vault %s, epoch %d, was %d)", what, st, e, after)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	replace := func() {
+		t.Helper()
+		b, err := os.ReadFile(vaultPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmp := vaultPath + ".new"
+		if err := os.WriteFile(tmp, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, vaultPath); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, e := g.vault.State()
+	replace()
+	e = waitEpoch("the vault file replaced", e, api.VaultUnlocked)
+	replace()
+	e = waitEpoch("the vault file replaced again", e, api.VaultUnlocked)
+	aside := vaultPath + ".aside"
+	if err := os.Rename(vaultPath, aside); err != nil {
+		t.Fatal(err)
+	}
+	e = waitEpoch("the vault file removed", e, api.VaultLocked)
+	if err := os.Rename(aside, vaultPath); err != nil {
+		t.Fatal(err)
+	}
+	waitEpoch("the vault file made again", e, api.VaultLocked)
+}
+
+// logEnd returns the seq of the audit log's last durable record.
+func logEnd(t *testing.T, g *Gateway) uint64 {
+	t.Helper()
+	return g.currentAudit().current().Head().Seq
+}
+
+// initVaultWithKey makes the vault "postern vault init" makes (the audit
+// log on) with pass, adds priv to it and returns its path.
+func initVaultWithKey(t testing.TB, pass []byte, priv ed25519.PrivateKey) string {
+	t.Helper()
+	nv, err := api.InitVault(vault.FloorParams(), func() ([]byte, error) { return append([]byte(nil), pass...), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := vault.NewKey(priv, "test key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.ChangeVault(&api.VaultChange{Passphrase: append([]byte(nil), pass...), Add: []vault.Key{k}}); err != nil {
+		t.Fatal(err)
+	}
+	return nv.Path
+}
