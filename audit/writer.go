@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -63,7 +64,15 @@ type item struct {
 	sum  *pendingSummary // a checkpoint's summary
 	err  error           // sealing failed after the seq was reserved
 	done chan error      // nil when nobody waits
+	// leads: the goroutine that waits on done can take the lead of the
+	// group commit (errLead): it waits now, in Append.
+	leads bool
 }
+
+// errLead, sent on an item's done, hands the group commit's lead to the
+// goroutine that waits for it (see writer.handOff); the item's outcome
+// follows.
+var errLead = errors.New("audit: lead the group commit")
 
 func answer(ch chan error, err error) {
 	if ch != nil {
@@ -165,8 +174,14 @@ func (l *Log) append(e Event) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	it.leads = true
 	l.commit(it, cp, js)
-	if err := <-it.done; err != nil {
+	err = <-it.done
+	for err == errLead {
+		l.w.lead()
+		err = <-it.done
+	}
+	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
 	return it.seq, nil
