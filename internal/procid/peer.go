@@ -67,7 +67,7 @@ func (t *Table) Pin(pid int) (*Peer, error) {
 func (t *Table) finish(pid int, uid uint32, haveUID bool, pn pin) (*Peer, error) {
 	share := shareable(pn)
 	if share {
-		if r := t.shared(pid); r != nil {
+		if r := t.shared(pid, pn); r != nil {
 			pn.close() // the process is pinned already (share.go)
 			pn, share = r, false
 		}

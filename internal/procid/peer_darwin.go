@@ -67,3 +67,6 @@ func PeerUID(c *net.UnixConn) (uint32, error) {
 	}
 	return cred.Uid, nil
 }
+
+// uniquePidfsInodes: there are no pidfds here.
+func uniquePidfsInodes() bool { return false }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -184,3 +185,23 @@ func PeerUID(c *net.UnixConn) (uint32, error) {
 	}
 	return cred.Uid, nil
 }
+
+// uniquePidfsInodes reports whether a pidfd's inode names one process for
+// the life of the system: pidfds live on pidfs (Linux 6.9 and later),
+// whose 64-bit inode numbers are never reused. Older kernels give every
+// pidfd the same anonymous inode.
+var uniquePidfsInodes = sync.OnceValue(func() bool {
+	if strconv.IntSize != 64 {
+		return false
+	}
+	fd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var fs unix.Statfs_t
+	return unix.Fstatfs(fd, &fs) == nil && fs.Type == pidfsMagic
+})
+
+// pidfsMagic is PID_FS_MAGIC, pidfs's file system type.
+const pidfsMagic = 0x50494446

@@ -26,6 +26,13 @@ func TestMain(m *testing.M) {
 
 func runClient(sock, mode string) {
 	switch mode {
+	case "sleeping-connected":
+		// Connected, and then nothing more.
+		if _, err := net.Dial("unix", sock); err != nil {
+			os.Exit(3)
+		}
+		time.Sleep(30 * time.Second)
+		os.Exit(0)
 	case "sleeping":
 		time.Sleep(30 * time.Second)
 		os.Exit(0)

@@ -12,9 +12,24 @@ import "sync"
 // exec gets a pin of its own, and the connections made before keep
 // finding the change when they are verified.
 
+// A shared pin is found by the process's pid and its pidfs inode where
+// pidfs numbers each process once for the life of the system (Linux 6.9
+// and later, 64-bit): that is known without reading /proc. Elsewhere it is
+// found by pid and start time, read from /proc/PID/stat.
 type shareKey struct {
 	pid   int
-	start uint64
+	start uint64 // 0 when keyed by ino
+	ino   uint64 // 0 when keyed by start
+}
+
+// keyOf returns the key of the process pn pins, with pid; start is
+// called only when pidfs inodes cannot tell processes apart.
+func keyOf(pid int, pn pin, start func() (uint64, error)) (shareKey, error) {
+	if ino := pn.ino(); ino != 0 && uniquePidfsInodes() {
+		return shareKey{pid: pid, ino: ino}, nil
+	}
+	st, err := start()
+	return shareKey{pid: pid, start: st}, err
 }
 
 // sharedPin is a pin and the connections that use it.
@@ -41,14 +56,17 @@ func (r *pinRef) close() error {
 	return err
 }
 
-// shared returns a user of the pin already shared for pid, when there is
-// one that still holds the process as it was pinned; nil otherwise.
-func (t *Table) shared(pid int) pin {
-	st, err := t.Stat(pid)
+// shared returns a user of the pin already shared for the process pn
+// pins (pid), when there is one that still holds the process as it was
+// pinned; nil otherwise.
+func (t *Table) shared(pid int, pn pin) pin {
+	key, err := keyOf(pid, pn, func() (uint64, error) {
+		st, err := t.Stat(pid)
+		return st.StartTicks, err
+	})
 	if err != nil {
 		return nil
 	}
-	key := shareKey{pid, st.StartTicks}
 	t.mu.Lock()
 	s := t.pins[key]
 	if s != nil {
@@ -68,7 +86,8 @@ func (t *Table) shared(pid int) pin {
 
 // share makes pn, which pins proc, shareable, and returns its first user.
 func (t *Table) share(pn pin, proc *Process) pin {
-	s := &sharedPin{pin: pn, t: t, key: shareKey{proc.PID, proc.StartTicks}, proc: *proc, refs: 1}
+	key, _ := keyOf(proc.PID, pn, func() (uint64, error) { return proc.StartTicks, nil })
+	s := &sharedPin{pin: pn, t: t, key: key, proc: *proc, refs: 1}
 	t.mu.Lock()
 	if t.pins == nil {
 		t.pins = map[shareKey]*sharedPin{}

@@ -107,3 +107,56 @@ func TestNoSharedPinAcrossAnExec(t *testing.T) {
 		t.Fatalf("the old program's connection: %v", err)
 	}
 }
+
+// A shared pin is found by pidfs inode where the kernel numbers each
+// process once (no /proc read at connect), and by start time elsewhere;
+// either way the connections of one process share it and another
+// process's connection does not.
+func TestSharedPinKeys(t *testing.T) {
+	real := uniquePidfsInodes()
+	t.Cleanup(func() { uniquePidfsInodes = func() bool { return real } })
+	for _, byIno := range []bool{real, false} {
+		uniquePidfsInodes = func() bool { return byIno }
+		sock := filepath.Join(t.TempDir(), "s")
+		l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		var own []*Peer
+		for range 2 {
+			c, err := net.Dial("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			s, err := l.AcceptUnix()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			p, err := Host.PeerOf(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			own = append(own, p)
+		}
+		_, oc := connectClient(t, l, sock, "sleeping-connected", os.Args[0])
+		other, err := Host.PeerOf(oc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		a, b, o := own[0].pin.(*pinRef).sharedPin, own[1].pin.(*pinRef).sharedPin, other.pin.(*pinRef).sharedPin
+		if a != b {
+			t.Fatalf("keyed by ino %v: two connections of this process have pins of their own", byIno)
+		}
+		if o == a {
+			t.Fatalf("keyed by ino %v: another process's connection shares this process's pin", byIno)
+		}
+		if k := a.key; byIno != (k.ino != 0 && k.start == 0) || !byIno && k.start != own[0].StartTicks {
+			t.Fatalf("keyed by ino %v: key %+v", byIno, k)
+		}
+	}
+}
