@@ -291,6 +291,12 @@ func TestDetectsForeignChanges(t *testing.T) {
 			os.Rename(tl.path+".new", tl.path)
 		},
 		"removed": func(t *testing.T, tl *testLog) { os.Remove(tl.path) },
+		// The same file, reached through a link the path now is: the
+		// next writer to open the path writes where the link leads.
+		"linked": func(t *testing.T, tl *testLog) {
+			os.Rename(tl.path, tl.path+".aside")
+			os.Symlink(tl.path+".aside", tl.path)
+		},
 	}
 	for name, change := range cases {
 		t.Run(name, func(t *testing.T) {
