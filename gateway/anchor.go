@@ -25,6 +25,7 @@ import (
 // anchorKeeper writes the latest anchor.
 type anchorKeeper struct {
 	g      *Gateway
+	keepMu sync.Mutex // held while an anchor is written (flush)
 	mu     sync.Mutex
 	last   string        // the printable form of the latest anchor
 	sealed []byte        // the anchor this gateway last sealed into the vault
@@ -57,13 +58,24 @@ func (g *Gateway) onCheckpoint(a audit.Anchor) {
 func (k *anchorKeeper) run() {
 	defer close(k.done)
 	for range k.wake {
-		k.mu.Lock()
-		a := k.latest
-		k.latest = nil
-		k.mu.Unlock()
-		if a != nil {
-			k.keep(*a)
-		}
+		k.flush()
+	}
+}
+
+// flush writes the latest anchor not written yet, and waits for one being
+// written. A lock flushes before it wipes the vault's key: the unlock's
+// own checkpoint, taken while the unlock held the vault, is otherwise
+// sealed only after it, and a lock that came first left the vault with an
+// older anchor than the log's.
+func (k *anchorKeeper) flush() {
+	k.keepMu.Lock()
+	defer k.keepMu.Unlock()
+	k.mu.Lock()
+	a := k.latest
+	k.latest = nil
+	k.mu.Unlock()
+	if a != nil {
+		k.keep(*a)
 	}
 }
 
@@ -95,12 +107,7 @@ func (k *anchorKeeper) sealedHere(line []byte) bool {
 func (k *anchorKeeper) close() {
 	close(k.wake)
 	<-k.done
-	k.mu.Lock()
-	a := k.latest
-	k.mu.Unlock()
-	if a != nil {
-		k.keep(*a)
-	}
+	k.flush()
 }
 
 // sealSecret stores value as the vault's secret name, while the vault is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,5 +54,49 @@ func TestAnchorSealedIntoTheVault(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the watcher has seen the save
 	if st, e := g.vault.State(); st != api.VaultUnlocked || e != epoch {
 		t.Fatalf("after the gateway's own save: %s, epoch %d (was %d)", st, e, epoch)
+	}
+}
+
+// A lock that comes while the latest checkpoint's anchor waits to be
+// written waits for it, and the vault keeps that anchor: wiping the key
+// first left the vault with an older anchor than the log's end.
+func TestLockSealsThePendingAnchor(t *testing.T) {
+	sg := startSigningGateway(t)
+	g, vaultPath, pass := sg.g, sg.vaultPath, sg.pass
+	sealed := func() string {
+		v, err := vault.Open(vaultPath, pass)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Wipe()
+		return strings.TrimSpace(string(v.Secret(api.SecretAuditAnchor)))
+	}
+	g.anchors.flush() // the unlock's own checkpoint
+	before := g.anchors.lastAnchor()
+
+	g.anchors.keepMu.Lock() // the keeper is busy
+	if _, err := sg.client(t).Sign(sg.pub, []byte("anchored")); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.currentAudit().Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	latest := g.anchors.lastAnchor()
+	if latest == before {
+		t.Fatal("the checkpoint gave no new anchor")
+	}
+	locked := make(chan error, 1)
+	go func() { locked <- g.vault.Lock(nil) }()
+	select {
+	case err := <-locked:
+		locked <- err // it locked while the anchor waited
+	case <-time.After(300 * time.Millisecond):
+	}
+	g.anchors.keepMu.Unlock()
+	if err := <-locked; err != nil {
+		t.Fatal(err)
+	}
+	if got := sealed(); got != latest {
+		t.Fatalf("after the lock the vault holds the anchor %q, the log's latest is %q", got, latest)
 	}
 }

@@ -201,6 +201,11 @@ func New(opts Options) (*Gateway, error) {
 		log:   g.log.Info,
 	}
 	g.vault.checkOpened = g.checkOpened
+	g.vault.beforeLock = func() {
+		if g.currentAudit() != nil { // then g.anchors is set
+			g.anchors.flush()
+		}
+	}
 	// The askpass program is pinned now: a program rewritten later is
 	// never asked.
 	g.askpass = askpass.Pin(opts.Env, func(err error) {

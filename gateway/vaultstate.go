@@ -50,6 +50,9 @@ type vaultState struct {
 	onChange []func(old, new uint64, why audit.Reason)
 	// checkOpened, if set, may refuse an unlock after the vault opened.
 	checkOpened func(*vault.Vault) error
+	// beforeLock, if set, runs before Lock wipes the key (the anchor
+	// keeper's flush), without the state's locks held.
+	beforeLock func()
 }
 
 type fileStamp struct {
@@ -113,6 +116,9 @@ func (s *vaultState) bump(why audit.Reason) {
 // ssh-add -x password; it matters only without a vault, where it is the
 // password ssh-add -X must give back (as with ssh-agent).
 func (s *vaultState) Lock(passphrase []byte) error {
+	if s.beforeLock != nil {
+		s.beforeLock()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.locked {

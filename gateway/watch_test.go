@@ -1,20 +1,12 @@
 package gateway
 
 import (
-	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/ssh"
-	"golang.org/x/crypto/ssh/agent"
-
 	"github.com/postern/postern/gateway/api"
-	"github.com/postern/postern/internal/vault"
 )
 
 // The audit log is written beside the vault at every signature; the
@@ -22,20 +14,8 @@ import (
 // vault file: replaced (twice, so the watch follows the new file),
 // removed (the vault locks) and made again.
 func TestVaultWatchFollowsTheFileNotTheAuditLog(t *testing.T) {
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	pub, err := ssh.NewPublicKey(priv.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pass := []byte("watch pass")
-	var vaultPath string
-	g, sock := startGatewayWith(t, func(dir string) {
-		os.WriteFile(configFile(t, dir), []byte("approval = \"none\"\n"), 0o600)
-		vaultPath = initVaultWithKey(t, pass, priv)
-	})
-	if err := api.NewClient(sock).Unlock(context.Background(), api.UnlockArgs{Passphrase: append([]byte(nil), pass...)}); err != nil {
-		t.Fatal(err)
-	}
+	sg := startSigningGateway(t)
+	g, vaultPath := sg.g, sg.vaultPath
 	logPath := g.currentAudit().current().Path()
 	if filepath.Dir(logPath) != filepath.Dir(vaultPath) {
 		t.Fatalf("the audit log %s is not beside the vault %s: this test proves nothing", logPath, vaultPath)
@@ -53,16 +33,11 @@ func TestVaultWatchFollowsTheFileNotTheAuditLog(t *testing.T) {
 		}
 	}
 	before := settled()
-	c, err := net.Dial("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	cl := agent.NewClient(c)
+	cl := sg.client(t)
 	const signs = 40
 	size0 := logEnd(t, g)
 	for range signs {
-		if _, err := cl.Sign(pub, []byte("watched")); err != nil {
+		if _, err := cl.Sign(sg.pub, []byte("watched")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -122,22 +97,4 @@ func TestVaultWatchFollowsTheFileNotTheAuditLog(t *testing.T) {
 func logEnd(t *testing.T, g *Gateway) uint64 {
 	t.Helper()
 	return g.currentAudit().current().Head().Seq
-}
-
-// initVaultWithKey makes the vault "postern vault init" makes (the audit
-// log on) with pass, adds priv to it and returns its path.
-func initVaultWithKey(t testing.TB, pass []byte, priv ed25519.PrivateKey) string {
-	t.Helper()
-	nv, err := api.InitVault(vault.FloorParams(), func() ([]byte, error) { return append([]byte(nil), pass...), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := vault.NewKey(priv, "test key")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := api.ChangeVault(&api.VaultChange{Passphrase: append([]byte(nil), pass...), Add: []vault.Key{k}}); err != nil {
-		t.Fatal(err)
-	}
-	return nv.Path
 }
