@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -38,11 +39,22 @@ type conn struct {
 	binds bindings
 	up    *upstreamLink // opened when the upstream agent is first needed
 
-	// The connection's lifecycle (server.go).
+	// The connection's lifecycle (server.go, bare.go). c and sc are nil
+	// while the connection is bare: then fd is its socket. mu guards c,
+	// fd and bare against Close; only the goroutine that has the
+	// connection changes them.
+	mu   sync.Mutex
 	c    *net.UnixConn
 	sc   *procid.SenderConn
+	fd   int
+	bare bool
 	slot *connlimit.Slot // nil without Server.Limits
 	spot *park.Spot      // nil when it cannot be parked
+
+	// For the barer (bare.go): the last time the connection was parked,
+	// and whether it is in the barer's queue (guarded by barer.mu).
+	parkedAt time.Duration
+	queued   bool
 }
 
 // errRefused is returned for requests the agent declines; the client gets

@@ -56,9 +56,12 @@
 // A connection waiting for its next request holds no goroutine: once no
 // request has come for a moment (two milliseconds, so that a client's
 // requests in a row are served at once), it is parked (package park), and
-// a goroutine starts to serve it when it becomes readable. An idle
-// connection costs its socket and about two kilobytes, so that thousands
-// of ssh sessions, each holding one, cost the agent little. With
+// a goroutine starts to serve it when it becomes readable. Parked for a
+// tenth of a second, it gives up its net.Conn and keeps a bare descriptor
+// of its socket, and takes a net.Conn again when its next request comes
+// (bare.go). An idle connection costs its socket and less than a
+// kilobyte, so that thousands of ssh sessions, each holding one, cost the
+// agent little. With
 // [Server.Limits], each user's connections are bounded, and an idle one,
 // parked or not, is ended to make room for a new client. A request, once
 // its first byte has come, must arrive whole within thirty seconds.

@@ -2,6 +2,8 @@ package sshagent
 
 import (
 	"net"
+	"os"
+	"os/exec"
 	"runtime"
 	"testing"
 	"time"
@@ -56,5 +58,74 @@ func TestIdleConnectionsHoldNoGoroutine(t *testing.T) {
 	case <-done:
 	case <-time.After(time.Minute):
 		t.Fatal("Wait did not return once every client had gone")
+	}
+}
+
+// A connection parked for a while gives up its net.Conn and keeps only a
+// descriptor of its socket: each is still served when its next request
+// comes (and made bare again after it), evicted to make room, and
+// released when its client goes.
+func TestLongIdleConnectionsGoBare(t *testing.T) {
+	const n = 50
+	limits := &connlimit.Limiter{PerUID: n}
+	ts := startServerWith(t, func(s *Server) { s.Limits = limits; s.Log = discardLogger() })
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		conns[i] = ts.rawConn(t)
+		listRaw(t, conns[i])
+	}
+	waitFor(t, "the connections to go bare", func() bool { return ts.srv.bare.n.Load() == n })
+	for round := range 2 {
+		for i, c := range conns {
+			if round == 1 && i == 0 {
+				continue // evicted below
+			}
+			listRaw(t, c)
+		}
+		waitFor(t, "the connections to go bare again", func() bool { return ts.srv.bare.n.Load() == n })
+		if round == 0 {
+			// One more connection: the one idle the longest, bare, is
+			// closed to make room.
+			extra := ts.rawConn(t)
+			listRaw(t, extra)
+			conns[0].SetReadDeadline(time.Now().Add(time.Minute))
+			if _, err := conns[0].Read(make([]byte, 1)); err == nil {
+				t.Fatal("the connection idle the longest was not closed to make room")
+			}
+			conns = append(conns, extra)
+		}
+	}
+	if got := limits.Total(); got != n {
+		t.Fatalf("%d connections counted, want %d", got, n)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	waitFor(t, "the connections to be released", func() bool {
+		return limits.Total() == 0 && ts.srv.lot.Parked() == 0 && ts.srv.bare.n.Load() == 0
+	})
+}
+
+// A bare connection still checks who wrote each request: a request that
+// another process (which inherited the client's socket) writes after the
+// connection went bare closes the connection unanswered.
+func TestBareConnectionRefusesAnotherWriter(t *testing.T) {
+	ts := startServerWith(t, func(s *Server) { s.Log = discardLogger() })
+	c := ts.rawConn(t)
+	listRaw(t, c)
+	waitFor(t, "the connection to go bare", func() bool { return ts.srv.bare.n.Load() == 1 })
+	f, err := c.(*net.UnixConn).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	child := exec.Command("sh", "-c", `printf '\000\000\000\001\013' >&3`)
+	child.ExtraFiles = []*os.File{f}
+	if out, err := child.CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	if n, err := c.Read(make([]byte, 64)); err == nil {
+		t.Fatalf("answered (%d bytes) a request another process wrote", n)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/internal/connlimit"
 	"github.com/postern/postern/internal/park"
@@ -67,6 +69,7 @@ type Server struct {
 
 	wg     sync.WaitGroup // the connections, parked or served
 	lot    park.Lot       // the idle connections
+	bare   barer          // makes the long idle ones bare
 	pkcs11 pkcs11Set
 	upKeys upstreamKeys
 }
@@ -150,6 +153,10 @@ const linger = 2 * time.Millisecond
 // when it fails or its peer closes it. It runs in a goroutine of its own,
 // from handle or when the parked connection becomes readable.
 func (cn *conn) serve() {
+	if cn.bare && !cn.attach() {
+		cn.end()
+		return
+	}
 	wait := time.Duration(0)
 	if cn.spot != nil {
 		wait = linger
@@ -170,17 +177,33 @@ func (cn *conn) serve() {
 
 // park parks the connection until it is readable, and reports whether it
 // did; when it did not (no parking here), the caller waits in its read.
-func (cn *conn) park() bool { return cn.spot != nil && cn.spot.Park() }
+// A connection that stays parked is made bare (bare.go).
+func (cn *conn) park() bool {
+	if cn.spot == nil {
+		return false
+	}
+	cn.srv.bare.parking(cn)
+	return cn.spot.Park()
+}
 
 // Close is how the connection limiter ends an idle connection to make
 // room: a parked connection, which no goroutine serves, is ended here;
-// one that a goroutine waits on is closed, and that goroutine ends it.
+// one that a goroutine has is closed (a bare one's socket shut down), and
+// that goroutine ends it.
 func (cn *conn) Close() error {
 	if cn.spot != nil && cn.spot.Leave() {
 		cn.end()
 		return nil
 	}
-	return cn.c.Close()
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	switch {
+	case cn.bare:
+		return unix.Shutdown(cn.fd, unix.SHUT_RDWR)
+	case cn.c != nil:
+		return cn.c.Close()
+	}
+	return nil
 }
 
 // end releases what the connection holds and closes it.
@@ -190,7 +213,17 @@ func (cn *conn) end() {
 		cn.slot.Release()
 	}
 	cn.peer.Close()
-	cn.c.Close()
+	cn.mu.Lock()
+	c, fd, bare := cn.c, cn.fd, cn.bare
+	cn.fd, cn.bare = -1, false
+	cn.mu.Unlock()
+	switch {
+	case bare:
+		unix.Close(fd)
+		cn.srv.bare.n.Add(-1)
+	case c != nil:
+		c.Close()
+	}
 	cn.srv.wg.Done()
 }
 

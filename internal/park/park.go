@@ -27,6 +27,11 @@
 // caller no longer touches the connection until wake runs, or until Leave
 // reports true (the connection is the caller's again: to close it, say,
 // when an idle connection must make room for a new one).
+//
+// A connection that waits long may give up its net.Conn (the Go
+// runtime's poller entry, the net.Conn's own state) and keep a bare
+// descriptor of its socket: Spot.Bare parks that descriptor instead, and
+// Spot.Conn goes back to a connection once the caller has one again.
 package park
 
 import (
@@ -47,7 +52,8 @@ type Lot struct {
 // A Spot is one connection's place in a Lot.
 type Spot struct {
 	lot    *Lot
-	raw    syscall.RawConn
+	raw    syscall.RawConn // nil while bare
+	fd     int             // while bare: the socket's descriptor
 	wake   func()
 	ticket uint32  // while parked; 0 otherwise (guarded by lot.mu)
 	sys    spotSys // the poller's state for the connection (guarded by lot.mu)
@@ -61,6 +67,31 @@ func (l *Lot) Spot(c syscall.Conn, wake func()) (*Spot, error) {
 		return nil, err
 	}
 	return &Spot{lot: l, raw: raw, wake: wake}, nil
+}
+
+// Bare makes s park the socket held by the bare descriptor fd (which
+// stays the caller's to close) from its next Park on, in place of its
+// connection: for a connection that gave up its net.Conn while it waits
+// (the Go runtime's poller entry and the connection's state go with it).
+// The Lot takes the descriptor out of its set when it wakes s, so that
+// the caller may close it at once. Not while s is parked.
+func (s *Spot) Bare(fd int) {
+	s.lot.mu.Lock()
+	defer s.lot.mu.Unlock()
+	s.raw, s.fd, s.sys = nil, fd, spotSys{}
+}
+
+// Conn makes s park c from its next Park on (after Bare). Not while s is
+// parked.
+func (s *Spot) Conn(c syscall.Conn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	s.lot.mu.Lock()
+	defer s.lot.mu.Unlock()
+	s.raw, s.sys = raw, spotSys{}
+	return nil
 }
 
 // Park hands the connection to the Lot until it becomes readable, and
@@ -146,6 +177,9 @@ func (l *Lot) ready(tickets []uint32) {
 		}
 		delete(l.parked, t)
 		s.ticket = 0
+		if s.raw == nil && l.poll != nil {
+			l.poll.disarm(s) // the caller may close the descriptor
+		}
 		go s.wake()
 	}
 }

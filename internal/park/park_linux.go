@@ -58,8 +58,12 @@ type spotSys struct {
 }
 
 // epollCtl runs epoll_ctl(op) on the connection's socket, whose
-// descriptor stays open meanwhile (RawConn.Control).
+// descriptor stays open meanwhile (RawConn.Control), or on the bare
+// descriptor, which the caller keeps open while s holds it.
 func (s *Spot) epollCtl(epfd, op int, ev unix.EpollEvent) error {
+	if s.raw == nil {
+		return unix.EpollCtl(epfd, op, s.fd, &ev)
+	}
 	y := &s.sys
 	if y.ctl == nil {
 		y.ctl = func(fd uintptr) { y.err = unix.EpollCtl(y.epfd, y.op, int(fd), &y.ev) }

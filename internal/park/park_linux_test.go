@@ -3,7 +3,10 @@ package park
 import (
 	"io"
 	"net"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -187,4 +190,87 @@ func TestNoLostWakeups(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// registered counts the registrations of descriptor fd in the Lot's epoll
+// set (/proc/self/fdinfo of the set lists one "tfd:" line for each).
+func registered(t *testing.T, l *Lot, fd int) int {
+	t.Helper()
+	l.mu.Lock()
+	epfd := l.poll.fd
+	l.mu.Unlock()
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(epfd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "tfd:" && f[1] == strconv.Itoa(fd) {
+			n++
+		}
+	}
+	return n
+}
+
+// A Spot made Bare parks the bare descriptor and is woken by data on it;
+// once woken, the descriptor is out of the set, so that closing it (the
+// socket still open through another descriptor) leaves nothing behind:
+// the Spot, parked again through its connection, is woken once for the
+// next data, not for the old descriptor's registration. Leave takes a
+// bare descriptor out of the set too.
+func TestBareDescriptor(t *testing.T) {
+	var lot Lot
+	srv, cl := pair(t)
+	ch := make(chan struct{}, 4)
+	spot, err := lot.Spot(srv, func() { ch <- struct{}{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := srv.File() // another descriptor of the socket
+	if err != nil {
+		t.Fatal(err)
+	}
+	spot.Bare(int(f.Fd()))
+	if !spot.Park() {
+		t.Fatal("a bare descriptor was not parked")
+	}
+	cl.Write([]byte{1})
+	mustWake(t, ch, "bare descriptor")
+	if n := registered(t, &lot, int(f.Fd())); n != 0 {
+		t.Fatalf("the woken bare descriptor is still in the epoll set (%d)", n)
+	}
+	f.Close()
+	if _, err := io.ReadFull(srv, make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := spot.Conn(srv); err != nil {
+		t.Fatal(err)
+	}
+	if !spot.Park() {
+		t.Fatal("the connection was not parked again")
+	}
+	cl.Write([]byte{2})
+	mustWake(t, ch, "connection after the bare descriptor")
+	select {
+	case <-ch:
+		t.Fatal("woken twice for one request: the closed descriptor stayed in the set")
+	case <-time.After(50 * time.Millisecond):
+	}
+
+	g, err := srv.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	io.ReadFull(srv, make([]byte, 1))
+	spot.Bare(int(g.Fd()))
+	if !spot.Park() || !spot.Leave() {
+		t.Fatal("a parked bare descriptor did not leave")
+	}
+	cl.Write([]byte{3})
+	select {
+	case <-ch:
+		t.Fatal("woken after Leave")
+	case <-time.After(50 * time.Millisecond):
+	}
 }
