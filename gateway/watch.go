@@ -23,8 +23,8 @@ import (
 // beside it is written at every signature, and a watch on the directory
 // would wake the gateway at each one. After an event on the vault the
 // watch is set again before the file is read (an atomic write replaced
-// the file the watch was on), and while there is no vault file its
-// directory is watched, to see one made.
+// the file the watch was on), and while there is no vault file, or the
+// vault's path is a symbolic link, its directory is watched.
 //
 // Events are debounced briefly so that a burst of writes is one change.
 func (g *Gateway) watch(ctx context.Context) (stop func()) {
@@ -53,8 +53,11 @@ func (g *Gateway) watch(ctx context.Context) (stop func()) {
 			w.Remove(vaultWatch)
 		}
 		vaultWatch = ""
+		// A vault path that is a symbolic link is watched in its
+		// directory: a watch on the file would follow the link, and miss
+		// the link pointed elsewhere.
 		want := g.vaultPath
-		if _, err := os.Lstat(want); err != nil {
+		if fi, err := os.Lstat(want); err != nil || fi.Mode()&os.ModeSymlink != 0 {
 			want = filepath.Dir(want)
 		}
 		if dirs[want] {

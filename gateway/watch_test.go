@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -90,7 +91,29 @@ func TestVaultWatchFollowsTheFileNotTheAuditLog(t *testing.T) {
 	if err := os.Rename(aside, vaultPath); err != nil {
 		t.Fatal(err)
 	}
-	waitEpoch("the vault file made again", e, api.VaultLocked)
+	e = waitEpoch("the vault file made again", e, api.VaultLocked)
+	// A link put in the vault's place, and pointed elsewhere.
+	link := func(n int) {
+		t.Helper()
+		b, err := os.ReadFile(vaultPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := fmt.Sprintf("%s.copy%d", vaultPath, n)
+		if err := os.WriteFile(target, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, vaultPath+".link"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(vaultPath+".link", vaultPath); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link(1)
+	e = waitEpoch("the vault file replaced by a link", e, api.VaultLocked)
+	link(2)
+	waitEpoch("the link pointed elsewhere", e, api.VaultLocked)
 }
 
 // logEnd returns the seq of the audit log's last durable record.
