@@ -15,21 +15,24 @@ import (
 
 // BenchmarkCardToConsole measures what a person waits for: the time from
 // a sign request that needs approval to its card on an approver's
-// console. The gateway (approval = "per-call") holds 100 other pending
-// cards throughout, each a sign request waiting on its own connection; the
-// console is "postern approve --json" in a session of its own, outside
-// the requester's tree, and the card counts as shown when its JSON line
-// reaches the console's standard output. Each iteration sends one sign
-// request on an open connection, waits for its card there, and has the
-// console deny it. The median, the 99th percentile and the worst case are
-// reported, and the gateway's CPU time per iteration (the request, its
-// card, the console's answer and the card's withdrawal): wall times on a
-// busy machine count waiting for a CPU, the CPU time does not.
+// console. The gateway (approval = "per-call") runs as the systemd unit
+// in contrib runs it (postern agent -D: warnings and errors logged, not
+// every request) and holds 100 other pending cards throughout, each a
+// sign request waiting on its own connection (counted before the first
+// iteration and after the last); the console is "postern approve --json"
+// in a session of its own, outside the requester's tree, and the card
+// counts as shown when its JSON line reaches the console's standard
+// output. Each iteration sends one sign request on an open connection,
+// waits for its card there, and has the console deny it. The median, the
+// 99th percentile and the worst case are reported, and the gateway's CPU
+// time per iteration (the request, its card, the console's answer and the
+// card's withdrawal): wall times on a busy machine count waiting for a
+// CPU, the CPU time does not.
 func BenchmarkCardToConsole(b *testing.B) {
 	need(b, "ssh-keygen", "ssh-add", "setsid")
 	e := newEnv(b)
 	e.Config("approval = \"per-call\"\ncard_timeout = \"24h\"\n")
-	gw := e.StartAgent()
+	gw := e.startQuietAgentAt(e.Path("run", "postern", "agent.sock"))
 	key := e.Keygen("k", "ed25519", 0, "")
 	pub, _, _, _, err := ssh.ParseAuthorizedKey(mustRead(b, key+".pub"))
 	if err != nil {
