@@ -3,7 +3,6 @@ package audit
 import (
 	"crypto/ed25519"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -268,10 +267,11 @@ func (l *Log) commit(it *pendingEntry, cp *item, js []byte) {
 	l.inflight.Done()
 }
 
-// jsonEvent encodes an event for an entry (a reader sets Seq).
+// jsonEvent encodes an event for an entry (a reader sets Seq): what
+// json.Marshal writes, most often without its reflection.
 func jsonEvent(e *Event) ([]byte, error) {
 	e.Seq = 0
-	return json.Marshal(e)
+	return AppendEventJSON(nil, e)
 }
 
 // pendingEntry is an entry whose seq and key are reserved, to be sealed.
