@@ -447,6 +447,8 @@ func execHelper(mode string) {
 		xclientMain()
 	case "signbench":
 		signBench()
+	case "relay":
+		relayMain()
 	case "exec":
 		c, err := net.Dial("unix", os.Getenv("SSH_AUTH_SOCK"))
 		if err != nil {

@@ -28,6 +28,11 @@ import (
 // (all its threads, from /proc/PID/task/*/schedstat): on a busy machine
 // the medians also measure waiting for a CPU, this does not.
 //
+// The relay (relay_test.go), a process that only passes requests and
+// answers on, is measured in the same rounds: what any agent in front of
+// another adds here (seq-relay-extra-µs, conn-relay-extra-µs, and its
+// relay-cpu-µs), the floor under the gate's figures.
+//
 // b.N counts rounds; a round is 40 signatures per way and mode.
 func BenchmarkUpstreamSign(b *testing.B) {
 	agents := startBenchAgents(b)
@@ -42,8 +47,9 @@ func BenchmarkUpstreamSign(b *testing.B) {
 	e.MustRun("postern", "unlock", "--passphrase-file", pass)
 	auditLog := e.Path("state", "postern", "audit.log")
 	before := auditRecords(b, e, auditLog)
+	relay := startRelay(b, e.Path("run", "relay.sock"), direct.sock)
 	pub := direct.keys["ed25519"]
-	ways := []struct{ name, sock string }{{"direct", direct.sock}, {"gated", gate.Socket}}
+	ways := []struct{ name, sock string }{{"direct", direct.sock}, {"relay", e.Path("run", "relay.sock")}, {"gated", gate.Socket}}
 	clients := map[string]agent.ExtendedAgent{}
 	for _, w := range ways {
 		cl, c := dialAgent(b, w.sock)
@@ -57,7 +63,7 @@ func BenchmarkUpstreamSign(b *testing.B) {
 	seq := map[string][]time.Duration{}
 	perConn := map[string][]time.Duration{}
 	gated := 0
-	cpu0 := cpuNanos(b, gate.PID())
+	cpu0, relayCPU0 := cpuNanos(b, gate.PID()), cpuNanos(b, relay.Process.Pid)
 	b.ResetTimer()
 	for round := 0; round < b.N; round++ {
 		for _, w := range ways {
@@ -85,12 +91,15 @@ func BenchmarkUpstreamSign(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(us(cpuNanosSince(b, gate.PID(), cpu0))/float64(gated), "gate-cpu-µs")
+	b.ReportMetric(us(cpuNanosSince(b, relay.Process.Pid, relayCPU0))/float64(gated), "relay-cpu-µs")
 	for _, w := range ways {
 		b.ReportMetric(us(median(seq[w.name])), "seq-"+w.name+"-µs")
 		b.ReportMetric(us(median(perConn[w.name])), "conn-"+w.name+"-µs")
 	}
 	b.ReportMetric(us(median(seq["gated"])-median(seq["direct"])), "seq-extra-µs")
 	b.ReportMetric(us(median(perConn["gated"])-median(perConn["direct"])), "conn-extra-µs")
+	b.ReportMetric(us(median(seq["relay"])-median(seq["direct"])), "seq-relay-extra-µs")
+	b.ReportMetric(us(median(perConn["relay"])-median(perConn["direct"])), "conn-relay-extra-µs")
 	if after := auditRecords(b, e, auditLog); after.Records-before.Records < int64(gated) {
 		b.Fatalf("%d signatures through the gate added %d records to its audit log", gated, after.Records-before.Records)
 	}
