@@ -19,10 +19,13 @@ var ErrNotRecorded = errors.New("the audit log could not record the action")
 
 // A StartRecorder is a Recorder that can also begin a record and let the
 // caller wait for it (the gateway's audit log): Start takes the record's
-// place in the log at once, and wait returns what Append would have.
+// place in the log at once and writes it on another goroutine, Enter
+// writes it here unless a write is under way (it then waits for the
+// next), and wait returns what Append would have.
 type StartRecorder interface {
 	Recorder
 	Start(audit.Event) (wait func() error)
+	Enter(audit.Event) (wait func() error)
 }
 
 // record stamps ev with the boot id, the epoch and the time, and appends
@@ -41,16 +44,21 @@ func (e *Engine) appendStamped(ev audit.Event) error {
 	return e.recordErr(&ev, log.Append(ev))
 }
 
-// startStamped is appendStamped begun: the record takes its place now
-// and wait returns what appendStamped would have. A Recorder that cannot
-// start records appends at once.
-func (e *Engine) startStamped(ev audit.Event) (wait func() error) {
+// startStamped is appendStamped begun (StartRecorder.Start, or Enter
+// when here): the record takes its place now and wait returns what
+// appendStamped would have. A Recorder that cannot start records appends
+// at once.
+func (e *Engine) startStamped(ev audit.Event, here bool) (wait func() error) {
 	log, ok := e.recorder().(StartRecorder)
 	if !ok {
 		err := e.appendStamped(ev)
 		return func() error { return err }
 	}
-	w := log.Start(ev)
+	start := log.Start
+	if here {
+		start = log.Enter
+	}
+	w := start(ev)
 	return func() error { return e.recordErr(&ev, w()) }
 }
 
@@ -67,10 +75,11 @@ type allowRecord struct {
 	err  error
 }
 
-// begin starts making the record durable on another goroutine.
-func (a *allowRecord) begin() {
+// begin starts making the record durable: on another goroutine, or here
+// unless a write is under way (here).
+func (a *allowRecord) begin(here bool) {
 	if a.wait == nil && !a.done {
-		a.wait = a.e.startStamped(a.ev)
+		a.wait = a.e.startStamped(a.ev, here)
 	}
 }
 

@@ -168,7 +168,18 @@ func (d Decision) Recorded() error {
 // meanwhile (a token that signs); Recorded then waits for it.
 func (d Decision) Begin() {
 	if d.record != nil {
-		d.record.begin()
+		d.record.begin(false)
+	}
+}
+
+// Enter makes the record of an allowed decision durable here when no
+// other record is being written, and otherwise queues it behind the write
+// under way and returns at once, for a caller whose action takes less time
+// than handing the record to another goroutine would (a key in memory
+// signs while the write under way goes on); Recorded then waits for it.
+func (d Decision) Enter() {
+	if d.record != nil {
+		d.record.begin(true)
 	}
 }
 

@@ -35,9 +35,8 @@ func (w *writer) closeFiles() error {
 // when its write is done. The goroutine that writes is the leader of a
 // group commit: it takes every record whose turn has come, writes them
 // with one write and one fdatasync, answers their appenders, and goes on
-// while more are ready, unless the appender of the next record waits in
-// Append: it takes the lead then (handOff), and the leader returns to its
-// own caller. An appender that finds nobody writing does the write itself,
+// while more are ready, unless there is another to take the lead
+// (handOff): then the leader returns to its own caller. An appender that finds nobody writing does the write itself,
 // with no hand-off to another goroutine.
 func (w *writer) submit(its ...*item) {
 	w.cmu.Lock()
@@ -104,20 +103,25 @@ func (w *writer) lead() {
 	}
 }
 
-// handOff passes the lead to the appender whose record is next when it
-// waits for it in Append, and reports whether it did. The goroutine that
-// wrote a batch is an appender too, whose caller waits for it: it returns
-// to it rather than write the batches of records that came while it
-// wrote. A record nobody waits on that way (Start's, a checkpoint) keeps
-// the lead where it is.
+// handOff passes the lead on when the next record waits, and reports
+// whether it did. The goroutine that wrote a batch is an appender too,
+// whose caller waits for it: it returns to it rather than write the
+// batches of records that came while it wrote. The lead goes to the
+// appender of the next record when it waits in Append, and otherwise (a
+// record of Start's or Enter's, whose caller may be busy, or a
+// checkpoint) to a goroutine of its own.
 func (w *writer) handOff() bool {
 	w.cmu.Lock()
 	defer w.cmu.Unlock()
 	next, ok := w.pending[w.seq]
-	if !ok || !next.leads || w.failure() != nil {
+	if !ok || w.failure() != nil {
 		return false
 	}
-	next.done <- errLead
+	if next.leads {
+		next.done <- errLead
+	} else {
+		go w.lead()
+	}
 	return true
 }
 

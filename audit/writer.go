@@ -211,6 +211,22 @@ func (l *Log) Start(e Event) *Pending {
 	return &Pending{seq: it.seq, done: it.done}
 }
 
+// Enter takes the next place in the log for e as Start does, and writes
+// the record here, as Append does, when no write is under way: it returns
+// once the record is durable then. When a write is under way the record
+// waits for the next, which another goroutine makes, and Enter returns at
+// once: the caller prepares the action e announces meanwhile, and must not
+// let it take effect before Wait returned nil. A Pending is for one
+// goroutine.
+func (l *Log) Enter(e Event) *Pending {
+	it, cp, js, err := l.reserve(&e)
+	if err != nil {
+		return &Pending{err: err}
+	}
+	l.commit(it, cp, js)
+	return &Pending{seq: it.seq, done: it.done}
+}
+
 // Wait returns once the record is durable, or why it is not recorded
 // (an error that wraps ErrNotRecorded, as Append's).
 func (p *Pending) Wait() error {

@@ -71,13 +71,19 @@ func (a *auditLog) Append(e audit.Event) error {
 
 // Start begins recording e (audit.Log.Start) and returns a wait that
 // says, once the record is durable, whether it was recorded, as Append.
-func (a *auditLog) Start(e audit.Event) (wait func() error) {
+func (a *auditLog) Start(e audit.Event) (wait func() error) { return a.begin(e, (*audit.Log).Start) }
+
+// Enter is Start, the record written here when no write is under way
+// (audit.Log.Enter).
+func (a *auditLog) Enter(e audit.Event) (wait func() error) { return a.begin(e, (*audit.Log).Enter) }
+
+func (a *auditLog) begin(e audit.Event, start func(*audit.Log, audit.Event) *audit.Pending) (wait func() error) {
 	l := a.current()
 	if l == nil {
 		err := a.refuse(nil)
 		return func() error { return err }
 	}
-	p := l.Start(e)
+	p := start(l, e)
 	return func() error { return a.recorded(l, e, p.Wait()) }
 }
 

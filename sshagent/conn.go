@@ -126,12 +126,13 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 		return refuse(audit.ReasonKeyNotHeld, "key not held: "+err.Error())
 	}
 	req.Key = approvals.Key{Fingerprint: id.Fingerprint(), Comment: id.Comment, Type: id.Key.Type(), Confirm: id.Confirm, Touch: id.Touch(), Upstream: id.Source == Upstream}
-	// A key that signs elsewhere (the upstream agent, a token, a security
-	// key) signs while the allow's record is made durable, and the
-	// signature leaves only once it is (Recorded, below). A key in memory
-	// signs in less time than handing the record to another thread costs
-	// here: its record is durable first.
-	req.Overlap = id.Source == Upstream || id.Provider != ""
+	// Every key signs while the allow's record is made durable, and the
+	// signature leaves only once it is (Recorded, below): a key elsewhere
+	// (the upstream agent, a token, a security key) while another
+	// goroutine writes it; a key in memory, which signs in less time than
+	// handing the record to another thread costs, while the write under
+	// way goes on, its record written here when there is none (Enter).
+	req.Overlap = true
 	sd, err := parseSignData(data, key)
 	if err != nil {
 		return refuse(audit.ReasonMalformedRequest, err.Error())
@@ -187,8 +188,13 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 		sig, recorded, err = c.signUpstream(id, data, flags, d.Recorded)
 	} else {
 		// A token signs in this goroutine: the record is made durable
-		// in another meanwhile (for a key in memory, Decide made it so).
-		d.Begin()
+		// in another meanwhile; a key in memory signs once the record
+		// is durable or waits behind another write.
+		if id.Provider != "" {
+			d.Begin()
+		} else {
+			d.Enter()
+		}
 		sig, err = c.srv.Keys.Sign(id, data, flags)
 		recorded = d.Recorded()
 	}
