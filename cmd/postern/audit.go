@@ -208,6 +208,10 @@ func printReport(out io.Writer, path, pinFrom string, anchors []checkedAnchor, r
 	}
 }
 
+// readHeap is how much memory the Go runtime of a command reading the
+// audit log may hold before it collects.
+const readHeap = 40 << 20
+
 // readAudit passes the events of the log to fn as it decrypts them. The
 // gateway reads its own log, when it answers with its vault unlocked (no
 // passphrase, no key derivation here); otherwise, or with offline, the log
@@ -219,18 +223,39 @@ func readAudit(pfile, path string, offline bool, opts api.AuditReadOptions, fn f
 		return err
 	}
 	if !offline {
-		if done, err := readThroughGateway(path, opts, fn); done {
+		restore := collectLess()
+		done, err := readThroughGateway(path, opts, fn)
+		restore()
+		if done {
 			return err
 		}
 	}
-	return api.ReadAuditLog(path, func() (*vault.Vault, error) {
+	restore := func() {}
+	err = api.ReadAuditLog(path, func() (*vault.Vault, error) {
 		v, err := openVault(pfile)
 		// The key derivation's memory (64 MiB or more) is garbage now: give
 		// it back before the log is read, so that reading starts from a
 		// small heap instead of one sized by the derivation.
 		debug.FreeOSMemory()
+		restore = collectLess()
 		return v, err
 	}, opts, fn)
+	restore()
+	return err
+}
+
+// collectLess makes the collector run when the Go runtime's memory nears
+// readHeap, instead of each time the heap doubles, until restore: a read
+// of the log makes garbage at every event and keeps little, and on a long
+// log collecting at every doubling is most of the command's own cost.
+// Not while the vault's key is derived (it needs more than readHeap).
+func collectLess() (restore func()) {
+	gc := debug.SetGCPercent(-1)
+	limit := debug.SetMemoryLimit(readHeap)
+	return func() {
+		debug.SetMemoryLimit(limit)
+		debug.SetGCPercent(gc)
+	}
 }
 
 // readThroughGateway asks the gateway at $SSH_AUTH_SOCK, or else at the
