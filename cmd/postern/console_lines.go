@@ -49,13 +49,10 @@ func approveLines(c *api.Client, in io.Reader, out, errw io.Writer, asJSON bool)
 		fmt.Fprintln(errw, msg)
 		mu.Unlock()
 	}}
-	for {
-		cards, err := w.next(context.Background())
-		if err != nil {
-			return err
-		}
+	w.each(context.Background(), func(cards []api.Card) {
 		now := map[string]bool{}
 		mu.Lock()
+		defer mu.Unlock()
 		for _, card := range cards {
 			now[card.ID] = true
 			if shown[card.ID] {
@@ -77,8 +74,8 @@ func approveLines(c *api.Client, in io.Reader, out, errw io.Writer, asJSON bool)
 				}
 			}
 		}
-		mu.Unlock()
-	}
+	})
+	return nil
 }
 
 // lineAnswer applies one answer line and says what it did.
