@@ -33,6 +33,7 @@ type Trimmer struct {
 	stopped bool
 	timer   *time.Timer // the next look, while one is due
 	allocs  uint64      // what the program had allocated at the last look
+	trimmed uint64      // what it had allocated when it was last trimmed
 	samples [4]metrics.Sample
 	trims   int
 }
@@ -74,6 +75,7 @@ func (t *Trimmer) Trim() {
 	debug.FreeOSMemory()
 	t.mu.Lock()
 	t.trims++
+	t.trimmed = t.read()[0]
 	t.mu.Unlock()
 }
 
@@ -139,8 +141,12 @@ func (t *Trimmer) look() {
 		return
 	}
 	t.timer = nil
+	// A program that allocated less than min since the last trim has
+	// nothing new worth giving back: what is free then is what the trim
+	// could not return, and trimming again would collect for nothing,
+	// after every collection, the trim's own included.
 	objects, live, free := v[1], v[2], v[3]
-	worth := free+objects-min(live, objects) >= t.min
+	worth := v[0]-t.trimmed >= t.min && free+objects-min(live, objects) >= t.min
 	t.mu.Unlock()
 	if !worth {
 		return
