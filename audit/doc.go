@@ -136,17 +136,24 @@
 // Append returns only once the record is durable (write and fdatasync):
 // intent before effect. Concurrent Appends seal their events in parallel and
 // share one write and one fdatasync (group commit); each still gets its own
-// error. Start takes the record's place in the log at once and makes it
-// durable on another goroutine, so that the caller can prepare the action
-// meanwhile (the agent has a token sign while the record syncs);
-// Pending.Wait says when the record is durable, and the action must not
-// take effect before. A caller that can start its action without waiting
-// for it (the agent sends a request to an upstream agent, whose answer
-// comes later) appends after starting it instead, with no hand-off to
-// another goroutine. Before each write the writer checks that the segment still has the
-// size it was made with, is still the file at its path, and holds zeros
-// where the next record goes; if another process wrote, truncated,
-// replaced or removed it, nothing more is written. Any write, sync
+// error. The appender that writes a batch leads the group commit; once its
+// batch is durable it hands the lead to the next waiting appender (or to a
+// goroutine of its own) and returns to its caller. Start takes the
+// record's place in the log at once and makes it durable on another
+// goroutine, so that the caller can prepare the action meanwhile (the
+// agent has a token sign while the record syncs); Enter writes the record
+// in the caller's goroutine when no write is under way and otherwise
+// queues it for the next (the agent has a key in memory sign while it
+// waits); Pending.Wait says when the record is durable, and the action
+// must not take effect before. A caller that can start its action without
+// waiting for it (the agent sends a request to an upstream agent, whose
+// answer comes later) appends after starting it instead, with no hand-off
+// to another goroutine. Before each write the writer checks, with a stat
+// that asks for no file times (one that did would make every write dirty
+// the inode), that the segment still has the size it was made with, is
+// still the file at its path (not a link to it), and holds zeros where the
+// next record goes; if another process wrote, truncated, replaced or
+// removed it, nothing more is written. Any write, sync
 // or key-file failure makes the Log refuse every later Append and Checkpoint
 // until it is reopened. All Append errors wrap ErrNotRecorded: the caller must
 // deny the action the event describes.
