@@ -187,7 +187,10 @@
 // whose link does not match: a crash cannot produce one, and excusing it would
 // let anyone alter the final checkpoint undetected. Zeroing the end of the
 // last record, or a block of it, reads as a crash; it hides no more than
-// cutting the record off, which no offline check can see either.
+// cutting the record off, which no offline check can see either. So does
+// changing any byte of a last record whose link ends in a zero byte (one in
+// 256) in a version 2 segment: zeros follow it there, and it reads as that
+// record cut short. The record is dropped as torn, never accepted.
 //
 // Verify cannot prove:
 //
