@@ -83,7 +83,7 @@ func (e *Engine) recordedAllow(r *Request, d Decision, err error) error {
 // requester's chain.
 func (e *Engine) noteRefusal(r *Request, d *Decision) {
 	if d.chain == nil && r.Requester != nil {
-		d.chain = append(procid.Chain{r.Requester.Process}, e.procs.Ancestors(&r.Requester.Process)...)
+		d.chain = append(procid.Chain{r.Requester.Process}, r.Requester.Ancestors()...)
 	}
 	e.noteWhy(r, *d, false, d.chain)
 }
@@ -106,7 +106,7 @@ func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 	var chain procid.Chain
 	ancestry := func() procid.Chain {
 		if chain == nil {
-			chain = append(procid.Chain{r.Requester.Process}, e.procs.Ancestors(&r.Requester.Process)...)
+			chain = append(procid.Chain{r.Requester.Process}, r.Requester.Ancestors()...)
 		}
 		return chain
 	}

@@ -236,3 +236,82 @@ func (w *hostWorld) startAt(dir, script string, pid int) *exec.Cmd {
 	}
 	return nil
 }
+
+// A card shows the requester's ancestry as it is at the request, read
+// from live processes: a requester whose parent exited since its
+// connection was identified has been given another parent by the
+// kernel, and its next card names that one, never the parent it had.
+func TestCardShowsTheParentARequesterWasGiven(t *testing.T) {
+	w := newHostWorld(t)
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "go"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mid := w.start(dir, `sleep 600 & read x < go`)
+	requester := w.childOf(mid.Process.Pid, "sleep")
+	before := w.notCovered(requester)
+	if len(before.Requester) < 2 || before.Requester[1].PID != mid.Process.Pid {
+		t.Fatalf("the first card's chain: %+v, want the requester's parent %d second", before.Requester, mid.Process.Pid)
+	}
+
+	// The parent exits; the kernel gives the requester another parent.
+	release(t, dir)
+	mid.Wait()
+	st, err := procid.Host.Stat(requester.PID)
+	if err != nil || st.PPID == mid.Process.Pid {
+		t.Fatalf("the requester after its parent exited: %+v %v", st, err)
+	}
+	after := w.notCovered(requester)
+	if len(after.Requester) < 2 || after.Requester[1].PID != st.PPID {
+		t.Fatalf("the card after the parent exited shows %+v, want the requester's new parent %d second", after.Requester, st.PPID)
+	}
+	shown := after.Requester
+	for _, s := range after.Subjects {
+		shown = append(shown, s.ProcessView)
+	}
+	for _, p := range shown {
+		if p.PID == mid.Process.Pid {
+			t.Fatalf("the card names the parent that exited (pid %d): %+v", p.PID, after)
+		}
+	}
+}
+
+// An ancestor that executes another program between two requests shows
+// on the next card with the program it runs then.
+func TestCardShowsTheProgramAnAncestorExecuted(t *testing.T) {
+	w := newHostWorld(t)
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "go"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mid := w.start(dir, `sleep 600 & read x < go; exec -a bash sleep 601`)
+	requester := w.childOf(mid.Process.Pid, "sleep")
+	before := w.notCovered(requester)
+	if len(before.Requester) < 2 || before.Requester[1].Name != "bash" {
+		t.Fatalf("the first card's chain: %+v, want bash second", before.Requester)
+	}
+	release(t, dir)
+	for {
+		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", mid.Process.Pid)); filepath.Base(exe) == "sleep" {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	after := w.notCovered(requester)
+	if len(after.Requester) < 2 || after.Requester[1].PID != mid.Process.Pid || after.Requester[1].Name != "sleep" ||
+		after.Requester[1].SHA256 == before.Requester[1].SHA256 {
+		t.Fatalf("the card after the parent executed sleep shows %+v (before: %+v)", after.Requester, before.Requester)
+	}
+}
+
+// release opens the fifo "go" in dir for writing and writes a line: the
+// script reading it goes on.
+func release(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, "go"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("\n")
+	f.Close()
+}

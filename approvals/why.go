@@ -151,7 +151,7 @@ const journalUnknown = "STATUS_UNKNOWN inspect_activity_journal"
 func (e *Engine) WhyFor(caller *procid.Peer, run string) (Why, bool) {
 	var mine []procKey
 	if run == "" {
-		chain := append(procid.Chain{caller.Process}, e.procs.Ancestors(&caller.Process)...)
+		chain := append(procid.Chain{caller.Process}, caller.Ancestors()...)
 		for _, p := range chain {
 			if p.PID <= 1 || p.UID != caller.UID {
 				break

@@ -67,7 +67,7 @@ func (s *Server) accept(c *net.UnixConn) {
 	}
 	info := &connInfo{id: newID(), target: t, requester: requester}
 	defer s.track(info, c)()
-	chain := append(procid.Chain{requester.Process}, s.cfg.Procs.Ancestors(&requester.Process)...)
+	chain := append(procid.Chain{requester.Process}, requester.Ancestors()...)
 	info.chain = chain.String()
 	if _, err := c.Write([]byte("ok\n")); err != nil {
 		c.Close()

@@ -20,23 +20,42 @@ const maxWalk = 1 << 22
 var ErrUndecided = errors.New("the process ancestry could not be established")
 
 // Ancestors returns the live ancestry of p, nearest first, not including
-// p itself, at most 64 processes. The walk stops at pid 1, or where a
-// parent is younger than its child (the parent pid was reused after the
-// real parent exited). Its result is display context: authority
-// decisions use [Table.DescendsFrom].
+// p itself, at most 64 processes, from the parent p names. The walk stops
+// at pid 1, or where a parent is younger than its child (the parent pid
+// was reused after the real parent exited). Each parent is inspected
+// while a pidfd holds it (see inspectParent), so its facts are the live
+// process's at the time of the call. Its result is display context:
+// authority decisions use [Table.DescendsFrom].
 func (t *Table) Ancestors(p *Process) Chain {
+	return t.ancestors(p.PPID, p.StartTicks)
+}
+
+// Ancestors returns the live ancestry of the pinned process p, as
+// [Table.Ancestors] does, from its parent as it is now: p's stat is read
+// again (through its pin), so a process whose parent exited since it was
+// pinned shows the parent it was given, never the one it had. It is nil
+// when p is gone.
+func (p *Peer) Ancestors() Chain {
+	st, err := p.ownStat()
+	if err != nil {
+		return nil
+	}
+	return p.table.ancestors(st.PPID, st.StartTicks)
+}
+
+// ancestors walks up from the parent ppid of a process started at start.
+func (t *Table) ancestors(ppid int, start uint64) Chain {
 	var chain Chain
-	child := p
-	for i := 0; i < maxShown && child.PPID > 0; i++ {
-		parent, err := t.Inspect(child.PPID)
-		if err != nil || parent.StartTicks > child.StartTicks {
+	for i := 0; i < maxShown && ppid > 0; i++ {
+		parent, err := t.inspectParent(ppid)
+		if err != nil || parent.StartTicks > start {
 			break
 		}
 		chain = append(chain, parent)
 		if parent.PID == 1 {
 			break
 		}
-		child = &chain[len(chain)-1]
+		ppid, start = parent.PPID, parent.StartTicks
 	}
 	return chain
 }

@@ -1,0 +1,48 @@
+package procid
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// An ancestry walk's inspection of a parent, held by a pidfd, reads what
+// Inspect reads: its real uid too (here not its effective one), and a
+// process that is gone is reported gone.
+func TestInspectParentReadsWhatInspectReads(t *testing.T) {
+	cmd := exec.Command("setpriv", "--ruid", "65534", "--euid", "0", "sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	pid := cmd.Process.Pid
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); filepath.Base(exe) == "sleep" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("setpriv never executed sleep")
+		}
+	}
+	want, err := Host.Inspect(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Host.inspectParent(pid)
+	if err != nil || got != want {
+		t.Fatalf("inspectParent: %+v, %v\nInspect:       %+v", got, err, want)
+	}
+	if got.UID != 65534 {
+		t.Fatalf("uid %d, want the real uid 65534", got.UID)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, err := Host.inspectParent(pid); !errors.Is(err, ErrGone) {
+		t.Fatalf("a process that was reaped: %v, want ErrGone", err)
+	}
+}
