@@ -15,7 +15,7 @@ import (
 // another's card is told to decide again (again), from the grants as they
 // are after the answer.
 func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain procid.Chain, argv []string, dest *DestView, unverified string, epoch uint64, p *Policy) (d Decision, again bool) {
-	subjects, sel, err := e.subjects(r, chain, p)
+	subjects, sel, err := e.subjects(r, chain, argv, p)
 	if err != nil {
 		e.log.Info("refusing: "+err.Error(), "pid", r.Requester.PID)
 		return deny(mode, audit.ReasonProcessExited), false
@@ -231,8 +231,9 @@ func subjectKey(r *Run) string {
 // socket belongs to, or the requester and its live ancestors (init and
 // other users' processes excluded), with the index to preselect: the
 // first of the configured agents, else the first process approved before
-// for the key, else the requester. Preselecting grants nothing.
-func (e *Engine) subjects(r *Request, chain procid.Chain, p *Policy) ([]*Run, int, error) {
+// for the key, else the requester. argv is the requester's command line,
+// read already. Preselecting grants nothing.
+func (e *Engine) subjects(r *Request, chain procid.Chain, argv []string, p *Policy) ([]*Run, int, error) {
 	if r.Channel.Kind == ChannelRun {
 		e.mu.Lock()
 		run := e.runs[r.Channel.Run]
@@ -250,7 +251,13 @@ func (e *Engine) subjects(r *Request, chain procid.Chain, p *Policy) ([]*Run, in
 			break
 		}
 		out = append(out, &Run{Process: pr})
-		if sel < 0 && p.isAgent(&pr, e.procs.Argv(pr.PID)) {
+		cmdline := func() []string {
+			if i == 0 {
+				return argv
+			}
+			return e.procs.Argv(pr.PID)
+		}
+		if sel < 0 && p.isAgent(&pr, cmdline) {
 			sel = len(out) - 1
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -238,22 +239,28 @@ func (p *Policy) modeFor(f *facts, forwarding bool) audit.Mode {
 }
 
 // isAgent reports whether a process is one of the configured agents, by
-// executable name, kernel name or the names on its command line. This
-// only preselects a subject on a card; it grants nothing.
-func (p *Policy) isAgent(proc *procid.Process, argv []string) bool {
-	names := []string{filepath.Base(proc.Exe.Path), proc.Comm}
-	for i, a := range argv {
+// executable name, kernel name or the names on its command line (the
+// first two arguments; argv is called only when the other names do not
+// match). This only preselects a subject on a card; it grants nothing.
+func (p *Policy) isAgent(proc *procid.Process, argv func() []string) bool {
+	if len(p.Agents) == 0 {
+		return false
+	}
+	if p.agentNamed(filepath.Base(proc.Exe.Path)) || p.agentNamed(proc.Comm) {
+		return true
+	}
+	for i, a := range argv() {
 		if i > 1 {
 			break
 		}
-		names = append(names, filepath.Base(a))
-	}
-	for _, want := range p.Agents {
-		for _, n := range names {
-			if n != "" && n == want {
-				return true
-			}
+		if p.agentNamed(filepath.Base(a)) {
+			return true
 		}
 	}
 	return false
+}
+
+// agentNamed reports whether name is one of the configured agents.
+func (p *Policy) agentNamed(name string) bool {
+	return name != "" && slices.Contains(p.Agents, name)
 }

@@ -3,6 +3,7 @@ package procid_test
 import (
 	"encoding/binary"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/postern/postern/internal/procid"
@@ -70,6 +71,15 @@ func TestArgv(t *testing.T) {
 	f.Set(10, 1, 100, f.Exe("ssh", "ssh"), "ssh", "-p", "2222", "prod-db-1")
 	if got, want := f.Table.Argv(10), []string{"ssh", "-p", "2222", "prod-db-1"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("Argv = %q, want %q", got, want)
+	}
+	// Command lines of 4 KiB and more are read whole too ("sh", NUL, n
+	// bytes, NUL: 4,095, 4,096 and 4,097 bytes, and more).
+	for _, n := range []int{4091, 4092, 4093, 5000, 200000} {
+		long := strings.Repeat("a", n)
+		f.Set(11, 1, 110, f.Exe("sh", "sh"), "sh", long)
+		if got := f.Table.Argv(11); len(got) != 2 || got[1] != long {
+			t.Fatalf("Argv of a %d-byte argument: %d arguments, the second %d bytes", n, len(got), len(got[len(got)-1]))
+		}
 	}
 	f.Kill(10)
 	if got := f.Table.Argv(10); got != nil {

@@ -123,8 +123,18 @@ func (t *Table) ExeID(pid int) (Exe, exeKey, error) {
 
 // Argv reads /proc/PID/cmdline: what the process says it is running (a
 // claim; see [ParseCmdline]). It is nil when the process is gone or its
-// command line is empty.
+// command line is empty. A card reads the command line of every ancestor:
+// one that fits in 4 KiB is read as stat is, with no allocation for the
+// read.
 func (t *Table) Argv(pid int) []string {
+	var buf [4096]byte
+	n, err := readSmall(t.path(pid, "cmdline"), buf[:])
+	if err != nil {
+		return nil
+	}
+	if n < len(buf) {
+		return ParseCmdline(buf[:n])
+	}
 	b, err := os.ReadFile(t.path(pid, "cmdline"))
 	if err != nil {
 		return nil
