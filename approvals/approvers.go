@@ -34,8 +34,9 @@ const consoleGrace = 3 * time.Second
 // console is an attached "postern approve".
 type console struct {
 	proc  procid.Process
-	waits int       // waits for cards in progress
-	until time.Time // with none: counted until then
+	peer  *procid.Peer // pinned by the newest wait in progress; nil with none
+	waits int          // waits for cards in progress
+	until time.Time    // with none: counted until then
 }
 
 // AttachConsole counts approver as a console that shows every card, until
@@ -56,41 +57,59 @@ func (e *Engine) AttachConsole(approver *procid.Peer) (detach func()) {
 		e.consoles[c] = struct{}{}
 	}
 	c.waits++
+	c.peer = approver
 	e.mu.Unlock()
 	return func() {
 		e.mu.Lock()
 		if c.waits--; c.waits == 0 {
 			c.until = e.now().Add(consoleGrace)
+			c.peer = nil
 		}
 		e.mu.Unlock()
 	}
 }
 
-// consolesFor returns the attached consoles that could answer a card
-// about the given processes: outside their trees and terminal sessions.
-// e.mu held.
-func (e *Engine) consolesLocked(now time.Time, about ...*procid.Process) int {
-	n := 0
+// consolesLocked returns the attached consoles, and forgets those whose
+// grace has passed. e.mu held.
+func (e *Engine) consolesLocked(now time.Time) []console {
+	var out []console
 	for c := range e.consoles {
 		if c.waits == 0 && now.After(c.until) {
 			delete(e.consoles, c)
 			continue
 		}
-		if e.isOutside(&c.proc, about...) {
-			n++
-		}
+		out = append(out, *c)
 	}
-	return n
+	return out
 }
 
-// isOutside reports whether p is none of about, descends from none of
-// them and shares no terminal session with them.
-func (e *Engine) isOutside(p *procid.Process, about ...*procid.Process) bool {
+// isOutside reports whether console c is none of about, descends from
+// none of them and shares no terminal session with them. Its ancestry is
+// walked once for all of them, from its own stat read through the pin of
+// its wait in progress; without one (between two waits), or when that
+// pin no longer reads, it is walked from its pid and start time for each.
+func (e *Engine) isOutside(c *console, about ...*procid.Process) bool {
 	for _, a := range about {
-		if in, err := e.procs.DescendsFrom(p.PID, p.StartTicks, a); in || err != nil {
+		if a.Session > 0 && c.proc.Session == a.Session {
 			return false
 		}
-		if a.Session > 0 && p.Session == a.Session {
+	}
+	if c.peer != nil {
+		in := false
+		err := c.peer.Lineage(nil, func(pid int, start uint64) bool {
+			for _, a := range about {
+				if pid == a.PID && start == a.StartTicks {
+					in = true
+				}
+			}
+			return !in
+		})
+		if in || err == nil {
+			return !in
+		}
+	}
+	for _, a := range about {
+		if in, err := e.procs.DescendsFrom(c.proc.PID, c.proc.StartTicks, a); in || err != nil {
 			return false
 		}
 	}
@@ -103,11 +122,17 @@ func (e *Engine) isOutside(p *procid.Process, about ...*procid.Process) bool {
 // once (no_approver). When a console can, the other approvers are asked
 // whether they can only after the card is up (showElsewhere): asking a
 // notification service takes round trips on its bus, which must not hold
-// the card back from the consoles.
+// the card back from the consoles. The consoles' ancestries are walked
+// without e.mu held.
 func (e *Engine) reachable(about ...*procid.Process) (shows []Approver, consoles int) {
 	e.mu.Lock()
-	consoles = e.consolesLocked(e.now(), about...)
+	attached := e.consolesLocked(e.now())
 	e.mu.Unlock()
+	for i := range attached {
+		if e.isOutside(&attached[i], about...) {
+			consoles++
+		}
+	}
 	if consoles == 0 {
 		shows = e.reachableApprovers()
 	}
@@ -142,7 +167,7 @@ func (e *Engine) showElsewhere(ctx context.Context, v CardView, shows []Approver
 // attached consoles, then the other approvers.
 func (e *Engine) Approvers() []ApproverState {
 	e.mu.Lock()
-	n := e.consolesLocked(e.now())
+	n := len(e.consolesLocked(e.now()))
 	e.mu.Unlock()
 	out := []ApproverState{{Name: "console", Reachable: n > 0, Detail: consoleDetail(n)}}
 	for _, a := range e.approvers {

@@ -80,6 +80,13 @@ func TestConsoleAttachedShowsTheCard(t *testing.T) {
 	if st := w.e.Approvers(); !st[0].Reachable {
 		t.Fatal("a console that just detached does not count for the grace period")
 	}
+	// Its pin went with its wait: it is found outside from its pid.
+	ch = w.decide(w.req(21))
+	c = w.card()
+	w.answer(c.ID, VerdictDeny, 30)
+	if d := got(t, ch); d.Reason != audit.ReasonDenied {
+		t.Fatalf("a card while the console that detached counts: %+v", d)
+	}
 	mu.Lock()
 	skew = consoleGrace + time.Second
 	mu.Unlock()
@@ -94,6 +101,18 @@ func TestConsoleInsideTheTreeDoesNotCount(t *testing.T) {
 	w := requireWorld(t)
 	defer w.e.AttachConsole(w.f.Peer(21))()
 	if d := got(t, w.decide(w.req(21))); d.Reason != audit.ReasonNoApprover {
+		t.Fatalf("decision %+v, want no_approver", d)
+	}
+}
+
+// A console in the run's tree but not in the requester's (under the
+// agent, beside the shell that requests) cannot answer the card either:
+// the one walk of its ancestry looks for both.
+func TestConsoleUnderTheRunDoesNotCount(t *testing.T) {
+	w := requireWorld(t)
+	w.f.Set(14, 10, 140, w.f.Exe("postern", "postern"), "postern", "approve")
+	defer w.e.AttachConsole(w.f.Peer(14))()
+	if d := got(t, w.decide(w.req(13))); d.Reason != audit.ReasonNoApprover {
 		t.Fatalf("decision %+v, want no_approver", d)
 	}
 }
