@@ -126,14 +126,16 @@ func (g *Gateway) answerControl(ctx context.Context, peer *procid.Peer, line []b
 		if res == nil {
 			return nil // the stream is open, nothing to send yet
 		}
-		if raw, ok := res.(json.RawMessage); ok {
-			// Encoded by the gateway already (valid JSON, on one line):
-			// not checked and copied again, twice.
-			return w.Line(append(append([]byte(`{"result":`), raw...), '}'))
+		raw, ok := res.(json.RawMessage)
+		if !ok {
+			var err error
+			if raw, err = json.Marshal(res); err != nil {
+				return respond(api.Response{})
+			}
 		}
-		var r api.Response
-		r.Result, _ = json.Marshal(res)
-		return respond(r)
+		// Encoded once (valid JSON, on one line): not checked and copied
+		// again by encoding a Response around it.
+		return w.Line(append(append([]byte(`{"result":`), raw...), '}'))
 	})
 	if err != nil && ctx.Err() == nil {
 		respond(errorResponse(err))
