@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,39 +44,69 @@ func approveLines(c *api.Client, in io.Reader, out, errw io.Writer, asJSON bool)
 			mu.Unlock()
 		}
 	}()
-	shown := map[string]bool{}
 	w := &cardWatcher{c: c, say: func(msg string) {
 		mu.Lock()
 		fmt.Fprintln(errw, msg)
 		mu.Unlock()
 	}}
-	w.each(context.Background(), func(cards []api.Card) {
-		now := map[string]bool{}
+	p := &linePrinter{out: out, asJSON: asJSON, shown: map[string]bool{}}
+	w.changes(context.Background(), func(d *api.CardsDelta) {
 		mu.Lock()
-		defer mu.Unlock()
-		for _, card := range cards {
-			now[card.ID] = true
-			if shown[card.ID] {
-				continue
-			}
-			shown[card.ID] = true
-			if asJSON {
-				b, _ := json.Marshal(card)
-				fmt.Fprintf(out, "%s\n", b)
-			} else {
-				fmt.Fprintf(out, "%s\n\n", card.Text())
-			}
-		}
-		for id := range shown {
-			if !now[id] {
-				delete(shown, id)
-				if !asJSON {
-					fmt.Fprintf(out, "%s: closed\n", id)
-				}
-			}
-		}
+		p.show(d)
+		mu.Unlock()
 	})
 	return nil
+}
+
+// linePrinter prints the changes of the pending cards for the line
+// console: each card when it first comes (a text block, or one JSON object
+// a line) and, in text, "ID: closed" when a card shown goes away. It
+// works from the changes alone, not from a copy of every pending card
+// after each.
+type linePrinter struct {
+	out    io.Writer
+	asJSON bool
+	shown  map[string]bool // the cards printed and still pending
+}
+
+// show prints change d.
+func (p *linePrinter) show(d *api.CardsDelta) {
+	gone := d.Gone
+	if d.Reset {
+		// A snapshot: the cards shown that it lacks went away.
+		pending := make(map[string]bool, len(d.Cards))
+		for _, card := range d.Cards {
+			pending[card.ID] = true
+		}
+		gone = nil
+		for id := range p.shown {
+			if !pending[id] {
+				gone = append(gone, id)
+			}
+		}
+		slices.Sort(gone)
+	}
+	for _, card := range d.Cards {
+		if p.shown[card.ID] {
+			continue
+		}
+		p.shown[card.ID] = true
+		if p.asJSON {
+			b, _ := json.Marshal(card)
+			fmt.Fprintf(p.out, "%s\n", b)
+		} else {
+			fmt.Fprintf(p.out, "%s\n\n", card.Text())
+		}
+	}
+	for _, id := range gone {
+		if !p.shown[id] {
+			continue
+		}
+		delete(p.shown, id)
+		if !p.asJSON {
+			fmt.Fprintf(p.out, "%s: closed\n", id)
+		}
+	}
 }
 
 // lineAnswer applies one answer line and says what it did.

@@ -17,9 +17,9 @@ const reconnectEvery = 250 * time.Millisecond
 // a copy of them up to date from the changes the gateway sends (a
 // snapshot first, then only what changed), rides out a gateway that stops
 // and comes back, saying so, and starts over from a snapshot after a
-// change it missed. Each call to next waits for a change; each instead
-// hands the cards on after every change from the goroutine that reads
-// them.
+// change it missed. Each call to next waits for a change and returns
+// every card; changes instead hands on each change, from the goroutine
+// that reads them.
 type cardWatcher struct {
 	c *api.Client
 	// say reports a change of connection to the person.
@@ -41,7 +41,7 @@ type cardWatcher struct {
 func (w *cardWatcher) next(ctx context.Context) ([]api.Card, error) {
 	w.start.Do(func() {
 		w.changed = make(chan struct{}, 1)
-		go w.follow(context.WithoutCancel(ctx), func() {
+		go w.follow(context.WithoutCancel(ctx), func(*api.CardsDelta) {
 			select {
 			case w.changed <- struct{}{}:
 			default:
@@ -58,27 +58,23 @@ func (w *cardWatcher) next(ctx context.Context) ([]api.Card, error) {
 	return w.board.Cards(), nil
 }
 
-// each calls show with the pending cards once they are known and after
-// each change, until ctx ends, in the goroutine that reads the changes: a
-// card reaches show without a hand-over to another goroutine, which the
-// Go scheduler may give to another thread that must first be woken
-// (median 140 µs, at load 10, between a change read and the goroutine
-// that waited in next). While show waits (its output is blocked), the
-// changes wait in the gateway's socket, and those that pile up there
-// come as one.
-func (w *cardWatcher) each(ctx context.Context, show func([]api.Card)) {
-	w.follow(ctx, func() {
-		w.mu.Lock()
-		cards := w.board.Cards()
-		w.mu.Unlock()
-		show(cards)
-	})
+// changes calls show with each change of the pending cards once it is
+// applied (a snapshot first, and again after a change was missed or the
+// gateway came back), until ctx ends, in the goroutine that reads the
+// changes: a card reaches show without a hand-over to another goroutine,
+// which the Go scheduler may give to another thread that must first be
+// woken (median 140 µs, at load 10, between a change read and the
+// goroutine that waited in next), and without a copy of every pending
+// card. While show waits (its output is blocked), the changes wait in the
+// gateway's socket, and those that pile up there come as one.
+func (w *cardWatcher) changes(ctx context.Context, show func(d *api.CardsDelta)) {
+	w.follow(ctx, show)
 }
 
 // follow applies the gateway's changes to the board, and calls changed
-// after each, following the gateway again whenever its stream ends,
-// until ctx ends.
-func (w *cardWatcher) follow(ctx context.Context, changed func()) {
+// with each after it is applied, following the gateway again whenever
+// its stream ends, until ctx ends.
+func (w *cardWatcher) follow(ctx context.Context, changed func(d *api.CardsDelta)) {
 	for ctx.Err() == nil {
 		err := w.c.FollowCards(ctx, true, func(d *api.CardsDelta) error {
 			if d.Reset && (w.lost || w.boot == "") {
@@ -90,7 +86,7 @@ func (w *cardWatcher) follow(ctx context.Context, changed func()) {
 			if err != nil {
 				return err
 			}
-			changed()
+			changed(d)
 			return nil
 		})
 		switch {

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/postern/postern/gateway/api"
+)
+
+// The line console prints each card once, when it first comes, and says
+// when a card it printed goes away: from a change's gone list, or from a
+// snapshot that lacks it (after a missed change or a reconnection).
+func TestLinePrinterPrintsEachChangeOnce(t *testing.T) {
+	card := func(id string) api.Card { c := sessionCard(); c.ID = id; return c }
+	var out strings.Builder
+	p := &linePrinter{out: &out, shown: map[string]bool{}}
+	step := func(d api.CardsDelta, want ...string) {
+		t.Helper()
+		out.Reset()
+		p.show(&d)
+		var got []string
+		for _, l := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(l, "Card ") || strings.HasSuffix(l, ": closed") {
+				got = append(got, l)
+			}
+		}
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Fatalf("printed %q, want %q\n%s", got, want, out.String())
+		}
+	}
+	step(api.CardsDelta{Seq: 2, Reset: true, Cards: []api.Card{card("C1")}}, "Card C1, ")
+	step(api.CardsDelta{Seq: 3, Since: 2, Cards: []api.Card{card("C1"), card("C2")}}, "Card C2, ")
+	step(api.CardsDelta{Seq: 4, Since: 3, Gone: []string{"C1", "C9"}}, "C1: closed")
+	step(api.CardsDelta{Seq: 9, Reset: true, Cards: []api.Card{card("C3")}}, "Card C3, ", "C2: closed")
+
+	out.Reset()
+	p = &linePrinter{out: &out, asJSON: true, shown: map[string]bool{}}
+	p.show(&api.CardsDelta{Seq: 2, Reset: true, Cards: []api.Card{card("C1")}})
+	p.show(&api.CardsDelta{Seq: 3, Since: 2, Gone: []string{"C1"}})
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	var c api.Card
+	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &c) != nil || c.ID != "C1" {
+		t.Fatalf("JSON lines: %q", out.String())
+	}
+}
