@@ -153,7 +153,9 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 // response line. The exchange ends when ctx does.
 func Exchange(ctx context.Context, sock string, request []byte) ([]byte, error) {
 	var line []byte
-	err := Stream(ctx, sock, request, func(l []byte) error {
+	// Most answers are short (an answer to a card, a status): the line
+	// is read through a small buffer, and a long one grows as it comes.
+	err := stream(ctx, sock, request, 4<<10, func(l []byte) error {
 		line = l
 		return io.EOF // one line is the whole answer
 	})
@@ -170,6 +172,11 @@ func Exchange(ctx context.Context, sock string, request []byte) ([]byte, error) 
 // response line to fn, until the server ends the stream (nil), fn
 // returns an error (that error), or ctx ends.
 func Stream(ctx context.Context, sock string, request []byte, fn func(line []byte) error) error {
+	return stream(ctx, sock, request, 64<<10, fn)
+}
+
+// stream is Stream, reading through a buffer of size bytes.
+func stream(ctx context.Context, sock string, request []byte, size int, fn func(line []byte) error) error {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", sock)
 	if err != nil {
@@ -184,7 +191,7 @@ func Stream(ctx context.Context, sock string, request []byte, fn func(line []byt
 	if _, err := c.Write(append(request, '\n')); err != nil {
 		return err
 	}
-	r := bufio.NewReaderSize(c, 64<<10)
+	r := bufio.NewReaderSize(c, size)
 	for {
 		line, err := readLine(r, MaxResponse)
 		if errors.Is(err, io.EOF) {

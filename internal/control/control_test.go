@@ -56,6 +56,12 @@ func TestExchange(t *testing.T) {
 	if seen == nil || seen.PID != os.Getpid() {
 		t.Fatalf("handler saw peer %+v", seen)
 	}
+	// An answer longer than the buffer it is read through comes whole.
+	long := bytes.Repeat([]byte("y"), 200<<10)
+	out, err = Exchange(context.Background(), sock, long)
+	if err != nil || !bytes.Equal(out, append([]byte("re: "), long...)) {
+		t.Fatalf("a long answer: %d bytes, %v", len(out), err)
+	}
 	_, err = Exchange(context.Background(), filepath.Join(filepath.Dir(sock), "missing.ctl"), nil)
 	if !errors.Is(err, ErrNoGateway) {
 		t.Fatalf("exchange with a missing socket: %v", err)
