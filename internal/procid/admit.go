@@ -42,6 +42,9 @@ func (t *Table) AdmitOpaque(c *net.UnixConn, socket string, log *slog.Logger) (*
 	return t.admit(c, socket, log, true)
 }
 
+// ownUID is this process's user, which it keeps for its life.
+var ownUID = os.Getuid()
+
 // ErrHiddenExe refuses a peer whose executable cannot be read.
 var ErrHiddenExe = errors.New("its executable cannot be read: the process is not dumpable")
 
@@ -56,7 +59,7 @@ func (t *Table) admit(c *net.UnixConn, socket string, log *slog.Logger, opaque b
 		peer.Close()
 		return nil, fmt.Errorf("pid %d: %w", peer.PID, ErrHiddenExe)
 	}
-	if uid := peer.UID; int(uid) != os.Getuid() && uid != 0 {
+	if uid := peer.UID; int(uid) != ownUID && uid != 0 {
 		log.Warn("refusing connection from another user", "socket", socket, "uid", uid, "pid", peer.PID, "exe", peer.Exe.Path)
 		peer.Close()
 		return nil, fmt.Errorf("pid %d, uid %d: %w", peer.PID, uid, ErrOtherUser)

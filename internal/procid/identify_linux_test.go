@@ -99,6 +99,26 @@ func BenchmarkIdentify(b *testing.B) {
 	}
 }
 
+// BenchmarkIdentifyAgain measures the identification of a peer whose
+// process holds another connection, identified before (the pin shared
+// by a process's connections, checked and read again), and its release.
+func BenchmarkIdentifyAgain(b *testing.B) {
+	a, _ := selfConn(b)
+	log := slog.New(slog.DiscardHandler)
+	first, err := procid.Host.Admit(a, "bench", log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer first.Close()
+	for b.Loop() {
+		p, err := procid.Host.Admit(a, "bench", log)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Close()
+	}
+}
+
 // BenchmarkVerify measures the per-request re-check of a connected peer.
 func BenchmarkVerify(b *testing.B) {
 	a, _ := selfConn(b)

@@ -14,13 +14,12 @@ type Peer struct {
 // then (see the package documentation: an exec on the same pid is a new
 // process). It returns an error wrapping ErrGone or ErrChanged otherwise.
 func (p *Peer) Verify() error {
-	if err := p.pin.alive(p.table, &p.Process); err != nil {
-		return err
-	}
-	err := p.pin.program(p.table, &p.Process)
+	_, _, err := p.pin.look(p.table, &p.Process)
 	// Alive after the reads: the pid belonged to the pinned process while
-	// they were made, and a process that is exiting (its address space
-	// already gone) is reported as gone, not changed.
+	// they were made (a live process's pid names no other), and a process
+	// that is exiting (its address space already gone) is reported as
+	// gone, not changed. A process gone before the reads is gone after
+	// them too: no check before is needed.
 	if gone := p.pin.alive(p.table, &p.Process); gone != nil {
 		return gone
 	}
@@ -65,20 +64,20 @@ func (t *Table) Pin(pid int) (*Peer, error) {
 // the start time again). A uid the socket's credentials gave is taken as
 // given: the kernel recorded it at connect, from the same process.
 func (t *Table) finish(pid int, uid uint32, haveUID bool, pn pin) (*Peer, error) {
+	var given *uint32
+	if haveUID {
+		given = &uid
+	}
 	share := shareable(pn)
 	if share {
-		if r := t.shared(pid, pn); r != nil {
+		if p := t.shared(pid, given, pn); p != nil {
 			pn.close() // the process is pinned already (share.go)
-			pn, share = r, false
+			return p, nil
 		}
 	}
 	if err := pn.hold(t, pid); err != nil {
 		pn.close()
 		return nil, err
-	}
-	var given *uint32
-	if haveUID {
-		given = &uid
 	}
 	proc, err := t.inspect(pid, given, pn)
 	if err != nil {

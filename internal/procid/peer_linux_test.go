@@ -26,6 +26,10 @@ func TestMain(m *testing.M) {
 
 func runClient(sock, mode string) {
 	switch mode {
+	case "middle":
+		runMiddle()
+	case "twice":
+		connectTwice(sock)
 	case "sleeping-connected":
 		// Connected, and then nothing more.
 		if _, err := net.Dial("unix", sock); err != nil {
@@ -65,6 +69,12 @@ func runClient(sock, mode string) {
 		// same size: without address space randomization, the same
 		// layout too.
 		execSelf(mode, "sleeping")
+	case "touched":
+		// Told that its executable changed: a second connection.
+		if d, err := net.Dial("unix", sock); err == nil {
+			d.Write([]byte{1})
+			time.Sleep(30 * time.Second)
+		}
 	}
 	os.Exit(0)
 }
@@ -83,16 +93,43 @@ func execSelf(mode, next string) {
 
 func startClient(t *testing.T, mode string) (*exec.Cmd, *net.UnixConn) {
 	t.Helper()
+	l, sock := listenTemp(t)
+	defer l.Close()
+	return connectClient(t, l, sock, mode, os.Args[0])
+}
+
+// dialAccept connects to l at sock and returns both ends; they are
+// closed when the test ends.
+func dialAccept(t *testing.T, l *net.UnixListener, sock string) (client net.Conn, server *net.UnixConn) {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := l.AcceptUnix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(); s.Close() })
+	return c, s
+}
+
+// listenTemp listens on a socket in a temporary directory, with the
+// senders' credentials passed, and returns it with its path; it is closed
+// when the test ends. Accepting waits at most a minute.
+func listenTemp(t *testing.T) (*net.UnixListener, string) {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "s")
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	if err := PassCredentials(l); err != nil {
 		t.Fatal(err)
 	}
-	return connectClient(t, l, sock, mode, os.Args[0])
+	l.SetDeadline(time.Now().Add(time.Minute))
+	return l, sock
 }
 
 // connectClient runs argv, the test binary or a command that executes it,

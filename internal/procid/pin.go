@@ -8,11 +8,16 @@ type pin interface {
 	// hold keeps, from now on, what later shows that pid executed a new
 	// program (see program); called before the process is inspected.
 	hold(t *Table, pid int) error
-	// program returns an error wrapping ErrChanged when the process no
-	// longer runs the program p describes, or ErrGone.
-	program(t *Table, p *Process) error
+	// look returns an error wrapping ErrChanged when the process no
+	// longer runs the program p describes, or ErrGone; otherwise the
+	// process's stat as it read it, and the key of the executable it
+	// stat'ed (zero when the executable is hidden). The caller checks
+	// that the process is alive afterwards.
+	look(t *Table, p *Process) (Stat, exeKey, error)
 	// stat reads the process's /proc/PID/stat as it is now.
 	stat(t *Table, p *Process) (Stat, error)
+	// exe reads the executable of pid, the process pinned.
+	exe(t *Table, pid int) (Exe, error)
 	exited() <-chan struct{}
 	close() error
 	ino() uint64
@@ -36,25 +41,23 @@ func (startPin) alive(t *Table, p *Process) error {
 
 func (startPin) hold(*Table, int) error { return nil }
 
-func (startPin) program(t *Table, p *Process) error {
-	e, _, err := t.ExeID(p.PID)
+func (startPin) look(t *Table, p *Process) (Stat, exeKey, error) {
+	e, k, err := t.ExeID(p.PID)
 	if err != nil {
-		return err
+		return Stat{}, exeKey{}, err
 	}
 	if !e.Same(p.Exe) {
-		return fmt.Errorf("pid %d executes another file: %w", p.PID, ErrChanged)
-	}
-	if p.Layout == (Layout{}) {
-		return nil
+		return Stat{}, exeKey{}, fmt.Errorf("pid %d executes another file: %w", p.PID, ErrChanged)
 	}
 	st, err := t.Stat(p.PID)
 	if err != nil {
-		return err
+		return Stat{}, exeKey{}, err
 	}
-	return sameLayout(p, &st)
+	return st, k, sameLayout(p, &st)
 }
 
 func (startPin) stat(t *Table, p *Process) (Stat, error) { return t.Stat(p.PID) }
+func (startPin) exe(t *Table, pid int) (Exe, error)      { return t.Exe(pid) }
 
 func (startPin) exited() <-chan struct{} { return nil }
 func (startPin) close() error            { return nil }

@@ -52,6 +52,35 @@
 // line (/proc/PID/cmdline) and the kernel's name for the process
 // (comm) are the process's own claims and are not used.
 //
+// # What identifying a peer reads (Linux)
+//
+// Each system call proves one thing, and none proves another's:
+//
+//   - getsockopt(SO_PEERCRED): the pid and uid of the process that called
+//     connect, recorded by the kernel then. The uid is taken as given,
+//     not read again from /proc/PID/status.
+//   - getsockopt(SO_PEERPIDFD): a pidfd for that very process, even if
+//     its pid has been reused since.
+//   - fstat(pidfd): its pidfs inode, which names the process once for
+//     the boot (Linux 6.9 and later, 64-bit), and finds a pin the
+//     process's other connections share.
+//   - open(/proc/PID), and relative to it openat(stat) and openat(maps):
+//     the files later checks read without a lookup by pid; the maps
+//     descriptor holds the address space the process has now.
+//   - pread(stat): start time, parent, session, name and layout.
+//   - fstatat(/proc/PID, "exe"): the executable's device, inode, size and
+//     times (the key of its cached hash), or that it is hidden.
+//   - readlinkat(/proc/PID, "exe"): its path, for people.
+//   - poll(pidfd): the process has not exited, so /proc/PID named it
+//     while all of the above was read.
+//
+// A connection of a process whose pin is shared already reads only the
+// two credentials, the pidfs inode and what Verify reads (the executable,
+// the address space, stat, the poll), and takes its parent, session and
+// name from that stat, its executable from the pin's process when the
+// executable's key is the one that was hashed. The pidfd it was given is
+// closed.
+//
 // [Table.Admit] is the admission every gateway socket uses (agent,
 // control, bastion): PeerOf, then a refusal, logged with the socket's
 // name, of any peer that runs as neither this process's user nor root.

@@ -41,11 +41,13 @@ type held struct {
 
 var noHeld = held{dir: -1, stat: -1, maps: -1}
 
-// hold opens /proc/PID and, relative to it, stat and maps. The pidfd was
-// opened first: if the pid had been reused in between, the pidfd would
-// show the exit, and finish checks it after the process is inspected.
+// hold opens /proc/PID (O_PATH: a handle to look up names under, bound
+// to the process, not to its pid) and, relative to it, stat and maps.
+// The pidfd was opened first: if the pid had been reused in between, the
+// pidfd would show the exit, and finish checks it after the process is
+// inspected.
 func (p *pidfdPin) hold(t *Table, pid int) error {
-	dir, err := unix.Open(t.Root+"/"+strconv.Itoa(pid), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	dir, err := unix.Open(t.Root+"/"+strconv.Itoa(pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return gone(pid, err)
 	}
@@ -74,20 +76,22 @@ func (h *held) close() {
 	*h = noHeld
 }
 
-// program checks the executable, the address space and the layout.
-func (p *pidfdPin) program(t *Table, proc *Process) error {
+// look checks the executable, the address space and the layout, and
+// returns the stat it read and the key of the executable.
+func (p *pidfdPin) look(t *Table, proc *Process) (Stat, exeKey, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
-		return fmt.Errorf("pid %d: %w", proc.PID, ErrGone)
+		return Stat{}, exeKey{}, fmt.Errorf("pid %d: %w", proc.PID, ErrGone)
 	}
 	h := &p.held
 	if h.dir < 0 {
-		return startPin{}.program(t, proc)
+		return startPin{}.look(t, proc)
 	}
 	var st unix.Stat_t
 	err := unix.Fstatat(h.dir, "exe", &st, 0)
 	hidden := err == unix.EACCES || err == unix.EPERM
+	var key exeKey
 	switch {
 	case hidden && proc.Exe.Hidden:
 		// Not dumpable then and now: nothing of its program shows, as
@@ -95,28 +99,45 @@ func (p *pidfdPin) program(t *Table, proc *Process) error {
 	case hidden:
 		// It stopped showing what it runs, as an exec of a set-id
 		// program does: nothing says it runs the same program.
-		return fmt.Errorf("pid %d no longer shows its executable: %w", proc.PID, ErrChanged)
+		return Stat{}, key, fmt.Errorf("pid %d no longer shows its executable: %w", proc.PID, ErrChanged)
 	case err != nil:
-		return gone(proc.PID, err)
+		return Stat{}, key, gone(proc.PID, err)
 	case proc.Exe.Hidden:
 		// Identified while not dumpable: a program that shows is one it
 		// executed since.
-		return fmt.Errorf("pid %d executes a program it did not show: %w", proc.PID, ErrChanged)
-	case uint64(st.Dev) != proc.Exe.Dev || st.Ino != proc.Exe.Ino:
-		return fmt.Errorf("pid %d executes another file: %w", proc.PID, ErrChanged)
+		return Stat{}, key, fmt.Errorf("pid %d executes a program it did not show: %w", proc.PID, ErrChanged)
+	case st.Dev != proc.Exe.Dev || st.Ino != proc.Exe.Ino:
+		return Stat{}, key, fmt.Errorf("pid %d executes another file: %w", proc.PID, ErrChanged)
+	default:
+		key = keyOfStat(&st)
 	}
 	if h.maps >= 0 {
 		var b [1]byte
 		n, err := preadRetry(h.maps, b[:])
 		if err == nil && n == 0 {
-			return fmt.Errorf("pid %d has a new address space: %w", proc.PID, ErrChanged)
+			return Stat{}, key, fmt.Errorf("pid %d has a new address space: %w", proc.PID, ErrChanged)
 		}
 	}
 	s, err := p.readStat(proc.PID)
 	if err != nil {
-		return err
+		return Stat{}, key, err
 	}
-	return sameLayout(proc, &s)
+	return s, key, sameLayout(proc, &s)
+}
+
+// exe reads the executable through the held /proc/PID (by path when
+// none is held).
+func (p *pidfdPin) exe(t *Table, pid int) (Exe, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return Exe{}, fmt.Errorf("pid %d: %w", pid, ErrGone)
+	}
+	dir := p.held.dir
+	if dir < 0 {
+		dir = noDir
+	}
+	return t.exeOf(pid, dir)
 }
 
 func (p *pidfdPin) stat(t *Table, proc *Process) (Stat, error) {

@@ -1,6 +1,9 @@
 package procid
 
-import "sync"
+import (
+	"fmt"
+	"sync"
+)
 
 // Connections from one process share one pin. A pidfd pin holds four
 // descriptors (the pidfd, and /proc/PID, its stat and its maps, which
@@ -56,10 +59,17 @@ func (r *pinRef) close() error {
 	return err
 }
 
-// shared returns a user of the pin already shared for the process pn
-// pins (pid), when there is one that still holds the process as it was
-// pinned; nil otherwise.
-func (t *Table) shared(pid int, pn pin) pin {
+// shared returns the peer pid as it is now, pinned by the pin already
+// shared for the process pn pins, when there is one that still holds the
+// process as it was pinned; nil otherwise. What the shared pin reads to
+// find the process unchanged (its stat, its executable's identity) is
+// what identifying it would read again, and serves for it: the new
+// peer's parent, session and name are as they are now, its executable
+// the one the pin's process was identified with, found again at the
+// same device and inode with the same size and times (the key of its
+// hash), and alive after the reads. A uid not given is read from
+// /proc/PID/status.
+func (t *Table) shared(pid int, uid *uint32, pn pin) *Peer {
 	key, err := keyOf(pid, pn, func() (uint64, error) {
 		st, err := t.Stat(pid)
 		return st.StartTicks, err
@@ -77,11 +87,40 @@ func (t *Table) shared(pid int, pn pin) pin {
 		return nil
 	}
 	r := &pinRef{sharedPin: s}
-	if s.alive(t, &s.proc) != nil || s.program(t, &s.proc) != nil {
+	p, err := t.again(pid, uid, r)
+	if err != nil {
 		r.close()
 		return nil
 	}
-	return r
+	return p
+}
+
+// again identifies pid, pinned by r, from what checking r's process
+// reads (see shared).
+func (t *Table) again(pid int, uid *uint32, r *pinRef) (*Peer, error) {
+	st, k, err := r.look(t, &r.proc)
+	if err != nil {
+		return nil, err
+	}
+	exe := r.proc.Exe
+	if !exe.Hidden {
+		sum, ok := t.cachedHash(k)
+		if !ok || sum != exe.SHA256 {
+			return nil, fmt.Errorf("pid %d: the executable's hash is not known for what it is now", pid)
+		}
+		exe.Size = k.size
+	}
+	proc := Process{PID: pid, PPID: st.PPID, StartTicks: st.StartTicks, Session: st.Session, Comm: st.Comm, Exe: exe, Layout: st.Layout, PidfsIno: r.ino()}
+	if uid != nil {
+		proc.UID = *uid
+	} else if proc.UID, err = t.UID(pid); err != nil {
+		return nil, err
+	}
+	p := &Peer{Process: proc, table: t, pin: r}
+	if err := r.alive(t, &p.Process); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // share makes pn, which pins proc, shareable, and returns its first user.

@@ -32,14 +32,7 @@ func TestConnectionsOfOneProcessShareAPin(t *testing.T) {
 	var peers []*Peer
 	var conns []net.Conn
 	for range n {
-		c, err := net.Dial("unix", sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := l.AcceptUnix()
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, s := dialAccept(t, l, sock)
 		p, err := Host.PeerOf(s)
 		if err != nil {
 			t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -110,27 +110,27 @@ func ParseStat(b []byte) (Stat, error) {
 		tok := rest[i:j]
 		switch field {
 		case 1:
-			n, err := strconv.Atoi(string(tok))
-			if err != nil {
+			n, ok := signedDecimal(tok)
+			if !ok {
 				return Stat{}, fmt.Errorf("malformed stat: ppid %q", string(tok))
 			}
 			st.PPID = n
 		case 3:
-			n, err := strconv.Atoi(string(tok))
-			if err != nil {
+			n, ok := signedDecimal(tok)
+			if !ok {
 				return Stat{}, fmt.Errorf("malformed stat: session %q", string(tok))
 			}
 			st.Session = n
 		case 19:
-			n, err := strconv.ParseUint(string(tok), 10, 64)
-			if err != nil {
+			n, ok := decimal(tok)
+			if !ok {
 				return Stat{}, fmt.Errorf("malformed stat: starttime %q", string(tok))
 			}
 			st.StartTicks = n
 		default:
 			if f := st.Layout.field(field); f != nil {
 				// Unparsable: left zero, so no comparison depends on it.
-				*f, _ = strconv.ParseUint(string(tok), 10, 64)
+				*f, _ = decimal(tok)
 			}
 		}
 		field++
@@ -142,15 +142,58 @@ func ParseStat(b []byte) (Stat, error) {
 	return st, nil
 }
 
+// decimal parses an unsigned decimal number that fits in 64 bits, as
+// strconv.ParseUint does, without making garbage: stat is parsed at
+// every request.
+func decimal(b []byte) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if n > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	return n, true
+}
+
+// signedDecimal parses a decimal int, optionally negative, as
+// strconv.Atoi does.
+func signedDecimal(b []byte) (int, bool) {
+	neg := len(b) > 0 && (b[0] == '-' || b[0] == '+')
+	digits := b
+	if neg {
+		neg, digits = b[0] == '-', b[1:]
+	}
+	n, ok := decimal(digits)
+	if !ok || n > math.MaxInt {
+		return 0, false
+	}
+	if neg {
+		return -int(n), true
+	}
+	return int(n), true
+}
+
 // Exe returns the executable of pid with its path and SHA-256. Hashes are
 // cached by (device, inode, size, mtime, ctime): a running executable
 // cannot be written in place (ETXTBSY), and ctime cannot be set back.
-func (t *Table) Exe(pid int) (Exe, error) {
-	e, k, err := t.ExeID(pid)
+func (t *Table) Exe(pid int) (Exe, error) { return t.exeOf(pid, noDir) }
+
+// exeOf is Exe, reading the executable's link through dir, a descriptor
+// of /proc/PID held by a pin, when it is not noDir.
+func (t *Table) exeOf(pid, dir int) (Exe, error) {
+	e, k, err := t.exeID(pid, dir)
 	if err != nil || e.Hidden {
 		return e, err
 	}
-	e.Path = t.exePath(pid)
+	e.Path = t.exeLink(pid, dir)
 	if sum, ok := t.cachedHash(k); ok {
 		// The hash was taken of the file with exactly these attributes,
 		// and checked against them after it was read: no second stat.
@@ -164,7 +207,7 @@ func (t *Table) Exe(pid int) (Exe, error) {
 		return e, nil
 	}
 	// The hash is only meaningful if the file did not change while read.
-	if _, k2, err := t.ExeID(pid); err != nil || k2 != k {
+	if _, k2, err := t.exeID(pid, dir); err != nil || k2 != k {
 		return Exe{}, fmt.Errorf("pid %d: %w", pid, ErrChanged)
 	}
 	t.mu.Lock()
@@ -209,10 +252,10 @@ func (t *Table) Inspect(pid int) (Process, error) {
 
 // inspect reads the facts of pid. With uid set (the kernel's socket
 // credentials) the uid is not read again from /proc. With pn set (a pin
-// taken before, whose evidence is held), stat is read through the pin and
-// not read a second time: the caller checks the pin afterwards, which
-// proves that the process did not change while its facts were read, as a
-// second read of its start time would.
+// taken before, whose evidence is held), stat and the executable are read
+// through the pin, and stat is not read a second time: the caller checks
+// the pin afterwards, which proves that the process did not change while
+// its facts were read, as a second read of its start time would.
 func (t *Table) inspect(pid int, uid *uint32, pn pin) (Process, error) {
 	var st Stat
 	var err error
@@ -224,7 +267,12 @@ func (t *Table) inspect(pid int, uid *uint32, pn pin) (Process, error) {
 	if err != nil {
 		return Process{}, err
 	}
-	exe, err := t.Exe(pid)
+	var exe Exe
+	if pn != nil {
+		exe, err = pn.exe(t, pid)
+	} else {
+		exe, err = t.Exe(pid)
+	}
 	if err != nil {
 		return Process{}, err
 	}

@@ -74,7 +74,12 @@ func (t *Table) procArgs(pid int) (exe string, argv []string) {
 	return ParseProcArgs2(b)
 }
 
-func (t *Table) exePath(pid int) string { return t.exeFile(pid) }
+// noDir: there are no held descriptors of a process here.
+const noDir = -1
+
+func (t *Table) exeLink(pid, _ int) string { return t.exeFile(pid) }
+
+func (t *Table) exeID(pid, _ int) (Exe, exeKey, error) { return t.ExeID(pid) }
 
 // ExeID stats the executable by path.
 func (t *Table) ExeID(pid int) (Exe, exeKey, error) {

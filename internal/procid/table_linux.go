@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func (t *Table) path(pid int, name string) string {
@@ -100,25 +102,68 @@ type exeKey struct {
 // exeFile names the file to open to read pid's executable.
 func (t *Table) exeFile(pid int) string { return t.path(pid, "exe") }
 
-// exePath returns the path of pid's executable, for display.
-func (t *Table) exePath(pid int) string {
-	p, _ := os.Readlink(t.path(pid, "exe"))
-	return p
+// noDir stands for no held descriptor of /proc/PID: the file is found
+// by its path.
+const noDir = -1
+
+// exeLink returns the path of pid's executable, for display, reading the
+// link through dir unless it is noDir.
+func (t *Table) exeLink(pid, dir int) string {
+	if dir == noDir {
+		p, _ := os.Readlink(t.path(pid, "exe"))
+		return p
+	}
+	for size := 256; size <= 1<<16; size *= 4 {
+		buf := make([]byte, size)
+		n, err := readlinkat(dir, "exe", buf)
+		if err != nil {
+			return ""
+		}
+		if n < len(buf) {
+			return string(buf[:n])
+		}
+	}
+	return ""
+}
+
+func readlinkat(dir int, name string, buf []byte) (int, error) {
+	for {
+		n, err := unix.Readlinkat(dir, name, buf)
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
 }
 
 // ExeID stats /proc/PID/exe, which follows the link to the file the
 // process maps even when its path was replaced. The link of a process
 // that is not dumpable belongs to root: it is reported Hidden.
-func (t *Table) ExeID(pid int) (Exe, exeKey, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(t.path(pid, "exe"), &st); err != nil {
-		if err == syscall.EACCES || err == syscall.EPERM {
+func (t *Table) ExeID(pid int) (Exe, exeKey, error) { return t.exeID(pid, noDir) }
+
+// exeID is ExeID, through dir unless it is noDir.
+func (t *Table) exeID(pid, dir int) (Exe, exeKey, error) {
+	var st unix.Stat_t
+	var err error
+	if dir == noDir {
+		err = unix.Stat(t.path(pid, "exe"), &st)
+	} else {
+		err = unix.Fstatat(dir, "exe", &st, 0)
+	}
+	if err != nil {
+		if err == unix.EACCES || err == unix.EPERM {
 			return Exe{Hidden: true}, exeKey{}, nil
 		}
 		return Exe{}, exeKey{}, gone(pid, &fs.PathError{Op: "stat", Path: t.path(pid, "exe"), Err: err})
 	}
-	k := exeKey{dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
+	k := keyOfStat(&st)
 	return Exe{Dev: k.dev, Ino: k.ino, Size: k.size}, k, nil
+}
+
+// keyOfStat is the hash cache's key for the file st describes.
+func keyOfStat(st *unix.Stat_t) exeKey {
+	return exeKey{dev: st.Dev, ino: st.Ino, size: st.Size,
+		mtime: syscall.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec},
+		ctime: syscall.Timespec{Sec: st.Ctim.Sec, Nsec: st.Ctim.Nsec}}
 }
 
 // Argv reads /proc/PID/cmdline: what the process says it is running (a
