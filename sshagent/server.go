@@ -286,11 +286,11 @@ var errNoRequest = errors.New("no request began")
 func readLength(c *procid.SenderConn, wait time.Duration) (uint32, error) {
 	var hdr [4]byte
 	if wait > 0 {
-		c.SetReadDeadline(time.Now().Add(wait))
+		c.WaitAtMost(wait)
 	}
 	got, err := c.Read(hdr[:])
 	if wait > 0 {
-		c.SetReadDeadline(time.Time{})
+		c.Unbound()
 		if got == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
 			return 0, errNoRequest
 		}
@@ -299,9 +299,9 @@ func readLength(c *procid.SenderConn, wait time.Duration) (uint32, error) {
 		return 0, err
 	}
 	if got < len(hdr) {
-		c.SetReadDeadline(time.Now().Add(bodyTimeout))
+		c.WaitAtMost(bodyTimeout)
 		_, err = io.ReadFull(c, hdr[got:])
-		c.SetReadDeadline(time.Time{})
+		c.Unbound()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
@@ -321,8 +321,8 @@ func readLength(c *procid.SenderConn, wait time.Duration) (uint32, error) {
 // announced: a client that announces the largest request and sends
 // nothing holds a few hundred bytes, for at most bodyTimeout.
 func readBody(c *procid.SenderConn, n uint32) ([]byte, error) {
-	c.SetReadDeadline(time.Now().Add(bodyTimeout))
-	defer c.SetReadDeadline(time.Time{})
+	c.WaitAtMost(bodyTimeout)
+	defer c.Unbound()
 	var err error
 	var msg []byte
 	if n <= smallRequest {

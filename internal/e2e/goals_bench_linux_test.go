@@ -35,6 +35,7 @@ type signWorld struct {
 	priv      ed25519.PrivateKey
 	sshAgent  string
 	unaudited string
+	pids      map[string]int // the agents' processes, by name (ssh-agent, unaudited)
 	audited   string
 	auditLog  string
 }
@@ -64,7 +65,9 @@ func newSignWorld(b *testing.B) *signWorld {
 	}
 	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	waitSocket(b, w.sshAgent)
-	w.unaudited = plain.startQuietAgentAt(plain.Path("run", "postern", "agent.sock")).Socket
+	unaudited := plain.startQuietAgentAt(plain.Path("run", "postern", "agent.sock"))
+	w.unaudited = unaudited.Socket
+	w.pids = map[string]int{"ssh-agent": cmd.Process.Pid, "unaudited": unaudited.PID()}
 	for _, sock := range []string{w.sshAgent, w.unaudited} {
 		add := exec.Command("ssh-add", key)
 		add.Env = append(plain.Environ(), "SSH_AUTH_SOCK="+sock)
@@ -224,7 +227,9 @@ func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 //   - sequential, one connection signing in turn (µs per signature);
 //   - concurrent, 8 clients on their own connections (µs per signature of
 //     the total throughput);
-//   - a new connection per signature (what ssh does per login), unaudited.
+//   - a new connection per signature (what ssh does per login), unaudited,
+//     and the agent's CPU time per such signature (conn-*-cpu-µs, all its
+//     threads, from /proc/PID/task/*/schedstat).
 //
 // b.N counts rounds; a round is 40 signatures per agent and mode.
 func BenchmarkSignGoals(b *testing.B) {
@@ -256,6 +261,7 @@ func BenchmarkSignGoals(b *testing.B) {
 	seq := map[string][]time.Duration{}
 	conc := map[string][]time.Duration{}
 	perConn := map[string][]time.Duration{}
+	connCPU := map[string]time.Duration{}
 	var fSign, fRTT, fAppend, fOver []time.Duration
 	concClients := map[string][]agent.ExtendedAgent{}
 	for _, a := range agents {
@@ -295,6 +301,7 @@ func BenchmarkSignGoals(b *testing.B) {
 			})
 			conc[a.name] = append(conc[a.name], d/(8*perRound))
 			if a.name != "audited" {
+				cpu0 := cpuNanos(b, w.pids[a.name])
 				for i := 0; i < perRound/4; i++ {
 					perConn[a.name] = append(perConn[a.name], timed(func() {
 						cl, c := dialAgent(b, a.sock)
@@ -304,6 +311,7 @@ func BenchmarkSignGoals(b *testing.B) {
 						c.Close()
 					}))
 				}
+				connCPU[a.name] += cpuNanosSince(b, w.pids[a.name], cpu0)
 			}
 		}
 		for i := 0; i < perRound; i++ {
@@ -327,6 +335,7 @@ func BenchmarkSignGoals(b *testing.B) {
 		b.ReportMetric(us(median(conc[a.name])), "conc8-"+a.name+"-µs")
 		if a.name != "audited" {
 			b.ReportMetric(us(median(perConn[a.name])), "conn-"+a.name+"-µs")
+			b.ReportMetric(us(connCPU[a.name])/float64(len(perConn[a.name])), "conn-"+a.name+"-cpu-µs")
 		}
 	}
 	ratio := func(x, y []time.Duration) float64 { return float64(median(x)) / float64(median(y)) }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -61,6 +62,11 @@ type SenderConn struct {
 	raw    syscall.RawConn
 	sender int
 	mixed  bool
+
+	// The bound on waiting that WaitAtMost set (0: none), and whether
+	// the deadline for it is armed.
+	limit time.Duration
+	armed bool
 
 	// One read's buffer and results, for recv; recvFn is recv, made once.
 	p      []byte
@@ -135,11 +141,33 @@ func (c *SenderConn) recv(fd uintptr) bool {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
+			if c.limit > 0 && !c.armed {
+				// Nothing there yet: the wait begins, and its bound
+				// with it (the poller has not waited on the read).
+				c.armed = true
+				c.UnixConn.SetReadDeadline(time.Now().Add(c.limit))
+			}
 			return false
 		}
 		c.errno = os.NewSyscallError("recvmsg", errno)
 		return true
 	}
+}
+
+// WaitAtMost bounds how long the reads that follow wait, in all, for
+// bytes that have not come (os.ErrDeadlineExceeded), as a read deadline d
+// from now would, except that the bound starts at the first wait: reads
+// of what is there already arm no deadline, and so cost the runtime no
+// timer (whose arming can wake the thread waiting in the poller). Unbound
+// ends the bound.
+func (c *SenderConn) WaitAtMost(d time.Duration) { c.limit, c.armed = d, false }
+
+// Unbound lets the reads that follow wait as long as it takes.
+func (c *SenderConn) Unbound() {
+	if c.armed {
+		c.UnixConn.SetReadDeadline(time.Time{})
+	}
+	c.limit, c.armed = 0, false
 }
 
 // credentialsPID returns the pid of the SCM_CREDENTIALS message in oob,

@@ -2,7 +2,10 @@
 
 package procid
 
-import "net"
+import (
+	"net"
+	"time"
+)
 
 // PassCredentials is a no-op where the kernel cannot attach per-message
 // credentials.
@@ -22,3 +25,10 @@ func (c *SenderConn) Sender() (pid int, known bool) { return 0, false }
 
 // ResetSenders does nothing here.
 func (c *SenderConn) ResetSenders() {}
+
+// WaitAtMost bounds how long the reads that follow wait, in all: here a
+// read deadline d from now.
+func (c *SenderConn) WaitAtMost(d time.Duration) { c.SetReadDeadline(time.Now().Add(d)) }
+
+// Unbound lets the reads that follow wait as long as it takes.
+func (c *SenderConn) Unbound() { c.SetReadDeadline(time.Time{}) }
