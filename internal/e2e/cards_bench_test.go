@@ -24,10 +24,10 @@ import (
 // counts as shown when its JSON line reaches the console's standard
 // output. Each iteration sends one sign request on an open connection,
 // waits for its card there, and has the console deny it. The median, the
-// 99th percentile and the worst case are reported, and the gateway's CPU
-// time per iteration (the request, its card, the console's answer and the
-// card's withdrawal): wall times on a busy machine count waiting for a
-// CPU, the CPU time does not.
+// 99th percentile and the worst case are reported, and the gateway's and
+// the console's CPU time per iteration (the request, its card, the
+// console's answer and the card's withdrawal): wall times on a busy
+// machine count waiting for a CPU, the CPU time does not.
 func BenchmarkCardToConsole(b *testing.B) {
 	need(b, "ssh-keygen", "ssh-add", "setsid")
 	e := newEnv(b)
@@ -41,6 +41,10 @@ func BenchmarkCardToConsole(b *testing.B) {
 	e.AddKey(key)
 
 	out, answers := startOutsideConsoleTo(b, e, "approve", "--json")
+	consolePID, err := strconv.Atoi(strings.TrimSpace(string(mustRead(b, e.Path("console.pid")))))
+	if err != nil {
+		b.Fatal(err)
+	}
 	shown := make(chan shownCard, 16)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -84,7 +88,7 @@ func BenchmarkCardToConsole(b *testing.B) {
 	cl, c := dialAgent(b, gw.Socket)
 	defer c.Close()
 	var took []time.Duration
-	gwCPU := procCPU(b, gw.PID())
+	gwCPU, consoleCPU := procCPU(b, gw.PID()), procCPU(b, consolePID)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		signed := make(chan error, 1)
@@ -101,6 +105,7 @@ func BenchmarkCardToConsole(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64((procCPU(b, gw.PID())-gwCPU).Microseconds())/float64(b.N), "gateway-cpu-µs/op")
+	b.ReportMetric(float64((procCPU(b, consolePID)-consoleCPU).Microseconds())/float64(b.N), "console-cpu-µs/op")
 	// The cards denied went away; the 100 others were pending throughout.
 	after := pendingCards(b, e)
 	if after != pending {
