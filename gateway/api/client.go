@@ -70,15 +70,15 @@ func (c *Client) Cards(ctx context.Context) (*CardsResult, error) {
 // shows the cards to a person, and while it follows the gateway counts
 // it as an approver.
 func (c *Client) FollowCards(ctx context.Context, console bool, fn func(*CardsDelta) error) error {
-	err := c.stream(ctx, OpCardsFollow, CardsFollowArgs{Console: console}, func(result json.RawMessage) error {
-		if len(result) == 0 {
-			return nil // the stream is open
+	// Each line is decoded once, its change with it: a change carries
+	// whole cards, which a decoding of the line and then of its result
+	// would read twice.
+	err := c.streamLines(ctx, OpCardsFollow, CardsFollowArgs{Console: console}, func(line []byte) error {
+		d, err := decodeResult[CardsDelta](line)
+		if err != nil || d == nil {
+			return err // an error, or the stream is open
 		}
-		var d CardsDelta
-		if err := json.Unmarshal(result, &d); err != nil {
-			return fmt.Errorf("malformed change of the pending cards from the gateway: %w", err)
-		}
-		return fn(&d)
+		return fn(d)
 	})
 	switch {
 	case ctx.Err() != nil:
@@ -235,12 +235,37 @@ func (c *Client) stream(ctx context.Context, op Op, args any, fn func(json.RawMe
 func decodeResponse(line []byte) (json.RawMessage, error) {
 	var resp Response
 	if err := json.Unmarshal(line, &resp); err != nil {
-		return nil, fmt.Errorf("malformed answer from the gateway: %w", err)
+		return nil, malformedResponse(err)
 	}
-	if resp.Error != "" {
-		return nil, &Error{Code: resp.Code, Msg: strings.TrimSpace(resp.Error)}
+	return resp.Result, resp.err()
+}
+
+// decodeResult decodes a response line and its result, a T, in one pass;
+// the result is nil when the line has none (a stream that is open).
+func decodeResult[T any](line []byte) (*T, error) {
+	var resp struct {
+		Response
+		Result *T `json:"result,omitempty"` // hides Response's, one level down
+	}
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return nil, malformedResponse(err)
+	}
+	if err := resp.err(); err != nil {
+		return nil, err
 	}
 	return resp.Result, nil
+}
+
+func malformedResponse(err error) error {
+	return fmt.Errorf("malformed answer from the gateway: %w", err)
+}
+
+// err returns the error a response carries, or nil.
+func (r *Response) err() error {
+	if r.Error == "" {
+		return nil
+	}
+	return &Error{Code: r.Code, Msg: strings.TrimSpace(r.Error)}
 }
 
 // streamLines makes one request and passes each response line to fn.
