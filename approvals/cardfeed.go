@@ -48,11 +48,15 @@ func (e *Engine) addCardLocked(c *Card) {
 	e.cards[c.View.ID] = c
 	e.notify()
 	c.seq = e.version
+	e.bySeq = append(e.bySeq, c)
 }
 
 // dropCardLocked takes card c off the pending cards; e.mu held.
 func (e *Engine) dropCardLocked(c *Card) {
 	delete(e.cards, c.View.ID)
+	if i, ok := slices.BinarySearchFunc(e.bySeq, c.seq, func(o *Card, seq uint64) int { return cmp.Compare(o.seq, seq) }); ok {
+		e.bySeq = slices.Delete(e.bySeq, i, i+1)
+	}
 	e.notify()
 	e.gone = append(e.gone, goneCard{id: c.View.ID, added: c.seq, seq: e.version})
 	if len(e.gone) > maxGone {
@@ -74,10 +78,11 @@ func (e *Engine) CardsSince(since uint64) CardsDelta {
 		d.Since, d.Reset = 0, true
 		since = 0
 	}
-	for _, c := range e.cards {
-		if c.seq > since {
-			d.Cards = append(d.Cards, c.View)
-		}
+	// The cards that came after since, found without a look at the
+	// others: a change costs what it carries, however many cards wait.
+	i, _ := slices.BinarySearchFunc(e.bySeq, since+1, func(o *Card, seq uint64) int { return cmp.Compare(o.seq, seq) })
+	for _, c := range e.bySeq[i:] {
+		d.Cards = append(d.Cards, c.View)
 	}
 	slices.SortFunc(d.Cards, cardOrder)
 	if since > 0 {

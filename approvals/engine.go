@@ -82,6 +82,7 @@ type Engine struct {
 	bySlot   map[grantSlot][]*Grant // grants by run process, key and destination
 	granted  map[int]*runGrants     // the run a pid has grants for, and how many
 	cards    map[string]*Card
+	bySeq    []*Card // the pending cards, by the step they came at (cardfeed.go)
 	past     []Past
 	cooldown map[string]time.Time
 	consoles map[*console]struct{}
