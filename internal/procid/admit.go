@@ -30,7 +30,13 @@ var ErrOtherUser = errors.New("peer runs as another user")
 // process has no right to trace it) is refused: nothing says what it
 // runs. [Table.AdmitOpaque] admits it.
 func (t *Table) Admit(c *net.UnixConn, socket string, log *slog.Logger) (*Peer, error) {
-	return t.admit(c, socket, log, false)
+	return t.admit(c, nil, socket, log, false)
+}
+
+// AdmitCred is Admit for a connection whose credentials the caller read
+// already with PeerCred: they are not read again.
+func (t *Table) AdmitCred(c *net.UnixConn, cred Cred, socket string, log *slog.Logger) (*Peer, error) {
+	return t.admit(c, &cred, socket, log, false)
 }
 
 // AdmitOpaque is Admit, but also admits a peer whose executable is
@@ -39,7 +45,13 @@ func (t *Table) Admit(c *net.UnixConn, socket string, log *slog.Logger) (*Peer, 
 // identified by pid, start time, pidfd, uid, parents and session, and an
 // answer counts by where its process lives, never by what it executes.
 func (t *Table) AdmitOpaque(c *net.UnixConn, socket string, log *slog.Logger) (*Peer, error) {
-	return t.admit(c, socket, log, true)
+	return t.admit(c, nil, socket, log, true)
+}
+
+// AdmitOpaqueCred is AdmitOpaque for credentials read already, as
+// AdmitCred.
+func (t *Table) AdmitOpaqueCred(c *net.UnixConn, cred Cred, socket string, log *slog.Logger) (*Peer, error) {
+	return t.admit(c, &cred, socket, log, true)
 }
 
 // ownUID is this process's user, which it keeps for its life.
@@ -48,8 +60,8 @@ var ownUID = os.Getuid()
 // ErrHiddenExe refuses a peer whose executable cannot be read.
 var ErrHiddenExe = errors.New("its executable cannot be read: the process is not dumpable")
 
-func (t *Table) admit(c *net.UnixConn, socket string, log *slog.Logger, opaque bool) (*Peer, error) {
-	peer, err := t.PeerOf(c)
+func (t *Table) admit(c *net.UnixConn, cred *Cred, socket string, log *slog.Logger, opaque bool) (*Peer, error) {
+	peer, err := t.peerOf(c, cred)
 	if err != nil {
 		log.Warn("refusing connection: cannot identify the peer", "socket", socket, "err", err)
 		return nil, fmt.Errorf("identify the peer: %w", err)

@@ -15,7 +15,7 @@ import (
 
 // TestAdmit runs the test binary as a client (see TestMain) twice: as this
 // process's user, which Admit lets in, and through setpriv as uid 65534,
-// which it refuses and logs. The socket and the binary are opened to
+// which it refuses and logs; and again with AdmitCred. The socket and the binary are opened to
 // everyone on purpose, so that only Admit stands between the other user
 // and the server.
 func TestAdmit(t *testing.T) {
@@ -50,31 +50,44 @@ func TestAdmit(t *testing.T) {
 
 	var logged bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logged, nil))
-	admit := func(argv ...string) (*exec.Cmd, *Peer, error) {
-		t.Helper()
-		cmd, c := connectClient(t, l, sock, "exit", argv...)
-		p, err := Host.Admit(c, "test", log)
-		return cmd, p, err
-	}
+	// Admit reads the credentials itself; AdmitCred takes those PeerCred
+	// read, as a server that counts connections per user does.
+	for _, withCred := range []bool{false, true} {
+		logged.Reset()
+		admit := func(argv ...string) (*exec.Cmd, *Peer, error) {
+			t.Helper()
+			cmd, c := connectClient(t, l, sock, "exit", argv...)
+			if !withCred {
+				p, err := Host.Admit(c, "test", log)
+				return cmd, p, err
+			}
+			cred, err := PeerCred(c)
+			if err != nil || cred.PID != cmd.Process.Pid {
+				t.Fatalf("PeerCred: %+v %v, want pid %d", cred, err, cmd.Process.Pid)
+			}
+			p, err := Host.AdmitCred(c, cred, "test", log)
+			return cmd, p, err
+		}
 
-	cmd, p, err := admit(bin)
-	if err != nil {
-		t.Fatalf("a client of the same user was refused: %v", err)
-	}
-	if p.PID != cmd.Process.Pid || p.UID != uint32(os.Getuid()) {
-		t.Fatalf("admitted %+v, want pid %d", p.Process, cmd.Process.Pid)
-	}
-	p.Close()
-	if logged.Len() != 0 {
-		t.Fatalf("an admission was logged as a refusal: %s", logged.String())
-	}
+		cmd, p, err := admit(bin)
+		if err != nil {
+			t.Fatalf("credentials read before %v: a client of the same user was refused: %v", withCred, err)
+		}
+		if p.PID != cmd.Process.Pid || p.UID != uint32(os.Getuid()) {
+			t.Fatalf("admitted %+v, want pid %d", p.Process, cmd.Process.Pid)
+		}
+		p.Close()
+		if logged.Len() != 0 {
+			t.Fatalf("an admission was logged as a refusal: %s", logged.String())
+		}
 
-	cmd, p, err = admit(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--", bin)
-	if !errors.Is(err, ErrOtherUser) || p != nil {
-		t.Fatalf("a client of uid 65534: peer %v, err %v", p, err)
-	}
-	want := fmt.Sprintf(`msg="refusing connection from another user" socket=test uid=65534 pid=%d exe=%s`, cmd.Process.Pid, bin)
-	if !strings.Contains(logged.String(), want) {
-		t.Fatalf("refusal logged as\n%s\nwant it to contain\n%s", logged.String(), want)
+		cmd, p, err = admit(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--", bin)
+		if !errors.Is(err, ErrOtherUser) || p != nil {
+			t.Fatalf("credentials read before %v: a client of uid 65534: peer %v, err %v", withCred, p, err)
+		}
+		want := fmt.Sprintf(`msg="refusing connection from another user" socket=test uid=65534 pid=%d exe=%s`, cmd.Process.Pid, bin)
+		if !strings.Contains(logged.String(), want) {
+			t.Fatalf("refusal logged as\n%s\nwant it to contain\n%s", logged.String(), want)
+		}
 	}
 }

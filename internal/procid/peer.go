@@ -1,5 +1,12 @@
 package procid
 
+// Cred is what the kernel recorded of the process at the other end of a
+// connection when it connected: its pid and uid.
+type Cred struct {
+	PID int
+	UID uint32
+}
+
 // A Peer is the process at the other end of a connection, pinned at
 // connect time. Verify re-checks it against live evidence; call it before
 // acting on every request, not only at connect.

@@ -10,32 +10,23 @@ import (
 
 // PeerOf identifies the process at the other end of c from
 // LOCAL_PEERCRED and LOCAL_PEERPID, pinned by its start time.
-func (t *Table) PeerOf(c *net.UnixConn) (*Peer, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var (
-		cred *unix.Xucred
-		pid  int
-		cerr error
-	)
-	err = raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
-		if cerr == nil {
-			pid, cerr = unix.GetsockoptInt(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERPID)
+func (t *Table) PeerOf(c *net.UnixConn) (*Peer, error) { return t.peerOf(c, nil) }
+
+// peerOf is PeerOf; the credentials are read unless known is given.
+func (t *Table) peerOf(c *net.UnixConn, known *Cred) (*Peer, error) {
+	cred := Cred{}
+	if known != nil {
+		cred = *known
+	} else {
+		var err error
+		if cred, err = PeerCred(c); err != nil {
+			return nil, err
 		}
-	})
-	if err == nil {
-		err = cerr
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading peer credentials: %w", err)
-	}
-	if pid <= 0 {
+	if cred.PID <= 0 {
 		return nil, errors.New("peer credentials carry no pid")
 	}
-	return t.finish(pid, cred.Uid, true, startPin{})
+	return t.finish(cred.PID, cred.UID, true, startPin{})
 }
 
 func pinPID(int) (pin, error) { return startPin{}, nil }
@@ -44,28 +35,33 @@ func pinPID(int) (pin, error) { return startPin{}, nil }
 // here.
 func shareable(pin) bool { return false }
 
-// PeerUID returns the uid of the process at the other end of c from
-// LOCAL_PEERCRED alone: it opens no descriptor, so that a server can
-// count the connection against its user before it identifies the process
-// (PeerOf).
-func PeerUID(c *net.UnixConn) (uint32, error) {
+// PeerCred returns the credentials of the process at the other end of c
+// from LOCAL_PEERCRED and LOCAL_PEERPID: it opens no descriptor, so that
+// a server can count the connection against its user before it
+// identifies the process ([Table.AdmitCred], which does not read them
+// again).
+func PeerCred(c *net.UnixConn) (Cred, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return 0, err
+		return Cred{}, err
 	}
 	var (
-		cred *unix.Xucred
+		xu   *unix.Xucred
+		pid  int
 		cerr error
 	)
 	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
+		xu, cerr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
+		if cerr == nil {
+			pid, cerr = unix.GetsockoptInt(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERPID)
+		}
 	}); err != nil {
-		return 0, err
+		return Cred{}, err
 	}
 	if cerr != nil {
-		return 0, fmt.Errorf("reading peer credentials: %w", cerr)
+		return Cred{}, fmt.Errorf("reading peer credentials: %w", cerr)
 	}
-	return cred.Uid, nil
+	return Cred{PID: pid, UID: xu.Uid}, nil
 }
 
 // uniquePidfsInodes: there are no pidfds here.

@@ -15,19 +15,24 @@ import (
 // and SO_PEERPIDFD. On kernels without SO_PEERPIDFD (before 6.5) it opens a
 // pidfd for the credential's pid and accepts it only if the process still
 // has the start time it had when inspected.
-func (t *Table) PeerOf(c *net.UnixConn) (*Peer, error) {
+func (t *Table) PeerOf(c *net.UnixConn) (*Peer, error) { return t.peerOf(c, nil) }
+
+// peerOf is PeerOf; the credentials are read unless known is given (what
+// PeerCred read of c).
+func (t *Table) peerOf(c *net.UnixConn, known *Cred) (*Peer, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
 	var (
-		cred  *unix.Ucred
+		cred  Cred
 		pidfd = -1
 		cerr  error
 	)
 	err = raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-		if cerr != nil {
+		if known != nil {
+			cred = *known
+		} else if cred, cerr = peerCred(int(fd)); cerr != nil {
 			return
 		}
 		if n, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEERPIDFD); err == nil {
@@ -40,19 +45,30 @@ func (t *Table) PeerOf(c *net.UnixConn) (*Peer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading peer credentials: %w", err)
 	}
-	if cred.Pid <= 0 {
+	if cred.PID <= 0 {
+		if pidfd >= 0 {
+			unix.Close(pidfd)
+		}
 		return nil, errors.New("peer credentials carry no pid (peer in another pid namespace?)")
 	}
 	var pn pin
 	if pidfd >= 0 {
 		pn, err = newPidfdPin(pidfd)
 	} else {
-		pn, err = pinPID(int(cred.Pid))
+		pn, err = pinPID(cred.PID)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return t.finish(int(cred.Pid), cred.Uid, true, pn)
+	return t.finish(cred.PID, cred.UID, true, pn)
+}
+
+func peerCred(fd int) (Cred, error) {
+	u, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+	if err != nil {
+		return Cred{}, err
+	}
+	return Cred{PID: int(u.Pid), UID: u.Uid}, nil
 }
 
 // pidfdPin holds a pidfd for a process; a pidfd never refers to another
@@ -162,28 +178,26 @@ func (p *pidfdPin) exited() <-chan struct{} {
 	return p.done
 }
 
-// PeerUID returns the uid of the process at the other end of c from
-// SO_PEERCRED alone: it opens no descriptor, so that a server can count
-// the connection against its user before it identifies the process
-// (PeerOf).
-func PeerUID(c *net.UnixConn) (uint32, error) {
+// PeerCred returns the credentials of the process at the other end of c
+// from SO_PEERCRED alone: it opens no descriptor, so that a server can
+// count the connection against its user before it identifies the process
+// ([Table.AdmitCred], which does not read them again).
+func PeerCred(c *net.UnixConn) (Cred, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return 0, err
+		return Cred{}, err
 	}
 	var (
-		cred *unix.Ucred
+		cred Cred
 		cerr error
 	)
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return 0, err
+	if err := raw.Control(func(fd uintptr) { cred, cerr = peerCred(int(fd)) }); err != nil {
+		return Cred{}, err
 	}
 	if cerr != nil {
-		return 0, fmt.Errorf("reading peer credentials: %w", cerr)
+		return Cred{}, fmt.Errorf("reading peer credentials: %w", cerr)
 	}
-	return cred.Uid, nil
+	return cred, nil
 }
 
 // uniquePidfsInodes reports whether a pidfd's inode names one process for

@@ -58,7 +58,8 @@
 //
 //   - getsockopt(SO_PEERCRED): the pid and uid of the process that called
 //     connect, recorded by the kernel then. The uid is taken as given,
-//     not read again from /proc/PID/status.
+//     not read again from /proc/PID/status; a server that read them to
+//     count the connection ([PeerCred]) passes them on ([Table.AdmitCred]).
 //   - getsockopt(SO_PEERPIDFD): a pidfd for that very process, even if
 //     its pid has been reused since.
 //   - fstat(pidfd): its pidfs inode, which names the process once for

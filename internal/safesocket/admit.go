@@ -17,8 +17,9 @@ const admitRetries = 5
 // Admit is how every gateway socket takes a client in. It counts the
 // connection against its user's bound first (limits, when not nil; at the
 // bound the user's connection idle the longest makes room), from the
-// peer's uid alone, before identifying the process opens descriptors for
-// it (procid.Table.Admit, which also refuses other users). When
+// peer's credentials alone, before identifying the process opens
+// descriptors for it (procid.Table.AdmitCred, which takes the same
+// credentials, recorded once at connect, and also refuses other users). When
 // identifying fails for want of descriptors, exhausted (when not nil)
 // sheds an idle connection and the peer is identified again, a few times,
 // so that a new client gets in even while a flood takes every descriptor
@@ -26,27 +27,41 @@ const admitRetries = 5
 // nothing is held; the caller closes c. The caller releases the slot and
 // closes the peer.
 func Admit(c *net.UnixConn, procs *procid.Table, socket string, log *slog.Logger, limits *connlimit.Limiter, exhausted func(error)) (*procid.Peer, *connlimit.Slot, error) {
-	return admit(c, procs.Admit, socket, log, limits, exhausted)
+	return admit(c, procs.Admit, procs.AdmitCred, socket, log, limits, exhausted)
 }
 
 // AdmitOpaque is Admit for the control socket: it also admits a peer that
 // is not dumpable (procid.Table.AdmitOpaque), as postern approve and
 // postern run make themselves.
 func AdmitOpaque(c *net.UnixConn, procs *procid.Table, socket string, log *slog.Logger, limits *connlimit.Limiter, exhausted func(error)) (*procid.Peer, *connlimit.Slot, error) {
-	return admit(c, procs.AdmitOpaque, socket, log, limits, exhausted)
+	return admit(c, procs.AdmitOpaque, procs.AdmitOpaqueCred, socket, log, limits, exhausted)
 }
 
-func admit(c *net.UnixConn, identify func(*net.UnixConn, string, *slog.Logger) (*procid.Peer, error), socket string, log *slog.Logger, limits *connlimit.Limiter, exhausted func(error)) (*procid.Peer, *connlimit.Slot, error) {
+// identifier identifies a connection's peer (procid.Table.Admit or
+// AdmitOpaque); credentialed does it with the credentials read already
+// (AdmitCred, AdmitOpaqueCred).
+type (
+	identifier   func(*net.UnixConn, string, *slog.Logger) (*procid.Peer, error)
+	credentialed func(*net.UnixConn, procid.Cred, string, *slog.Logger) (*procid.Peer, error)
+)
+
+func admit(c *net.UnixConn, plain identifier, withCred credentialed, socket string, log *slog.Logger, limits *connlimit.Limiter, exhausted func(error)) (*procid.Peer, *connlimit.Slot, error) {
 	var slot *connlimit.Slot
+	identify := plain
 	if limits != nil {
-		uid, err := procid.PeerUID(c)
+		cred, err := procid.PeerCred(c)
 		if err != nil {
 			log.Warn("refusing connection: cannot read the peer's credentials", "socket", socket, "err", err)
 			return nil, nil, err
 		}
-		if slot, err = limits.Take(uid, c); err != nil {
-			log.Warn("refusing connection", "socket", socket, "uid", uid, "err", err)
-			return nil, nil, fmt.Errorf("uid %d: %w", uid, err)
+		if slot, err = limits.Take(cred.UID, c); err != nil {
+			log.Warn("refusing connection", "socket", socket, "uid", cred.UID, "err", err)
+			return nil, nil, fmt.Errorf("uid %d: %w", cred.UID, err)
+		}
+		// The credentials were recorded at connect: they are the same when
+		// read again, and are not.
+		identify = func(c *net.UnixConn, socket string, log *slog.Logger) (*procid.Peer, error) {
+			return withCred(c, cred, socket, log)
 		}
 	}
 	if slot != nil {
