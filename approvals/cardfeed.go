@@ -194,15 +194,23 @@ func (e *Engine) Cards() ([]CardView, uint64) {
 // WaitCards waits until the pending cards change after step version, or
 // ctx ends.
 func (e *Engine) WaitCards(ctx context.Context, version uint64) {
-	e.mu.Lock()
-	if e.version != version {
-		e.mu.Unlock()
-		return
-	}
-	ch := e.changed
-	e.mu.Unlock()
 	select {
-	case <-ch:
+	case <-e.CardsChanged(version):
 	case <-ctx.Done():
 	}
 }
+
+// CardsChanged returns a channel that is closed once the pending cards
+// change after step version (at once if they did already), for a
+// follower that waits for other things too.
+func (e *Engine) CardsChanged(version uint64) <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.version != version {
+		return changedAlready
+	}
+	return e.changed
+}
+
+// changedAlready is a closed channel: the cards changed already.
+var changedAlready = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

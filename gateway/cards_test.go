@@ -281,6 +281,47 @@ func TestFollowCardsSendsTheChanges(t *testing.T) {
 	}
 }
 
+// A follower that waits through quiet periods (the gateway checks each
+// time that it is still the process that asked) goes on following: the
+// change after them reaches it.
+func TestFollowCardsThroughQuietPeriods(t *testing.T) {
+	// Put back after the gateway stopped (cleanups run last first).
+	was := recheckFollower
+	t.Cleanup(func() { recheckFollower = was })
+	recheckFollower = 20 * time.Millisecond
+	g, sock := startGateway(t)
+	e := g.engine
+	p := *e.Policy()
+	p.Mode, p.CardTimeout = audit.ModePerCall, time.Hour
+	e.SetPolicy(&p)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	deltas := make(chan *api.CardsDelta, 16)
+	done := make(chan error, 1)
+	go func() {
+		done <- api.NewClient(sock).FollowCards(ctx, true, func(d *api.CardsDelta) error { deltas <- d; return nil })
+	}()
+	<-deltas // the snapshot
+	time.Sleep(10 * recheckFollower)
+	rq := &approvals.Request{Requester: requester(t), Channel: approvals.Channel{Kind: approvals.ChannelAgent},
+		Key: approvals.Key{Fingerprint: "SHA256:k"}, Purpose: approvals.PurposeOther}
+	go e.Decide(ctx, rq)
+	select {
+	case d := <-deltas:
+		if len(d.Cards) != 1 {
+			t.Fatalf("the change after the quiet periods: %+v", d)
+		}
+	case err := <-done:
+		t.Fatalf("the stream ended: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no change after the quiet periods")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("the follower hung up: %v", err)
+	}
+}
+
 // A console whose stream the gateway ends (it stops) is told so.
 func TestFollowCardsEndsWithTheGateway(t *testing.T) {
 	_, sock, stop := runGateway(t, gatewayHome(t))

@@ -93,7 +93,8 @@ func (g *Gateway) opCards(ctx context.Context, peer *procid.Peer, a api.CardsArg
 // recheckFollower is how long a follower of the cards waits without a
 // change before the gateway checks again that it is the process that
 // asked.
-const recheckFollower = time.Minute
+// (A variable: tests shorten it.)
+var recheckFollower = time.Minute
 
 // opCardsFollow sends a snapshot of the pending cards, then each change
 // of them, until the client hangs up. A follower that is slow to read
@@ -104,6 +105,10 @@ func (g *Gateway) opCardsFollow(ctx context.Context, peer *procid.Peer, a api.Ca
 		defer g.engine.AttachConsole(peer)()
 	}
 	var seq uint64
+	// One timer for the follower's whole life, not a context with a
+	// deadline for each change.
+	quiet := time.NewTimer(recheckFollower)
+	defer quiet.Stop()
 	for {
 		if d := g.engine.CardsSince(seq); d.Reset || d.Seq != seq {
 			if err := send(&d); err != nil {
@@ -111,14 +116,12 @@ func (g *Gateway) opCardsFollow(ctx context.Context, peer *procid.Peer, a api.Ca
 			}
 			seq = d.Seq
 		}
-		wait, cancel := context.WithTimeout(ctx, recheckFollower)
-		g.engine.WaitCards(wait, seq)
-		quiet := wait.Err() != nil
-		cancel()
-		switch {
-		case ctx.Err() != nil:
+		quiet.Reset(recheckFollower)
+		select {
+		case <-ctx.Done():
 			return nil
-		case quiet:
+		case <-g.engine.CardsChanged(seq):
+		case <-quiet.C:
 			if err := peer.Verify(); err != nil {
 				return fmt.Errorf("%w: %v", errPeerChanged, err)
 			}
