@@ -33,7 +33,7 @@ func (t *Table) inspectParent(pid int) (Process, error) {
 	// Read as a pinned process is (its stat, its executable), with the
 	// uid left for the pidfd's report.
 	var later uint32
-	p, err := t.inspect(pid, &later, &pidfdPin{fd: fd, held: noHeld})
+	p, _, err := t.inspect(pid, &later, &pidfdPin{fd: fd, held: noHeld})
 	if err != nil {
 		return Process{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func TestSharedPinChecksAliveAfterTheReads(t *testing.T) {
 	tb := &Table{Root: Host.Root}
 	proc := Process{PID: 7, StartTicks: 70, Exe: Exe{Hidden: true}}
 	pn := &racingPin{ino0: 77}
-	tb.share(pn, &proc)
+	tb.share(pn, &proc, exeKey{})
 	uid := uint32(0)
 	if p := tb.shared(7, &uid, &racingPin{ino0: 77}); p != nil {
 		t.Fatalf("a process gone after the shared pin's reads was identified: %+v", p.Process)
@@ -168,5 +169,48 @@ func TestSharedPinAfterTheExecutableChanged(t *testing.T) {
 	}
 	if sum, ok := Host.cachedHash(k); !ok || sum != after.Exe.SHA256 || after.Exe.Hash() != before.Exe.Hash() {
 		t.Fatalf("the executable as it is now was not hashed: %x %v", sum, ok)
+	}
+}
+
+// The connections of a process whose executable could not be hashed (one
+// the gateway may run but not read: mode 0111) share its pin too, found
+// again by the executable's attributes, not by its hash: nothing a
+// process does to its file makes each of its connections cost a pin of
+// its own. Here the table's exe link names a directory, which stats but
+// does not read.
+func TestSharedPinOfAnUnhashedExecutable(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, strconv.Itoa(os.Getpid()))
+	stat, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stat"), stat, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(t.TempDir(), filepath.Join(dir, "exe")); err != nil {
+		t.Fatal(err)
+	}
+	tb := &Table{Root: root}
+	l, sock := listenTemp(t)
+	var first *Peer
+	for i := range 2 {
+		_, s := dialAccept(t, l, sock)
+		p, err := tb.PeerOf(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		if p.Exe.Hash() != "" {
+			t.Fatalf("a directory was hashed: %s", p.Exe.Hash())
+		}
+		if i == 0 {
+			first = p
+		} else if p.pin.(*pinRef).sharedPin != first.pin.(*pinRef).sharedPin {
+			t.Fatal("the second connection of a process whose executable has no hash has a pin of its own")
+		}
 	}
 }

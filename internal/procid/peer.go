@@ -86,13 +86,13 @@ func (t *Table) finish(pid int, uid uint32, haveUID bool, pn pin) (*Peer, error)
 		pn.close()
 		return nil, err
 	}
-	proc, err := t.inspect(pid, given, pn)
+	proc, key, err := t.inspect(pid, given, pn)
 	if err != nil {
 		pn.close()
 		return nil, err
 	}
 	if share {
-		pn = t.share(pn, &proc)
+		pn = t.share(pn, &proc, key)
 	}
 	proc.PidfsIno = pn.ino()
 	p := &Peer{Process: proc, table: t, pin: pn}

@@ -16,8 +16,9 @@ type pin interface {
 	look(t *Table, p *Process) (Stat, exeKey, error)
 	// stat reads the process's /proc/PID/stat as it is now.
 	stat(t *Table, p *Process) (Stat, error)
-	// exe reads the executable of pid, the process pinned.
-	exe(t *Table, pid int) (Exe, error)
+	// exe reads the executable of pid, the process pinned, and the key
+	// it found it with.
+	exe(t *Table, pid int) (Exe, exeKey, error)
 	exited() <-chan struct{}
 	close() error
 	ino() uint64
@@ -56,8 +57,8 @@ func (startPin) look(t *Table, p *Process) (Stat, exeKey, error) {
 	return st, k, sameLayout(p, &st)
 }
 
-func (startPin) stat(t *Table, p *Process) (Stat, error) { return t.Stat(p.PID) }
-func (startPin) exe(t *Table, pid int) (Exe, error)      { return t.Exe(pid) }
+func (startPin) stat(t *Table, p *Process) (Stat, error)    { return t.Stat(p.PID) }
+func (startPin) exe(t *Table, pid int) (Exe, exeKey, error) { return t.exeOf(pid, noDir) }
 
 func (startPin) exited() <-chan struct{} { return nil }
 func (startPin) close() error            { return nil }

@@ -79,8 +79,8 @@
 // two credentials, the pidfs inode and what Verify reads (the executable,
 // the address space, stat, the poll), and takes its parent, session and
 // name from that stat, its executable from the pin's process when the
-// executable's key is the one that was hashed. The pidfd it was given is
-// closed.
+// executable has the device, inode, size and times it had when that
+// process was identified. The pidfd it was given is closed.
 //
 // [Table.Admit] is the admission every gateway socket uses (agent,
 // control, bastion): PeerOf, then a refusal, logged with the socket's

@@ -127,11 +127,11 @@ func (p *pidfdPin) look(t *Table, proc *Process) (Stat, exeKey, error) {
 
 // exe reads the executable through the held /proc/PID (by path when
 // none is held).
-func (p *pidfdPin) exe(t *Table, pid int) (Exe, error) {
+func (p *pidfdPin) exe(t *Table, pid int) (Exe, exeKey, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
-		return Exe{}, fmt.Errorf("pid %d: %w", pid, ErrGone)
+		return Exe{}, exeKey{}, fmt.Errorf("pid %d: %w", pid, ErrGone)
 	}
 	dir := p.held.dir
 	if dir < 0 {

@@ -41,6 +41,7 @@ type sharedPin struct {
 	t    *Table
 	key  shareKey
 	proc Process // the process as it was pinned
+	seen exeKey  // the key its executable was found with then
 	refs int     // guarded by t.mu
 }
 
@@ -66,8 +67,8 @@ func (r *pinRef) close() error {
 // what identifying it would read again, and serves for it: the new
 // peer's parent, session and name are as they are now, its executable
 // the one the pin's process was identified with, found again at the
-// same device and inode with the same size and times (the key of its
-// hash), and alive after the reads. A uid not given is read from
+// same device and inode with the same size and times as then (the key
+// of its hash), and alive after the reads. A uid not given is read from
 // /proc/PID/status.
 func (t *Table) shared(pid int, uid *uint32, pn pin) *Peer {
 	key, err := keyOf(pid, pn, func() (uint64, error) {
@@ -102,14 +103,10 @@ func (t *Table) again(pid int, uid *uint32, r *pinRef) (*Peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	exe := r.proc.Exe
-	if !exe.Hidden {
-		sum, ok := t.cachedHash(k)
-		if !ok || sum != exe.SHA256 {
-			return nil, fmt.Errorf("pid %d: the executable's hash is not known for what it is now", pid)
-		}
-		exe.Size = k.size
+	if k != r.seen {
+		return nil, fmt.Errorf("pid %d: the executable's attributes changed since it was identified", pid)
 	}
+	exe := r.proc.Exe
 	proc := Process{PID: pid, PPID: st.PPID, StartTicks: st.StartTicks, Session: st.Session, Comm: st.Comm, Exe: exe, Layout: st.Layout, PidfsIno: r.ino()}
 	if uid != nil {
 		proc.UID = *uid
@@ -124,9 +121,9 @@ func (t *Table) again(pid int, uid *uint32, r *pinRef) (*Peer, error) {
 }
 
 // share makes pn, which pins proc, shareable, and returns its first user.
-func (t *Table) share(pn pin, proc *Process) pin {
+func (t *Table) share(pn pin, proc *Process, exe exeKey) pin {
 	key, _ := keyOf(proc.PID, pn, func() (uint64, error) { return proc.StartTicks, nil })
-	s := &sharedPin{pin: pn, t: t, key: key, proc: *proc, refs: 1}
+	s := &sharedPin{pin: pn, t: t, key: key, proc: *proc, seen: exe, refs: 1}
 	t.mu.Lock()
 	if t.pins == nil {
 		t.pins = map[shareKey]*sharedPin{}

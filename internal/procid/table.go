@@ -184,31 +184,35 @@ func signedDecimal(b []byte) (int, bool) {
 // Exe returns the executable of pid with its path and SHA-256. Hashes are
 // cached by (device, inode, size, mtime, ctime): a running executable
 // cannot be written in place (ETXTBSY), and ctime cannot be set back.
-func (t *Table) Exe(pid int) (Exe, error) { return t.exeOf(pid, noDir) }
+func (t *Table) Exe(pid int) (Exe, error) {
+	e, _, err := t.exeOf(pid, noDir)
+	return e, err
+}
 
 // exeOf is Exe, reading the executable's link through dir, a descriptor
-// of /proc/PID held by a pin, when it is not noDir.
-func (t *Table) exeOf(pid, dir int) (Exe, error) {
+// of /proc/PID held by a pin, when it is not noDir; it also returns the
+// key the executable was found with (zero when hidden).
+func (t *Table) exeOf(pid, dir int) (Exe, exeKey, error) {
 	e, k, err := t.exeID(pid, dir)
 	if err != nil || e.Hidden {
-		return e, err
+		return e, exeKey{}, err
 	}
 	e.Path = t.exeLink(pid, dir)
 	if sum, ok := t.cachedHash(k); ok {
 		// The hash was taken of the file with exactly these attributes,
 		// and checked against them after it was read: no second stat.
 		e.SHA256 = sum
-		return e, nil
+		return e, k, nil
 	}
 	sum, err := HashFile(t.exeFile(pid))
 	if err != nil {
 		// An unreadable executable (a non-dumpable process) keeps a
 		// zero hash; policy treats it as unidentified.
-		return e, nil
+		return e, k, nil
 	}
 	// The hash is only meaningful if the file did not change while read.
 	if _, k2, err := t.exeID(pid, dir); err != nil || k2 != k {
-		return Exe{}, fmt.Errorf("pid %d: %w", pid, ErrChanged)
+		return Exe{}, exeKey{}, fmt.Errorf("pid %d: %w", pid, ErrChanged)
 	}
 	t.mu.Lock()
 	if t.hashes == nil {
@@ -217,7 +221,7 @@ func (t *Table) exeOf(pid, dir int) (Exe, error) {
 	t.hashes[k] = sum
 	t.mu.Unlock()
 	e.SHA256 = sum
-	return e, nil
+	return e, k, nil
 }
 
 func (t *Table) cachedHash(k exeKey) ([32]byte, bool) {
@@ -247,7 +251,8 @@ func HashFile(path string) ([32]byte, error) {
 // still names the same process afterwards: callers pin the process with a
 // pidfd (see [PeerOf]) or compare start times again.
 func (t *Table) Inspect(pid int) (Process, error) {
-	return t.inspect(pid, nil, nil)
+	p, _, err := t.inspect(pid, nil, nil)
+	return p, err
 }
 
 // inspect reads the facts of pid. With uid set (the kernel's socket
@@ -256,7 +261,9 @@ func (t *Table) Inspect(pid int) (Process, error) {
 // through the pin, and stat is not read a second time: the caller checks
 // the pin afterwards, which proves that the process did not change while
 // its facts were read, as a second read of its start time would.
-func (t *Table) inspect(pid int, uid *uint32, pn pin) (Process, error) {
+//
+// It also returns the key the executable was found with.
+func (t *Table) inspect(pid int, uid *uint32, pn pin) (Process, exeKey, error) {
 	var st Stat
 	var err error
 	if pn != nil {
@@ -265,31 +272,32 @@ func (t *Table) inspect(pid int, uid *uint32, pn pin) (Process, error) {
 		st, err = t.Stat(pid)
 	}
 	if err != nil {
-		return Process{}, err
+		return Process{}, exeKey{}, err
 	}
 	var exe Exe
+	var key exeKey
 	if pn != nil {
-		exe, err = pn.exe(t, pid)
+		exe, key, err = pn.exe(t, pid)
 	} else {
-		exe, err = t.Exe(pid)
+		exe, key, err = t.exeOf(pid, noDir)
 	}
 	if err != nil {
-		return Process{}, err
+		return Process{}, exeKey{}, err
 	}
 	p := Process{PID: pid, PPID: st.PPID, StartTicks: st.StartTicks, Session: st.Session, Comm: st.Comm, Exe: exe, Layout: st.Layout}
 	if uid != nil {
 		p.UID = *uid
 	} else if p.UID, err = t.UID(pid); err != nil {
-		return Process{}, err
+		return Process{}, exeKey{}, err
 	}
 	// The facts belong together only if the process did not change while
 	// they were read.
 	if pn == nil {
 		if again, err := t.Stat(pid); err != nil || again.StartTicks != st.StartTicks {
-			return Process{}, fmt.Errorf("pid %d: %w", pid, ErrGone)
+			return Process{}, exeKey{}, fmt.Errorf("pid %d: %w", pid, ErrGone)
 		}
 	}
-	return p, nil
+	return p, key, nil
 }
 
 func gone(pid int, err error) error {
