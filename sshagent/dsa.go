@@ -5,6 +5,7 @@ import (
 	"crypto/dsa"
 	"crypto/rand"
 	"crypto/sha1"
+	"encoding/binary"
 	"errors"
 	"io"
 	"math/big"
@@ -45,31 +46,50 @@ func (k *dsaPublicKey) Verify(data []byte, sig *ssh.Signature) error {
 }
 
 // parsePublicKey parses a public key blob: ssh-dss here, every other type
-// with x/crypto.
+// with x/crypto. The blob's algorithm name picks the parser, so that the
+// keys most requests name (Ed25519, ECDSA, RSA) are not first tried as
+// DSA ones.
 func parsePublicKey(blob []byte) (ssh.PublicKey, error) {
-	var m struct {
-		Name       string
-		P, Q, G, Y *big.Int
-	}
-	if err := ssh.Unmarshal(blob, &m); err == nil && m.Name == ssh.InsecureKeyAlgoDSA {
-		if m.P.BitLen() != 1024 || m.Q.BitLen() != 160 || m.G.Sign() <= 0 || m.Y.Sign() <= 0 {
-			return nil, errors.New("ssh-dss: unsupported parameters")
+	switch keyName(blob) {
+	case ssh.InsecureKeyAlgoDSA:
+		var m struct {
+			Name       string
+			P, Q, G, Y *big.Int
 		}
-		return &dsaPublicKey{Parameters: dsa.Parameters{P: m.P, Q: m.Q, G: m.G}, Y: m.Y}, nil
-	}
-	var c struct {
-		Name       string
-		Nonce      []byte
-		P, Q, G, Y *big.Int
-		Rest       []byte `ssh:"rest"`
-	}
-	if err := ssh.Unmarshal(blob, &c); err == nil && c.Name == certAlgoDSA {
-		// Named in sign requests (ssh-keygen -Y sign with a DSA
-		// certificate); its key signs. It is not parsed further.
-		pub := &dsaPublicKey{Parameters: dsa.Parameters{P: c.P, Q: c.Q, G: c.G}, Y: c.Y}
-		return &dsaCertKey{blob: blob, key: pub}, nil
+		if err := ssh.Unmarshal(blob, &m); err == nil {
+			if m.P.BitLen() != 1024 || m.Q.BitLen() != 160 || m.G.Sign() <= 0 || m.Y.Sign() <= 0 {
+				return nil, errors.New("ssh-dss: unsupported parameters")
+			}
+			return &dsaPublicKey{Parameters: dsa.Parameters{P: m.P, Q: m.Q, G: m.G}, Y: m.Y}, nil
+		}
+	case certAlgoDSA:
+		var c struct {
+			Name       string
+			Nonce      []byte
+			P, Q, G, Y *big.Int
+			Rest       []byte `ssh:"rest"`
+		}
+		if err := ssh.Unmarshal(blob, &c); err == nil {
+			// Named in sign requests (ssh-keygen -Y sign with a DSA
+			// certificate); its key signs. It is not parsed further.
+			pub := &dsaPublicKey{Parameters: dsa.Parameters{P: c.P, Q: c.Q, G: c.G}, Y: c.Y}
+			return &dsaCertKey{blob: blob, key: pub}, nil
+		}
 	}
 	return ssh.ParsePublicKey(blob)
+}
+
+// keyName returns the algorithm name a key blob begins with, or "" when
+// it begins with no whole string.
+func keyName(blob []byte) string {
+	if len(blob) < 4 {
+		return ""
+	}
+	n := binary.BigEndian.Uint32(blob)
+	if uint64(n) > uint64(len(blob)-4) {
+		return ""
+	}
+	return string(blob[4 : 4+n])
 }
 
 const certAlgoDSA = "ssh-dss-cert-v01@openssh.com"
