@@ -57,19 +57,26 @@ func (g *Gateway) loadApproved() (config.File, []byte, bool) {
 // initialPolicy decides the policy a starting gateway puts in force: the
 // file's, unless it loosens the approved configuration, in which case the
 // strictest of both, and a card is proposed once the gateway runs.
+//
+// The approved configuration is written under g.mu, and saved (sealed, by
+// a goroutine of its own that reads it under g.mu) only once it is.
 func (g *Gateway) initialPolicy(cfg config.File, raw []byte) (*approvals.Policy, error) {
 	approved, araw, ok := g.loadApproved()
 	if !ok {
+		// Nothing approved yet: the file is, and loosens nothing.
 		approved, araw = cfg, raw
-		g.saveApproved(raw)
 	}
-	g.approved, g.approvedRaw = approved, araw
 	if changes := approvals.Loosening(approved, cfg); len(changes) > 0 && !bytes.Equal(raw, araw) {
+		g.mu.Lock()
+		g.approved, g.approvedRaw = approved, araw
 		g.pending, g.pendingRaw = changes, raw
 		g.config = approvals.Strictest(approved, cfg)
+		g.mu.Unlock()
 		return approvals.CompileStrictest(approved, cfg)
 	}
+	g.mu.Lock()
 	g.approved, g.approvedRaw = cfg, raw
+	g.mu.Unlock()
 	g.saveApproved(raw)
 	return approvals.Compile(cfg)
 }
