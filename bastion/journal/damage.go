@@ -92,6 +92,16 @@ func checkTx(path string, tx *bolt.Tx, stop *atomic.Bool) error {
 	if err := checkRecords(path, tx, stop); err != nil {
 		return err
 	}
+	return checkPages(path, tx)
+}
+
+// checkPages runs bbolt's consistency check: every page reachable once,
+// none of them free, the freelist without a page twice. The check reads
+// the database's freelist, which every commit changes, so tx must be
+// writable, or the only transaction that can commit: a read-only one
+// beside a writer reads the freelist while the writer changes it (a data
+// race) and can take a page a later commit freed for damage.
+func checkPages(path string, tx *bolt.Tx) error {
 	var first error
 	for err := range tx.Check() { // read to the end: the check runs in its own goroutine
 		if first == nil {
@@ -108,23 +118,23 @@ func checkTx(path string, tx *bolt.Tx, stop *atomic.Bool) error {
 // left it for later. Damage it finds fails every change from then on, with
 // ErrDamaged: the journal is not written over it.
 //
-// bbolt's consistency check in a read-only transaction is not safe while
-// writers commit: a page that a later commit freed, and that the
-// transaction still reaches, reads as "reachable freed". So damage the
-// check finds is confirmed in a writable transaction (rolled back), where
-// the check is safe; changes wait for it.
+// The records are decoded in a read-only transaction, while the journal
+// serves. bbolt's consistency check then runs in a writable transaction,
+// rolled back, which no commit overlaps (see checkPages); changes wait
+// for it.
 func (j *Journal) checkAll() {
 	defer close(j.checking)
-	check := func(tx *bolt.Tx) error { return checkTx(j.path, tx, &j.stopCheck) }
-	err := j.guarded(func() error { return j.db.View(check) })
-	if errors.Is(err, ErrDamaged) {
+	err := j.guarded(func() error {
+		return j.db.View(func(tx *bolt.Tx) error { return checkRecords(j.path, tx, &j.stopCheck) })
+	})
+	if err == nil && !j.stopCheck.Load() {
 		err = j.guarded(func() error {
 			tx, err := j.db.Begin(true)
 			if err != nil {
 				return err
 			}
 			defer tx.Rollback()
-			return check(tx)
+			return checkPages(j.path, tx)
 		})
 	}
 	if errors.Is(err, ErrDamaged) {
