@@ -3,6 +3,8 @@
 #   make build     build ./bin/postern
 #   make test      run every test (unit, end-to-end against real OpenSSH,
 #                  OpenSSH's own agent regression tests), then lint
+#   make race      the packages whose goroutines share state, under the
+#                  race detector (needs a C compiler)
 #   make regress   OpenSSH's agent regression tests against postern agent
 #   make lint      gofmt, go vet (linux and darwin), mandoc -Tlint on the man pages
 #   make bench     side-by-side benchmarks against OpenSSH ssh-agent and
@@ -23,14 +25,14 @@ LDFLAGS := -X main.Version=$(VERSION)
 MAN1 := $(wildcard man/*.1)
 MAN5 := $(wildcard man/*.5)
 
-.PHONY: all build test unit regress lint man bench benchcheck soak install clean
+.PHONY: all build test unit race regress lint man bench benchcheck soak install clean
 
 all: build
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/postern ./cmd/postern
 
-test: unit regress benchcheck lint
+test: unit race regress benchcheck lint
 
 # The tests run with an empty HOME of their own and no XDG directories:
 # every test keeps its state (remote markers included) under a temporary
@@ -44,6 +46,19 @@ unit:
 	  $(GO) test -count=1 -timeout 20m ./...; rc=$$?; \
 	left=$$(find "$$home" -mindepth 1 -maxdepth 4 -not -path "$$home/.config" -not -path "$$home/.config/go*" | head -20); \
 	if [ -n "$$left" ]; then echo "tests wrote into HOME ($$home):"; echo "$$left"; rc=1; fi; \
+	rm -rf "$$home"; exit $$rc
+
+# The packages whose goroutines share state (the audit log's group
+# commit, the command journal's writer and its check, the gateway, the
+# agent's connections, the approval engine, the parked connections), run
+# again under the race detector.
+RACE_PKGS := ./audit/ ./bastion/journal/ ./gateway/ ./sshagent/ ./approvals/ ./internal/park/
+race:
+	@home=$$(mktemp -d); \
+	env GOCACHE="$$($(GO) env GOCACHE)" GOMODCACHE="$$($(GO) env GOMODCACHE)" \
+	    GOPATH="$$($(GO) env GOPATH)" GOENV="$$($(GO) env GOENV)" \
+	    HOME="$$home" XDG_STATE_HOME= XDG_CONFIG_HOME= XDG_DATA_HOME= XDG_CACHE_HOME= XDG_RUNTIME_DIR= \
+	  CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m $(RACE_PKGS); rc=$$?; \
 	rm -rf "$$home"; exit $$rc
 
 # OpenSSH's agent regression tests (Debian's openssh-tests), unchanged,
