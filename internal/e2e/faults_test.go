@@ -108,7 +108,7 @@ func TestStopGivesCommandsAGracePeriod(t *testing.T) {
 		t.Fatalf("the command that ended within the grace period: %+v", e)
 	}
 	if e := b.entryFor(long); e.Status != "STATUS_UNKNOWN inspect_activity_journal" || e.Unknown == nil || e.Unknown.Reason != "bastion_stopped" {
-		t.Fatalf("the command cut off: %+v (unknown: %+v)", e, e.Unknown)
+		t.Fatalf("the command cut off: %+v (unknown: %+v)\ngateway log:\n%s", e, e.Unknown, tail(log, 4000))
 	}
 }
 
