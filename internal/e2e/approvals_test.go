@@ -31,7 +31,12 @@ func newApprovalWorld(t testing.TB, config string, aliases ...string) *approvalW
 
 // newApprovalWorldSSHD is newApprovalWorld with extra sshd_config lines.
 func newApprovalWorldSSHD(t testing.TB, sshdExtra, config string, aliases ...string) *approvalWorld {
-	need(t, "ssh", "sshd", "ssh-keygen")
+	return newApprovalWorldOn(t, systemOpenSSH(t), sshdExtra, config, aliases...)
+}
+
+// newApprovalWorldOn is newApprovalWorldSSHD with the sshd of o.
+func newApprovalWorldOn(t testing.TB, o OpenSSH, sshdExtra, config string, aliases ...string) *approvalWorld {
+	need(t, "ssh-keygen")
 	e := newEnv(t)
 	w := &approvalWorld{e: e}
 	w.pass = e.WriteFile("pass", "vault pass\n", 0o600)
@@ -39,7 +44,7 @@ func newApprovalWorldSSHD(t testing.TB, sshdExtra, config string, aliases ...str
 	e.MustRun("postern", "vault", "init", "--passphrase-file", w.pass)
 	e.MustRun("postern", "vault", "add", "--passphrase-file", w.pass, w.key)
 	os.Remove(w.key)
-	w.sshd = startSSHDConfig(t, pubKey(t, w.key)+"\n", sshdExtra, aliases...)
+	w.sshd = startSSHDOn(t, o, pubKey(t, w.key)+"\n", sshdExtra, aliases...)
 	e.Config(fmt.Sprintf("known_hosts = [%q]\n%s", w.sshd.KnownHosts, config))
 	w.agent = e.StartAgent()
 	e.MustRun("postern", "unlock", "--passphrase-file", w.pass)

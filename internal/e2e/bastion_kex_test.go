@@ -4,7 +4,42 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/postern/postern/bastion"
 )
+
+// Against OpenSSH 10's sshd, which offers mlkem768x25519-sha256 first,
+// the bastion's upstream connection negotiates the same post-quantum
+// exchange as OpenSSH 10's own client does directly, and the gateway's
+// log says so.
+func TestBastionKeyExchangeMatchesOpenSSH10(t *testing.T) {
+	w := newBastionWorldOn(t, openSSH10(t), "", "")
+	if r := w.ssh("true"); r.Code != 0 {
+		t.Fatalf("through the bastion: %s", r)
+	}
+	bastionKex, directKex := w.kexes(t)
+	if directKex != "mlkem768x25519-sha256" {
+		t.Fatalf("OpenSSH 10 negotiated %s with its own sshd, not mlkem768x25519-sha256", directKex)
+	}
+	if bastionKex != directKex || !bastion.IsPQKex(bastionKex) {
+		t.Fatalf("the bastion negotiated %s where OpenSSH 10 negotiates %s", bastionKex, directKex)
+	}
+	w.agent.WaitLog(t, "kex="+directKex+" kex_pq=true")
+}
+
+// kexes returns the key exchange of the bastion's last upstream
+// connection (from the gateway's log) and the one the sshd's own OpenSSH
+// client negotiates with it directly (from ssh -v).
+func (w *bastionWorld) kexes(t testing.TB) (bastionKex, directKex string) {
+	t.Helper()
+	bastionKex = lastMatch(w.agent.Log(), `upstream key exchange.* kex=(\S+)`)
+	probe, _ := w.e.Command(w.sshd.OpenSSH.SSH, w.sshd.SSHArgs("-v", w.sshd.Target(), "true")...).CombinedOutput()
+	directKex = lastMatch(string(probe), `kex: algorithm: (\S+)`)
+	if bastionKex == "" || directKex == "" {
+		t.Fatalf("key exchanges not found: bastion %q, direct %q\n%s", bastionKex, directKex, probe)
+	}
+	return bastionKex, directKex
+}
 
 // Against a real sshd whose post-quantum exchange the bastion cannot speak
 // (OpenSSH 9.2 offers sntrup761x25519-sha512, not mlkem768x25519-sha256),

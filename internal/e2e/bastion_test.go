@@ -40,8 +40,12 @@ func newBastionWorld(t testing.TB, extra string, knownHosts ...string) *bastionW
 
 // newBastionWorldSSHD is newBastionWorld with extra sshd_config lines.
 func newBastionWorldSSHD(t testing.TB, sshdExtra, extra string, knownHosts ...string) *bastionWorld {
-	need(t, "ssh", "sshd")
-	w := newApprovalWorldSSHD(t, sshdExtra, "")
+	return newBastionWorldOn(t, systemOpenSSH(t), sshdExtra, extra, knownHosts...)
+}
+
+// newBastionWorldOn is newBastionWorldSSHD with the sshd of o.
+func newBastionWorldOn(t testing.TB, o OpenSSH, sshdExtra, extra string, knownHosts ...string) *bastionWorld {
+	w := newApprovalWorldOn(t, o, sshdExtra, "")
 	localhost := w.e.WriteFile("localhost_known_hosts", fmt.Sprintf("[localhost]:%d %s\n", w.sshd.Port, w.sshd.HostKey), 0o600)
 	kh := append([]string{w.sshd.KnownHosts, localhost}, knownHosts...)
 	quoted := make([]string, len(kh))
@@ -69,8 +73,9 @@ func (b *bastionWorld) sshArgsTo(host string, port int, args ...string) []string
 	return append([]string{"-F", b.sshConfig, "-p", fmt.Sprint(port), b.sshd.User + "@" + host}, args...)
 }
 
+// ssh runs the client of the sshd's OpenSSH through the bastion.
 func (b *bastionWorld) ssh(args ...string) Result {
-	return b.e.Run("ssh", b.sshArgs(b.sshd.Port, args...)...)
+	return b.e.Run(b.sshd.OpenSSH.SSH, b.sshArgs(b.sshd.Port, args...)...)
 }
 
 type entryJSON struct {

@@ -8,17 +8,74 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
+
+// An OpenSSH is one installation of OpenSSH's programs: the system's, or
+// OpenSSH 10 unpacked beside it.
+type OpenSSH struct {
+	SSH     string // the client
+	SSHD    string
+	Libexec string // sftp-server; for OpenSSH 10, sshd-session and sshd-auth
+	// separate: sshd is told where its sshd-session and sshd-auth are
+	// (they are not where it was built to find them).
+	separate bool
+}
+
+// systemOpenSSH is the OpenSSH on PATH (and sshd in /usr/sbin).
+func systemOpenSSH(t testing.TB) OpenSSH {
+	t.Helper()
+	need(t, "ssh")
+	return OpenSSH{SSH: "ssh", SSHD: sshdPath(t), Libexec: "/usr/lib/openssh"}
+}
+
+// openSSH10Dir is where .ci/run unpacks OpenSSH 10 (from Debian's
+// bookworm-backports) beside the system's OpenSSH, unless
+// $POSTERN_OPENSSH10 names another directory.
+const openSSH10Dir = "/opt/openssh-10"
+
+var openSSH10Version struct {
+	once sync.Once
+	out  string
+	err  error
+}
+
+// openSSH10 is OpenSSH 10, unpacked beside the system's: the client and
+// server that negotiate mlkem768x25519-sha256 (OpenSSH 9.2 cannot). A
+// test that needs it fails when it is missing.
+func openSSH10(t testing.TB) OpenSSH {
+	t.Helper()
+	dir := os.Getenv("POSTERN_OPENSSH10")
+	if dir == "" {
+		dir = openSSH10Dir
+	}
+	o := OpenSSH{
+		SSH:      filepath.Join(dir, "usr/bin/ssh"),
+		SSHD:     filepath.Join(dir, "usr/sbin/sshd"),
+		Libexec:  filepath.Join(dir, "usr/lib/openssh"),
+		separate: true,
+	}
+	v := &openSSH10Version
+	v.once.Do(func() {
+		out, err := exec.Command(o.SSH, "-V").CombinedOutput()
+		v.out, v.err = string(out), err
+	})
+	if v.err != nil || !strings.HasPrefix(v.out, "OpenSSH_10") {
+		t.Fatalf("OpenSSH 10 is not unpacked in %s (%v %s); .ci/run unpacks it, or set $POSTERN_OPENSSH10", dir, v.err, v.out)
+	}
+	return o
+}
 
 // SSHD is a real OpenSSH sshd on loopback, with its own configuration,
 // host key and authorized_keys in a temporary directory.
 type SSHD struct {
 	Port       int
-	Dir        string // Dir/home is the logins' HOME
-	HostKey    string // public host key line
-	KnownHosts string // a known_hosts file naming the server [127.0.0.1]:PORT and the given aliases
+	OpenSSH    OpenSSH // the installation sshd is from, whose ssh speaks its newest key exchange
+	Dir        string  // Dir/home is the logins' HOME
+	HostKey    string  // public host key line
+	KnownHosts string  // a known_hosts file naming the server [127.0.0.1]:PORT and the given aliases
 	User       string
 	cmd        *exec.Cmd
 	done       chan struct{}
@@ -36,8 +93,13 @@ func startSSHD(t testing.TB, authorized string, aliases ...string) *SSHD {
 // startSSHDConfig is startSSHD with extra lines for sshd_config.
 func startSSHDConfig(t testing.TB, authorized, extra string, aliases ...string) *SSHD {
 	t.Helper()
-	need(t, "ssh", "ssh-keygen")
-	sshd := sshdPath(t)
+	return startSSHDOn(t, systemOpenSSH(t), authorized, extra, aliases...)
+}
+
+// startSSHDOn is startSSHDConfig with the sshd of o.
+func startSSHDOn(t testing.TB, o OpenSSH, authorized, extra string, aliases ...string) *SSHD {
+	t.Helper()
+	need(t, "ssh-keygen")
 	if os.Geteuid() == 0 {
 		// sshd running as root wants its privilege separation directory.
 		os.MkdirAll("/run/sshd", 0o755)
@@ -63,7 +125,10 @@ func startSSHDConfig(t testing.TB, authorized, extra string, aliases ...string) 
 		t.Fatal(err)
 	}
 	u, _ := user.Current()
-	sftp := "/usr/lib/openssh/sftp-server"
+	sftp := filepath.Join(o.Libexec, "sftp-server")
+	if o.separate {
+		extra = fmt.Sprintf("SshdSessionPath %s\nSshdAuthPath %s\n%s", filepath.Join(o.Libexec, "sshd-session"), filepath.Join(o.Libexec, "sshd-auth"), extra)
+	}
 	for attempt := 0; attempt < 5; attempt++ {
 		port := freePort(t)
 		conf := fmt.Sprintf(`Port %d
@@ -86,8 +151,8 @@ Subsystem sftp %s
 `, port, hostKey, dir, dir, dir, sftp, extra)
 		cfg := filepath.Join(dir, "sshd_config")
 		os.WriteFile(cfg, []byte(conf), 0o600)
-		s := &SSHD{Port: port, Dir: dir, HostKey: hostLine, User: u.Username, done: make(chan struct{})}
-		s.cmd = exec.Command(sshd, "-D", "-e", "-f", cfg)
+		s := &SSHD{Port: port, OpenSSH: o, Dir: dir, HostKey: hostLine, User: u.Username, done: make(chan struct{})}
+		s.cmd = exec.Command(o.SSHD, "-D", "-e", "-f", cfg)
 		logf, _ := os.Create(filepath.Join(dir, "sshd.log"))
 		s.cmd.Stdout, s.cmd.Stderr = logf, logf
 		if err := s.cmd.Start(); err != nil {
