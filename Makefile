@@ -6,6 +6,7 @@
 #   make race      the packages whose goroutines share state, under the
 #                  race detector (needs a C compiler)
 #   make regress   OpenSSH's agent regression tests against postern agent
+#                  (the system's OpenSSH, then OpenSSH 10)
 #   make lint      gofmt, go vet (linux and darwin), mandoc -Tlint on the man pages
 #   make bench     side-by-side benchmarks against OpenSSH ssh-agent and
 #                  direct ssh, each goal printed with PASS or MISS
@@ -63,9 +64,13 @@ race:
 
 # OpenSSH's agent regression tests (Debian's openssh-tests), unchanged,
 # with postern agent standing in for ssh-agent: see the script's header.
+# Twice: the system's OpenSSH and its suite, then OpenSSH 10's, unpacked
+# in $(OPENSSH10) (.ci/run puts it there).
 REGRESS_TESTS ?=
+OPENSSH10 ?= /opt/openssh-10
 regress: build
 	sh internal/e2e/regress/run.sh bin/postern $(REGRESS_TESTS)
+	POSTERN_REGRESS_OPENSSH=$(OPENSSH10) sh internal/e2e/regress/run.sh bin/postern $(REGRESS_TESTS)
 
 lint: man
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -195,8 +195,19 @@ func (k *Keyring) Remove(key ssh.PublicKey) error {
 func (k *Keyring) RemoveProvider(provider string) int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.removeLocked(func(id *Identity) bool { return id.sk == nil && id.Provider == provider })
+	return k.removeLocked(func(id *Identity) bool { return ofProvider(id, provider) })
 }
+
+// HoldsProvider reports whether an identity whose key a PKCS#11
+// provider holds is in the keyring.
+func (k *Keyring) HoldsProvider(provider string) bool {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return slices.ContainsFunc(k.ids, func(id *Identity) bool { return ofProvider(id, provider) })
+}
+
+// ofProvider reports whether id's key is one a PKCS#11 provider holds.
+func ofProvider(id *Identity, provider string) bool { return id.sk == nil && id.Provider == provider }
 
 // RemoveAll deletes every added identity. Vault identities stay until the
 // vault is locked.

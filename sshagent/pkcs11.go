@@ -114,8 +114,16 @@ func (c *conn) addSmartcard(p []byte, constrained bool) error {
 	set := &c.srv.pkcs11
 	set.mu.Lock()
 	defer set.mu.Unlock()
-	if set.helpers[real] != nil {
-		return c.refuse("refusing to load a PKCS#11 provider twice", "provider", real)
+	if old := set.helpers[real]; old != nil {
+		// As OpenSSH 10: the provider adds its keys again once none of
+		// them is held (ssh-add -D, a lifetime that ran out), here by a
+		// helper started with the PIN just given; while they are held,
+		// loading it again adds nothing and is refused.
+		if c.srv.Keys.HoldsProvider(real) {
+			return c.refuse("refusing to load a PKCS#11 provider whose keys are loaded already", "provider", real)
+		}
+		delete(set.helpers, real)
+		old.stop()
 	}
 	proc, err := startHelper(helperPath("SSH_PKCS11_HELPER", defaultPKCS11Helper))
 	if err != nil {
@@ -225,12 +233,13 @@ func (c *conn) removeSmartcard(p []byte) error {
 	h := set.helpers[real]
 	delete(set.helpers, real)
 	set.mu.Unlock()
-	if h == nil {
-		return c.refuse("refusing to remove PKCS#11 keys: the provider is not loaded", "provider", real)
-	}
 	n := c.srv.Keys.RemoveProvider(real)
-	h.stop()
-	c.log.Info("PKCS#11 keys removed", "provider", real, "keys", n)
+	if h != nil {
+		h.stop()
+	}
+	// A provider that is not loaded succeeds too, as with OpenSSH 10
+	// ("ssh-add -e; ssh-add -s" scripts reload a token so).
+	c.log.Info("PKCS#11 keys removed", "provider", real, "keys", n, "loaded", h != nil)
 	return nil
 }
 

@@ -208,6 +208,7 @@ func (c *keyConstraints) parseExtension(name string, b []byte) ([]byte, error) {
 			return nil, errors.New("associated certificates repeated or malformed")
 		}
 		c.hasCertsExt, c.certOnly = true, m.CertOnly
+		n := 0
 		for certs := m.Certs; len(certs) > 0; {
 			var k strRest
 			if err := ssh.Unmarshal(certs, &k); err != nil {
@@ -218,14 +219,14 @@ func (c *keyConstraints) parseExtension(name string, b []byte) ([]byte, error) {
 			if err != nil {
 				return nil, fmt.Errorf("associated certificate: %w", err)
 			}
-			cert, ok := pub.(*ssh.Certificate)
-			if !ok {
-				return nil, errors.New("associated certificate: not a certificate")
-			}
-			if len(c.certs) >= maxAssociatedCerts {
+			if n++; n > maxAssociatedCerts {
 				return nil, errors.New("too many associated certificates")
 			}
-			c.certs = append(c.certs, cert)
+			// A plain key among them is passed over, as OpenSSH 10 does
+			// (ssh-add -s PROVIDER FILE... sends every file it is given).
+			if cert, ok := pub.(*ssh.Certificate); ok {
+				c.certs = append(c.certs, cert)
+			}
 		}
 		return m.Rest, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -117,5 +118,73 @@ echo %s
 	// The helper is gone with the provider.
 	if out, _ := exec.Command("pgrep", "-f", "ssh-pkcs11-helper", "-P", fmt.Sprint(a.PID())).Output(); len(out) != 0 {
 		t.Fatalf("ssh-pkcs11-helper still runs after ssh-add -e: %s", out)
+	}
+}
+
+// OpenSSH 10's ssh-add against a token, as OpenSSH 10's ssh-agent
+// answers it: loading the provider again while its keys are held adds
+// nothing and fails; after ssh-add -D it adds them again; ssh-add -e of a
+// provider not loaded succeeds; ssh-add -s with files passes over the
+// plain keys and the certificates of other keys among them, and adds
+// the certificate of a token key beside the key.
+func TestPKCS11AsOpenSSH10(t *testing.T) {
+	addTool := filepath.Join(filepath.Dir(openSSH10(t).SSH), "ssh-add")
+	e := newEnv(t)
+	const pin = "1234"
+	keys := softToken(t, e, pin)
+	e.Setenv("SSH_ASKPASS", e.WriteFile("askpass", "#!/bin/sh\necho "+pin+"\n", 0o755))
+	e.Setenv("SSH_ASKPASS_REQUIRE", "force")
+	e.Config(`approval = "none"`)
+	a := e.StartAgent()
+	add := func(args ...string) Result { return e.Run(addTool, args...) }
+	listed := func() string { return add("-L").Stdout }
+	held := func(want int) {
+		t.Helper()
+		if n := strings.Count(listed(), "\n"); n != want {
+			t.Fatalf("%d keys listed, want %d:\n%s\nagent log:\n%s", n, want, listed(), a.Log())
+		}
+	}
+
+	if r := add("-s", softhsm); r.Code != 0 {
+		t.Fatalf("ssh-add -s: %s", r)
+	}
+	held(2)
+	if r := add("-s", softhsm); r.Code == 0 {
+		t.Fatalf("the provider was loaded again while its keys were held: %s", r)
+	}
+	held(2)
+	if r := add("-D"); r.Code != 0 {
+		t.Fatalf("ssh-add -D: %s", r)
+	}
+	if r := add("-s", softhsm); r.Code != 0 {
+		t.Fatalf("ssh-add -s after ssh-add -D: %s\nagent log:\n%s", r, a.Log())
+	}
+	held(2)
+	for range 2 {
+		if r := add("-e", softhsm); r.Code != 0 {
+			t.Fatalf("ssh-add -e: %s", r)
+		}
+	}
+	if r := e.Run(addTool, "-l"); r.Code == 0 {
+		t.Fatalf("keys listed after ssh-add -e:\n%s", r.Stdout)
+	}
+
+	// A certificate of the first token key, another of a key the token
+	// does not hold, and plain keys, all given to ssh-add -s.
+	ca := e.Keygen("ca", "ed25519", 0, "")
+	other := e.Keygen("other", "ed25519", 0, "")
+	for _, k := range []string{keys[0], other} {
+		e.MustRun("ssh-keygen", "-q", "-s", ca, "-I", "test", "-n", "me", k+".pub")
+	}
+	if r := add("-s", softhsm, ca+".pub", keys[1]+".pub", other+"-cert.pub", keys[0]+"-cert.pub"); r.Code != 0 {
+		t.Fatalf("ssh-add -s with certificates and plain keys: %s\nagent log:\n%s", r, a.Log())
+	}
+	held(3)
+	cert := strings.Fields(string(mustRead(t, keys[0]+"-cert.pub")))[1]
+	if l := listed(); !strings.Contains(l, cert) || strings.Contains(l, strings.Fields(string(mustRead(t, other+"-cert.pub")))[1]) {
+		t.Fatalf("the token key's certificate is not listed, or the other key's is:\n%s", l)
+	}
+	if r := add("-T", keys[0]+"-cert.pub"); r.Code != 0 {
+		t.Fatalf("ssh-add -T with the token key's certificate: %s", r)
 	}
 }

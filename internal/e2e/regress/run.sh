@@ -4,6 +4,12 @@
 #
 #   run.sh POSTERN [TEST...]
 #
+# With POSTERN_REGRESS_OPENSSH=DIR, the suite and every OpenSSH program
+# it runs (ssh, sshd and its sshd-session and sshd-auth, ssh-add,
+# ssh-keygen, the helpers) are those unpacked under DIR (usr/bin,
+# usr/sbin, usr/lib/openssh): OpenSSH 10's, beside the system's (see
+# .ci/run). Without it, the system's.
+#
 # The suite is run unchanged: its test-exec.sh takes the agent from
 # $TEST_SSH_SSHAGENT, which points at a two-line wrapper named ssh-agent
 # that runs "postern agent" with its state, configuration (approval =
@@ -29,9 +35,41 @@ set -u
 
 postern=${1:?usage: run.sh POSTERN [TEST...]}
 shift
+openssh=${POSTERN_REGRESS_OPENSSH:-}
+suite=$openssh/usr/lib/openssh/regress
+# By default every agent test of the suite: OpenSSH 10's adds PKCS#11
+# keys with certificates and with destination restrictions.
 tests=${*:-agent-restrict sshsig agent hostkey-agent agent-timeout cert-file agent-pkcs11 agent-subprocess agent-getpeereid agent-ptrace}
-suite=/usr/lib/openssh/regress
+if [ $# -eq 0 ]; then
+	for t in agent-pkcs11-cert agent-pkcs11-restrict; do
+		if [ -e "$suite/$t.sh" ]; then
+			tests="$tests $t"
+		fi
+	done
+fi
 here=$(cd "$(dirname "$0")" && pwd)
+# The OpenSSH programs the suite runs: the system's (ssh from PATH), or
+# those under $openssh (a path without spaces: the list is split on them).
+if [ -n "$openssh" ]; then
+	case $openssh in *" "*)
+		echo "regress: POSTERN_REGRESS_OPENSSH must not contain spaces" >&2
+		exit 1 ;;
+	esac
+	bin=$openssh/usr/bin
+	lib=$openssh/usr/lib/openssh
+	programs="TEST_SSH_SSH=$bin/ssh TEST_SSH_SSHD=$openssh/usr/sbin/sshd
+		TEST_SSH_SSHADD=$bin/ssh-add TEST_SSH_SSHKEYGEN=$bin/ssh-keygen
+		TEST_SSH_SSHKEYSCAN=$bin/ssh-keyscan TEST_SSH_SFTP=$bin/sftp TEST_SSH_SCP=$bin/scp
+		TEST_SSH_SFTPSERVER=$lib/sftp-server TEST_SSH_SSHD_SESSION=$lib/sshd-session
+		TEST_SSH_SSHD_AUTH=$lib/sshd-auth TEST_SSH_SK_HELPER=$lib/ssh-sk-helper
+		TEST_SSH_PKCS11_HELPER=$lib/ssh-pkcs11-helper
+		TEST_SSH_OPENSSL=$(command -v openssl) PATH=$bin:$PATH"
+	# PATH too: some of the suite's scripts run "ssh" by name
+	# (hostkey-agent.sh lists the certificate types with "ssh -Q"), and
+	# OpenSSH 10's test-exec.sh names no openssl of its own.
+else
+	programs="TEST_SSH_SSH=ssh TEST_SSH_SFTPSERVER=/usr/lib/openssh/sftp-server"
+fi
 # Ports for the tests' sshd configurations, one per test, from a base
 # that differs between concurrent runs on one machine.
 portbase=${POSTERN_REGRESS_PORT:-$((20000 + $$ % 20000))}
@@ -73,7 +111,7 @@ if [ "$(id -u)" = 0 ]; then
 		chmod 0755 "$work/user" "$work/user/postern" "$work/user/run.sh"
 		runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
 			HOME="$(getent passwd "$user" | cut -d: -f6)" LANG=C.UTF-8 \
-			POSTERN_REGRESS_PORT=$((portbase + 50)) \
+			POSTERN_REGRESS_PORT=$((portbase + 50)) POSTERN_REGRESS_OPENSSH="$openssh" \
 			sh "$work/user/run.sh" "$work/user/postern" $theirs >"$work/user/out" 2>&1 &
 		userpid=$!
 	fi
@@ -86,7 +124,7 @@ fi
 tmpl=$work/template
 cp -a "$suite" "$tmpl"
 : > "$tmpl/postern-prepare.sh"
-(cd "$tmpl" && env TEST_SHELL=sh TEST_SSH_SSH=ssh TEST_SSH_UNSAFE_PERMISSIONS=1 \
+(cd "$tmpl" && env TEST_SHELL=sh $programs TEST_SSH_UNSAFE_PERMISSIONS=1 \
 	OBJ="$tmpl" BUILDDIR="$tmpl" sh "$tmpl/test-exec.sh" "$tmpl" "$tmpl/postern-prepare.sh" \
 	>"$work/prepare.log" 2>&1 </dev/null) || {
 	echo "regress: preparing the suite failed:" >&2
@@ -113,8 +151,8 @@ WRAP
 	chmod 0755 "$d/bin/ssh-agent"
 	obj=$d/regress
 	start=$(date +%s)
-	(cd "$obj" && env SUDO=sudo TEST_SHELL=sh TEST_SSH_SSH=ssh TEST_SSH_SSHAGENT="$d/bin/ssh-agent" \
-		TEST_SSH_SFTPSERVER=/usr/lib/openssh/sftp-server TEST_SSH_UNSAFE_PERMISSIONS=1 \
+	(cd "$obj" && env SUDO=sudo TEST_SHELL=sh $programs TEST_SSH_SSHAGENT="$d/bin/ssh-agent" \
+		TEST_SSH_UNSAFE_PERMISSIONS=1 \
 		TEST_SSH_PORT=$((portbase + $2)) OBJ="$obj" BUILDDIR="$obj" sh "$obj/test-exec.sh" "$obj" "$obj/$1.sh" \
 		>"$d/out" 2>&1 </dev/null)
 	echo $? > "$d/rc"
