@@ -52,6 +52,16 @@
 // line (/proc/PID/cmdline) and the kernel's name for the process
 // (comm) are the process's own claims and are not used.
 //
+// Nor can an exec be told from a request written before it. The agent
+// protocol has the client speak first, so a request may wait in the
+// socket before the gateway reads /proc, and the kernel records nowhere
+// when a process executed its program. A process that writes a request
+// and then executes another program before the gateway identifies it is
+// identified as that program, and its request with it (a child it forked
+// first can hold the socket and read the answer); every later request is
+// checked against that identity. A rule on executables is therefore no
+// fence against a process that can execute the program it names.
+//
 // # What identifying a peer reads (Linux)
 //
 // Each system call proves one thing, and none proves another's:
