@@ -1,8 +1,10 @@
 package sshagent
 
 import (
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/rsa"
+	"fmt"
 	"net"
 	"testing"
 
@@ -54,6 +56,49 @@ func BenchmarkUpstreamGate(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				if _, err := ag.Sign(pub, data); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLookupAmongKeys measures what each request pays to find its
+// key, and each listing to list the keys, with 1 and with 20 keys held
+// (half Ed25519, half RSA; the key asked for added last): an identity's
+// encoding is made once, so the cost grows with the keys compared, not
+// with encodings made again for each.
+func BenchmarkLookupAmongKeys(b *testing.B) {
+	for _, n := range []int{1, 20} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			k := &Keyring{}
+			var last *Identity
+			for i := range n {
+				var priv any
+				if i%2 == 0 {
+					_, priv, _ = ed25519.GenerateKey(rand.Reader)
+				} else {
+					priv, _ = rsa.GenerateKey(rand.Reader, 2048)
+				}
+				id, err := NewIdentity(priv, nil, "k")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := k.Add(id); err != nil {
+					b.Fatal(err)
+				}
+				last = id
+			}
+			key, err := ssh.ParsePublicKey(last.Key.Marshal())
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if id, err := k.Lookup(key); err != nil || id != last {
+					b.Fatalf("lookup: %v", err)
+				}
+				if ids, err := k.Identities(); err != nil || len(ids) != n {
+					b.Fatalf("listing: %d keys, %v", len(ids), err)
 				}
 			}
 		})

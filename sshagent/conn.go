@@ -105,11 +105,15 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 	req := &approvals.Request{
 		Requester: c.peer,
 		Channel:   c.ep.Channel,
-		Key:       approvals.Key{Fingerprint: ssh.FingerprintSHA256(key), Type: key.Type()},
+		Key:       approvals.Key{Type: key.Type()},
 		Purpose:   approvals.PurposeOther,
 		Forwarded: c.binds.forwarding(),
 	}
 	refuse := func(reason audit.Reason, msg string) (*ssh.Signature, error) {
+		if req.Key.Fingerprint == "" {
+			// Refused before its identity was found.
+			req.Key.Fingerprint = ssh.FingerprintSHA256(key)
+		}
 		c.srv.Decider.Refused(req, reason)
 		return nil, c.refuse("refusing to sign: "+msg, "key", req.Key.Fingerprint, "reason", reason)
 	}

@@ -6,13 +6,17 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math/big"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
 )
 
 // Source says where an identity came from.
@@ -55,15 +59,47 @@ type Identity struct {
 	signer ssh.Signer
 	priv   any
 	timer  *time.Timer
+	enc    encoding
 }
 
-// Fingerprint returns the SHA256 fingerprint of the underlying public key.
-func (id *Identity) Fingerprint() string {
-	if c, ok := id.Key.(*ssh.Certificate); ok {
-		return ssh.FingerprintSHA256(c.Key)
-	}
-	return ssh.FingerprintSHA256(id.Key)
+// encoding is an identity's key as the protocol carries it and its
+// fingerprint, made once, when first asked for: every request finds its
+// identity by comparing encodings, and x/crypto makes an encoding by
+// reflecting over the key anew each time.
+type encoding struct {
+	once  sync.Once
+	blob  []byte
+	plain []byte // the plain key's, for a certificate; else blob
+	fp    string
 }
+
+func (id *Identity) encode() *encoding {
+	id.enc.once.Do(func() {
+		e := &id.enc
+		e.blob, e.plain = id.Key.Marshal(), nil
+		switch id.Key.(type) {
+		case *ssh.Certificate, *agent.Key:
+			e.plain = plainKey(id.Key).Marshal()
+		default:
+			e.plain = e.blob
+		}
+		e.fp = fingerprintOf(e.plain)
+	})
+	return &id.enc
+}
+
+// fingerprintOf is ssh.FingerprintSHA256 of the key encoded as blob.
+func fingerprintOf(blob []byte) string {
+	sum := sha256.Sum256(blob)
+	return "SHA256:" + base64.RawStdEncoding.EncodeToString(sum[:])
+}
+
+// Blob returns the wire encoding of the identity's key (of the
+// certificate, for one). It is shared: the caller must not change it.
+func (id *Identity) Blob() []byte { return id.encode().blob }
+
+// Fingerprint returns the SHA256 fingerprint of the underlying public key.
+func (id *Identity) Fingerprint() string { return id.encode().fp }
 
 // NewIdentity builds an identity from a private key (ed25519.PrivateKey,
 // *ecdsa.PrivateKey or *rsa.PrivateKey, as x/crypto/ssh parses them) and

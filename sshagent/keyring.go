@@ -92,9 +92,9 @@ func (k *Keyring) Add(id *Identity) error {
 	// A key added again replaces its added copy. A copy the vault holds
 	// stays, behind the added one: the added copy (with its constraints)
 	// is listed and used, and ssh-add -d removes it alone.
-	blob := id.Key.Marshal()
+	blob := id.Blob()
 	for i, old := range k.ids {
-		if !bytes.Equal(old.Key.Marshal(), blob) {
+		if !bytes.Equal(old.Blob(), blob) {
 			continue
 		}
 		if old.Source == id.Source {
@@ -127,7 +127,7 @@ func (k *Keyring) arm(id *Identity) error {
 		}
 	}
 	if !id.Expires.IsZero() {
-		blob := id.Key.Marshal()
+		blob := id.Blob()
 		id.timer = time.AfterFunc(id.Expires.Sub(now), func() { k.expire(blob) })
 	}
 	return nil
@@ -138,7 +138,7 @@ func (k *Keyring) expire(blob []byte) {
 	defer k.mu.Unlock()
 	now := k.now()
 	k.removeLocked(func(id *Identity) bool {
-		return bytes.Equal(id.Key.Marshal(), blob) && !id.Expires.IsZero() && !now.Before(id.Expires)
+		return bytes.Equal(id.Blob(), blob) && !id.Expires.IsZero() && !now.Before(id.Expires)
 	})
 }
 
@@ -171,7 +171,7 @@ func (k *Keyring) Remove(key ssh.PublicKey) error {
 	blob := key.Marshal()
 	var inVault bool
 	n := k.removeLocked(func(id *Identity) bool {
-		if !bytes.Equal(id.Key.Marshal(), blob) {
+		if !bytes.Equal(id.Blob(), blob) {
 			return false
 		}
 		if id.Source == Vault {
@@ -263,11 +263,11 @@ func (k *Keyring) Identities() ([]*Identity, error) {
 				seen = map[string]bool{}
 				for _, o := range k.ids {
 					if o.Source == Added && (o.Expires.IsZero() || now.Before(o.Expires)) {
-						seen[string(o.Key.Marshal())] = true
+						seen[string(o.Blob())] = true
 					}
 				}
 			}
-			if seen[string(id.Key.Marshal())] {
+			if seen[string(id.Blob())] {
 				continue
 			}
 		}
@@ -296,13 +296,14 @@ func (k *Keyring) Lookup(key ssh.PublicKey) (*Identity, error) {
 // findKey returns the identity among ids with exactly key, else one with
 // the same public key with or without a certificate, else nil.
 func findKey(ids []*Identity, key ssh.PublicKey) *Identity {
-	blob := key.Marshal()
+	blob, plain := key.Marshal(), plainKey(key).Marshal()
 	var same *Identity
 	for _, id := range ids {
-		if bytes.Equal(id.Key.Marshal(), blob) {
+		e := id.encode()
+		if bytes.Equal(e.blob, blob) {
 			return id
 		}
-		if same == nil && samePublic(id.Key, key) {
+		if same == nil && bytes.Equal(e.plain, plain) {
 			same = id
 		}
 	}

@@ -187,7 +187,7 @@ func (c *conn) signUpstream(id *Identity, data []byte, flags uint32, record func
 	if locked {
 		return nil, record(), ErrLocked
 	}
-	msg := append([]byte{msgSignRequest}, ssh.Marshal(signRequestMsg{KeyBlob: id.Key.Marshal(), Data: data, Flags: flags})...)
+	msg := append([]byte{msgSignRequest}, ssh.Marshal(signRequestMsg{KeyBlob: id.Blob(), Data: data, Flags: flags})...)
 	u, err := c.upstreamSend(msg)
 	if recorded = record(); recorded != nil && err == nil {
 		// Nothing it signs may leave: the upstream need not wait for

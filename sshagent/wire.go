@@ -114,7 +114,7 @@ func identitiesAnswer(ids []*Identity) []byte {
 		body = append(body, ssh.Marshal(struct {
 			Blob    []byte
 			Comment string
-		}{id.Key.Marshal(), id.Comment})...)
+		}{id.Blob(), id.Comment})...)
 	}
 	return reply(msgIdentitiesAnswer, body)
 }
