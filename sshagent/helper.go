@@ -35,11 +35,22 @@ func helperPath(env, def string) string {
 // upstream agent. It is used by one goroutine at a time, a reply read
 // after each request.
 type framed struct {
-	conn net.Conn
-	r    *bufio.Reader // a reply's length and body in one read
+	conn  net.Conn
+	r     *bufio.Reader // a reply's length and body in one read
+	armed *time.Time    // the read deadline set on conn, zero for none
 }
 
-func newFramed(c net.Conn) framed { return framed{conn: c, r: bufio.NewReaderSize(c, 4096)} }
+func newFramed(c net.Conn) framed {
+	return framed{conn: c, r: bufio.NewReaderSize(c, 4096), armed: new(time.Time)}
+}
+
+// deadlineSlack is how much earlier than asked a read deadline set for
+// an earlier call may end a wait: a deadline is set again only when the
+// one set would end the wait later than asked or more than this earlier.
+// Setting one (and clearing it after each call) costs two updates of
+// the runtime's timers per exchange; requests in a row now set one about
+// once a second.
+const deadlineSlack = time.Second
 
 // send writes one framed message: its length, then body.
 func (f framed) send(body []byte) error {
@@ -50,10 +61,12 @@ func (f framed) send(body []byte) error {
 }
 
 // recv reads one framed message of at most MaxMessage bytes, waiting at
-// most until deadline.
+// most until deadline (and at least until deadlineSlack before it).
 func (f framed) recv(deadline time.Time) ([]byte, error) {
-	f.conn.SetReadDeadline(deadline)
-	defer f.conn.SetReadDeadline(time.Time{})
+	if a := *f.armed; a.IsZero() || a.After(deadline) || deadline.Sub(a) > deadlineSlack {
+		f.conn.SetReadDeadline(deadline)
+		*f.armed = deadline
+	}
 	var hdr [4]byte
 	if _, err := io.ReadFull(f.r, hdr[:]); err != nil {
 		return nil, err
