@@ -63,7 +63,15 @@ var ErrHiddenExe = errors.New("its executable cannot be read: the process is not
 func (t *Table) admit(c *net.UnixConn, cred *Cred, socket string, log *slog.Logger, opaque bool) (*Peer, error) {
 	peer, err := t.peerOf(c, cred)
 	if err != nil {
-		log.Warn("refusing connection: cannot identify the peer", "socket", socket, "err", err)
+		if hungUp(c) {
+			// Closed already, as by a program that connects only to see
+			// whether an agent is there (OpenSSH 10's sshd -i, which
+			// then executes sshd-session): refused all the same, and
+			// worth no warning.
+			log.Info("refusing connection: closed before its peer could be identified", "socket", socket, "err", err)
+		} else {
+			log.Warn("refusing connection: cannot identify the peer", "socket", socket, "err", err)
+		}
 		return nil, fmt.Errorf("identify the peer: %w", err)
 	}
 	if peer.Exe.Hidden && !opaque {

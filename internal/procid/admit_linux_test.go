@@ -91,3 +91,32 @@ func TestAdmit(t *testing.T) {
 		}
 	}
 }
+
+// A peer gone before it could be identified is refused either way. When
+// nothing is left of its connection (a program that connected only to
+// see whether an agent listens, as OpenSSH 10's sshd -i does before it
+// executes sshd-session), the refusal is logged as information; when
+// another process holds the connection open, as a warning.
+func TestAdmitPeerGoneBeforeIdentified(t *testing.T) {
+	for _, tc := range []struct{ mode, level, msg string }{
+		{"probe", "INFO", "closed before its peer could be identified"},
+		{"handoff", "WARN", "cannot identify the peer"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			l, sock := listenTemp(t)
+			cmd, c := connectClient(t, l, sock, tc.mode, os.Args[0])
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("client: %v", err)
+			}
+			var logged bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&logged, nil))
+			if p, err := Host.Admit(c, "test", log); err == nil {
+				p.Close()
+				t.Fatal("admitted a peer that is gone")
+			}
+			if out := logged.String(); !strings.Contains(out, "level="+tc.level) || !strings.Contains(out, tc.msg) {
+				t.Fatalf("logged %q, want level %s and %q", out, tc.level, tc.msg)
+			}
+		})
+	}
+}

@@ -40,6 +40,28 @@ func runClient(sock, mode string) {
 	case "sleeping":
 		time.Sleep(30 * time.Second)
 		os.Exit(0)
+	case "probe":
+		// Connected, closed, gone: a look at whether anything listens.
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			os.Exit(3)
+		}
+		c.Close()
+		os.Exit(0)
+	case "handoff":
+		// Connected, the connection handed to a child that keeps it
+		// open for 10 s, gone.
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			os.Exit(3)
+		}
+		f, _ := c.(*net.UnixConn).File()
+		child := exec.Command("/bin/sleep", "10")
+		child.ExtraFiles = []*os.File{f}
+		if child.Start() != nil {
+			os.Exit(3)
+		}
+		os.Exit(0)
 	case "connectagain":
 		// After an exec: a second connection, from the new program.
 		c, err := net.Dial("unix", sock)
