@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math/rand/v2"
+	"net"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/control"
 	"github.com/postern/postern/internal/procid"
 )
 
@@ -322,18 +325,61 @@ func TestFollowCardsThroughQuietPeriods(t *testing.T) {
 	}
 }
 
-// A console whose stream the gateway ends (it stops) is told so.
-func TestFollowCardsEndsWithTheGateway(t *testing.T) {
-	_, sock, stop := runGateway(t, gatewayHome(t))
+// Nothing that serves the control socket outlives the gateway: a client
+// that connected and sent nothing yet, and one that follows the cards,
+// are cut when it stops, and their handlers have ended (their slots given
+// back) when Run returns, not up to a request timeout later.
+func TestStopWaitsForControlConnections(t *testing.T) {
+	g, sock, stop := runGateway(t, gatewayHome(t))
+	silent, err := net.Dial("unix", api.ControlSocket(sock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	following := followAsConsole(sock)
+	for g.limits.control.Total() != 2 {
+		time.Sleep(time.Millisecond) // the silent one is admitted
+	}
+	start := time.Now()
+	stop()
+	if n := g.limits.control.Total(); n != 0 {
+		t.Fatalf("%d control connections still served after the gateway stopped", n)
+	}
+	if d := time.Since(start); d > control.RequestTimeout/2 {
+		t.Fatalf("stopping took %v", d)
+	}
+	<-following
+	silent.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := silent.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("the silent connection: %v, want it closed", err)
+	}
+}
+
+// followAsConsole follows the cards of the gateway at sock as a console,
+// until the gateway ends the stream; it returns once the snapshot came,
+// and the stream's end comes on the channel.
+func followAsConsole(sock string) <-chan error {
 	following := make(chan error, 1)
 	open := make(chan struct{})
+	var once sync.Once
 	go func() {
 		following <- api.NewClient(sock).FollowCards(context.Background(), true, func(*api.CardsDelta) error {
-			close(open)
+			once.Do(func() { close(open) })
 			return nil
 		})
 	}()
-	<-open
+	select {
+	case <-open:
+	case err := <-following:
+		following <- err
+	}
+	return following
+}
+
+// A console whose stream the gateway ends (it stops) is told so.
+func TestFollowCardsEndsWithTheGateway(t *testing.T) {
+	_, sock, stop := runGateway(t, gatewayHome(t))
+	following := followAsConsole(sock)
 	stop()
 	if err := <-following; err == nil || errors.Is(err, context.Canceled) {
 		t.Fatalf("the stream ended with %v", err)

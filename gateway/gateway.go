@@ -358,6 +358,10 @@ func (g *Gateway) shutdown() error {
 	g.srv.cancel()
 	g.closeListeners()
 	g.srv.wg.Wait()
+	// Nothing that answers a control request outlives the gateway (a
+	// follower of the cards, an unlock in progress): their connections
+	// are cut, and they are waited for.
+	g.ctl.Wait()
 	g.mu.Lock()
 	grace := g.config.Bastion.StopGrace.Duration
 	g.mu.Unlock()

@@ -93,11 +93,15 @@ func (s *Server) Serve(ctx context.Context, l *net.UnixListener) error {
 	return safesocket.Serve(ctx, l, &s.wg, func(c *net.UnixConn) { s.handle(ctx, c) }, s.Exhausted)
 }
 
-// Wait waits for open connections to finish.
+// Wait waits for open connections to finish. Once the context Serve was
+// given ends, each is cut, so Wait returns as soon as the handlers see it.
 func (s *Server) Wait() { s.wg.Wait() }
 
 func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	defer c.Close()
+	// When the server stops, the connection is cut wherever it waits (for
+	// a request, to write, for a change to follow), so that Wait returns.
+	defer context.AfterFunc(ctx, func() { c.Close() })()
 	peer, slot, err := safesocket.AdmitOpaque(c, s.Procs, "control", s.Log, s.Limits, s.Exhausted)
 	if err != nil {
 		return
