@@ -127,8 +127,10 @@ func TestSocketActivation(t *testing.T) {
 		t.Fatalf("ssh-add -l after activation:\n%s", out)
 	}
 	// The gateway serves the socket it was given (the launcher's pid:
-	// it execs the agent) and its control socket beside it.
-	if !strings.Contains(l.Log(), `msg="gateway started"`) || !strings.Contains(l.Log(), "socket="+sock) {
+	// it execs the agent) and its control socket beside it. It serves
+	// the agent socket before it says it started.
+	l.WaitLog(t, `msg="gateway started"`)
+	if !strings.Contains(l.Log(), "socket="+sock) {
 		t.Fatalf("agent log:\n%s", l.Log())
 	}
 	if strings.Contains(l.Log(), "does not pass credentials") {
