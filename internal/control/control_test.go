@@ -189,9 +189,11 @@ func TestLimitsEvictTheIdle(t *testing.T) {
 		defer c.Close()
 		c.Write([]byte("partial"))
 		idle = append(idle, c)
-	}
-	for limits.Total() < 2 {
-		time.Sleep(time.Millisecond)
+		// Idle once identified, and in the order they came: the first
+		// is the one idle the longest.
+		for limits.Idle() < len(idle) {
+			time.Sleep(time.Millisecond)
+		}
 	}
 	out, err := Exchange(context.Background(), sock, []byte("x"))
 	if err != nil || string(out) != "ok" {
