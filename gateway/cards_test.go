@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"os/exec"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -341,7 +343,16 @@ func TestStopWaitsForControlConnections(t *testing.T) {
 		time.Sleep(time.Millisecond) // the silent one is admitted
 	}
 	start := time.Now()
-	stop()
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(3 * time.Second):
+		var stacks strings.Builder
+		pprof.Lookup("goroutine").WriteTo(&stacks, 2)
+		t.Logf("still stopping after 3s:\n%s", stacks.String())
+		<-stopped
+	}
 	if n := g.limits.control.Total(); n != 0 {
 		t.Fatalf("%d control connections still served after the gateway stopped", n)
 	}
