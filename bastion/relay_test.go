@@ -3,6 +3,7 @@ package bastion
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
@@ -464,6 +465,30 @@ func TestRelayConnectionCutMidCommand(t *testing.T) {
 	es := w.entries()
 	if len(es) != 2 || es[0].RetryOf != e.ID || es[1].RetriedBy != es[0].ID {
 		t.Fatalf("journal after the approved retry: %+v", es)
+	}
+}
+
+// A command that Stop cuts off after the grace period has its unknown
+// outcome in the journal and the audit log before Stop returns: the
+// gateway closes both right after. Its connection ends before it records
+// that (gliderlabs/ssh does not wait for a connection's sessions); the
+// audit log is slow here, as under a busy disk.
+func TestStopWaitsForCutCommandsToRecord(t *testing.T) {
+	w := newWorld(t)
+	w.audit.slowDown(audit.EventCommandUnknown, 300*time.Millisecond)
+	w.startRunning("sleep 3600", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if n := w.srv.Stop(ctx); n != 1 {
+		t.Fatalf("Stop cut %d connections, want 1", n)
+	}
+	types := w.audit.types()
+	e := w.only()
+	if e.Status() != journal.StatusUnknown || e.Unknown.Reason != journal.ReasonBastionStopped {
+		t.Fatalf("journal after Stop: %s %+v", e.Status(), e.Unknown)
+	}
+	if !slices.Contains(types, string(audit.EventCommandUnknown)) {
+		t.Fatalf("audit events when Stop returned: %v", types)
 	}
 }
 

@@ -57,7 +57,8 @@ type Server struct {
 	instance string
 	ssh      *gliderssh.Server
 	wg       sync.WaitGroup
-	running  running // commands started that may still run (waiting.go)
+	sessions sessionCount // session channels being served
+	running  running      // commands started that may still run (waiting.go)
 
 	stopping atomic.Bool
 	mu       sync.Mutex
@@ -86,7 +87,7 @@ func New(cfg Config) *Server {
 			return c
 		},
 		ChannelHandlers: map[string]gliderssh.ChannelHandler{
-			"session": s.handleSession,
+			"session": s.countedSession,
 		},
 		RequestHandlers: map[string]gliderssh.RequestHandler{},
 	}
@@ -96,7 +97,7 @@ func New(cfg Config) *Server {
 // Serve accepts postern connect clients on l until ctx ends.
 func (s *Server) Serve(ctx context.Context, l *net.UnixListener) error {
 	err := safesocket.Serve(ctx, l, &s.wg, s.accept, s.cfg.Exhausted)
-	s.wg.Wait()
+	s.Wait()
 	return err
 }
 
@@ -137,8 +138,11 @@ func (s *Server) markersFor(host string) bool {
 	return false
 }
 
-// Wait waits for connections being served to end.
-func (s *Server) Wait() { s.wg.Wait() }
+// Wait waits for connections being served to end, and their sessions.
+func (s *Server) Wait() {
+	s.wg.Wait()
+	<-s.sessions.idle()
+}
 
 // cutOffWait bounds how long Stop waits, after cutting the connections,
 // for the commands to record that their outcome is unknown.
@@ -154,7 +158,7 @@ const cutOffWait = 5 * time.Second
 func (s *Server) Stop(ctx context.Context) int {
 	s.stopping.Store(true)
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	go func() { s.Wait(); close(done) }()
 	select {
 	case <-done:
 		return 0

@@ -300,13 +300,29 @@ func (k *testKeys) signatures() int {
 type testRecorder struct {
 	mu     sync.Mutex
 	events []audit.Event
+	slow   map[audit.EventType]time.Duration // how long recording a type takes
 }
 
 func (r *testRecorder) Record(e audit.Event) error {
 	r.mu.Lock()
+	d := r.slow[e.Type]
+	r.mu.Unlock()
+	time.Sleep(d)
+	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
 	return nil
+}
+
+// slowDown makes recording an event of type typ take d, as a busy disk
+// makes the audit log's durable writes take.
+func (r *testRecorder) slowDown(typ audit.EventType, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.slow == nil {
+		r.slow = map[audit.EventType]time.Duration{}
+	}
+	r.slow[typ] = d
 }
 
 // types returns the types of the events recorded, in order.
