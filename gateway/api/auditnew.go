@@ -30,12 +30,13 @@ const retiredPrefix = "audit-retired-"
 
 // RetiredAuditLog describes what NewAuditLog did.
 type RetiredAuditLog struct {
-	Dir      string   // where the old log and its keys went
-	Moved    []string // the files moved, by their old paths
-	NewPin   string   // the new log's first checkpoint key, printable
-	LogPath  string   // the new log's path (the old one's)
-	OldLog   string   // the old log's path now, if there was one
-	Identity string   // the vault secret that keeps the old identity
+	// Dir is where the old log and its keys went; its name is also the
+	// vault secret that keeps the old log's identity.
+	Dir     string
+	Moved   []string // the files moved, by their old paths
+	NewPin  string   // the new log's first checkpoint key, printable
+	LogPath string   // the new log's path (the old one's)
+	OldLog  string   // the old log's path now, if there was one
 }
 
 // NewAuditLog retires the audit log of the state directory and its keys
@@ -63,7 +64,7 @@ func NewAuditLog(openVault func() (*vault.Vault, error)) (*RetiredAuditLog, erro
 	}
 	name := retiredPrefix + time.Now().UTC().Format("20060102T150405Z")
 	logPath := filepath.Join(stateDir, xdg.AuditLogFile)
-	r := &RetiredAuditLog{Dir: filepath.Join(stateDir, name), LogPath: logPath, Identity: name}
+	r := &RetiredAuditLog{Dir: filepath.Join(stateDir, name), LogPath: logPath}
 	r.Moved, err = audit.Retire(stateDir, logPath, r.Dir)
 	if errors.Is(err, audit.ErrLocked) {
 		return nil, fmt.Errorf("%w: %w", ErrAuditLogHeld, err)
