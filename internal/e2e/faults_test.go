@@ -83,12 +83,12 @@ func TestStopGivesCommandsAGracePeriod(t *testing.T) {
 	}
 	// stop_grace goes in [bastion], the file's last table before the
 	// [run] section Config adds.
-	b.e.Config(strings.Replace(string(cfg), runSection(), "", 1) + "stop_grace = \"10s\"\n")
+	b.e.Config(strings.Replace(string(cfg), runSection(), "", 1) + "stop_grace = \"5s\"\n")
 	b.agent.Stop()
 	b.agent = b.e.StartAgent()
 	b.e.MustRun("postern", "unlock", "--passphrase-file", b.pass)
 
-	short, long := "sleep 2; echo finished", "sleep 300"
+	short, long := "sleep 1; echo finished", "sleep 300"
 	results := make(chan Result, 2)
 	for _, c := range []string{short, long} {
 		go func() { results <- b.ssh(c) }()
