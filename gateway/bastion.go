@@ -132,11 +132,7 @@ func (g *Gateway) stopBastion(grace time.Duration) {
 		})
 	}
 	wg.Wait()
-	done := make(chan struct{})
-	go func() { g.bastionConns.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
+	if !waitAtMost(stopWait, g.bastionConns.Wait) {
 		g.log.Warn("stopping: bastion connections still open; not waiting for them")
 	}
 }

@@ -360,8 +360,10 @@ func (g *Gateway) shutdown() error {
 	g.srv.wg.Wait()
 	// Nothing that answers a control request outlives the gateway (a
 	// follower of the cards, an unlock in progress): their connections
-	// are cut, and they are waited for.
-	g.ctl.Wait()
+	// are cut, and they are waited for, for a bounded time.
+	if !waitAtMost(stopWait, g.ctl.Wait) {
+		g.log.Warn("stopping: control requests still being answered; not waiting for them")
+	}
 	g.mu.Lock()
 	grace := g.config.Bastion.StopGrace.Duration
 	g.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"net"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/gateway/api"
@@ -57,6 +58,25 @@ func (s *servers) err() error {
 		return err
 	default:
 		return nil
+	}
+}
+
+// stopWait bounds how long a stopping gateway waits for the connections
+// it cut to be done with (their handlers to return): a handler stuck in
+// something that ignores the cut does not keep the gateway from exiting.
+const stopWait = 5 * time.Second
+
+// waitAtMost calls wait and reports whether it returned within d.
+func waitAtMost(d time.Duration, wait func()) bool {
+	done := make(chan struct{})
+	go func() { wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
 	}
 }
 
