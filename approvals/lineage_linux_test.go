@@ -65,6 +65,10 @@ func (w *hostWorld) childOf(pid int, comm string) *procid.Peer {
 				if err != nil {
 					w.t.Fatal(err)
 				}
+				if p.Layout.StartBrk == 0 { // named, but its exec not ended: the layout comes last
+					p.Close()
+					continue
+				}
 				w.t.Cleanup(func() { p.Close() })
 				return p
 			}

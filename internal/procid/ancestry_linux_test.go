@@ -2,8 +2,6 @@ package procid
 
 import (
 	"errors"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -21,17 +19,20 @@ func TestInspectParentReadsWhatInspectReads(t *testing.T) {
 	defer cmd.Wait()
 	defer cmd.Process.Kill()
 	pid := cmd.Process.Pid
+	// The exe link names sleep from early in the exec; the layout is
+	// filled at its end (the break's start last): wait for both, or the
+	// two reads below may straddle the exec's end.
+	var want Process
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); filepath.Base(exe) == "sleep" {
+		var err error
+		want, err = Host.Inspect(pid)
+		if err == nil && filepath.Base(want.Exe.Path) == "sleep" && want.Layout.StartCode != 0 &&
+			want.Layout.ArgEnd != 0 && want.Layout.EnvEnd != 0 && want.Layout.StartBrk != 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("setpriv never executed sleep")
+			t.Fatalf("setpriv never finished executing sleep: %+v, %v", want, err)
 		}
-	}
-	want, err := Host.Inspect(pid)
-	if err != nil {
-		t.Fatal(err)
 	}
 	got, err := Host.inspectParent(pid)
 	if err != nil || got != want {
