@@ -24,6 +24,22 @@ func (w *world) waitAsked(n int) {
 	w.t.Fatalf("the decision was not asked %d times", n)
 }
 
+// waitClientGone waits until the context of the decision asked i-th
+// (from 0) has ended: the bastion has seen its client go.
+func (w *world) waitClientGone(i int) {
+	w.t.Helper()
+	for range 1000 {
+		w.decider.mu.Lock()
+		ctx := w.decider.ctxs[i]
+		w.decider.mu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	w.t.Fatalf("the bastion never saw the client of decision %d go", i)
+}
+
 // established logs a client in with a first command, so that the
 // decisions that follow are about commands on an authenticated upstream
 // connection (as a card for a later command of an ssh session is).
@@ -78,8 +94,8 @@ func TestApprovedCommandOfAGoneClientIsNotSent(t *testing.T) {
 	go sess.Start("touch /tmp/never") // answered once decided
 	w.waitAsked(2)
 	c.Close()
-	time.Sleep(200 * time.Millisecond) // the bastion sees the client go
-	close(w.decider.hold)              // and then the approval arrives
+	w.waitClientGone(1)   // the bastion sees the client go
+	close(w.decider.hold) // and then the approval arrives
 	e := w.ended("touch /tmp/never")
 	if e.End.Outcome != journal.OutcomeFailedToStart || !strings.Contains(e.End.ErrorMsg, "the client left") || e.Status() != journal.StatusRetrySafe {
 		t.Fatalf("entry of a gone client: %+v", e.End)

@@ -202,6 +202,7 @@ type testDecider struct {
 	mu      sync.Mutex
 	deny    func(*approvals.Request) audit.Reason // a reason to deny, or ""
 	asked   []*approvals.Request
+	ctxs    []context.Context // the context each decision waited with
 	refused []audit.Reason
 	// hold, when set, keeps a decision waiting, as a card does, until it
 	// is closed; the caller's end withdraws the card (canceled) unless
@@ -213,6 +214,7 @@ type testDecider struct {
 func (d *testDecider) Decide(ctx context.Context, r *approvals.Request) approvals.Decision {
 	d.mu.Lock()
 	d.asked = append(d.asked, r)
+	d.ctxs = append(d.ctxs, ctx)
 	hold, deaf := d.hold, d.deaf
 	d.mu.Unlock()
 	if hold != nil {

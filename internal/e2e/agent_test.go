@@ -196,7 +196,7 @@ func TestConfirmNamesProcessAndDestination(t *testing.T) {
 	e := newEnv(t)
 	e.Config(`approval = "none"`)
 	log, allow := askpassStub(e)
-	e.StartAgent()
+	a := e.StartAgent()
 	k := e.Keygen("confirmed", "ed25519", 0, "")
 	e.AddKey(k, "-c")
 	msg := e.WriteFile("m", "x", 0o600)
@@ -218,8 +218,9 @@ func TestConfirmNamesProcessAndDestination(t *testing.T) {
 	// A login shows the verified destination: the server's host key, its
 	// name in the host inventory, and what known_hosts calls it.
 	sshd := startSSHD(t, pubKey(t, k)+"\n", "prod-db-1")
+	reloads := strings.Count(a.Log(), "configuration reloaded")
 	e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n", sshd.KnownHosts))
-	time.Sleep(200 * time.Millisecond) // the gateway reloads the changed configuration
+	waitFor(t, func() bool { return strings.Count(a.Log(), "configuration reloaded") > reloads })
 	e.MustRun("postern", "hosts", "import", "prod-db-1")
 	os.Remove(log)
 	e.MustRun("ssh", sshd.SSHArgs("-o", "HostKeyAlias=prod-db-1", sshd.Target(), "true")...)
