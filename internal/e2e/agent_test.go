@@ -218,9 +218,7 @@ func TestConfirmNamesProcessAndDestination(t *testing.T) {
 	// A login shows the verified destination: the server's host key, its
 	// name in the host inventory, and what known_hosts calls it.
 	sshd := startSSHD(t, pubKey(t, k)+"\n", "prod-db-1")
-	reloads := strings.Count(a.Log(), "configuration reloaded")
-	e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n", sshd.KnownHosts))
-	waitFor(t, func() bool { return strings.Count(a.Log(), "configuration reloaded") > reloads })
+	a.Reconfigure(t, fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n", sshd.KnownHosts))
 	e.MustRun("postern", "hosts", "import", "prod-db-1")
 	os.Remove(log)
 	e.MustRun("ssh", sshd.SSHArgs("-o", "HostKeyAlias=prod-db-1", sshd.Target(), "true")...)

@@ -202,8 +202,7 @@ func TestIdenticalRunsDoNotShare(t *testing.T) {
 func TestPerCallHostInsideSession(t *testing.T) {
 	w := newApprovalWorld(t, "", "git-host")
 	prodSSHD := startSSHD(t, pubKey(t, w.key)+"\n", "prod-db-1")
-	w.e.Config(fmt.Sprintf("known_hosts = [%q, %q]\n[[rule]]\nhost = \"prod-*\"\napproval = \"per-call\"\n", w.sshd.KnownHosts, prodSSHD.KnownHosts))
-	w.agent.WaitLog(t, "configuration reloaded")
+	w.agent.Reconfigure(t, fmt.Sprintf("known_hosts = [%q, %q]\n[[rule]]\nhost = \"prod-*\"\napproval = \"per-call\"\n", w.sshd.KnownHosts, prodSSHD.KnownHosts))
 	// Host rules match the host inventory's names.
 	w.e.MustRun("postern", "hosts", "import", "git-host", "prod-db-1")
 	git := sshCmd(w.sshd, "-o", "HostKeyAlias=git-host")

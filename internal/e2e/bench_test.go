@@ -175,8 +175,7 @@ func BenchmarkSign(b *testing.B) {
 func BenchmarkSignCoveredByGrant(b *testing.B) {
 	agents := startBenchAgents(b)
 	sshAgent, postern := agents[0], agents[1]
-	postern.env.Config(`approval = "session"`) // the gateway reloads it
-	time.Sleep(300 * time.Millisecond)
+	postern.gw.Reconfigure(b, `approval = "session"`)
 	pub := postern.keys["ed25519"]
 	data := []byte("a session identifier and a userauth request, roughly this long, to be signed")
 	cl, c := dialAgent(b, postern.sock)

@@ -101,8 +101,7 @@ func TestChangedAskpassIsNotAsked(t *testing.T) {
 	prog := e.Path("askpass")
 	os.WriteFile(prog, []byte("#!/bin/sh\nexit 0\n"), 0o755)
 	os.Remove(log)
-	e.Config("approval = \"per-call\"\ncard_timeout = \"2s\"\n")
-	a.WaitLog(t, "configuration reloaded")
+	a.Reconfigure(t, "approval = \"per-call\"\ncard_timeout = \"2s\"\n")
 	start := time.Now()
 	if r := e.Run("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg); r.Code == 0 {
 		t.Fatal("the rewritten askpass program approved")

@@ -162,6 +162,19 @@ func (e *Env) Config(content string) {
 	e.WriteFile("config/postern/config.toml", content, 0o600)
 }
 
+// reloads counts the configurations the gateway has put in force since it
+// started.
+func (a *Agent) reloads() int { return strings.Count(a.Log(), "configuration reloaded") }
+
+// Reconfigure writes the configuration file, a change that loosens
+// nothing, and waits until the running gateway has put it in force.
+func (a *Agent) Reconfigure(t testing.TB, content string) {
+	t.Helper()
+	before := a.reloads()
+	a.env.Config(content)
+	waitFor(t, func() bool { return a.reloads() > before })
+}
+
 // ApprovePolicy answers, as the person would, the policy change card a
 // looser configuration written while a gateway runs brings up, and
 // waits until the change is in force.
@@ -172,9 +185,9 @@ func (a *Agent) ApprovePolicy(t testing.TB) {
 	for time.Now().Before(deadline) {
 		for _, c := range e.cards() {
 			if c.Kind == "policy_change" {
-				before := strings.Count(a.Log(), "configuration reloaded")
+				before := a.reloads()
 				e.MustRun("postern", "approve", c.ID, "--once")
-				waitFor(t, func() bool { return strings.Count(a.Log(), "configuration reloaded") > before })
+				waitFor(t, func() bool { return a.reloads() > before })
 				return
 			}
 		}

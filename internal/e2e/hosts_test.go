@@ -30,8 +30,7 @@ func newInventoryWorld(t *testing.T) *inventoryWorld {
 	if strings.Contains(string(mustRead(t, kh)), "prod-db-1") {
 		t.Fatal("known_hosts is not hashed")
 	}
-	e.Config(fmt.Sprintf("known_hosts = [%q]\n[[rule]]\nclass = \"production\"\napproval = \"per-call\"\n", kh))
-	w.agent.WaitLog(t, "configuration reloaded")
+	w.agent.Reconfigure(t, fmt.Sprintf("known_hosts = [%q]\n[[rule]]\nclass = \"production\"\napproval = \"per-call\"\n", kh))
 	return &inventoryWorld{approvalWorld: w, prod: prod, kh: kh}
 }
 

@@ -76,8 +76,7 @@ echo %s
 		authorized.WriteString(pubKey(t, k) + "\n")
 	}
 	sshd := startSSHD(t, authorized.String())
-	e.Config(fmt.Sprintf("approval = \"per-call\"\nknown_hosts = [%q]\n", sshd.KnownHosts))
-	a.WaitLog(t, "configuration reloaded")
+	a.Reconfigure(t, fmt.Sprintf("approval = \"per-call\"\nknown_hosts = [%q]\n", sshd.KnownHosts))
 	msg := e.WriteFile("m", "x", 0o600)
 	for _, k := range keys {
 		login := func() Result {

@@ -151,8 +151,7 @@ func TestSecurityKeyTouchWait(t *testing.T) {
 
 	// Nobody touches: refused when card_timeout ends, the helper killed.
 	os.Remove(pidFile)
-	e.Config("approval = \"none\"\ncard_timeout = \"1s\"\n")
-	a.WaitLog(t, "configuration reloaded")
+	a.Reconfigure(t, "approval = \"none\"\ncard_timeout = \"1s\"\n")
 	if r := e.Run("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg); r.Code == 0 {
 		t.Fatal("signed without a touch")
 	}
