@@ -16,7 +16,6 @@ import (
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/internal/connlimit"
 	"github.com/postern/postern/internal/procid"
-	"github.com/postern/postern/internal/safesocket"
 )
 
 // Config configures a bastion.
@@ -92,13 +91,6 @@ func New(cfg Config) *Server {
 		RequestHandlers: map[string]gliderssh.RequestHandler{},
 	}
 	return s
-}
-
-// Serve accepts postern connect clients on l until ctx ends.
-func (s *Server) Serve(ctx context.Context, l *net.UnixListener) error {
-	err := safesocket.Serve(ctx, l, &s.wg, s.accept, s.cfg.Exhausted)
-	s.Wait()
-	return err
 }
 
 // HandleConn serves one client that connected to a socket the caller

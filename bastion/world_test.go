@@ -96,7 +96,11 @@ func newWorldWith(t *testing.T, bastion func(*Config), host func(*ssh.ServerConf
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- w.srv.Serve(ctx, l) }()
+	go func() { // accepts until ctx ends, then waits for the clients
+		err := safesocket.Serve(ctx, l, &w.srv.wg, w.srv.accept, w.srv.cfg.Exhausted)
+		w.srv.Wait()
+		served <- err
+	}()
 	t.Cleanup(func() {
 		w.mu.Lock()
 		for _, c := range w.clients {
