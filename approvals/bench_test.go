@@ -27,18 +27,10 @@ func BenchmarkDecideCoveredByGrant(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { child.Process.Kill(); child.Wait() }()
-	var requester *procid.Peer
-	for { // until its exec has ended: its name, then its layout (the break's start last)
-		p, err := procid.Host.Pin(child.Process.Pid)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if p.Name() == "sleep" && p.Layout.StartBrk != 0 {
-			requester = p
-			break
-		}
-		p.Close()
-		time.Sleep(time.Millisecond)
+	proctest.WaitSleeping(b, child.Process.Pid, "sleep")
+	requester, err := procid.Host.Pin(child.Process.Pid)
+	if err != nil {
+		b.Fatal(err)
 	}
 	e := NewEngine(Config{
 		Procs: procid.Host, Log: slog.New(slog.DiscardHandler), BootID: "b", Vault: func() (bool, uint64) { return false, 1 },

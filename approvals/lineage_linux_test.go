@@ -22,6 +22,7 @@ import (
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/knownhosts"
 	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/procid/proctest"
 )
 
 // hostWorld is an engine over the real process table.
@@ -61,13 +62,10 @@ func (w *hostWorld) childOf(pid int, comm string) *procid.Peer {
 		for _, f := range strings.Fields(string(b)) {
 			c, _ := strconv.Atoi(f)
 			if got, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c)); strings.TrimSpace(string(got)) == comm {
+				proctest.WaitSleeping(w.t, c, comm)
 				p, err := procid.Host.Pin(c)
 				if err != nil {
 					w.t.Fatal(err)
-				}
-				if p.Layout.StartBrk == 0 { // named, but its exec not ended: the layout comes last
-					p.Close()
-					continue
 				}
 				w.t.Cleanup(func() { p.Close() })
 				return p

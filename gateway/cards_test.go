@@ -19,6 +19,7 @@ import (
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/procid/proctest"
 )
 
 // follower follows a gateway's cards over its control socket, as a
@@ -91,21 +92,13 @@ func requester(t *testing.T) *procid.Peer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for {
-		p, err := procid.Host.Pin(cmd.Process.Pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The name changes early in the exec, the layout (the break's
-		// start last) at its end: a pin taken between them would see the
-		// requester change.
-		if p.Name() == "sleep" && p.Layout.StartBrk != 0 {
-			t.Cleanup(func() { p.Close() })
-			return p
-		}
-		p.Close() // not exec'd yet
-		time.Sleep(time.Millisecond)
+	proctest.WaitSleeping(t, cmd.Process.Pid, "sleep")
+	p, err := procid.Host.Pin(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { p.Close() })
+	return p
 }
 
 // A console following the gateway's cards over the control socket shows

@@ -1,9 +1,12 @@
 package procid
 
 import (
+	"bytes"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -20,18 +23,20 @@ func TestInspectParentReadsWhatInspectReads(t *testing.T) {
 	defer cmd.Process.Kill()
 	pid := cmd.Process.Pid
 	// The exe link names sleep from early in the exec; the layout is
-	// filled at its end (the break's start last): wait for both, or the
-	// two reads below may straddle the exec's end.
+	// filled at its end (the break's start moved last): wait until sleep
+	// sleeps, or the two reads below may straddle the exec's end.
 	var want Process
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		var err error
 		want, err = Host.Inspect(pid)
-		if err == nil && filepath.Base(want.Exe.Path) == "sleep" && want.Layout.StartCode != 0 &&
-			want.Layout.ArgEnd != 0 && want.Layout.EnvEnd != 0 && want.Layout.StartBrk != 0 {
-			break
+		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err == nil && filepath.Base(want.Exe.Path) == "sleep" && bytes.Contains(stat, []byte(") S ")) {
+			if want, err = Host.Inspect(pid); err == nil {
+				break
+			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("setpriv never finished executing sleep: %+v, %v", want, err)
+			t.Fatalf("setpriv never finished executing sleep: %+v, %v, %q", want, err, stat)
 		}
 	}
 	got, err := Host.inspectParent(pid)
