@@ -32,6 +32,7 @@ func BenchmarkDecideCoveredByGrant(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer requester.Close()
 	e := NewEngine(Config{
 		Procs: procid.Host, Log: slog.New(slog.DiscardHandler), BootID: "b", Vault: func() (bool, uint64) { return false, 1 },
 		Policy: &Policy{Mode: audit.ModeSession, CardTimeout: 10 * time.Second, Hosts: knownhosts.Open(nil), Scope: ScopeKey},

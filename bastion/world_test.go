@@ -96,8 +96,10 @@ func newWorldWith(t *testing.T, bastion func(*Config), host func(*ssh.ServerConf
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { // accepts until ctx ends, then waits for the clients
-		err := safesocket.Serve(ctx, l, &w.srv.wg, w.srv.accept, w.srv.cfg.Exhausted)
+	go func() { // as the gateway serves the bastion's socket
+		var conns sync.WaitGroup
+		err := safesocket.Serve(ctx, l, &conns, w.srv.HandleConn, cfg.Exhausted)
+		conns.Wait()
 		w.srv.Wait()
 		served <- err
 	}()

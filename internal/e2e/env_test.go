@@ -172,7 +172,11 @@ func (a *Agent) Reconfigure(t testing.TB, content string) {
 	t.Helper()
 	before := a.reloads()
 	a.env.Config(content)
-	waitFor(t, func() bool { return a.reloads() > before })
+	for deadline := time.Now().Add(15 * time.Second); a.reloads() == before; sleep10ms() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway did not put the new configuration in force (one that loosens waits for ApprovePolicy):\n%s", a.Log())
+		}
+	}
 }
 
 // ApprovePolicy answers, as the person would, the policy change card a

@@ -1,14 +1,12 @@
-package procid
+package procid_test
 
 import (
-	"bytes"
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"testing"
-	"time"
+
+	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/procid/proctest"
 )
 
 // An ancestry walk's inspection of a parent, held by a pidfd, reads what
@@ -22,24 +20,12 @@ func TestInspectParentReadsWhatInspectReads(t *testing.T) {
 	defer cmd.Wait()
 	defer cmd.Process.Kill()
 	pid := cmd.Process.Pid
-	// The exe link names sleep from early in the exec; the layout is
-	// filled at its end (the break's start moved last): wait until sleep
-	// sleeps, or the two reads below may straddle the exec's end.
-	var want Process
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		var err error
-		want, err = Host.Inspect(pid)
-		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err == nil && filepath.Base(want.Exe.Path) == "sleep" && bytes.Contains(stat, []byte(") S ")) {
-			if want, err = Host.Inspect(pid); err == nil {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("setpriv never finished executing sleep: %+v, %v, %q", want, err, stat)
-		}
+	proctest.WaitSleeping(t, pid, "sleep")
+	want, err := procid.Host.Inspect(pid)
+	if err != nil {
+		t.Fatal(err)
 	}
-	got, err := Host.inspectParent(pid)
+	got, err := procid.Host.InspectParent(pid)
 	if err != nil || got != want {
 		t.Fatalf("inspectParent: %+v, %v\nInspect:       %+v", got, err, want)
 	}
@@ -48,7 +34,7 @@ func TestInspectParentReadsWhatInspectReads(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	if _, err := Host.inspectParent(pid); !errors.Is(err, ErrGone) {
+	if _, err := procid.Host.InspectParent(pid); !errors.Is(err, procid.ErrGone) {
 		t.Fatalf("a process that was reaped: %v, want ErrGone", err)
 	}
 }
