@@ -3,6 +3,7 @@ package gateway
 import (
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
@@ -55,10 +56,11 @@ func (g *Gateway) restoreRuns() {
 }
 
 // runConfinement is what a confined run must not see or change of the
-// gateway, with the [run] settings: hidden, the state directory and the
-// directory of the agent and control sockets; read-only, the
-// configuration's directory, the known_hosts files and the askpass
-// program; reachable, the bastion's socket.
+// gateway, with the [run] settings: hidden, the state directory, the
+// directory of the agent and control sockets and the upstream agent's
+// socket (upstreamHidden); read-only, the configuration's directory, the
+// known_hosts files and the askpass program; reachable, the bastion's
+// socket.
 func (g *Gateway) runConfinement() api.RunConfinement {
 	g.mu.Lock()
 	cfg := g.config
@@ -67,6 +69,10 @@ func (g *Gateway) runConfinement() api.RunConfinement {
 		Hide:      append([]string{g.stateDir, filepath.Dir(g.opts.Socket)}, expandHome(cfg.Run.Hide)...),
 		ReadOnly:  append([]string{filepath.Dir(g.configPath)}, expandHome(cfg.KnownHosts)...),
 		ReadWrite: expandHome(cfg.Run.ReadWrite),
+	}
+	if up := g.agent.Upstream; up != nil {
+		home, _ := os.UserHomeDir()
+		c.Hide = append(c.Hide, upstreamHidden(up.Socket, home))
 	}
 	c.ReadOnly = append(c.ReadOnly, expandHome(cfg.Bastion.KnownHosts)...)
 	if p, _, _ := g.askpass.Status(); p != "" {
@@ -77,4 +83,19 @@ func (g *Gateway) runConfinement() api.RunConfinement {
 		c.Sockets = append(c.Sockets, g.bastionL.Addr().String())
 	}
 	return c
+}
+
+// upstreamHidden is what a confined run is kept from of the upstream
+// agent's socket sock, whose keys it would otherwise use without postern:
+// the socket's directory where that is a directory of its own inside the
+// home directory (~/.1password, ~/.gnupg, whose other sockets sign with
+// the same keys), so that a socket the upstream makes anew while the run
+// goes on is hidden too; else the socket alone (a directory the run needs
+// more broadly, such as the home directory itself or /run, stays).
+func upstreamHidden(sock, home string) string {
+	dir := filepath.Dir(sock)
+	if home != "" && home != "/" && strings.HasPrefix(dir, filepath.Clean(home)+"/") {
+		return dir
+	}
+	return sock
 }

@@ -169,25 +169,33 @@ func newScenario(t *testing.T, uid int) *scenario {
 	mk("work/state/secret", "vault")
 	mk("work/config/postern/config.toml", "approval = \"session\"\n")
 	mk("home/.bashrc", "# rc\n")
+	mk("home/.gitconfig", "[user]\n")
 	mk("cache", "")
 	mk("outside", "not for the run")
 	filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { os.Lchown(p, uid, uid); return nil })
-	sock := filepath.Join(work, "state", "agent.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chown(sock, uid, uid)
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
+	listen := func(sock string) {
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
+		os.Chown(sock, uid, uid)
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+	}
+	sock := filepath.Join(work, "state", "agent.sock")
+	listen(sock)
+	// A socket hidden on its own, in a tree the run sees (an upstream
+	// agent's socket in the home directory).
+	upstream := filepath.Join(root, "home", "upstream.sock")
+	listen(upstream)
 	abstract := fmt.Sprintf("@confine-test-%d", os.Getpid())
 	al, err := net.Listen("unix", abstract)
 	if err != nil {
@@ -199,9 +207,9 @@ func newScenario(t *testing.T, uid int) *scenario {
 		Spec: Spec{
 			Path: self, Dir: work,
 			Env:       []string{"CONFINE_TEST_MODE=probe", "HOME=" + filepath.Join(root, "home")},
-			ReadWrite: []string{filepath.Join(root, "cache")},
+			ReadWrite: []string{filepath.Join(root, "cache"), filepath.Join(root, "home", ".gitconfig")},
 			ReadOnly:  []string{filepath.Join(work, "config", "postern"), filepath.Join(root, "home"), filepath.Dir(self)},
-			Hide:      []string{filepath.Join(work, "state")},
+			Hide:      []string{filepath.Join(work, "state"), upstream},
 			Sockets:   []string{sock},
 		},
 		Outside:    filepath.Join(root, "outside"),
@@ -221,6 +229,8 @@ func (s *scenario) probes(uid int) [][2]string {
 		{"read:" + work + "/config/postern/config.toml", "ok"},
 		{"write:" + work + "/config/postern/config.toml", "EROFS"},
 		{"read:" + root + "/home/.bashrc", "ok"},
+		{"write:" + root + "/home/.gitconfig", "ok"},
+		{"connect:" + root + "/home/upstream.sock", "ECONNREFUSED"},
 		{"write:" + root + "/home/.bashrc", "EROFS"},
 		{"write:" + root + "/cache/x", "ok"},
 		{"write:/etc/postern-confine-test", "EROFS"},

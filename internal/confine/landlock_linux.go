@@ -1,6 +1,8 @@
 package confine
 
 import (
+	"os"
+
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -30,13 +32,17 @@ func landlockThread(s *Spec) (int, error) {
 	if err != nil || abi < 1 {
 		return 0, nil
 	}
-	writable := append([]string{s.Dir, "/tmp", "/proc", "/dev/shm"}, s.ReadWrite...)
-	writable = append(writable, s.Hide...)
+	// A hidden file is /dev/null now, and stays read-only; a file in a
+	// list of trees gets a file's rights (Landlock refuses a directory's).
+	rwDirs, rwFiles := dirsAndFiles(s.ReadWrite)
+	hiddenDirs, _ := dirsAndFiles(s.Hide)
+	writable := append([]string{s.Dir, "/tmp", "/proc", "/dev/shm"}, rwDirs...)
+	writable = append(writable, hiddenDirs...)
 	fd, flags, err := landlockRights.NewRulesetFD(
 		landlock.RODirs("/"),
 		landlock.RWDirs(writable...).WithRefer().IgnoreIfMissing(),
 		landlock.RWDirs("/dev").WithIoctlDev(),
-		landlock.RWFiles(s.Sockets...).IgnoreIfMissing(),
+		landlock.RWFiles(append(rwFiles, s.Sockets...)...).IgnoreIfMissing(),
 	)
 	if err != nil {
 		return 0, err
@@ -49,4 +55,18 @@ func landlockThread(s *Spec) (int, error) {
 		return 0, err
 	}
 	return min(abi, landlockMaxABI), nil
+}
+
+// dirsAndFiles splits paths into the directories among them (and those
+// that do not exist, which the rules ignore) and the other files, as the
+// run sees them.
+func dirsAndFiles(paths []string) (dirs, files []string) {
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			files = append(files, p)
+		} else {
+			dirs = append(dirs, p)
+		}
+	}
+	return dirs, files
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -27,7 +28,13 @@ type upstreamAgent struct {
 
 func startUpstreamAgent(t *testing.T, e *Env) *upstreamAgent {
 	t.Helper()
-	u := &upstreamAgent{Socket: e.Path("run", "upstream.sock"), AskLog: e.Path("upstream-asked.log")}
+	return startUpstreamAgentAt(t, e, e.Path("run", "upstream.sock"))
+}
+
+// startUpstreamAgentAt is startUpstreamAgent with its socket at sock.
+func startUpstreamAgentAt(t *testing.T, e *Env, sock string) *upstreamAgent {
+	t.Helper()
+	u := &upstreamAgent{Socket: sock, AskLog: e.Path("upstream-asked.log")}
 	ask := e.WriteFile("upstream-askpass", fmt.Sprintf("#!/bin/sh\nprintf '%%s|%%s\\n' \"$SSH_ASKPASS_PROMPT\" \"$1\" | tr '\\n' ' ' >> %s\necho >> %s\n", u.AskLog, u.AskLog), 0o755)
 	cmd := exec.Command("ssh-agent", "-d", "-a", u.Socket)
 	cmd.Env = append(e.Environ(), "SSH_ASKPASS="+ask, "SSH_ASKPASS_REQUIRE=force", "DISPLAY=:postern-test")
@@ -216,5 +223,49 @@ func TestUpstreamAgentForwardsChanges(t *testing.T) {
 	e.MustRun("ssh-add", "-d", k+".pub")
 	if l := up.run(e, "ssh-add", "-l"); strings.Contains(l.Stdout, fp) {
 		t.Fatalf("the key removed through postern is still in the upstream agent:\n%s", l.Stdout)
+	}
+}
+
+// A confined run reaches the upstream's keys through its own socket, and
+// so through postern's card, not around it: the upstream's socket, in a
+// directory of its own in the home directory as 1Password's is, is
+// hidden from the run with that directory.
+func TestConfinedRunCannotReachUpstream(t *testing.T) {
+	need(t, "ssh-agent", "ssh-add", "ssh-keygen")
+	w := newConfinedWorld(t, "upstream = \"~/.1password/agent.sock\"\n")
+	dir := w.e.Path("home", ".1password")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	up := startUpstreamAgentAt(t, w.e, filepath.Join(dir, "agent.sock"))
+	key := w.e.Keygen("up-key", "ed25519", 0, "")
+	if r := up.run(w.e, "ssh-add", key); r.Code != 0 {
+		t.Fatalf("ssh-add to the upstream: %s", r)
+	}
+	os.Remove(key)
+
+	a := w.e.StartRun("coder")
+	for _, esc := range []struct{ name, cmd string }{
+		{"ssh-add -l on the upstream's socket", "SSH_AUTH_SOCK=" + up.Socket + " ssh-add -l"},
+		{"the upstream's socket by its path", "test -e " + up.Socket},
+		{"the upstream's directory", "ls -A " + dir + " | grep -q ."},
+	} {
+		if r := a.Do(esc.cmd); r.Code == 0 {
+			t.Errorf("%s: succeeded from inside the confined run:\n%s", esc.name, r.Stdout)
+		}
+	}
+	if n := up.signRequests(); n != 0 {
+		t.Fatalf("the upstream got %d sign requests before any card", n)
+	}
+
+	// Through the run's own socket the key is there, and signs once the
+	// person outside approves.
+	msg := w.e.WriteFile("msg", "x", 0o644)
+	job := a.Start(fmt.Sprintf("ssh-keygen -Y sign -n file -f %s.pub %s", key, msg))
+	c := w.e.WaitCard()
+	w.approve(c.ID, "--session")
+	mustSucceed(t, "signing with the upstream's key through postern", job.Wait())
+	if up.signRequests() == 0 {
+		t.Fatal("the upstream never signed")
 	}
 }
