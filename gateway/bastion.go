@@ -33,11 +33,12 @@ func (k keySource) Keys() ([]bastion.Key, error) {
 	}
 	out := make([]bastion.Key, 0, len(ids))
 	for _, id := range ids {
-		if len(id.Dest) > 0 {
+		confirm, dest := k.keys.Constraints(id)
+		if len(dest) > 0 {
 			continue // restricted by ssh-add -h to hops ssh itself binds
 		}
 		out = append(out, bastion.Key{Public: id.Key, Info: approvals.Key{
-			Fingerprint: id.Fingerprint(), Comment: id.Comment, Type: id.Key.Type(), Confirm: id.Confirm,
+			Fingerprint: id.Fingerprint(), Comment: id.Comment, Type: id.Key.Type(), Confirm: confirm,
 		}})
 	}
 	return out, nil

@@ -39,7 +39,8 @@ func (g *Gateway) opCheck(_ context.Context, _ *procid.Peer, a api.CheckArgs) (a
 	for _, id := range ids {
 		fp := ssh.FingerprintSHA256(id.Key)
 		if a.Key != "" && (fp == a.Key || id.Comment == a.Key) {
-			c.Key = approvals.Key{Fingerprint: fp, Comment: id.Comment, Type: id.Key.Type(), Confirm: id.Confirm}
+			confirm, _ := g.keys.Constraints(id)
+			c.Key = approvals.Key{Fingerprint: fp, Comment: id.Comment, Type: id.Key.Type(), Confirm: confirm}
 			res.Key, res.KeyHeld = fp+" ("+id.Comment+")", true
 			break
 		}

@@ -80,13 +80,16 @@ func (c *conn) visible() ([]*Identity, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A key postern holds hides the upstream's copy even where postern's
+	// is not shown: that one would be used.
+	ids = c.withUpstream(ids)
 	out := ids[:0:0]
 	for _, id := range ids {
-		if permitted(id.Dest, c.binds.list, "") == nil {
+		if _, dest := c.srv.Keys.Constraints(id); permitted(dest, c.binds.list, "") == nil {
 			out = append(out, id)
 		}
 	}
-	return c.withUpstream(out), nil
+	return out, nil
 }
 
 // lookup finds the identity for key: postern's own, else the upstream
@@ -129,7 +132,8 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 	case err != nil:
 		return refuse(audit.ReasonKeyNotHeld, "key not held: "+err.Error())
 	}
-	req.Key = approvals.Key{Fingerprint: id.Fingerprint(), Comment: id.Comment, Type: id.Key.Type(), Confirm: id.Confirm, Touch: id.Touch(), Upstream: id.Source == Upstream}
+	confirm, dest := c.srv.Keys.Constraints(id)
+	req.Key = approvals.Key{Fingerprint: id.Fingerprint(), Comment: id.Comment, Type: id.Key.Type(), Confirm: confirm, Touch: id.Touch(), Upstream: id.Source == Upstream}
 	// Every key signs while the allow's record is made durable, and the
 	// signature leaves only once it is (Recorded, below): a key elsewhere
 	// (the upstream agent, a token, a security key) while another
@@ -153,7 +157,7 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 		// (userauth, SSHSIG), never a web challenge, as ssh-agent.
 		return refuse(audit.ReasonMalformedRequest, "security key of a web origin asked to sign something other than an SSH request")
 	}
-	if err := c.checkBinding(id, &sd); err != nil {
+	if err := c.checkBinding(dest, &sd); err != nil {
 		return refuse(audit.ReasonBindingViolation, err.Error())
 	}
 	switch sd.kind {
@@ -229,8 +233,8 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 // checkBinding applies ssh-agent's session-bind rules to a sign request:
 // a userauth request must carry the session id of the most recent binding
 // and, when hostbound, its host key; keys restricted to destinations need
-// a bound connection whose hops they permit.
-func (c *conn) checkBinding(id *Identity, sd *signData) error {
+// a bound connection whose hops they permit (dest, the key's).
+func (c *conn) checkBinding(dest []DestConstraint, sd *signData) error {
 	last := c.binds.last()
 	if sd.kind == signUserauth && last != nil {
 		if !bytes.Equal(sd.sessionID, last.SessionID) {
@@ -240,7 +244,7 @@ func (c *conn) checkBinding(id *Identity, sd *signData) error {
 			return errors.New("host key in the userauth request differs from the bound host key")
 		}
 	}
-	if len(id.Dest) == 0 {
+	if len(dest) == 0 {
 		return nil
 	}
 	switch {
@@ -251,5 +255,5 @@ func (c *conn) checkBinding(id *Identity, sd *signData) error {
 	case len(c.binds.list) > 1 && sd.hostKey == nil:
 		return errors.New("destination-restricted key: forwarded connection without a host key in the request")
 	}
-	return permitted(id.Dest, c.binds.list, sd.user)
+	return permitted(dest, c.binds.list, sd.user)
 }

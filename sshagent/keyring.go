@@ -31,6 +31,9 @@ type Keyring struct {
 	ids    []*Identity
 	locked bool
 	locks  uint64 // how many times the keyring was locked
+	// kept are the constraints of added keys by public key, which every
+	// copy of the key is used under (kept.go).
+	kept map[string]keptConstraints
 
 	// DefaultLifetime applies to added identities that carry no lifetime
 	// of their own (postern agent -t).
@@ -88,6 +91,9 @@ func (k *Keyring) Add(id *Identity) error {
 	if err := k.arm(id); err != nil {
 		wipe(id.priv)
 		return err
+	}
+	if id.Source == Added {
+		k.keepLocked(id)
 	}
 	// A key added again replaces its added copy. A copy the vault holds
 	// stays, behind the added one: the added copy (with its constraints)

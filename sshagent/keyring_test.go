@@ -3,7 +3,11 @@ package sshagent
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"slices"
 	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // A key both in the vault and added with ssh-add is listed once, as the
@@ -49,4 +53,73 @@ func TestAddedCopyOfAVaultKey(t *testing.T) {
 			t.Fatalf("vault first %v: ssh-add -d removed the vault copy", vaultFirst)
 		}
 	}
+}
+
+// Constraints a person put on an added key hold for every copy of the
+// key: the vault's after the added copy was removed (ssh-add -d, -D),
+// and the vault's plain key where the added copy is its certificate. An
+// add of the private key without constraints lifts them; a token's copy
+// (its adder holds nothing) only adds to them.
+func TestConstraintsOutliveTheirCopy(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	fresh := func(comment string) *Identity {
+		// A copy of the key each: a removed identity wipes its own.
+		id, err := NewIdentity(slices.Clone(priv), nil, comment)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	host := newHost(t)
+	dest := []DestConstraint{{To: Hop{Hostname: "a", Keys: []HopKey{{Key: host.PublicKey()}}}}}
+	keys := &Keyring{}
+	vault := fresh("vault")
+	keys.ReplaceVault([]*Identity{vault})
+	check := func(what string, wantConfirm, wantDest bool) {
+		t.Helper()
+		id, err := keys.Lookup(vault.Key)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		confirm, d := keys.Constraints(id)
+		if confirm != wantConfirm || (len(d) > 0) != wantDest {
+			t.Fatalf("%s: %q used with confirm %v and %d destinations, want %v and %v", what, id.Comment, confirm, len(d), wantConfirm, wantDest)
+		}
+	}
+	check("the vault's key alone", false, false)
+
+	added := fresh("added")
+	added.Source, added.Confirm, added.Dest = Added, true, dest
+	if err := keys.Add(added); err != nil {
+		t.Fatal(err)
+	}
+	check("added with -c -h", true, true)
+	if err := keys.Remove(added.Key); err != nil {
+		t.Fatal(err)
+	}
+	check("the vault's copy after ssh-add -d", true, true)
+
+	// A token's copy without constraints lifts nothing.
+	token := fresh("token")
+	token.Source, token.Provider = Added, "/usr/lib/softhsm/libsofthsm2.so"
+	keys.Add(token)
+	keys.RemoveAll()
+	check("after a token's copy and ssh-add -D", true, true)
+
+	// The private key added again, without constraints: lifted.
+	plain := fresh("plain")
+	plain.Source = Added
+	keys.Add(plain)
+	keys.Remove(plain.Key)
+	check("after the private key was added without constraints", false, false)
+
+	// A certificate of the key added with -c: the plain key, which the
+	// vault holds, is used under it too.
+	cert := fresh("cert")
+	cert.Source, cert.Confirm = Added, true
+	cert.Key = newCert(t, vault.Key, ssh.UserCert, time.Now().Add(time.Hour))
+	if err := keys.Add(cert); err != nil {
+		t.Fatal(err)
+	}
+	check("the plain key beside a certificate added with -c", true, false)
 }

@@ -339,6 +339,78 @@ func TestUpstreamConnectionsKept(t *testing.T) {
 	}
 }
 
+// A key added to postern with constraints (ssh-add -c, -h) that the
+// upstream holds without them: a client that removes postern's copy still
+// signs with the upstream's only under those constraints, and the
+// upstream's copy is not listed where postern's is hidden.
+func TestUpstreamCopyUsedUnderAddedConstraints(t *testing.T) {
+	newKey := func() (ed25519.PrivateKey, ssh.PublicKey) {
+		_, k, _ := ed25519.GenerateKey(rand.Reader)
+		pub, _ := ssh.NewPublicKey(k.Public())
+		return k, pub
+	}
+	t.Run("confirm", func(t *testing.T) {
+		up := startUpstream(t)
+		ts := startGated(t, up, UpstreamRefuse)
+		k, pub := newKey()
+		if err := up.Add(agent.AddedKey{PrivateKey: k, Comment: "upstream copy"}); err != nil {
+			t.Fatal(err)
+		}
+		ag, _ := ts.client(t)
+		if err := ag.Add(agent.AddedKey{PrivateKey: k, Comment: "own, -c", ConfirmBeforeUse: true}); err != nil {
+			t.Fatal(err)
+		}
+		other, _ := ts.client(t)
+		if err := other.Remove(pub); err != nil {
+			t.Fatalf("ssh-add -d of postern's copy: %v", err)
+		}
+		if _, err := other.Sign(pub, []byte("x")); err != nil {
+			t.Fatalf("the upstream's copy: %v", err)
+		}
+		if r := ts.dec.last(); !r.Key.Upstream || !r.Key.Confirm {
+			t.Fatalf("the upstream's copy was used without the confirmation postern's had: %+v", r.Key)
+		}
+	})
+	t.Run("destinations", func(t *testing.T) {
+		up := startUpstream(t)
+		ts := startGated(t, up, UpstreamRefuse)
+		k, pub := newKey()
+		up.Add(agent.AddedKey{PrivateKey: k, Comment: "upstream copy"})
+		hostA, hostB := newHost(t), newHost(t)
+		id, err := NewIdentity(k, nil, "own, -h a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id.Source = Added
+		id.Dest = []DestConstraint{{To: Hop{Hostname: "a", Keys: []HopKey{{Key: hostA.PublicKey()}}}}}
+		if err := ts.srv.Keys.Add(id); err != nil {
+			t.Fatal(err)
+		}
+		c := ts.rawConn(t)
+		sid := []byte("session to b")
+		c.Write(frame(append([]byte{msgExtension}, ssh.Marshal(extensionMsg{Name: ExtSessionBind, Contents: hostB.bind(sid, false)})...)))
+		if typ := readReply(t, c); typ != msgSuccess {
+			t.Fatalf("session-bind: reply %d", typ)
+		}
+		if r := roundTrip(t, c, []byte{msgRequestIdentities}); r[0] != msgIdentitiesAnswer || binary.BigEndian.Uint32(r[1:5]) != 0 {
+			t.Fatalf("bound to b, a key restricted to a is listed: %x", r[:5])
+		}
+		sign := frame(append([]byte{msgSignRequest}, ssh.Marshal(signRequestMsg{KeyBlob: pub.Marshal(), Data: userauth(sid, "me", pub, nil)})...))
+		c.Write(sign)
+		if typ := readReply(t, c); typ != msgFailure {
+			t.Fatalf("a login to b with a key restricted to a: reply %d", typ)
+		}
+		c.Write(frame(append([]byte{msgRemoveIdentity}, ssh.Marshal(keyBlobMsg{KeyBlob: pub.Marshal()})...)))
+		if typ := readReply(t, c); typ != msgSuccess {
+			t.Fatalf("ssh-add -d of postern's copy: reply %d", typ)
+		}
+		c.Write(sign)
+		if typ := readReply(t, c); typ != msgFailure || up.signCount() != 0 {
+			t.Fatalf("once postern's copy was removed, the upstream's signed a login to b (reply %d, %d signatures)", typ, up.signCount())
+		}
+	})
+}
+
 func TestUpstreamChanges(t *testing.T) {
 	newKey := func() (ed25519.PrivateKey, ssh.PublicKey) {
 		_, k, _ := ed25519.GenerateKey(rand.Reader)

@@ -1,0 +1,64 @@
+package sshagent
+
+// A person's constraints on a key (ssh-add -c, ssh-add -h) hold for the
+// key, not for one copy of it. The vault or the upstream agent may hold
+// the same key without them; the added copy is listed and used first
+// (Keyring.Add), but a client that removed it (ssh-add -d, -D), or named
+// the plain key where the constrained copy is a certificate, would
+// otherwise sign with another copy, unconstrained. So the keyring keeps,
+// by public key, the constraints of the last added copy that carried
+// any, for the gateway's life, and every copy of that key, the vault's
+// and the upstream's too, is used under them.
+//
+// An add of the private key itself replaces them (whoever holds it can
+// sign without postern), and lifts them when it carries none. A key whose
+// private half is in a token or a security key (ssh-add -s, an sk- key)
+// only adds to them: its adder need not hold anything.
+
+// keptConstraints are the constraints kept for a key.
+type keptConstraints struct {
+	confirm bool
+	dest    []DestConstraint
+}
+
+// keepLocked records the constraints of id, an added identity. The caller
+// holds k.mu.
+func (k *Keyring) keepLocked(id *Identity) {
+	key := string(plainKey(id.Key).Marshal())
+	c := keptConstraints{confirm: id.Confirm, dest: id.Dest}
+	if id.Provider != "" || id.sk != nil {
+		old := k.kept[key]
+		c.confirm = c.confirm || old.confirm
+		if len(c.dest) == 0 {
+			c.dest = old.dest
+		}
+	}
+	if !c.confirm && len(c.dest) == 0 {
+		delete(k.kept, key)
+		return
+	}
+	if k.kept == nil {
+		k.kept = map[string]keptConstraints{}
+	}
+	k.kept[key] = c
+}
+
+// Constraints returns what id is used under: its own confirmation and
+// destinations, with those kept for its key (confirmation if either asks
+// for it; its own destinations, else the kept ones).
+func (k *Keyring) Constraints(id *Identity) (confirm bool, dest []DestConstraint) {
+	confirm, dest = id.Confirm, id.Dest
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	if len(k.kept) == 0 {
+		return confirm, dest
+	}
+	c, ok := k.kept[string(plainKey(id.Key).Marshal())]
+	if !ok {
+		return confirm, dest
+	}
+	if len(dest) == 0 {
+		dest = c.dest
+	}
+	return confirm || c.confirm, dest
+}
