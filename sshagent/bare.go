@@ -81,7 +81,11 @@ func (cn *conn) makeBare() {
 	if !cn.spot.Leave() {
 		return // woken meanwhile, or ended: its goroutine has it
 	}
-	// The connection is this goroutine's until it is parked again.
+	// The connection is this goroutine's until it is parked again. Its
+	// link to the upstream agent goes too (a new one gets its session
+	// bindings again when a request needs it): idle clients do not hold
+	// the upstream's connections.
+	cn.closeUpstream()
 	fd, err := dupSocket(cn.c)
 	if err == nil {
 		cn.mu.Lock()

@@ -35,6 +35,7 @@ type upstreamStub struct {
 	hold    chan struct{} // when set, Sign waits for it to close
 	signing chan struct{} // closed when a held Sign has started
 	conns   []net.Conn    // every connection it accepted
+	open    int           // those still open
 }
 
 func startUpstream(t testing.TB) *upstreamStub {
@@ -57,8 +58,15 @@ func startUpstream(t testing.TB) *upstreamStub {
 			}
 			u.mu.Lock()
 			u.conns = append(u.conns, c)
+			u.open++
 			u.mu.Unlock()
-			go func() { agent.ServeAgent(u, c); c.Close() }()
+			go func() {
+				agent.ServeAgent(u, c)
+				c.Close()
+				u.mu.Lock()
+				u.open--
+				u.mu.Unlock()
+			}()
 		}
 	}()
 	t.Cleanup(func() { l.Close(); os.RemoveAll(dir) })
@@ -102,6 +110,13 @@ func (u *upstreamStub) accepted() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return len(u.conns)
+}
+
+// openConns returns how many of its connections are open.
+func (u *upstreamStub) openConns() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.open
 }
 
 // hangUp closes every connection the upstream accepted, as an upstream

@@ -16,7 +16,8 @@ import (
 // The connections to the upstream agent: a client's own while it is
 // bound to a session (session-bind), otherwise taken from a small pool
 // and put back; each call bounded by a deadline, a link that fails
-// closed.
+// closed. A client that stays idle (a bare connection, bare.go) gives its
+// link up, so that idle clients cannot use up the upstream's connections.
 
 // maxIdleLinks bounds the unbound upstream connections kept.
 const maxIdleLinks = 4
@@ -206,8 +207,9 @@ func (c *conn) dropUpstream() {
 	}
 }
 
-// closeUpstream lets the link go when the connection ends: a link that
-// carried no session-bind is kept for another client, if there is room.
+// closeUpstream lets the link go when the connection ends or goes bare:
+// a link that carried no session-bind is kept for another client, if
+// there is room.
 func (c *conn) closeUpstream() {
 	if c.up != nil && !c.up.bound && c.srv.Upstream.idle.put(c.up) {
 		c.up = nil
