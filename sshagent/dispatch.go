@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/approvals"
 )
 
 // dispatch answers one message and logs it at debug level (postern agent
@@ -70,6 +72,12 @@ func (c *conn) answer(msg []byte) []byte {
 	case msgRemoveSmartcardKey:
 		return status(c.removeSmartcard(p) == nil)
 	case msgLock, msgUnlock:
+		if c.ep.Channel.Kind == approvals.ChannelRun {
+			// The gated program neither unlocks what the person locked
+			// (nor guesses the passphrase) nor locks the person out.
+			c.refuse("refusing to lock or unlock the agent from a run's socket")
+			return replyFailure
+		}
 		var m stringMsg
 		if err := ssh.Unmarshal(p, &m); err != nil {
 			return replyFailure

@@ -118,7 +118,15 @@ func startServerWith(t testing.TB, configure func(*Server), log ...*slog.Logger)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "s")
+	serveOn(t, srv, sock, &Endpoint{Channel: approvals.Channel{Kind: approvals.ChannelAgent}})
+	return &testServer{sock: sock, srv: srv, dec: dec}
+}
+
+// serveOn serves srv on a socket at sock for ep until the test ends.
+func serveOn(t testing.TB, srv *Server, sock string, ep *Endpoint) {
+	t.Helper()
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
@@ -129,11 +137,19 @@ func startServerWith(t testing.TB, configure func(*Server), log ...*slog.Logger)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		srv.Serve(ctx, l, &Endpoint{Channel: approvals.Channel{Kind: approvals.ChannelAgent}})
+		srv.Serve(ctx, l, ep)
 		close(done)
 	}()
-	t.Cleanup(func() { cancel(); <-done; os.RemoveAll(dir) })
-	return &testServer{sock: sock, srv: srv, dec: dec}
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// serveRun serves the agent on another socket too, as a run's own
+// (approvals.ChannelRun), and returns its path.
+func (ts *testServer) serveRun(t testing.TB, run string) string {
+	t.Helper()
+	sock := ts.sock + "-" + run
+	serveOn(t, ts.srv, sock, &Endpoint{Channel: approvals.Channel{Kind: approvals.ChannelRun, Run: run}})
+	return sock
 }
 
 // testLogger sends the agent's log to the test log.
@@ -249,6 +265,32 @@ func TestCertificates(t *testing.T) {
 		if err := cert.Verify([]byte("x"), sig); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A run's socket neither locks nor unlocks the agent: the gated program
+// cannot unlock what the person locked, guess the passphrase, or lock
+// the person out. The agent's own socket does both.
+func TestRunCannotLockOrUnlock(t *testing.T) {
+	ts := startServer(t)
+	c, err := net.Dial("unix", ts.serveRun(t, "R1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	run := agent.NewClient(c)
+	own, _ := ts.client(t)
+	if err := run.Lock([]byte("pass")); err == nil || ts.srv.Keys.Locked() {
+		t.Fatalf("a run locked the agent: %v", err)
+	}
+	if err := own.Lock([]byte("pass")); err != nil || !ts.srv.Keys.Locked() {
+		t.Fatalf("the agent's socket did not lock: %v", err)
+	}
+	if err := run.Unlock([]byte("pass")); err == nil || !ts.srv.Keys.Locked() {
+		t.Fatalf("a run unlocked the agent: %v", err)
+	}
+	if err := own.Unlock([]byte("pass")); err != nil || ts.srv.Keys.Locked() {
+		t.Fatalf("the agent's socket did not unlock: %v", err)
 	}
 }
 

@@ -76,7 +76,9 @@ func cmdRun(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	env := append(withoutEnv(os.Environ(), "SSH_AUTH_SOCK", "POSTERN_RUN"), "SSH_AUTH_SOCK="+prep.Socket, "POSTERN_RUN="+prep.ID)
+	// The vault's passphrase file is not named to the run (and a
+	// confined run does not see it).
+	env := append(withoutEnv(os.Environ(), "SSH_AUTH_SOCK", "POSTERN_RUN", envPassphraseFile), "SSH_AUTH_SOCK="+prep.Socket, "POSTERN_RUN="+prep.ID)
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, append(forwardedToRun, syscall.SIGINT, syscall.SIGQUIT)...)
 	defer signal.Stop(sigs)
@@ -141,6 +143,11 @@ func startConfined(prep *api.RunPrepared, argv, env []string) (launched, error) 
 		Sockets: append([]string{filepath.Dir(prep.Socket)}, prep.Confine.Sockets...),
 	}
 	s.Session(env)
+	if p := os.Getenv(envPassphraseFile); p != "" {
+		if abs, err := filepath.Abs(p); err == nil {
+			s.Hide = append(s.Hide, abs)
+		}
+	}
 	s.Resolve()
 	if err := s.Check(); err != nil {
 		return nil, err

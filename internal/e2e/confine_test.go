@@ -92,6 +92,8 @@ func TestConfinedRunEscapesAreRefused(t *testing.T) {
 	screen := func() string { return tmux("capture-pane", "-p", "-J").Stdout }
 	waitFor(t, func() bool { return strings.Contains(screen(), "waiting for approval cards") })
 
+	// The person's shell names the vault's passphrase file.
+	w.e.Setenv("POSTERN_PASSPHRASE_FILE", w.pass)
 	a := w.e.StartRun("coder")
 	job := a.Start(sshCmd(w.sshd, "-o", "HostKeyAlias=prod-db"))
 	c := w.e.WaitCard()
@@ -111,6 +113,9 @@ func TestConfinedRunEscapesAreRefused(t *testing.T) {
 		{"gdb attaching to the run's helper", "gdb -batch -p 1 -ex 'call (int)getpid()' 2>&1 | grep -q '= 1'"},
 		{"another terminal of the user", "ls /dev/pts/ | grep -qv ptmx"},
 		{"the D-Bus session bus", "test -e " + w.e.Path("run", "bus")},
+		{"the vault's passphrase file", "grep -q 'vault pass' " + w.pass},
+		{"the passphrase file's name", `test -n "$POSTERN_PASSPHRASE_FILE"`},
+		{"ssh-add -x locking the agent", "SSH_ASKPASS=/bin/true SSH_ASKPASS_REQUIRE=force DISPLAY=:0 ssh-add -x"},
 	}
 	os.WriteFile(w.e.Path("run", "bus"), nil, 0o600) // stands for the session bus's socket
 	for _, esc := range escapes {
