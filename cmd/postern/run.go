@@ -64,6 +64,10 @@ func cmdRun(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Only standard input, output and error reach the run's program.
+	if err := confine.CloseInheritedOnExec(); err != nil {
+		return fmt.Errorf("run: closing inherited descriptors: %w", err)
+	}
 	confined := !*noSandbox
 	if err := confine.Available(); errors.Is(err, confine.ErrUnsupported) {
 		warningf(errw, "%v: the run is unconfined", err)

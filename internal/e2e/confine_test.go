@@ -142,6 +142,13 @@ func TestConfinedRunEscapesAreRefused(t *testing.T) {
 	// the per-call login goes through.
 	tmux("send-keys", "prod-db", "Enter")
 	mustSucceed(t, "approved from outside", job.Wait())
+
+	// A descriptor of the state directory that postern run inherited
+	// (a shell's redirection) does not reach the run.
+	inherited := fmt.Sprintf("exec 8<%s; exec postern run -- sh -c 'ls /proc/self/fd/8/'", w.e.Path("state", "postern"))
+	if r := w.e.Run("sh", "-c", inherited); r.Code == 0 {
+		t.Errorf("a descriptor postern run inherited reached the confined run:\n%s", r.Stdout)
+	}
 }
 
 // --no-sandbox runs unconfined, and every card for the run says that a
