@@ -13,7 +13,10 @@
 // reports the program's exit. Inside:
 //
 //   - every mount is read-only, except the working directory and the
-//     trees of [Spec.ReadWrite] (the caches);
+//     trees of [Spec.ReadWrite] (the caches), neither of which may hold
+//     the home directory ([Spec.Check]); every directory between such a
+//     tree and a path hidden or shown read-only inside it is a mount point
+//     of its own, which the run cannot rename;
 //   - the trees of [Spec.Hide] are replaced by empty private directories:
 //     postern's state and socket directories, $XDG_RUNTIME_DIR (the D-Bus
 //     session bus, systemd's socket), the tmux and screen socket

@@ -71,6 +71,9 @@ func probe(op, arg string) error {
 			c.Close()
 		}
 		return err
+	case "rename":
+		from, to, _ := strings.Cut(arg, ">")
+		return os.Rename(from, to)
 	case "stat":
 		_, err := os.Stat(arg)
 		return err
@@ -228,6 +231,8 @@ func (s *scenario) probes(uid int) [][2]string {
 		{"connect:" + work + "/state/agent.sock", "ok"},
 		{"read:" + work + "/config/postern/config.toml", "ok"},
 		{"write:" + work + "/config/postern/config.toml", "EROFS"},
+		{"rename:" + work + "/config>" + work + "/config.old", "EBUSY"},
+		{"rename:" + work + "/state>" + work + "/state.old", "EBUSY"},
 		{"read:" + root + "/home/.bashrc", "ok"},
 		{"write:" + root + "/home/.gitconfig", "ok"},
 		{"connect:" + root + "/home/upstream.sock", "ECONNREFUSED"},

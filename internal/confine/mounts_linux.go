@@ -25,6 +25,7 @@ const (
 	stepHide     stepKind = iota // an empty private directory (or file) in place of path
 	stepExposeRW                 // the original tree, writable
 	stepExposeRO                 // the original tree, read-only
+	stepPin                      // the tree as the steps before left it, mounted on itself
 )
 
 // devNodes are the devices a run gets in its private /dev.
@@ -60,8 +61,38 @@ func plan(s *Spec) []step {
 		return int(a.kind) - int(b.kind)
 	})
 	// A path named twice gets each step in turn: the last (read-only
-	// over writable) ends on top.
-	return steps
+	// over writable) ends on top. The pins come last.
+	return append(steps, pins(s)...)
+}
+
+// pins are the directories between a writable tree (the working
+// directory, a read_write tree) and a path hidden or shown read-only
+// inside it. Each is made a mount point of itself, as the other steps
+// left it: the kernel refuses to rename a mount point, but not its
+// parent, so that a run could otherwise move a protected path's parent
+// aside and put a tree of its own in its place (postern's configuration,
+// its state directory), which programs outside the run would then use.
+func pins(s *Spec) []step {
+	var out []step
+	seen := map[string]bool{}
+	for _, w := range append([]string{s.Dir}, s.ReadWrite...) {
+		if w == "" || !filepath.IsAbs(w) {
+			continue
+		}
+		w = filepath.Clean(w)
+		for _, p := range append(slices.Clone(s.Hide), s.ReadOnly...) {
+			if !filepath.IsAbs(p) {
+				continue
+			}
+			p = filepath.Clean(p)
+			for a := filepath.Dir(p); a != w && under(a, w) && !seen[a]; a = filepath.Dir(a) {
+				seen[a] = true
+				out = append(out, step{path: a, kind: stepPin, tree: -1, dir: true})
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b step) int { return depth(a.path) - depth(b.path) })
+	return out
 }
 
 func depth(p string) int { return strings.Count(p, "/") }
@@ -77,7 +108,7 @@ func setUpMounts(s *Spec) error {
 	// covered or made read-only.
 	for i := range steps {
 		st := &steps[i]
-		if st.kind == stepHide {
+		if st.kind == stepHide || st.kind == stepPin {
 			continue
 		}
 		fi, err := os.Stat(st.path)
@@ -132,6 +163,17 @@ func cloneTree(path string, ro bool) (int, error) {
 }
 
 func (st *step) apply() error {
+	if st.kind == stepPin {
+		fd, err := cloneTree(st.path, false)
+		if err != nil {
+			return fmt.Errorf("pinning %s: %w", st.path, err)
+		}
+		defer unix.Close(fd)
+		if err := unix.MoveMount(fd, "", unix.AT_FDCWD, st.path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("pinning %s: %w", st.path, err)
+		}
+		return nil
+	}
 	if st.kind == stepHide {
 		fi, err := os.Lstat(st.path)
 		switch {

@@ -10,22 +10,15 @@ import (
 // Session adds to s what hides the user's session from a run and keeps
 // what ssh needs, from the environment env of the user's session:
 //
-//   - hidden: $XDG_RUNTIME_DIR (the D-Bus session bus, systemd's and
-//     other agents' sockets), the D-Bus session bus named by
+//   - hidden: $XDG_RUNTIME_DIR and /run/user/UID (the D-Bus session bus,
+//     systemd's and other agents' sockets), the D-Bus session bus named by
 //     $DBUS_SESSION_BUS_ADDRESS, tmux's $TMUX_TMPDIR (its default,
 //     /tmp/tmux-UID, is in the private /tmp), screen's $SCREENDIR,
 //     /run/screen and ~/.screen, and ~/.ssh (private keys, ControlMaster
 //     sockets);
 //   - read-only: ~/.ssh/known_hosts, known_hosts2 and config.
 func (s *Spec) Session(env []string) {
-	get := func(k string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
-				return v
-			}
-		}
-		return ""
-	}
+	get := func(k string) string { return getenv(env, k) }
 	home := get("HOME")
 	abs := func(p string) string {
 		if rest, ok := strings.CutPrefix(p, "~/"); ok {
@@ -39,7 +32,10 @@ func (s *Spec) Session(env []string) {
 		}
 		return filepath.Clean(p)
 	}
-	hide := []string{get("XDG_RUNTIME_DIR"), get("TMUX_TMPDIR"), get("SCREENDIR"), "/run/screen", "/var/run/screen", "~/.screen", "~/.ssh"}
+	// The user's runtime directory also where XDG_RUNTIME_DIR is not set
+	// (systemd's user manager listens there, and runs what it is told).
+	runtime := fmt.Sprintf("/run/user/%d", os.Getuid())
+	hide := []string{get("XDG_RUNTIME_DIR"), runtime, get("TMUX_TMPDIR"), get("SCREENDIR"), "/run/screen", "/var/run/screen", "~/.screen", "~/.ssh"}
 	for a := range strings.SplitSeq(get("DBUS_SESSION_BUS_ADDRESS"), ";") {
 		for kv := range strings.SplitSeq(strings.TrimPrefix(a, "unix:"), ",") {
 			if p, ok := strings.CutPrefix(kv, "path="); ok {
@@ -59,12 +55,46 @@ func (s *Spec) Session(env []string) {
 	}
 }
 
-// Check refuses a spec whose working directory is hidden: the tree
-// would be shown again on top of what hides it.
+// getenv returns the value of k in env, the last one set.
+func getenv(env []string, k string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Check refuses a spec that would give the run a way around what hides
+// it: a working directory that is hidden, or inside a hidden tree (the
+// tree would be shown again on top of what hides it); a working directory
+// or writable tree that is the home directory or holds it, where the run
+// would write the shell's start-up files, ~/.config/systemd and the like,
+// which the user's programs run outside every run.
 func (s *Spec) Check() error {
 	for _, h := range append([]string{"/tmp"}, s.Hide...) {
 		if h == s.Dir {
 			return fmt.Errorf("cannot confine the run: its working directory %s is hidden from runs; start it from another directory", h)
+		}
+	}
+	for _, h := range s.Hide {
+		if under(s.Dir, h) {
+			return fmt.Errorf("cannot confine the run: its working directory %s is inside %s, which is hidden from runs; start it from another directory", s.Dir, h)
+		}
+	}
+	home := getenv(s.Env, "HOME")
+	if r, err := filepath.EvalSymlinks(home); err == nil {
+		home = r
+	}
+	if home == "" || !filepath.IsAbs(home) {
+		return nil
+	}
+	if under(home, s.Dir) {
+		return fmt.Errorf("cannot confine the run: its working directory %s holds the home directory, which runs may not write; start it from a project's directory", s.Dir)
+	}
+	for _, w := range s.ReadWrite {
+		if under(home, w) {
+			return fmt.Errorf("cannot confine the run: the writable tree %s ([run] read_write) holds the home directory, which runs may not write", w)
 		}
 	}
 	return nil

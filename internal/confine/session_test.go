@@ -1,6 +1,8 @@
 package confine
 
 import (
+	"fmt"
+	"os"
 	"slices"
 	"testing"
 )
@@ -9,7 +11,7 @@ func TestSession(t *testing.T) {
 	var s Spec
 	s.Session([]string{"HOME=/home/u", "XDG_RUNTIME_DIR=/run/user/1000", "TMUX_TMPDIR=/var/tmux",
 		"DBUS_SESSION_BUS_ADDRESS=unix:path=/var/bus/socket,guid=1;unix:abstract=/tmp/dbus-x", "SCREENDIR=relative"})
-	for _, want := range []string{"/run/user/1000", "/var/tmux", "/var/bus/socket", "/run/screen", "/home/u/.screen", "/home/u/.ssh"} {
+	for _, want := range []string{"/run/user/1000", fmt.Sprintf("/run/user/%d", os.Getuid()), "/var/tmux", "/var/bus/socket", "/run/screen", "/home/u/.screen", "/home/u/.ssh"} {
 		if !slices.Contains(s.Hide, want) {
 			t.Errorf("%s not hidden: %q", want, s.Hide)
 		}
@@ -32,6 +34,33 @@ func TestLevelString(t *testing.T) {
 	} {
 		if l.String() != want {
 			t.Errorf("%+v: %q, want %q", l, l, want)
+		}
+	}
+}
+
+// A run may not start where it would write the home directory (the
+// shell's start-up files run outside every run) or show a hidden tree
+// again.
+func TestCheck(t *testing.T) {
+	env := []string{"HOME=/home/u"}
+	for _, c := range []struct {
+		name string
+		spec Spec
+		ok   bool
+	}{
+		{"a project", Spec{Dir: "/home/u/src/p", Env: env, Hide: []string{"/run/user/1000"}}, true},
+		{"the home directory", Spec{Dir: "/home/u", Env: env}, false},
+		{"above the home directory", Spec{Dir: "/home", Env: env}, false},
+		{"the root", Spec{Dir: "/", Env: env}, false},
+		{"inside a hidden tree", Spec{Dir: "/run/user/1000/keyring", Env: env, Hide: []string{"/run/user/1000"}}, false},
+		{"a hidden tree", Spec{Dir: "/home/u/.gnupg", Env: env, Hide: []string{"/home/u/.gnupg"}}, false},
+		{"the private /tmp", Spec{Dir: "/tmp", Env: env}, false},
+		{"inside /tmp", Spec{Dir: "/tmp/build", Env: env}, true},
+		{"read_write holding the home directory", Spec{Dir: "/home/u/src/p", Env: env, ReadWrite: []string{"/home"}}, false},
+		{"read_write inside the home directory", Spec{Dir: "/home/u/src/p", Env: env, ReadWrite: []string{"/home/u/.cache"}}, true},
+	} {
+		if err := c.spec.Check(); (err == nil) != c.ok {
+			t.Errorf("%s: Check() = %v", c.name, err)
 		}
 	}
 }

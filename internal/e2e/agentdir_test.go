@@ -26,7 +26,7 @@ func TestAgentSocketPlaces(t *testing.T) {
 	tmp := e.Path("tmp")
 	os.Mkdir(tmp, 0o700)
 	e.Setenv("TMPDIR", tmp)
-	home := e.Path("home")
+	home := e.Home()
 	agentDir := filepath.Join(home, ".ssh", "agent")
 
 	// A socket OpenSSH's ssh-agent left in ~/.ssh/agent when it was

@@ -18,7 +18,7 @@ import (
 func newConfinedWorld(t *testing.T, config string, aliases ...string) *approvalWorld {
 	need(t, "git", "make", "python3", "tmux", "setsid", "gdb")
 	w := newApprovalWorld(t, config, aliases...)
-	os.MkdirAll(w.e.Path("home", ".cache"), 0o700)
+	os.MkdirAll(w.e.Home(".cache"), 0o700)
 	return w
 }
 
@@ -58,7 +58,7 @@ func TestConfinedRunHonestPath(t *testing.T) {
 	}
 	py := `import os; p = os.path.expanduser("~/.cache/agent/state"); os.makedirs(os.path.dirname(p), exist_ok=True); open(p, "w").write("cached")`
 	mustSucceed(t, "python writing ~/.cache", a.Do("python3 -c '"+py+"'"))
-	if b, _ := os.ReadFile(w.e.Path("home", ".cache", "agent", "state")); string(b) != "cached" {
+	if b, _ := os.ReadFile(w.e.Home(".cache", "agent", "state")); string(b) != "cached" {
 		t.Fatalf("python's cache file: %q", b)
 	}
 	w.e.NoCard()

@@ -82,12 +82,15 @@ func needRoot(t testing.TB, why string) {
 	}
 }
 
-// Env is one test's private world: HOME and the XDG directories in a
-// temporary directory, and the environment every command runs with.
+// Env is one test's private world: the XDG directories in a temporary
+// directory, HOME beside it (not in it: commands, and runs, start in
+// Dir, and a confined run may not start where it would write the home
+// directory), and the environment every command runs with.
 type Env struct {
-	t   testing.TB
-	Dir string
-	env []string
+	t    testing.TB
+	Dir  string
+	home string
+	env  []string
 }
 
 func newEnv(t testing.TB) *Env {
@@ -97,15 +100,16 @@ func newEnv(t testing.TB) *Env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	e := &Env{t: t, Dir: dir}
-	for _, d := range []string{"home", "state", "config/postern", "run"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+	e := &Env{t: t, Dir: dir, home: dir + "-home"}
+	t.Cleanup(func() { os.RemoveAll(e.home) })
+	for _, d := range []string{e.home, e.Path("state"), e.Path("config", "postern"), e.Path("run")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
 	e.env = []string{
 		"PATH=" + filepath.Dir(posternBin) + ":" + os.Getenv("PATH"),
-		"HOME=" + e.Path("home"),
+		"HOME=" + e.home,
 		"XDG_STATE_HOME=" + e.Path("state"),
 		"XDG_CONFIG_HOME=" + e.Path("config"),
 		"XDG_RUNTIME_DIR=" + e.Path("run"),
@@ -118,6 +122,11 @@ func newEnv(t testing.TB) *Env {
 // Path joins elements onto the test directory.
 func (e *Env) Path(elem ...string) string {
 	return filepath.Join(append([]string{e.Dir}, elem...)...)
+}
+
+// Home joins elements onto the test's home directory.
+func (e *Env) Home(elem ...string) string {
+	return filepath.Join(append([]string{e.home}, elem...)...)
 }
 
 // Setenv sets a variable for the commands run from now on.

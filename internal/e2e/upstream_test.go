@@ -233,7 +233,7 @@ func TestUpstreamAgentForwardsChanges(t *testing.T) {
 func TestConfinedRunCannotReachUpstream(t *testing.T) {
 	need(t, "ssh-agent", "ssh-add", "ssh-keygen")
 	w := newConfinedWorld(t, "upstream = \"~/.1password/agent.sock\"\n")
-	dir := w.e.Path("home", ".1password")
+	dir := w.e.Home(".1password")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
