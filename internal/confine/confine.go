@@ -33,7 +33,9 @@
 //     forbids mounting, scopes abstract unix sockets and signals to the
 //     run (ABI 6 and later), and keeps ptrace inside the run;
 //   - a seccomp filter refuses TIOCSTI and TIOCLINUX, which would push
-//     keystrokes into the terminal the run shares with the user's shell;
+//     keystrokes into the terminal the run shares with the user's shell,
+//     and TIOCSPGRP, with which a suspended program would take that
+//     terminal back and read what the user types at the shell;
 //   - no capability survives into the program, even where uid 0 is mapped.
 //
 // The network is untouched. What cannot be done here: a program outside

@@ -99,6 +99,18 @@ func probe(op, arg string) error {
 			return e
 		}
 		return nil
+	case "tiocspgrp":
+		f, err := os.Open("/dev/null")
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		pgrp := int32(unix.Getpgrp())
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, f.Fd(), unix.TIOCSPGRP, uintptr(unsafe.Pointer(&pgrp)))
+		if e != 0 {
+			return e
+		}
+		return nil
 	case "umount":
 		return unix.Unmount(arg, unix.MNT_DETACH)
 	case "mount":
@@ -246,6 +258,7 @@ func (s *scenario) probes(uid int) [][2]string {
 		{"caps:", "ok"},
 		{"connect:" + s.Abstract, "EPERM"},
 		{"tiocsti:", "EPERM"},
+		{"tiocspgrp:", "EPERM"},
 		{"umount:" + work + "/state", "EPERM"},
 		{"mount:" + work, "EPERM"},
 		{"kill:1", "EPERM"},

@@ -9,8 +9,13 @@ import (
 // The seccomp filter refuses, with EPERM, the two ioctls that push input
 // into a terminal: TIOCSTI (fake keystrokes into the terminal the run
 // shares with the user's shell, read by the shell once the run ends) and
-// TIOCLINUX (the console's paste). It also refuses the x32 system call
-// numbers, through which the filter's numbers could be sidestepped.
+// TIOCLINUX (the console's paste); and TIOCSPGRP (tcsetpgrp), with which
+// a program of the run that the person suspended (Ctrl-Z: the shell takes
+// the terminal back, the program ignores the signal and goes on) would
+// make itself the terminal's foreground again and read what the person
+// types at the shell's prompt. A shell inside the run has no job control.
+// It also refuses the x32 system call numbers, through which the filter's
+// numbers could be sidestepped.
 
 const (
 	seccompRetAllow = 0x7fff0000
@@ -41,15 +46,16 @@ func seccompProgram() []unix.SockFilter {
 		stmt(ld, offArch),
 		jump(jeq, nativeArch, 0, 4), // native: check its numbers below
 		stmt(ld, offNr),
-		jump(jge, x32SyscallBit, 9, 0), // -> deny
-		jump(jeq, nativeIoctl, 4, 0),   // -> ioctl
+		jump(jge, x32SyscallBit, 10, 0), // -> deny
+		jump(jeq, nativeIoctl, 4, 0),    // -> ioctl
 		stmt(ret, seccompRetAllow),
-		jump(jeq, compatArch, 0, 5), // compat architecture?
+		jump(jeq, compatArch, 0, 6), // compat architecture?
 		stmt(ld, offNr),
-		jump(jeq, compatIoctl, 0, 3),
+		jump(jeq, compatIoctl, 0, 4),
 		// ioctl: look at the request.
 		stmt(ld, offArg1),
-		jump(jeq, unix.TIOCSTI, 2, 0),
+		jump(jeq, unix.TIOCSTI, 3, 0),
+		jump(jeq, unix.TIOCSPGRP, 2, 0),
 		jump(jeq, unix.TIOCLINUX, 1, 0),
 		stmt(ret, seccompRetAllow),
 		stmt(ret, eperm),
