@@ -115,6 +115,8 @@ func TestConfinedRunEscapesAreRefused(t *testing.T) {
 		{"the D-Bus session bus", "test -e " + w.e.Path("run", "bus")},
 		{"the vault's passphrase file", "grep -q 'vault pass' " + w.pass},
 		{"the passphrase file's name", `test -n "$POSTERN_PASSPHRASE_FILE"`},
+		{"moving the configuration's directory aside", fmt.Sprintf("mv %s %s.old", w.e.Path("config"), w.e.Path("config"))},
+		{"moving the state directory aside", fmt.Sprintf("mv %s %s.old", w.e.Path("state"), w.e.Path("state"))},
 		{"ssh-add -x locking the agent", "SSH_ASKPASS=/bin/true SSH_ASKPASS_REQUIRE=force DISPLAY=:0 ssh-add -x"},
 	}
 	os.WriteFile(w.e.Path("run", "bus"), nil, 0o600) // stands for the session bus's socket
@@ -148,6 +150,16 @@ func TestConfinedRunEscapesAreRefused(t *testing.T) {
 	inherited := fmt.Sprintf("exec 8<%s; exec postern run -- sh -c 'ls /proc/self/fd/8/'", w.e.Path("state", "postern"))
 	if r := w.e.Run("sh", "-c", inherited); r.Code == 0 {
 		t.Errorf("a descriptor postern run inherited reached the confined run:\n%s", r.Stdout)
+	}
+	// Nor does a run start in the home directory, whose start-up files
+	// the next shell runs outside every run.
+	fromHome := w.e.Command("postern", "run", "--", "sh", "-c", "echo rc >> .bashrc")
+	fromHome.Dir = w.e.Home()
+	if r := w.e.finish(fromHome, ""); r.Code == 0 || !strings.Contains(r.Stderr, "holds the home directory") {
+		t.Errorf("a confined run started in the home directory: %s", r)
+	}
+	if _, err := os.Stat(w.e.Home(".bashrc")); err == nil {
+		t.Error("a run wrote ~/.bashrc")
 	}
 }
 
