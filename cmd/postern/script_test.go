@@ -61,18 +61,21 @@ func TestScript(t *testing.T) {
 	})
 }
 
-// setupScript gives each script its own home: HOME and the XDG
-// directories under $WORK, no agent socket, and the cheapest key
-// derivation the vault allows.
+// setupScript gives each script its own home: the XDG directories under
+// $WORK, HOME beside it (not in it: a script's commands start in $WORK,
+// and a confined run may not start where it would write the home
+// directory), no agent socket, and the cheapest key derivation the vault
+// allows.
 func setupScript(e *testscript.Env) error {
+	home := e.WorkDir + "-home"
+	e.Defer(func() { os.RemoveAll(home) })
 	dirs := map[string]string{
-		"HOME":            "home",
-		"XDG_CONFIG_HOME": "config",
-		"XDG_STATE_HOME":  "state",
-		"XDG_RUNTIME_DIR": "run",
+		"HOME":            home,
+		"XDG_CONFIG_HOME": filepath.Join(e.WorkDir, "config"),
+		"XDG_STATE_HOME":  filepath.Join(e.WorkDir, "state"),
+		"XDG_RUNTIME_DIR": filepath.Join(e.WorkDir, "run"),
 	}
-	for env, dir := range dirs {
-		p := filepath.Join(e.WorkDir, dir)
+	for env, p := range dirs {
 		if err := os.MkdirAll(p, 0o700); err != nil {
 			return err
 		}
