@@ -238,6 +238,9 @@ func New(opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	if home, _ := os.UserHomeDir(); up != nil && upstreamHiddenAlone(up.Socket, home, os.Getenv("XDG_RUNTIME_DIR")) {
+		g.log.Warn("confined runs are kept from the upstream agent's socket only as the file it is when each starts: one the upstream makes anew meanwhile is within their reach; give the upstream a directory of its own", "upstream", up.Socket)
+	}
 	g.limits = newLimits()
 	g.agent = &sshagent.Server{
 		Keys:      g.keys,

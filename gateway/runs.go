@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,6 +93,22 @@ func (g *Gateway) runConfinement() api.RunConfinement {
 // the same keys), so that a socket the upstream makes anew while the run
 // goes on is hidden too; else the socket alone (a directory the run needs
 // more broadly, such as the home directory itself or /run, stays).
+// upstreamHiddenAlone reports whether confined runs are kept from the
+// upstream's socket sock only as the file it is when each run starts: it
+// is not in a directory of its own in the home directory (upstreamHidden)
+// nor in a tree runs never see (the runtime directory, /tmp).
+func upstreamHiddenAlone(sock, home, runtime string) bool {
+	if upstreamHidden(sock, home) != sock {
+		return false
+	}
+	for _, dir := range []string{runtime, fmt.Sprintf("/run/user/%d", os.Getuid()), "/tmp"} {
+		if dir != "" && strings.HasPrefix(sock, filepath.Clean(dir)+"/") {
+			return false
+		}
+	}
+	return true
+}
+
 func upstreamHidden(sock, home string) string {
 	dir := filepath.Dir(sock)
 	if home != "" && home != "/" && strings.HasPrefix(dir, filepath.Clean(home)+"/") {

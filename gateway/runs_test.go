@@ -20,3 +20,20 @@ func TestUpstreamHidden(t *testing.T) {
 		}
 	}
 }
+
+func TestUpstreamHiddenAlone(t *testing.T) {
+	for _, c := range []struct {
+		sock string
+		want bool
+	}{
+		{"/home/u/.1password/agent.sock", false},
+		{"/home/u/agent.sock", true},
+		{"/run/yubikey-agent.sock", true},
+		{"/run/user/1000/gnupg/S.gpg-agent.ssh", false},
+		{"/tmp/ssh-XXXXXX/agent.123", false},
+	} {
+		if got := upstreamHiddenAlone(c.sock, "/home/u", "/run/user/1000"); got != c.want {
+			t.Errorf("upstreamHiddenAlone(%q) = %v, want %v", c.sock, got, c.want)
+		}
+	}
+}
