@@ -35,6 +35,14 @@ func TestWhyShowsRequesterEscaped(t *testing.T) {
 	if n := strings.Count(b.String(), "\n"); n != 6 {
 		t.Fatalf("why printed %d lines, want 6:\n%s", n, b.String())
 	}
+	// A key's comment is its adder's, and a run adds keys.
+	b.Reset()
+	printWhy(&b, &api.WhyResult{Last: &approvals.Why{Time: time.Now(), Outcome: "ALLOWED",
+		Key: "SHA256:k (" + hostile + ")", Explain: "covered by a grant", Next: "nothing"}})
+	noRaw(t, "why's key", b.String())
+	if n := strings.Count(b.String(), "\n"); n != 5 {
+		t.Fatalf("why printed %d lines, want 5:\n%s", n, b.String())
+	}
 }
 
 func TestSessionHistoryShowsRunEscaped(t *testing.T) {

@@ -78,7 +78,8 @@ func printWhy(out io.Writer, res *api.WhyResult) {
 		fmt.Fprintf(out, "  run:         %s\n", w.Run)
 	}
 	if w.Key != "" {
-		fmt.Fprintf(out, "  key:         %s\n", w.Key)
+		// The comment is the adder's: a run may add a key of its own.
+		fmt.Fprintf(out, "  key:         %s\n", safetext.Field(w.Key, safetext.Line))
 	}
 	if w.Destination != "" {
 		fmt.Fprintf(out, "  destination: host key %s (verified)\n", safetext.Field(w.Destination, safetext.Line))
