@@ -109,13 +109,7 @@ func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, acti
 	if prev := ss.runningIdentical(e, hostKey); prev != nil && retry == "" {
 		concurrent = fmt.Sprintf("journal entry %s (RUNNING, started %s)", prev.ID, prev.Started.Local().Format("2006-01-02 15:04:05"))
 	}
-	shown := e.Command
-	switch e.Kind {
-	case "shell":
-		shown = []byte("(interactive shell)")
-	case "subsystem":
-		shown = append([]byte("(subsystem) "), e.Command...)
-	}
+	shown := shownCommand(e)
 	req := &approvals.Request{
 		Requester: info.requester,
 		Channel:   approvals.Channel{Kind: approvals.ChannelBastion},
@@ -145,4 +139,15 @@ func (ss *session) retryOf(e *journal.Entry, hostKey gossh.PublicKey) (*journal.
 	}
 	t := journal.Target{User: ss.info.target.User, Host: ss.info.target.Host, Port: ss.info.target.Port, HostKey: gossh.FingerprintSHA256(hostKey)}
 	return ss.s.cfg.Journal.Unresolved(t, e.Kind, journal.CommandHash(e.Command))
+}
+
+// shownCommand is what the card shows of e's command.
+func shownCommand(e *journal.Entry) []byte {
+	switch e.Kind {
+	case journal.KindShell:
+		return []byte("(interactive shell)")
+	case journal.KindSubsystem:
+		return append([]byte("(subsystem) "), e.Command...)
+	}
+	return e.Command
 }

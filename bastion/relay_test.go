@@ -21,6 +21,7 @@ import (
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/bastion/marker"
+	"github.com/postern/postern/internal/safetext"
 )
 
 // run runs command through the bastion on a fresh connection and returns
@@ -605,6 +606,30 @@ func TestRelayDenied(t *testing.T) {
 	}
 	if e := w.only(); e.Status() != journal.StatusRetrySafe || e.End.Outcome != journal.OutcomeDenied {
 		t.Fatalf("journal %s %+v", e.Status(), e.End)
+	}
+}
+
+// A command longer than a card shows whole is refused before anyone is
+// asked: an approval covers what its card showed. One that fits (escaped,
+// as the card shows it) is asked about and sent.
+func TestRelayRefusesACommandLongerThanACard(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
+	long := "echo " + strings.Repeat("x", safetext.Command) // 405 characters
+	_, errOut, err := w.run(long, nil)
+	if exitStatus(t, err) != ExitDenied || !strings.Contains(errOut, "longer than a card shows (405 characters of 400") {
+		t.Fatalf("err %v, stderr %q", err, errOut)
+	}
+	// Escaped, a control character takes four: 99 of them do not fit.
+	_, _, err = w.run("echo "+strings.Repeat("\x01", 99), nil)
+	if exitStatus(t, err) != ExitDenied {
+		t.Fatalf("a command whose escaped form is cut: %v", err)
+	}
+	if len(w.decider.requests()) != 0 || w.keys.signatures() != 0 || w.host.logins() != 0 || len(w.entries()) != 0 {
+		t.Fatalf("asked %d times, signed %d times, %d logins, %d journal entries", len(w.decider.requests()), w.keys.signatures(), w.host.logins(), len(w.entries()))
+	}
+	if _, _, err := w.run("echo "+strings.Repeat("x", safetext.Command-5), nil); err != nil {
+		t.Fatalf("a command that fits: %v", err)
 	}
 }
 

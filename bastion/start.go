@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/bastion/marker"
+	"github.com/postern/postern/internal/safetext"
 )
 
 // start obtains the upstream connection and the decision, journals the
@@ -40,6 +42,12 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 		Marker:        kind == journal.KindExec && s.markersFor(info.target.Host),
 	}
 	log := s.cfg.Log.With("target", info.target.String())
+	// An approval covers what its card showed, and a card shows a command
+	// whole or not at all.
+	if shown := shownCommand(e); !safetext.Whole(string(shown), safetext.Command) {
+		ss.refuse(req, fmt.Sprintf("refused: the command is longer than a card shows (%d characters of %d once escaped); run a script that is on the host instead. The command was not sent", utf8.RuneCountInString(safetext.Escape(string(shown))), safetext.Command), ExitDenied)
+		return
+	}
 	if s.stopping.Load() {
 		ss.refuse(req, "the gateway is stopping; the command was not sent", ExitUnreachable)
 		return

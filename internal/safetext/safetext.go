@@ -50,6 +50,11 @@ func Field(s string, limit int) string { return render(s, limit) }
 // Bytes renders b as Field renders a string.
 func Bytes(b []byte, limit int) string { return render(string(b), limit) }
 
+// Whole reports whether Field(s, limit) shows all of s, uncut.
+func Whole(s string, limit int) bool {
+	return limit <= 0 || utf8.RuneCountInString(render(s, 0)) <= limit
+}
+
 // Escape renders s on one line, uncut.
 func Escape(s string) string { return render(s, 0) }
 

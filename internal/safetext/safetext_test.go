@@ -150,3 +150,22 @@ func FuzzField(f *testing.F) {
 		}
 	})
 }
+
+func TestWhole(t *testing.T) {
+	for _, c := range []struct {
+		s     string
+		limit int
+		want  bool
+	}{
+		{"ls", 2, true},
+		{"ls -l", 2, false},
+		{"a\x01", 5, true},  // a\x01: five runes once escaped
+		{"a\x01", 4, false}, // cut
+		{strings.Repeat("x", 10) + Marker + "(+14 bytes)", 10, false},
+		{"anything", 0, true},
+	} {
+		if got := Whole(c.s, c.limit); got != c.want {
+			t.Errorf("Whole(%q, %d) = %v, want %v (Field: %q)", c.s, c.limit, got, c.want, Field(c.s, c.limit))
+		}
+	}
+}
