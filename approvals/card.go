@@ -216,7 +216,11 @@ func (v *CardView) Text() string {
 		fmt.Fprintf(&b, "Command (relayed by the bastion, exactly): %s\n", safetext.Field(v.Command, safetext.Command))
 	}
 	if c := v.Key.Cert; c != nil {
-		fmt.Fprintf(&b, "Certificate %s for %s, signed by CA %s\n", safetext.Quote(c.KeyID, safetext.Name), principalsText(c.Principals), c.CA)
+		if c.CA != "" {
+			fmt.Fprintf(&b, "Certificate %s for %s, signed by CA %s\n", safetext.Quote(c.KeyID, safetext.Name), principalsText(c.Principals), c.CA)
+		} else {
+			fmt.Fprintf(&b, "Certificate %s for %s, NOT signed by any CA: its signature does not verify\n", safetext.Quote(c.KeyID, safetext.Name), principalsText(c.Principals))
+		}
 	}
 	if v.Key.Application != "" {
 		fmt.Fprintf(&b, "Security key made for application %s\n", safetext.Quote(v.Key.Application, safetext.Name))

@@ -88,4 +88,15 @@ func TestCardShowsCertificateAndApplicationEscaped(t *testing.T) {
 	}
 	w.answer(c.ID, VerdictDeny, 30)
 	got(t, ch)
+
+	// A certificate no CA signed (the requester made it up) says so.
+	r = w.req(13)
+	r.Key.Cert = &Cert{KeyID: "readonly-ci", Principals: []string{"ci"}}
+	ch = w.decide(r)
+	c = w.card()
+	if text := c.Text(); !strings.Contains(text, "\nCertificate \"readonly-ci\" for principals \"ci\", NOT signed by any CA: its signature does not verify\n") || strings.Contains(text, "signed by CA") {
+		t.Errorf("the card of a made-up certificate:\n%s", text)
+	}
+	w.answer(c.ID, VerdictDeny, 30)
+	got(t, ch)
 }

@@ -60,7 +60,9 @@ type Key struct {
 type Cert struct {
 	KeyID      string   `json:"key_id"`
 	Principals []string `json:"principals"`
-	CA         string   `json:"ca"` // the fingerprint of the key that signed it
+	// CA is the fingerprint of the key that signed it, empty where the
+	// signature does not verify (the requester made the certificate up).
+	CA string `json:"ca"`
 }
 
 // Destination is where an authentication goes, established from the host

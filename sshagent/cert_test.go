@@ -165,3 +165,25 @@ func TestCertificateExpiry(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A card shows a certificate's CA only where the CA's signature is there:
+// a requester names the certificate, and may make one up around a key
+// the agent holds, naming any CA.
+func TestKeyFactsShowTheCAOnlyWhenItSigned(t *testing.T) {
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	pub, _ := ssh.NewPublicKey(k.Public())
+	signed := newCert(t, pub, ssh.UserCert, time.Time{})
+	if _, c := keyFacts(signed); c == nil || c.CA != ssh.FingerprintSHA256(signed.SignatureKey) {
+		t.Fatalf("a CA's certificate: %+v", c)
+	}
+	madeUp := *signed
+	madeUp.KeyId, madeUp.ValidPrincipals = "readonly-ci", []string{"ci"}
+	if _, c := keyFacts(&madeUp); c == nil || c.CA != "" || c.KeyID != "readonly-ci" {
+		t.Fatalf("a certificate whose signature does not verify shows CA %+v", c)
+	}
+	unsigned := *signed
+	unsigned.Signature = nil
+	if _, c := keyFacts(&unsigned); c == nil || c.CA != "" {
+		t.Fatalf("a certificate without a signature shows CA %+v", c)
+	}
+}

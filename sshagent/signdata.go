@@ -77,7 +77,12 @@ func keyFacts(key ssh.PublicKey) (application string, cert *approvals.Cert) {
 		}
 	}
 	if c, ok := key.(*ssh.Certificate); ok {
-		cert = &approvals.Cert{KeyID: c.KeyId, Principals: c.ValidPrincipals, CA: ssh.FingerprintSHA256(c.SignatureKey)}
+		cert = &approvals.Cert{KeyID: c.KeyId, Principals: c.ValidPrincipals}
+		// The requester names the certificate: its CA is shown only
+		// where the CA's signature is there.
+		if certSigned(c) {
+			cert.CA = ssh.FingerprintSHA256(c.SignatureKey)
+		}
 	}
 	plain := plainKey(key)
 	switch plain.Type() {
@@ -93,6 +98,20 @@ func keyFacts(key ssh.PublicKey) (application string, cert *approvals.Cert) {
 		}
 	}
 	return application, cert
+}
+
+// certSigned reports whether c's signature verifies with the CA key it
+// names (its validity and principals are the server's to judge).
+func certSigned(c *ssh.Certificate) bool {
+	if c.SignatureKey == nil || c.Signature == nil {
+		return false
+	}
+	unsigned := *c
+	unsigned.Signature = nil
+	b := unsigned.Marshal()
+	// The signature covers the certificate up to its signature field,
+	// which Marshal writes last (here empty: a zero length).
+	return c.SignatureKey.Verify(b[:len(b)-4], c.Signature) == nil
 }
 
 // samePublic reports whether a and b are the same public key, each
