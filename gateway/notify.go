@@ -7,6 +7,7 @@ import (
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/internal/notify"
+	"github.com/postern/postern/internal/safetext"
 )
 
 // The actions a card's desktop notification offers. A session is
@@ -50,15 +51,7 @@ func (n *notifier) Reachable() (bool, string) {
 }
 
 func (n *notifier) Show(ctx context.Context, c approvals.CardView) {
-	note := notify.Note{
-		App:      "postern",
-		Summary:  "postern: card " + c.ID,
-		Body:     c.Text() + "\n\nApprove once or deny here; approve the run with postern approve.",
-		Actions:  []notify.Action{{Key: actionOnce, Label: "Approve once"}, {Key: actionDeny, Label: "Deny"}},
-		Timeout:  c.Expires.Sub(c.Created),
-		Critical: true,
-	}
-	closed, err := n.svc.Show(ctx, note, func(inv notify.Invoked) { n.answer(c.ID, inv) })
+	closed, err := n.svc.Show(ctx, cardNote(&c), func(inv notify.Invoked) { n.answer(c.ID, inv) })
 	if err != nil {
 		n.g.log.Info("card not shown as a notification", "card", c.ID, "err", err)
 		return
@@ -67,6 +60,25 @@ func (n *notifier) Show(ctx context.Context, c approvals.CardView) {
 	case <-ctx.Done():
 	case <-closed:
 	}
+}
+
+// cardNote is the notification of card c: Approve once and Deny, or
+// Deny alone where approving takes a name typed out (a per-call login:
+// CardView.Word), which a click is not.
+func cardNote(c *approvals.CardView) notify.Note {
+	note := notify.Note{
+		App:      "postern",
+		Summary:  "postern: card " + c.ID,
+		Body:     c.Text() + "\n\nApprove once or deny here; approve the run with postern approve.",
+		Actions:  []notify.Action{{Key: actionOnce, Label: "Approve once"}, {Key: actionDeny, Label: "Deny"}},
+		Timeout:  c.Expires.Sub(c.Created),
+		Critical: true,
+	}
+	if w := c.Word(); w != "" {
+		note.Body = c.Text() + "\n\nDeny here; to approve, type " + safetext.Quote(w, safetext.Name) + " in postern approve."
+		note.Actions = note.Actions[1:]
+	}
+	return note
 }
 
 // answer applies an action the notification service reported, as an
@@ -80,6 +92,17 @@ func (n *notifier) answer(card string, inv notify.Invoked) {
 	case actionDeny:
 	default:
 		return // the default action (a click on the body): no answer
+	}
+	if v == approvals.VerdictOnce {
+		// Whoever reported the action, a card whose approval takes a
+		// name typed out is not approved by a click.
+		cards, _ := n.g.engine.Cards()
+		for i := range cards {
+			if cards[i].ID == card && cards[i].Word() != "" {
+				n.g.log.Warn("notification approval refused: the card is approved by typing the destination's name in postern approve", "card", card)
+				return
+			}
+		}
 	}
 	peer, err := n.g.procs.Pin(inv.PID)
 	if err != nil {

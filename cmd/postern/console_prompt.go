@@ -17,7 +17,7 @@ import (
 //   - after an answer that was not applied, the card is asked afresh:
 //     input discarded, armed anew, what was typed for it forgotten;
 //   - a per-call card for a login takes a deliberate answer, the word
-//     the line console asks too (approvalWord), never a single key;
+//     the line console asks too (Card.Word), never a single key;
 //   - a session binds the subject marked on the card, preselected as the
 //     card proposes (the agent), moved with the arrow keys or a digit:
 //     choosing the run is one step, "s".
@@ -31,7 +31,7 @@ type cardPrompt struct {
 }
 
 func newCardPrompt(c api.Card) *cardPrompt {
-	return &cardPrompt{card: c, subject: c.Selected, word: approvalWord(c)}
+	return &cardPrompt{card: c, subject: c.Selected, word: c.Word()}
 }
 
 // keyReply is what a key decided.

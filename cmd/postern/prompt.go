@@ -17,7 +17,7 @@ import (
 //   - every answer is echoed with the card's id;
 //   - a per-call card for a login asks for a deliberate answer: the
 //     destination's inventory name (or "unknown" for a destination with
-//     none, or none proved) typed out, never a single key (approvalWord,
+//     none, or none proved) typed out, never a single key (Card.Word,
 //     which the full-screen console asks too);
 //   - after an error the console starts over clean: pending input
 //     discarded, the next card asked afresh.
@@ -31,38 +31,7 @@ type prompt struct {
 }
 
 func newPrompt(c api.Card) *prompt {
-	return &prompt{card: c, subject: c.Selected, word: approvalWord(c)}
-}
-
-// approvalWord is what approving c takes typed out, on every console, or
-// "" when a key is enough: for a per-call login, the destination's name
-// from the host inventory (see typedName), or "unknown" when the client
-// proved no destination or the host key has no name.
-func approvalWord(c api.Card) string {
-	switch {
-	case c.Mode != "per-call":
-		return ""
-	case c.Destination != nil:
-		return typedName(c.Destination.Names)
-	case c.Unverified != "" && c.Purpose == "auth":
-		return "unknown"
-	}
-	return ""
-}
-
-// typedName is the destination's name a person types to approve a login:
-// the first that reads as a host name (not "[127.0.0.1]:2222" or an
-// address), else the first, else "unknown".
-func typedName(names []string) string {
-	for _, n := range names {
-		if !strings.ContainsAny(n, "[]:") && strings.ContainsFunc(n, func(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }) {
-			return n
-		}
-	}
-	if len(names) > 0 {
-		return names[0]
-	}
-	return "unknown"
+	return &prompt{card: c, subject: c.Selected, word: c.Word()}
 }
 
 // question is what the console asks, with the card's id.
