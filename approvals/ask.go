@@ -77,6 +77,10 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 			} else {
 				covers += " for uses that log in to no host (such as signatures), to no host"
 			}
+		} else {
+			// The key's every use, whatever this one is: a card for
+			// a signature says that logins ride it too.
+			covers += ", any use: logins to hosts no rule asks about every time, and signatures in any namespace"
 		}
 		covers += ", until the run exits, the vault locks or the gateway restarts"
 	}

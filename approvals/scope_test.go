@@ -88,6 +88,10 @@ func TestDestinationScopedGrantsAreExact(t *testing.T) {
 	w.e.SetPolicy(&p)
 	w.e.RevokeAll()
 	ch = w.decide(w.sshsig(13))
+	// The card for a signature says that logins ride its session too.
+	if c := w.card(); !strings.Contains(c.Covers, "any use: logins to hosts no rule asks about every time, and signatures in any namespace") {
+		t.Fatalf("a key-scoped card for a signature says it covers %q", c.Covers)
+	}
 	w.answer(w.card().ID, VerdictSession, 30)
 	got(t, ch)
 	if d := w.e.Decide(context.Background(), w.authTo(13, one)); d.Reason != audit.ReasonSession {
