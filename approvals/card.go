@@ -169,6 +169,11 @@ func (v *CardView) Text() string {
 	default:
 		b.WriteString(" (destination unknown)?\n")
 	}
+	if v.Command != "" {
+		// Next to the question: nothing the requester makes long
+		// (its chain of processes) pushes it off a screen.
+		fmt.Fprintf(&b, "Command (relayed by the bastion, exactly): %s\n", safetext.Field(v.Command, safetext.Command))
+	}
 	if v.Changed != "" {
 		fmt.Fprintf(&b, "%s: %s\n", v.Reason, safetext.Field(v.Changed, safetext.Line))
 	}
@@ -183,14 +188,7 @@ func (v *CardView) Text() string {
 	} else {
 		fmt.Fprintf(&b, "Confinement: %s\n", safetext.Field(run.Confinement, safetext.Line))
 	}
-	names := make([]string, len(v.Requester))
-	for i, p := range v.Requester {
-		names[i] = field(p.Name)
-		if i == 0 || i == len(v.Requester)-1 {
-			names[i] += " (" + itoa(p.PID) + ")"
-		}
-	}
-	fmt.Fprintf(&b, "Requested by: %s\n", strings.Join(names, " ← "))
+	fmt.Fprintf(&b, "Requested by: %s\n", chainText(v.Requester))
 	if d := v.Destination; d != nil {
 		fmt.Fprintf(&b, "Destination: host key %s, verified by session-bind", d.Fingerprint)
 		if len(d.Names) > 0 {
@@ -211,9 +209,6 @@ func (v *CardView) Text() string {
 	}
 	if v.Forwarded {
 		b.WriteString("Warning: through a forwarded agent connection (a remote host is asking)\n")
-	}
-	if v.Command != "" {
-		fmt.Fprintf(&b, "Command (relayed by the bastion, exactly): %s\n", safetext.Field(v.Command, safetext.Command))
 	}
 	if c := v.Key.Cert; c != nil {
 		if c.CA != "" {
@@ -275,4 +270,29 @@ func destText(d *DestView) string {
 		return d.Names[0]
 	}
 	return "host key " + d.Fingerprint + " (not in the host inventory)"
+}
+
+// chainShown bounds the processes a card names of a requester's chain:
+// the requester and its nearest parents, and the farthest ones (the
+// session's root); a chain the requester made deep is not shown whole.
+const chainShown = 8
+
+// chainText is the requester's chain as a card shows it, from the
+// requester up, each name escaped and cut, the ends with their pids.
+func chainText(chain []ProcessView) string {
+	names := make([]string, 0, min(len(chain), chainShown+1))
+	for i, p := range chain {
+		if len(chain) > chainShown && i == chainShown-3 {
+			names = append(names, fmt.Sprintf("(%d more)", len(chain)-chainShown+1))
+		}
+		if len(chain) > chainShown && i >= chainShown-3 && i < len(chain)-2 {
+			continue
+		}
+		n := field(p.Name)
+		if i == 0 || i == len(chain)-1 {
+			n += " (" + itoa(p.PID) + ")"
+		}
+		names = append(names, n)
+	}
+	return strings.Join(names, " ← ")
 }

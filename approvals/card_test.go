@@ -100,3 +100,34 @@ func TestCardShowsCertificateAndApplicationEscaped(t *testing.T) {
 	w.answer(c.ID, VerdictDeny, 30)
 	got(t, ch)
 }
+
+// A chain the requester made deep is named by its ends and a count, and a
+// bastion command comes right after the question: nothing the requester
+// makes long pushes the command off a screen.
+func TestCardChainIsBoundedAndCommandComesFirst(t *testing.T) {
+	var chain []ProcessView
+	for i := range 30 {
+		chain = append(chain, ProcessView{PID: 1000 + i, Name: strings.Repeat("長", 64)})
+	}
+	chain[0].Name, chain[29].Name = "ssh", "sshd"
+	v := CardView{ID: "C1", Mode: "per-call", Subjects: []RunView{{ProcessView: ProcessView{Name: "agent", PID: 9}}},
+		Requester: chain, Command: "rm -rf /srv/data", Purpose: PurposeAuth}
+	lines := strings.Split(v.Text(), "\n")
+	if !strings.HasPrefix(lines[1], "Command (relayed by the bastion, exactly): rm -rf /srv/data") {
+		t.Fatalf("the command is not next to the question:\n%s", v.Text())
+	}
+	var req string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "Requested by: ") {
+			req = l
+		}
+	}
+	if !strings.HasPrefix(req, "Requested by: ssh (1000) ← ") || !strings.HasSuffix(req, " ← sshd (1029)") ||
+		!strings.Contains(req, " ← (23 more) ← ") || strings.Count(req, " ← ") != 7 {
+		t.Fatalf("requester line: %s", req)
+	}
+	short := chainText(chain[:3])
+	if short != "ssh (1000) ← "+strings.Repeat("長", 64)+" ← "+strings.Repeat("長", 64)+" (1002)" {
+		t.Fatalf("a short chain: %s", short)
+	}
+}
