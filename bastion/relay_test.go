@@ -271,6 +271,11 @@ func TestRelayTerminal(t *testing.T) {
 	if err := sess.Setenv("LC_POSTERN", "x y"); err != nil {
 		t.Fatal(err)
 	}
+	// Only the locale: BASH_ENV would run a file of the client's choice
+	// before the command the card showed.
+	if err := sess.Setenv("BASH_ENV", "/tmp/x"); err == nil {
+		t.Error("BASH_ENV was accepted")
+	}
 	modes := ssh.TerminalModes{ssh.ECHO: 0, ssh.TTY_OP_ISPEED: 38400}
 	if err := sess.RequestPty("xterm-256color", 40, 100, modes); err != nil {
 		t.Fatal(err)

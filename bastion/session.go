@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	gliderssh "github.com/gliderlabs/ssh"
 	gossh "golang.org/x/crypto/ssh"
@@ -64,8 +65,15 @@ func (ss *session) serve(dreqs <-chan *gossh.Request) {
 			pty = req.Payload
 			reply(req, true)
 		case "env":
-			envs = append(envs, req.Payload)
-			reply(req, true)
+			// The card shows the command, not the environment: only the
+			// locale goes on (what OpenSSH sends and accepts by default);
+			// a variable such as BASH_ENV would change what runs.
+			var m struct{ Name, Value string }
+			ok := gossh.Unmarshal(req.Payload, &m) == nil && localeVar(m.Name)
+			if ok {
+				envs = append(envs, req.Payload)
+			}
+			reply(req, ok)
 		case "exec", "shell", "subsystem":
 			ss.start(req, pty, envs, dreqs)
 			return
@@ -93,4 +101,10 @@ func (ss *session) refuse(req *gossh.Request, msg string, status int) {
 func (ss *session) tellUnknown(e *journal.Entry) {
 	fmt.Fprintf(ss.dch.Stderr(), "postern: the connection to %s was lost while the command was running; its outcome is UNKNOWN (journal entry %s). Do not retry blindly: see \"postern journal show %s\"\r\n", ss.info.target.Host, e.ID, e.ID)
 	ss.dch.Close()
+}
+
+// localeVar reports whether name is a locale variable: LANG, LANGUAGE or
+// LC_*.
+func localeVar(name string) bool {
+	return name == "LANG" || name == "LANGUAGE" || strings.HasPrefix(name, "LC_")
 }
