@@ -93,8 +93,17 @@ func (l Level) String() string {
 	} else {
 		s += ", no Landlock"
 	}
+	if l.Landlock < landlockScopes {
+		// The run shares the network namespace, where abstract sockets
+		// live; Landlock scopes them from ABI 6 on.
+		s += " (abstract unix sockets, such as X11's, reachable)"
+	}
 	return s
 }
+
+// landlockScopes is the first Landlock ABI that scopes abstract unix
+// sockets to the run.
+const landlockScopes = 6
 
 // UnavailableError reports that confinement cannot be set up here, and
 // why.

@@ -29,7 +29,9 @@ func TestSession(t *testing.T) {
 func TestLevelString(t *testing.T) {
 	for l, want := range map[Level]string{
 		{}:                              "unconfined",
-		{Namespaces: true}:              "confined: namespaces, no Landlock",
+		{Namespaces: true}:              "confined: namespaces, no Landlock (abstract unix sockets, such as X11's, reachable)",
+		{Namespaces: true, Landlock: 5}: "confined: namespaces, Landlock ABI 5 (abstract unix sockets, such as X11's, reachable)",
+		{Namespaces: true, Landlock: 6}: "confined: namespaces, Landlock ABI 6",
 		{Namespaces: true, Landlock: 7}: "confined: namespaces, Landlock ABI 7",
 	} {
 		if l.String() != want {
