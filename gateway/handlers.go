@@ -69,6 +69,14 @@ func (g *Gateway) opRunPrepare(_ context.Context, caller *procid.Peer, a api.Run
 }
 
 func (g *Gateway) opRunStart(_ context.Context, caller *procid.Peer, a api.RunStart) (any, error) {
+	if a.Confinement.Namespaces {
+		// Refused, not ended: the caller is not yet known to be the
+		// run's; a prepared run that never starts ends with its
+		// preparer.
+		if err := g.verifyConfined(a.PID); err != nil {
+			return nil, err
+		}
+	}
 	_, err := g.engine.StartRun(a.ID, a.PID, caller, a.Confinement)
 	return nil, err
 }
