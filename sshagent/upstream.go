@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/approvals"
 )
 
 // An upstream agent (postern agent --upstream SOCKET, upstream = in
@@ -222,7 +224,10 @@ func (c *conn) signUpstream(id *Identity, data []byte, flags uint32, record func
 // forwardsChanges reports whether ssh-add's adds and removes go to the
 // upstream agent.
 func (c *conn) forwardsChanges() bool {
-	return c.srv.Upstream != nil && c.srv.Upstream.Forwards()
+	// Never from a run's socket: the gated program does not change
+	// (nor wipe) the keys of the user's upstream agent, which changes
+	// reach without a card.
+	return c.srv.Upstream != nil && c.srv.Upstream.Forwards() && c.ep.Channel.Kind != approvals.ChannelRun
 }
 
 // addUpstream passes an add request (msg: its type and payload) to the

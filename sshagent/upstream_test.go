@@ -432,31 +432,13 @@ func TestUpstreamChanges(t *testing.T) {
 		pub, _ := ssh.NewPublicKey(k.Public())
 		return k, pub
 	}
-	upstreamHas := func(up *upstreamStub, pub ssh.PublicKey) bool {
-		l, _ := up.List()
-		for _, k := range l {
-			if bytes.Equal(k.Marshal(), pub.Marshal()) {
-				return true
-			}
-		}
-		return false
-	}
 
 	t.Run("refuse", func(t *testing.T) {
 		up := startUpstream(t)
 		upKey := up.addKey(t, "upstream")
 		ts := startGated(t, up, UpstreamRefuse)
 		ag, _ := ts.client(t)
-		k, pub := newKey()
-		if err := ag.Add(agent.AddedKey{PrivateKey: k}); err != nil || upstreamHas(up, pub) {
-			t.Fatalf("add went upstream, or failed: %v", err)
-		}
-		if err := ag.Remove(upKey); err == nil || !upstreamHas(up, upKey) {
-			t.Fatalf("removed an upstream key: %v", err)
-		}
-		if err := ag.RemoveAll(); err != nil || !upstreamHas(up, upKey) {
-			t.Fatalf("remove all: %v; the upstream lost its key", err)
-		}
+		staysWithPostern(t, ag, up, upKey)
 		if l, _ := ag.List(); len(l) != 1 {
 			t.Fatalf("after remove all: %v", l)
 		}
@@ -479,6 +461,15 @@ func TestUpstreamChanges(t *testing.T) {
 		if err := ag.RemoveAll(); err != nil || upstreamHas(up, upKey) {
 			t.Fatalf("remove all did not go upstream: %v", err)
 		}
+		// From a run's socket, nothing changes the upstream's keys: an
+		// add stays with postern, removals of upstream keys are refused.
+		other := up.addKey(t, "kept")
+		rc, err := net.Dial("unix", ts.serveRun(t, "R1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		staysWithPostern(t, agent.NewClient(rc), up, other)
 		// A malformed add is refused here, not sent.
 		c := ts.rawConn(t)
 		c.Write([]byte{0, 0, 0, 5, msgAddIdentity, 0, 0, 0, 9})
@@ -606,4 +597,33 @@ func scriptedAgent(t testing.TB, replies [][]byte) string {
 		}
 	}()
 	return sock
+}
+
+// upstreamHas reports whether the upstream agent holds pub.
+func upstreamHas(up *upstreamStub, pub ssh.PublicKey) bool {
+	l, _ := up.List()
+	for _, k := range l {
+		if bytes.Equal(k.Marshal(), pub.Marshal()) {
+			return true
+		}
+	}
+	return false
+}
+
+// staysWithPostern checks that ag's changes do not reach the upstream:
+// an add stays with postern, a removal of upKey (which only the upstream
+// holds) is refused, and a removal of all leaves it there.
+func staysWithPostern(t *testing.T, ag agent.ExtendedAgent, up *upstreamStub, upKey ssh.PublicKey) {
+	t.Helper()
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	pub, _ := ssh.NewPublicKey(k.Public())
+	if err := ag.Add(agent.AddedKey{PrivateKey: k}); err != nil || upstreamHas(up, pub) {
+		t.Fatalf("add went upstream, or failed: %v", err)
+	}
+	if err := ag.Remove(upKey); err == nil || !upstreamHas(up, upKey) {
+		t.Fatalf("removed an upstream key: %v", err)
+	}
+	if err := ag.RemoveAll(); err != nil || !upstreamHas(up, upKey) {
+		t.Fatalf("remove all: %v; the upstream lost its key", err)
+	}
 }
