@@ -6,9 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/confine"
 )
 
 // verifyConfined checks, from the kernel, what the process pid of a run
@@ -38,7 +38,7 @@ func (g *Gateway) verifyConfined(pid int) error {
 // overlaps reports whether p is one of paths, inside one, or holds one.
 func overlaps(p string, paths []string) bool {
 	for _, q := range paths {
-		if p == q || strings.HasPrefix(p, q+"/") || strings.HasPrefix(q, p+"/") {
+		if confine.Under(p, q) || confine.Under(q, p) {
 			return true
 		}
 	}

@@ -1,14 +1,13 @@
 package gateway
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/sshagent"
 )
 
@@ -93,6 +92,13 @@ func (g *Gateway) runConfinement() api.RunConfinement {
 // the same keys), so that a socket the upstream makes anew while the run
 // goes on is hidden too; else the socket alone (a directory the run needs
 // more broadly, such as the home directory itself or /run, stays).
+func upstreamHidden(sock, home string) string {
+	if dir := filepath.Dir(sock); home != "" && home != "/" && dir != filepath.Clean(home) && confine.Under(dir, filepath.Clean(home)) {
+		return dir
+	}
+	return sock
+}
+
 // upstreamHiddenAlone reports whether confined runs are kept from the
 // upstream's socket sock only as the file it is when each run starts: it
 // is not in a directory of its own in the home directory (upstreamHidden)
@@ -101,18 +107,10 @@ func upstreamHiddenAlone(sock, home, runtime string) bool {
 	if upstreamHidden(sock, home) != sock {
 		return false
 	}
-	for _, dir := range []string{runtime, fmt.Sprintf("/run/user/%d", os.Getuid()), "/tmp"} {
-		if dir != "" && strings.HasPrefix(sock, filepath.Clean(dir)+"/") {
+	for _, dir := range []string{runtime, confine.UserRuntimeDir(), "/tmp"} {
+		if dir != "" && confine.Under(sock, filepath.Clean(dir)) {
 			return false
 		}
 	}
 	return true
-}
-
-func upstreamHidden(sock, home string) string {
-	dir := filepath.Dir(sock)
-	if home != "" && home != "/" && strings.HasPrefix(dir, filepath.Clean(home)+"/") {
-		return dir
-	}
-	return sock
 }

@@ -30,7 +30,9 @@ Landlock. It sees only its own agent socket, not postern's control socket,
 state or runtime directories, nor the user's tmux, screen or D-Bus
 sockets; postern's configuration and known_hosts are read-only; only the
 working directory and the [run] read_write trees (default ~/.cache) are
-writable. --no-sandbox runs it unconfined, and every card for it says so.
+writable, and a confined run does not start in the home directory (start
+it from a project's directory). --no-sandbox runs it unconfined, and every
+card for it says so.
 See postern-run(1).
 `
 

@@ -52,6 +52,8 @@ package confine
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -130,11 +132,16 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // confinement.
 var ErrUnsupported = errors.New("this system cannot confine a run")
 
+// UserRuntimeDir is the user's runtime directory as systemd makes it,
+// /run/user/UID, which runs never see, even where XDG_RUNTIME_DIR names
+// no directory.
+func UserRuntimeDir() string { return fmt.Sprintf("/run/user/%d", os.Getuid()) }
+
 // helperName is argv[0] of the helper; [Init] recognizes it.
 const helperName = "postern-confine-helper"
 
-// under reports whether path p is dir or inside it.
-func under(p, dir string) bool {
+// Under reports whether path p is dir or inside it.
+func Under(p, dir string) bool {
 	if dir == "/" {
 		return true
 	}

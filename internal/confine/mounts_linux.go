@@ -85,7 +85,7 @@ func pins(s *Spec) []step {
 				continue
 			}
 			p = filepath.Clean(p)
-			for a := filepath.Dir(p); a != w && under(a, w) && !seen[a]; a = filepath.Dir(a) {
+			for a := filepath.Dir(p); a != w && Under(a, w) && !seen[a]; a = filepath.Dir(a) {
 				seen[a] = true
 				out = append(out, step{path: a, kind: stepPin, tree: -1, dir: true})
 			}

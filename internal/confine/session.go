@@ -34,8 +34,7 @@ func (s *Spec) Session(env []string) {
 	}
 	// The user's runtime directory also where XDG_RUNTIME_DIR is not set
 	// (systemd's user manager listens there, and runs what it is told).
-	runtime := fmt.Sprintf("/run/user/%d", os.Getuid())
-	hide := []string{get("XDG_RUNTIME_DIR"), runtime, get("TMUX_TMPDIR"), get("SCREENDIR"), "/run/screen", "/var/run/screen", "~/.screen", "~/.ssh"}
+	hide := []string{get("XDG_RUNTIME_DIR"), UserRuntimeDir(), get("TMUX_TMPDIR"), get("SCREENDIR"), "/run/screen", "/var/run/screen", "~/.screen", "~/.ssh"}
 	for a := range strings.SplitSeq(get("DBUS_SESSION_BUS_ADDRESS"), ";") {
 		for kv := range strings.SplitSeq(strings.TrimPrefix(a, "unix:"), ",") {
 			if p, ok := strings.CutPrefix(kv, "path="); ok {
@@ -78,7 +77,7 @@ func (s *Spec) Check() error {
 		}
 	}
 	for _, h := range s.Hide {
-		if under(s.Dir, h) {
+		if Under(s.Dir, h) {
 			return fmt.Errorf("cannot confine the run: its working directory %s is inside %s, which is hidden from runs; start it from another directory", s.Dir, h)
 		}
 	}
@@ -89,11 +88,11 @@ func (s *Spec) Check() error {
 	if home == "" || !filepath.IsAbs(home) {
 		return nil
 	}
-	if under(home, s.Dir) {
+	if Under(home, s.Dir) {
 		return fmt.Errorf("cannot confine the run: its working directory %s holds the home directory, which runs may not write; start it from a project's directory", s.Dir)
 	}
 	for _, w := range s.ReadWrite {
-		if under(home, w) {
+		if Under(home, w) {
 			return fmt.Errorf("cannot confine the run: the writable tree %s ([run] read_write) holds the home directory, which runs may not write", w)
 		}
 	}
