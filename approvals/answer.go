@@ -8,6 +8,7 @@ import (
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/safetext"
 )
 
 // A Verdict is what an approver decided on a card.
@@ -195,9 +196,19 @@ func (e *Engine) register(subj *Run) (*Run, error) {
 
 // askpassAnswer shows a card in an SSH_ASKPASS dialog until ctx ends;
 // yes approves it as the policy asks (a session for the preselected
-// subject, or this call).
+// subject, or this call). A card approved by a word typed out (a per-call
+// login: CardView.Word) asks for the word instead, as the consoles do,
+// and anything else denies it.
 func (e *Engine) askpassAnswer(ctx context.Context, c CardView) {
-	ok, err := e.askpass.Confirm(ctx, c.Text())
+	var ok bool
+	var err error
+	if w := c.Word(); w != "" {
+		var typed string
+		typed, err = e.askpass.Word(ctx, c.Text()+"\n\nType "+safetext.Quote(w, safetext.Name)+" to approve this one use; anything else denies it.")
+		ok = typed == w
+	} else {
+		ok, err = e.askpass.Confirm(ctx, c.Text())
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			e.log.Debug("askpass not available for card", "card", c.ID, "err", err)

@@ -12,10 +12,12 @@ import (
 	"github.com/postern/postern/internal/procid"
 )
 
-// A Confirmer asks a person a yes/no question (an SSH_ASKPASS dialog).
-// An error means the question could not be asked, which is never a yes.
+// A Confirmer asks a person a yes/no question, or for a word typed out
+// (an SSH_ASKPASS dialog). An error means the question could not be
+// asked, which is never a yes; Word returns "" for a dialog cancelled.
 type Confirmer interface {
 	Confirm(ctx context.Context, prompt string) (bool, error)
+	Word(ctx context.Context, prompt string) (string, error)
 }
 
 // Config is what an [Engine] is built from.

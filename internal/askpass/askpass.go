@@ -1,5 +1,6 @@
 // Package askpass runs the user's SSH_ASKPASS program the way OpenSSH
-// does, to confirm a use of a key or to read a passphrase.
+// does, to confirm a use of a key, to read a word typed out, or to read a
+// passphrase.
 //
 // The program is $SSH_ASKPASS, run with the prompt as its only argument.
 // It is used only when a display is available ($DISPLAY or
@@ -8,7 +9,9 @@
 // program's environment (never in ours), and the answer is yes only when
 // the program exits 0 and prints nothing or "yes". Anything else — no
 // program, no display, a non-zero exit, a timeout — is no: confirmation
-// fails closed.
+// fails closed. A word and a passphrase are asked without
+// SSH_ASKPASS_PROMPT, as OpenSSH asks a passphrase, and read from the
+// program's output.
 package askpass
 
 import (
@@ -97,19 +100,37 @@ func (e Env) run(ctx context.Context, prompt, mode string) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// Confirm shows prompt and reports whether the user said yes. An error
-// means the question could not be asked; it is never a yes.
-func (e Env) Confirm(ctx context.Context, prompt string) (bool, error) {
-	out, err := e.run(ctx, prompt, "confirm")
+// ask runs the program. A non-zero exit is an answer, no (or the dialog
+// cancelled): ok is false and err nil.
+func (e Env) ask(ctx context.Context, prompt, mode string) (out []byte, ok bool, err error) {
+	out, err = e.run(ctx, prompt, mode)
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			return false, nil
+			return nil, false, nil
 		}
+		return nil, false, err
+	}
+	return out, true, nil
+}
+
+// Confirm shows prompt and reports whether the user said yes. An error
+// means the question could not be asked; it is never a yes.
+func (e Env) Confirm(ctx context.Context, prompt string) (bool, error) {
+	out, ok, err := e.ask(ctx, prompt, "confirm")
+	if !ok {
 		return false, err
 	}
 	ans := strings.TrimSpace(string(out))
 	return ans == "" || strings.EqualFold(ans, "yes"), nil
+}
+
+// Word shows prompt and returns the line the person typed, "" when the
+// program exited non-zero (the dialog was cancelled). An error means the
+// question could not be asked.
+func (e Env) Word(ctx context.Context, prompt string) (string, error) {
+	out, _, err := e.ask(ctx, prompt, "")
+	return strings.TrimRight(string(out), "\r\n"), err
 }
 
 // Passphrase asks for a secret. The caller must clear the returned slice.

@@ -83,3 +83,26 @@ func TestPassphrase(t *testing.T) {
 		t.Fatalf("empty passphrase: %v", err)
 	}
 }
+
+func TestWord(t *testing.T) {
+	cases := []struct {
+		out  string
+		code int
+		want string
+	}{{"prod-db-1\\n", 0, "prod-db-1"}, {"prod-db-1", 0, "prod-db-1"}, {"\\n", 0, ""}, {"prod-db-1\\n", 1, ""}}
+	for _, c := range cases {
+		prog, log := stub(t, c.out, c.code)
+		got, err := (Env{"SSH_ASKPASS=" + prog, "SSH_ASKPASS_REQUIRE=force", "SSH_ASKPASS_PROMPT=confirm"}).Word(context.Background(), "Type it")
+		if err != nil || got != c.want {
+			t.Errorf("out %q exit %d: %q %v, want %q", c.out, c.code, got, err, c.want)
+		}
+		// Asked as a passphrase is: no SSH_ASKPASS_PROMPT, whatever the
+		// gateway's own environment held.
+		if l, _ := os.ReadFile(log); string(l) != "|Type it\n" {
+			t.Errorf("asked with %q", l)
+		}
+	}
+	if _, err := (Env{"SSH_ASKPASS=/nonexistent/askpass", "SSH_ASKPASS_REQUIRE=force"}).Word(context.Background(), "x"); err == nil {
+		t.Error("a program that cannot run gave no error")
+	}
+}

@@ -111,6 +111,14 @@ func (p *Pinned) Confirm(ctx context.Context, prompt string) (bool, error) {
 	return p.pinnedEnv().Confirm(ctx, prompt)
 }
 
+// Word asks for a word typed out, through the pinned program only.
+func (p *Pinned) Word(ctx context.Context, prompt string) (string, error) {
+	if err := p.check(); err != nil {
+		return "", err
+	}
+	return p.pinnedEnv().Word(ctx, prompt)
+}
+
 // Passphrase asks for a secret, through the pinned program only.
 func (p *Pinned) Passphrase(ctx context.Context, prompt string) ([]byte, error) {
 	if err := p.check(); err != nil {

@@ -179,13 +179,14 @@ func TestLockUnlockWithoutVault(t *testing.T) {
 
 // askpassStub installs an SSH_ASKPASS program that records every prompt
 // (with SSH_ASKPASS_PROMPT) in a log and says yes only while the file
-// "allow" exists.
+// "allow" exists; asked for a word, it types what the file holds.
 func askpassStub(e *Env) (log, allow string) {
 	log, allow = e.Path("askpass.log"), e.Path("allow")
 	prog := e.WriteFile("askpass", fmt.Sprintf(`#!/bin/sh
 printf '%%s\n%%s\n--\n' "$SSH_ASKPASS_PROMPT" "$1" >> %s
-test -e %s
-`, log, allow), 0o755)
+test -e %s || exit 1
+[ "$SSH_ASKPASS_PROMPT" = confirm ] || cat %s
+`, log, allow, allow), 0o755)
 	e.Setenv("SSH_ASKPASS", prog)
 	e.Setenv("SSH_ASKPASS_REQUIRE", "force")
 	return log, allow
@@ -220,8 +221,26 @@ func TestConfirmNamesProcessAndDestination(t *testing.T) {
 	sshd := startSSHD(t, pubKey(t, k)+"\n", "prod-db-1")
 	a.Reconfigure(t, fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n", sshd.KnownHosts))
 	e.MustRun("postern", "hosts", "import", "prod-db-1")
+	// A per-call login is approved by the destination's name typed out,
+	// as on the consoles: a plain yes (or a wrong name) is a no.
+	login := func() Result {
+		return e.Run("ssh", sshd.SSHArgs("-o", "HostKeyAlias=prod-db-1", sshd.Target(), "true")...)
+	}
+	for _, typed := range []string{"", "prod-db-2", "prod-db-1 "} {
+		os.WriteFile(allow, []byte(typed), 0o600)
+		os.Remove(log)
+		if r := login(); r.Code == 0 {
+			t.Fatalf("a login was approved by askpass answering %q", typed)
+		}
+		if p := string(mustRead(t, log)); !strings.HasPrefix(p, "\n") || !strings.Contains(p, `Type "prod-db-1" to approve this one use; anything else denies it.`) {
+			t.Fatalf("the login was not asked as a name to type:\n%s", p)
+		}
+	}
+	os.WriteFile(allow, []byte("prod-db-1\n"), 0o600)
 	os.Remove(log)
-	e.MustRun("ssh", sshd.SSHArgs("-o", "HostKeyAlias=prod-db-1", sshd.Target(), "true")...)
+	if r := login(); r.Code != 0 {
+		t.Fatalf("login with the name typed: %s\n%s", r, a.Log())
+	}
 	prompt = string(mustRead(t, log))
 	want := "Destination: host key " + hostFingerprint(t, e, sshd) + ", verified by session-bind; host inventory: prod-db-1\n"
 	if !strings.Contains(prompt, want) || !strings.Contains(prompt, "known_hosts (a file any program of yours can edit) calls it: [127.0.0.1]:") || !strings.Contains(prompt, "Requested by: ssh (") {
