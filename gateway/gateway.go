@@ -92,8 +92,12 @@ type Gateway struct {
 	ops     map[api.Op]handler
 	streams map[api.Op]streamHandler
 
-	configPath  string
-	askpass     *askpass.Pinned
+	configPath string
+	askpass    *askpass.Pinned
+	// exe is the gateway's own executable as it started ("" when it
+	// cannot be found): the person's next console and the next gateway
+	// run it, so confined runs see it read-only.
+	exe         string
 	vaultPath   string
 	watchEvents atomic.Uint64 // file events the watcher took in (see watch)
 	stateDir    string
@@ -205,6 +209,9 @@ func New(opts Options) (*Gateway, error) {
 		if g.currentAudit() != nil { // then g.anchors is set
 			g.anchors.flush()
 		}
+	}
+	if exe, err := os.Executable(); err == nil {
+		g.exe, _ = filepath.EvalSymlinks(exe)
 	}
 	// The askpass program is pinned now: a program rewritten later is
 	// never asked.

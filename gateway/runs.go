@@ -59,8 +59,9 @@ func (g *Gateway) restoreRuns() {
 // gateway, with the [run] settings: hidden, the state directory, the
 // directory of the agent and control sockets and the upstream agent's
 // socket (upstreamHidden); read-only, the configuration's directory, the
-// known_hosts files and the askpass program; reachable, the bastion's
-// socket.
+// known_hosts files, the askpass program and the gateway's own
+// executable (in a checkout the run works in, rewritten, it would be the
+// person's next approval console); reachable, the bastion's socket.
 func (g *Gateway) runConfinement() api.RunConfinement {
 	g.mu.Lock()
 	cfg := g.config
@@ -77,6 +78,9 @@ func (g *Gateway) runConfinement() api.RunConfinement {
 	c.ReadOnly = append(c.ReadOnly, expandHome(cfg.Bastion.KnownHosts)...)
 	if p, _, _ := g.askpass.Status(); p != "" {
 		c.ReadOnly = append(c.ReadOnly, p)
+	}
+	if g.exe != "" {
+		c.ReadOnly = append(c.ReadOnly, g.exe)
 	}
 	c.ReadOnly = append(c.ReadOnly, expandHome(cfg.Run.ReadOnly)...)
 	if g.bastionL != nil {

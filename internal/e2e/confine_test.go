@@ -6,6 +6,7 @@ package e2e
 // confined run and refused, while a person in another terminal approves.
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -160,6 +161,40 @@ func TestConfinedRunEscapesAreRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(w.e.Home(".bashrc")); err == nil {
 		t.Error("a run wrote ~/.bashrc")
+	}
+}
+
+// postern built in the directory a run works in (a checkout of postern,
+// as the README's set-up builds it) is the person's: the next approval
+// console and the next gateway run it. The gateway shows its own
+// executable read-only to confined runs, and its directory cannot be
+// moved aside.
+func TestConfinedRunCannotRewriteTheGateway(t *testing.T) {
+	need(t, "ssh-keygen")
+	e := newEnv(t)
+	bin := e.Path("bin", "postern")
+	e.UsePostern(bin)
+	e.Config("")
+	a := e.StartAgent()
+	if !strings.Contains(e.MustRun("sh", "-c", "command -v postern").Stdout, bin) {
+		t.Fatal("the copy in the working directory is not the postern on PATH")
+	}
+	before := mustRead(t, bin)
+	d := e.StartRun("coder")
+	for _, esc := range []struct{ name, cmd string }{
+		{"appending to it", "echo >> bin/postern"},
+		{"replacing it", "cp /bin/true bin/postern.new && mv bin/postern.new bin/postern"},
+		{"removing it", "rm -f bin/postern && test ! -e bin/postern"},
+		{"moving its directory aside", "mv bin bin.old"},
+	} {
+		if r := d.Do(esc.cmd); r.Code == 0 {
+			t.Errorf("%s: succeeded from inside the confined run:\n%s", esc.name, r)
+		}
+	}
+	// The rest of the working directory stays the run's.
+	mustSucceed(t, "writing beside it", d.Do("echo x > bin/notes && echo y > other"))
+	if got := mustRead(t, bin); !bytes.Equal(got, before) {
+		t.Fatalf("the run changed the gateway's executable\n%s", a.Log())
 	}
 }
 

@@ -7,6 +7,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -87,10 +88,11 @@ func needRoot(t testing.TB, why string) {
 // Dir, and a confined run may not start where it would write the home
 // directory), and the environment every command runs with.
 type Env struct {
-	t    testing.TB
-	Dir  string
-	home string
-	env  []string
+	t       testing.TB
+	Dir     string
+	home    string
+	env     []string
+	postern string // what commands named postern run: posternBin unless UsePostern
 }
 
 func newEnv(t testing.TB) *Env {
@@ -252,12 +254,35 @@ func (r Result) String() string {
 // Command prepares a command with the test's environment.
 func (e *Env) Command(name string, args ...string) *exec.Cmd {
 	if name == "postern" {
-		name = posternBin
+		name = cmp.Or(e.postern, posternBin)
 	}
 	cmd := exec.Command(name, args...)
 	cmd.Env = e.Environ()
 	cmd.Dir = e.Dir
 	return cmd
+}
+
+// UsePostern makes bin, a copy of postern, the one the person runs:
+// commands named postern run it, and its directory comes first on PATH.
+func (e *Env) UsePostern(bin string) {
+	e.t.Helper()
+	b, err := os.ReadFile(posternBin)
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(bin), 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(bin, b, 0o755)
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.postern = bin
+	for _, kv := range e.env {
+		if path, ok := strings.CutPrefix(kv, "PATH="); ok {
+			e.Setenv("PATH", filepath.Dir(bin)+":"+path)
+			break
+		}
+	}
 }
 
 // Run runs a command to completion (with a timeout) and returns its result.
