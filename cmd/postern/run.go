@@ -149,6 +149,7 @@ func startConfined(prep *api.RunPrepared, argv, env []string) (launched, error) 
 		Sockets: append([]string{filepath.Dir(prep.Socket)}, prep.Confine.Sockets...),
 	}
 	s.Session(env)
+	s.Repository()
 	if p := os.Getenv(envPassphraseFile); p != "" {
 		if abs, err := filepath.Abs(p); err == nil {
 			s.Hide = append(s.Hide, abs)

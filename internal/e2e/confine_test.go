@@ -198,6 +198,38 @@ func TestConfinedRunCannotRewriteTheGateway(t *testing.T) {
 	}
 }
 
+// A run works in the person's git repository: it commits, branches and
+// pushes, but cannot leave a hook or a configuration that the person's
+// next git command, outside every run, would execute.
+func TestConfinedRunCannotPlantGitHooks(t *testing.T) {
+	need(t, "git")
+	e := newEnv(t)
+	e.Config("")
+	e.StartAgent()
+	git := "git -c user.name=t -c user.email=t@example.com "
+	e.MustRun("git", "init", "-q", "-b", "main", e.Dir)
+	e.MustRun("git", "init", "-q", "--bare", e.Path("remote.git"))
+	e.MustRun("sh", "-c", git+"commit -q --allow-empty -m first && git remote add origin remote.git && rm -rf .git/hooks")
+	d := e.StartRun("coder")
+	mustSucceed(t, "commit, branch and push", d.Do(git+"commit -q --allow-empty -m second && git checkout -q -b topic && git push -q origin topic"))
+	for _, esc := range []struct{ name, cmd string }{
+		{"a hook", "mkdir -p .git/hooks && printf '#!/bin/sh\\ntouch planted\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit"},
+		{"core.hooksPath", "mkdir -p h && printf '#!/bin/sh\\ntouch planted\\n' > h/pre-commit && chmod +x h/pre-commit && git config core.hooksPath h"},
+		{"core.fsmonitor", "git config core.fsmonitor 'touch planted'"},
+		{"moving the hooks directory aside", "mv .git/hooks .git/hooks.old"},
+		{"moving the git directory aside", "mv .git .git.old"},
+	} {
+		if r := d.Do(esc.cmd); r.Code == 0 {
+			t.Errorf("%s: succeeded from inside the confined run:\n%s", esc.name, r)
+		}
+	}
+	// The person's own commit, outside the run, runs nothing of the run's.
+	e.MustRun("sh", "-c", git+"commit -q --allow-empty -m third && git status -s")
+	if _, err := os.Stat(e.Path("planted")); err == nil {
+		t.Fatal("the person's git command executed what the run wrote")
+	}
+}
+
 // --no-sandbox runs unconfined, and every card for the run says that a
 // program of the run could answer it.
 func TestNoSandboxCardSaysUnconfined(t *testing.T) {

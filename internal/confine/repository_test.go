@@ -1,0 +1,72 @@
+package confine
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func TestRepository(t *testing.T) {
+	root := t.TempDir()
+	mk := func(p string) string {
+		p = filepath.Join(root, p)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write := func(p, content string) {
+		if err := os.WriteFile(filepath.Join(root, p), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("repo/.git")
+	mk("repo/src/pkg")
+	// A worktree of repo, its git directory in repo's, named relatively.
+	mk("repo/.git/worktrees/wt")
+	write("repo/.git/worktrees/wt/commondir", "../..\n")
+	mk("wt/sub")
+	write("wt/.git", "gitdir: "+filepath.Join(root, "repo/.git/worktrees/wt")+"\n")
+	mk("plain")
+
+	cases := []struct {
+		dir  string
+		want []string
+	}{
+		{"repo", []string{"repo/.git/config", "repo/.git/hooks", "repo/.git/config.worktree"}},
+		{"repo/src/pkg", []string{"repo/.git/config", "repo/.git/hooks", "repo/.git/config.worktree"}},
+		{"wt/sub", []string{"repo/.git/config", "repo/.git/hooks", "repo/.git/worktrees/wt/config.worktree"}},
+	}
+	for _, c := range cases {
+		s := &Spec{Dir: filepath.Join(root, c.dir), ReadOnly: []string{"/kept"}}
+		s.Repository()
+		want := []string{"/kept"}
+		for _, w := range c.want {
+			want = append(want, filepath.Join(root, w))
+		}
+		if !slices.Equal(s.ReadOnly, want) {
+			t.Errorf("%s: read-only %q, want %q", c.dir, s.ReadOnly, want)
+		}
+	}
+	// The missing hooks directory was made, empty, so that it can be
+	// shown read-only.
+	if fi, err := os.Stat(filepath.Join(root, "repo/.git/hooks")); err != nil || !fi.IsDir() {
+		t.Fatalf("hooks directory: %v", err)
+	}
+	// Outside any repository (as far as the temporary directory's parents
+	// go, which hold none in the tests' world), nothing is added.
+	if findGitDir(filepath.Join(root, "plain")) == "" {
+		s := &Spec{Dir: filepath.Join(root, "plain")}
+		s.Repository()
+		if len(s.ReadOnly) != 0 {
+			t.Errorf("outside a repository: %q", s.ReadOnly)
+		}
+	}
+	// A .git file that names nothing is no repository.
+	mk("bad")
+	write("bad/.git", "not a gitdir line\n")
+	if g := findGitDir(filepath.Join(root, "bad")); g != "" {
+		t.Errorf("a malformed .git file gave %q", g)
+	}
+}
