@@ -100,7 +100,7 @@ func TestConfinedRunEscapesAreRefused(t *testing.T) {
 	c := w.e.WaitCard()
 	waitFor(t, func() bool { return strings.Contains(screen(), "card "+c.ID+": type prod-db to approve") })
 	ctl := w.agent.Socket + ".ctl"
-	escapes := []struct{ name, cmd string }{
+	escapes := []escape{
 		{"tmux new-window running postern approve", fmt.Sprintf("tmux -L %s new-window 'postern approve %s --session'", server, c.ID)},
 		{"tmux send-keys into the approver's pane", fmt.Sprintf("tmux -L %s send-keys prod-db Enter", server)},
 		{"setsid -f postern approve", fmt.Sprintf("setsid -f postern approve %s --once --socket %s; sleep 1; postern approve %s --once --socket %s", c.ID, w.agent.Socket, c.ID, w.agent.Socket)},
@@ -121,11 +121,7 @@ func TestConfinedRunEscapesAreRefused(t *testing.T) {
 		{"ssh-add -x locking the agent", "SSH_ASKPASS=/bin/true SSH_ASKPASS_REQUIRE=force DISPLAY=:0 ssh-add -x"},
 	}
 	os.WriteFile(w.e.Path("run", "bus"), nil, 0o600) // stands for the session bus's socket
-	for _, esc := range escapes {
-		if r := a.Do(esc.cmd); r.Code == 0 {
-			t.Errorf("%s: succeeded from inside the confined run:\n%s", esc.name, r.Stdout)
-		}
-	}
+	mustBeRefused(t, a, escapes)
 	if job.Done() {
 		t.Fatal("the card was answered from inside the run")
 	}
@@ -181,16 +177,12 @@ func TestConfinedRunCannotRewriteTheGateway(t *testing.T) {
 	}
 	before := mustRead(t, bin)
 	d := e.StartRun("coder")
-	for _, esc := range []struct{ name, cmd string }{
+	mustBeRefused(t, d, []escape{
 		{"appending to it", "echo >> bin/postern"},
 		{"replacing it", "cp /bin/true bin/postern.new && mv bin/postern.new bin/postern"},
 		{"removing it", "rm -f bin/postern && test ! -e bin/postern"},
 		{"moving its directory aside", "mv bin bin.old"},
-	} {
-		if r := d.Do(esc.cmd); r.Code == 0 {
-			t.Errorf("%s: succeeded from inside the confined run:\n%s", esc.name, r)
-		}
-	}
+	})
 	// The rest of the working directory stays the run's.
 	mustSucceed(t, "writing beside it", d.Do("echo x > bin/notes && echo y > other"))
 	if got := mustRead(t, bin); !bytes.Equal(got, before) {
@@ -212,21 +204,31 @@ func TestConfinedRunCannotPlantGitHooks(t *testing.T) {
 	e.MustRun("sh", "-c", git+"commit -q --allow-empty -m first && git remote add origin remote.git && rm -rf .git/hooks")
 	d := e.StartRun("coder")
 	mustSucceed(t, "commit, branch and push", d.Do(git+"commit -q --allow-empty -m second && git checkout -q -b topic && git push -q origin topic"))
-	for _, esc := range []struct{ name, cmd string }{
+	mustBeRefused(t, d, []escape{
 		{"a hook", "mkdir -p .git/hooks && printf '#!/bin/sh\\ntouch planted\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit"},
 		{"core.hooksPath", "mkdir -p h && printf '#!/bin/sh\\ntouch planted\\n' > h/pre-commit && chmod +x h/pre-commit && git config core.hooksPath h"},
 		{"core.fsmonitor", "git config core.fsmonitor 'touch planted'"},
 		{"moving the hooks directory aside", "mv .git/hooks .git/hooks.old"},
 		{"moving the git directory aside", "mv .git .git.old"},
-	} {
-		if r := d.Do(esc.cmd); r.Code == 0 {
-			t.Errorf("%s: succeeded from inside the confined run:\n%s", esc.name, r)
-		}
-	}
+	})
 	// The person's own commit, outside the run, runs nothing of the run's.
 	e.MustRun("sh", "-c", git+"commit -q --allow-empty -m third && git status -s")
 	if _, err := os.Stat(e.Path("planted")); err == nil {
 		t.Fatal("the person's git command executed what the run wrote")
+	}
+}
+
+// An escape is a shell command a confined run must fail at.
+type escape struct{ name, cmd string }
+
+// mustBeRefused runs each escape in d and fails the test for each that
+// succeeded.
+func mustBeRefused(t *testing.T, d *Driver, escapes []escape) {
+	t.Helper()
+	for _, esc := range escapes {
+		if r := d.Do(esc.cmd); r.Code == 0 {
+			t.Errorf("%s: succeeded from inside the confined run:\n%s", esc.name, r)
+		}
 	}
 }
 
