@@ -344,7 +344,7 @@ func (g *Gateway) handleSignals(ctx context.Context, sigs <-chan os.Signal) {
 				// As OpenSSH 10's ssh-agent: every key goes. Added
 				// keys are wiped, an unlocked vault is locked, and
 				// every grant ends.
-				g.keys.RemoveAll()
+				g.keys.RemoveAll("")
 				g.vault.lockIfOpen()
 				n := g.engine.RevokeAll()
 				g.log.Info("all keys wiped and grants revoked", "signal", "SIGUSR1", "grants", n)

@@ -144,7 +144,7 @@ func (c *conn) add(p []byte, constrained bool) error {
 		wipe(k.priv)
 		return c.refuse("refusing to add key: " + err.Error())
 	}
-	id.Source = Added
+	id.Source, id.Run = Added, c.run()
 	id.Confirm = cons.confirm
 	id.Dest = cons.dest
 	if cons.lifetime > 0 {
@@ -187,6 +187,15 @@ func (c *conn) identityFor(k *addedKey, comment, provider string) (*Identity, er
 // session-bind. Such a connection may not make the agent load a provider.
 func (c *conn) remote() bool { return c.binds.attempted }
 
+// run is the id of the run whose socket the connection came through, ""
+// for the person's sockets.
+func (c *conn) run() string {
+	if c.ep.Channel.Kind == approvals.ChannelRun {
+		return c.ep.Channel.Run
+	}
+	return ""
+}
+
 // remove removes a key (msg: REMOVE_IDENTITY) from postern's added
 // keys and, as configured, from the upstream agent.
 func (c *conn) remove(msg []byte) error {
@@ -198,7 +207,7 @@ func (c *conn) remove(msg []byte) error {
 	if err != nil {
 		return c.refuse("refusing to remove a key that does not parse")
 	}
-	err = c.srv.Keys.Remove(key)
+	err = c.srv.Keys.Remove(key, c.run())
 	if err == nil {
 		c.log.Info("key removed", "key", ssh.FingerprintSHA256(key))
 	}
@@ -211,8 +220,10 @@ func (c *conn) remove(msg []byte) error {
 	return err
 }
 
+// removeAll removes the added keys the connection may remove (a run's
+// socket, those the run added) and, as configured, the upstream agent's.
 func (c *conn) removeAll() error {
-	if err := c.srv.Keys.RemoveAll(); err != nil {
+	if err := c.srv.Keys.RemoveAll(c.run()); err != nil {
 		return c.refuse("refusing to remove keys: " + err.Error())
 	}
 	c.log.Info("all added keys removed")

@@ -54,6 +54,9 @@ type Identity struct {
 	// Provider is the FIDO or PKCS#11 provider library that holds the
 	// private key, for a key that is not held here.
 	Provider string
+	// Run is the run whose socket added the key, "" when one of the
+	// person's sockets did: a run removes only its own keys.
+	Run string
 
 	sk     *skKey // a FIDO key: signed with by ssh-sk-helper
 	signer ssh.Signer
@@ -185,3 +188,7 @@ func wipeInt(n *big.Int) {
 		n.SetInt64(0)
 	}
 }
+
+// removableBy reports whether by (a run's id, "" for the person) may
+// remove id: the person any, a run only what it added.
+func (id *Identity) removableBy(by string) bool { return by == "" || id.Run == by }

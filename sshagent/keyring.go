@@ -24,6 +24,10 @@ var ErrNotFound = errors.New("key not found")
 // the vault: it leaves only when the vault is changed.
 var ErrVaultKey = errors.New("key is stored in the vault, not added with ssh-add")
 
+// ErrOtherRun is returned when a run's socket asks to remove a key it did
+// not add: a run removes only its own keys, not the person's.
+var ErrOtherRun = errors.New("key was not added through this run's socket; a run removes only the keys it added")
+
 // A Keyring holds the agent's identities: those added with ssh-add and
 // those loaded from the vault. It is safe for concurrent use.
 type Keyring struct {
@@ -166,22 +170,27 @@ func (k *Keyring) removeLocked(match func(*Identity) bool) int {
 	return n
 }
 
-// Remove deletes the added identity with the given public key. Vault
-// identities are not removed: ErrVaultKey.
-func (k *Keyring) Remove(key ssh.PublicKey) error {
+// Remove deletes the added identity with the given public key, for by:
+// the run whose socket asks ("" for the person's sockets), which removes
+// only what it added (ErrOtherRun). Vault identities are not removed:
+// ErrVaultKey.
+func (k *Keyring) Remove(key ssh.PublicKey, by string) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.locked {
 		return ErrLocked
 	}
 	blob := key.Marshal()
-	var inVault bool
+	var inVault, other bool
 	n := k.removeLocked(func(id *Identity) bool {
-		if !bytes.Equal(id.Blob(), blob) {
+		switch {
+		case !bytes.Equal(id.Blob(), blob):
 			return false
-		}
-		if id.Source == Vault {
+		case id.Source == Vault:
 			inVault = true
+			return false
+		case !id.removableBy(by):
+			other = true
 			return false
 		}
 		return true
@@ -189,6 +198,8 @@ func (k *Keyring) Remove(key ssh.PublicKey) error {
 	switch {
 	case n > 0:
 		return nil
+	case other:
+		return ErrOtherRun
 	case inVault:
 		return ErrVaultKey
 	default:
@@ -197,11 +208,15 @@ func (k *Keyring) Remove(key ssh.PublicKey) error {
 }
 
 // RemoveProvider deletes the identities whose key a PKCS#11 provider
-// holds and reports how many it removed.
-func (k *Keyring) RemoveProvider(provider string) int {
+// holds and reports how many it removed; for a run (by, as for Remove),
+// nothing when another added any of them (ErrOtherRun).
+func (k *Keyring) RemoveProvider(provider, by string) (int, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.removeLocked(func(id *Identity) bool { return ofProvider(id, provider) })
+	if slices.ContainsFunc(k.ids, func(id *Identity) bool { return ofProvider(id, provider) && !id.removableBy(by) }) {
+		return 0, ErrOtherRun
+	}
+	return k.removeLocked(func(id *Identity) bool { return ofProvider(id, provider) }), nil
 }
 
 // HoldsProvider reports whether an identity whose key a PKCS#11
@@ -215,15 +230,16 @@ func (k *Keyring) HoldsProvider(provider string) bool {
 // ofProvider reports whether id's key is one a PKCS#11 provider holds.
 func ofProvider(id *Identity, provider string) bool { return id.sk == nil && id.Provider == provider }
 
-// RemoveAll deletes every added identity. Vault identities stay until the
+// RemoveAll deletes every added identity that by (as for Remove) may
+// remove: for a run, those it added. Vault identities stay until the
 // vault is locked.
-func (k *Keyring) RemoveAll() error {
+func (k *Keyring) RemoveAll(by string) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.locked {
 		return ErrLocked
 	}
-	k.removeLocked(func(id *Identity) bool { return id.Source == Added })
+	k.removeLocked(func(id *Identity) bool { return id.Source == Added && id.removableBy(by) })
 	return nil
 }
 

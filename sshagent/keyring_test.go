@@ -42,14 +42,14 @@ func TestAddedCopyOfAVaultKey(t *testing.T) {
 		if id, err := keys.Lookup(added.Key); err != nil || id != ids[0] {
 			t.Fatalf("vault first %v: lookup gave %v %v", vaultFirst, id, err)
 		}
-		if err := keys.Remove(added.Key); err != nil {
+		if err := keys.Remove(added.Key, ""); err != nil {
 			t.Fatal(err)
 		}
 		ids, _ = keys.Identities()
 		if len(ids) != 1 || ids[0].Comment != "vault" || ids[0].Source != Vault {
 			t.Fatalf("vault first %v: after ssh-add -d, %d identities", vaultFirst, len(ids))
 		}
-		if err := keys.Remove(added.Key); err == nil {
+		if err := keys.Remove(added.Key, ""); err == nil {
 			t.Fatalf("vault first %v: ssh-add -d removed the vault copy", vaultFirst)
 		}
 	}
@@ -94,7 +94,7 @@ func TestConstraintsOutliveTheirCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("added with -c -h", true, true)
-	if err := keys.Remove(added.Key); err != nil {
+	if err := keys.Remove(added.Key, ""); err != nil {
 		t.Fatal(err)
 	}
 	check("the vault's copy after ssh-add -d", true, true)
@@ -103,14 +103,14 @@ func TestConstraintsOutliveTheirCopy(t *testing.T) {
 	token := fresh("token")
 	token.Source, token.Provider = Added, "/usr/lib/softhsm/libsofthsm2.so"
 	keys.Add(token)
-	keys.RemoveAll()
+	keys.RemoveAll("")
 	check("after a token's copy and ssh-add -D", true, true)
 
 	// The private key added again, without constraints: lifted.
 	plain := fresh("plain")
 	plain.Source = Added
 	keys.Add(plain)
-	keys.Remove(plain.Key)
+	keys.Remove(plain.Key, "")
 	check("after the private key was added without constraints", false, false)
 
 	// A certificate of the key added with -c: the plain key, which the
@@ -122,4 +122,32 @@ func TestConstraintsOutliveTheirCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("the plain key beside a certificate added with -c", true, false)
+}
+
+// A run removes a token's keys (ssh-add -e) only where it added them all.
+func TestRemoveProviderByRun(t *testing.T) {
+	keys := &Keyring{}
+	for _, run := range []string{"", "R1"} {
+		_, priv, _ := ed25519.GenerateKey(rand.Reader)
+		id, err := NewIdentity(priv, nil, "token key")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id.Source, id.Provider, id.Run = Added, "/lib/p"+run+".so", run
+		if err := keys.Add(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := keys.RemoveProvider("/lib/p.so", "R1"); err != ErrOtherRun || n != 0 || !keys.HoldsProvider("/lib/p.so") {
+		t.Fatalf("a run removed the person's token keys: %d %v", n, err)
+	}
+	if n, err := keys.RemoveProvider("/lib/pR1.so", "R2"); err != ErrOtherRun || n != 0 {
+		t.Fatalf("a run removed another run's token keys: %d %v", n, err)
+	}
+	if n, err := keys.RemoveProvider("/lib/pR1.so", "R1"); err != nil || n != 1 {
+		t.Fatalf("a run could not remove the token keys it added: %d %v", n, err)
+	}
+	if n, err := keys.RemoveProvider("/lib/p.so", ""); err != nil || n != 1 {
+		t.Fatalf("the person could not remove token keys: %d %v", n, err)
+	}
 }

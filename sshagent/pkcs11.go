@@ -145,8 +145,9 @@ func (c *conn) addSmartcard(p []byte, constrained bool) error {
 		return c.refuse("refusing to add PKCS#11 keys: "+err.Error(), "provider", real)
 	}
 	for _, id := range ids {
+		id.Run = c.run()
 		if err := c.srv.Keys.Add(id); err != nil {
-			c.srv.Keys.RemoveProvider(real)
+			c.srv.Keys.RemoveProvider(real, "")
 			h.stop()
 			return c.refuse("refusing to add PKCS#11 keys: "+err.Error(), "provider", real)
 		}
@@ -230,10 +231,15 @@ func (c *conn) removeSmartcard(p []byte) error {
 	}
 	set := &c.srv.pkcs11
 	set.mu.Lock()
+	n, err := c.srv.Keys.RemoveProvider(real, c.run())
 	h := set.helpers[real]
-	delete(set.helpers, real)
+	if err == nil {
+		delete(set.helpers, real)
+	}
 	set.mu.Unlock()
-	n := c.srv.Keys.RemoveProvider(real)
+	if err != nil {
+		return c.refuse("refusing to remove PKCS#11 keys: "+err.Error(), "provider", real)
+	}
 	if h != nil {
 		h.stop()
 	}

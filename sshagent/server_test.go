@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -291,6 +292,65 @@ func TestRunCannotLockOrUnlock(t *testing.T) {
 	}
 	if err := own.Unlock([]byte("pass")); err != nil || ts.srv.Keys.Locked() {
 		t.Fatalf("the agent's socket did not unlock: %v", err)
+	}
+}
+
+// A run's socket removes only the keys added through it: the gated
+// program does not take away the keys the person added (ssh-add -d, -D),
+// nor another run's; the person's socket removes any.
+func TestRunRemovesOnlyItsOwnKeys(t *testing.T) {
+	ts := startServer(t)
+	own, _ := ts.client(t)
+	runClient := func(id string) agent.ExtendedAgent {
+		c, err := net.Dial("unix", ts.serveRun(t, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return agent.NewClient(c)
+	}
+	r1, r2 := runClient("R1"), runClient("R2")
+	add := func(ag agent.ExtendedAgent, comment string) ssh.PublicKey {
+		_, k, _ := ed25519.GenerateKey(rand.Reader)
+		if err := ag.Add(agent.AddedKey{PrivateKey: k, Comment: comment}); err != nil {
+			t.Fatalf("add %s: %v", comment, err)
+		}
+		s, _ := ssh.NewSignerFromKey(k)
+		return s.PublicKey()
+	}
+	person, mine, other := add(own, "person"), add(r1, "r1"), add(r2, "r2")
+	held := func() (names []string) {
+		l, _ := own.List()
+		for _, k := range l {
+			names = append(names, k.Comment)
+		}
+		slices.Sort(names)
+		return names
+	}
+	if err := r1.Remove(person); err == nil {
+		t.Error("a run removed the person's key")
+	}
+	if err := r1.Remove(other); err == nil {
+		t.Error("a run removed another run's key")
+	}
+	if err := r1.RemoveAll(); err != nil {
+		t.Fatalf("a run's ssh-add -D: %v", err)
+	}
+	if got := held(); !slices.Equal(got, []string{"person", "r2"}) {
+		t.Fatalf("after the run's removals the agent holds %q, want the person's and the other run's", got)
+	}
+	if err := r1.Remove(mine); err == nil {
+		t.Error("the run's own key was still there")
+	}
+	m2 := add(r1, "r1-again")
+	if err := r1.Remove(m2); err != nil {
+		t.Errorf("a run could not remove a key it added: %v", err)
+	}
+	if err := own.Remove(other); err != nil {
+		t.Errorf("the person could not remove a run's key: %v", err)
+	}
+	if err := own.RemoveAll(); err != nil || len(held()) != 0 {
+		t.Fatalf("the person's ssh-add -D left %q: %v", held(), err)
 	}
 }
 

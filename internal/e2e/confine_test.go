@@ -218,6 +218,26 @@ func TestConfinedRunCannotPlantGitHooks(t *testing.T) {
 	}
 }
 
+// ssh-add -D and -d inside a run remove the keys the run added, never
+// the person's.
+func TestRunRemovesOnlyItsOwnKeys(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen")
+	e := newEnv(t)
+	e.Config(`approval = "none"`)
+	e.StartAgent()
+	person := e.Keygen("person", "ed25519", 0, "")
+	e.AddKey(person)
+	own := e.Keygen("run-own", "ed25519", 0, "")
+	d := e.StartRun("coder")
+	mustSucceed(t, "the run adds a key", d.Do("ssh-add "+own))
+	mustBeRefused(t, d, []escape{{"ssh-add -d of the person's key", "ssh-add -d " + person + ".pub"}})
+	mustSucceed(t, "the run's ssh-add -D", d.Do("ssh-add -D"))
+	l := e.MustRun("ssh-add", "-l").Stdout
+	if !strings.Contains(l, fingerprint(t, e, person)) || strings.Contains(l, fingerprint(t, e, own)) {
+		t.Fatalf("after the run's ssh-add -d and -D the agent lists:\n%s", l)
+	}
+}
+
 // An escape is a shell command a confined run must fail at.
 type escape struct{ name, cmd string }
 
