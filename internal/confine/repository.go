@@ -1,6 +1,7 @@
 package confine
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,10 +11,14 @@ import (
 // the working directory: its configuration (core.hooksPath,
 // core.fsmonitor, core.sshCommand, filter and diff drivers, include.path)
 // and its hooks directory, created empty where it is missing so that it
-// can be shown read-only. A run writes its work tree and its objects and
-// refs as before; the person's next git command in that repository, run
-// outside every run, executes nothing the run wrote. A repository the run
-// makes for itself is the run's (see postern-run(1)).
+// can be shown read-only; the same of its submodules' git directories
+// (git status runs in each), and the configuration of each of its
+// worktrees. A run writes its work tree and its objects and refs as
+// before; the person's next git command in that repository, run outside
+// every run, executes nothing the run wrote there. Files of the work tree
+// that git is told to run (a core.hooksPath inside it, as husky sets) are
+// the project's, which the run edits. A repository the run makes for
+// itself is the run's (see postern-run(1)).
 //
 // The repository is found as git finds it, from s.Dir upwards: a .git
 // directory, or a .git file naming the git directory (a worktree, whose
@@ -31,11 +36,44 @@ func (s *Spec) Repository() {
 		}
 		common = filepath.Clean(c)
 	}
-	hooks := filepath.Join(common, "hooks")
-	if _, err := os.Lstat(hooks); os.IsNotExist(err) {
-		os.Mkdir(hooks, 0o755)
+	s.ReadOnly = append(s.ReadOnly, gitRuns(common)...)
+	s.ReadOnly = append(s.ReadOnly, filepath.Join(gitDir, "config.worktree"))
+	worktrees, _ := filepath.Glob(filepath.Join(common, "worktrees", "*", "config.worktree"))
+	s.ReadOnly = append(s.ReadOnly, worktrees...)
+}
+
+// maxSubmodules bounds the git directories of submodules Repository
+// looks at.
+const maxSubmodules = 256
+
+// gitRuns returns the configuration and hooks directory of the git
+// directory dir and of its submodules' (dir/modules/NAME, nested), making
+// each missing hooks directory.
+func gitRuns(dir string) []string {
+	var out []string
+	queue := []string{dir}
+	for n := 0; len(queue) > 0 && n < maxSubmodules; n++ {
+		d := queue[0]
+		queue = queue[1:]
+		hooks := filepath.Join(d, "hooks")
+		if _, err := os.Lstat(hooks); os.IsNotExist(err) {
+			os.Mkdir(hooks, 0o755)
+		}
+		out = append(out, filepath.Join(d, "config"), hooks)
+		// A submodule's name may hold slashes: its git directory is
+		// the one with a HEAD, however deep.
+		filepath.WalkDir(filepath.Join(d, "modules"), func(p string, e fs.DirEntry, err error) error {
+			if err != nil || !e.IsDir() {
+				return nil
+			}
+			if _, err := os.Stat(filepath.Join(p, "HEAD")); err == nil {
+				queue = append(queue, p)
+				return filepath.SkipDir
+			}
+			return nil
+		})
 	}
-	s.ReadOnly = append(s.ReadOnly, filepath.Join(common, "config"), hooks, filepath.Join(gitDir, "config.worktree"))
+	return out
 }
 
 // findGitDir returns the git directory of the repository holding dir,

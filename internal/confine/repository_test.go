@@ -29,6 +29,15 @@ func TestRepository(t *testing.T) {
 	mk("wt/sub")
 	write("wt/.git", "gitdir: "+filepath.Join(root, "repo/.git/worktrees/wt")+"\n")
 	mk("plain")
+	// A repository with submodules, one nested, one named with a slash,
+	// and a worktree whose configuration exists.
+	mk("sup/.git/modules/a/modules/b")
+	write("sup/.git/modules/a/HEAD", "ref: refs/heads/main\n")
+	write("sup/.git/modules/a/modules/b/HEAD", "ref: refs/heads/main\n")
+	mk("sup/.git/modules/lib/c")
+	write("sup/.git/modules/lib/c/HEAD", "ref: refs/heads/main\n")
+	mk("sup/.git/worktrees/w2")
+	write("sup/.git/worktrees/w2/config.worktree", "")
 
 	cases := []struct {
 		dir  string
@@ -37,6 +46,13 @@ func TestRepository(t *testing.T) {
 		{"repo", []string{"repo/.git/config", "repo/.git/hooks", "repo/.git/config.worktree"}},
 		{"repo/src/pkg", []string{"repo/.git/config", "repo/.git/hooks", "repo/.git/config.worktree"}},
 		{"wt/sub", []string{"repo/.git/config", "repo/.git/hooks", "repo/.git/worktrees/wt/config.worktree"}},
+		{"sup", []string{
+			"sup/.git/config", "sup/.git/hooks",
+			"sup/.git/modules/a/config", "sup/.git/modules/a/hooks",
+			"sup/.git/modules/lib/c/config", "sup/.git/modules/lib/c/hooks",
+			"sup/.git/modules/a/modules/b/config", "sup/.git/modules/a/modules/b/hooks",
+			"sup/.git/config.worktree", "sup/.git/worktrees/w2/config.worktree",
+		}},
 	}
 	for _, c := range cases {
 		s := &Spec{Dir: filepath.Join(root, c.dir), ReadOnly: []string{"/kept"}}
@@ -49,10 +65,12 @@ func TestRepository(t *testing.T) {
 			t.Errorf("%s: read-only %q, want %q", c.dir, s.ReadOnly, want)
 		}
 	}
-	// The missing hooks directory was made, empty, so that it can be
+	// The missing hooks directories were made, empty, so that they can be
 	// shown read-only.
-	if fi, err := os.Stat(filepath.Join(root, "repo/.git/hooks")); err != nil || !fi.IsDir() {
-		t.Fatalf("hooks directory: %v", err)
+	for _, h := range []string{"repo/.git/hooks", "sup/.git/modules/a/modules/b/hooks"} {
+		if fi, err := os.Stat(filepath.Join(root, h)); err != nil || !fi.IsDir() {
+			t.Fatalf("hooks directory %s: %v", h, err)
+		}
 	}
 	// Outside any repository (as far as the temporary directory's parents
 	// go, which hold none in the tests' world), nothing is added.

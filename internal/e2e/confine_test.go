@@ -202,18 +202,25 @@ func TestConfinedRunCannotPlantGitHooks(t *testing.T) {
 	e.MustRun("git", "init", "-q", "-b", "main", e.Dir)
 	e.MustRun("git", "init", "-q", "--bare", e.Path("remote.git"))
 	e.MustRun("sh", "-c", git+"commit -q --allow-empty -m first && git remote add origin remote.git && rm -rf .git/hooks")
+	// A submodule, whose git directory is .git/modules/sub.
+	e.MustRun("git", "init", "-q", "-b", "main", e.Path("subsrc"))
+	e.MustRun("sh", "-c", "cd subsrc && "+git+"commit -q --allow-empty -m s && cd .. && "+git+"-c protocol.file.allow=always submodule add -q "+e.Path("subsrc")+" sub && "+git+"commit -qm sub")
+	planted := e.Path("planted")
+	hook := "printf '#!/bin/sh\\ntouch " + planted + "\\n' > "
 	d := e.StartRun("coder")
 	mustSucceed(t, "commit, branch and push", d.Do(git+"commit -q --allow-empty -m second && git checkout -q -b topic && git push -q origin topic"))
 	mustBeRefused(t, d, []escape{
-		{"a hook", "mkdir -p .git/hooks && printf '#!/bin/sh\\ntouch planted\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit"},
-		{"core.hooksPath", "mkdir -p h && printf '#!/bin/sh\\ntouch planted\\n' > h/pre-commit && chmod +x h/pre-commit && git config core.hooksPath h"},
-		{"core.fsmonitor", "git config core.fsmonitor 'touch planted'"},
+		{"a hook", "mkdir -p .git/hooks && " + hook + ".git/hooks/pre-commit && chmod +x .git/hooks/pre-commit"},
+		{"core.hooksPath", "mkdir -p h && " + hook + "h/pre-commit && chmod +x h/pre-commit && git config core.hooksPath h"},
+		{"core.fsmonitor", "git config core.fsmonitor 'touch " + planted + "'"},
 		{"moving the hooks directory aside", "mv .git/hooks .git/hooks.old"},
+		{"a submodule's hook", hook + ".git/modules/sub/hooks/post-checkout && chmod +x .git/modules/sub/hooks/post-checkout"},
+		{"a submodule's core.fsmonitor", "git -C sub config core.fsmonitor 'touch " + planted + "'"},
 		{"moving the git directory aside", "mv .git .git.old"},
 	})
 	// The person's own commit, outside the run, runs nothing of the run's.
-	e.MustRun("sh", "-c", git+"commit -q --allow-empty -m third && git status -s")
-	if _, err := os.Stat(e.Path("planted")); err == nil {
+	e.MustRun("sh", "-c", git+"commit -q --allow-empty -m third && git status -s && git submodule -q update --checkout --force")
+	if _, err := os.Stat(planted); err == nil {
 		t.Fatal("the person's git command executed what the run wrote")
 	}
 }
