@@ -199,11 +199,12 @@ func BenchmarkSignCoveredByGrant(b *testing.B) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	approve := postern.env.Command("setsid", "-f", posternBin, "approve", card[0].ID, "--session")
-	if out, err := approve.CombinedOutput(); err != nil {
+	out, err := approve.CombinedOutput()
+	if err != nil {
 		b.Fatalf("approve: %v %s", err, out)
 	}
 	if err := <-signed; err != nil {
-		b.Fatal(err)
+		b.Fatalf("the approved signature: %v\napprove printed: %s\ngateway log:\n%s", err, out, postern.gw.Log())
 	}
 	for _, a := range []*benchAgent{sshAgent, postern} {
 		name := a.name
