@@ -74,6 +74,7 @@ type consoleModel struct {
 	refresh  refreshMsg
 	reloaded time.Time
 	width    int
+	height   int
 	now      time.Time
 }
 
@@ -113,7 +114,7 @@ func (m *consoleModel) current() *api.Card {
 func (m *consoleModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.width = msg.Width
+		m.width, m.height = msg.Width, msg.Height
 	case tickMsg:
 		m.now = time.Time(msg)
 		var cmd tea.Cmd
@@ -256,6 +257,11 @@ func (m *consoleModel) key(k string) (tea.Model, tea.Cmd) {
 	if r.verdict == 0 {
 		return m, nil
 	}
+	if r.verdict != api.VerdictDeny && m.height > 0 && m.layout().cut {
+		m.prompts[p.card.ID] = newCardPrompt(p.card)
+		m.note = "card " + p.card.ID + " does not fit this window: make it taller and read it whole before approving it"
+		return m, nil
+	}
 	id, v, subject := p.card.ID, r.verdict, r.subject
 	m.note = fmt.Sprintf("%s: answering…", id)
 	gw := m.gw
@@ -390,9 +396,10 @@ func (m *consoleModel) View() tea.View {
 		b.WriteString(t)
 	}
 	b.WriteString(dimStyle.Render("   tab: next view, q: quit") + "\n\n")
+	recent := -1 // lines of Recent shown: all
 	switch m.tab {
 	case tabCards:
-		m.viewCards(&b)
+		recent = m.viewCards(&b)
 	case tabRuns:
 		_, lines := m.runRows()
 		if len(lines) == 0 {
@@ -417,9 +424,15 @@ func (m *consoleModel) View() tea.View {
 	if m.note != "" {
 		b.WriteString("\n" + warnStyle.Render(m.note) + "\n")
 	}
-	b.WriteString("\nRecent:\n")
-	for _, r := range m.recent {
-		b.WriteString("  " + r + "\n")
+	if recent != 0 {
+		b.WriteString("\nRecent:\n")
+		shown := m.recent
+		if recent > 0 && len(shown) > recent {
+			shown = shown[len(shown)-recent:]
+		}
+		for _, r := range shown {
+			b.WriteString("  " + r + "\n")
+		}
 	}
 	v := tea.NewView(b.String())
 	v.AltScreen = true
@@ -434,11 +447,25 @@ func rowMark(on bool) string {
 	return "  "
 }
 
-func (m *consoleModel) viewCards(b *strings.Builder) {
+// viewCards writes the cards tab, fitted to the window (console_layout.go),
+// and returns how many lines of Recent fit under it (-1: all).
+func (m *consoleModel) viewCards(b *strings.Builder) int {
 	if len(m.cards) == 0 {
 		b.WriteString("no pending cards: waiting\n")
-		return
+		return -1
 	}
+	l := m.layout()
+	for _, r := range l.rows {
+		b.WriteString(r + "\n")
+	}
+	b.WriteString("\n" + l.text + "\n\n")
+	b.WriteString(m.promptText(l.cut))
+	return l.recent
+}
+
+// cardRows are the list of pending cards, one line each.
+func (m *consoleModel) cardRows() []string {
+	rows := make([]string, len(m.cards))
 	for i, c := range m.cards {
 		left := c.Expires.Sub(m.now).Round(time.Second)
 		age := m.now.Sub(c.Created).Round(time.Second)
@@ -451,19 +478,37 @@ func (m *consoleModel) viewCards(b *strings.Builder) {
 		} else if c.Namespace != "" {
 			what = "sign, namespace " + shown(c.Namespace)
 		}
-		fmt.Fprintf(b, "%s%s  %s  %s → %s  age %s, %s left\n", rowMark(i == m.sel), c.ID, c.Mode, shown(c.Run.Name), what, age, max(left, 0))
+		rows[i] = fmt.Sprintf("%s%s  %s  %s → %s  age %s, %s left", rowMark(i == m.sel), c.ID, c.Mode, shown(c.Run.Name), what, age, max(left, 0))
 	}
+	return rows
+}
+
+// layout lays the cards tab out for the window.
+func (m *consoleModel) layout() cardsLayout {
 	c := m.current()
-	p := m.prompts[c.ID]
 	text := c.Text()
 	if m.width > 0 {
 		text = lipgloss.NewStyle().Width(m.width).Render(text)
 	}
-	b.WriteString("\n" + text + "\n\n")
-	if p != nil {
-		b.WriteString(p.subjects())
-		b.WriteString("\n" + titleStyle.Render(p.question()) + "\n")
+	note := 0
+	if m.note != "" {
+		note = 2
 	}
+	return layCards(m.cardRows(), m.sel, text, m.promptText(false), note, m.height)
+}
+
+// promptText is what goes under the selected card: the runs a session
+// could bind and the question; for a card cut to the window, that it
+// can only be denied.
+func (m *consoleModel) promptText(cut bool) string {
+	p := m.prompt()
+	switch {
+	case p == nil:
+		return ""
+	case cut:
+		return titleStyle.Render(fmt.Sprintf("card %s: d denies it; make this window taller to approve it", p.card.ID)) + "\n"
+	}
+	return p.subjects() + "\n" + titleStyle.Render(p.question()) + "\n"
 }
 
 // approveConsole runs the full-screen console until q or Ctrl-C.

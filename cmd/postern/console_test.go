@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +149,95 @@ func TestConsoleResynchronisesAfterAnError(t *testing.T) {
 	m.shownAt = time.Now().Add(-armDelay)
 	if _, cmd := m.Update(tea.KeyPressMsg{Code: tea.KeyEnter}); cmd != nil {
 		t.Fatal("Enter after the error sent the name typed before it")
+	}
+}
+
+// floodCards is what a run that sends many requests at once leaves
+// pending: n cards, the last one a per-call login with a relayed command.
+func floodCards(n int) []api.Card {
+	var cards []api.Card
+	for i := range n {
+		c := api.Card{ID: fmt.Sprintf("C%d", i), Mode: "session", Selected: 0,
+			Subjects: []approvals.RunView{{ProcessView: approvals.ProcessView{PID: 100 + i, Name: "agent"}}},
+			Created:  time.Now(), Expires: time.Now().Add(time.Minute)}
+		if i == n-1 {
+			c.Mode, c.Purpose = "per-call", "auth"
+			c.Destination = &approvals.DestView{Fingerprint: "SHA256:x", Names: []string{"prod-db-1"}}
+			c.Command = "rm -rf /srv/data"
+		}
+		cards = append(cards, c)
+	}
+	return cards
+}
+
+// screen renders m as a window of height lines shows it: a view taller
+// than the window loses its top lines, as the terminal drops them.
+func screen(m *consoleModel, height int) (lines []string, taller bool) {
+	lines = strings.Split(strings.TrimSuffix(m.View().Content, "\n"), "\n")
+	if len(lines) > height {
+		return lines[len(lines)-height:], true
+	}
+	return lines, false
+}
+
+// However many cards a run leaves pending, the selected card is shown
+// from its question down, with its command, in a window of 30 lines.
+func TestConsoleFitsTheCardToTheWindow(t *testing.T) {
+	m := newConsoleModel(nil, nil)
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+	for i := range 8 {
+		m.recentAdd(fmt.Sprintf("earlier answer %d", i))
+	}
+	cards := floodCards(60)
+	m.Update(cardsMsg(cards))
+	for range len(cards) - 1 {
+		m.Update(tea.KeyPressMsg{Code: tea.KeyDown})
+	}
+	lines, taller := screen(m, 30)
+	view := strings.Join(lines, "\n")
+	if taller {
+		t.Errorf("the view is taller than the window:\n%s", m.View().Content)
+	}
+	for _, want := range []string{"postern approve", "Allow, this one time, agent (pid 159)", "Command (relayed by the bastion, exactly): rm -rf /srv/data", "▶ C59", "more cards", "type prod-db-1"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the window does not show %q:\n%s", want, view)
+		}
+	}
+}
+
+// A card taller than the window is shown from its top, says that it
+// goes on, and can be denied but not approved until it fits.
+func TestConsoleCutCardIsNotApproved(t *testing.T) {
+	m := newConsoleModel(nil, nil)
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 12})
+	c := floodCards(1)[0]
+	m.Update(cardsMsg{c})
+	m.shownAt = time.Now().Add(-armDelay)
+	lines, taller := screen(m, 12)
+	view := strings.Join(lines, "\n")
+	if taller || !strings.Contains(view, "Allow, this one time") || !strings.Contains(view, "the card goes on below") {
+		t.Fatalf("a card taller than the window (%v):\n%s", taller, m.View().Content)
+	}
+	for _, k := range strings.Split("prod-db-1", "") {
+		m.Update(tea.KeyPressMsg{Code: rune(k[0]), Text: k})
+	}
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: tea.KeyEnter}); cmd != nil || !strings.Contains(m.note, "does not fit this window") {
+		t.Fatalf("a cut card was approved: note %q", m.note)
+	}
+	// Taller, the same answer goes through; a denial always does.
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 60})
+	for _, k := range strings.Split("prod-db-1", "") {
+		m.Update(tea.KeyPressMsg{Code: rune(k[0]), Text: k})
+	}
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: tea.KeyEnter}); cmd == nil {
+		t.Fatalf("the card, whole on screen, took no answer: note %q", m.note)
+	}
+	m = newConsoleModel(nil, nil)
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 12})
+	m.Update(cardsMsg{c})
+	m.shownAt = time.Now().Add(-armDelay)
+	m.Update(tea.KeyPressMsg{Code: 'd', Text: "d"})
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: tea.KeyEnter}); cmd == nil {
+		t.Fatal("a cut card could not be denied")
 	}
 }
