@@ -405,17 +405,19 @@ func (m *consoleModel) View() tea.View {
 		if len(lines) == 0 {
 			b.WriteString("no live runs or grants\n")
 		}
-		for i, l := range lines {
-			b.WriteString(rowMark(i == m.row) + l + "\n")
-		}
+		recent = m.viewRows(&b, lines, "runs and grants", 0)
 		b.WriteString(dimStyle.Render("\n↑/↓ choose, r revokes (a run: all its grants)") + "\n")
 	case tabJournal:
+		above := 0
 		if m.refresh.noJrnl {
 			b.WriteString("the bastion is not enabled: no command journal\n")
+			above = 1
 		}
+		lines := make([]string, len(m.refresh.unknown))
 		for i, e := range m.refresh.unknown {
-			b.WriteString(rowMark(i == m.row) + entryLine(e) + "\n")
+			lines[i] = entryLine(e)
 		}
+		recent = m.viewRows(&b, lines, "entries", above)
 		if len(m.refresh.unknown) == 0 && !m.refresh.noJrnl {
 			b.WriteString("no command with an unknown outcome\n")
 		}
@@ -461,6 +463,28 @@ func (m *consoleModel) viewCards(b *strings.Builder) int {
 	b.WriteString("\n" + l.text + "\n\n")
 	b.WriteString(m.promptText(l.cut))
 	return l.recent
+}
+
+// viewRows writes the rows of the runs or journal tab, marked where
+// selected and fitted to the window under above lines of the tab and
+// over its help (fitRows), and returns how many lines of Recent fit.
+func (m *consoleModel) viewRows(b *strings.Builder, lines []string, what string, above int) int {
+	rows := make([]string, len(lines))
+	for i, l := range lines {
+		rows[i] = rowMark(i == m.row) + l
+	}
+	recent := -1
+	if m.height > 0 {
+		note := 0
+		if m.note != "" {
+			note = 2
+		}
+		rows, recent = fitRows(rows, m.row, m.height-headLines-above-2-note, what)
+	}
+	for _, r := range rows {
+		b.WriteString(r + "\n")
+	}
+	return recent
 }
 
 // cardRows are the list of pending cards, one line each.

@@ -1,12 +1,14 @@
 package main
 
-// How the cards tab fits a window. The terminal keeps the bottom of a
-// view taller than the window and drops its top, which held the list of
-// cards and, below it, the top of the card: its question, its command,
-// the run's confinement. Here the card and its prompt come first: the
-// list is cut to the rows around the selected card, Recent goes, and a
-// card that still does not fit is shown from its top down, says so, and
-// cannot be approved until the window is tall enough to read it whole.
+// How the tabs fit a window. The terminal keeps the bottom of a view
+// taller than the window and drops its top, which held the list of cards
+// and, below it, the top of the card: its question, its command, the
+// run's confinement; on the other tabs, the selected row a key acts on.
+// Here the card and its prompt come first: the list is cut to the rows
+// around the selected card, Recent goes, and a card that still does not
+// fit is shown from its top down, says so, and cannot be approved until
+// the window is tall enough to read it whole. The lists of the other tabs
+// are cut to the rows around the selected one.
 
 import (
 	"fmt"
@@ -55,18 +57,20 @@ func layCards(rows []string, sel int, text, prompt string, note, height int) car
 		l.cut, l.recent = true, 0
 		return l
 	}
-	if len(rows) > room {
-		// A window of rows around the selection, and a line that counts
-		// the others.
-		n := max(room-1, 1)
-		start := min(max(sel-n/2, 0), len(rows)-n)
-		l.rows = append(append([]string(nil), rows[start:start+n]...), dimStyle.Render(fmt.Sprintf("  … %d more cards (↑/↓)", len(rows)-n)))
-		room = 0
-	} else {
-		room -= len(rows)
-	}
-	// Recent: its title and an empty line above it, then the newest
-	// lines that fit.
-	l.recent = max(room-2, 0)
+	l.rows, l.recent = fitRows(rows, sel, room, "cards")
 	return l
+}
+
+// fitRows fits rows to room lines, sel the selected row: all of them, or
+// a window of rows with the selected one in it and a line that counts the
+// others (what ↑/↓ scroll to). It also returns how many lines of Recent
+// fit in what is left: its title and an empty line above it, then the
+// newest lines.
+func fitRows(rows []string, sel, room int, what string) ([]string, int) {
+	if len(rows) <= room {
+		return rows, max(room-len(rows)-2, 0)
+	}
+	n := max(room-1, 1)
+	start := min(max(sel-n/2, 0), len(rows)-n)
+	return append(append([]string(nil), rows[start:start+n]...), dimStyle.Render(fmt.Sprintf("  … %d more %s (↑/↓)", len(rows)-n, what))), 0
 }

@@ -241,3 +241,27 @@ func TestConsoleCutCardIsNotApproved(t *testing.T) {
 		t.Fatal("a cut card could not be denied")
 	}
 }
+
+// The row that n would resolve as not started is on screen, however many
+// entries a run's interrupted commands left unknown.
+func TestConsoleJournalRowIsOnScreen(t *testing.T) {
+	m := newConsoleModel(nil, nil)
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 20})
+	m.Update(tea.KeyPressMsg{Code: tea.KeyTab})
+	m.Update(tea.KeyPressMsg{Code: tea.KeyTab})
+	var entries []*api.JournalEntry
+	for i := range 50 {
+		entries = append(entries, &api.JournalEntry{ID: fmt.Sprintf("J%08d", i), Started: time.Now()})
+	}
+	m.Update(refreshMsg{unknown: entries})
+	for _, down := range []int{0, 30, 19} {
+		for range down {
+			m.Update(tea.KeyPressMsg{Code: tea.KeyDown})
+		}
+		lines, taller := screen(m, 20)
+		view := strings.Join(lines, "\n")
+		if taller || !strings.Contains(view, "▶ "+entries[m.row].ID) || !strings.Contains(view, "more entries") || !strings.Contains(view, "n records that it did not start") {
+			t.Fatalf("row %d (%v):\n%s", m.row, taller, m.View().Content)
+		}
+	}
+}
