@@ -156,6 +156,9 @@ func startConfined(prep *api.RunPrepared, argv, env []string) (launched, error) 
 		}
 	}
 	s.Resolve()
+	if err := s.Commands(env); err != nil {
+		return nil, err
+	}
 	if err := s.Check(); err != nil {
 		return nil, err
 	}

@@ -25,8 +25,9 @@
 //     hidden or writable tree (postern's configuration, known_hosts,
 //     ~/.ssh/config, the askpass program, postern's executable, the
 //     configuration and hooks of the working directory's git repository:
-//     [Spec.Repository]), and the sockets of [Spec.Sockets] stay
-//     reachable (the run's own agent socket);
+//     [Spec.Repository], the directories of $PATH inside a writable tree:
+//     [Spec.Commands]), and the sockets of [Spec.Sockets] stay reachable
+//     (the run's own agent socket);
 //   - /tmp and /dev/shm are private and empty; /dev holds only null,
 //     zero, full, random, urandom, tty and a private pseudo-terminal
 //     instance, so no other terminal of the user can be opened;

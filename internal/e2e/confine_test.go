@@ -164,29 +164,41 @@ func TestConfinedRunEscapesAreRefused(t *testing.T) {
 // as the README's set-up builds it) is the person's: the next approval
 // console and the next gateway run it. The gateway shows its own
 // executable read-only to confined runs, and its directory cannot be
-// moved aside.
+// moved aside. A directory of the working directory on the person's PATH
+// (the checkout's bin/, which the set-up puts first) is read-only too: a
+// program the run put there as ssh would be the person's next ssh.
 func TestConfinedRunCannotRewriteTheGateway(t *testing.T) {
 	need(t, "ssh-keygen")
 	e := newEnv(t)
-	bin := e.Path("bin", "postern")
-	e.UsePostern(bin)
+	path := e.Getenv("PATH")
+	gw := e.Path("tools", "postern")
+	e.UsePostern(gw)
+	os.MkdirAll(e.Path("bin"), 0o755)
+	e.Setenv("PATH", e.Path("bin")+":"+path) // tools/ is not on PATH
 	e.Config("")
 	a := e.StartAgent()
-	if !strings.Contains(e.MustRun("sh", "-c", "command -v postern").Stdout, bin) {
-		t.Fatal("the copy in the working directory is not the postern on PATH")
-	}
-	before := mustRead(t, bin)
+	before := mustRead(t, gw)
 	d := e.StartRun("coder")
 	mustBeRefused(t, d, []escape{
-		{"appending to it", "echo >> bin/postern"},
-		{"replacing it", "cp /bin/true bin/postern.new && mv bin/postern.new bin/postern"},
-		{"removing it", "rm -f bin/postern && test ! -e bin/postern"},
-		{"moving its directory aside", "mv bin bin.old"},
+		{"appending to the gateway's executable", "echo >> tools/postern"},
+		{"replacing it", "cp /bin/true tools/postern.new && mv tools/postern.new tools/postern"},
+		{"removing it", "rm -f tools/postern && test ! -e tools/postern"},
+		{"moving its directory aside", "mv tools tools.old"},
+		{"a program named ssh in a directory on PATH", "printf '#!/bin/sh\\n' > bin/ssh && chmod +x bin/ssh"},
+		{"moving that directory aside", "mv bin bin.old"},
 	})
 	// The rest of the working directory stays the run's.
-	mustSucceed(t, "writing beside it", d.Do("echo x > bin/notes && echo y > other"))
-	if got := mustRead(t, bin); !bytes.Equal(got, before) {
+	mustSucceed(t, "writing beside them", d.Do("echo x > tools/notes && echo y > other"))
+	if got := mustRead(t, gw); !bytes.Equal(got, before) {
 		t.Fatalf("the run changed the gateway's executable\n%s", a.Log())
+	}
+	if _, err := os.Stat(e.Path("bin", "ssh")); err == nil {
+		t.Fatal("the run put a program on the person's PATH")
+	}
+	// The working directory itself on PATH: the run is refused.
+	e.Setenv("PATH", e.Dir+":"+path)
+	if r := e.Run("postern", "run", "--", "true"); r.Code == 0 || !strings.Contains(r.Stderr, "is on PATH") {
+		t.Fatalf("a run in a directory on PATH: %s", r)
 	}
 }
 

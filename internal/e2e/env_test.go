@@ -137,6 +137,16 @@ func (e *Env) Setenv(k, v string) {
 	e.env = append(e.env, k+"="+v)
 }
 
+// Getenv returns a variable commands run with, "" when unset.
+func (e *Env) Getenv(k string) string {
+	for i := len(e.env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(e.env[i], k+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 // Unsetenv removes a variable.
 func (e *Env) Unsetenv(k string) {
 	kept := e.env[:0]
@@ -277,12 +287,7 @@ func (e *Env) UsePostern(bin string) {
 		e.t.Fatal(err)
 	}
 	e.postern = bin
-	for _, kv := range e.env {
-		if path, ok := strings.CutPrefix(kv, "PATH="); ok {
-			e.Setenv("PATH", filepath.Dir(bin)+":"+path)
-			break
-		}
-	}
+	e.Setenv("PATH", filepath.Dir(bin)+":"+e.Getenv("PATH"))
 }
 
 // Run runs a command to completion (with a timeout) and returns its result.
