@@ -115,6 +115,7 @@ func TestStrictest(t *testing.T) {
 	f.Approval = "none"
 	f.Run.ReadWrite = []string{"~/.cache", "~"}
 	f.Run.Hide = nil
+	a.Run.ReadWrite = []string{"~/.cache"}
 	a.Run.Hide = []string{"~/.gnupg"}
 	s := Strictest(a, f)
 	if len(s.Run.ReadWrite) != 1 || s.Run.ReadWrite[0] != "~/.cache" || len(s.Run.Hide) != 1 {

@@ -150,6 +150,9 @@ func startConfined(prep *api.RunPrepared, argv, env []string) (launched, error) 
 	}
 	s.Session(env)
 	s.Repository()
+	if err := s.Cache(env); err != nil {
+		return nil, err
+	}
 	if p := os.Getenv(envPassphraseFile); p != "" {
 		if abs, err := filepath.Abs(p); err == nil {
 			s.Hide = append(s.Hide, abs)

@@ -84,7 +84,8 @@ type File struct {
 // configurable.
 type Run struct {
 	// ReadWrite lists trees a run may write besides its working
-	// directory. Default ["~/.cache"].
+	// directory, shared with the person's programs. Default none: a run
+	// has a cache directory of its own (confine.Spec.Cache).
 	ReadWrite []string `toml:"read_write"`
 	// ReadOnly lists paths shown read-only, even inside a hidden or
 	// writable tree (such as a directory under /tmp, which is private to
@@ -183,7 +184,6 @@ func Defaults() File {
 		UpstreamChanges: "refuse",
 		Bastion:         Bastion{StopGrace: Duration{10 * time.Second}},
 		Audit:           Audit{SyslogFacility: "authpriv"},
-		Run:             Run{ReadWrite: []string{"~/.cache"}},
 	}
 }
 

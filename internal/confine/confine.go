@@ -12,11 +12,14 @@
 // Landlock, drops every capability, starts the program, reaps orphans and
 // reports the program's exit. Inside:
 //
-//   - every mount is read-only, except the working directory and the
-//     trees of [Spec.ReadWrite] (the caches), neither of which may hold
-//     the home directory ([Spec.Check]); every directory between such a
+//   - every mount is read-only, except the working directory, the trees
+//     of [Spec.ReadWrite] and of [Spec.Own], none of which may hold the
+//     home directory ([Spec.Check]); every directory between such a
 //     tree and a path hidden or shown read-only inside it is a mount point
 //     of its own, which the run cannot rename;
+//   - the trees of [Spec.Own] are the run's own: its cache directory is
+//     one kept for runs, so that nothing a run leaves in a cache is what
+//     the person's programs read or run ([Spec.Cache]);
 //   - the trees of [Spec.Hide] are replaced by empty private directories:
 //     postern's state and socket directories, $XDG_RUNTIME_DIR (the D-Bus
 //     session bus, systemd's socket), the tmux and screen socket
@@ -74,6 +77,14 @@ type Spec struct {
 	ReadOnly  []string // shown read-only, even inside hidden or writable trees
 	Hide      []string // replaced by empty private directories (or files)
 	Sockets   []string // unix sockets, or directories of them, kept reachable inside hidden trees
+	Own       []Own    // trees of the run's own, writable, in place of the person's ([Spec.Cache])
+}
+
+// An Own tree is the directory From, shown writable at Path in place of
+// what is there, which the run does not see.
+type Own struct {
+	Path string `json:"path"`
+	From string `json:"from"`
 }
 
 // Level says how a run is confined, for cards and logs.

@@ -37,6 +37,7 @@ func landlockThread(s *Spec) (int, error) {
 	rwDirs, rwFiles := dirsAndFiles(s.ReadWrite)
 	hiddenDirs, _ := dirsAndFiles(s.Hide)
 	writable := append([]string{s.Dir, "/tmp", "/proc", "/dev/shm"}, rwDirs...)
+	writable = append(writable, s.ownPaths()...)
 	writable = append(writable, hiddenDirs...)
 	fd, flags, err := landlockRights.NewRulesetFD(
 		landlock.RODirs("/"),

@@ -1,6 +1,7 @@
 package confine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -14,8 +15,9 @@ import (
 // A step changes one path of the run's mount namespace.
 type step struct {
 	path string
+	from string // where the tree comes from: path, except for stepOwn
 	kind stepKind
-	tree int // a detached copy of the original tree, for expose steps
+	tree int // a detached copy of the tree, for expose and own steps
 	dir  bool
 }
 
@@ -24,6 +26,7 @@ type stepKind int
 const (
 	stepHide     stepKind = iota // an empty private directory (or file) in place of path
 	stepExposeRW                 // the original tree, writable
+	stepOwn                      // the tree of from, writable, in place of path
 	stepExposeRO                 // the original tree, read-only
 	stepPin                      // the tree as the steps before left it, mounted on itself
 )
@@ -54,6 +57,11 @@ func plan(s *Spec) []step {
 	add(stepExposeRW, s.ReadWrite...)
 	add(stepExposeRW, s.Sockets...)
 	add(stepExposeRO, s.ReadOnly...)
+	for _, o := range s.Own {
+		if filepath.IsAbs(o.Path) && filepath.IsAbs(o.From) && filepath.Clean(o.Path) != "/" {
+			steps = append(steps, step{path: filepath.Clean(o.Path), from: filepath.Clean(o.From), kind: stepOwn, tree: -1})
+		}
+	}
 	slices.SortStableFunc(steps, func(a, b step) int {
 		if d := depth(a.path) - depth(b.path); d != 0 {
 			return d
@@ -75,7 +83,7 @@ func plan(s *Spec) []step {
 func pins(s *Spec) []step {
 	var out []step
 	seen := map[string]bool{}
-	for _, w := range append([]string{s.Dir}, s.ReadWrite...) {
+	for _, w := range append(append([]string{s.Dir}, s.ReadWrite...), s.ownPaths()...) {
 		if w == "" || !filepath.IsAbs(w) {
 			continue
 		}
@@ -111,14 +119,15 @@ func setUpMounts(s *Spec) error {
 		if st.kind == stepHide || st.kind == stepPin {
 			continue
 		}
-		fi, err := os.Stat(st.path)
+		from := cmp.Or(st.from, st.path)
+		fi, err := os.Stat(from)
 		if err != nil {
 			continue
 		}
 		st.dir = fi.IsDir()
-		fd, err := cloneTree(st.path, st.kind == stepExposeRO)
+		fd, err := cloneTree(from, st.kind == stepExposeRO)
 		if err != nil {
-			return fmt.Errorf("copying %s: %w", st.path, err)
+			return fmt.Errorf("copying %s: %w", from, err)
 		}
 		st.tree = fd
 	}

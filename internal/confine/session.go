@@ -96,6 +96,11 @@ func (s *Spec) Check() error {
 			return fmt.Errorf("cannot confine the run: the writable tree %s ([run] read_write) holds the home directory, which runs may not write", w)
 		}
 	}
+	for _, w := range s.ownPaths() {
+		if Under(home, w) {
+			return fmt.Errorf("cannot confine the run: its cache directory %s holds the home directory, which runs may not write", w)
+		}
+	}
 	return nil
 }
 
@@ -105,18 +110,33 @@ func (s *Spec) Resolve() {
 	if d, err := filepath.EvalSymlinks(s.Dir); err == nil {
 		s.Dir = d
 	}
+	resolve := func(p string) (string, bool) {
+		if !filepath.IsAbs(p) {
+			return "", false
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r, true
+		} else if _, err := os.Lstat(p); err == nil {
+			return filepath.Clean(p), true
+		}
+		return "", false
+	}
 	for _, l := range []*[]string{&s.ReadWrite, &s.ReadOnly, &s.Hide, &s.Sockets} {
 		var out []string
 		for _, p := range *l {
-			if !filepath.IsAbs(p) {
-				continue
-			}
-			if r, err := filepath.EvalSymlinks(p); err == nil {
+			if r, ok := resolve(p); ok {
 				out = append(out, r)
-			} else if _, err := os.Lstat(p); err == nil {
-				out = append(out, filepath.Clean(p))
 			}
 		}
 		*l = out
 	}
+	var own []Own
+	for _, o := range s.Own {
+		path, ok := resolve(o.Path)
+		from, ok2 := resolve(o.From)
+		if ok && ok2 {
+			own = append(own, Own{Path: path, From: from})
+		}
+	}
+	s.Own = own
 }

@@ -57,12 +57,42 @@ func TestConfinedRunHonestPath(t *testing.T) {
 	if b, _ := os.ReadFile(w.e.Path("built.txt")); string(b) != "built\n" {
 		t.Fatalf("make wrote %q", b)
 	}
+	// The run writes its cache as it would ~/.cache; it is the run's own,
+	// kept for the next run, and none of it is in the person's.
 	py := `import os; p = os.path.expanduser("~/.cache/agent/state"); os.makedirs(os.path.dirname(p), exist_ok=True); open(p, "w").write("cached")`
 	mustSucceed(t, "python writing ~/.cache", a.Do("python3 -c '"+py+"'"))
-	if b, _ := os.ReadFile(w.e.Home(".cache", "agent", "state")); string(b) != "cached" {
+	if b, _ := os.ReadFile(w.e.Home(".cache", "postern", "run", "agent", "state")); string(b) != "cached" {
 		t.Fatalf("python's cache file: %q", b)
 	}
+	if _, err := os.Stat(w.e.Home(".cache", "agent")); err == nil {
+		t.Fatal("the run wrote the person's cache")
+	}
+	b := w.e.StartRun("coder")
+	mustSucceed(t, "the next run reads the cache", b.Do("grep -q cached ~/.cache/agent/state"))
 	w.e.NoCard()
+}
+
+// A shell prompt's instant-start script in the person's cache (as
+// powerlevel10k keeps one, sourced by every new zsh) is not the run's
+// to write: the run's cache directory is its own.
+func TestConfinedRunCannotWriteThePersonsCache(t *testing.T) {
+	need(t, "ssh-keygen")
+	e := newEnv(t)
+	e.Config("")
+	e.StartAgent()
+	prompt := e.Home(".cache", "p10k-instant-prompt-u.zsh")
+	os.MkdirAll(filepath.Dir(prompt), 0o700)
+	if err := os.WriteFile(prompt, []byte("# the prompt\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := e.StartRun("coder")
+	mustSucceed(t, "writing its cache", d.Do("echo 'touch ~/planted' >> ~/.cache/p10k-instant-prompt-u.zsh && mkdir -p ~/.cache/go-build && echo x > ~/.cache/go-build/entry"))
+	if b := string(mustRead(t, prompt)); b != "# the prompt\n" {
+		t.Fatalf("the run wrote the person's prompt script:\n%s", b)
+	}
+	if _, err := os.Stat(e.Home(".cache", "go-build")); err == nil {
+		t.Fatal("the run wrote the person's build cache")
+	}
 }
 
 // Every escape once used from inside a run, tried from a confined one
