@@ -22,8 +22,11 @@ import (
 //
 // The repository is found as git finds it, from s.Dir upwards: a .git
 // directory, or a .git file naming the git directory (a worktree, whose
-// configuration and hooks are in the common directory).
+// configuration and hooks are in the common directory). The
+// configuration of a Mercurial or Jujutsu repository holding the working
+// directory is shown read-only the same way.
 func (s *Spec) Repository() {
+	s.otherRepositories()
 	gitDir := findGitDir(s.Dir)
 	if gitDir == "" {
 		return
@@ -76,31 +79,56 @@ func gitRuns(dir string) []string {
 	return out
 }
 
+// findUp returns the first path dir/name, from dir upwards, that exists
+// (and whether it is a directory), or "".
+func findUp(dir, name string) (string, bool) {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil {
+			return p, fi.IsDir()
+		}
+		if d == filepath.Dir(d) {
+			return "", false
+		}
+	}
+}
+
 // findGitDir returns the git directory of the repository holding dir,
 // or "" when there is none.
 func findGitDir(dir string) string {
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		dot := filepath.Join(d, ".git")
-		if fi, err := os.Stat(dot); err == nil {
-			if fi.IsDir() {
-				return dot
-			}
-			b, err := os.ReadFile(dot)
-			if err != nil {
-				return ""
-			}
-			g, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
-			if !ok {
-				return ""
-			}
-			g = strings.TrimSpace(g)
-			if !filepath.IsAbs(g) {
-				g = filepath.Join(d, g)
-			}
-			return filepath.Clean(g)
+	dot, isDir := findUp(dir, ".git")
+	if dot == "" || isDir {
+		return dot
+	}
+	b, err := os.ReadFile(dot)
+	if err != nil {
+		return ""
+	}
+	g, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	if !ok {
+		return ""
+	}
+	g = strings.TrimSpace(g)
+	if !filepath.IsAbs(g) {
+		g = filepath.Join(filepath.Dir(dot), g)
+	}
+	return filepath.Clean(g)
+}
+
+// otherRepositories shows read-only the configuration of a Mercurial
+// (.hg/hgrc: its [hooks] run on the person's next hg command) or
+// Jujutsu (.jj/repo/config.toml) repository that holds the working
+// directory, made empty first where it is missing.
+func (s *Spec) otherRepositories() {
+	for _, c := range []struct{ dir, file string }{{".hg", "hgrc"}, {filepath.Join(".jj", "repo"), "config.toml"}} {
+		d, isDir := findUp(s.Dir, c.dir)
+		if d == "" || !isDir {
+			continue
 		}
-		if d == filepath.Dir(d) {
-			return ""
+		p := filepath.Join(d, c.file)
+		if f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			f.Close()
 		}
+		s.ReadOnly = append(s.ReadOnly, p)
 	}
 }

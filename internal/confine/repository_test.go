@@ -88,3 +88,28 @@ func TestRepository(t *testing.T) {
 		t.Errorf("a malformed .git file gave %q", g)
 	}
 }
+
+// A Mercurial or Jujutsu repository's configuration is shown read-only,
+// made empty first where it is missing; one that exists is kept as is.
+func TestRepositoryOtherSystems(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"hg/.hg", "hg/sub", "jj/.jj/repo", "jj/sub"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(root, "jj/.jj/repo/config.toml"), []byte("[ui]\n"), 0o644)
+	for dir, want := range map[string]string{"hg/sub": "hg/.hg/hgrc", "jj/sub": "jj/.jj/repo/config.toml"} {
+		s := &Spec{Dir: filepath.Join(root, dir)}
+		s.Repository()
+		if !slices.Contains(s.ReadOnly, filepath.Join(root, want)) {
+			t.Errorf("%s: read-only %q lacks %s", dir, s.ReadOnly, want)
+		}
+		if _, err := os.Stat(filepath.Join(root, want)); err != nil {
+			t.Errorf("%s: %v", want, err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "jj/.jj/repo/config.toml")); string(b) != "[ui]\n" {
+		t.Errorf("an existing configuration was changed: %q", b)
+	}
+}
