@@ -2,7 +2,9 @@ package confine
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -13,18 +15,27 @@ import (
 // outside every run. Relative entries (".") are left out: they name
 // whatever directory a shell is in. It runs after Resolve, and fails
 // when the working directory itself is on PATH, which a run cannot work
-// in read-only.
+// in read-only. A missing PATH directory inside a writable tree is made
+// empty first, as the run could otherwise make it and fill it.
 func (s *Spec) Commands(env []string) error {
 	writable := append([]string{s.Dir}, s.ReadWrite...)
 	for d := range strings.SplitSeq(getenv(env, "PATH"), ":") {
 		if !filepath.IsAbs(d) {
 			continue
 		}
-		if r, err := filepath.EvalSymlinks(d); err == nil {
-			d = r
-		} else {
+		d = filepath.Clean(d)
+		r, err := filepath.EvalSymlinks(d)
+		if err != nil && slices.ContainsFunc(writable, func(w string) bool { return Under(d, w) }) {
+			// Not there yet, in a writable tree (bin/ before the first
+			// build): made, empty, so that the run cannot make it.
+			if os.MkdirAll(d, 0o755) == nil {
+				r, err = filepath.EvalSymlinks(d)
+			}
+		}
+		if err != nil {
 			continue // not there: nothing to run from it
 		}
+		d = r
 		if d == s.Dir {
 			return fmt.Errorf("cannot confine the run: its working directory %s is on PATH, where a program the run writes would be run outside it; start it from another directory", d)
 		}

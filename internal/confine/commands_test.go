@@ -27,6 +27,23 @@ func TestCommands(t *testing.T) {
 	if want := []string{"/kept", bin, cacheBin}; !slices.Equal(s.ReadOnly, want) {
 		t.Fatalf("read-only %q, want %q", s.ReadOnly, want)
 	}
+	// A PATH directory not made yet inside the working directory (bin/
+	// before the first build) is made empty and read-only; one elsewhere
+	// is left alone.
+	later, outside := filepath.Join(work, "node_modules", ".bin"), filepath.Join(root, "opt", "bin")
+	s = &Spec{Dir: work, ReadWrite: []string{cache}}
+	if err := s.Commands([]string{"PATH=" + later + ":" + outside}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{later}; !slices.Equal(s.ReadOnly, want) {
+		t.Fatalf("read-only %q, want %q", s.ReadOnly, want)
+	}
+	if fi, err := os.Stat(later); err != nil || !fi.IsDir() {
+		t.Fatalf("the missing PATH directory in the working directory: %v", err)
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Fatal("a missing PATH directory outside the writable trees was made")
+	}
 	// The working directory itself on PATH: refused, not made read-only.
 	s = &Spec{Dir: work}
 	if err := s.Commands([]string{"PATH=/usr/bin:" + work}); err == nil || !strings.Contains(err.Error(), "is on PATH") {
