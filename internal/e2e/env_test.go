@@ -93,6 +93,9 @@ type Env struct {
 	home    string
 	env     []string
 	postern string // what commands named postern run: posternBin unless UsePostern
+
+	agents  []*Agent  // the gateways started, for what a failed wait reports
+	drivers []*Driver // the runs started, likewise
 }
 
 func newEnv(t testing.TB) *Env {
@@ -394,6 +397,7 @@ func (e *Env) startAgentVia(wrap []string, fg, sock string, extra ...string) *Ag
 		e.t.Fatal(err)
 	}
 	go func() { a.cmd.Wait(); close(a.done) }()
+	e.agents = append(e.agents, a)
 	e.t.Cleanup(func() {
 		a.Stop()
 		if strings.Contains(a.Log(), "WARNING: DATA RACE") {

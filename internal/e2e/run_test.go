@@ -74,6 +74,7 @@ func (e *Env) StartRunWith(label string, opts ...string) *Driver {
 		close(d.done)
 	}()
 	e.t.Cleanup(d.Stop)
+	e.drivers = append(e.drivers, d)
 	// The driver reports its pid once it runs.
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -282,7 +283,7 @@ func (e *Env) WaitCard() cardJSON {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	e.t.Fatal("no card appeared")
+	e.t.Fatalf("no card appeared\n%s", e.whatHappened())
 	return cardJSON{}
 }
 
@@ -295,4 +296,33 @@ func (e *Env) NoCard() {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// whatHappened reports, for a wait that failed, what the runs' commands
+// printed and how they ended, and the end of each gateway's log.
+func (e *Env) whatHappened() string {
+	var b strings.Builder
+	for _, d := range e.drivers {
+		if log, _ := os.ReadFile(filepath.Join(d.dir, "driver.log")); len(log) > 0 {
+			fmt.Fprintf(&b, "postern run printed:\n%s\n", log)
+		}
+		d.mu.Lock()
+		n := d.next
+		d.mu.Unlock()
+		for i := 1; i <= n; i++ {
+			out, _ := os.ReadFile(filepath.Join(d.dir, fmt.Sprintf("%d.out", i)))
+			rc, err := os.ReadFile(filepath.Join(d.dir, fmt.Sprintf("%d.rc", i)))
+			status := "still running"
+			if err == nil {
+				status = "exit " + string(rc)
+			}
+			fmt.Fprintf(&b, "job %d (%s):\n%s\n", i, status, out)
+		}
+	}
+	for _, a := range e.agents {
+		log := strings.Split(a.Log(), "\n")
+		log = log[max(0, len(log)-40):]
+		fmt.Fprintf(&b, "gateway log (end):\n%s\n", strings.Join(log, "\n"))
+	}
+	return b.String()
 }

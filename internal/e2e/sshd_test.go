@@ -159,7 +159,7 @@ Subsystem sftp %s
 			t.Fatal(err)
 		}
 		go func() { s.cmd.Wait(); logf.Close(); close(s.done) }()
-		if waitPort(port, s.done) {
+		if waitListening(dir, port, s.done) {
 			t.Cleanup(s.Stop)
 			names := append([]string{fmt.Sprintf("[127.0.0.1]:%d", port)}, aliases...)
 			s.KnownHosts = filepath.Join(dir, "known_hosts")
@@ -230,7 +230,12 @@ func freePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func waitPort(port int, done chan struct{}) bool {
+// waitListening waits until the sshd whose log is in dir says it listens
+// on port. Connecting to the port is not proof: between freePort and
+// sshd's bind, another test (of another package, running meanwhile) can
+// take the port, and ssh would then meet a stranger's host key.
+func waitListening(dir string, port int, done chan struct{}) bool {
+	want := fmt.Sprintf("Server listening on 127.0.0.1 port %d.", port)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
@@ -238,9 +243,7 @@ func waitPort(port int, done chan struct{}) bool {
 			return false
 		default:
 		}
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
-		if err == nil {
-			c.Close()
+		if b, _ := os.ReadFile(filepath.Join(dir, "sshd.log")); strings.Contains(string(b), want) {
 			return true
 		}
 		time.Sleep(20 * time.Millisecond)
