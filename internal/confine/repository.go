@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -13,12 +14,16 @@ import (
 // and its hooks directory, created empty where it is missing so that it
 // can be shown read-only; the same of its submodules' git directories
 // (git status runs in each), and the configuration of each of its
-// worktrees. A run writes its work tree and its objects and refs as
-// before; the person's next git command in that repository, run outside
-// every run, executes nothing the run wrote there. Files of the work tree
-// that git is told to run (a core.hooksPath inside it, as husky sets) are
-// the project's, which the run edits. A repository the run makes for
-// itself is the run's (see postern-run(1)).
+// worktrees. What tells git where a repository is goes with it: the .git
+// file of a worktree or submodule, and a worktree's commondir and gitdir
+// files; pointed at a repository of the run's, they would make the
+// person's git run its configuration. A run writes its work tree and its
+// objects and refs as before; the person's next git command in that
+// repository, run outside every run, executes nothing the run wrote
+// there. Files of the work tree that git is told to run (a
+// core.hooksPath inside it, as husky sets) are the project's, which the
+// run edits. A repository the run makes for itself is the run's (see
+// postern-run(1)).
 //
 // The repository is found as git finds it, from s.Dir upwards: a .git
 // directory, or a .git file naming the git directory (a worktree, whose
@@ -27,7 +32,7 @@ import (
 // directory is shown read-only the same way.
 func (s *Spec) Repository() {
 	s.otherRepositories()
-	gitDir := findGitDir(s.Dir)
+	dot, gitDir := findGitDir(s.Dir)
 	if gitDir == "" {
 		return
 	}
@@ -40,18 +45,23 @@ func (s *Spec) Repository() {
 		common = filepath.Clean(c)
 	}
 	s.ReadOnly = append(s.ReadOnly, gitRuns(common)...)
-	s.ReadOnly = append(s.ReadOnly, filepath.Join(gitDir, "config.worktree"))
-	worktrees, _ := filepath.Glob(filepath.Join(common, "worktrees", "*", "config.worktree"))
-	s.ReadOnly = append(s.ReadOnly, worktrees...)
+	s.ReadOnly = append(s.ReadOnly, worktrees(common)...)
+	if dot != gitDir && !slices.Contains(s.ReadOnly, dot) {
+		// A .git file its worktree's gitdir does not name.
+		s.ReadOnly = append(s.ReadOnly, dot)
+	}
 }
 
 // maxSubmodules bounds the git directories of submodules Repository
-// looks at.
-const maxSubmodules = 256
+// looks at, and maxWorktrees the worktrees.
+const (
+	maxSubmodules = 256
+	maxWorktrees  = 256
+)
 
 // gitRuns returns the configuration and hooks directory of the git
 // directory dir and of its submodules' (dir/modules/NAME, nested), making
-// each missing hooks directory.
+// each missing hooks directory, and each submodule's .git file.
 func gitRuns(dir string) []string {
 	var out []string
 	queue := []string{dir}
@@ -63,6 +73,9 @@ func gitRuns(dir string) []string {
 			os.Mkdir(hooks, 0o755)
 		}
 		out = append(out, filepath.Join(d, "config"), hooks)
+		if w := coreWorktree(filepath.Join(d, "config")); n > 0 && w != "" {
+			out = append(out, regularFile(filepath.Join(w, ".git"))...)
+		}
 		// A submodule's name may hold slashes: its git directory is
 		// the one with a HEAD, however deep.
 		filepath.WalkDir(filepath.Join(d, "modules"), func(p string, e fs.DirEntry, err error) error {
@@ -79,6 +92,78 @@ func gitRuns(dir string) []string {
 	return out
 }
 
+// worktrees returns the per-worktree configuration of the main worktree
+// and of each linked one (common/worktrees/NAME), made empty where it is
+// missing: with extensions.worktreeConfig on, git reads it, and the run
+// could otherwise create it. For each linked worktree it also returns the
+// files that tie it to its repository: commondir, gitdir, and the .git
+// file in the worktree that gitdir names.
+func worktrees(common string) []string {
+	out := []string{touch(filepath.Join(common, "config.worktree"))}
+	admin, _ := filepath.Glob(filepath.Join(common, "worktrees", "*"))
+	for _, a := range admin[:min(len(admin), maxWorktrees)] {
+		if fi, err := os.Lstat(a); err != nil || !fi.IsDir() {
+			continue
+		}
+		out = append(out, touch(filepath.Join(a, "config.worktree")), filepath.Join(a, "commondir"), filepath.Join(a, "gitdir"))
+		if b, err := os.ReadFile(filepath.Join(a, "gitdir")); err == nil {
+			if p := strings.TrimSpace(string(b)); filepath.IsAbs(p) {
+				out = append(out, regularFile(p)...)
+			}
+		}
+	}
+	return out
+}
+
+// regularFile returns p when it is a regular file: a .git file naming
+// a git directory (a .git directory is pinned as the parent of what is
+// shown read-only inside it).
+func regularFile(p string) []string {
+	if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+		return []string{p}
+	}
+	return nil
+}
+
+// coreWorktree returns the work tree that the git configuration file at
+// config names in core.worktree (as a submodule's git directory names
+// its work tree), resolved against the git directory, or "".
+func coreWorktree(config string) string {
+	b, err := os.ReadFile(config)
+	if err != nil {
+		return ""
+	}
+	section := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			section = strings.ToLower(strings.Trim(strings.Fields(line + " ")[0], "[]"))
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || section != "core" || !strings.EqualFold(strings.TrimSpace(k), "worktree") {
+			continue
+		}
+		v = strings.Trim(strings.TrimSpace(v), `"`)
+		if v == "" {
+			return ""
+		}
+		if !filepath.IsAbs(v) {
+			v = filepath.Join(filepath.Dir(config), v)
+		}
+		return filepath.Clean(v)
+	}
+	return ""
+}
+
+// touch creates the file p empty when it is missing, and returns p.
+func touch(p string) string {
+	if f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+		f.Close()
+	}
+	return p
+}
+
 // findUp returns the first path dir/name, from dir upwards, that exists
 // (and whether it is a directory), or "".
 func findUp(dir, name string) (string, bool) {
@@ -93,26 +178,27 @@ func findUp(dir, name string) (string, bool) {
 	}
 }
 
-// findGitDir returns the git directory of the repository holding dir,
-// or "" when there is none.
-func findGitDir(dir string) string {
+// findGitDir returns the .git of the repository holding dir (a
+// directory, or a file naming the git directory) and its git directory,
+// or "", "" when there is none.
+func findGitDir(dir string) (dot, gitDir string) {
 	dot, isDir := findUp(dir, ".git")
 	if dot == "" || isDir {
-		return dot
+		return dot, dot
 	}
 	b, err := os.ReadFile(dot)
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	g, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
 	if !ok {
-		return ""
+		return "", ""
 	}
 	g = strings.TrimSpace(g)
 	if !filepath.IsAbs(g) {
 		g = filepath.Join(filepath.Dir(dot), g)
 	}
-	return filepath.Clean(g)
+	return dot, filepath.Clean(g)
 }
 
 // otherRepositories shows read-only the configuration of a Mercurial
@@ -125,10 +211,6 @@ func (s *Spec) otherRepositories() {
 		if d == "" || !isDir {
 			continue
 		}
-		p := filepath.Join(d, c.file)
-		if f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-			f.Close()
-		}
-		s.ReadOnly = append(s.ReadOnly, p)
+		s.ReadOnly = append(s.ReadOnly, touch(filepath.Join(d, c.file)))
 	}
 }

@@ -23,36 +23,55 @@ func TestRepository(t *testing.T) {
 	}
 	mk("repo/.git")
 	mk("repo/src/pkg")
-	// A worktree of repo, its git directory in repo's, named relatively.
+	// A worktree of repo, its git directory in repo's, named relatively;
+	// its gitdir file names its .git file.
 	mk("repo/.git/worktrees/wt")
 	write("repo/.git/worktrees/wt/commondir", "../..\n")
+	write("repo/.git/worktrees/wt/gitdir", filepath.Join(root, "wt/.git")+"\n")
 	mk("wt/sub")
 	write("wt/.git", "gitdir: "+filepath.Join(root, "repo/.git/worktrees/wt")+"\n")
 	mk("plain")
-	// A repository with submodules, one nested, one named with a slash,
-	// and a worktree whose configuration exists.
+	// A repository with submodules, one nested, one named with a slash
+	// and no work tree named, and a worktree whose configuration exists.
+	// The submodules' git directories name their work trees, whose .git
+	// files name them back.
 	mk("sup/.git/modules/a/modules/b")
 	write("sup/.git/modules/a/HEAD", "ref: refs/heads/main\n")
+	write("sup/.git/modules/a/config", "[core]\n\tbare = false\n[Core]\n\tWorkTree = ../../../a\n")
 	write("sup/.git/modules/a/modules/b/HEAD", "ref: refs/heads/main\n")
+	write("sup/.git/modules/a/modules/b/config", "[core]\n\tworktree = \"../../../../../a/b\"\n")
+	mk("sup/a/b")
+	write("sup/a/.git", "gitdir: ../.git/modules/a\n")
+	write("sup/a/b/.git", "gitdir: ../../.git/modules/a/modules/b\n")
 	mk("sup/.git/modules/lib/c")
 	write("sup/.git/modules/lib/c/HEAD", "ref: refs/heads/main\n")
 	mk("sup/.git/worktrees/w2")
-	write("sup/.git/worktrees/w2/config.worktree", "")
+	write("sup/.git/worktrees/w2/config.worktree", "[core]\n")
 
+	worktree := func(repo string, linked ...string) []string {
+		out := []string{repo + "/.git/config.worktree"}
+		for _, w := range linked {
+			a := repo + "/.git/worktrees/" + w
+			out = append(out, a+"/config.worktree", a+"/commondir", a+"/gitdir")
+			if w == "wt" {
+				out = append(out, "wt/.git")
+			}
+		}
+		return out
+	}
 	cases := []struct {
 		dir  string
 		want []string
 	}{
-		{"repo", []string{"repo/.git/config", "repo/.git/hooks", "repo/.git/config.worktree"}},
-		{"repo/src/pkg", []string{"repo/.git/config", "repo/.git/hooks", "repo/.git/config.worktree"}},
-		{"wt/sub", []string{"repo/.git/config", "repo/.git/hooks", "repo/.git/worktrees/wt/config.worktree"}},
-		{"sup", []string{
+		{"repo", append([]string{"repo/.git/config", "repo/.git/hooks"}, worktree("repo", "wt")...)},
+		{"repo/src/pkg", append([]string{"repo/.git/config", "repo/.git/hooks"}, worktree("repo", "wt")...)},
+		{"wt/sub", append([]string{"repo/.git/config", "repo/.git/hooks"}, worktree("repo", "wt")...)},
+		{"sup", append([]string{
 			"sup/.git/config", "sup/.git/hooks",
-			"sup/.git/modules/a/config", "sup/.git/modules/a/hooks",
+			"sup/.git/modules/a/config", "sup/.git/modules/a/hooks", "sup/a/.git",
 			"sup/.git/modules/lib/c/config", "sup/.git/modules/lib/c/hooks",
-			"sup/.git/modules/a/modules/b/config", "sup/.git/modules/a/modules/b/hooks",
-			"sup/.git/config.worktree", "sup/.git/worktrees/w2/config.worktree",
-		}},
+			"sup/.git/modules/a/modules/b/config", "sup/.git/modules/a/modules/b/hooks", "sup/a/b/.git",
+		}, worktree("sup", "w2")...)},
 	}
 	for _, c := range cases {
 		s := &Spec{Dir: filepath.Join(root, c.dir), ReadOnly: []string{"/kept"}}
@@ -65,6 +84,13 @@ func TestRepository(t *testing.T) {
 			t.Errorf("%s: read-only %q, want %q", c.dir, s.ReadOnly, want)
 		}
 	}
+	// The missing per-worktree configurations were made empty; one that
+	// existed is kept as it was.
+	for p, want := range map[string]string{"repo/.git/config.worktree": "", "repo/.git/worktrees/wt/config.worktree": "", "sup/.git/worktrees/w2/config.worktree": "[core]\n"} {
+		if b, err := os.ReadFile(filepath.Join(root, p)); err != nil || string(b) != want {
+			t.Errorf("%s: %q, %v; want %q", p, b, err, want)
+		}
+	}
 	// The missing hooks directories were made, empty, so that they can be
 	// shown read-only.
 	for _, h := range []string{"repo/.git/hooks", "sup/.git/modules/a/modules/b/hooks"} {
@@ -74,7 +100,7 @@ func TestRepository(t *testing.T) {
 	}
 	// Outside any repository (as far as the temporary directory's parents
 	// go, which hold none in the tests' world), nothing is added.
-	if findGitDir(filepath.Join(root, "plain")) == "" {
+	if _, g := findGitDir(filepath.Join(root, "plain")); g == "" {
 		s := &Spec{Dir: filepath.Join(root, "plain")}
 		s.Repository()
 		if len(s.ReadOnly) != 0 {
@@ -84,7 +110,7 @@ func TestRepository(t *testing.T) {
 	// A .git file that names nothing is no repository.
 	mk("bad")
 	write("bad/.git", "not a gitdir line\n")
-	if g := findGitDir(filepath.Join(root, "bad")); g != "" {
+	if _, g := findGitDir(filepath.Join(root, "bad")); g != "" {
 		t.Errorf("a malformed .git file gave %q", g)
 	}
 }

@@ -247,8 +247,15 @@ func TestConfinedRunCannotPlantGitHooks(t *testing.T) {
 	// A submodule, whose git directory is .git/modules/sub.
 	e.MustRun("git", "init", "-q", "-b", "main", e.Path("subsrc"))
 	e.MustRun("sh", "-c", "cd subsrc && "+git+"commit -q --allow-empty -m s && cd .. && "+git+"-c protocol.file.allow=always submodule add -q "+e.Path("subsrc")+" sub && "+git+"commit -qm sub")
+	// A linked worktree, with per-worktree configuration turned on and
+	// no config.worktree yet.
+	e.MustRun("sh", "-c", "git worktree add -q wt && git config extensions.worktreeConfig true")
 	planted := e.Path("planted")
 	hook := "printf '#!/bin/sh\\ntouch " + planted + "\\n' > "
+	// A repository of the run's own, whose configuration runs the plant:
+	// the escapes below point the person's git at it.
+	evil := "git init -q evil && git -C evil config core.fsmonitor 'touch " + planted + "' && "
+	fsmonitor := "printf '[core]\\n\\tfsmonitor = touch " + planted + "\\n' > "
 	d := e.StartRun("coder")
 	mustSucceed(t, "commit, branch and push", d.Do(git+"commit -q --allow-empty -m second && git checkout -q -b topic && git push -q origin topic"))
 	mustBeRefused(t, d, []escape{
@@ -259,9 +266,15 @@ func TestConfinedRunCannotPlantGitHooks(t *testing.T) {
 		{"a submodule's hook", hook + ".git/modules/sub/hooks/post-checkout && chmod +x .git/modules/sub/hooks/post-checkout"},
 		{"a submodule's core.fsmonitor", "git -C sub config core.fsmonitor 'touch " + planted + "'"},
 		{"moving the git directory aside", "mv .git .git.old"},
+		{"a worktree's .git file", evil + "echo gitdir: $PWD/evil/.git > wt/.git"},
+		{"a worktree's commondir", evil + "echo $PWD/evil/.git > .git/worktrees/wt/commondir"},
+		{"a worktree's config.worktree", fsmonitor + ".git/worktrees/wt/config.worktree"},
+		{"the main worktree's config.worktree", fsmonitor + ".git/config.worktree"},
+		{"moving the worktree aside", "mv wt wt.old"},
+		{"a submodule's .git file", evil + "echo gitdir: $PWD/evil/.git > sub/.git"},
 	})
 	// The person's own commit, outside the run, runs nothing of the run's.
-	e.MustRun("sh", "-c", git+"commit -q --allow-empty -m third && git status -s && git submodule -q update --checkout --force")
+	e.MustRun("sh", "-c", git+"commit -q --allow-empty -m third && git status -s && git submodule -q update --checkout --force && git -C wt status -s")
 	if _, err := os.Stat(planted); err == nil {
 		t.Fatal("the person's git command executed what the run wrote")
 	}
