@@ -152,7 +152,7 @@ func startConfined(prep *api.RunPrepared, argv, env []string) (launched, error) 
 		Sockets: append([]string{filepath.Dir(prep.Socket)}, prep.Confine.Sockets...),
 	}
 	s.Session(env)
-	s.Repository()
+	s.Repository(env)
 	if err := s.Cache(env); err != nil {
 		return nil, err
 	}

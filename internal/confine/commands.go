@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
@@ -18,14 +17,13 @@ import (
 // in read-only. A missing PATH directory inside a writable tree is made
 // empty first, as the run could otherwise make it and fill it.
 func (s *Spec) Commands(env []string) error {
-	writable := append([]string{s.Dir}, s.ReadWrite...)
 	for d := range strings.SplitSeq(getenv(env, "PATH"), ":") {
 		if !filepath.IsAbs(d) {
 			continue
 		}
 		d = filepath.Clean(d)
 		r, err := filepath.EvalSymlinks(d)
-		if err != nil && slices.ContainsFunc(writable, func(w string) bool { return Under(d, w) }) {
+		if err != nil && s.writable(d) {
 			// Not there yet, in a writable tree (bin/ before the first
 			// build): made, empty, so that the run cannot make it.
 			if os.MkdirAll(d, 0o755) == nil {
@@ -39,11 +37,8 @@ func (s *Spec) Commands(env []string) error {
 		if d == s.Dir {
 			return fmt.Errorf("cannot confine the run: its working directory %s is on PATH, where a program the run writes would be run outside it; start it from another directory", d)
 		}
-		for _, w := range writable {
-			if Under(d, w) {
-				s.ReadOnly = append(s.ReadOnly, d)
-				break
-			}
+		if s.writable(d) {
+			s.ReadOnly = append(s.ReadOnly, d)
 		}
 	}
 	return nil

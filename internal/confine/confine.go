@@ -60,6 +60,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -160,4 +161,15 @@ func Under(p, dir string) bool {
 		return true
 	}
 	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// writable reports whether p is in the working directory or a
+// read_write tree, which the run writes.
+func (s *Spec) writable(p string) bool {
+	for _, w := range append([]string{s.Dir}, s.ReadWrite...) {
+		if filepath.IsAbs(w) && Under(p, filepath.Clean(w)) {
+			return true
+		}
+	}
+	return false
 }

@@ -14,7 +14,8 @@ import (
 // and its hooks directory, created empty where it is missing so that it
 // can be shown read-only; the same of its submodules' git directories
 // (git status runs in each), and the configuration of each of its
-// worktrees. What tells git where a repository is goes with it: the .git
+// worktrees, and the files these include (include.path and includeIf's
+// path, inside the work tree or not). What tells git where a repository is goes with it: the .git
 // file of a worktree or submodule, and a worktree's commondir and gitdir
 // files; pointed at a repository of the run's, they would make the
 // person's git run its configuration. A run writes its work tree and its
@@ -30,7 +31,7 @@ import (
 // configuration and hooks are in the common directory). The
 // configuration of a Mercurial or Jujutsu repository holding the working
 // directory is shown read-only the same way.
-func (s *Spec) Repository() {
+func (s *Spec) Repository(env []string) {
 	s.otherRepositories()
 	dot, gitDir := findGitDir(s.Dir)
 	if gitDir == "" {
@@ -44,8 +45,15 @@ func (s *Spec) Repository() {
 		}
 		common = filepath.Clean(c)
 	}
-	s.ReadOnly = append(s.ReadOnly, gitRuns(common)...)
-	s.ReadOnly = append(s.ReadOnly, worktrees(common)...)
+	files := append(gitRuns(common), worktrees(common)...)
+	s.ReadOnly = append(s.ReadOnly, files...)
+	for _, inc := range gitIncludes(files, getenv(env, "HOME")) {
+		if s.writable(inc) {
+			// Missing, the run could write it.
+			touch(inc)
+		}
+		s.ReadOnly = append(s.ReadOnly, inc)
+	}
 	if dot != gitDir && !slices.Contains(s.ReadOnly, dot) {
 		// A .git file its worktree's gitdir does not name.
 		s.ReadOnly = append(s.ReadOnly, dot)
@@ -129,31 +137,13 @@ func regularFile(p string) []string {
 // config names in core.worktree (as a submodule's git directory names
 // its work tree), resolved against the git directory, or "".
 func coreWorktree(config string) string {
-	b, err := os.ReadFile(config)
-	if err != nil {
-		return ""
+	w := ""
+	for _, st := range readGitConfig(config) {
+		if st.section == "core" && st.key == "worktree" {
+			w = gitPath(config, st.value, "")
+		}
 	}
-	section := ""
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "[") {
-			section = strings.ToLower(strings.Trim(strings.Fields(line + " ")[0], "[]"))
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok || section != "core" || !strings.EqualFold(strings.TrimSpace(k), "worktree") {
-			continue
-		}
-		v = strings.Trim(strings.TrimSpace(v), `"`)
-		if v == "" {
-			return ""
-		}
-		if !filepath.IsAbs(v) {
-			v = filepath.Join(filepath.Dir(config), v)
-		}
-		return filepath.Clean(v)
-	}
-	return ""
+	return w
 }
 
 // touch creates the file p empty when it is missing, and returns p.

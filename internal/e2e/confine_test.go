@@ -250,6 +250,10 @@ func TestConfinedRunCannotPlantGitHooks(t *testing.T) {
 	// A linked worktree, with per-worktree configuration turned on and
 	// no config.worktree yet.
 	e.MustRun("sh", "-c", "git worktree add -q wt && git config extensions.worktreeConfig true")
+	// Configuration the person's config includes: one beside it, not
+	// written yet, and one in the work tree.
+	e.WriteFile("team.gitconfig", "[user]\n\tname = t\n", 0o644)
+	e.MustRun("sh", "-c", "git config include.path local.gitconfig && git config includeIf.gitdir:/.path ../team.gitconfig")
 	planted := e.Path("planted")
 	hook := "printf '#!/bin/sh\\ntouch " + planted + "\\n' > "
 	// A repository of the run's own, whose configuration runs the plant:
@@ -272,6 +276,8 @@ func TestConfinedRunCannotPlantGitHooks(t *testing.T) {
 		{"the main worktree's config.worktree", fsmonitor + ".git/config.worktree"},
 		{"moving the worktree aside", "mv wt wt.old"},
 		{"a submodule's .git file", evil + "echo gitdir: $PWD/evil/.git > sub/.git"},
+		{"an included configuration file, missing", fsmonitor + ".git/local.gitconfig"},
+		{"an included configuration file in the work tree", fsmonitor + "team.gitconfig"},
 	})
 	// The person's own commit, outside the run, runs nothing of the run's.
 	e.MustRun("sh", "-c", git+"commit -q --allow-empty -m third && git status -s && git submodule -q update --checkout --force && git -C wt status -s")
