@@ -152,6 +152,9 @@ func startConfined(prep *api.RunPrepared, argv, env []string) (launched, error) 
 		Sockets: append([]string{filepath.Dir(prep.Socket)}, prep.Confine.Sockets...),
 	}
 	s.Session(env)
+	if err := s.HideSockets(); err != nil {
+		return nil, fmt.Errorf("cannot confine the run: listing the sockets to hide: %w", err)
+	}
 	s.Repository(env)
 	if err := s.Cache(env); err != nil {
 		return nil, err

@@ -173,6 +173,10 @@ func cloneTree(path string, ro bool) (int, error) {
 
 func (st *step) apply() error {
 	if st.kind == stepPin {
+		if _, err := os.Lstat(st.path); err != nil {
+			// Inside a hidden tree: nothing outside the run to protect.
+			return nil
+		}
 		fd, err := cloneTree(st.path, false)
 		if err != nil {
 			return fmt.Errorf("pinning %s: %w", st.path, err)

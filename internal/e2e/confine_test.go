@@ -8,6 +8,7 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -367,7 +368,17 @@ func TestRunRefusedWithoutUserNamespaces(t *testing.T) {
 // reach the gateway, and only the namespace check stands between them and
 // the answers.
 func exposeControl(w *approvalWorld, config string) {
-	w.e.Config(config + strings.Replace(runSection(), "read_only = [", fmt.Sprintf("read_only = [%q, ", w.agent.Socket+".ctl"), 1))
+	showReadOnly(w, config, w.agent.Socket+".ctl")
+}
+
+// showReadOnly writes config with the paths added to [run] read_only,
+// and has the gateway load it.
+func showReadOnly(w *approvalWorld, config string, paths ...string) {
+	var quoted strings.Builder
+	for _, p := range paths {
+		fmt.Fprintf(&quoted, "%q, ", p)
+	}
+	w.e.Config(config + strings.Replace(runSection(), "read_only = [", "read_only = ["+quoted.String(), 1))
 	w.agent.ApprovePolicy(w.e.t)
 }
 
@@ -422,4 +433,42 @@ func TestJournalResolveFromInsideConfinedRunIsRefused(t *testing.T) {
 	if !strings.Contains(audit, `"approver":"pid=`) || !strings.Contains(audit, "command_resolved") {
 		t.Fatalf("the audit log does not say who resolved the entry:\n%s", audit)
 	}
+}
+
+// The person's unix sockets outside ~/.ssh and the session's
+// directories are out of a confined run's reach: an ssh ControlMaster
+// (which would open sessions on the host with no card) and a program's
+// socket in the working directory (an editor's, which would run commands
+// outside the run). The run's own sockets still work.
+func TestConfinedRunCannotReachThePersonsSockets(t *testing.T) {
+	need(t, "python3")
+	w := newApprovalWorld(t, `approval = "none"`)
+	// The home directory is visible to runs, read-only, as it is outside
+	// the tests (here it is under /tmp, which runs do not see).
+	showReadOnly(w, fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n", w.sshd.KnownHosts), w.e.Home())
+	cm := w.e.Home(".local", "cm")
+	os.MkdirAll(filepath.Dir(cm), 0o700)
+	args := append([]string{"-M", "-S", cm, "-f", "-N"}, w.sshd.SSHArgs(w.sshd.Target())...)
+	w.e.MustRun("ssh", args...)
+	t.Cleanup(func() { w.e.Run("ssh", "-S", cm, "-O", "exit", "x") })
+	check := "ssh -S " + cm + " -O check x"
+	w.e.MustRun("sh", "-c", check)
+	editor := w.e.Path("editor.sock")
+	l, err := net.Listen("unix", editor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close() // connections wait in its backlog: connect succeeds
+	connect := `python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])" `
+	d := w.e.StartRun("coder")
+	mustBeRefused(t, d, []escape{
+		{"the person's ControlMaster", check},
+		{"a socket in the working directory", connect + editor},
+		{"removing the hidden socket", "rm -f " + editor},
+	})
+	mustSucceed(t, "the run's own socket", d.Do("ssh-add -l"))
+	mustSucceed(t, "a socket the run makes", d.Do(`python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.bind('own.sock'); s.listen(); c=socket.socket(socket.AF_UNIX); c.connect('own.sock')"`))
+	// Outside the run, both still answer.
+	w.e.MustRun("sh", "-c", check)
+	w.e.MustRun("sh", "-c", connect+editor)
 }

@@ -1,0 +1,103 @@
+package confine
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// maxSockets bounds the listed sockets HideSockets looks at.
+const maxSockets = 4096
+
+// HideSockets hides every unix socket bound to a path (as the kernel
+// lists them in /proc/net/unix) that the run could reach only as the
+// person: one the user owns, or one whose mode does not let every user
+// connect (docker.sock, root's and the docker group's). Pathname sockets
+// do not care for the run's namespaces or a read-only mount: an ssh
+// ControlMaster socket outside ~/.ssh would open sessions on a host with
+// no card, docker's would start a container that writes the person's
+// files, an editor's RPC socket would run commands in the person's
+// editor. Sockets everyone may connect to (journald's, the system bus,
+// systemd-resolved's) stay, as do those under s.Sockets, which the run
+// is given, and a socket named itself in s.ReadWrite or s.ReadOnly (the
+// person's choice, in postern.toml). A socket bound after the run starts
+// is not hidden (postern-run(1) says so). It runs before Resolve.
+func (s *Spec) HideSockets() error {
+	f, err := os.Open("/proc/net/unix")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	s.Hide = append(s.Hide, s.personalSockets(f, os.Getuid())...)
+	return nil
+}
+
+// maxSocketDirEntries bounds the entries read of each directory that
+// held a listed socket.
+const maxSocketDirEntries = 1024
+
+// personalSockets returns the sockets of the /proc/net/unix listing r
+// that HideSockets hides for the user uid. The listing has the path a
+// socket was bound to, which may since have been renamed (ssh binds its
+// ControlMaster socket to a temporary name and links it into place), so
+// each directory that held a listed socket is searched for sockets.
+func (s *Spec) personalSockets(r io.Reader, uid int) []string {
+	var out []string
+	dirs := map[string]bool{}
+	sc := bufio.NewScanner(r)
+	sc.Scan() // the header
+	for n := 0; sc.Scan() && n < maxSockets; n++ {
+		// Num RefCount Protocol Flags Type St Inode Path: the path, when
+		// there is one, is the rest of the line.
+		f := strings.Fields(sc.Text())
+		if len(f) < 8 {
+			continue
+		}
+		p := strings.Join(f[7:], " ")
+		if !filepath.IsAbs(p) {
+			continue
+		}
+		d := filepath.Dir(filepath.Clean(p))
+		if dirs[d] || slices.ContainsFunc(s.Sockets, func(g string) bool { return filepath.IsAbs(g) && Under(d, filepath.Clean(g)) }) {
+			continue
+		}
+		dirs[d] = true
+		out = append(out, s.personalIn(d, uid)...)
+	}
+	return out
+}
+
+// personalIn returns the sockets in directory d that the user uid could
+// reach only as the person: owned by uid, or not open to every user. A
+// socket named itself in s.ReadWrite or s.ReadOnly is shown as named.
+func (s *Spec) personalIn(d string, uid int) []string {
+	// O_DIRECTORY: what is there now may be a FIFO, whose open would
+	// wait for a writer.
+	f, err := os.OpenFile(d, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(maxSocketDirEntries)
+	slices.Sort(names)
+	var out []string
+	for _, name := range names {
+		p := filepath.Join(d, name)
+		if slices.Contains(s.ReadWrite, p) || slices.Contains(s.ReadOnly, p) {
+			continue
+		}
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode().Type() != os.ModeSocket {
+			continue
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if ok && (int(st.Uid) == uid || fi.Mode().Perm()&0o002 == 0) {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,80 @@
+package confine
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// The sockets hidden are those of the listed sockets' directories that
+// the user owns or that are not open to every user; sockets under
+// Spec.Sockets are the run's and stay.
+func TestPersonalSockets(t *testing.T) {
+	root := t.TempDir()
+	listen := func(p string, mode os.FileMode) string {
+		p = filepath.Join(root, p)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		l, err := net.Listen("unix", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	own := listen("a/own.sock", 0o755)
+	// Bound under a temporary name, then linked into place, as ssh's
+	// ControlMaster is: the listing names the old path.
+	cm := listen("a/cm.tmp", 0o600)
+	if err := os.Rename(cm, filepath.Join(root, "a/cm")); err != nil {
+		t.Fatal(err)
+	}
+	group := listen("b/docker.sock", 0o660)
+	open := listen("b/journal.sock", 0o666)
+	run := listen("run/agent.sock.run-R1", 0o600)
+	// A socket named in read_write is the person's choice.
+	chosen := listen("b/chosen.sock", 0o600)
+	os.WriteFile(filepath.Join(root, "b/file"), nil, 0o600)
+	// A FIFO where a listed socket's directory was: not waited on.
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var listing strings.Builder
+	listing.WriteString("Num       RefCount Protocol Flags    Type St Inode Path\n")
+	for i, p := range []string{own, cm, group, open, run, chosen, "@abstract", "", filepath.Join(root, "fifo/x")} {
+		fmt.Fprintf(&listing, "0000000000000000: 00000002 00000000 00010000 0001 01 %d %s\n", 1000+i, p)
+	}
+	s := &Spec{Sockets: []string{filepath.Join(root, "run")}, ReadWrite: []string{chosen}}
+	// As the owner of every socket: all but the run's and the chosen one.
+	got := s.personalSockets(strings.NewReader(listing.String()), os.Getuid())
+	want := []string{filepath.Join(root, "a/cm"), own, group, open}
+	if !slices.Equal(got, want) {
+		t.Errorf("as their owner: %q\nwant %q", got, want)
+	}
+	// As another user: all but the one open to every user.
+	got = s.personalSockets(strings.NewReader(listing.String()), os.Getuid()+1)
+	want = []string{filepath.Join(root, "a/cm"), own, group}
+	if !slices.Equal(got, want) {
+		t.Errorf("as another user: %q\nwant %q", got, want)
+	}
+}
+
+func FuzzPersonalSockets(f *testing.F) {
+	f.Add("Num RefCount Protocol Flags Type St Inode Path\n0: 2 0 10000 1 1 5 /tmp/x y\n")
+	f.Add("\n\n a b c d e f g /\n")
+	f.Fuzz(func(t *testing.T, listing string) {
+		s := &Spec{Sockets: []string{"/run"}}
+		for _, p := range s.personalSockets(strings.NewReader(listing), os.Getuid()) {
+			if !filepath.IsAbs(p) {
+				t.Fatalf("a relative path to hide: %q", p)
+			}
+		}
+	})
+}
