@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -121,9 +122,16 @@ func cmdRun(args []string, out, errw io.Writer) error {
 		l.wait()
 		return fmt.Errorf("the gateway did not register the run: %w", err)
 	}
+	sp, whole := l.(suspender)
+	if whole {
+		signal.Notify(sigs, confine.JobStops...)
+	}
 	go func() {
 		for s := range sigs {
-			if s != syscall.SIGINT && s != syscall.SIGQUIT {
+			switch {
+			case whole && slices.Contains(confine.JobStops, s):
+				stopWhole(sp, s)
+			case s != syscall.SIGINT && s != syscall.SIGQUIT:
 				l.signal(s)
 			}
 		}
@@ -179,6 +187,31 @@ func startConfined(prep *api.RunPrepared, argv, env []string) (launched, error) 
 }
 
 type confinedRun struct{ r *confine.Run }
+
+// A suspender stops every process of its run when the terminal stops the
+// job, not only those in the job's process group (see confine.Run.Suspend).
+type suspender interface {
+	suspend(os.Signal)
+	resume()
+}
+
+func (c confinedRun) suspend(s os.Signal) { c.r.Suspend(s) }
+func (c confinedRun) resume()             { c.r.Resume() }
+
+// stopWhole stops the job as the terminal asked with sig: the whole run
+// first, then postern run itself, which the shell waits for; once
+// continued (fg, bg), the whole run again.
+func stopWhole(sp suspender, sig os.Signal) {
+	cont := make(chan os.Signal, 1)
+	signal.Notify(cont, syscall.SIGCONT)
+	defer signal.Stop(cont)
+	sp.suspend(sig)
+	// The stop reaches every thread a moment after kill returns: the
+	// continuation is the SIGCONT that ends it.
+	syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+	<-cont
+	sp.resume()
+}
 
 func (c confinedRun) pid() int                 { return c.r.PID }
 func (c confinedRun) level() confine.Level     { return c.r.Level }

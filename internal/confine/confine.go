@@ -45,6 +45,8 @@
 //     keystrokes into the terminal the run shares with the user's shell,
 //     and TIOCSPGRP, with which a suspended program would take that
 //     terminal back and read what the user types at the shell;
+//   - when the terminal stops the run's job, every process of the run
+//     stops, those that left its process group too ([Run.Suspend]);
 //   - no capability survives into the program, even where uid 0 is mapped.
 //
 // The network is untouched. What cannot be done here: a program outside

@@ -30,3 +30,9 @@ func (r *Run) Exited(time.Duration) bool { return false }
 
 // Wait is never reached on macOS.
 func (r *Run) Wait() (int, error) { return 1, errors.ErrUnsupported }
+
+// Suspend is never reached on macOS.
+func (r *Run) Suspend(os.Signal) {}
+
+// Resume is never reached on macOS.
+func (r *Run) Resume() {}

@@ -62,7 +62,7 @@ func helper() int {
 	}
 	// Signals are caught before the program starts, so none is lost.
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGINT, syscall.SIGQUIT)
+	signal.Notify(sigs, append(JobStops, syscall.SIGCONT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGINT, syscall.SIGQUIT)...)
 	type started struct {
 		pid, abi int
 		err      error
@@ -100,9 +100,16 @@ func helper() int {
 	for {
 		select {
 		case sig := <-sigs:
-			// SIGINT and SIGQUIT from the terminal reach the program
-			// directly (it is in the same process group).
-			if sig != syscall.SIGINT && sig != syscall.SIGQUIT {
+			switch {
+			case isJobStop(sig):
+				// The job stops: the whole run stops (suspend_linux.go).
+				freeze(st.pid)
+				sendReport(ctlFD, report{Stopped: true}, 0)
+			case sig == syscall.SIGCONT:
+				thaw()
+			case sig != syscall.SIGINT && sig != syscall.SIGQUIT:
+				// SIGINT and SIGQUIT from the terminal reach the
+				// program directly (it is in the same process group).
 				syscall.Kill(st.pid, sig.(syscall.Signal))
 			}
 		case ex := <-exited:

@@ -68,11 +68,12 @@ type Run struct {
 	Helper *os.Process
 	Level  Level
 
-	ctl  *os.File
-	cmd  *exec.Cmd
-	done chan struct{}
-	res  exitReport
-	werr error
+	ctl     *os.File
+	cmd     *exec.Cmd
+	done    chan struct{}
+	stopped chan struct{} // the helper reported the run stopped (Suspend)
+	res     exitReport
+	werr    error
 }
 
 // startTimeout bounds how long the helper may take to report the
@@ -117,7 +118,7 @@ func Start(s *Spec, stdin, stdout, stderr *os.File) (*Run, error) {
 		ctl.Close()
 		return nil, &UnavailableError{Op: "creating the run's namespaces", Err: unwrapExec(err), Cause: cause()}
 	}
-	r := &Run{Helper: cmd.Process, ctl: ctl, cmd: cmd, done: make(chan struct{})}
+	r := &Run{Helper: cmd.Process, ctl: ctl, cmd: cmd, done: make(chan struct{}), stopped: make(chan struct{}, 1)}
 	fail := func(err error) (*Run, error) {
 		cmd.Process.Kill()
 		cmd.Wait()
@@ -196,6 +197,13 @@ func (r *Run) Wait() (int, error) {
 func (r *Run) wait() {
 	defer close(r.done)
 	rep, _, rerr := readReport(r.ctl)
+	for rerr == nil && rep.Stopped {
+		select {
+		case r.stopped <- struct{}{}:
+		default:
+		}
+		rep, _, rerr = readReport(r.ctl)
+	}
 	r.ctl.Close()
 	if rerr == nil && rep.Error == "" {
 		// The helper reported the program's end; tearing down the run's

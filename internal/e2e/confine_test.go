@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // confinedWorld is an approval world whose runs are confined.
@@ -471,4 +472,47 @@ func TestConfinedRunCannotReachThePersonsSockets(t *testing.T) {
 	// Outside the run, both still answer.
 	w.e.MustRun("sh", "-c", check)
 	w.e.MustRun("sh", "-c", connect+editor)
+}
+
+// A program of a confined run that left the run's process group (setsid)
+// keeps the terminal open, and a process for which the terminal is not
+// the controlling one reads it with no job control: once the person
+// suspends the run (Ctrl-Z), it would read what the person types at the
+// shell. Suspending the run stops every process of it, and fg resumes
+// them.
+func TestSuspendedRunReadsNothing(t *testing.T) {
+	need(t, "tmux", "setsid", "bash")
+	e := newEnv(t)
+	e.Config("")
+	e.StartAgent()
+	server := "pt-" + filepath.Base(e.Dir)
+	tmux := func(args ...string) Result {
+		return e.Run("tmux", append([]string{"-L", server, "-f", "/dev/null"}, args...)...)
+	}
+	env := "env -i " + strings.Join(e.Environ(), " ")
+	if r := tmux("new-session", "-d", "-x", "120", "-y", "40", "-c", e.Dir, env+" bash --norc --noprofile"); r.Code != 0 {
+		t.Fatalf("tmux: %s", r)
+	}
+	defer tmux("kill-server")
+	screen := func() string { return tmux("capture-pane", "-p", "-J").Stdout }
+	stolen := e.Path("stolen")
+	tmux("send-keys", `postern run -- sh -c 'setsid -f sh -c "exec cat > stolen"; touch started; while :; do sleep 1; done'`, "Enter")
+	waitFor(t, func() bool { _, err := os.Stat(e.Path("started")); return err == nil })
+	tmux("send-keys", "C-z")
+	waitFor(t, func() bool { return strings.Contains(screen(), "Stopped") })
+	tmux("send-keys", "echo typed-at-the-shell", "Enter")
+	waitFor(t, func() bool {
+		b, _ := os.ReadFile(stolen)
+		return len(b) > 0 || strings.Contains(screen(), "\ntyped-at-the-shell")
+	})
+	if b, _ := os.ReadFile(stolen); len(b) > 0 {
+		t.Fatalf("while suspended, the run read what the person typed: %q\n%s", b, screen())
+	}
+	// fg resumes the whole run: its detached program reads the terminal
+	// again, now the run's.
+	tmux("send-keys", "fg", "Enter")
+	waitFor(t, func() bool { return strings.Contains(screen(), "postern run --") && strings.Count(screen(), "fg") == 1 })
+	time.Sleep(200 * time.Millisecond)
+	tmux("send-keys", "to-the-run", "Enter")
+	waitFor(t, func() bool { b, _ := os.ReadFile(stolen); return strings.Contains(string(b), "to-the-run") })
 }

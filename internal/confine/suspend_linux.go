@@ -1,0 +1,72 @@
+package confine
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Suspending a run. The terminal stops a job (Ctrl-Z, or a read or write
+// from the background) by signalling its process group, but a program of
+// the run that left the group (setsid) keeps the terminal open, and a
+// process whose controlling terminal it is not reads it with no job
+// control: left running while the person is back at the shell, it would
+// read what the person types there. So a stopped run is stopped whole:
+// the helper stops every process of the run's pid namespace, and
+// continues them when the job is continued.
+
+// selfStopWait is how long the helper lets the program stop itself (a
+// full-screen program first gives the terminal back its settings) before
+// it stops every process of the run regardless.
+const selfStopWait = 500 * time.Millisecond
+
+// freeze stops every process of the run but the helper, once the
+// program pid has stopped on its own or selfStopWait has passed. It runs
+// in the helper, the run's pid 1, to which kill(-1) does not apply.
+func freeze(pid int) {
+	deadline := time.Now().Add(selfStopWait)
+	for !stoppedOrGone(pid) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	unix.Kill(-1, unix.SIGSTOP)
+}
+
+// thaw continues every process of the run.
+func thaw() { unix.Kill(-1, unix.SIGCONT) }
+
+// stoppedOrGone reports whether process pid is stopped, or no longer
+// runs, from its state in /proc/PID/stat.
+func stoppedOrGone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := bytes.LastIndexByte(b, ')')
+	if err != nil || i < 0 || i+2 >= len(b) {
+		return true
+	}
+	return bytes.IndexByte([]byte("TtZX"), b[i+2]) >= 0
+}
+
+// Suspend stops the whole run, as the terminal stopping its job with sig
+// asks: it returns once every process of the run is stopped (or the run
+// ended, or the helper did not answer in time). The caller then stops
+// itself, and calls Resume once continued.
+func (r *Run) Suspend(sig os.Signal) {
+	select {
+	case <-r.stopped:
+	default:
+	}
+	if r.Helper.Signal(sig) != nil {
+		return
+	}
+	select {
+	case <-r.stopped:
+	case <-r.done:
+	case <-time.After(selfStopWait + time.Second):
+	}
+}
+
+// Resume continues every process of a suspended run.
+func (r *Run) Resume() { r.Helper.Signal(syscall.SIGCONT) }
