@@ -41,6 +41,8 @@ func hintFor(name string, err error) string {
 		return "the gateway that holds it does not answer at $SSH_AUTH_SOCK: name its agent socket with --socket"
 	case errors.Is(err, api.ErrNoBastionSocket):
 		return "pass --socket"
+	case errors.As(err, new(*confine.ErrLinkInWritable)):
+		return `replace the link with what it points to (a .git link with a file holding "gitdir: TARGET"), or start the run from another directory`
 	case errors.As(err, new(*confine.UnavailableError)):
 		return `"postern run --no-sandbox" runs it unconfined, and every card for it says so`
 	case errors.Is(err, vault.ErrNotExist):

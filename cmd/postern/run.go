@@ -163,7 +163,9 @@ func startConfined(prep *api.RunPrepared, argv, env []string) (launched, error) 
 	if err := s.HideSockets(); err != nil {
 		return nil, fmt.Errorf("cannot confine the run: listing the sockets to hide: %w", err)
 	}
-	s.Repository(env)
+	if err := s.Repository(env); err != nil {
+		return nil, err
+	}
 	if err := s.Cache(env); err != nil {
 		return nil, err
 	}

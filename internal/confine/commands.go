@@ -15,13 +15,19 @@ import (
 // whatever directory a shell is in. It runs after Resolve, and fails
 // when the working directory itself is on PATH, which a run cannot work
 // in read-only. A missing PATH directory inside a writable tree is made
-// empty first, as the run could otherwise make it and fill it.
+// empty first, as the run could otherwise make it and fill it. A PATH
+// directory reached through a symbolic link in a writable tree fails it
+// with an [*ErrLinkInWritable]: the run could point the link at a
+// directory of its own.
 func (s *Spec) Commands(env []string) error {
 	for d := range strings.SplitSeq(getenv(env, "PATH"), ":") {
 		if !filepath.IsAbs(d) {
 			continue
 		}
 		d = filepath.Clean(d)
+		if err := s.checkLinks(d); err != nil {
+			return err
+		}
 		r, err := filepath.EvalSymlinks(d)
 		if err != nil && s.writable(d) {
 			// Not there yet, in a writable tree (bin/ before the first

@@ -30,12 +30,14 @@ import (
 // directory, or a .git file naming the git directory (a worktree, whose
 // configuration and hooks are in the common directory). The
 // configuration of a Mercurial or Jujutsu repository holding the working
-// directory is shown read-only the same way.
-func (s *Spec) Repository(env []string) {
+// directory is shown read-only the same way. Repository fails with an
+// [*ErrLinkInWritable] when any of this is reached through a symbolic
+// link in a tree the run writes.
+func (s *Spec) Repository(env []string) error {
 	s.otherRepositories()
 	dot, gitDir := findGitDir(s.Dir)
 	if gitDir == "" {
-		return
+		return nil
 	}
 	common := gitDir
 	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
@@ -46,18 +48,24 @@ func (s *Spec) Repository(env []string) {
 		common = filepath.Clean(c)
 	}
 	files := append(gitRuns(common), worktrees(common)...)
-	s.ReadOnly = append(s.ReadOnly, files...)
 	for _, inc := range gitIncludes(files, getenv(env, "HOME")) {
 		if s.writable(inc) {
 			// Missing, the run could write it.
 			touch(inc)
 		}
-		s.ReadOnly = append(s.ReadOnly, inc)
+		files = append(files, inc)
 	}
-	if dot != gitDir && !slices.Contains(s.ReadOnly, dot) {
+	if dot != gitDir && !slices.Contains(files, dot) {
 		// A .git file its worktree's gitdir does not name.
-		s.ReadOnly = append(s.ReadOnly, dot)
+		files = append(files, dot)
 	}
+	// A symbolic link on the way (a .git link, a repo tool's linked
+	// config) is not what is shown read-only: the run could retarget it.
+	if err := s.checkLinks(append([]string{dot}, files...)...); err != nil {
+		return err
+	}
+	s.ReadOnly = append(s.ReadOnly, files...)
+	return nil
 }
 
 // maxSubmodules bounds the git directories of submodules Repository

@@ -75,7 +75,9 @@ func TestRepository(t *testing.T) {
 	}
 	for _, c := range cases {
 		s := &Spec{Dir: filepath.Join(root, c.dir), ReadOnly: []string{"/kept"}}
-		s.Repository(nil)
+		if err := s.Repository(nil); err != nil {
+			t.Fatal(err)
+		}
 		want := []string{"/kept"}
 		for _, w := range c.want {
 			want = append(want, filepath.Join(root, w))
@@ -102,7 +104,9 @@ func TestRepository(t *testing.T) {
 	// go, which hold none in the tests' world), nothing is added.
 	if _, g := findGitDir(filepath.Join(root, "plain")); g == "" {
 		s := &Spec{Dir: filepath.Join(root, "plain")}
-		s.Repository(nil)
+		if err := s.Repository(nil); err != nil {
+			t.Fatal(err)
+		}
 		if len(s.ReadOnly) != 0 {
 			t.Errorf("outside a repository: %q", s.ReadOnly)
 		}
@@ -127,7 +131,9 @@ func TestRepositoryOtherSystems(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "jj/.jj/repo/config.toml"), []byte("[ui]\n"), 0o644)
 	for dir, want := range map[string]string{"hg/sub": "hg/.hg/hgrc", "jj/sub": "jj/.jj/repo/config.toml"} {
 		s := &Spec{Dir: filepath.Join(root, dir)}
-		s.Repository(nil)
+		if err := s.Repository(nil); err != nil {
+			t.Fatal(err)
+		}
 		if !slices.Contains(s.ReadOnly, filepath.Join(root, want)) {
 			t.Errorf("%s: read-only %q lacks %s", dir, s.ReadOnly, want)
 		}

@@ -516,3 +516,35 @@ func TestSuspendedRunReadsNothing(t *testing.T) {
 	tmux("send-keys", "to-the-run", "Enter")
 	waitFor(t, func() bool { b, _ := os.ReadFile(stolen); return strings.Contains(string(b), "to-the-run") })
 }
+
+// A .git that is a symbolic link in the working directory cannot be shown
+// read-only (nothing mounts on a link), and a run could point it at a
+// repository of its own: postern run refuses, names the link and how to
+// replace it. With a "gitdir:" file in its place, the run starts and the
+// file is read-only.
+func TestConfinedRunRefusesLinkedGitDir(t *testing.T) {
+	need(t, "git")
+	e := newEnv(t)
+	e.Config("")
+	e.StartAgent()
+	real := e.Path("real.git")
+	e.MustRun("sh", "-c", "git init -q -b main --separate-git-dir="+real+" . && rm .git && ln -s "+real+" .git && git status -s >/dev/null")
+	marker := e.Path("ran")
+	r := e.Run("postern", "run", "--", "touch", marker)
+	if r.Code != 1 || !strings.Contains(r.Stderr, e.Path(".git")+" is reached through a symbolic link") || !strings.Contains(r.Stderr, "gitdir:") {
+		t.Fatalf("postern run with a linked .git: %s", r)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the command ran")
+	}
+	// What the hint says to do.
+	e.MustRun("sh", "-c", "rm .git && echo gitdir: "+real+" > .git && git status -s >/dev/null")
+	planted := e.Path("planted")
+	d := e.StartRun("coder")
+	mustBeRefused(t, d, []escape{{"pointing the .git file elsewhere",
+		"git init -q evil && git -C evil config core.fsmonitor 'touch " + planted + "' && echo gitdir: $PWD/evil/.git > .git"}})
+	e.MustRun("git", "status", "-s")
+	if _, err := os.Stat(planted); err == nil {
+		t.Fatal("the person's git status ran what the run wrote")
+	}
+}
