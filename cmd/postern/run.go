@@ -160,14 +160,14 @@ func startConfined(prep *api.RunPrepared, argv, env []string) (launched, error) 
 		Sockets: append([]string{filepath.Dir(prep.Socket)}, prep.Confine.Sockets...),
 	}
 	s.Session(env)
-	if err := s.HideSockets(); err != nil {
-		return nil, fmt.Errorf("cannot confine the run: listing the sockets to hide: %w", err)
-	}
 	if err := s.Repository(env); err != nil {
 		return nil, err
 	}
 	if err := s.Cache(env); err != nil {
 		return nil, err
+	}
+	if err := s.HideSockets(); err != nil {
+		return nil, fmt.Errorf("cannot confine the run: listing the sockets to hide: %w", err)
 	}
 	if p := os.Getenv(envPassphraseFile); p != "" {
 		if abs, err := filepath.Abs(p); err == nil {

@@ -36,9 +36,13 @@ func (s *Spec) HideSockets() error {
 	return nil
 }
 
-// maxSocketDirEntries bounds the entries read of each directory that
-// held a listed socket.
-const maxSocketDirEntries = 1024
+// maxSocketDirs bounds the directories searched, and
+// maxSocketDirEntries the entries read of each, so that sockets bound by
+// the thousand cost a run's start a bounded time.
+const (
+	maxSocketDirs       = 512
+	maxSocketDirEntries = 1024
+)
 
 // personalSockets returns the sockets of the /proc/net/unix listing r
 // that HideSockets hides for the user uid. The listing has the path a
@@ -62,7 +66,7 @@ func (s *Spec) personalSockets(r io.Reader, uid int) []string {
 			continue
 		}
 		d := filepath.Dir(filepath.Clean(p))
-		if dirs[d] || slices.ContainsFunc(s.Sockets, func(g string) bool { return filepath.IsAbs(g) && Under(d, filepath.Clean(g)) }) {
+		if dirs[d] || len(dirs) >= maxSocketDirs || !s.shown(d) || slices.ContainsFunc(s.Sockets, func(g string) bool { return filepath.IsAbs(g) && Under(d, filepath.Clean(g)) }) {
 			continue
 		}
 		dirs[d] = true
@@ -100,4 +104,22 @@ func (s *Spec) personalIn(d string, uid int) []string {
 		}
 	}
 	return out
+}
+
+// shown reports whether directory d is visible to the run as s stands:
+// not inside a hidden tree (or /tmp, always private), or inside a tree
+// shown deeper than that. The sockets of a hidden directory need no
+// hiding.
+func (s *Spec) shown(d string) bool {
+	deepest := func(trees []string) int {
+		n := -1
+		for _, t := range trees {
+			if filepath.IsAbs(t) && Under(d, filepath.Clean(t)) {
+				n = max(n, len(filepath.Clean(t)))
+			}
+		}
+		return n
+	}
+	hidden := deepest(append([]string{"/tmp"}, s.Hide...))
+	return hidden < 0 || deepest(append(append([]string{s.Dir}, s.ReadWrite...), append(s.ReadOnly, s.ownPaths()...)...)) >= hidden
 }

@@ -41,6 +41,8 @@ func TestPersonalSockets(t *testing.T) {
 	run := listen("run/agent.sock.run-R1", 0o600)
 	// A socket named in read_write is the person's choice.
 	chosen := listen("b/chosen.sock", 0o600)
+	// A socket in a hidden tree is out of sight already.
+	hidden := listen("hidden/agent.sock", 0o600)
 	os.WriteFile(filepath.Join(root, "b/file"), nil, 0o600)
 	// A FIFO where a listed socket's directory was: not waited on.
 	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o600); err != nil {
@@ -48,10 +50,10 @@ func TestPersonalSockets(t *testing.T) {
 	}
 	var listing strings.Builder
 	listing.WriteString("Num       RefCount Protocol Flags    Type St Inode Path\n")
-	for i, p := range []string{own, cm, group, open, run, chosen, "@abstract", "", filepath.Join(root, "fifo/x")} {
+	for i, p := range []string{own, cm, group, open, run, chosen, hidden, "@abstract", "", filepath.Join(root, "fifo/x")} {
 		fmt.Fprintf(&listing, "0000000000000000: 00000002 00000000 00010000 0001 01 %d %s\n", 1000+i, p)
 	}
-	s := &Spec{Sockets: []string{filepath.Join(root, "run")}, ReadWrite: []string{chosen}}
+	s := &Spec{Dir: root, Sockets: []string{filepath.Join(root, "run")}, ReadWrite: []string{chosen}, Hide: []string{filepath.Join(root, "hidden")}}
 	// As the owner of every socket: all but the run's and the chosen one.
 	got := s.personalSockets(strings.NewReader(listing.String()), os.Getuid())
 	want := []string{filepath.Join(root, "a/cm"), own, group, open}
@@ -77,4 +79,26 @@ func FuzzPersonalSockets(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Where the run's view hides a directory, its sockets need no hiding;
+// a tree shown inside it shows its sockets again.
+func TestShown(t *testing.T) {
+	s := &Spec{Dir: "/tmp/work", ReadOnly: []string{"/home/u/.ssh/config", "/tmp/shown"}, Hide: []string{"/home/u/.ssh", "/run/user/1"}}
+	for d, want := range map[string]bool{
+		"/tmp":              false,
+		"/tmp/tmux-0":       false,
+		"/tmp/work":         true,
+		"/tmp/work/sub":     true,
+		"/tmp/shown/x":      true,
+		"/home/u/.ssh":      false,
+		"/home/u/.ssh/cm":   false,
+		"/home/u/.local":    true,
+		"/run/user/1/gnupg": false,
+		"/run/docker":       true,
+	} {
+		if got := s.shown(d); got != want {
+			t.Errorf("shown(%s) = %v, want %v", d, got, want)
+		}
+	}
 }
