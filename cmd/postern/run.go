@@ -29,14 +29,17 @@ shown to approvers; it grants nothing. The exit status is COMMAND's.
 On Linux the run is confined: its own user, mount and pid namespaces and
 Landlock. It sees only its own agent socket, not postern's control socket,
 state or runtime directories, nor the user's tmux, screen or D-Bus
-sockets; postern's configuration, known_hosts, postern's executable,
+sockets, nor the unix sockets only the user may use (an ssh ControlMaster,
+docker's); postern's configuration, known_hosts, postern's executable,
 the PATH directories inside writable trees and the working directory's
 git hooks and configuration are read-only; only the working directory,
 the [run] read_write trees (default none) and the run's own cache
-directory (~/.cache/postern/run, shown at ~/.cache) are writable, and a
-confined run does not start in the home directory or a directory on PATH
-(start it from a project's directory). --no-sandbox runs it unconfined, and every
-card for it says so.
+directory (~/.cache/postern/run, shown at ~/.cache) are writable. Ctrl-Z
+stops the whole run. A confined run does not start in the home directory
+or a directory on PATH (start it from a project's directory), nor where
+the repository's .git or a PATH directory is a symbolic link in the
+working directory. --no-sandbox runs it unconfined, and every card for it
+says so.
 See postern-run(1).
 `
 
