@@ -25,7 +25,9 @@ const maxSockets = 4096
 // systemd-resolved's) stay, as do those under s.Sockets, which the run
 // is given, and a socket named itself in s.ReadWrite or s.ReadOnly (the
 // person's choice, in postern.toml). A socket bound after the run starts
-// is not hidden (postern-run(1) says so). It runs before Resolve.
+// is not hidden (postern-run(1) says so). It runs after Session and
+// Cache, whose hidden and own trees it need not search, and before
+// Resolve.
 func (s *Spec) HideSockets() error {
 	f, err := os.Open("/proc/net/unix")
 	if err != nil {
