@@ -97,7 +97,7 @@ func cmdRun(args []string, out, errw io.Writer) error {
 	defer signal.Stop(sigs)
 	var l launched
 	if confined {
-		l, err = startConfined(prep, fs.Args(), env)
+		l, err = startConfined(prep, fs.Args(), env, errw)
 	} else {
 		l, err = startPlain(fs.Args(), env)
 	}
@@ -144,7 +144,7 @@ func cmdRun(args []string, out, errw io.Writer) error {
 
 // startConfined starts the command confined, with what the gateway asks
 // to hide and show, and the user's session hidden.
-func startConfined(prep *api.RunPrepared, argv, env []string) (launched, error) {
+func startConfined(prep *api.RunPrepared, argv, env []string, errw io.Writer) (launched, error) {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", argv[0], errors.Unwrap(err))
@@ -163,8 +163,12 @@ func startConfined(prep *api.RunPrepared, argv, env []string) (launched, error) 
 		Sockets: append([]string{filepath.Dir(prep.Socket)}, prep.Confine.Sockets...),
 	}
 	s.Session(env)
-	if err := s.Repository(env); err != nil {
+	complete, err := s.Repository(env)
+	if err != nil {
 		return nil, err
+	}
+	if !complete {
+		warningf(errw, "the working directory is too large to search whole for git repositories: those deeper in it than were searched are not protected from the run (postern-run(1))")
 	}
 	if err := s.Cache(env); err != nil {
 		return nil, err

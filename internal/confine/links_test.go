@@ -52,7 +52,7 @@ func TestLinkInWritable(t *testing.T) {
 	// Repository and Commands refuse a linked .git and a linked PATH
 	// directory.
 	s = &Spec{Dir: filepath.Join(root, "work")}
-	if err := s.Repository(nil); !errors.As(err, new(*ErrLinkInWritable)) {
+	if _, err := s.Repository(nil); !errors.As(err, new(*ErrLinkInWritable)) {
 		t.Errorf("Repository with a linked .git: %v", err)
 	}
 	if err := s.Commands([]string{"PATH=/usr/bin:" + filepath.Join(root, "work/bin")}); !errors.As(err, new(*ErrLinkInWritable)) {

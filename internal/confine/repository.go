@@ -15,27 +15,56 @@ import (
 // can be shown read-only; the same of its submodules' git directories
 // (git status runs in each), and the configuration of each of its
 // worktrees, and the files these include (include.path and includeIf's
-// path, inside the work tree or not). What tells git where a repository is goes with it: the .git
-// file of a worktree or submodule, and a worktree's commondir and gitdir
-// files; pointed at a repository of the run's, they would make the
-// person's git run its configuration. A run writes its work tree and its
-// objects and refs as before; the person's next git command in that
-// repository, run outside every run, executes nothing the run wrote
-// there. Files of the work tree that git is told to run (a
-// core.hooksPath inside it, as husky sets) are the project's, which the
-// run edits. A repository the run makes for itself is the run's (see
-// postern-run(1)).
+// path, inside the work tree or not). What tells git where a repository
+// is goes with it: the .git file of a worktree or submodule, and a
+// worktree's commondir and gitdir files; pointed at a repository of the
+// run's, they would make the person's git run its configuration. A run
+// writes its work tree and its objects and refs as before; the person's
+// next git command in that repository, run outside every run, executes
+// nothing the run wrote there. Files of the work tree that git is told
+// to run (a core.hooksPath inside it, as husky sets) are the project's,
+// which the run edits. A repository the run makes for itself is the
+// run's (see postern-run(1)).
 //
 // The repository is found as git finds it, from s.Dir upwards: a .git
 // directory, or a .git file naming the git directory (a worktree, whose
-// configuration and hooks are in the common directory). The
-// configuration of a Mercurial or Jujutsu repository holding the working
-// directory is shown read-only the same way. Repository fails with an
+// configuration and hooks are in the common directory). The repositories
+// inside the working directory and the read_write trees (clones side by
+// side in a workspace, a clone inside a project) are protected the same
+// way, found down to maxRepoDepth levels; complete is false when that
+// search stopped at maxRepoDirs directories. The configuration of a
+// Mercurial or Jujutsu repository holding the working directory, or
+// inside it, is shown read-only the same way. Repository fails with an
 // [*ErrLinkInWritable] when any of this is reached through a symbolic
 // link in a tree the run writes.
-func (s *Spec) Repository(env []string) error {
+func (s *Spec) Repository(env []string) (complete bool, err error) {
+	home := getenv(env, "HOME")
 	s.otherRepositories()
-	dot, gitDir := findGitDir(s.Dir)
+	var dots []string
+	if dot, _ := findUp(s.Dir, ".git"); dot != "" {
+		dots = append(dots, dot)
+	}
+	nested, other, complete := s.nestedRepositories()
+	dots = append(dots, nested...)
+	for _, c := range other {
+		if !slices.Contains(s.ReadOnly, c) {
+			s.ReadOnly = append(s.ReadOnly, touch(c))
+		}
+	}
+	seen := map[string]bool{}
+	for _, dot := range dots {
+		if err := s.protectGit(dot, home, seen); err != nil {
+			return complete, err
+		}
+	}
+	return complete, nil
+}
+
+// protectGit shows read-only what git runs of the repository whose .git
+// is dot (see Repository). seen holds the common git directories already
+// done: a second worktree of one adds only its .git file.
+func (s *Spec) protectGit(dot, home string, seen map[string]bool) error {
+	gitDir := gitDirOf(dot)
 	if gitDir == "" {
 		return nil
 	}
@@ -47,15 +76,22 @@ func (s *Spec) Repository(env []string) error {
 		}
 		common = filepath.Clean(c)
 	}
-	files := append(gitRuns(common), worktrees(common)...)
-	for _, inc := range gitIncludes(files, getenv(env, "HOME")) {
-		if s.writable(inc) {
-			// Missing, the run could write it.
-			touch(inc)
+	var files []string
+	if !seen[common] {
+		runs, dirs := gitRuns(common)
+		for _, d := range dirs {
+			seen[d] = true // the submodules' too, whose work trees the search finds
 		}
-		files = append(files, inc)
+		files = append(runs, worktrees(common)...)
+		for _, inc := range gitIncludes(files, home) {
+			if s.writable(inc) {
+				// Missing, the run could write it.
+				touch(inc)
+			}
+			files = append(files, inc)
+		}
 	}
-	if dot != gitDir && !slices.Contains(files, dot) {
+	if dot != gitDir && !slices.Contains(files, dot) && !slices.Contains(s.ReadOnly, dot) {
 		// A .git file its worktree's gitdir does not name.
 		files = append(files, dot)
 	}
@@ -77,13 +113,14 @@ const (
 
 // gitRuns returns the configuration and hooks directory of the git
 // directory dir and of its submodules' (dir/modules/NAME, nested), making
-// each missing hooks directory, and each submodule's .git file.
-func gitRuns(dir string) []string {
-	var out []string
+// each missing hooks directory, and each submodule's .git file; and the
+// git directories it looked at.
+func gitRuns(dir string) (out, dirs []string) {
 	queue := []string{dir}
 	for n := 0; len(queue) > 0 && n < maxSubmodules; n++ {
 		d := queue[0]
 		queue = queue[1:]
+		dirs = append(dirs, d)
 		hooks := filepath.Join(d, "hooks")
 		if _, err := os.Lstat(hooks); os.IsNotExist(err) {
 			os.Mkdir(hooks, 0o755)
@@ -105,7 +142,7 @@ func gitRuns(dir string) []string {
 			return nil
 		})
 	}
-	return out
+	return out, dirs
 }
 
 // worktrees returns the per-worktree configuration of the main worktree
@@ -180,23 +217,36 @@ func findUp(dir, name string) (string, bool) {
 // directory, or a file naming the git directory) and its git directory,
 // or "", "" when there is none.
 func findGitDir(dir string) (dot, gitDir string) {
-	dot, isDir := findUp(dir, ".git")
-	if dot == "" || isDir {
-		return dot, dot
+	dot, _ = findUp(dir, ".git")
+	if g := gitDirOf(dot); g != "" {
+		return dot, g
+	}
+	return "", ""
+}
+
+// gitDirOf returns the git directory that the .git at dot is (a
+// directory) or names (a "gitdir:" file), or "".
+func gitDirOf(dot string) string {
+	fi, err := os.Stat(dot)
+	if err != nil {
+		return ""
+	}
+	if fi.IsDir() {
+		return dot
 	}
 	b, err := os.ReadFile(dot)
 	if err != nil {
-		return "", ""
+		return ""
 	}
 	g, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
 	if !ok {
-		return "", ""
+		return ""
 	}
 	g = strings.TrimSpace(g)
 	if !filepath.IsAbs(g) {
 		g = filepath.Join(filepath.Dir(dot), g)
 	}
-	return dot, filepath.Clean(g)
+	return filepath.Clean(g)
 }
 
 // otherRepositories shows read-only the configuration of a Mercurial

@@ -75,7 +75,7 @@ func TestRepository(t *testing.T) {
 	}
 	for _, c := range cases {
 		s := &Spec{Dir: filepath.Join(root, c.dir), ReadOnly: []string{"/kept"}}
-		if err := s.Repository(nil); err != nil {
+		if _, err := s.Repository(nil); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{"/kept"}
@@ -104,7 +104,7 @@ func TestRepository(t *testing.T) {
 	// go, which hold none in the tests' world), nothing is added.
 	if _, g := findGitDir(filepath.Join(root, "plain")); g == "" {
 		s := &Spec{Dir: filepath.Join(root, "plain")}
-		if err := s.Repository(nil); err != nil {
+		if _, err := s.Repository(nil); err != nil {
 			t.Fatal(err)
 		}
 		if len(s.ReadOnly) != 0 {
@@ -131,7 +131,7 @@ func TestRepositoryOtherSystems(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "jj/.jj/repo/config.toml"), []byte("[ui]\n"), 0o644)
 	for dir, want := range map[string]string{"hg/sub": "hg/.hg/hgrc", "jj/sub": "jj/.jj/repo/config.toml"} {
 		s := &Spec{Dir: filepath.Join(root, dir)}
-		if err := s.Repository(nil); err != nil {
+		if _, err := s.Repository(nil); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Contains(s.ReadOnly, filepath.Join(root, want)) {

@@ -234,15 +234,21 @@ func TestConfinedRunCannotRewriteTheGateway(t *testing.T) {
 	}
 }
 
-// A run works in the person's git repository: it commits, branches and
-// pushes, but cannot leave a hook or a configuration that the person's
-// next git command, outside every run, would execute.
-func TestConfinedRunCannotPlantGitHooks(t *testing.T) {
+// newGitEnv is a world with a gateway and the default configuration for
+// the git tests, and the git command line they commit with.
+func newGitEnv(t *testing.T) (*Env, string) {
 	need(t, "git")
 	e := newEnv(t)
 	e.Config("")
 	e.StartAgent()
-	git := "git -c user.name=t -c user.email=t@example.com "
+	return e, "git -c user.name=t -c user.email=t@example.com "
+}
+
+// A run works in the person's git repository: it commits, branches and
+// pushes, but cannot leave a hook or a configuration that the person's
+// next git command, outside every run, would execute.
+func TestConfinedRunCannotPlantGitHooks(t *testing.T) {
+	e, git := newGitEnv(t)
 	e.MustRun("git", "init", "-q", "-b", "main", e.Dir)
 	e.MustRun("git", "init", "-q", "--bare", e.Path("remote.git"))
 	e.MustRun("sh", "-c", git+"commit -q --allow-empty -m first && git remote add origin remote.git && rm -rf .git/hooks")
@@ -523,10 +529,7 @@ func TestSuspendedRunReadsNothing(t *testing.T) {
 // replace it. With a "gitdir:" file in its place, the run starts and the
 // file is read-only.
 func TestConfinedRunRefusesLinkedGitDir(t *testing.T) {
-	need(t, "git")
-	e := newEnv(t)
-	e.Config("")
-	e.StartAgent()
+	e, _ := newGitEnv(t)
 	real := e.Path("real.git")
 	e.MustRun("sh", "-c", "git init -q -b main --separate-git-dir="+real+" . && rm .git && ln -s "+real+" .git && git status -s >/dev/null")
 	marker := e.Path("ran")
@@ -546,5 +549,26 @@ func TestConfinedRunRefusesLinkedGitDir(t *testing.T) {
 	e.MustRun("git", "status", "-s")
 	if _, err := os.Stat(planted); err == nil {
 		t.Fatal("the person's git status ran what the run wrote")
+	}
+}
+
+// A run started in a workspace of clones (the working directory itself no
+// repository) cannot plant in any of them what the person's git runs, and
+// still commits in each.
+func TestConfinedRunCannotPlantInAWorkspace(t *testing.T) {
+	e, git := newGitEnv(t)
+	for _, r := range []string{"one", "team/two"} {
+		e.MustRun("sh", "-c", "git init -q -b main "+r+" && "+git+"-C "+r+" commit -q --allow-empty -m first")
+	}
+	planted := e.Path("planted")
+	d := e.StartRun("coder")
+	mustSucceed(t, "commits in each clone", d.Do(git+"-C one commit -q --allow-empty -m second && "+git+"-C team/two commit -q --allow-empty -m second"))
+	mustBeRefused(t, d, []escape{
+		{"a clone's core.fsmonitor", "git -C one config core.fsmonitor 'touch " + planted + "'"},
+		{"a nested clone's hook", "printf '#!/bin/sh\\ntouch " + planted + "\\n' > team/two/.git/hooks/pre-commit && chmod +x team/two/.git/hooks/pre-commit"},
+	})
+	e.MustRun("sh", "-c", "git -C one status -s && "+git+"-C team/two commit -q --allow-empty -m third")
+	if _, err := os.Stat(planted); err == nil {
+		t.Fatal("the person's git ran what the run wrote")
 	}
 }

@@ -1,0 +1,59 @@
+package confine
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// The search for repositories inside the writable trees goes down
+// maxRepoDepth levels and reads at most maxRepoDirs directories, so that
+// a large tree costs a run's start a bounded time. node_modules is not
+// searched: package managers keep no repository there.
+const maxRepoDepth = 3
+
+var maxRepoDirs = 10000 // a variable for the tests
+
+// nestedRepositories returns the .git entries of the repositories inside
+// the working directory and the read_write trees, and the configuration
+// files of the Mercurial and Jujutsu ones, down to maxRepoDepth levels;
+// complete is false when the search stopped at maxRepoDirs directories.
+// Symbolic links are not followed, nor .git directories entered.
+func (s *Spec) nestedRepositories() (git, other []string, complete bool) {
+	type dir struct {
+		path  string
+		depth int
+	}
+	var queue []dir
+	for _, w := range append([]string{s.Dir}, s.ReadWrite...) {
+		if filepath.IsAbs(w) {
+			queue = append(queue, dir{filepath.Clean(w), 0})
+		}
+	}
+	for read := 0; len(queue) > 0; read++ {
+		if read >= maxRepoDirs {
+			return git, other, false
+		}
+		d := queue[0]
+		queue = queue[1:]
+		ents, err := os.ReadDir(d.path)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			p := filepath.Join(d.path, e.Name())
+			switch {
+			case e.Name() == ".git":
+				git = append(git, p)
+			case e.Name() == ".hg" && e.IsDir():
+				other = append(other, filepath.Join(p, "hgrc"))
+			case e.Name() == ".jj" && e.IsDir():
+				if fi, err := os.Stat(filepath.Join(p, "repo")); err == nil && fi.IsDir() {
+					other = append(other, filepath.Join(p, "repo", "config.toml"))
+				}
+			case e.IsDir() && e.Name() != "node_modules" && d.depth+1 < maxRepoDepth:
+				queue = append(queue, dir{p, d.depth + 1})
+			}
+		}
+	}
+	return git, other, true
+}
