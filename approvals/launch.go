@@ -75,7 +75,9 @@ func (e *Engine) StartRun(id string, pid int, caller *procid.Peer, level confine
 	if run.pin != nil {
 		return nil, fmt.Errorf("run %s is already started", id)
 	}
-	pin, err := e.procs.Pin(pid)
+	// Reported as soon as its exec succeeded, the process may still be
+	// laying out its address space.
+	pin, err := e.procs.PinLaunched(pid)
 	if err != nil {
 		e.EndRun(id, audit.ReasonProcessExited)
 		return nil, fmt.Errorf("the launched process is gone: %w", err)

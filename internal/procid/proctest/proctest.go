@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/postern/postern/internal/procid"
@@ -96,6 +97,36 @@ func (f *Fake) Exec(pid int, exe string, argv ...string) {
 		f.t.Fatal(err)
 	}
 	f.SetSession(pid, st.PPID, st.StartTicks, st.Session, exe, argv...)
+}
+
+// Executing shows process pid in the middle of an exec, as its parent
+// may first see it: the stack placed, the code, data, arguments and
+// environment not yet (their /proc/PID/stat fields 0). The returned
+// function ends the exec with the layout pid had before.
+func (f *Fake) Executing(pid int) (finish func()) {
+	p := filepath.Join(f.Root, strconv.Itoa(pid), "stat")
+	full, err := os.ReadFile(p)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	fields := strings.Fields(string(full))
+	// startcode, endcode (26, 27); start_data through env_end (45-51).
+	for _, n := range []int{26, 27, 45, 46, 47, 48, 49, 50, 51} {
+		fields[n-1] = "0"
+	}
+	f.replace(p, []byte(strings.Join(fields, " ")+"\n"))
+	return func() { f.replace(p, full) }
+}
+
+// replace writes the file at p whole, as a reader running meanwhile must
+// see it: before or after, never in between.
+func (f *Fake) replace(p string, b []byte) {
+	if err := os.WriteFile(p+".new", b, 0o644); err != nil {
+		f.t.Error(err)
+	}
+	if err := os.Rename(p+".new", p); err != nil {
+		f.t.Error(err)
+	}
 }
 
 // Kill removes process pid.
