@@ -58,3 +58,27 @@ func TestPinLaunchedWaitsForTheExec(t *testing.T) {
 		}
 	}
 }
+
+// A launched process that exits during its exec (a zombie its parent
+// has not reaped yet) is not waited for.
+func TestPinLaunchedExited(t *testing.T) {
+	f := proctest.New(t)
+	f.Set(50, 1, 100, f.Exe("agent", "agent v1"), "agent")
+	f.Executing(50)
+	// Were it waited for, it would be for an hour.
+	defer procid.SetLaunchSettle(time.Hour)()
+	done := make(chan struct{})
+	go func() {
+		if p, err := f.Table.PinLaunched(50); err == nil {
+			p.Close()
+		}
+		close(done)
+	}()
+	time.Sleep(20 * time.Millisecond)
+	f.Zombie(50)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("PinLaunched waits for a process that has exited")
+	}
+}

@@ -104,17 +104,23 @@ func (f *Fake) Exec(pid int, exe string, argv ...string) {
 // environment not yet (their /proc/PID/stat fields 0). The returned
 // function ends the exec with the layout pid had before.
 func (f *Fake) Executing(pid int) (finish func()) {
+	// startcode, endcode (26, 27); start_data through env_end (45-51).
+	return f.zeroStat(pid, 26, 27, 45, 46, 47, 48, 49, 50, 51)
+}
+
+// zeroStat sets the given fields (numbered from 1) of pid's stat to 0,
+// and returns what puts the stat back as it was.
+func (f *Fake) zeroStat(pid int, fields ...int) (restore func()) {
 	p := filepath.Join(f.Root, strconv.Itoa(pid), "stat")
 	full, err := os.ReadFile(p)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	fields := strings.Fields(string(full))
-	// startcode, endcode (26, 27); start_data through env_end (45-51).
-	for _, n := range []int{26, 27, 45, 46, 47, 48, 49, 50, 51} {
-		fields[n-1] = "0"
+	fs := strings.Fields(string(full))
+	for _, n := range fields {
+		fs[n-1] = "0"
 	}
-	f.replace(p, []byte(strings.Join(fields, " ")+"\n"))
+	f.replace(p, []byte(strings.Join(fs, " ")+"\n"))
 	return func() { f.replace(p, full) }
 }
 
@@ -127,6 +133,14 @@ func (f *Fake) replace(p string, b []byte) {
 	if err := os.Rename(p+".new", p); err != nil {
 		f.t.Error(err)
 	}
+}
+
+// Zombie shows process pid as having exited but not been reaped: its
+// address space gone (the layout fields 0), its executable no longer
+// shown.
+func (f *Fake) Zombie(pid int) {
+	os.Remove(filepath.Join(f.Root, strconv.Itoa(pid), "exe"))
+	f.zeroStat(pid, 26, 27, 28, 45, 46, 47, 48, 49, 50, 51)
 }
 
 // Kill removes process pid.
