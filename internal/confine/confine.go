@@ -66,6 +66,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -168,13 +169,20 @@ func Under(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
+// writableTrees returns the trees the run writes: the working directory
+// and the read_write trees (absolute, cleaned).
+func (s *Spec) writableTrees() []string {
+	var out []string
+	for _, w := range append([]string{s.Dir}, s.ReadWrite...) {
+		if filepath.IsAbs(w) {
+			out = append(out, filepath.Clean(w))
+		}
+	}
+	return out
+}
+
 // writable reports whether p is in the working directory or a
 // read_write tree, which the run writes.
 func (s *Spec) writable(p string) bool {
-	for _, w := range append([]string{s.Dir}, s.ReadWrite...) {
-		if filepath.IsAbs(w) && Under(p, filepath.Clean(w)) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.writableTrees(), func(w string) bool { return Under(p, w) })
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -101,7 +102,7 @@ func helper() int {
 		select {
 		case sig := <-sigs:
 			switch {
-			case isJobStop(sig):
+			case slices.Contains(JobStops, sig):
 				// The job stops: the whole run stops (suspend_linux.go).
 				freeze(st.pid)
 				sendReport(ctlFD, report{Stopped: true}, 0)

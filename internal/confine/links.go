@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -36,7 +37,7 @@ func (s *Spec) linkInWritable(p string) string {
 	q := "/"
 	for _, part := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
 		q = filepath.Join(q, part)
-		if !s.writable(q) || s.isWritableRoot(q) {
+		if !s.writable(q) || slices.Contains(s.writableTrees(), q) {
 			continue
 		}
 		if fi, err := os.Lstat(q); err == nil && fi.Mode()&os.ModeSymlink != 0 {
@@ -55,15 +56,4 @@ func (s *Spec) checkLinks(paths ...string) error {
 		}
 	}
 	return nil
-}
-
-// isWritableRoot reports whether p is the working directory or a
-// read_write tree itself.
-func (s *Spec) isWritableRoot(p string) bool {
-	for _, w := range append([]string{s.Dir}, s.ReadWrite...) {
-		if filepath.IsAbs(w) && filepath.Clean(w) == p {
-			return true
-		}
-	}
-	return false
 }

@@ -83,8 +83,8 @@ func plan(s *Spec) []step {
 func pins(s *Spec) []step {
 	var out []step
 	seen := map[string]bool{}
-	for _, w := range append(append([]string{s.Dir}, s.ReadWrite...), s.ownPaths()...) {
-		if w == "" || !filepath.IsAbs(w) {
+	for _, w := range append(s.writableTrees(), s.ownPaths()...) {
+		if !filepath.IsAbs(w) {
 			continue
 		}
 		w = filepath.Clean(w)

@@ -5,8 +5,10 @@ import (
 	"path/filepath"
 )
 
-// The search for repositories inside the writable trees goes down
-// maxRepoDepth levels and reads at most maxRepoDirs directories, so that
+// The search for repositories inside the writable trees reads the
+// directories down to maxRepoDepth-1 levels below each tree (so finds a
+// repository whose top is at most two levels below it) and at most
+// maxRepoDirs directories, so that
 // a large tree costs a run's start a bounded time. node_modules is not
 // searched: package managers keep no repository there.
 const maxRepoDepth = 3
@@ -15,7 +17,7 @@ var maxRepoDirs = 10000 // a variable for the tests
 
 // nestedRepositories returns the .git entries of the repositories inside
 // the working directory and the read_write trees, and the configuration
-// files of the Mercurial and Jujutsu ones, down to maxRepoDepth levels;
+// files of the Mercurial and Jujutsu ones (see maxRepoDepth);
 // complete is false when the search stopped at maxRepoDirs directories.
 // Symbolic links are not followed, nor .git directories entered.
 func (s *Spec) nestedRepositories() (git, other []string, complete bool) {
@@ -24,10 +26,8 @@ func (s *Spec) nestedRepositories() (git, other []string, complete bool) {
 		depth int
 	}
 	var queue []dir
-	for _, w := range append([]string{s.Dir}, s.ReadWrite...) {
-		if filepath.IsAbs(w) {
-			queue = append(queue, dir{filepath.Clean(w), 0})
-		}
+	for _, w := range s.writableTrees() {
+		queue = append(queue, dir{w, 0})
 	}
 	for read := 0; len(queue) > 0; read++ {
 		if read >= maxRepoDirs {
@@ -41,15 +41,15 @@ func (s *Spec) nestedRepositories() (git, other []string, complete bool) {
 		}
 		for _, e := range ents {
 			p := filepath.Join(d.path, e.Name())
+			cfg := ""
+			if e.IsDir() {
+				cfg = otherConfigAt(d.path, e.Name())
+			}
 			switch {
 			case e.Name() == ".git":
 				git = append(git, p)
-			case e.Name() == ".hg" && e.IsDir():
-				other = append(other, filepath.Join(p, "hgrc"))
-			case e.Name() == ".jj" && e.IsDir():
-				if fi, err := os.Stat(filepath.Join(p, "repo")); err == nil && fi.IsDir() {
-					other = append(other, filepath.Join(p, "repo", "config.toml"))
-				}
+			case cfg != "":
+				other = append(other, cfg)
 			case e.IsDir() && e.Name() != "node_modules" && d.depth+1 < maxRepoDepth:
 				queue = append(queue, dir{p, d.depth + 1})
 			}

@@ -31,7 +31,7 @@ import (
 // configuration and hooks are in the common directory). The repositories
 // inside the working directory and the read_write trees (clones side by
 // side in a workspace, a clone inside a project) are protected the same
-// way, found down to maxRepoDepth levels; complete is false when that
+// way (their search: nested.go); complete is false when that
 // search stopped at maxRepoDirs directories. The configuration of a
 // Mercurial or Jujutsu repository holding the working directory, or
 // inside it, is shown read-only the same way. Repository fails with an
@@ -213,17 +213,6 @@ func findUp(dir, name string) (string, bool) {
 	}
 }
 
-// findGitDir returns the .git of the repository holding dir (a
-// directory, or a file naming the git directory) and its git directory,
-// or "", "" when there is none.
-func findGitDir(dir string) (dot, gitDir string) {
-	dot, _ = findUp(dir, ".git")
-	if g := gitDirOf(dot); g != "" {
-		return dot, g
-	}
-	return "", ""
-}
-
 // gitDirOf returns the git directory that the .git at dot is (a
 // directory) or names (a "gitdir:" file), or "".
 func gitDirOf(dot string) string {
@@ -249,12 +238,30 @@ func gitDirOf(dot string) string {
 	return filepath.Clean(g)
 }
 
-// otherRepositories shows read-only the configuration of a Mercurial
-// (.hg/hgrc: its [hooks] run on the person's next hg command) or
-// Jujutsu (.jj/repo/config.toml) repository that holds the working
-// directory, made empty first where it is missing.
+// otherVCS are the Mercurial and Jujutsu repositories' configuration
+// files (.hg/hgrc: its [hooks] run on the person's next hg command;
+// .jj/repo/config.toml), by the directory that holds each.
+var otherVCS = []struct{ dir, file string }{{".hg", "hgrc"}, {filepath.Join(".jj", "repo"), "config.toml"}}
+
+// otherConfigAt returns the configuration file of the Mercurial or
+// Jujutsu repository whose directory (.hg, .jj) is parent/name, or "".
+func otherConfigAt(parent, name string) string {
+	for _, c := range otherVCS {
+		if first, _, _ := strings.Cut(c.dir, "/"); name != first {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(parent, c.dir)); err == nil && fi.IsDir() {
+			return filepath.Join(parent, c.dir, c.file)
+		}
+	}
+	return ""
+}
+
+// otherRepositories shows read-only the configuration of a Mercurial or
+// Jujutsu repository that holds the working directory, made empty first
+// where it is missing.
 func (s *Spec) otherRepositories() {
-	for _, c := range []struct{ dir, file string }{{".hg", "hgrc"}, {filepath.Join(".jj", "repo"), "config.toml"}} {
+	for _, c := range otherVCS {
 		d, isDir := findUp(s.Dir, c.dir)
 		if d == "" || !isDir {
 			continue

@@ -102,7 +102,7 @@ func TestRepository(t *testing.T) {
 	}
 	// Outside any repository (as far as the temporary directory's parents
 	// go, which hold none in the tests' world), nothing is added.
-	if _, g := findGitDir(filepath.Join(root, "plain")); g == "" {
+	if dot, _ := findUp(filepath.Join(root, "plain"), ".git"); dot == "" {
 		s := &Spec{Dir: filepath.Join(root, "plain")}
 		if _, err := s.Repository(nil); err != nil {
 			t.Fatal(err)
@@ -114,7 +114,7 @@ func TestRepository(t *testing.T) {
 	// A .git file that names nothing is no repository.
 	mk("bad")
 	write("bad/.git", "not a gitdir line\n")
-	if _, g := findGitDir(filepath.Join(root, "bad")); g != "" {
+	if g := gitDirOf(filepath.Join(root, "bad", ".git")); g != "" {
 		t.Errorf("a malformed .git file gave %q", g)
 	}
 }

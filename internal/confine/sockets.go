@@ -123,5 +123,5 @@ func (s *Spec) shown(d string) bool {
 		return n
 	}
 	hidden := deepest(append([]string{"/tmp"}, s.Hide...))
-	return hidden < 0 || deepest(append(append([]string{s.Dir}, s.ReadWrite...), append(s.ReadOnly, s.ownPaths()...)...)) >= hidden
+	return hidden < 0 || deepest(append(s.writableTrees(), append(s.ReadOnly, s.ownPaths()...)...)) >= hidden
 }
