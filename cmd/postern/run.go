@@ -17,6 +17,7 @@ import (
 	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/internal/harden"
 	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/ptyrelay"
 )
 
 const runUsage = `Usage: postern run [--label LABEL] [--no-sandbox] [--socket PATH] -- COMMAND [ARG...]
@@ -34,8 +35,10 @@ docker's); postern's configuration, known_hosts, postern's executable,
 the PATH directories inside writable trees and the working directory's
 git hooks and configuration are read-only; only the working directory,
 the [run] read_write trees (default none) and the run's own cache
-directory (~/.cache/postern/run, shown at ~/.cache) are writable. Ctrl-Z
-stops the whole run. A confined run does not start in the home directory
+directory (~/.cache/postern/run, shown at ~/.cache) are writable. Started
+from a terminal, it has a terminal of its own, relayed while it is the
+foreground job: in the background (&, bg) it reads nothing typed at the
+shell. Ctrl-Z stops the whole run. A confined run does not start in the home directory
 or a directory on PATH (start it from a project's directory), nor where
 the repository's .git or a PATH directory is a symbolic link in the
 working directory. --no-sandbox runs it unconfined, and every card for it
@@ -45,8 +48,9 @@ See postern-run(1).
 
 // forwardedToRun are the signals postern run passes to its command.
 // SIGINT and SIGQUIT from the terminal reach the command directly (it is
-// in the same process group); postern run only catches them, so that it
-// outlives the command and reports its status.
+// in the same process group, or, confined, the run's own terminal signals
+// it); postern run only catches them, so that it outlives the command and
+// reports its status.
 var forwardedToRun = []os.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2}
 
 // A launched is the command of a run, confined or not.
@@ -126,16 +130,33 @@ func cmdRun(args []string, out, errw io.Writer) error {
 		return fmt.Errorf("the gateway did not register the run: %w", err)
 	}
 	sp, whole := l.(suspender)
-	if whole {
+	var stops <-chan struct{}
+	switch {
+	case whole && sp.terminal() != nil:
+		// The run's programs stop on their own terminal, where the
+		// relay passes Ctrl-Z; the relay ignores SIGTTIN and SIGTTOU.
+		signal.Notify(sigs, syscall.SIGTSTP, syscall.SIGCONT, syscall.SIGWINCH)
+		stops = sp.stops()
+	case whole:
 		signal.Notify(sigs, confine.JobStops...)
 	}
 	go func() {
-		for s := range sigs {
-			switch {
-			case whole && slices.Contains(confine.JobStops, s):
-				stopWhole(sp, s)
-			case s != syscall.SIGINT && s != syscall.SIGQUIT:
-				l.signal(s)
+		for {
+			select {
+			case <-stops:
+				// The program stopped on the run's terminal (Ctrl-Z).
+				stopWhole(sp, nil)
+			case s := <-sigs:
+				switch {
+				case s == syscall.SIGCONT:
+					sp.terminal().Continue()
+				case s == syscall.SIGWINCH:
+					sp.terminal().Resize()
+				case whole && slices.Contains(confine.JobStops, s):
+					stopWhole(sp, s)
+				case s != syscall.SIGINT && s != syscall.SIGQUIT:
+					l.signal(s)
+				}
 			}
 		}
 	}()
@@ -188,28 +209,60 @@ func startConfined(prep *api.RunPrepared, argv, env []string, errw io.Writer) (l
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
-	r, err := confine.Start(s, os.Stdin, os.Stdout, os.Stderr)
+	// The run's programs get a terminal of their own, so that nothing
+	// of the run can read the person's (ptyrelay).
+	std := [3]*os.File{os.Stdin, os.Stdout, os.Stderr}
+	t, err := ptyrelay.Open(std)
 	if err != nil {
+		warningf(errw, "%v: the run shares this terminal", err)
+	}
+	s.Terminal = t != nil
+	std = t.Files(std)
+	r, err := confine.Start(s, std[0], std[1], std[2])
+	if err != nil {
+		t.Close()
 		return nil, err
 	}
-	return confinedRun{r}, nil
+	t.Start()
+	return confinedRun{r, t}, nil
 }
 
-type confinedRun struct{ r *confine.Run }
+type confinedRun struct {
+	r *confine.Run
+	t *ptyrelay.Relay // nil when no standard descriptor is a terminal
+}
 
 // A suspender stops every process of its run when the terminal stops the
 // job, not only those in the job's process group (see confine.Run.Suspend).
 type suspender interface {
-	suspend(os.Signal)
+	suspend(os.Signal) // nil: the run stopped already (stops)
 	resume()
+	// terminal is the run's own terminal, or nil.
+	terminal() *ptyrelay.Relay
+	// stops receives when the run's program stopped on its terminal,
+	// and so the whole run.
+	stops() <-chan struct{}
 }
 
-func (c confinedRun) suspend(s os.Signal) { c.r.Suspend(s) }
-func (c confinedRun) resume()             { c.r.Resume() }
+func (c confinedRun) suspend(s os.Signal) {
+	if s != nil {
+		c.r.Suspend(s)
+	}
+	c.t.Pause()
+}
 
-// stopWhole stops the job as the terminal asked with sig: the whole run
-// first, then postern run itself, which the shell waits for; once
-// continued (fg, bg), the whole run again.
+func (c confinedRun) resume() {
+	c.r.Resume()
+	c.t.Continue()
+}
+
+func (c confinedRun) terminal() *ptyrelay.Relay { return c.t }
+func (c confinedRun) stops() <-chan struct{}    { return c.r.Stops() }
+
+// stopWhole stops the job as the terminal asked with sig (nil: as the
+// run's program did): the whole run first, then postern run itself,
+// which the shell waits for; once continued (fg, bg), the whole run
+// again.
 func stopWhole(sp suspender, sig os.Signal) {
 	cont := make(chan os.Signal, 1)
 	signal.Notify(cont, syscall.SIGCONT)
@@ -228,6 +281,8 @@ func (c confinedRun) signal(s os.Signal) error { return c.r.Signal(s) }
 func (c confinedRun) exited() bool             { return c.r.Exited(time.Second) }
 func (c confinedRun) wait() error {
 	code, err := c.r.Wait()
+	// The run's last output, then the person's terminal as it was.
+	c.t.Close()
 	if err != nil {
 		return err
 	}

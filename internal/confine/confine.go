@@ -41,12 +41,17 @@
 //   - Landlock (best effort by the kernel's ABI) repeats the file rules,
 //     forbids mounting, scopes abstract unix sockets and signals to the
 //     run (ABI 6 and later), and keeps ptrace inside the run;
-//   - a seccomp filter refuses TIOCSTI and TIOCLINUX, which would push
-//     keystrokes into the terminal the run shares with the user's shell,
-//     and TIOCSPGRP, with which a suspended program would take that
+//   - with [Spec.Terminal], the program's terminal is one of the run's
+//     own (package ptyrelay), whose session the helper leads, the program
+//     its foreground process group; the run holds nothing of the
+//     person's terminal;
+//   - a seccomp filter refuses TIOCSTI and TIOCLINUX, which push
+//     keystrokes into a terminal, and, when the run shares the person's
+//     terminal, TIOCSPGRP, with which a suspended program would take that
 //     terminal back and read what the user types at the shell;
-//   - when the terminal stops the run's job, every process of the run
-//     stops, those that left its process group too ([Run.Suspend]);
+//   - when the run's job stops (the terminal stops the job, or the
+//     program stops on its own terminal), every process of the run stops,
+//     those that left its process group too ([Run.Suspend], [Run.Stops]);
 //   - no capability survives into the program, even where uid 0 is mapped.
 //
 // The network is untouched. What cannot be done here: a program outside
@@ -85,6 +90,13 @@ type Spec struct {
 	Hide      []string // replaced by empty private directories (or files)
 	Sockets   []string // unix sockets, or directories of them, kept reachable inside hidden trees
 	Own       []Own    // trees of the run's own, writable, in place of the person's ([Spec.Cache])
+
+	// Terminal says that the program's standard descriptors that are
+	// terminals are a terminal of the run's own (package ptyrelay makes
+	// it), which the program takes as its controlling terminal, in a
+	// session of its own; the run then stops whole when the program
+	// stops (Ctrl-Z on that terminal).
+	Terminal bool `json:",omitempty"`
 }
 
 // An Own tree is the directory From, shown writable at Path in place of

@@ -36,3 +36,6 @@ func (r *Run) Suspend(os.Signal) {}
 
 // Resume is never reached on macOS.
 func (r *Run) Resume() {}
+
+// Stops never receives: there is no run.
+func (r *Run) Stops() <-chan struct{} { return nil }

@@ -1,6 +1,7 @@
 package confine
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/postern/postern/internal/ptyrelay"
 )
 
 // The test binary plays three parts: the test, the helper (Init), and
@@ -149,6 +152,20 @@ func probe(op, arg string) error {
 		return nil
 	case "sleep":
 		time.Sleep(time.Minute)
+	case "foreground":
+		// The foreground process group of its terminal, not a session
+		// leader (the helper leads the session).
+		pg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
+		switch {
+		case err != nil:
+			return err
+		case pg != unix.Getpgrp():
+			return fmt.Errorf("foreground group %d, own %d", pg, unix.Getpgrp())
+		}
+		if sid, _ := unix.Getsid(0); sid == os.Getpid() {
+			return errors.New("a session leader")
+		}
+		return nil
 	}
 	return fmt.Errorf("unknown probe %q", op)
 }
@@ -385,6 +402,54 @@ func startMain() {
 	}
 	code, err := r.Wait()
 	fmt.Printf("level=%s\nexit=%d %v\n", r.Level, code, err)
+}
+
+// With a terminal of the run's own, the program is its foreground
+// process group, may set it (tcsetpgrp: a shell's job control), may not
+// push input into it, and stopping on it (Ctrl-Z) stops the run, which
+// Stops reports and Resume continues.
+func TestOwnTerminal(t *testing.T) {
+	master, tty, err := ptyrelay.OpenPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	var out bytes.Buffer
+	copied := make(chan struct{})
+	go func() { io.Copy(&out, master); close(copied) }()
+	s := newScenario(t, os.Getuid())
+	s.Spec.Terminal = true
+	want := [][2]string{{"foreground:", "ok"}, {"tiocspgrp:", "ENOTTY"}, {"tiocsti:", "EPERM"}}
+	s.Spec.Args = append([]string{s.Spec.Path}, append(probeArgs(want), "sleep:")...)
+	r, err := Start(&s.Spec, tty, tty, tty)
+	tty.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	master.Write([]byte{0x1a}) // Ctrl-Z
+	select {
+	case <-r.Stops():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the program stopped on its terminal, and the run was not reported stopped")
+	}
+	if !stopped(r.PID) {
+		t.Fatal("reported stopped, and the program is not")
+	}
+	r.Resume()
+	deadline := time.Now().Add(5 * time.Second)
+	for stopped(r.PID) {
+		if time.Now().After(deadline) {
+			t.Fatal("resumed, and the program is still stopped")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r.Signal(syscall.SIGTERM)
+	if code, err := r.Wait(); err != nil || code != 128+int(syscall.SIGTERM) {
+		t.Fatalf("exit %d, %v", code, err)
+	}
+	<-copied
+	checkProbes(t, strings.ReplaceAll(out.String(), "\r", ""), want)
 }
 
 func TestSignalReachesProgram(t *testing.T) {

@@ -81,7 +81,11 @@ func helper() int {
 			ch <- started{err: err}
 			return
 		}
-		p, err := os.StartProcess(s.Path, s.Args, &os.ProcAttr{Dir: s.Dir, Env: s.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
+		attr := &os.ProcAttr{Dir: s.Dir, Env: s.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}}
+		if s.Terminal {
+			attr.Sys = foreground()
+		}
+		p, err := os.StartProcess(s.Path, s.Args, attr)
 		if err != nil {
 			ch <- started{err: err, exec: true}
 			return
@@ -97,7 +101,9 @@ func helper() int {
 		return 1
 	}
 	exited := make(chan exitReport, 1)
-	go reap(st.pid, exited)
+	stops := make(chan struct{}, 1)
+	go reap(st.pid, s.Terminal, exited, stops)
+	frozen := false
 	for {
 		select {
 		case sig := <-sigs:
@@ -105,13 +111,25 @@ func helper() int {
 			case slices.Contains(JobStops, sig):
 				// The job stops: the whole run stops (suspend_linux.go).
 				freeze(st.pid)
+				frozen = true
 				sendReport(ctlFD, report{Stopped: true}, 0)
 			case sig == syscall.SIGCONT:
 				thaw()
+				frozen = false
 			case sig != syscall.SIGINT && sig != syscall.SIGQUIT:
 				// SIGINT and SIGQUIT from the terminal reach the
 				// program directly (it is in the same process group).
 				syscall.Kill(st.pid, sig.(syscall.Signal))
+			}
+		case <-stops:
+			// The program stopped on its own terminal: the whole run
+			// stops, and postern run with it. A stop the helper made
+			// (freeze), or one that ended before it was seen, is not
+			// one.
+			if !frozen && stopped(st.pid) {
+				freeze(st.pid)
+				frozen = true
+				sendReport(ctlFD, report{Stopped: true}, 0)
 			}
 		case ex := <-exited:
 			sendReport(ctlFD, report{exitReport: ex}, 0)
@@ -121,18 +139,48 @@ func helper() int {
 	}
 }
 
+// foreground puts the program in a process group of its own, the
+// foreground one of the run's terminal, whose session the helper leads
+// (Start): the helper, in the same session, keeps that group from being
+// orphaned, so that the terminal's Ctrl-Z stops the program.
+func foreground() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: terminalFD()}
+}
+
+// terminalFD returns the first of the standard descriptors that is a
+// terminal, or -1.
+func terminalFD() int {
+	for fd := range 3 {
+		if _, err := unix.IoctlGetTermios(fd, unix.TCGETS); err == nil {
+			return fd
+		}
+	}
+	return -1
+}
+
 // reap waits for every child the helper inherits, and reports how the
-// program (pid) ended.
-func reap(pid int, exited chan<- exitReport) {
+// program (pid) ended, and, when untraced, each time it stopped.
+func reap(pid int, untraced bool, exited chan<- exitReport, stops chan<- struct{}) {
+	opts := 0
+	if untraced {
+		opts = unix.WUNTRACED
+	}
 	for {
 		var ws unix.WaitStatus
-		got, err := unix.Wait4(-1, &ws, 0, nil)
+		got, err := unix.Wait4(-1, &ws, opts, nil)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			exited <- exitReport{Exit: 1}
 			return
+		}
+		if got == pid && ws.Stopped() {
+			select {
+			case stops <- struct{}{}:
+			default:
+			}
+			continue
 		}
 		if got == pid && (ws.Exited() || ws.Signaled()) {
 			if ws.Signaled() {
@@ -156,7 +204,7 @@ func restrictThread(s *Spec) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("Landlock: %w", err)
 	}
-	if err := seccompThread(); err != nil {
+	if err := seccompThread(s.Terminal); err != nil {
 		return 0, fmt.Errorf("seccomp: %w", err)
 	}
 	if err := dropCapabilities(); err != nil {

@@ -9,11 +9,14 @@ import (
 // The seccomp filter refuses, with EPERM, the two ioctls that push input
 // into a terminal: TIOCSTI (fake keystrokes into the terminal the run
 // shares with the user's shell, read by the shell once the run ends) and
-// TIOCLINUX (the console's paste); and TIOCSPGRP (tcsetpgrp), with which
-// a program of the run that the person suspended (Ctrl-Z: the shell takes
-// the terminal back, the program ignores the signal and goes on) would
-// make itself the terminal's foreground again and read what the person
-// types at the shell's prompt. A shell inside the run has no job control.
+// TIOCLINUX (the console's paste); and, when the run shares the person's
+// terminal, TIOCSPGRP (tcsetpgrp), with which a program of the run that
+// the person suspended (Ctrl-Z: the shell takes the terminal back, the
+// program ignores the signal and goes on) would make itself the
+// terminal's foreground again and read what the person types at the
+// shell's prompt; a shell inside such a run has no job control. A run
+// with a terminal of its own ([Spec.Terminal]) reaches no other: there
+// TIOCSPGRP is allowed, and its shells have job control.
 // It also refuses the x32 system call numbers, through which the filter's
 // numbers could be sidestepped.
 
@@ -33,8 +36,9 @@ func jump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
 }
 
 // seccompProgram builds the filter for one architecture (audit arch and
-// ioctl number), with a compat architecture when the machine has one.
-func seccompProgram() []unix.SockFilter {
+// ioctl number), with a compat architecture when the machine has one,
+// refusing the ioctl requests refused.
+func seccompProgram(refused []uint32) []unix.SockFilter {
 	const (
 		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
@@ -42,33 +46,42 @@ func seccompProgram() []unix.SockFilter {
 		ret = unix.BPF_RET | unix.BPF_K
 	)
 	eperm := uint32(seccompRetErrno | uint32(unix.EPERM))
+	n := uint8(len(refused))
 	prog := []unix.SockFilter{
 		stmt(ld, offArch),
 		jump(jeq, nativeArch, 0, 4), // native: check its numbers below
 		stmt(ld, offNr),
-		jump(jge, x32SyscallBit, 10, 0), // -> deny
-		jump(jeq, nativeIoctl, 4, 0),    // -> ioctl
+		jump(jge, x32SyscallBit, 7+n, 0), // -> deny
+		jump(jeq, nativeIoctl, 4, 0),     // -> ioctl
 		stmt(ret, seccompRetAllow),
-		jump(jeq, compatArch, 0, 6), // compat architecture?
+		jump(jeq, compatArch, 0, 3+n), // compat architecture?
 		stmt(ld, offNr),
-		jump(jeq, compatIoctl, 0, 4),
+		jump(jeq, compatIoctl, 0, 1+n),
 		// ioctl: look at the request.
 		stmt(ld, offArg1),
-		jump(jeq, unix.TIOCSTI, 3, 0),
-		jump(jeq, unix.TIOCSPGRP, 2, 0),
-		jump(jeq, unix.TIOCLINUX, 1, 0),
-		stmt(ret, seccompRetAllow),
-		stmt(ret, eperm),
 	}
-	return prog
+	for i, req := range refused {
+		prog = append(prog, jump(jeq, req, n-uint8(i), 0)) // -> deny
+	}
+	return append(prog, stmt(ret, seccompRetAllow), stmt(ret, eperm))
+}
+
+// refusedIoctls are the ioctl requests a run's programs may not make:
+// TIOCSPGRP too when the run shares the person's terminal.
+func refusedIoctls(ownTerminal bool) []uint32 {
+	r := []uint32{unix.TIOCSTI, unix.TIOCLINUX}
+	if !ownTerminal {
+		r = append(r, unix.TIOCSPGRP)
+	}
+	return r
 }
 
 // seccompThread installs the filter on the calling thread.
-func seccompThread() error {
+func seccompThread(ownTerminal bool) error {
 	if nativeArch == 0 {
 		return nil // an architecture this filter does not know
 	}
-	prog := seccompProgram()
+	prog := seccompProgram(refusedIoctls(ownTerminal))
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0)
 }

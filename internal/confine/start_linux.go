@@ -114,6 +114,15 @@ func Start(s *Spec, stdin, stdout, stderr *os.File) (*Run, error) {
 			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP},
 		},
 	}
+	if s.Terminal {
+		// The helper leads the session of the run's terminal.
+		for fd, f := range []*os.File{stdin, stdout, stderr} {
+			if f != nil && isTerminal(f) {
+				cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, fd
+				break
+			}
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		ctl.Close()
 		return nil, &UnavailableError{Op: "creating the run's namespaces", Err: unwrapExec(err), Cause: cause()}
@@ -153,6 +162,11 @@ func Start(s *Spec, stdin, stdout, stderr *os.File) (*Run, error) {
 	return r, nil
 }
 
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
 func unwrapExec(err error) error {
 	var se *os.SyscallError
 	if errors.As(err, &se) {
@@ -164,6 +178,11 @@ func unwrapExec(err error) error {
 	}
 	return err
 }
+
+// Stops receives when the helper reports the whole run stopped: asked
+// by [Run.Suspend], or because the program stopped on a terminal of the
+// run's own ([Spec.Terminal]).
+func (r *Run) Stops() <-chan struct{} { return r.stopped }
 
 // Signal sends sig to the program (through the helper, which forwards
 // it).

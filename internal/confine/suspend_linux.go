@@ -39,14 +39,27 @@ func freeze(pid int) {
 func thaw() { unix.Kill(-1, unix.SIGCONT) }
 
 // stoppedOrGone reports whether process pid is stopped, or no longer
-// runs, from its state in /proc/PID/stat.
+// runs.
 func stoppedOrGone(pid int) bool {
+	st := procState(pid)
+	return st == 0 || bytes.IndexByte([]byte("TtZX"), st) >= 0
+}
+
+// stopped reports whether process pid is stopped, and not yet gone.
+func stopped(pid int) bool {
+	st := procState(pid)
+	return st == 'T' || st == 't'
+}
+
+// procState returns the state of process pid, from /proc/PID/stat (R, S,
+// T, Z, ...), or 0 when it cannot be read.
+func procState(pid int) byte {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	i := bytes.LastIndexByte(b, ')')
 	if err != nil || i < 0 || i+2 >= len(b) {
-		return true
+		return 0
 	}
-	return bytes.IndexByte([]byte("TtZX"), b[i+2]) >= 0
+	return b[i+2]
 }
 
 // Suspend stops the whole run, as the terminal stopping its job with sig

@@ -480,47 +480,131 @@ func TestConfinedRunCannotReachThePersonsSockets(t *testing.T) {
 	w.e.MustRun("sh", "-c", connect+editor)
 }
 
+// A shellTerm is a bash in a real tmux, in the Env's directory: the
+// person's terminal.
+type shellTerm struct {
+	t      *testing.T
+	e      *Env
+	server string
+}
+
+func startShellTerm(t *testing.T, e *Env) *shellTerm {
+	need(t, "tmux", "setsid", "bash")
+	s := &shellTerm{t: t, e: e, server: "pt-" + filepath.Base(e.Dir)}
+	env := "env -i " + strings.Join(e.Environ(), " ")
+	if r := s.tmux("new-session", "-d", "-x", "120", "-y", "40", "-c", e.Dir, env+" bash --norc --noprofile"); r.Code != 0 {
+		t.Fatalf("tmux: %s", r)
+	}
+	t.Cleanup(func() { s.tmux("kill-server") })
+	return s
+}
+
+func (s *shellTerm) tmux(args ...string) Result {
+	return s.e.Run("tmux", append([]string{"-L", s.server, "-f", "/dev/null"}, args...)...)
+}
+
+func (s *shellTerm) screen() string { return s.tmux("capture-pane", "-p", "-J").Stdout }
+
+func (s *shellTerm) keys(keys ...string) { s.tmux(append([]string{"send-keys"}, keys...)...) }
+
+// waitFor waits for cond, and shows the terminal when it never holds.
+func (s *shellTerm) waitFor(what string, cond func() bool) {
+	s.t.Helper()
+	for range 1500 {
+		if cond() {
+			return
+		}
+		sleep10ms()
+	}
+	s.t.Fatalf("%s: not seen in 15s:\n%s", what, s.screen())
+}
+
+// typed types line at the shell and waits until the shell ran it (it
+// printed what it echoes), or the file stolen holds something.
+func (s *shellTerm) typed(line, stolen string) {
+	s.t.Helper()
+	s.keys("echo "+line, "Enter")
+	s.waitFor("the shell ran it", func() bool {
+		b, _ := os.ReadFile(stolen)
+		return len(b) > 0 || strings.Contains(s.screen(), "\n"+line)
+	})
+	if b, _ := os.ReadFile(stolen); len(b) > 0 {
+		s.t.Fatalf("the run read what the person typed at the shell: %q\n%s", b, s.screen())
+	}
+}
+
+// thief is a run's command that leaves its process group and session
+// (setsid) and reads its standard input into the file stolen, while the
+// run goes on.
+const thief = `postern run -- sh -c 'setsid -f sh -c "exec cat > stolen"; touch started; while :; do sleep 1; done'`
+
+// startThief starts the thief at a shell (then + " &": in the
+// background), and returns the shell and the file the thief fills.
+func startThief(t *testing.T, then string) (*shellTerm, string) {
+	e := newEnv(t)
+	e.Config("")
+	e.StartAgent()
+	sh := startShellTerm(t, e)
+	sh.keys(thief+then, "Enter")
+	sh.waitFor("the run started", func() bool { _, err := os.Stat(e.Path("started")); return err == nil })
+	return sh, e.Path("stolen")
+}
+
+// toTheRun types a line for the run, brought to the foreground, and
+// waits until the thief read it: what the person types there is the
+// run's.
+func (s *shellTerm) toTheRun(stolen string) {
+	s.t.Helper()
+	time.Sleep(200 * time.Millisecond)
+	s.keys("to-the-run", "Enter")
+	s.waitFor("the run read what was typed", func() bool { b, _ := os.ReadFile(stolen); return strings.Contains(string(b), "to-the-run") })
+}
+
 // A program of a confined run that left the run's process group (setsid)
-// keeps the terminal open, and a process for which the terminal is not
-// the controlling one reads it with no job control: once the person
+// would, were it given the person's terminal, read it with no job
+// control (the terminal is not its controlling one): once the person
 // suspends the run (Ctrl-Z), it would read what the person types at the
 // shell. Suspending the run stops every process of it, and fg resumes
 // them.
 func TestSuspendedRunReadsNothing(t *testing.T) {
-	need(t, "tmux", "setsid", "bash")
-	e := newEnv(t)
-	e.Config("")
-	e.StartAgent()
-	server := "pt-" + filepath.Base(e.Dir)
-	tmux := func(args ...string) Result {
-		return e.Run("tmux", append([]string{"-L", server, "-f", "/dev/null"}, args...)...)
-	}
-	env := "env -i " + strings.Join(e.Environ(), " ")
-	if r := tmux("new-session", "-d", "-x", "120", "-y", "40", "-c", e.Dir, env+" bash --norc --noprofile"); r.Code != 0 {
-		t.Fatalf("tmux: %s", r)
-	}
-	defer tmux("kill-server")
-	screen := func() string { return tmux("capture-pane", "-p", "-J").Stdout }
-	stolen := e.Path("stolen")
-	tmux("send-keys", `postern run -- sh -c 'setsid -f sh -c "exec cat > stolen"; touch started; while :; do sleep 1; done'`, "Enter")
-	waitFor(t, func() bool { _, err := os.Stat(e.Path("started")); return err == nil })
-	tmux("send-keys", "C-z")
-	waitFor(t, func() bool { return strings.Contains(screen(), "Stopped") })
-	tmux("send-keys", "echo typed-at-the-shell", "Enter")
-	waitFor(t, func() bool {
-		b, _ := os.ReadFile(stolen)
-		return len(b) > 0 || strings.Contains(screen(), "\ntyped-at-the-shell")
+	sh, stolen := startThief(t, "")
+	sh.keys("C-z")
+	sh.waitFor("the job stopped", func() bool { return strings.Contains(sh.screen(), "Stopped") })
+	sh.typed("typed-at-the-shell", stolen)
+	sh.keys("fg", "Enter")
+	sh.waitFor("the job in the foreground", func() bool {
+		return strings.Contains(sh.screen(), "postern run --") && strings.Count(sh.screen(), "fg") == 1
 	})
-	if b, _ := os.ReadFile(stolen); len(b) > 0 {
-		t.Fatalf("while suspended, the run read what the person typed: %q\n%s", b, screen())
+	sh.toTheRun(stolen)
+}
+
+// A run started in the background (&) goes on while the person types at
+// the shell, and nothing of it reads what is typed there: its programs
+// hold a terminal of the run's own, not the person's. Brought to the
+// foreground (with no signal: the shell only hands it the terminal), it
+// gets what the person types; Ctrl-C reaches its program as on any
+// terminal. A run that ends gives the terminal back as it was.
+func TestBackgroundRunReadsNothing(t *testing.T) {
+	sh, stolen := startThief(t, " &")
+	for _, line := range []string{"first-typed", "second-typed", "third-typed"} {
+		sh.typed(line, stolen)
 	}
-	// fg resumes the whole run: its detached program reads the terminal
-	// again, now the run's.
-	tmux("send-keys", "fg", "Enter")
-	waitFor(t, func() bool { return strings.Contains(screen(), "postern run --") && strings.Count(screen(), "fg") == 1 })
-	time.Sleep(200 * time.Millisecond)
-	tmux("send-keys", "to-the-run", "Enter")
-	waitFor(t, func() bool { b, _ := os.ReadFile(stolen); return strings.Contains(string(b), "to-the-run") })
+	sh.keys("fg", "Enter")
+	sh.waitFor("the job in the foreground", func() bool { return strings.Count(sh.screen(), "\npostern run --") == 1 })
+	sh.toTheRun(stolen)
+	// Keys typed as the run ends may still reach it, as on any
+	// terminal whose program reads ahead: the next line waits for the
+	// prompt.
+	prompts := strings.Count(sh.screen(), "bash-5.2#")
+	sh.keys("C-c")
+	sh.waitFor("the prompt", func() bool { return strings.Count(sh.screen(), "bash-5.2#") > prompts })
+	// A run in the foreground from its start, which ends once it read a
+	// line: the shell adopts the terminal's modes as the run left them.
+	sh.keys(`postern run -- sh -c 'read x; echo "the run read $x"'`, "Enter")
+	sh.keys("a-line", "Enter")
+	sh.waitFor("the run's line", func() bool { return strings.Contains(sh.screen(), "\nthe run read a-line") })
+	sh.keys(`echo back-with-$(stty -a | tr ' ;' '\n\n' | grep -c -x -e icanon -e isig -e echo -e opost)-modes`, "Enter")
+	sh.waitFor("the shell back, its terminal as it was", func() bool { return strings.Contains(sh.screen(), "\nback-with-4-modes") })
 }
 
 // A .git that is a symbolic link in the working directory cannot be shown

@@ -1,0 +1,355 @@
+package ptyrelay
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
+)
+
+// A Relay is a run's private terminal, and the copying between it and
+// the person's.
+type Relay struct {
+	pty    *os.File // the private terminal's master side (non-blocking)
+	ptyFD  int      // its descriptor, for ioctls
+	peer   *os.File // the program's side, until Start
+	isTerm [3]bool  // which of the standard descriptors are terminals
+	ttyFD  int      // the person's terminal, for its settings and size
+
+	in  *os.File // the person's terminal opened again (non-blocking), to read what is typed; nil when standard input is not a terminal
+	out *os.File // where the program's output goes: standard output or error, or input, whichever is the first terminal
+
+	mu      sync.Mutex
+	saved   *term.State // the person's settings, while the terminal is raw
+	started bool
+	closed  bool
+
+	idle    atomic.Bool   // the output goroutine waits in a read: all it read is written
+	wake    chan struct{} // Continue: the caller may be the foreground job again
+	done    chan struct{} // closed by Close
+	outDone chan struct{} // the program's output ended
+}
+
+// backgroundPoll is how often input looks whether the caller is the
+// foreground job again, besides being told by Continue: a shell brings a
+// job that runs to the foreground without a signal.
+const backgroundPoll = 100 * time.Millisecond
+
+// drainWait bounds how long Pause waits for the program's last output.
+const drainWait = 250 * time.Millisecond
+
+// closeWait bounds how long Close waits for every holder of the
+// program's side to close it.
+const closeWait = 2 * time.Second
+
+// Open makes a private terminal for the standard descriptors std that are
+// terminals, with the person's terminal's settings and size; it returns
+// nil when none is a terminal. Nothing is copied before Start.
+func Open(std [3]*os.File) (*Relay, error) {
+	r := &Relay{ttyFD: -1, wake: make(chan struct{}, 1), done: make(chan struct{}), outDone: make(chan struct{})}
+	for i, f := range std {
+		if f != nil && term.IsTerminal(int(f.Fd())) {
+			r.isTerm[i] = true
+			if r.ttyFD < 0 {
+				r.ttyFD = int(f.Fd())
+			}
+		}
+	}
+	if r.ttyFD < 0 {
+		return nil, nil
+	}
+	if err := r.openPty(); err != nil {
+		return nil, fmt.Errorf("making the run a terminal of its own: %w", err)
+	}
+	if r.isTerm[0] {
+		// A descriptor of its own, non-blocking: a read never waits in
+		// the kernel, where it would go on reading once the shell has put
+		// the caller in the background.
+		f, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", std[0].Fd()), os.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
+		if err != nil {
+			r.pty.Close()
+			r.peer.Close()
+			return nil, fmt.Errorf("making the run a terminal of its own: opening the terminal again: %w", err)
+		}
+		r.in, r.out = f, std[0]
+	}
+	switch {
+	case r.isTerm[1]:
+		r.out = std[1]
+	case r.isTerm[2]:
+		r.out = std[2]
+	}
+	return r, nil
+}
+
+// openPty opens the private terminal, both sides, and gives it the
+// person's terminal's settings and size.
+func (r *Relay) openPty() error {
+	m, p, err := OpenPair()
+	if err != nil {
+		return err
+	}
+	r.pty, r.peer = m, p
+	if rc, err := m.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { r.ptyFD = int(fd) })
+	}
+	fail := func(op string, err error) error {
+		r.pty.Close()
+		r.peer.Close()
+		return os.NewSyscallError(op, err)
+	}
+	t, err := unix.IoctlGetTermios(r.ttyFD, unix.TCGETS)
+	if err != nil {
+		return fail("tcgetattr", err)
+	}
+	sane(t)
+	if err := unix.IoctlSetTermios(int(p.Fd()), unix.TCSETS, t); err != nil {
+		return fail("tcsetattr", err)
+	}
+	r.Resize()
+	return nil
+}
+
+// sane makes t what a program expects of its terminal when it starts:
+// lines edited and echoed, Ctrl-C and Ctrl-Z signalling, output
+// processed, with the person's own characters for each. The person's
+// terminal need not be so when the run starts: started with &, the run
+// finds the shell's line editor reading it, one key at a time, no echo.
+func sane(t *unix.Termios) {
+	t.Iflag |= unix.ICRNL
+	t.Iflag &^= unix.INLCR | unix.IGNCR
+	t.Oflag |= unix.OPOST | unix.ONLCR
+	t.Lflag |= unix.ICANON | unix.ISIG | unix.IEXTEN | unix.ECHO | unix.ECHOE | unix.ECHOK | unix.ECHOCTL | unix.ECHOKE
+	t.Cc[unix.VMIN], t.Cc[unix.VTIME] = 1, 0
+}
+
+// OpenPair opens a new pseudo-terminal: its master side (non-blocking:
+// reads and writes wait in the runtime's poller, and Close ends them), and
+// the other; both close-on-exec, neither the caller's controlling
+// terminal.
+func OpenPair() (master, peer *os.File, err error) {
+	m, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, &os.PathError{Op: "open", Path: "/dev/ptmx", Err: err}
+	}
+	if err := unix.IoctlSetPointerInt(m, unix.TIOCSPTLCK, 0); err != nil {
+		unix.Close(m)
+		return nil, nil, os.NewSyscallError("unlockpt", err)
+	}
+	p, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(m), unix.TIOCGPTPEER, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC)
+	if errno != 0 {
+		unix.Close(m)
+		return nil, nil, os.NewSyscallError("ioctl TIOCGPTPEER", errno)
+	}
+	return os.NewFile(uintptr(m), "/dev/ptmx"), os.NewFile(p, "pty"), nil
+}
+
+// Files returns the program's standard descriptors: std, with the private
+// terminal in place of each that is a terminal.
+func (r *Relay) Files(std [3]*os.File) [3]*os.File {
+	if r == nil {
+		return std
+	}
+	for i := range std {
+		if r.isTerm[i] {
+			std[i] = r.peer
+		}
+	}
+	return std
+}
+
+// Start begins copying, once the program holds its side of the private
+// terminal (the relay's own copy closes): the program's output to the
+// person's terminal, and, when standard input is a terminal, what the
+// person types to the program, the terminal raw while the caller is its
+// foreground job.
+func (r *Relay) Start() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.started = true
+	r.peer.Close()
+	r.mu.Unlock()
+	// Read from the background, the terminal answers EIO, and written
+	// to, takes the output: neither stops the caller's job (nor, through
+	// the job's process group, anything else in it).
+	signal.Ignore(syscall.SIGTTIN, syscall.SIGTTOU)
+	go r.output()
+	if r.in != nil {
+		r.take()
+		go r.input()
+	}
+}
+
+// output copies the program's output until every holder of its side of
+// the private terminal closed it (the master then reads EIO).
+func (r *Relay) output() {
+	defer close(r.outDone)
+	buf := make([]byte, 32<<10)
+	broken := false
+	for {
+		r.idle.Store(true)
+		n, err := r.pty.Read(buf)
+		r.idle.Store(false)
+		if n > 0 && !broken {
+			// A terminal that went away: what follows is read and
+			// dropped, so that the program never blocks on its own.
+			_, werr := r.out.Write(buf[:n])
+			broken = werr != nil
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// input copies what the person types to the program, while the caller is
+// the terminal's foreground job.
+func (r *Relay) input() {
+	buf := make([]byte, 4096)
+	for {
+		n, err := r.in.Read(buf)
+		if n > 0 {
+			if _, err := r.pty.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, syscall.EIO):
+			// In the background: what is typed is the shell's.
+			select {
+			case <-r.wake:
+			case <-time.After(backgroundPoll):
+			case <-r.done:
+				return
+			}
+			r.take()
+		default:
+			return // closed, or the terminal hung up
+		}
+	}
+}
+
+// foreground reports whether the caller is the foreground job of the
+// person's terminal (always, when it is not the caller's controlling
+// terminal: no job control applies then).
+func (r *Relay) foreground() bool {
+	pg, err := unix.IoctlGetInt(r.ttyFD, unix.TIOCGPGRP)
+	return err != nil || pg == unix.Getpgrp()
+}
+
+// Pause gives the person's terminal back its settings, once the
+// program's output so far is written: call it before the caller stops.
+func (r *Relay) Pause() {
+	if r == nil {
+		return
+	}
+	r.drain()
+	r.restore()
+}
+
+// drain waits, at most drainWait, until the private terminal holds no
+// output and what was read from it is written.
+func (r *Relay) drain() {
+	settled := false
+	for deadline := time.Now().Add(drainWait); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		n, err := unix.IoctlGetInt(r.ptyFD, unix.TIOCINQ)
+		if err != nil || n == 0 && r.idle.Load() {
+			if settled || err != nil {
+				return
+			}
+			settled = true
+		} else {
+			settled = false
+		}
+	}
+}
+
+func (r *Relay) restore() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.saved != nil {
+		term.Restore(r.ttyFD, r.saved)
+		r.saved = nil
+	}
+}
+
+// Continue takes the person's terminal again (raw) when the caller is
+// its foreground job, and copies its size: call it when the caller is
+// continued.
+func (r *Relay) Continue() {
+	if r == nil {
+		return
+	}
+	r.take()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take copies the person's terminal's size, and takes the terminal (raw)
+// when input is relayed and the caller is its foreground job.
+func (r *Relay) take() {
+	r.Resize()
+	if r.in == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started && !r.closed && r.saved == nil && r.foreground() {
+		if st, err := term.MakeRaw(r.ttyFD); err == nil {
+			r.saved = st
+		}
+	}
+}
+
+// Resize gives the private terminal the person's terminal's size (the
+// kernel tells the program with SIGWINCH).
+func (r *Relay) Resize() {
+	if r == nil {
+		return
+	}
+	if ws, err := unix.IoctlGetWinsize(r.ttyFD, unix.TIOCGWINSZ); err == nil {
+		unix.IoctlSetWinsize(r.ptyFD, unix.TIOCSWINSZ, ws)
+	}
+}
+
+// Close waits, at most closeWait, for the program's output to end (every
+// process of the run gone), and gives the person's terminal back its
+// settings.
+func (r *Relay) Close() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.closed = true // Continue takes the terminal no more
+	started := r.started
+	if !started {
+		r.peer.Close()
+	}
+	r.mu.Unlock()
+	if r.in != nil {
+		// Nothing more is read from the person's terminal: what is
+		// typed from now on is the shell's.
+		r.in.Close()
+	}
+	if started {
+		select {
+		case <-r.outDone:
+		case <-time.After(closeWait):
+		}
+	}
+	r.restore()
+	close(r.done)
+	r.pty.Close()
+}
