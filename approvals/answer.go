@@ -95,7 +95,8 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 	}
 	// A denial only lowers authority: anyone may give it.
 	if approver != nil && approves {
-		if err := e.outside(approver, "card "+id, &c.req.Requester.Process, &subj.Process); err != nil {
+		within := append([]*procid.Process{&c.req.Requester.Process}, subj.processes()...)
+		if err := e.outside(approver, "card "+id, within...); err != nil {
 			return err
 		}
 	}

@@ -48,8 +48,7 @@ func (e *Engine) OutsideRuns(approver *procid.Peer, what string) error {
 		switch {
 		case run.Ended() != "":
 		case run.pin != nil:
-			p := run.Process
-			within = append(within, &p)
+			within = append(within, run.processes()...)
 		case run.preparer.PID > 0:
 			// Prepared, not started: the command may run already.
 			p := run.preparer

@@ -345,6 +345,33 @@ func TestUnansweredCardsCoolDown(t *testing.T) {
 	}
 }
 
+// A launched run's program may have a terminal session of its own (a
+// confined run's own terminal), while its output reaches the terminal
+// "postern run" was started from: an answer from that terminal's session
+// is refused too, from any other session taken.
+func TestLaunchersSessionRefused(t *testing.T) {
+	w := newWorld(t)
+	w.f.SetSession(5, 1, 90, 50, w.f.Exe("postern", "postern"), "postern", "run", "--", "claude")
+	w.f.SetSession(10, 5, 100, 10, w.f.Exe("claude", "claude"), "claude")
+	run := w.e.PrepareRun("", w.f.Peer(5).Process, func(id string) string { return "/sock." + id })
+	if _, err := w.e.StartRun(run.ID, 10, w.f.Peer(5), confine.Level{}); err != nil {
+		t.Fatal(err)
+	}
+	ch := w.decide(w.runReq(run, 13))
+	c := w.card()
+	w.f.SetSession(17, 1, 170, 50, w.f.Exe("postern", "postern"), "postern", "approve")
+	if err := w.e.Answer(c.ID, Answer{Verdict: VerdictSession, Subject: -1}, w.f.Peer(17)); !errors.Is(err, ErrSameSession) {
+		t.Fatalf("an approver in the launcher's session: %v", err)
+	}
+	if err := w.e.OutsideRuns(w.f.Peer(17), "test"); !errors.Is(err, ErrSameSession) {
+		t.Fatalf("an approver-only act from the launcher's session: %v", err)
+	}
+	w.answer(c.ID, VerdictOnce, 30)
+	if d := got(t, ch); !d.Allow {
+		t.Fatal(d)
+	}
+}
+
 func TestSelfApprovalRefused(t *testing.T) {
 	w := newWorld(t)
 	ch := w.decide(w.req(13))

@@ -36,10 +36,25 @@ type Run struct {
 	NS          procid.Namespaces
 
 	pin      *procid.Peer
-	preparer procid.Process               // "postern run", while the run is prepared and not started
+	preparer procid.Process               // "postern run": while the run is prepared and not started, and for the terminal session it launched it from
 	ended    atomic.Pointer[audit.Reason] // why the run ended; nil while it lives
 	endedAt  time.Time
 	ready    chan struct{} // closed once the process is registered (launched runs)
+}
+
+// processes returns the run's process and, for a launched run, the
+// "postern run" that launched it: a confined run has a terminal of its
+// own, in a session of its own, and its output still reaches the
+// terminal postern run was started from, whose session is the run's
+// too.
+func (r *Run) processes() []*procid.Process {
+	p := r.Process
+	out := []*procid.Process{&p}
+	if r.Launched && r.preparer.PID > 0 {
+		q := r.preparer
+		out = append(out, &q)
+	}
+	return out
 }
 
 // Ended returns why the run ended (an end reason), or "".
