@@ -95,8 +95,8 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 	}
 	// A denial only lowers authority: anyone may give it.
 	if approver != nil && approves {
-		within := append([]*procid.Process{&c.req.Requester.Process}, subj.processes()...)
-		if err := e.outside(approver, "card "+id, within...); err != nil {
+		within := []*procid.Process{&c.req.Requester.Process, &subj.Process}
+		if err := e.outside(approver, "card "+id, within, []int{subj.launcherSession()}); err != nil {
 			return err
 		}
 	}

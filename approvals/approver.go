@@ -3,6 +3,7 @@ package approvals
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/postern/postern/internal/procid"
 )
@@ -14,8 +15,9 @@ import (
 // the tree by a double fork keeps its session unless it also called
 // setsid), and in none of the namespaces of any live confined run (a
 // confined run must never answer anything; this catches a process that
-// also called setsid). what names the act in the log.
-func (e *Engine) outside(approver *procid.Peer, what string, within ...*procid.Process) error {
+// also called setsid), nor in one of sessions (the terminal session a
+// launched run was started from). what names the act in the log.
+func (e *Engine) outside(approver *procid.Peer, what string, within []*procid.Process, sessions []int) error {
 	for _, p := range within {
 		in, err := e.procs.DescendsFrom(approver.PID, approver.StartTicks, p)
 		switch {
@@ -34,6 +36,10 @@ func (e *Engine) outside(approver *procid.Peer, what string, within ...*procid.P
 		e.log.Warn("approval refused", "what", what, "approver_pid", approver.PID, "err", err)
 		return err
 	}
+	if approver.Session > 0 && slices.Contains(sessions, approver.Session) {
+		e.log.Warn("approval refused: it came from the terminal session the run was started from", "what", what, "approver_pid", approver.PID, "session", approver.Session)
+		return ErrSameSession
+	}
 	return nil
 }
 
@@ -44,11 +50,14 @@ func (e *Engine) outside(approver *procid.Peer, what string, within ...*procid.P
 func (e *Engine) OutsideRuns(approver *procid.Peer, what string) error {
 	e.mu.Lock()
 	var within []*procid.Process
+	var sessions []int
 	for _, run := range e.runs {
 		switch {
 		case run.Ended() != "":
 		case run.pin != nil:
-			within = append(within, run.processes()...)
+			p := run.Process
+			within = append(within, &p)
+			sessions = append(sessions, run.launcherSession())
 		case run.preparer.PID > 0:
 			// Prepared, not started: the command may run already.
 			p := run.preparer
@@ -56,7 +65,7 @@ func (e *Engine) OutsideRuns(approver *procid.Peer, what string) error {
 		}
 	}
 	e.mu.Unlock()
-	return e.outside(approver, what, within...)
+	return e.outside(approver, what, within, sessions)
 }
 
 // Errors of the approver checks.

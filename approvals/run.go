@@ -42,19 +42,15 @@ type Run struct {
 	ready    chan struct{} // closed once the process is registered (launched runs)
 }
 
-// processes returns the run's process and, for a launched run, the
-// "postern run" that launched it: a confined run has a terminal of its
-// own, in a session of its own, and its output still reaches the
-// terminal postern run was started from, whose session is the run's
-// too.
-func (r *Run) processes() []*procid.Process {
-	p := r.Process
-	out := []*procid.Process{&p}
-	if r.Launched && r.preparer.PID > 0 {
-		q := r.preparer
-		out = append(out, &q)
+// launcherSession returns the terminal session of the "postern run" that
+// launched the run, or 0: a confined run has a terminal of its own, in a
+// session of its own, and its output still reaches the terminal postern
+// run was started from, whose session is the run's too.
+func (r *Run) launcherSession() int {
+	if !r.Launched {
+		return 0
 	}
-	return out
+	return r.preparer.Session
 }
 
 // Ended returns why the run ended (an end reason), or "".
