@@ -48,9 +48,9 @@ See postern-run(1).
 
 // forwardedToRun are the signals postern run passes to its command.
 // SIGINT and SIGQUIT from the terminal reach the command directly (it is
-// in the same process group, or, confined, the run's own terminal signals
-// it); postern run only catches them, so that it outlives the command and
-// reports its status.
+// in the same process group), or, confined, through the run's own
+// terminal (ptyrelay); postern run only catches them, so that it
+// outlives the command and reports its status.
 var forwardedToRun = []os.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2}
 
 // A launched is the command of a run, confined or not.
@@ -154,7 +154,12 @@ func cmdRun(args []string, out, errw io.Writer) error {
 					sp.terminal().Resize()
 				case whole && slices.Contains(confine.JobStops, s):
 					stopWhole(sp, s)
-				case s != syscall.SIGINT && s != syscall.SIGQUIT:
+				case s == syscall.SIGINT || s == syscall.SIGQUIT:
+					if whole {
+						// The run's own terminal passes them on.
+						sp.terminal().Signal(s.(syscall.Signal))
+					}
+				default:
 					l.signal(s)
 				}
 			}

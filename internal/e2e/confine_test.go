@@ -538,16 +538,38 @@ func (s *shellTerm) typed(line, stolen string) {
 // run goes on.
 const thief = `postern run -- sh -c 'setsid -f sh -c "exec cat > stolen"; touch started; while :; do sleep 1; done'`
 
-// startThief starts the thief at a shell (then + " &": in the
-// background), and returns the shell and the file the thief fills.
-func startThief(t *testing.T, then string) (*shellTerm, string) {
+// startAtShell types line at a shell, with a gateway running, and waits
+// until the file "started" appears in the working directory.
+func startAtShell(t *testing.T, line string) (*shellTerm, *Env) {
 	e := newEnv(t)
 	e.Config("")
 	e.StartAgent()
 	sh := startShellTerm(t, e)
-	sh.keys(thief+then, "Enter")
+	sh.keys(line, "Enter")
 	sh.waitFor("the run started", func() bool { _, err := os.Stat(e.Path("started")); return err == nil })
+	return sh, e
+}
+
+// startThief starts the thief at a shell (then + " &": in the
+// background), and returns the shell and the file the thief fills.
+func startThief(t *testing.T, then string) (*shellTerm, string) {
+	sh, e := startAtShell(t, thief+then)
 	return sh, e.Path("stolen")
+}
+
+// raw reports whether the shell's terminal is raw (not canonical): at
+// the shell's prompt, its line editor makes it so.
+func (s *shellTerm) raw() bool {
+	tty := strings.TrimSpace(s.tmux("display-message", "-p", "#{pane_tty}").Stdout)
+	return strings.Contains(s.e.Run("stty", "-F", tty, "-a").Stdout, " -icanon")
+}
+
+// prompted waits for the shell's next prompt after what keys do.
+func (s *shellTerm) prompted(what string, keys ...string) {
+	s.t.Helper()
+	prompts := strings.Count(s.screen(), "bash-5.2#")
+	s.keys(keys...)
+	s.waitFor(what, func() bool { return strings.Count(s.screen(), "bash-5.2#") > prompts })
 }
 
 // toTheRun types a line for the run, brought to the foreground, and
@@ -572,8 +594,8 @@ func TestSuspendedRunReadsNothing(t *testing.T) {
 	sh.waitFor("the job stopped", func() bool { return strings.Contains(sh.screen(), "Stopped") })
 	sh.typed("typed-at-the-shell", stolen)
 	sh.keys("fg", "Enter")
-	sh.waitFor("the job in the foreground", func() bool {
-		return strings.Contains(sh.screen(), "postern run --") && strings.Count(sh.screen(), "fg") == 1
+	sh.waitFor("the job in the foreground, its terminal raw", func() bool {
+		return strings.Contains(sh.screen(), "postern run --") && strings.Count(sh.screen(), "fg") == 1 && sh.raw()
 	})
 	sh.toTheRun(stolen)
 }
@@ -590,14 +612,14 @@ func TestBackgroundRunReadsNothing(t *testing.T) {
 		sh.typed(line, stolen)
 	}
 	sh.keys("fg", "Enter")
-	sh.waitFor("the job in the foreground", func() bool { return strings.Count(sh.screen(), "\npostern run --") == 1 })
+	sh.waitFor("the job in the foreground, its terminal raw", func() bool {
+		return strings.Count(sh.screen(), "\npostern run --") == 1 && sh.raw()
+	})
 	sh.toTheRun(stolen)
 	// Keys typed as the run ends may still reach it, as on any
 	// terminal whose program reads ahead: the next line waits for the
 	// prompt.
-	prompts := strings.Count(sh.screen(), "bash-5.2#")
-	sh.keys("C-c")
-	sh.waitFor("the prompt", func() bool { return strings.Count(sh.screen(), "bash-5.2#") > prompts })
+	sh.prompted("the run ended", "C-c")
 	// A run in the foreground from its start, which ends once it read a
 	// line: the shell adopts the terminal's modes as the run left them.
 	sh.keys(`postern run -- sh -c 'read x; echo "the run read $x"'`, "Enter")
@@ -605,6 +627,18 @@ func TestBackgroundRunReadsNothing(t *testing.T) {
 	sh.waitFor("the run's line", func() bool { return strings.Contains(sh.screen(), "\nthe run read a-line") })
 	sh.keys(`echo back-with-$(stty -a | tr ' ;' '\n\n' | grep -c -x -e icanon -e isig -e echo -e opost)-modes`, "Enter")
 	sh.waitFor("the shell back, its terminal as it was", func() bool { return strings.Contains(sh.screen(), "\nback-with-4-modes") })
+}
+
+// A confined run whose input is no terminal has a terminal of its own
+// for its output all the same, and Ctrl-C, which the person's terminal
+// then sends to postern run, reaches its program.
+func TestInterruptReachesRunWithPipedInput(t *testing.T) {
+	sh, _ := startAtShell(t, `true | postern run -- sh -c 'touch started; [ -t 1 ] && echo own-terminal; exec sleep 60'`)
+	sh.waitFor("the run's output", func() bool { return strings.Contains(sh.screen(), "\nown-terminal") })
+	if sh.raw() {
+		t.Fatal("the terminal was taken raw, with no input to relay")
+	}
+	sh.prompted("the run interrupted", "C-c")
 }
 
 // A .git that is a symbolic link in the working directory cannot be shown

@@ -25,7 +25,8 @@
 //     program's last output) before the caller stops, [Relay.Continue]
 //     takes it again once the caller is continued in the foreground, and
 //     [Relay.Close] gives it back for good once the program's output has
-//     ended.
+//     ended; [Relay.Signal] passes on the interrupt and quit the
+//     caller gets from the person's terminal when input is not relayed.
 //
 // Every method of a nil *Relay does nothing, and Files returns its
 // argument: a caller with no terminal to relay keeps one code path.

@@ -324,6 +324,21 @@ func (r *Relay) Resize() {
 	}
 }
 
+// Signal sends sig to the foreground process group of the run's
+// terminal, as a terminal does for its interrupt and quit characters:
+// when input is not relayed, the person's terminal signals the caller's
+// job (the caller), not the run's terminal.
+func (r *Relay) Signal(sig syscall.Signal) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.closed {
+		unix.IoctlSetInt(r.ptyFD, unix.TIOCSIG, int(sig))
+	}
+}
+
 // Close waits, at most closeWait, for the program's output to end (every
 // process of the run gone), and gives the person's terminal back its
 // settings.

@@ -185,3 +185,36 @@ func TestRelayNoTerminal(t *testing.T) {
 	r.Resize()
 	r.Close()
 }
+
+// Resize gives the run's terminal the person's terminal's new size.
+func TestRelayResize(t *testing.T) {
+	master, tty := personTerminal(t)
+	readAll(master, false)
+	std := [3]*os.File{tty, tty, tty}
+	r, _ := Open(std)
+	cmd := startOn(t, r, std, `sleep 5`)
+	defer func() { cmd.Process.Kill(); cmd.Wait(); r.Close() }()
+	unix.IoctlSetWinsize(int(tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 120})
+	r.Resize()
+	ws, err := unix.IoctlGetWinsize(r.ptyFD, unix.TIOCGWINSZ)
+	if err != nil || ws.Row != 40 || ws.Col != 120 {
+		t.Fatalf("the run's terminal is %+v, %v", ws, err)
+	}
+}
+
+// Signal reaches the program as its terminal's interrupt would: with
+// standard input no terminal, the person's Ctrl-C signals the caller.
+func TestRelaySignal(t *testing.T) {
+	master, tty := personTerminal(t)
+	readAll(master, false)
+	std := [3]*os.File{os.Stdin, tty, tty}
+	r, _ := Open(std)
+	cmd := startOn(t, r, std, `exec sleep 30`)
+	defer r.Close()
+	time.Sleep(100 * time.Millisecond)
+	r.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+		t.Fatalf("the program ended with %v", err)
+	}
+}

@@ -2,7 +2,10 @@
 
 package ptyrelay
 
-import "os"
+import (
+	"os"
+	"syscall"
+)
 
 // A Relay is never made here: runs are not confined.
 type Relay struct{}
@@ -16,3 +19,4 @@ func (r *Relay) Pause()                            {}
 func (r *Relay) Continue()                         {}
 func (r *Relay) Resize()                           {}
 func (r *Relay) Close()                            {}
+func (r *Relay) Signal(syscall.Signal)             {}
