@@ -152,6 +152,10 @@ func cmdRun(args []string, out, errw io.Writer) error {
 					sp.terminal().Continue()
 				case s == syscall.SIGWINCH:
 					sp.terminal().Resize()
+				case whole && sp.terminal() != nil && s == syscall.SIGTSTP:
+					// As a Ctrl-Z on the run's terminal: the helper's
+					// report stops postern run (stops).
+					l.signal(s)
 				case whole && slices.Contains(confine.JobStops, s):
 					stopWhole(sp, s)
 				case s == syscall.SIGINT || s == syscall.SIGQUIT:
@@ -228,7 +232,10 @@ func startConfined(prep *api.RunPrepared, argv, env []string, errw io.Writer) (l
 		t.Close()
 		return nil, err
 	}
-	t.Start()
+	// The program may ignore the Ctrl-Z its terminal sends: the helper
+	// stops the whole run regardless, as for a job the person's terminal
+	// stops, and its report stops postern run (stops).
+	t.Start(func() { r.Signal(syscall.SIGTSTP) })
 	return confinedRun{r, t}, nil
 }
 

@@ -108,6 +108,10 @@ func helper() int {
 		select {
 		case sig := <-sigs:
 			switch {
+			case slices.Contains(JobStops, sig) && s.Terminal && frozen:
+				// Stopped already, and reported once (stops): with a
+				// terminal of its own, both the program's stop and
+				// postern run ask for one stop.
 			case slices.Contains(JobStops, sig):
 				// The job stops: the whole run stops (suspend_linux.go).
 				freeze(st.pid)

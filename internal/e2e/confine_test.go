@@ -623,10 +623,29 @@ func TestBackgroundRunReadsNothing(t *testing.T) {
 	// A run in the foreground from its start, which ends once it read a
 	// line: the shell adopts the terminal's modes as the run left them.
 	sh.keys(`postern run -- sh -c 'read x; echo "the run read $x"'`, "Enter")
-	sh.keys("a-line", "Enter")
-	sh.waitFor("the run's line", func() bool { return strings.Contains(sh.screen(), "\nthe run read a-line") })
+	sh.prompted("the run ended", "a-line", "Enter")
+	if !strings.Contains(sh.screen(), "\nthe run read a-line") {
+		t.Fatalf("the run did not read its line:\n%s", sh.screen())
+	}
 	sh.keys(`echo back-with-$(stty -a | tr ' ;' '\n\n' | grep -c -x -e icanon -e isig -e echo -e opost)-modes`, "Enter")
 	sh.waitFor("the shell back, its terminal as it was", func() bool { return strings.Contains(sh.screen(), "\nback-with-4-modes") })
+}
+
+// A program that ignores Ctrl-Z (the signal its terminal sends) is
+// stopped all the same, with the whole run, as the terminal asked: the
+// person gets the shell back, and fg continues it.
+func TestRunIgnoringCtrlZStopsAllTheSame(t *testing.T) {
+	sh, e := startAtShell(t, `postern run -- sh -c "trap '' TSTP; touch started; while :; do date +%s%N > ticks; sleep 0.1; done"`)
+	sh.keys("C-z")
+	sh.waitFor("the job stopped", func() bool { return strings.Contains(sh.screen(), "Stopped") })
+	ticks := string(mustRead(t, e.Path("ticks")))
+	time.Sleep(300 * time.Millisecond)
+	if now := string(mustRead(t, e.Path("ticks"))); now != ticks {
+		t.Fatalf("the stopped run goes on: %q, then %q", ticks, now)
+	}
+	sh.keys("fg", "Enter")
+	sh.waitFor("the run going on", func() bool { return string(mustRead(t, e.Path("ticks"))) != ticks })
+	sh.prompted("the run interrupted", "C-c")
 }
 
 // A confined run whose input is no terminal has a terminal of its own

@@ -20,7 +20,8 @@
 //     the relay waits for [Relay.Continue];
 //   - while it relays input, the person's terminal is in raw mode, so
 //     that Ctrl-C, Ctrl-Z and the like reach the private terminal as
-//     characters and its line discipline signals the run's program;
+//     characters and its line discipline signals the run's program
+//     (and the caller hears of each Ctrl-Z, to stop the whole run);
 //     [Relay.Pause] gives the terminal back its settings (after the
 //     program's last output) before the caller stops, [Relay.Continue]
 //     takes it again once the caller is continued in the foreground, and

@@ -1,6 +1,7 @@
 package ptyrelay
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -31,6 +32,7 @@ type Relay struct {
 	started bool
 	closed  bool
 
+	suspend func()        // Start's
 	idle    atomic.Bool   // the output goroutine waits in a read: all it read is written
 	wake    chan struct{} // Continue: the caller may be the foreground job again
 	done    chan struct{} // closed by Close
@@ -169,13 +171,17 @@ func (r *Relay) Files(std [3]*os.File) [3]*os.File {
 // terminal (the relay's own copy closes): the program's output to the
 // person's terminal, and, when standard input is a terminal, what the
 // person types to the program, the terminal raw while the caller is its
-// foreground job.
-func (r *Relay) Start() {
+// foreground job. suspend, when not nil, is called each time the person
+// types the character with which the run's terminal stops its job
+// (Ctrl-Z, while the terminal signals): the terminal's signal reaches
+// the program's group only, which may ignore it, and the caller sees to
+// the job.
+func (r *Relay) Start(suspend func()) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
-	r.started = true
+	r.started, r.suspend = true, suspend
 	r.peer.Close()
 	r.mu.Unlock()
 	// Read from the background, the terminal answers EIO, and written
@@ -221,6 +227,9 @@ func (r *Relay) input() {
 			if _, err := r.pty.Write(buf[:n]); err != nil {
 				return
 			}
+			if r.suspend != nil && r.suspends(buf[:n]) {
+				r.suspend()
+			}
 		}
 		switch {
 		case err == nil:
@@ -237,6 +246,15 @@ func (r *Relay) input() {
 			return // closed, or the terminal hung up
 		}
 	}
+}
+
+// suspends reports whether typed holds the run's terminal's suspend
+// character, while the terminal turns it into a stop signal.
+func (r *Relay) suspends(typed []byte) bool {
+	// On a master side, the termios are the other side's.
+	t, err := unix.IoctlGetTermios(r.ptyFD, unix.TCGETS)
+	c := t.Cc[unix.VSUSP]
+	return err == nil && t.Lflag&unix.ISIG != 0 && c != 0 && bytes.IndexByte(typed, c) >= 0
 }
 
 // foreground reports whether the caller is the foreground job of the

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -41,9 +42,13 @@ func startOn(t *testing.T, r *Relay, std [3]*os.File, script string) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	r.Start()
+	r.Start(suspended)
 	return cmd
 }
+
+// suspended counts the calls of Start's suspend.
+var suspended = func() { suspends.Add(1) }
+var suspends atomic.Int32
 
 // reader collects what the person's terminal shows.
 type reader struct {
@@ -179,10 +184,11 @@ func TestRelayNoTerminal(t *testing.T) {
 	if r.Files(std) != std {
 		t.Fatal("files changed")
 	}
-	r.Start()
+	r.Start(nil)
 	r.Pause()
 	r.Continue()
 	r.Resize()
+	r.Signal(syscall.SIGINT)
 	r.Close()
 }
 
@@ -216,5 +222,35 @@ func TestRelaySignal(t *testing.T) {
 	err := cmd.Wait()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGINT {
 		t.Fatalf("the program ended with %v", err)
+	}
+}
+
+// A Ctrl-Z typed while the run's terminal turns it into a stop signal is
+// told to the caller; one typed while the program reads it as a key (its
+// terminal does not signal) is not.
+func TestRelaySuspendCharacter(t *testing.T) {
+	master, tty := personTerminal(t)
+	readAll(master, false)
+	std := [3]*os.File{tty, tty, tty}
+	r, _ := Open(std)
+	cmd := startOn(t, r, std, `trap '' TSTP; read x; stty -isig; echo >&2 ready; read y`)
+	defer func() { cmd.Process.Kill(); cmd.Wait(); r.Close() }()
+	before := suspends.Load()
+	master.Write([]byte{'a', 0x1a, 'b', '\r'})
+	waitUntil(t, "the suspend character told", func() bool { return suspends.Load() == before+1 })
+	time.Sleep(100 * time.Millisecond) // stty -isig
+	master.Write([]byte{0x1a})
+	time.Sleep(100 * time.Millisecond)
+	if n := suspends.Load(); n != before+1 {
+		t.Fatalf("a Ctrl-Z read as a key was told as a stop (%d)", n-before)
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not in 10s", what)
+		}
 	}
 }
