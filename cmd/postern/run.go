@@ -225,9 +225,8 @@ func startConfined(prep *api.RunPrepared, argv, env []string, errw io.Writer) (l
 	if err != nil {
 		warningf(errw, "%v: the run shares this terminal", err)
 	}
-	s.Terminal = t != nil
 	std = t.Files(std)
-	r, err := confine.Start(s, std[0], std[1], std[2])
+	r, err := confine.Start(s, std[0], std[1], std[2], t.Terminal())
 	if err != nil {
 		t.Close()
 		return nil, err

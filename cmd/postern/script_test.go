@@ -25,16 +25,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/postern/postern/internal/confine"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/confine"
+	"github.com/postern/postern/internal/ptyrelay"
 )
 
 func TestMain(m *testing.M) {
 	// A confined run's helper is this binary, started again.
 	confine.Init()
+	ptyrelay.DetachTerminal()
 	testscript.Main(m, map[string]func(){"postern": main})
 }
 

@@ -41,10 +41,10 @@
 //   - Landlock (best effort by the kernel's ABI) repeats the file rules,
 //     forbids mounting, scopes abstract unix sockets and signals to the
 //     run (ABI 6 and later), and keeps ptrace inside the run;
-//   - with [Spec.Terminal], the program's terminal is one of the run's
-//     own (package ptyrelay), whose session the helper leads, the program
-//     its foreground process group; the run holds nothing of the
-//     person's terminal;
+//   - given a terminal of the run's own ([Start], [Spec.Terminal]), the
+//     program's controlling terminal is that one (package ptyrelay), whose
+//     session the helper leads, the program its foreground process group;
+//     the run holds nothing of the person's terminal;
 //   - a seccomp filter refuses TIOCSTI and TIOCLINUX, which push
 //     keystrokes into a terminal, and, when the run shares the person's
 //     terminal, TIOCSPGRP, with which a suspended program would take that
@@ -91,11 +91,11 @@ type Spec struct {
 	Sockets   []string // unix sockets, or directories of them, kept reachable inside hidden trees
 	Own       []Own    // trees of the run's own, writable, in place of the person's ([Spec.Cache])
 
-	// Terminal says that the program's standard descriptors that are
-	// terminals are a terminal of the run's own (package ptyrelay makes
-	// it), which the program takes as its controlling terminal, in a
-	// session of its own; the run then stops whole when the program
-	// stops (Ctrl-Z on that terminal).
+	// Terminal, set by [Start] when it is given one, says that the run
+	// has a terminal of its own (package ptyrelay makes it), the
+	// program's controlling terminal, in a session the helper leads: the
+	// run then stops whole when the program stops (Ctrl-Z on that
+	// terminal).
 	Terminal bool `json:",omitempty"`
 }
 

@@ -20,7 +20,7 @@ type Run struct {
 }
 
 // Start fails on macOS: see [Available].
-func Start(*Spec, *os.File, *os.File, *os.File) (*Run, error) { return nil, ErrUnsupported }
+func Start(*Spec, *os.File, *os.File, *os.File, *os.File) (*Run, error) { return nil, ErrUnsupported }
 
 // Signal is never reached on macOS.
 func (r *Run) Signal(os.Signal) error { return errors.ErrUnsupported }

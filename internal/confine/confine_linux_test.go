@@ -296,7 +296,7 @@ func (s *scenario) start(t *testing.T, args []string, env ...string) (*Run, *os.
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Start(&spec, nil, pw, pw)
+	r, err := Start(&spec, nil, pw, pw, nil)
 	pw.Close()
 	if err != nil {
 		pr.Close()
@@ -395,7 +395,7 @@ func TestConfinedRunUnprivileged(t *testing.T) {
 func startMain() {
 	var s Spec
 	json.Unmarshal([]byte(os.Getenv("CONFINE_TEST_SPEC")), &s)
-	r, err := Start(&s, nil, os.Stdout, os.Stderr)
+	r, err := Start(&s, nil, os.Stdout, os.Stderr, nil)
 	if err != nil {
 		fmt.Println("start:", err)
 		os.Exit(1)
@@ -418,10 +418,9 @@ func TestOwnTerminal(t *testing.T) {
 	copied := make(chan struct{})
 	go func() { io.Copy(&out, master); close(copied) }()
 	s := newScenario(t, os.Getuid())
-	s.Spec.Terminal = true
 	want := [][2]string{{"foreground:", "ok"}, {"tiocspgrp:", "ENOTTY"}, {"tiocsti:", "EPERM"}}
 	s.Spec.Args = append([]string{s.Spec.Path}, append(probeArgs(want), "sleep:")...)
-	r, err := Start(&s.Spec, tty, tty, tty)
+	r, err := Start(&s.Spec, tty, tty, tty, tty)
 	tty.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -469,7 +468,7 @@ func TestSignalReachesProgram(t *testing.T) {
 func TestMissingProgram(t *testing.T) {
 	s := newScenario(t, os.Getuid())
 	s.Spec.Path = "/nonexistent/program"
-	_, err := Start(&s.Spec, nil, nil, nil)
+	_, err := Start(&s.Spec, nil, nil, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/program") {
 		t.Fatalf("err %v", err)
 	}

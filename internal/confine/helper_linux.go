@@ -12,8 +12,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ctlFD is the helper's end of the socket pair (its first extra file).
-const ctlFD = 3
+// ctlFD is the helper's end of the socket pair (its first extra file);
+// ttyFD the run's own terminal, when it has one (the second).
+const (
+	ctlFD = 3
+	ttyFD = 4
+)
 
 // In the helper, the main goroutine keeps the main thread, whose task is
 // the process's leader (pid 1 of the run): the thread that takes the
@@ -42,6 +46,7 @@ func Init() {
 // ends with the program.
 func helper() int {
 	unix.CloseOnExec(ctlFD)
+	unix.CloseOnExec(ttyFD)
 	// The helper keeps capabilities in the run's namespaces: nothing of
 	// the run may read or trace it.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -146,20 +151,12 @@ func helper() int {
 // foreground puts the program in a process group of its own, the
 // foreground one of the run's terminal, whose session the helper leads
 // (Start): the helper, in the same session, keeps that group from being
-// orphaned, so that the terminal's Ctrl-Z stops the program.
+// orphaned, so that the terminal's Ctrl-Z stops the program. (With
+// Foreground, Ctty is the helper's descriptor, not the program's: the
+// program gets the terminal as its controlling one, and as whichever
+// standard descriptors it was given as.)
 func foreground() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: terminalFD()}
-}
-
-// terminalFD returns the first of the standard descriptors that is a
-// terminal, or -1.
-func terminalFD() int {
-	for fd := range 3 {
-		if _, err := unix.IoctlGetTermios(fd, unix.TCGETS); err == nil {
-			return fd
-		}
-	}
-	return -1
+	return &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: ttyFD}
 }
 
 // reap waits for every child the helper inherits, and reports how the

@@ -80,10 +80,13 @@ type Run struct {
 // program's pid.
 const startTimeout = 30 * time.Second
 
-// Start launches s.Path confined, with stdin, stdout and stderr given. It
+// Start launches s.Path confined, with stdin, stdout and stderr given,
+// and tty, when not nil, as the run's controlling terminal, a terminal of
+// its own ([Spec.Terminal]; without one, the run shares the caller's). It
 // returns once the program runs (after its exec), or an error: an
 // [*UnavailableError] when the namespaces cannot be created or set up.
-func Start(s *Spec, stdin, stdout, stderr *os.File) (*Run, error) {
+func Start(s *Spec, stdin, stdout, stderr, tty *os.File) (*Run, error) {
+	s.Terminal = tty != nil
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("cannot confine the run: %w", err)
@@ -114,14 +117,10 @@ func Start(s *Spec, stdin, stdout, stderr *os.File) (*Run, error) {
 			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP},
 		},
 	}
-	if s.Terminal {
+	if tty != nil {
 		// The helper leads the session of the run's terminal.
-		for fd, f := range []*os.File{stdin, stdout, stderr} {
-			if f != nil && isTerminal(f) {
-				cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, fd
-				break
-			}
-		}
+		cmd.ExtraFiles = append(cmd.ExtraFiles, tty)
+		cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, ttyFD
 	}
 	if err := cmd.Start(); err != nil {
 		ctl.Close()
@@ -160,11 +159,6 @@ func Start(s *Spec, stdin, stdout, stderr *os.File) (*Run, error) {
 	r.Level = Level{Namespaces: true, Landlock: rep.Landlock}
 	go r.wait()
 	return r, nil
-}
-
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }
 
 func unwrapExec(err error) error {

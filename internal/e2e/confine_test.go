@@ -631,6 +631,22 @@ func TestBackgroundRunReadsNothing(t *testing.T) {
 	sh.waitFor("the shell back, its terminal as it was", func() bool { return strings.Contains(sh.screen(), "\nback-with-4-modes") })
 }
 
+// A run whose standard input, output and error are no terminal still
+// has a controlling terminal: opened (/dev/tty) and kept past a setsid, it
+// would read the person's terminal from the background. The run's
+// controlling terminal is its own: nothing is read at the shell.
+func TestBackgroundRunWithoutTerminalReadsNothing(t *testing.T) {
+	sh, e := startAtShell(t, `postern run -- sh -c 'exec 3</dev/tty; setsid -f sh -c "exec cat <&3 > stolen"; touch started; while :; do sleep 1; done' </dev/null >/dev/null 2>&1 &`)
+	stolen := e.Path("stolen")
+	for _, line := range []string{"first-typed", "second-typed", "third-typed"} {
+		sh.typed(line, stolen)
+	}
+	sh.keys("fg", "Enter")
+	sh.waitFor("the job in the foreground, its terminal raw", func() bool { return strings.Count(sh.screen(), "\npostern run --") == 1 && sh.raw() })
+	sh.toTheRun(stolen)
+	sh.prompted("the run ended", "C-c")
+}
+
 // A program that ignores Ctrl-Z (the signal its terminal sends) is
 // stopped all the same, with the whole run, as the terminal asked: the
 // person gets the shell back, and fg continues it.
@@ -649,14 +665,14 @@ func TestRunIgnoringCtrlZStopsAllTheSame(t *testing.T) {
 }
 
 // A confined run whose input is no terminal has a terminal of its own
-// for its output all the same, and Ctrl-C, which the person's terminal
-// then sends to postern run, reaches its program.
-func TestInterruptReachesRunWithPipedInput(t *testing.T) {
-	sh, _ := startAtShell(t, `true | postern run -- sh -c 'touch started; [ -t 1 ] && echo own-terminal; exec sleep 60'`)
+// all the same: its output goes there, and a program that asks its
+// controlling terminal (/dev/tty, as ssh asks for a password) gets what
+// the person types; Ctrl-C reaches it.
+func TestRunWithPipedInputReadsItsTerminal(t *testing.T) {
+	sh, _ := startAtShell(t, `true | postern run -- sh -c 'touch started; [ -t 1 ] && echo own-terminal; read x </dev/tty; echo "the terminal said $x"; exec sleep 60'`)
 	sh.waitFor("the run's output", func() bool { return strings.Contains(sh.screen(), "\nown-terminal") })
-	if sh.raw() {
-		t.Fatal("the terminal was taken raw, with no input to relay")
-	}
+	sh.keys("an-answer", "Enter")
+	sh.waitFor("the run read its terminal", func() bool { return strings.Contains(sh.screen(), "\nthe terminal said an-answer") })
 	sh.prompted("the run interrupted", "C-c")
 }
 

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/ptyrelay"
 	"github.com/postern/postern/internal/vault"
 )
 
@@ -32,6 +33,7 @@ func TestMain(m *testing.M) {
 		execHelper(mode)
 		return
 	}
+	ptyrelay.DetachTerminal()
 	dir, err := os.MkdirTemp("", "postern-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -9,9 +9,11 @@
 // terminal of its own, the run holds nothing of the person's:
 //
 //   - [Open] makes a new pseudo-terminal with the person's terminal's
-//     settings and size, and [Relay.Files] gives it to the program in
-//     place of each standard descriptor that is a terminal (the program
-//     takes it as its controlling terminal, in a session of its own);
+//     settings and size: [Relay.Terminal] is to be the program's
+//     controlling terminal, in a session of its own (even when none of
+//     its standard descriptors is a terminal: the caller's controlling
+//     terminal would be its /dev/tty), and [Relay.Files] gives it to the
+//     program in place of each standard descriptor that is a terminal;
 //   - [Relay.Start] copies what the program writes to the person's
 //     terminal, and what the person types to the program, the latter only
 //     while the caller is the terminal's foreground job: the relay ignores

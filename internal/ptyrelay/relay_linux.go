@@ -24,8 +24,9 @@ type Relay struct {
 	isTerm [3]bool  // which of the standard descriptors are terminals
 	ttyFD  int      // the person's terminal, for its settings and size
 
-	in  *os.File // the person's terminal opened again (non-blocking), to read what is typed; nil when standard input is not a terminal
-	out *os.File // where the program's output goes: standard output or error, or input, whichever is the first terminal
+	in   *os.File // the person's terminal opened again (non-blocking), to read what is typed
+	out  *os.File // where the program's output goes: standard output or error, or input, whichever is the first terminal, or the controlling terminal
+	ctty *os.File // the caller's controlling terminal, when opened (/dev/tty)
 
 	mu      sync.Mutex
 	saved   *term.State // the person's settings, while the terminal is raw
@@ -51,44 +52,89 @@ const drainWait = 250 * time.Millisecond
 // program's side to close it.
 const closeWait = 2 * time.Second
 
-// Open makes a private terminal for the standard descriptors std that are
-// terminals, with the person's terminal's settings and size; it returns
-// nil when none is a terminal. Nothing is copied before Start.
+// Open makes a private terminal for a program started with the standard
+// descriptors std, with the person's terminal's settings and size, and
+// returns nil when the caller has no terminal: none of std is one, and
+// it has no controlling terminal (which the program would inherit, as
+// /dev/tty). Nothing is copied before Start.
+//
+// What is typed is read from standard input when it is a terminal, else
+// from the controlling terminal (a program asks there for a password);
+// the program's output goes to the first of standard output, error and
+// input that is a terminal, else to the controlling terminal.
 func Open(std [3]*os.File) (*Relay, error) {
 	r := &Relay{ttyFD: -1, wake: make(chan struct{}, 1), done: make(chan struct{}), outDone: make(chan struct{})}
 	for i, f := range std {
-		if f != nil && term.IsTerminal(int(f.Fd())) {
-			r.isTerm[i] = true
-			if r.ttyFD < 0 {
-				r.ttyFD = int(f.Fd())
-			}
+		r.isTerm[i] = f != nil && term.IsTerminal(int(f.Fd()))
+	}
+	if !r.isTerm[0] {
+		if f, err := os.OpenFile("/dev/tty", os.O_RDWR|unix.O_NOCTTY, 0); err == nil {
+			r.ctty = f
 		}
 	}
-	if r.ttyFD < 0 {
-		return nil, nil
-	}
-	if err := r.openPty(); err != nil {
-		return nil, fmt.Errorf("making the run a terminal of its own: %w", err)
-	}
+	in, out := r.ctty, r.ctty
 	if r.isTerm[0] {
-		// A descriptor of its own, non-blocking: a read never waits in
-		// the kernel, where it would go on reading once the shell has put
-		// the caller in the background.
-		f, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", std[0].Fd()), os.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
-		if err != nil {
-			r.pty.Close()
-			r.peer.Close()
-			return nil, fmt.Errorf("making the run a terminal of its own: opening the terminal again: %w", err)
-		}
-		r.in, r.out = f, std[0]
+		in, out = std[0], std[0]
 	}
 	switch {
 	case r.isTerm[1]:
-		r.out = std[1]
+		out = std[1]
 	case r.isTerm[2]:
-		r.out = std[2]
+		out = std[2]
+	}
+	if out == nil {
+		return nil, nil
+	}
+	r.out, r.ttyFD = out, int(out.Fd())
+	if in != nil {
+		r.ttyFD = int(in.Fd())
+	}
+	fail := func(err error) (*Relay, error) {
+		if r.ctty != nil {
+			r.ctty.Close()
+		}
+		return nil, fmt.Errorf("making the run a terminal of its own: %w", err)
+	}
+	if err := r.openPty(); err != nil {
+		return fail(err)
+	}
+	if in != nil {
+		// A descriptor of its own, non-blocking: a read never waits in
+		// the kernel, where it would go on reading once the shell has put
+		// the caller in the background.
+		f, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", in.Fd()), os.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
+		if err != nil {
+			r.pty.Close()
+			r.peer.Close()
+			return fail(fmt.Errorf("opening the terminal again: %w", err))
+		}
+		r.in = f
 	}
 	return r, nil
+}
+
+// DetachTerminal gives up the calling process's controlling terminal,
+// if it has one, so that the programs it starts have none (its process
+// group stays, and with it the terminal's Ctrl-C): a test calls it first,
+// so that the runs it starts never relay the terminal "go test" was
+// started from. (Called by a session leader, it hangs the terminal's
+// foreground group up.)
+func DetachTerminal() {
+	f, err := os.Open("/dev/tty")
+	if err != nil {
+		return
+	}
+	unix.IoctlSetInt(int(f.Fd()), unix.TIOCNOTTY, 0)
+	f.Close()
+}
+
+// Terminal returns the program's side of the private terminal, to be its
+// controlling terminal, until Start.
+func (r *Relay) Terminal() *os.File {
+	if r == nil {
+		return nil
+	}
+	return r.peer
 }
 
 // openPty opens the private terminal, both sides, and gives it the
@@ -385,4 +431,7 @@ func (r *Relay) Close() {
 	r.restore()
 	close(r.done)
 	r.pty.Close()
+	if r.ctty != nil {
+		r.ctty.Close()
+	}
 }

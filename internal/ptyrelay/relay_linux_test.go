@@ -2,8 +2,10 @@ package ptyrelay
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -12,6 +14,61 @@ import (
 
 	"golang.org/x/sys/unix"
 )
+
+func TestMain(m *testing.M) {
+	if os.Getenv("PTYRELAY_TEST_CHILD") != "" {
+		fmt.Println(controllingTerminalChild())
+		return
+	}
+	DetachTerminal()
+	os.Exit(m.Run())
+}
+
+// A program started with no standard descriptor a terminal, by a process
+// with a controlling terminal, would have that terminal as /dev/tty: it
+// gets a relay all the same, input read from the controlling terminal;
+// once the process detached its terminal, there is nothing to relay.
+func TestRelayControllingTerminal(t *testing.T) {
+	master, tty := personTerminal(t)
+	readAll(master, false)
+	self, _ := os.Executable()
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), "PTYRELAY_TEST_CHILD=1")
+	cmd.ExtraFiles = []*os.File{tty}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 3}
+	out, err := cmd.Output()
+	if got := strings.TrimSpace(string(out)); err != nil || got != "ok" {
+		t.Fatalf("%v: %s", err, out)
+	}
+}
+
+// controllingTerminalChild runs in a process whose controlling terminal
+// none of its standard descriptors is.
+func controllingTerminalChild() string {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err.Error()
+	}
+	std := [3]*os.File{pr, pw, pw}
+	r, err := Open(std)
+	switch {
+	case err != nil || r == nil:
+		return fmt.Sprintf("no relay for the controlling terminal: %v", err)
+	case r.Files(std) != std:
+		return "the standard descriptors replaced"
+	case r.in == nil || r.out != r.ctty:
+		return "the controlling terminal is not relayed"
+	}
+	r.Close()
+	// This process leads its session: giving up the terminal hangs the
+	// terminal's foreground group up (itself).
+	signal.Ignore(syscall.SIGHUP)
+	DetachTerminal()
+	if r, err := Open(std); r != nil || err != nil {
+		return fmt.Sprintf("a relay with no terminal: %v", err)
+	}
+	return "ok"
+}
 
 // personTerminal opens a pseudo-terminal that plays the person's: the
 // test types into and reads from its master side; the relay is given its
