@@ -38,11 +38,11 @@ the [run] read_write trees (default none) and the run's own cache
 directory (~/.cache/postern/run, shown at ~/.cache) are writable. Started
 from a terminal, it has a terminal of its own, relayed while it is the
 foreground job: in the background (&, bg) it reads nothing typed at the
-shell. Ctrl-Z stops the whole run. A confined run does not start in the home directory
-or a directory on PATH (start it from a project's directory), nor where
-the repository's .git or a PATH directory is a symbolic link in the
-working directory. --no-sandbox runs it unconfined, and every card for it
-says so.
+shell. Ctrl-Z stops the whole run. A confined run does not start in the
+home directory or a directory on PATH (start it from a project's
+directory), nor where the repository's .git or a PATH directory is a
+symbolic link in the working directory. --no-sandbox runs it unconfined,
+and every card for it says so.
 See postern-run(1).
 `
 
@@ -240,7 +240,7 @@ func startConfined(prep *api.RunPrepared, argv, env []string, errw io.Writer) (l
 
 type confinedRun struct {
 	r *confine.Run
-	t *ptyrelay.Relay // nil when no standard descriptor is a terminal
+	t *ptyrelay.Relay // nil when postern run has no terminal
 }
 
 // A suspender stops every process of its run when the terminal stops the

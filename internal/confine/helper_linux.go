@@ -127,7 +127,8 @@ func helper() int {
 				frozen = false
 			case sig != syscall.SIGINT && sig != syscall.SIGQUIT:
 				// SIGINT and SIGQUIT from the terminal reach the
-				// program directly (it is in the same process group).
+				// program directly (it is in the same process group),
+				// or through the run's own terminal.
 				syscall.Kill(st.pid, sig.(syscall.Signal))
 			}
 		case <-stops:
