@@ -297,10 +297,21 @@ func (r *Relay) input() {
 // suspends reports whether typed holds the run's terminal's suspend
 // character, while the terminal turns it into a stop signal.
 func (r *Relay) suspends(typed []byte) bool {
+	var t *unix.Termios
+	err := error(unix.EBADF)
 	// On a master side, the termios are the other side's.
-	t, err := unix.IoctlGetTermios(r.ptyFD, unix.TCGETS)
-	c := t.Cc[unix.VSUSP]
-	return err == nil && t.Lflag&unix.ISIG != 0 && c != 0 && bytes.IndexByte(typed, c) >= 0
+	r.ptyControl(func(fd int) { t, err = unix.IoctlGetTermios(fd, unix.TCGETS) })
+	return err == nil && t.Lflag&unix.ISIG != 0 && t.Cc[unix.VSUSP] != 0 && bytes.IndexByte(typed, t.Cc[unix.VSUSP]) >= 0
+}
+
+// ptyControl runs f on the private terminal's master descriptor, unless
+// Close closed it (the number may be another file's then).
+func (r *Relay) ptyControl(f func(fd int)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.closed {
+		f(r.ptyFD)
+	}
 }
 
 // foreground reports whether the caller is the foreground job of the
@@ -326,7 +337,8 @@ func (r *Relay) Pause() {
 func (r *Relay) drain() {
 	settled := false
 	for deadline := time.Now().Add(drainWait); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		n, err := unix.IoctlGetInt(r.ptyFD, unix.TIOCINQ)
+		n, err := 0, error(unix.EBADF)
+		r.ptyControl(func(fd int) { n, err = unix.IoctlGetInt(fd, unix.TIOCINQ) })
 		if err != nil || n == 0 && r.idle.Load() {
 			if settled || err != nil {
 				return
@@ -384,7 +396,7 @@ func (r *Relay) Resize() {
 		return
 	}
 	if ws, err := unix.IoctlGetWinsize(r.ttyFD, unix.TIOCGWINSZ); err == nil {
-		unix.IoctlSetWinsize(r.ptyFD, unix.TIOCSWINSZ, ws)
+		r.ptyControl(func(fd int) { unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, ws) })
 	}
 }
 
@@ -396,11 +408,7 @@ func (r *Relay) Signal(sig syscall.Signal) {
 	if r == nil {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.closed {
-		unix.IoctlSetInt(r.ptyFD, unix.TIOCSIG, int(sig))
-	}
+	r.ptyControl(func(fd int) { unix.IoctlSetInt(fd, unix.TIOCSIG, int(sig)) })
 }
 
 // Close waits, at most closeWait, for the program's output to end (every
