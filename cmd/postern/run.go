@@ -130,13 +130,14 @@ func cmdRun(args []string, out, errw io.Writer) error {
 		return fmt.Errorf("the gateway did not register the run: %w", err)
 	}
 	sp, whole := l.(suspender)
+	var t *ptyrelay.Relay // the run's own terminal
 	var stops <-chan struct{}
 	switch {
 	case whole && sp.terminal() != nil:
 		// The run's programs stop on their own terminal, where the
 		// relay passes Ctrl-Z; the relay ignores SIGTTIN and SIGTTOU.
+		t, stops = sp.terminal(), sp.stops()
 		signal.Notify(sigs, syscall.SIGTSTP, syscall.SIGCONT, syscall.SIGWINCH)
-		stops = sp.stops()
 	case whole:
 		signal.Notify(sigs, confine.JobStops...)
 	}
@@ -149,21 +150,19 @@ func cmdRun(args []string, out, errw io.Writer) error {
 			case s := <-sigs:
 				switch {
 				case s == syscall.SIGCONT:
-					sp.terminal().Continue()
+					t.Continue()
 				case s == syscall.SIGWINCH:
-					sp.terminal().Resize()
-				case whole && sp.terminal() != nil && s == syscall.SIGTSTP:
-					// As a Ctrl-Z on the run's terminal: the helper's
-					// report stops postern run (stops).
-					l.signal(s)
-				case whole && slices.Contains(confine.JobStops, s):
-					stopWhole(sp, s)
+					t.Resize()
 				case s == syscall.SIGINT || s == syscall.SIGQUIT:
-					if whole {
-						// The run's own terminal passes them on.
-						sp.terminal().Signal(s.(syscall.Signal))
-					}
+					// Through the run's own terminal, if it has one;
+					// else the terminal sent them to the command too.
+					t.Signal(s.(syscall.Signal))
+				case t == nil && slices.Contains(confine.JobStops, s):
+					stopWhole(sp, s)
 				default:
+					// SIGTSTP with a terminal of the run's own is as a
+					// Ctrl-Z on it: the helper's report stops postern
+					// run (stops).
 					l.signal(s)
 				}
 			}

@@ -215,9 +215,9 @@ func (r *Relay) Files(std [3]*os.File) [3]*os.File {
 
 // Start begins copying, once the program holds its side of the private
 // terminal (the relay's own copy closes): the program's output to the
-// person's terminal, and, when standard input is a terminal, what the
-// person types to the program, the terminal raw while the caller is its
-// foreground job. suspend, when not nil, is called each time the person
+// person's terminal, and, when there is a terminal to read (Open), what
+// the person types to the program, the terminal raw while the caller is
+// its foreground job. suspend, when not nil, is called each time the person
 // types the character with which the run's terminal stops its job
 // (Ctrl-Z, while the terminal signals): the terminal's signal reaches
 // the program's group only, which may ignore it, and the caller sees to
@@ -339,14 +339,10 @@ func (r *Relay) drain() {
 	for deadline := time.Now().Add(drainWait); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
 		n, err := 0, error(unix.EBADF)
 		r.ptyControl(func(fd int) { n, err = unix.IoctlGetInt(fd, unix.TIOCINQ) })
-		if err != nil || n == 0 && r.idle.Load() {
-			if settled || err != nil {
-				return
-			}
-			settled = true
-		} else {
-			settled = false
+		if err != nil || settled && n == 0 && r.idle.Load() {
+			return
 		}
+		settled = n == 0 && r.idle.Load()
 	}
 }
 
