@@ -386,6 +386,11 @@ func lineFields(e *Event, proc *Process) []Field {
 	case EventVaultKeyAdded, EventVaultCertificateAdded, EventVaultKeyRemoved, EventVaultPassphraseChanged:
 		add("key", e.Key)
 		add("by", e.Approver)
+	case EventAgentKeyAdded, EventAgentKeyRemoved:
+		add("key", e.Key)
+		add("run", e.Run)
+		add("reason", string(e.Reason))
+		add("by", e.Approver)
 	case EventCheckpoint:
 		add("epoch", e.Detail["epoch"])
 		used = []string{"epoch", "max_unsealed"}

@@ -38,6 +38,18 @@ const (
 	EventVaultCertificateAdded  EventType = "vault_certificate_added"  // Key (the certified key), Approver, Detail (key_id, type, ca, principals)
 	EventVaultKeyRemoved        EventType = "vault_key_removed"        // Key, Approver, Detail
 	EventVaultPassphraseChanged EventType = "vault_passphrase_changed" // Approver, Detail (kdf)
+	// The agent's own keys, as clients change them (ssh-add, ssh-add -s,
+	// an upstream agent's keys when upstream_changes = "forward") and as
+	// they end: Key, Run (the run whose socket added it), Approver (who
+	// asked: the client's process; none when the agent dropped the key),
+	// Detail (comment; key_holder "upstream" or "vault" for a key the
+	// agent did not add; for an add: confirm, expires, destinations,
+	// provider, certificate). An add is recorded before the key can be
+	// used, and refused when it cannot be; a removal is recorded once
+	// made (Reason: a key removal reason). The upstream agent's ssh-add
+	// -D names no key.
+	EventAgentKeyAdded   EventType = "agent_key_added"
+	EventAgentKeyRemoved EventType = "agent_key_removed"
 	// The host inventory changed (postern hosts): Approver, Detail (host,
 	// class, previous_class, keys, source).
 	EventHostAdded   EventType = "host_added"
@@ -95,8 +107,8 @@ const (
 	// unlocked (its file changed), or an answer was given across a lock or
 	// unlock. Logs written before it spell the end reason vault_changed.
 	ReasonVaultStateChanged Reason = "vault_state_changed"
-	ReasonRevoked           Reason = "revoked" // postern revoke, or SIGUSR1
-	ReasonExpired           Reason = "expired" // session_lifetime passed
+	ReasonRevoked           Reason = "revoked" // postern revoke, or SIGUSR1 (which also removes the agent's keys)
+	ReasonExpired           Reason = "expired" // session_lifetime passed; for a key, its lifetime or its certificate's validity
 	// ReasonGatewayStopped: the gateway stopped with the grant live. Sessions
 	// infers it for a grant still open when its gateway stopped.
 	ReasonGatewayStopped Reason = "gateway_stopped"
@@ -162,6 +174,13 @@ func (r Reason) Reauth() (Reason, bool) {
 	why, ok := strings.CutPrefix(string(r), reauthRequired)
 	return Reason(why), ok
 }
+
+// Key removal reasons: why a key left the agent (agent_key_removed),
+// besides expired (its lifetime, ssh-add -t or postern agent -t, or
+// its certificate's validity ended) and revoked (SIGUSR1).
+const (
+	ReasonRemoved Reason = "removed" // a client asked (ssh-add -d, -D, -e)
+)
 
 // Epoch change reasons: why the vault epoch moved (vault_locked and
 // vault_unlocked events).

@@ -44,7 +44,7 @@ func TestBastionKeysKeepAddedConstraints(t *testing.T) {
 		if err := keys.Add(added); err != nil {
 			t.Fatal(err)
 		}
-		if err := keys.Remove(added.Key, ""); err != nil {
+		if _, err := keys.Remove(added.Key, ""); err != nil {
 			t.Fatal(err)
 		}
 		lent, err := keySource{keys}.Keys()

@@ -263,7 +263,9 @@ func New(opts Options) (*Gateway, error) {
 		TouchTimeout: func() time.Duration { return g.engine.Policy().CardTimeout },
 		Limits:       g.limits.agent,
 		Exhausted:    g.exhausted,
+		Record:       g.engine.Record,
 	}
+	g.keys.Expired = func(ids []*sshagent.Identity) { g.recordKeysGone(ids, audit.ReasonExpired) }
 	g.ops, g.streams = g.handlers(), g.streamHandlers()
 	g.ctl = &control.Server{Procs: g.procs, Log: g.log, Handle: g.answerControl, Limits: g.limits.control, Exhausted: g.exhausted}
 	return g, nil
@@ -344,7 +346,7 @@ func (g *Gateway) handleSignals(ctx context.Context, sigs <-chan os.Signal) {
 				// As OpenSSH 10's ssh-agent: every key goes. Added
 				// keys are wiped, an unlocked vault is locked, and
 				// every grant ends.
-				g.keys.RemoveAll("")
+				g.recordKeysGone(g.keys.Wipe(), audit.ReasonRevoked)
 				g.vault.lockIfOpen()
 				n := g.engine.RevokeAll()
 				g.log.Info("all keys wiped and grants revoked", "signal", "SIGUSR1", "grants", n)
@@ -352,6 +354,15 @@ func (g *Gateway) handleSignals(ctx context.Context, sigs <-chan os.Signal) {
 			}
 			g.reloadConfig()
 		}
+	}
+}
+
+// recordKeysGone records the agent's keys that went without a client
+// asking (their lifetime ended, SIGUSR1), why.
+func (g *Gateway) recordKeysGone(ids []*sshagent.Identity, why audit.Reason) {
+	for _, id := range ids {
+		g.log.Info("key removed", "key", id.Fingerprint(), "reason", why)
+		g.engine.Record(sshagent.KeyEvent(audit.EventAgentKeyRemoved, id, why))
 	}
 }
 

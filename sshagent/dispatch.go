@@ -8,6 +8,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/audit"
 )
 
 // dispatch answers one message and logs it at debug level (postern agent
@@ -150,7 +151,8 @@ func (c *conn) add(p []byte, constrained bool) error {
 	if cons.lifetime > 0 {
 		id.Expires = c.srv.Keys.now().Add(time.Duration(cons.lifetime) * time.Second)
 	}
-	if err := c.srv.Keys.Add(id); err != nil {
+	record := func() error { return c.recordKey(KeyEvent(audit.EventAgentKeyAdded, id, "")) }
+	if err := c.srv.Keys.AddRecorded(id, record); err != nil {
 		return c.refuse("refusing to add key: "+err.Error(), "key", id.Fingerprint())
 	}
 	c.log.Info("key added", "key", id.Fingerprint(), "type", id.Key.Type(), "comment", id.Comment, "confirm", id.Confirm,
@@ -207,9 +209,10 @@ func (c *conn) remove(msg []byte) error {
 	if err != nil {
 		return c.refuse("refusing to remove a key that does not parse")
 	}
-	err = c.srv.Keys.Remove(key, c.run())
+	gone, err := c.srv.Keys.Remove(key, c.run())
 	if err == nil {
 		c.log.Info("key removed", "key", ssh.FingerprintSHA256(key))
+		c.recordRemoved(gone)
 	}
 	if c.srv.Upstream != nil && (errors.Is(err, ErrNotFound) || err == nil) {
 		err = c.removeUpstream(msg, key, err)
@@ -223,10 +226,12 @@ func (c *conn) remove(msg []byte) error {
 // removeAll removes the added keys the connection may remove (a run's
 // socket, those the run added) and, as configured, the upstream agent's.
 func (c *conn) removeAll() error {
-	if err := c.srv.Keys.RemoveAll(c.run()); err != nil {
+	gone, err := c.srv.Keys.RemoveAll(c.run())
+	if err != nil {
 		return c.refuse("refusing to remove keys: " + err.Error())
 	}
-	c.log.Info("all added keys removed")
+	c.log.Info("all added keys removed", "keys", len(gone))
+	c.recordRemoved(gone)
 	return c.removeAllUpstream()
 }
 

@@ -42,6 +42,10 @@ type Keyring struct {
 	// DefaultLifetime applies to added identities that carry no lifetime
 	// of their own (postern agent -t).
 	DefaultLifetime time.Duration
+	// Expired, when set, is given the identities dropped at the end of
+	// their lifetime or their certificate's validity (wiped; their public
+	// facts remain), outside the keyring's lock.
+	Expired func([]*Identity)
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 }
@@ -82,7 +86,13 @@ func (k *Keyring) Locked() bool {
 
 // Add inserts id, replacing an identity with the same public key (as
 // ssh-agent does, so that ssh-add can change a key's constraints).
-func (k *Keyring) Add(id *Identity) error {
+func (k *Keyring) Add(id *Identity) error { return k.AddRecorded(id, nil) }
+
+// AddRecorded is Add with record (when not nil) called once the add is
+// known to succeed, id's lifetime set, and before the key can be used:
+// an error from record (its audit event could not be written) refuses
+// the add, and id is wiped.
+func (k *Keyring) AddRecorded(id *Identity, record func() error) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.locked {
@@ -95,6 +105,12 @@ func (k *Keyring) Add(id *Identity) error {
 	if err := k.arm(id); err != nil {
 		wipe(id.priv)
 		return err
+	}
+	if record != nil {
+		if err := record(); err != nil {
+			id.destroy()
+			return err
+		}
 	}
 	if id.Source == Added {
 		k.keepLocked(id)
@@ -145,44 +161,47 @@ func (k *Keyring) arm(id *Identity) error {
 
 func (k *Keyring) expire(blob []byte) {
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	now := k.now()
-	k.removeLocked(func(id *Identity) bool {
+	gone := k.removeLocked(func(id *Identity) bool {
 		return bytes.Equal(id.Blob(), blob) && !id.Expires.IsZero() && !now.Before(id.Expires)
 	})
+	k.mu.Unlock()
+	if len(gone) > 0 && k.Expired != nil {
+		k.Expired(gone)
+	}
 }
 
 // removeLocked drops and wipes every identity for which match is true and
-// reports how many it removed.
-func (k *Keyring) removeLocked(match func(*Identity) bool) int {
+// returns them (their public facts remain).
+func (k *Keyring) removeLocked(match func(*Identity) bool) []*Identity {
 	kept := k.ids[:0]
-	n := 0
+	var gone []*Identity
 	for _, id := range k.ids {
 		if match(id) {
 			id.destroy()
-			n++
+			gone = append(gone, id)
 			continue
 		}
 		kept = append(kept, id)
 	}
 	clear(k.ids[len(kept):])
 	k.ids = kept
-	return n
+	return gone
 }
 
 // Remove deletes the added identity with the given public key, for by:
 // the run whose socket asks ("" for the person's sockets), which removes
-// only what it added (ErrOtherRun). Vault identities are not removed:
-// ErrVaultKey.
-func (k *Keyring) Remove(key ssh.PublicKey, by string) error {
+// only what it added (ErrOtherRun), and returns what it removed. Vault
+// identities are not removed: ErrVaultKey.
+func (k *Keyring) Remove(key ssh.PublicKey, by string) ([]*Identity, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.locked {
-		return ErrLocked
+		return nil, ErrLocked
 	}
 	blob := key.Marshal()
 	var inVault, other bool
-	n := k.removeLocked(func(id *Identity) bool {
+	gone := k.removeLocked(func(id *Identity) bool {
 		switch {
 		case !bytes.Equal(id.Blob(), blob):
 			return false
@@ -196,25 +215,25 @@ func (k *Keyring) Remove(key ssh.PublicKey, by string) error {
 		return true
 	})
 	switch {
-	case n > 0:
-		return nil
+	case len(gone) > 0:
+		return gone, nil
 	case other:
-		return ErrOtherRun
+		return nil, ErrOtherRun
 	case inVault:
-		return ErrVaultKey
+		return nil, ErrVaultKey
 	default:
-		return ErrNotFound
+		return nil, ErrNotFound
 	}
 }
 
 // RemoveProvider deletes the identities whose key a PKCS#11 provider
-// holds and reports how many it removed; for a run (by, as for Remove),
-// nothing when another added any of them (ErrOtherRun).
-func (k *Keyring) RemoveProvider(provider, by string) (int, error) {
+// holds and returns them; for a run (by, as for Remove), nothing when
+// another added any of them (ErrOtherRun).
+func (k *Keyring) RemoveProvider(provider, by string) ([]*Identity, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if slices.ContainsFunc(k.ids, func(id *Identity) bool { return ofProvider(id, provider) && !id.removableBy(by) }) {
-		return 0, ErrOtherRun
+		return nil, ErrOtherRun
 	}
 	return k.removeLocked(func(id *Identity) bool { return ofProvider(id, provider) }), nil
 }
@@ -231,16 +250,23 @@ func (k *Keyring) HoldsProvider(provider string) bool {
 func ofProvider(id *Identity, provider string) bool { return id.sk == nil && id.Provider == provider }
 
 // RemoveAll deletes every added identity that by (as for Remove) may
-// remove: for a run, those it added. Vault identities stay until the
-// vault is locked.
-func (k *Keyring) RemoveAll(by string) error {
+// remove (for a run, those it added) and returns them. Vault identities
+// stay until the vault is locked.
+func (k *Keyring) RemoveAll(by string) ([]*Identity, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.locked {
-		return ErrLocked
+		return nil, ErrLocked
 	}
-	k.removeLocked(func(id *Identity) bool { return id.Source == Added && id.removableBy(by) })
-	return nil
+	return k.removeLocked(func(id *Identity) bool { return id.Source == Added && id.removableBy(by) }), nil
+}
+
+// Wipe deletes every added identity, locked or not, and returns them
+// (SIGUSR1: the vault's go when it locks).
+func (k *Keyring) Wipe() []*Identity {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.removeLocked(func(id *Identity) bool { return id.Source == Added })
 }
 
 // ReplaceVault swaps the vault identities for ids (nil to drop them all,

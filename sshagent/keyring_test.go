@@ -42,14 +42,14 @@ func TestAddedCopyOfAVaultKey(t *testing.T) {
 		if id, err := keys.Lookup(added.Key); err != nil || id != ids[0] {
 			t.Fatalf("vault first %v: lookup gave %v %v", vaultFirst, id, err)
 		}
-		if err := keys.Remove(added.Key, ""); err != nil {
+		if _, err := keys.Remove(added.Key, ""); err != nil {
 			t.Fatal(err)
 		}
 		ids, _ = keys.Identities()
 		if len(ids) != 1 || ids[0].Comment != "vault" || ids[0].Source != Vault {
 			t.Fatalf("vault first %v: after ssh-add -d, %d identities", vaultFirst, len(ids))
 		}
-		if err := keys.Remove(added.Key, ""); err == nil {
+		if _, err := keys.Remove(added.Key, ""); err == nil {
 			t.Fatalf("vault first %v: ssh-add -d removed the vault copy", vaultFirst)
 		}
 	}
@@ -94,7 +94,7 @@ func TestConstraintsOutliveTheirCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("added with -c -h", true, true)
-	if err := keys.Remove(added.Key, ""); err != nil {
+	if _, err := keys.Remove(added.Key, ""); err != nil {
 		t.Fatal(err)
 	}
 	check("the vault's copy after ssh-add -d", true, true)
@@ -138,16 +138,16 @@ func TestRemoveProviderByRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := keys.RemoveProvider("/lib/p.so", "R1"); err != ErrOtherRun || n != 0 || !keys.HoldsProvider("/lib/p.so") {
-		t.Fatalf("a run removed the person's token keys: %d %v", n, err)
+	if gone, err := keys.RemoveProvider("/lib/p.so", "R1"); err != ErrOtherRun || len(gone) != 0 || !keys.HoldsProvider("/lib/p.so") {
+		t.Fatalf("a run removed the person's token keys: %d %v", len(gone), err)
 	}
-	if n, err := keys.RemoveProvider("/lib/pR1.so", "R2"); err != ErrOtherRun || n != 0 {
-		t.Fatalf("a run removed another run's token keys: %d %v", n, err)
+	if gone, err := keys.RemoveProvider("/lib/pR1.so", "R2"); err != ErrOtherRun || len(gone) != 0 {
+		t.Fatalf("a run removed another run's token keys: %d %v", len(gone), err)
 	}
-	if n, err := keys.RemoveProvider("/lib/pR1.so", "R1"); err != nil || n != 1 {
-		t.Fatalf("a run could not remove the token keys it added: %d %v", n, err)
+	if gone, err := keys.RemoveProvider("/lib/pR1.so", "R1"); err != nil || len(gone) != 1 {
+		t.Fatalf("a run could not remove the token keys it added: %d %v", len(gone), err)
 	}
-	if n, err := keys.RemoveProvider("/lib/p.so", ""); err != nil || n != 1 {
-		t.Fatalf("the person could not remove token keys: %d %v", n, err)
+	if gone, err := keys.RemoveProvider("/lib/p.so", ""); err != nil || len(gone) != 1 {
+		t.Fatalf("the person could not remove token keys: %d %v", len(gone), err)
 	}
 }

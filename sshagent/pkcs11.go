@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/audit"
 )
 
 // PKCS#11 tokens (ssh-add -s and -e) are used as OpenSSH's agent uses
@@ -146,8 +148,10 @@ func (c *conn) addSmartcard(p []byte, constrained bool) error {
 	}
 	for _, id := range ids {
 		id.Run = c.run()
-		if err := c.srv.Keys.Add(id); err != nil {
-			c.srv.Keys.RemoveProvider(real, "")
+		record := func() error { return c.recordKey(KeyEvent(audit.EventAgentKeyAdded, id, "")) }
+		if err := c.srv.Keys.AddRecorded(id, record); err != nil {
+			gone, _ := c.srv.Keys.RemoveProvider(real, "")
+			c.recordRemoved(gone)
 			h.stop()
 			return c.refuse("refusing to add PKCS#11 keys: "+err.Error(), "provider", real)
 		}
@@ -231,7 +235,7 @@ func (c *conn) removeSmartcard(p []byte) error {
 	}
 	set := &c.srv.pkcs11
 	set.mu.Lock()
-	n, err := c.srv.Keys.RemoveProvider(real, c.run())
+	gone, err := c.srv.Keys.RemoveProvider(real, c.run())
 	h := set.helpers[real]
 	if err == nil {
 		delete(set.helpers, real)
@@ -245,7 +249,8 @@ func (c *conn) removeSmartcard(p []byte) error {
 	}
 	// A provider that is not loaded succeeds too, as with OpenSSH 10
 	// ("ssh-add -e; ssh-add -s" scripts reload a token so).
-	c.log.Info("PKCS#11 keys removed", "provider", real, "keys", n, "loaded", h != nil)
+	c.log.Info("PKCS#11 keys removed", "provider", real, "keys", len(gone), "loaded", h != nil)
+	c.recordRemoved(gone)
 	return nil
 }
 

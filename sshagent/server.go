@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/connlimit"
 	"github.com/postern/postern/internal/park"
 	"github.com/postern/postern/internal/procid"
@@ -56,6 +57,9 @@ type Server struct {
 	// gives card_timeout: a person has as long to touch a key as to
 	// answer a card. nil means DefaultTouchTimeout.
 	TouchTimeout func() time.Duration
+	// Record appends an event to the audit log: the changes clients make
+	// to the agent's keys (keyevents.go). nil records nothing.
+	Record func(audit.Event) error
 	// Upstream is the agent whose keys are listed beside the agent's
 	// own and gated like them; nil for none.
 	Upstream *UpstreamAgent

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/audit"
 )
 
 // An upstream agent (postern agent --upstream SOCKET, upstream = in
@@ -232,13 +233,15 @@ func (c *conn) forwardsChanges() bool {
 
 // addUpstream passes an add request (msg: its type and payload) to the
 // upstream agent, once it parses: the upstream applies its own rules to
-// its constraints.
+// its constraints. The add is recorded once the upstream agent made it,
+// and taken back when its record cannot be written: postern signs with
+// the key only after recording that too.
 func (c *conn) addUpstream(msg []byte) error {
 	// Parsing wipes the private key it reads: what is sent is a copy.
 	fwd := bytes.Clone(msg)
 	defer clear(fwd)
 	defer clear(msg)
-	k, _, err := parseAddedKey(msg[1:])
+	k, rest, err := parseAddedKey(msg[1:])
 	if err != nil {
 		return c.refuse("refusing to add key: " + err.Error())
 	}
@@ -247,8 +250,22 @@ func (c *conn) addUpstream(msg []byte) error {
 	if err != nil {
 		return c.refuse("refusing to add key: " + err.Error())
 	}
-	fp := ssh.FingerprintSHA256(plainKey(pub))
-	return c.changeUpstream(fwd, "add the key", "key", fp, "type", pub.Type())
+	var tail struct {
+		Comment string
+		Rest    []byte `ssh:"rest"`
+	}
+	ssh.Unmarshal(rest, &tail) // the constraints are the upstream's to judge
+	id := &Identity{Key: pub, Comment: tail.Comment, Source: Upstream}
+	fp := id.Fingerprint()
+	if err := c.changeUpstream(fwd, "add the key", "key", fp, "type", pub.Type()); err != nil {
+		return err
+	}
+	if err := c.recordKey(KeyEvent(audit.EventAgentKeyAdded, id, "")); err != nil {
+		undo := append([]byte{msgRemoveIdentity}, ssh.Marshal(keyBlobMsg{KeyBlob: pub.Marshal()})...)
+		c.changeUpstream(undo, "remove the key whose add was not recorded", "key", fp)
+		return c.refuse("refusing to add key: "+err.Error(), "key", fp)
+	}
+	return nil
 }
 
 // changeUpstream sends a request that changes the upstream agent's keys
@@ -283,7 +300,11 @@ func (c *conn) removeUpstream(msg []byte, key ssh.PublicKey, ownErr error) error
 		}
 		return c.refuse("refusing to remove a key the upstream agent holds (upstream_changes = refuse)", "key", fp)
 	}
-	return c.changeUpstream(msg, "remove the key", "key", fp)
+	if err := c.changeUpstream(msg, "remove the key", "key", fp); err != nil {
+		return err
+	}
+	c.recordRemoved([]*Identity{{Key: key, Source: Upstream}})
+	return nil
 }
 
 // removeAllUpstream removes every key of the upstream agent, when
@@ -292,7 +313,15 @@ func (c *conn) removeAllUpstream() error {
 	if !c.forwardsChanges() {
 		return nil
 	}
-	return c.changeUpstream([]byte{msgRemoveAllIdentities}, "remove all its keys")
+	if err := c.changeUpstream([]byte{msgRemoveAllIdentities}, "remove all its keys"); err != nil {
+		return err
+	}
+	// Which keys it held is the upstream's to say: the event names none.
+	all := audit.Event{Type: audit.EventAgentKeyRemoved, Reason: audit.ReasonRemoved, Detail: map[string]string{"key_holder": Upstream.String()}}
+	if err := c.recordKey(all); err != nil {
+		c.log.Error("the upstream agent's keys removed, the audit event not written", "err", err)
+	}
+	return nil
 }
 
 // publicKey returns the public key (or certificate) of an added key.

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -446,20 +447,39 @@ func TestUpstreamChanges(t *testing.T) {
 	t.Run("forward", func(t *testing.T) {
 		up := startUpstream(t)
 		upKey := up.addKey(t, "upstream")
+		log := &keyLog{}
 		ts := startGated(t, up, UpstreamForward)
+		ts.srv.Record = log.record
 		ag, _ := ts.client(t)
 		k, pub := newKey()
+		fp := ssh.FingerprintSHA256(pub)
 		if err := ag.Add(agent.AddedKey{PrivateKey: k, Comment: "sent", LifetimeSecs: 600}); err != nil || !upstreamHas(up, pub) {
 			t.Fatalf("add did not go upstream: %v", err)
 		}
 		if ids, _ := ts.srv.Keys.Identities(); len(ids) != 0 {
 			t.Fatalf("a forwarded add stayed in postern: %v", ids)
 		}
+		if evs := log.take(); len(evs) != 1 || evs[0].Type != audit.EventAgentKeyAdded || evs[0].Key != fp ||
+			evs[0].Detail["key_holder"] != "upstream" || evs[0].Detail["comment"] != "sent" || evs[0].Approver == "" {
+			t.Fatalf("a forwarded add recorded %+v", evs)
+		}
+		// An add the log cannot record is taken back from the upstream.
+		log.failing(errors.New("disk full"))
+		k2, pub2 := newKey()
+		if err := ag.Add(agent.AddedKey{PrivateKey: k2}); err == nil || upstreamHas(up, pub2) {
+			t.Fatalf("an unrecorded add went upstream and stayed: %v", err)
+		}
+		log.failing(nil)
 		if err := ag.Remove(pub); err != nil || upstreamHas(up, pub) {
 			t.Fatalf("remove did not go upstream: %v", err)
 		}
 		if err := ag.RemoveAll(); err != nil || upstreamHas(up, upKey) {
 			t.Fatalf("remove all did not go upstream: %v", err)
+		}
+		evs := log.take()
+		if len(evs) != 2 || evs[0].Type != audit.EventAgentKeyRemoved || evs[0].Key != fp || evs[0].Reason != audit.ReasonRemoved ||
+			evs[1].Key != "" || evs[1].Detail["key_holder"] != "upstream" {
+			t.Fatalf("removals forwarded upstream recorded %+v", evs)
 		}
 		// From a run's socket, nothing changes the upstream's keys: an
 		// add stays with postern, removals of upstream keys are refused.

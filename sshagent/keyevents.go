@@ -1,0 +1,73 @@
+package sshagent
+
+import (
+	"strconv"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/audit"
+)
+
+// The audit events of the agent's own keys (audit.EventAgentKeyAdded and
+// audit.EventAgentKeyRemoved). A key added over a socket is an authority
+// change: its event is written before the key can sign, and the add is
+// refused when it cannot be. A removal only takes authority away: it is
+// made first and recorded after, and never waits for the log.
+
+// KeyEvent returns the event of id added to or removed from the agent
+// (typ), with the facts it carries: its fingerprint, the run whose
+// socket added it, its comment and, for an add, its constraints.
+func KeyEvent(typ audit.EventType, id *Identity, reason audit.Reason) audit.Event {
+	d := map[string]string{}
+	set := func(k, v string) {
+		if v != "" {
+			d[k] = v
+		}
+	}
+	set("comment", id.Comment)
+	if id.Source != Added {
+		set("key_holder", id.Source.String()) // as a sign event says it
+	}
+	if typ == audit.EventAgentKeyAdded {
+		if id.Confirm {
+			set("confirm", "yes")
+		}
+		if !id.Expires.IsZero() {
+			set("expires", id.Expires.UTC().Format(time.RFC3339))
+		}
+		if len(id.Dest) > 0 {
+			set("destinations", strconv.Itoa(len(id.Dest)))
+		}
+		set("provider", id.Provider)
+		if c, ok := id.Key.(*ssh.Certificate); ok {
+			set("certificate", c.KeyId)
+		}
+	}
+	ev := audit.Event{Type: typ, Key: id.Fingerprint(), Run: id.Run, Reason: reason}
+	if len(d) > 0 {
+		ev.Detail = d
+	}
+	return ev
+}
+
+// recordKey appends ev, a change the connection asked for, with its
+// client as who asked.
+func (c *conn) recordKey(ev audit.Event) error {
+	if c.srv.Record == nil {
+		return nil
+	}
+	ev.Approver = c.peer.Describe()
+	return c.srv.Record(ev)
+}
+
+// recordRemoved records the removal of ids, asked for by the
+// connection's client. The removal stands when its record cannot be
+// written; the gateway's log says so.
+func (c *conn) recordRemoved(ids []*Identity) {
+	for _, id := range ids {
+		if err := c.recordKey(KeyEvent(audit.EventAgentKeyRemoved, id, audit.ReasonRemoved)); err != nil {
+			c.log.Error("key removed, its audit event not written", "key", id.Fingerprint(), "err", err)
+		}
+	}
+}
