@@ -144,12 +144,17 @@ func TestActivityDetailAndQuoting(t *testing.T) {
 		{Type: "command_ended", Time: at("10:00:00"), Run: "R1", Detail: map[string]string{"outcome": "unknown", "cmd": "systemctl restart db", "exit": ""}},
 		{Type: EventCheckpoint, Time: at("10:00:01"), Detail: map[string]string{"epoch": "4", "max_unsealed": "256"}},
 		{Type: EventLogRecovered, Time: at("10:00:02"), Detail: map[string]string{"offset": "100", "bytes": "7"}},
+		{Type: EventAgentKeyAdded, Time: at("10:00:03"), Key: "SHA256:k", Run: "R2", Approver: "pid=9 exe=/usr/bin/ssh-add",
+			Detail: map[string]string{"comment": "deploy \x1b[2J", "confirm": "yes"}},
+		{Type: EventAgentKeyRemoved, Time: at("10:00:04"), Key: "SHA256:k", Reason: ReasonExpired},
 	}
 	lines := Activity(evs, time.Time{})
 	want := []string{
 		`2026-07-22 10:00:00 command_ended run=R1 cmd="systemctl restart db" outcome=unknown`,
 		`2026-07-22 10:00:01 checkpoint epoch=4`,
 		`2026-07-22 10:00:02 log_recovered bytes=7 offset=100`,
+		`2026-07-22 10:00:03 agent_key_added key=SHA256:k run=R2 by="pid=9 exe=/usr/bin/ssh-add" comment="deploy \x1b[2J" confirm=yes`,
+		`2026-07-22 10:00:04 agent_key_removed key=SHA256:k reason=expired`,
 	}
 	for i, w := range want {
 		if lines[i].Text != w {

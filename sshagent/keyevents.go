@@ -7,6 +7,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/safetext"
 )
 
 // The audit events of the agent's own keys (audit.EventAgentKeyAdded and
@@ -15,6 +16,11 @@ import (
 // refused when it cannot be. A removal only takes authority away: it is
 // made first and recorded after, and never waits for the log.
 
+// maxEventField bounds each fact of a key an event keeps: a client
+// chooses a comment or a certificate's key id as long as a request
+// (MaxMessage), and an event is at most audit.MaxEventSize.
+const maxEventField = 1024
+
 // KeyEvent returns the event of id added to or removed from the agent
 // (typ), with the facts it carries: its fingerprint, the run whose
 // socket added it, its comment and, for an add, its constraints.
@@ -22,7 +28,7 @@ func KeyEvent(typ audit.EventType, id *Identity, reason audit.Reason) audit.Even
 	d := map[string]string{}
 	set := func(k, v string) {
 		if v != "" {
-			d[k] = v
+			d[k] = safetext.Cut(v, maxEventField)
 		}
 	}
 	set("comment", id.Comment)

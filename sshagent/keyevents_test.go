@@ -99,6 +99,13 @@ func TestKeyChangesRecorded(t *testing.T) {
 	if evs := log.take(); len(evs) != 1 || evs[0].Key != fp2 || evs[0].Run != "R1" || evs[0].Detail != nil {
 		t.Fatalf("a run's add: %+v", evs)
 	}
+	// A comment as long as a request fits in an event, cut.
+	if err := run.Add(agent.AddedKey{PrivateKey: k2, Comment: strings.Repeat("c", 200<<10)}); err != nil {
+		t.Fatal(err)
+	}
+	if evs := log.take(); len(evs) != 1 || len(evs[0].Detail["comment"]) > 1100 || !strings.HasSuffix(evs[0].Detail["comment"], " bytes)") {
+		t.Fatalf("a long comment's events: %d, the first %.200v", len(evs), evs)
+	}
 
 	// Unrecorded, an add is refused and the key is not held.
 	log.failing(errors.New("disk full"))

@@ -64,6 +64,21 @@ func Quote(s string, limit int) string {
 	return `"` + strings.ReplaceAll(render(s, limit), `"`, `\"`) + `"`
 }
 
+// Cut returns s unrendered, or, when it is longer than limit bytes, its
+// first limit bytes at most, cut at a character boundary and followed by
+// the marker: for a string kept (in the audit log) rather than shown,
+// whose size a requester chose.
+func Cut(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	i := limit
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + Marker + "(+" + strconv.Itoa(len(s)-i) + " bytes)"
+}
+
 // Fields renders each of list with Field.
 func Fields(list []string, limit int) []string {
 	out := make([]string, len(list))

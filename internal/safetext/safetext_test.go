@@ -169,3 +169,20 @@ func TestWhole(t *testing.T) {
 		}
 	}
 }
+
+func TestCut(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"short \x1b", 10, "short \x1b"},
+		{"abcdef", 4, "abcd…(+2 bytes)"},
+		{"ab\u00e9\u00e9", 3, "ab…(+4 bytes)"}, // never inside a character
+		{"\u00e9\u00e9", 2, "\u00e9…(+2 bytes)"},
+	} {
+		if got := Cut(c.in, c.max); got != c.want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+		}
+	}
+}
