@@ -2,12 +2,13 @@ package confine
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/postern/postern/internal/procid"
 )
 
 // Suspending a run. The terminal stops a job (Ctrl-Z, or a read or write
@@ -51,15 +52,14 @@ func stopped(pid int) bool {
 	return st == 'T' || st == 't'
 }
 
-// procState returns the state of process pid, from /proc/PID/stat (R, S,
-// T, Z, ...), or 0 when it cannot be read.
+// procState returns the state of process pid (R, S, T, Z, ...), or 0
+// when it cannot be read.
 func procState(pid int) byte {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	i := bytes.LastIndexByte(b, ')')
-	if err != nil || i < 0 || i+2 >= len(b) {
+	st, err := procid.Host.Stat(pid)
+	if err != nil {
 		return 0
 	}
-	return b[i+2]
+	return st.State
 }
 
 // Suspend stops the whole run, as the terminal stopping its job with sig

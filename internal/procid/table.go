@@ -31,7 +31,10 @@ var Host = &Table{Root: "/proc"}
 
 // Stat holds the fields of /proc/PID/stat that identity needs.
 type Stat struct {
-	Comm       string
+	Comm string
+	// State is the process's state (Linux: R, S, D, T stopped, t
+	// stopped by a tracer, Z, X, ...); 0 where it is not shown.
+	State      byte
 	PPID       int
 	Session    int
 	StartTicks uint64
@@ -109,6 +112,8 @@ func ParseStat(b []byte) (Stat, error) {
 		}
 		tok := rest[i:j]
 		switch field {
+		case 0:
+			st.State = tok[0]
 		case 1:
 			n, ok := signedDecimal(tok)
 			if !ok {

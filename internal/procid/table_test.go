@@ -16,7 +16,7 @@ func TestParseStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Comm != "a (weird) name" || st.PPID != 3988 || st.Session != 3900 || st.StartTicks != 123456 || st.Layout != (procid.Layout{}) {
+	if st.Comm != "a (weird) name" || st.State != 'S' || st.PPID != 3988 || st.Session != 3900 || st.StartTicks != 123456 || st.Layout != (procid.Layout{}) {
 		t.Fatalf("got %+v", st)
 	}
 	// A whole line, as Linux 3.5 and later write it: the layout too.
