@@ -30,13 +30,13 @@ import (
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/confine"
-	"github.com/postern/postern/internal/ptyrelay"
+	"github.com/postern/postern/internal/ptyrelay/ptytest"
 )
 
 func TestMain(m *testing.M) {
 	// A confined run's helper is this binary, started again.
 	confine.Init()
-	ptyrelay.DetachTerminal()
+	ptytest.DetachTerminal()
 	testscript.Main(m, map[string]func(){"postern": main})
 }
 

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/gateway/api"
-	"github.com/postern/postern/internal/ptyrelay"
+	"github.com/postern/postern/internal/ptyrelay/ptytest"
 	"github.com/postern/postern/internal/vault"
 )
 
@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 		execHelper(mode)
 		return
 	}
-	ptyrelay.DetachTerminal()
+	ptytest.DetachTerminal()
 	dir, err := os.MkdirTemp("", "postern-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -113,21 +113,6 @@ func Open(std [3]*os.File) (*Relay, error) {
 	return r, nil
 }
 
-// DetachTerminal gives up the calling process's controlling terminal,
-// if it has one, so that the programs it starts have none (its process
-// group stays, and with it the terminal's Ctrl-C): a test calls it first,
-// so that the runs it starts never relay the terminal "go test" was
-// started from. (Called by a session leader, it hangs the terminal's
-// foreground group up.)
-func DetachTerminal() {
-	f, err := os.Open("/dev/tty")
-	if err != nil {
-		return
-	}
-	unix.IoctlSetInt(int(f.Fd()), unix.TIOCNOTTY, 0)
-	f.Close()
-}
-
 // Terminal returns the program's side of the private terminal, to be its
 // controlling terminal, until Start.
 func (r *Relay) Terminal() *os.File {

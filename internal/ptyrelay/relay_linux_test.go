@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/postern/postern/internal/ptyrelay/ptytest"
 )
 
 func TestMain(m *testing.M) {
@@ -20,7 +22,7 @@ func TestMain(m *testing.M) {
 		fmt.Println(controllingTerminalChild())
 		return
 	}
-	DetachTerminal()
+	ptytest.DetachTerminal()
 	os.Exit(m.Run())
 }
 
@@ -63,7 +65,7 @@ func controllingTerminalChild() string {
 	// This process leads its session: giving up the terminal hangs the
 	// terminal's foreground group up (itself).
 	signal.Ignore(syscall.SIGHUP)
-	DetachTerminal()
+	ptytest.DetachTerminal()
 	if r, err := Open(std); r != nil || err != nil {
 		return fmt.Sprintf("a relay with no terminal: %v", err)
 	}
