@@ -725,3 +725,28 @@ func TestConfinedRunCannotPlantInAWorkspace(t *testing.T) {
 		t.Fatal("the person's git ran what the run wrote")
 	}
 }
+
+// An answer from the terminal a run was started from is refused, the run
+// in the background: what the run prints reaches that terminal, where it
+// could pass for the gateway's own words. The person answers from another
+// terminal, and the run goes on.
+func TestAnswerFromTheRunsTerminalIsRefused(t *testing.T) {
+	w := newApprovalWorld(t, "")
+	sh := startShellTerm(t, w.e)
+	sh.keys("postern run -- "+sshCmd(w.sshd)+" > login.out 2>&1 &", "Enter")
+	c := w.e.WaitCard()
+	sh.keys("postern approve "+c.ID+" --session; echo approve-exit=$?", "Enter")
+	sh.waitFor("the answer refused", func() bool { return strings.Contains(sh.screen(), "approve-exit=254") })
+	if !strings.Contains(sh.screen(), "terminal session") {
+		t.Fatalf("refused, but not for the terminal session:\n%s", sh.screen())
+	}
+	if n := w.accepted(); n != 0 {
+		t.Fatalf("%d logins after the refused answer", n)
+	}
+	w.approve(c.ID, "--session")
+	sh.keys("wait; echo run-exit=$?", "Enter")
+	sh.waitFor("the run ended", func() bool { return strings.Contains(sh.screen(), "\nrun-exit=") })
+	if !strings.Contains(sh.screen(), "\nrun-exit=0") || w.accepted() != 1 {
+		t.Fatalf("the run approved from another terminal did not log in:\n%s\n%s", sh.screen(), mustRead(t, w.e.Path("login.out")))
+	}
+}
