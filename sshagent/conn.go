@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -89,7 +90,25 @@ func (c *conn) visible() ([]*Identity, error) {
 			out = append(out, id)
 		}
 	}
+	// ssh offers the keys in the order listed, and sshd ends a login
+	// after a few it refused (MaxAuthTries): the keys a run added come
+	// after the others, but on that run's own socket, so that the gated
+	// program cannot put keys of its own before the person's.
+	slices.SortStableFunc(out, func(a, b *Identity) int { return c.listRank(a) - c.listRank(b) })
 	return out, nil
+}
+
+// listRank orders a listing: first the keys added through the
+// connection's own socket (for the person's sockets, all the person's
+// keys), then the person's, then those other runs added.
+func (c *conn) listRank(id *Identity) int {
+	switch id.Run {
+	case c.run():
+		return 0
+	case "":
+		return 1
+	}
+	return 2
 }
 
 // lookup finds the identity for key: postern's own, else the upstream

@@ -16,10 +16,11 @@ import (
 // refused when it cannot be. A removal only takes authority away: it is
 // made first and recorded after, and never waits for the log.
 
-// maxEventField bounds each fact of a key an event keeps: a client
-// chooses a comment or a certificate's key id as long as a request
-// (MaxMessage), and an event is at most audit.MaxEventSize.
-const maxEventField = 1024
+// maxKeptField bounds each fact of a key that an event or the gateway's
+// log keeps: a client chooses a comment or a certificate's key id as
+// long as a request (MaxMessage), and an event is at most
+// audit.MaxEventSize.
+const maxKeptField = 1024
 
 // KeyEvent returns the event of id added to or removed from the agent
 // (typ), with the facts it carries: its fingerprint, the run whose
@@ -28,7 +29,7 @@ func KeyEvent(typ audit.EventType, id *Identity, reason audit.Reason) audit.Even
 	d := map[string]string{}
 	set := func(k, v string) {
 		if v != "" {
-			d[k] = safetext.Cut(v, maxEventField)
+			d[k] = safetext.Cut(v, maxKeptField)
 		}
 	}
 	set("comment", id.Comment)

@@ -4,7 +4,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -69,12 +68,7 @@ func TestKeyChangesRecorded(t *testing.T) {
 	log := &keyLog{}
 	ts := startServerWith(t, func(s *Server) { s.Record = log.record })
 	person, _ := ts.client(t)
-	c, err := net.Dial("unix", ts.serveRun(t, "R1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	run := agent.NewClient(c)
+	run := ts.runClient(t, "R1")
 	me := "pid=" + strconv.Itoa(os.Getpid()) + " "
 
 	k1, fp1 := newKey(t)
@@ -99,12 +93,17 @@ func TestKeyChangesRecorded(t *testing.T) {
 	if evs := log.take(); len(evs) != 1 || evs[0].Key != fp2 || evs[0].Run != "R1" || evs[0].Detail != nil {
 		t.Fatalf("a run's add: %+v", evs)
 	}
-	// A comment as long as a request fits in an event, cut.
-	if err := run.Add(agent.AddedKey{PrivateKey: k2, Comment: strings.Repeat("c", 200<<10)}); err != nil {
+	// A comment far longer than an event's field fits in an event, cut.
+	k4, _ := newKey(t)
+	if err := person.Add(agent.AddedKey{PrivateKey: k4, Comment: strings.Repeat("c", 100<<10)}); err != nil {
 		t.Fatal(err)
 	}
 	if evs := log.take(); len(evs) != 1 || len(evs[0].Detail["comment"]) > 1100 || !strings.HasSuffix(evs[0].Detail["comment"], " bytes)") {
 		t.Fatalf("a long comment's events: %d, the first %.200v", len(evs), evs)
+	}
+	pub4, _ := ssh.NewPublicKey(k4.Public())
+	if err := person.Remove(pub4); err != nil || len(log.take()) != 1 {
+		t.Fatalf("removing the key with a long comment: %v", err)
 	}
 
 	// Unrecorded, an add is refused and the key is not held.

@@ -28,6 +28,22 @@ var ErrVaultKey = errors.New("key is stored in the vault, not added with ssh-add
 // not add: a run removes only its own keys, not the person's.
 var ErrOtherRun = errors.New("key was not added through this run's socket; a run removes only the keys it added")
 
+// ErrTooManyKeys refuses an add beyond the bounds on added keys.
+var ErrTooManyKeys = errors.New("too many keys added")
+
+// The keys added with ssh-add are bounded: each costs the gateway memory
+// until it is removed, and every listing carries them all, which a client
+// reads only up to 256 KiB (OpenSSH's bound on a reply; past it, ssh
+// uses no key of the agent). A run's socket has bounds of its own, so
+// that the gated program can neither fill the agent nor make the
+// person's listings too long to read.
+const (
+	MaxAddedKeys    = 1024      // added over every socket together
+	maxAddedListing = 160 << 10 // bytes of their keys and comments
+	MaxRunKeys      = 32        // added through one run's socket
+	maxRunListing   = 16 << 10
+)
+
 // A Keyring holds the agent's identities: those added with ssh-add and
 // those loaded from the vault. It is safe for concurrent use.
 type Keyring struct {
@@ -102,7 +118,11 @@ func (k *Keyring) AddRecorded(id *Identity, record func() error) error {
 	if id.Source == Added && id.Expires.IsZero() && k.DefaultLifetime > 0 {
 		id.Expires = k.now().Add(k.DefaultLifetime)
 	}
-	if err := k.arm(id); err != nil {
+	err := k.roomFor(id)
+	if err == nil {
+		err = k.arm(id)
+	}
+	if err != nil {
 		wipe(id.priv)
 		return err
 	}
@@ -132,6 +152,35 @@ func (k *Keyring) AddRecorded(id *Identity, record func() error) error {
 		return nil
 	}
 	k.ids = append(k.ids, id)
+	return nil
+}
+
+// roomFor reports whether an added identity id fits within the bounds
+// on added keys, the copy it replaces (one with the same key or
+// certificate) aside. The caller holds the lock.
+func (k *Keyring) roomFor(id *Identity) error {
+	if id.Source != Added {
+		return nil
+	}
+	listed := func(id *Identity) int { return len(id.Blob()) + len(id.Comment) }
+	blob := id.Blob()
+	var all, run, allBytes, runBytes int
+	for _, o := range k.ids {
+		if o.Source != Added || bytes.Equal(o.Blob(), blob) {
+			continue
+		}
+		all, allBytes = all+1, allBytes+listed(o)
+		if o.Run == id.Run {
+			run, runBytes = run+1, runBytes+listed(o)
+		}
+	}
+	n := listed(id)
+	switch {
+	case id.Run != "" && (run >= MaxRunKeys || runBytes+n > maxRunListing):
+		return fmt.Errorf("%w: a run adds at most %d keys, %d KiB with their comments", ErrTooManyKeys, MaxRunKeys, maxRunListing>>10)
+	case all >= MaxAddedKeys || allBytes+n > maxAddedListing:
+		return fmt.Errorf("%w: the agent holds at most %d added keys, %d KiB with their comments", ErrTooManyKeys, MaxAddedKeys, maxAddedListing>>10)
+	}
 	return nil
 }
 

@@ -3,7 +3,9 @@ package sshagent
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,5 +151,61 @@ func TestRemoveProviderByRun(t *testing.T) {
 	}
 	if gone, err := keys.RemoveProvider("/lib/p.so", ""); err != nil || len(gone) != 1 {
 		t.Fatalf("the person could not remove token keys: %d %v", len(gone), err)
+	}
+}
+
+// Added keys are bounded: a run's socket adds at most MaxRunKeys, and
+// only so many bytes of keys and comments, so that the gated program
+// fills neither the gateway's memory nor the person's listings; every
+// socket together adds at most MaxAddedKeys. Adding a key held already
+// replaces it and takes no room.
+func TestAddedKeysBounded(t *testing.T) {
+	keys := &Keyring{}
+	add := func(run, comment string) (*Identity, error) {
+		_, priv, _ := ed25519.GenerateKey(rand.Reader)
+		id, err := NewIdentity(priv, nil, comment)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id.Run = run
+		return id, keys.Add(id)
+	}
+	var first *Identity
+	for i := range MaxRunKeys {
+		id, err := add("R1", "")
+		if err != nil {
+			t.Fatalf("the run's key %d: %v", i+1, err)
+		}
+		if first == nil {
+			first = id
+		}
+	}
+	if _, err := add("R1", ""); !errors.Is(err, ErrTooManyKeys) {
+		t.Fatalf("a run's key past the bound: %v", err)
+	}
+	again, _ := NewIdentity(first.priv, nil, "again")
+	again.Run = "R1"
+	if err := keys.Add(again); err != nil {
+		t.Fatalf("a run adding a key it holds again: %v", err)
+	}
+	if _, err := add("R2", strings.Repeat("c", maxRunListing)); !errors.Is(err, ErrTooManyKeys) {
+		t.Fatalf("a run's key with a comment past the bound: %v", err)
+	}
+	for i := MaxRunKeys; i < MaxAddedKeys; i++ {
+		if _, err := add("", ""); err != nil {
+			t.Fatalf("the person's key %d of %d: %v", i+1, MaxAddedKeys, err)
+		}
+	}
+	if _, err := add("", ""); !errors.Is(err, ErrTooManyKeys) {
+		t.Fatalf("a key past the agent's bound: %v", err)
+	}
+	if _, err := keys.RemoveAll("R1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := add("", strings.Repeat("c", maxAddedListing)); !errors.Is(err, ErrTooManyKeys) {
+		t.Fatalf("a key whose comment would make listings too long: %v", err)
+	}
+	if _, err := add("", ""); err != nil {
+		t.Fatalf("a key once the run's were removed: %v", err)
 	}
 }

@@ -153,6 +153,18 @@ func (ts *testServer) serveRun(t testing.TB, run string) string {
 	return sock
 }
 
+// runClient serves the agent on a run's socket too (serveRun) and
+// returns x/crypto's client on a connection to it.
+func (ts *testServer) runClient(t testing.TB, run string) agent.ExtendedAgent {
+	t.Helper()
+	c, err := net.Dial("unix", ts.serveRun(t, run))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return agent.NewClient(c)
+}
+
 // testLogger sends the agent's log to the test log.
 func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -274,12 +286,7 @@ func TestCertificates(t *testing.T) {
 // the person out. The agent's own socket does both.
 func TestRunCannotLockOrUnlock(t *testing.T) {
 	ts := startServer(t)
-	c, err := net.Dial("unix", ts.serveRun(t, "R1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	run := agent.NewClient(c)
+	run := ts.runClient(t, "R1")
 	own, _ := ts.client(t)
 	if err := run.Lock([]byte("pass")); err == nil || ts.srv.Keys.Locked() {
 		t.Fatalf("a run locked the agent: %v", err)
@@ -301,15 +308,7 @@ func TestRunCannotLockOrUnlock(t *testing.T) {
 func TestRunRemovesOnlyItsOwnKeys(t *testing.T) {
 	ts := startServer(t)
 	own, _ := ts.client(t)
-	runClient := func(id string) agent.ExtendedAgent {
-		c, err := net.Dial("unix", ts.serveRun(t, id))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return agent.NewClient(c)
-	}
-	r1, r2 := runClient("R1"), runClient("R2")
+	r1, r2 := ts.runClient(t, "R1"), ts.runClient(t, "R2")
 	add := func(ag agent.ExtendedAgent, comment string) ssh.PublicKey {
 		_, k, _ := ed25519.GenerateKey(rand.Reader)
 		if err := ag.Add(agent.AddedKey{PrivateKey: k, Comment: comment}); err != nil {
@@ -351,6 +350,40 @@ func TestRunRemovesOnlyItsOwnKeys(t *testing.T) {
 	}
 	if err := own.RemoveAll(); err != nil || len(held()) != 0 {
 		t.Fatalf("the person's ssh-add -D left %q: %v", held(), err)
+	}
+}
+
+// The keys a run added are listed after the person's, but on that run's
+// own socket: ssh offers keys in the order listed, and sshd's MaxAuthTries
+// would end the person's login before the person's key came.
+func TestRunsKeysListedLast(t *testing.T) {
+	ts := startServer(t)
+	person, _ := ts.client(t)
+	run := ts.runClient(t, "R1")
+	add := func(ag agent.ExtendedAgent, comment string) {
+		_, k, _ := ed25519.GenerateKey(rand.Reader)
+		if err := ag.Add(agent.AddedKey{PrivateKey: k, Comment: comment}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(run, "run-1")
+	add(run, "run-2")
+	add(person, "person")
+	order := func(ag agent.ExtendedAgent) (names []string) {
+		l, err := ag.List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range l {
+			names = append(names, k.Comment)
+		}
+		return names
+	}
+	if got := order(person); !slices.Equal(got, []string{"person", "run-1", "run-2"}) {
+		t.Errorf("the person's socket lists %q", got)
+	}
+	if got := order(run); !slices.Equal(got, []string{"run-1", "run-2", "person"}) {
+		t.Errorf("the run's socket lists %q", got)
 	}
 }
 

@@ -484,12 +484,7 @@ func TestUpstreamChanges(t *testing.T) {
 		// From a run's socket, nothing changes the upstream's keys: an
 		// add stays with postern, removals of upstream keys are refused.
 		other := up.addKey(t, "kept")
-		rc, err := net.Dial("unix", ts.serveRun(t, "R1"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rc.Close()
-		staysWithPostern(t, agent.NewClient(rc), up, other)
+		staysWithPostern(t, ts.runClient(t, "R1"), up, other)
 		// A malformed add is refused here, not sent.
 		c := ts.rawConn(t)
 		c.Write([]byte{0, 0, 0, 5, msgAddIdentity, 0, 0, 0, 9})

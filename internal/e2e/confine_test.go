@@ -750,3 +750,29 @@ func TestAnswerFromTheRunsTerminalIsRefused(t *testing.T) {
 		t.Fatalf("the run approved from another terminal did not log in:\n%s\n%s", sh.screen(), mustRead(t, w.e.Path("login.out")))
 	}
 }
+
+// A run cannot lock the person out of their servers with keys of its
+// own: ssh offers the agent's keys in the order listed, and sshd ends a
+// login after MaxAuthTries refused ones (6). The run's keys, added before
+// the person's vault was unlocked again, are listed after the person's;
+// and a run adds at most 32.
+func TestRunsKeysDoNotCrowdOutThePersons(t *testing.T) {
+	w := newApprovalWorld(t, `approval = "none"`)
+	d := w.e.StartRun("coder")
+	for i := range 10 {
+		mustSucceed(t, "the run adds a key of its own", d.Do("ssh-add "+w.e.Keygen(fmt.Sprintf("run-%d", i), "ed25519", 0, "")))
+	}
+	w.e.MustRun("postern", "lock")
+	w.e.MustRun("postern", "unlock", "--passphrase-file", w.pass)
+	if l := strings.Fields(w.e.MustRun("ssh-add", "-l").Stdout); len(l) < 2 || l[1] != fingerprint(t, w.e, w.key) {
+		t.Fatalf("the person's key is not listed first to the person:\n%s", strings.Join(l, " "))
+	}
+	mustSucceed(t, "the person's login", w.e.Run("sh", "-c", sshCmd(w.sshd)))
+	for i := 10; i < 32; i++ {
+		mustSucceed(t, "the run adds a key of its own", d.Do("ssh-add "+w.e.Keygen(fmt.Sprintf("run-%d", i), "ed25519", 0, "")))
+	}
+	if r := d.Do("ssh-add " + w.e.Keygen("run-32", "ed25519", 0, "")); r.Code == 0 {
+		t.Fatalf("the run added a 33rd key: %s", r)
+	}
+	w.agent.WaitLog(t, "a run adds at most 32 keys")
+}
