@@ -41,7 +41,7 @@ func (e *Engine) conclude(r *Request, d Decision) Decision {
 		if ev.Run == "" {
 			ev.Run = d.Run
 		}
-		e.record(ev)
+		e.recordRefusal(r, ev)
 		return d
 	}
 	typ := audit.EventSign
@@ -92,7 +92,7 @@ func (e *Engine) noteRefusal(r *Request, d *Decision) {
 // (the agent was locked, the key is unknown, the request broke the
 // connection's session binding).
 func (e *Engine) Refused(r *Request, reason audit.Reason) {
-	e.record(requestEvent(audit.EventActionDenied, r, Decision{Reason: reason}))
+	e.recordRefusal(r, requestEvent(audit.EventActionDenied, r, Decision{Reason: reason}))
 }
 
 func (e *Engine) decide(ctx context.Context, r *Request) Decision {

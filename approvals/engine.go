@@ -99,6 +99,8 @@ type Engine struct {
 	// approver.
 	lastNoApprover time.Time
 	changed        chan struct{}
+	// refusals paces the records of refusals (refusals.go).
+	refusals refusals
 }
 
 // NewEngine returns an engine with no runs, grants or cards. Display

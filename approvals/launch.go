@@ -206,10 +206,11 @@ func (e *Engine) Restore() []*Run {
 	return out
 }
 
-// Stop records the live runs launched by "postern run", so that the next
-// gateway can serve their sockets again (and say it restarted), and
-// forgets every grant.
+// Stop records the refusals counted and not yet recorded, records the
+// live runs launched by "postern run", so that the next gateway can serve
+// their sockets again (and say it restarted), and forgets every grant.
 func (e *Engine) Stop() {
+	e.flushAllRefusals()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.now()

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -9,8 +11,34 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// keyEvent is what the test reads of an agent_key_added or
-// agent_key_removed event.
+// startAudited starts a gateway with approval = "none" and its vault
+// unlocked, the audit log on, and returns it and the vault's passphrase
+// file.
+func startAudited(t *testing.T, e *Env) (*Agent, string) {
+	e.Config(`approval = "none"`)
+	pass := e.WriteFile("pass", "audited\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	a := e.StartAgent()
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	return a, pass
+}
+
+// auditEvents reads the audit log's events, as postern audit show --json
+// gives them.
+func auditEvents(t *testing.T, e *Env, pass string) []keyEvent {
+	var evs []keyEvent
+	out := e.MustRun("postern", "audit", "show", "--json", "--passphrase-file", pass).Stdout
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev keyEvent
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("audit show line %q: %v", line, err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+// keyEvent is what the tests read of an event.
 type keyEvent struct {
 	Type     string            `json:"type"`
 	Key      string            `json:"key"`
@@ -27,11 +55,7 @@ type keyEvent struct {
 func TestAgentKeyChangesAudited(t *testing.T) {
 	need(t, "ssh-add", "ssh-keygen")
 	e := newEnv(t)
-	e.Config(`approval = "none"`)
-	pass := e.WriteFile("pass", "audited keys\n", 0o600)
-	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
-	a := e.StartAgent()
-	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	a, pass := startAudited(t, e)
 
 	constrained := e.Keygen("constrained", "ed25519", 0, "")
 	short := e.Keygen("short", "ed25519", 0, "")
@@ -42,13 +66,8 @@ func TestAgentKeyChangesAudited(t *testing.T) {
 	e.AddKey(wiped)
 
 	events := func() map[string][]keyEvent {
-		out := e.MustRun("postern", "audit", "show", "--json", "--passphrase-file", pass).Stdout
 		byKey := map[string][]keyEvent{}
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			var ev keyEvent
-			if err := json.Unmarshal([]byte(line), &ev); err != nil {
-				t.Fatalf("audit show line %q: %v", line, err)
-			}
+		for _, ev := range auditEvents(t, e, pass) {
 			if strings.HasPrefix(ev.Type, "agent_key_") {
 				byKey[ev.Key] = append(byKey[ev.Key], ev)
 			}
@@ -94,5 +113,39 @@ func TestAgentKeyChangesAudited(t *testing.T) {
 	}
 	if r := e.Run("postern", "audit", "verify"); r.Code != 0 {
 		t.Fatalf("audit verify: %s", r)
+	}
+}
+
+// A run that floods the agent with requests it is refused cannot fill
+// the disk with the audit log (a log that cannot be written refuses the
+// person's signatures too): past a burst its refusals are counted, and
+// the count is in the log, every refusal accounted for.
+func TestRefusalFloodIsCounted(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen")
+	e := newEnv(t)
+	_, pass := startAudited(t, e)
+	junk := e.Keygen("not-held", "ed25519", 0, "")
+	d := e.StartRun("coder")
+	const n = 300
+	d.Do(fmt.Sprintf("for i in $(seq %d); do ssh-add -T %s.pub 2>/dev/null; done; true", n, junk))
+	fp := fingerprint(t, e, junk)
+	var recorded, counted int
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		recorded, counted = 0, 0
+		for _, ev := range auditEvents(t, e, pass) {
+			if ev.Type == "action_denied" && ev.Key == fp {
+				recorded++
+				if s := ev.Detail["suppressed"]; s != "" {
+					k, _ := strconv.Atoi(s)
+					counted += k
+				}
+			}
+		}
+		if recorded+counted >= n {
+			break
+		}
+	}
+	if recorded+counted != n || recorded >= n/2 {
+		t.Fatalf("%d refusals: %d recorded, %d counted", n, recorded, counted)
 	}
 }

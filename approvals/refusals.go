@@ -1,0 +1,167 @@
+package approvals
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/postern/postern/audit"
+)
+
+// Refusals are recorded at the pace a person could read them. A
+// requester that floods the agent with requests it is refused (a key
+// the agent does not hold, a policy that denies) would otherwise fill
+// the disk with the audit log, and a log that cannot be written refuses
+// every action, the person's too.
+//
+// Each requester (a run; else the requesting process) has a bucket of
+// refusalBurst records, refilled by refusalRate a second. Past it, a
+// refusal is counted instead of recorded: the requester's next recorded
+// refusal carries the count in its detail ("suppressed"), and when none
+// comes within refusalFlush, the latest counted refusal is recorded then
+// with the count of the others. Every refusal is so accounted for: the
+// refusals of a requester are its action_denied events plus the sum of
+// their "suppressed" counts.
+const (
+	refusalBurst = 64
+	refusalRate  = 8 // records a second
+	// maxRefusers bounds the requesters followed; past it, the new ones
+	// share one bucket.
+	maxRefusers = 4096
+)
+
+// refusalFlush is how long a counted refusal waits for the requester's
+// next recorded one.
+var refusalFlush = time.Second
+
+// A refuser is one requester's bucket and what it has counted.
+type refuser struct {
+	tokens     float64
+	at         time.Time   // when tokens was last refilled
+	suppressed int         // refusals counted since the last recorded one
+	last       audit.Event // the latest refusal counted
+	flush      *time.Timer // records last once refusalFlush has passed
+}
+
+// refusals are the buckets, by requester.
+type refusals struct {
+	mu sync.Mutex
+	by map[string]*refuser
+}
+
+// refuserOf names the requester of r: its run, else its process.
+func refuserOf(r *Request) string {
+	switch {
+	case r.Channel.Run != "":
+		return "run " + r.Channel.Run
+	case r.Requester != nil:
+		return "pid " + strconv.Itoa(r.Requester.PID) + " " + strconv.FormatUint(r.Requester.StartTicks, 10)
+	}
+	return ""
+}
+
+// recordRefusal records ev, the refusal of r, or counts it when r's
+// requester is past its pace.
+func (e *Engine) recordRefusal(r *Request, ev audit.Event) {
+	key := refuserOf(r)
+	now := e.now()
+	rs := &e.refusals
+	rs.mu.Lock()
+	f := rs.get(key, now)
+	f.tokens = min(refusalBurst, f.tokens+now.Sub(f.at).Seconds()*refusalRate)
+	f.at = now
+	if f.tokens < 1 {
+		f.suppressed++
+		f.last = ev
+		if f.flush == nil {
+			f.flush = time.AfterFunc(refusalFlush, func() { e.flushRefusals(key) })
+		}
+		rs.mu.Unlock()
+		return
+	}
+	f.tokens--
+	n := f.suppressed
+	f.suppressed, f.last = 0, audit.Event{}
+	if f.flush != nil {
+		f.flush.Stop()
+		f.flush = nil
+	}
+	rs.mu.Unlock()
+	e.record(withSuppressed(ev, n))
+}
+
+// get returns key's bucket, made full when new; rs.mu held. Past
+// maxRefusers, the buckets that are full and count nothing are dropped,
+// and if none is, a new requester shares the bucket of "".
+func (rs *refusals) get(key string, now time.Time) *refuser {
+	if f := rs.by[key]; f != nil {
+		return f
+	}
+	if rs.by == nil {
+		rs.by = map[string]*refuser{}
+	}
+	if len(rs.by) >= maxRefusers {
+		for k, f := range rs.by {
+			if f.suppressed == 0 && f.tokens+now.Sub(f.at).Seconds()*refusalRate >= refusalBurst {
+				delete(rs.by, k)
+			}
+		}
+		if len(rs.by) >= maxRefusers {
+			key = ""
+			if f := rs.by[key]; f != nil {
+				return f
+			}
+		}
+	}
+	f := &refuser{tokens: refusalBurst, at: now}
+	rs.by[key] = f
+	return f
+}
+
+// flushRefusals records the latest refusal key's requester was counted
+// for, with the count of the others, if no recorded one carried them.
+func (e *Engine) flushRefusals(key string) {
+	rs := &e.refusals
+	rs.mu.Lock()
+	f := rs.by[key]
+	if f == nil || f.suppressed == 0 {
+		rs.mu.Unlock()
+		return
+	}
+	ev, n := f.last, f.suppressed
+	f.suppressed, f.last, f.flush = 0, audit.Event{}, nil
+	rs.mu.Unlock()
+	e.record(withSuppressed(ev, n-1))
+}
+
+// flushAllRefusals records what every requester was counted for (the
+// gateway is stopping).
+func (e *Engine) flushAllRefusals() {
+	rs := &e.refusals
+	rs.mu.Lock()
+	var keys []string
+	for k, f := range rs.by {
+		if f.flush != nil && f.flush.Stop() {
+			f.flush = nil
+			keys = append(keys, k)
+		}
+	}
+	rs.mu.Unlock()
+	for _, k := range keys {
+		e.flushRefusals(k)
+	}
+}
+
+// withSuppressed returns ev saying that n refusals before it were
+// counted, not recorded.
+func withSuppressed(ev audit.Event, n int) audit.Event {
+	if n > 0 {
+		d := make(map[string]string, len(ev.Detail)+1)
+		for k, v := range ev.Detail {
+			d[k] = v
+		}
+		d["suppressed"] = strconv.Itoa(n)
+		ev.Detail = d
+	}
+	return ev
+}
