@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/pace"
 )
 
 // Refusals are recorded at the pace a person could read them. A
@@ -34,10 +35,8 @@ const (
 // next recorded one.
 var refusalFlush = time.Second
 
-// A refuser is one requester's bucket and what it has counted.
+// A refuser is what one requester's refusals were counted for.
 type refuser struct {
-	tokens     float64
-	at         time.Time   // when tokens was last refilled
 	suppressed int         // refusals counted since the last recorded one
 	last       audit.Event // the latest refusal counted
 	flush      *time.Timer // records last once refusalFlush has passed
@@ -46,7 +45,16 @@ type refuser struct {
 // refusals are the buckets, by requester.
 type refusals struct {
 	mu sync.Mutex
-	by map[string]*refuser
+	by *pace.Set[refuser]
+}
+
+// get returns the entry of key's requester; rs.mu held.
+func (rs *refusals) get(key string, now time.Time) *pace.Entry[refuser] {
+	if rs.by == nil {
+		rs.by = &pace.Set[refuser]{Burst: refusalBurst, Rate: refusalRate, Max: maxRefusers,
+			Idle: func(f *refuser) bool { return f.suppressed == 0 && f.flush == nil }}
+	}
+	return rs.by.Get(key, now)
 }
 
 // refuserOf names the requester of r: its run, else its process.
@@ -67,19 +75,17 @@ func (e *Engine) recordRefusal(r *Request, ev audit.Event) {
 	now := e.now()
 	rs := &e.refusals
 	rs.mu.Lock()
-	f := rs.get(key, now)
-	f.tokens = min(refusalBurst, f.tokens+now.Sub(f.at).Seconds()*refusalRate)
-	f.at = now
-	if f.tokens < 1 {
+	entry := rs.get(key, now)
+	f := &entry.Val
+	if !rs.by.Take(entry, now) {
 		f.suppressed++
 		f.last = ev
 		if f.flush == nil {
-			f.flush = time.AfterFunc(refusalFlush, func() { e.flushRefusals(key) })
+			f.flush = time.AfterFunc(refusalFlush, func() { e.flushRefusals(f) })
 		}
 		rs.mu.Unlock()
 		return
 	}
-	f.tokens--
 	n := f.suppressed
 	f.suppressed, f.last = 0, audit.Event{}
 	if f.flush != nil {
@@ -90,41 +96,13 @@ func (e *Engine) recordRefusal(r *Request, ev audit.Event) {
 	e.record(withSuppressed(ev, n))
 }
 
-// get returns key's bucket, made full when new; rs.mu held. Past
-// maxRefusers, the buckets that are full and count nothing are dropped,
-// and if none is, a new requester shares the bucket of "".
-func (rs *refusals) get(key string, now time.Time) *refuser {
-	if f := rs.by[key]; f != nil {
-		return f
-	}
-	if rs.by == nil {
-		rs.by = map[string]*refuser{}
-	}
-	if len(rs.by) >= maxRefusers {
-		for k, f := range rs.by {
-			if f.suppressed == 0 && f.tokens+now.Sub(f.at).Seconds()*refusalRate >= refusalBurst {
-				delete(rs.by, k)
-			}
-		}
-		if len(rs.by) >= maxRefusers {
-			key = ""
-			if f := rs.by[key]; f != nil {
-				return f
-			}
-		}
-	}
-	f := &refuser{tokens: refusalBurst, at: now}
-	rs.by[key] = f
-	return f
-}
-
-// flushRefusals records the latest refusal key's requester was counted
-// for, with the count of the others, if no recorded one carried them.
-func (e *Engine) flushRefusals(key string) {
+// flushRefusals records the latest refusal f was counted for, with the
+// count of the others, if no recorded one carried them.
+func (e *Engine) flushRefusals(f *refuser) {
 	rs := &e.refusals
 	rs.mu.Lock()
-	f := rs.by[key]
-	if f == nil || f.suppressed == 0 {
+	if f.suppressed == 0 {
+		f.flush = nil
 		rs.mu.Unlock()
 		return
 	}
@@ -139,16 +117,18 @@ func (e *Engine) flushRefusals(key string) {
 func (e *Engine) flushAllRefusals() {
 	rs := &e.refusals
 	rs.mu.Lock()
-	var keys []string
-	for k, f := range rs.by {
-		if f.flush != nil && f.flush.Stop() {
-			f.flush = nil
-			keys = append(keys, k)
+	var pending []*refuser
+	if rs.by != nil {
+		now := e.now()
+		for _, k := range rs.by.Keys() {
+			if f := &rs.by.Get(k, now).Val; f.flush != nil && f.flush.Stop() {
+				pending = append(pending, f)
+			}
 		}
 	}
 	rs.mu.Unlock()
-	for _, k := range keys {
-		e.flushRefusals(k)
+	for _, f := range pending {
+		e.flushRefusals(f)
 	}
 }
 
