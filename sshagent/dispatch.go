@@ -48,6 +48,7 @@ func (c *conn) answer(msg []byte) []byte {
 			return c.extension(p, true)
 		default:
 			c.log.Info("refusing a request while locked", "type", typ)
+			clearAdd(msg)
 			return replyFailure
 		}
 	}
@@ -61,6 +62,10 @@ func (c *conn) answer(msg []byte) []byte {
 	case msgSignRequest:
 		return c.signRequest(p)
 	case msgAddIdentity, msgAddIDConstrained:
+		if !c.paced() {
+			clearAdd(msg)
+			return replyFailure
+		}
 		if c.forwardsChanges() {
 			return status(c.addUpstream(msg) == nil)
 		}
@@ -70,6 +75,10 @@ func (c *conn) answer(msg []byte) []byte {
 	case msgRemoveAllIdentities, msgRemoveAllRSAIdentities:
 		return status(c.removeAll() == nil)
 	case msgAddSmartcardKey, msgAddSmartcardKeyConstrained:
+		if !c.paced() {
+			clearAdd(msg)
+			return replyFailure
+		}
 		return status(c.addSmartcard(p, typ == msgAddSmartcardKeyConstrained) == nil)
 	case msgRemoveSmartcardKey:
 		return status(c.removeSmartcard(p) == nil)
@@ -95,6 +104,16 @@ func (c *conn) answer(msg []byte) []byte {
 	}
 	c.log.Info("refusing an unknown message", "type", typ)
 	return replyFailure
+}
+
+// clearAdd clears msg when it is an add, refused before it was parsed:
+// its private key, or a token's PIN, goes at once. (Parsing clears what
+// it reads; what a parsed request leaves, identities may still refer to.)
+func clearAdd(msg []byte) {
+	switch msg[0] {
+	case msgAddIdentity, msgAddIDConstrained, msgAddSmartcardKey, msgAddSmartcardKeyConstrained:
+		clear(msg)
+	}
 }
 
 func (c *conn) signRequest(p []byte) []byte {

@@ -1,12 +1,15 @@
 package sshagent
 
 import (
+	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/pace"
 	"github.com/postern/postern/internal/safetext"
 )
 
@@ -15,6 +18,45 @@ import (
 // change: its event is written before the key can sign, and the add is
 // refused when it cannot be. A removal only takes authority away: it is
 // made first and recorded after, and never waits for the log.
+
+// A run's socket adds keys at a pace: each add is a durable record, and
+// a run that added and removed keys in a loop would fill the disk with
+// the audit log (and a log that cannot be written refuses the person's
+// signatures too). A run adds runAddBurst keys at once, then runAddRate
+// a second; past that, an add is refused, and nothing is recorded.
+const (
+	runAddBurst  = 64
+	runAddRate   = 1
+	maxPacedRuns = 4096
+)
+
+// runAdds paces the keys runs add.
+type runAdds struct {
+	mu sync.Mutex
+	by pace.Set[struct{}]
+}
+
+// paced reports whether the connection may add keys now: one of the
+// person's sockets always may, a run's within its pace; the refusal is
+// logged.
+func (c *conn) paced() bool {
+	run := c.run()
+	if run == "" {
+		return true
+	}
+	p := &c.srv.runAdds
+	p.mu.Lock()
+	if p.by.Max == 0 {
+		p.by = pace.Set[struct{}]{Burst: runAddBurst, Rate: runAddRate, Max: maxPacedRuns}
+	}
+	now := time.Now()
+	ok := p.by.Take(p.by.Get(run, now), now)
+	p.mu.Unlock()
+	if !ok {
+		c.refuse(fmt.Sprintf("refusing to add keys: a run adds at most %d keys at once, then %d a second", runAddBurst, runAddRate))
+	}
+	return ok
+}
 
 // maxKeptField bounds each fact of a key that an event or the gateway's
 // log keeps: a client chooses a comment or a certificate's key id as

@@ -1,6 +1,8 @@
 package sshagent
 
 import (
+	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -14,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
 )
 
@@ -182,5 +185,51 @@ func TestKeysDroppedReported(t *testing.T) {
 	keys.SetLocked(false)
 	if ids, _ := keys.Identities(); len(ids) != 0 {
 		t.Fatalf("after the wipe and an unlock, %d keys", len(ids))
+	}
+}
+
+// A run adds keys at a pace (each add is a durable record): a burst,
+// then one a second; past it an add is refused, recorded nowhere, and
+// the private key it carried is cleared at once. The person's sockets
+// are not paced.
+func TestRunAddsPaced(t *testing.T) {
+	log := &keyLog{}
+	ts := startServerWith(t, func(s *Server) { s.Record, s.Log = log.record, discardLogger() })
+	person, _ := ts.client(t)
+	run := ts.runClient(t, "R1")
+	for i := range runAddBurst {
+		k, _ := newKey(t)
+		if err := run.Add(agent.AddedKey{PrivateKey: k}); err != nil {
+			t.Fatalf("the run's add %d: %v", i+1, err)
+		}
+		pub, _ := ssh.NewPublicKey(k.Public())
+		if err := run.Remove(pub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k, _ := newKey(t)
+	if err := run.Add(agent.AddedKey{PrivateKey: k}); err == nil {
+		t.Fatalf("the run added key %d at once", runAddBurst+1)
+	}
+	if evs := log.take(); len(evs) != 2*runAddBurst {
+		t.Fatalf("%d events for %d adds and removes", len(evs), runAddBurst)
+	}
+	if err := person.Add(agent.AddedKey{PrivateKey: k}); err != nil {
+		t.Fatalf("the person's add while the run is past its pace: %v", err)
+	}
+
+	pub := k.Public().(ed25519.PublicKey)
+	msg := append([]byte{0, 0, 0, 0, msgAddIdentity}, ssh.Marshal(struct {
+		Type      string
+		Pub, Priv []byte
+		Comment   string
+	}{ssh.KeyAlgoED25519, pub, k, "refused"})...)
+	cn := &conn{srv: ts.srv, ep: &Endpoint{Channel: approvals.Channel{Kind: approvals.ChannelRun, Run: "R1"}}, ctx: context.Background()}
+	cn.log = connLog{cn}
+	if reply := process(cn, msg); reply[4] != msgFailure {
+		t.Fatalf("an add past the pace answered %x", reply)
+	}
+	if bytes.Contains(msg, k.Seed()) {
+		t.Fatal("the refused add's private key is still in its buffer")
 	}
 }

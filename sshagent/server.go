@@ -1,7 +1,6 @@
 package sshagent
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -71,11 +70,12 @@ type Server struct {
 	// memory (safesocket.Serve); nil only waits.
 	Exhausted func(error)
 
-	wg     sync.WaitGroup // the connections, parked or served
-	lot    park.Lot       // the idle connections
-	bare   barer          // makes the long idle ones bare
-	pkcs11 pkcs11Set
-	upKeys upstreamKeys
+	wg      sync.WaitGroup // the connections, parked or served
+	lot     park.Lot       // the idle connections
+	bare    barer          // makes the long idle ones bare
+	pkcs11  pkcs11Set
+	upKeys  upstreamKeys
+	runAdds runAdds
 }
 
 // DefaultTouchTimeout is Server.TouchTimeout's default, that of
@@ -335,15 +335,37 @@ func readBody(c *procid.SenderConn, n uint32) ([]byte, error) {
 		_, err = io.ReadFull(c, msg[4:4+n])
 		msg = msg[:4+n]
 	} else {
-		buf := bytes.NewBuffer(binary.BigEndian.AppendUint32(make([]byte, 0, 4+smallRequest), n))
-		_, err = io.CopyN(buf, c, int64(n))
-		msg = buf.Bytes()
+		msg, err = readGrowing(c, n)
 	}
 	if err != nil {
+		clear(msg)
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, fmt.Errorf("reading request: %w", err)
+	}
+	return msg, nil
+}
+
+// readGrowing reads a request of n bytes into a buffer that doubles as
+// its bytes come, each smaller buffer cleared once copied: an add
+// carries a private key, which no buffer left to the garbage collector
+// may keep.
+func readGrowing(c io.Reader, n uint32) ([]byte, error) {
+	total := 4 + int(n)
+	msg := binary.BigEndian.AppendUint32(make([]byte, 0, 4+smallRequest), n)
+	for len(msg) < total {
+		if len(msg) == cap(msg) {
+			bigger := make([]byte, len(msg), min(2*cap(msg), total))
+			copy(bigger, msg)
+			clear(msg)
+			msg = bigger
+		}
+		k, err := c.Read(msg[len(msg):cap(msg)])
+		msg = msg[:len(msg)+k]
+		if err != nil && len(msg) < total {
+			return msg, err
+		}
 	}
 	return msg, nil
 }
