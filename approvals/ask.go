@@ -192,7 +192,7 @@ func (e *Engine) waitAnswer(ctx context.Context, c *Card, mode audit.Mode, p *Po
 		e.mu.Unlock()
 		<-c.done
 	case <-ctx.Done():
-		e.removeCard(c)
+		e.withdrawCard(c, p.Cooldown)
 		return deny(mode, audit.ReasonCanceled)
 	}
 	a := c.answer
@@ -214,14 +214,6 @@ func (e *Engine) waitAnswer(ctx context.Context, c *Card, mode audit.Mode, p *Po
 		return d
 	}
 	return allow(mode, audit.ReasonApprovedOnce)
-}
-
-func (e *Engine) removeCard(c *Card) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.cards[c.View.ID] == c {
-		e.dropCardLocked(c)
-	}
 }
 
 func subjectKey(r *Run) string {

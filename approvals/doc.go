@@ -34,8 +34,10 @@
 // refused at once (vault_locked). An answer given across a lock or unlock
 // is refused (the epoch is checked again after the answer). A card that
 // nobody answers within card_timeout refuses its request, and the run's
-// next requests are refused without a card for card_cooldown. Requests
-// that would ask the same session question wait on one card.
+// next requests are refused without a card for card_cooldown; so are
+// they once the run has withdrawn more cards than its pace allows
+// (withdrawn.go). Requests that would ask the same session question
+// wait on one card.
 //
 // # Cards and approvers
 //

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/internal/inventory"
+	"github.com/postern/postern/internal/pace"
 	"github.com/postern/postern/internal/procid"
 )
 
@@ -101,6 +102,9 @@ type Engine struct {
 	changed        chan struct{}
 	// refusals paces the records of refusals (refusals.go).
 	refusals refusals
+	// withdrawn paces the cards withdrawn, by subject (withdrawn.go);
+	// e.mu.
+	withdrawn pace.Set[struct{}]
 }
 
 // NewEngine returns an engine with no runs, grants or cards. Display

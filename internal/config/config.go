@@ -48,7 +48,8 @@ type File struct {
 	// their run lives; 0 (the default) means only the run's end does.
 	SessionLifetime Duration `toml:"session_lifetime"`
 	// CardCooldown is how long requests from a run are refused without a
-	// new card after one of its cards went unanswered. Default 30s.
+	// new card after one of its cards went unanswered, or after it
+	// withdrew cards too often (approvals/withdrawn.go). Default 30s.
 	CardCooldown Duration `toml:"card_cooldown"`
 	// UnknownDestination is the least mode a login whose destination has
 	// no name gets (the agent could not verify it, or it is not in the

@@ -1,0 +1,41 @@
+package approvals
+
+import (
+	"time"
+
+	"github.com/postern/postern/internal/pace"
+)
+
+// Withdrawn cards. A requester that goes away while its card is up
+// (canceled) has had the person look at a card for nothing; a run that
+// did so in a loop would flash cards at the person and fill the audit
+// log with card_shown records. A subject (a run, else a process) may
+// withdraw withdrawBurst cards at once, then one every withdrawEvery;
+// past that, a withdrawal starts card_cooldown, as an unanswered card
+// does. An honest requester interrupted now and then never meets it.
+const (
+	withdrawBurst = 8
+	withdrawEvery = 6 * time.Second
+	// maxWithdrawers bounds the subjects followed (package pace).
+	maxWithdrawers = 4096
+)
+
+// withdrawCard removes card c, whose request went away, and starts the
+// cooldown of its subject when the subject withdraws cards faster than
+// its pace.
+func (e *Engine) withdrawCard(c *Card, cooldown time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cards[c.View.ID] != c {
+		return
+	}
+	e.dropCardLocked(c)
+	if e.withdrawn.Max == 0 {
+		e.withdrawn = pace.Set[struct{}]{Burst: withdrawBurst, Rate: float64(time.Second) / float64(withdrawEvery), Max: maxWithdrawers}
+	}
+	now := e.now()
+	if !e.withdrawn.Take(e.withdrawn.Get(c.cooldownAs, now), now) {
+		e.cooldown[c.cooldownAs] = now.Add(cooldown)
+		e.log.Warn("cards withdrawn faster than a person reads them: no new card for card_cooldown", "card", c.View.ID)
+	}
+}
