@@ -104,7 +104,7 @@ type Engine struct {
 	refusals refusals
 	// withdrawn paces the cards withdrawn, by subject (withdrawn.go);
 	// e.mu.
-	withdrawn pace.Set[struct{}]
+	withdrawn *pace.Set[struct{}]
 }
 
 // NewEngine returns an engine with no runs, grants or cards. Display
@@ -129,7 +129,9 @@ func NewEngine(c Config) *Engine {
 		consoles:    map[*console]struct{}{},
 		changed:     make(chan struct{}),
 		version:     1, // step 0 is an approver's "nothing yet"
+		withdrawn:   withdrawnSet(),
 	}
+	e.refusals.by = refusalSet()
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}

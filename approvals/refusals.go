@@ -48,13 +48,10 @@ type refusals struct {
 	by *pace.Set[refuser]
 }
 
-// get returns the entry of key's requester; rs.mu held.
-func (rs *refusals) get(key string, now time.Time) *pace.Entry[refuser] {
-	if rs.by == nil {
-		rs.by = &pace.Set[refuser]{Burst: refusalBurst, Rate: refusalRate, Max: maxRefusers,
-			Idle: func(f *refuser) bool { return f.suppressed == 0 && f.flush == nil }}
-	}
-	return rs.by.Get(key, now)
+// refusalSet is a new set of refusal buckets.
+func refusalSet() *pace.Set[refuser] {
+	return &pace.Set[refuser]{Burst: refusalBurst, Rate: refusalRate, Max: maxRefusers,
+		Idle: func(f *refuser) bool { return f.suppressed == 0 && f.flush == nil }}
 }
 
 // refuserOf names the requester of r: its run, else its process.
@@ -75,7 +72,7 @@ func (e *Engine) recordRefusal(r *Request, ev audit.Event) {
 	now := e.now()
 	rs := &e.refusals
 	rs.mu.Lock()
-	entry := rs.get(key, now)
+	entry := rs.by.Get(key, now)
 	f := &entry.Val
 	if !rs.by.Take(entry, now) {
 		f.suppressed++
@@ -118,12 +115,10 @@ func (e *Engine) flushAllRefusals() {
 	rs := &e.refusals
 	rs.mu.Lock()
 	var pending []*refuser
-	if rs.by != nil {
-		now := e.now()
-		for _, k := range rs.by.Keys() {
-			if f := &rs.by.Get(k, now).Val; f.flush != nil && f.flush.Stop() {
-				pending = append(pending, f)
-			}
+	now := e.now()
+	for _, k := range rs.by.Keys() {
+		if f := &rs.by.Get(k, now).Val; f.flush != nil && f.flush.Stop() {
+			pending = append(pending, f)
 		}
 	}
 	rs.mu.Unlock()

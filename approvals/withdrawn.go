@@ -20,6 +20,11 @@ const (
 	maxWithdrawers = 4096
 )
 
+// withdrawnSet is a new set of withdrawal buckets.
+func withdrawnSet() *pace.Set[struct{}] {
+	return &pace.Set[struct{}]{Burst: withdrawBurst, Rate: float64(time.Second) / float64(withdrawEvery), Max: maxWithdrawers}
+}
+
 // withdrawCard removes card c, whose request went away, and starts the
 // cooldown of its subject when the subject withdraws cards faster than
 // its pace.
@@ -30,9 +35,6 @@ func (e *Engine) withdrawCard(c *Card, cooldown time.Duration) {
 		return
 	}
 	e.dropCardLocked(c)
-	if e.withdrawn.Max == 0 {
-		e.withdrawn = pace.Set[struct{}]{Burst: withdrawBurst, Rate: float64(time.Second) / float64(withdrawEvery), Max: maxWithdrawers}
-	}
 	now := e.now()
 	if !e.withdrawn.Take(e.withdrawn.Get(c.cooldownAs, now), now) {
 		e.cooldown[c.cooldownAs] = now.Add(cooldown)
