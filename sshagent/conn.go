@@ -195,7 +195,9 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 		req.Namespace = sd.namespace
 	}
 	start := time.Now()
-	d := c.srv.Decider.Decide(c.ctx, req)
+	ctx, stop := c.whileConnected()
+	d := c.srv.Decider.Decide(ctx, req)
+	stop()
 	if !d.Allow {
 		return nil, c.refuse("refused to sign", "key", req.Key.Fingerprint, "reason", d.Reason, "mode", d.Mode)
 	}

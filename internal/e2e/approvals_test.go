@@ -445,3 +445,23 @@ func TestClientClaimsRestoreNothing(t *testing.T) {
 		t.Fatal("an outsider logged in")
 	}
 }
+
+// A run that withdraws its requests while their cards are up, in a loop
+// (ssh-add -T killed half a second after it asked), would flash cards at
+// the person: past 8 withdrawn cards, the run's requests are refused
+// without a card for card_cooldown.
+func TestRunCannotFlashCards(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen", "timeout")
+	e := newEnv(t)
+	e.Config("")
+	a := e.StartAgent()
+	e.StartConsole()
+	key := e.Keygen("k", "ed25519", 0, "")
+	e.AddKey(key, "-c") // asked about at every use: each request its own card
+	d := e.StartRun("coder")
+	d.Do("for i in $(seq 20); do timeout -s KILL 0.5 ssh-add -T " + key + ".pub; done; true")
+	if n := strings.Count(a.Log(), `msg="card shown"`); n != 9 {
+		t.Fatalf("20 requests withdrawn once their cards were up put up %d cards, want 9:\n%s", n, a.Log())
+	}
+	a.WaitLog(t, "cards withdrawn faster than a person reads them")
+}

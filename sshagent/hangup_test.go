@@ -1,0 +1,68 @@
+package sshagent
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/audit"
+)
+
+// slowDecider waits before it decides, as a card does: until its wait
+// has passed (then it allows), or until the request's context ends
+// (then it reports that on ended).
+type slowDecider struct {
+	wait  atomic.Int64 // a time.Duration
+	ended chan struct{}
+}
+
+func (d *slowDecider) Decide(ctx context.Context, _ *approvals.Request) approvals.Decision {
+	select {
+	case <-time.After(time.Duration(d.wait.Load())):
+		return approvals.Decision{Allow: true, Reason: "test"}
+	case <-ctx.Done():
+		close(d.ended)
+		return approvals.Decision{Reason: audit.ReasonCanceled}
+	}
+}
+
+func (d *slowDecider) Refused(*approvals.Request, audit.Reason) {}
+
+// A request waiting for a person ends when its client hangs up, and a
+// request decided slowly leaves its connection as it was: the next
+// request on it is answered.
+func TestWaitEndsWhenTheClientHangsUp(t *testing.T) {
+	d := &slowDecider{ended: make(chan struct{})}
+	d.wait.Store(int64(time.Hour))
+	ts := startServerWith(t, func(s *Server) { s.Decider = d })
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	pub, _ := ssh.NewPublicKey(k.Public())
+	ag, c := ts.client(t)
+	if err := ag.Add(agent.AddedKey{PrivateKey: k}); err != nil {
+		t.Fatal(err)
+	}
+	c.Write(signFrame(pub, []byte("data")))
+	time.Sleep(2 * hangupAfter)
+	c.Close()
+	select {
+	case <-d.ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the decision went on waiting for a client that hung up")
+	}
+
+	d.wait.Store(int64(3 * hangupAfter))
+	ag, c = ts.client(t)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	for i := range 2 {
+		if _, err := ag.Sign(pub, []byte("data")); err != nil {
+			t.Fatalf("signature %d after a slow decision: %v", i+1, err)
+		}
+	}
+}
