@@ -38,6 +38,11 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 			return e.wait(ctx, c, r, mode, p)
 		}
 	}
+	if e.runCardsFullLocked(subj) {
+		e.mu.Unlock()
+		e.log.Warn("refused without a card: the run has as many cards up as it may", "run", subj.ID, "key", r.Key.Fingerprint)
+		return deny(mode, audit.ReasonCardLimit), false
+	}
 	e.mu.Unlock()
 
 	shows, consoles := e.reachable(&r.Requester.Process, &subj.Process)

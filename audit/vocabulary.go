@@ -129,6 +129,7 @@ const (
 	ReasonDenied          Reason = "denied"           // a person denied it
 	ReasonTimeout         Reason = "timeout"          // nobody answered the card in time
 	ReasonCooldown        Reason = "cooldown"         // an earlier card went unanswered, or cards were withdrawn too fast
+	ReasonCardLimit       Reason = "card_limit"       // the run has as many cards up as it may
 	ReasonCanceled        Reason = "canceled"         // the requester went away while the card waited
 	ReasonNoApprover      Reason = "no_approver"      // no console, notification service or askpass could show the card
 	ReasonAuditFailed     Reason = "audit_failed"     // the action's event could not be recorded
