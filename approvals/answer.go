@@ -158,6 +158,7 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 		}
 	}
 	e.closeCardLocked(c, a)
+	e.answeredLocked(c, approves)
 	e.log.Info("card answered", attrs...)
 	return nil
 }

@@ -135,6 +135,9 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		hide()
 		return e.wait(ctx, o, r, mode, p)
 	}
+	if d := e.deniedBeforeLocked(coolKey); d.n > 0 {
+		c.View.DeniedBefore, c.View.LastDenied = d.n, d.last.UTC()
+	}
 	e.addCardLocked(c)
 	e.mu.Unlock()
 	ev := requestEvent(audit.EventCardShown, r, Decision{Mode: mode, Reason: reason})
@@ -189,7 +192,7 @@ func (e *Engine) waitAnswer(ctx context.Context, c *Card, mode audit.Mode, p *Po
 		e.mu.Lock()
 		if e.cards[c.View.ID] == c {
 			e.dropCardLocked(c)
-			e.cooldown[c.cooldownAs] = e.now().Add(p.Cooldown)
+			e.coolLocked(c.cooldownAs, e.now(), p.Cooldown)
 			e.mu.Unlock()
 			e.log.Info("card unanswered", "card", c.View.ID)
 			return deny(mode, audit.ReasonTimeout)

@@ -106,6 +106,11 @@ type CardView struct {
 	Claim      []string  `json:"claimed_command,omitempty"` // the requester's argv: a claim
 	Created    time.Time `json:"created"`
 	Expires    time.Time `json:"expires"`
+	// DeniedBefore is how many of the subject's cards were denied in a
+	// row before this one (since its last approval); LastDenied is when
+	// the last of them was.
+	DeniedBefore int       `json:"denied_before,omitempty"`
+	LastDenied   time.Time `json:"last_denied,omitzero"`
 }
 
 // Display renders a key for sentences.
@@ -119,6 +124,14 @@ func (k Key) Display() string {
 func baseName(p string) string { return filepath.Base(p) }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// cardsWere reads "card was" or "N cards were".
+func cardsWere(n int) string {
+	if n == 1 {
+		return "card was"
+	}
+	return itoa(n) + " cards were"
+}
 
 func (e *Engine) processView(p *procid.Process) ProcessView {
 	h := p.Exe.Hash()
@@ -176,6 +189,13 @@ func (v *CardView) Text() string {
 	}
 	if v.Changed != "" {
 		fmt.Fprintf(&b, "%s: %s\n", v.Reason, safetext.Field(v.Changed, safetext.Line))
+	}
+	if v.DeniedBefore > 0 {
+		who := "process's"
+		if run.ID != "" {
+			who = "run's"
+		}
+		fmt.Fprintf(&b, "Denied before: this %s last %s denied, the last at %s.\n", who, cardsWere(v.DeniedBefore), v.LastDenied.Local().Format("15:04:05"))
 	}
 	fmt.Fprintf(&b, "Card %s, %s\n", v.ID, v.Reason)
 	fmt.Fprintf(&b, "Run: %s (pid %d, %s, sha256 %s, started %s)", field(run.Name), run.PID, safetext.Field(run.Exe, safetext.Path), run.SHA256, run.Started.Local().Format("15:04:05"))

@@ -20,13 +20,26 @@ import (
 // withdraw withdrawBurst cards at once, then one every withdrawEvery;
 // past that, a withdrawal starts card_cooldown, as an unanswered card
 // does. An honest requester interrupted now and then never meets it.
+//
+// A person who denies a card says no; a run that asks again at once, in
+// a loop, would wear the person down until a card is approved by
+// mistake (the push fatigue known from phone sign-in prompts). A subject
+// may be denied deniedBurst cards at once, then one every deniedEvery;
+// past that, a denial starts card_cooldown. Each card also says how many
+// of the subject's cards were denied in a row before it. An honest
+// agent told no once or twice, which then asks about something else,
+// never meets the cooldown.
 const (
 	maxRunCards = 8
 
 	withdrawBurst = 8
 	withdrawEvery = 6 * time.Second
-	// maxWithdrawers bounds the subjects followed (package pace).
-	maxWithdrawers = 4096
+
+	deniedBurst = 2
+	deniedEvery = 2 * time.Minute
+
+	// maxPaced bounds the subjects each pace follows (package pace).
+	maxPaced = 4096
 )
 
 // runCardsFullLocked reports whether subject subj, a run, has as many
@@ -47,8 +60,22 @@ func (e *Engine) runCardsFullLocked(subj *Run) bool {
 
 // withdrawnSet is a new set of withdrawal buckets.
 func withdrawnSet() *pace.Set[struct{}] {
-	return &pace.Set[struct{}]{Burst: withdrawBurst, Rate: float64(time.Second) / float64(withdrawEvery), Max: maxWithdrawers}
+	return &pace.Set[struct{}]{Burst: withdrawBurst, Rate: perSecond(withdrawEvery), Max: maxPaced}
 }
+
+// denials is what a subject's next card says of the denials before it.
+type denials struct {
+	n    int       // cards denied in a row since the subject's last approval
+	last time.Time // when the last of them was denied
+}
+
+// deniedSet is a new set of denial buckets.
+func deniedSet() *pace.Set[denials] {
+	return &pace.Set[denials]{Burst: deniedBurst, Rate: perSecond(deniedEvery), Max: maxPaced}
+}
+
+// perSecond is the rate of one every d.
+func perSecond(d time.Duration) float64 { return float64(time.Second) / float64(d) }
 
 // withdrawCard removes card c, whose request went away, and starts the
 // cooldown of its subject when the subject withdraws cards faster than
@@ -62,7 +89,46 @@ func (e *Engine) withdrawCard(c *Card, cooldown time.Duration) {
 	e.dropCardLocked(c)
 	now := e.now()
 	if !e.withdrawn.Take(e.withdrawn.Get(c.cooldownAs, now), now) {
-		e.cooldown[c.cooldownAs] = now.Add(cooldown)
+		e.coolLocked(c.cooldownAs, now, cooldown)
 		e.log.Warn("cards withdrawn faster than a person reads them: no new card for card_cooldown", "card", c.View.ID)
 	}
+}
+
+// answeredLocked counts a person's answer to card c: a denial past the
+// subject's pace starts its cooldown, an approval ends its row of
+// denials; e.mu held.
+func (e *Engine) answeredLocked(c *Card, approved bool) {
+	now := e.now()
+	d := e.denied.Get(c.cooldownAs, now)
+	if approved {
+		d.Val = denials{}
+		return
+	}
+	d.Val.n++
+	d.Val.last = now
+	if !e.denied.Take(d, now) {
+		e.coolLocked(c.cooldownAs, now, e.Policy().Cooldown)
+		e.log.Warn("cards denied in quick succession: no new card for card_cooldown", "card", c.View.ID, "denied", d.Val.n)
+	}
+}
+
+// deniedBeforeLocked says how many of subject key's cards were denied in
+// a row before now, and when the last was; e.mu held.
+func (e *Engine) deniedBeforeLocked(key string) denials {
+	return e.denied.Get(key, e.now()).Val
+}
+
+// coolLocked refuses subject key's requests without a card until now+d;
+// e.mu held. Cooldowns that have ended are dropped as the map grows, so
+// that it holds at most twice the live ones (and 64).
+func (e *Engine) coolLocked(key string, now time.Time, d time.Duration) {
+	if len(e.cooldown) >= e.coolRoom {
+		for k, until := range e.cooldown {
+			if !now.Before(until) {
+				delete(e.cooldown, k)
+			}
+		}
+		e.coolRoom = max(64, 2*len(e.cooldown))
+	}
+	e.cooldown[key] = now.Add(d)
 }

@@ -2,6 +2,8 @@ package approvals
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,17 +66,88 @@ func TestRunsCardsBounded(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 		cards, _ = w.e.Cards()
 	}
+	// The run's approved once (denied in a row, they would start a
+	// cooldown), the other's denied.
 	for _, c := range cards {
-		w.answer(c.ID, VerdictDeny, 30)
-	}
-	for _, ch := range append(waiting, other) {
-		if d := got(t, ch); d.Reason != audit.ReasonDenied {
-			t.Fatalf("a request whose card was denied: %+v", d)
+		v := VerdictOnce
+		if c.Run.ID != run.ID {
+			v = VerdictDeny
 		}
+		w.answer(c.ID, v, 30)
+	}
+	for _, ch := range waiting {
+		if d := got(t, ch); !d.Allow {
+			t.Fatalf("a request whose card was approved: %+v", d)
+		}
+	}
+	if d := got(t, other); d.Reason != audit.ReasonDenied {
+		t.Fatalf("a request whose card was denied: %+v", d)
 	}
 	again := w.decide(perCall(w.runReq(run, 13)))
 	w.answer(w.card().ID, VerdictOnce, 30)
 	if d := got(t, again); !d.Allow {
 		t.Fatalf("the run's request once its cards were answered: %+v", d)
+	}
+}
+
+// A run that asks again each time the person says no would wear the
+// person down until a card is approved by mistake: past deniedBurst
+// denials, a denial starts card_cooldown and the run's next request is
+// refused without a card. Each card says how many of the run's cards
+// were denied in a row before it; an approval ends the row. Another
+// requester's cards come as ever.
+func TestDeniedCardsPaced(t *testing.T) {
+	w := newWorld(t)
+	run := w.launch("coder", 10)
+	for i := range deniedBurst + 1 {
+		ch := w.decide(w.runReq(run, 13))
+		c := w.card()
+		if c.DeniedBefore != i {
+			t.Fatalf("card %d says %d denied before it", i+1, c.DeniedBefore)
+		}
+		if want := "Denied before: this run's last " + cardsWere(i) + " denied, the last at "; i > 0 && !strings.Contains(c.Text(), want) {
+			t.Fatalf("card %d does not say %q:\n%s", i+1, want, c.Text())
+		}
+		w.answer(c.ID, VerdictDeny, 30)
+		if d := got(t, ch); d.Reason != audit.ReasonDenied {
+			t.Fatalf("denial %d: %+v", i+1, d)
+		}
+	}
+	if d := w.e.Decide(context.Background(), w.runReq(run, 13)); d.Reason != audit.ReasonCooldown || d.Card != "" {
+		t.Fatalf("after %d denied cards: %s, card %q", deniedBurst+1, d.Reason, d.Card)
+	}
+
+	// Another requester: denied once, then approved, then asked again.
+	for i, v := range []Verdict{VerdictDeny, VerdictOnce, VerdictDeny} {
+		ch := w.decide(w.req(21))
+		c := w.card()
+		if want := []int{0, 1, 0}[i]; c.DeniedBefore != want {
+			t.Fatalf("another requester's card %d says %d denied before it, want %d", i+1, c.DeniedBefore, want)
+		}
+		if i == 0 && strings.Contains(c.Text(), "Denied before") {
+			t.Fatalf("a first card speaks of denials:\n%s", c.Text())
+		}
+		w.answer(c.ID, v, 30)
+		if d := got(t, ch); d.Allow != (v == VerdictOnce) {
+			t.Fatalf("another requester's card %d answered %s: %+v", i+1, v, d)
+		}
+	}
+}
+
+// Cooldowns that have ended are dropped: a requester that makes up new
+// subjects (new processes) one after another cannot grow the map.
+func TestEndedCooldownsDropped(t *testing.T) {
+	w := newWorld(t)
+	t0 := time.Now()
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	for i := range 10000 {
+		w.e.coolLocked(strconv.Itoa(i), t0.Add(time.Duration(i)*time.Second), time.Second)
+	}
+	if n := len(w.e.cooldown); n > 64 {
+		t.Fatalf("%d cooldowns held, one of them live", n)
+	}
+	if until, ok := w.e.cooldown["9999"]; !ok || !until.Equal(t0.Add(10000*time.Second)) {
+		t.Fatalf("the live cooldown was dropped (%v, %v)", until, ok)
 	}
 }

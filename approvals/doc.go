@@ -35,8 +35,8 @@
 // is refused (the epoch is checked again after the answer). A card that
 // nobody answers within card_timeout refuses its request, and the run's
 // next requests are refused without a card for card_cooldown; so are
-// they once the run has withdrawn more cards than its pace allows
-// (withdrawn.go). Requests that would ask the same session question
+// they once the run has withdrawn more cards than its pace allows, or
+// had more denied (cardbounds.go). Requests that would ask the same session question
 // wait on one card.
 //
 // # Cards and approvers

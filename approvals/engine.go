@@ -87,7 +87,8 @@ type Engine struct {
 	cards    map[string]*Card
 	bySeq    []*Card // the pending cards, by the step they came at (cardfeed.go)
 	past     []Past
-	cooldown map[string]time.Time
+	cooldown map[string]time.Time // subject key: no card until then (coolLocked)
+	coolRoom int                  // the size past which ended cooldowns are dropped
 	consoles map[*console]struct{}
 	whys     []whyEntry // recent decisions, for WhyFor
 	// version is the step of the pending cards' change sequence
@@ -102,9 +103,12 @@ type Engine struct {
 	changed        chan struct{}
 	// refusals paces the records of refusals (refusals.go).
 	refusals refusals
-	// withdrawn paces the cards withdrawn, by subject (withdrawn.go);
+	// withdrawn paces the cards withdrawn, by subject (cardbounds.go);
 	// e.mu.
 	withdrawn *pace.Set[struct{}]
+	// denied paces the cards a person denies, by subject (cardbounds.go);
+	// e.mu.
+	denied *pace.Set[denials]
 }
 
 // NewEngine returns an engine with no runs, grants or cards. Display
@@ -130,6 +134,7 @@ func NewEngine(c Config) *Engine {
 		changed:     make(chan struct{}),
 		version:     1, // step 0 is an approver's "nothing yet"
 		withdrawn:   withdrawnSet(),
+		denied:      deniedSet(),
 	}
 	e.refusals.by = refusalSet()
 	if e.log == nil {

@@ -120,7 +120,7 @@ func explain(d Decision, waiting bool, journal string) (outcome, what, next stri
 	case audit.ReasonTimeout:
 		return out, "Nobody answered the card " + d.Card + " in time.", "Ask your user to watch for the card, then retry once." + tell
 	case audit.ReasonCooldown:
-		return out, "An earlier card went unanswered, or this run withdrew requests while their cards were up too often, so its requests are refused for a while without a card.", "Wait, then ask your user." + tell
+		return out, "An earlier card went unanswered, or your user denied this run's cards in quick succession, or this run withdrew requests while their cards were up too often, so its requests are refused for a while without a card.", "Wait, then ask your user." + tell
 	case audit.ReasonCardLimit:
 		return out, "This run already has as many cards waiting for your user as it may.", "Wait for your user to answer them, then retry once." + tell
 	case audit.ReasonDenied:

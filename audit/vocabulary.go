@@ -128,7 +128,7 @@ const (
 	ReasonPolicyDeny      Reason = "policy_deny"      // the policy refuses
 	ReasonDenied          Reason = "denied"           // a person denied it
 	ReasonTimeout         Reason = "timeout"          // nobody answered the card in time
-	ReasonCooldown        Reason = "cooldown"         // an earlier card went unanswered, or cards were withdrawn too fast
+	ReasonCooldown        Reason = "cooldown"         // an earlier card went unanswered, or cards were denied or withdrawn too fast
 	ReasonCardLimit       Reason = "card_limit"       // the run has as many cards up as it may
 	ReasonCanceled        Reason = "canceled"         // the requester went away while the card waited
 	ReasonNoApprover      Reason = "no_approver"      // no console, notification service or askpass could show the card

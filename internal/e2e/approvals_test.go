@@ -465,3 +465,37 @@ func TestRunCannotFlashCards(t *testing.T) {
 	}
 	a.WaitLog(t, "cards withdrawn faster than a person reads them")
 }
+
+// A run that asks again each time the person says no cannot wear the
+// person down until a card is approved by mistake: the third denial in a
+// row starts card_cooldown, and its next requests are refused without a
+// card. The cards after the first say how many were denied before them.
+func TestRunCannotWearThePersonDown(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen")
+	e := newEnv(t)
+	e.Config("")
+	a := e.StartAgent()
+	console := e.StartConsole()
+	key := e.Keygen("k", "ed25519", 0, "")
+	e.AddKey(key, "-c") // asked about at every use: each request its own card
+	d := e.StartRun("coder")
+	job := d.Start("for i in $(seq 10); do ssh-add -T " + key + ".pub && echo signed; done; true")
+	for range 3 {
+		e.MustRun("postern", "deny", e.WaitCard().ID)
+	}
+	if r := job.Wait(); strings.Contains(r.Stdout, "signed") {
+		t.Fatalf("a denied run signed:\n%s", r.Stdout)
+	}
+	if n := strings.Count(a.Log(), `msg="card shown"`); n != 3 {
+		t.Fatalf("10 requests, each card denied, put up %d cards, want 3:\n%s", n, a.Log())
+	}
+	a.WaitLog(t, "cards denied in quick succession")
+	for _, want := range []string{"Denied before: this run's last card was denied", "Denied before: this run's last 2 cards were denied"} {
+		if !strings.Contains(console.Output(), want) {
+			t.Fatalf("the console never said %q:\n%s", want, console.Output())
+		}
+	}
+	if r := d.Do("postern why"); !strings.Contains(r.Stdout, "cooldown") || !strings.Contains(r.Stdout, "denied this run's cards in quick succession") {
+		t.Fatalf("postern why in the run:\n%s", r.Stdout)
+	}
+}
