@@ -22,14 +22,22 @@ import (
 // within bareAfter of each other, never meets a bare connection.
 const bareAfter = 100 * time.Millisecond
 
+// At most maxDressed parked connections keep their net.Conn: past that,
+// the ones parked first go bare at once. Many clients that connect at
+// once then never hold many net.Conns (nor the runtime's poller entries,
+// which it keeps for reuse once made) at the same time.
+const maxDressed = 64
+
 // barerClock is what conn.parkedAt counts from (monotonic time).
 var barerClock = time.Now()
 
 // barer makes the connections parked for bareAfter bare.
 type barer struct {
+	after time.Duration // bareAfter; tests set another
 	mu    sync.Mutex
 	queue []*conn // parked, or about to be, not bare; each once (conn.queued)
 	timer *time.Timer
+	soon  bool         // the timer was set to sweep at once
 	n     atomic.Int64 // bare connections
 }
 
@@ -42,20 +50,34 @@ func (b *barer) parking(cn *conn) {
 		cn.queued = true
 		b.queue = append(b.queue, cn)
 	}
-	if b.timer == nil {
-		b.timer = time.AfterFunc(bareAfter, b.sweep)
+	switch {
+	case b.timer == nil:
+		b.timer = time.AfterFunc(b.idle(), b.sweep)
+	case len(b.queue) > maxDressed && !b.soon:
+		b.soon = true
+		b.timer.Reset(0)
 	}
 }
 
-// sweep makes bare the connections parked for bareAfter, and looks again
-// later while others wait.
+// idle is how long a connection stays parked before it goes bare.
+func (b *barer) idle() time.Duration {
+	if b.after == 0 {
+		return bareAfter
+	}
+	return b.after
+}
+
+// sweep makes bare the connections parked for bareAfter, and the first
+// parked past maxDressed, and looks again later while others wait.
 func (b *barer) sweep() {
 	b.mu.Lock()
+	b.soon = false
 	now := time.Since(barerClock)
 	var due []*conn
+	excess := len(b.queue) - maxDressed
 	keep := b.queue[:0]
-	for _, cn := range b.queue {
-		if now-cn.parkedAt >= bareAfter {
+	for i, cn := range b.queue {
+		if i < excess || now-cn.parkedAt >= b.idle() {
 			cn.queued = false
 			due = append(due, cn)
 		} else {
@@ -65,7 +87,7 @@ func (b *barer) sweep() {
 	clear(b.queue[len(keep):])
 	b.queue = keep
 	if len(keep) > 0 {
-		b.timer.Reset(bareAfter)
+		b.timer.Reset(b.idle())
 	} else {
 		b.timer = nil
 	}

@@ -137,3 +137,24 @@ func TestBareConnectionRefusesAnotherWriter(t *testing.T) {
 		t.Fatalf("answered (%d bytes) a request another process wrote", n)
 	}
 }
+
+// Many connections that connect at once never keep many net.Conns: past
+// maxDressed parked ones, those parked first go bare at once, long
+// before bareAfter. Each is still served after.
+func TestParkedConnectionsGoBarePastTheirNumber(t *testing.T) {
+	const n = 3 * maxDressed
+	ts := startServerWith(t, func(s *Server) { s.bare.after = time.Hour; s.Log = discardLogger() })
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		conns[i] = ts.rawConn(t)
+		listRaw(t, conns[i])
+	}
+	waitFor(t, "the connections past the first 64 to go bare", func() bool { return ts.srv.bare.n.Load() >= n-maxDressed })
+	time.Sleep(50 * time.Millisecond)
+	if got := ts.srv.bare.n.Load(); got != n-maxDressed {
+		t.Fatalf("%d of %d parked connections went bare, want %d", got, n, n-maxDressed)
+	}
+	for _, c := range conns {
+		listRaw(t, c)
+	}
+}
