@@ -11,7 +11,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -195,7 +197,7 @@ func followREADME(t *testing.T, w *readmeWorld, setup, use []string) {
 	pid := regexp.MustCompile(`Agent pid (\d+)`).FindStringSubmatch(r.Stdout)
 	t.Cleanup(func() {
 		if pid != nil {
-			exec.Command("kill", pid[1]).Run()
+			stopDetached(t, pid[1])
 		}
 	})
 
@@ -256,5 +258,33 @@ func followREADME(t *testing.T, w *readmeWorld, setup, use []string) {
 	}
 	if n := strings.Count(w.sshd.Log(), "Accepted publickey"); n != 1 {
 		t.Errorf("sshd accepted %d logins, want 1", n)
+	}
+}
+
+// stopDetached stops a daemon the test did not start as its child (the
+// agent "make agent" starts) and waits until it has exited: it writes
+// its state as it stops, and would write it into a directory the test
+// has removed meanwhile.
+func stopDetached(t *testing.T, pid string) {
+	n, err := strconv.Atoi(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := func() bool {
+		b, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			return true
+		}
+		_, rest, _ := strings.Cut(string(b), ") ")
+		return strings.HasPrefix(rest, "Z") // exited, not yet reaped
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		syscall.Kill(n, sig)
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if gone() {
+				return
+			}
+		}
+		t.Errorf("agent pid %s did not exit on %v", pid, sig)
 	}
 }
