@@ -50,11 +50,10 @@ func cmdApprove(args []string, out, errw io.Writer) error {
 	session := fs.Bool("session", false, "approve the run until it exits")
 	subject := fs.Int("subject", -1, "with --session, the subject's index on the card (default: the preselected one)")
 	line := fs.Bool("line", false, "on a terminal, ask card by card instead of the full-screen console")
-	// Flags may follow the card id.
-	id, args := leadingOperand(args)
-	c, err := gatewayFlags(fs, args, func() error {
-		if id == "" && fs.NArg() > 0 {
-			id = fs.Arg(0)
+	var id string
+	c, err := gatewayFlags(fs, args, func() (err error) {
+		if id, err = oneOperand(fs); err != nil {
+			return err
 		}
 		switch {
 		case *list:
@@ -104,10 +103,10 @@ func cmdDeny(args []string, out, errw io.Writer) error {
 		return err
 	}
 	fs := newFlags("deny", approveUsage)
-	id, args := leadingOperand(args)
-	c, err := gatewayFlags(fs, args, func() error {
-		if id == "" && fs.NArg() == 1 {
-			id = fs.Arg(0)
+	var id string
+	c, err := gatewayFlags(fs, args, func() (err error) {
+		if id, err = oneOperand(fs); err != nil {
+			return err
 		}
 		if id == "" {
 			return usagef("deny: name a card")

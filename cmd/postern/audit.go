@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/getopt"
 	"github.com/postern/postern/internal/safetext"
 	"github.com/postern/postern/internal/vault"
 )
@@ -301,7 +302,7 @@ type historyFlags struct {
 func addHistoryFlags(fs *flag.FlagSet, jsonHelp string) historyFlags {
 	return historyFlags{
 		asJSON:  fs.Bool("json", false, jsonHelp),
-		since:   fs.String("since", "", "only events from this time on: RFC 3339, or a duration ago such as 1h"),
+		since:   fs.String("since", "", "only events from this time on: a date (2026-12-01), a local time (2026-12-01 15:04), RFC 3339, or a duration ago (90m, 3d)"),
 		run:     fs.String("run", "", "only the events of this run"),
 		pfile:   passphraseFileFlag(fs),
 		offline: offlineFlag(fs),
@@ -327,11 +328,15 @@ func auditShow(args []string, out, errw io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	log, err := oneOperand(fs)
+	if err != nil {
+		return err
+	}
 	opts, err := h.options("audit show")
 	if err != nil {
 		return err
 	}
-	return printHistory(out, *h.pfile, fs.Arg(0), *h.offline, opts, *h.asJSON, false)
+	return printHistory(out, *h.pfile, log, *h.offline, opts, *h.asJSON, false)
 }
 
 func cmdActivity(args []string, out, errw io.Writer) error {
@@ -383,14 +388,32 @@ func printHistory(out io.Writer, pfile, path string, offline bool, opts api.Audi
 	return err
 }
 
+// parseSince reads --since: a time (RFC 3339, or a date and a time of
+// day in local time, or a date alone: its midnight), or a duration ago
+// (Go's "1h30m", "90s", or OpenSSH's "3d", "1w").
 func parseSince(s string) (time.Time, error) {
+	return parseSinceAt(s, time.Now())
+}
+
+// sinceLayouts are the times --since takes, local unless they say.
+var sinceLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02"}
+
+func parseSinceAt(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
 	if d, err := time.ParseDuration(s); err == nil {
-		return time.Now().Add(-d), nil
+		return now.Add(-d), nil
 	}
-	return time.Parse(time.RFC3339, s)
+	if d, err := getopt.Lifetime(s); err == nil {
+		return now.Add(-d), nil
+	}
+	for _, l := range sinceLayouts {
+		if t, err := time.ParseInLocation(l, s, now.Location()); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%s is neither a time (2026-12-01, 2026-12-01 15:04, RFC 3339) nor a duration ago (90m, 2h, 3d)", safetext.Quote(s, safetext.Name))
 }
 
 // sessionsHistory prints the sessions the audit log shows, each as soon as

@@ -43,7 +43,8 @@ func cmdConnect(args []string, out, errw io.Writer) error {
 	fs := newFlags("connect", connectUsage)
 	sock := fs.String("socket", "", "the bastion's socket")
 	fdpass := fs.Bool("fdpass", false, "pass the connected socket to ssh on stdout (ProxyUseFdpass)")
-	if err := parse(fs, args); err != nil {
+	// ssh's %r %h %p, exactly: none is taken for a flag.
+	if err := parseCommand(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 3 {

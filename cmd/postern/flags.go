@@ -23,10 +23,38 @@ func newFlags(name, u string) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args. --help (-h) becomes a request for the usage text;
-// an unknown flag, a missing or bad value becomes a usage error in the
-// command line's own words, never the flag package's raw message.
+// parse parses args, whose flags may come before, between or after the
+// operands ("postern vault add KEY --passphrase-file F"), as GNU getopt
+// takes them; after "--" everything is an operand. fs.Args() then holds
+// the operands in their order. --help (-h) becomes a request for the
+// usage text; an unknown flag, a missing or bad value becomes a usage
+// error in the command line's own words, never the flag package's raw
+// message.
 func parse(fs *flag.FlagSet, args []string) error {
+	var operands []string
+	for {
+		if err := parseFlags(fs, args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if used := len(args) - len(rest); len(rest) == 0 || (used > 0 && args[used-1] == "--") {
+			operands = append(operands, rest...)
+			break
+		}
+		operands = append(operands, rest[0])
+		args = rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, operands...))
+}
+
+// parseCommand parses args whose flags come before the first operand:
+// the operands are a command line of their own ("postern run claude
+// --model M"), whose flags are its own.
+func parseCommand(fs *flag.FlagSet, args []string) error { return parseFlags(fs, args) }
+
+// parseFlags parses args up to the first operand (or "--"), with parse's
+// errors.
+func parseFlags(fs *flag.FlagSet, args []string) error {
 	err := fs.Parse(args)
 	switch {
 	case err == nil:
@@ -53,10 +81,15 @@ func flagMistake(err error) string {
 	return msg
 }
 
-// gatewayFlags adds --socket to fs, parses args, runs check (for usage
-// errors, which come before any talk with the gateway) and returns a
-// client of the gateway the command talks to.
+// gatewayFlags adds --socket to fs, parses args (parse), runs check (for
+// usage errors, which come before any talk with the gateway) and returns
+// a client of the gateway the command talks to.
 func gatewayFlags(fs *flag.FlagSet, args []string, check func() error) (*api.Client, error) {
+	return gatewayFlagsWith(parse, fs, args, check)
+}
+
+// gatewayFlagsWith is gatewayFlags, with args parsed by parse.
+func gatewayFlagsWith(parse func(*flag.FlagSet, []string) error, fs *flag.FlagSet, args []string, check func() error) (*api.Client, error) {
 	sock := socketFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return nil, err
@@ -116,11 +149,11 @@ func noOperands(fs *flag.FlagSet) func() error {
 	}
 }
 
-// leadingOperand splits off an operand written before the flags
-// ("postern approve ID --session").
-func leadingOperand(args []string) (string, []string) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return args[0], args[1:]
+// oneOperand returns the command's one operand, "" when there is none,
+// or a usage error when there are more.
+func oneOperand(fs *flag.FlagSet) (string, error) {
+	if fs.NArg() > 1 {
+		return "", usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(1))
 	}
-	return "", args
+	return fs.Arg(0), nil
 }

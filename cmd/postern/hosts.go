@@ -125,12 +125,10 @@ func hostsAdd(args []string, out, errw io.Writer) error {
 	fs := newFlags("hosts add", hostsUsage)
 	kf := addKeyFlags(fs)
 	keyFile := fs.String("key-file", "", "take the keys from FILE (known_hosts or ssh-keyscan lines, or a public key file; - for standard input)")
-	name, args := leadingOperand(args)
-	c, err := gatewayFlags(fs, args, func() error {
-		if name == "" && fs.NArg() == 1 {
-			name = fs.Arg(0)
-		} else if fs.NArg() > 0 {
-			return usagef("hosts add: give one host name")
+	var name string
+	c, err := gatewayFlags(fs, args, func() (err error) {
+		if name, err = oneOperand(fs); err != nil {
+			return err
 		}
 		if name == "" {
 			return usagef("hosts add: give the host's name")
@@ -245,12 +243,10 @@ func addHost(c *api.Client, out, errw io.Writer, name string, kf *keyFlags, srcs
 
 func hostsRemove(args []string, out, errw io.Writer) error {
 	fs := newFlags("hosts remove", hostsUsage)
-	name, args := leadingOperand(args)
-	c, err := gatewayFlags(fs, args, func() error {
-		if name == "" && fs.NArg() == 1 {
-			name = fs.Arg(0)
-		} else if fs.NArg() > 0 {
-			return usagef("hosts remove: give one host name")
+	var name string
+	c, err := gatewayFlags(fs, args, func() (err error) {
+		if name, err = oneOperand(fs); err != nil {
+			return err
 		}
 		if name == "" {
 			return usagef("hosts remove: give the host's name")

@@ -71,12 +71,12 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 	inconclusive := fs.Bool("inconclusive", false, "resolve: what you found does not tell")
 	evidence := fs.String("evidence", "", "resolve: what you checked")
 	sock := socketFlag(fs)
-	id, args := leadingOperand(args)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if id == "" && fs.NArg() > 0 {
-		id = fs.Arg(0)
+	id, err := oneOperand(fs)
+	if err != nil {
+		return err
 	}
 	switch sub {
 	case "follow":

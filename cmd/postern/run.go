@@ -68,7 +68,7 @@ func cmdRun(args []string, out, errw io.Writer) error {
 	fs := newFlags("run", runUsage)
 	label := fs.String("label", "", "a label for approvers (display only)")
 	noSandbox := fs.Bool("no-sandbox", false, "run unconfined (every card for the run says so)")
-	c, err := gatewayFlags(fs, args, func() error {
+	c, err := gatewayFlagsWith(parseCommand, fs, args, func() error {
 		if fs.NArg() == 0 {
 			return usagef("run: name the command to run after --")
 		}

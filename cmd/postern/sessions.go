@@ -80,9 +80,12 @@ func cmdSessions(args []string, out, errw io.Writer) error {
 func cmdRevoke(args []string, out, errw io.Writer) error {
 	fs := newFlags("revoke", sessionsUsage)
 	all := fs.Bool("all", false, "revoke every grant")
-	target, args := leadingOperand(args)
-	c, err := gatewayFlags(fs, args, func() error {
-		if (target == "" && !*all) || (*all && len(args) > 1) {
+	var target string
+	c, err := gatewayFlags(fs, args, func() (err error) {
+		if target, err = oneOperand(fs); err != nil {
+			return err
+		}
+		if (target == "") == !*all {
 			return usagef("revoke: name a grant, a run, or --all")
 		}
 		return nil
