@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 
@@ -21,9 +20,6 @@ import (
 // control socket is out of a confined run's reach, and the gateway answers
 // only a caller outside every run, as for an approver's act: a run reads
 // the history no more easily than before (with the passphrase).
-
-// errVaultLocked refuses what needs the unlocked vault.
-var errVaultLocked = errors.New("the vault is locked")
 
 // auditBatchEvents and auditBatchBytes bound one response of OpAuditRead.
 const (
@@ -48,21 +44,12 @@ func sameFile(a, b string) bool {
 
 // auditIdentity returns the audit log's identity, from the vault opened
 // again with the data key kept while it is unlocked.
-func (s *vaultState) auditIdentity() ([32]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case !s.present:
-		return [32]byte{}, errNoVault
-	case s.locked || s.dk == nil:
-		return [32]byte{}, errVaultLocked
-	}
-	v, err := vault.OpenWithKey(s.path, s.dk)
-	if err != nil {
-		return [32]byte{}, err
-	}
-	defer v.Wipe()
-	return api.AuditIdentity(v)
+func (s *vaultState) auditIdentity() (id [32]byte, err error) {
+	err = s.Read(func(v *vault.Vault) (err error) {
+		id, err = api.AuditIdentity(v)
+		return err
+	})
+	return id, err
 }
 
 func (g *Gateway) opAuditRead(ctx context.Context, peer *procid.Peer, a api.AuditReadOptions, send func(any) error) error {

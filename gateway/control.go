@@ -56,6 +56,7 @@ func (g *Gateway) handlers() map[api.Op]handler {
 		api.OpHostsRemove:    typed(g.opHostsRemove),
 		api.OpCheck:          typed(g.opCheck),
 		api.OpJournalNew:     typed(g.opJournalNew),
+		api.OpVaultList:      typed(g.opVaultList),
 	}
 }
 

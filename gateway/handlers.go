@@ -268,6 +268,18 @@ func (g *Gateway) opVaultChange(_ context.Context, peer *procid.Peer, c api.Vaul
 	return res, err
 }
 
+func (g *Gateway) opVaultList(_ context.Context, _ *procid.Peer, a api.VaultListArgs) (any, error) {
+	if a.Path != "" && !sameFile(a.Path, g.vaultPath) {
+		return nil, fmt.Errorf("%w: this gateway keeps another vault (%s)", errNoVault, g.vaultPath)
+	}
+	var res *api.VaultKeys
+	err := g.vault.Read(func(v *vault.Vault) (err error) {
+		res, err = api.ListVault(v, time.Now())
+		return err
+	})
+	return res, err
+}
+
 // Status reports the gateway's state.
 func (g *Gateway) Status() api.Status {
 	state, epoch := g.vault.State()

@@ -26,6 +26,8 @@ var (
 	errNoVault       = errors.New("there is no vault to unlock")
 	errVaultGone     = errors.New("the vault file disappeared")
 	errStaleKey      = errors.New("the keychain holds an old key for this vault (its passphrase changed)")
+	// errVaultLocked refuses what needs the unlocked vault.
+	errVaultLocked = errors.New("the vault is locked")
 )
 
 // vaultState is the lock state of the gateway and its vault. Every lock,
@@ -398,6 +400,26 @@ func (s *vaultState) fileChangedLocked() {
 		s.keys.ReplaceVault(ids)
 		s.bump(audit.ReasonVaultFileChanged)
 	}
+}
+
+// Read lets read look at the vault, opened again with the data key kept
+// while it is unlocked (no passphrase, no key derivation): errNoVault
+// without a vault file, errVaultLocked while locked.
+func (s *vaultState) Read(read func(*vault.Vault) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case !s.present:
+		return errNoVault
+	case s.locked || s.dk == nil:
+		return errVaultLocked
+	}
+	v, err := vault.OpenWithKey(s.path, s.dk)
+	if err != nil {
+		return err
+	}
+	defer v.Wipe()
+	return read(v)
 }
 
 // wipe locks and forgets everything at shutdown.

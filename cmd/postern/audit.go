@@ -265,14 +265,7 @@ func collectLess() (restore func()) {
 // runs (none is started for this), it is locked, keeps another log or no
 // log, is older than this command, or refuses a caller inside a run.
 func readThroughGateway(path string, opts api.AuditReadOptions, fn func(api.AuditEvent) error) (done bool, err error) {
-	var c *api.Client
-	wk, _ := api.WellKnownSocket()
-	for _, sock := range []string{os.Getenv("SSH_AUTH_SOCK"), wk} {
-		if sock != "" && api.Serves(sock) {
-			c = api.NewClient(sock)
-			break
-		}
-	}
+	c := servingGateway()
 	if c == nil {
 		return false, nil
 	}
@@ -282,12 +275,32 @@ func readThroughGateway(path string, opts api.AuditReadOptions, fn func(api.Audi
 		passed = true
 		return fn(e)
 	})
-	refused := errors.Is(err, api.ErrNoGateway) || api.HasCode(err, api.CodeLocked) || api.HasCode(err, api.CodeNotFound) ||
-		api.HasCode(err, api.CodeDenied) || api.HasCode(err, api.CodeUsage)
-	if err != nil && refused && !passed {
+	if err != nil && cannotServe(err) && !passed {
 		return false, nil
 	}
 	return true, err
+}
+
+// servingGateway returns a client of the gateway at $SSH_AUTH_SOCK, else
+// at the well-known socket, for a command that can do without one (it
+// reads the files itself, with the passphrase); nil when none answers.
+func servingGateway() *api.Client {
+	wk, _ := api.WellKnownSocket()
+	for _, sock := range []string{os.Getenv("SSH_AUTH_SOCK"), wk} {
+		if sock != "" && api.Serves(sock) {
+			return api.NewClient(sock)
+		}
+	}
+	return nil
+}
+
+// cannotServe reports whether err says that the gateway cannot do what
+// it was asked in the command's place (it is gone, its vault is locked,
+// it keeps other files, it refuses the caller, or it is older than the
+// command), so that the command does it itself.
+func cannotServe(err error) bool {
+	return errors.Is(err, api.ErrNoGateway) || api.HasCode(err, api.CodeLocked) || api.HasCode(err, api.CodeNotFound) ||
+		api.HasCode(err, api.CodeDenied) || api.HasCode(err, api.CodeUsage)
 }
 
 // historyFlags are the selection flags of audit show and activity.

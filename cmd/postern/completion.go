@@ -34,7 +34,7 @@ var completionWords = map[string]string{
 	"status":     "--json --socket",
 	"lock":       "--socket",
 	"unlock":     "--passphrase-file --remember --socket",
-	"vault":      "init add list remove passwd --passphrase-file --comment --json",
+	"vault":      "init add list remove passwd --passphrase-file --comment --json --offline",
 	"why":        "--json --socket",
 	"doctor":     "--json --socket",
 	"check":      "--host --key --exe --forwarded --json --socket",

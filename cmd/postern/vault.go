@@ -21,7 +21,7 @@ import (
 
 const vaultUsage = `Usage: postern vault init [--passphrase-file FILE]
        postern vault add [--comment TEXT] [--passphrase-file FILE] [--socket PATH] KEYFILE|CERTFILE...
-       postern vault list [--json] [--passphrase-file FILE]
+       postern vault list [--json] [--offline] [--passphrase-file FILE]
        postern vault remove [--passphrase-file FILE] [--socket PATH] FINGERPRINT|COMMENT
        postern vault passwd [--passphrase-file FILE] [--new-passphrase-file FILE] [--socket PATH]
 
@@ -29,7 +29,9 @@ Manage the encrypted vault of private keys in $XDG_STATE_HOME/postern/vault.
 add, remove and passwd go through the gateway that answers at
 $SSH_AUTH_SOCK (or --socket): it makes the change, records it in the audit
 log and takes it in at once. With no gateway running, the command makes
-the change and records it in the audit log itself.
+the change and records it in the audit log itself. list asks the gateway
+whose vault it is, without a passphrase, while that gateway has it
+unlocked; otherwise (or with --offline) it opens the file itself.
 `
 
 // envKDFTarget sets how long one key derivation should take when a vault
@@ -260,39 +262,10 @@ func changeVault(sock string, c *api.VaultChange) (*api.VaultChanged, error) {
 	return api.ChangeVault(c)
 }
 
-// keyJSON is one key in "postern vault list --json".
-type keyJSON struct {
-	Fingerprint  string     `json:"fingerprint"`
-	Type         string     `json:"type"`
-	Comment      string     `json:"comment"`
-	Added        time.Time  `json:"added"`
-	Certificates []certJSON `json:"certificates"`
-}
-
-// certJSON is one certificate of a key in "postern vault list --json".
-type certJSON struct {
-	Type        string    `json:"type"`
-	KeyID       string    `json:"key_id"`
-	Principals  []string  `json:"principals"`
-	CA          string    `json:"ca"`
-	ValidBefore time.Time `json:"valid_before,omitzero"`
-	Expired     bool      `json:"expired"`
-}
-
-func certInfo(c *ssh.Certificate, now time.Time) certJSON {
-	j := certJSON{Type: c.Type(), KeyID: c.KeyId, Principals: c.ValidPrincipals, CA: ssh.FingerprintSHA256(c.SignatureKey), Expired: vault.CertExpired(c, now)}
-	if j.Principals == nil {
-		j.Principals = []string{}
-	}
-	if c.ValidBefore != ssh.CertTimeInfinity && c.ValidBefore < 1<<62 {
-		j.ValidBefore = time.Unix(int64(c.ValidBefore), 0).UTC()
-	}
-	return j
-}
-
 func vaultList(args []string, out, errw io.Writer) error {
 	fs := newFlags("vault list", vaultUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
+	offline := fs.Bool("offline", false, "read the vault file even when a gateway could list it")
 	pfile := passphraseFileFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -300,31 +273,17 @@ func vaultList(args []string, out, errw io.Writer) error {
 	if err := noOperands(fs)(); err != nil {
 		return err
 	}
-	v, err := openVault(*pfile)
+	keys, err := listVault(*pfile, *offline)
 	if err != nil {
 		return err
-	}
-	defer v.Wipe()
-	infos, err := v.KeyInfos()
-	if err != nil {
-		return err
-	}
-	list := make([]keyJSON, 0, len(infos))
-	now := time.Now()
-	for _, k := range infos {
-		kj := keyJSON{Fingerprint: k.Fingerprint, Type: k.PublicKey.Type(), Comment: k.Comment, Added: k.Added, Certificates: []certJSON{}}
-		for _, c := range k.Certs {
-			kj.Certificates = append(kj.Certificates, certInfo(c, now))
-		}
-		list = append(list, kj)
 	}
 	if *asJSON {
-		return printJSON(out, list)
+		return printJSON(out, keys.Keys)
 	}
-	if len(list) == 0 {
+	if len(keys.Keys) == 0 {
 		fmt.Fprintln(out, "the vault holds no keys")
 	}
-	for _, k := range list {
+	for _, k := range keys.Keys {
 		fmt.Fprintf(out, "%s %s %s (%s)\n", k.Fingerprint, shown(k.Comment), k.Type, k.Added.Format("2006-01-02"))
 		for _, c := range k.Certificates {
 			until := "forever"
@@ -338,6 +297,28 @@ func vaultList(args []string, out, errw io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// listVault lists the vault's keys through the gateway whose vault it is
+// while that gateway has it unlocked (no passphrase asked), else from the
+// file, opened with the passphrase.
+func listVault(pfile string, offline bool) (*api.VaultKeys, error) {
+	path, err := vaultPath()
+	if err != nil {
+		return nil, err
+	}
+	if c := servingGateway(); c != nil && !offline {
+		keys, err := c.VaultList(context.Background(), path)
+		if err == nil || !cannotServe(err) {
+			return keys, err
+		}
+	}
+	v, err := openVault(pfile)
+	if err != nil {
+		return nil, err
+	}
+	defer v.Wipe()
+	return api.ListVault(v, time.Now())
 }
 
 func vaultRemove(args []string, out, errw io.Writer) error {

@@ -62,6 +62,7 @@ const (
 	OpHostsRemove    Op = "hosts.remove"    // HostsRemoveArgs; HostsResult
 	OpCheck          Op = "check"           // CheckArgs; CheckResult
 	OpJournalNew     Op = "journal.new"     // no arguments; JournalNewResult
+	OpVaultList      Op = "vault.list"      // VaultListArgs; VaultKeys
 	// OpJournalFollow is a stream: a first empty response once following,
 	// then one *JournalEntry per change, until the client hangs up (or an
 	// error response ends it).
