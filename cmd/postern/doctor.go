@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/config"
+	"github.com/postern/postern/internal/xdg"
 )
 
 const doctorUsage = `Usage: postern doctor [--json] [--socket PATH]
@@ -131,11 +133,40 @@ func doctor(sockFlag string) []finding {
 		} else {
 			add("config", "ok", fmt.Sprintf("%s (approval: %s)", st.Config.Path, st.Config.Approval), "")
 		}
+	} else {
+		fs = append(fs, configCheck())
 	}
 	fs = append(fs, confinement())
 	fs = append(fs, opensshCheck())
 	fs = append(fs, systemdCheck())
 	return fs
+}
+
+// configCheck reads the configuration file as a gateway starting now
+// would, for when none runs to say how it read it: a mistake there stops
+// the gateway that the socket check says to start.
+func configCheck() finding {
+	f := finding{Check: "config"}
+	path, err := xdg.ConfigFile()
+	if err != nil {
+		f.Status, f.Detail = "fail", err.Error()
+		return f
+	}
+	cfg, err := config.Load(path)
+	switch {
+	case err != nil:
+		f.Status, f.Detail, f.Fix = "fail", err.Error()+": a gateway does not start with it", "fix the file (postern.toml(5))"
+	case !fileExists(path):
+		f.Status, f.Detail = "ok", path+" does not exist: the defaults (approval: "+cfg.Approval+")"
+	default:
+		f.Status, f.Detail = "ok", fmt.Sprintf("%s (approval: %s)", path, cfg.Approval)
+	}
+	return f
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // opensshCheck checks that ssh sends session-bind@openssh.com (OpenSSH
