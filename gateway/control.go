@@ -205,7 +205,9 @@ func wireCode(err error) api.Code {
 		return api.CodeDenied
 	case is(errAlreadyLocked, errVaultLocked):
 		return api.CodeLocked
-	case is(errNoVault, errVaultGone, errNoBastion, approvals.ErrNoCard, approvals.ErrNoGrant, inventory.ErrNoHost, journal.ErrNotFound, vault.ErrKeyNotFound, vault.ErrNoKeyForCert):
+	case is(errNoBastion):
+		return api.CodeNoBastion
+	case is(errNoVault, errVaultGone, approvals.ErrNoCard, approvals.ErrNoGrant, inventory.ErrNoHost, journal.ErrNotFound, vault.ErrKeyNotFound, vault.ErrNoKeyForCert):
 		return api.CodeNotFound
 	case is(errJournalDamaged):
 		return api.CodeJournalDamaged

@@ -129,7 +129,7 @@ func TestControlOperations(t *testing.T) {
 		t.Errorf("revoke all: %d %v", n, err)
 	}
 	_, err = c.JournalPage(ctx, api.JournalArgs{Limit: 10})
-	wantCode("journal without a bastion", err, api.CodeNotFound)
+	wantCode("journal without a bastion", err, api.CodeNoBastion)
 	if res, err := c.Sessions(ctx); err != nil || len(res.Runs) != 0 || len(res.Grants) != 0 {
 		t.Errorf("sessions: %+v %v", res, err)
 	}
@@ -185,7 +185,7 @@ func TestWireCode(t *testing.T) {
 		errAlreadyLocked:              api.CodeLocked,
 		errNoVault:                    api.CodeNotFound,
 		errVaultGone:                  api.CodeNotFound,
-		errNoBastion:                  api.CodeNotFound,
+		errNoBastion:                  api.CodeNoBastion,
 		approvals.ErrNoCard:           api.CodeNotFound,
 		journal.ErrNotFound:           api.CodeNotFound,
 		approvals.ErrNoGrant:          api.CodeNotFound,

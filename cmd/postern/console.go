@@ -18,6 +18,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/safetext"
 )
 
 // armDelay is how long a card is on screen before a key can answer it.
@@ -47,7 +48,8 @@ type (
 	refreshMsg struct {
 		sessions *api.SessionsResult
 		unknown  []*api.JournalEntry
-		noJrnl   bool
+		// jrnlErr says why the journal could not be read, for its tab.
+		jrnlErr string
 	}
 	// doneMsg is an answer, revocation or resolution, or its error;
 	// card is the card of an answer that failed.
@@ -90,6 +92,19 @@ func tick() tea.Cmd {
 	return tea.Tick(250*time.Millisecond, func(t time.Time) tea.Msg { return tickMsg(t) })
 }
 
+// journalTrouble says, for the journal's tab, why it could not be read:
+// a gateway without a bastion keeps none, and any other error (a damaged
+// journal) is shown as it is.
+func journalTrouble(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case api.HasCode(err, api.CodeNoBastion):
+		return "the bastion is not enabled: no command journal"
+	}
+	return "the command journal cannot be read: " + safetext.Field(err.Error(), safetext.Line)
+}
+
 // reload reads the runs, grants and unknown journal entries.
 func (m *consoleModel) reload() tea.Cmd {
 	gw := m.gw
@@ -99,7 +114,7 @@ func (m *consoleModel) reload() tea.Cmd {
 		var r refreshMsg
 		r.sessions, _ = gw.Sessions(ctx)
 		es, err := gw.JournalPage(ctx, api.JournalArgs{Status: "STATUS_UNKNOWN", Limit: 20})
-		r.unknown, r.noJrnl = es, err != nil
+		r.unknown, r.jrnlErr = es, journalTrouble(err)
 		return r
 	}
 }

@@ -265,3 +265,25 @@ func TestConsoleJournalRowIsOnScreen(t *testing.T) {
 		}
 	}
 }
+
+// The journal's tab says why there is no journal to show: no bastion, or
+// the error itself (a damaged journal is not "not enabled").
+func TestConsoleJournalTrouble(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{&api.Error{Code: api.CodeNoBastion, Msg: "the bastion is not enabled in this gateway"}, "the bastion is not enabled: no command journal"},
+		{&api.Error{Code: api.CodeJournalDamaged, Msg: "journal damaged at entry 7\x1b[2J"}, `the command journal cannot be read: journal damaged at entry 7\x1b[2J`},
+	} {
+		m := newConsoleModel(nil, nil)
+		m.Update(tea.WindowSizeMsg{Width: 160, Height: 20})
+		m.Update(tea.KeyPressMsg{Code: tea.KeyTab})
+		m.Update(tea.KeyPressMsg{Code: tea.KeyTab})
+		m.Update(refreshMsg{jrnlErr: journalTrouble(tt.err)})
+		lines, _ := screen(m, 20)
+		if view := strings.Join(lines, "\n"); !strings.Contains(view, tt.want) || strings.Contains(view, "no command with an unknown outcome") {
+			t.Errorf("%v:\n%s", tt.err, view)
+		}
+	}
+}

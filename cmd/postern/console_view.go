@@ -48,8 +48,8 @@ func (m *consoleModel) View() tea.View {
 		b.WriteString(dimStyle.Render("\n↑/↓ choose, r revokes (a run: all its grants)") + "\n")
 	case tabJournal:
 		above := 0
-		if m.refresh.noJrnl {
-			b.WriteString("the bastion is not enabled: no command journal\n")
+		if m.refresh.jrnlErr != "" {
+			b.WriteString(m.refresh.jrnlErr + "\n")
 			above = 1
 		}
 		lines := make([]string, len(m.refresh.unknown))
@@ -57,7 +57,7 @@ func (m *consoleModel) View() tea.View {
 			lines[i] = entryLine(e)
 		}
 		recent = m.viewRows(&b, lines, "entries", above)
-		if len(m.refresh.unknown) == 0 && !m.refresh.noJrnl {
+		if len(m.refresh.unknown) == 0 && m.refresh.jrnlErr == "" {
 			b.WriteString("no command with an unknown outcome\n")
 		}
 		b.WriteString(dimStyle.Render("\n↑/↓ choose, m reads the entry's remote markers, n records that it did not start (after you checked the host)") + "\n")

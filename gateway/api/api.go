@@ -118,8 +118,11 @@ const (
 	// asked needs its vault unlocked (OpAuditRead).
 	CodeLocked Code = "locked"
 	// CodeNotFound: the card, grant, run, entry or vault named does not
-	// exist (any more), or the feature is not enabled.
+	// exist (any more).
 	CodeNotFound Code = "not_found"
+	// CodeNoBastion: the gateway serves no bastion ([bastion] enabled is
+	// not set), so it keeps no journal.
+	CodeNoBastion Code = "no_bastion"
 	// CodeWrongPassphrase: the passphrase does not open the vault.
 	CodeWrongPassphrase Code = "wrong_passphrase"
 	// CodeStaleKey: the data key from the OS keychain no longer opens
