@@ -434,7 +434,9 @@ func parseSinceAt(s string, now time.Time) (time.Time, error) {
 func sessionsHistory(out io.Writer, pfile string, offline, asJSON bool) error {
 	w := bufio.NewWriterSize(out, 64<<10)
 	arr := &jsonArray{w: w}
+	n := 0
 	emit := func(s api.AuditSession) {
+		n++
 		if asJSON {
 			arr.add(s)
 			return
@@ -448,8 +450,11 @@ func sessionsHistory(out io.Writer, pfile string, offline, asJSON bool) error {
 	})
 	if err == nil {
 		book.Flush(emit)
-		if asJSON {
+		switch {
+		case asJSON:
 			err = arr.close()
+		case n == 0:
+			w.WriteString("no session approval in the audit log\n")
 		}
 	}
 	if ferr := w.Flush(); err == nil {
