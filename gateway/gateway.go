@@ -288,6 +288,10 @@ func (g *Gateway) Run(ctx context.Context) error {
 	// history) the memory they left is given back to the system.
 	trim := idletrim.Start(trimQuiet, trimMin)
 	defer trim.Stop()
+	// A key derivation allocates its memory at once and then works
+	// without allocating: the trimmer may look during it, find it live,
+	// and see no collection after it.
+	g.vault.derived = func() { go trim.Trim() }
 
 	g.vault.start()
 	if err := g.openAudit(g.stateDir); err != nil {

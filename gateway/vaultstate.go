@@ -55,6 +55,10 @@ type vaultState struct {
 	// beforeLock, if set, runs before Lock wipes the key (the anchor
 	// keeper's flush), without the state's locks held.
 	beforeLock func()
+	// derived, if set, runs once a passphrase's key derivation is over,
+	// without the state's locks held: its memory (Argon2id's, 64 MiB or
+	// more) is garbage then, and the gateway gives it back (idletrim).
+	derived func()
 }
 
 type fileStamp struct {
@@ -160,6 +164,7 @@ func (s *vaultState) lockLocked(passphrase []byte, why audit.Reason) {
 // vault it checks the password ssh-add -x locked the agent with. A wrong
 // passphrase is answered after a delay that grows with each failure.
 func (s *vaultState) Unlock(passphrase []byte) error {
+	defer s.afterDerivation()
 	s.unlockMu.Lock()
 	defer s.unlockMu.Unlock()
 	s.mu.Lock()
@@ -182,6 +187,14 @@ func (s *vaultState) Unlock(passphrase []byte) error {
 	}
 
 	return s.finishUnlock(vault.Open(s.path, passphrase))
+}
+
+// afterDerivation runs derived, once the work that derived a key from a
+// passphrase has returned.
+func (s *vaultState) afterDerivation() {
+	if s.derived != nil {
+		s.derived()
+	}
 }
 
 // UnlockWithKey opens the vault with a data key kept in the OS keychain.
@@ -307,6 +320,7 @@ func identities(v *vault.Vault) ([]*sshagent.Identity, error) {
 // gateway reloads its keys, with the new data key after a passphrase
 // change. A wrong passphrase counts and waits as an unlock's does.
 func (s *vaultState) Change(passphrase []byte, change func(*vault.Vault) error) error {
+	defer s.afterDerivation()
 	s.unlockMu.Lock()
 	defer s.unlockMu.Unlock()
 	v, err := vault.Open(s.path, passphrase)

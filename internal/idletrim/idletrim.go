@@ -8,9 +8,12 @@
 // time, as an agent is between logins, would hold that much for nothing.
 // Start watches the collections: after each one it looks, every quiet
 // interval, whether the program still allocates, and once it has
-// allocated nothing for a whole interval, and what it could give back
-// (garbage and free heap) is worth it, it collects and returns everything
-// free to the system (debug.FreeOSMemory). Nothing runs while the
+// allocated nothing for a whole interval, and at least a minimum since
+// it last trimmed, it collects and returns everything free to the system
+// (debug.FreeOSMemory). What the last collection found live is no
+// measure of what a trim frees: a key derivation's buffer is live at the
+// collection its own allocation sets off, and garbage a moment later,
+// with no collection after it. Nothing runs while the
 // program does no work at all, and a program that keeps working is not
 // interrupted: the trim waits for its quiet.
 package idletrim
@@ -34,21 +37,18 @@ type Trimmer struct {
 	timer   *time.Timer // the next look, while one is due
 	allocs  uint64      // what the program had allocated at the last look
 	trimmed uint64      // what it had allocated when it was last trimmed
-	samples [4]metrics.Sample
+	samples [1]metrics.Sample
 	trims   int
 }
 
 // The metrics a look reads.
 var sampled = [...]string{
-	"/gc/heap/allocs:bytes",              // allocated since the start
-	"/memory/classes/heap/objects:bytes", // live and garbage not yet collected
-	"/gc/heap/live:bytes",                // live at the last collection
-	"/memory/classes/heap/free:bytes",    // free, not yet returned
+	"/gc/heap/allocs:bytes", // allocated since the start
 }
 
 // Start watches the collections of the process: once the process has
-// allocated nothing for quiet after one, and min bytes or more could be
-// given back, it trims. Stop ends it.
+// allocated nothing for quiet after one, and min bytes or more since the
+// last trim, it trims. Stop ends it.
 func Start(quiet time.Duration, min uint64) *Trimmer {
 	t := &Trimmer{quiet: quiet, min: min}
 	for i, name := range sampled {
@@ -145,8 +145,7 @@ func (t *Trimmer) look() {
 	// nothing new worth giving back: what is free then is what the trim
 	// could not return, and trimming again would collect for nothing,
 	// after every collection, the trim's own included.
-	objects, live, free := v[1], v[2], v[3]
-	worth := v[0]-t.trimmed >= t.min && free+objects-min(live, objects) >= t.min
+	worth := v[0]-t.trimmed >= t.min
 	t.mu.Unlock()
 	if !worth {
 		return

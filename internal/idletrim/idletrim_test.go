@@ -71,3 +71,26 @@ func TestStopEndsTheWatch(t *testing.T) {
 		t.Errorf("%d trims after Stop", n)
 	}
 }
+
+var big []byte
+
+// A large buffer live at the last collection (a key derivation's memory,
+// when a collection ran during the derivation) and garbage once the work
+// ends is given back all the same: what was live then says nothing of
+// what is live now.
+func TestTrimsWhatWasLiveAtTheLastCollection(t *testing.T) {
+	big = make([]byte, 64<<20)
+	for i := range big {
+		big[i] = 1 // resident
+	}
+	tr := Start(20*time.Millisecond, 1<<20)
+	defer tr.Stop()
+	runtime.GC() // with big live
+	big = nil
+	waitFor(t, "no trim after the work", func() bool { return tr.Trims() >= 1 })
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if objects := s[0].Value.Uint64(); objects >= 32<<20 {
+		t.Errorf("after the trim: %d bytes of objects", objects)
+	}
+}
