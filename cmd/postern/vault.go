@@ -31,7 +31,8 @@ $SSH_AUTH_SOCK (or --socket): it makes the change, records it in the audit
 log and takes it in at once. With no gateway running, the command makes
 the change and records it in the audit log itself. list asks the gateway
 whose vault it is, without a passphrase, while that gateway has it
-unlocked; otherwise (or with --offline) it opens the file itself.
+unlocked; otherwise, with --offline or with --passphrase-file (whose
+passphrase it then checks), it opens the file itself.
 `
 
 // envKDFTarget sets how long one key derivation should take when a vault
@@ -273,7 +274,9 @@ func vaultList(args []string, out, errw io.Writer) error {
 	if err := noOperands(fs)(); err != nil {
 		return err
 	}
-	keys, err := listVault(*pfile, *offline)
+	// A passphrase given on the command line is checked: the file is
+	// opened with it, even while a gateway could list the vault.
+	keys, err := listVault(*pfile, *offline || *pfile != "")
 	if err != nil {
 		return err
 	}
@@ -300,8 +303,8 @@ func vaultList(args []string, out, errw io.Writer) error {
 }
 
 // listVault lists the vault's keys through the gateway whose vault it is
-// while that gateway has it unlocked (no passphrase asked), else from the
-// file, opened with the passphrase.
+// while that gateway has it unlocked (no passphrase asked), else (or when
+// offline) from the file, opened with the passphrase.
 func listVault(pfile string, offline bool) (*api.VaultKeys, error) {
 	path, err := vaultPath()
 	if err != nil {
