@@ -32,8 +32,11 @@ func segmentedLog(t *testing.T, n int) (*testLog, *Log) {
 
 func TestSegmentsAreFilledInPlace(t *testing.T) {
 	tl, l := segmentedLog(t, 1500)
-	// Every segment in use has the size it was made with: records were
-	// written over zeros, never appended.
+	// Closed first: the next segment may still be in the making (filled
+	// with zeros in place) until the writer has waited for it.
+	l.Close()
+	// Every segment has the size it was made with: records were written
+	// over zeros, never appended.
 	idx, err := segmentIndexes(tl.path)
 	if err != nil || len(idx) < 2 {
 		t.Fatalf("segments %v (%v): want several", idx, err)
@@ -44,7 +47,6 @@ func TestSegmentsAreFilledInPlace(t *testing.T) {
 			t.Fatalf("segment %d: %v size %d, want %d", i, err, fi.Size(), segmentSize(minSegmentSize, i))
 		}
 	}
-	l.Close()
 	r := tl.verify(t)
 	if !r.OK || r.Entries != 1500 || r.Segments < 2 || r.Version != 2 {
 		t.Fatalf("verify: %s entries=%d segments=%d", describe(r), r.Entries, r.Segments)
