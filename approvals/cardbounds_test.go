@@ -116,6 +116,11 @@ func TestDeniedCardsPaced(t *testing.T) {
 	if d := w.e.Decide(context.Background(), w.runReq(run, 13)); d.Reason != audit.ReasonCooldown || d.Card != "" {
 		t.Fatalf("after %d denied cards: %s, card %q", deniedBurst+1, d.Reason, d.Card)
 	}
+	// The person sees it in "postern sessions".
+	runs, _ := w.e.Sessions()
+	if len(runs) != 1 || runs[0].ID != run.ID || !runs[0].NoCardsUntil.After(time.Now()) {
+		t.Fatalf("the run in its cooldown, listed: %+v", runs)
+	}
 
 	// Another requester: denied once, then approved, then asked again.
 	for i, v := range []Verdict{VerdictDeny, VerdictOnce, VerdictDeny} {

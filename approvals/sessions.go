@@ -13,6 +13,9 @@ type RunState struct {
 	Pending  bool      `json:"pending,omitempty"` // prepared, process not yet reported
 	Restored string    `json:"previous_boot,omitempty"`
 	Grants   int       `json:"grants"`
+	// NoCardsUntil is when the run's cooldown ends, while it has one:
+	// until then its requests are refused without a card.
+	NoCardsUntil time.Time `json:"no_cards_until,omitzero"`
 }
 
 // GrantView is a live grant as "postern sessions" lists it.
@@ -47,8 +50,12 @@ func (e *Engine) Sessions() ([]RunState, []GrantView) {
 		})
 	}
 	runs := make([]RunState, 0, len(e.runs))
+	now := e.now()
 	for _, r := range e.runs {
 		rs := RunState{Socket: r.Socket, Since: r.Started.UTC(), Restored: r.PrevBoot, Grants: count[r]}
+		if until, ok := e.cooldown[r.ID]; ok && now.Before(until) {
+			rs.NoCardsUntil = until.UTC()
+		}
 		if r.pin == nil {
 			rs.RunView = RunView{ID: r.ID, Label: r.Label, Launched: r.Launched}
 			rs.Pending = true

@@ -309,6 +309,7 @@ func (m *consoleModel) runRows() (ids, lines []string) {
 		if r.Label != "" {
 			line += ", label " + shown(r.Label)
 		}
+		line += noCards(r)
 		ids, lines = append(ids, r.ID), append(lines, line)
 	}
 	for _, g := range s.Grants {

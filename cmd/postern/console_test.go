@@ -287,3 +287,18 @@ func TestConsoleJournalTrouble(t *testing.T) {
 		}
 	}
 }
+
+// A run in its cooldown says so on the runs tab: its requests are
+// refused without a card, and the person sees why no card comes.
+func TestConsoleRunInCooldown(t *testing.T) {
+	m := newConsoleModel(nil, nil)
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 20})
+	m.Update(tea.KeyPressMsg{Code: tea.KeyTab})
+	run := api.RunState{NoCardsUntil: time.Now().Add(30 * time.Second)}
+	run.ID, run.Name, run.PID = "R1234", "claude", 42
+	m.Update(refreshMsg{sessions: &api.SessionsResult{Runs: []api.RunState{run}}})
+	lines, _ := screen(m, 20)
+	if view := strings.Join(lines, "\n"); !strings.Contains(view, "run R1234  claude (pid 42)") || !strings.Contains(view, "refused without a card until ") {
+		t.Errorf("the runs tab:\n%s", view)
+	}
+}

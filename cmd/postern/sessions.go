@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/safetext"
 )
 
@@ -65,6 +66,7 @@ func cmdSessions(args []string, out, errw io.Writer) error {
 		if r.Restored != "" {
 			fmt.Fprint(out, ", registered before the gateway restarted: needs approval again")
 		}
+		fmt.Fprint(out, noCards(r))
 		fmt.Fprintln(out)
 	}
 	for _, g := range res.Grants {
@@ -75,6 +77,15 @@ func cmdSessions(args []string, out, errw io.Writer) error {
 		fmt.Fprintf(out, "  since %s by %s\n", g.Approved.Local().Format(timeLayout), safetext.Field(g.Approver, safetext.Line))
 	}
 	return nil
+}
+
+// noCards says, for a run in its cooldown, until when its requests are
+// refused without a card; "" otherwise.
+func noCards(r api.RunState) string {
+	if r.NoCardsUntil.IsZero() {
+		return ""
+	}
+	return ", refused without a card until " + r.NoCardsUntil.Local().Format("15:04:05") + " (card_cooldown)"
 }
 
 func cmdRevoke(args []string, out, errw io.Writer) error {

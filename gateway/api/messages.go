@@ -247,9 +247,12 @@ type AnswerArgs struct {
 
 // SessionsResult lists runs and grants (OpSessions).
 type SessionsResult struct {
-	Runs   []approvals.RunState  `json:"runs"`
+	Runs   []RunState            `json:"runs"`
 	Grants []approvals.GrantView `json:"grants"`
 }
+
+// RunState is a live run as "postern sessions" lists it.
+type RunState = approvals.RunState
 
 // RevokeArgs names what to revoke (OpRevoke): a grant id, a run id, or
 // every grant.

@@ -498,4 +498,8 @@ func TestRunCannotWearThePersonDown(t *testing.T) {
 	if r := d.Do("postern why"); !strings.Contains(r.Stdout, "cooldown") || !strings.Contains(r.Stdout, "denied this run's cards in quick succession") {
 		t.Fatalf("postern why in the run:\n%s", r.Stdout)
 	}
+	// The person sees the cooldown in the list of runs.
+	if out := e.MustRun("postern", "sessions").Stdout; !strings.Contains(out, "refused without a card until ") {
+		t.Fatalf("postern sessions during the cooldown:\n%s", out)
+	}
 }
