@@ -150,20 +150,18 @@ func hostsImport(args []string, out, errw io.Writer) error {
 	fs := newFlags("hosts import", hostsUsage)
 	kf := addKeyFlags(fs)
 	file := fs.String("file", "", "read FILE instead of the configured known_hosts files")
-	// Names may come before the flags.
-	var names []string
-	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		names, args = append(names, args[0]), args[1:]
-	}
 	c, err := gatewayFlags(fs, args, nil)
 	if err != nil {
 		return err
 	}
 	kf.parsed(fs)
-	names = append(names, fs.Args()...)
+	names := fs.Args()
 	srcs, err := keySources(*file)
 	if err != nil {
 		return err
+	}
+	if len(srcs) == 0 {
+		return withHint(errors.New("hosts import: no known_hosts file to read (none of those the configuration names exists)"), `name one with --file, or list yours as known_hosts in postern.toml`)
 	}
 	if len(names) == 0 {
 		for _, s := range srcs {
