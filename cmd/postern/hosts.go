@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
@@ -191,6 +192,32 @@ func hostsImport(args []string, out, errw io.Writer) error {
 	return nil
 }
 
+// unreadLines names the lines of srcs that were read as neither
+// known_hosts entries nor public keys, for an error that found no key: a
+// damaged file, or not the file meant; "" when there are none.
+func unreadLines(srcs []source) string {
+	var parts []string
+	for _, s := range srcs {
+		bad := knownhosts.Malformed(s.text)
+		if len(bad) == 0 {
+			continue
+		}
+		nums := make([]string, 0, 5)
+		for _, no := range bad[:min(len(bad), 5)] {
+			nums = append(nums, strconv.Itoa(no))
+		}
+		list := strings.Join(nums, ", ")
+		if len(bad) > 5 {
+			list += fmt.Sprintf(" and %d more", len(bad)-5)
+		}
+		parts = append(parts, fmt.Sprintf("%s line %s", s.label, list))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (neither a known_hosts entry nor a public key: " + strings.Join(parts, "; ") + ")"
+}
+
 // addHost finds name's keys in srcs and asks the gateway to bind them.
 func addHost(c *api.Client, out, errw io.Writer, name string, kf *keyFlags, srcs []source) error {
 	var keys []api.HostKey
@@ -216,7 +243,7 @@ func addHost(c *api.Client, out, errw io.Writer, name string, kf *keyFlags, srcs
 		if *kf.fingerprint != "" {
 			return withHint(fmt.Errorf("no key with fingerprint %s for %s in %s", *kf.fingerprint, name, labels(srcs)), hint)
 		}
-		return withHint(fmt.Errorf("no key for %s in %s", name, labels(srcs)), hint)
+		return withHint(fmt.Errorf("no key for %s in %s%s", name, labels(srcs), unreadLines(srcs)), hint)
 	}
 	a := api.HostsAddArgs{Name: name, Keys: keys}
 	if kf.classSet {

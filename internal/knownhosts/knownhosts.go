@@ -136,7 +136,11 @@ type entryLine struct {
 // eachLine calls fn for every line of b that holds a key; comments, blank
 // and malformed lines are skipped. A line whose first field is a key type
 // has no host field.
-func eachLine(b []byte, fn func(entryLine)) {
+func eachLine(b []byte, fn func(entryLine)) { scanLines(b, fn, func(int) {}) }
+
+// scanLines is eachLine, and calls bad with the number of each malformed
+// line.
+func scanLines(b []byte, fn func(entryLine), bad func(no int)) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	no := 0
@@ -159,10 +163,12 @@ func eachLine(b []byte, fn func(entryLine)) {
 		}
 		hosts, rest, ok := bytes.Cut(text, []byte(" "))
 		if !ok {
+			bad(no)
 			continue
 		}
 		key, _, _, _, err := ssh.ParseAuthorizedKey(bytes.TrimSpace(rest))
 		if err != nil {
+			bad(no)
 			continue
 		}
 		l.hosts, l.key = strings.Split(string(hosts), ","), key

@@ -66,6 +66,15 @@ func Named(text []byte) []Found {
 	return out
 }
 
+// Malformed returns the numbers of the lines of text that are neither
+// blank, nor comments, nor known_hosts entries, nor public keys: what
+// KeysFor and Named pass over.
+func Malformed(text []byte) []int {
+	var out []int
+	scanLines(text, func(entryLine) {}, func(no int) { out = append(out, no) })
+	return out
+}
+
 // add appends f unless the same name already has the same key.
 func add(list []Found, f Found) []Found {
 	blob := string(f.Key.Marshal())

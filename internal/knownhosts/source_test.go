@@ -43,6 +43,9 @@ func TestKeysForAndNamed(t *testing.T) {
 	if len(names) != 3 || names[0] != "prod-db-1" || names[1] != "10.0.0.5" || names[2] != "web" {
 		t.Fatalf("Named = %v", names)
 	}
+	if bad := Malformed([]byte(text + "\n# a comment\nweb ssh-ed25519 AAAA-not-base64\n" + pub)); len(bad) != 2 || bad[0] != 9 || bad[1] != 12 {
+		t.Fatalf("Malformed = %v, want [9 12]", bad)
+	}
 }
 
 func FuzzKeysFor(f *testing.F) {
@@ -55,5 +58,10 @@ func FuzzKeysFor(f *testing.F) {
 			}
 		}
 		Named(b)
+		for _, no := range Malformed(b) {
+			if no < 1 || no > bytes.Count(b, []byte("\n"))+1 {
+				t.Fatalf("malformed line %d of %d", no, bytes.Count(b, []byte("\n"))+1)
+			}
+		}
 	})
 }
