@@ -174,6 +174,9 @@ func scanLines(b []byte, fn func(entryLine), bad func(no int)) {
 		l.hosts, l.key = strings.Split(string(hosts), ","), key
 		fn(l)
 	}
+	if sc.Err() != nil {
+		bad(no + 1) // a line longer than any key line: the rest goes unread
+	}
 }
 
 // bareKey returns the key of a line that starts with one (a public key

@@ -2,6 +2,7 @@ package knownhosts
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -45,6 +46,9 @@ func TestKeysForAndNamed(t *testing.T) {
 	}
 	if bad := Malformed([]byte(text + "\n# a comment\nweb ssh-ed25519 AAAA-not-base64\n" + pub)); len(bad) != 2 || bad[0] != 9 || bad[1] != 12 {
 		t.Fatalf("Malformed = %v, want [9 12]", bad)
+	}
+	if bad := Malformed([]byte("# one\n" + strings.Repeat("x", 2<<20) + "\n" + line("web", prod))); len(bad) != 1 || bad[0] != 2 {
+		t.Fatalf("a line too long to read: Malformed = %v, want [2]", bad)
 	}
 }
 
