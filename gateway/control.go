@@ -213,7 +213,7 @@ func wireCode(err error) api.Code {
 		return api.CodeJournalDamaged
 	case is(vault.ErrWrongPassphrase):
 		return api.CodeWrongPassphrase
-	case is(vault.ErrCorrupt):
+	case is(vault.ErrCorrupt, errHostsDamaged):
 		return api.CodeCorrupt
 	case is(vault.ErrRolledBack):
 		return api.CodeRolledBack

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -24,7 +25,9 @@ import (
 // loadHosts reads the inventory at start. A damaged file is not fatal: the
 // gateway runs with an empty inventory, in which no host has a name (every
 // login is then asked about as strictly as any host rule could ask), and
-// status says why.
+// status says why. Nor is it ever overwritten: "postern hosts" reads it
+// again at each call (see currentHosts), and fails, changes included,
+// until the person has mended it or moved it aside.
 func (g *Gateway) loadHosts() *inventory.Inventory {
 	g.hostsPath = filepath.Join(g.stateDir, xdg.HostsFile)
 	inv, err := inventory.Load(g.hostsPath)
@@ -36,8 +39,42 @@ func (g *Gateway) loadHosts() *inventory.Inventory {
 	return inv
 }
 
+// errHostsDamaged refuses to list or change a host inventory whose file
+// could not be read.
+var errHostsDamaged = errors.New("the host inventory file cannot be read")
+
+// currentHosts returns the inventory in force. While its file could not
+// be read, it reads it again first: mended, or moved aside (then there is
+// none), it is put in force; still damaged, the error says so, and the
+// file stays as it is. g.hostsMu held.
+func (g *Gateway) currentHosts() (*inventory.Inventory, error) {
+	g.mu.Lock()
+	damaged := g.hostsErr != nil
+	g.mu.Unlock()
+	if !damaged {
+		return g.engine.Hosts(), nil
+	}
+	inv, err := inventory.Load(g.hostsPath)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err != nil {
+		g.hostsErr = err
+		return nil, fmt.Errorf("%w (%s: %v): no host has a name until it is mended or moved aside; postern does not overwrite it", errHostsDamaged, g.hostsPath, err)
+	}
+	g.hostsErr = nil
+	g.engine.SetHosts(inv)
+	g.log.Info("host inventory read again", "path", g.hostsPath, "hosts", inv.Len())
+	return inv, nil
+}
+
 func (g *Gateway) opHosts(context.Context, *procid.Peer, noArgs) (any, error) {
-	return api.HostsResult{Hosts: g.engine.Hosts().Hosts()}, nil
+	g.hostsMu.Lock()
+	defer g.hostsMu.Unlock()
+	inv, err := g.currentHosts()
+	if err != nil {
+		return nil, err
+	}
+	return api.HostsResult{Hosts: inv.Hosts()}, nil
 }
 
 func (g *Gateway) opHostsAdd(_ context.Context, peer *procid.Peer, a api.HostsAddArgs) (any, error) {
@@ -106,7 +143,10 @@ func (g *Gateway) changeHosts(approver *procid.Peer, what string, change func(*i
 	}
 	g.hostsMu.Lock()
 	defer g.hostsMu.Unlock()
-	cur := g.engine.Hosts()
+	cur, err := g.currentHosts()
+	if err != nil {
+		return nil, err
+	}
 	next, ev, err := change(cur)
 	if err != nil {
 		return nil, err
@@ -122,9 +162,6 @@ func (g *Gateway) changeHosts(approver *procid.Peer, what string, change func(*i
 		return nil, fmt.Errorf("the audit log could not record the change, so it was not made: %w", err)
 	}
 	g.engine.SetHosts(next)
-	g.mu.Lock()
-	g.hostsErr = nil
-	g.mu.Unlock()
 	g.log.Info("host inventory changed", "change", what, "detail", ev.Detail, "approver", ev.Approver)
 	return api.HostsResult{Hosts: next.Hosts()}, nil
 }

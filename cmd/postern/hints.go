@@ -57,6 +57,8 @@ func hintFor(name string, err error) string {
 		return `look at the journal file, then "postern journal new" keeps it aside and starts a new journal`
 	case api.HasCode(err, api.CodeNoKeys):
 		return `unlock the vault with "postern unlock", or add a key with ssh-add`
+	case api.HasCode(err, api.CodeCorrupt) && name == "hosts":
+		return "look at the file: mend it, restore it from a backup, or move it aside to start an empty inventory"
 	case api.HasCode(err, api.CodeNoBastion):
 		return "set enabled = true in the [bastion] table of postern.toml (see postern.toml(5)), then restart the gateway"
 	case api.HasCode(err, api.CodeNoMarkers):

@@ -134,7 +134,8 @@ const (
 	// CodeNoMarkers: the journal entry ran without remote markers, so
 	// only a person who looked at the host can resolve it.
 	CodeNoMarkers Code = "no_markers"
-	// CodeCorrupt: the vault file is damaged or was edited.
+	// CodeCorrupt: the vault file, or the host inventory's, is damaged or
+	// was edited.
 	CodeCorrupt Code = "corrupt"
 	// CodeRolledBack: the vault file is an older copy of one saved since.
 	CodeRolledBack Code = "rolled_back"
