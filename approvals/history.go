@@ -2,6 +2,8 @@ package approvals
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"time"
 
@@ -54,19 +56,22 @@ func pastOf(bootID string, r *Run, g *Grant, reason audit.Reason, now time.Time)
 }
 
 // loadPast reads the display context an earlier gateway left.
-func loadPast(file string) []Past {
+func loadPast(file string) ([]Past, error) {
 	b, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) || file == "" {
+		return nil, nil
+	}
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	var ps []Past
-	if json.Unmarshal(b, &ps) != nil {
-		return nil
+	if err := json.Unmarshal(b, &ps); err != nil {
+		return nil, err
 	}
 	if len(ps) > maxPast {
 		ps = ps[len(ps)-maxPast:]
 	}
-	return ps
+	return ps, nil
 }
 
 // savePast writes the display context (temp file, rename).

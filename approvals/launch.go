@@ -174,7 +174,12 @@ func (e *Engine) AdmitRun(id string) func(*procid.Peer) error {
 // again. Each restored run gets a new launch nonce and no grant: it must be
 // approved again, and its card says the gateway restarted.
 func (e *Engine) Restore() []*Run {
-	past := loadPast(e.contextFile)
+	past, err := loadPast(e.contextFile)
+	if err != nil {
+		// Display context only: the runs it names are not offered again,
+		// and what changed is said without it.
+		e.log.Warn("display context from the last gateway not read", "path", e.contextFile, "err", err)
+	}
 	e.mu.Lock()
 	e.past = past
 	e.mu.Unlock()
