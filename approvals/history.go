@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
-	"os"
 	"time"
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/atomicfile"
 	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/smallfile"
 )
 
 // Past is display context about an earlier grant or run: enough to tell
@@ -55,9 +55,13 @@ func pastOf(bootID string, r *Run, g *Grant, reason audit.Reason, now time.Time)
 	return p
 }
 
+// maxPastFile bounds the display-context file read: far above what
+// maxPast entries take.
+const maxPastFile = 16 << 20
+
 // loadPast reads the display context an earlier gateway left.
 func loadPast(file string) ([]Past, error) {
-	b, err := os.ReadFile(file)
+	b, err := smallfile.Read(file, maxPastFile)
 	if errors.Is(err, fs.ErrNotExist) || file == "" {
 		return nil, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/postern/postern/internal/atomicfile"
+	"github.com/postern/postern/internal/smallfile"
 )
 
 // Key file: keyMagic ‖ epoch u64be ‖ seed of the current key [32] ‖ seed of
@@ -71,7 +72,7 @@ func readKeyFile(path string) (*keyState, error) {
 	if fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("audit key file %s has mode %o: others can read the signing key; chmod 600 it (and treat the current key as exposed)", path, fi.Mode().Perm())
 	}
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, 64<<10)
 	if err != nil {
 		return nil, fmt.Errorf("audit key file: %w", err)
 	}

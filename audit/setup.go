@@ -14,6 +14,7 @@ import (
 	"golang.org/x/crypto/nacl/box"
 
 	"github.com/postern/postern/internal/atomicfile"
+	"github.com/postern/postern/internal/smallfile"
 	"github.com/postern/postern/internal/xdg"
 )
 
@@ -116,7 +117,7 @@ func LoadSetup(stateDir string) (Setup, error) {
 
 func readKeyString[T any](path string, parse func(string) (T, error)) (T, error) {
 	var zero T
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, 64<<10)
 	if err != nil {
 		return zero, fmt.Errorf("read audit setup: %w", err)
 	}

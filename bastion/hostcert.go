@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/internal/atomicfile"
+	"github.com/postern/postern/internal/smallfile"
 	"github.com/postern/postern/internal/xdg"
 )
 
@@ -41,7 +41,7 @@ func LoadIdentity(dir string) (*Identity, error) {
 }
 
 func loadOrCreateKey(path string) (ssh.Signer, error) {
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, 64<<10)
 	if errors.Is(err, fs.ErrNotExist) {
 		_, priv, err := ed25519.GenerateKey(rand.Reader)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/atomicfile"
+	"github.com/postern/postern/internal/smallfile"
 	"github.com/postern/postern/internal/vault"
 	"github.com/postern/postern/internal/xdg"
 )
@@ -171,7 +172,7 @@ func (g *Gateway) startAuditLate(epoch uint64) {
 // id when an earlier gateway left one.
 func (g *Gateway) recordStart(stateDir string) error {
 	bootFile := filepath.Join(stateDir, xdg.BootIDFile)
-	prev, _ := os.ReadFile(bootFile)
+	prev, _ := smallfile.Read(bootFile, 4096)
 	if err := atomicfile.Write(bootFile, []byte(g.bootID+"\n"), 0o600); err != nil {
 		g.log.Warn("cannot record the boot id", "err", err)
 	}

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/atomicfile"
 	"github.com/postern/postern/internal/config"
+	"github.com/postern/postern/internal/smallfile"
 	"github.com/postern/postern/internal/xdg"
 )
 
@@ -27,7 +27,7 @@ import (
 // readConfig reads the configuration file and its bytes (nil for a
 // missing file, which means the defaults).
 func readConfig(path string) (config.File, []byte, error) {
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, config.MaxSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return config.Defaults(), nil, nil
 	}
@@ -42,7 +42,7 @@ func readConfig(path string) (config.File, []byte, error) {
 // is none (the first start), or it no longer parses.
 func (g *Gateway) loadApproved() (config.File, []byte, bool) {
 	p := g.approvedPath()
-	b, err := os.ReadFile(p)
+	b, err := smallfile.Read(p, config.MaxSize)
 	if err != nil {
 		return config.File{}, nil, false
 	}
@@ -99,7 +99,7 @@ func (g *Gateway) reloadConfig() {
 	cfg, err := config.Reload(g.configPath)
 	var raw []byte
 	if err == nil {
-		raw, err = os.ReadFile(g.configPath)
+		raw, err = smallfile.Read(g.configPath, config.MaxSize)
 	}
 	if err == nil {
 		_, err = approvals.Compile(cfg)

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/postern/postern/internal/atomicfile"
+	"github.com/postern/postern/internal/smallfile"
 )
 
 // epochCounter is the vault epoch. It is kept in a small state file so
@@ -23,7 +24,7 @@ type epochCounter struct {
 
 func loadEpoch(path string) *epochCounter {
 	e := &epochCounter{path: path}
-	if b, err := os.ReadFile(path); err == nil {
+	if b, err := smallfile.Read(path, 4096); err == nil {
 		e.n, _ = strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
 	}
 	return e

@@ -17,6 +17,7 @@ import (
 	"github.com/postern/postern/internal/config"
 	"github.com/postern/postern/internal/knownhosts"
 	"github.com/postern/postern/internal/safetext"
+	"github.com/postern/postern/internal/smallfile"
 	"github.com/postern/postern/internal/xdg"
 )
 
@@ -298,7 +299,7 @@ func keySources(path string) ([]source, error) {
 		b, err := io.ReadAll(io.LimitReader(os.Stdin, 16<<20))
 		return []source{{label: "standard input", text: b}}, err
 	}
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, knownhosts.MaxFile)
 	return []source{{label: "file " + path, text: b}}, err
 }
 
@@ -314,7 +315,7 @@ func knownHostsSources() ([]source, error) {
 	}
 	var out []source
 	for _, f := range knownhosts.Expand(cfg.KnownHosts) {
-		if b, err := os.ReadFile(f); err == nil {
+		if b, err := smallfile.Read(f, knownhosts.MaxFile); err == nil {
 			out = append(out, source{label: "known_hosts " + f, text: b})
 		}
 	}

@@ -4,12 +4,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/smallfile"
 	"github.com/postern/postern/internal/vault"
 	"github.com/postern/postern/internal/xdg"
 )
@@ -41,7 +41,7 @@ const SecretApprovedConfig = "approved-config"
 // an older copy of the log only if the anchor was not put back with it.
 func AnchorBeside(logPath string) (AuditAnchor, string, error) {
 	name := filepath.Join(filepath.Dir(logPath), xdg.AuditAnchorFile)
-	b, err := os.ReadFile(name)
+	b, err := smallfile.Read(name, 64<<10)
 	if err != nil {
 		return AuditAnchor{}, "", err
 	}

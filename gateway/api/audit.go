@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/smallfile"
 	"github.com/postern/postern/internal/vault"
 	"github.com/postern/postern/internal/xdg"
 )
@@ -47,7 +48,7 @@ func ParseAuditPin(s string) (AuditPin, error) { return audit.ParsePK0(s) }
 // returns the pin and the file's name. It catches a replaced log only if
 // the pin file was not replaced too.
 func PinBeside(logPath string) (AuditPin, string, error) {
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(logPath), xdg.AuditPinFile))
+	b, err := smallfile.Read(filepath.Join(filepath.Dir(logPath), xdg.AuditPinFile), 64<<10)
 	if err != nil {
 		return nil, "", err
 	}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/crypto/curve25519"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/smallfile"
 	"github.com/postern/postern/internal/vault"
 	"github.com/postern/postern/internal/xdg"
 )
@@ -122,7 +123,7 @@ func NewAuditLog(openVault func() (*vault.Vault, error)) (*RetiredAuditLog, erro
 // public half is the recipient written beside the log (a retired log keeps
 // its audit.recipient), and otherwise the current log's.
 func auditIdentityFor(v *vault.Vault, logPath string) ([32]byte, error) {
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(logPath), xdg.AuditRecipientFile))
+	b, err := smallfile.Read(filepath.Join(filepath.Dir(logPath), xdg.AuditRecipientFile), 64<<10)
 	if err != nil {
 		return AuditIdentity(v)
 	}

@@ -12,13 +12,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/postern/postern/internal/smallfile"
 	"github.com/postern/postern/internal/syslog"
 )
 
@@ -188,12 +188,12 @@ func Defaults() File {
 	}
 }
 
-// maxSize bounds the configuration file; anything larger is a mistake.
-const maxSize = 1 << 20
+// MaxSize bounds the configuration file; anything larger is a mistake.
+const MaxSize = 1 << 20
 
 // Load reads path. A missing file yields the defaults and no error.
 func Load(path string) (File, error) {
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, MaxSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Defaults(), nil
 	}
@@ -216,7 +216,7 @@ var (
 // often a crash, a half-done edit or a hostile program than a person
 // asking for the defaults, and the defaults drop every rule.
 func Reload(path string) (File, error) {
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, MaxSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return File{}, fmt.Errorf("%s: %w", path, ErrMissing)
 	}
@@ -239,8 +239,8 @@ func Parse(name string, b []byte) (File, error) {
 
 // parse is Parse, and counts the settings the file holds.
 func parse(name string, b []byte) (File, int, error) {
-	if len(b) > maxSize {
-		return File{}, 0, fmt.Errorf("%s: file larger than %d bytes", name, maxSize)
+	if len(b) > MaxSize {
+		return File{}, 0, fmt.Errorf("%s: file larger than %d bytes", name, MaxSize)
 	}
 	f := Defaults()
 	md, err := toml.Decode(string(b), &f)

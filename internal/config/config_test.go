@@ -95,7 +95,7 @@ markers = ["prod-*"]
 func TestLoadUnreadable(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "config.toml")
-	os.WriteFile(p, make([]byte, maxSize+1), 0o600)
+	os.WriteFile(p, make([]byte, MaxSize+1), 0o600)
 	if _, err := Load(p); err == nil {
 		t.Fatal("oversized file accepted")
 	}

@@ -34,7 +34,7 @@ func badSetting(table, key, format string, args ...any) error {
 // line, or none.
 func settingLine(src []byte, table string, n int, key string) int {
 	sc := bufio.NewScanner(bytes.NewReader(src))
-	sc.Buffer(make([]byte, 0, 4096), maxSize)
+	sc.Buffer(make([]byte, 0, 4096), MaxSize)
 	var (
 		line, seen, header int
 		in                 = table == ""

@@ -1,9 +1,10 @@
 package confine
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/postern/postern/internal/smallfile"
 )
 
 // A gitSetting is one key of a git configuration file: its section as
@@ -11,12 +12,17 @@ import (
 // lower-cased except the subsection, and its value.
 type gitSetting struct{ section, key, value string }
 
+// maxGitFile bounds what is read of a git file a run may have written (a
+// configuration, a .git or gitdir file): far above a real one. Such a
+// file may also be a FIFO or a link to a device (package smallfile).
+const maxGitFile = 4 << 20
+
 // readGitConfig reads the settings of the git configuration file at p,
 // enough of git's syntax to find what names other files: sections with
 // and without a quoted subsection, comments, quoted values. Lines it
 // cannot read are skipped; a missing file has none.
 func readGitConfig(p string) []gitSetting {
-	b, err := os.ReadFile(p)
+	b, err := smallfile.Read(p, maxGitFile)
 	if err != nil {
 		return nil
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/postern/postern/internal/smallfile"
 )
 
 // Repository shows read-only what git runs of the repository that holds
@@ -69,7 +71,7 @@ func (s *Spec) protectGit(dot, home string, seen map[string]bool) error {
 		return nil
 	}
 	common := gitDir
-	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+	if b, err := smallfile.Read(filepath.Join(gitDir, "commondir"), maxGitFile); err == nil {
 		c := strings.TrimSpace(string(b))
 		if !filepath.IsAbs(c) {
 			c = filepath.Join(gitDir, c)
@@ -159,7 +161,7 @@ func worktrees(common string) []string {
 			continue
 		}
 		out = append(out, touch(filepath.Join(a, "config.worktree")), filepath.Join(a, "commondir"), filepath.Join(a, "gitdir"))
-		if b, err := os.ReadFile(filepath.Join(a, "gitdir")); err == nil {
+		if b, err := smallfile.Read(filepath.Join(a, "gitdir"), maxGitFile); err == nil {
 			if p := strings.TrimSpace(string(b)); filepath.IsAbs(p) {
 				out = append(out, regularFile(p)...)
 			}
@@ -223,7 +225,7 @@ func gitDirOf(dot string) string {
 	if fi.IsDir() {
 		return dot
 	}
-	b, err := os.ReadFile(dot)
+	b, err := smallfile.Read(dot, maxGitFile)
 	if err != nil {
 		return ""
 	}

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestRepository(t *testing.T) {
@@ -143,5 +145,35 @@ func TestRepositoryOtherSystems(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, "jj/.jj/repo/config.toml")); string(b) != "[ui]\n" {
 		t.Errorf("an existing configuration was changed: %q", b)
+	}
+}
+
+// A run writes the working tree: the .git it leaves for the next run's
+// start may be a FIFO nobody writes to, or a link to an endless device.
+// Neither hangs the next start nor fills its memory: neither names a
+// git directory.
+func TestGitFileThatIsNoFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo", ".git")
+	os.MkdirAll(filepath.Dir(fifo), 0o700)
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero", ".git")
+	os.MkdirAll(filepath.Dir(zero), 0o700)
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 2)
+	go func() { done <- gitDirOf(fifo); done <- gitDirOf(zero) }()
+	for range 2 {
+		select {
+		case g := <-done:
+			if g != "" {
+				t.Fatalf("a .git that is no file named %q", g)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("reading a .git that is no file hung")
+		}
 	}
 }

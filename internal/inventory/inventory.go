@@ -31,6 +31,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/internal/atomicfile"
+	"github.com/postern/postern/internal/smallfile"
 )
 
 // Host is one named host.
@@ -75,15 +76,12 @@ const maxFile = 16 << 20
 // a damaged one is an error (the gateway then runs with an empty one, in
 // which no host has a name, and says why).
 func Load(path string) (*Inventory, error) {
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, maxFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return &Inventory{}, nil
 	}
 	if err != nil {
 		return nil, err
-	}
-	if len(b) > maxFile {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxFile)
 	}
 	return Parse(b)
 }

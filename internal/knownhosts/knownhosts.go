@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/internal/smallfile"
 )
 
 type hashed struct {
@@ -66,6 +68,10 @@ func Expand(files []string) []string {
 	return out
 }
 
+// MaxFile bounds a known_hosts file read: far above a real one (a line
+// is about 100 bytes).
+const MaxFile = 64 << 20
+
 func (db *DB) load() {
 	stamp := make([]time.Time, len(db.files))
 	for i, f := range db.files {
@@ -79,7 +85,7 @@ func (db *DB) load() {
 	db.stamp = stamp
 	db.entries = make(map[string][]entry)
 	for _, f := range db.files {
-		b, err := os.ReadFile(f)
+		b, err := smallfile.Read(f, MaxFile)
 		if err != nil {
 			continue
 		}

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/postern/postern/internal/atomicfile"
+	"github.com/postern/postern/internal/smallfile"
 )
 
 // The generation anchor. Every save raises the vault's generation, inside
@@ -41,7 +41,7 @@ func anchorPath(path string) string { return path + anchorSuffix }
 // readAnchor returns the vault id and generation the anchor at path
 // records; ok is false when there is none.
 func readAnchor(path string) (id [16]byte, gen uint64, ok bool, err error) {
-	b, err := os.ReadFile(anchorPath(path))
+	b, err := smallfile.Read(anchorPath(path), 64<<10)
 	if errors.Is(err, fs.ErrNotExist) {
 		return id, 0, false, nil
 	}
