@@ -96,11 +96,9 @@ func (g *Gateway) proposePending() {
 // running gateway never takes for the defaults (they drop every rule).
 // Either way the error is logged and shown by status.
 func (g *Gateway) reloadConfig() {
-	cfg, err := config.Reload(g.configPath)
-	var raw []byte
-	if err == nil {
-		raw, err = smallfile.Read(g.configPath, config.MaxSize)
-	}
+	// One read: what is judged and what is kept as approved are the same
+	// bytes, whatever a program does to the file meanwhile.
+	cfg, raw, err := config.Reload(g.configPath)
 	if err == nil {
 		_, err = approvals.Compile(cfg)
 	}

@@ -215,19 +215,24 @@ var (
 // keeps the policy in force. A file that vanished or was emptied is more
 // often a crash, a half-done edit or a hostile program than a person
 // asking for the defaults, and the defaults drop every rule.
-func Reload(path string) (File, error) {
+//
+// It returns the bytes it parsed with what it read from them: a caller
+// that keeps the file's contents (as the approved configuration) keeps
+// those, never a second read of a file that may have changed between the
+// two.
+func Reload(path string) (File, []byte, error) {
 	b, err := smallfile.Read(path, MaxSize)
 	if errors.Is(err, fs.ErrNotExist) {
-		return File{}, fmt.Errorf("%s: %w", path, ErrMissing)
+		return File{}, nil, fmt.Errorf("%s: %w", path, ErrMissing)
 	}
 	if err != nil {
-		return File{}, err
+		return File{}, nil, err
 	}
 	f, keys, err := parse(path, b)
 	if err == nil && keys == 0 {
-		return File{}, fmt.Errorf("%s: %w", path, ErrEmpty)
+		return File{}, nil, fmt.Errorf("%s: %w", path, ErrEmpty)
 	}
-	return f, err
+	return f, b, err
 }
 
 // Parse parses the contents of a configuration file; name is used in
