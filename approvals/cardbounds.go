@@ -98,12 +98,14 @@ func (e *Engine) withdrawCard(c *Card, cooldown time.Duration) {
 // subject's pace starts its cooldown, an approval ends its row of
 // denials; e.mu held.
 func (e *Engine) answeredLocked(c *Card, approved bool) {
-	now := e.now()
-	d := e.denied.Get(c.cooldownAs, now)
 	if approved {
-		d.Val = denials{}
+		if d, ok := e.denied.Peek(c.cooldownAs); ok {
+			d.Val = denials{}
+		}
 		return
 	}
+	now := e.now()
+	d := e.denied.Get(c.cooldownAs, now)
 	d.Val.n++
 	d.Val.last = now
 	if !e.denied.Take(d, now) {
@@ -113,9 +115,14 @@ func (e *Engine) answeredLocked(c *Card, approved bool) {
 }
 
 // deniedBeforeLocked says how many of subject key's cards were denied in
-// a row before now, and when the last was; e.mu held.
+// a row, and when the last was; e.mu held. It looks at key's own entry
+// only: past maxPaced subjects, new ones share a bucket (package pace),
+// whose count is no one subject's to show.
 func (e *Engine) deniedBeforeLocked(key string) denials {
-	return e.denied.Get(key, e.now()).Val
+	if d, ok := e.denied.Peek(key); ok {
+		return d.Val
+	}
+	return denials{}
 }
 
 // coolLocked refuses subject key's requests without a card until now+d;

@@ -59,6 +59,13 @@ func (s *Set[T]) Get(key string, now time.Time) *Entry[T] {
 	return e
 }
 
+// Peek returns key's own entry, if the set follows key: never a new one,
+// nor the entry a new key would share past Max.
+func (s *Set[T]) Peek(key string) (*Entry[T], bool) {
+	e, ok := s.by[key]
+	return e, ok
+}
+
 // Take takes a token from key's bucket at now, and reports whether there
 // was one.
 func (s *Set[T]) Take(e *Entry[T], now time.Time) bool {

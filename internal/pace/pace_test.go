@@ -52,6 +52,13 @@ func TestBounded(t *testing.T) {
 	if n := len(s.Keys()); n != 5 {
 		t.Fatalf("%d keys followed, want 4 and the shared one", n)
 	}
+	// Peek shows a key's own entry only: not the one it would share.
+	if e, ok := s.Peek("0"); !ok || e.Val != 1 {
+		t.Fatal("Peek does not find a key followed")
+	}
+	if _, ok := s.Peek("new-5"); ok {
+		t.Fatal("Peek gave a key past the bound the shared entry")
+	}
 	for i := range 4 {
 		s.Get(strconv.Itoa(i), now).Val = 0
 	}
