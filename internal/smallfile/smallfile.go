@@ -26,23 +26,37 @@ var ErrTooLarge = errors.New("larger than allowed")
 // FIFO, a device, a directory, or a link to one).
 var ErrNotRegular = errors.New("not a regular file")
 
+// Open opens the regular file at path for reading, for a reader that
+// reads only part of it. A missing file is an error satisfying
+// errors.Is(err, fs.ErrNotExist), as with os.Open.
+func Open(path string) (*os.File, os.FileInfo, error) {
+	// O_NONBLOCK: opening a FIFO without a writer does not wait. What is
+	// opened is then looked at, not what a stat of the path found
+	// before: the path may have changed in between.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, fi.Mode().Type())
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
 // Read returns the contents of the regular file at path, which may hold
 // at most max bytes. A missing file is an error satisfying
 // errors.Is(err, fs.ErrNotExist), as with os.ReadFile.
 func Read(path string, max int64) ([]byte, error) {
-	// O_NONBLOCK: opening a FIFO without a writer does not wait.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, fi, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, fi.Mode().Type())
-	}
 	if fi.Size() > max {
 		return nil, fmt.Errorf("%s: %w: %d bytes, at most %d", path, ErrTooLarge, fi.Size(), max)
 	}

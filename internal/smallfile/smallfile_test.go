@@ -41,14 +41,23 @@ func TestRead(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
+	done := make(chan error, 2)
 	go func() { _, err := Read(fifo, 1<<20); done <- err }()
-	select {
-	case err := <-done:
-		if !errors.Is(err, ErrNotRegular) {
-			t.Fatalf("a FIFO: %v", err)
+	go func() { _, _, err := Open(fifo); done <- err }()
+	for range 2 {
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrNotRegular) {
+				t.Fatalf("a FIFO: %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("reading a FIFO with no writer hung")
 		}
-	case <-time.After(time.Minute):
-		t.Fatal("reading a FIFO with no writer hung")
 	}
+	// Open, for a reader of part of a file, takes any size.
+	f, fi, err := Open(path)
+	if err != nil || fi.Size() != 6 {
+		t.Fatalf("Open: %v, %v", fi, err)
+	}
+	f.Close()
 }

@@ -10,40 +10,21 @@ import (
 	"path/filepath"
 
 	"github.com/postern/postern/internal/atomicfile"
+	"github.com/postern/postern/internal/smallfile"
 )
 
 // lockPath is the sibling lock file that serializes writers of path.
 func lockPath(path string) string { return path + ".lock" }
 
-// openRegular opens path for reading, refusing anything but a regular
-// file (a FIFO planted at the path would block the reader forever).
-func openRegular(path string) (*os.File, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	return os.Open(path)
-}
-
 // readFile reads a vault file, refusing anything that is not a regular
-// file or is larger than a vault can be.
+// file (a FIFO planted at the path would block the reader for ever) or
+// is larger than a vault can be.
 func readFile(path string) ([]byte, error) {
-	f, err := openRegular(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, int64(maxFileSize)+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxFileSize {
+	data, err := smallfile.Read(path, int64(maxFileSize))
+	if errors.Is(err, smallfile.ErrTooLarge) {
 		return nil, &corruptError{path: path, reason: fmt.Sprintf("file is larger than any vault can be (%d bytes)", maxFileSize)}
 	}
-	return data, nil
+	return data, err
 }
 
 func readVault(path string) ([]byte, *fileParts, error) {
@@ -146,7 +127,7 @@ func (v *Vault) replace(data []byte) (bool, error) {
 // keychain entry, which audit recipient to expect), never to decide trust.
 func ReadMeta(path string) (map[string]string, [16]byte, error) {
 	var id [16]byte
-	f, err := openRegular(path)
+	f, _, err := smallfile.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, id, notExist(path)
 	}
