@@ -268,9 +268,15 @@ func (g *Gateway) opVaultChange(_ context.Context, peer *procid.Peer, c api.Vaul
 	return res, err
 }
 
-func (g *Gateway) opVaultList(_ context.Context, _ *procid.Peer, a api.VaultListArgs) (any, error) {
+// opVaultList answers, as the audit read does, only a caller outside
+// every run: a run lists the vault no more easily than before (with the
+// passphrase).
+func (g *Gateway) opVaultList(_ context.Context, peer *procid.Peer, a api.VaultListArgs) (any, error) {
 	if a.Path != "" && !sameFile(a.Path, g.vaultPath) {
 		return nil, fmt.Errorf("%w: this gateway keeps another vault (%s)", errNoVault, g.vaultPath)
+	}
+	if err := g.engine.OutsideRuns(peer, "vault list"); err != nil {
+		return nil, err
 	}
 	var res *api.VaultKeys
 	err := g.vault.Read(func(v *vault.Vault) (err error) {

@@ -31,7 +31,7 @@ $SSH_AUTH_SOCK (or --socket): it makes the change, records it in the audit
 log and takes it in at once. With no gateway running, the command makes
 the change and records it in the audit log itself. list asks the gateway
 whose vault it is, without a passphrase, while that gateway has it
-unlocked; otherwise, with --offline or with --passphrase-file (whose
+unlocked (outside a run); otherwise, with --offline or with --passphrase-file (whose
 passphrase it then checks), it opens the file itself.
 `
 

@@ -72,8 +72,9 @@ func vaultCert(c *ssh.Certificate, now time.Time) VaultCert {
 
 // VaultList lists the keys of the gateway's vault, read with the key the
 // gateway keeps while it is unlocked: no passphrase. It fails with
-// CodeLocked while the vault is locked, and CodeNotFound when the
-// gateway keeps no vault, or another than path.
+// CodeLocked while the vault is locked, CodeNotFound when the gateway
+// keeps no vault, or another than path, and CodeDenied for a caller
+// inside a run.
 func (c *Client) VaultList(ctx context.Context, path string) (*VaultKeys, error) {
 	var res VaultKeys
 	return &res, c.call(ctx, OpVaultList, VaultListArgs{Path: path}, &res)
