@@ -61,8 +61,11 @@ const maxPastFile = 16 << 20
 
 // loadPast reads the display context an earlier gateway left.
 func loadPast(file string) ([]Past, error) {
+	if file == "" {
+		return nil, nil // none kept
+	}
 	b, err := smallfile.Read(file, maxPastFile)
-	if errors.Is(err, fs.ErrNotExist) || file == "" {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
