@@ -13,8 +13,8 @@ import (
 )
 
 // The memory of a passphrase's key derivation (Argon2id: 64 MiB at the
-// least) is given back once the unlock or the vault change that needed it
-// is over. The derivation allocates it at once and then works without
+// least) is given back once the unlock or the vault change (a new
+// passphrase's included) that needed it is over. The derivation allocates it at once and then works without
 // allocating, so the gateway's trimmer could look during it, find it
 // live, and see no collection after it: the gateway kept it, idle.
 func TestKeyDerivationMemoryGivenBack(t *testing.T) {
@@ -49,4 +49,10 @@ func TestKeyDerivationMemoryGivenBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	givenBack("a vault change")
+	// A new passphrase is derived within the change, after the old one.
+	params := vault.FloorParams()
+	if _, err := c.ChangeVault(ctx, &api.VaultChange{Passphrase: append([]byte(nil), pass...), NewPassphrase: []byte("another passphrase"), Params: &params}); err != nil {
+		t.Fatal(err)
+	}
+	givenBack("a passphrase change")
 }

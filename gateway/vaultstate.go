@@ -164,7 +164,6 @@ func (s *vaultState) lockLocked(passphrase []byte, why audit.Reason) {
 // vault it checks the password ssh-add -x locked the agent with. A wrong
 // passphrase is answered after a delay that grows with each failure.
 func (s *vaultState) Unlock(passphrase []byte) error {
-	defer s.afterDerivation()
 	s.unlockMu.Lock()
 	defer s.unlockMu.Unlock()
 	s.mu.Lock()
@@ -186,11 +185,14 @@ func (s *vaultState) Unlock(passphrase []byte) error {
 		return nil
 	}
 
-	return s.finishUnlock(vault.Open(s.path, passphrase))
+	v, err := vault.Open(s.path, passphrase)
+	s.afterDerivation()
+	return s.finishUnlock(v, err)
 }
 
-// afterDerivation runs derived, once the work that derived a key from a
-// passphrase has returned.
+// afterDerivation runs derived, once a key was derived from a passphrase
+// (whatever came of it): only then, so that a request that derives
+// nothing (an unlock of what is not locked) trims nothing.
 func (s *vaultState) afterDerivation() {
 	if s.derived != nil {
 		s.derived()
@@ -320,10 +322,11 @@ func identities(v *vault.Vault) ([]*sshagent.Identity, error) {
 // gateway reloads its keys, with the new data key after a passphrase
 // change. A wrong passphrase counts and waits as an unlock's does.
 func (s *vaultState) Change(passphrase []byte, change func(*vault.Vault) error) error {
-	defer s.afterDerivation()
 	s.unlockMu.Lock()
 	defer s.unlockMu.Unlock()
 	v, err := vault.Open(s.path, passphrase)
+	// At the end: a new passphrase's derivation comes within change.
+	defer s.afterDerivation()
 	switch {
 	case errors.Is(err, vault.ErrWrongPassphrase):
 		s.mu.Lock()
