@@ -68,12 +68,35 @@ func (e Env) Available() error {
 	return err
 }
 
+// run runs the program e names.
 func (e Env) run(ctx context.Context, prompt, mode string) ([]byte, error) {
 	prog, err := e.Program()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, prog, prompt)
+	return e.start(ctx, program{path: prog}, prompt, mode)
+}
+
+// A program to run: its path, and the image to run in its place when
+// there is one (a sealed copy of the file that was checked, see
+// Pinned), so that what runs is what was checked, whatever is at the
+// path by then.
+type program struct {
+	path  string
+	image *os.File
+}
+
+// imageFD is the descriptor the image has in the program's process.
+const imageFD = 3
+
+func (e Env) start(ctx context.Context, prog program, prompt, mode string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, prog.path, prompt)
+	if prog.image != nil {
+		// The program sees its own path as its name; a script's
+		// interpreter reads the script from the descriptor.
+		cmd.Path = fmt.Sprintf("/proc/self/fd/%d", imageFD)
+		cmd.ExtraFiles = []*os.File{prog.image}
+	}
 	env := make([]string, 0, len(e)+1)
 	for _, kv := range e {
 		if !strings.HasPrefix(kv, "SSH_ASKPASS_PROMPT=") {
@@ -95,15 +118,19 @@ func (e Env) run(ctx context.Context, prompt, mode string) ([]byte, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("askpass %s: %w", prog, err)
+		return nil, fmt.Errorf("askpass %s: %w", prog.path, err)
 	}
 	return out.Bytes(), nil
 }
 
+// A runner runs an askpass program with prompt, SSH_ASKPASS_PROMPT set
+// to mode (unless empty), and returns what it printed.
+type runner func(ctx context.Context, prompt, mode string) ([]byte, error)
+
 // ask runs the program. A non-zero exit is an answer, no (or the dialog
 // cancelled): ok is false and err nil.
-func (e Env) ask(ctx context.Context, prompt, mode string) (out []byte, ok bool, err error) {
-	out, err = e.run(ctx, prompt, mode)
+func (run runner) ask(ctx context.Context, prompt, mode string) (out []byte, ok bool, err error) {
+	out, err = run(ctx, prompt, mode)
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -114,10 +141,8 @@ func (e Env) ask(ctx context.Context, prompt, mode string) (out []byte, ok bool,
 	return out, true, nil
 }
 
-// Confirm shows prompt and reports whether the user said yes. An error
-// means the question could not be asked; it is never a yes.
-func (e Env) Confirm(ctx context.Context, prompt string) (bool, error) {
-	out, ok, err := e.ask(ctx, prompt, "confirm")
+func (run runner) confirm(ctx context.Context, prompt string) (bool, error) {
+	out, ok, err := run.ask(ctx, prompt, "confirm")
 	if !ok {
 		return false, err
 	}
@@ -125,17 +150,13 @@ func (e Env) Confirm(ctx context.Context, prompt string) (bool, error) {
 	return ans == "" || strings.EqualFold(ans, "yes"), nil
 }
 
-// Word shows prompt and returns the line the person typed, "" when the
-// program exited non-zero (the dialog was cancelled). An error means the
-// question could not be asked.
-func (e Env) Word(ctx context.Context, prompt string) (string, error) {
-	out, _, err := e.ask(ctx, prompt, "")
+func (run runner) word(ctx context.Context, prompt string) (string, error) {
+	out, _, err := run.ask(ctx, prompt, "")
 	return strings.TrimRight(string(out), "\r\n"), err
 }
 
-// Passphrase asks for a secret. The caller must clear the returned slice.
-func (e Env) Passphrase(ctx context.Context, prompt string) ([]byte, error) {
-	out, err := e.run(ctx, prompt, "")
+func (run runner) passphrase(ctx context.Context, prompt string) ([]byte, error) {
+	out, err := run(ctx, prompt, "")
 	if err != nil {
 		return nil, err
 	}
@@ -145,4 +166,22 @@ func (e Env) Passphrase(ctx context.Context, prompt string) ([]byte, error) {
 		return nil, errors.New("askpass returned an empty passphrase")
 	}
 	return bytes.Clone(p), nil
+}
+
+// Confirm shows prompt and reports whether the user said yes. An error
+// means the question could not be asked; it is never a yes.
+func (e Env) Confirm(ctx context.Context, prompt string) (bool, error) {
+	return runner(e.run).confirm(ctx, prompt)
+}
+
+// Word shows prompt and returns the line the person typed, "" when the
+// program exited non-zero (the dialog was cancelled). An error means the
+// question could not be asked.
+func (e Env) Word(ctx context.Context, prompt string) (string, error) {
+	return runner(e.run).word(ctx, prompt)
+}
+
+// Passphrase asks for a secret. The caller must clear the returned slice.
+func (e Env) Passphrase(ctx context.Context, prompt string) ([]byte, error) {
+	return runner(e.run).passphrase(ctx, prompt)
 }

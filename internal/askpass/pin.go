@@ -2,19 +2,25 @@ package askpass
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"sync"
 
-	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/smallfile"
 )
 
 // A Pinned askpass program is the one found at gateway start, by path and
-// SHA-256. Before each use the file is hashed again: once it differs (or
-// is gone), every later question is refused, and Err says why. A run
-// that rewrote the program could otherwise answer yes through it.
+// SHA-256. Before each use the file is copied and the copy hashed again,
+// and the copy runs, never the path (on Linux a sealed memfd, which no
+// one can change; elsewhere the path, right after the check). Once the
+// file differs (or is gone, or is no regular file), every later question
+// is refused, and Err says why. A run that rewrote the program could
+// otherwise answer yes through it, and one that swapped it between the
+// check and the run would have its own program asked.
 type Pinned struct {
 	env  Env
 	path string // absolute; "" when no program is available
@@ -38,7 +44,7 @@ func Pin(env Env, onChange func(error)) *Pinned {
 	if err != nil {
 		return p
 	}
-	sum, err := procid.HashFile(path)
+	sum, err := copyProgram(path, io.Discard)
 	if err != nil {
 		p.err = fmt.Errorf("askpass program %s: %w", path, err)
 		return p
@@ -64,18 +70,75 @@ func (p *Pinned) Status() (path, hash, why string) {
 	return path, hash, why
 }
 
-// check hashes the program again.
-func (p *Pinned) check() error {
-	if err := p.Available(); err != nil {
-		return err
+// maxProgram bounds the askpass program's size.
+const maxProgram = 256 << 20
+
+// copyProgram copies the regular file at path to w and returns the
+// SHA-256 of what it copied.
+func copyProgram(path string, w io.Writer) (sum [32]byte, err error) {
+	f, fi, err := smallfile.Open(path)
+	if err != nil {
+		return sum, err
 	}
+	defer f.Close()
+	if fi.Size() > maxProgram {
+		return sum, fmt.Errorf("%w: %d bytes", smallfile.ErrTooLarge, fi.Size())
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(h, w), io.LimitReader(f, maxProgram+1))
+	if err != nil {
+		return sum, err
+	}
+	if n > maxProgram {
+		return sum, fmt.Errorf("%w: more than %d bytes", smallfile.ErrTooLarge, maxProgram)
+	}
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
+// beforeRun runs between the check of the program and its run (tests
+// change the file there).
+var beforeRun = func() {}
+
+// run copies the program into an image, checks the copy against the pin,
+// and runs the image.
+func (p *Pinned) run(ctx context.Context, prompt, mode string) ([]byte, error) {
+	if err := p.Available(); err != nil {
+		return nil, err
+	}
+	img, err := newImage()
+	if err != nil {
+		return nil, fmt.Errorf("askpass: %w", err)
+	}
+	var sum [32]byte
+	if img == nil {
+		sum, err = copyProgram(p.path, io.Discard)
+	} else if sum, err = copyProgram(p.path, img); err == nil {
+		img, err = sealImage(img)
+	}
+	if img != nil {
+		defer img.Close()
+	}
+	if err := p.changed(err, sum); err != nil {
+		return nil, err
+	}
+	beforeRun()
+	return p.env.start(ctx, program{path: p.path, image: img}, prompt, mode)
+}
+
+// changed turns askpass questions off for good when the program read
+// (sum, or the error reading it) is not the one pinned.
+func (p *Pinned) changed(err error, sum [32]byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.err != nil { // found changed meanwhile
 		return p.err
 	}
-	if sum, err := procid.HashFile(p.path); err != nil || sum != p.sum {
+	if err != nil || sum != p.sum {
 		p.err = fmt.Errorf("%w (%s)", ErrChanged, p.path)
+		if err != nil {
+			p.err = fmt.Errorf("%w: %w", p.err, err)
+		}
 		if p.onChange != nil {
 			p.onChange(p.err)
 		}
@@ -98,31 +161,17 @@ func (p *Pinned) Available() error {
 	return nil
 }
 
-// env returns the environment with the pinned path as SSH_ASKPASS.
-func (p *Pinned) pinnedEnv() Env {
-	return append(append(Env(nil), p.env...), "SSH_ASKPASS="+p.path)
-}
-
 // Confirm asks, through the pinned program only.
 func (p *Pinned) Confirm(ctx context.Context, prompt string) (bool, error) {
-	if err := p.check(); err != nil {
-		return false, err
-	}
-	return p.pinnedEnv().Confirm(ctx, prompt)
+	return runner(p.run).confirm(ctx, prompt)
 }
 
 // Word asks for a word typed out, through the pinned program only.
 func (p *Pinned) Word(ctx context.Context, prompt string) (string, error) {
-	if err := p.check(); err != nil {
-		return "", err
-	}
-	return p.pinnedEnv().Word(ctx, prompt)
+	return runner(p.run).word(ctx, prompt)
 }
 
 // Passphrase asks for a secret, through the pinned program only.
 func (p *Pinned) Passphrase(ctx context.Context, prompt string) ([]byte, error) {
-	if err := p.check(); err != nil {
-		return nil, err
-	}
-	return p.pinnedEnv().Passphrase(ctx, prompt)
+	return runner(p.run).passphrase(ctx, prompt)
 }
