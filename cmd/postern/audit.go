@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -366,12 +367,14 @@ func cmdActivity(args []string, out, errw io.Writer) error {
 }
 
 // printHistory prints the events of the log as they are read: as timeline
-// lines, or in JSON Lines as events (audit show) or lines (activity).
+// lines, or in JSON Lines as events (audit show) or lines (activity). In
+// text, it says so when no event was printed.
 func printHistory(out io.Writer, pfile, path string, offline bool, opts api.AuditReadOptions, asJSON, lines bool) error {
 	w := bufio.NewWriterSize(out, 64<<10)
 	enc := json.NewEncoder(w)
 	tl := api.NewTimeline(opts.Since, opts.Run)
 	var buf []byte
+	printed := false
 	err := readAudit(pfile, path, offline, opts, func(e api.AuditEvent) error {
 		if asJSON && !lines {
 			// Events as they are: the timeline only selects them.
@@ -392,13 +395,29 @@ func printHistory(out io.Writer, pfile, path string, offline bool, opts api.Audi
 		case asJSON:
 			return enc.Encode(l)
 		}
+		printed = true
 		w.WriteString(l.Text)
 		return w.WriteByte('\n')
 	})
+	if err == nil && !asJSON && !printed {
+		w.WriteString(noEvents(opts) + "\n")
+	}
 	if ferr := w.Flush(); err == nil {
 		err = ferr
 	}
 	return err
+}
+
+// noEvents says that the log holds no event of those asked for.
+func noEvents(opts api.AuditReadOptions) string {
+	s := "no events"
+	if opts.Run != "" {
+		s += " of run " + strconv.Quote(opts.Run)
+	}
+	if !opts.Since.IsZero() {
+		s += " since " + opts.Since.Local().Format(time.DateTime)
+	}
+	return s + " in the audit log"
 }
 
 // parseSince reads --since: a time (RFC 3339, or a date and a time of
