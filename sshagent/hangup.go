@@ -11,58 +11,99 @@ import (
 // A request that waits for a person (a card) ends when its client hangs
 // up: a killed ssh leaves no card up for nobody, and a run that kills its
 // requesters once their cards are up is told apart (the approval engine
-// paces such withdrawals). The watch starts only once the decision has
-// taken hangupAfter, so that a decision made at once costs a timer, not
-// a system call.
-const hangupAfter = 20 * time.Millisecond
+// paces such withdrawals).
+//
+// The watch begins only when something first waits on the request's
+// context (its Done): a decision made at once waits on nothing and costs
+// neither a goroutine, nor a system call, nor a timer (whose arming wakes
+// the Go runtime's poller thread, a context switch per signature).
 
 // whileConnected returns a context that ends when the client closes its
 // end of the connection, and stop, which ends the watch and must be
 // called before the connection is read again.
 func (c *conn) whileConnected() (context.Context, func()) {
-	ctx, cancel := context.WithCancel(c.ctx)
-	rc, err := c.c.SyscallConn()
+	h := &hangup{Context: c.ctx, c: c}
+	return h, h.stop
+}
+
+// hangup is a request's context (see whileConnected): the server's
+// context, and the watch of the client's end once Done was called.
+type hangup struct {
+	context.Context // the server's: Deadline, Value, and Err until watched
+	c               *conn
+
+	mu      sync.Mutex
+	watched context.Context // nil until the first Done
+	cancel  context.CancelFunc
+	ended   chan struct{} // closed when the watch's goroutine returns
+	stopped bool
+}
+
+// Done starts the watch, once, and returns the channel that is closed
+// when the client hangs up or the server's context ends.
+func (h *hangup) Done() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.watched == nil {
+		h.watched, h.cancel = context.WithCancel(h.Context)
+		if h.stopped {
+			h.cancel() // asked after the request was decided
+		} else {
+			h.watch()
+		}
+	}
+	return h.watched.Done()
+}
+
+func (h *hangup) Err() error {
+	h.mu.Lock()
+	w := h.watched
+	h.mu.Unlock()
+	if w == nil {
+		return h.Context.Err()
+	}
+	return w.Err()
+}
+
+// watch waits, in a goroutine of its own, for the connection to become
+// readable: a next request's first byte ends the watch, the client's
+// close (a read of nothing) also cancels. h.mu held.
+func (h *hangup) watch() {
+	rc, err := h.c.c.SyscallConn()
 	if err != nil {
-		return ctx, cancel
+		return
 	}
-	var mu sync.Mutex
-	var done chan struct{}
-	stopped := false
-	watch := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		done = make(chan struct{})
-		go func() {
-			defer close(done)
-			var b [1]byte
-			rc.Read(func(fd uintptr) bool {
-				n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-				if err == unix.EAGAIN {
-					return false // nothing yet: wait until readable
-				}
-				if n == 0 && err == nil {
-					cancel() // the client hung up
-				}
-				return true // a byte of a next request, or an error: no more watching
-			})
-		}()
+	h.ended = make(chan struct{})
+	cancel := h.cancel
+	go func() {
+		defer close(h.ended)
+		var b [1]byte
+		rc.Read(func(fd uintptr) bool {
+			n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+			if err == unix.EAGAIN {
+				return false // nothing yet: wait until readable
+			}
+			if n == 0 && err == nil {
+				cancel() // the client hung up
+			}
+			return true // a byte of a next request, or an error: no more watching
+		})
+	}()
+}
+
+// stop ends the watch, if it began, before the connection is read again.
+func (h *hangup) stop() {
+	h.mu.Lock()
+	h.stopped = true
+	ended, cancel := h.ended, h.cancel
+	h.mu.Unlock()
+	if ended != nil {
+		// A read deadline in the past wakes the watch.
+		h.c.c.SetReadDeadline(time.Unix(1, 0))
+		<-ended
+		h.c.c.SetReadDeadline(time.Time{})
 	}
-	timer := time.AfterFunc(hangupAfter, watch)
-	return ctx, func() {
-		timer.Stop()
-		mu.Lock()
-		stopped = true
-		w := done
-		mu.Unlock()
-		if w != nil {
-			// A read deadline in the past wakes the watch.
-			c.c.SetReadDeadline(time.Unix(1, 0))
-			<-w
-			c.c.SetReadDeadline(time.Time{})
-		}
+	if cancel != nil {
 		cancel()
 	}
 }
