@@ -467,6 +467,8 @@ func execHelper(mode string) {
 		signBench()
 	case "relay":
 		relayMain()
+	case "echo":
+		echoMain()
 	case "exec":
 		c, err := net.Dial("unix", os.Getenv("SSH_AUTH_SOCK"))
 		if err != nil {
