@@ -20,6 +20,7 @@ import (
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/safesocket"
+	"github.com/postern/postern/internal/syncbuf"
 )
 
 // world is a bastion as the gateway runs it — its own Unix socket in a
@@ -38,7 +39,7 @@ type world struct {
 	decider *testDecider
 	keys    *testKeys
 	audit   *testRecorder
-	logs    *syncBuffer
+	logs    *syncbuf.Buffer
 
 	mu      sync.Mutex
 	clients []*ssh.Client
@@ -60,7 +61,7 @@ func newWorldWith(t *testing.T, bastion func(*Config), host func(*ssh.ServerConf
 		decider: &testDecider{},
 		keys:    &testKeys{signer: signer},
 		audit:   &testRecorder{},
-		logs:    &syncBuffer{},
+		logs:    &syncbuf.Buffer{},
 	}
 	w.host = newTestHost(t, signer.PublicKey(), host)
 	known := filepath.Join(dir, "known_hosts")
@@ -342,24 +343,6 @@ func (r *testRecorder) types() []string {
 		out = append(out, string(e.Type))
 	}
 	return out
-}
-
-// syncBuffer is a bytes.Buffer for the log, written from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // writeTemp writes a file in a temporary directory and returns its path.

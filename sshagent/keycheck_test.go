@@ -1,7 +1,6 @@
 package sshagent
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -11,12 +10,13 @@ import (
 	"math/big"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/postern/postern/internal/syncbuf"
 )
 
 // addRSA is SSH_AGENTC_ADD_IDENTITY for an RSA key with the given
@@ -57,7 +57,7 @@ func readAnswer(t *testing.T, c net.Conn) (byte, []byte) {
 // refused at the door, with the reason in the log, and the list stays
 // readable.
 func TestAddRefusesKeysThatPoisonTheList(t *testing.T) {
-	logged := &lockedBuffer{}
+	logged := &syncbuf.Buffer{}
 	ts := startServer(t, slog.New(slog.NewTextHandler(logged, nil)))
 	good, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	cl, _ := ts.client(t)
@@ -99,21 +99,4 @@ func TestAddRefusesKeysThatPoisonTheList(t *testing.T) {
 	if _, err := ssh.ParsePublicKey(keys[0].Blob); err != nil {
 		t.Fatal(err)
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

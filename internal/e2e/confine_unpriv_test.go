@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -10,10 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/postern/postern/internal/syncbuf"
 )
 
 // nobodyUID is the unprivileged user the test becomes.
@@ -98,7 +98,7 @@ func TestConfinedRunUnprivileged(t *testing.T) {
 	w.writeFile("config/postern/config.toml", fmt.Sprintf("known_hosts = [%q]\n", sshd.KnownHosts), 0o600)
 
 	agent := w.command(posternBin, "agent", "-d", "-a", w.sock)
-	var agentLog syncBuffer
+	var agentLog syncbuf.Buffer
 	agent.Stdout, agent.Stderr = &agentLog, &agentLog
 	if err := agent.Start(); err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestConfinedRunUnprivileged(t *testing.T) {
 		t.Fatal(err)
 	}
 	console := w.command(posternBin, "approve")
-	var consoleOut syncBuffer
+	var consoleOut syncbuf.Buffer
 	console.Stdin, console.Stdout, console.Stderr = consoleIn, &consoleOut, &consoleOut
 	console.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := console.Start(); err != nil {
@@ -160,7 +160,7 @@ git push -q origin HEAD:main 2>&1
 	// The run has a terminal session of its own, as in another terminal
 	// than the approver's.
 	run.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	var runOut syncBuffer
+	var runOut syncbuf.Buffer
 	run.Stdout, run.Stderr = &runOut, &runOut
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
@@ -232,22 +232,4 @@ git push -q origin HEAD:main 2>&1
 	if !strings.Contains(agentLog.String(), "exe=/usr/bin/ssh") {
 		t.Fatalf("the gateway did not identify the run's ssh:\n%s", agentLog.String())
 	}
-}
-
-// syncBuffer collects a program's output, for several writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
