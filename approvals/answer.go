@@ -212,8 +212,10 @@ func (e *Engine) askpassAnswer(ctx context.Context, c CardView) {
 		ok, err = e.askpass.Confirm(ctx, c.Text())
 	}
 	if err != nil {
+		// Shown only while reachable: the program was there, and could
+		// not ask (it would not run, or it changed).
 		if ctx.Err() == nil {
-			e.log.Debug("askpass not available for card", "card", c.ID, "err", err)
+			e.log.Warn("askpass could not ask", "card", c.ID, "err", err)
 		}
 		return
 	}

@@ -2,12 +2,16 @@ package approvals
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/syncbuf"
 )
 
 // fakeApprover is a channel that can be switched on and off, and records
@@ -179,5 +183,36 @@ func TestConsoleGetsTheCardBeforeTheOtherApproversAreAsked(t *testing.T) {
 	}
 	if id := <-slow.hid; id != c.ID {
 		t.Fatalf("withdrew %s, want %s", id, c.ID)
+	}
+}
+
+// brokenAskpass is an askpass program that cannot be run.
+type brokenAskpass struct{ asked chan struct{} }
+
+func (b brokenAskpass) Confirm(context.Context, string) (bool, error) {
+	defer close(b.asked)
+	return false, errors.New("askpass /usr/bin/ssh-askpass: fork/exec: permission denied")
+}
+func (b brokenAskpass) Word(ctx context.Context, p string) (string, error) {
+	_, err := b.Confirm(ctx, p)
+	return "", err
+}
+
+// An askpass program that was reachable but could not ask is a warning
+// in the gateway's log: the person expects its dialog, and nothing else
+// says why none came.
+func TestAskpassThatCannotAskIsAWarning(t *testing.T) {
+	w := newWorld(t)
+	var logged syncbuf.Buffer
+	w.cfg.Log = slog.New(slog.NewTextHandler(&logged, nil))
+	b := brokenAskpass{asked: make(chan struct{})}
+	w.cfg.Askpass = b
+	w.e = NewEngine(w.cfg)
+	w.decide(w.req(21))
+	<-b.asked
+	c := w.card()
+	w.answer(c.ID, VerdictDeny, 30)
+	if !strings.Contains(logged.String(), "level=WARN msg=\"askpass could not ask\"") || !strings.Contains(logged.String(), "permission denied") {
+		t.Fatalf("log:\n%s", logged.String())
 	}
 }
