@@ -11,11 +11,14 @@ import (
 // newImage makes an empty memfd for a copy of the program, executable
 // (MFD_EXEC: where vm.memfd_noexec makes new memfds non-executable by
 // default; a kernel before 6.3 knows no such flag and makes them
-// executable).
-func newImage() (*os.File, error) {
+// executable). A variable for tests.
+var newImage = func() (*os.File, error) {
 	fd, err := unix.MemfdCreate("askpass", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
 	if errors.Is(err, unix.EINVAL) {
 		fd, err = unix.MemfdCreate("askpass", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	}
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		return nil, fmt.Errorf("%w: %w", errImageNotExecutable, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("making a copy of the program: %w", err)

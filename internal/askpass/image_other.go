@@ -6,6 +6,6 @@ import "os"
 
 // newImage makes no copy where there are no sealed memfds: the program
 // runs by its path, right after it was checked.
-func newImage() (*os.File, error) { return nil, nil }
+var newImage = func() (*os.File, error) { return nil, nil }
 
 func sealImage(f *os.File) (*os.File, error) { return f, nil }

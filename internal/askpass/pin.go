@@ -2,15 +2,12 @@ package askpass
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
+	"os"
 	"os/exec"
 	"sync"
-
-	"github.com/postern/postern/internal/smallfile"
 )
 
 // A Pinned askpass program is the one found at gateway start, by path and
@@ -44,11 +41,12 @@ func Pin(env Env, onChange func(error)) *Pinned {
 	if err != nil {
 		return p
 	}
-	sum, err := copyProgram(path, io.Discard)
+	f, sum, err := readProgram(path, nil)
 	if err != nil {
 		p.err = fmt.Errorf("askpass program %s: %w", path, err)
 		return p
 	}
+	f.Close()
 	p.path, p.sum = path, sum
 	return p
 }
@@ -70,60 +68,59 @@ func (p *Pinned) Status() (path, hash, why string) {
 	return path, hash, why
 }
 
-// maxProgram bounds the askpass program's size.
-const maxProgram = 256 << 20
-
-// copyProgram copies the regular file at path to w and returns the
-// SHA-256 of what it copied.
-func copyProgram(path string, w io.Writer) (sum [32]byte, err error) {
-	f, fi, err := smallfile.Open(path)
-	if err != nil {
-		return sum, err
-	}
-	defer f.Close()
-	if fi.Size() > maxProgram {
-		return sum, fmt.Errorf("%w: %d bytes", smallfile.ErrTooLarge, fi.Size())
-	}
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(h, w), io.LimitReader(f, maxProgram+1))
-	if err != nil {
-		return sum, err
-	}
-	if n > maxProgram {
-		return sum, fmt.Errorf("%w: more than %d bytes", smallfile.ErrTooLarge, maxProgram)
-	}
-	h.Sum(sum[:0])
-	return sum, nil
-}
-
 // beforeRun runs between the check of the program and its run (tests
 // change the file there).
 var beforeRun = func() {}
 
-// run copies the program into an image, checks the copy against the pin,
-// and runs the image.
+// run checks the program against the pin and runs what was checked.
 func (p *Pinned) run(ctx context.Context, prompt, mode string) ([]byte, error) {
 	if err := p.Available(); err != nil {
 		return nil, err
 	}
-	img, err := newImage()
+	img, err := p.image()
 	if err != nil {
-		return nil, fmt.Errorf("askpass: %w", err)
-	}
-	var sum [32]byte
-	if img == nil {
-		sum, err = copyProgram(p.path, io.Discard)
-	} else if sum, err = copyProgram(p.path, img); err == nil {
-		img, err = sealImage(img)
+		return nil, err
 	}
 	if img != nil {
 		defer img.Close()
 	}
-	if err := p.changed(err, sum); err != nil {
-		return nil, err
-	}
 	beforeRun()
 	return p.env.start(ctx, program{path: p.path, image: img}, prompt, mode)
+}
+
+// image reads the program, checks it against the pin, and returns what
+// to run: a sealed copy (see newImage); where no copy may be executed,
+// the file as it was opened and read, run by its descriptor; nil where
+// programs run by their path.
+func (p *Pinned) image() (*os.File, error) {
+	cp, err := newImage()
+	asOpened := errors.Is(err, errImageNotExecutable)
+	if err != nil && !asOpened {
+		return nil, fmt.Errorf("askpass: %w", err)
+	}
+	f, sum, err := readProgram(p.path, cp)
+	if err == nil && sum != p.sum {
+		f.Close()
+	}
+	if err := p.changed(err, sum); err != nil {
+		if cp != nil {
+			cp.Close()
+		}
+		return nil, err
+	}
+	switch {
+	case cp != nil:
+		f.Close()
+		img, err := sealImage(cp)
+		if err != nil {
+			return nil, fmt.Errorf("askpass: %w", err)
+		}
+		return img, nil
+	case asOpened:
+		return f, nil
+	}
+	f.Close()
+	return nil, nil
 }
 
 // changed turns askpass questions off for good when the program read
