@@ -213,35 +213,6 @@ func (f *floor) roundTrip(b *testing.B, c net.Conn) time.Duration {
 	})
 }
 
-// echoMain is the floor's echo process: it answers each request of
-// POSTERN_ECHO_SIZES' first size with a reply of the second, on one
-// connection at a time.
-func echoMain() {
-	var in, out int
-	fmt.Sscanf(os.Getenv("POSTERN_ECHO_SIZES"), "%d,%d", &in, &out)
-	l, err := net.Listen("unix", os.Getenv("POSTERN_ECHO_LISTEN"))
-	if err != nil {
-		os.Stderr.WriteString("echo: " + err.Error() + "\n")
-		os.Exit(1)
-	}
-	req, resp := make([]byte, in), make([]byte, out)
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			os.Exit(1)
-		}
-		for {
-			if _, err := io.ReadFull(c, req); err != nil {
-				break
-			}
-			if _, err := c.Write(resp); err != nil {
-				break
-			}
-		}
-		c.Close()
-	}
-}
-
 func (f *floor) appendSync(b *testing.B) time.Duration {
 	return timed(func() {
 		if _, err := f.grow.Write(f.rec); err != nil {

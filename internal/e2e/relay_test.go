@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -96,5 +97,34 @@ func relayFrames(c, u net.Conn) bool {
 		if pass(u, c) != nil {
 			return false
 		}
+	}
+}
+
+// echoMain is the floor's echo process: it answers each request of
+// POSTERN_ECHO_SIZES' first size with a reply of the second, on one
+// connection at a time.
+func echoMain() {
+	var in, out int
+	fmt.Sscanf(os.Getenv("POSTERN_ECHO_SIZES"), "%d,%d", &in, &out)
+	l, err := net.Listen("unix", os.Getenv("POSTERN_ECHO_LISTEN"))
+	if err != nil {
+		os.Stderr.WriteString("echo: " + err.Error() + "\n")
+		os.Exit(1)
+	}
+	req, resp := make([]byte, in), make([]byte, out)
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			os.Exit(1)
+		}
+		for {
+			if _, err := io.ReadFull(c, req); err != nil {
+				break
+			}
+			if _, err := c.Write(resp); err != nil {
+				break
+			}
+		}
+		c.Close()
 	}
 }
