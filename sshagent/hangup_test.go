@@ -39,12 +39,11 @@ func (d *slowDecider) Decide(ctx context.Context, _ *approvals.Request) approval
 
 func (d *slowDecider) Refused(*approvals.Request, audit.Reason) {}
 
-// A request waiting for a person ends when its client hangs up, and a
-// request decided slowly leaves its connection as it was: the next
-// request on it is answered.
-func TestWaitEndsWhenTheClientHangsUp(t *testing.T) {
-	d := &slowDecider{ended: make(chan struct{})}
-	d.wait.Store(int64(time.Hour))
+// hangUpWhileDeciding starts a server deciding with d, asks it for a
+// signature, hangs up after pause, and waits until d saw the request's
+// context end. It returns the server and the key it added.
+func hangUpWhileDeciding(t *testing.T, d *slowDecider, pause time.Duration) (*testServer, ssh.PublicKey) {
+	t.Helper()
 	ts := startServerWith(t, func(s *Server) { s.Decider = d })
 	_, k, _ := ed25519.GenerateKey(rand.Reader)
 	pub, _ := ssh.NewPublicKey(k.Public())
@@ -53,16 +52,26 @@ func TestWaitEndsWhenTheClientHangsUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Write(signFrame(pub, []byte("data")))
-	time.Sleep(40 * time.Millisecond)
+	time.Sleep(pause)
 	c.Close()
 	select {
 	case <-d.ended:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the decision went on waiting for a client that hung up")
 	}
+	return ts, pub
+}
+
+// A request waiting for a person ends when its client hangs up, and a
+// request decided slowly leaves its connection as it was: the next
+// request on it is answered.
+func TestWaitEndsWhenTheClientHangsUp(t *testing.T) {
+	d := &slowDecider{ended: make(chan struct{})}
+	d.wait.Store(int64(time.Hour))
+	ts, pub := hangUpWhileDeciding(t, d, 40*time.Millisecond)
 
 	d.wait.Store(int64(60 * time.Millisecond))
-	ag, c = ts.client(t)
+	ag, c := ts.client(t)
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	for i := range 2 {
 		if _, err := ag.Sign(pub, []byte("data")); err != nil {
@@ -76,18 +85,5 @@ func TestWaitEndsWhenTheClientHangsUp(t *testing.T) {
 func TestHangupBeforeTheWaitBegins(t *testing.T) {
 	d := &slowDecider{late: 200 * time.Millisecond, ended: make(chan struct{})}
 	d.wait.Store(int64(time.Hour))
-	ts := startServerWith(t, func(s *Server) { s.Decider = d })
-	_, k, _ := ed25519.GenerateKey(rand.Reader)
-	pub, _ := ssh.NewPublicKey(k.Public())
-	ag, c := ts.client(t)
-	if err := ag.Add(agent.AddedKey{PrivateKey: k}); err != nil {
-		t.Fatal(err)
-	}
-	c.Write(signFrame(pub, []byte("data")))
-	c.Close()
-	select {
-	case <-d.ended:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the decision went on waiting for a client that hung up before it waited")
-	}
+	hangUpWhileDeciding(t, d, 0)
 }

@@ -99,28 +99,23 @@ func (p *Pinned) image() (*os.File, error) {
 		return nil, fmt.Errorf("askpass: %w", err)
 	}
 	f, sum, err := readProgram(p.path, cp)
-	if err == nil && sum != p.sum {
-		f.Close()
-	}
 	if err := p.changed(err, sum); err != nil {
-		if cp != nil {
-			cp.Close()
-		}
+		f.Close() // nil after a read error (Close of a nil *os.File does nothing)
+		cp.Close() // nil without a copy
 		return nil, err
 	}
-	switch {
-	case cp != nil:
-		f.Close()
-		img, err := sealImage(cp)
-		if err != nil {
-			return nil, fmt.Errorf("askpass: %w", err)
-		}
-		return img, nil
-	case asOpened:
+	if asOpened {
 		return f, nil
 	}
 	f.Close()
-	return nil, nil
+	if cp == nil {
+		return nil, nil // run by the path
+	}
+	img, err := sealImage(cp)
+	if err != nil {
+		return nil, fmt.Errorf("askpass: %w", err)
+	}
+	return img, nil
 }
 
 // changed turns askpass questions off for good when the program read
