@@ -100,7 +100,7 @@ func (p *Pinned) image() (*os.File, error) {
 	}
 	f, sum, err := readProgram(p.path, cp)
 	if err := p.changed(err, sum); err != nil {
-		f.Close() // nil after a read error (Close of a nil *os.File does nothing)
+		f.Close()  // nil after a read error (Close of a nil *os.File does nothing)
 		cp.Close() // nil without a copy
 		return nil, err
 	}
