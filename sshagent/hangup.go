@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // A request that waits for a person (a card) ends when its client hangs
@@ -65,9 +63,18 @@ func (h *hangup) Err() error {
 	return w.Err()
 }
 
-// watch waits, in a goroutine of its own, for the connection to become
-// readable: a next request's first byte ends the watch, the client's
-// close (a read of nothing) also cancels. h.mu held.
+// endState is what clientEnd found at the client's end of a connection.
+type endState int
+
+const (
+	endOpen    endState = iota // connected: watch on
+	endClosed                  // the client hung up
+	endUnknown                 // it cannot be told (an error): watch no more
+)
+
+// watch waits, in a goroutine of its own, until the client hangs up (it
+// cancels then), whenever the connection has news: bytes of a next
+// request are left where they are, for the next read. h.mu held.
 func (h *hangup) watch() {
 	rc, err := h.c.c.SyscallConn()
 	if err != nil {
@@ -77,16 +84,14 @@ func (h *hangup) watch() {
 	cancel := h.cancel
 	go func() {
 		defer close(h.ended)
-		var b [1]byte
 		rc.Read(func(fd uintptr) bool {
-			n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-			if err == unix.EAGAIN {
-				return false // nothing yet: wait until readable
+			switch clientEnd(int(fd)) {
+			case endOpen:
+				return false // wait until there is news
+			case endClosed:
+				cancel()
 			}
-			if n == 0 && err == nil {
-				cancel() // the client hung up
-			}
-			return true // a byte of a next request, or an error: no more watching
+			return true
 		})
 	}()
 }

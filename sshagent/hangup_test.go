@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,19 +41,18 @@ func (d *slowDecider) Decide(ctx context.Context, _ *approvals.Request) approval
 func (d *slowDecider) Refused(*approvals.Request, audit.Reason) {}
 
 // hangUpWhileDeciding starts a server deciding with d, asks it for a
-// signature, hangs up after pause, and waits until d saw the request's
-// context end. It returns the server and the key it added.
-func hangUpWhileDeciding(t *testing.T, d *slowDecider, pause time.Duration) (*testServer, ssh.PublicKey) {
+// signature, after pause writes more (the start of a next request, say),
+// hangs up, and waits until d saw the request's context end. It returns
+// the server and the key it added.
+func hangUpWhileDeciding(t *testing.T, d *slowDecider, pause time.Duration, more ...byte) (*testServer, ssh.PublicKey) {
 	t.Helper()
-	ts := startServerWith(t, func(s *Server) { s.Decider = d })
-	_, k, _ := ed25519.GenerateKey(rand.Reader)
-	pub, _ := ssh.NewPublicKey(k.Public())
-	ag, c := ts.client(t)
-	if err := ag.Add(agent.AddedKey{PrivateKey: k}); err != nil {
-		t.Fatal(err)
-	}
+	ts, pub, c := deciding(t, d)
 	c.Write(signFrame(pub, []byte("data")))
 	time.Sleep(pause)
+	if len(more) > 0 {
+		c.Write(more)
+		time.Sleep(pause)
+	}
 	c.Close()
 	select {
 	case <-d.ended:
@@ -60,6 +60,21 @@ func hangUpWhileDeciding(t *testing.T, d *slowDecider, pause time.Duration) (*te
 		t.Fatal("the decision went on waiting for a client that hung up")
 	}
 	return ts, pub
+}
+
+// deciding starts a server deciding with d, adds a key, and returns the
+// server, the key and a connection to it that nothing else reads.
+func deciding(t *testing.T, d *slowDecider) (*testServer, ssh.PublicKey, net.Conn) {
+	t.Helper()
+	ts := startServerWith(t, func(s *Server) { s.Decider = d })
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	pub, _ := ssh.NewPublicKey(k.Public())
+	// The agent client reads the replies on its own connection.
+	ag, _ := ts.client(t)
+	if err := ag.Add(agent.AddedKey{PrivateKey: k}); err != nil {
+		t.Fatal(err)
+	}
+	return ts, pub, ts.rawConn(t)
 }
 
 // A request waiting for a person ends when its client hangs up, and a
@@ -86,4 +101,27 @@ func TestHangupBeforeTheWaitBegins(t *testing.T) {
 	d := &slowDecider{late: 200 * time.Millisecond, ended: make(chan struct{})}
 	d.wait.Store(int64(time.Hour))
 	hangUpWhileDeciding(t, d, 0)
+}
+
+// A next request sent while the card is up is answered once the card is:
+// the watch leaves the bytes it saw where they were.
+func TestPipelinedRequestAfterASlowDecision(t *testing.T) {
+	d := &slowDecider{ended: make(chan struct{})}
+	d.wait.Store(int64(200 * time.Millisecond))
+	_, pub, c := deciding(t, d)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.Write(signFrame(pub, []byte("first")))
+	time.Sleep(50 * time.Millisecond)
+	c.Write(signFrame(pub, []byte("second")))
+	for i, data := range []string{"first", "second"} {
+		typ, p := readAnswer(t, c)
+		var m struct{ Sig []byte }
+		var sig ssh.Signature
+		if typ != msgSignResponse || ssh.Unmarshal(p, &m) != nil || ssh.Unmarshal(m.Sig, &sig) != nil {
+			t.Fatalf("reply %d: type %d, not a signature", i+1, typ)
+		}
+		if err := pub.Verify([]byte(data), &sig); err != nil {
+			t.Fatalf("reply %d does not sign %q: %v", i+1, data, err)
+		}
+	}
 }
