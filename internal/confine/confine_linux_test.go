@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -91,29 +92,24 @@ func probe(op, arg string) error {
 		}
 		return nil
 	case "tiocsti":
-		f, err := os.Open("/dev/null")
-		if err != nil {
-			return err
-		}
-		defer f.Close()
 		c := byte('x')
-		_, _, e := unix.Syscall(unix.SYS_IOCTL, f.Fd(), unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
-		if e != 0 {
-			return e
+		return ioctlDevNull(unix.SYS_IOCTL, unix.TIOCSTI, unsafe.Pointer(&c))
+	case "tiocsti-x32":
+		// By the x32 numbers: the native architecture, the number with
+		// the x32 bit.
+		c := byte('x')
+		return ioctlDevNull(unix.SYS_IOCTL|x32SyscallBit, unix.TIOCSTI, unsafe.Pointer(&c))
+	case "ioctl386":
+		// The i386 program newScenario built, in the run's directory.
+		err := exec.Command("./ioctl386", arg).Run()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() < 100 {
+			return syscall.Errno(exit.ExitCode())
 		}
-		return nil
+		return err
 	case "tiocspgrp":
-		f, err := os.Open("/dev/null")
-		if err != nil {
-			return err
-		}
-		defer f.Close()
 		pgrp := int32(unix.Getpgrp())
-		_, _, e := unix.Syscall(unix.SYS_IOCTL, f.Fd(), unix.TIOCSPGRP, uintptr(unsafe.Pointer(&pgrp)))
-		if e != 0 {
-			return e
-		}
-		return nil
+		return ioctlDevNull(unix.SYS_IOCTL, unix.TIOCSPGRP, unsafe.Pointer(&pgrp))
 	case "umount":
 		return unix.Unmount(arg, unix.MNT_DETACH)
 	case "mount":
@@ -170,6 +166,20 @@ func probe(op, arg string) error {
 	return fmt.Errorf("unknown probe %q", op)
 }
 
+// ioctlDevNull makes ioctl request req, by system call number nr, on
+// /dev/null: a filter that refuses req says EPERM, the kernel ENOTTY.
+func ioctlDevNull(nr, req uintptr, arg unsafe.Pointer) error {
+	f, err := os.Open("/dev/null")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, _, e := unix.Syscall(nr, f.Fd(), req, uintptr(arg)); e != 0 {
+		return e
+	}
+	return nil
+}
+
 // scenario is a world for a confined probe.
 type scenario struct {
 	Spec       Spec
@@ -204,6 +214,9 @@ func newScenario(t *testing.T, uid int) *scenario {
 	mk("home/.gitconfig", "[user]\n")
 	mk("cache", "")
 	mk("outside", "not for the run")
+	if runtime.GOARCH == "amd64" {
+		build386(t, filepath.Join(work, "ioctl386"))
+	}
 	filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { os.Lchown(p, uid, uid); return nil })
 	listen := func(sock string) {
 		l, err := net.Listen("unix", sock)
@@ -250,11 +263,32 @@ func newScenario(t *testing.T, uid int) *scenario {
 	}
 }
 
+// build386 builds testdata/ioctl386 for GOARCH=386 at path: a program
+// that an amd64 kernel runs through its i386 compat entry, where the
+// seccomp filter checks other system call numbers.
+func build386(t *testing.T, path string) {
+	t.Helper()
+	need(t, "go")
+	cmd := exec.Command("go", "build", "-o", path, "./testdata/ioctl386")
+	cmd.Env = append(os.Environ(), "GOARCH=386", "CGO_ENABLED=0", "GOFLAGS=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the i386 probe: %v\n%s", err, out)
+	}
+}
+
 // probes lists each probe with the result it must get.
 func (s *scenario) probes(uid int) [][2]string {
 	work := s.Spec.Dir
 	root := filepath.Dir(work)
-	return [][2]string{
+	var compat [][2]string
+	if runtime.GOARCH == "amd64" {
+		compat = [][2]string{
+			{"tiocsti-x32:", "EPERM"},
+			{"ioctl386:tiocsti", "EPERM"},
+			{"ioctl386:tiocspgrp", "EPERM"},
+		}
+	}
+	return append(compat, [][2]string{
 		{"write:" + work + "/new", "ok"},
 		{"read:" + work + "/state/secret", "ENOENT"},
 		{"connect:" + work + "/state/agent.sock", "ok"},
@@ -282,7 +316,7 @@ func (s *scenario) probes(uid int) [][2]string {
 		{"ptrace:1", "EPERM"},
 		{"ls:/dev/pts", "error [ptmx]"},
 		{"exec:unshare -Urm umount -l " + work + "/state", "error exit status 1: umount: " + work + "/state: must be superuser to unmount.\n"},
-	}
+	}...)
 }
 
 // start runs the scenario's probes confined, in this process, and

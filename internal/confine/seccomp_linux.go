@@ -17,8 +17,10 @@ import (
 // shell's prompt; a shell inside such a run has no job control. A run
 // with a terminal of its own ([Spec.Terminal]) reaches no other: there
 // TIOCSPGRP is allowed, and its shells have job control.
-// It also refuses the x32 system call numbers, through which the filter's
-// numbers could be sidestepped.
+// A 32-bit program (i386 on amd64, arm on arm64) makes its ioctls by other
+// numbers, under another audit architecture: the filter refuses the same
+// requests there. It also refuses the x32 system call numbers, through
+// which the filter's numbers could be sidestepped.
 
 const (
 	seccompRetAllow = 0x7fff0000
