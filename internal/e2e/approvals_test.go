@@ -450,21 +450,51 @@ func TestClientClaimsRestoreNothing(t *testing.T) {
 // (ssh-add -T killed half a second after it asked), would flash cards at
 // the person: past 8 withdrawn cards, the run's requests are refused
 // without a card for card_cooldown.
+//
+// The same when each requester sends the first byte of a next request
+// before it hangs up: the byte does not hide the hang-up, and the card
+// does not stay up for nobody until card_timeout.
 func TestRunCannotFlashCards(t *testing.T) {
-	need(t, "ssh-add", "ssh-keygen", "timeout")
-	e := newEnv(t)
-	e.Config("")
-	a := e.StartAgent()
-	e.StartConsole()
-	key := e.Keygen("k", "ed25519", 0, "")
-	e.AddKey(key, "-c") // asked about at every use: each request its own card
-	d := e.StartRun("coder")
-	d.Do("for i in $(seq 20); do timeout -s KILL 0.5 ssh-add -T " + key + ".pub; done; true")
-	if n := strings.Count(a.Log(), `msg="card shown"`); n != 9 {
-		t.Fatalf("20 requests withdrawn once their cards were up put up %d cards, want 9:\n%s", n, a.Log())
+	need(t, "ssh-add", "ssh-keygen", "timeout", "python3")
+	for _, tc := range []struct{ name, request string }{
+		{"killed", "timeout -s KILL 0.5 ssh-add -T KEY.pub"},
+		{"hung up after sending more", "python3 KEY.ask KEY.pub"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.Config("")
+			a := e.StartAgent()
+			e.StartConsole()
+			key := e.Keygen("k", "ed25519", 0, "")
+			e.AddKey(key, "-c") // asked about at every use: each request its own card
+			os.WriteFile(key+".ask", []byte(askThenHangUp), 0o644)
+			d := e.StartRun("coder")
+			d.Do("for i in $(seq 20); do " + strings.ReplaceAll(tc.request, "KEY", key) + "; done; true")
+			if n := strings.Count(a.Log(), `msg="card shown"`); n != 9 {
+				t.Fatalf("20 requests withdrawn once their cards were up put up %d cards, want 9:\n%s", n, a.Log())
+			}
+			a.WaitLog(t, "cards withdrawn faster than a person reads them")
+		})
 	}
-	a.WaitLog(t, "cards withdrawn faster than a person reads them")
 }
+
+// askThenHangUp asks the agent for a signature with the key of the
+// public key file argv[1], sends one byte more (the start of a next
+// request), and hangs up half a second later, or at the agent's answer.
+const askThenHangUp = `import base64, os, socket, struct, sys
+blob = base64.b64decode(open(sys.argv[1]).read().split()[1])
+def s(b): return struct.pack(">I", len(b)) + b
+body = bytes([13]) + s(blob) + s(b"data") + struct.pack(">I", 0)
+c = socket.socket(socket.AF_UNIX)
+c.connect(os.environ["SSH_AUTH_SOCK"])
+c.sendall(s(body) + b"\0")
+c.settimeout(0.5)
+try:
+    c.recv(1)
+except socket.timeout:
+    pass
+c.close()
+`
 
 // A run that asks again each time the person says no cannot wear the
 // person down until a card is approved by mistake: the third denial in a
