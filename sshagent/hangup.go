@@ -7,7 +7,9 @@ import (
 )
 
 // A request that waits for a person (a card) ends when its client hangs
-// up: a killed ssh leaves no card up for nobody, and a run that kills its
+// up, or when the process that asked exits (a child of its may keep the
+// connection open, but nothing is signed for a requester that is gone): a
+// killed ssh leaves no card up for nobody, and a run that kills its
 // requesters once their cards are up is told apart (the approval engine
 // paces such withdrawals).
 //
@@ -30,11 +32,12 @@ type hangup struct {
 	context.Context // the server's: Deadline, Value, and Err until watched
 	c               *conn
 
-	mu      sync.Mutex
-	watched context.Context // nil until the first Done
-	cancel  context.CancelFunc
-	ended   chan struct{} // closed when the watch's goroutine returns
-	stopped bool
+	mu       sync.Mutex
+	watched  context.Context // nil until the first Done
+	cancel   context.CancelFunc
+	ended    chan struct{} // closed when the watch's goroutine returns
+	stopExit func()        // ends the watch of the requester's exit; nil if none
+	stopped  bool
 }
 
 // Done starts the watch, once, and returns the channel that is closed
@@ -74,8 +77,10 @@ const (
 
 // watch waits, in a goroutine of its own, until the client hangs up (it
 // cancels then), whenever the connection has news: bytes of a next
-// request are left where they are, for the next read. h.mu held.
+// request are left where they are, for the next read. It also watches
+// the requester's exit. h.mu held.
 func (h *hangup) watch() {
+	h.stopExit = h.c.peer.WatchExit(h.cancel)
 	rc, err := h.c.c.SyscallConn()
 	if err != nil {
 		return
@@ -100,8 +105,11 @@ func (h *hangup) watch() {
 func (h *hangup) stop() {
 	h.mu.Lock()
 	h.stopped = true
-	ended, cancel := h.ended, h.cancel
+	ended, cancel, stopExit := h.ended, h.cancel, h.stopExit
 	h.mu.Unlock()
+	if stopExit != nil {
+		stopExit()
+	}
 	if ended != nil {
 		// A read deadline in the past wakes the watch.
 		h.c.c.SetReadDeadline(time.Unix(1, 0))

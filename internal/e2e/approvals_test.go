@@ -452,13 +452,16 @@ func TestClientClaimsRestoreNothing(t *testing.T) {
 // without a card for card_cooldown.
 //
 // The same when each requester sends the first byte of a next request
-// before it hangs up: the byte does not hide the hang-up, and the card
-// does not stay up for nobody until card_timeout.
+// before it hangs up: the byte does not hide the hang-up; and when it
+// exits while a child of its own keeps the connection open: a requester
+// that is gone cannot be signed for. Either way the card does not stay
+// up for nobody until card_timeout.
 func TestRunCannotFlashCards(t *testing.T) {
 	need(t, "ssh-add", "ssh-keygen", "timeout", "python3")
 	for _, tc := range []struct{ name, request string }{
 		{"killed", "timeout -s KILL 0.5 ssh-add -T KEY.pub"},
 		{"hung up after sending more", "python3 KEY.ask KEY.pub"},
+		{"exited, its child holding the connection", "python3 KEY.ask KEY.pub fork"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -481,13 +484,22 @@ func TestRunCannotFlashCards(t *testing.T) {
 // askThenHangUp asks the agent for a signature with the key of the
 // public key file argv[1], sends one byte more (the start of a next
 // request), and hangs up half a second later, or at the agent's answer.
-const askThenHangUp = `import base64, os, socket, struct, sys
+// With "fork" after it, it exits at once instead, leaving the connection
+// to a child that keeps it open for a minute.
+const askThenHangUp = `import base64, os, socket, struct, sys, time
 blob = base64.b64decode(open(sys.argv[1]).read().split()[1])
 def s(b): return struct.pack(">I", len(b)) + b
 body = bytes([13]) + s(blob) + s(b"data") + struct.pack(">I", 0)
 c = socket.socket(socket.AF_UNIX)
 c.connect(os.environ["SSH_AUTH_SOCK"])
 c.sendall(s(body) + b"\0")
+if sys.argv[2:] == ["fork"]:
+    if os.fork() == 0:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        time.sleep(60)
+    os._exit(0)
 c.settimeout(0.5)
 try:
     c.recv(1)

@@ -46,6 +46,12 @@ func (p *Peer) Stat() (Stat, error) { return p.pin.stat(p.table, &p.Process) }
 // Verify.
 func (p *Peer) Exited() <-chan struct{} { return p.pin.exited() }
 
+// WatchExit calls onExit, in a goroutine of its own, if the peer process
+// exits before stop is called; stop ends the watch and waits for it. Unlike
+// Exited, the watch holds nothing once stopped. stop is nil when the
+// platform cannot watch exits; callers then rely on Verify.
+func (p *Peer) WatchExit(onExit func()) (stop func()) { return p.pin.watchExit(onExit) }
+
 // Close releases the pin on the process.
 func (p *Peer) Close() error { return p.pin.close() }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -152,30 +153,60 @@ func pidfdExited(fd int) bool {
 }
 
 // exited starts, once, a watcher that parks on the runtime's poller until
-// the pidfd becomes readable.
+// the pidfd becomes readable, for as long as the process lives.
 func (p *pidfdPin) exited() <-chan struct{} {
 	p.once.Do(func() {
-		p.done = make(chan struct{})
-		fd, err := unix.Dup(p.fd)
-		if err == nil {
-			err = unix.SetNonblock(fd, true)
+		done := make(chan struct{})
+		p.done = done
+		if p.watchExit(func() { close(done) }) == nil {
+			close(done) // it cannot be watched: taken as gone
 		}
-		if err != nil {
-			close(p.done)
-			return
-		}
-		f := os.NewFile(uintptr(fd), "pidfd")
-		go func() {
-			defer close(p.done)
-			defer f.Close()
-			rc, err := f.SyscallConn()
-			if err != nil {
-				return
-			}
-			rc.Read(func(fd uintptr) bool { return pidfdExited(int(fd)) })
-		}()
 	})
 	return p.done
+}
+
+// watchExit watches a duplicate of the pidfd, parked on the runtime's
+// poller, and calls onExit when it becomes readable (or cannot be
+// polled: taken as gone). The duplicate is the watch's own: closing the
+// pin does not end it, stop does.
+func (p *pidfdPin) watchExit(onExit func()) (stop func()) {
+	p.mu.RLock()
+	fd, err := -1, ErrGone
+	if !p.closed {
+		fd, err = unix.Dup(p.fd)
+	}
+	p.mu.RUnlock()
+	if err != nil {
+		return nil
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil
+	}
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		defer f.Close()
+		exited := false
+		rc.Read(func(fd uintptr) bool {
+			exited = pidfdExited(int(fd))
+			return exited
+		})
+		if exited {
+			onExit()
+		}
+	}()
+	return func() {
+		// A read deadline in the past wakes the watch.
+		f.SetReadDeadline(time.Unix(1, 0))
+		<-ended
+	}
 }
 
 // PeerCred returns the credentials of the process at the other end of c

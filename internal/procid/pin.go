@@ -20,6 +20,10 @@ type pin interface {
 	// it found it with.
 	exe(t *Table, pid int) (Exe, exeKey, error)
 	exited() <-chan struct{}
+	// watchExit calls onExit, once, if the process exits before stop,
+	// which ends the watch and waits for it; nil where exits cannot be
+	// watched.
+	watchExit(onExit func()) (stop func())
 	close() error
 	ino() uint64
 }
@@ -60,9 +64,10 @@ func (startPin) look(t *Table, p *Process) (Stat, exeKey, error) {
 func (startPin) stat(t *Table, p *Process) (Stat, error)    { return t.Stat(p.PID) }
 func (startPin) exe(t *Table, pid int) (Exe, exeKey, error) { return t.exeOf(pid, noDir) }
 
-func (startPin) exited() <-chan struct{} { return nil }
-func (startPin) close() error            { return nil }
-func (startPin) ino() uint64             { return 0 }
+func (startPin) exited() <-chan struct{}        { return nil }
+func (startPin) watchExit(func()) (stop func()) { return nil }
+func (startPin) close() error                   { return nil }
+func (startPin) ino() uint64                    { return 0 }
 
 // sameLayout compares the address space layout st shows with the one p
 // was identified with.
