@@ -165,14 +165,35 @@ func (ts *testServer) runClient(t testing.TB, run string) agent.ExtendedAgent {
 	return agent.NewClient(c)
 }
 
-// testLogger sends the agent's log to the test log.
+// testLogger sends the agent's log to the test log while the test runs.
+// A connection's goroutine can outlive the test (the server stops
+// accepting when the test ends, and does not wait for the connections it
+// holds), and the testing package forbids a log after the end: the
+// lines written then are dropped.
 func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	w := &testWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.ended = true
+		w.mu.Unlock()
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-type testWriter struct{ t testing.TB }
+type testWriter struct {
+	t     testing.TB
+	mu    sync.Mutex
+	ended bool
+}
 
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.ended {
+		w.t.Log(string(p))
+	}
+	return len(p), nil
+}
 
 // client dials the agent and returns x/crypto's client on the connection.
 // That client reads replies on its own goroutine (it pipelines requests),
