@@ -72,7 +72,7 @@
 // supplies the verified facts of the request, and a context that ends
 // when the client hangs up while the decision waits for a person (on
 // Linux even when the client sent the start of a next request first), or
-// when the process that asked exits. A key held by a device (a
+// when the process that asked exits or runs another program. A key held by a device (a
 // security key, a token) then waits for it, for [Server.TouchTimeout],
 // without holding the keyring; a signature that arrives after a lock is
 // dropped.

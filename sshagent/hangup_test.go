@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/hex"
 	"net"
+	"os"
+	"os/exec"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,9 +28,13 @@ type slowDecider struct {
 	wait  atomic.Int64 // a time.Duration
 	late  time.Duration
 	ended chan struct{}
+	began chan struct{} // if not nil, closed when the first decision begins
 }
 
 func (d *slowDecider) Decide(ctx context.Context, _ *approvals.Request) approvals.Decision {
+	if d.began != nil {
+		close(d.began)
+	}
 	time.Sleep(d.late)
 	select {
 	case <-time.After(time.Duration(d.wait.Load())):
@@ -101,6 +108,38 @@ func TestHangupBeforeTheWaitBegins(t *testing.T) {
 	d := &slowDecider{late: 200 * time.Millisecond, ended: make(chan struct{})}
 	d.wait.Store(int64(time.Hour))
 	hangUpWhileDeciding(t, d, 0)
+}
+
+// A request waiting for a person ends when the process that asked runs
+// another program: an exec keeps the pid and the connection, and gives no
+// signal, but the requester is gone (nothing would be signed for it after
+// the wait), so its card is not left up for nobody, nor its withdrawal
+// hidden from the engine's pace.
+func TestWaitEndsWhenTheRequesterExecs(t *testing.T) {
+	d := &slowDecider{ended: make(chan struct{}), began: make(chan struct{})}
+	d.wait.Store(int64(time.Hour))
+	ts, pub, _ := deciding(t, d)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SSHAGENT_TEST_ASK="+ts.sock, "SSHAGENT_TEST_FRAME="+hex.EncodeToString(signFrame(pub, []byte("data"))))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	select {
+	case <-d.began:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the requester's request never reached the decision")
+	}
+	stdin.Write([]byte("\n")) // now run another program
+	select {
+	case <-d.ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the decision went on waiting for a requester that runs another program")
+	}
 }
 
 // A next request sent while the card is up is answered once the card is:

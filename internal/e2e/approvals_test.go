@@ -462,6 +462,9 @@ func TestRunCannotFlashCards(t *testing.T) {
 		{"killed", "timeout -s KILL 0.5 ssh-add -T KEY.pub"},
 		{"hung up after sending more", "python3 KEY.ask KEY.pub"},
 		{"exited, its child holding the connection", "python3 KEY.ask KEY.pub fork"},
+		// Its card must end while the other program runs (the program
+		// gives up after 5 s, and the loop stops).
+		{"ran another program on the same pid", "python3 KEY.ask KEY.pub exec || break"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -485,7 +488,10 @@ func TestRunCannotFlashCards(t *testing.T) {
 // public key file argv[1], sends one byte more (the start of a next
 // request), and hangs up half a second later, or at the agent's answer.
 // With "fork" after it, it exits at once instead, leaving the connection
-// to a child that keeps it open for a minute.
+// to a child that keeps it open for a minute. With "exec", it runs
+// another program (Python again) on its pid 0.3 s later, the connection
+// kept: that program waits for the agent's answer, and fails if none
+// came within 5 s.
 const askThenHangUp = `import base64, os, socket, struct, sys, time
 blob = base64.b64decode(open(sys.argv[1]).read().split()[1])
 def s(b): return struct.pack(">I", len(b)) + b
@@ -493,6 +499,11 @@ body = bytes([13]) + s(blob) + s(b"data") + struct.pack(">I", 0)
 c = socket.socket(socket.AF_UNIX)
 c.connect(os.environ["SSH_AUTH_SOCK"])
 c.sendall(s(body) + b"\0")
+if sys.argv[2:] == ["exec"]:
+    time.sleep(0.3)
+    os.set_inheritable(c.fileno(), True)
+    wait = "import select, sys; sys.exit(0 if select.select([%d], [], [], 5)[0] else 'no answer within 5s')" % c.fileno()
+    os.execv(sys.executable, [sys.executable, "-c", wait])
 if sys.argv[2:] == ["fork"]:
     if os.fork() == 0:
         null = os.open(os.devnull, os.O_RDWR)
