@@ -1,6 +1,7 @@
 package bastion
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -124,8 +125,12 @@ func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, acti
 	if retry != "" {
 		req.RetryEntry = e.RetryOf
 	}
-	// The card is withdrawn if the client goes while it waits.
-	return ss.s.cfg.Decider.Decide(ss.context(), req)
+	// The card is withdrawn if the client goes while it waits, or the ssh
+	// process behind it exits or runs another program.
+	ctx, cancel := context.WithCancel(ss.context())
+	defer cancel()
+	defer info.requester.WatchGone(cancel)()
+	return ss.s.cfg.Decider.Decide(ctx, req)
 }
 
 // retryOf is the retry guard's question for e on the host whose key the

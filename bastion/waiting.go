@@ -14,9 +14,10 @@ import (
 
 // Commands only for someone waiting: a card is withdrawn when the client
 // that asked goes (the decision waits with the client's context, ended
-// when its connection closes or the ssh process behind it exits), and an
-// approved command is sent only if its client is still there after the
-// answer.
+// when its connection closes or the ssh process behind it exits, and
+// with a watch of that process, which also sees it run another program:
+// decide.go), and an approved command is sent only if its client is
+// still there after the answer.
 
 // clientContext returns a context that ends with the client connection
 // ctx or with the exit of the process behind it.

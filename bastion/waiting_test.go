@@ -1,6 +1,7 @@
 package bastion
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/internal/procid/proctest"
 )
 
 // waitAsked waits until the decider was asked n times.
@@ -76,6 +78,36 @@ func TestCardOfAGoneClientIsWithdrawn(t *testing.T) {
 	}
 	close(w.decider.hold)
 	time.Sleep(100 * time.Millisecond)
+	if n := len(w.host.seen()); n != 1 {
+		t.Fatalf("%d commands reached the host, want the first only", n)
+	}
+}
+
+// A card is withdrawn when the ssh process behind the connection runs
+// another program while it waits: an exec keeps the pid and the
+// connection, and gives no signal. (The process table is a fake one, the
+// test being the helper, postern connect, and its parent the ssh.)
+func TestCardOfARequesterThatExecsIsWithdrawn(t *testing.T) {
+	f := proctest.New(t)
+	const requester = 4242
+	f.Set(1, 0, 1, f.Exe("init", "init"), "init")
+	f.Set(requester, 1, 100, f.Exe("ssh", "ssh"), "ssh", "host")
+	f.Set(os.Getpid(), requester, 200, f.Exe("postern", "postern"), "postern", "connect", "host")
+	w := newWorldWith(t, func(c *Config) { c.Procs = f.Table }, nil)
+	c := w.established()
+	w.decider.hold = make(chan struct{})
+	defer close(w.decider.hold)
+	sess, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go sess.Start("touch /tmp/never") // answered once decided
+	w.waitAsked(2)
+	f.Exec(requester, f.Exe("sleep", "sleep"), "sleep", "60")
+	e := w.ended("touch /tmp/never")
+	if e.End.Outcome != journal.OutcomeDenied || e.End.ErrorMsg != string(audit.ReasonCanceled) {
+		t.Fatalf("entry of a requester that runs another program: %+v", e.End)
+	}
 	if n := len(w.host.seen()); n != 1 {
 		t.Fatalf("%d commands reached the host, want the first only", n)
 	}

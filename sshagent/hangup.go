@@ -12,9 +12,8 @@ import (
 // keeps the pid and the connection). Nothing is signed for a requester
 // that is gone, so its card would wait for nobody: a killed ssh leaves no
 // card up, and a run that does away with its requesters once their cards
-// are up is told apart (the approval engine paces such withdrawals). An
-// exit is watched; an exec gives no signal to an unprivileged watcher, so
-// the requester is checked again every recheckEvery (Peer.Verify).
+// are up is told apart (the approval engine paces such withdrawals). See
+// procid's Peer.WatchGone.
 //
 // The watch begins only when something first waits on the request's
 // context (its Done): a decision made at once waits on nothing and costs
@@ -39,8 +38,7 @@ type hangup struct {
 	watched  context.Context // nil until the first Done
 	cancel   context.CancelFunc
 	ended    chan struct{} // closed when the watch's goroutine returns
-	stopExit func()        // ends the watch of the requester's exit; nil if none
-	recheck  *time.Timer   // the next check of the requester; nil until watched
+	stopGone func()        // ends the watch of the requester; nil until watched
 	stopped  bool
 }
 
@@ -82,10 +80,9 @@ const (
 // watch waits, in a goroutine of its own, until the client hangs up (it
 // cancels then), whenever the connection has news: bytes of a next
 // request are left where they are, for the next read. It also watches
-// the requester's exit. h.mu held.
+// the requester. h.mu held.
 func (h *hangup) watch() {
-	h.stopExit = h.c.peer.WatchExit(h.cancel)
-	h.recheck = time.AfterFunc(recheckEvery, h.recheckPeer)
+	h.stopGone = h.c.peer.WatchGone(h.cancel)
 	rc, err := h.c.c.SyscallConn()
 	if err != nil {
 		return
@@ -106,37 +103,14 @@ func (h *hangup) watch() {
 	}()
 }
 
-// recheckEvery is how often a waiting request checks that the process
-// that asked still runs the program it ran (see above): a card waits for
-// seconds, and the check costs a few reads of /proc.
-const recheckEvery = 200 * time.Millisecond
-
-// recheckPeer ends the wait if the requester is no longer the process
-// that asked, and else checks again later, until the watch stops.
-func (h *hangup) recheckPeer() {
-	gone := h.c.peer.Verify() != nil
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	switch {
-	case h.stopped:
-	case gone:
-		h.cancel()
-	default:
-		h.recheck.Reset(recheckEvery)
-	}
-}
-
 // stop ends the watch, if it began, before the connection is read again.
 func (h *hangup) stop() {
 	h.mu.Lock()
 	h.stopped = true
-	ended, cancel, stopExit := h.ended, h.cancel, h.stopExit
-	if h.recheck != nil {
-		h.recheck.Stop()
-	}
+	ended, cancel, stopGone := h.ended, h.cancel, h.stopGone
 	h.mu.Unlock()
-	if stopExit != nil {
-		stopExit()
+	if stopGone != nil {
+		stopGone()
 	}
 	if ended != nil {
 		// A read deadline in the past wakes the watch.

@@ -1,5 +1,10 @@
 package procid
 
+import (
+	"sync"
+	"time"
+)
+
 // Cred is what the kernel recorded of the process at the other end of a
 // connection when it connected: its pid and uid.
 type Cred struct {
@@ -51,6 +56,72 @@ func (p *Peer) Exited() <-chan struct{} { return p.pin.exited() }
 // Exited, the watch holds nothing once stopped. stop is nil when the
 // platform cannot watch exits; callers then rely on Verify.
 func (p *Peer) WatchExit(onExit func()) (stop func()) { return p.pin.watchExit(onExit) }
+
+// WatchGone calls onGone, once, in a goroutine of its own, if before stop
+// is called the peer process exits (watched where the platform can, as
+// WatchExit) or is no longer the process that connected: an exec keeps
+// the pid and gives an unprivileged watcher no signal, so the peer is
+// verified again every RecheckEvery. stop ends the watch and waits for
+// it: onGone is not called after stop returns.
+func (p *Peer) WatchGone(onGone func()) (stop func()) {
+	w := &goneWatch{p: p, onGone: onGone}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.timer = time.AfterFunc(RecheckEvery, w.recheck)
+	w.stopExit = p.WatchExit(func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.gone()
+	})
+	return w.stop
+}
+
+// RecheckEvery is how often WatchGone verifies the peer again: a watch
+// lasts seconds (a person reading a card), and a check costs a few reads
+// of /proc.
+const RecheckEvery = 200 * time.Millisecond
+
+// goneWatch is one WatchGone.
+type goneWatch struct {
+	p        *Peer
+	onGone   func()
+	stopExit func() // nil where exits cannot be watched
+
+	mu    sync.Mutex
+	timer *time.Timer
+	ended bool // onGone was called, or the watch stopped
+}
+
+// recheck verifies the peer, without holding the lock (a hostile peer can
+// slow the reads), and calls onGone or checks again later.
+func (w *goneWatch) recheck() {
+	changed := w.p.Verify() != nil
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if changed {
+		w.gone()
+	} else if !w.ended {
+		w.timer.Reset(RecheckEvery)
+	}
+}
+
+// gone calls onGone unless it was called or the watch stopped. w.mu held.
+func (w *goneWatch) gone() {
+	if !w.ended {
+		w.ended = true
+		w.onGone()
+	}
+}
+
+func (w *goneWatch) stop() {
+	w.mu.Lock()
+	w.ended = true
+	w.timer.Stop()
+	w.mu.Unlock()
+	if w.stopExit != nil {
+		w.stopExit()
+	}
+}
 
 // Close releases the pin on the process.
 func (p *Peer) Close() error { return p.pin.close() }

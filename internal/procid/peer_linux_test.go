@@ -237,6 +237,34 @@ func TestWatchExit(t *testing.T) {
 	}
 }
 
+// WatchGone sees an exec, which gives no signal, and an exit; a stopped
+// watch never calls back.
+func TestWatchGone(t *testing.T) {
+	for _, mode := range []string{"exec", "exit"} {
+		t.Run(mode, func(t *testing.T) {
+			_, c := startClient(t, mode)
+			p, err := Host.PeerOf(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			p.WatchGone(func() { t.Error("a stopped watch called back") })()
+			gone := make(chan struct{})
+			stop := p.WatchGone(func() { close(gone) }) // closed twice: a panic
+			defer stop()
+			var b [1]byte
+			c.Read(b[:])
+			c.Write([]byte{1})
+			select {
+			case <-gone:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s of the peer not noticed", mode)
+			}
+			time.Sleep(3 * RecheckEvery) // no second call meanwhile
+		})
+	}
+}
+
 func TestPeerExecIsANewProcess(t *testing.T) {
 	_, c := startClient(t, "exec")
 	p, err := Host.PeerOf(c)
