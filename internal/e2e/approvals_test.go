@@ -489,9 +489,9 @@ func TestRunCannotFlashCards(t *testing.T) {
 // request), and hangs up half a second later, or at the agent's answer.
 // With "fork" after it, it exits at once instead, leaving the connection
 // to a child that keeps it open for a minute. With "exec", it runs
-// another program (Python again) on its pid 0.3 s later, the connection
-// kept: that program waits for the agent's answer, and fails if none
-// came within 5 s.
+// another program (Python again) on its pid half a second later, the
+// connection kept: that program waits for the agent's answer, and fails
+// if none came within 5 s.
 const askThenHangUp = `import base64, os, socket, struct, sys, time
 blob = base64.b64decode(open(sys.argv[1]).read().split()[1])
 def s(b): return struct.pack(">I", len(b)) + b
@@ -500,7 +500,7 @@ c = socket.socket(socket.AF_UNIX)
 c.connect(os.environ["SSH_AUTH_SOCK"])
 c.sendall(s(body) + b"\0")
 if sys.argv[2:] == ["exec"]:
-    time.sleep(0.3)
+    time.sleep(0.5)
     os.set_inheritable(c.fileno(), True)
     wait = "import select, sys; sys.exit(0 if select.select([%d], [], [], 5)[0] else 'no answer within 5s')" % c.fileno()
     os.execv(sys.executable, [sys.executable, "-c", wait])
