@@ -12,6 +12,7 @@
 #                  direct ssh, each goal printed with PASS or MISS
 #   make soak      10,000 idle connections and 64 signers for 10 minutes
 #                  (SOAK=5m for another duration): memory and descriptors
+#   make fuzz      every fuzz target in turn, FUZZTIME (30s) each
 #   make install   install the binary, man pages, systemd user units
 #                  (service and socket) and shell completions (PREFIX, DESTDIR)
 
@@ -26,7 +27,7 @@ LDFLAGS := -X main.Version=$(VERSION)
 MAN1 := $(wildcard man/*.1)
 MAN5 := $(wildcard man/*.5)
 
-.PHONY: all build test unit race regress lint man bench benchcheck soak install clean
+.PHONY: all build test unit race regress lint man bench benchcheck soak fuzz install clean
 
 all: build
 
@@ -86,6 +87,18 @@ man:
 SOAK ?= 10m
 soak:
 	POSTERN_SOAK_DURATION=$(SOAK) $(GO) test -tags soak -count=1 -timeout 60m -run TestSoak -v ./internal/e2e/
+
+# make fuzz runs each fuzz target (go test -fuzz) for FUZZTIME; "make
+# test" runs their seeds only. A failing input is written under the
+# package's testdata/fuzz, where the next "make test" runs it again.
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "$$pkg $$f"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
 
 # make bench runs every benchmark once, side by side with its anchors
 # (OpenSSH ssh-agent, direct ssh, the floor measured in the same run), and
