@@ -201,7 +201,7 @@ func (e *Engine) waitAnswer(ctx context.Context, c *Card, mode audit.Mode, p *Po
 		<-c.done
 	case <-ctx.Done():
 		e.withdrawCard(c, p.Cooldown)
-		return deny(mode, audit.ReasonCanceled)
+		return deny(mode, withdrawnWhy(ctx))
 	}
 	a := c.answer
 	switch a.Verdict {

@@ -1,9 +1,13 @@
 package approvals
 
 import (
+	"context"
+	"errors"
 	"time"
 
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/pace"
+	"github.com/postern/postern/internal/procid"
 )
 
 // How many cards a run puts in front of the person. Every card is a
@@ -92,6 +96,18 @@ func (e *Engine) withdrawCard(c *Card, cooldown time.Duration) {
 		e.coolLocked(c.cooldownAs, now, cooldown)
 		e.log.Warn("cards withdrawn faster than a person reads them: no new card for card_cooldown", "card", c.View.ID)
 	}
+}
+
+// withdrawnWhy is the reason a request whose context ended (ctx) gives
+// for its withdrawn card: the requester ran another program while the
+// card waited (the context's cause wraps procid.ErrChanged; nothing is
+// signed for it, and a requester that does so is not an honest ssh), or
+// it went away (hung up, exited).
+func withdrawnWhy(ctx context.Context) audit.Reason {
+	if errors.Is(context.Cause(ctx), procid.ErrChanged) {
+		return audit.ReasonIdentityMismatch
+	}
+	return audit.ReasonCanceled
 }
 
 // answeredLocked counts a person's answer to card c: a denial past the

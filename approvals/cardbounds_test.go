@@ -2,29 +2,38 @@ package approvals
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/procid"
 )
 
 // A run that withdraws its requests while their cards are up, in a loop,
 // would flash cards at the person and fill the audit log: past its pace,
 // a withdrawal starts card_cooldown, and the run's next request is
-// refused without a card. Another requester's cards come as ever.
+// refused without a card. Another requester's cards come as ever. A
+// requester that went away is recorded as canceled, one that ran another
+// program while its card waited (its context's cause says so) as
+// identity_mismatch; both are withdrawals.
 func TestWithdrawnCardsPaced(t *testing.T) {
 	w := newWorld(t)
 	run := w.launch("coder", 10)
 	for i := range withdrawBurst + 1 {
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancelCause(context.Background())
 		ch := make(chan Decision, 1)
 		go func() { ch <- w.e.Decide(ctx, w.runReq(run, 13)) }()
 		w.card()
-		cancel()
-		if d := got(t, ch); d.Reason != audit.ReasonCanceled {
-			t.Fatalf("withdrawal %d: %+v", i+1, d)
+		why, want := error(nil), audit.ReasonCanceled
+		if i%2 == 1 {
+			why, want = fmt.Errorf("pid 13: %w", procid.ErrChanged), audit.ReasonIdentityMismatch
+		}
+		cancel(why)
+		if d := got(t, ch); d.Reason != want {
+			t.Fatalf("withdrawal %d: %s, want %s", i+1, d.Reason, want)
 		}
 	}
 	if d := w.e.Decide(context.Background(), w.runReq(run, 13)); d.Reason != audit.ReasonCooldown || d.Card != "" {

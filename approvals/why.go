@@ -134,6 +134,12 @@ func explain(d Decision, waiting bool, journal string) (outcome, what, next stri
 	case audit.ReasonAuditFailed:
 		return out, "The audit log could not record the request, so it was refused: nothing is allowed while the log cannot be written (a full disk, an I/O error). The gateway tries the log again and allows actions once it can.",
 			`Ask your user: "postern status" says why the audit log fails.` + tell
+	case audit.ReasonCanceled:
+		return out, "The request went away before your user answered its card: the process that asked hung up or exited, and the card was withdrawn.",
+			"Retry once, and let the request wait for the answer: a run that withdraws its cards often has its requests refused for a while without one."
+	case audit.ReasonIdentityMismatch:
+		return out, "The process that asked is no longer the one that connected: it ran another program (or another process has its pid), before its signature or while its card waited. Nothing is signed for it.",
+			"Do not retry from a process that changes: let the program that asks (ssh, git) wait for the answer." + tell
 	case audit.ReasonHostKeyRevoked:
 		return out, "The destination's host key is marked revoked.", "Do not retry." + tell
 	}

@@ -73,3 +73,17 @@ func TestWhyOutcomeWords(t *testing.T) {
 		}
 	}
 }
+
+// A withdrawn card is explained by why it was withdrawn: the requester
+// went away, or it ran another program.
+func TestWhyWithdrawn(t *testing.T) {
+	for reason, want := range map[audit.Reason]string{
+		audit.ReasonCanceled:         "hung up or exited",
+		audit.ReasonIdentityMismatch: "ran another program",
+	} {
+		outcome, what, _ := explain(Decision{Reason: reason, Card: "C1"}, false, "")
+		if outcome != "DENIED "+string(reason) || !strings.Contains(what, want) {
+			t.Errorf("%s: %q %q", reason, outcome, what)
+		}
+	}
+}

@@ -96,7 +96,7 @@ type Reason string
 // End reasons: why a session approval (a grant) or a run ended.
 const (
 	ReasonProcessExited    Reason = "process_exited"    // the run's process exited
-	ReasonIdentityMismatch Reason = "identity_mismatch" // the process is not the one identified (a launched pid that is not the caller's child, a requester that changed)
+	ReasonIdentityMismatch Reason = "identity_mismatch" // the process is not the one identified (a launched pid that is not the caller's child, a requester that changed, before its signature or while its card waited)
 	// ReasonProcessChanged: the run's process executed another program on
 	// the same pid (another executable, or the same one with a new address
 	// space). Also a card reason: see below.
@@ -130,7 +130,7 @@ const (
 	ReasonTimeout         Reason = "timeout"          // nobody answered the card in time
 	ReasonCooldown        Reason = "cooldown"         // an earlier card went unanswered, or cards were denied or withdrawn too fast
 	ReasonCardLimit       Reason = "card_limit"       // the run has as many cards up as it may
-	ReasonCanceled        Reason = "canceled"         // the requester went away while the card waited
+	ReasonCanceled        Reason = "canceled"         // the requester went away (hung up, exited) while the card waited
 	ReasonNoApprover      Reason = "no_approver"      // no console, notification service or askpass could show the card
 	ReasonAuditFailed     Reason = "audit_failed"     // the action's event could not be recorded
 	ReasonHostKeyRevoked  Reason = "host_key_revoked" // known_hosts marks the destination's key @revoked

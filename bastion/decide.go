@@ -127,8 +127,8 @@ func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, acti
 	}
 	// The card is withdrawn if the client goes while it waits, or the ssh
 	// process behind it exits or runs another program.
-	ctx, cancel := context.WithCancel(ss.context())
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ss.context())
+	defer cancel(nil)
 	defer info.requester.WatchGone(cancel)()
 	return ss.s.cfg.Decider.Decide(ctx, req)
 }

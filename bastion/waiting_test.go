@@ -1,6 +1,8 @@
 package bastion
 
 import (
+	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/procid/proctest"
 )
 
@@ -105,8 +108,16 @@ func TestCardOfARequesterThatExecsIsWithdrawn(t *testing.T) {
 	w.waitAsked(2)
 	f.Exec(requester, f.Exe("sleep", "sleep"), "sleep", "60")
 	e := w.ended("touch /tmp/never")
-	if e.End.Outcome != journal.OutcomeDenied || e.End.ErrorMsg != string(audit.ReasonCanceled) {
+	if e.End.Outcome != journal.OutcomeDenied {
 		t.Fatalf("entry of a requester that runs another program: %+v", e.End)
+	}
+	// The decision is told why its wait ended (the engine records it as
+	// identity_mismatch).
+	w.decider.mu.Lock()
+	why := context.Cause(w.decider.ctxs[1])
+	w.decider.mu.Unlock()
+	if !errors.Is(why, procid.ErrChanged) {
+		t.Fatalf("the wait ended for %v, not for the requester's change", why)
 	}
 	if n := len(w.host.seen()); n != 1 {
 		t.Fatalf("%d commands reached the host, want the first only", n)

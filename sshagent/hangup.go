@@ -29,14 +29,16 @@ func (c *conn) whileConnected() (context.Context, func()) {
 }
 
 // hangup is a request's context (see whileConnected): the server's
-// context, and the watch of the client's end once Done was called.
+// context, and the watch of the client's end once Done was called. Its
+// cause (context.Cause) says when the requester ended the wait by
+// running another program: an error wrapping procid.ErrChanged.
 type hangup struct {
-	context.Context // the server's: Deadline, Value, and Err until watched
+	context.Context // the server's: Deadline, and Value and Err until watched
 	c               *conn
 
 	mu       sync.Mutex
 	watched  context.Context // nil until the first Done
-	cancel   context.CancelFunc
+	cancel   context.CancelCauseFunc
 	ended    chan struct{} // closed when the watch's goroutine returns
 	stopGone func()        // ends the watch of the requester; nil until watched
 	stopped  bool
@@ -48,9 +50,9 @@ func (h *hangup) Done() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.watched == nil {
-		h.watched, h.cancel = context.WithCancel(h.Context)
+		h.watched, h.cancel = context.WithCancelCause(h.Context)
 		if h.stopped {
-			h.cancel() // asked after the request was decided
+			h.cancel(nil) // asked after the request was decided
 		} else {
 			h.watch()
 		}
@@ -66,6 +68,18 @@ func (h *hangup) Err() error {
 		return h.Context.Err()
 	}
 	return w.Err()
+}
+
+// Value is the server context's, and once watched the watch's, so that
+// context.Cause finds the watch's cause.
+func (h *hangup) Value(key any) any {
+	h.mu.Lock()
+	w := h.watched
+	h.mu.Unlock()
+	if w == nil {
+		return h.Context.Value(key)
+	}
+	return w.Value(key)
 }
 
 // endState is what clientEnd found at the client's end of a connection.
@@ -96,7 +110,7 @@ func (h *hangup) watch() {
 			case endOpen:
 				return false // wait until there is news
 			case endClosed:
-				cancel()
+				cancel(nil)
 			}
 			return true
 		})
@@ -119,6 +133,6 @@ func (h *hangup) stop() {
 		h.c.c.SetReadDeadline(time.Time{})
 	}
 	if cancel != nil {
-		cancel()
+		cancel(nil)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/procid"
 )
 
 // slowDecider waits before it decides, as a card does: until its wait
@@ -28,6 +30,7 @@ type slowDecider struct {
 	wait  atomic.Int64 // a time.Duration
 	late  time.Duration
 	ended chan struct{}
+	cause error         // the context's cause, once ended is closed
 	began chan struct{} // if not nil, closed when the first decision begins
 }
 
@@ -40,6 +43,7 @@ func (d *slowDecider) Decide(ctx context.Context, _ *approvals.Request) approval
 	case <-time.After(time.Duration(d.wait.Load())):
 		return approvals.Decision{Allow: true, Reason: "test"}
 	case <-ctx.Done():
+		d.cause = context.Cause(ctx)
 		close(d.ended)
 		return approvals.Decision{Reason: audit.ReasonCanceled}
 	}
@@ -65,6 +69,9 @@ func hangUpWhileDeciding(t *testing.T, d *slowDecider, pause time.Duration, more
 	case <-d.ended:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the decision went on waiting for a client that hung up")
+	}
+	if d.cause != context.Canceled {
+		t.Fatalf("the wait of a client that hung up ended for %v", d.cause)
 	}
 	return ts, pub
 }
@@ -139,6 +146,9 @@ func TestWaitEndsWhenTheRequesterExecs(t *testing.T) {
 	case <-d.ended:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the decision went on waiting for a requester that runs another program")
+	}
+	if !errors.Is(d.cause, procid.ErrChanged) {
+		t.Fatalf("the wait ended for %v, not for the requester's change", d.cause)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/postern/postern/audit"
 )
 
 // approvalWorld is a gateway whose key lives in the vault, and an sshd
@@ -458,13 +460,16 @@ func TestClientClaimsRestoreNothing(t *testing.T) {
 // up for nobody until card_timeout.
 func TestRunCannotFlashCards(t *testing.T) {
 	need(t, "ssh-add", "ssh-keygen", "timeout", "python3")
-	for _, tc := range []struct{ name, request string }{
-		{"killed", "timeout -s KILL 0.5 ssh-add -T KEY.pub"},
-		{"hung up after sending more", "python3 KEY.ask KEY.pub"},
-		{"exited, its child holding the connection", "python3 KEY.ask KEY.pub fork"},
+	for _, tc := range []struct {
+		name, request string
+		why, notWhy   audit.Reason // the reason the withdrawals are refused for, and not
+	}{
+		{"killed", "timeout -s KILL 0.5 ssh-add -T KEY.pub", audit.ReasonCanceled, audit.ReasonIdentityMismatch},
+		{"hung up after sending more", "python3 KEY.ask KEY.pub", audit.ReasonCanceled, audit.ReasonIdentityMismatch},
+		{"exited, its child holding the connection", "python3 KEY.ask KEY.pub fork", audit.ReasonCanceled, audit.ReasonIdentityMismatch},
 		// Its card must end while the other program runs (the program
 		// gives up after 5 s, and the loop stops).
-		{"ran another program on the same pid", "python3 KEY.ask KEY.pub exec || break"},
+		{"ran another program on the same pid", "python3 KEY.ask KEY.pub exec || break", audit.ReasonIdentityMismatch, audit.ReasonCanceled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -480,6 +485,9 @@ func TestRunCannotFlashCards(t *testing.T) {
 				t.Fatalf("20 requests withdrawn once their cards were up put up %d cards, want 9:\n%s", n, a.Log())
 			}
 			a.WaitLog(t, "cards withdrawn faster than a person reads them")
+			if log := a.Log(); !strings.Contains(log, "reason="+string(tc.why)) || strings.Contains(log, "reason="+string(tc.notWhy)) {
+				t.Fatalf("the withdrawals were not refused as %s:\n%s", tc.why, log)
+			}
 		})
 	}
 }
@@ -489,9 +497,10 @@ func TestRunCannotFlashCards(t *testing.T) {
 // request), and hangs up half a second later, or at the agent's answer.
 // With "fork" after it, it exits at once instead, leaving the connection
 // to a child that keeps it open for a minute. With "exec", it runs
-// another program (Python again) on its pid half a second later, the
-// connection kept: that program waits for the agent's answer, and fails
-// if none came within 5 s.
+// another program (sh) on its pid 0.2 s later, the connection kept: that
+// program waits for the agent's answer, and fails if none came within
+// 5 s. (The loop must stay quick: nine withdrawals spread over more than
+// the pace's 6 s would earn a tenth card.)
 const askThenHangUp = `import base64, os, socket, struct, sys, time
 blob = base64.b64decode(open(sys.argv[1]).read().split()[1])
 def s(b): return struct.pack(">I", len(b)) + b
@@ -500,10 +509,9 @@ c = socket.socket(socket.AF_UNIX)
 c.connect(os.environ["SSH_AUTH_SOCK"])
 c.sendall(s(body) + b"\0")
 if sys.argv[2:] == ["exec"]:
-    time.sleep(0.5)
+    time.sleep(0.2)
     os.set_inheritable(c.fileno(), True)
-    wait = "import select, sys; sys.exit(0 if select.select([%d], [], [], 5)[0] else 'no answer within 5s')" % c.fileno()
-    os.execv(sys.executable, [sys.executable, "-c", wait])
+    os.execv("/bin/sh", ["sh", "-c", "timeout 5 head -c 1 <&%d >/dev/null" % c.fileno()])
 if sys.argv[2:] == ["fork"]:
     if os.fork() == 0:
         null = os.open(os.devnull, os.O_RDWR)

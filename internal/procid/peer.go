@@ -1,6 +1,7 @@
 package procid
 
 import (
+	"fmt"
 	"sync"
 	"time"
 )
@@ -61,9 +62,10 @@ func (p *Peer) WatchExit(onExit func()) (stop func()) { return p.pin.watchExit(o
 // is called the peer process exits (watched where the platform can, as
 // WatchExit) or is no longer the process that connected: an exec keeps
 // the pid and gives an unprivileged watcher no signal, so the peer is
-// verified again every RecheckEvery. stop ends the watch and waits for
-// it: onGone is not called after stop returns.
-func (p *Peer) WatchGone(onGone func()) (stop func()) {
+// verified again every RecheckEvery. onGone is told why, as Verify says
+// it: an error wrapping ErrGone or ErrChanged. stop ends the watch and
+// waits for it: onGone is not called after stop returns.
+func (p *Peer) WatchGone(onGone func(why error)) (stop func()) {
 	w := &goneWatch{p: p, onGone: onGone}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -71,7 +73,7 @@ func (p *Peer) WatchGone(onGone func()) (stop func()) {
 	w.stopExit = p.WatchExit(func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		w.gone()
+		w.gone(fmt.Errorf("pid %d: %w", p.PID, ErrGone))
 	})
 	return w.stop
 }
@@ -84,7 +86,7 @@ const RecheckEvery = 200 * time.Millisecond
 // goneWatch is one WatchGone.
 type goneWatch struct {
 	p        *Peer
-	onGone   func()
+	onGone   func(why error)
 	stopExit func() // nil where exits cannot be watched
 
 	mu    sync.Mutex
@@ -95,21 +97,21 @@ type goneWatch struct {
 // recheck verifies the peer, without holding the lock (a hostile peer can
 // slow the reads), and calls onGone or checks again later.
 func (w *goneWatch) recheck() {
-	changed := w.p.Verify() != nil
+	err := w.p.Verify()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if changed {
-		w.gone()
+	if err != nil {
+		w.gone(err)
 	} else if !w.ended {
 		w.timer.Reset(RecheckEvery)
 	}
 }
 
 // gone calls onGone unless it was called or the watch stopped. w.mu held.
-func (w *goneWatch) gone() {
+func (w *goneWatch) gone(why error) {
 	if !w.ended {
 		w.ended = true
-		w.onGone()
+		w.onGone(why)
 	}
 }
 

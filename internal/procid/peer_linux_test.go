@@ -237,28 +237,34 @@ func TestWatchExit(t *testing.T) {
 	}
 }
 
-// WatchGone sees an exec, which gives no signal, and an exit; a stopped
-// watch never calls back.
+// WatchGone sees an exec, which gives no signal, and an exit, and says
+// which it saw; a stopped watch never calls back.
 func TestWatchGone(t *testing.T) {
-	for _, mode := range []string{"exec", "exit"} {
-		t.Run(mode, func(t *testing.T) {
-			_, c := startClient(t, mode)
+	for _, tc := range []struct {
+		mode string
+		want error
+	}{{"exec", ErrChanged}, {"exit", ErrGone}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			_, c := startClient(t, tc.mode)
 			p, err := Host.PeerOf(c)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer p.Close()
-			p.WatchGone(func() { t.Error("a stopped watch called back") })()
-			gone := make(chan struct{})
-			stop := p.WatchGone(func() { close(gone) }) // closed twice: a panic
+			p.WatchGone(func(error) { t.Error("a stopped watch called back") })()
+			gone := make(chan error, 1)
+			stop := p.WatchGone(func(why error) { gone <- why; close(gone) }) // closed twice: a panic
 			defer stop()
 			var b [1]byte
 			c.Read(b[:])
 			c.Write([]byte{1})
 			select {
-			case <-gone:
+			case why := <-gone:
+				if !errors.Is(why, tc.want) {
+					t.Fatalf("%s of the peer told as %v, want %v", tc.mode, why, tc.want)
+				}
 			case <-time.After(10 * time.Second):
-				t.Fatalf("%s of the peer not noticed", mode)
+				t.Fatalf("%s of the peer not noticed", tc.mode)
 			}
 			time.Sleep(3 * RecheckEvery) // no second call meanwhile
 		})
