@@ -168,10 +168,16 @@ func (e *Engine) joinLocked(joinKey string) *Card {
 // wait waits for c's answer, its timeout or the caller's end, for request
 // r: the card's own request, or one that joined it. An approval of the
 // card answers its own request only; a joined one is told to decide
-// again.
+// again. The card stays up, for the approvers too, as long as a request
+// waits on it.
 func (e *Engine) wait(ctx context.Context, c *Card, r *Request, mode audit.Mode, p *Policy) (Decision, bool) {
 	d := e.waitAnswer(ctx, c, mode, p)
-	c.hide()
+	e.mu.Lock()
+	pending := e.cards[c.View.ID] == c
+	e.mu.Unlock()
+	if !pending {
+		c.hide()
+	}
 	if d.Allow && r != c.req {
 		return Decision{}, true
 	}
@@ -189,18 +195,18 @@ func (e *Engine) waitAnswer(ctx context.Context, c *Card, mode audit.Mode, p *Po
 	select {
 	case <-c.done:
 	case <-timer.C:
+		// The first of the requests waiting on the card to see it time
+		// out answers it for them all.
 		e.mu.Lock()
 		if e.cards[c.View.ID] == c {
-			e.dropCardLocked(c)
 			e.coolLocked(c.cooldownAs, e.now(), p.Cooldown)
-			e.mu.Unlock()
+			e.closeCardLocked(c, Answer{Verdict: VerdictDeny, withdrawn: audit.ReasonTimeout})
 			e.log.Info("card unanswered", "card", c.View.ID)
-			return deny(mode, audit.ReasonTimeout)
 		}
 		e.mu.Unlock()
 		<-c.done
 	case <-ctx.Done():
-		e.withdrawCard(c, p.Cooldown)
+		e.leaveCard(c, p.Cooldown)
 		return deny(mode, withdrawnWhy(ctx))
 	}
 	a := c.answer

@@ -22,7 +22,7 @@ type Card struct {
 	epoch      uint64
 	subjects   []*Run // the run for run-socket requests; live ancestors otherwise
 	joinKey    string // requests with the same key may wait on one session card
-	joined     int    // how many requests wait on the card besides its own (e.mu)
+	joined     int    // how many requests wait on the card, less one (e.mu)
 	cooldownAs string
 	chain      procid.Chain // the requester's
 	seq        uint64       // the step of the change sequence it was shown at (e.mu)

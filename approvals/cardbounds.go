@@ -81,16 +81,21 @@ func deniedSet() *pace.Set[denials] {
 // perSecond is the rate of one every d.
 func perSecond(d time.Duration) float64 { return float64(time.Second) / float64(d) }
 
-// withdrawCard removes card c, whose request went away, and starts the
-// cooldown of its subject when the subject withdraws cards faster than
-// its pace.
-func (e *Engine) withdrawCard(c *Card, cooldown time.Duration) {
+// leaveCard counts one request fewer waiting on card c: its own, or one
+// that joined it. The card stays up while another waits on it; when the
+// last has gone, the card is withdrawn, and the subject's cooldown starts
+// if it withdraws cards faster than its pace.
+func (e *Engine) leaveCard(c *Card, cooldown time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.cards[c.View.ID] != c {
 		return
 	}
-	e.dropCardLocked(c)
+	if c.joined > 0 {
+		c.joined--
+		return
+	}
+	e.closeCardLocked(c, Answer{Verdict: VerdictDeny, withdrawn: audit.ReasonCanceled})
 	now := e.now()
 	if !e.withdrawn.Take(e.withdrawn.Get(c.cooldownAs, now), now) {
 		e.coolLocked(c.cooldownAs, now, cooldown)

@@ -36,8 +36,9 @@
 // nobody answers within card_timeout refuses its request, and the run's
 // next requests are refused without a card for card_cooldown; so are
 // they once the run has withdrawn more cards than its pace allows, or
-// had more denied (cardbounds.go). Requests that would ask the same session question
-// wait on one card.
+// had more denied (cardbounds.go). Requests that would ask the same
+// session question wait on one card: it stays up while any of them
+// waits, and its timeout refuses them all.
 //
 // # Cards and approvers
 //

@@ -157,6 +157,65 @@ func TestOnceAnswersExactlyOneRequest(t *testing.T) {
 	}
 }
 
+// A request that waits on another's card (the same session question)
+// and goes away leaves the card up for the others, whichever of them
+// goes: the card is withdrawn when the last of them has gone, and an
+// answer then reaches those still waiting.
+func TestJoinedRequestGoingLeavesTheCard(t *testing.T) {
+	w := newWorld(t)
+	w.f.Set(14, 12, 140, w.f.Exe("ssh", "ssh"))
+	w.f.Set(15, 12, 150, w.f.Exe("ssh", "ssh"))
+	type asked struct {
+		cancel context.CancelFunc
+		ch     chan Decision
+	}
+	ask := func(pid int) asked {
+		ctx, cancel := context.WithCancel(context.Background())
+		a := asked{cancel, make(chan Decision, 1)}
+		go func() { a.ch <- w.e.Decide(ctx, w.req(pid)) }()
+		return a
+	}
+	own := ask(13)
+	c := w.card()
+	joined, last := ask(14), ask(15)
+	waitJoined(t, w, 2)
+	own.cancel() // the card's own request goes
+	if d := got(t, own.ch); d.Reason != audit.ReasonCanceled {
+		t.Fatalf("the request that went: %+v", d)
+	}
+	joined.cancel() // and one that joined it
+	if d := got(t, joined.ch); d.Reason != audit.ReasonCanceled {
+		t.Fatalf("the joined request that went: %+v", d)
+	}
+	if cards, _ := w.e.Cards(); len(cards) != 1 || cards[0].ID != c.ID {
+		t.Fatalf("a request still waits on card %s, and the cards pending are %+v", c.ID, cards)
+	}
+	w.answer(c.ID, VerdictSession, 30)
+	if d := got(t, last.ch); !d.Allow || d.Reason != audit.ReasonSession {
+		t.Fatalf("the request that stayed, after a session answer: %+v", d)
+	}
+	last.cancel()
+}
+
+// A card that times out answers every request waiting on it, not only
+// its own: none is left waiting on a card nobody can answer any more.
+func TestJoinedRequestsTimeOutTogether(t *testing.T) {
+	w := newWorld(t)
+	p := *w.e.Policy()
+	p.CardTimeout = 300 * time.Millisecond
+	w.e.SetPolicy(&p)
+	w.f.Set(14, 12, 140, w.f.Exe("ssh", "ssh"))
+	own := w.decide(w.req(13))
+	w.card()
+	joined := w.decide(w.req(14))
+	waitJoined(t, w, 1)
+	for name, ch := range map[string]<-chan Decision{"own": own, "joined": joined} {
+		if d := got(t, ch); d.Allow || d.Reason != audit.ReasonTimeout {
+			t.Fatalf("the %s request of a card that timed out: %+v", name, d)
+		}
+	}
+}
+
 // waitJoined waits until n requests wait on the pending card besides its own.
 func waitJoined(t *testing.T, w *world, n int) {
 	t.Helper()
