@@ -492,6 +492,38 @@ func TestRunCannotFlashCards(t *testing.T) {
 	}
 }
 
+// Two requests of a run that ask the same session question wait on one
+// card. When the one it was shown for is killed, the card stays up for
+// the other, whose approval signs; when the card times out, both are
+// refused then (neither waits for an answer that can no longer come).
+func TestOneCardForTwoRequests(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen", "timeout")
+	e := newEnv(t)
+	e.Config("card_timeout = \"3s\"\ncard_cooldown = \"1s\"\n")
+	a := e.StartAgent()
+	e.StartConsole()
+	key := e.Keygen("k", "ed25519", 0, "")
+	e.AddKey(key)
+
+	d := e.StartRun("coder")
+	job := d.Start(fmt.Sprintf("timeout -s KILL 1 ssh-add -T %[1]s.pub & sleep 0.3; ssh-add -T %[1]s.pub && echo signed; wait", key))
+	c := e.WaitCard()
+	a.WaitLog(t, "reason=canceled") // the first has gone
+	if cs := e.cards(); len(cs) != 1 || cs[0].ID != c.ID {
+		t.Fatalf("a request still waits on card %s; pending: %+v\n%s", c.ID, cs, a.Log())
+	}
+	e.MustRun("postern", "approve", c.ID, "--session")
+	if r := job.Wait(); !strings.Contains(r.Stdout, "signed") {
+		t.Fatalf("the request that stayed was not signed after the session answer:\n%s\n%s", r.Stdout, a.Log())
+	}
+
+	d = e.StartRun("other")
+	r := d.Do(fmt.Sprintf("for i in 1 2; do (timeout 20 ssh-add -T %s.pub; echo rc=$?) & done; wait", key))
+	if strings.Count(r.Stdout, "rc=") != 2 || strings.Contains(r.Stdout, "rc=0") || strings.Contains(r.Stdout, "rc=124") {
+		t.Fatalf("two requests on one card that timed out:\n%s\n%s", r.Stdout, a.Log())
+	}
+}
+
 // askThenHangUp asks the agent for a signature with the key of the
 // public key file argv[1], sends one byte more (the start of a next
 // request), and hangs up half a second later, or at the agent's answer.
