@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 
@@ -55,10 +56,10 @@ func (s *vaultState) auditIdentity() (id [32]byte, err error) {
 func (g *Gateway) opAuditRead(ctx context.Context, peer *procid.Peer, a api.AuditReadOptions, send func(any) error) error {
 	al := g.currentAudit()
 	if al == nil {
-		return fmt.Errorf("%w: this gateway keeps no audit log", errNoVault)
+		return notKept(errors.New("this gateway keeps no audit log (it has no vault)"))
 	}
 	if a.Log != "" && !sameFile(a.Log, al.cfg.Path) {
-		return fmt.Errorf("%w: this gateway keeps another audit log (%s)", errNoVault, al.cfg.Path)
+		return notKept(fmt.Errorf("this gateway keeps another audit log (%s)", al.cfg.Path))
 	}
 	if err := g.engine.OutsideRuns(peer, "audit read"); err != nil {
 		return err

@@ -187,6 +187,14 @@ func (k kinded) Unwrap() error        { return k.error }
 // badRequest marks err as a request that does not apply.
 func badRequest(err error) error { return kinded{err, errBadRequest} }
 
+// errNotKept is the kind of an error that names a file (a vault, an
+// audit log) this gateway does not keep: the command line then reads the
+// file itself.
+var errNotKept = errors.New("not kept by this gateway")
+
+// notKept marks err as naming a file this gateway does not keep.
+func notKept(err error) error { return kinded{err, errNotKept} }
+
 // wireCode classifies an error for the command line. It is the one
 // place where Go errors become the codes of the control contract.
 func wireCode(err error) api.Code {
@@ -207,7 +215,7 @@ func wireCode(err error) api.Code {
 		return api.CodeLocked
 	case is(errNoBastion):
 		return api.CodeNoBastion
-	case is(errNoVault, errVaultGone, approvals.ErrNoCard, approvals.ErrNoGrant, inventory.ErrNoHost, journal.ErrNotFound, vault.ErrKeyNotFound, vault.ErrNoKeyForCert):
+	case is(errNoVault, errNotKept, errVaultGone, approvals.ErrNoCard, approvals.ErrNoGrant, inventory.ErrNoHost, journal.ErrNotFound, vault.ErrKeyNotFound, vault.ErrNoKeyForCert):
 		return api.CodeNotFound
 	case is(errJournalDamaged):
 		return api.CodeJournalDamaged

@@ -169,33 +169,41 @@ func TestControlOperations(t *testing.T) {
 	if r := raw(`{"op":"answer","args":[1]}`); r.Code != api.CodeUsage || !strings.HasPrefix(r.Error, "malformed request: ") {
 		t.Errorf("malformed arguments: %+v", r)
 	}
+	// A file the gateway does not keep: the command line reads it itself.
+	if r := raw(`{"op":"vault.list","args":{"path":"/elsewhere/vault"}}`); r.Code != api.CodeNotFound || !strings.HasPrefix(r.Error, "this gateway keeps another vault (") {
+		t.Errorf("another vault: %+v", r)
+	}
+	if r := raw(`{"op":"audit.read","args":{"log":"/elsewhere/audit.log"}}`); r.Code != api.CodeNotFound || r.Error != "this gateway keeps no audit log (it has no vault)" {
+		t.Errorf("an audit log from a gateway with none: %+v", r)
+	}
 }
 
 // wireCode gives each error the gateway returns its code; wrapping keeps
 // it.
 func TestWireCode(t *testing.T) {
 	for err, want := range map[error]api.Code{
-		errMalformed:                  api.CodeUsage,
-		errUnknownOp:                  api.CodeUsage,
-		badRequest(errors.New("bad")): api.CodeUsage,
-		errNotLocked:                  api.CodeUsage,
-		errPeerChanged:                api.CodeDenied,
-		approvals.ErrSelfApprove:      api.CodeDenied,
-		approvals.ErrSameSession:      api.CodeDenied,
-		errAlreadyLocked:              api.CodeLocked,
-		errNoVault:                    api.CodeNotFound,
-		errVaultGone:                  api.CodeNotFound,
-		errNoBastion:                  api.CodeNoBastion,
-		approvals.ErrNoCard:           api.CodeNotFound,
-		journal.ErrNotFound:           api.CodeNotFound,
-		approvals.ErrNoGrant:          api.CodeNotFound,
-		vault.ErrKeyNotFound:          api.CodeNotFound,
-		bastion.ErrDenied:             api.CodeDenied,
-		bastion.ErrNoKeys:             api.CodeNoKeys,
-		bastion.ErrNoMarkers:          api.CodeNoMarkers,
-		vault.ErrWrongPassphrase:      api.CodeWrongPassphrase,
-		errStaleKey:                   api.CodeStaleKey,
-		errors.New("disk full"):       "",
+		errMalformed:                   api.CodeUsage,
+		errUnknownOp:                   api.CodeUsage,
+		badRequest(errors.New("bad")):  api.CodeUsage,
+		errNotLocked:                   api.CodeUsage,
+		errPeerChanged:                 api.CodeDenied,
+		approvals.ErrSelfApprove:       api.CodeDenied,
+		approvals.ErrSameSession:       api.CodeDenied,
+		errAlreadyLocked:               api.CodeLocked,
+		errNoVault:                     api.CodeNotFound,
+		notKept(errors.New("another")): api.CodeNotFound,
+		errVaultGone:                   api.CodeNotFound,
+		errNoBastion:                   api.CodeNoBastion,
+		approvals.ErrNoCard:            api.CodeNotFound,
+		journal.ErrNotFound:            api.CodeNotFound,
+		approvals.ErrNoGrant:           api.CodeNotFound,
+		vault.ErrKeyNotFound:           api.CodeNotFound,
+		bastion.ErrDenied:              api.CodeDenied,
+		bastion.ErrNoKeys:              api.CodeNoKeys,
+		bastion.ErrNoMarkers:           api.CodeNoMarkers,
+		vault.ErrWrongPassphrase:       api.CodeWrongPassphrase,
+		errStaleKey:                    api.CodeStaleKey,
+		errors.New("disk full"):        "",
 	} {
 		if got := wireCode(fmt.Errorf("context: %w", err)); got != want {
 			t.Errorf("wireCode(%v) = %q, want %q", err, got, want)

@@ -273,7 +273,7 @@ func (g *Gateway) opVaultChange(_ context.Context, peer *procid.Peer, c api.Vaul
 // passphrase).
 func (g *Gateway) opVaultList(_ context.Context, peer *procid.Peer, a api.VaultListArgs) (any, error) {
 	if a.Path != "" && !sameFile(a.Path, g.vaultPath) {
-		return nil, fmt.Errorf("%w: this gateway keeps another vault (%s)", errNoVault, g.vaultPath)
+		return nil, notKept(fmt.Errorf("this gateway keeps another vault (%s)", g.vaultPath))
 	}
 	if err := g.engine.OutsideRuns(peer, "vault list"); err != nil {
 		return nil, err
