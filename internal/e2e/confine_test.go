@@ -491,7 +491,9 @@ type shellTerm struct {
 func startShellTerm(t *testing.T, e *Env) *shellTerm {
 	need(t, "tmux", "setsid", "bash")
 	s := &shellTerm{t: t, e: e, server: "pt-" + filepath.Base(e.Dir)}
-	env := "env -i " + strings.Join(e.Environ(), " ")
+	// No history file: bash writes it as it exits, which it does after
+	// the test's end began, and so into a home being removed.
+	env := "env -i " + strings.Join(e.Environ(), " ") + " HISTFILE="
 	if r := s.tmux("new-session", "-d", "-x", "120", "-y", "40", "-c", e.Dir, env+" bash --norc --noprofile"); r.Code != 0 {
 		t.Fatalf("tmux: %s", r)
 	}
