@@ -197,6 +197,38 @@ func TestJoinedRequestGoingLeavesTheCard(t *testing.T) {
 	last.cancel()
 }
 
+// A once answer to a card whose own request has gone approves that
+// request only, as the card said: the request that joined it is signed
+// for nothing, and is asked again on a card of its own.
+func TestOnceAnswerToACardWhoseRequestWent(t *testing.T) {
+	w := newWorld(t)
+	w.f.Set(14, 12, 140, w.f.Exe("ssh", "ssh"))
+	ctx, cancel := context.WithCancel(context.Background())
+	own := make(chan Decision, 1)
+	go func() { own <- w.e.Decide(ctx, w.req(13)) }()
+	c := w.card()
+	joined := w.decide(w.req(14))
+	waitJoined(t, w, 1)
+	cancel()
+	if d := got(t, own); d.Reason != audit.ReasonCanceled {
+		t.Fatalf("the request that went: %+v", d)
+	}
+	w.answer(c.ID, VerdictOnce, 30)
+	again := w.card()
+	if again.ID == c.ID {
+		t.Fatal("the card answered once is still pending")
+	}
+	select {
+	case d := <-joined:
+		t.Fatalf("the joined request was decided by a once answer to another's card: %+v", d)
+	default:
+	}
+	w.answer(again.ID, VerdictDeny, 30)
+	if d := got(t, joined); d.Allow || d.Reason != audit.ReasonDenied {
+		t.Fatalf("the joined request, asked again and denied: %+v", d)
+	}
+}
+
 // A card that times out answers every request waiting on it, not only
 // its own: none is left waiting on a card nobody can answer any more.
 func TestJoinedRequestsTimeOutTogether(t *testing.T) {

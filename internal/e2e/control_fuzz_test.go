@@ -27,7 +27,6 @@ import (
 // seeds are one request of every operation of the contract, built from
 // its own types, and lines that are wrong in the ways a client can be.
 func FuzzControlRequest(f *testing.F) {
-	need(f, "ssh-keygen")
 	e := newEnv(f)
 	pass := e.WriteFile("pass", "vault pass\n", 0o600)
 	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)

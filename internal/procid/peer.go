@@ -52,25 +52,21 @@ func (p *Peer) Stat() (Stat, error) { return p.pin.stat(p.table, &p.Process) }
 // Verify.
 func (p *Peer) Exited() <-chan struct{} { return p.pin.exited() }
 
-// WatchExit calls onExit, in a goroutine of its own, if the peer process
-// exits before stop is called; stop ends the watch and waits for it. Unlike
-// Exited, the watch holds nothing once stopped. stop is nil when the
-// platform cannot watch exits; callers then rely on Verify.
-func (p *Peer) WatchExit(onExit func()) (stop func()) { return p.pin.watchExit(onExit) }
-
 // WatchGone calls onGone, once, in a goroutine of its own, if before stop
-// is called the peer process exits (watched where the platform can, as
-// WatchExit) or is no longer the process that connected: an exec keeps
-// the pid and gives an unprivileged watcher no signal, so the peer is
-// verified again every RecheckEvery. onGone is told why, as Verify says
-// it: an error wrapping ErrGone or ErrChanged. stop ends the watch and
-// waits for it: onGone is not called after stop returns.
+// is called the peer process exits or is no longer the process that
+// connected. An exit is watched where the platform can (a duplicate of
+// the pidfd, held for the watch only: unlike Exited, the watch holds
+// nothing once stopped); an exec keeps the pid and gives an unprivileged
+// watcher no signal, so the peer is verified again every RecheckEvery.
+// onGone is told why, as Verify says it: an error wrapping ErrGone or
+// ErrChanged. onGone is not called after stop returns (a check under way
+// may still finish its reads of /proc).
 func (p *Peer) WatchGone(onGone func(why error)) (stop func()) {
 	w := &goneWatch{p: p, onGone: onGone}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.timer = time.AfterFunc(RecheckEvery, w.recheck)
-	w.stopExit = p.WatchExit(func() {
+	w.stopExit = p.pin.watchExit(func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		w.gone(fmt.Errorf("pid %d: %w", p.PID, ErrGone))

@@ -209,21 +209,22 @@ func TestPeerOfRealProcess(t *testing.T) {
 	}
 }
 
-// WatchExit calls back when the peer exits, and not after stop: a watch
-// for the length of a wait, which leaves nothing behind.
+// The exit watch (WatchGone's) calls back when the peer exits, and not
+// after stop: a watch for the length of a wait, which leaves nothing
+// behind.
 func TestWatchExit(t *testing.T) {
 	_, c := startClient(t, "exit")
 	p, err := Host.PeerOf(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopped := p.WatchExit(func() { t.Error("a stopped watch called back") })
+	stopped := p.pin.watchExit(func() { t.Error("a stopped watch called back") })
 	if stopped == nil {
 		t.Fatal("no watch")
 	}
 	stopped()
 	exited := make(chan struct{})
-	stop := p.WatchExit(func() { close(exited) })
+	stop := p.pin.watchExit(func() { close(exited) })
 	p.Close() // the watch holds a descriptor of its own
 	c.Write([]byte{1})
 	select {
@@ -232,7 +233,7 @@ func TestWatchExit(t *testing.T) {
 		t.Fatal("exit of the peer not noticed")
 	}
 	stop()
-	if p.WatchExit(func() {}) != nil {
+	if p.pin.watchExit(func() {}) != nil {
 		t.Fatal("a closed pin was watched")
 	}
 }
