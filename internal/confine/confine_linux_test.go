@@ -186,6 +186,10 @@ type scenario struct {
 	Outside    string // a file under /tmp the run must not see
 	Abstract   string // an abstract socket outside the run
 	OutsidePID int
+	// No386 says that this kernel runs no i386 program at all (built
+	// without its i386 entry, or with it turned off, as some
+	// virtualised kernels do): the run's programs cannot reach it either.
+	No386 bool
 }
 
 // newScenario builds directories owned by uid.
@@ -214,8 +218,9 @@ func newScenario(t *testing.T, uid int) *scenario {
 	mk("home/.gitconfig", "[user]\n")
 	mk("cache", "")
 	mk("outside", "not for the run")
+	no386 := false
 	if runtime.GOARCH == "amd64" {
-		build386(t, filepath.Join(work, "ioctl386"))
+		no386 = !build386(t, filepath.Join(work, "ioctl386"))
 	}
 	filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { os.Lchown(p, uid, uid); return nil })
 	listen := func(sock string) {
@@ -260,13 +265,16 @@ func newScenario(t *testing.T, uid int) *scenario {
 		Outside:    filepath.Join(root, "outside"),
 		Abstract:   abstract,
 		OutsidePID: os.Getpid(),
+		No386:      no386,
 	}
 }
 
 // build386 builds testdata/ioctl386 for GOARCH=386 at path: a program
 // that an amd64 kernel runs through its i386 compat entry, where the
-// seccomp filter checks other system call numbers.
-func build386(t *testing.T, path string) {
+// seccomp filter checks other system call numbers. It reports whether
+// this kernel runs it, outside any run: one without its i386 entry
+// refuses to execute it (ENOEXEC), to every process.
+func build386(t *testing.T, path string) bool {
 	t.Helper()
 	need(t, "go")
 	cmd := exec.Command("go", "build", "-o", path, "./testdata/ioctl386")
@@ -274,6 +282,17 @@ func build386(t *testing.T, path string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the i386 probe: %v\n%s", err, out)
 	}
+	err := exec.Command(path).Run() // no argument: a usage error, 100
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit) && exit.ExitCode() == 100:
+		return true
+	case errors.Is(err, syscall.ENOEXEC):
+		t.Logf("this kernel runs no i386 program (%v): the run's i386 probes must be refused as any process's are", err)
+		return false
+	}
+	t.Fatalf("the i386 probe, outside the run: %v, want exit status 100", err)
+	return false
 }
 
 // probes lists each probe with the result it must get.
@@ -282,10 +301,14 @@ func (s *scenario) probes(uid int) [][2]string {
 	root := filepath.Dir(work)
 	var compat [][2]string
 	if runtime.GOARCH == "amd64" {
+		i386 := "EPERM"
+		if s.No386 {
+			i386 = "ENOEXEC"
+		}
 		compat = [][2]string{
 			{"tiocsti-x32:", "EPERM"},
-			{"ioctl386:tiocsti", "EPERM"},
-			{"ioctl386:tiocspgrp", "EPERM"},
+			{"ioctl386:tiocsti", i386},
+			{"ioctl386:tiocspgrp", i386},
 		}
 	}
 	return append(compat, [][2]string{
