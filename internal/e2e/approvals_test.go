@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -464,12 +465,12 @@ func TestRunCannotFlashCards(t *testing.T) {
 		name, request string
 		why, notWhy   audit.Reason // the reason the withdrawals are refused for, and not
 	}{
-		{"killed", "timeout -s KILL 0.5 ssh-add -T KEY.pub", audit.ReasonCanceled, audit.ReasonIdentityMismatch},
-		{"hung up after sending more", "python3 KEY.ask KEY.pub", audit.ReasonCanceled, audit.ReasonIdentityMismatch},
-		{"exited, its child holding the connection", "python3 KEY.ask KEY.pub fork", audit.ReasonCanceled, audit.ReasonIdentityMismatch},
+		{"killed", "timeout -s KILL 0.3 ssh-add -T KEY.pub", audit.ReasonCanceled, audit.ReasonIdentityMismatch},
+		{"hung up after sending more", "PYTHON KEY.ask KEY.pub", audit.ReasonCanceled, audit.ReasonIdentityMismatch},
+		{"exited, its child holding the connection", "PYTHON KEY.ask KEY.pub fork", audit.ReasonCanceled, audit.ReasonIdentityMismatch},
 		// Its card must end while the other program runs (the program
 		// gives up after 5 s, and the loop stops).
-		{"ran another program on the same pid", "python3 KEY.ask KEY.pub exec || break", audit.ReasonIdentityMismatch, audit.ReasonCanceled},
+		{"ran another program on the same pid", "PYTHON KEY.ask KEY.pub exec || break", audit.ReasonIdentityMismatch, audit.ReasonCanceled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -480,7 +481,8 @@ func TestRunCannotFlashCards(t *testing.T) {
 			e.AddKey(key, "-c") // asked about at every use: each request its own card
 			os.WriteFile(key+".ask", []byte(askThenHangUp), 0o644)
 			d := e.StartRun("coder")
-			d.Do("for i in $(seq 20); do " + strings.ReplaceAll(tc.request, "KEY", key) + "; done; true")
+			request := strings.NewReplacer("KEY", key, "PYTHON", python(t)).Replace(tc.request)
+			d.Do("for i in $(seq 20); do " + request + "; done; true")
 			if n := strings.Count(a.Log(), `msg="card shown"`); n != 9 {
 				t.Fatalf("20 requests withdrawn once their cards were up put up %d cards, want 9:\n%s", n, a.Log())
 			}
@@ -524,9 +526,23 @@ func TestOneCardForTwoRequests(t *testing.T) {
 	}
 }
 
+// python is the Python interpreter python3 runs, named by its own path:
+// a wrapper in front of it (pyenv's, say) can take longer to start than
+// the interpreter itself, and a loop that must stay quick pays it at
+// every turn.
+func python(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if p := strings.TrimSpace(string(out)); err == nil && filepath.IsAbs(p) {
+		return p
+	}
+	t.Fatalf("python3: %v %q", err, out)
+	return ""
+}
+
 // askThenHangUp asks the agent for a signature with the key of the
 // public key file argv[1], sends one byte more (the start of a next
-// request), and hangs up half a second later, or at the agent's answer.
+// request), and hangs up 0.3 s later, or at the agent's answer.
 // With "fork" after it, it exits at once instead, leaving the connection
 // to a child that keeps it open for a minute. With "exec", it runs
 // another program (sh) on its pid 0.2 s later, the connection kept: that
@@ -551,7 +567,7 @@ if sys.argv[2:] == ["fork"]:
             os.dup2(null, fd)
         time.sleep(60)
     os._exit(0)
-c.settimeout(0.5)
+c.settimeout(0.3)
 try:
     c.recv(1)
 except socket.timeout:
