@@ -1,7 +1,6 @@
 package bastion
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/internal/watchctx"
 )
 
 // upstreamFor returns the connection to the real host, dialing it for the
@@ -126,10 +126,10 @@ func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, acti
 		req.RetryEntry = e.RetryOf
 	}
 	// The card is withdrawn if the client goes while it waits, or the ssh
-	// process behind it exits or runs another program.
-	ctx, cancel := context.WithCancelCause(ss.context())
-	defer cancel(nil)
-	defer info.requester.WatchGone(cancel)()
+	// process behind it exits or runs another program; a decision made at
+	// once watches nothing.
+	ctx, stop := watchctx.New(ss.context(), info.requester.WatchGone)
+	defer stop()
 	return ss.s.cfg.Decider.Decide(ctx, req)
 }
 

@@ -2,8 +2,9 @@ package sshagent
 
 import (
 	"context"
-	"sync"
 	"time"
+
+	"github.com/postern/postern/internal/watchctx"
 )
 
 // A request that waits for a person (a card) ends when its client hangs
@@ -18,68 +19,16 @@ import (
 // The watch begins only when something first waits on the request's
 // context (its Done): a decision made at once waits on nothing and costs
 // neither a goroutine, nor a system call, nor a timer (whose arming wakes
-// the Go runtime's poller thread, a context switch per signature).
+// the Go runtime's poller thread, a context switch per signature): see
+// package watchctx.
 
 // whileConnected returns a context that ends when the client closes its
 // end of the connection, and stop, which ends the watch and must be
-// called before the connection is read again.
+// called before the connection is read again. Its cause (context.Cause)
+// says when the requester ended the wait by running another program: an
+// error wrapping procid.ErrChanged.
 func (c *conn) whileConnected() (context.Context, func()) {
-	h := &hangup{Context: c.ctx, c: c}
-	return h, h.stop
-}
-
-// hangup is a request's context (see whileConnected): the server's
-// context, and the watch of the client's end once Done was called. Its
-// cause (context.Cause) says when the requester ended the wait by
-// running another program: an error wrapping procid.ErrChanged.
-type hangup struct {
-	context.Context // the server's: Deadline, and Value and Err until watched
-	c               *conn
-
-	mu       sync.Mutex
-	watched  context.Context // nil until the first Done
-	cancel   context.CancelCauseFunc
-	ended    chan struct{} // closed when the watch's goroutine returns
-	stopGone func()        // ends the watch of the requester; nil until watched
-	stopped  bool
-}
-
-// Done starts the watch, once, and returns the channel that is closed
-// when the client hangs up or the server's context ends.
-func (h *hangup) Done() <-chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.watched == nil {
-		h.watched, h.cancel = context.WithCancelCause(h.Context)
-		if h.stopped {
-			h.cancel(nil) // asked after the request was decided
-		} else {
-			h.watch()
-		}
-	}
-	return h.watched.Done()
-}
-
-func (h *hangup) Err() error {
-	h.mu.Lock()
-	w := h.watched
-	h.mu.Unlock()
-	if w == nil {
-		return h.Context.Err()
-	}
-	return w.Err()
-}
-
-// Value is the server context's, and once watched the watch's, so that
-// context.Cause finds the watch's cause.
-func (h *hangup) Value(key any) any {
-	h.mu.Lock()
-	w := h.watched
-	h.mu.Unlock()
-	if w == nil {
-		return h.Context.Value(key)
-	}
-	return w.Value(key)
+	return watchctx.New(c.ctx, c.watchEnd)
 }
 
 // endState is what clientEnd found at the client's end of a connection.
@@ -91,20 +40,19 @@ const (
 	endUnknown                 // it cannot be told (an error): watch no more
 )
 
-// watch waits, in a goroutine of its own, until the client hangs up (it
-// cancels then), whenever the connection has news: bytes of a next
+// watchEnd waits, in a goroutine of its own, until the client hangs up
+// (it cancels then), whenever the connection has news: bytes of a next
 // request are left where they are, for the next read. It also watches
-// the requester. h.mu held.
-func (h *hangup) watch() {
-	h.stopGone = h.c.peer.WatchGone(h.cancel)
-	rc, err := h.c.c.SyscallConn()
+// the requester. It returns the function that ends both watches.
+func (c *conn) watchEnd(cancel func(error)) (stop func()) {
+	stopGone := c.peer.WatchGone(cancel)
+	rc, err := c.c.SyscallConn()
 	if err != nil {
-		return
+		return stopGone
 	}
-	h.ended = make(chan struct{})
-	cancel := h.cancel
+	ended := make(chan struct{})
 	go func() {
-		defer close(h.ended)
+		defer close(ended)
 		rc.Read(func(fd uintptr) bool {
 			switch clientEnd(int(fd)) {
 			case endOpen:
@@ -115,24 +63,11 @@ func (h *hangup) watch() {
 			return true
 		})
 	}()
-}
-
-// stop ends the watch, if it began, before the connection is read again.
-func (h *hangup) stop() {
-	h.mu.Lock()
-	h.stopped = true
-	ended, cancel, stopGone := h.ended, h.cancel, h.stopGone
-	h.mu.Unlock()
-	if stopGone != nil {
+	return func() {
 		stopGone()
-	}
-	if ended != nil {
 		// A read deadline in the past wakes the watch.
-		h.c.c.SetReadDeadline(time.Unix(1, 0))
+		c.c.SetReadDeadline(time.Unix(1, 0))
 		<-ended
-		h.c.c.SetReadDeadline(time.Time{})
-	}
-	if cancel != nil {
-		cancel(nil)
+		c.c.SetReadDeadline(time.Time{})
 	}
 }
