@@ -91,12 +91,19 @@ soak:
 # make fuzz runs each fuzz target (go test -fuzz) for FUZZTIME; "make
 # test" runs their seeds only. A failing input is written under the
 # package's testdata/fuzz, where the next "make test" runs it again.
+# Go 1.26's fuzzing coordinator may report its own -fuzztime deadline as
+# a failure ("context deadline exceeded", no failing input:
+# go.dev/issue/75804, fixed in Go 1.27): that alone is said, not failed.
 FUZZTIME ?= 30s
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
+	@out=$$(mktemp); trap 'rm -f "$$out" "$$out.rc"' EXIT; \
+	for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "$$pkg $$f"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	    { $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg 2>&1; echo $$? >"$$out.rc"; } | tee "$$out"; \
+	    [ "$$(cat "$$out.rc")" = 0 ] && continue; \
+	    if grep -q 'Failing input written to' "$$out" || ! grep -qx '    context deadline exceeded' "$$out"; then exit 1; fi; \
+	    echo "make fuzz: $$f: the fuzzing coordinator's own deadline at the end of FUZZTIME, no failing input (go.dev/issue/75804): not a failure"; \
 	  done; \
 	done
 
