@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,18 +87,29 @@ func TestCardOfAGoneClientIsWithdrawn(t *testing.T) {
 	}
 }
 
+// sshRequester is the pid of the ssh process behind the client of
+// sshRequesterWorld's connection.
+const sshRequester = 4242
+
+// sshRequesterWorld is a world whose process table (a fake /proc) has
+// the client's connection come from "postern connect", a child of ssh
+// (sshRequester), and a connection established through it.
+func sshRequesterWorld(t *testing.T) (*proctest.Fake, *world, *ssh.Client) {
+	t.Helper()
+	f := proctest.New(t)
+	f.Set(1, 0, 1, f.Exe("init", "init"), "init")
+	f.Set(sshRequester, 1, 100, f.Exe("ssh", "ssh"), "ssh", "host")
+	f.Set(os.Getpid(), sshRequester, 200, f.Exe("postern", "postern"), "postern", "connect", "host")
+	w := newWorldWith(t, func(c *Config) { c.Procs = f.Table }, nil)
+	return f, w, w.established()
+}
+
 // A card is withdrawn when the ssh process behind the connection runs
 // another program while it waits: an exec keeps the pid and the
 // connection, and gives no signal. (The process table is a fake one, the
 // test being the helper, postern connect, and its parent the ssh.)
 func TestCardOfARequesterThatExecsIsWithdrawn(t *testing.T) {
-	f := proctest.New(t)
-	const requester = 4242
-	f.Set(1, 0, 1, f.Exe("init", "init"), "init")
-	f.Set(requester, 1, 100, f.Exe("ssh", "ssh"), "ssh", "host")
-	f.Set(os.Getpid(), requester, 200, f.Exe("postern", "postern"), "postern", "connect", "host")
-	w := newWorldWith(t, func(c *Config) { c.Procs = f.Table }, nil)
-	c := w.established()
+	f, w, c := sshRequesterWorld(t)
 	w.decider.hold = make(chan struct{})
 	defer close(w.decider.hold)
 	sess, err := c.NewSession()
@@ -106,7 +118,7 @@ func TestCardOfARequesterThatExecsIsWithdrawn(t *testing.T) {
 	}
 	go sess.Start("touch /tmp/never") // answered once decided
 	w.waitAsked(2)
-	f.Exec(requester, f.Exe("sleep", "sleep"), "sleep", "60")
+	f.Exec(sshRequester, f.Exe("sleep", "sleep"), "sleep", "60")
 	e := w.ended("touch /tmp/never")
 	if e.End.Outcome != journal.OutcomeDenied {
 		t.Fatalf("entry of a requester that runs another program: %+v", e.End)
@@ -118,6 +130,40 @@ func TestCardOfARequesterThatExecsIsWithdrawn(t *testing.T) {
 	w.decider.mu.Unlock()
 	if !errors.Is(why, procid.ErrChanged) {
 		t.Fatalf("the wait ended for %v, not for the requester's change", why)
+	}
+	if n := len(w.host.seen()); n != 1 {
+		t.Fatalf("%d commands reached the host, want the first only", n)
+	}
+}
+
+// A decision that never waits on its context (a grant decides at once)
+// watches nothing: no re-check of the requester runs while it decides.
+// A requester that runs another program meanwhile still gets nothing
+// sent: the command goes only if the requester is the same after the
+// decision.
+func TestDecisionThatDoesNotWaitWatchesNothing(t *testing.T) {
+	f, w, c := sshRequesterWorld(t)
+	w.decider.hold, w.decider.deaf = make(chan struct{}), true
+	decide := sync.OnceFunc(func() { close(w.decider.hold) })
+	defer decide()
+	sess, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go sess.Start("touch /tmp/never")
+	w.waitAsked(2)
+	f.Exec(sshRequester, f.Exe("sleep", "sleep"), "sleep", "60")
+	time.Sleep(3 * procid.RecheckEvery) // a watch would have re-checked by now
+	w.decider.mu.Lock()
+	ctx := w.decider.ctxs[1]
+	w.decider.mu.Unlock()
+	if ctx.Err() != nil {
+		t.Fatalf("a decision that never waited on its context was watched: it ended for %v", context.Cause(ctx))
+	}
+	decide()
+	e := w.ended("touch /tmp/never")
+	if e.End.Outcome != journal.OutcomeFailedToStart || !strings.Contains(e.End.ErrorMsg, "the client left") {
+		t.Fatalf("entry of a requester that ran another program during the decision: %+v", e.End)
 	}
 	if n := len(w.host.seen()); n != 1 {
 		t.Fatalf("%d commands reached the host, want the first only", n)
