@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,14 @@ import (
 // The test binary doubles as the client process: with PROCID_TEST_CLIENT
 // set it connects to the socket, writes one byte, waits for one byte and
 // then either exits or execs /bin/sleep with the connection still open.
+// The client of mode "leaderexit" ends its main thread alone: the main
+// goroutine must run on it, as an init function that locks it makes sure.
+func init() {
+	if os.Getenv("PROCID_TEST_MODE") == "leaderexit" {
+		runtime.LockOSThread()
+	}
+}
+
 func TestMain(m *testing.M) {
 	if sock := os.Getenv("PROCID_TEST_CLIENT"); sock != "" {
 		runClient(sock, os.Getenv("PROCID_TEST_MODE"))
@@ -91,6 +101,11 @@ func runClient(sock, mode string) {
 		// same size: without address space randomization, the same
 		// layout too.
 		execSelf(mode, "sleeping")
+	case "leaderexit":
+		// The main thread exits alone (exit, not exit_group), as it
+		// does while another thread executes a program; the process
+		// lives on in its other threads (the Go runtime's) until killed.
+		unix.Syscall(unix.SYS_EXIT, 0, 0, 0)
 	case "touched":
 		// Told that its executable changed: a second connection.
 		if d, err := net.Dial("unix", sock); err == nil {
@@ -152,6 +167,21 @@ func listenTemp(t *testing.T) (*net.UnixListener, string) {
 	}
 	l.SetDeadline(time.Now().Add(time.Minute))
 	return l, sock
+}
+
+// verifiedPeer identifies the peer of c, checks that Verify holds, and
+// closes it when the test ends.
+func verifiedPeer(t *testing.T, c *net.UnixConn) *Peer {
+	t.Helper()
+	p, err := Host.PeerOf(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	if err := p.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // connectClient runs argv, the test binary or a command that executes it,
@@ -274,14 +304,7 @@ func TestWatchGone(t *testing.T) {
 
 func TestPeerExecIsANewProcess(t *testing.T) {
 	_, c := startClient(t, "exec")
-	p, err := Host.PeerOf(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if err := p.Verify(); err != nil {
-		t.Fatal(err)
-	}
+	p := verifiedPeer(t, c)
 	var b [1]byte
 	c.Read(b[:])
 	c.Write([]byte{1})
@@ -391,7 +414,11 @@ func TestPeerExecOfTheSameProgramIsANewProcess(t *testing.T) {
 		var verr error
 		for {
 			verr = p.Verify()
-			if errors.Is(verr, ErrChanged) || verr != nil || time.Now().After(deadline) {
+			// Caught while the exec is under way (its main thread gone,
+			// see TestPeerWithoutItsMainThreadHasChanged): look again
+			// once the new program runs.
+			midExec := verr != nil && strings.Contains(verr.Error(), "shows no executable while it lives")
+			if verr != nil && !midExec || time.Now().After(deadline) {
 				break
 			}
 			time.Sleep(5 * time.Millisecond)
@@ -412,6 +439,37 @@ func TestPeerExecOfTheSameProgramIsANewProcess(t *testing.T) {
 			}
 		}
 		p.Close()
+	}
+}
+
+// A process whose main thread has exited while its other threads live
+// shows no executable, which is what an exec by a thread other than the
+// main one looks like until the new program takes the main thread's
+// place: Verify says the process changed, not that it is gone (it is
+// not: its pidfd says so). Before, Verify said "gone" there, and a
+// requester that executed another program from such a thread was
+// sometimes withdrawn as gone (canceled) instead of changed.
+func TestPeerWithoutItsMainThreadHasChanged(t *testing.T) {
+	l, sock := listenTemp(t)
+	cmd, c := connectClient(t, l, sock, "leaderexit", os.Args[0])
+	var b [1]byte
+	c.Read(b[:])
+	p := verifiedPeer(t, c)
+	c.Write([]byte{1})
+	deadline := time.Now().Add(10 * time.Second)
+	var verr error
+	for verr == nil && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+		verr = p.Verify()
+	}
+	if !errors.Is(verr, ErrChanged) {
+		t.Fatalf("Verify of a process whose main thread exited = %v, want ErrChanged", verr)
+	}
+	if !p.Alive() || unix.Kill(cmd.Process.Pid, 0) != nil {
+		t.Fatal("the process is gone: the test did not see a main thread exit alone")
+	}
+	if _, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "exe")); !errors.Is(err, unix.ENOENT) {
+		t.Fatalf("its executable shows (%v): the main thread did not exit", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package procid
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -100,6 +101,12 @@ func (p *pidfdPin) look(t *Table, proc *Process) (Stat, exeKey, error) {
 		// It stopped showing what it runs, as an exec of a set-id
 		// program does: nothing says it runs the same program.
 		return Stat{}, key, fmt.Errorf("pid %d no longer shows its executable: %w", proc.PID, ErrChanged)
+	case errors.Is(err, unix.ENOENT) && !pidfdExited(p.fd):
+		// Alive, but its main thread shows no executable: the main
+		// thread has exited, as it does while another thread executes
+		// a program (until the new program takes its place), or for
+		// good. Nothing says it runs the program it did.
+		return Stat{}, key, fmt.Errorf("pid %d shows no executable while it lives: %w", proc.PID, ErrChanged)
 	case err != nil:
 		return Stat{}, key, gone(proc.PID, err)
 	case proc.Exe.Hidden:
