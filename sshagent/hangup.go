@@ -23,10 +23,11 @@ import (
 // package watchctx.
 
 // whileConnected returns a context that ends when the client closes its
-// end of the connection, and stop, which ends the watch and must be
-// called before the connection is read again. Its cause (context.Cause)
-// says when the requester ended the wait by running another program: an
-// error wrapping procid.ErrChanged.
+// end of the connection or the requester exits or runs another program,
+// and stop, which ends the watch and must be called before the
+// connection is read again. Its cause (context.Cause) says when the
+// requester ended the wait by running another program: an error wrapping
+// procid.ErrChanged.
 func (c *conn) whileConnected() (context.Context, func()) {
 	return watchctx.New(c.ctx, c.watchEnd)
 }

@@ -2,8 +2,6 @@ package sshagent
 
 import (
 	"bytes"
-	"crypto/ed25519"
-	"crypto/rand"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
@@ -15,18 +13,7 @@ import (
 // says nor more than maxUpstreamKeys, and each key it takes is the key
 // whose blob the list held, marked as the upstream's.
 func FuzzParseIdentitiesAnswer(f *testing.F) {
-	var keys []ssh.PublicKey
-	for range 2 {
-		pub, _, err := ed25519.GenerateKey(rand.Reader)
-		if err != nil {
-			f.Fatal(err)
-		}
-		k, err := ssh.NewPublicKey(pub)
-		if err != nil {
-			f.Fatal(err)
-		}
-		keys = append(keys, k)
-	}
+	keys := []ssh.PublicKey{newEd25519Key(f), newEd25519Key(f)}
 	list := func(n uint32, entries ...[]byte) []byte {
 		b := append([]byte{msgIdentitiesAnswer}, ssh.Marshal(struct{ N uint32 }{n})...)
 		for _, e := range entries {

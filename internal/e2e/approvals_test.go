@@ -461,6 +461,7 @@ func TestClientClaimsRestoreNothing(t *testing.T) {
 // up for nobody until card_timeout.
 func TestRunCannotFlashCards(t *testing.T) {
 	need(t, "ssh-add", "ssh-keygen", "timeout", "python3")
+	py := python(t)
 	for _, tc := range []struct {
 		name, request string
 		why, notWhy   audit.Reason // the reason the withdrawals are refused for, and not
@@ -481,7 +482,7 @@ func TestRunCannotFlashCards(t *testing.T) {
 			e.AddKey(key, "-c") // asked about at every use: each request its own card
 			os.WriteFile(key+".ask", []byte(askThenHangUp), 0o644)
 			d := e.StartRun("coder")
-			request := strings.NewReplacer("KEY", key, "PYTHON", python(t)).Replace(tc.request)
+			request := strings.NewReplacer("KEY", key, "PYTHON", py).Replace(tc.request)
 			d.Do("for i in $(seq 20); do " + request + "; done; true")
 			if n := strings.Count(a.Log(), `msg="card shown"`); n != 9 {
 				t.Fatalf("20 requests withdrawn once their cards were up put up %d cards, want 9:\n%s", n, a.Log())
