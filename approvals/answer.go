@@ -55,6 +55,9 @@ type Answer struct {
 	// withdrawn is why the gateway refused the card itself, with no
 	// approver's answer.
 	withdrawn audit.Reason
+	// reask: the card was withdrawn because its own request went; the
+	// requests that joined it ask again, each to be shown.
+	reask bool
 }
 
 // Errors of Answer.

@@ -168,17 +168,17 @@ func (e *Engine) joinLocked(joinKey string) *Card {
 // wait waits for c's answer, its timeout or the caller's end, for request
 // r: the card's own request, or one that joined it. An approval of the
 // card answers its own request only; a joined one is told to decide
-// again. The card stays up, for the approvers too, as long as a request
-// waits on it.
+// again, as it is when the card's own request goes (leaveCard). The card
+// stays up, for the approvers too, while its own request waits.
 func (e *Engine) wait(ctx context.Context, c *Card, r *Request, mode audit.Mode, p *Policy) (Decision, bool) {
-	d := e.waitAnswer(ctx, c, mode, p)
+	d, again := e.waitAnswer(ctx, c, r, mode, p)
 	e.mu.Lock()
 	pending := e.cards[c.View.ID] == c
 	e.mu.Unlock()
 	if !pending {
 		c.hide()
 	}
-	if d.Allow && r != c.req {
+	if again || (d.Allow && r != c.req) {
 		return Decision{}, true
 	}
 	d.Card, d.CardReason = c.View.ID, c.View.Reason
@@ -189,7 +189,9 @@ func (e *Engine) wait(ctx context.Context, c *Card, r *Request, mode audit.Mode,
 	return d, false
 }
 
-func (e *Engine) waitAnswer(ctx context.Context, c *Card, mode audit.Mode, p *Policy) Decision {
+// waitAnswer returns the decision c's answer gives request r, or again
+// when r joined the card and its own request went.
+func (e *Engine) waitAnswer(ctx context.Context, c *Card, r *Request, mode audit.Mode, p *Policy) (Decision, bool) {
 	timer := time.NewTimer(time.Until(c.View.Expires))
 	defer timer.Stop()
 	select {
@@ -206,28 +208,31 @@ func (e *Engine) waitAnswer(ctx context.Context, c *Card, mode audit.Mode, p *Po
 		e.mu.Unlock()
 		<-c.done
 	case <-ctx.Done():
-		e.leaveCard(c, p.Cooldown)
-		return deny(mode, withdrawnWhy(ctx))
+		e.leaveCard(c, r, p.Cooldown)
+		return deny(mode, withdrawnWhy(ctx)), false
 	}
 	a := c.answer
+	if a.reask && r != c.req {
+		return Decision{}, true
+	}
 	switch a.Verdict {
 	case VerdictOnce, VerdictSession:
 	default:
 		if a.withdrawn != "" {
-			return deny(mode, a.withdrawn)
+			return deny(mode, a.withdrawn), false
 		}
-		return deny(mode, audit.ReasonDenied)
+		return deny(mode, audit.ReasonDenied), false
 	}
 	// An answer given across a lock or unlock authorizes nothing.
 	if locked, epoch := e.vault(); locked || epoch != c.epoch {
-		return deny(mode, audit.ReasonVaultStateChanged)
+		return deny(mode, audit.ReasonVaultStateChanged), false
 	}
 	if a.Verdict == VerdictSession && mode == audit.ModeSession {
 		d := allow(mode, audit.ReasonApprovedSession)
 		d.Grant, d.Run = a.grant, a.run
-		return d
+		return d, false
 	}
-	return allow(mode, audit.ReasonApprovedOnce)
+	return allow(mode, audit.ReasonApprovedOnce), false
 }
 
 func subjectKey(r *Run) string {

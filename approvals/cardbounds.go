@@ -81,21 +81,22 @@ func deniedSet() *pace.Set[denials] {
 // perSecond is the rate of one every d.
 func perSecond(d time.Duration) float64 { return float64(time.Second) / float64(d) }
 
-// leaveCard counts one request fewer waiting on card c: its own, or one
-// that joined it. The card stays up while another waits on it; when the
-// last has gone, the card is withdrawn, and the subject's cooldown starts
-// if it withdraws cards faster than its pace.
-func (e *Engine) leaveCard(c *Card, cooldown time.Duration) {
+// leaveCard counts request r, which waited on card c, as gone. A request
+// that joined the card leaves it up for the others. When the card's own
+// request goes, the card no longer shows what asks: it is withdrawn, the
+// requests that joined it ask again on cards that show them, and the
+// subject's cooldown starts if it withdraws cards faster than its pace.
+func (e *Engine) leaveCard(c *Card, r *Request, cooldown time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.cards[c.View.ID] != c {
 		return
 	}
-	if c.joined > 0 {
+	if r != c.req {
 		c.joined--
 		return
 	}
-	e.closeCardLocked(c, Answer{Verdict: VerdictDeny, withdrawn: audit.ReasonCanceled})
+	e.closeCardLocked(c, Answer{Verdict: VerdictDeny, withdrawn: audit.ReasonCanceled, reask: c.joined > 0})
 	now := e.now()
 	if !e.withdrawn.Take(e.withdrawn.Get(c.cooldownAs, now), now) {
 		e.coolLocked(c.cooldownAs, now, cooldown)

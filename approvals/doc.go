@@ -37,8 +37,10 @@
 // next requests are refused without a card for card_cooldown; so are
 // they once the run has withdrawn more cards than its pace allows, or
 // had more denied (cardbounds.go). Requests that would ask the same
-// session question wait on one card: it stays up while any of them
-// waits, and its timeout refuses them all.
+// session question wait on one card, and its timeout refuses them all.
+// The card shows the request it was shown for: when that request goes,
+// the card is withdrawn, and the others ask again on a card that shows
+// one of them.
 //
 // # Cards and approvers
 //

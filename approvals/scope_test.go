@@ -158,75 +158,81 @@ func TestOnceAnswersExactlyOneRequest(t *testing.T) {
 }
 
 // A request that waits on another's card (the same session question)
-// and goes away leaves the card up for the others, whichever of them
-// goes: the card is withdrawn when the last of them has gone, and an
-// answer then reaches those still waiting.
+// and goes away leaves the card up for the card's own request: an answer
+// then reaches it.
 func TestJoinedRequestGoingLeavesTheCard(t *testing.T) {
 	w := newWorld(t)
 	w.f.Set(14, 12, 140, w.f.Exe("ssh", "ssh"))
 	w.f.Set(15, 12, 150, w.f.Exe("ssh", "ssh"))
-	type asked struct {
-		cancel context.CancelFunc
-		ch     chan Decision
-	}
-	ask := func(pid int) asked {
-		ctx, cancel := context.WithCancel(context.Background())
-		a := asked{cancel, make(chan Decision, 1)}
-		go func() { a.ch <- w.e.Decide(ctx, w.req(pid)) }()
-		return a
-	}
-	own := ask(13)
+	own := w.decide(w.req(13))
 	c := w.card()
-	joined, last := ask(14), ask(15)
+	joined, other := w.ask(14), w.ask(15)
 	waitJoined(t, w, 2)
-	own.cancel() // the card's own request goes
-	if d := got(t, own.ch); d.Reason != audit.ReasonCanceled {
-		t.Fatalf("the request that went: %+v", d)
-	}
-	joined.cancel() // and one that joined it
+	joined.cancel()
 	if d := got(t, joined.ch); d.Reason != audit.ReasonCanceled {
 		t.Fatalf("the joined request that went: %+v", d)
 	}
 	if cards, _ := w.e.Cards(); len(cards) != 1 || cards[0].ID != c.ID {
-		t.Fatalf("a request still waits on card %s, and the cards pending are %+v", c.ID, cards)
+		t.Fatalf("the card's own request still waits on card %s, and the cards pending are %+v", c.ID, cards)
 	}
+	waitJoined(t, w, 1)
 	w.answer(c.ID, VerdictSession, 30)
-	if d := got(t, last.ch); !d.Allow || d.Reason != audit.ReasonSession {
-		t.Fatalf("the request that stayed, after a session answer: %+v", d)
+	if d := got(t, own); d.Reason != audit.ReasonApprovedSession {
+		t.Fatalf("the card's own request, after a session answer: %+v", d)
 	}
-	last.cancel()
+	if d := got(t, other.ch); d.Reason != audit.ReasonSession {
+		t.Fatalf("the request that stayed joined, after a session answer: %+v", d)
+	}
 }
 
-// A once answer to a card whose own request has gone approves that
-// request only, as the card said: the request that joined it is signed
-// for nothing, and is asked again on a card of its own.
-func TestOnceAnswerToACardWhoseRequestWent(t *testing.T) {
+// A card shows the request it was shown for. When that request goes
+// while others wait on the card, the card no longer shows what asks: it
+// is withdrawn, and those that waited on it ask on a card of their own,
+// which shows them. An answer covers what its card showed: a once answer
+// to the new card signs the request it shows.
+func TestCardWhoseRequestWentShowsTheOneThatWaits(t *testing.T) {
 	w := newWorld(t)
-	w.f.Set(14, 12, 140, w.f.Exe("ssh", "ssh"))
-	ctx, cancel := context.WithCancel(context.Background())
-	own := make(chan Decision, 1)
-	go func() { own <- w.e.Decide(ctx, w.req(13)) }()
+	w.f.Set(14, 12, 140, w.f.Exe("python3", "python3"))
+	own := w.ask(13)
 	c := w.card()
+	if c.Requester[0].PID != 13 {
+		t.Fatalf("the first card shows %+v, want pid 13", c.Requester)
+	}
 	joined := w.decide(w.req(14))
 	waitJoined(t, w, 1)
-	cancel()
-	if d := got(t, own); d.Reason != audit.ReasonCanceled {
+	own.cancel()
+	if d := got(t, own.ch); d.Reason != audit.ReasonCanceled {
 		t.Fatalf("the request that went: %+v", d)
 	}
-	w.answer(c.ID, VerdictOnce, 30)
 	again := w.card()
 	if again.ID == c.ID {
-		t.Fatal("the card answered once is still pending")
+		t.Fatalf("card %s still shows pid 13, which has gone, while pid 14 waits on it", c.ID)
 	}
-	select {
-	case d := <-joined:
-		t.Fatalf("the joined request was decided by a once answer to another's card: %+v", d)
-	default:
+	if again.Requester[0].PID != 14 || again.Requester[0].Name != "python3" {
+		t.Fatalf("the card the waiting request asks on shows %+v, want pid 14 (python3)", again.Requester)
 	}
-	w.answer(again.ID, VerdictDeny, 30)
-	if d := got(t, joined); d.Allow || d.Reason != audit.ReasonDenied {
-		t.Fatalf("the joined request, asked again and denied: %+v", d)
+	if err := w.e.Answer(c.ID, Answer{Verdict: VerdictSession, Subject: -1, Approver: "test"}, w.f.Peer(30)); err == nil {
+		t.Fatal("the withdrawn card was answered")
 	}
+	w.answer(again.ID, VerdictOnce, 30)
+	if d := got(t, joined); !d.Allow || d.Reason != audit.ReasonApprovedOnce || d.Card != again.ID {
+		t.Fatalf("the request its card showed, approved once: %+v", d)
+	}
+}
+
+// asked is a request being decided, which cancel takes away.
+type asked struct {
+	cancel context.CancelFunc
+	ch     chan Decision
+}
+
+// ask decides a request of pid until it is decided or canceled.
+func (w *world) ask(pid int) asked {
+	ctx, cancel := context.WithCancel(context.Background())
+	w.t.Cleanup(cancel)
+	a := asked{cancel, make(chan Decision, 1)}
+	go func() { a.ch <- w.e.Decide(ctx, w.req(pid)) }()
+	return a
 }
 
 // A card that times out answers every request waiting on it, not only
