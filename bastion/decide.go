@@ -106,9 +106,9 @@ func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, acti
 		e.RetryOf = prev.ID
 		retry = fmt.Sprintf("journal entry %s (%s, started %s)", prev.ID, prev.Status(), prev.Started.Local().Format("2006-01-02 15:04:05"))
 	}
-	concurrent := ""
-	if prev := ss.runningIdentical(e, hostKey); prev != nil && retry == "" {
-		concurrent = fmt.Sprintf("journal entry %s (RUNNING, started %s)", prev.ID, prev.Started.Local().Format("2006-01-02 15:04:05"))
+	concurrent := ss.runningIdentical(e, hostKey)
+	if retry != "" {
+		concurrent = ""
 	}
 	shown := shownCommand(e)
 	req := &approvals.Request{

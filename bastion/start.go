@@ -41,6 +41,9 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 		PTY:           pty != nil,
 		Marker:        kind == journal.KindExec && s.markersFor(info.target.Host),
 	}
+	// Counted as being decided from its decision (decide) until it is
+	// sent (s.running.add) or refused.
+	defer s.running.done(e)
 	log := s.cfg.Log.With("target", info.target.String())
 	// An approval covers what its card showed, and a card shows a command
 	// whole or not at all.

@@ -60,16 +60,21 @@ func (ss *session) context() context.Context {
 
 // running tracks the commands this bastion started and that may still be
 // running, by what makes two commands identical: the host key, user,
-// port, kind and command. The journal says whether each still is.
+// port, kind and command. The journal says whether each still is. It
+// also holds the commands being decided, which are not in the journal
+// yet: identical commands sent at the same moment are decided side by
+// side, and each must see the others.
 type running struct {
-	mu  sync.Mutex
-	ids map[string][]string
+	mu       sync.Mutex
+	ids      map[string][]string
+	deciding map[*journal.Entry]string // a command being decided: its key
 }
 
 func runningKey(t journal.Target, kind, commandSHA256 string) string {
 	return t.HostKey + "\x00" + t.User + "\x00" + strconv.Itoa(t.Port) + "\x00" + kind + "\x00" + commandSHA256
 }
 
+// add counts e, journaled and about to be sent, as running.
 func (r *running) add(e *journal.Entry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -78,12 +83,36 @@ func (r *running) add(e *journal.Entry) {
 	}
 	k := runningKey(e.Target, e.Kind, e.CommandSHA256)
 	r.ids[k] = append(r.ids[k], e.ID)
+	delete(r.deciding, e)
+}
+
+// claim counts e as being decided, under key k, until add or done, and
+// says whether another command with that key is being decided.
+func (r *running) claim(e *journal.Entry, k string) (another bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.deciding == nil {
+		r.deciding = map[*journal.Entry]string{}
+	}
+	r.deciding[e] = k
+	for o, ok := range r.deciding {
+		if o != e && ok == k {
+			return true
+		}
+	}
+	return false
+}
+
+// done ends e's claim, if it holds one: e was refused, or failed to start.
+func (r *running) done(e *journal.Entry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.deciding, e)
 }
 
 // identical returns an identical command the journal shows RUNNING, or
 // nil; entries that have ended are forgotten.
-func (r *running) identical(j *journal.Journal, t journal.Target, kind, commandSHA256 string) *journal.Entry {
-	k := runningKey(t, kind, commandSHA256)
+func (r *running) identical(j *journal.Journal, k string) *journal.Entry {
 	r.mu.Lock()
 	ids := append([]string(nil), r.ids[k]...)
 	r.mu.Unlock()
@@ -108,11 +137,21 @@ func (r *running) identical(j *journal.Journal, t journal.Target, kind, commandS
 }
 
 // runningIdentical is the guard's second question for e on the host
-// whose key the connection verified: an identical command still running.
-func (ss *session) runningIdentical(e *journal.Entry, hostKey gossh.PublicKey) *journal.Entry {
+// whose key the connection verified: an identical command still running,
+// or being decided now. It counts e as being decided from now on, until
+// the bastion sends it (running.add) or refuses it (running.done).
+func (ss *session) runningIdentical(e *journal.Entry, hostKey gossh.PublicKey) string {
 	if ss.probe || hostKey == nil {
-		return nil
+		return ""
 	}
 	t := journal.Target{User: ss.info.target.User, Port: ss.info.target.Port, HostKey: gossh.FingerprintSHA256(hostKey)}
-	return ss.s.running.identical(ss.s.cfg.Journal, t, e.Kind, journal.CommandHash(e.Command))
+	k := runningKey(t, e.Kind, journal.CommandHash(e.Command))
+	another := ss.s.running.claim(e, k)
+	if prev := ss.s.running.identical(ss.s.cfg.Journal, k); prev != nil {
+		return fmt.Sprintf("journal entry %s (RUNNING, started %s)", prev.ID, prev.Started.Local().Format("2006-01-02 15:04:05"))
+	}
+	if another {
+		return "an identical command sent at the same moment, not yet started (waiting for its approval, or being sent)"
+	}
+	return ""
 }

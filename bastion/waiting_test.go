@@ -3,6 +3,7 @@ package bastion
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -245,5 +246,79 @@ func TestIdenticalRunningCommandIsAsked(t *testing.T) {
 	asked = w.decider.requests()
 	if last := asked[len(asked)-1]; last.Running != "" {
 		t.Fatalf("a command no longer running still counted: %+v", last)
+	}
+}
+
+// Identical commands sent at the same moment, on connections of their
+// own, are decided side by side: none is RUNNING yet when the others ask.
+// The guard still sees them: one may run as its grant says, each other
+// one is asked about as identical to a command under way.
+func TestIdenticalCommandsAtOnceAreAsked(t *testing.T) {
+	for _, held := range []bool{true, false} {
+		t.Run(fmt.Sprintf("decisions held %v", held), func(t *testing.T) {
+			w := newWorld(t)
+			release := make(chan struct{})
+			defer close(release)
+			w.host.set(func(h *testHost) {
+				h.handle = func(s *hostSession) {
+					<-release
+					s.exit(0)
+				}
+			})
+			w.decider.setDeny(func(r *approvals.Request) audit.Reason {
+				if r.Running != "" {
+					return audit.ReasonDenied
+				}
+				return ""
+			})
+			hold := make(chan struct{})
+			letGo := sync.OnceFunc(func() { close(hold) })
+			defer letGo()
+			if held {
+				w.decider.mu.Lock()
+				w.decider.hold, w.decider.deaf = hold, true
+				w.decider.mu.Unlock()
+			}
+			const n = 4
+			var clients []*ssh.Client
+			for range n {
+				clients = append(clients, w.dial())
+			}
+			refused := make(chan error, n)
+			for _, c := range clients {
+				go func() {
+					s, err := c.NewSession()
+					if err == nil {
+						err = s.Run("deploy --all")
+					}
+					refused <- err
+				}()
+			}
+			if held {
+				for len(w.decider.requests()) < n {
+					time.Sleep(5 * time.Millisecond)
+				}
+				letGo()
+			}
+			for range n - 1 {
+				select {
+				case err := <-refused:
+					if err == nil {
+						t.Fatal("an identical command ran to its end while the first still runs")
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%d identical commands sent at once reached the host", len(w.host.seen()))
+				}
+			}
+			running := 0
+			for _, r := range w.decider.requests() {
+				if r.Running == "" {
+					running++
+				}
+			}
+			if running != 1 || len(w.host.seen()) != 1 {
+				t.Fatalf("%d identical commands sent at once were decided as the only one, %d reached the host; want 1 and 1", running, len(w.host.seen()))
+			}
+		})
 	}
 }
