@@ -42,7 +42,10 @@ func openError(path string, err error, readOnly bool) error {
 		return fmt.Errorf("%w: %s is held by a running gateway", ErrBusy, path)
 	case errors.Is(err, berrors.ErrTimeout):
 		return fmt.Errorf("%w: %s is in use by another gateway or a reader; stop the other gateway, or try again", ErrBusy, path)
-	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch),
+		// A file cut short of bbolt's two meta pages; bbolt says so with
+		// an error of no type of its own.
+		strings.Contains(err.Error(), "file size too small"):
 		return damaged(path, err)
 	}
 	return fmt.Errorf("cannot open the command journal: %w", err)

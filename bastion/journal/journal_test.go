@@ -793,6 +793,20 @@ func TestDamagedFileUntouched(t *testing.T) {
 			fi, _ := os.Stat(path)
 			os.Truncate(path, fi.Size()/2)
 		},
+		// Shorter than bbolt's two meta pages: its own check says so in an
+		// error of its own.
+		"cut to one page": func(t *testing.T, path string) {
+			j, _ := Open(path, "inst")
+			lose(t, j, newEntry("make deploy"))
+			j.Close()
+			os.Truncate(path, int64(os.Getpagesize()))
+		},
+		"cut short of two pages": func(t *testing.T, path string) {
+			j, _ := Open(path, "inst")
+			lose(t, j, newEntry("make deploy"))
+			j.Close()
+			os.Truncate(path, int64(2*os.Getpagesize()-1))
+		},
 		"foreign bbolt": func(t *testing.T, path string) {
 			db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 			if err != nil {
@@ -867,6 +881,8 @@ func TestDamagedFileUntouched(t *testing.T) {
 				}
 			} else if errors.Is(err, ErrNoJournal) {
 				t.Fatalf("read-only: a damaged journal reads as no journal: %v", err)
+			} else if strings.HasPrefix(name, "cut ") && !errors.Is(err, ErrDamaged) {
+				t.Fatalf("read-only: %v", err)
 			}
 			if s, m := fileState(t, path); s != sum || !m.Equal(mtime) {
 				t.Fatal("the damaged file was changed")
