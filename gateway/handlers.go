@@ -181,12 +181,14 @@ func (g *Gateway) opJournalResolve(ctx context.Context, peer *procid.Peer, a api
 	if fault != nil {
 		return nil, fault.error()
 	}
+	// Saying what happened to a command is an approver's act: it decides
+	// whether an identical retry may run. So is having a probe say it:
+	// the markers it reads are in the host account, where a run's own
+	// commands (sent through this bastion) can change them.
+	if err := g.engine.OutsideRuns(peer, "journal resolve "+a.ID); err != nil {
+		return nil, err
+	}
 	if a.Result != "" {
-		// Saying what happened to a command is an approver's act: it
-		// decides whether an identical retry may run.
-		if err := g.engine.OutsideRuns(peer, "journal resolve "+a.ID); err != nil {
-			return nil, err
-		}
 		return srv.ResolveByHand(a.ID, journal.Resolution{Result: a.Result, ExitStatus: a.ExitStatus, Evidence: a.Evidence}, peer.Describe())
 	}
 	return srv.Resolve(ctx, a.ID, peer)

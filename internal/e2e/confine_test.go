@@ -418,8 +418,8 @@ func TestAnswerFromInsideConfinedRunIsRefused(t *testing.T) {
 }
 
 // The run cut off its own bastion command, then tried to mark it "not
-// started" so that an identical retry runs with nobody asked: refused
-// from inside; the retry stays refused; a person outside resolves it, and
+// started", by hand or by a probe, so that an identical retry runs with
+// nobody asked: refused from inside; the retry stays refused; a person outside resolves it, and
 // the audit log says who.
 func TestJournalResolveFromInsideConfinedRunIsRefused(t *testing.T) {
 	b := newBastionWorld(t, "")
@@ -430,6 +430,12 @@ func TestJournalResolveFromInsideConfinedRunIsRefused(t *testing.T) {
 	out := detached(t, b.approvalWorld, a, "resolve", fmt.Sprintf("postern journal resolve %s --not-started --socket %s", e.ID, b.agent.Socket))
 	if !strings.Contains(out, "exit=254") || !strings.Contains(out, "inside a confined run") {
 		t.Fatalf("resolve from inside the confined run: %s", out)
+	}
+	// Nor may it have a probe say so: the markers a probe reads are in the
+	// host account, where the run's own commands can remove them.
+	out = detached(t, b.approvalWorld, a, "probe", fmt.Sprintf("postern journal resolve %s --socket %s", e.ID, b.agent.Socket))
+	if !strings.Contains(out, "exit=254") || !strings.Contains(out, "inside a confined run") {
+		t.Fatalf("a probe asked for from inside the confined run: %s", out)
 	}
 	b.denyRetry(e.ID, b.sshArgs(b.sshd.Port, command))
 	if n := strings.Count(string(mustRead(t, counter)), "run"); n != 1 {
