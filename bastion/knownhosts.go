@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
@@ -40,6 +41,7 @@ func hostKeyCheck(files []string, t Target, onVerified func(ssh.PublicKey)) (ssh
 			algos = appendAlgos(algos, k.Key.Type())
 		}
 	}
+	sortHostKeyAlgos(algos)
 	cb := func(hostname string, remote net.Addr, key ssh.PublicKey) error {
 		err := kh(hostname, remote, key)
 		var ke *knownhosts.KeyError
@@ -69,6 +71,31 @@ func appendAlgos(algos []string, keyType string) []string {
 		return append(algos, ssh.CertAlgoRSASHA512v01, ssh.CertAlgoRSASHA256v01, ssh.CertAlgoRSAv01)
 	}
 	return append(algos, keyType)
+}
+
+// hostKeyPreference is OpenSSH's default HostKeyAlgorithms order, with
+// the SHA-1 RSA signatures last.
+var hostKeyPreference = []string{
+	ssh.CertAlgoED25519v01, ssh.CertAlgoECDSA256v01, ssh.CertAlgoECDSA384v01, ssh.CertAlgoECDSA521v01,
+	ssh.CertAlgoSKED25519v01, ssh.CertAlgoSKECDSA256v01, ssh.CertAlgoRSASHA512v01, ssh.CertAlgoRSASHA256v01,
+	ssh.KeyAlgoED25519, ssh.KeyAlgoECDSA256, ssh.KeyAlgoECDSA384, ssh.KeyAlgoECDSA521,
+	ssh.KeyAlgoSKED25519, ssh.KeyAlgoSKECDSA256, ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256,
+	ssh.CertAlgoRSAv01, ssh.KeyAlgoRSA,
+}
+
+// sortHostKeyAlgos orders the algorithms of the keys known for a host as
+// OpenSSH does, whatever the order of the known_hosts lines: a host with
+// several keys then presents the same one each time, and the retry guard,
+// which knows a host by the key its connection verified, is not moved by
+// a known_hosts file written in another order.
+func sortHostKeyAlgos(algos []string) {
+	rank := func(a string) int {
+		if i := slices.Index(hostKeyPreference, a); i >= 0 {
+			return i
+		}
+		return len(hostKeyPreference)
+	}
+	slices.SortStableFunc(algos, func(a, b string) int { return rank(a) - rank(b) })
 }
 
 // probeKey is a key no known_hosts line holds.
