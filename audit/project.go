@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/postern/postern/internal/safetext"
 )
 
 // Session is one session approval as the log tells it: who was approved,
@@ -414,7 +416,9 @@ func lineFields(e *Event, proc *Process) []Field {
 
 // quoteValue quotes values that would not read as one word: empty, or
 // holding a space, a tab, a quote, an equals sign, a backslash or a
-// character that does not print.
+// character that does not print. A value holding a character that shows
+// nothing though it counts as printable (safetext.Invisible) is quoted
+// with every character outside ASCII escaped.
 func quoteValue(v string) string {
 	if v == "" {
 		return strconv.Quote(v)
@@ -422,10 +426,15 @@ func quoteValue(v string) string {
 	for i := 0; i < len(v); i++ {
 		switch c := v[i]; {
 		case c >= utf8.RuneSelf:
+			quote := false
 			for _, r := range v[i:] {
-				if r == '=' || r == '"' || r == '\\' || r == ' ' || r == '\t' || !strconv.IsPrint(r) {
-					return strconv.Quote(v)
+				if safetext.Invisible(r) {
+					return strconv.QuoteToASCII(v)
 				}
+				quote = quote || r == '=' || r == '"' || r == '\\' || r == ' ' || r == '\t' || !strconv.IsPrint(r)
+			}
+			if quote {
+				return strconv.Quote(v)
 			}
 			return v
 		case c <= ' ' || c == '"' || c == '=' || c == '\\' || c == 0x7f:

@@ -147,6 +147,8 @@ func TestActivityDetailAndQuoting(t *testing.T) {
 		{Type: EventAgentKeyAdded, Time: at("10:00:03"), Key: "SHA256:k", Run: "R2", Approver: "pid=9 exe=/usr/bin/ssh-add",
 			Detail: map[string]string{"comment": "deploy \x1b[2J", "confirm": "yes"}},
 		{Type: EventAgentKeyRemoved, Time: at("10:00:04"), Key: "SHA256:k", Reason: ReasonExpired},
+		// A comment that would read as "deploy": a Hangul filler after it.
+		{Type: EventAgentKeyAdded, Time: at("10:00:05"), Key: "SHA256:k", Detail: map[string]string{"comment": "deploy\u3164"}},
 	}
 	lines := Activity(evs, time.Time{})
 	want := []string{
@@ -155,6 +157,7 @@ func TestActivityDetailAndQuoting(t *testing.T) {
 		`2026-07-22 10:00:02 log_recovered bytes=7 offset=100`,
 		`2026-07-22 10:00:03 agent_key_added key=SHA256:k run=R2 by="pid=9 exe=/usr/bin/ssh-add" comment="deploy \x1b[2J" confirm=yes`,
 		`2026-07-22 10:00:04 agent_key_removed key=SHA256:k reason=expired`,
+		`2026-07-22 10:00:05 agent_key_added key=SHA256:k comment="deploy\u3164"`,
 	}
 	for i, w := range want {
 		if lines[i].Text != w {

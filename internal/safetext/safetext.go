@@ -16,6 +16,10 @@
 //     overrides and isolates, zero-width and other format characters,
 //     line and paragraph separators, spaces other than U+0020, private
 //     use and unassigned code points — becomes \uXXXX or \UXXXXXXXX;
+//   - a character that shows nothing though Unicode counts it printable
+//     (the combining grapheme joiner, Hangul fillers, variation selectors,
+//     the blank Braille pattern) becomes \uXXXX or \UXXXXXXXX too: "ssh"
+//     with one of them inside would read as "ssh";
 //   - a combining mark at the start of a field (it would change the
 //     character before the field) becomes \uXXXX;
 //   - "…" (U+2026) becomes \u2026: it is reserved for the cut marker.
@@ -150,7 +154,7 @@ func escapeRune(b []byte, raw string, r rune, size int, first bool) []byte {
 		return append(b, '\\', 'x', hexDigits[r>>4], hexDigits[r&0xf])
 	case r < 0x7f:
 		return append(b, byte(r))
-	case r == '…', !unicode.IsPrint(r), first && unicode.Is(unicode.M, r):
+	case r == '…', !unicode.IsPrint(r), Invisible(r), first && unicode.Is(unicode.M, r):
 		if r > 0xffff {
 			b = append(b, '\\', 'U')
 			for shift := 28; shift >= 0; shift -= 4 {
@@ -165,4 +169,12 @@ func escapeRune(b []byte, raw string, r rune, size int, first bool) []byte {
 		return b
 	}
 	return append(b, raw...)
+}
+
+// Invisible reports whether r shows nothing, or next to nothing, though
+// unicode.IsPrint counts it printable: the default-ignorable code points
+// that are not format characters, the variation selectors, and the blank
+// Braille pattern.
+func Invisible(r rune) bool {
+	return r == '\u2800' || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) || unicode.Is(unicode.Variation_Selector, r)
 }

@@ -129,7 +129,7 @@ func FuzzField(f *testing.F) {
 			if r == ' ' {
 				continue
 			}
-			if !unicode.IsPrint(r) || unicode.Is(unicode.Cf, r) || r == '…' {
+			if !unicode.IsPrint(r) || unicode.Is(unicode.Cf, r) || Invisible(r) || r == '…' {
 				t.Fatalf("Field(%q) = %q: %U shown as it is", s, got, r)
 			}
 			if i == 0 && unicode.Is(unicode.M, r) {
@@ -183,6 +183,21 @@ func TestCut(t *testing.T) {
 	} {
 		if got := Cut(c.in, c.max); got != c.want {
 			t.Errorf("Cut(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+		}
+	}
+}
+
+// Characters that show nothing, though Unicode counts them printable, are
+// escaped: a name with one inside must not read as the name without it.
+func TestInvisibleCharactersEscaped(t *testing.T) {
+	for _, r := range []rune{0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B, 0x2800, 0x3164, 0xFE00, 0xFE0F, 0xFFA0, 0xE0100, 0xE01EF} {
+		in := "ss" + string(r) + "h"
+		out := Field(in, Name)
+		if strings.ContainsRune(out, r) || out == "ssh" {
+			t.Errorf("U+%04X is shown as it is: Field(%q) = %q", r, in, out)
+		}
+		if back, ok := unescape(out); !ok || back != in {
+			t.Errorf("Field(%q) = %q does not give back the input", in, out)
 		}
 	}
 }
