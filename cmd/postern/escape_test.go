@@ -8,6 +8,7 @@ import (
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
 )
 
@@ -51,5 +52,53 @@ func TestSessionHistoryShowsRunEscaped(t *testing.T) {
 	noRaw(t, "sessions --history", line)
 	if strings.Count(line, "\n") != 1 || !strings.Contains(line, `label "deploy\x1b]0;x\x07"`) {
 		t.Fatalf("sessions --history line:\n%s", line)
+	}
+}
+
+// A policy change quotes the config file, which a run may write: status
+// shows it escaped, and so the reload error that quotes it.
+func TestStatusShowsConfigEscaped(t *testing.T) {
+	var b bytes.Buffer
+	st := &api.Status{Config: api.ConfigStatus{Path: "/home/u/.config/postern/config.toml", Approval: "session",
+		Pending: []string{"[run] read_write added: /tmp/" + hostile}, Error: "line 3: " + hostile}}
+	printStatus(&b, st)
+	if strings.ContainsAny(b.String(), "\x1b\u202e\r") || strings.Contains(b.String(), "\nrequested by bash") {
+		t.Fatalf("status printed the config file's text raw:\n%q", b.String())
+	}
+	if n := strings.Count(b.String(), `ssh\n\x1b[2Jrequested by bash (1)\u202e`); n != 2 {
+		t.Fatalf("status shows the change and the error escaped %d times, want 2:\n%s", n, b.String())
+	}
+}
+
+// The journal shows what the host and the client said escaped: the
+// signal name a host ended a command with, the user name the client
+// gave (cut on its own, so that the host stays in sight), and a
+// command's bytes, escaped once, so that two commands never read alike.
+func TestJournalShowsHostsAndClientsWordsEscaped(t *testing.T) {
+	user := "root@prod-db-1.example.com:22" + strings.Repeat("\u3164", 40)
+	e := &api.JournalEntry{ID: "J1", Kind: "exec", Command: []byte("true"),
+		Target:  journal.Target{User: user, Host: "evil.example", Port: 22, HostKey: "SHA256:x"},
+		Started: time.Now(),
+		End:     &journal.End{At: time.Now(), Outcome: api.OutcomeSignaled, Signal: "TERM\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\"}}
+	var b bytes.Buffer
+	printEntry(&b, e)
+	for what, out := range map[string]string{"journal show": b.String(), "journal list": entryLine(e)} {
+		if strings.ContainsAny(out, "\x1b\u3164") {
+			t.Errorf("%s prints the host's or the client's words raw:\n%q", what, out)
+		}
+		if !strings.Contains(out, "@evil.example:22") {
+			t.Errorf("%s does not name the host the command went to:\n%s", what, out)
+		}
+	}
+	ctl := &api.JournalEntry{ID: "J1", Kind: "exec", Command: []byte("rm -rf /srv/app\x01")}
+	lit := &api.JournalEntry{ID: "J1", Kind: "exec", Command: []byte(`"rm -rf /srv/app\x01"`)}
+	if a, b := entryLine(ctl), entryLine(lit); a == b || !strings.HasSuffix(a, ` rm -rf /srv/app\x01`) {
+		t.Errorf("journal list shows two commands as %q and %q", a, b)
+	}
+	var sa, sb bytes.Buffer
+	printEntry(&sa, ctl)
+	printEntry(&sb, lit)
+	if sa.String() == sb.String() || !strings.Contains(sa.String(), `command   exec rm -rf /srv/app\x01 `) {
+		t.Errorf("journal show shows two commands as\n%s\nand\n%s", sa.String(), sb.String())
 	}
 }

@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/safetext"
 )
@@ -159,8 +161,19 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 	return usagef("journal: unknown subcommand %q", sub)
 }
 
+// targetText is user@host:port with each part escaped and cut on its own,
+// so that a long user name (the client's claim) cannot push the host out
+// of sight; a user name holding "@" or ":" is quoted.
+func targetText(t journal.Target) string {
+	user := shown(t.User)
+	if strings.ContainsAny(t.User, "@:") {
+		user = safetext.Quote(t.User, safetext.Name)
+	}
+	return user + "@" + shown(t.Host) + ":" + strconv.Itoa(t.Port)
+}
+
 func entryLine(e *api.JournalEntry) string {
-	return fmt.Sprintf("%s  %-41s  %-9s  %s  %s %s", e.ID, e.Status(), exitText(e), e.Started.Local().Format(timeLayout), shown(e.Target.String()), safetext.Field(e.CommandText(), safetext.Command))
+	return fmt.Sprintf("%s  %-41s  %-9s  %s  %s %s", e.ID, e.Status(), exitText(e), e.Started.Local().Format(timeLayout), targetText(e.Target), safetext.Field(string(e.Command), safetext.Command))
 }
 
 // exitText is how an entry ended, in a word or two: "exit 0",
@@ -168,7 +181,7 @@ func entryLine(e *api.JournalEntry) string {
 func exitText(e *api.JournalEntry) string {
 	switch x := e.End; {
 	case x != nil && x.Signal != "":
-		return "signal " + x.Signal
+		return "signal " + shown(x.Signal)
 	case x != nil && x.Outcome == api.OutcomeExited:
 		return fmt.Sprintf("exit %d", x.ExitStatus)
 	case x != nil:
@@ -182,8 +195,8 @@ func exitText(e *api.JournalEntry) string {
 
 func printEntry(out io.Writer, e *api.JournalEntry) {
 	fmt.Fprintf(out, "entry     %s\nstatus    %s\n", e.ID, e.Status())
-	fmt.Fprintf(out, "target    %s (host key %s)\n", shown(e.Target.String()), e.Target.HostKey)
-	fmt.Fprintf(out, "command   %s %s (sha256 %s)\n", e.Kind, safetext.Escape(e.CommandText()), e.CommandSHA256)
+	fmt.Fprintf(out, "target    %s (host key %s)\n", targetText(e.Target), e.Target.HostKey)
+	fmt.Fprintf(out, "command   %s %s (sha256 %s)\n", e.Kind, safetext.Escape(string(e.Command)), e.CommandSHA256)
 	fmt.Fprintf(out, "requester %s\n", safetext.Field(e.Requester, safetext.Line))
 	fmt.Fprintf(out, "approval  %s\n", e.Approval)
 	fmt.Fprintf(out, "started   %s", e.Started.Local().Format(time.RFC3339))
@@ -206,7 +219,7 @@ func printEntry(out io.Writer, e *api.JournalEntry) {
 		case api.OutcomeExited:
 			fmt.Fprintf(out, " %d", x.ExitStatus)
 		case api.OutcomeSignaled:
-			fmt.Fprintf(out, " %s", x.Signal)
+			fmt.Fprintf(out, " %s", shown(x.Signal))
 		}
 		if x.ErrorMsg != "" {
 			fmt.Fprintf(out, " (%s)", safetext.Field(x.ErrorMsg, safetext.Line))

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/safetext"
 )
 
 const statusUsage = `Usage: postern status [--json] [--socket PATH]
@@ -27,23 +28,31 @@ func cmdStatus(args []string, out, errw io.Writer) error {
 	if *asJSON {
 		return printJSON(out, st)
 	}
+	printStatus(out, st)
+	return nil
+}
+
+// printStatus prints st for a person. The pending changes, the reload
+// error and the restored policy's note quote the config file, which a run
+// may have written: they are escaped.
+func printStatus(out io.Writer, st *api.Status) {
 	fmt.Fprintf(out, "gateway   pid %d, boot id %s, started %s\n", st.PID, st.BootID, st.Started)
 	fmt.Fprintf(out, "socket    %s\n", st.Socket)
 	fmt.Fprintf(out, "vault     %s (epoch %d) %s\n", st.Vault.State, st.Vault.Epoch, st.Vault.Path)
 	fmt.Fprintf(out, "config    %s (approval: %s)\n", st.Config.Path, st.Config.Approval)
 	for _, c := range st.Config.Pending {
-		fmt.Fprintf(out, "          waiting for approval (postern approve), the stricter policy in force: %s\n", c)
+		fmt.Fprintf(out, "          waiting for approval (postern approve), the stricter policy in force: %s\n", safetext.Field(c, safetext.Line))
 	}
 	if st.Config.Restored != "" {
-		fmt.Fprintf(out, "          %s\n", st.Config.Restored)
+		fmt.Fprintf(out, "          %s\n", safetext.Field(st.Config.Restored, safetext.Line))
 	}
 	if st.Askpass.Error != "" {
-		fmt.Fprintf(out, "askpass   off: %s\n", st.Askpass.Error)
+		fmt.Fprintf(out, "askpass   off: %s\n", safetext.Field(st.Askpass.Error, safetext.Line))
 	} else if st.Askpass.Path != "" {
 		fmt.Fprintf(out, "askpass   %s (sha256 %.12s, pinned at start)\n", st.Askpass.Path, st.Askpass.SHA256)
 	}
 	if st.Config.Error != "" {
-		fmt.Fprintf(out, "          last reload failed, previous policy in force: %s\n", st.Config.Error)
+		fmt.Fprintf(out, "          last reload failed, previous policy in force: %s\n", safetext.Field(st.Config.Error, safetext.Line))
 	}
 	switch {
 	case st.Audit.Enabled:
@@ -75,7 +84,7 @@ func cmdStatus(args []string, out, errw io.Writer) error {
 		if b.Refusing == "" {
 			fmt.Fprintf(out, "bastion   serving; journal %s\n", b.Journal)
 		} else {
-			fmt.Fprintf(out, "bastion   REFUSING commands since %s: %s\n", b.Since, b.Refusing)
+			fmt.Fprintf(out, "bastion   REFUSING commands since %s: %s\n", b.Since, safetext.Field(b.Refusing, safetext.Line))
 			if b.Damaged {
 				fmt.Fprintln(out, "          the damaged journal is kept as it is; \"postern journal new\" keeps it aside and starts a new one")
 			}
@@ -86,7 +95,6 @@ func cmdStatus(args []string, out, errw io.Writer) error {
 	if !st.LastNoApprover.IsZero() {
 		fmt.Fprintf(out, "          last refused for want of an approver (no_approver) at %s\n", st.LastNoApprover.Local().Format(timeLayout))
 	}
-	return nil
 }
 
 // printApprovers says where cards will appear.
