@@ -309,6 +309,10 @@ func chainText(chain []ProcessView) string {
 			continue
 		}
 		n := field(p.Name)
+		if strings.Contains(p.Name, "←") {
+			// A name holding the arrow would pose as several processes.
+			n = safetext.Quote(p.Name, safetext.Name)
+		}
 		if i == 0 || i == len(chain)-1 {
 			n += " (" + itoa(p.PID) + ")"
 		}

@@ -131,3 +131,38 @@ func TestCardChainIsBoundedAndCommandComesFirst(t *testing.T) {
 		t.Fatalf("a short chain: %s", short)
 	}
 }
+
+// A process name may hold the arrow that joins a chain: it is quoted, so
+// that one process never reads as several.
+func TestCardChainNameCannotPoseAsLinks(t *testing.T) {
+	posing := []ProcessView{{PID: 4121, Name: "ssh"}, {PID: 4000, Name: "git ← bash ← sshd"}, {PID: 3988, Name: "claude"}}
+	real := []ProcessView{{PID: 4121, Name: "ssh"}, {PID: 4000, Name: "git"}, {PID: 3990, Name: "bash"}, {PID: 3989, Name: "sshd"}, {PID: 3988, Name: "claude"}}
+	if a, b := chainText(posing), chainText(real); a == b || strings.Count(a, " ← ") != 2+2 || !strings.Contains(a, `"git ← bash ← sshd"`) {
+		t.Fatalf("a chain of 3 processes reads %q, one of 5 %q", a, b)
+	}
+}
+
+// An answer covers what its card showed: a policy change the card shows
+// cut (a path whose end, past the card's line, is "../../.ssh") cannot be
+// approved, and the card says so; it can be denied.
+func TestPolicyChangeShownCutCannotBeApproved(t *testing.T) {
+	w := newWorld(t)
+	long := "[run] read_write added: /home/u/src/project/" + strings.Repeat("./", 500) + "../../../.ssh"
+	applied := false
+	id := w.e.ProposePolicy([]string{"approval: session → none", long}, func() error { applied = true; return nil })
+	cards, _ := w.e.Cards()
+	if len(cards) != 1 || cards[0].ID != id {
+		t.Fatalf("cards: %+v", cards)
+	}
+	if text := cards[0].Text(); !strings.Contains(text, "longer than a card shows (change 2 of 2") {
+		t.Fatalf("the card does not say its change is cut:\n%s", text)
+	}
+	err := w.e.Answer(id, Answer{Verdict: VerdictOnce, Subject: -1, Approver: "test"}, w.f.Peer(30))
+	if err == nil || applied {
+		t.Fatalf("a policy change shown cut was approved (err %v, applied %v)", err, applied)
+	}
+	w.answer(id, VerdictDeny, 30)
+	if applied {
+		t.Fatal("a denied change was applied")
+	}
+}

@@ -66,6 +66,9 @@ func (e *Engine) WithdrawPolicy() {
 func (e *Engine) answerPolicy(c *Card, a Answer, approver *procid.Peer) error {
 	approves := a.Verdict == VerdictOnce || a.Verdict == VerdictSession
 	if approves {
+		if cut := c.View.cutChange(); cut != "" {
+			return fmt.Errorf("refused: a change is longer than a card shows (%s); an approval covers what its card showed: shorten it in the config file, or deny", cut)
+		}
 		if approver == nil {
 			return fmt.Errorf("%w: a policy change is approved only on the console", ErrUnverified)
 		}
@@ -102,6 +105,20 @@ func (v *CardView) policyText() string {
 	for _, c := range v.Changes {
 		fmt.Fprintf(&b, "  - %s\n", safetext.Field(c, safetext.Line))
 	}
+	if cut := v.cutChange(); cut != "" {
+		fmt.Fprintf(&b, "A change is longer than a card shows (%s): this card can only be denied; shorten it in the config file.\n", cut)
+	}
 	fmt.Fprintf(&b, "Card %s, %s (created %s)", v.ID, v.Reason, v.Created.Local().Format(time.TimeOnly))
 	return b.String()
+}
+
+// cutChange names the first change of a policy card that the card shows
+// cut, or is "" when it shows them all whole.
+func (v *CardView) cutChange() string {
+	for i, c := range v.Changes {
+		if !safetext.Whole(c, safetext.Line) {
+			return fmt.Sprintf("change %d of %d, %d bytes", i+1, len(v.Changes), len(c))
+		}
+	}
+	return ""
 }
