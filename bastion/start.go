@@ -42,7 +42,8 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 		Marker:        kind == journal.KindExec && s.markersFor(info.target.Host),
 	}
 	// Counted as being decided from its decision (decide) until it is
-	// sent (s.running.add) or refused.
+	// sent (s.running.add) or refused (s.running.done, before the client
+	// is told: it may send the same command again at once).
 	defer s.running.done(e)
 	log := s.cfg.Log.With("target", info.target.String())
 	// An approval covers what its card showed, and a card shows a command
@@ -70,6 +71,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 	}
 	switch {
 	case d != nil && !d.Allow:
+		s.running.done(e)
 		log.Info("bastion: command denied", "reason", d.Reason)
 		if e.RetryOf != "" {
 			// Not journaled: the earlier entry keeps its unknown outcome
@@ -83,6 +85,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 		}
 		return
 	case err != nil:
+		s.running.done(e)
 		log.Warn("bastion: command not started", "err", err)
 		if e.RetryOf == "" && ss.journalStart(req, e) {
 			s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
@@ -97,6 +100,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 	// Only for someone waiting: the answer may have come after the client
 	// left.
 	if err := ss.stillWaiting(); err != nil {
+		s.running.done(e)
 		log.Info("bastion: command not sent", "err", err)
 		if e.RetryOf == "" && ss.journalStart(req, e) {
 			s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
@@ -179,6 +183,8 @@ func (ss *session) journalStart(req *gossh.Request, e *journal.Entry) bool {
 	if err == nil {
 		return true
 	}
+	// Not under way any more: an identical command asks as if it never was.
+	ss.s.running.done(e)
 	var ue *journal.UnresolvedError
 	if errors.As(err, &ue) {
 		ss.refuse(req, ue.Error()+"; "+resolveAdvice(ue.Entry.ID)+", or approve a retry", ExitDenied)
