@@ -99,7 +99,8 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 	// A denial only lowers authority: anyone may give it.
 	if approver != nil && approves {
 		within := []*procid.Process{&c.req.Requester.Process, &subj.Process}
-		if err := e.outside(approver, "card "+id, within, []int{subj.launcherSession()}); err != nil {
+		sessions := append(e.launcherSessionsOf(c.chain), subj.launcherSession())
+		if err := e.outside(approver, "card "+id, within, sessions); err != nil {
 			return err
 		}
 	}

@@ -68,6 +68,29 @@ func (e *Engine) OutsideRuns(approver *procid.Peer, what string) error {
 	return e.outside(approver, what, within, sessions)
 }
 
+// launcherSessionsOf returns the launcher sessions (Run.launcherSession)
+// of the live runs whose process is in chain: a card for a request that
+// came another way than the run's socket (the bastion, the main socket)
+// is refused an answer from them too.
+func (e *Engine) launcherSessionsOf(chain procid.Chain) []int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []int
+	for _, run := range e.runs {
+		s := run.launcherSession()
+		if s == 0 || run.Ended() != "" {
+			continue
+		}
+		for i := range chain {
+			if chain[i].PID == run.Process.PID && chain[i].StartTicks == run.Process.StartTicks {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // Errors of the approver checks.
 var (
 	ErrInsideRun  = errors.New("refused: an answer cannot come from inside a confined run (its user, pid or mount namespace, or one nested in them)")

@@ -372,6 +372,66 @@ func TestLaunchersSessionRefused(t *testing.T) {
 	}
 }
 
+// startLaunchedRun starts a run as "postern run" (pid 5, in terminal
+// session 50) launches claude (pid 10, in a session of its own), and puts
+// an approver in the launcher's session (pid 17).
+func startLaunchedRun(t *testing.T, w *world) *Run {
+	t.Helper()
+	w.f.SetSession(5, 1, 90, 50, w.f.Exe("postern", "postern"), "postern", "run", "--", "claude")
+	w.f.SetSession(10, 5, 100, 10, w.f.Exe("claude", "claude"), "claude")
+	run := w.e.PrepareRun("", w.f.Peer(5).Process, func(id string) string { return "/sock." + id })
+	if _, err := w.e.StartRun(run.ID, 10, w.f.Peer(5), confine.Level{}); err != nil {
+		t.Fatal(err)
+	}
+	w.f.SetSession(17, 1, 170, 50, w.f.Exe("postern", "postern"), "postern", "approve")
+	return run
+}
+
+// The launcher's session stays the run's after a gateway restart: the
+// restored run refuses answers and approver-only acts from it, as it did.
+func TestLaunchersSessionRefusedAfterARestart(t *testing.T) {
+	w := newWorld(t)
+	startLaunchedRun(t, w)
+	w.e.Stop()
+	cfg := w.cfg
+	cfg.BootID = "boot-2"
+	w.e = NewEngine(cfg)
+	restored := w.e.Restore()
+	if len(restored) != 1 {
+		t.Fatalf("restored %d runs, want 1", len(restored))
+	}
+	ch := w.decide(w.runReq(restored[0], 13))
+	c := w.card()
+	if err := w.e.Answer(c.ID, Answer{Verdict: VerdictOnce, Subject: -1}, w.f.Peer(17)); !errors.Is(err, ErrSameSession) {
+		t.Fatalf("after a restart, an approver in the launcher's session: %v", err)
+	}
+	if err := w.e.OutsideRuns(w.f.Peer(17), "test"); !errors.Is(err, ErrSameSession) {
+		t.Fatalf("after a restart, an approver-only act from the launcher's session: %v", err)
+	}
+	w.answer(c.ID, VerdictDeny, 30)
+	got(t, ch)
+}
+
+// A request of the run's process that comes another way than the run's
+// socket (through the bastion, or the main socket) is refused an answer
+// from the launcher's session too.
+func TestLaunchersSessionRefusedOnCardsOfItsProcesses(t *testing.T) {
+	w := newWorld(t)
+	startLaunchedRun(t, w)
+	w.f.Set(13, 10, 130, w.f.Exe("ssh", "ssh"), "ssh", "prod")
+	for _, kind := range []ChannelKind{ChannelBastion, ChannelAgent} {
+		r := w.req(13)
+		r.Channel = Channel{Kind: kind}
+		ch := w.decide(r)
+		c := w.card()
+		if err := w.e.Answer(c.ID, Answer{Verdict: VerdictOnce, Subject: -1}, w.f.Peer(17)); !errors.Is(err, ErrSameSession) {
+			t.Fatalf("%s card of the run's process, an approver in the launcher's session: %v", kind, err)
+		}
+		w.answer(c.ID, VerdictDeny, 30)
+		got(t, ch)
+	}
+}
+
 func TestSelfApprovalRefused(t *testing.T) {
 	w := newWorld(t)
 	ch := w.decide(w.req(13))

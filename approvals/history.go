@@ -38,6 +38,9 @@ type Past struct {
 	// Confinement and NS are the run's, kept with its socket.
 	Confinement confine.Level     `json:"confinement,omitzero"`
 	NS          procid.Namespaces `json:"namespaces,omitzero"`
+	// LauncherSession is the terminal session "postern run" launched the
+	// run from: answers from it stay refused after a restart.
+	LauncherSession int `json:"launcher_session,omitempty"`
 }
 
 // maxPast bounds the display context kept.
@@ -47,7 +50,7 @@ func pastOf(bootID string, r *Run, g *Grant, reason audit.Reason, now time.Time)
 	p := Past{
 		BootID: bootID, Run: r.ID, Label: r.Label, PID: r.Process.PID, Start: r.Process.StartTicks,
 		Exe: r.Process.Exe.Path, ExeHash: r.Process.Exe.Hash(), ExeDev: r.Process.Exe.Dev, ExeIno: r.Process.Exe.Ino,
-		Reason: reason, Ended: now, Confinement: r.Confinement, NS: r.NS,
+		Reason: reason, Ended: now, Confinement: r.Confinement, NS: r.NS, LauncherSession: r.launcherSession(),
 	}
 	if g != nil {
 		p.Key, p.Dest, p.DestNames = g.Key.Fingerprint, g.Dest, g.DestNames

@@ -200,6 +200,7 @@ func (e *Engine) Restore() []*Run {
 		run := &Run{
 			ID: newRunID(), Label: p.Label, Nonce: randomHex(16), Process: pin.Process, Argv: e.procs.Argv(p.PID),
 			Launched: true, Socket: p.Socket, Started: e.now(), PrevBoot: p.BootID, pin: pin,
+			preparer: procid.Process{Session: p.LauncherSession},
 		}
 		if ns, err := pin.Namespaces(); err == nil && p.NS.Known() && ns == p.NS {
 			run.Confinement, run.NS = p.Confinement, ns
