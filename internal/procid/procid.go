@@ -199,17 +199,22 @@ const clockTicks = 100
 type Chain []Process
 
 // String renders the chain as people read it: "ssh (4121) ← git ← bash ←
-// claude (3988)". The first and last entries carry their pids.
+// claude (3988)". The first and last entries carry their pids. A name
+// holding the arrow is quoted (strconv.Quote), so that one process never
+// reads as several.
 func (c Chain) String() string {
 	var b strings.Builder
 	for i := range c {
 		if i > 0 {
 			b.WriteString(" ← ")
 		}
+		name := c[i].Name()
+		if strings.Contains(name, "←") {
+			name = strconv.Quote(name)
+		}
+		b.WriteString(name)
 		if i == 0 || i == len(c)-1 {
-			b.WriteString(c[i].String())
-		} else {
-			b.WriteString(c[i].Name())
+			b.WriteString(" (" + strconv.Itoa(c[i].PID) + ")")
 		}
 	}
 	return b.String()
