@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/safetext"
 )
@@ -164,16 +163,16 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 // targetText is user@host:port with each part escaped and cut on its own,
 // so that a long user name (the client's claim) cannot push the host out
 // of sight; a user name holding "@" or ":" is quoted.
-func targetText(t journal.Target) string {
-	user := shown(t.User)
-	if strings.ContainsAny(t.User, "@:") {
-		user = safetext.Quote(t.User, safetext.Name)
+func targetText(e *api.JournalEntry) string {
+	user := shown(e.Target.User)
+	if strings.ContainsAny(e.Target.User, "@:") {
+		user = safetext.Quote(e.Target.User, safetext.Name)
 	}
-	return user + "@" + shown(t.Host) + ":" + strconv.Itoa(t.Port)
+	return user + "@" + shown(e.Target.Host) + ":" + strconv.Itoa(e.Target.Port)
 }
 
 func entryLine(e *api.JournalEntry) string {
-	return fmt.Sprintf("%s  %-41s  %-9s  %s  %s %s", e.ID, e.Status(), exitText(e), e.Started.Local().Format(timeLayout), targetText(e.Target), safetext.Field(string(e.Command), safetext.Command))
+	return fmt.Sprintf("%s  %-41s  %-9s  %s  %s %s", e.ID, e.Status(), exitText(e), e.Started.Local().Format(timeLayout), targetText(e), safetext.Field(string(e.Command), safetext.Command))
 }
 
 // exitText is how an entry ended, in a word or two: "exit 0",
@@ -195,7 +194,7 @@ func exitText(e *api.JournalEntry) string {
 
 func printEntry(out io.Writer, e *api.JournalEntry) {
 	fmt.Fprintf(out, "entry     %s\nstatus    %s\n", e.ID, e.Status())
-	fmt.Fprintf(out, "target    %s (host key %s)\n", targetText(e.Target), e.Target.HostKey)
+	fmt.Fprintf(out, "target    %s (host key %s)\n", targetText(e), e.Target.HostKey)
 	fmt.Fprintf(out, "command   %s %s (sha256 %s)\n", e.Kind, safetext.Escape(string(e.Command)), e.CommandSHA256)
 	fmt.Fprintf(out, "requester %s\n", safetext.Field(e.Requester, safetext.Line))
 	fmt.Fprintf(out, "approval  %s\n", e.Approval)
