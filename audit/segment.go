@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/postern/postern/internal/atomicfile"
+	"github.com/postern/postern/internal/smallfile"
 )
 
 // A version 2 log is a series of segments, modelled on etcd's write-ahead
@@ -93,11 +94,19 @@ type segRef struct {
 	r     io.Reader
 }
 
+// open opens the segment to read it. Anything but a regular file (a FIFO
+// nobody writes to, a link to /dev/zero: a program with the person's uid
+// may put either where a segment was) is an error that names it, never a
+// read that waits or goes on for ever.
 func (s *segRef) open() (io.ReadCloser, error) {
 	if s.path == "" {
 		return io.NopCloser(s.r), nil
 	}
-	return os.Open(s.path)
+	f, _, err := smallfile.Open(s.path)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // logSegments lists the segments of the log at path, in order, from segment
@@ -184,7 +193,7 @@ func openSegment(path string, index int, off int64, prealloc bool) (*segment, er
 // there: its first maxWrite bytes are zero (a write into a segment starts
 // at its beginning, and a crash leaves at most one write).
 func isSpare(name string) (bool, error) {
-	f, err := os.Open(name)
+	f, _, err := smallfile.Open(name)
 	if err != nil {
 		return false, err
 	}
