@@ -17,7 +17,7 @@ import (
 // scanner walks a log and keeps the state a writer needs to continue it.
 type scanner struct {
 	pin     *[32]byte
-	anchors map[uint64][32]byte
+	anchors map[uint64][][32]byte // every anchor given, by the record it names
 	anchorN []Anchor
 
 	// Callbacks for records that verified.
@@ -73,9 +73,11 @@ func newScanner(opts VerifyOptions) (*scanner, error) {
 			return nil, fmt.Errorf("anchor for seq %d has a malformed link %q", a.Seq, a.Link)
 		}
 		if sc.anchors == nil {
-			sc.anchors = map[uint64][32]byte{}
+			sc.anchors = map[uint64][][32]byte{}
 		}
-		sc.anchors[a.Seq] = [32]byte(l)
+		// Each anchor counts, though another names the same record (an
+		// audit.anchor beside the log, written by whoever rewrote it).
+		sc.anchors[a.Seq] = append(sc.anchors[a.Seq], [32]byte(l))
 		sc.anchorN = append(sc.anchorN, a)
 	}
 	return sc, nil
@@ -335,9 +337,11 @@ func (sc *scanner) record(f *frame) error {
 		sc.failAt(f, FindingBadType, "unknown record type %d", f.typ)
 		return nil
 	}
-	if want, ok := sc.anchors[f.seq]; ok && want != f.link {
-		sc.failAt(f, FindingAnchorMismatch, "the chain head after this record differs from the anchor recorded for it: the log was rewritten from here back, or forked")
-		return nil
+	for _, want := range sc.anchors[f.seq] {
+		if want != f.link {
+			sc.failAt(f, FindingAnchorMismatch, "the chain head after this record differs from an anchor recorded for it (%x): the log was rewritten from here back, or forked", want[:8])
+			return nil
+		}
 	}
 	if sc.onFrame != nil {
 		if err := sc.onFrame(f); err != nil {

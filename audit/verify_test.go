@@ -302,6 +302,15 @@ func TestUnsealedTailRewriteIsNotDetectable(t *testing.T) {
 	opts.Anchors = []Anchor{head}
 	expectFailure(t, verifyBytes(t, b, opts), FindingAnchorMismatch, uint64(n-1), -1)
 	expectFailure(t, verifyBytes(t, join(recs[:n-2]), opts), FindingTruncated, uint64(n-2), -1)
+	// Every anchor counts, though another names the same record: the
+	// head of the rewritten log, written beside it as audit.anchor, does
+	// not stand in for the person's own copy of the honest head.
+	forgedHead := *verifyBytes(t, b, tl.pin()).Head
+	opts.Anchors = []Anchor{head, forgedHead}
+	expectFailure(t, verifyBytes(t, b, opts), FindingAnchorMismatch, uint64(n-1), -1)
+	opts.Anchors = []Anchor{forgedHead, head}
+	expectFailure(t, verifyBytes(t, orig, opts), FindingAnchorMismatch, uint64(n-1), -1)
+	opts.Anchors = []Anchor{head}
 	// An anchor of another log: this log was put in its place.
 	other := head
 	other.LogID = strings.Repeat("ab", 16)
