@@ -86,7 +86,7 @@ func (c *conn) visible() ([]*Identity, error) {
 	ids = c.withUpstream(ids)
 	out := ids[:0:0]
 	for _, id := range ids {
-		if _, dest := c.srv.Keys.Constraints(id); permitted(dest, c.binds.list, "") == nil {
+		if _, dest := c.srv.Keys.Constraints(id); permitted(dest, c.binds.list, nil) == nil {
 			out = append(out, id)
 		}
 	}
@@ -276,5 +276,5 @@ func (c *conn) checkBinding(dest []DestConstraint, sd *signData) error {
 	case len(c.binds.list) > 1 && sd.hostKey == nil:
 		return errors.New("destination-restricted key: forwarded connection without a host key in the request")
 	}
-	return permitted(dest, c.binds.list, sd.user)
+	return permitted(dest, c.binds.list, &sd.user)
 }

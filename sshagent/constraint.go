@@ -149,8 +149,8 @@ func (h *Hop) matches(key ssh.PublicKey) bool {
 }
 
 // permits finds a constraint that allows the hop from -> to (from nil for
-// the first hop) for user ("" when not signing).
-func permits(cs []DestConstraint, from, to ssh.PublicKey, user string) bool {
+// the first hop) for user (nil when not signing; an empty name is a name).
+func permits(cs []DestConstraint, from, to ssh.PublicKey, user *string) bool {
 	for i := range cs {
 		c := &cs[i]
 		if from == nil {
@@ -163,8 +163,8 @@ func permits(cs []DestConstraint, from, to ssh.PublicKey, user string) bool {
 		if to != nil && !c.To.matches(to) {
 			continue
 		}
-		if user != "" && c.To.User != "" {
-			if ok, _ := path.Match(c.To.User, user); !ok {
+		if user != nil && c.To.User != "" {
+			if ok, _ := path.Match(c.To.User, *user); !ok {
 				continue
 			}
 		}
@@ -176,10 +176,11 @@ func permits(cs []DestConstraint, from, to ssh.PublicKey, user string) bool {
 // permitted applies ssh-agent's rules for a destination-constrained key on
 // a connection with the given bindings: every hop recorded by
 // session-bind must be allowed by a constraint; only the last hop may be
-// used to authenticate (user set); earlier hops must be forwarding ones.
-// With user == "" (listing keys), a connection whose last hop forwards
-// only shows keys that may be used beyond that hop.
-func permitted(cs []DestConstraint, bs []Binding, user string) error {
+// used to authenticate (user set, though to an empty name); earlier hops
+// must be forwarding ones. With user nil (listing keys), a connection
+// whose last hop forwards only shows keys that may be used beyond that
+// hop.
+func permitted(cs []DestConstraint, bs []Binding, user *string) error {
 	if len(cs) == 0 || len(bs) == 0 {
 		return nil
 	}
@@ -188,10 +189,10 @@ func permitted(cs []DestConstraint, bs []Binding, user string) error {
 		if i > 0 {
 			from = bs[i-1].HostKey
 		}
-		testUser := ""
+		var testUser *string
 		if i == len(bs)-1 {
 			testUser = user
-			if bs[i].Forwarding && user != "" {
+			if bs[i].Forwarding && user != nil {
 				return errors.New("tried to sign on a forwarding hop")
 			}
 		} else if !bs[i].Forwarding {
@@ -202,7 +203,7 @@ func permitted(cs []DestConstraint, bs []Binding, user string) error {
 		}
 	}
 	last := bs[len(bs)-1]
-	if last.Forwarding && user == "" && !permits(cs, last.HostKey, nil, "") {
+	if last.Forwarding && user == nil && !permits(cs, last.HostKey, nil, nil) {
 		return errors.New("key permitted at the host but not beyond it")
 	}
 	return nil

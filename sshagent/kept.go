@@ -13,7 +13,9 @@ package sshagent
 // An add of the private key itself replaces them (whoever holds it can
 // sign without postern), and lifts them when it carries none. A key whose
 // private half is in a token or a security key (ssh-add -s, an sk- key)
-// only adds to them: its adder need not hold anything.
+// only adds to them: its adder need not hold anything. Its confirmation
+// adds to the kept one; its destinations count only where none are kept,
+// and where some are, the copy is used under those.
 
 // keptConstraints are the constraints kept for a key.
 type keptConstraints struct {
@@ -29,8 +31,11 @@ func (k *Keyring) keepLocked(id *Identity) {
 	if id.Provider != "" || id.sk != nil {
 		old := k.kept[key]
 		c.confirm = c.confirm || old.confirm
-		if len(c.dest) == 0 {
+		if len(old.dest) > 0 {
+			// Kept as they were, and this copy is used under them too:
+			// a restriction of its own would lift them.
 			c.dest = old.dest
+			id.Dest = old.dest
 		}
 	}
 	if !c.confirm && len(c.dest) == 0 {

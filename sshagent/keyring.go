@@ -118,7 +118,10 @@ func (k *Keyring) AddRecorded(id *Identity, record func() error) error {
 	if id.Source == Added && id.Expires.IsZero() && k.DefaultLifetime > 0 {
 		id.Expires = k.now().Add(k.DefaultLifetime)
 	}
-	err := k.roomFor(id)
+	err := k.replaceable(id)
+	if err == nil {
+		err = k.roomFor(id)
+	}
 	if err == nil {
 		err = k.arm(id)
 	}
@@ -152,6 +155,28 @@ func (k *Keyring) AddRecorded(id *Identity, record func() error) error {
 		return nil
 	}
 	k.ids = append(k.ids, id)
+	return nil
+}
+
+// ErrNotTheRunsKey refuses a run's add of a key the person or another
+// run added.
+var ErrNotTheRunsKey = errors.New("the key was added by the person or another run; a run's socket cannot replace it")
+
+// replaceable reports whether id, added through a run's socket, may
+// replace the added copy of its key: only when that run added it. A run
+// that replaced the person's copy would drop its constraints (a touch)
+// and make the key its own, to remove; a security key's add takes only
+// its public half. The caller holds the lock.
+func (k *Keyring) replaceable(id *Identity) error {
+	if id.Source != Added || id.Run == "" {
+		return nil
+	}
+	blob := id.Blob()
+	for _, o := range k.ids {
+		if o.Source == Added && o.Run != id.Run && bytes.Equal(o.Blob(), blob) {
+			return ErrNotTheRunsKey
+		}
+	}
 	return nil
 }
 

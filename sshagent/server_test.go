@@ -596,17 +596,7 @@ func TestRestrictDestination(t *testing.T) {
 	_, k, _ := ed25519.GenerateKey(rand.Reader)
 	pub, _ := ssh.NewPublicKey(k.Public())
 	allowed, denied := newHost(t), newHost(t)
-	hop := func(user, host string, keys ...ssh.PublicKey) []byte {
-		b := ssh.Marshal(struct{ U, H, R string }{user, host, ""})
-		for _, k := range keys {
-			b = append(b, ssh.Marshal(struct {
-				K  []byte
-				CA bool
-			}{k.Marshal(), false})...)
-		}
-		return b
-	}
-	constraint := ssh.Marshal(struct{ From, To, R []byte }{hop("", ""), hop("", "allowed", allowed.PublicKey()), nil})
+	constraint := ssh.Marshal(struct{ From, To, R []byte }{destHop("", ""), destHop("", "allowed", allowed.PublicKey()), nil})
 	details := ssh.Marshal(struct{ C []byte }{constraint})
 	if err := ag.Add(agent.AddedKey{PrivateKey: k, ConstraintExtensions: []agent.ConstraintExtension{{ExtensionName: ExtRestrictDestination, ExtensionDetails: details}}}); err != nil {
 		t.Fatal(err)

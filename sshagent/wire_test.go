@@ -169,17 +169,7 @@ func TestUserPatternCap(t *testing.T) {
 	_, k, _ := ed25519.GenerateKey(rand.Reader)
 	host := newHost(t)
 	dest := func(user string) []byte {
-		hop := func(u, h string, key ssh.PublicKey) []byte {
-			b := ssh.Marshal(struct{ U, H, R string }{u, h, ""})
-			if key != nil {
-				b = append(b, ssh.Marshal(struct {
-					K  []byte
-					CA bool
-				}{key.Marshal(), false})...)
-			}
-			return b
-		}
-		c := ssh.Marshal(struct{ F, T, R []byte }{hop("", "", nil), hop(user, "h", host.PublicKey()), nil})
+		c := ssh.Marshal(struct{ F, T, R []byte }{destHop("", ""), destHop(user, "h", host.PublicKey()), nil})
 		return append([]byte{constrainExtension}, ssh.Marshal(struct {
 			N string
 			D []byte
