@@ -14,28 +14,34 @@ package sshagent
 // sign without postern), and lifts them when it carries none. A key whose
 // private half is in a token or a security key (ssh-add -s, an sk- key)
 // only adds to them: its adder need not hold anything. Its confirmation
-// adds to the kept one; its destinations count only where none are kept,
-// and where some are, the copy is used under those.
+// adds to the kept one. Its destinations replace the kept ones when the
+// person adds it (ssh-add -D, then ssh-add -h: OpenSSH's semantics), and
+// when the run that set them does; a run's add changes no destinations
+// it did not set: the copy is used under those kept.
 
 // keptConstraints are the constraints kept for a key.
 type keptConstraints struct {
 	confirm bool
 	dest    []DestConstraint
+	run     string // the run whose add set dest, "" for the person
 }
 
 // keepLocked records the constraints of id, an added identity. The caller
 // holds k.mu.
 func (k *Keyring) keepLocked(id *Identity) {
 	key := string(plainKey(id.Key).Marshal())
-	c := keptConstraints{confirm: id.Confirm, dest: id.Dest}
+	c := keptConstraints{confirm: id.Confirm, dest: id.Dest, run: id.Run}
 	if id.Provider != "" || id.sk != nil {
 		old := k.kept[key]
 		c.confirm = c.confirm || old.confirm
-		if len(old.dest) > 0 {
+		switch {
+		case len(old.dest) > 0 && id.Run != "" && id.Run != old.run:
 			// Kept as they were, and this copy is used under them too:
-			// a restriction of its own would lift them.
-			c.dest = old.dest
+			// a restriction of the run's own would lift them.
+			c.dest, c.run = old.dest, old.run
 			id.Dest = old.dest
+		case len(c.dest) == 0:
+			c.dest, c.run = old.dest, old.run
 		}
 	}
 	if !c.confirm && len(c.dest) == 0 {

@@ -64,9 +64,10 @@ func startServerWithProvider(t *testing.T) (*testServer, string) {
 }
 
 // A security key's adder need not hold anything but its public half and
-// a handle: an add of it adds to the person's destination restriction
-// (ssh-add -h) and never lifts it. A client that adds the same key again,
-// restricted to another host, does not get it used there.
+// a handle. The person's destination restriction (ssh-add -h) is kept for
+// the key after ssh-add -D, and a run that adds the key again, restricted
+// to another host, does not get it used there. The person may change it
+// (ssh-add -D, then ssh-add -h, as OpenSSH's agent-pkcs11-restrict does).
 func TestSecurityKeyAddedAgainKeepsItsRestriction(t *testing.T) {
 	ts, lib := startServerWithProvider(t)
 	pub, _, _ := ed25519.GenerateKey(rand.Reader)
@@ -75,18 +76,42 @@ func TestSecurityKeyAddedAgainKeepsItsRestriction(t *testing.T) {
 	toHost := func(h hostSigner) []byte {
 		return restrictTo([2][]byte{destHop("", ""), destHop("", "h", h.PublicKey())})
 	}
-	if r := roundTrip(t, ts.rawConn(t), append(skEd25519Add(pub, "ssh:", 0, lib), toHost(a)...)); r[0] != msgSuccess {
+	person := ts.rawConn(t)
+	if r := roundTrip(t, person, append(skEd25519Add(pub, "ssh:", 0, lib), toHost(a)...)); r[0] != msgSuccess {
 		t.Fatalf("the person's add: reply %d", r[0])
 	}
-	if r := roundTrip(t, ts.rawConn(t), append(skEd25519Add(pub, "ssh:", 0, lib), toHost(b)...)); r[0] != msgSuccess {
-		t.Fatalf("the add again: reply %d", r[0])
+	if r := roundTrip(t, person, []byte{msgRemoveAllIdentities}); r[0] != msgSuccess {
+		t.Fatalf("ssh-add -D: reply %d", r[0])
 	}
-	c := ts.rawConn(t)
-	roundTrip(t, c, extMsg(ExtSessionBind, b.bind([]byte("sid-B"), false)))
-	before := ts.dec.count()
-	roundTrip(t, c, append([]byte{msgSignRequest}, ssh.Marshal(signRequestMsg{KeyBlob: key.Marshal(), Data: userauth([]byte("sid-B"), "u", key, b.PublicKey())})...))
-	if ts.dec.count() != before {
-		t.Fatal("a sign request for a host the person's restriction forbids passed it, after an add of the same security key")
+	rc, err := net.Dial("unix", ts.serveRun(t, "R1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if r := roundTrip(t, rc, append(skEd25519Add(pub, "ssh:", 0, lib), toHost(b)...)); r[0] != msgSuccess {
+		t.Fatalf("the run's add: reply %d", r[0])
+	}
+	decidedFor := func(h hostSigner, sid string) bool {
+		c := ts.rawConn(t)
+		roundTrip(t, c, extMsg(ExtSessionBind, h.bind([]byte(sid), false)))
+		before := ts.dec.count()
+		roundTrip(t, c, append([]byte{msgSignRequest}, ssh.Marshal(signRequestMsg{KeyBlob: key.Marshal(), Data: userauth([]byte(sid), "u", key, h.PublicKey())})...))
+		return ts.dec.count() != before
+	}
+	if decidedFor(b, "sid-B") {
+		t.Fatal("a sign request for a host the person's restriction forbids passed it, after a run's add of the same security key")
+	}
+	if !decidedFor(a, "sid-A") {
+		t.Fatal("the person's restriction no longer lets the key sign for its own host")
+	}
+	if r := roundTrip(t, person, []byte{msgRemoveAllIdentities}); r[0] != msgSuccess {
+		t.Fatalf("ssh-add -D: reply %d", r[0])
+	}
+	if r := roundTrip(t, person, append(skEd25519Add(pub, "ssh:", 0, lib), toHost(b)...)); r[0] != msgSuccess {
+		t.Fatalf("the person's add for B: reply %d", r[0])
+	}
+	if !decidedFor(b, "sid-B2") {
+		t.Fatal("the person's own restriction to B, after ssh-add -D, does not let the key sign for B")
 	}
 }
 
