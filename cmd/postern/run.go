@@ -27,7 +27,7 @@ nonce and gives it its own SSH_AUTH_SOCK, which serves only COMMAND and its
 live descendants. Approvals for the run end when COMMAND exits. The label is
 shown to approvers; it grants nothing. The exit status is COMMAND's.
 
-On Linux the run is confined: its own user, mount and pid namespaces and
+On Linux the run is confined: its own user, mount, pid and IPC namespaces and
 Landlock. It sees only its own agent socket, not postern's control socket,
 state or runtime directories, nor the user's tmux, screen or D-Bus
 sockets, nor the unix sockets only the user may use (an ssh ControlMaster,

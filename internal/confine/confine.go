@@ -5,7 +5,7 @@
 //
 // # What a confined run sees (Linux)
 //
-// [Start] launches the program in new user, mount and pid namespaces,
+// [Start] launches the program in new user, mount, pid and IPC namespaces,
 // mapped to the caller's own uid and gid (no setuid helper is involved),
 // through a small helper: postern itself, re-executed as the namespaces'
 // first process. The helper arranges the mounts, restricts itself with

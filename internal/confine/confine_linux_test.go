@@ -130,6 +130,22 @@ func probe(op, arg string) error {
 			names = append(names, e.Name())
 		}
 		return fmt.Errorf("[%s]", strings.Join(names, " "))
+	case "shmread":
+		id, _ := strconv.Atoi(arg)
+		mem, err := unix.SysvShmAttach(id, 0, unix.SHM_RDONLY)
+		if err != nil {
+			return err
+		}
+		defer unix.SysvShmDetach(mem)
+		return fmt.Errorf("read %q", strings.TrimRight(string(mem[:16]), "\x00"))
+	case "keyread":
+		id, _ := strconv.Atoi(arg)
+		buf := make([]byte, 64)
+		n, err := unix.KeyctlBuffer(unix.KEYCTL_READ, id, buf, 0)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("read %q", buf[:min(n, len(buf))])
 	case "caps":
 		b, _ := os.ReadFile("/proc/self/status")
 		for l := range strings.SplitSeq(string(b), "\n") {
@@ -388,6 +404,50 @@ func probeArgs(p [][2]string) []string {
 		out = append(out, x[0])
 	}
 	return out
+}
+
+// The person's System V shared memory (an X11 client's images) and the
+// keys of the person's session keyring are out of a run's reach: it has
+// an IPC namespace and a session keyring of its own.
+func TestConfinedRunReachesNoIPCOrKeysOfThePerson(t *testing.T) {
+	need(t, "unshare")
+	s := newScenario(t, os.Getuid())
+	shm, err := unix.SysvShmGet(unix.IPC_PRIVATE, 4096, unix.IPC_CREAT|0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SysvShmCtl(shm, unix.IPC_RMID, nil)
+	mem, err := unix.SysvShmAttach(shm, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SysvShmDetach(mem)
+	copy(mem, "person's image")
+	// A session keyring of this thread's, which the run started from it
+	// would inherit; the thread ends with the test (never unlocked).
+	runtime.LockOSThread()
+	if _, err := unix.KeyctlJoinSessionKeyring("postern-confine-test"); err != nil {
+		t.Fatal(err)
+	}
+	key, err := unix.AddKey("user", "postern-confine-test", []byte("person's key"), unix.KEY_SPEC_SESSION_KEYRING)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probes := []string{"shmread:" + strconv.Itoa(shm), "keyread:" + strconv.Itoa(key)}
+	r, out := s.start(t, probes)
+	b, _ := io.ReadAll(out)
+	if _, err := r.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range probes {
+		op, arg, _ := strings.Cut(p, ":")
+		if l := p + "=" + result(probe(op, arg)); !strings.Contains(l, "read ") {
+			t.Fatalf("outside the run, %s: the test reaches nothing to hide", l)
+		}
+		if !strings.Contains(string(b), p+"=E") {
+			t.Errorf("inside the run, %s got:\n%s", p, b)
+		}
+	}
 }
 
 func TestConfinedRun(t *testing.T) {

@@ -196,9 +196,15 @@ func reap(pid int, untraced bool, exited chan<- exitReport, stops chan<- struct{
 }
 
 // restrictThread applies to the calling thread (and so to the program it
-// forks) no_new_privs, the Landlock rules, the seccomp filter, and drops
+// forks) a session keyring of its own, no_new_privs, the Landlock rules, the seccomp filter, and drops
 // every capability. It returns the Landlock ABI in force.
 func restrictThread(s *Spec) (int, error) {
+	// A session keyring of the run's own: the person's (Kerberos caches,
+	// ecryptfs passphrases) is out of reach; a kernel without keys has
+	// nothing to reach.
+	if _, _, e := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); e != 0 && e != unix.ENOSYS {
+		return 0, fmt.Errorf("a session keyring of its own: %w", e)
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return 0, fmt.Errorf("no_new_privs: %w", err)
 	}

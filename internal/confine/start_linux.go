@@ -109,7 +109,10 @@ func Start(s *Spec, stdin, stdout, stderr, tty *os.File) (*Run, error) {
 		Stderr:     stderr,
 		ExtraFiles: []*os.File{child},
 		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
+			// An IPC namespace of its own: the person's System V shared
+			// memory (X11 images), semaphores and message queues, and
+			// POSIX message queues, are out of reach.
+			Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC,
 			UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
 			GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
 			// Mounting and reporting the program's pid need these in the
