@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/smallfile"
 	"github.com/postern/postern/internal/vault"
 )
 
@@ -74,7 +75,7 @@ func anchorOf(v string) (api.AuditAnchor, error) {
 	if a, err := api.ParseAnchor(v); err == nil {
 		return a, nil
 	}
-	b, err := os.ReadFile(v)
+	b, err := smallfile.Read(v, 64<<10)
 	if err != nil {
 		return api.AuditAnchor{}, fmt.Errorf("%q is neither an anchor line nor a file holding one (%v)", v, err)
 	}

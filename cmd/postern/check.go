@@ -6,12 +6,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/smallfile"
 )
 
 const checkUsage = `Usage: postern check [--host NAME]... [--key KEY] [--exe PROGRAM]... [--forwarded] [--json] [--socket PATH]
@@ -77,10 +77,14 @@ func checkExe(name string) (api.CheckExe, error) {
 	if r, err := filepath.EvalSymlinks(p); err == nil {
 		p = r
 	}
-	b, err := os.ReadFile(p)
+	f, _, err := smallfile.Open(p)
 	if err != nil {
 		return api.CheckExe{}, fmt.Errorf("--exe %s: %w", name, err)
 	}
-	sum := sha256.Sum256(b)
-	return api.CheckExe{Path: p, SHA256: hex.EncodeToString(sum[:])}, nil
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return api.CheckExe{}, fmt.Errorf("--exe %s: %w", name, err)
+	}
+	return api.CheckExe{Path: p, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }

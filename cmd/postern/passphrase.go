@@ -11,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/postern/postern/internal/askpass"
+	"github.com/postern/postern/internal/smallfile"
 )
 
 // envPassphraseFile names a file holding the passphrase, like
@@ -41,6 +42,9 @@ func passphraseFrom(file, prompt string, ask func(string) ([]byte, error)) ([]by
 	return ask(prompt)
 }
 
+// errCannotAsk: no terminal and no askpass program to ask a person with.
+var errCannotAsk = errors.New("cannot read a passphrase: no terminal and no askpass program")
+
 // askPassphrase reads from the terminal, else through $SSH_ASKPASS.
 func askPassphrase(prompt string) ([]byte, error) {
 	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil {
@@ -58,7 +62,7 @@ func askPassphrase(prompt string) ([]byte, error) {
 	}
 	p, err := askpass.FromProcess().Passphrase(context.Background(), prompt)
 	if errors.Is(err, askpass.ErrUnavailable) {
-		return nil, withHint(errors.New("cannot read a passphrase: no terminal and no askpass program"), "use --passphrase-file or $"+envPassphraseFile)
+		return nil, withHint(errCannotAsk, "use --passphrase-file or $"+envPassphraseFile)
 	}
 	return p, err
 }
@@ -93,9 +97,17 @@ func askNewPassphrase(prompt string) ([]byte, error) {
 	return p, nil
 }
 
-// passphraseFromFile reads the first line of file.
+// maxPassphraseFile bounds a passphrase file: its first line is the
+// passphrase.
+const maxPassphraseFile = 64 << 10
+
+// passphraseFromFile reads the first line of file, a regular file (a FIFO
+// or a device is refused, not waited on or read for ever).
 func passphraseFromFile(file string) ([]byte, error) {
-	b, err := os.ReadFile(file)
+	b, err := smallfile.Read(file, maxPassphraseFile)
+	if errors.Is(err, smallfile.ErrTooLarge) {
+		return nil, fmt.Errorf("passphrase file %s: larger than %d KiB; the passphrase is its first line", file, maxPassphraseFile>>10)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("passphrase file: %w", err)
 	}

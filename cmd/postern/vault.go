@@ -15,6 +15,7 @@ import (
 
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/safetext"
+	"github.com/postern/postern/internal/smallfile"
 	"github.com/postern/postern/internal/vault"
 	"github.com/postern/postern/internal/xdg"
 )
@@ -199,7 +200,7 @@ func vaultAdd(args []string, out, errw io.Writer) error {
 // certificate beside a key (KEYFILE-cert.pub) goes with it, as ssh-add
 // does.
 func readKeyOrCert(c *api.VaultChange, file, comment string) error {
-	data, err := os.ReadFile(file)
+	data, err := smallfile.Read(file, maxKeyFile)
 	if err != nil {
 		return err
 	}
@@ -212,7 +213,12 @@ func readKeyOrCert(c *api.VaultChange, file, comment string) error {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	c.Add = append(c.Add, k)
-	if data, err := os.ReadFile(file + "-cert.pub"); err == nil {
+	data, err = smallfile.Read(file+"-cert.pub", maxKeyFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	default:
 		cert, ok := parseCertFile(data)
 		if !ok {
 			return fmt.Errorf("%s-cert.pub: not an OpenSSH certificate", file)
@@ -232,13 +238,21 @@ func parseCertFile(data []byte) (*ssh.Certificate, bool) {
 	return c, ok
 }
 
+// maxKeyFile bounds a private key or certificate file.
+const maxKeyFile = 1 << 20
+
 // readKeyFile reads the private key file's data, asking for its
 // passphrase when it is encrypted, as a key for the vault. Without a
-// comment, the file's own is kept, else its name.
+// comment, the file's own is kept, else its name. The key's passphrase is
+// asked for, never read from the vault's passphrase file.
 func readKeyFile(file string, data []byte, comment string) (vault.Key, error) {
 	defer clear(data)
 	priv, c, err := vault.ParsePrivateKeyFile(data, func() ([]byte, error) {
-		return readPassphrase("", "Enter passphrase for "+file+": ")
+		p, err := askPassphrase("Enter passphrase for " + file + ": ")
+		if errors.Is(err, errCannotAsk) {
+			return nil, withHint(errors.New("the private key is encrypted, and no terminal or askpass program can ask for its passphrase"), "add it from a terminal, or decrypt a copy first (ssh-keygen -p)")
+		}
+		return p, err
 	})
 	if err != nil {
 		return vault.Key{}, err
