@@ -56,6 +56,8 @@ func cmdApprove(args []string, out, errw io.Writer) error {
 			return err
 		}
 		switch {
+		case *list && (id != "" || *once || *session):
+			return usagef("approve: --list takes no card id, --once or --session")
 		case *list:
 		case id == "" && (*once || *session):
 			return usagef("approve: --once and --session need a card id")

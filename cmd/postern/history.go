@@ -145,6 +145,9 @@ func cmdActivity(args []string, out, errw io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if err := noOperands(fs)(); err != nil {
+		return err
+	}
 	opts, err := h.options("activity")
 	if err != nil {
 		return err

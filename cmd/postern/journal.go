@@ -79,6 +79,9 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if id != "" && (sub == "list" || sub == "follow" || sub == "new") {
+		return usagef("journal %s: unexpected argument %q", sub, id)
+	}
 	switch sub {
 	case "follow":
 		c, err := gatewayClient(*sock)

@@ -57,12 +57,21 @@ func cmdUnlock(args []string, out, errw io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if err := noOperands(fs)(); err != nil {
+		return err
+	}
 	if *forget {
 		return forgetKeychain(out)
 	}
 	c, err := gatewayClient(*sock)
 	if err != nil {
 		return err
+	}
+	// As lock of a locked vault does, unlock of an unlocked one succeeds,
+	// without asking for the passphrase.
+	if st, err := c.Status(context.Background()); err == nil && st.Vault.State == api.VaultUnlocked {
+		fmt.Fprintln(out, "already unlocked")
+		return nil
 	}
 	var a api.UnlockArgs
 	switch {

@@ -113,7 +113,19 @@ func run(args []string, out, errw io.Writer) int {
 	return report(out, errw, args[0], cmd(args[1:], out, errw))
 }
 
+const versionUsage = `Usage: postern version
+
+Print postern's version.
+`
+
 func cmdVersion(args []string, out, _ io.Writer) error {
+	fs := newFlags("version", versionUsage)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := noOperands(fs)(); err != nil {
+		return err
+	}
 	v := Version
 	if v == "" {
 		v = "(devel)"

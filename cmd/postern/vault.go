@@ -109,6 +109,9 @@ func vaultInit(args []string, out, errw io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if err := noOperands(fs)(); err != nil {
+		return err
+	}
 	p, err := kdfParams()
 	if err != nil {
 		return err
