@@ -2,6 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +104,38 @@ func TestJournalShowsHostsAndClientsWordsEscaped(t *testing.T) {
 	printEntry(&sb, lit)
 	if sa.String() == sb.String() || !strings.Contains(sa.String(), `command   exec rm -rf /srv/app\x01 `) {
 		t.Errorf("journal show shows two commands as\n%s\nand\n%s", sa.String(), sb.String())
+	}
+}
+
+// failingSecondPage serves one full page of journal entries, then fails.
+type failingSecondPage struct{ pages int }
+
+func (f *failingSecondPage) JournalPage(_ context.Context, a api.JournalArgs) ([]*api.JournalEntry, error) {
+	f.pages++
+	if f.pages > 1 {
+		return nil, errors.New("the gateway went away")
+	}
+	var page []*api.JournalEntry
+	for i := range a.Limit {
+		page = append(page, &api.JournalEntry{ID: fmt.Sprintf("J%04d", i), Kind: "exec", Command: []byte("true")})
+	}
+	return page, nil
+}
+
+func (f *failingSecondPage) JournalEntry(context.Context, string) (*api.JournalEntry, error) {
+	return nil, errors.New("not served")
+}
+
+// A JSON listing that fails after its first page says so: the array
+// printed is left unclosed (no JSON reader takes it for the whole
+// listing) and the error says it is incomplete.
+func TestJSONListingCutShortSaysSo(t *testing.T) {
+	var b bytes.Buffer
+	err := listJournal(context.Background(), &failingSecondPage{}, &b, "", 0, true)
+	if err == nil || !strings.Contains(err.Error(), "the gateway went away") || !strings.Contains(err.Error(), "the listing is incomplete") {
+		t.Fatalf("error: %v", err)
+	}
+	if json.Valid(b.Bytes()) || !strings.HasPrefix(b.String(), "[\n") {
+		t.Fatalf("the output of a listing cut short reads as a whole JSON array (or as none):\n%.200s", b.String())
 	}
 }

@@ -264,6 +264,8 @@ func sessionsHistory(out io.Writer, pfile string, offline, asJSON bool) error {
 		case n == 0:
 			w.WriteString("no session approval in the audit log\n")
 		}
+	} else {
+		err = arr.cut(err)
 	}
 	if ferr := w.Flush(); err == nil {
 		err = ferr

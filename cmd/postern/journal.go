@@ -285,6 +285,7 @@ func listJournal(ctx context.Context, src journalReader, out io.Writer, status s
 	})
 	switch {
 	case err != nil:
+		err = arr.cut(err)
 	case asJSON:
 		err = arr.close()
 	case n == 0:

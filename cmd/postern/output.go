@@ -113,6 +113,16 @@ func (a *jsonArray) add(v any) error {
 	return a.err
 }
 
+// cut says of err, which ended the listing, that the array printed so far
+// is incomplete: it is left unclosed, so that no JSON reader takes it for
+// the whole listing.
+func (a *jsonArray) cut(err error) error {
+	if err == nil || a.n == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (the JSON array printed stops at element %d, unclosed: the listing is incomplete)", err, a.n)
+}
+
 // close ends the array ("[]" when it is empty).
 func (a *jsonArray) close() error {
 	if a.err != nil {
