@@ -20,21 +20,21 @@ flags. Load it with
 // subcommands and flags of each command, for completion.
 var completionWords = map[string]string{
 	"agent":      "-a -c -D -d -k -P -s -t --ensure --upstream",
-	"run":        "--label --socket --",
+	"run":        "--label --no-sandbox --socket --",
 	"approve":    "--list --json --once --session --subject --line --socket",
 	"deny":       "--socket",
-	"sessions":   "--history --json --passphrase-file --socket",
+	"sessions":   "--history --json --offline --passphrase-file --socket",
 	"revoke":     "--all --socket",
-	"audit":      "verify show new --json --pin --passphrase-file",
-	"activity":   "--since --json --passphrase-file",
-	"journal":    "list show resolve follow --json --status --limit --socket",
-	"connect":    "--socket",
+	"audit":      "verify show new --json --pin --anchor --vault --since --run --offline --passphrase-file",
+	"activity":   "--since --run --offline --json --passphrase-file",
+	"journal":    "list show resolve follow new --json --status --limit --ran --not-started --still-running --inconclusive --evidence --socket",
+	"connect":    "--socket --fdpass",
 	"hosts":      "list add import remove --class --key-file --file --fingerprint --json --socket",
 	"ssh-config": "--socket",
 	"status":     "--json --socket",
 	"lock":       "--socket",
-	"unlock":     "--passphrase-file --remember --socket",
-	"vault":      "init add list remove passwd --passphrase-file --comment --json --offline",
+	"unlock":     "--passphrase-file --remember --keychain --forget --socket",
+	"vault":      "init add list remove passwd --passphrase-file --new-passphrase-file --comment --json --offline --socket",
 	"why":        "--json --socket",
 	"doctor":     "--json --socket",
 	"check":      "--host --key --exe --forwarded --json --socket",
@@ -54,8 +54,11 @@ func commandNames() []string {
 }
 
 func cmdCompletion(args []string, out, errw io.Writer) error {
+	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
+		return &helpRequest{completionUsage}
+	}
 	if len(args) != 1 {
-		return usagef("completion: name a shell: bash, zsh or fish\n%s", completionUsage)
+		return usagef("completion: name a shell: bash, zsh or fish")
 	}
 	names := commandNames()
 	switch args[0] {

@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,5 +85,30 @@ func TestZshCompletion(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "_postern" {
 		t.Fatalf("zsh: %q %v", out, err)
+	}
+}
+
+// Completion offers every flag the usage lines ("postern CMD ...") of
+// the commands' usage texts name for CMD.
+func TestCompletionKnowsEveryFlag(t *testing.T) {
+	line := regexp.MustCompile(`(?m)^(?:Usage:)?\s*postern ([a-z-]+)(.*)$`)
+	flag := regexp.MustCompile(`--[a-z][a-z-]*`)
+	for name, cmd := range commands {
+		var h *helpRequest
+		if err := cmd([]string{"--help"}, io.Discard, io.Discard); !errors.As(err, &h) {
+			t.Errorf("%s --help: %v", name, err)
+			continue
+		}
+		for _, m := range line.FindAllStringSubmatch(h.usage, -1) {
+			words, ok := completionWords[m[1]]
+			if !ok {
+				continue
+			}
+			for _, f := range flag.FindAllString(m[2], -1) {
+				if f != "--help" && !slices.Contains(strings.Fields(words), f) {
+					t.Errorf("completion of %s does not offer %s, which its usage names", m[1], f)
+				}
+			}
+		}
 	}
 }

@@ -139,6 +139,13 @@ func answeringGateway(sock string) *api.Client {
 	return c
 }
 
+// given reports whether flag name was given on the command line.
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // noOperands refuses operands on a command that takes none.
 func noOperands(fs *flag.FlagSet) func() error {
 	return func() error {

@@ -110,11 +110,7 @@ func addKeyFlags(fs *flag.FlagSet) *keyFlags {
 
 // parsed notes which flags were given, after parsing.
 func (k *keyFlags) parsed(fs *flag.FlagSet) {
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "class" {
-			k.classSet = true
-		}
-	})
+	k.classSet = given(fs, "class")
 }
 
 // source is a text to take keys from, and how to name it to a person.
@@ -296,7 +292,11 @@ func keySources(path string) ([]source, error) {
 	case "":
 		return knownHostsSources()
 	case "-":
-		b, err := io.ReadAll(io.LimitReader(os.Stdin, 16<<20))
+		// As a named file: bounded, and too much is an error, not a cut.
+		b, err := io.ReadAll(io.LimitReader(os.Stdin, knownhosts.MaxFile+1))
+		if err == nil && len(b) > knownhosts.MaxFile {
+			err = fmt.Errorf("standard input: larger than %d MiB", knownhosts.MaxFile>>20)
+		}
 		return []source{{label: "standard input", text: b}}, err
 	}
 	b, err := smallfile.Read(path, knownhosts.MaxFile)

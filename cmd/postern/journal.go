@@ -35,6 +35,8 @@ in the audit log.
 A damaged journal is kept as it is and the bastion refuses commands
 until you decide: new keeps the damaged file aside and starts a new
 journal (the retry guards of its unknown commands are gone with it).
+--socket PATH names the gateway's agent socket (default $SSH_AUTH_SOCK,
+else the well-known one).
 `
 
 // journalReader answers journal queries: the running gateway, or the
@@ -130,6 +132,9 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 		}
 		a := api.ResolveArgs{ID: id, Evidence: *evidence}
 		n := 0
+		if given(fs, "ran") && (*ran < 0 || *ran > 255) {
+			return usagef("journal resolve: --ran takes an exit status, 0 to 255")
+		}
 		if *ran >= 0 {
 			a.Result, a.ExitStatus, n = api.ResultRan, ran, n+1
 		}
