@@ -200,9 +200,10 @@ func reap(pid int, untraced bool, exited chan<- exitReport, stops chan<- struct{
 // every capability. It returns the Landlock ABI in force.
 func restrictThread(s *Spec) (int, error) {
 	// A session keyring of the run's own: the person's (Kerberos caches,
-	// ecryptfs passphrases) is out of reach; a kernel without keys has
-	// nothing to reach.
-	if _, _, e := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); e != 0 && e != unix.ENOSYS {
+	// ecryptfs passphrases) is out of reach. Where keyctl is missing
+	// (ENOSYS) or filtered (EPERM: a container's seccomp profile), the
+	// program, which inherits the filter, cannot reach any keyring either.
+	if _, _, e := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); e != 0 && e != unix.ENOSYS && e != unix.EPERM {
 		return 0, fmt.Errorf("a session keyring of its own: %w", e)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
