@@ -65,6 +65,10 @@ func hintFor(name string, err error) string {
 		return `inspect the host yourself, then record what you found with "postern journal resolve ID" and --ran STATUS, --not-started or --still-running`
 	case api.HasCode(err, api.CodeNotFound), errors.Is(err, vault.ErrKeyNotFound), errors.Is(err, vault.ErrNoKeyForCert):
 		return notFoundHints[name]
+	case api.HasCode(err, api.CodeUsage):
+		// A usage error the gateway found: as one found here, exit 2
+		// comes with the command's help.
+		return `run "postern ` + name + ` --help" for its usage`
 	}
 	return ""
 }
