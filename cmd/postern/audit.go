@@ -71,15 +71,24 @@ func (a *anchorFlags) String() string     { return strings.Join(*a, ", ") }
 func (a *anchorFlags) Set(v string) error { *a = append(*a, v); return nil }
 
 // anchorOf reads an --anchor value: an anchor line, or a file holding one.
+// A value that is neither, or a file holding no anchor, is a usage
+// error; a file that is there but cannot be read is a failure (exit 1).
 func anchorOf(v string) (api.AuditAnchor, error) {
 	if a, err := api.ParseAnchor(v); err == nil {
 		return a, nil
 	}
 	b, err := smallfile.Read(v, 64<<10)
-	if err != nil {
-		return api.AuditAnchor{}, fmt.Errorf("%q is neither an anchor line nor a file holding one (%v)", v, err)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return api.AuditAnchor{}, usagef("audit verify: --anchor: %q is neither an anchor line nor a file holding one", v)
+	case err != nil:
+		return api.AuditAnchor{}, fmt.Errorf("--anchor: %w", err)
 	}
-	return api.ParseAnchor(string(b))
+	a, err := api.ParseAnchor(string(b))
+	if err != nil {
+		return api.AuditAnchor{}, usagef("audit verify: --anchor: %s: %v", v, err)
+	}
+	return a, nil
 }
 
 // checkedAnchor is an anchor the log was checked against, and where it
@@ -124,7 +133,7 @@ func auditVerify(args []string, out, errw io.Writer) error {
 	for _, v := range anchorArgs {
 		a, err := anchorOf(v)
 		if err != nil {
-			return usagef("audit verify: --anchor: %v", err)
+			return err
 		}
 		anchors = append(anchors, checkedAnchor{a, "--anchor"})
 	}
