@@ -63,6 +63,8 @@ func cmdApprove(args []string, out, errw io.Writer) error {
 			return usagef("approve: --once and --session need a card id")
 		case *once && *session:
 			return usagef("approve: choose --once or --session")
+		case given(fs, "subject") && *subject < 0:
+			return usagef("approve: --subject takes a subject's index on the card, 0 or more")
 		}
 		return nil
 	})

@@ -84,6 +84,9 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 	if id != "" && (sub == "list" || sub == "follow" || sub == "new") {
 		return usagef("journal %s: unexpected argument %q", sub, id)
 	}
+	if *limit < 0 {
+		return usagef("journal %s: --limit takes a number of entries, 0 for all", sub)
+	}
 	switch sub {
 	case "follow":
 		c, err := gatewayClient(*sock)
