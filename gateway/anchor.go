@@ -140,7 +140,7 @@ func (s *vaultState) sealSecret(name string, value []byte) (bool, error) {
 		return false, err
 	}
 	s.stamp, _ = stampOf(s.path)
-	s.gen = v.Generation()
+	s.seen(v)
 	return true, nil
 }
 

@@ -45,6 +45,8 @@ type vaultState struct {
 	present  bool
 	dk       *vault.DataKey // kept while unlocked, to reload a changed file
 	gen      uint64         // the vault's generation when last read: it never goes back
+	genID    [16]byte       // the vault gen belongs to
+	genKnown bool           // gen and genID were read from a vault
 	lockPass []byte         // SHA-256 of the ssh-add -x password, without a vault
 	failures int
 	stamp    fileStamp
@@ -236,6 +238,12 @@ func (s *vaultState) finishUnlock(v *vault.Vault, err error) error {
 	// The key derivation took tens of MiB; give them back now rather than
 	// when the runtime gets round to it.
 	defer debug.FreeOSMemory()
+	s.mu.Lock()
+	err = s.refuseOlder(v)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	if s.checkOpened != nil {
 		if err := s.checkOpened(v); err != nil {
 			return err
@@ -255,9 +263,26 @@ func (s *vaultState) finishUnlock(v *vault.Vault, err error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stamp, _ = stampOf(s.path)
-	s.gen = v.Generation()
+	s.seen(v)
 	s.unlockLocked(ids, dk)
 	return nil
+}
+
+// refuseOlder refuses v when this gateway has seen a later generation of
+// the same vault, locked or not: an older copy put back in place (with
+// the anchor beside it removed) would bring back removed keys and an
+// older sealed configuration. The caller holds s.mu.
+func (s *vaultState) refuseOlder(v *vault.Vault) error {
+	if s.genKnown && v.ID() == s.genID && v.Generation() < s.gen {
+		return fmt.Errorf("%w: %s is at generation %d, but this gateway has read generation %d of it; if you put that copy back on purpose, restart the gateway",
+			vault.ErrRolledBack, s.path, v.Generation(), s.gen)
+	}
+	return nil
+}
+
+// seen records v's generation as the latest read; the caller holds s.mu.
+func (s *vaultState) seen(v *vault.Vault) {
+	s.gen, s.genID, s.genKnown = v.Generation(), v.ID(), true
 }
 
 // wrong records a failed attempt and waits; the caller holds s.mu, which
@@ -340,6 +365,10 @@ func (s *vaultState) Change(passphrase []byte, change func(*vault.Vault) error) 
 	// in below: with a new passphrase, the file it would see is sealed
 	// with a data key the gateway does not hold yet.
 	s.mu.Lock()
+	if err := s.refuseOlder(v); err != nil {
+		s.mu.Unlock()
+		return err
+	}
 	s.changing = true
 	s.mu.Unlock()
 	err = change(v)
@@ -349,6 +378,7 @@ func (s *vaultState) Change(passphrase []byte, change func(*vault.Vault) error) 
 	if err != nil {
 		return err
 	}
+	s.seen(v)
 	if s.dk != nil {
 		if dk, err := v.DataKey(); err == nil {
 			s.dk.Wipe()
@@ -399,12 +429,10 @@ func (s *vaultState) fileChangedLocked() {
 		v, err := vault.OpenWithKey(s.path, s.dk)
 		var ids []*sshagent.Identity
 		if err == nil {
-			if v.Generation() < s.gen {
-				// An older copy put back in place: not a change any
-				// postern command makes.
-				err = fmt.Errorf("the vault file went back from generation %d to %d", s.gen, v.Generation())
-			} else {
-				s.gen = v.Generation()
+			// An older copy put back in place is not a change any
+			// postern command makes.
+			if err = s.refuseOlder(v); err == nil {
+				s.seen(v)
 				ids, err = identities(v)
 			}
 			v.Wipe()

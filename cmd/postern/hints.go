@@ -50,7 +50,7 @@ func hintFor(name string, err error) string {
 	case api.HasCode(err, api.CodeStaleKey):
 		return "unlock with the passphrase and --remember"
 	case api.HasCode(err, api.CodeRolledBack), errors.Is(err, vault.ErrRolledBack):
-		return "if you put that copy back on purpose (a restore from backup), remove the .generation file beside the vault, then try again"
+		return "if you put that copy back on purpose (a restore from backup), remove the .generation file beside the vault, restart a gateway that read the later one, then try again"
 	case api.HasCode(err, api.CodeAuditRolledBack):
 		return `"postern audit verify --vault" says the same: put the newer log back (with its audit.key and audit.anchor); the vault does not unlock over an older copy. If the newer log is lost, stop the gateway and run "postern audit new"`
 	case api.HasCode(err, api.CodeJournalDamaged):

@@ -1,0 +1,99 @@
+package gateway
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/postern/postern/internal/vault"
+	"github.com/postern/postern/sshagent"
+)
+
+// A program with the user's uid keeps a copy of the vault file, waits for
+// the person to remove a key, and while the gateway is locked puts the
+// copy back and deletes the generation anchor beside it. The gateway has
+// seen the later generation: the next unlock refuses the older copy, as
+// a reload while unlocked does, rather than hand the removed key back.
+func TestUnlockRefusesAnOlderCopyOfTheVault(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// unlocked: the key is removed while the gateway is unlocked;
+		// otherwise while it is locked.
+		unlocked bool
+	}{{"removed while unlocked", true}, {"removed while locked", false}} {
+		t.Run(c.name, func(t *testing.T) { testUnlockRefusesAnOlderCopy(t, c.unlocked) })
+	}
+}
+
+func testUnlockRefusesAnOlderCopy(t *testing.T, unlocked bool) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "vault")
+	pass := []byte("rollback pass")
+	v, err := vault.Create(path, pass, vault.FloorParams(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	k, err := vault.NewKey(priv, "removed later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.AddKey(k); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Save(); err != nil {
+		t.Fatal(err)
+	}
+	v.Wipe()
+	old, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	keys := &sshagent.Keyring{}
+	s := &vaultState{path: path, keys: keys, epoch: loadEpoch(filepath.Join(dir, "epoch")), log: func(string, ...any) {}}
+	s.start()
+	if unlocked {
+		if err := s.Unlock(pass); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Change(pass, func(v *vault.Vault) error {
+		if err := v.RemoveKey("removed later"); err != nil {
+			return err
+		}
+		return v.Save()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := keys.Identities(); len(ids) != 0 {
+		t.Fatalf("%d keys after the removal", len(ids))
+	}
+	if unlocked {
+		if err := s.Lock(nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	os.Remove(path + ".generation")
+	tmp := filepath.Join(dir, "copy")
+	if err := os.WriteFile(tmp, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	s.fileChanged()
+
+	err = s.Unlock(pass)
+	ids, _ := keys.Identities()
+	if err == nil || len(ids) != 0 {
+		t.Fatalf("unlock of the older copy: err %v, %d keys loaded (the removed key is back)", err, len(ids))
+	}
+	if !errors.Is(err, vault.ErrRolledBack) {
+		t.Fatalf("unlock of the older copy: %v, want ErrRolledBack", err)
+	}
+}
