@@ -123,7 +123,12 @@ func (s *vaultState) bump(why audit.Reason) {
 // Lock wipes every decrypted key and locks the agent. passphrase is the
 // ssh-add -x password; it matters only without a vault, where it is the
 // password ssh-add -X must give back (as with ssh-agent).
+//
+// The keys stop signing at once: beforeLock may wait for an unlock or a
+// vault change in progress (a wrong passphrase holds the vault for its
+// delay), and a lock asked for does not wait for it to take effect.
 func (s *vaultState) Lock(passphrase []byte) error {
+	s.keys.SetLocked(true)
 	if s.beforeLock != nil {
 		s.beforeLock()
 	}
