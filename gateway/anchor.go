@@ -129,6 +129,11 @@ func (s *vaultState) sealSecret(name string, value []byte) (bool, error) {
 		return false, err
 	}
 	defer v.Wipe()
+	// An older copy put back, not yet seen by the file watcher, is
+	// never written out again as a newer generation.
+	if err := s.refuseOlder(v); err != nil {
+		return false, err
+	}
 	if old := v.Secret(name); bytes.Equal(old, value) {
 		clear(old)
 		return true, nil

@@ -97,3 +97,69 @@ func testUnlockRefusesAnOlderCopy(t *testing.T, unlocked bool) {
 		t.Fatalf("unlock of the older copy: %v, want ErrRolledBack", err)
 	}
 }
+
+// The same older copy put back while the gateway is unlocked, and the
+// audit anchor sealed into the vault before the file watcher reacts: the
+// seal must not write the older copy out again as a newer generation,
+// which the next unlock would then take in with the removed key.
+func TestSealRefusesAnOlderCopyOfTheVault(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "vault")
+	pass := []byte("rollback pass")
+	v, err := vault.Create(path, pass, vault.FloorParams(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	k, err := vault.NewKey(priv, "removed later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.AddKey(k); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Save(); err != nil {
+		t.Fatal(err)
+	}
+	v.Wipe()
+	old, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	keys := &sshagent.Keyring{}
+	s := &vaultState{path: path, keys: keys, epoch: loadEpoch(filepath.Join(dir, "epoch")), log: func(string, ...any) {}}
+	s.start()
+	if err := s.Unlock(pass); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Change(pass, func(v *vault.Vault) error {
+		if err := v.RemoveKey("removed later"); err != nil {
+			return err
+		}
+		return v.Save()
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	os.Remove(path + ".generation")
+	tmp := filepath.Join(dir, "copy")
+	if err := os.WriteFile(tmp, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	_, serr := s.sealSecret("anchor", []byte("the latest anchor"))
+	s.fileChanged()
+	s.Lock(nil)
+	uerr := s.Unlock(pass)
+
+	ids, _ := keys.Identities()
+	if len(ids) != 0 {
+		t.Fatalf("after the seal (err %v), a lock and an unlock (err %v), %d keys: the removed key is back", serr, uerr, len(ids))
+	}
+	if !errors.Is(serr, vault.ErrRolledBack) {
+		t.Fatalf("seal into the older copy: %v, want ErrRolledBack", serr)
+	}
+}

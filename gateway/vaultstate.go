@@ -469,6 +469,9 @@ func (s *vaultState) Read(read func(*vault.Vault) error) error {
 		return err
 	}
 	defer v.Wipe()
+	if err := s.refuseOlder(v); err != nil {
+		return err
+	}
 	return read(v)
 }
 
