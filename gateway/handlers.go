@@ -292,6 +292,11 @@ func (g *Gateway) opVaultList(_ context.Context, peer *procid.Peer, a api.VaultL
 func (g *Gateway) Status() api.Status {
 	state, epoch := g.vault.State()
 	ids, _ := g.keys.Identities()
+	// Asked before g.mu is taken: a notification service asks round trips
+	// on its bus, which may take seconds (a service that hangs, or a
+	// program that took its name), and must not hold up everything else
+	// the gateway does under g.mu meanwhile.
+	approvers := g.engine.Approvers()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := api.Status{
@@ -308,7 +313,7 @@ func (g *Gateway) Status() api.Status {
 	if g.hostsErr != nil {
 		st.Hosts.Error = g.hostsErr.Error()
 	}
-	st.Approvers = g.engine.Approvers()
+	st.Approvers = approvers
 	st.LastNoApprover = g.engine.LastNoApprover()
 	if log := g.currentAudit(); log != nil {
 		st.Audit = log.status()
