@@ -158,6 +158,13 @@ func (g *Gateway) call(ctx context.Context, peer *procid.Peer, h handler, args j
 	return resp
 }
 
+// refuseControl is the response line of a control client the socket
+// does not take (every connection of its user busy, a request too long).
+func refuseControl(err error) []byte {
+	b, _ := json.Marshal(errorResponse(fmt.Errorf("the control socket refused the request: %w", err)))
+	return b
+}
+
 func errorResponse(err error) api.Response {
 	return api.Response{Error: err.Error(), Code: wireCode(err)}
 }

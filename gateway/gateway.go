@@ -267,7 +267,7 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g.keys.Expired = func(ids []*sshagent.Identity) { g.recordKeysGone(ids, audit.ReasonExpired) }
 	g.ops, g.streams = g.handlers(), g.streamHandlers()
-	g.ctl = &control.Server{Procs: g.procs, Log: g.log, Handle: g.answerControl, Limits: g.limits.control, Exhausted: g.exhausted}
+	g.ctl = &control.Server{Procs: g.procs, Log: g.log, Handle: g.answerControl, Limits: g.limits.control, Exhausted: g.exhausted, Refuse: refuseControl}
 	return g, nil
 }
 

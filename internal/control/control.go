@@ -85,7 +85,11 @@ type Server struct {
 	// Exhausted is called when accept fails for want of descriptors or
 	// memory (safesocket.Serve).
 	Exhausted func(error)
-	wg        sync.WaitGroup
+	// Refuse makes the response line a client is refused with: every
+	// connection of its user is busy, or its request is too long (nil:
+	// the connection is closed unanswered).
+	Refuse func(error) []byte
+	wg     sync.WaitGroup
 }
 
 // Serve accepts connections on l until ctx ends.
@@ -104,6 +108,9 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	defer context.AfterFunc(ctx, func() { c.Close() })()
 	peer, slot, err := safesocket.AdmitOpaque(c, s.Procs, "control", s.Log, s.Limits, s.Exhausted)
 	if err != nil {
+		if errors.Is(err, connlimit.ErrFull) {
+			s.refuse(c, err)
+		}
 		return
 	}
 	defer peer.Close()
@@ -113,6 +120,9 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	c.SetReadDeadline(time.Now().Add(RequestTimeout))
 	r := bufio.NewReaderSize(c, 512)
 	line, err := readLine(r, MaxRequest)
+	if errors.Is(err, errTooLong) {
+		s.refuse(c, err)
+	}
 	if err != nil {
 		if slot == nil || !slot.Evicted() {
 			s.Log.Debug("control connection without a request", "pid", peer.PID, "err", err)
@@ -134,6 +144,19 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	s.Handle(ctx, peer, line, &Writer{c: c})
 }
 
+// refuse writes the line Refuse makes of err, if the client takes it at
+// once.
+func (s *Server) refuse(c net.Conn, err error) {
+	if s.Refuse == nil {
+		return
+	}
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	c.Write(append(s.Refuse(err), '\n'))
+}
+
+// errTooLong is readLine's error for a line over its bound.
+var errTooLong = errors.New("line too long")
+
 // readLine reads one line of at most max bytes (newline included) as it
 // arrives and drops its newline.
 func readLine(r *bufio.Reader, max int) ([]byte, error) {
@@ -141,7 +164,7 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(line)+len(chunk) > max {
-			return nil, fmt.Errorf("line longer than %d bytes", max)
+			return nil, fmt.Errorf("%w: longer than %d bytes", errTooLong, max)
 		}
 		line = append(line, chunk...)
 		switch {
@@ -181,6 +204,9 @@ func Stream(ctx context.Context, sock string, request []byte, fn func(line []byt
 
 // stream is Stream, reading through a buffer of size bytes.
 func stream(ctx context.Context, sock string, request []byte, size int, fn func(line []byte) error) error {
+	if len(request)+1 > MaxRequest {
+		return fmt.Errorf("the request is %d bytes, longer than the gateway takes (%d)", len(request)+1, MaxRequest)
+	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", sock)
 	if err != nil {
@@ -192,12 +218,18 @@ func stream(ctx context.Context, sock string, request []byte, size int, fn func(
 	}
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stop()
-	if _, err := c.Write(append(request, '\n')); err != nil {
-		return err
-	}
+	_, werr := c.Write(append(request, '\n'))
 	r := bufio.NewReaderSize(c, size)
 	for {
 		line, err := readLine(r, MaxResponse)
+		if werr != nil {
+			// The server may have refused the client before it took the
+			// request: its answer says why, else the write does.
+			if err != nil {
+				return werr
+			}
+			return fn(line)
+		}
 		if errors.Is(err, io.EOF) {
 			return nil
 		}

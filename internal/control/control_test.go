@@ -204,3 +204,28 @@ func TestLimitsEvictTheIdle(t *testing.T) {
 		t.Fatalf("the oldest idle connection: %v", err)
 	}
 }
+
+// A client whose request is too long is told so before it is cut off.
+func TestTooLongIsRefused(t *testing.T) {
+	sock2 := filepath.Join(t.TempDir(), "b.ctl")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock2, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Procs: procid.Host, Log: slog.New(slog.DiscardHandler), Handle: reply(func(*procid.Peer, []byte) []byte { return []byte("ok") }),
+		Refuse: func(err error) []byte { return []byte("refused: " + err.Error()) }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Serve(ctx, l)
+	c, err := net.Dial("unix", sock2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Minute))
+	c.Write(bytes.Repeat([]byte("x"), MaxRequest+4096))
+	out, _ := io.ReadAll(c)
+	if want := fmt.Sprintf("refused: line too long: longer than %d bytes\n", MaxRequest); string(out) != want {
+		t.Fatalf("answer %q, want %q", out, want)
+	}
+}
