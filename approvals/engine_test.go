@@ -19,7 +19,6 @@ import (
 	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/internal/inventory"
 	"github.com/postern/postern/internal/knownhosts"
-	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/procid/proctest"
 )
 
@@ -92,7 +91,7 @@ func (w *world) req(pid int) *Request {
 // launch starts a run the way "postern run" does (pid launched by 5).
 func (w *world) launch(label string, pid int) *Run {
 	w.t.Helper()
-	run := w.e.PrepareRun(label, procid.Process{}, func(id string) string { return "/sock." + id })
+	run := w.e.PrepareRun(label, w.f.Peer(5).Process, func(id string) string { return "/sock." + id })
 	if _, err := w.e.StartRun(run.ID, pid, w.f.Peer(5), confine.Level{}); err != nil {
 		w.t.Fatal(err)
 	}
@@ -239,7 +238,7 @@ func TestExecOfTheSameExecutableEndsTheRun(t *testing.T) {
 
 func TestLaunchedRunAndProcessChanged(t *testing.T) {
 	w := newWorld(t)
-	run := w.e.PrepareRun("deploy-bot", procid.Process{}, func(id string) string { return "/sock." + id })
+	run := w.e.PrepareRun("deploy-bot", w.f.Peer(5).Process, func(id string) string { return "/sock." + id })
 	if _, err := w.e.StartRun(run.ID, 10, w.f.Peer(5), confine.Level{}); err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +267,7 @@ func TestLaunchedRunAndProcessChanged(t *testing.T) {
 	w.f.Set(5, 1, 90, w.f.Exe("postern", "postern"))
 	w.f.Set(40, 5, 600, w.f.Exe("claude", "the agent program"), "claude")
 	w.f.Set(41, 40, 610, w.f.Exe("ssh", "ssh"))
-	run2 := w.e.PrepareRun("deploy-bot", procid.Process{}, func(id string) string { return "/sock." + id })
+	run2 := w.e.PrepareRun("deploy-bot", w.f.Peer(5).Process, func(id string) string { return "/sock." + id })
 	if _, err := w.e.StartRun(run2.ID, 40, w.f.Peer(5), confine.Level{}); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +283,7 @@ func TestLaunchedRunAndProcessChanged(t *testing.T) {
 		t.Fatal("replacement signed without approval")
 	}
 	// StartRun refuses a pid that is not the caller's child.
-	run3 := w.e.PrepareRun("x", procid.Process{}, func(id string) string { return "/sock." + id })
+	run3 := w.e.PrepareRun("x", w.f.Peer(5).Process, func(id string) string { return "/sock." + id })
 	if _, err := w.e.StartRun(run3.ID, 20, w.f.Peer(5), confine.Level{}); err == nil {
 		t.Fatal("a foreign process was registered as a run")
 	}
@@ -738,5 +737,24 @@ func TestEpochChangeEndReasons(t *testing.T) {
 	w.e.EpochChanged(true)
 	if r := lastEnd(); r != "vault_locked" {
 		t.Fatalf("lock ended the grant as %q", r)
+	}
+}
+
+// A prepared run is started only by the "postern run" that prepared it:
+// another process of the user, which can list the runs and their ids,
+// cannot bind a person's run (its label, its socket) to a child of its
+// own, nor end it by trying.
+func TestStartRunOnlyByItsPreparer(t *testing.T) {
+	w := newWorld(t)
+	run := w.e.PrepareRun("deploy", w.f.Peer(5).Process, func(id string) string { return "/sock." + id })
+	// pid 21 is the child of pid 20, another process of the user.
+	if _, err := w.e.StartRun(run.ID, 21, w.f.Peer(20), confine.Level{}); err == nil {
+		t.Fatal("another process bound the prepared run to a child of its own")
+	}
+	if _, err := w.e.StartRun(run.ID, 10, w.f.Peer(5), confine.Level{}); err != nil {
+		t.Fatalf("the preparer could no longer start its run: %v", err)
+	}
+	if err := w.e.AdmitRun(run.ID)(w.f.Peer(13)); err != nil {
+		t.Fatalf("the run's own descendant refused: %v", err)
 	}
 }

@@ -59,7 +59,8 @@ func (e *Engine) EndIfNeverStarted(run *Run, preparer *procid.Peer) {
 }
 
 // StartRun binds run id to the process "postern run" launched. caller is
-// the verified "postern run" process; pid is inspected now, after its
+// the verified "postern run" process, the one that prepared the run; pid
+// is inspected now, after its
 // exec. An unconfined pid must be the caller's child. A confined one
 // (level.Namespaces) must be the child of the run's helper, itself the
 // caller's child, and live in user, pid and mount namespaces other than
@@ -74,6 +75,12 @@ func (e *Engine) StartRun(id string, pid int, caller *procid.Peer, level confine
 	}
 	if run.pin != nil {
 		return nil, fmt.Errorf("run %s is already started", id)
+	}
+	// Refused, not ended: any process of the user can list the runs, and
+	// neither binding a person's run to a child of its own nor ending it
+	// is its to do.
+	if p := run.preparer; caller.PID != p.PID || caller.StartTicks != p.StartTicks {
+		return nil, fmt.Errorf("run %s was prepared by another process (pid %d), not by the caller (pid %d)", id, p.PID, caller.PID)
 	}
 	// Reported as soon as its exec succeeded, the process may still be
 	// laying out its address space.

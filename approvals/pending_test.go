@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/postern/postern/internal/confine"
-	"github.com/postern/postern/internal/procid"
 )
 
 // A run prepared and never started ends after prepareTimeout, and the
@@ -18,8 +17,8 @@ func TestPreparedRunExpires(t *testing.T) {
 	ended := make(chan *Run, 2)
 	w.cfg.OnRunEnd = func(r *Run) { ended <- r }
 	w.e = NewEngine(w.cfg)
-	idle := w.e.PrepareRun("only prepared", procid.Process{}, func(id string) string { return "/sock." + id })
-	started := w.e.PrepareRun("started", procid.Process{}, func(id string) string { return "/sock." + id })
+	idle := w.e.PrepareRun("only prepared", w.f.Peer(5).Process, func(id string) string { return "/sock." + id })
+	started := w.e.PrepareRun("started", w.f.Peer(5).Process, func(id string) string { return "/sock." + id })
 	if n := w.e.PendingRuns(); n != 2 {
 		t.Fatalf("%d pending runs, want 2", n)
 	}
