@@ -148,7 +148,7 @@ func (p *Policy) inForce(f *facts, forwarding bool) audit.Mode {
 
 func ruleText(r config.Rule) string {
 	var parts []string
-	for _, kv := range [][2]string{{"host", r.Host}, {"key", r.Key}, {"exe", r.Exe}} {
+	for _, kv := range [][2]string{{"host", r.Host}, {"class", r.Class}, {"key", r.Key}, {"exe", r.Exe}} {
 		if kv[1] != "" {
 			parts = append(parts, fmt.Sprintf("%s = %q", kv[0], kv[1]))
 		}

@@ -133,3 +133,19 @@ func TestStrictest(t *testing.T) {
 		t.Fatalf("dev under a pending change: %s", m)
 	}
 }
+
+// A card names the rule a change removes or adds by every field it has:
+// the production rule of postern.toml(5)'s example is a class rule, and a
+// card that left the class out would ask the person to approve ": per-call".
+func TestLooseningNamesClassRules(t *testing.T) {
+	a := config.Defaults()
+	a.Rules = []config.Rule{{Class: "production", Approval: "per-call"}}
+	f := config.Defaults()
+	f.Rules = []config.Rule{{Class: "staging", Approval: "none"}}
+	got := strings.Join(Loosening(a, f), "; ")
+	for _, want := range []string{`rule removed: class = "production": per-call`, `rule added: class = "staging": none`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Loosening = %q, want %q", got, want)
+		}
+	}
+}
