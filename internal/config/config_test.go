@@ -152,3 +152,34 @@ func TestRuleValuesWithTheirLine(t *testing.T) {
 		}
 	}
 }
+
+// A host or class pattern that no name or class of the host inventory
+// can match is refused: a per-call rule for class "Production" would ask
+// about nothing, since classes are lower case (postern-hosts(1)), and a
+// host pattern with a character no host name has (a space, a non-ASCII
+// letter or an invisible one) matches no host either.
+func TestParseRuleUnmatchable(t *testing.T) {
+	for in, want := range map[string]string{
+		"[[rule]]\nclass = \"Production\"\napproval = \"per-call\"":  `class = "Production"`,
+		"[[rule]]\nclass = \"prod uction\"\napproval = \"per-call\"": `class = "prod uction"`,
+		"[[rule]]\nhost = \"prod\u200b-*\"\napproval = \"per-call\"": `host = "prod\u200b-*"`,
+		"[[rule]]\nhost = \"db1.example.com \"\napproval = \"deny\"": `host = "db1.example.com "`,
+		"[[rule]]\nhost = \"prοd-*\"\napproval = \"deny\"":           `host = "prοd-*"`, // a Greek omicron
+	} {
+		_, err := Parse("c", []byte(in))
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "c:2:") {
+			t.Errorf("Parse(%q) = %v, want an error at c:2 about %q", in, err, want)
+		}
+	}
+	for _, in := range []string{
+		"[[rule]]\nclass = \"prod*\"\napproval = \"per-call\"",
+		"[[rule]]\nclass = \"[a-z]?_x-1\"\napproval = \"per-call\"",
+		"[[rule]]\nhost = \"DB-[0-9]*.example.com\"\napproval = \"per-call\"",
+		"[[rule]]\nhost = \"[::1]:2222\"\napproval = \"per-call\"",
+		"[[rule]]\nhost = \"git@[!x]\\\\*\"\napproval = \"per-call\"",
+	} {
+		if _, err := Parse("c", []byte(in)); err != nil {
+			t.Errorf("Parse(%q) = %v", in, err)
+		}
+	}
+}

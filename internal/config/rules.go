@@ -30,8 +30,14 @@ func checkRule(i int, r Rule) error {
 	if _, err := path.Match(r.Host, ""); err != nil {
 		return bad("host", "host = %q: bad pattern", r.Host)
 	}
+	if c, ok := outside(r.Host, hostChars); !ok {
+		return bad("host", "host = %q: %q is in no host name (letters, digits and . - _ : [ ] @), so the rule would match no host", r.Host, c)
+	}
 	if _, err := path.Match(r.Class, ""); err != nil {
 		return bad("class", "class = %q: bad pattern", r.Class)
+	}
+	if c, ok := outside(r.Class, classChars); !ok {
+		return bad("class", "class = %q: %q is in no class (lower-case letters, digits, - and _), so the rule would match no host", r.Class, c)
 	}
 	if err := checkKey(r.Key); err != nil {
 		return bad("key", "key = %q: %v", r.Key, err)
@@ -40,6 +46,26 @@ func checkRule(i int, r Rule) error {
 		return bad("exe", "exe = %q: %v", r.Exe, err)
 	}
 	return nil
+}
+
+// The characters of the host inventory's names and classes
+// (postern-hosts(1)), with those of a glob. A pattern with another
+// character could match nothing the inventory holds.
+const (
+	globChars  = "*?[]\\^!-"
+	hostChars  = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:[]@" + globChars
+	classChars = "abcdefghijklmnopqrstuvwxyz0123456789-_" + globChars
+)
+
+// outside returns the first rune of s not in chars, and false; or true
+// when there is none.
+func outside(s, chars string) (rune, bool) {
+	for _, c := range s {
+		if !strings.ContainsRune(chars, c) {
+			return c, false
+		}
+	}
+	return 0, true
 }
 
 // checkKey accepts a SHA256 fingerprint as ssh-keygen -l prints it, or a
