@@ -96,6 +96,8 @@ func (g *Gateway) proposePending() {
 // running gateway never takes for the defaults (they drop every rule).
 // Either way the error is logged and shown by status.
 func (g *Gateway) reloadConfig() {
+	g.judgeMu.Lock()
+	defer g.judgeMu.Unlock()
 	// One read: what is judged and what is kept as approved are the same
 	// bytes, whatever a program does to the file meanwhile.
 	cfg, raw, err := config.Reload(g.configPath)
@@ -151,6 +153,8 @@ func (g *Gateway) judge(cfg config.File, raw []byte) {
 // force if the file still holds it.
 func (g *Gateway) propose(changes []string, raw []byte) {
 	g.engine.ProposePolicy(changes, func() error {
+		g.judgeMu.Lock()
+		defer g.judgeMu.Unlock()
 		cfg, now, err := readConfig(g.configPath)
 		if err != nil {
 			return fmt.Errorf("the configuration no longer reads: %w", err)

@@ -139,6 +139,12 @@ type Gateway struct {
 	// replaced a different one in the state directory.
 	restored string
 	sealMu   sync.Mutex // serializes sealApproved
+	// judgeMu serializes what reads the configuration file and puts a
+	// policy in force (a reload, a policy change card's approval, an
+	// unlock's comparison with the sealed copy): each one's read, judgement
+	// and policy come after the previous one's, never in between. Taken
+	// before g.mu.
+	judgeMu sync.Mutex
 	// startUpstream is the upstream setting the gateway started with.
 	startUpstream string
 }

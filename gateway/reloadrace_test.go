@@ -3,10 +3,14 @@ package gateway
 import (
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/config"
 )
 
 // A program that rewrites the configuration file while the gateway reads
@@ -65,4 +69,63 @@ func TestReloadJudgesTheBytesItPuts(t *testing.T) {
 	}
 	close(stop)
 	<-done
+}
+
+// Two reloads at once (the watcher's, after a person saved a stricter
+// file, and one a program asks for with SIGHUP just before, having
+// written a looser file) must leave in force what the gateway says is in
+// force: the policy status shows is the policy requests are decided by.
+// A reload that read the looser file must not put its policy in force
+// after the stricter file was approved and put in force.
+func TestConcurrentReloadsAgree(t *testing.T) {
+	const (
+		approved = "approval = \"session\"\n"
+		loose    = "approval = \"none\"\n"
+		tight    = "approval = \"per-call\"\n"
+	)
+	dir := gatewayHome(t)
+	cfg := configFile(t, dir)
+	if err := os.WriteFile(cfg, []byte(approved), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Not started: no watcher reloads behind the test's back.
+	g, err := New(Options{Socket: filepath.Join(dir, "xdg_runtime_dir", "agent.sock")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(s string) {
+		tmp := cfg + ".tmp"
+		os.WriteFile(tmp, []byte(s), 0o600)
+		os.Rename(tmp, cfg)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		// The approved configuration, in force, and no card.
+		g.engine.WithdrawPolicy()
+		write(approved)
+		a, _ := config.Parse("approved", []byte(approved))
+		pol, _ := approvals.Compile(a)
+		g.mu.Lock()
+		g.config, g.approved, g.approvedRaw, g.pending, g.pendingRaw = a, a, []byte(approved), nil, nil
+		g.mu.Unlock()
+		g.engine.SetPolicy(pol)
+
+		write(loose)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); g.reloadConfig() }()
+		for range i % 64 {
+			runtime.Gosched()
+		}
+		write(tight)
+		go func() { defer wg.Done(); g.reloadConfig() }()
+		wg.Wait()
+
+		g.mu.Lock()
+		shown, pending := g.config.Approval, g.pending
+		g.mu.Unlock()
+		if inForce := string(g.engine.Policy().Mode); inForce != shown {
+			t.Fatalf("round %d: the gateway says approval %q is in force (card pending: %v), but requests are decided by approval %q", i, shown, pending != nil, inForce)
+		}
+	}
 }

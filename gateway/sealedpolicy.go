@@ -58,6 +58,8 @@ func (g *Gateway) adoptSealedPolicy(v *vault.Vault) {
 	if len(raw) == 0 {
 		raw = nil
 	}
+	g.judgeMu.Lock()
+	defer g.judgeMu.Unlock()
 	g.mu.Lock()
 	if bytes.Equal(raw, g.approvedRaw) {
 		g.mu.Unlock()
