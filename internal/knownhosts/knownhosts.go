@@ -13,7 +13,6 @@
 package knownhosts
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha1"
@@ -139,6 +138,10 @@ type entryLine struct {
 	key    ssh.PublicKey
 }
 
+// maxLine bounds a line: far above a key line (an RSA key of 16384 bits
+// with a host certificate is under 10 KiB).
+const maxLine = 1 << 20
+
 // eachLine calls fn for every line of b that holds a key; comments, blank
 // and malformed lines are skipped. A line whose first field is a key type
 // has no host field.
@@ -147,12 +150,19 @@ func eachLine(b []byte, fn func(entryLine)) { scanLines(b, fn, func(int) {}) }
 // scanLines is eachLine, and calls bad with the number of each malformed
 // line.
 func scanLines(b []byte, fn func(entryLine), bad func(no int)) {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	// The file is in memory already (bounded by MaxFile): a line too long
+	// for any key is passed over as malformed, and the lines after it are
+	// read all the same.
 	no := 0
-	for sc.Scan() {
+	for len(b) > 0 {
+		var raw []byte
+		raw, b, _ = bytes.Cut(b, []byte("\n"))
 		no++
-		text := bytes.TrimSpace(sc.Bytes())
+		if len(raw) > maxLine {
+			bad(no)
+			continue
+		}
+		text := bytes.TrimSpace(raw)
 		if len(text) == 0 || text[0] == '#' {
 			continue
 		}
@@ -179,9 +189,6 @@ func scanLines(b []byte, fn func(entryLine), bad func(no int)) {
 		}
 		l.hosts, l.key = strings.Split(string(hosts), ","), key
 		fn(l)
-	}
-	if sc.Err() != nil {
-		bad(no + 1) // a line longer than any key line: the rest goes unread
 	}
 }
 

@@ -81,3 +81,23 @@ func TestLookup(t *testing.T) {
 }
 
 func timeFuture() time.Time { return time.Now().Add(time.Hour) }
+
+// A line too long for a key (a damaged file, a binary blob appended) is
+// passed over like any other malformed line: the @revoked lines after it
+// still refuse their keys.
+func TestLongLineKeepsLaterRevocations(t *testing.T) {
+	revoked, _ := newKey(t)
+	p := filepath.Join(t.TempDir(), "known_hosts")
+	long := make([]byte, 2<<20)
+	for i := range long {
+		long[i] = 'x'
+	}
+	text := "# damaged\n" + string(long) + "\n@revoked * " + string(ssh.MarshalAuthorizedKey(revoked))
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := Open([]string{p})
+	if !db.Lookup(revoked, nil).Revoked || !db.Revokes() {
+		t.Fatalf("a @revoked line after a 2 MiB line refuses nothing: Lookup %+v, Revokes %v", db.Lookup(revoked, nil), db.Revokes())
+	}
+}
