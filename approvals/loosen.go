@@ -16,7 +16,7 @@ import (
 // added that can lower a request's mode, a known_hosts file with @revoked
 // lines dropped, a weaker unknown_destination, a wider session scope or a
 // longer session lifetime, more a confined run may write or see, a bastion enabled or trusting other
-// host keys, another upstream agent or adds and removes forwarded to it. It is empty when f only tightens or changes nothing of
+// host keys (its own known_hosts, or the top-level ones it falls back to), another upstream agent or adds and removes forwarded to it. It is empty when f only tightens or changes nothing of
 // authority (timeouts, agents). The comparison is conservative: a change
 // that might loosen counts.
 func Loosening(a, f config.File) []string {
@@ -79,6 +79,10 @@ func Loosening(a, f config.File) []string {
 	}
 	if !slices.Equal(a.Bastion.KnownHosts, f.Bastion.KnownHosts) {
 		add("[bastion] known_hosts: %q → %q", a.Bastion.KnownHosts, f.Bastion.KnownHosts)
+	} else if ak, fk := bastionKnownHosts(a), bastionKnownHosts(f); f.Bastion.Enabled && len(setMinus(fk, ak)) > 0 {
+		// Without files of its own, the bastion verifies the real hosts
+		// with the top-level ones: a file added there is trusted too.
+		add("[bastion] known_hosts (the top-level ones, it has none of its own): %q → %q", ak, fk)
 	}
 	if a.Bastion.RequirePQKex && !f.Bastion.RequirePQKex {
 		add("[bastion] require_pq_kex: true → false (hosts without a post-quantum key exchange are let in)")
@@ -110,7 +114,9 @@ func Strictest(a, f config.File) config.File {
 		s.SessionLifetime = a.SessionLifetime
 	}
 	s.Bastion.Enabled = a.Bastion.Enabled && f.Bastion.Enabled
-	s.Bastion.KnownHosts = a.Bastion.KnownHosts
+	// The bastion verifies real hosts with the approved files only (the
+	// top-level ones, when it has none of its own).
+	s.Bastion.KnownHosts = bastionKnownHosts(a)
 	s.Bastion.RequirePQKex = a.Bastion.RequirePQKex || f.Bastion.RequirePQKex
 	s.Upstream = a.Upstream
 	if f.UpstreamChanges != "refuse" {
@@ -154,6 +160,15 @@ func ruleText(r config.Rule) string {
 		}
 	}
 	return strings.Join(parts, ", ") + ": " + r.Approval
+}
+
+// bastionKnownHosts returns the known_hosts files the bastion of f
+// verifies real hosts with: its own, or without any, the top-level ones.
+func bastionKnownHosts(f config.File) []string {
+	if len(f.Bastion.KnownHosts) > 0 {
+		return f.Bastion.KnownHosts
+	}
+	return slices.Clone(f.KnownHosts)
 }
 
 // ruleDiff returns the rules of a not in f and those of f not in a, as

@@ -3,6 +3,7 @@ package approvals
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -147,5 +148,35 @@ func TestLooseningNamesClassRules(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("Loosening = %q, want %q", got, want)
 		}
+	}
+}
+
+// A bastion with no known_hosts of its own verifies the real hosts with
+// the top-level known_hosts: a file added there is a host key it trusts,
+// as one added to [bastion] known_hosts is, and waits for a card the same
+// way; while it waits, the bastion trusts only the approved files.
+func TestBastionTrustsTopLevelKnownHosts(t *testing.T) {
+	a := config.Defaults()
+	a.Bastion.Enabled = true
+	a.KnownHosts = []string{"/home/u/.ssh/known_hosts"}
+	f := a
+	f.KnownHosts = []string{"/home/u/.ssh/known_hosts", "/tmp/planted_hosts"}
+	got := strings.Join(Loosening(a, f), "; ")
+	if !strings.Contains(got, "[bastion] known_hosts") || !strings.Contains(got, "/tmp/planted_hosts") {
+		t.Fatalf("Loosening = %q, want the bastion's known_hosts named", got)
+	}
+	s := Strictest(a, f)
+	known := s.Bastion.KnownHosts
+	if len(known) == 0 {
+		known = s.KnownHosts
+	}
+	if slices.Contains(known, "/tmp/planted_hosts") {
+		t.Fatalf("while the change waits, the bastion verifies hosts with %q", known)
+	}
+	// Without a bastion, a known_hosts file added only names hosts on
+	// cards: nothing to approve.
+	a.Bastion.Enabled, f.Bastion.Enabled = false, false
+	if got := Loosening(a, f); len(got) != 0 {
+		t.Fatalf("without a bastion: Loosening = %q", got)
 	}
 }
