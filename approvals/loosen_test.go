@@ -180,3 +180,20 @@ func TestBastionTrustsTopLevelKnownHosts(t *testing.T) {
 		t.Fatalf("without a bastion: Loosening = %q", got)
 	}
 }
+
+// A host rule written as a name the inventory holds matches that host,
+// brackets and all: ssh names a host on another port "[HOST]:PORT", and
+// as a glob "[10.0.0.5]" is a set of characters, so the rule matched
+// "1:2222" and not the host it names.
+func TestHostRuleMatchesItsLiteralName(t *testing.T) {
+	f := config.Defaults()
+	f.Rules = []config.Rule{{Host: "[10.0.0.5]:2222", Approval: "per-call"}}
+	p, err := Compile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := facts{names: []string{"[10.0.0.5]:2222"}}
+	if m := p.inForce(&db, false); m != "per-call" {
+		t.Fatalf("a rule for host [10.0.0.5]:2222 gives that host %s", m)
+	}
+}

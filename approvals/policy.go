@@ -169,9 +169,13 @@ func (r *Rule) matchesRequest(f *facts) bool {
 	return true
 }
 
+// anyMatch reports whether glob matches one of names, or is one of them:
+// a name such as "[10.0.0.5]:2222" (a host on another port, as ssh names
+// it) is a pattern of characters in brackets as a glob, and a rule that
+// spells the name means that name.
 func anyMatch(glob string, names []string) bool {
 	for _, n := range names {
-		if ok, _ := path.Match(glob, n); ok {
+		if ok, _ := path.Match(glob, n); ok || n == glob {
 			return true
 		}
 	}
