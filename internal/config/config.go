@@ -247,6 +247,9 @@ func parse(name string, b []byte) (File, int, error) {
 	if len(b) > MaxSize {
 		return File{}, 0, fmt.Errorf("%s: file larger than %d bytes", name, MaxSize)
 	}
+	if err := checkShape(b); err != nil {
+		return File{}, 0, fmt.Errorf("%s:%w", name, err)
+	}
 	f := Defaults()
 	md, err := toml.Decode(string(b), &f)
 	if err != nil {

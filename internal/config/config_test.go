@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,5 +182,36 @@ func TestParseRuleUnmatchable(t *testing.T) {
 		if _, err := Parse("c", []byte(in)); err != nil {
 			t.Errorf("Parse(%q) = %v", in, err)
 		}
+	}
+}
+
+// A file nested deep (inline tables in inline tables, keys of many
+// dotted parts) is refused at once: the TOML decoder takes time and
+// memory that grow with the square of the depth, and a file of the size
+// allowed would hold a reload for hours.
+func TestParseDeepNestingRefusedQuickly(t *testing.T) {
+	const n = 100000
+	for name, in := range map[string]string{
+		"inline tables": "x = " + strings.Repeat("{a=", n) + "1" + strings.Repeat("}", n) + "\n",
+		"dotted key":    "approval = \"none\"\n" + strings.Repeat("a.", n) + "a = 1\n",
+		"table header":  "[" + strings.Repeat("a.", n) + "a]\n",
+		"arrays":        "agents = " + strings.Repeat("[", n) + strings.Repeat("]", n) + "\n",
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := Parse("c", []byte(in)); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || len(err.Error()) > 1000 {
+				t.Errorf("%s: Parse = %.200v (%d bytes of error)", name, err, len(fmt.Sprint(err)))
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s: Parse of a %d KB file did not return within 5s", name, len(in)>>10)
+		}
+	}
+	// What a person writes is no deeper than this.
+	ok := "[[rule]]\nhost = \"a.b.c\"\napproval = \"none\"\n[run]\nread_write = [\"~/x\"]\n" +
+		"[bastion]\nhosts = [\"a.b\", 'c.d', \"\"\"e.f\"\"\"] # a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.z.a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.z.{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{\n"
+	if _, err := Parse("c", []byte(ok)); err != nil {
+		t.Fatalf("Parse(%q) = %v", ok, err)
 	}
 }
