@@ -16,7 +16,7 @@ import (
 // busy) is told so, not cut off without a word.
 func TestControlRefusalSaysWhy(t *testing.T) {
 	g, sock := startGateway(t)
-	g.limits.control.PerUID = 1
+	g.limits.control.SetPerUID(1)
 	c := api.NewClient(sock)
 	ctx := context.Background()
 	cards, err := c.Cards(ctx)

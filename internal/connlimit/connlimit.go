@@ -30,11 +30,20 @@ var ErrFull = errors.New("too many connections from this user")
 // Limiter counts the connections of one kind of socket.
 type Limiter struct {
 	// PerUID is the most connections one user may hold; 0 means no limit.
+	// Set it before the first Take, or with SetPerUID.
 	PerUID int
 
 	mu    sync.Mutex
 	idle  slotList // idle the longest first
 	count map[uint32]int
+}
+
+// SetPerUID changes the bound while connections come and go; the
+// connections over it stay until they end.
+func (l *Limiter) SetPerUID(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.PerUID = n
 }
 
 // Slot is one admitted connection. It costs a connection a few words:
