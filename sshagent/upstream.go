@@ -216,10 +216,36 @@ func (c *conn) signUpstream(id *Identity, data []byte, flags uint32, record func
 	case ssh.Unmarshal(resp[1:], &m) != nil || len(m.Rest) != 0 || ssh.Unmarshal(m.Sig, sig) != nil:
 		return nil, recorded, errors.New("the upstream agent sent a malformed signature")
 	}
+	if err := checkUpstreamSig(id.Key, data, flags, sig); err != nil {
+		return nil, recorded, err
+	}
 	if err := c.srv.Keys.stillOpen(locks); err != nil {
 		return nil, recorded, err
 	}
 	return sig, recorded, nil
+}
+
+// checkUpstreamSig checks that sig, which the upstream agent sent back,
+// is the signature asked for: by key, over data, with the algorithm the
+// flags chose for an RSA key (as postern's own keys sign). Anything else
+// the upstream made for another request, or with another key.
+func checkUpstreamSig(key ssh.PublicKey, data []byte, flags uint32, sig *ssh.Signature) error {
+	if plainKey(key).Type() == ssh.KeyAlgoRSA {
+		want := ssh.KeyAlgoRSA
+		switch {
+		case flags&flagRSASHA256 != 0:
+			want = ssh.KeyAlgoRSASHA256
+		case flags&flagRSASHA512 != 0:
+			want = ssh.KeyAlgoRSASHA512
+		}
+		if sig.Format != want {
+			return fmt.Errorf("the upstream agent signed with %q, not %s as asked", sig.Format, want)
+		}
+	}
+	if err := key.Verify(data, sig); err != nil {
+		return errors.New("the upstream agent sent a signature that is not by the key asked for, over the data sent")
+	}
+	return nil
 }
 
 // forwardsChanges reports whether ssh-add's adds and removes go to the

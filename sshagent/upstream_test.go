@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/rsa"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -640,5 +641,70 @@ func staysWithPostern(t *testing.T, ag agent.ExtendedAgent, up *upstreamStub, up
 	}
 	if err := ag.RemoveAll(); err != nil || !upstreamHas(up, upKey) {
 		t.Fatalf("remove all: %v; the upstream lost its key", err)
+	}
+}
+
+// A signature the upstream agent sends back leaves only when it is the
+// one asked for: by the key named, over the data sent, with the
+// algorithm the flags chose.
+func TestUpstreamSignatureChecked(t *testing.T) {
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	pub, _ := ssh.NewPublicKey(k.Public())
+	signer, _ := ssh.NewSignerFromKey(k)
+	_, other, _ := ed25519.GenerateKey(rand.Reader)
+	otherSigner, _ := ssh.NewSignerFromKey(other)
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsaSigner, _ := ssh.NewSignerFromKey(rsaKey)
+	list := func(pub ssh.PublicKey) []byte {
+		return frame(append([]byte{msgIdentitiesAnswer}, ssh.Marshal(struct {
+			N             uint32
+			Blob, Comment []byte
+		}{1, pub.Marshal(), []byte("k")})...))
+	}
+	answer := func(sig *ssh.Signature, err error) []byte {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return frame(append([]byte{msgSignResponse}, ssh.Marshal(struct{ S []byte }{ssh.Marshal(sig)})...))
+	}
+	sha1RSA := func() (*ssh.Signature, error) {
+		return rsaSigner.(ssh.AlgorithmSigner).SignWithAlgorithm(rand.Reader, []byte("x"), ssh.KeyAlgoRSA)
+	}
+	cases := []struct {
+		name    string
+		key     ssh.PublicKey
+		flags   agent.SignatureFlags
+		replies [][]byte
+	}{
+		{"another key", pub, 0, [][]byte{list(pub), answer(otherSigner.Sign(rand.Reader, []byte("x")))}},
+		{"other data", pub, 0, [][]byte{list(pub), answer(signer.Sign(rand.Reader, []byte("y")))}},
+		{"sha-1 for sha-256", rsaSigner.PublicKey(), agent.SignatureFlagRsaSha256, [][]byte{list(rsaSigner.PublicKey()), answer(sha1RSA())}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sock := scriptedAgent(t, tc.replies)
+			ts := startServerWith(t, func(s *Server) { s.Upstream = &UpstreamAgent{Socket: sock} })
+			ag, _ := ts.client(t)
+			if _, err := ag.List(); err != nil {
+				t.Fatalf("list: %v", err)
+			}
+			if sig, err := ag.SignWithFlags(tc.key, []byte("x"), tc.flags); err == nil {
+				t.Fatalf("handed on a signature the upstream made for something else (%s)", sig.Format)
+			}
+			if r := ts.dec.lastRefusal(); r != audit.ReasonSigningFailed {
+				t.Fatalf("refusal %q", r)
+			}
+		})
+	}
+	// The one asked for leaves.
+	sock := scriptedAgent(t, [][]byte{list(pub), answer(signer.Sign(rand.Reader, []byte("x")))})
+	ts := startServerWith(t, func(s *Server) { s.Upstream = &UpstreamAgent{Socket: sock} })
+	ag, _ := ts.client(t)
+	ag.List()
+	if _, err := ag.Sign(pub, []byte("x")); err != nil {
+		t.Fatalf("sign: %v", err)
 	}
 }
