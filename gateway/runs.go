@@ -72,8 +72,7 @@ func (g *Gateway) runConfinement() api.RunConfinement {
 		ReadWrite: expandHome(cfg.Run.ReadWrite),
 	}
 	if up := g.agent.Upstream; up != nil {
-		home, _ := os.UserHomeDir()
-		c.Hide = append(c.Hide, upstreamHidden(up.Socket, home))
+		c.Hide = append(c.Hide, upstreamHides(up.Socket)...)
 	}
 	c.ReadOnly = append(c.ReadOnly, expandHome(cfg.Bastion.KnownHosts)...)
 	if p, _, _ := g.askpass.Status(); p != "" {
@@ -101,6 +100,30 @@ func upstreamHidden(sock, home string) string {
 		return dir
 	}
 	return sock
+}
+
+// upstreamHides is what a confined run is kept from of the upstream
+// agent's socket sock (upstreamHidden): the path as configured and, where
+// it leads elsewhere through a symbolic link (~/.ssh/agent.sock to
+// ~/.1password/agent.sock), the socket it leads to, whose own directory
+// would otherwise stay within the run's reach.
+func upstreamHides(sock string) []string {
+	home, _ := os.UserHomeDir()
+	out := []string{upstreamHidden(sock, home)}
+	real, err := filepath.EvalSymlinks(sock)
+	if err != nil {
+		// No socket yet: where its directory leads.
+		if real, err = filepath.EvalSymlinks(filepath.Dir(sock)); err == nil {
+			real = filepath.Join(real, filepath.Base(sock))
+		}
+	}
+	if err != nil || real == filepath.Clean(sock) {
+		return out
+	}
+	if h, err := filepath.EvalSymlinks(home); err == nil {
+		home = h
+	}
+	return append(out, upstreamHidden(real, home))
 }
 
 // upstreamHiddenAlone reports whether confined runs are kept from the

@@ -1,6 +1,16 @@
 package gateway
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/postern/postern/internal/askpass"
+	"github.com/postern/postern/internal/config"
+	"github.com/postern/postern/internal/confine"
+	"github.com/postern/postern/sshagent"
+)
 
 func TestUpstreamHidden(t *testing.T) {
 	for _, c := range []struct{ sock, home, want string }{
@@ -34,6 +44,41 @@ func TestUpstreamHiddenAlone(t *testing.T) {
 	} {
 		if got := upstreamHiddenAlone(c.sock, "/home/u", "/run/user/1000"); got != c.want {
 			t.Errorf("upstreamHiddenAlone(%q) = %v, want %v", c.sock, got, c.want)
+		}
+	}
+}
+
+// A confined run is kept from the upstream agent's socket also where
+// the configured path is a symbolic link to it: the socket's own
+// directory goes, not only the link's.
+func TestRunConfinementHidesUpstreamBehindLink(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	real := filepath.Join(home, ".1password", "agent.sock")
+	link := filepath.Join(home, ".ssh", "agent.sock")
+	for _, d := range []string{filepath.Dir(real), filepath.Dir(link)} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(real, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../.1password/agent.sock", link); err != nil {
+		t.Fatal(err)
+	}
+	g := &Gateway{
+		opts:       Options{Socket: filepath.Join(t.TempDir(), "agent.sock")},
+		stateDir:   t.TempDir(),
+		configPath: filepath.Join(t.TempDir(), "config.toml"),
+		config:     config.Defaults(),
+		askpass:    &askpass.Pinned{},
+		agent:      &sshagent.Server{Upstream: &sshagent.UpstreamAgent{Socket: link}},
+	}
+	c := g.runConfinement()
+	for _, want := range []string{filepath.Dir(real), link} {
+		if !slices.ContainsFunc(c.Hide, func(h string) bool { return confine.Under(want, h) }) {
+			t.Errorf("a confined run sees %s: hidden are %q", want, c.Hide)
 		}
 	}
 }
