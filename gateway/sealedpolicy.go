@@ -85,13 +85,17 @@ func (g *Gateway) adoptSealedPolicy(v *vault.Vault) {
 	g.engine.Record(audit.Event{Type: audit.EventPolicyRestored, Detail: map[string]string{"path": g.approvedPath()}})
 	// The upstream agent was chosen at start, from the copy now found
 	// rewritten: adds and removes (keys handed to it) stop unless the
-	// sealed copy forwards them; another socket stays until a restart.
+	// sealed copy forwards them; one from another socket than the
+	// sealed copy names (not --upstream's) is used no more, so that
+	// the agent of whoever rewrote the copy sees no request the person
+	// approves, until a restart picks the approved one.
 	if up := g.agent.Upstream; up != nil {
 		if approved.UpstreamChanges != "forward" {
 			up.HoldChanges()
 		}
-		if approved.Upstream != g.startUpstream {
-			g.log.Warn("the upstream agent in use is not the approved one; restart the gateway to use the approved one", "in_use", up.Socket, "approved", approved.Upstream)
+		if g.opts.Upstream == "" && approved.Upstream != g.startUpstream {
+			up.Stop()
+			g.log.Warn("the upstream agent in use is not the approved one: its keys are not used; restart the gateway to use the approved one", "in_use", up.Socket, "approved", approved.Upstream)
 		}
 	}
 	// The file, missing or not, is judged against the approved one; one

@@ -3,12 +3,17 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/vault"
@@ -111,5 +116,77 @@ func waitSealed(t *testing.T, path string, pass []byte, want string) {
 			t.Fatal("the approved configuration was not sealed into the vault")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// An upstream agent the sealed copy never approved, which the gateway
+// started with from a rewritten configuration, is used no more once the
+// vault is unlocked: its keys are not listed, and none signs, so that
+// the agent of whoever rewrote the configuration sees no request the
+// person approves.
+func TestSealedPolicyUnapprovedUpstream(t *testing.T) {
+	const strict = "approval = \"per-call\"\n"
+	pass := []byte("seal pass")
+	dir := gatewayHome(t)
+	cfg := configFile(t, dir)
+	if err := os.WriteFile(cfg, []byte(strict), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nv, err := api.InitVault(vault.FloorParams(), func() ([]byte, error) { return bytes.Clone(pass), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock := func(sock string) {
+		t.Helper()
+		if err := api.NewClient(sock).Unlock(context.Background(), api.UnlockArgs{Passphrase: bytes.Clone(pass)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, sock, stop := runGateway(t, dir)
+	unlock(sock)
+	waitSealed(t, nv.Path, pass, strict)
+	stop()
+
+	// The attacker's agent, and the configuration rewritten to use it.
+	theirs := filepath.Join(dir, "theirs.sock")
+	l, err := net.Listen("unix", theirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	kr := agent.NewKeyring()
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	if err := kr.Add(agent.AddedKey{PrivateKey: priv, Comment: "theirs"}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { agent.ServeAgent(kr, c); c.Close() }()
+		}
+	}()
+	rewritten := "upstream = \"" + theirs + "\"\n" + strict
+	os.WriteFile(cfg, []byte(rewritten), 0o600)
+	os.WriteFile(filepath.Join(filepath.Dir(nv.Path), xdg.ApprovedConfigFile), []byte(rewritten), 0o600)
+
+	g, sock, _ := runGateway(t, dir)
+	unlock(sock)
+	waitStatus(t, g, "after the unlock", func(st api.Status) bool { return st.Config.Restored != "" })
+	nc, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	keys, err := agent.NewClient(nc).List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if k.Comment == "theirs" {
+			t.Fatal("the agent lists the keys of an upstream agent the sealed copy never approved")
+		}
 	}
 }

@@ -115,7 +115,7 @@ func (c *conn) listRank(id *Identity) int {
 // agent's.
 func (c *conn) lookup(key ssh.PublicKey) (*Identity, error) {
 	id, err := c.srv.Keys.Lookup(key)
-	if errors.Is(err, ErrNotFound) && c.srv.Upstream != nil {
+	if errors.Is(err, ErrNotFound) && c.srv.Upstream.inUse() {
 		return c.lookupUpstream(key)
 	}
 	return id, err

@@ -234,7 +234,7 @@ func (c *conn) remove(msg []byte) error {
 		c.log.Info("key removed", "key", ssh.FingerprintSHA256(key))
 		c.recordRemoved(gone)
 	}
-	if c.srv.Upstream != nil && (errors.Is(err, ErrNotFound) || err == nil) {
+	if c.srv.Upstream.inUse() && (errors.Is(err, ErrNotFound) || err == nil) {
 		err = c.removeUpstream(msg, key, err)
 	}
 	if err != nil && !errors.Is(err, errRefused) {

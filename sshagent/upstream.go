@@ -61,14 +61,27 @@ type UpstreamAgent struct {
 	Socket  string
 	Changes UpstreamChanges
 
-	held atomic.Bool // adds and removes refused from now on, whatever Changes says
-	idle linkPool    // connections without bindings, kept for the next client
+	held    atomic.Bool // adds and removes refused from now on, whatever Changes says
+	stopped atomic.Bool // the upstream is used no more: its keys neither listed nor signing
+	idle    linkPool    // connections without bindings, kept for the next client
 }
 
 // HoldChanges refuses adds and removes for the upstream agent from now on,
 // as UpstreamRefuse does: for a gateway that learns, once running, that
 // forwarding them was never approved.
 func (u *UpstreamAgent) HoldChanges() { u.held.Store(true) }
+
+// Stop stops using the upstream agent from now on: its keys are no
+// longer listed, none signs, and adds and removes are refused as
+// HoldChanges refuses them. For a gateway that learns, once running,
+// that the upstream agent it started with was never approved.
+func (u *UpstreamAgent) Stop() {
+	u.held.Store(true)
+	u.stopped.Store(true)
+}
+
+// inUse reports whether u is set and not stopped.
+func (u *UpstreamAgent) inUse() bool { return u != nil && !u.stopped.Load() }
 
 // Forwards reports whether ssh-add's adds and removes go to the upstream
 // agent.
@@ -146,7 +159,7 @@ func parseIdentitiesAnswer(resp []byte) ([]*Identity, error) {
 // withUpstream appends to own the upstream's identities that own does
 // not hold. An upstream that cannot be reached lists nothing.
 func (c *conn) withUpstream(own []*Identity) []*Identity {
-	if c.srv.Upstream == nil {
+	if !c.srv.Upstream.inUse() {
 		return own
 	}
 	ups, err := c.upstreamIdentities()
@@ -189,6 +202,9 @@ func (c *conn) signUpstream(id *Identity, data []byte, flags uint32, record func
 	locked, locks := c.srv.Keys.lockState()
 	if locked {
 		return nil, record(), ErrLocked
+	}
+	if !c.srv.Upstream.inUse() {
+		return nil, record(), errUpstreamStopped
 	}
 	msg := append([]byte{msgSignRequest}, ssh.Marshal(signRequestMsg{KeyBlob: id.Blob(), Data: data, Flags: flags})...)
 	u, err := c.upstreamSend(msg)
@@ -247,6 +263,8 @@ func checkUpstreamSig(key ssh.PublicKey, data []byte, flags uint32, sig *ssh.Sig
 	}
 	return nil
 }
+
+var errUpstreamStopped = errors.New("the upstream agent is not the approved one: it is used no more until the gateway restarts")
 
 // forwardsChanges reports whether ssh-add's adds and removes go to the
 // upstream agent.

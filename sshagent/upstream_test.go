@@ -708,3 +708,24 @@ func TestUpstreamSignatureChecked(t *testing.T) {
 		t.Fatalf("sign: %v", err)
 	}
 }
+
+// A stopped upstream agent lists nothing and gets no sign request.
+func TestUpstreamStopped(t *testing.T) {
+	up := startUpstream(t)
+	k := up.addKey(t, "up")
+	ts := startGated(t, up, UpstreamForward)
+	ag, _ := ts.client(t)
+	if _, err := ag.Sign(k, []byte("x")); err != nil {
+		t.Fatalf("sign before the stop: %v", err)
+	}
+	ts.srv.Upstream.Stop()
+	if l, err := ag.List(); err != nil || len(l) != 0 {
+		t.Fatalf("list after the stop: %v, %v", l, err)
+	}
+	if _, err := ag.Sign(k, []byte("x")); err == nil || up.signCount() != 1 {
+		t.Fatalf("sign after the stop: %v; the upstream got %d requests", err, up.signCount())
+	}
+	if err := ag.Remove(k); err == nil || !upstreamHas(up, k) {
+		t.Fatalf("removed the upstream's key after the stop: %v", err)
+	}
+}
