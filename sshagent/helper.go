@@ -38,10 +38,11 @@ type framed struct {
 	conn  net.Conn
 	r     *bufio.Reader // a reply's length and body in one read
 	armed *time.Time    // the read deadline set on conn, zero for none
+	wrote *time.Time    // the write deadline set on conn, zero for none
 }
 
 func newFramed(c net.Conn) framed {
-	return framed{conn: c, r: bufio.NewReaderSize(c, 4096), armed: new(time.Time)}
+	return framed{conn: c, r: bufio.NewReaderSize(c, 4096), armed: new(time.Time), wrote: new(time.Time)}
 }
 
 // deadlineSlack is how much earlier than asked a read deadline set for
@@ -58,6 +59,16 @@ func (f framed) send(body []byte) error {
 	_, err := f.conn.Write(append(msg, body...))
 	clear(msg)
 	return err
+}
+
+// sendBy is send for a peer that may stop reading: it gives up at
+// deadline (at least deadlineSlack before it, as recv).
+func (f framed) sendBy(body []byte, deadline time.Time) error {
+	if a := *f.wrote; a.IsZero() || a.After(deadline) || deadline.Sub(a) > deadlineSlack {
+		f.conn.SetWriteDeadline(deadline)
+		*f.wrote = deadline
+	}
+	return f.send(body)
 }
 
 // recv reads one framed message of at most MaxMessage bytes, waiting at

@@ -207,7 +207,8 @@ func (c *conn) signUpstream(id *Identity, data []byte, flags uint32, record func
 		return nil, record(), errUpstreamStopped
 	}
 	msg := append([]byte{msgSignRequest}, ssh.Marshal(signRequestMsg{KeyBlob: id.Blob(), Data: data, Flags: flags})...)
-	u, err := c.upstreamSend(msg)
+	wait := c.srv.touchTimeout()
+	u, err := c.upstreamSend(msg, wait)
 	if recorded = record(); recorded != nil && err == nil {
 		// Nothing it signs may leave: the upstream need not wait for
 		// its confirmation either.
@@ -217,7 +218,7 @@ func (c *conn) signUpstream(id *Identity, data []byte, flags uint32, record func
 	if err != nil {
 		return nil, recorded, err
 	}
-	resp, err := c.upstreamReply(u, msg, c.srv.touchTimeout())
+	resp, err := c.upstreamReply(u, msg, wait)
 	if err != nil {
 		return nil, recorded, err
 	}

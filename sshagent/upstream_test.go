@@ -729,3 +729,61 @@ func TestUpstreamStopped(t *testing.T) {
 		t.Fatalf("removed the upstream's key after the stop: %v", err)
 	}
 }
+
+// An upstream agent that answers the listing, then reads nothing more,
+// fails a large sign request once the wait is over, instead of keeping
+// its client waiting for ever.
+func TestUpstreamThatStopsReading(t *testing.T) {
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	pub, _ := ssh.NewPublicKey(k.Public())
+	idList := frame(append([]byte{msgIdentitiesAnswer}, ssh.Marshal(struct {
+		N             uint32
+		Blob, Comment []byte
+	}{1, pub.Marshal(), []byte("k")})...))
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "s")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan struct{})
+	t.Cleanup(func() { close(stopped); l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				var hdr [5]byte
+				if _, err := io.ReadFull(c, hdr[:]); err != nil {
+					return
+				}
+				c.Write(idList)
+				<-stopped
+			}()
+		}
+	}()
+	ts := startServerWith(t, func(s *Server) {
+		s.Upstream = &UpstreamAgent{Socket: sock}
+		s.TouchTimeout = func() time.Duration { return 100 * time.Millisecond }
+	})
+	ag, _ := ts.client(t)
+	if l, err := ag.List(); err != nil || len(l) != 1 {
+		t.Fatalf("list: %v, %v", l, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := ag.Sign(pub, make([]byte, MaxMessage-1024))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("signed")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sign request still waits for an upstream agent that reads nothing")
+	}
+}

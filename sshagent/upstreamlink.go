@@ -67,7 +67,7 @@ type upstreamLink struct {
 
 // call sends one request and reads the reply, waiting until deadline.
 func (u *upstreamLink) call(msg []byte, deadline time.Time) ([]byte, error) {
-	if err := u.send(msg); err != nil {
+	if err := u.sendBy(msg, deadline); err != nil {
 		return nil, err
 	}
 	return u.recv(deadline)
@@ -139,7 +139,7 @@ func (c *conn) bindUpstream(contents []byte) error {
 // upstreamCall sends one request to the upstream agent and reads the
 // reply, waiting at most wait.
 func (c *conn) upstreamCall(msg []byte, wait time.Duration) ([]byte, error) {
-	u, err := c.upstreamSend(msg)
+	u, err := c.upstreamSend(msg, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -147,14 +147,15 @@ func (c *conn) upstreamCall(msg []byte, wait time.Duration) ([]byte, error) {
 }
 
 // upstreamSend sends one request to the upstream agent, on the link it
-// returns. A link that fails is closed; the next request opens a new
-// one. A kept link that the upstream closed while it waited is replaced,
-// and the request sent on the new one.
-func (c *conn) upstreamSend(msg []byte) (*upstreamLink, error) {
+// returns, waiting at most wait for the upstream to take it in. A link
+// that fails is closed; the next request opens a new one. A kept link
+// that the upstream closed while it waited is replaced, and the request
+// sent on the new one.
+func (c *conn) upstreamSend(msg []byte, wait time.Duration) (*upstreamLink, error) {
 	for {
 		u, err := c.upstream()
 		if err == nil {
-			if err = u.send(msg); err == nil {
+			if err = u.sendBy(msg, time.Now().Add(wait)); err == nil {
 				return u, nil
 			}
 			c.dropUpstream()
@@ -179,7 +180,7 @@ func (c *conn) upstreamReply(u *upstreamLink, msg []byte, wait time.Duration) ([
 		if !closedWhileKept(u, err) {
 			return nil, c.upstreamErr(err)
 		}
-		if u, err = c.upstreamSend(msg); err != nil {
+		if u, err = c.upstreamSend(msg, wait); err != nil {
 			return nil, err
 		}
 	}
