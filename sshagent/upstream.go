@@ -157,7 +157,9 @@ func parseIdentitiesAnswer(resp []byte) ([]*Identity, error) {
 }
 
 // withUpstream appends to own the upstream's identities that own does
-// not hold. An upstream that cannot be reached lists nothing.
+// not hold, as many as fit in an answer that ssh-add and ssh read
+// (MaxMessage, as OpenSSH's limit). An upstream that cannot be reached
+// lists nothing.
 func (c *conn) withUpstream(own []*Identity) []*Identity {
 	if !c.srv.Upstream.inUse() {
 		return own
@@ -167,13 +169,30 @@ func (c *conn) withUpstream(own []*Identity) []*Identity {
 		c.log.Warn("listing without the upstream agent's keys", "err", err)
 		return own
 	}
+	size := 1 + 4 // the answer's type and count
+	for _, id := range own {
+		size += listedBytes(id)
+	}
+	left := 0
 	for _, id := range ups {
-		if findKey(own, id.Key) == nil {
-			own = append(own, id)
+		if findKey(own, id.Key) != nil {
+			continue
 		}
+		if n := listedBytes(id); size+n <= MaxMessage {
+			size += n
+			own = append(own, id)
+		} else {
+			left++
+		}
+	}
+	if left > 0 {
+		c.log.Warn("the upstream agent's keys do not all fit in a listing; some are left out", "left_out", left)
 	}
 	return own
 }
+
+// listedBytes is what id takes in an identities answer.
+func listedBytes(id *Identity) int { return 4 + len(id.Blob()) + 4 + len(id.Comment) }
 
 // lookupUpstream finds the upstream identity for key, among those it
 // listed last, else in a new listing.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -785,5 +786,34 @@ func TestUpstreamThatStopsReading(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the sign request still waits for an upstream agent that reads nothing")
+	}
+}
+
+// An upstream agent whose identities fill a whole reply does not push
+// the listing past what ssh-add and ssh read (256 KiB): postern's own
+// keys stay listed, and the upstream's that do not fit are left out.
+func TestUpstreamListingFits(t *testing.T) {
+	if _, err := exec.LookPath("ssh-add"); err != nil {
+		t.Skip("no ssh-add")
+	}
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	pub, _ := ssh.NewPublicKey(k.Public())
+	long := strings.Repeat("c", MaxMessage-len(pub.Marshal())-64)
+	idList := frame(append([]byte{msgIdentitiesAnswer}, ssh.Marshal(struct {
+		N             uint32
+		Blob, Comment []byte
+	}{1, pub.Marshal(), []byte(long)})...))
+	sock := scriptedAgent(t, [][]byte{idList})
+	ts := startServerWith(t, func(s *Server) { s.Upstream = &UpstreamAgent{Socket: sock} })
+	ag, _ := ts.client(t)
+	_, own, _ := ed25519.GenerateKey(rand.Reader)
+	if err := ag.Add(agent.AddedKey{PrivateKey: own, Comment: "own"}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ssh-add", "-l")
+	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK="+ts.sock)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), " own (ED25519)") {
+		t.Fatalf("ssh-add -l: %v\n%s", err, out)
 	}
 }
