@@ -817,3 +817,25 @@ func TestUpstreamListingFits(t *testing.T) {
 		t.Fatalf("ssh-add -l: %v\n%s", err, out)
 	}
 }
+
+// An RSA key of the upstream agent signs with each algorithm the flags
+// ask for, and the signature the upstream makes is passed on.
+func TestUpstreamRSAFlags(t *testing.T) {
+	up := startUpstream(t)
+	rk, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Add(agent.AddedKey{PrivateKey: rk, Comment: "rsa"}); err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := ssh.NewPublicKey(rk.Public())
+	ts := startGated(t, up, UpstreamRefuse)
+	ag, _ := ts.client(t)
+	for flags, want := range map[agent.SignatureFlags]string{0: ssh.KeyAlgoRSA, agent.SignatureFlagRsaSha256: ssh.KeyAlgoRSASHA256, agent.SignatureFlagRsaSha512: ssh.KeyAlgoRSASHA512} {
+		sig, err := ag.SignWithFlags(pub, []byte("x"), flags)
+		if err != nil || sig.Format != want {
+			t.Fatalf("flags %d: %v, %v", flags, sig, err)
+		}
+	}
+}
