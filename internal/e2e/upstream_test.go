@@ -230,10 +230,15 @@ func TestUpstreamAgentForwardsChanges(t *testing.T) {
 // A confined run reaches the upstream's keys through its own socket, and
 // so through postern's card, not around it: the upstream's socket, in a
 // directory of its own in the home directory as 1Password's is, is
-// hidden from the run with that directory.
+// hidden from the run with that directory. The home directory is shown
+// to the run, read-only, as it is outside the tests (here it is under
+// /tmp, which runs do not see, and which would hide the socket whatever
+// postern does).
 func TestConfinedRunCannotReachUpstream(t *testing.T) {
 	need(t, "ssh-agent", "ssh-add", "ssh-keygen")
-	w := newConfinedWorld(t, "upstream = \"~/.1password/agent.sock\"\n")
+	const upstream = "upstream = \"~/.1password/agent.sock\"\n"
+	w := newConfinedWorld(t, upstream)
+	showReadOnly(w, upstream+fmt.Sprintf("known_hosts = [%q]\n", w.sshd.KnownHosts), w.e.Home())
 	dir := w.e.Home(".1password")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
