@@ -60,8 +60,9 @@ const (
 	EventPolicyChangePending  EventType = "policy_change_pending"
 	EventPolicyChangeApproved EventType = "policy_change_approved"
 	// EventPolicyRestored: at an unlock, the approved configuration in
-	// the state directory was not the one sealed in the vault, which was
-	// put back (Detail path).
+	// the state directory, or the host inventory file, was not the one
+	// sealed in the vault, which was put back (Detail path; kept_at, the
+	// inventory file found).
 	EventPolicyRestored EventType = "policy_restored"
 	// The bastion's command events; each names its journal entry in
 	// Detail.

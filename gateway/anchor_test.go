@@ -19,12 +19,8 @@ func TestAnchorSealedIntoTheVault(t *testing.T) {
 	pass := []byte("anchor pass")
 	var vaultPath, anchorPath string
 	g, sock := startGatewayWith(t, func(dir string) {
-		nv, err := api.InitVault(vault.FloorParams(), func() ([]byte, error) { return append([]byte(nil), pass...), nil })
-		if err != nil {
-			t.Fatal(err)
-		}
-		vaultPath = nv.Path
-		anchorPath = filepath.Join(filepath.Dir(nv.Path), "audit.anchor")
+		vaultPath = initTestVault(t, pass)
+		anchorPath = filepath.Join(filepath.Dir(vaultPath), "audit.anchor")
 	})
 	c := api.NewClient(sock)
 	ctx := context.Background()

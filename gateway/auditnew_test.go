@@ -23,14 +23,11 @@ import (
 func TestAuditNewAfterAnOlderCopy(t *testing.T) {
 	pass := []byte("restore pass")
 	dir := gatewayHome(t)
-	nv, err := api.InitVault(vault.FloorParams(), func() ([]byte, error) { return bytes.Clone(pass), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	state := filepath.Dir(nv.Path)
+	vaultPath := initTestVault(t, pass)
+	state := filepath.Dir(vaultPath)
 	ctx := context.Background()
 	open := func(p []byte) func() (*vault.Vault, error) {
-		return func() (*vault.Vault, error) { return vault.Open(nv.Path, bytes.Clone(p)) }
+		return func() (*vault.Vault, error) { return vault.Open(vaultPath, bytes.Clone(p)) }
 	}
 	unlock := func(sock string) error {
 		return api.NewClient(sock).Unlock(ctx, api.UnlockArgs{Passphrase: bytes.Clone(pass)})
@@ -40,7 +37,7 @@ func TestAuditNewAfterAnOlderCopy(t *testing.T) {
 	if err := unlock(sock); err != nil {
 		t.Fatal(err)
 	}
-	first := waitSealedAnchor(t, nv.Path, pass, 0)
+	first := waitSealedAnchor(t, vaultPath, pass, 0)
 	stop()
 	backup := t.TempDir()
 	copyAudit(t, state, backup)
@@ -56,7 +53,7 @@ func TestAuditNewAfterAnOlderCopy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitSealedAnchor(t, nv.Path, pass, first.Seq)
+	waitSealedAnchor(t, vaultPath, pass, first.Seq)
 	stop()
 
 	// The backup put back: the vault refuses to unlock over it.

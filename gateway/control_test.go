@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -84,6 +85,18 @@ func gatewayHome(t testing.TB) string {
 	}
 	t.Setenv("POSTERN_CONFIG", "")
 	return dir
+}
+
+// initTestVault creates a vault with passphrase pass where gatewayHome
+// put the state directory (at the floor's key derivation, for speed),
+// and returns its path.
+func initTestVault(t testing.TB, pass []byte) string {
+	t.Helper()
+	nv, err := api.InitVault(vault.FloorParams(), func() ([]byte, error) { return bytes.Clone(pass), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nv.Path
 }
 
 // Every operation answers through the typed client, and errors arrive

@@ -128,6 +128,10 @@ type Gateway struct {
 	hostsMu   sync.Mutex // serializes changes of the host inventory
 	hostsPath string
 	hostsErr  error // why the inventory file could not be read (g.mu)
+	// hostsRestored says when an unlock put back the inventory sealed in
+	// the vault over a rewritten file (g.mu).
+	hostsRestored string
+	sealHostsMu   sync.Mutex // serializes sealHosts
 	// approved is the configuration a person approved (or that loosened
 	// nothing); pending lists how the file loosens it, while a policy
 	// change card waits.

@@ -309,7 +309,7 @@ func (g *Gateway) Status() api.Status {
 		Counts:  api.Counts{Keys: len(ids)},
 	}
 	st.Counts.Runs, st.Counts.Grants, st.Counts.Cards = g.engine.Counts()
-	st.Hosts = api.HostsStatus{Path: g.hostsPath, Count: g.engine.Hosts().Len()}
+	st.Hosts = api.HostsStatus{Path: g.hostsPath, Count: g.engine.Hosts().Len(), Restored: g.hostsRestored}
 	if g.hostsErr != nil {
 		st.Hosts.Error = g.hostsErr.Error()
 	}

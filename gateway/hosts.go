@@ -133,18 +133,33 @@ func (g *Gateway) opHostsRemove(_ context.Context, peer *procid.Peer, a api.Host
 	})
 }
 
-// changeHosts applies one change for approver: refused from inside a run;
-// the new inventory is written, recorded in the audit log and then put in
-// force; if the record cannot be written, the file is put back and
+// changeHosts applies one change for approver: refused from inside a run,
+// and while the vault is locked (sealedhosts.go); the new inventory is
+// written, recorded in the audit log, put in force and sealed into the
+// vault; if the record cannot be written, the file is put back and
 // nothing changes.
 func (g *Gateway) changeHosts(approver *procid.Peer, what string, change func(*inventory.Inventory) (*inventory.Inventory, audit.Event, error)) (any, error) {
 	if err := g.engine.OutsideRuns(approver, what); err != nil {
 		return nil, err
 	}
+	res, err := g.applyHostsChange(approver, what, change)
+	if err == nil {
+		// After hostsMu is let go: an unlock holds the vault while it
+		// takes hostsMu (adoptSealedHosts).
+		g.sealHosts()
+	}
+	return res, err
+}
+
+// applyHostsChange is changeHosts's change, under hostsMu.
+func (g *Gateway) applyHostsChange(approver *procid.Peer, what string, change func(*inventory.Inventory) (*inventory.Inventory, audit.Event, error)) (any, error) {
 	g.hostsMu.Lock()
 	defer g.hostsMu.Unlock()
 	cur, err := g.currentHosts()
 	if err != nil {
+		return nil, err
+	}
+	if err := g.hostsChangeable(); err != nil {
 		return nil, err
 	}
 	next, ev, err := change(cur)

@@ -36,8 +36,14 @@ func (g *Gateway) sealApproved() {
 	g.mu.Lock()
 	value := append([]byte(sealedConfigPrefix), g.approvedRaw...)
 	g.mu.Unlock()
-	if _, err := g.vault.sealSecret(api.SecretApprovedConfig, value); err != nil {
-		g.log.Warn("cannot seal the approved configuration into the vault", "err", err)
+	g.seal(api.SecretApprovedConfig, value, "the approved configuration")
+}
+
+// seal seals value into the vault as name, if it is unlocked, and says
+// when it cannot.
+func (g *Gateway) seal(name string, value []byte, what string) {
+	if _, err := g.vault.sealSecret(name, value); err != nil {
+		g.log.Warn("cannot seal "+what+" into the vault: the next unlock puts back the one sealed before", "err", err)
 	}
 }
 
@@ -45,16 +51,10 @@ func (g *Gateway) sealApproved() {
 // before its keys load: the approved configuration sealed in v becomes
 // the approved one, and the file is judged against it.
 func (g *Gateway) adoptSealedPolicy(v *vault.Vault) {
-	sec := v.Secret(api.SecretApprovedConfig)
-	defer clear(sec)
-	raw, ok := bytes.CutPrefix(sec, []byte(sealedConfigPrefix))
+	raw, ok := sealedIn(v, api.SecretApprovedConfig, sealedConfigPrefix, g.sealApproved)
 	if !ok {
-		// None sealed yet (a new vault, or one from before sealing):
-		// seal the approved one once the unlock is done.
-		go g.sealApproved()
 		return
 	}
-	raw = bytes.Clone(raw)
 	if len(raw) == 0 {
 		raw = nil
 	}
@@ -119,11 +119,27 @@ func (g *Gateway) adoptSealedPolicy(v *vault.Vault) {
 	g.judge(cfg, now)
 }
 
+// sealedIn returns a copy of what is sealed in v as name, after its
+// prefix. When nothing is (a new vault, or one from before sealing), it
+// returns false, and has seal seal what is in force once the unlock is
+// done.
+func sealedIn(v *vault.Vault, name, prefix string, seal func()) ([]byte, bool) {
+	sec := v.Secret(name)
+	defer clear(sec)
+	raw, ok := bytes.CutPrefix(sec, []byte(prefix))
+	if !ok {
+		go seal()
+		return nil, false
+	}
+	return bytes.Clone(raw), true
+}
+
 // checkOpened runs at every unlock, before the vault's keys load.
 func (g *Gateway) checkOpened(v *vault.Vault) error {
 	if err := g.checkSealedAnchor(v); err != nil {
 		return err
 	}
 	g.adoptSealedPolicy(v)
+	g.adoptSealedHosts(v)
 	return nil
 }

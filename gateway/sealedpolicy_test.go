@@ -57,11 +57,8 @@ func TestSealedPolicy(t *testing.T) {
 			if err := os.WriteFile(cfg, []byte(strict), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			nv, err := api.InitVault(vault.FloorParams(), func() ([]byte, error) { return bytes.Clone(pass), nil })
-			if err != nil {
-				t.Fatal(err)
-			}
-			approvedPath := filepath.Join(filepath.Dir(nv.Path), xdg.ApprovedConfigFile)
+			vaultPath := initTestVault(t, pass)
+			approvedPath := filepath.Join(filepath.Dir(vaultPath), xdg.ApprovedConfigFile)
 			unlock := func(sock string) {
 				t.Helper()
 				if err := api.NewClient(sock).Unlock(context.Background(), api.UnlockArgs{Passphrase: bytes.Clone(pass)}); err != nil {
@@ -71,7 +68,7 @@ func TestSealedPolicy(t *testing.T) {
 
 			_, sock, stop := runGateway(t, dir)
 			unlock(sock)
-			waitSealed(t, nv.Path, pass, strict)
+			waitSealed(t, vaultPath, pass, strict)
 			stop()
 
 			c.attack(cfg, approvedPath)
@@ -132,10 +129,7 @@ func TestSealedPolicyUnapprovedUpstream(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(strict), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	nv, err := api.InitVault(vault.FloorParams(), func() ([]byte, error) { return bytes.Clone(pass), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
+	vaultPath := initTestVault(t, pass)
 	unlock := func(sock string) {
 		t.Helper()
 		if err := api.NewClient(sock).Unlock(context.Background(), api.UnlockArgs{Passphrase: bytes.Clone(pass)}); err != nil {
@@ -144,7 +138,7 @@ func TestSealedPolicyUnapprovedUpstream(t *testing.T) {
 	}
 	_, sock, stop := runGateway(t, dir)
 	unlock(sock)
-	waitSealed(t, nv.Path, pass, strict)
+	waitSealed(t, vaultPath, pass, strict)
 	stop()
 
 	// The attacker's agent, and the configuration rewritten to use it.
@@ -170,7 +164,7 @@ func TestSealedPolicyUnapprovedUpstream(t *testing.T) {
 	}()
 	rewritten := "upstream = \"" + theirs + "\"\n" + strict
 	os.WriteFile(cfg, []byte(rewritten), 0o600)
-	os.WriteFile(filepath.Join(filepath.Dir(nv.Path), xdg.ApprovedConfigFile), []byte(rewritten), 0o600)
+	os.WriteFile(filepath.Join(filepath.Dir(vaultPath), xdg.ApprovedConfigFile), []byte(rewritten), 0o600)
 
 	g, sock, _ := runGateway(t, dir)
 	unlock(sock)

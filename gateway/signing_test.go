@@ -59,10 +59,7 @@ func (s *signingGateway) client(t *testing.T) agent.ExtendedAgent {
 // log on) with pass, adds priv to it and returns its path.
 func initVaultWithKey(t testing.TB, pass []byte, priv ed25519.PrivateKey) string {
 	t.Helper()
-	nv, err := api.InitVault(vault.FloorParams(), func() ([]byte, error) { return append([]byte(nil), pass...), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
+	vaultPath := initTestVault(t, pass)
 	k, err := vault.NewKey(priv, "test key")
 	if err != nil {
 		t.Fatal(err)
@@ -70,5 +67,5 @@ func initVaultWithKey(t testing.TB, pass []byte, priv ed25519.PrivateKey) string
 	if _, err := api.ChangeVault(&api.VaultChange{Passphrase: append([]byte(nil), pass...), Add: []vault.Key{k}}); err != nil {
 		t.Fatal(err)
 	}
-	return nv.Path
+	return vaultPath
 }

@@ -55,6 +55,8 @@ func hintFor(name string, err error) string {
 		return `"postern audit verify --vault" says the same: put the newer log back (with its audit.key and audit.anchor); the vault does not unlock over an older copy. If the newer log is lost, stop the gateway and run "postern audit new"`
 	case api.HasCode(err, api.CodeJournalDamaged):
 		return `look at the journal file, then "postern journal new" keeps it aside and starts a new journal`
+	case api.HasCode(err, api.CodeLocked):
+		return `run "postern unlock"`
 	case api.HasCode(err, api.CodeNoKeys):
 		return `unlock the vault with "postern unlock", or add a key with ssh-add`
 	case api.HasCode(err, api.CodeCorrupt) && name == "hosts":

@@ -78,7 +78,10 @@ func printStatus(out io.Writer, st *api.Status) {
 	}
 	fmt.Fprintf(out, "hosts     %s (%d hosts)\n", st.Hosts.Path, st.Hosts.Count)
 	if st.Hosts.Error != "" {
-		fmt.Fprintf(out, "          not read, so no host has a name: %s\n", st.Hosts.Error)
+		fmt.Fprintf(out, "          not read, so no host has a name: %s\n", safetext.Field(st.Hosts.Error, safetext.Line))
+	}
+	if st.Hosts.Restored != "" {
+		fmt.Fprintf(out, "          %s\n", safetext.Field(st.Hosts.Restored, safetext.Line))
 	}
 	if b := st.Bastion; b != nil {
 		if b.Refusing == "" {

@@ -50,3 +50,7 @@ func (c *Client) RemoveHost(ctx context.Context, name string) (*HostsResult, err
 	var res HostsResult
 	return &res, c.call(ctx, OpHostsRemove, HostsRemoveArgs{Name: name}, &res)
 }
+
+// SecretHostInventory names the host inventory the gateway seals into the
+// vault.
+const SecretHostInventory = "host-inventory"

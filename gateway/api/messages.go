@@ -128,6 +128,9 @@ type HostsStatus struct {
 	// then gives no host a name, so every login is asked about as strictly
 	// as any host rule could ask.
 	Error string `json:"error,omitempty"`
+	// Restored says when an unlock found the inventory file rewritten and
+	// put back the one sealed in the vault.
+	Restored string `json:"restored,omitempty"`
 }
 
 // Counts are sizes of the gateway's state.
