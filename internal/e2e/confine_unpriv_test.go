@@ -95,7 +95,11 @@ func TestConfinedRunUnprivileged(t *testing.T) {
 	os.Chmod(sshd.KnownHosts, 0o644)
 	repo := filepath.Join(sshd.Dir, "repo.git")
 	e.MustRun("git", "init", "-q", "--bare", "-b", "main", repo)
-	w.writeFile("config/postern/config.toml", fmt.Sprintf("known_hosts = [%q]\n", sshd.KnownHosts), 0o600)
+	// The user's directory, which holds its home and XDG directories, is
+	// shown to runs read-only, as a home directory is outside the tests
+	// (here it is under /tmp, which runs do not see, and which would hide
+	// the state directory whatever postern does).
+	w.writeFile("config/postern/config.toml", fmt.Sprintf("known_hosts = [%q]\n[run]\nread_only = [%q]\n", sshd.KnownHosts, w.dir), 0o600)
 
 	agent := w.command(posternBin, "agent", "-d", "-a", w.sock)
 	var agentLog syncbuf.Buffer
@@ -146,7 +150,7 @@ func TestConfinedRunUnprivileged(t *testing.T) {
 	sshArgs := strings.Join(sshd.SSHArgs(), " ")
 	url := fmt.Sprintf("ssh://%s@127.0.0.1:%d%s", sshd.User, sshd.Port, repo)
 	w.writeFile("work/job.sh", fmt.Sprintf(`set -e
-(echo sock=$SSH_AUTH_SOCK; id -u; ls %s/state/postern && echo STATE-VISIBLE; echo procs=$(ls /proc | grep -c '^[0-9]')) > info 2>&1
+(echo sock=$SSH_AUTH_SOCK; id -u; ls -A %s/state/postern | grep -q . && echo STATE-VISIBLE; echo procs=$(ls /proc | grep -c '^[0-9]')) > info 2>&1
 ssh %s %s echo via-ssh > ssh.out
 export GIT_SSH_COMMAND="ssh %s"
 git clone -q %s clone 2>&1
