@@ -102,6 +102,11 @@ func TestConfinedRunCannotWriteThePersonsCache(t *testing.T) {
 // until the person outside answers it.
 func TestConfinedRunEscapesAreRefused(t *testing.T) {
 	w := newConfinedWorld(t, "", "prod-db")
+	// known_hosts in the working directory, which the run writes, as a
+	// project's own may be: only postern keeps it read-only there (the
+	// server's own, under /tmp, is out of the run's sight whatever
+	// postern does).
+	w.sshd.KnownHosts = w.e.WriteFile("known_hosts", string(mustRead(t, w.sshd.KnownHosts)), 0o600)
 	askpass := w.e.WriteFile("askpass", "#!/bin/sh\nexit 1\n", 0o755)
 	w.e.Config(fmt.Sprintf("known_hosts = [%q]\n[[rule]]\nhost = \"prod-*\"\napproval = \"per-call\"\n%s", w.sshd.KnownHosts,
 		strings.Replace(runSection(), "read_only = [", fmt.Sprintf("read_only = [%q, ", askpass), 1)))
