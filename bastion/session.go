@@ -59,6 +59,7 @@ func reply(r *gossh.Request, ok bool) {
 func (ss *session) serve(dreqs <-chan *gossh.Request) {
 	var pty []byte
 	var envs [][]byte
+	envBytes := 0
 	for req := range dreqs {
 		switch req.Type {
 		case "pty-req":
@@ -69,9 +70,13 @@ func (ss *session) serve(dreqs <-chan *gossh.Request) {
 			// locale goes on (what OpenSSH sends and accepts by default);
 			// a variable such as BASH_ENV would change what runs.
 			var m struct{ Name, Value string }
-			ok := gossh.Unmarshal(req.Payload, &m) == nil && localeVar(m.Name)
+			// Past a bound they are refused: the bastion holds them
+			// until the command starts.
+			ok := gossh.Unmarshal(req.Payload, &m) == nil && localeVar(m.Name) &&
+				len(envs) < maxEnvVars && envBytes+len(req.Payload) <= maxEnvBytes
 			if ok {
 				envs = append(envs, req.Payload)
+				envBytes += len(req.Payload)
 			}
 			reply(req, ok)
 		case "exec", "shell", "subsystem":
@@ -108,3 +113,11 @@ func (ss *session) tellUnknown(e *journal.Entry) {
 func localeVar(name string) bool {
 	return name == "LANG" || name == "LANGUAGE" || strings.HasPrefix(name, "LC_")
 }
+
+// maxEnvVars and maxEnvBytes bound the environment a client may pass on
+// (OpenSSH sends LANG and a dozen LC_ variables at most); the env
+// requests past them are refused.
+const (
+	maxEnvVars  = 32
+	maxEnvBytes = 16 << 10
+)
