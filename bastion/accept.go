@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gliderssh "github.com/gliderlabs/ssh"
@@ -99,6 +100,7 @@ type connInfo struct {
 	target    Target
 	requester *procid.Peer // the ssh process behind postern connect
 	chain     string
+	sessions  atomic.Int32 // session channels open (maxSessions)
 
 	mu sync.Mutex
 	up *upstream

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // A client cannot make the bastion hold an unbounded environment: past
@@ -29,6 +32,44 @@ func TestRelayBoundsTheEnvironment(t *testing.T) {
 	if accepted == 0 {
 		t.Fatal("no environment variable accepted")
 	}
+}
+
+// A client cannot open session channels without end on one connection:
+// past as many as OpenSSH's sshd serves by default, a new one is refused.
+func TestRelayBoundsSessionsPerConnection(t *testing.T) {
+	w := newWorld(t)
+	c := w.dial()
+	var open []*ssh.Session
+	defer func() {
+		for _, s := range open {
+			s.Close()
+		}
+	}()
+	for i := range 3 * maxSessions {
+		s, err := c.NewSession()
+		if err != nil {
+			if i < maxSessions {
+				t.Fatalf("session %d refused: %v", i+1, err)
+			}
+			break
+		}
+		open = append(open, s)
+	}
+	if len(open) > maxSessions {
+		t.Fatalf("%d sessions open on one connection, want at most %d", len(open), maxSessions)
+	}
+	// A session that ends makes room for another.
+	open[0].Close()
+	open = open[1:]
+	for range 50 {
+		s, err := c.NewSession()
+		if err == nil {
+			open = append(open, s)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("no session once one ended")
 }
 
 // Port forwarding, streamlocal forwarding and X11 never reach a host:

@@ -38,6 +38,12 @@ func (s *Server) handleSession(_ *gliderssh.Server, _ *gossh.ServerConn, nc goss
 		nc.Reject(gossh.Prohibited, "no destination")
 		return
 	}
+	if info.sessions.Add(1) > maxSessions {
+		info.sessions.Add(-1)
+		nc.Reject(gossh.ResourceShortage, fmt.Sprintf("too many sessions on this connection (at most %d at once)", maxSessions))
+		return
+	}
+	defer info.sessions.Add(-1)
 	dch, dreqs, err := nc.Accept()
 	if err != nil {
 		return
@@ -121,3 +127,7 @@ const (
 	maxEnvVars  = 32
 	maxEnvBytes = 16 << 10
 )
+
+// maxSessions bounds the session channels open at once on one client
+// connection, as OpenSSH's sshd does by default (MaxSessions).
+const maxSessions = 10
