@@ -102,3 +102,84 @@ func TestRelayRefusesForwarding(t *testing.T) {
 		t.Fatal("the host was reached")
 	}
 }
+
+// Malformed session requests are refused by the bastion and never reach
+// the host: OpenSSH's sshd ends the whole connection on one, which would
+// cut the command. Well-formed ones still go through.
+func TestRelayRefusesMalformedRequests(t *testing.T) {
+	w := newWorld(t)
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) }) // before the world's: it waits for the commands
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			go func() { <-stop; s.ch.Close() }()
+			for req := range s.reqs {
+				fmt.Fprintf(s.ch, "request %s %x\n", req.Type, req.Payload)
+				if req.WantReply {
+					req.Reply(true, nil)
+				}
+				if req.Type == "signal" {
+					s.exit(0)
+					return
+				}
+			}
+		}
+	})
+	sess, err := w.dial().NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if ok, _ := sess.SendRequest("pty-req", true, ssh.Marshal(struct {
+		Term                         string
+		Columns, Rows, Width, Height uint32
+		Modes                        string
+	}{"xterm", 80, 24, 0, 0, "\x35\x00\x00"})); ok {
+		t.Error("a terminal with truncated modes was accepted")
+	}
+	if ok, _ := sess.SendRequest("shell", true, []byte("x")); ok {
+		t.Error("a shell request with a payload was accepted")
+	}
+	sess, err = w.dial().NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	var out strings.Builder
+	sess.Stdout = &out
+	if err := sess.Start("cmd"); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		typ     string
+		payload []byte
+	}{
+		{"window-change", []byte("x")},
+		{"break", nil},
+		{"xon-xoff", []byte{1, 2}},
+		{"signal", ssh.Marshal(struct{ S string }{"TERM"})[:5]},
+	} {
+		if ok, _ := sess.SendRequest(r.typ, true, r.payload); ok {
+			t.Errorf("malformed %s accepted", r.typ)
+		}
+	}
+	if t.Failed() {
+		return // the host may have ended the command
+	}
+	if err := sess.WindowChange(24, 80); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Signal(ssh.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	want := "request window-change 000000500000001800000280000000c0\nrequest signal 000000045445524d\n"
+	if out.String() != want {
+		t.Fatalf("the host saw\n%s\nwant\n%s", out.String(), want)
+	}
+	if len(w.host.seen()) != 1 {
+		t.Fatalf("the host saw %d sessions", len(w.host.seen()))
+	}
+}

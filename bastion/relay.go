@@ -52,6 +52,10 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 		for req := range dreqs {
 			switch req.Type {
 			case "window-change", "signal", "break", "xon-xoff":
+				if !wellFormed(req.Type, req.Payload) {
+					reply(req, false)
+					continue
+				}
 				ok, _ := uch.SendRequest(req.Type, req.WantReply, req.Payload)
 				reply(req, ok)
 			default:

@@ -69,8 +69,11 @@ func (ss *session) serve(dreqs <-chan *gossh.Request) {
 	for req := range dreqs {
 		switch req.Type {
 		case "pty-req":
-			pty = req.Payload
-			reply(req, true)
+			ok := wellFormed(req.Type, req.Payload)
+			if ok {
+				pty = req.Payload
+			}
+			reply(req, ok)
 		case "env":
 			// The card shows the command, not the environment: only the
 			// locale goes on (what OpenSSH sends and accepts by default);
@@ -131,3 +134,56 @@ const (
 // maxSessions bounds the session channels open at once on one client
 // connection, as OpenSSH's sshd does by default (MaxSessions).
 const maxSessions = 10
+
+// wellFormed reports whether the payload of a session request the relay
+// passes on is what RFC 4254 says that request carries. OpenSSH's sshd
+// ends the whole connection on a malformed one, which would cut the
+// commands running on it: such a request is refused instead.
+func wellFormed(typ string, payload []byte) bool {
+	var err error
+	switch typ {
+	case "pty-req":
+		var m struct {
+			Term                         string
+			Columns, Rows, Width, Height uint32
+			Modes                        string
+		}
+		if err = gossh.Unmarshal(payload, &m); err == nil {
+			return modesWellFormed([]byte(m.Modes))
+		}
+	case "window-change":
+		var m struct{ Columns, Rows, Width, Height uint32 }
+		err = gossh.Unmarshal(payload, &m)
+	case "signal":
+		var m struct{ Name string }
+		err = gossh.Unmarshal(payload, &m)
+	case "break":
+		var m struct{ Millis uint32 }
+		err = gossh.Unmarshal(payload, &m)
+	case "xon-xoff":
+		var m struct{ ClientCan bool }
+		err = gossh.Unmarshal(payload, &m)
+	case "shell":
+		return len(payload) == 0
+	default:
+		return false
+	}
+	return err == nil
+}
+
+// modesWellFormed reports whether encoded terminal modes parse as sshd
+// parses them: opcodes 1 to 159 each followed by a uint32, up to the end
+// opcode 0 or an opcode of 160 or more, which ends the parsing.
+func modesWellFormed(b []byte) bool {
+	for len(b) > 0 {
+		op := b[0]
+		switch {
+		case op == 0 || op >= 160:
+			return true
+		case len(b) < 5:
+			return false
+		}
+		b = b[5:]
+	}
+	return true
+}

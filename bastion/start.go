@@ -20,6 +20,11 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 	s, info := ss.s, ss.info
 	kind := req.Type
 	var cmd []byte
+	if kind == journal.KindShell && !wellFormed(kind, req.Payload) {
+		reply(req, false)
+		ss.dch.Close()
+		return
+	}
 	if kind != journal.KindShell {
 		var m struct{ S string }
 		if err := gossh.Unmarshal(req.Payload, &m); err != nil {
