@@ -99,6 +99,14 @@ func initTestVault(t testing.TB, pass []byte) string {
 	return nv.Path
 }
 
+// unlockGateway unlocks the gateway at sock with pass.
+func unlockGateway(t testing.TB, sock string, pass []byte) {
+	t.Helper()
+	if err := api.NewClient(sock).Unlock(context.Background(), api.UnlockArgs{Passphrase: bytes.Clone(pass)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Every operation answers through the typed client, and errors arrive
 // with the code the command line picks its exit status by.
 func TestControlOperations(t *testing.T) {

@@ -34,12 +34,6 @@ func TestSealedHostInventory(t *testing.T) {
 	sshPub, _ := ssh.NewPublicKey(pub)
 	hostKey := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))
 	ctx := context.Background()
-	unlock := func(sock string) {
-		t.Helper()
-		if err := api.NewClient(sock).Unlock(ctx, api.UnlockArgs{Passphrase: bytes.Clone(pass)}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	production := "production"
 
 	_, sock, stop := runGateway(t, dir)
@@ -49,7 +43,7 @@ func TestSealedHostInventory(t *testing.T) {
 	if !api.HasCode(err, api.CodeLocked) {
 		t.Fatalf("a host added while the vault is locked: %v", err)
 	}
-	unlock(sock)
+	unlockGateway(t, sock, pass)
 	if _, err := c.AddHost(ctx, api.HostsAddArgs{Name: "prod-db", Class: &production, Keys: []api.HostKey{{Key: hostKey, Source: "test"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +75,7 @@ func TestSealedHostInventory(t *testing.T) {
 	if st, _ := g.vault.State(); st != api.VaultLocked {
 		t.Fatalf("the vault is %s at start: a key could sign before the sealed inventory is read", st)
 	}
-	unlock(sock)
+	unlockGateway(t, sock, pass)
 	hosts, err := api.NewClient(sock).Hosts(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -107,9 +101,7 @@ func TestHostInventorySealedAtFirstUnlock(t *testing.T) {
 	dir := gatewayHome(t)
 	vaultPath := initTestVault(t, pass)
 	_, sock, _ := runGateway(t, dir)
-	if err := api.NewClient(sock).Unlock(context.Background(), api.UnlockArgs{Passphrase: bytes.Clone(pass)}); err != nil {
-		t.Fatal(err)
-	}
+	unlockGateway(t, sock, pass)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		// The gateway may be saving the vault: a failed open is tried again.
 		if v, err := vault.Open(vaultPath, pass); err == nil {

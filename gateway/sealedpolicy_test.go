@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"bytes"
-	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"net"
@@ -52,31 +50,15 @@ func TestSealedPolicy(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			pass := []byte("seal pass")
-			dir := gatewayHome(t)
-			cfg := configFile(t, dir)
-			if err := os.WriteFile(cfg, []byte(strict), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			vaultPath := initTestVault(t, pass)
+			dir, cfg, vaultPath := sealedConfig(t, pass, strict)
 			approvedPath := filepath.Join(filepath.Dir(vaultPath), xdg.ApprovedConfigFile)
-			unlock := func(sock string) {
-				t.Helper()
-				if err := api.NewClient(sock).Unlock(context.Background(), api.UnlockArgs{Passphrase: bytes.Clone(pass)}); err != nil {
-					t.Fatal(err)
-				}
-			}
-
-			_, sock, stop := runGateway(t, dir)
-			unlock(sock)
-			waitSealed(t, vaultPath, pass, strict)
-			stop()
 
 			c.attack(cfg, approvedPath)
 			g, sock, _ := runGateway(t, dir)
 			if st, _ := g.vault.State(); st != api.VaultLocked {
 				t.Fatalf("the vault is %s at start: a key could sign before the sealed copy is read", st)
 			}
-			unlock(sock)
+			unlockGateway(t, sock, pass)
 			st := waitStatus(t, g, "after the unlock", func(st api.Status) bool { return st.Config.Restored != "" })
 			if !slices.ContainsFunc(st.Config.Pending, func(s string) bool { return strings.Contains(s, c.want) }) {
 				t.Fatalf("pending changes %q, want one with %q", st.Config.Pending, c.want)
@@ -99,6 +81,24 @@ func TestSealedPolicy(t *testing.T) {
 
 // waitSealed waits until the vault at path holds want as the approved
 // configuration.
+// sealedConfig sets up a gateway's home with configuration approved and a
+// vault with passphrase pass, has a gateway seal approved into the vault
+// and stop, and returns the home, the configuration file and the vault.
+func sealedConfig(t *testing.T, pass []byte, approved string) (dir, cfg, vaultPath string) {
+	t.Helper()
+	dir = gatewayHome(t)
+	cfg = configFile(t, dir)
+	if err := os.WriteFile(cfg, []byte(approved), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vaultPath = initTestVault(t, pass)
+	_, sock, stop := runGateway(t, dir)
+	unlockGateway(t, sock, pass)
+	waitSealed(t, vaultPath, pass, approved)
+	stop()
+	return dir, cfg, vaultPath
+}
+
 func waitSealed(t *testing.T, path string, pass []byte, want string) {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; {
@@ -124,22 +124,7 @@ func waitSealed(t *testing.T, path string, pass []byte, want string) {
 func TestSealedPolicyUnapprovedUpstream(t *testing.T) {
 	const strict = "approval = \"per-call\"\n"
 	pass := []byte("seal pass")
-	dir := gatewayHome(t)
-	cfg := configFile(t, dir)
-	if err := os.WriteFile(cfg, []byte(strict), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	vaultPath := initTestVault(t, pass)
-	unlock := func(sock string) {
-		t.Helper()
-		if err := api.NewClient(sock).Unlock(context.Background(), api.UnlockArgs{Passphrase: bytes.Clone(pass)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, sock, stop := runGateway(t, dir)
-	unlock(sock)
-	waitSealed(t, vaultPath, pass, strict)
-	stop()
+	dir, cfg, vaultPath := sealedConfig(t, pass, strict)
 
 	// The attacker's agent, and the configuration rewritten to use it.
 	theirs := filepath.Join(dir, "theirs.sock")
@@ -167,7 +152,7 @@ func TestSealedPolicyUnapprovedUpstream(t *testing.T) {
 	os.WriteFile(filepath.Join(filepath.Dir(vaultPath), xdg.ApprovedConfigFile), []byte(rewritten), 0o600)
 
 	g, sock, _ := runGateway(t, dir)
-	unlock(sock)
+	unlockGateway(t, sock, pass)
 	waitStatus(t, g, "after the unlock", func(st api.Status) bool { return st.Config.Restored != "" })
 	nc, err := net.Dial("unix", sock)
 	if err != nil {

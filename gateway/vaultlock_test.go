@@ -1,10 +1,7 @@
 package gateway
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,28 +17,9 @@ import (
 // keys must stop signing as soon as the lock is asked for, not once that
 // wait is over.
 func TestLockStopsSigningWhileItWaitsForTheVault(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "vault")
 	pass := []byte("lock pass")
-	v, err := vault.Create(path, pass, vault.FloorParams(), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	k, err := vault.NewKey(priv, "signer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := v.AddKey(k); err != nil {
-		t.Fatal(err)
-	}
-	if err := v.Save(); err != nil {
-		t.Fatal(err)
-	}
-	v.Wipe()
+	s, keys, _ := newVaultStateWithKey(t, pass, "signer")
 
-	keys := &sshagent.Keyring{}
-	s := &vaultState{path: path, keys: keys, epoch: loadEpoch(filepath.Join(dir, "epoch")), log: func(string, ...any) {}}
 	// As the gateway's anchor keeper does when a checkpoint is pending.
 	waiting := make(chan struct{})
 	s.beforeLock = func() {

@@ -29,32 +29,13 @@ func TestUnlockRefusesAnOlderCopyOfTheVault(t *testing.T) {
 }
 
 func testUnlockRefusesAnOlderCopy(t *testing.T, unlocked bool) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "vault")
 	pass := []byte("rollback pass")
-	v, err := vault.Create(path, pass, vault.FloorParams(), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	k, err := vault.NewKey(priv, "removed later")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := v.AddKey(k); err != nil {
-		t.Fatal(err)
-	}
-	if err := v.Save(); err != nil {
-		t.Fatal(err)
-	}
-	v.Wipe()
+	s, keys, path := newVaultStateWithKey(t, pass, "removed later")
 	old, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	keys := &sshagent.Keyring{}
-	s := &vaultState{path: path, keys: keys, epoch: loadEpoch(filepath.Join(dir, "epoch")), log: func(string, ...any) {}}
 	s.start()
 	if unlocked {
 		if err := s.Unlock(pass); err != nil {
@@ -79,7 +60,7 @@ func testUnlockRefusesAnOlderCopy(t *testing.T, unlocked bool) {
 	}
 
 	os.Remove(path + ".generation")
-	tmp := filepath.Join(dir, "copy")
+	tmp := filepath.Join(filepath.Dir(path), "copy")
 	if err := os.WriteFile(tmp, old, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -103,32 +84,13 @@ func testUnlockRefusesAnOlderCopy(t *testing.T, unlocked bool) {
 // seal must not write the older copy out again as a newer generation,
 // which the next unlock would then take in with the removed key.
 func TestSealRefusesAnOlderCopyOfTheVault(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "vault")
 	pass := []byte("rollback pass")
-	v, err := vault.Create(path, pass, vault.FloorParams(), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	k, err := vault.NewKey(priv, "removed later")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := v.AddKey(k); err != nil {
-		t.Fatal(err)
-	}
-	if err := v.Save(); err != nil {
-		t.Fatal(err)
-	}
-	v.Wipe()
+	s, keys, path := newVaultStateWithKey(t, pass, "removed later")
 	old, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	keys := &sshagent.Keyring{}
-	s := &vaultState{path: path, keys: keys, epoch: loadEpoch(filepath.Join(dir, "epoch")), log: func(string, ...any) {}}
 	s.start()
 	if err := s.Unlock(pass); err != nil {
 		t.Fatal(err)
@@ -143,7 +105,7 @@ func TestSealRefusesAnOlderCopyOfTheVault(t *testing.T) {
 	}
 
 	os.Remove(path + ".generation")
-	tmp := filepath.Join(dir, "copy")
+	tmp := filepath.Join(filepath.Dir(path), "copy")
 	if err := os.WriteFile(tmp, old, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -162,4 +124,32 @@ func TestSealRefusesAnOlderCopyOfTheVault(t *testing.T) {
 	if !errors.Is(serr, vault.ErrRolledBack) {
 		t.Fatalf("seal into the older copy: %v, want ErrRolledBack", serr)
 	}
+}
+
+// newVaultStateWithKey creates a vault with passphrase pass holding one
+// Ed25519 key named comment, in a temporary directory, and the gateway's
+// vault state over it (not started), with the keyring it loads into.
+func newVaultStateWithKey(t *testing.T, pass []byte, comment string) (*vaultState, *sshagent.Keyring, string) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "vault")
+	v, err := vault.Create(path, pass, vault.FloorParams(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Wipe()
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	k, err := vault.NewKey(priv, comment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.AddKey(k); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Save(); err != nil {
+		t.Fatal(err)
+	}
+	keys := &sshagent.Keyring{}
+	s := &vaultState{path: path, keys: keys, epoch: loadEpoch(filepath.Join(dir, "epoch")), log: func(string, ...any) {}}
+	return s, keys, path
 }

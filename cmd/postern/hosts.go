@@ -28,7 +28,9 @@ const hostsUsage = `Usage: postern hosts list [--json] [--socket PATH]
 
 The host inventory: the names and classes (such as production) that
 policy rules match, bound to host keys. Only an approver outside every
-run changes it; each change is recorded in the audit log.
+run changes it; each change is recorded in the audit log. With a vault,
+the inventory is sealed into it: changes need it unlocked, and an unlock
+puts the sealed inventory back over a file rewritten meanwhile.
 
 add binds NAME to the keys a file gives it: known_hosts lines or
 ssh-keyscan output (plain or hashed entries for NAME), or a public key

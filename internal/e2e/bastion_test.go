@@ -22,8 +22,6 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
-
-	"github.com/postern/postern/bastion"
 )
 
 type bastionWorld struct {
@@ -576,22 +574,7 @@ func TestBastionInteractiveShell(t *testing.T) {
 // the signal, and the bastion's host certificate for the name it asked for.
 func TestBastionRelaysExitSignal(t *testing.T) {
 	b := newBastionWorld(t, "")
-	ca, _, _, _, err := ssh.ParseAuthorizedKey([]byte(strings.TrimPrefix(string(mustRead(t, b.e.Path("state", "postern", "bastion_known_hosts"))), "@cert-authority * ")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := bastion.Target{User: b.sshd.User, Host: "127.0.0.1", Port: b.sshd.Port}
-	c, err := bastion.Connect(b.e.Path("run", "postern", "bastion.sock"), target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checker := &ssh.CertChecker{IsHostAuthority: func(auth ssh.PublicKey, _ string) bool { return bytes.Equal(auth.Marshal(), ca.Marshal()) }}
-	conn, chans, reqs, err := ssh.NewClientConn(c, "127.0.0.1:22", &ssh.ClientConfig{User: target.User, HostKeyCallback: checker.CheckHostKey})
-	if err != nil {
-		t.Fatalf("handshake with the bastion (certificate for 127.0.0.1): %v", err)
-	}
-	client := ssh.NewClient(conn, chans, reqs)
-	defer client.Close()
+	client := b.bastionClient(t)
 	s, err := client.NewSession()
 	if err != nil {
 		t.Fatal(err)
