@@ -153,7 +153,17 @@ func (t *Table) finish(pid int, uid uint32, haveUID bool, pn pin) (*Peer, error)
 	share := shareable(pn)
 	if share {
 		if p := t.shared(pid, given, pn); p != nil {
-			pn.close() // the process is pinned already (share.go)
+			// The process is pinned already (share.go), if pn's is
+			// the one at pid: alive after the shared pin was seen alive
+			// there, it held the pid then. A connection whose process
+			// exited, its pid taken since by the shared pin's process
+			// (found by pid and start time), is not that process's.
+			err := pn.alive(t, &p.Process)
+			pn.close()
+			if err != nil {
+				p.Close()
+				return nil, err
+			}
 			return p, nil
 		}
 	}

@@ -90,7 +90,8 @@
 // the address space, stat, the poll), and takes its parent, session and
 // name from that stat, its executable from the pin's process when the
 // executable has the device, inode, size and times it had when that
-// process was identified. The pidfd it was given is closed.
+// process was identified. The pidfd it was given is polled (its process,
+// alive after the shared pin was, held the pid then) and closed.
 //
 // [Table.Admit] is the admission every gateway socket uses (agent,
 // control, bastion): PeerOf, then a refusal, logged with the socket's

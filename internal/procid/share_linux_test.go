@@ -4,9 +4,12 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func openFDs(t *testing.T) int {
@@ -151,5 +154,50 @@ func TestSharedPinKeys(t *testing.T) {
 		if k := a.key; byIno != (k.ino != 0 && k.start == 0) || !byIno && k.start != own[0].StartTicks {
 			t.Fatalf("keyed by ino %v: key %+v", byIno, k)
 		}
+	}
+}
+
+// The kernel hands over, with a connection, a pidfd for the process that
+// connected, even once its pid names another. Where a shared pin is found
+// by pid and start time, a connection whose process has exited, its pid
+// since taken by a process whose pin is shared, is not that process's.
+func TestSharedPinNotForAnExitedConnector(t *testing.T) {
+	real := uniquePidfsInodes()
+	t.Cleanup(func() { uniquePidfsInodes = func() bool { return real } })
+	uniquePidfsInodes = func() bool { return false }
+	sock := filepath.Join(t.TempDir(), "s")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// This process holds a shared pin: the one whose pid was reused.
+	_, s := dialAccept(t, l, sock)
+	own, err := Host.PeerOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	// The connector: a pidfd for a process that has exited.
+	cmd := exec.Command("/bin/true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	pn, err := newPidfdPin(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Host.finish(os.Getpid(), uint32(os.Getuid()), true, pn)
+	if err == nil {
+		p.Close()
+		t.Fatal("a connection of an exited process was taken for the live process at its pid")
+	}
+	if !errors.Is(err, ErrGone) {
+		t.Fatalf("err = %v, want ErrGone", err)
 	}
 }
