@@ -187,7 +187,10 @@ func (e *Engine) register(subj *Run) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the chosen process is gone: %w", err)
 	}
-	if pin.StartTicks != subj.Process.StartTicks || !pin.Exe.Same(subj.Process.Exe) {
+	// The same start time and executable, and the same address space
+	// layout: an exec of the same executable since the card was shown
+	// (an interpreter given another script) is another program.
+	if pin.StartTicks != subj.Process.StartTicks || !pin.Exe.Same(subj.Process.Exe) || pin.Layout != subj.Process.Layout {
 		pin.Close()
 		return nil, fmt.Errorf("pid %d is no longer the process shown on the card", subj.Process.PID)
 	}

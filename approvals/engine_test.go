@@ -236,6 +236,28 @@ func TestExecOfTheSameExecutableEndsTheRun(t *testing.T) {
 	}
 }
 
+// The process a card showed executes the same executable, another
+// program, while the card waits: a session approval of it binds nothing,
+// not the program it runs now.
+func TestExecWhileTheCardWaitsBindsNothing(t *testing.T) {
+	w := newWorld(t)
+	ch := w.decide(w.req(21))
+	c := w.card()
+	if s := c.Subjects[c.Selected]; s.PID != 20 {
+		t.Fatalf("preselected pid %d, want the agent 20", s.PID)
+	}
+	claude, _ := w.f.Table.Inspect(20)
+	w.f.Exec(20, claude.Exe.Path, "x", "other.sh")
+	if err := w.e.Answer(c.ID, Answer{Verdict: VerdictSession, Subject: -1, Approver: "test"}, w.f.Peer(30)); err == nil {
+		t.Fatal("a session was approved for the program pid 20 executed after the card was shown")
+	}
+	if _, grants := w.e.Sessions(); len(grants) != 0 {
+		t.Fatalf("grants after the exec: %v", grants)
+	}
+	w.answer(c.ID, VerdictDeny, 30)
+	got(t, ch)
+}
+
 func TestLaunchedRunAndProcessChanged(t *testing.T) {
 	w := newWorld(t)
 	run := w.e.PrepareRun("deploy-bot", w.f.Peer(5).Process, func(id string) string { return "/sock." + id })
