@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -653,6 +654,45 @@ func TestGatewayRestartedIsExplained(t *testing.T) {
 	e2.Stop()
 	if rs := e3.Restore(); len(rs) != 0 {
 		t.Fatalf("restored a dead run: %+v", rs)
+	}
+}
+
+// The display context is a file of the user's: a run it says was
+// confined, in namespaces that are the gateway's own (a process that made
+// none), is not restored as confined, and its card says so.
+func TestRestoredConfinementIsCheckedAgain(t *testing.T) {
+	w := newWorld(t)
+	w.launch("agent", 10)
+	w.e.Stop()
+	// The run's namespaces, as the fake table shows them: the gateway's.
+	d := filepath.Join(w.f.Root, "10", "ns")
+	for _, n := range []string{"pid", "mnt"} {
+		if err := os.WriteFile(filepath.Join(d, n), []byte(n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns, err := w.f.Peer(10).Namespaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	past, err := loadPast(w.cfg.ContextFile)
+	if err != nil || len(past) != 1 {
+		t.Fatalf("display context: %v %+v", err, past)
+	}
+	past[0].Confinement, past[0].NS = confine.Level{Namespaces: true, Landlock: 7}, ns
+	if err := savePast(w.cfg.ContextFile, past); err != nil {
+		t.Fatal(err)
+	}
+	cfg2 := w.cfg
+	cfg2.BootID = "boot-2"
+	e2 := NewEngine(cfg2)
+	e2.ownNS = ns
+	restored := e2.Restore()
+	if len(restored) != 1 {
+		t.Fatalf("restored %d runs, want 1", len(restored))
+	}
+	if r := restored[0]; r.Confinement.Confined() || r.NS.Known() {
+		t.Fatalf("restored as %s in %+v, the gateway's own namespaces", r.Confinement, r.NS)
 	}
 }
 

@@ -121,6 +121,13 @@ func (e *Engine) confined(pin, caller *procid.Peer) (procid.Namespaces, error) {
 	if err != nil || helper.PPID != caller.PID || helper.StartTicks < caller.StartTicks || pin.StartTicks < helper.StartTicks {
 		return procid.Namespaces{}, fmt.Errorf("pid %d is not the child of a helper the caller (pid %d) started", pin.PID, caller.PID)
 	}
+	return e.ownNamespaces(pin)
+}
+
+// ownNamespaces returns the namespaces of pin, a process said to be
+// confined, when they are its own: user, pid and mount namespaces other
+// than the gateway's, in a user namespace the gateway's user created.
+func (e *Engine) ownNamespaces(pin *procid.Peer) (procid.Namespaces, error) {
 	ns, err := pin.Namespaces()
 	if err != nil {
 		return procid.Namespaces{}, fmt.Errorf("reading the run's namespaces: %w", err)
@@ -209,7 +216,9 @@ func (e *Engine) Restore() []*Run {
 			Launched: true, Socket: p.Socket, Started: e.now(), PrevBoot: p.BootID, pin: pin,
 			preparer: procid.Process{Session: p.LauncherSession},
 		}
-		if ns, err := pin.Namespaces(); err == nil && p.NS.Known() && ns == p.NS {
+		// The file is the user's: a run it says was confined is so only
+		// in namespaces of its own, as StartRun checks them.
+		if ns, err := e.ownNamespaces(pin); err == nil && p.NS.Known() && ns == p.NS {
 			run.Confinement, run.NS = p.Confinement, ns
 		}
 		e.addRun(run)
