@@ -46,6 +46,15 @@ func (g *Gateway) closeRun(run *approvals.Run) {
 // restart whose processes still live; they must be approved again.
 func (g *Gateway) restoreRuns() {
 	for _, run := range g.engine.Restore() {
+		// What the display context says of its confinement is checked as
+		// at its start: the file is the user's to edit.
+		if run.Confinement.Namespaces {
+			if err := g.verifyConfined(run.Process.PID); err != nil {
+				g.log.Warn("a restored run is not confined as the display context says", "run", run.ID, "err", err)
+				g.engine.EndRun(run.ID, audit.ReasonIdentityMismatch)
+				continue
+			}
+		}
 		if err := g.serveRun(run); err != nil {
 			g.log.Warn("cannot serve a restored run's socket", "run", run.ID, "err", err)
 			g.engine.EndRun(run.ID, audit.ReasonGatewayRestarted)
