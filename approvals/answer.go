@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/procid"
@@ -115,14 +116,16 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 			ID: newGrantID(), Run: run, Nonce: run.Nonce, BootID: e.bootID, Epoch: c.epoch,
 			Key: c.req.Key, Approver: a.Approver, Created: e.now(),
 		}
-		if p.Scope == ScopeDestination {
+		// As narrow as the card said, or as the policy is now if that
+		// is narrower.
+		if c.scope == ScopeDestination || p.Scope == ScopeDestination {
 			g.Scoped = true
 			if d := c.View.Destination; d != nil {
 				g.Dest, g.DestNames = d.Fingerprint, d.Names
 			}
 		}
-		if p.Lifetime > 0 {
-			g.Expires = g.Created.Add(p.Lifetime)
+		if life := shorterLifetime(c.lifetime, p.Lifetime); life > 0 {
+			g.Expires = g.Created.Add(life)
 		}
 	}
 	// Read before taking e.mu: the vault calls EpochChanged with its own
@@ -165,6 +168,15 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 	e.answeredLocked(c, approves)
 	e.log.Info("card answered", attrs...)
 	return nil
+}
+
+// shorterLifetime returns the shorter of two session lifetimes, where 0
+// is unlimited.
+func shorterLifetime(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // closeCardLocked gives card c its answer and wakes who waits on it; e.mu

@@ -98,6 +98,8 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		subjects:   subjects,
 		joinKey:    joinKey,
 		cooldownAs: coolKey,
+		scope:      p.Scope,
+		lifetime:   p.Lifetime,
 		chain:      chain,
 		done:       make(chan struct{}),
 	}

@@ -30,6 +30,12 @@ type Card struct {
 	hide       context.CancelFunc // withdraws the card from the approvers showing it
 	answer     Answer
 	policy     *policyChange // for a policy change card
+
+	// scope and lifetime are the session scope and lifetime in force
+	// when the card was shown, which its Covers line states: a grant
+	// from it is no broader, whatever the policy is when it is answered.
+	scope    Scope
+	lifetime time.Duration
 }
 
 // ProcessView is a process as a card shows it.

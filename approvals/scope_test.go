@@ -335,3 +335,34 @@ func TestSimultaneousRequestsShowOneCard(t *testing.T) {
 		}
 	}
 }
+
+// A card shown while sessions are scoped to destinations says its
+// approval covers that destination only; answered after the scope was
+// widened, its grant still covers that destination only.
+func TestGrantKeepsTheScopeItsCardShowed(t *testing.T) {
+	w := newWorld(t)
+	p := *w.e.Policy()
+	p.Scope = ScopeDestination
+	w.e.SetPolicy(&p)
+	one, two := hostKey(t), hostKey(t)
+	ch := w.decide(w.authTo(13, one))
+	c := w.card()
+	if !strings.Contains(c.Covers, " only") {
+		t.Fatalf("the card says it covers %q", c.Covers)
+	}
+	wide := p
+	wide.Scope = ScopeKey
+	w.e.SetPolicy(&wide)
+	w.answer(c.ID, VerdictSession, 30)
+	if d := got(t, ch); d.Reason != audit.ReasonApprovedSession {
+		t.Fatalf("login: %+v", d)
+	}
+	ch = w.decide(w.authTo(13, two))
+	select {
+	case d := <-ch:
+		t.Fatalf("a grant whose card showed one destination covered another: %+v", d)
+	case <-time.After(200 * time.Millisecond):
+	}
+	w.answer(w.card().ID, VerdictDeny, 30)
+	got(t, ch)
+}
