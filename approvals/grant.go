@@ -36,13 +36,15 @@ func newGrantID() string { return "G" + randomHex(4) }
 
 // destKey is what a destination-scoped grant is compared on: the verified
 // host key's fingerprint, or "" for a request that authenticates to no
-// destination. An authentication whose destination was not verified has
-// none to compare: ok is false, and no scoped grant covers it.
+// destination (an SSHSIG signature). An authentication whose destination
+// was not verified, and data the agent could not interpret (which may be
+// a login elsewhere), have none to compare: ok is false, and no scoped
+// grant covers them.
 func destKey(r *Request, dest *DestView) (key string, ok bool) {
 	switch {
 	case dest != nil:
 		return dest.Fingerprint, true
-	case r.Purpose == PurposeAuth:
+	case r.Purpose == PurposeAuth || r.Purpose == PurposeOther:
 		return "", false
 	}
 	return "", true

@@ -366,3 +366,31 @@ func TestGrantKeepsTheScopeItsCardShowed(t *testing.T) {
 	w.answer(w.card().ID, VerdictDeny, 30)
 	got(t, ch)
 }
+
+// With session_scope = "destination", data the agent cannot interpret
+// has no verified destination: it may be a login elsewhere (a challenge
+// of pam_ssh_agent_auth), so a grant approved for a signature, which
+// covers uses that log in to no host, does not cover it, and it is asked
+// about every time.
+func TestScopedGrantDoesNotCoverUninterpretedData(t *testing.T) {
+	w := newWorld(t)
+	p := *w.e.Policy()
+	p.Scope = ScopeDestination
+	w.e.SetPolicy(&p)
+	ch := w.decide(w.sshsig(13))
+	w.answer(w.card().ID, VerdictSession, 30)
+	if d := got(t, ch); !d.Allow {
+		t.Fatal(d)
+	}
+	ch = w.decide(w.req(13))
+	select {
+	case d := <-ch:
+		t.Fatalf("a grant for a signature covered data of unknown purpose: %+v", d)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if c := w.card(); c.Mode != audit.ModePerCall || c.Unverified == "" {
+		t.Fatalf("card for data of unknown purpose: %+v", c)
+	}
+	w.answer(w.card().ID, VerdictDeny, 30)
+	got(t, ch)
+}
