@@ -52,9 +52,10 @@ unit:
 
 # The packages whose goroutines share state (the audit log's group
 # commit, the command journal's writer and its check, the gateway, the
-# agent's connections, the approval engine, the parked connections), run
-# again under the race detector.
-RACE_PKGS := ./audit/ ./bastion/journal/ ./gateway/ ./sshagent/ ./approvals/ ./internal/park/
+# agent's connections, the approval engine, the parked connections, the
+# watches of a process's exit), run again under the race detector, whose
+# slower exits also widen the moment a process is caught exiting.
+RACE_PKGS := ./audit/ ./bastion/journal/ ./gateway/ ./sshagent/ ./approvals/ ./internal/park/ ./internal/procid/
 race:
 	@home=$$(mktemp -d); \
 	env GOCACHE="$$($(GO) env GOCACHE)" GOMODCACHE="$$($(GO) env GOMODCACHE)" \

@@ -1,6 +1,7 @@
 package procid
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -36,8 +37,20 @@ func (p *Peer) Verify() error {
 	if gone := p.pin.alive(p.table, &p.Process); gone != nil {
 		return gone
 	}
+	// A process on its way out shows a change first: its main thread's
+	// executable and its address space go before its last thread has
+	// exited, which frees its memory first. Given the time that takes, it
+	// is gone, not changed.
+	if errors.Is(err, ErrChanged) && p.pin.exitsWithin(exitingFor) {
+		return fmt.Errorf("pid %d: %w", p.PID, ErrGone)
+	}
 	return err
 }
+
+// exitingFor is how long Verify waits for a process that shows a change
+// to exit: tens of milliseconds for a large process to free its memory.
+// An exec is told that much later.
+const exitingFor = 250 * time.Millisecond
 
 // Alive reports whether the peer process is still alive: its pin holds
 // (a pidfd not readable, or the same start time at its pid).

@@ -140,10 +140,21 @@ func (p *pidfdPin) alive(_ *Table, proc *Process) error {
 	return nil
 }
 
-func pidfdExited(fd int) bool {
+func (p *pidfdPin) exitsWithin(d time.Duration) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.closed || pidfdExitsWithin(p.fd, d)
+}
+
+func pidfdExited(fd int) bool { return pidfdExitsWithin(fd, 0) }
+
+// pidfdExitsWithin reports whether the process of pidfd fd exits within
+// d (milliseconds are its unit), or has.
+func pidfdExitsWithin(fd int, d time.Duration) bool {
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	deadline := time.Now().Add(d)
 	for {
-		n, err := unix.Poll(fds, 0)
+		n, err := unix.Poll(fds, int(max(time.Until(deadline), 0).Milliseconds()))
 		if err == unix.EINTR {
 			continue
 		}

@@ -72,6 +72,13 @@ func runClient(sock, mode string) {
 			os.Exit(3)
 		}
 		os.Exit(0)
+	case "bigexit":
+		// Half a gigabyte in use, which its exit takes a while to free.
+		big := make([]byte, 512<<20)
+		for i := 0; i < len(big); i += 4096 {
+			big[i] = 1
+		}
+		bigexit = big
 	case "connectagain":
 		// After an exec: a second connection, from the new program.
 		c, err := net.Dial("unix", sock)
@@ -115,6 +122,9 @@ func runClient(sock, mode string) {
 	}
 	os.Exit(0)
 }
+
+// bigexit keeps the memory of the "bigexit" client in use.
+var bigexit []byte
 
 // execSelf executes the test binary again, its mode changed from mode to
 // next.
@@ -456,12 +466,7 @@ func TestPeerWithoutItsMainThreadHasChanged(t *testing.T) {
 	c.Read(b[:])
 	p := verifiedPeer(t, c)
 	c.Write([]byte{1})
-	deadline := time.Now().Add(10 * time.Second)
-	var verr error
-	for verr == nil && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-		verr = p.Verify()
-	}
+	verr := verifyUntilItFails(p)
 	if !errors.Is(verr, ErrChanged) {
 		t.Fatalf("Verify of a process whose main thread exited = %v, want ErrChanged", verr)
 	}
@@ -471,6 +476,34 @@ func TestPeerWithoutItsMainThreadHasChanged(t *testing.T) {
 	if _, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "exe")); !errors.Is(err, unix.ENOENT) {
 		t.Fatalf("its executable shows (%v): the main thread did not exit", err)
 	}
+}
+
+// A process that exits shows no executable from its main thread's exit
+// until its last thread's, which frees its memory first: Verify says it
+// is gone, not that it executed another program. Before, a check that
+// came in that moment (tens of milliseconds for a large process) said it
+// changed, and its run ended as if it had executed another program.
+func TestExitingPeerIsGone(t *testing.T) {
+	_, c := startClient(t, "bigexit")
+	var b [1]byte
+	c.Read(b[:])
+	p := verifiedPeer(t, c)
+	c.Write([]byte{1})
+	verr := verifyUntilItFails(p)
+	if !errors.Is(verr, ErrGone) {
+		t.Fatalf("Verify of a process that exits = %v, want ErrGone", verr)
+	}
+}
+
+// verifyUntilItFails verifies p again and again, for at most 10 s, and
+// returns the first failure.
+func verifyUntilItFails(p *Peer) error {
+	deadline := time.Now().Add(10 * time.Second)
+	var err error
+	for err == nil && time.Now().Before(deadline) {
+		err = p.Verify()
+	}
+	return err
 }
 
 // archName is the machine name setarch takes.

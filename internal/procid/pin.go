@@ -1,6 +1,9 @@
 package procid
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // A pin keeps hold of one process lifetime.
 type pin interface {
@@ -20,6 +23,9 @@ type pin interface {
 	// it found it with.
 	exe(t *Table, pid int) (Exe, exeKey, error)
 	exited() <-chan struct{}
+	// exitsWithin reports whether the process exits within d (or has);
+	// false where that cannot be told without reading /proc.
+	exitsWithin(d time.Duration) bool
 	// watchExit calls onExit, once, if the process exits before stop,
 	// which ends the watch and waits for it; nil where exits cannot be
 	// watched.
@@ -65,6 +71,7 @@ func (startPin) stat(t *Table, p *Process) (Stat, error)    { return t.Stat(p.PI
 func (startPin) exe(t *Table, pid int) (Exe, exeKey, error) { return t.exeOf(pid, noDir) }
 
 func (startPin) exited() <-chan struct{}        { return nil }
+func (startPin) exitsWithin(time.Duration) bool { return false }
 func (startPin) watchExit(func()) (stop func()) { return nil }
 func (startPin) close() error                   { return nil }
 func (startPin) ino() uint64                    { return 0 }
