@@ -180,6 +180,9 @@ func (w *writer) writeBatch(batch []*item) {
 		answer(cp.done, err)
 		return
 	}
+	// The anchor goes out before anyone waiting for the checkpoint is
+	// told: Close and Checkpoint return with it passed on.
+	w.notifyCheckpoint(cpSeq, cpLink)
 	answer(cp.done, nil)
 	w.cmu.Lock()
 	w.durable = w.seq
@@ -188,7 +191,6 @@ func (w *writer) writeBatch(batch []*item) {
 	}
 	delete(w.cpWaiters, cpSeq)
 	w.cmu.Unlock()
-	w.notifyCheckpoint(cpSeq, cpLink)
 }
 
 // tick checkpoints entries that have waited CheckpointInterval: it waits

@@ -44,7 +44,8 @@ type Config struct {
 	Now func() time.Time
 	// OnCheckpoint, if set, is called after each checkpoint is durable, with
 	// the chain head it sealed, so the caller can anchor it elsewhere (the
-	// vault, the system journal). It runs on the writer goroutine: it must
+	// vault, the system journal), and before a Checkpoint or Close that
+	// waits for that checkpoint returns. It runs on the writer goroutine: it must
 	// be quick and must not call the Log's methods.
 	OnCheckpoint func(Anchor)
 }
