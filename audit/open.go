@@ -3,6 +3,7 @@ package audit
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -204,8 +205,10 @@ func openWriter(l *Log, f *os.File, cfg Config, keys *keyState, first int64) (*w
 		w.buf, w.head = w.lk.appendFrame(w.buf, recHeader, 0, w.head, h.marshal())
 		w.seq = 1
 		w.lastTime = created
+		l.found = Anchor{LogID: hex.EncodeToString(w.logID[:])}
 	} else {
 		w.logID = sc.hdr.logID
+		l.found = Anchor{LogID: hex.EncodeToString(w.logID[:]), Seq: sc.next - 1, Link: hex.EncodeToString(sc.head[:])}
 		w.seq = sc.next
 		w.head = sc.head
 		w.lastTime = sc.lastTime

@@ -105,6 +105,7 @@ type Log struct {
 	quit     chan struct{}
 	tickDone chan struct{}
 	head     atomic.Pointer[Anchor]
+	found    Anchor // the log's end as Open found it
 
 	w         *writer
 	closeOnce sync.Once
@@ -158,6 +159,14 @@ func (l *Log) LogID() string { return hex.EncodeToString(l.logID[:]) }
 
 // Head returns the chain head after the last durable record.
 func (l *Log) Head() Anchor { return *l.head.Load() }
+
+// Found returns the chain head after the last record Open found on disk,
+// before the records it added itself (the record of a torn write it
+// cleared, a checkpoint sealing what a crash left unsealed): an anchor
+// past it shows that the log was cut back, although Head may have
+// reached the anchor's seq again. For a new log it names no record
+// (Seq 0, no Link).
+func (l *Log) Found() Anchor { return l.found }
 
 // Append seals e, appends it and returns once it is durable (written and
 // fdatasync'ed). Concurrent callers share one write and one sync. When e.Time

@@ -46,7 +46,9 @@ func (g *Gateway) openAudit(stateDir string) error {
 	case err != nil:
 		return fmt.Errorf("audit log: %w", err)
 	}
-	head := l.Head()
+	// What this gateway's Open added (a recovery, a checkpoint) does
+	// not count: an older copy may reach an anchor's seq with it.
+	head := l.Found()
 	if a, name, err := api.AnchorBeside(cfg.Path); err == nil {
 		if err := olderThan(head, cfg.Path, a, name); err != nil {
 			l.Close()

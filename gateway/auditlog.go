@@ -180,7 +180,7 @@ func (a *auditLog) reopen() bool {
 	a.gate.hold()
 	l, err := audit.Open(a.cfg)
 	if err == nil && latestErr == nil {
-		if err = olderThan(l.Head(), a.cfg.Path, latest, "the anchor of its last checkpoint before it failed"); err != nil {
+		if err = olderThan(l.Found(), a.cfg.Path, latest, "the anchor of its last checkpoint before it failed"); err != nil {
 			l.Close()
 		}
 	}
