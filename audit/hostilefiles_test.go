@@ -59,3 +59,33 @@ func TestSegmentThatIsNoRegularFile(t *testing.T) {
 		})
 	}
 }
+
+// A segment after the last one in use whose first bytes are zero but
+// that holds bytes further on was not left by a writer (a write into a
+// segment starts at its beginning): verification fails it, and opening
+// the log refuses it, keeping it, instead of removing it as a spare and
+// going on with a log that then verifies.
+func TestOpenKeepsASegmentWithBytesPastItsStart(t *testing.T) {
+	tl := newTestSetup(t)
+	l := tl.open(t)
+	mustAppend(t, l, ev(EventSign, "R1"))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := segmentName(tl.path, 1)
+	b := make([]byte, 2<<20)
+	copy(b[3<<19:], "records a writer did not put there")
+	if err := os.WriteFile(seg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := tl.verify(t); r.OK {
+		t.Fatal("verify passed a segment with bytes past its start")
+	}
+	l, err := Open(tl.cfg)
+	if err == nil {
+		l.Close()
+	}
+	if _, serr := os.Stat(seg); !errors.Is(err, ErrDamaged) || serr != nil {
+		t.Fatalf("open: %v; the segment: %v", err, serr)
+	}
+}

@@ -189,9 +189,11 @@ func openSegment(path string, index int, off int64, prealloc bool) (*segment, er
 	return s, nil
 }
 
-// isSpare reports whether the segment file holds nothing a writer put
-// there: its first maxWrite bytes are zero (a write into a segment starts
-// at its beginning, and a crash leaves at most one write).
+// isSpare reports whether the segment file holds nothing at all: it is
+// all zeros, as the writer makes it. A write into a segment starts at its
+// beginning, so one whose first bytes are zero holds no record; bytes
+// further on are none a writer put there, and the file is left for
+// verification to report, not removed.
 func isSpare(name string) (bool, error) {
 	f, _, err := smallfile.Open(name)
 	if err != nil {
@@ -199,21 +201,18 @@ func isSpare(name string) (bool, error) {
 	}
 	defer f.Close()
 	buf := make([]byte, 64<<10)
-	var read int64
-	for read < maxWrite {
+	for {
 		n, err := f.Read(buf)
 		if !allZero(buf[:n]) {
 			return false, nil
 		}
-		read += int64(n)
 		if errors.Is(err, io.EOF) {
-			break
+			return true, nil
 		}
 		if err != nil {
 			return false, err
 		}
 	}
-	return true, nil
 }
 
 // removeSpares removes the spare segments after the last one in use and
