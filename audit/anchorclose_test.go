@@ -3,6 +3,7 @@ package audit
 import (
 	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -76,4 +77,57 @@ func waitPending(t *testing.T, l *Log, n int) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// A Checkpoint that waits for a checkpoint being written returns the
+// failure when that write fails, also when the writer has failed and
+// answered every waiter it knew of just before this one was queued: it
+// must not wait for an answer that never comes (a gateway that locks or
+// stops then hangs).
+func TestCheckpointWaitingOnAFailedWriteReturns(t *testing.T) {
+	tl := newTestSetup(t)
+	tl.cfg.CheckpointEvery = 1 // each entry reserves the checkpoint after it
+	l := tl.open(t)
+	syncing, release := make(chan struct{}, 1), make(chan struct{})
+	l.w.syncHook = func(f *os.File) error {
+		syncing <- struct{}{}
+		<-release
+		return syscall.EIO
+	}
+	appended := make(chan error, 1)
+	go func() { appended <- l.Append(ev(EventSign, "R1")) }()
+	<-syncing // the entry and its checkpoint are being written
+	reached, proceed := make(chan struct{}), make(chan struct{})
+	l.w.waitHook = func() {
+		close(reached)
+		<-proceed
+	}
+	checkpointed := make(chan error, 1)
+	go func() { checkpointed <- l.Checkpoint() }()
+	<-reached
+	close(release) // the write fails
+	if err := <-appended; err == nil {
+		t.Fatal("append on a failing sync succeeded")
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		l.w.cmu.Lock()
+		done := !l.w.flushing
+		l.w.cmu.Unlock()
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the writer did not stop after the failure")
+		}
+	}
+	close(proceed)
+	select {
+	case err := <-checkpointed:
+		if err == nil {
+			t.Fatal("checkpoint over a failed write succeeded")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Checkpoint still waits 5 s after the write it waited for failed")
+	}
+	l.Close()
 }

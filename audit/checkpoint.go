@@ -126,8 +126,17 @@ func (w *writer) requestCheckpoint(done chan error) {
 	}
 	last := l.lastCP
 	l.mu.Unlock()
+	if w.waitHook != nil {
+		w.waitHook()
+	}
 	w.cmu.Lock()
 	defer w.cmu.Unlock()
+	// A writer that failed since answered the waiters it had: this one
+	// would wait for ever.
+	if err := w.failure(); err != nil {
+		answer(done, err)
+		return
+	}
 	if last >= w.durable {
 		w.cpWaiters[last] = append(w.cpWaiters[last], done)
 		return

@@ -144,6 +144,7 @@ type writer struct {
 	// Hooks for tests; nil means the real system calls.
 	writeHook func(f *os.File, b []byte, off int64) (int, error)
 	syncHook  func(f *os.File) error
+	waitHook  func() // before a checkpoint waiter is queued
 }
 
 type prepResult struct {
