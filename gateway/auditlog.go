@@ -111,11 +111,14 @@ func (a *auditLog) Checkpoint() error {
 }
 
 // refuse counts a refused event and returns why; when l failed, the
-// failure is recorded and the log is retried.
+// failure is recorded and the log is retried, unless l was opened again
+// meanwhile (an append that took it before it failed).
 func (a *auditLog) refuse(l *audit.Log, errs ...error) error {
 	if l != nil {
 		if ferr := l.Err(); ferr != nil {
-			a.failed(ferr)
+			if l == a.current() {
+				a.failed(ferr)
+			}
 		} else if len(errs) > 0 {
 			return errs[0] // this event, not the log (too large, say)
 		}
