@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"bytes"
+	"errors"
 	"os"
 	"sync"
 	"syscall"
@@ -128,6 +130,65 @@ func TestCheckpointWaitingOnAFailedWriteReturns(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Checkpoint still waits 5 s after the write it waited for failed")
+	}
+	l.Close()
+}
+
+// Open holds the log to the anchors it is given: a log that ends before
+// one, or holds another record where one names a record, is refused and
+// left as it was, although it has a torn tail to clear and unsealed
+// entries to seal; an anchor of another log says nothing about it.
+func TestOpenRefusesALogThatEndsBeforeAnAnchor(t *testing.T) {
+	tl := newTestSetup(t)
+	var anchors []Anchor
+	tl.cfg.OnCheckpoint = func(a Anchor) { anchors = append(anchors, a) }
+	l := tl.open(t)
+	mustAppend(t, l, ev(EventSign, "R1"))
+	older := tl.bytes(t)
+	olderKey, err := os.ReadFile(tl.cfg.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, ev(EventSign, "R2"))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	last := anchors[len(anchors)-1]
+	full, err := os.ReadFile(tl.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, len(full))
+	copy(b, older)
+	copy(b[len(older):], []byte{0, 0, 1, 0, 0xff, 0xff, 0xfe, 0xff, 2}) // a torn record
+	tl.cfg.OnCheckpoint = nil
+	if err := os.WriteFile(tl.cfg.KeyFile, olderKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, a := range map[string]Anchor{
+		"past the end":   last,
+		"another record": {LogID: last.LogID, Seq: anchors[0].Seq, Link: last.Link},
+	} {
+		if err := os.WriteFile(tl.path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg := tl.cfg
+		cfg.Anchors = []Anchor{a}
+		if l, err := Open(cfg); !errors.Is(err, ErrDamaged) {
+			if err == nil {
+				l.Close()
+			}
+			t.Fatalf("%s: open: %v", name, err)
+		}
+		if now, _ := os.ReadFile(tl.path); !bytes.Equal(now, b) {
+			t.Fatalf("%s: the refused log was changed", name)
+		}
+	}
+	cfg := tl.cfg
+	cfg.Anchors = []Anchor{{LogID: "00112233445566778899aabbccddeeff", Seq: 1000, Link: last.Link}}
+	l, err = Open(cfg)
+	if err != nil {
+		t.Fatalf("open with an anchor of another log: %v", err)
 	}
 	l.Close()
 }

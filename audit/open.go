@@ -330,6 +330,12 @@ func scanForOpen(f *os.File, cfg Config) (*found, error) {
 		fd.fresh = true
 		return fd, nil
 	}
+	id := hex.EncodeToString(hs.hdr.logID[:])
+	for _, a := range cfg.Anchors {
+		if a.LogID == id {
+			opts.Anchors = append(opts.Anchors, a)
+		}
+	}
 	if hs.hdr.recipient != cfg.Recipient {
 		return nil, fmt.Errorf("open audit log %s: its entries are sealed to %s, the configuration names %s: this log belongs to another setup",
 			path, FormatRecipient(hs.hdr.recipient), FormatRecipient(cfg.Recipient))

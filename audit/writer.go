@@ -48,6 +48,12 @@ type Config struct {
 	// waits for that checkpoint returns. It runs on the writer goroutine: it must
 	// be quick and must not call the Log's methods.
 	OnCheckpoint func(Anchor)
+	// Anchors are chain heads of this log recorded elsewhere (as
+	// VerifyOptions.Anchors). Open refuses, with ErrDamaged and changing
+	// nothing, a log that ends before one of them, or that holds another
+	// record where one of them names a record it reads. Anchors of
+	// another log are left out.
+	Anchors []Anchor
 }
 
 type itemKind uint8

@@ -37,7 +37,15 @@ func (g *Gateway) openAudit(stateDir string) error {
 	g.anchors = g.startAnchors()
 	gate := &anchorGate{g: g}
 	cfg.OnCheckpoint = gate.onCheckpoint
-	l, err := audit.Open(cfg)
+	// Open refuses a log that ends before the anchor beside it before it
+	// adds anything: a recovery and a checkpoint it wrote into an older
+	// copy would bring it up to the anchor for the next start.
+	anchor, anchorName, anchorErr := api.AnchorBeside(cfg.Path)
+	withAnchor := cfg
+	if anchorErr == nil {
+		withAnchor.Anchors = []audit.Anchor{anchor}
+	}
+	l, err := audit.Open(withAnchor)
 	switch {
 	case errors.Is(err, audit.ErrLocked):
 		return fmt.Errorf("the audit log %s is held by another running gateway", cfg.Path)
@@ -49,8 +57,8 @@ func (g *Gateway) openAudit(stateDir string) error {
 	// What this gateway's Open added (a recovery, a checkpoint) does
 	// not count: an older copy may reach an anchor's seq with it.
 	head := l.Found()
-	if a, name, err := api.AnchorBeside(cfg.Path); err == nil {
-		if err := olderThan(head, cfg.Path, a, name); err != nil {
+	if anchorErr == nil {
+		if err := olderThan(head, cfg.Path, anchor, anchorName); err != nil {
 			l.Close()
 			return fmt.Errorf("%w: %w", audit.ErrDamaged, err)
 		}

@@ -181,7 +181,11 @@ func (a *auditLog) reopen() bool {
 	// disk is easy to bring about): it must hold the latest anchor.
 	latest, latestErr := api.ParseAnchor(a.g.anchors.lastAnchor())
 	a.gate.hold()
-	l, err := audit.Open(a.cfg)
+	cfg := a.cfg
+	if latestErr == nil {
+		cfg.Anchors = []audit.Anchor{latest}
+	}
+	l, err := audit.Open(cfg)
 	if err == nil && latestErr == nil {
 		if err = olderThan(l.Found(), a.cfg.Path, latest, "the anchor of its last checkpoint before it failed"); err != nil {
 			l.Close()
