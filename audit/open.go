@@ -114,6 +114,8 @@ type found struct {
 	tornHeader *Torn // the start of a header a crash cut short
 	last       int   // index of the last segment in use
 	size0      int64
+	min        uint64              // the first record sc read
+	cps        map[uint64][32]byte // the links of the checkpoints sc read
 }
 
 func openWriter(l *Log, f *os.File, cfg Config, keys *keyState, first int64) (*writer, error) {
@@ -209,6 +211,7 @@ func openWriter(l *Log, f *os.File, cfg Config, keys *keyState, first int64) (*w
 	} else {
 		w.logID = sc.hdr.logID
 		l.found = Anchor{LogID: hex.EncodeToString(w.logID[:]), Seq: sc.next - 1, Link: hex.EncodeToString(sc.head[:])}
+		l.foundMin, l.foundCPs = fd.min, fd.cps
 		w.seq = sc.next
 		w.head = sc.head
 		w.lastTime = sc.lastTime
@@ -352,6 +355,17 @@ func scanForOpen(f *os.File, cfg Config) (*found, error) {
 		segs, err := logSegments(path, start)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrDamaged, err)
+		}
+		fd.min, fd.cps = 0, map[uint64][32]byte{}
+		first := true
+		sc.onFrame = func(f *frame) error {
+			if first {
+				fd.min, first = f.seq, false
+			}
+			if f.typ == recCheckpoint {
+				fd.cps[f.seq] = f.link
+			}
+			return nil
 		}
 		segs = segs[:min(len(segs), fd.last-start+1)]
 		if start == 0 {

@@ -111,7 +111,9 @@ type Log struct {
 	quit     chan struct{}
 	tickDone chan struct{}
 	head     atomic.Pointer[Anchor]
-	found    Anchor // the log's end as Open found it
+	found    Anchor              // the log's end as Open found it
+	foundCPs map[uint64][32]byte // links of the checkpoints Open read
+	foundMin uint64              // the first record Open read
 
 	w         *writer
 	closeOnce sync.Once
@@ -174,6 +176,28 @@ func (l *Log) Head() Anchor { return *l.head.Load() }
 // reached the anchor's seq again. For a new log it names no record
 // (Seq 0, no Link).
 func (l *Log) Found() Anchor { return l.found }
+
+// Holds reports whether the log, as Open found it, holds the checkpoint
+// an anchor of it names: an error when it ended before it, or held
+// another record at its seq. An anchor of a record before those Open
+// read (from the segment of the last checkpoint on) is for Verify to
+// check, and one of another log says nothing about this one: nil.
+func (l *Log) Holds(a Anchor) error {
+	f := l.found
+	if a.LogID != f.LogID {
+		return nil
+	}
+	if f.Link == "" || a.Seq > f.Seq {
+		return fmt.Errorf("the log ended at record %d when it was opened, before record %d, which the anchor names", f.Seq, a.Seq)
+	}
+	if a.Seq < l.foundMin {
+		return nil
+	}
+	if link, ok := l.foundCPs[a.Seq]; !ok || hex.EncodeToString(link[:]) != a.Link {
+		return fmt.Errorf("record %d is not the checkpoint the anchor names: the log was rewritten from there on, or is an older copy written on since", a.Seq)
+	}
+	return nil
+}
 
 // Append seals e, appends it and returns once it is durable (written and
 // fdatasync'ed). Concurrent callers share one write and one sync. When e.Time

@@ -66,7 +66,7 @@ func (g *Gateway) openAudit(stateDir string) error {
 	gate.release()
 	al := newAuditLog(g, cfg, l, gate)
 	g.auditMu.Lock()
-	g.audit, g.auditOpened = al, head
+	g.audit, g.auditOpened, g.auditFound = al, head, l
 	g.auditMu.Unlock()
 	g.engine.SetAudit(al)
 	return nil
@@ -144,9 +144,17 @@ func (g *Gateway) checkSealedAnchor(v *vault.Vault) error {
 		return nil
 	}
 	g.auditMu.Lock()
-	opened := g.auditOpened
+	opened, found := g.auditOpened, g.auditFound
 	g.auditMu.Unlock()
-	return olderThan(opened, log.Path(), a, "the anchor sealed into the vault")
+	if err := olderThan(opened, log.Path(), a, "the anchor sealed into the vault"); err != nil {
+		return err
+	}
+	// The records this gateway added may have brought an older copy up
+	// to the anchor's seq: the record there must be the one it names.
+	if err := found.Holds(a); err != nil {
+		return fmt.Errorf("%w: %s, as the gateway opened it, differs from the anchor sealed into the vault: %w", errAuditRolledBack, log.Path(), err)
+	}
+	return nil
 }
 
 // currentAudit returns the audit log, or nil when there is none (yet).

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/vault"
 )
 
 // A program with the person's uid puts back an older copy of the log and
@@ -108,6 +110,90 @@ func TestStartRefusesAnOlderCopyWithATornTail(t *testing.T) {
 			cancel()
 			<-done
 			t.Fatalf("start %d: the gateway started over an older copy of the log that ended at seq %d, before the anchor at seq %d beside it", start, rep.Head.Seq, last.Seq)
+		}
+	}
+}
+
+// The whole directory is put back, the anchor beside the log with it,
+// with a torn tail after the log's end; only the anchor sealed into the
+// vault is newer. The unlock is refused, and refused again after a
+// restart, although the first gateway's own records (the recovery,
+// checkpoints) have brought the log up to the sealed anchor's seq: the
+// record there is not the one the anchor names.
+func TestUnlockRefusesAnOlderCopyAfterARestart(t *testing.T) {
+	pass := []byte("cut pass")
+	dir := gatewayHome(t)
+	vaultPath := initTestVault(t, pass)
+	state := filepath.Dir(vaultPath)
+	logPath := filepath.Join(state, "audit.log")
+	_, _, stop := runGateway(t, dir)
+	stop()
+
+	setup, err := audit.LoadSetup(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last audit.Anchor
+	cfg := setup.Config(logPath)
+	cfg.OnCheckpoint = func(a audit.Anchor) { last = a }
+	l, err := audit.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(audit.Event{Type: audit.EventSign, Run: "R1"}); err != nil {
+		t.Fatal(err)
+	}
+	older := map[string][]byte{}
+	for _, p := range auditFiles(t, state) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		older[p] = b
+	}
+	if err := l.Append(audit.Event{Type: audit.EventSign, Run: "R2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	v, err := vault.Open(vaultPath, bytes.Clone(pass))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.SetSecret(api.SecretAuditAnchor, []byte(api.FormatAnchor(last)+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Save(); err != nil {
+		t.Fatal(err)
+	}
+	v.Wipe()
+
+	removeAudit(t, state)
+	for p, b := range older {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := audit.VerifyPath(logPath, audit.VerifyOptions{})
+	if err != nil || !rep.OK || rep.UnsealedEntries != 1 {
+		t.Fatalf("the older copy: %+v, %v", rep, err)
+	}
+	b := older[logPath]
+	end := rep.Bytes
+	binary.BigEndian.PutUint32(b[end:], 100)
+	binary.BigEndian.PutUint32(b[end+4:], ^uint32(100))
+	b[end+8] = 2
+	if err := os.WriteFile(logPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	for start := 1; start <= 2; start++ {
+		_, sock, stop := runGateway(t, dir)
+		err := api.NewClient(sock).Unlock(context.Background(), api.UnlockArgs{Passphrase: bytes.Clone(pass)})
+		stop()
+		if !api.HasCode(err, api.CodeAuditRolledBack) {
+			t.Fatalf("unlock %d over an older copy (it ended at seq %d, the vault's anchor names seq %d): %v", start, rep.Head.Seq, last.Seq, err)
 		}
 	}
 }

@@ -104,6 +104,7 @@ type Gateway struct {
 	auditMu     sync.Mutex
 	audit       *auditLog      // nil until set up; see currentAudit
 	auditOpened audit.Anchor   // the log's end when the gateway opened it
+	auditFound  *audit.Log     // the log as the gateway opened it
 	export      *syslog.Writer // [audit] syslog: nil when off
 	exportAddr  string
 	anchors     *anchorKeeper
