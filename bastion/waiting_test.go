@@ -316,6 +316,11 @@ func TestIdenticalCommandsAtOnceAreAsked(t *testing.T) {
 					running++
 				}
 			}
+			// The others were refused: the one let through may still be
+			// on its way to the host.
+			for deadline := time.Now().Add(10 * time.Second); len(w.host.seen()) == 0 && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
 			if running != 1 || len(w.host.seen()) != 1 {
 				t.Fatalf("%d identical commands sent at once were decided as the only one, %d reached the host; want 1 and 1", running, len(w.host.seen()))
 			}
