@@ -13,4 +13,9 @@ var (
 	// ErrDamaged is returned by Open when the log fails verification before
 	// its last record. Open changes nothing in that case.
 	ErrDamaged = errors.New("audit log is damaged")
+	// ErrBehindAnchor is wrapped, with ErrDamaged, by Open's refusal of
+	// a log that ends before one of Config.Anchors, or holds another
+	// record where one of them names one: an older copy of the log, or
+	// the log cut back.
+	ErrBehindAnchor = errors.New("it is behind an anchor of it")
 )

@@ -298,8 +298,12 @@ func scanForOpen(f *os.File, cfg Config) (*found, error) {
 		return nil, fmt.Errorf("%w: %w; nothing was changed", ErrDamaged, err)
 	}
 	damaged := func(sc *scanner) error {
+		why := ErrDamaged
+		if k := sc.fail.Kind; k == FindingTruncated || k == FindingAnchorMismatch {
+			why = fmt.Errorf("%w: %w", ErrDamaged, ErrBehindAnchor)
+		}
 		return fmt.Errorf("%w: %s: record seq %d at %s: %s; nothing was changed: run verify on it, then move it aside to start a new log",
-			ErrDamaged, path, sc.fail.Seq, sc.fail.Where(), sc.fail.Message)
+			why, path, sc.fail.Seq, sc.fail.Where(), sc.fail.Message)
 	}
 	opts := VerifyOptions{PK0: cfg.PK0}
 

@@ -46,6 +46,9 @@ func (g *Gateway) openAudit(stateDir string) error {
 		withAnchor.Anchors = []audit.Anchor{anchor}
 	}
 	l, err := audit.Open(withAnchor)
+	if anchorErr == nil {
+		err = behindAnchor(err, cfg.Path, anchor, anchorName)
+	}
 	switch {
 	case errors.Is(err, audit.ErrLocked):
 		return fmt.Errorf("the audit log %s is held by another running gateway", cfg.Path)
@@ -122,6 +125,16 @@ func olderThan(head audit.Anchor, path string, a audit.Anchor, where string) err
 		return nil
 	}
 	return fmt.Errorf("%w: %s ended at record %d when the gateway opened it, and %s records record %d of it", errAuditRolledBack, path, head.Seq, where, a.Seq)
+}
+
+// behindAnchor returns err, when it is Open's refusal of the log at path
+// for not holding a, which where records, as errAuditRolledBack; any
+// other error as it is.
+func behindAnchor(err error, path string, a audit.Anchor, where string) error {
+	if !errors.Is(err, audit.ErrBehindAnchor) {
+		return err
+	}
+	return fmt.Errorf("%w: %s records record %d of %s: %w", errAuditRolledBack, where, a.Seq, filepath.Base(path), err)
 }
 
 // checkSealedAnchor refuses an unlock when the audit log, as the gateway

@@ -185,9 +185,13 @@ func (a *auditLog) reopen() bool {
 	if latestErr == nil {
 		cfg.Anchors = []audit.Anchor{latest}
 	}
+	const where = "the anchor of its last checkpoint before it failed"
 	l, err := audit.Open(cfg)
+	if latestErr == nil {
+		err = behindAnchor(err, a.cfg.Path, latest, where)
+	}
 	if err == nil && latestErr == nil {
-		if err = olderThan(l.Found(), a.cfg.Path, latest, "the anchor of its last checkpoint before it failed"); err != nil {
+		if err = olderThan(l.Found(), a.cfg.Path, latest, where); err != nil {
 			l.Close()
 		}
 	}
