@@ -34,6 +34,7 @@ func (t *tail) Error() string { return t.reason }
 // write's worth (maxWrite bytes).
 type frameReader struct {
 	r   *bufio.Reader
+	src io.Reader // what r reads
 	off int64
 	buf []byte
 	hdr [frameHeaderSize]byte // length field of the frame last read
@@ -44,12 +45,13 @@ type frameReader struct {
 }
 
 func newFrameReader(r io.Reader) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, 64<<10), lk: newLinker()}
+	return &frameReader{r: bufio.NewReaderSize(r, 64<<10), src: r, lk: newLinker()}
 }
 
 // reset makes fr read r from offset off.
 func (fr *frameReader) reset(r io.Reader, off int64, prealloc bool) {
 	fr.r.Reset(r)
+	fr.src = r
 	fr.off = off
 	fr.prealloc = prealloc
 }
@@ -210,9 +212,13 @@ func (fr *frameReader) classifyFree(start int64, read []byte, reason string) err
 			lastNZ = start + int64(i)
 		}
 	}
-	pos, nz, err := fr.scanRest(start+int64(len(read)), func(chunk []byte) {
+	pos, nz, err := fr.scanRest(start+int64(len(read)), func(chunk []byte, zeros int64) {
 		if room := maxWrite + tornAlign - len(keep); room > 0 {
-			keep = append(keep, chunk[:min(len(chunk), room)]...)
+			if zeros > 0 {
+				keep = append(keep, make([]byte, min(zeros, int64(room)))...)
+			} else {
+				keep = append(keep, chunk[:min(len(chunk), room)]...)
+			}
 		}
 	})
 	if err != nil {
@@ -267,14 +273,25 @@ func zeroBlockBefore(b []byte, start, lastNZ int64) bool {
 
 // scanRest reads the rest of the input from offset pos, passing each chunk
 // to see when it is set, and returns the offset of the end and of the last
-// non-zero byte (-1 when there is none).
-func (fr *frameReader) scanRest(pos int64, see func([]byte)) (end, lastNZ int64, err error) {
+// non-zero byte (-1 when there is none). A hole in a file is not read: see
+// is told how many zero bytes it holds instead of a chunk.
+func (fr *frameReader) scanRest(pos int64, see func(chunk []byte, zeros int64)) (end, lastNZ int64, err error) {
 	lastNZ = -1
 	var chunk [32 << 10]byte
 	for {
+		if fr.r.Buffered() == 0 {
+			n, err := skipHole(fr.src)
+			if err != nil {
+				return pos, lastNZ, err
+			}
+			if n > 0 && see != nil {
+				see(nil, n)
+			}
+			pos += n
+		}
 		k, err := fr.r.Read(chunk[:])
 		if see != nil {
-			see(chunk[:k])
+			see(chunk[:k], 0)
 		}
 		for i := k - 1; i >= 0; i-- {
 			if chunk[i] != 0 {

@@ -193,10 +193,20 @@ func openWriter(l *Log, f *os.File, cfg Config, keys *keyState, first int64) (*w
 		if _, err := rand.Read(w.logID[:]); err != nil {
 			return fail(err)
 		}
-		if err := fillSegment(f, max(fd.size0, first)); err != nil {
+		// The file holds zeros, and perhaps the start of a header, saved
+		// above: it becomes the first segment, at the size a new log's
+		// file gets. A larger file is cut first; filling it (a file of
+		// terabytes that holds next to nothing on disk, put there by
+		// anyone with the person's uid) could take the disk.
+		if fd.size0 > first {
+			if err := f.Truncate(first); err != nil {
+				return fail(fmt.Errorf("open audit log %s: %w", path, err))
+			}
+		}
+		if err := fillSegment(f, first); err != nil {
 			return fail(fmt.Errorf("open audit log %s: %w", path, err))
 		}
-		w.seg = &segment{index: 0, path: path, f: f, size: max(fd.size0, first), prealloc: true}
+		w.seg = &segment{index: 0, path: path, f: f, size: first, prealloc: true}
 		fi, err := f.Stat()
 		if err != nil {
 			return fail(err)
@@ -461,8 +471,10 @@ func clearTorn(f *os.File, path string, sc *scanner) (*Event, error) {
 }
 
 // saveTorn copies the bytes from off to end into a new file next to the log
-// and returns its name.
+// and returns its name. It copies at most maxWrite bytes: a torn write
+// is no longer, and what may follow it to the end of the file is zeros.
 func saveTorn(f *os.File, path string, off, end int64) (string, error) {
+	end = min(end, off+maxWrite)
 	name := path + ".torn-" + strconv.FormatInt(off, 10)
 	var side *os.File
 	var err error

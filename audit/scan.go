@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 )
 
@@ -202,23 +201,15 @@ func (sc *scanner) runSegment(fr *frameReader) error {
 // checkEmpty fails the scan when a segment after a torn write holds any
 // record bytes.
 func (sc *scanner) checkEmpty(r io.Reader, seg *segRef) error {
-	buf := make([]byte, 64<<10)
-	var off int64
-	for {
-		n, err := r.Read(buf)
-		if i := slices.IndexFunc(buf[:n], func(b byte) bool { return b != 0 }); i >= 0 {
-			sc.fail = &Finding{Seq: sc.next, File: seg.name, Offset: off + int64(i), Kind: FindingBadType,
-				Message: fmt.Sprintf("segment %s holds bytes after a torn write in %s: a crash leaves nothing after the write it interrupted", seg.name, sc.torn.File)}
-			return nil
-		}
-		off += int64(n)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("read audit log: %w", err)
-		}
+	at, err := firstNonZero(r)
+	if err != nil {
+		return fmt.Errorf("read audit log: %w", err)
 	}
+	if at >= 0 {
+		sc.fail = &Finding{Seq: sc.next, File: seg.name, Offset: at, Kind: FindingBadType,
+			Message: fmt.Sprintf("segment %s holds bytes after a torn write in %s: a crash leaves nothing after the write it interrupted", seg.name, sc.torn.File)}
+	}
+	return nil
 }
 
 // lastHeader returns the length header of the frame the reader stopped at.

@@ -100,7 +100,7 @@ type segRef struct {
 // read that waits or goes on for ever.
 func (s *segRef) open() (io.ReadCloser, error) {
 	if s.path == "" {
-		return io.NopCloser(s.r), nil
+		return stream{s.r}, nil
 	}
 	f, _, err := smallfile.Open(s.path)
 	if err != nil {
@@ -200,19 +200,11 @@ func isSpare(name string) (bool, error) {
 		return false, err
 	}
 	defer f.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := f.Read(buf)
-		if !allZero(buf[:n]) {
-			return false, nil
-		}
-		if errors.Is(err, io.EOF) {
-			return true, nil
-		}
-		if err != nil {
-			return false, err
-		}
+	at, err := firstNonZero(f)
+	if err != nil {
+		return false, err
 	}
+	return at < 0, nil
 }
 
 // removeSpares removes the spare segments after the last one in use and
