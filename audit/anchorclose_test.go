@@ -174,7 +174,7 @@ func TestOpenRefusesALogThatEndsBeforeAnAnchor(t *testing.T) {
 		}
 		cfg := tl.cfg
 		cfg.Anchors = []Anchor{a}
-		if l, err := Open(cfg); !errors.Is(err, ErrDamaged) {
+		if l, err := Open(cfg); !errors.Is(err, ErrDamaged) || !errors.Is(err, ErrBehindAnchor) {
 			if err == nil {
 				l.Close()
 			}

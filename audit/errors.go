@@ -16,6 +16,6 @@ var (
 	// ErrBehindAnchor is wrapped, with ErrDamaged, by Open's refusal of
 	// a log that ends before one of Config.Anchors, or holds another
 	// record where one of them names one: an older copy of the log, or
-	// the log cut back.
+	// the log cut back. Log.Holds wraps it for the same two.
 	ErrBehindAnchor = errors.New("it is behind an anchor of it")
 )

@@ -178,23 +178,30 @@ func (l *Log) Head() Anchor { return *l.head.Load() }
 func (l *Log) Found() Anchor { return l.found }
 
 // Holds reports whether the log, as Open found it, holds the checkpoint
-// an anchor of it names: an error when it ended before it, or held
-// another record at its seq. An anchor of a record before those Open
-// read (from the segment of the last checkpoint on) is for Verify to
-// check, and one of another log says nothing about this one: nil.
+// an anchor of it names (Config.OnCheckpoint), or its last record (Found):
+// an error wrapping ErrBehindAnchor, as Open's refusal does, when it ended
+// before it, or held another record at its seq. An anchor of a record
+// before those Open read (from the segment of the last checkpoint on) is
+// for Verify to check, and one of another log says nothing about this
+// one: nil.
 func (l *Log) Holds(a Anchor) error {
 	f := l.found
 	if a.LogID != f.LogID {
 		return nil
 	}
 	if f.Link == "" || a.Seq > f.Seq {
-		return fmt.Errorf("the log ended at record %d when it was opened, before record %d, which the anchor names", f.Seq, a.Seq)
+		return fmt.Errorf("%w: the log ended at record %d when it was opened, before record %d, which the anchor names", ErrBehindAnchor, f.Seq, a.Seq)
 	}
 	if a.Seq < l.foundMin {
 		return nil
 	}
-	if link, ok := l.foundCPs[a.Seq]; !ok || hex.EncodeToString(link[:]) != a.Link {
-		return fmt.Errorf("record %d is not the checkpoint the anchor names: the log was rewritten from there on, or is an older copy written on since", a.Seq)
+	held := a.Link == f.Link
+	if a.Seq != f.Seq {
+		link, ok := l.foundCPs[a.Seq]
+		held = ok && hex.EncodeToString(link[:]) == a.Link
+	}
+	if !held {
+		return fmt.Errorf("%w: record %d is not the one the anchor names: the log was rewritten from there on, or is an older copy written on since", ErrBehindAnchor, a.Seq)
 	}
 	return nil
 }
