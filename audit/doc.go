@@ -129,7 +129,12 @@
 // the key in the key file. It does not read the whole log; full
 // verification is Verify's, offline. It refuses to go on when the part it
 // reads is damaged before its last write (ErrDamaged; nothing is changed,
-// and the caller decides whether to move the log aside). A torn last write
+// and the caller decides whether to move the log aside), and, given anchors
+// of the log (Config.Anchors), when it ends before one or holds another
+// record where one names a record it reads (ErrDamaged and
+// ErrBehindAnchor): an older copy put back. Log.Found is its end as Open
+// found it, before what Open added, and Log.Holds tells whether it held an
+// anchor learnt later. A torn last write
 // is copied to "<file>.torn-<offset>" and cleared (cut from a version 1
 // file, zeroed in a segment), and an EventLogRecovered entry records it.
 //
