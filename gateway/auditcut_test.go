@@ -102,8 +102,8 @@ func TestStartRefusesAnOlderCopyWithATornTail(t *testing.T) {
 		select {
 		case err := <-done:
 			cancel()
-			if !errors.Is(err, audit.ErrDamaged) {
-				t.Fatalf("start %d over an older copy: %v", start, err)
+			if !errors.Is(err, audit.ErrDamaged) || !errors.Is(err, errAuditRolledBack) {
+				t.Fatalf("start %d over an older copy: %v; want it called an older copy (%v)", start, err, errAuditRolledBack)
 			}
 			t.Log(err)
 		case <-time.After(5 * time.Second):
