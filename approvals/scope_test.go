@@ -367,6 +367,43 @@ func TestGrantKeepsTheScopeItsCardShowed(t *testing.T) {
 	got(t, ch)
 }
 
+// A session approved on a card shown under a session lifetime ends with
+// that lifetime, though the policy dropped it before the answer; and one
+// shown under none gets the lifetime set meanwhile, the shorter.
+func TestGrantKeepsTheLifetimeItsCardShowed(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		shown, then time.Duration
+	}{{"lifetime dropped", time.Hour, 0}, {"lifetime set", 0, time.Hour}, {"lifetime longer", time.Hour, 2 * time.Hour}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			p := *w.e.Policy()
+			p.Lifetime = tc.shown
+			w.e.SetPolicy(&p)
+			ch := w.decide(w.req(13))
+			c := w.card()
+			later := p
+			later.Lifetime = tc.then
+			w.e.SetPolicy(&later)
+			w.answer(c.ID, VerdictSession, 30)
+			if d := got(t, ch); !d.Allow {
+				t.Fatal(d)
+			}
+			_, grants := w.e.Sessions()
+			if len(grants) != 1 {
+				t.Fatalf("%d grants", len(grants))
+			}
+			g := grants[0]
+			if g.Expires.IsZero() {
+				t.Fatalf("shown with a lifetime of %v, answered under %v: the session never expires", tc.shown, tc.then)
+			}
+			if life := g.Expires.Sub(g.Approved); life != time.Hour {
+				t.Fatalf("shown with a lifetime of %v, answered under %v: the session expires %v after its approval", tc.shown, tc.then, life)
+			}
+		})
+	}
+}
+
 // With session_scope = "destination", data the agent cannot interpret
 // has no verified destination: it may be a login elsewhere (a challenge
 // of pam_ssh_agent_auth), so a grant approved for a signature, which
