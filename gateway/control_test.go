@@ -44,9 +44,16 @@ func startGatewayWith(t testing.TB, prepare func(dir string)) (*Gateway, string)
 // same directory.
 func runGateway(t testing.TB, dir string) (g *Gateway, sock string, stop func()) {
 	t.Helper()
+	return runGatewayWith(t, dir, Options{})
+}
+
+// runGatewayWith is runGateway with opts, its socket and Ready set.
+func runGatewayWith(t testing.TB, dir string, opts Options) (g *Gateway, sock string, stop func()) {
+	t.Helper()
 	sock = filepath.Join(dir, "xdg_runtime_dir", "agent.sock")
 	ready := make(chan struct{})
-	g, err := New(Options{Socket: sock, Ready: func() { close(ready) }})
+	opts.Socket, opts.Ready = sock, func() { close(ready) }
+	g, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

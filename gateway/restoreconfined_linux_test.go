@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/syncbuf"
 	"github.com/postern/postern/internal/xdg"
 )
 
@@ -26,7 +28,7 @@ import (
 func TestRestoredConfinedRunIsVerifiedAgain(t *testing.T) {
 	cmd := exec.Command("unshare", "-Urpm", "--fork", "sleep", "30")
 	if err := cmd.Start(); err != nil {
-		t.Skip("no unshare:", err)
+		t.Fatal("unshare:", err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	// The process in the new pid namespace: unshare's child.
@@ -37,7 +39,7 @@ func TestRestoredConfinedRunIsVerifiedAgain(t *testing.T) {
 			pid, _ = strconv.Atoi(f[0])
 		}
 		if pid == 0 && time.Now().After(deadline) {
-			t.Skip("unshare could not make namespaces")
+			t.Fatal("unshare could not make namespaces")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -60,7 +62,8 @@ func TestRestoredConfinedRunIsVerifiedAgain(t *testing.T) {
 		}
 		*dst = st.Ino
 	}
-	g, _ := startGatewayWith(t, func(dir string) {
+	dir := gatewayHome(t)
+	{
 		sock := api.RunSocket(filepath.Join(dir, "xdg_runtime_dir", "agent.sock"), "r-forged")
 		past := []approvals.Past{{
 			BootID: "an-earlier-boot", Run: "r-forged", PID: pid, Start: p.StartTicks,
@@ -79,11 +82,17 @@ func TestRestoredConfinedRunIsVerifiedAgain(t *testing.T) {
 		if err := os.WriteFile(f, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-	})
+	}
+	var log syncbuf.Buffer
+	g, _, _ := runGatewayWith(t, dir, Options{Log: slog.New(slog.NewTextHandler(&log, nil))})
 	runs, _ := g.engine.Sessions()
 	for _, r := range runs {
 		if r.PID == pid && r.Confinement != (confine.Level{}).String() {
 			t.Fatalf("pid %d, confined by nothing, restored as %q", pid, r.Confinement)
 		}
+	}
+	// Restored, then ended for what it does not show.
+	if !strings.Contains(log.String(), `msg="a restored run is not confined as the display context says"`) {
+		t.Fatalf("the forged run was not restored and ended; the gateway's log:\n%s", log.String())
 	}
 }
