@@ -48,7 +48,9 @@
 //   - a seccomp filter refuses TIOCSTI and TIOCLINUX, which push
 //     keystrokes into a terminal, and, when the run shares the person's
 //     terminal, TIOCSPGRP, with which a suspended program would take that
-//     terminal back and read what the user types at the shell;
+//     terminal back and read what the user types at the shell, and the
+//     keyring system calls, with which the run would link the person's
+//     user keyring into its own and read the person's keys;
 //   - when the run's job stops (the terminal stops the job, or the
 //     program stops on its own terminal), every process of the run stops,
 //     those that left its process group too ([Run.Suspend], [Run.Stops]);

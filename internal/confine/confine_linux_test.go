@@ -146,6 +146,22 @@ func probe(op, arg string) error {
 			return err
 		}
 		return fmt.Errorf("read %q", buf[:min(n, len(buf))])
+	case "keylink":
+		// Links every keyring /proc/keys shows into the run's own session
+		// keyring, which makes their keys the run's (possessed), then
+		// reads key arg.
+		b, err := os.ReadFile("/proc/keys")
+		if err != nil {
+			return err
+		}
+		for l := range strings.SplitSeq(string(b), "\n") {
+			if f := strings.Fields(l); len(f) > 7 && f[7] == "keyring" {
+				if id, err := strconv.ParseInt(f[0], 16, 32); err == nil {
+					unix.KeyctlInt(unix.KEYCTL_LINK, int(id), unix.KEY_SPEC_SESSION_KEYRING, 0, 0)
+				}
+			}
+		}
+		return probe("keyread", arg)
 	case "caps":
 		b, _ := os.ReadFile("/proc/self/status")
 		for l := range strings.SplitSeq(string(b), "\n") {
@@ -447,6 +463,29 @@ func TestConfinedRunReachesNoIPCOrKeysOfThePerson(t *testing.T) {
 		if !strings.Contains(string(b), p+"=E") {
 			t.Errorf("inside the run, %s got:\n%s", p, b)
 		}
+	}
+}
+
+// The person's user keyring, which the kernel opens to every process of
+// the person's uid (ecryptfs keeps its passphrases there), is out of a
+// run's reach too: linked into the run's own session keyring, its keys
+// would be the run's.
+func TestConfinedRunReachesNoKeyringOfThePerson(t *testing.T) {
+	need(t, "unshare")
+	s := newScenario(t, os.Getuid())
+	key, err := unix.AddKey("user", "postern-confine-test", []byte("person's key"), unix.KEY_SPEC_USER_KEYRING)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.KeyctlInt(unix.KEYCTL_UNLINK, key, unix.KEY_SPEC_USER_KEYRING, 0, 0)
+	p := "keylink:" + strconv.Itoa(key)
+	r, out := s.start(t, []string{p})
+	b, _ := io.ReadAll(out)
+	if _, err := r.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), p+"=E") {
+		t.Errorf("inside the run, %s got:\n%s", p, b)
 	}
 }
 

@@ -21,6 +21,13 @@ import (
 // numbers, under another audit architecture: the filter refuses the same
 // requests there. It also refuses the x32 system call numbers, through
 // which the filter's numbers could be sidestepped.
+//
+// It refuses the keyring system calls (add_key, request_key, keyctl),
+// native and compat: the kernel lets every process of the person's uid
+// link the person's user keyring, in any user namespace, by the serial
+// /proc/keys shows, and a keyring linked into the run's own session
+// keyring would make the person's keys (ecryptfs passphrases, Kerberos
+// tickets) the run's to read, and the keyring the run's to fill.
 
 const (
 	seccompRetAllow = 0x7fff0000
@@ -39,7 +46,7 @@ func jump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
 
 // seccompProgram builds the filter for one architecture (audit arch and
 // ioctl number), with a compat architecture when the machine has one,
-// refusing the ioctl requests refused.
+// refusing the keyring system calls and the ioctl requests refused.
 func seccompProgram(refused []uint32) []unix.SockFilter {
 	const (
 		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
@@ -48,24 +55,57 @@ func seccompProgram(refused []uint32) []unix.SockFilter {
 		ret = unix.BPF_RET | unix.BPF_K
 	)
 	eperm := uint32(seccompRetErrno | uint32(unix.EPERM))
-	n := uint8(len(refused))
-	prog := []unix.SockFilter{
-		stmt(ld, offArch),
-		jump(jeq, nativeArch, 0, 4), // native: check its numbers below
-		stmt(ld, offNr),
-		jump(jge, x32SyscallBit, 7+n, 0), // -> deny
-		jump(jeq, nativeIoctl, 4, 0),     // -> ioctl
-		stmt(ret, seccompRetAllow),
-		jump(jeq, compatArch, 0, 3+n), // compat architecture?
-		stmt(ld, offNr),
-		jump(jeq, compatIoctl, 0, 1+n),
-		// ioctl: look at the request.
-		stmt(ld, offArg1),
+	// Jumps name their targets; the offsets are filled in once the
+	// program is laid out.
+	type insn struct {
+		f      unix.SockFilter
+		jt, jf string
+		label  string
 	}
-	for i, req := range refused {
-		prog = append(prog, jump(jeq, req, n-uint8(i), 0)) // -> deny
+	var prog []insn
+	add := func(label string, f unix.SockFilter, jt, jf string) {
+		prog = append(prog, insn{f: f, jt: jt, jf: jf, label: label})
 	}
-	return append(prog, stmt(ret, seccompRetAllow), stmt(ret, eperm))
+	add("", stmt(ld, offArch), "", "")
+	add("", jump(jeq, nativeArch, 0, 0), "", "compat")
+	add("", stmt(ld, offNr), "", "")
+	add("", jump(jge, x32SyscallBit, 0, 0), "deny", "")
+	add("", jump(jeq, nativeIoctl, 0, 0), "ioctl", "")
+	for _, nr := range nativeKeyring {
+		add("", jump(jeq, nr, 0, 0), "deny", "")
+	}
+	add("", stmt(ret, seccompRetAllow), "", "")
+	add("compat", jump(jeq, compatArch, 0, 0), "", "allow")
+	add("", stmt(ld, offNr), "", "")
+	add("", jump(jeq, compatIoctl, 0, 0), "ioctl", "")
+	for _, nr := range compatKeyring {
+		add("", jump(jeq, nr, 0, 0), "deny", "")
+	}
+	add("", stmt(ret, seccompRetAllow), "", "")
+	// ioctl: look at the request.
+	add("ioctl", stmt(ld, offArg1), "", "")
+	for _, req := range refused {
+		add("", jump(jeq, req, 0, 0), "deny", "")
+	}
+	add("allow", stmt(ret, seccompRetAllow), "", "")
+	add("deny", stmt(ret, eperm), "", "")
+	at := map[string]int{}
+	for i, in := range prog {
+		if in.label != "" {
+			at[in.label] = i
+		}
+	}
+	out := make([]unix.SockFilter, len(prog))
+	for i, in := range prog {
+		out[i] = in.f
+		if in.jt != "" {
+			out[i].Jt = uint8(at[in.jt] - i - 1)
+		}
+		if in.jf != "" {
+			out[i].Jf = uint8(at[in.jf] - i - 1)
+		}
+	}
+	return out
 }
 
 // refusedIoctls are the ioctl requests a run's programs may not make:

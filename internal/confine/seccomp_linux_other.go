@@ -10,3 +10,5 @@ const (
 	compatArch  = 0
 	compatIoctl = 0
 )
+
+var nativeKeyring, compatKeyring []uint32
