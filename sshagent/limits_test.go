@@ -86,3 +86,36 @@ func TestIdleConnectionsMakeRoom(t *testing.T) {
 		t.Fatalf("the connection in the middle of a request: %v", err)
 	}
 }
+
+// A client that sends requests and never reads the answers does not keep
+// its connection busy, and so counted against the user, for ever: once
+// the answers fill the socket, the one that cannot be written within
+// replyTimeout ends the connection.
+func TestUnreadRepliesEndTheConnection(t *testing.T) {
+	old := replyTimeout
+	replyTimeout = 200 * time.Millisecond
+	defer func() { replyTimeout = old }()
+	limits := &connlimit.Limiter{PerUID: 1}
+	ts := startServerWith(t, func(s *Server) { s.Limits = limits })
+	c := ts.rawConn(t)
+	// Far more answers than a socket's buffer holds.
+	reqs := make([]byte, 0, 5*20000)
+	for range 20000 {
+		reqs = append(reqs, 0, 0, 0, 1, msgRequestIdentities)
+	}
+	go c.Write(reqs)
+	deadline := time.Now().Add(10 * time.Second)
+	for limits.Total() < 1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	for limits.Total() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a connection whose answers are never read still held after 10 s (%d busy)", limits.Total()-limits.Idle())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	keys, err := agent.NewClient(ts.rawConn(t)).List()
+	if err != nil || len(keys) != 0 {
+		t.Fatalf("a new client after it: %v %v", keys, err)
+	}
+}

@@ -30,6 +30,11 @@ const MaxMessage = 256 * 1024
 // has sent the request's length.
 const bodyTimeout = 30 * time.Second
 
+// replyTimeout bounds how long an answer waits for the client to read the
+// answers before it: a client that sends requests and reads nothing ends
+// its connection instead of holding it busy, and counted, for ever.
+var replyTimeout = bodyTimeout
+
 // A Locker locks and unlocks the gateway for ssh-add -x and -X.
 type Locker interface {
 	Lock(passphrase []byte) error
@@ -271,10 +276,16 @@ func (s *Server) serveOne(cn *conn, wait time.Duration) outcome {
 	}
 	if err := peer.Verify(); err != nil {
 		log.Warn("closing connection: the peer is no longer the process that connected", "err", err)
+		cn.c.SetWriteDeadline(time.Now().Add(replyTimeout))
 		cn.c.Write(replyFailure)
 		return closed
 	}
-	if _, err = cn.c.Write(process(cn, req)); err != nil {
+	out := process(cn, req) // may wait for a person: the deadline starts after
+	cn.c.SetWriteDeadline(time.Now().Add(replyTimeout))
+	if _, err = cn.c.Write(out); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			log.Warn("closing connection: the client reads no answers")
+		}
 		return closed
 	}
 	return answered
