@@ -84,3 +84,32 @@ func newEd25519Key(t testing.TB) ssh.PublicKey {
 	}
 	return k
 }
+
+// A DSA key's private value must lie between 0 and q: a negative one
+// whose base shares a factor with p (no inverse to raise it to) is
+// refused, not a panic, and so is one far larger than q, which would
+// cost a modular exponentiation of its size.
+func TestAddedDSAPrivateOutOfRange(t *testing.T) {
+	p := new(big.Int).Lsh(big.NewInt(3), 1022) // 1024 bits, a multiple of 3
+	q := new(big.Int).Lsh(big.NewInt(1), 159)
+	q.Add(q, big.NewInt(1))
+	for name, x := range map[string]*big.Int{
+		"negative":  big.NewInt(-1),
+		"zero":      big.NewInt(0),
+		"q":         q,
+		"far above": new(big.Int).Lsh(big.NewInt(1), 4096),
+	} {
+		g := big.NewInt(3) // shares p's factor 3
+		y := big.NewInt(1)
+		if x.Sign() > 0 {
+			y.Exp(g, x, p)
+		}
+		b := ssh.Marshal(struct {
+			T             string
+			P, Q, G, Y, X *big.Int
+		}{ssh.InsecureKeyAlgoDSA, p, q, g, y, x})
+		if k, _, err := parseAddedKey(b); err == nil {
+			t.Errorf("%s x: added as %v", name, k.priv)
+		}
+	}
+}

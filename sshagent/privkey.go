@@ -219,7 +219,12 @@ func (k *addedKey) parsePrivate(typ string, certPub ssh.PublicKey, b []byte) ([]
 			return nil, fmt.Errorf("dsa key: %w", err)
 		}
 		priv := &dsa.PrivateKey{PublicKey: dsa.PublicKey{Parameters: dsa.Parameters{P: pub.P, Q: pub.Q, G: pub.G}, Y: pub.Y}, X: x.X}
-		if priv.P.BitLen() != 1024 || priv.Q.BitLen() != 160 || new(big.Int).Exp(priv.G, priv.X, priv.P).Cmp(priv.Y) != 0 {
+		// x lies in (0, q): a negative one may have no power to check
+		// (Exp returns nil), a large one costs an exponentiation of its
+		// size.
+		if priv.P.BitLen() != 1024 || priv.Q.BitLen() != 160 || priv.X.Sign() <= 0 || priv.X.Cmp(priv.Q) >= 0 ||
+			new(big.Int).Exp(priv.G, priv.X, priv.P).Cmp(priv.Y) != 0 {
+			wipe(priv)
 			return nil, errors.New("dsa key: malformed")
 		}
 		k.priv = priv
