@@ -1,13 +1,22 @@
 package sshagent
 
 import (
+	"bytes"
+	"context"
 	"crypto/dsa"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"math/big"
+	"os"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/internal/procid"
 )
 
 // The blob's algorithm name picks the parser: an Ed25519 key parses with
@@ -110,6 +119,79 @@ func TestAddedDSAPrivateOutOfRange(t *testing.T) {
 		}{ssh.InsecureKeyAlgoDSA, p, q, g, y, x})
 		if k, _, err := parseAddedKey(b); err == nil {
 			t.Errorf("%s x: added as %v", name, k.priv)
+		}
+	}
+}
+
+// An add leaves no private value of its key in the request's buffer,
+// added or refused: an RSA, ECDSA or DSA key's private numbers are
+// cleared as they are read, as an Ed25519 key's are.
+func TestAddClearsPrivateNumbers(t *testing.T) {
+	ts := startServer(t)
+	rsaKey := func(bits int) *rsa.PrivateKey {
+		k, err := rsa.GenerateKey(rand.Reader, bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	rsaAdd := func(k *rsa.PrivateKey) ([]byte, [][]byte) {
+		return ssh.Marshal(struct {
+			T                   string
+			N, E, D, Iqmp, P, Q *big.Int
+			C                   string
+		}{ssh.KeyAlgoRSA, k.N, big.NewInt(int64(k.E)), k.D, k.Precomputed.Qinv, k.Primes[0], k.Primes[1], "rsa"}), [][]byte{k.D.Bytes(), k.Primes[0].Bytes(), k.Primes[1].Bytes(), k.Precomputed.Qinv.Bytes()}
+	}
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecAdd := ssh.Marshal(struct {
+		T, Curve string
+		Q        []byte
+		D        *big.Int
+		C        string
+	}{ssh.KeyAlgoECDSA256, "nistp256", elliptic.Marshal(ec.Curve, ec.X, ec.Y), ec.D, "ecdsa"})
+	var p dsa.Parameters
+	if err := dsa.GenerateParameters(&p, rand.Reader, dsa.L1024N160); err != nil {
+		t.Fatal(err)
+	}
+	dk := &dsa.PrivateKey{PublicKey: dsa.PublicKey{Parameters: p}}
+	if err := dsa.GenerateKey(dk, rand.Reader); err != nil {
+		t.Fatal(err)
+	}
+	dsaAdd := ssh.Marshal(struct {
+		T             string
+		P, Q, G, Y, X *big.Int
+		C             string
+	}{ssh.InsecureKeyAlgoDSA, p.P, p.Q, p.G, dk.Y, dk.X, "dsa"})
+	self, err := procid.Host.Pin(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, goodSecrets := rsaAdd(rsaKey(2048))
+	weak, weakSecrets := rsaAdd(rsaKey(1024)) // refused, as OpenSSH 10 does
+	for _, tc := range []struct {
+		name    string
+		add     []byte
+		secrets [][]byte
+		added   bool
+	}{
+		{"RSA", good, goodSecrets, true},
+		{"RSA of 1024 bits", weak, weakSecrets, false},
+		{"ECDSA", ecAdd, [][]byte{ec.D.Bytes()}, true},
+		{"DSA", dsaAdd, [][]byte{dk.X.Bytes()}, true},
+	} {
+		msg := append([]byte{0, 0, 0, 0, msgAddIdentity}, tc.add...)
+		cn := &conn{srv: ts.srv, ep: &Endpoint{Channel: approvals.Channel{Kind: approvals.ChannelAgent}}, ctx: context.Background(), peer: self}
+		cn.log = connLog{cn}
+		if reply := process(cn, msg); (reply[4] == msgSuccess) != tc.added {
+			t.Fatalf("%s: add answered %x", tc.name, reply)
+		}
+		for _, s := range tc.secrets {
+			if bytes.Contains(msg, s) {
+				t.Errorf("%s: a private number of the key is still in the request's buffer", tc.name)
+			}
 		}
 	}
 }

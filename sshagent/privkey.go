@@ -59,16 +59,18 @@ type (
 		N, E *big.Int
 		Rest []byte `ssh:"rest"`
 	}
+	// The private numbers are read as the bytes of their mpints, which
+	// privInts clears in the request.
 	rsaPriv struct {
-		D, Iqmp, P, Q *big.Int
+		D, Iqmp, P, Q []byte
 		Rest          []byte `ssh:"rest"`
 	}
 	dsaPub struct {
 		P, Q, G, Y *big.Int
 		Rest       []byte `ssh:"rest"`
 	}
-	mpintRest struct {
-		X    *big.Int
+	privRest struct {
+		X    []byte
 		Rest []byte `ssh:"rest"`
 	}
 	ecdsaPub struct {
@@ -180,19 +182,23 @@ func (k *addedKey) parsePrivate(typ string, certPub ssh.PublicKey, b []byte) ([]
 		if err := ssh.Unmarshal(b, &m); err != nil {
 			return nil, fmt.Errorf("rsa key: %w", err)
 		}
+		ints, err := privInts(m.D, m.Iqmp, m.P, m.Q)
+		if err != nil {
+			return nil, fmt.Errorf("rsa key: %w", err)
+		}
+		priv := &rsa.PrivateKey{D: ints[0], Primes: []*big.Int{ints[2], ints[3]}}
+		wipeInt(ints[1])
 		// As OpenSSH 10: a key a client cannot parse would make every
 		// client fail to list the agent's identities.
 		if bits := pub.N.BitLen(); bits < sshkey.MinRSABits || bits > sshkey.MaxRSABits {
+			wipe(priv)
 			return nil, fmt.Errorf("%w: RSA key of %d bits is too weak; RSA keys of %d to %d bits are accepted, as OpenSSH 10 does", sshkey.ErrUnsupported, bits, sshkey.MinRSABits, sshkey.MaxRSABits)
 		}
 		if !pub.E.IsInt64() || pub.E.Int64() > 1<<31-1 {
+			wipe(priv)
 			return nil, errors.New("rsa key: unsupported exponent")
 		}
-		priv := &rsa.PrivateKey{
-			PublicKey: rsa.PublicKey{N: pub.N, E: int(pub.E.Int64())},
-			D:         m.D,
-			Primes:    []*big.Int{m.P, m.Q},
-		}
+		priv.PublicKey = rsa.PublicKey{N: pub.N, E: int(pub.E.Int64())}
 		if err := priv.Validate(); err != nil {
 			wipe(priv)
 			return nil, fmt.Errorf("rsa key: %w", err)
@@ -214,11 +220,15 @@ func (k *addedKey) parsePrivate(typ string, certPub ssh.PublicKey, b []byte) ([]
 			}
 			pub.P, pub.Q, pub.G, pub.Y = ck.P, ck.Q, ck.G, ck.Y
 		}
-		var x mpintRest
+		var x privRest
 		if err := ssh.Unmarshal(b, &x); err != nil {
 			return nil, fmt.Errorf("dsa key: %w", err)
 		}
-		priv := &dsa.PrivateKey{PublicKey: dsa.PublicKey{Parameters: dsa.Parameters{P: pub.P, Q: pub.Q, G: pub.G}, Y: pub.Y}, X: x.X}
+		ints, err := privInts(x.X)
+		if err != nil {
+			return nil, fmt.Errorf("dsa key: %w", err)
+		}
+		priv := &dsa.PrivateKey{PublicKey: dsa.PublicKey{Parameters: dsa.Parameters{P: pub.P, Q: pub.Q, G: pub.G}, Y: pub.Y}, X: ints[0]}
 		// x lies in (0, q): a negative one may have no power to check
 		// (Exp returns nil), a large one costs an exponentiation of its
 		// size.
@@ -242,15 +252,22 @@ func (k *addedKey) parsePrivate(typ string, certPub ssh.PublicKey, b []byte) ([]
 			}
 			q, b = pub.Q, pub.Rest
 		}
-		var d mpintRest
+		var d privRest
 		if err := ssh.Unmarshal(b, &d); err != nil {
 			return nil, fmt.Errorf("ecdsa key: %w", err)
 		}
-		if d.X.Sign() <= 0 || d.X.Cmp(curve.Params().N) >= 0 {
+		ints, err := privInts(d.X)
+		if err != nil {
+			return nil, fmt.Errorf("ecdsa key: %w", err)
+		}
+		priv := &ecdsa.PrivateKey{D: ints[0], PublicKey: ecdsa.PublicKey{Curve: curve}}
+		if priv.D.Sign() <= 0 || priv.D.Cmp(curve.Params().N) >= 0 {
+			wipe(priv)
 			return nil, errors.New("ecdsa key: private scalar out of range")
 		}
-		priv := &ecdsa.PrivateKey{D: d.X, PublicKey: ecdsa.PublicKey{Curve: curve}}
-		priv.X, priv.Y = curve.ScalarBaseMult(d.X.Bytes())
+		scalar := priv.D.Bytes()
+		priv.X, priv.Y = curve.ScalarBaseMult(scalar)
+		clear(scalar)
 		if q != nil && !bytes.Equal(elliptic.Marshal(curve, priv.X, priv.Y), q) {
 			wipe(priv)
 			return nil, errors.New("ecdsa key: public point does not match the private scalar")
@@ -311,6 +328,28 @@ func (k *addedKey) parsePrivate(typ string, certPub ssh.PublicKey, b []byte) ([]
 		return m.Rest, nil
 	}
 	return nil, fmt.Errorf("unsupported key type %q", typ)
+}
+
+// privInts reads private numbers from the bytes of their mpints and
+// clears those bytes: they are the request's own, which is left to the
+// garbage collector. A private number is never negative.
+func privInts(mpints ...[]byte) ([]*big.Int, error) {
+	var err error
+	ints := make([]*big.Int, len(mpints))
+	for i, b := range mpints {
+		if len(b) > 0 && b[0]&0x80 != 0 {
+			err = errors.New("negative private number")
+		}
+		ints[i] = new(big.Int).SetBytes(b)
+		clear(b)
+	}
+	if err != nil {
+		for _, n := range ints {
+			wipeInt(n)
+		}
+		return nil, err
+	}
+	return ints, nil
 }
 
 // checkCert checks that a certificate certifies the private key parsed.
