@@ -195,3 +195,29 @@ func TestAddClearsPrivateNumbers(t *testing.T) {
 		}
 	}
 }
+
+// A PKCS#11 add (ssh-add -s) leaves no copy of the token's PIN in the
+// request's buffer, whether the provider is loaded or refused, and
+// neither does ssh-add -e, which sends an empty PIN or any other.
+func TestSmartcardPINCleared(t *testing.T) {
+	ts := startServerWith(t, func(s *Server) { s.Providers = "!*" })
+	self, err := procid.Host.Pin(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin := []byte("PIN-of-the-token-4711")
+	for _, typ := range []byte{msgAddSmartcardKey, msgAddSmartcardKeyConstrained, msgRemoveSmartcardKey} {
+		msg := append([]byte{0, 0, 0, 0, typ}, ssh.Marshal(struct{ Provider, PIN string }{"/usr/lib/p11.so", string(pin)})...)
+		if typ == msgAddSmartcardKeyConstrained {
+			msg = append(msg, constrainConfirm)
+		}
+		cn := &conn{srv: ts.srv, ep: &Endpoint{Channel: approvals.Channel{Kind: approvals.ChannelAgent}}, ctx: context.Background(), peer: self}
+		cn.log = connLog{cn}
+		if reply := process(cn, msg); reply[4] != msgFailure {
+			t.Fatalf("message %d answered %x", typ, reply)
+		}
+		if bytes.Contains(msg, pin) {
+			t.Errorf("message %d: the PIN is still in the request's buffer", typ)
+		}
+	}
+}

@@ -90,7 +90,7 @@ func (c *conn) addSmartcard(p []byte, constrained bool) error {
 	if err := ssh.Unmarshal(p, &m); err != nil {
 		return c.refuse("refusing a malformed PKCS#11 request")
 	}
-	pin := []byte(m.PIN)
+	pin := m.PIN
 	defer clear(pin)
 	cons := &keyConstraints{}
 	var err error
@@ -132,7 +132,10 @@ func (c *conn) addSmartcard(p []byte, constrained bool) error {
 		return c.refuse("refusing to add PKCS#11 keys: " + err.Error())
 	}
 	h := &pkcs11Helper{provider: real, proc: proc, touchTimeout: c.srv.touchTimeout}
-	req := append([]byte{msgAddSmartcardKey}, ssh.Marshal(struct{ Provider, PIN string }{real, string(pin)})...)
+	req := append([]byte{msgAddSmartcardKey}, ssh.Marshal(struct {
+		Provider string
+		PIN      []byte
+	}{real, pin})...)
 	resp, err := h.exchange(req, pkcs11Timeout)
 	clear(req)
 	if err == nil && (len(resp) == 0 || resp[0] != msgIdentitiesAnswer) {
@@ -228,7 +231,7 @@ func (c *conn) removeSmartcard(p []byte) error {
 	if err := ssh.Unmarshal(p, &m); err != nil {
 		return c.refuse("refusing a malformed PKCS#11 request")
 	}
-	clear([]byte(m.PIN))
+	clear(m.PIN)
 	real, err := providerAllowed(m.Provider, "*")
 	if err != nil {
 		return c.refuse("refusing to remove PKCS#11 keys: " + err.Error())

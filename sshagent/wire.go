@@ -71,9 +71,10 @@ type (
 		Name     string
 		Contents []byte `ssh:"rest"`
 	}
+	// PIN is the request's own bytes, which are cleared once used.
 	smartcardMsg struct {
 		Provider    string
-		PIN         string
+		PIN         []byte
 		Constraints []byte `ssh:"rest"`
 	}
 )
