@@ -87,13 +87,14 @@ func (c *conn) answer(msg []byte) []byte {
 			// The gated program neither unlocks what the person locked
 			// (nor guesses the passphrase) nor locks the person out.
 			c.refuse("refusing to lock or unlock the agent from a run's socket")
+			clear(p)
 			return replyFailure
 		}
-		var m stringMsg
+		var m passphraseMsg
 		if err := ssh.Unmarshal(p, &m); err != nil {
 			return replyFailure
 		}
-		pass := []byte(m.S)
+		pass := m.Pass
 		defer clear(pass)
 		if typ == msgLock {
 			return status(c.lock(pass) == nil)
@@ -106,12 +107,13 @@ func (c *conn) answer(msg []byte) []byte {
 	return replyFailure
 }
 
-// clearAdd clears msg when it is an add, refused before it was parsed:
-// its private key, or a token's PIN, goes at once. (Parsing clears what
-// it reads; what a parsed request leaves, identities may still refer to.)
+// clearAdd clears msg when it is an add or a lock, refused before it was
+// parsed: its private key, a token's PIN, or a passphrase goes at once.
+// (Parsing clears what it reads; what a parsed request leaves,
+// identities may still refer to.)
 func clearAdd(msg []byte) {
 	switch msg[0] {
-	case msgAddIdentity, msgAddIDConstrained, msgAddSmartcardKey, msgAddSmartcardKeyConstrained:
+	case msgAddIdentity, msgAddIDConstrained, msgAddSmartcardKey, msgAddSmartcardKeyConstrained, msgLock:
 		clear(msg)
 	}
 }

@@ -221,3 +221,26 @@ func TestSmartcardPINCleared(t *testing.T) {
 		}
 	}
 }
+
+// The passphrase of a lock or an unlock (ssh-add -x, -X) is cleared from
+// the request once used, and that of a lock refused because the agent is
+// locked already.
+func TestLockPassphraseCleared(t *testing.T) {
+	ts := startServer(t)
+	self, err := procid.Host.Pin(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := []byte("passphrase-of-the-lock")
+	for i, typ := range []byte{msgLock, msgLock, msgUnlock} {
+		msg := append([]byte{0, 0, 0, 0, typ}, ssh.Marshal(struct{ S string }{string(pass)})...)
+		cn := &conn{srv: ts.srv, ep: &Endpoint{Channel: approvals.Channel{Kind: approvals.ChannelAgent}}, ctx: context.Background(), peer: self}
+		cn.log = connLog{cn}
+		if reply := process(cn, msg); (reply[4] == msgSuccess) != (i != 1) {
+			t.Fatalf("message %d answered %x", typ, reply)
+		}
+		if bytes.Contains(msg, pass) {
+			t.Errorf("message %d: the passphrase is still in the request's buffer", typ)
+		}
+	}
+}

@@ -64,8 +64,9 @@ type (
 	keyBlobMsg struct {
 		KeyBlob []byte
 	}
-	stringMsg struct {
-		S string
+	// Pass is the request's own bytes, which are cleared once used.
+	passphraseMsg struct {
+		Pass []byte
 	}
 	extensionMsg struct {
 		Name     string
