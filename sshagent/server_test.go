@@ -705,7 +705,8 @@ func TestConcurrentClients(t *testing.T) {
 }
 
 // FuzzRequest feeds arbitrary messages to the protocol handler of a
-// connection whose keyring holds keys and bindings: no input may panic.
+// connection whose keyring holds keys and bindings: no input may panic,
+// also where the server would recover (process) and answer a failure.
 func FuzzRequest(f *testing.F) {
 	_, k, _ := ed25519.GenerateKey(rand.Reader)
 	pub, _ := ssh.NewPublicKey(k.Public())
@@ -740,9 +741,7 @@ func FuzzRequest(f *testing.F) {
 		}
 		cn := &conn{srv: srv, ep: &Endpoint{}, ctx: context.Background(), peer: self}
 		cn.log = connLog{cn}
-		var hdr [4]byte
-		binary.BigEndian.PutUint32(hdr[:], uint32(len(msg)))
-		reply := process(cn, append(hdr[:], msg...))
+		reply := cn.dispatch(msg)
 		if len(reply) < 5 {
 			t.Fatalf("reply too short: %x", reply)
 		}
