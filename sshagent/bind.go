@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -51,6 +52,13 @@ func parseSessionBind(contents []byte) (Binding, error) {
 	var sig ssh.Signature
 	if err := ssh.Unmarshal(m.Signature, &sig); err != nil {
 		return Binding{}, fmt.Errorf("session-bind: malformed signature: %w", err)
+	}
+	// Only a security key's signature has fields past its blob (which
+	// its check reads whole); another key's check reads the blob alone,
+	// and the binding would keep whatever came after it. OpenSSH's
+	// agent refuses trailing data too.
+	if len(sig.Rest) != 0 && !strings.HasPrefix(key.Type(), "sk-") {
+		return Binding{}, errors.New("session-bind: data after the signature")
 	}
 	if err := key.Verify(m.SessionID, &sig); err != nil {
 		return Binding{}, fmt.Errorf("session-bind: host key %s did not sign the session id: %w", ssh.FingerprintSHA256(key), err)

@@ -255,3 +255,26 @@ func TestProviderAllowList(t *testing.T) {
 		t.Fatal("the default list allowed a temporary directory")
 	}
 }
+
+// A session-bind whose signature carries bytes past its blob is refused,
+// as OpenSSH's agent refuses it: its host key's check reads only the
+// blob, and each of a connection's sixteen bindings would keep a request
+// of up to 256 KiB for as long as the connection stays.
+func TestSessionBindSignatureTrailingData(t *testing.T) {
+	ts := startServer(t)
+	c := ts.rawConn(t)
+	host := newHost(t)
+	sid := []byte("session id")
+	sig, err := host.Sign(rand.Reader, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig.Rest = make([]byte, 200<<10)
+	padded := ssh.Marshal(sessionBindMsg{HostKey: host.PublicKey().Marshal(), SessionID: sid, Signature: ssh.Marshal(sig), Forwarding: true})
+	if r := roundTrip(t, c, extMsg(ExtSessionBind, padded)); r[0] != msgExtensionFailure {
+		t.Fatalf("a session-bind with 200 KiB after its signature: reply %d, want %d", r[0], msgExtensionFailure)
+	}
+	if r := roundTrip(t, ts.rawConn(t), extMsg(ExtSessionBind, host.bind(sid, true))); r[0] != msgSuccess {
+		t.Fatalf("the same session-bind without them: reply %d", r[0])
+	}
+}
