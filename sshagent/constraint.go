@@ -113,7 +113,9 @@ func parseHop(b []byte) (Hop, error) {
 		if err := ssh.Unmarshal(rest, &k); err != nil {
 			return Hop{}, fmt.Errorf("destination constraint key: %w", err)
 		}
-		key, err := ssh.ParsePublicKey(k.Blob)
+		// A copy: the key, kept for the gateway's life (kept.go), would
+		// otherwise keep the whole request it came in.
+		key, err := ssh.ParsePublicKey(bytes.Clone(k.Blob))
 		if err != nil {
 			return Hop{}, fmt.Errorf("destination constraint key: %w", err)
 		}

@@ -1,5 +1,7 @@
 package sshagent
 
+import "fmt"
+
 // A person's constraints on a key (ssh-add -c, ssh-add -h) hold for the
 // key, not for one copy of it. The vault or the upstream agent may hold
 // the same key without them; the added copy is listed and used first
@@ -19,6 +21,16 @@ package sshagent
 // when the run that set them does; a run's add changes no destinations
 // it did not set: the copy is used under those kept.
 
+// The constraints kept are bounded, as the keys added are: a client that
+// adds and removes key after key, each with constraints, would otherwise
+// grow them for the gateway's life. Past the bounds, an add that would
+// keep constraints for another key is refused; kept ones are never
+// dropped to make room, which would lift them.
+const (
+	maxKeptKeys  = 4 * MaxAddedKeys
+	maxKeptBytes = 4 << 20 // of their destinations (keptSize)
+)
+
 // keptConstraints are the constraints kept for a key.
 type keptConstraints struct {
 	confirm bool
@@ -29,22 +41,16 @@ type keptConstraints struct {
 // keepLocked records the constraints of id, an added identity. The caller
 // holds k.mu.
 func (k *Keyring) keepLocked(id *Identity) {
-	key := string(plainKey(id.Key).Marshal())
-	c := keptConstraints{confirm: id.Confirm, dest: id.Dest, run: id.Run}
-	if id.Provider != "" || id.sk != nil {
-		old := k.kept[key]
-		c.confirm = c.confirm || old.confirm
-		switch {
-		case len(old.dest) > 0 && id.Run != "" && id.Run != old.run:
-			// Kept as they were, and this copy is used under them too:
-			// a restriction of the run's own would lift them.
-			c.dest, c.run = old.dest, old.run
-			id.Dest = old.dest
-		case len(c.dest) == 0:
-			c.dest, c.run = old.dest, old.run
-		}
+	key, c, ok := k.keptFor(id)
+	if (id.Provider != "" || id.sk != nil) && len(c.dest) > 0 && id.Run != "" && id.Run != c.run {
+		// Another's destinations are kept, and this copy is used under
+		// them too: a restriction of the run's own would lift them.
+		id.Dest = c.dest
 	}
-	if !c.confirm && len(c.dest) == 0 {
+	if old, had := k.kept[key]; had {
+		k.keptBytes -= keptSize(old)
+	}
+	if !ok {
 		delete(k.kept, key)
 		return
 	}
@@ -52,6 +58,66 @@ func (k *Keyring) keepLocked(id *Identity) {
 		k.kept = map[string]keptConstraints{}
 	}
 	k.kept[key] = c
+	k.keptBytes += keptSize(c)
+}
+
+// keptFor returns the key under which id's constraints are kept, those
+// keepLocked keeps for it, and whether there are any. The caller holds
+// k.mu.
+func (k *Keyring) keptFor(id *Identity) (key string, c keptConstraints, ok bool) {
+	key = string(plainKey(id.Key).Marshal())
+	c = keptConstraints{confirm: id.Confirm, dest: id.Dest, run: id.Run}
+	if id.Provider != "" || id.sk != nil {
+		old := k.kept[key]
+		c.confirm = c.confirm || old.confirm
+		switch {
+		case len(old.dest) > 0 && id.Run != "" && id.Run != old.run:
+			// Kept as they were: a restriction of the run's own would
+			// lift them.
+			c.dest, c.run = old.dest, old.run
+		case len(c.dest) == 0:
+			c.dest, c.run = old.dest, old.run
+		}
+	}
+	return key, c, c.confirm || len(c.dest) > 0
+}
+
+// keepRoom reports whether the constraints of id, about to be added, fit
+// within the bounds on kept constraints, those they replace aside. The
+// caller holds k.mu.
+func (k *Keyring) keepRoom(id *Identity) error {
+	if id.Source != Added {
+		return nil
+	}
+	key, c, ok := k.keptFor(id)
+	if !ok {
+		return nil
+	}
+	n, size := len(k.kept), k.keptBytes+keptSize(c)
+	if old, had := k.kept[key]; had {
+		size -= keptSize(old)
+	} else {
+		n++
+	}
+	if n > maxKeptKeys || size > maxKeptBytes {
+		return fmt.Errorf("%w: the agent keeps the constraints of at most %d keys, %d MiB of destinations, until it stops", ErrTooManyKeys, maxKeptKeys, maxKeptBytes>>20)
+	}
+	return nil
+}
+
+// keptSize is what kept constraints count toward maxKeptBytes: their
+// destinations' names and keys, and a little for the entry.
+func keptSize(c keptConstraints) int {
+	n := 64
+	for _, d := range c.dest {
+		for _, h := range []*Hop{&d.From, &d.To} {
+			n += len(h.User) + len(h.Hostname)
+			for _, hk := range h.Keys {
+				n += len(hk.Key.Marshal())
+			}
+		}
+	}
+	return n
 }
 
 // Constraints returns what id is used under: its own confirmation and

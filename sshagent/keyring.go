@@ -53,7 +53,8 @@ type Keyring struct {
 	locks  uint64 // how many times the keyring was locked
 	// kept are the constraints of added keys by public key, which every
 	// copy of the key is used under (kept.go).
-	kept map[string]keptConstraints
+	kept      map[string]keptConstraints
+	keptBytes int // their keptSize, in all
 
 	// DefaultLifetime applies to added identities that carry no lifetime
 	// of their own (postern agent -t).
@@ -121,6 +122,9 @@ func (k *Keyring) AddRecorded(id *Identity, record func() error) error {
 	err := k.replaceable(id)
 	if err == nil {
 		err = k.roomFor(id)
+	}
+	if err == nil {
+		err = k.keepRoom(id)
 	}
 	if err == nil {
 		err = k.arm(id)

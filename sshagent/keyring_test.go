@@ -209,3 +209,67 @@ func TestAddedKeysBounded(t *testing.T) {
 		t.Fatalf("a key once the run's were removed: %v", err)
 	}
 }
+
+// The constraints kept for keys added and removed are bounded: a client
+// that adds and removes key after key, each with a confirmation or
+// destinations, costs the gateway at most maxKeptKeys entries and
+// maxKeptBytes of them; past that, an add that would keep constraints for
+// another key is refused (never are kept ones dropped), while one without
+// constraints, or of a key already kept, goes on.
+func TestKeptConstraintsBounded(t *testing.T) {
+	keys := &Keyring{}
+	var firstKey ed25519.PrivateKey
+	add := func(confirm bool, dest []DestConstraint) (*Identity, error) {
+		_, priv, _ := ed25519.GenerateKey(rand.Reader)
+		if firstKey == nil {
+			firstKey = slices.Clone(priv)
+		}
+		id, err := NewIdentity(priv, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id.Confirm, id.Dest = confirm, dest
+		return id, keys.Add(id)
+	}
+	for i := range maxKeptKeys {
+		id, err := add(true, nil)
+		if err != nil {
+			t.Fatalf("constrained key %d, added and removed: %v", i+1, err)
+		}
+		if _, err := keys.Remove(id.Key, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := add(true, nil); !errors.Is(err, ErrTooManyKeys) {
+		t.Fatalf("a constrained key past the bound on kept constraints: %v (%d kept)", err, len(keys.kept))
+	}
+	if len(keys.kept) != maxKeptKeys {
+		t.Fatalf("%d keys' constraints kept, want %d", len(keys.kept), maxKeptKeys)
+	}
+	if _, err := add(false, nil); err != nil {
+		t.Fatalf("an unconstrained key past the bound: %v", err)
+	}
+	again, _ := NewIdentity(firstKey, nil, "again")
+	again.Confirm = true
+	if err := keys.Add(again); err != nil {
+		t.Fatalf("a key whose constraints are kept, added again: %v", err)
+	}
+
+	// Bytes: destinations as large as an add can carry.
+	keys = &Keyring{}
+	host := newEd25519Key(t)
+	big := []DestConstraint{{To: Hop{Hostname: strings.Repeat("h", 200<<10), Keys: []HopKey{{Key: host}}}}}
+	for n := 0; ; n++ {
+		id, err := add(false, big)
+		if errors.Is(err, ErrTooManyKeys) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n*200<<10 > 2*maxKeptBytes {
+			t.Fatalf("%d keys with 200 KiB of destinations each kept", n)
+		}
+		keys.Remove(id.Key, "")
+	}
+}
