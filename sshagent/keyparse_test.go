@@ -11,6 +11,9 @@ import (
 	"crypto/rsa"
 	"math/big"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
@@ -242,5 +245,42 @@ func TestLockPassphraseCleared(t *testing.T) {
 		if bytes.Contains(msg, pass) {
 			t.Errorf("message %d: the passphrase is still in the request's buffer", typ)
 		}
+	}
+}
+
+// ssh-add adds RSA, ECDSA and Ed25519 keys written by ssh-keygen, and
+// ssh-keygen -Y sign (git's commit signing) signs with each through the
+// agent alone.
+func TestSSHAddKeyTypes(t *testing.T) {
+	ts := startServer(t)
+	dir := t.TempDir()
+	run := func(stdin string, name string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK="+ts.sock)
+		cmd.Stdin = strings.NewReader(stdin)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out, stderr.String())
+		}
+		return string(out)
+	}
+	for _, kt := range [][]string{{"rsa", "3072"}, {"ecdsa", "256"}, {"ecdsa", "384"}, {"ecdsa", "521"}, {"ed25519", "256"}} {
+		key := filepath.Join(dir, kt[0]+kt[1])
+		run("", "ssh-keygen", "-q", "-t", kt[0], "-b", kt[1], "-N", "", "-C", key, "-f", key)
+		run("", "ssh-add", key)
+		if err := os.Remove(key); err != nil {
+			t.Fatal(err)
+		}
+		if out := run("", "ssh-add", "-l"); !strings.Contains(out, key) {
+			t.Fatalf("ssh-add -l after adding %s: %s", key, out)
+		}
+		sig := run("a commit", "ssh-keygen", "-Y", "sign", "-n", "git", "-f", key+".pub")
+		if err := os.WriteFile(key+".sig", []byte(sig), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		run("a commit", "ssh-keygen", "-Y", "check-novalidate", "-n", "git", "-s", key+".sig")
 	}
 }
