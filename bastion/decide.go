@@ -135,8 +135,8 @@ func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, acti
 
 // retryOf is the retry guard's question for e on the host whose key the
 // connection verified: the latest identical command (same host key,
-// user, port, kind and command) whose outcome is unknown, or nil. The
-// name the client used for the host plays no part. A probe is never
+// user, kind and command) whose outcome is unknown, or nil. The name and
+// port the client used for the host play no part. A probe is never
 // journaled, and asks nothing.
 func (ss *session) retryOf(e *journal.Entry, hostKey gossh.PublicKey) (*journal.Entry, error) {
 	if ss.probe || hostKey == nil {

@@ -140,8 +140,8 @@
 // Keepalives go to the host every Config.Keepalive (15s); three missed
 // close the connection, so a silently dropped network ends as
 // upstream_lost instead of hanging. The bastion never retries an unknown
-// command. An identical one (same verified host key, user, port, kind and
-// command bytes: never the name the host was reached by) asks the
+// command. An identical one (same verified host key, user, kind and
+// command bytes: never the name or port the host was reached by) asks the
 // decision with the earlier entry on the card, once the host key is
 // verified and before anything is signed; refused, it is not sent and not
 // journaled, and the earlier entry keeps guarding; approved, the new

@@ -9,8 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -786,5 +789,73 @@ func TestRelayUnknownHostKey(t *testing.T) {
 	}
 	if e := w.only(); e.End.Outcome != journal.OutcomeFailedToStart {
 		t.Fatalf("journal %+v", e.End)
+	}
+}
+
+// forward relays a local port to the host, as a port forwarded to it (a
+// NAT rule, a second Port line, or a forwarder any local program can
+// start) does, and returns that port.
+func (w *world) forward() int {
+	w.t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("tcp", w.host.l.Addr().String())
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go io.Copy(u, c)
+				io.Copy(c, u)
+			}()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// The host's key says which host a command ran on, whatever port reached
+// it: the identical command through another port to the same host is a
+// retry of the command whose outcome is unknown.
+func TestRelayRetryGuardOverAnotherPort(t *testing.T) {
+	w := newWorld(t)
+	sess := w.startRunning("deploy", io.Discard)
+	w.host.cut()
+	sess.Wait()
+	e := w.only()
+	if e.Status() != journal.StatusUnknown {
+		t.Fatalf("journal %s", e.Status())
+	}
+	port := w.forward()
+	line := "[127.0.0.1]:" + strconv.Itoa(port) + " " + string(ssh.MarshalAuthorizedKey(w.host.key.PublicKey()))
+	f, err := os.OpenFile(w.srv.cfg.KnownHosts[0], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(line)
+	f.Close()
+	w.decider.setDeny(func(r *approvals.Request) audit.Reason {
+		if r.RetryOf != "" {
+			return "denied"
+		}
+		return ""
+	})
+	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
+	w.port = port
+	_, errText, err := w.run("deploy", nil)
+	if exitStatus(t, err) != ExitDenied || !strings.Contains(errText, "identical command (journal entry "+e.ID+") has an unknown outcome") {
+		t.Fatalf("retry through port %d: %v, stderr %q", port, err, errText)
+	}
+	if n := len(w.host.seen()); n != 1 || len(w.entries()) != 1 {
+		t.Fatalf("the retry through another port reached the host (%d sessions) or the journal (%d entries)", n, len(w.entries()))
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 
 	gossh "golang.org/x/crypto/ssh"
@@ -60,7 +59,7 @@ func (ss *session) context() context.Context {
 
 // running tracks the commands this bastion started and that may still be
 // running, by what makes two commands identical: the host key, user,
-// port, kind and command. The journal says whether each still is. It
+// kind and command (not the port: the key says which host). The journal says whether each still is. It
 // also holds the commands being decided, which are not in the journal
 // yet: identical commands sent at the same moment are decided side by
 // side, and each must see the others.
@@ -71,7 +70,7 @@ type running struct {
 }
 
 func runningKey(t journal.Target, kind, commandSHA256 string) string {
-	return t.HostKey + "\x00" + t.User + "\x00" + strconv.Itoa(t.Port) + "\x00" + kind + "\x00" + commandSHA256
+	return t.HostKey + "\x00" + t.User + "\x00" + kind + "\x00" + commandSHA256
 }
 
 // add counts e, journaled and about to be sent, as running.
@@ -144,7 +143,7 @@ func (ss *session) runningIdentical(e *journal.Entry, hostKey gossh.PublicKey) s
 	if ss.probe || hostKey == nil {
 		return ""
 	}
-	t := journal.Target{User: ss.info.target.User, Port: ss.info.target.Port, HostKey: gossh.FingerprintSHA256(hostKey)}
+	t := journal.Target{User: ss.info.target.User, HostKey: gossh.FingerprintSHA256(hostKey)}
 	k := runningKey(t, e.Kind, journal.CommandHash(e.Command))
 	another := ss.s.running.claim(e, k)
 	if prev := ss.s.running.identical(ss.s.cfg.Journal, k); prev != nil {

@@ -32,6 +32,7 @@ import (
 type world struct {
 	t       *testing.T
 	name    string // the host's name, as clients give it; 127.0.0.1 when empty
+	port    int    // the port clients give; the host's own when 0
 	host    *testHost
 	srv     *Server
 	sock    string
@@ -124,7 +125,7 @@ func newWorldWith(t *testing.T, bastion func(*Config), host func(*ssh.ServerConf
 
 // target is the host as a client names it.
 func (w *world) target() Target {
-	return Target{User: "alice", Host: cmp.Or(w.name, "127.0.0.1"), Port: w.host.port()}
+	return Target{User: "alice", Host: cmp.Or(w.name, "127.0.0.1"), Port: cmp.Or(w.port, w.host.port())}
 }
 
 // dial connects to the bastion for the host, as "postern connect" and ssh

@@ -19,7 +19,8 @@ import (
 // is stored, though e may have its ID and times filled in.
 //
 // Start refuses, with an *UnresolvedError, a command identical (verified
-// host key, user, port, kind and command bytes) to one whose outcome is
+// host key, user, kind and command bytes; not the host's name or port) to
+// one whose outcome is
 // unknown and unresolved.
 // Once a person approves retrying it, Start again with RetryOf set to the
 // ID the error named: that entry, and any older unresolved ones for the

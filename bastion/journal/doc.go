@@ -50,9 +50,10 @@
 // (intent: not yet accepted upstream; dispatched: accepted).
 //
 // Start refuses, with an *UnresolvedError, a command identical (same
-// verified host key, user, port, kind and command bytes) to one that is
-// STATUS_UNKNOWN and not already retried. The host's name plays no part:
-// the same host reached as 127.0.0.1 and as localhost is one host. Unresolved answers the same question up front,
+// verified host key, user, kind and command bytes) to one that is
+// STATUS_UNKNOWN and not already retried. The host's name and port play
+// no part: the same host reached as 127.0.0.1 and as localhost, or
+// through a port forwarded to it, is one host. Unresolved answers the same question up front,
 // so the approval card can show the earlier attempt. When a person
 // approves, Start again with RetryOf set to that entry: the earlier entry
 // records RetriedBy, and the approval cannot be used twice. This also
@@ -98,7 +99,7 @@
 //
 // Buckets:
 //
-//	meta             "format" → "postern-journal 1", "guard" → "host-key"
+//	meta             "format" → "postern-journal 1", "guard" → "host-key without port"
 //	meta/instances   instance id → {"opened": time, "pid": n}, one per Open
 //	entries          id → record: the entry's latest state
 //	open             id → instance id, for entries with no End and no Unknown
@@ -106,10 +107,11 @@
 //
 // Ids are 26 characters, time-sortable (see NewID), so entries iterate in
 // start order. The guard key is the hex SHA-256 of the length-prefixed
-// host key fingerprint, user, port, kind and command hash: a prefix scan
+// host key fingerprint, user, kind and command hash: a prefix scan
 // finds the unresolved entries for one command on one host, the last
 // being the most recent. (Journals written before the guard went by host
-// key, without "guard" in meta, have their index rebuilt at Open.) A record is one version byte (1) followed by the
+// key alone, without "guard" in meta or with "host-key", which also went
+// by port, have their index rebuilt at Open.) A record is one version byte (1) followed by the
 // entry as JSON; DecodeEntry refuses other versions, unknown fields,
 // trailing bytes, records over MaxRecord, and entries that break the
 // invariants (such as a command that does not match its hash). Command

@@ -31,7 +31,7 @@ var (
 )
 
 // UnresolvedError is returned by Start when an identical command (same
-// verified host key, user, port, kind and command bytes) has an entry whose outcome is
+// verified host key, user, kind and command bytes) has an entry whose outcome is
 // unknown and that no person has resolved or approved retrying. Entry is
 // the most recent such entry: show it on the approval card, then Start
 // again with RetryOf set to its ID once a person approves.

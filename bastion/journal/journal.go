@@ -32,8 +32,10 @@ var (
 	keyChecked       = []byte("checked") // inside meta; see markChecked
 )
 
-// guardV2 marks an unresolved index keyed by host key (see guardKey).
-const guardV2 = "host-key"
+// guardV2 marks an unresolved index keyed by host key, without the port
+// (see guardKey). Indexes marked otherwise ("host-key" went by port too)
+// are rebuilt at Open.
+const guardV2 = "host-key without port"
 
 const formatV1 = "postern-journal 1"
 
@@ -346,25 +348,27 @@ func put(tx *bolt.Tx, e *Entry, rec []byte) error {
 
 // guardKey is the unresolved-index prefix of one command on one
 // destination: hex SHA-256 over the verified host key (the host's name,
-// lower-cased, only for an entry that has none, which never blocks: an
-// entry is dispatched, and can end unknown, only over a connection whose
-// host key was verified), the user, the port, the kind and the command
-// hash. The host key, not the name, says which host a command ran on: a
-// host reached once as 127.0.0.1 and again as localhost is one host.
+// lower-cased, and the port, only for an entry that has none, which never
+// blocks: an entry is dispatched, and can end unknown, only over a
+// connection whose host key was verified), the user, the kind and the
+// command hash. The host key, not the name or the port, says which host
+// a command ran on: a host reached once as 127.0.0.1 and again as
+// localhost, or through a port forwarded to it, is one host.
 func guardKey(t Target, kind, commandSHA256 string) []byte {
-	host := "name:" + strings.ToLower(t.Host)
+	host := "name:" + strings.ToLower(t.Host) + ":" + strconv.Itoa(t.Port)
 	if t.HostKey != "" {
 		host = "key:" + t.HostKey
 	}
 	h := sha256.New()
-	for _, s := range []string{host, t.User, strconv.Itoa(t.Port), kind, commandSHA256} {
+	for _, s := range []string{host, t.User, kind, commandSHA256} {
 		fmt.Fprintf(h, "%d:%s;", len(s), s)
 	}
 	return []byte(hex.EncodeToString(h.Sum(nil)))
 }
 
 // reindexGuards rebuilds the unresolved index when it was made by an
-// older postern, whose guard keys named the host rather than its key.
+// older postern, whose guard keys named the host rather than its key, or
+// held the port.
 func reindexGuards(tx *bolt.Tx) error {
 	meta := tx.Bucket(bucketMeta)
 	if string(meta.Get(keyGuard)) == guardV2 {

@@ -323,6 +323,48 @@ func TestRetryGuardIndexFromOlderJournal(t *testing.T) {
 	}
 }
 
+// An index an older postern keyed by host key and port is rebuilt, and
+// the identical command on the same host key through another port is
+// refused.
+func TestRetryGuardIndexKeyedByPort(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := Open(path, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := lose(t, j, newEntry("make deploy"))
+	j.Close()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketMeta).Put(keyGuard, []byte("host-key")); err != nil {
+			return err
+		}
+		tx.DeleteBucket(bucketUnresolved)
+		b, _ := tx.CreateBucket(bucketUnresolved)
+		h := sha256.New()
+		for _, s := range []string{"key:" + u.Target.HostKey, "deploy", "22", KindExec, u.CommandSHA256} {
+			fmt.Fprintf(h, "%d:%s;", len(s), s)
+		}
+		return b.Put(append([]byte(fmt.Sprintf("%x", h.Sum(nil))), u.ID...), []byte{})
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = openTest(t, path, "new")
+	for _, port := range []int{22, 2222} {
+		again := newEntry("make deploy")
+		again.Target.Host, again.Target.Port = "127.0.0.1", port
+		var ue *UnresolvedError
+		if err := j.Start(again); !errors.As(err, &ue) || ue.Entry.ID != u.ID {
+			t.Fatalf("Start through port %d: %v", port, err)
+		}
+	}
+}
+
 func TestRetryGuard(t *testing.T) {
 	j := openTest(t, filepath.Join(t.TempDir(), "journal.db"), "inst")
 	lose := func(e *Entry) *Entry {
@@ -363,13 +405,12 @@ func TestRetryGuard(t *testing.T) {
 		t.Fatalf("Unresolved = %v, %v", got, err)
 	}
 
-	// A different command, kind, user, port or host key is not blocked,
-	// even under the same host name.
+	// A different command, kind, user or host key is not blocked, even
+	// under the same host name and port.
 	for _, mod := range []func(e *Entry){
 		func(e *Entry) { e.Command = append(e.Command, ' ') },
 		func(e *Entry) { e.Kind = KindSubsystem },
 		func(e *Entry) { e.Target.User = "root" },
-		func(e *Entry) { e.Target.Port = 2222 },
 		func(e *Entry) { e.Target.HostKey = "SHA256:another-host" },
 	} {
 		e := newEntry("psql -c 'update accounts set paid = true'")

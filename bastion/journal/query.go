@@ -129,7 +129,7 @@ func (j *Journal) Each(opts ListOptions, fn func(*Entry) error) error {
 
 // Unresolved is the retry guard's question: the most recent entry for the
 // same verified host key (t.HostKey; the host's name, in any case, only
-// when t has no key), user, port, kind and command hash whose outcome is
+// when t has no key, with the port), user, kind and command hash whose outcome is
 // unknown, unresolved, and not yet retried with a person's approval. It
 // returns nil when there is none. Start asks the same question itself and
 // refuses such a command; call Unresolved first, once the host key is
