@@ -155,7 +155,7 @@ const (
 	ReasonCardNew      Reason = "new"              // a first approval
 	ReasonPerCall      Reason = "per_call"         // the use asks every time
 	ReasonRetryUnknown Reason = "retry_of_unknown" // a retry of a command whose outcome is unknown
-	// ReasonIdenticalRunning: the same command (host key, user, port and
+	// ReasonIdenticalRunning: the same command (host key, user and
 	// command) is still running on the bastion.
 	ReasonIdenticalRunning Reason = "identical_running"
 	ReasonPolicyChange     Reason = "policy_change" // the configuration changed and loosens authority
