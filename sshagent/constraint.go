@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"path"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -166,7 +165,7 @@ func permits(cs []DestConstraint, from, to ssh.PublicKey, user *string) bool {
 			continue
 		}
 		if user != nil && c.To.User != "" {
-			if ok, _ := path.Match(c.To.User, *user); !ok {
+			if !globMatch(c.To.User, *user) {
 				continue
 			}
 		}

@@ -142,29 +142,3 @@ func providerAllowed(path, allow string) (string, error) {
 	}
 	return real, nil
 }
-
-// globMatch is OpenSSH's match_pattern: '*' matches any run of
-// characters (also '/'), '?' any one character.
-func globMatch(pat, s string) bool {
-	for len(pat) > 0 {
-		switch pat[0] {
-		case '*':
-			for i := len(s); i >= 0; i-- {
-				if globMatch(pat[1:], s[i:]) {
-					return true
-				}
-			}
-			return false
-		case '?':
-			if len(s) == 0 {
-				return false
-			}
-		default:
-			if len(s) == 0 || s[0] != pat[0] {
-				return false
-			}
-		}
-		pat, s = pat[1:], s[1:]
-	}
-	return len(s) == 0
-}
