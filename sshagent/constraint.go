@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/internal/sshpattern"
 )
 
 // ExtRestrictDestination is the key constraint ssh-add -h sends.
@@ -165,7 +167,7 @@ func permits(cs []DestConstraint, from, to ssh.PublicKey, user *string) bool {
 			continue
 		}
 		if user != nil && c.To.User != "" {
-			if !globMatch(c.To.User, *user) {
+			if !sshpattern.Match(c.To.User, *user) {
 				continue
 			}
 		}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/internal/sshpattern"
 )
 
 // The ssh-sk-helper protocol (ssh-sk-client.c): one request per helper
@@ -129,7 +131,7 @@ func providerAllowed(path, allow string) (string, error) {
 	for _, pat := range strings.Split(allow, ",") {
 		neg := strings.HasPrefix(pat, "!")
 		pat = strings.TrimPrefix(pat, "!")
-		if globMatch(pat, real) {
+		if sshpattern.Match(pat, real) {
 			if neg {
 				negated = true
 			} else {

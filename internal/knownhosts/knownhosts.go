@@ -18,7 +18,6 @@ import (
 	"crypto/sha1"
 	"encoding/base64"
 	"os"
-	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +26,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/internal/smallfile"
+
+	"github.com/postern/postern/internal/sshpattern"
 )
 
 type hashed struct {
@@ -316,13 +317,15 @@ func (db *DB) Revokes() bool {
 	return false
 }
 
-// matchPatterns applies a known_hosts pattern list: a name matches when a
-// pattern matches it and no negated ("!") pattern does.
+// matchPatterns applies a known_hosts pattern list as OpenSSH's
+// match_hostname does: a name matches, in any case, when a pattern
+// matches it and no negated ("!") pattern does.
 func matchPatterns(patterns []string, name string) bool {
 	ok := false
+	name = strings.ToLower(name)
 	for _, p := range patterns {
 		neg := strings.HasPrefix(p, "!")
-		if m, _ := path.Match(strings.TrimPrefix(p, "!"), name); m {
+		if sshpattern.Match(strings.ToLower(strings.TrimPrefix(p, "!")), name) {
 			if neg {
 				return false
 			}

@@ -101,3 +101,23 @@ func TestLongLineKeepsLaterRevocations(t *testing.T) {
 		t.Fatalf("a @revoked line after a 2 MiB line refuses nothing: Lookup %+v, Revokes %v", db.Lookup(revoked, nil), db.Revokes())
 	}
 }
+
+// An @cert-authority line's host patterns mean what they mean to OpenSSH
+// (match_pattern: '*' and '?' only): a principal is named only where ssh
+// itself would trust the authority for it. Read as path.Match patterns,
+// "db[12].corp" trusted the authority for db1.corp, which OpenSSH reads
+// as the one literal name; and host names match in any case.
+func TestCertAuthorityPatternsAreOpenSSHs(t *testing.T) {
+	ca, caSigner := newKey(t)
+	hostKey, _ := newKey(t)
+	f := filepath.Join(t.TempDir(), "known_hosts")
+	os.WriteFile(f, []byte("@cert-authority "+line(`db[12].corp,*.lab,a\*`, ca)), 0o600)
+	db := Open([]string{f})
+	cert := &ssh.Certificate{Key: hostKey, CertType: ssh.HostCert, ValidBefore: ssh.CertTimeInfinity,
+		ValidPrincipals: []string{"db1.corp", "db[12].corp", "rack/7.lab", "Web.LAB", "a*", `a\b`}}
+	cert.SignCert(rand.Reader, caSigner)
+	want := []string{"db[12].corp", "rack/7.lab", "Web.LAB", `a\b`}
+	if r := db.Lookup(cert, nil); !slices.Equal(r.Names, want) {
+		t.Fatalf("names for the certificate's principals: %q, want %q", r.Names, want)
+	}
+}

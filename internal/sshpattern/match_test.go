@@ -1,4 +1,4 @@
-package sshagent
+package sshpattern
 
 import (
 	"strings"
@@ -6,33 +6,21 @@ import (
 	"time"
 )
 
-// A user pattern in a destination constraint (ssh-add -h user@host) means
-// what it means to OpenSSH's agent, match_pattern: '*' and '?' are the
-// only special characters. Read as a path.Match pattern, brackets made a
-// class and a backslash an escape, so a key restricted to the account
-// "dep[l]oy" also signed for "deploy", and "*" did not cover a name with a
-// slash.
-func TestUserPatternIsOpenSSHs(t *testing.T) {
-	host := newHost(t).PublicKey()
+// Paths, as the provider allow-list (ssh-agent -P) gives them: '*'
+// crosses '/'.
+func TestMatchPaths(t *testing.T) {
 	for _, c := range []struct {
-		pat, user string
-		ok        bool
+		pat, s string
+		ok     bool
 	}{
-		{"deploy", "deploy", true},
-		{"dep*", "deploy", true},
-		{"d?ploy", "deploy", true},
-		{"dep[l]oy", "deploy", false},
-		{"dep[l]oy", "dep[l]oy", true},
-		{`a\*`, `a\b`, true},
-		{`a\*`, "a*", false},
-		{"[", "[", true},
-		{"*", "a/b", true},
-		{"deploy", "deploy2", false},
+		{"/usr/lib*/*", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so", true},
+		{"/usr/lib*/*", "/usr/lib64/p.so", true},
+		{"/usr/lib*/*", "/tmp/p.so", false},
+		{"/opt/?/p.so", "/opt/a/p.so", true},
+		{"/opt/?/p.so", "/opt/ab/p.so", false},
 	} {
-		cs := []DestConstraint{{To: Hop{User: c.pat, Hostname: "h", Keys: []HopKey{{Key: host}}}}}
-		user := c.user
-		if got := permits(cs, nil, host, &user); got != c.ok {
-			t.Errorf("user pattern %q, user %q: permitted %v, want %v", c.pat, c.user, got, c.ok)
+		if got := Match(c.pat, c.s); got != c.ok {
+			t.Errorf("%s ~ %s: %v", c.pat, c.s, got)
 		}
 	}
 }
@@ -44,7 +32,7 @@ func TestGlobMatchIsNotExponential(t *testing.T) {
 	pat := strings.Repeat("*a", 20) + "*b"
 	s := strings.Repeat("a", 64<<10)
 	done := make(chan bool, 1)
-	go func() { done <- globMatch(pat, s) }()
+	go func() { done <- Match(pat, s) }()
 	select {
 	case got := <-done:
 		if got {
@@ -100,8 +88,8 @@ func TestGlobMatchAsOpenSSHsRecursion(t *testing.T) {
 	pats, strs := all("ab*?", 6), all("ab", 6)
 	for _, p := range pats {
 		for _, s := range strs {
-			if got, want := globMatch(p, s), recursive(p, s); got != want {
-				t.Fatalf("globMatch(%q, %q) = %v, match_pattern says %v", p, s, got, want)
+			if got, want := Match(p, s), recursive(p, s); got != want {
+				t.Fatalf("Match(%q, %q) = %v, match_pattern says %v", p, s, got, want)
 			}
 		}
 	}
