@@ -118,7 +118,9 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		Forwarded:   r.Forwarded || (dest != nil && dest.Forwarding),
 		Covers:      covers,
 		Claim:       argv,
+		Relay:       r.Relay,
 		Command:     string(r.Command),
+		Terminal:    r.Terminal,
 		Created:     now.UTC(),
 		Expires:     now.Add(p.CardTimeout).UTC(),
 	}

@@ -104,14 +104,19 @@ type CardView struct {
 	Destination *DestView     `json:"destination,omitempty"`
 	// Unverified says why a request that may log in somewhere has no
 	// verified destination: it is UNKNOWN.
-	Unverified string    `json:"destination_unknown,omitempty"`
-	Namespace  string    `json:"namespace,omitempty"`
-	Command    string    `json:"command,omitempty"` // the remote command a bastion will run (verified), raw
-	Forwarded  bool      `json:"forwarded"`         // through a forwarded agent connection
-	Covers     string    `json:"covers"`
-	Claim      []string  `json:"claimed_command,omitempty"` // the requester's argv: a claim
-	Created    time.Time `json:"created"`
-	Expires    time.Time `json:"expires"`
+	Unverified string `json:"destination_unknown,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+	// Relay is the kind of session a bastion request runs (verified);
+	// Command is its command line or subsystem name, raw; Terminal is
+	// set when the client asked for a terminal.
+	Relay     Relay     `json:"relay,omitempty"`
+	Command   string    `json:"command,omitempty"`
+	Terminal  bool      `json:"terminal,omitempty"`
+	Forwarded bool      `json:"forwarded"` // through a forwarded agent connection
+	Covers    string    `json:"covers"`
+	Claim     []string  `json:"claimed_command,omitempty"` // the requester's argv: a claim
+	Created   time.Time `json:"created"`
+	Expires   time.Time `json:"expires"`
 	// DeniedBefore is how many of the subject's cards were denied in a
 	// row before this one (since its last approval); LastDenied is when
 	// the last of them was.
@@ -188,10 +193,10 @@ func (v *CardView) Text() string {
 	default:
 		b.WriteString(" (destination unknown)?\n")
 	}
-	if v.Command != "" {
-		// Next to the question: nothing the requester makes long
-		// (its chain of processes) pushes it off a screen.
-		fmt.Fprintf(&b, "Command (relayed by the bastion, exactly): %s\n", safetext.Field(v.Command, safetext.Command))
+	// Next to the question: nothing the requester makes long (its chain
+	// of processes) pushes it off a screen.
+	if l := v.relayLine(); l != "" {
+		b.WriteString(l + "\n")
 	}
 	if v.Changed != "" {
 		fmt.Fprintf(&b, "%s: %s\n", v.Reason, safetext.Field(v.Changed, safetext.Line))

@@ -111,7 +111,7 @@ func TestCardChainIsBoundedAndCommandComesFirst(t *testing.T) {
 	}
 	chain[0].Name, chain[29].Name = "ssh", "sshd"
 	v := CardView{ID: "C1", Mode: "per-call", Subjects: []RunView{{ProcessView: ProcessView{Name: "agent", PID: 9}}},
-		Requester: chain, Command: "rm -rf /srv/data", Purpose: PurposeAuth}
+		Requester: chain, Relay: RelayExec, Command: "rm -rf /srv/data", Purpose: PurposeAuth}
 	lines := strings.Split(v.Text(), "\n")
 	if !strings.HasPrefix(lines[1], "Command (relayed by the bastion, exactly): rm -rf /srv/data") {
 		t.Fatalf("the command is not next to the question:\n%s", v.Text())

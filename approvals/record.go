@@ -150,6 +150,9 @@ func requestEvent(typ audit.EventType, r *Request, d Decision) audit.Event {
 	if r.Key.Upstream {
 		detail["key_holder"] = "upstream"
 	}
+	if r.Relay != RelayNone {
+		detail["relay"] = string(r.Relay)
+	}
 	if r.Command != nil {
 		detail["command"] = safetext.Bytes(r.Command, 0)
 	}

@@ -91,9 +91,14 @@ type Request struct {
 	// Forwarded is set when the request travels through a forwarded agent
 	// connection (a session-bind with is_forwarding), whatever it signs.
 	Forwarded bool
-	// Command is the remote command a bastion request will run, exactly
-	// as the bastion will send it (verified: the bastion relays it).
-	Command []byte
+	// Relay is how a bastion request's session runs on the host, read by
+	// the bastion from the session's own request; Command is the command
+	// line (RelayExec) or the subsystem's name (RelaySubsystem), exactly
+	// as the bastion will send it (verified: the bastion relays it), and
+	// empty for a shell. Terminal is set when the client asked for one.
+	Relay    Relay
+	Command  []byte
+	Terminal bool
 	// RetryOf describes an earlier, identical command whose outcome is
 	// unknown: a retry always needs a person, on a card that shows it.
 	RetryOf string
@@ -113,6 +118,18 @@ type Request struct {
 	// durable.
 	Overlap bool
 }
+
+// Relay is the kind of session a bastion request runs on the host. The
+// card names a command by it, not by the command's bytes: no command
+// line can read as a shell or a subsystem.
+type Relay string
+
+const (
+	RelayNone      Relay = ""          // not a bastion request
+	RelayExec      Relay = "exec"      // a command line
+	RelayShell     Relay = "shell"     // a login shell: its commands are not known in advance
+	RelaySubsystem Relay = "subsystem" // a subsystem, such as sftp
+)
 
 // Action is what an allowed request leads to.
 type Action int

@@ -110,14 +110,15 @@ func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, acti
 	if retry != "" {
 		concurrent = ""
 	}
-	shown := shownCommand(e)
 	req := &approvals.Request{
 		Requester: info.requester,
 		Channel:   approvals.Channel{Kind: approvals.ChannelBastion},
 		Key:       k.Info,
 		Purpose:   approvals.PurposeAuth,
 		Dest:      &approvals.Destination{HostKey: hostKey, User: info.target.User},
-		Command:   shown,
+		Relay:     relayOf(e),
+		Command:   e.Command,
+		Terminal:  e.PTY,
 		RetryOf:   retry,
 		Running:   concurrent,
 		Action:    action,
@@ -146,13 +147,14 @@ func (ss *session) retryOf(e *journal.Entry, hostKey gossh.PublicKey) (*journal.
 	return ss.s.cfg.Journal.Unresolved(t, e.Kind, journal.CommandHash(e.Command))
 }
 
-// shownCommand is what the card shows of e's command.
-func shownCommand(e *journal.Entry) []byte {
+// relayOf is how the card names e's session: from the kind of the
+// session's request, which the bastion read, never from the command.
+func relayOf(e *journal.Entry) approvals.Relay {
 	switch e.Kind {
 	case journal.KindShell:
-		return []byte("(interactive shell)")
+		return approvals.RelayShell
 	case journal.KindSubsystem:
-		return append([]byte("(subsystem) "), e.Command...)
+		return approvals.RelaySubsystem
 	}
-	return e.Command
+	return approvals.RelayExec
 }

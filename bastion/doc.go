@@ -80,9 +80,10 @@
 // client connection dials the host; each signature its public key
 // authentication needs asks the approval decision (approvals.Decider,
 // action sign) about this command: the requester, the key, the verified
-// host key and remote user, the command ("(interactive shell)" for a
-// shell, "(subsystem) sftp" for a subsystem), and the earlier attempt when
-// it is a retry. A refusal ends the authentication: the host sees no
+// host key and remote user, the kind of session (exec, shell or
+// subsystem, from the session's request: a command line cannot pass for a
+// shell), its command line or subsystem name, whether it has a terminal,
+// and the earlier attempt when it is a retry. A refusal ends the authentication: the host sees no
 // login. Later commands on the same client connection share that host
 // connection and ask again (action command). While the keyring is locked
 // the host is not dialed, and the command is refused as vault_locked.

@@ -138,7 +138,7 @@ func TestRelayExec(t *testing.T) {
 		t.Fatalf("%d decisions asked, want 1", len(reqs))
 	}
 	r := reqs[0]
-	if r.Action != approvals.ActionSign || string(r.Command) != command || r.Dest == nil ||
+	if r.Action != approvals.ActionSign || r.Relay != approvals.RelayExec || string(r.Command) != command || r.Dest == nil ||
 		r.Dest.HostKey == nil || ssh.FingerprintSHA256(r.Dest.HostKey) != hostKey || r.Dest.User != "alice" ||
 		r.Channel.Kind != "bastion" || r.Requester == nil {
 		t.Fatalf("decision asked about %+v", r)
@@ -323,8 +323,8 @@ func TestRelayTerminal(t *testing.T) {
 	if e.Kind != journal.KindShell || !e.PTY || len(e.Command) != 0 || e.End.Outcome != journal.OutcomeSignaled {
 		t.Fatalf("journal %+v %+v", e, e.End)
 	}
-	if r := w.decider.requests()[0]; string(r.Command) != "(interactive shell)" {
-		t.Fatalf("the card shows %q", r.Command)
+	if r := w.decider.requests()[0]; r.Relay != approvals.RelayShell || !r.Terminal || len(r.Command) != 0 {
+		t.Fatalf("asked about %s %q, terminal %v", r.Relay, r.Command, r.Terminal)
 	}
 }
 
@@ -380,8 +380,8 @@ func TestRelaySubsystem(t *testing.T) {
 	if e.Kind != journal.KindSubsystem || string(e.Command) != "sftp" || e.End.BytesIn != 9 || e.End.BytesOut != 9 {
 		t.Fatalf("journal %+v %+v", e, e.End)
 	}
-	if r := w.decider.requests()[0]; string(r.Command) != "(subsystem) sftp" {
-		t.Fatalf("the card shows %q", r.Command)
+	if r := w.decider.requests()[0]; r.Relay != approvals.RelaySubsystem || string(r.Command) != "sftp" {
+		t.Fatalf("asked about %s %q", r.Relay, r.Command)
 	}
 }
 
@@ -857,5 +857,38 @@ func TestRelayRetryGuardOverAnotherPort(t *testing.T) {
 	}
 	if n := len(w.host.seen()); n != 1 || len(w.entries()) != 1 {
 		t.Fatalf("the retry through another port reached the host (%d sessions) or the journal (%d entries)", n, len(w.entries()))
+	}
+}
+
+// The decision learns the kind of session from the session's request,
+// not from the command: a command whose bytes read like a shell is an
+// exec, and a shell fed a script on its input has no terminal. (The card
+// showed "(interactive shell)" for all three.)
+func TestRelayKindIsNotTheCommands(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
+	if _, _, err := w.run("(interactive shell)", nil); exitStatus(t, err) != 0 {
+		t.Fatal(err)
+	}
+	sess, err := w.dial().NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess.Stdin = strings.NewReader("rm -rf /srv/data\n")
+	if err := sess.Shell(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Wait(); exitStatus(t, err) != 0 {
+		t.Fatal(err)
+	}
+	reqs := w.decider.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d decisions asked, want 2", len(reqs))
+	}
+	if r := reqs[0]; r.Relay != approvals.RelayExec || string(r.Command) != "(interactive shell)" {
+		t.Errorf("the command \"(interactive shell)\" was asked about as %s %q", r.Relay, r.Command)
+	}
+	if r := reqs[1]; r.Relay != approvals.RelayShell || r.Terminal || len(r.Command) != 0 {
+		t.Errorf("a shell with no terminal was asked about as %s %q, terminal %v", r.Relay, r.Command, r.Terminal)
 	}
 }

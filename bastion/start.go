@@ -53,8 +53,8 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 	log := s.cfg.Log.With("target", info.target.String())
 	// An approval covers what its card showed, and a card shows a command
 	// whole or not at all.
-	if shown := shownCommand(e); !safetext.Whole(string(shown), safetext.Command) {
-		ss.refuse(req, fmt.Sprintf("refused: the command is longer than a card shows (%d characters of %d once escaped); run a script that is on the host instead. The command was not sent", utf8.RuneCountInString(safetext.Escape(string(shown))), safetext.Command), ExitDenied)
+	if !safetext.Whole(string(e.Command), safetext.Command) {
+		ss.refuse(req, fmt.Sprintf("refused: the command is longer than a card shows (%d characters of %d once escaped); run a script that is on the host instead. The command was not sent", utf8.RuneCountInString(safetext.Escape(string(e.Command))), safetext.Command), ExitDenied)
 		return
 	}
 	if s.stopping.Load() {

@@ -163,7 +163,7 @@ func floodCards(n int) []api.Card {
 		if i == n-1 {
 			c.Mode, c.Purpose = "per-call", "auth"
 			c.Destination = &approvals.DestView{Fingerprint: "SHA256:x", Names: []string{"prod-db-1"}}
-			c.Command = "rm -rf /srv/data"
+			c.Relay, c.Command = approvals.RelayExec, "rm -rf /srv/data"
 		}
 		cards = append(cards, c)
 	}

@@ -1,0 +1,24 @@
+package approvals
+
+import "github.com/postern/postern/internal/safetext"
+
+// relayLine is the card's line for what a bastion request runs on the
+// host, or "". Its label comes from the kind of the session's request,
+// which the bastion read, so a command line cannot pass for a shell or a
+// subsystem: an exec of "(interactive shell)" reads as that command. A
+// shell's commands are not known when it is approved, and the line says
+// where they will come from.
+func (v *CardView) relayLine() string {
+	switch v.Relay {
+	case RelayExec:
+		return "Command (relayed by the bastion, exactly): " + safetext.Field(v.Command, safetext.Command)
+	case RelaySubsystem:
+		return "Subsystem (relayed by the bastion, exactly): " + safetext.Field(v.Command, safetext.Command)
+	case RelayShell:
+		if v.Terminal {
+			return "Shell (relayed by the bastion): a login shell with a terminal; the commands typed into it are not known now"
+		}
+		return "Shell (relayed by the bastion): a login shell with no terminal, running whatever the client sends on its input; those commands are not known now"
+	}
+	return ""
+}

@@ -1,0 +1,50 @@
+package approvals
+
+import (
+	"strings"
+	"testing"
+)
+
+// What a bastion request runs is named by the kind of its session
+// request, which the bastion read: an exec whose command line reads like
+// the card's own words for a shell or a subsystem shows as a command, and
+// a shell says whether it has a terminal or runs what its input sends.
+// The card said "(interactive shell)" for both a shell and the command
+// "(interactive shell)", and for a shell fed a script on its input.
+func TestCardNamesTheRelayedSessionByItsKind(t *testing.T) {
+	card := func(relay Relay, command string, terminal bool) string {
+		v := CardView{ID: "C1", Mode: "per-call", Subjects: []RunView{{ProcessView: ProcessView{Name: "agent", PID: 9}}},
+			Purpose: PurposeAuth, Relay: relay, Command: command, Terminal: terminal}
+		return strings.Split(v.Text(), "\n")[1]
+	}
+	shell, piped := card(RelayShell, "", true), card(RelayShell, "", false)
+	for _, c := range []struct{ name, line, want string }{
+		{"a shell with a terminal", shell, "Shell (relayed by the bastion): a login shell with a terminal"},
+		{"a shell with no terminal", piped, "Shell (relayed by the bastion): a login shell with no terminal, running whatever the client sends on its input"},
+		{"the command (interactive shell)", card(RelayExec, "(interactive shell)", true), "Command (relayed by the bastion, exactly): (interactive shell)"},
+		{"the command (subsystem) sftp", card(RelayExec, "(subsystem) sftp", false), "Command (relayed by the bastion, exactly): (subsystem) sftp"},
+		{"the subsystem sftp", card(RelaySubsystem, "sftp", false), "Subsystem (relayed by the bastion, exactly): sftp"},
+	} {
+		if !strings.HasPrefix(c.line, c.want) {
+			t.Errorf("%s: the card's line after the question is %q, want it to start %q", c.name, c.line, c.want)
+		}
+	}
+	if shell == piped {
+		t.Errorf("a shell fed on its input reads as one with a terminal: %q", shell)
+	}
+	if v := (CardView{ID: "C1", Mode: "per-call", Subjects: []RunView{{ProcessView: ProcessView{Name: "agent", PID: 9}}}, Purpose: PurposeAuth}); strings.Contains(v.Text(), "relayed by the bastion") {
+		t.Errorf("a card for no bastion request names a relayed session:\n%s", v.Text())
+	}
+}
+
+// The audit record tells the two apart as the card does.
+func TestRecordNamesTheRelayedSessionByItsKind(t *testing.T) {
+	exec := requestEvent("sign", &Request{Relay: RelayExec, Command: []byte("(interactive shell)")}, Decision{})
+	shell := requestEvent("sign", &Request{Relay: RelayShell, Terminal: true}, Decision{})
+	if exec.Detail["relay"] != "exec" || exec.Detail["command"] != "(interactive shell)" {
+		t.Errorf("an exec recorded as %v", exec.Detail)
+	}
+	if _, ok := shell.Detail["command"]; shell.Detail["relay"] != "shell" || ok {
+		t.Errorf("a shell recorded as %v", shell.Detail)
+	}
+}
