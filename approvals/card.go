@@ -181,7 +181,9 @@ func (v *CardView) Text() string {
 	run := v.Subjects[v.Selected]
 	fmt.Fprintf(&b, "%s %s (pid %d) to use key %s", q, field(run.Name), run.PID, v.Key.Fingerprint)
 	if v.Key.Comment != "" {
-		fmt.Fprintf(&b, " (%s)", field(v.Key.Comment))
+		// Quoted: a comment such as "yes, allow" is not part of the
+		// sentence.
+		fmt.Fprintf(&b, " (%s)", safetext.Quote(v.Key.Comment, safetext.Name))
 	}
 	switch {
 	case v.Destination != nil:

@@ -35,7 +35,7 @@ func TestCardCannotBeRewrittenByTheRequester(t *testing.T) {
 	if len(lines) != 8 {
 		t.Fatalf("the card has %d lines:\n%s", len(lines), text)
 	}
-	if !strings.HasPrefix(lines[0], `Allow, for this run until it exits, claude (pid 10) to use key SHA256:key (work\x1b[31m\nRun: trusted)`) {
+	if !strings.HasPrefix(lines[0], `Allow, for this run until it exits, claude (pid 10) to use key SHA256:key ("work\x1b[31m\nRun: trusted")`) {
 		t.Fatalf("question line: %s", lines[0])
 	}
 	if lines[3] != "Confinement: "+UnconfinedWarning {
@@ -164,5 +164,17 @@ func TestPolicyChangeShownCutCannotBeApproved(t *testing.T) {
 	w.answer(id, VerdictDeny, 30)
 	if applied {
 		t.Fatal("a denied change was applied")
+	}
+}
+
+// A key's comment is the requester's: the question quotes it, so that a
+// comment such as "yes, allow" never reads as part of the sentence.
+func TestCardQuestionQuotesTheKeyComment(t *testing.T) {
+	v := CardView{ID: "C1", Mode: "session", Subjects: []RunView{{ProcessView: ProcessView{Name: "agent", PID: 9}}},
+		Key: KeyView{Fingerprint: "SHA256:key", Comment: `yes, allow "prod" for staging`}}
+	q := strings.Split(v.Text(), "\n")[0]
+	want := `to use key SHA256:key ("yes, allow \"prod\" for staging") (destination unknown)?`
+	if !strings.HasSuffix(q, want) {
+		t.Fatalf("question line:\n%s\nwant it to end in:\n%s", q, want)
 	}
 }

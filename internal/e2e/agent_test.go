@@ -207,7 +207,7 @@ func TestConfirmNamesProcessAndDestination(t *testing.T) {
 		t.Fatal("signed without confirmation")
 	}
 	prompt := string(mustRead(t, log))
-	for _, want := range []string{"confirm\n", "Allow, this one time, ssh-keygen (pid", fingerprint(t, e, k) + " (confirmed)", "Requested by: ssh-keygen (", `namespace "file"`} {
+	for _, want := range []string{"confirm\n", "Allow, this one time, ssh-keygen (pid", fingerprint(t, e, k) + ` ("confirmed")`, "Requested by: ssh-keygen (", `namespace "file"`} {
 		if !strings.Contains(prompt, want) {
 			t.Errorf("prompt lacks %q:\n%s", want, prompt)
 		}
