@@ -179,7 +179,7 @@ func (v *CardView) Text() string {
 		q = "Allow, for this run until it exits,"
 	}
 	run := v.Subjects[v.Selected]
-	fmt.Fprintf(&b, "%s %s (pid %d) to use key %s", q, field(run.Name), run.PID, v.Key.Fingerprint)
+	fmt.Fprintf(&b, "%s %s (pid %d) to use key %s", q, procName(run.Name), run.PID, v.Key.Fingerprint)
 	if v.Key.Comment != "" {
 		// Quoted: a comment such as "yes, allow" is not part of the
 		// sentence.
@@ -211,7 +211,7 @@ func (v *CardView) Text() string {
 		fmt.Fprintf(&b, "Denied before: this %s last %s denied, the last at %s.\n", who, cardsWere(v.DeniedBefore), v.LastDenied.Local().Format("15:04:05"))
 	}
 	fmt.Fprintf(&b, "Card %s, %s\n", v.ID, v.Reason)
-	fmt.Fprintf(&b, "Run: %s (pid %d, %s, sha256 %s, started %s)", field(run.Name), run.PID, safetext.Field(run.Exe, safetext.Path), run.SHA256, run.Started.Local().Format("15:04:05"))
+	fmt.Fprintf(&b, "Run: %s (pid %d, %s, sha256 %s, started %s)", procName(run.Name), run.PID, safetext.Field(run.Exe, safetext.Path), run.SHA256, run.Started.Local().Format("15:04:05"))
 	if run.Label != "" {
 		fmt.Fprintf(&b, ", label %s", safetext.Quote(run.Label, safetext.Name))
 	}
@@ -294,6 +294,18 @@ func principalsText(ps []string) string {
 // field renders a name for a card (see safetext).
 func field(s string) string { return safetext.Field(s, safetext.Name) }
 
+// procName renders a process's name for a card: escaped and cut as
+// field does, and quoted when it holds what joins or follows names on
+// a card (a space, the chain's arrow, a parenthesis, a comma, a quote) or
+// is empty, so that "git bash" never reads as two processes and
+// "claude (pid 1)" never as a name and its pid.
+func procName(s string) string {
+	if s == "" || strings.ContainsAny(s, " ←(),\"") {
+		return safetext.Quote(s, safetext.Name)
+	}
+	return field(s)
+}
+
 // UnconfinedWarning is what every card for an unconfined run says.
 const UnconfinedWarning = "unconfined: a program of this run could answer this card"
 
@@ -321,11 +333,7 @@ func chainText(chain []ProcessView) string {
 		if len(chain) > chainShown && i >= chainShown-3 && i < len(chain)-2 {
 			continue
 		}
-		n := field(p.Name)
-		if strings.Contains(p.Name, "←") {
-			// A name holding the arrow would pose as several processes.
-			n = safetext.Quote(p.Name, safetext.Name)
-		}
+		n := procName(p.Name)
 		if i == 0 || i == len(chain)-1 {
 			n += " (" + itoa(p.PID) + ")"
 		}

@@ -41,7 +41,7 @@ func TestCardCannotBeRewrittenByTheRequester(t *testing.T) {
 	if lines[3] != "Confinement: "+UnconfinedWarning {
 		t.Fatalf("confinement line: %s", lines[3])
 	}
-	if !strings.Contains(lines[4], `Requested by: ssh\n\x1b[1A\x1b[2KAllow, this one time, ssh (pid 13) to use key…(+`) {
+	if !strings.Contains(lines[4], `Requested by: "ssh\n\x1b[1A\x1b[2KAllow, this one time, ssh (pid 13) to use key…(+`) {
 		t.Fatalf("requester line: %s", lines[4])
 	}
 	if !strings.Contains(lines[7], `staging-web\r\x1b]0;title\x07 xxxx`) || !strings.Contains(lines[7], "…(+") {
@@ -176,5 +176,23 @@ func TestCardQuestionQuotesTheKeyComment(t *testing.T) {
 	want := `to use key SHA256:key ("yes, allow \"prod\" for staging") (destination unknown)?`
 	if !strings.HasSuffix(q, want) {
 		t.Fatalf("question line:\n%s\nwant it to end in:\n%s", q, want)
+	}
+}
+
+// A process name may hold a space or a parenthesis: it is quoted wherever
+// the card names a process, so that "git bash" never reads as two
+// processes, nor "claude (pid 1)" as a name and its pid.
+func TestCardProcessNamesWithSpacesAreQuoted(t *testing.T) {
+	posing := []ProcessView{{PID: 4121, Name: "ssh"}, {PID: 4000, Name: "git bash"}, {PID: 3988, Name: "claude"}}
+	real := []ProcessView{{PID: 4121, Name: "ssh"}, {PID: 4000, Name: "git"}, {PID: 3990, Name: "bash"}, {PID: 3988, Name: "claude"}}
+	if a, b := chainText(posing), chainText(real); !strings.Contains(a, `← "git bash" ←`) {
+		t.Fatalf("a chain of 3 processes reads %q, one of 4 %q", a, b)
+	}
+	v := CardView{ID: "C1", Mode: "session", Subjects: []RunView{{ProcessView: ProcessView{Name: "claude (pid 1) for prod", PID: 9}}},
+		Key: KeyView{Fingerprint: "SHA256:key"}}
+	lines := strings.Split(v.Text(), "\n")
+	if !strings.HasPrefix(lines[0], `Allow, for this run until it exits, "claude (pid 1) for prod" (pid 9) to use key`) ||
+		!strings.HasPrefix(lines[2], `Run: "claude (pid 1) for prod" (pid 9,`) {
+		t.Fatalf("the run's name is not quoted:\n%s", v.Text())
 	}
 }
