@@ -124,13 +124,11 @@ type CardView struct {
 	LastDenied   time.Time `json:"last_denied,omitzero"`
 }
 
-// Display renders a key for sentences.
-func (k Key) Display() string {
-	if k.Comment != "" {
-		return k.Comment
-	}
-	return k.Fingerprint
-}
+// Display names a key in the gateway's sentences (what changed, what an
+// approval covers): by its fingerprint, which the gateway computed. Its
+// comment is the requester's, as long as it likes: the card's question
+// shows it quoted.
+func (k Key) Display() string { return k.Fingerprint }
 
 func baseName(p string) string { return filepath.Base(p) }
 
@@ -261,7 +259,8 @@ func (v *CardView) Text() string {
 	if v.Key.Upstream {
 		fmt.Fprintf(&b, "Held by the upstream agent: it signs once approved, after its own confirmation if it asks for one (up to %s)\n", wait)
 	}
-	fmt.Fprintf(&b, "Covers: %s\n", safetext.Field(v.Covers, safetext.Line))
+	// Whole, however long: an answer covers what this line says.
+	fmt.Fprintf(&b, "Covers: %s\n", safetext.Escape(v.Covers))
 	var claims []string
 	if v.Destination != nil && v.Destination.User != "" {
 		claims = append(claims, "user "+field(v.Destination.User))

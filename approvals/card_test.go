@@ -196,3 +196,25 @@ func TestCardProcessNamesWithSpacesAreQuoted(t *testing.T) {
 		t.Fatalf("the run's name is not quoted:\n%s", v.Text())
 	}
 }
+
+// What an approval covers is shown whole, whatever the requester made
+// long: a key comment of thousands of bytes does not push the end of
+// the Covers line (its destination and its end) off the card.
+func TestCardCoversIsWhole(t *testing.T) {
+	w := newWorld(t)
+	r := w.req(13)
+	r.Key.Comment = strings.Repeat("c", 3000)
+	ch := w.decide(r)
+	c := w.card()
+	var covers string
+	for _, l := range strings.Split(c.Text(), "\n") {
+		if strings.HasPrefix(l, "Covers: ") {
+			covers = l
+		}
+	}
+	if !strings.HasSuffix(covers, "until the run exits, the vault locks or the gateway restarts") || strings.Contains(covers, "…") {
+		t.Fatalf("the Covers line is not whole: %.300s…%s", covers, covers[max(len(covers)-200, 0):])
+	}
+	w.answer(c.ID, VerdictDeny, 30)
+	got(t, ch)
+}
