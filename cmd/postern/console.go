@@ -243,21 +243,23 @@ func (m *consoleModel) key(k string) (tea.Model, tea.Cmd) {
 	case tabJournal:
 		return m.journalKey(k)
 	}
-	switch k {
-	case "up", "k":
+	p := m.prompt()
+	// While a name is typed out, j and k are letters of it.
+	typing := p != nil && p.word != ""
+	switch {
+	case k == "up" || k == "k" && !typing:
 		if m.sel > 0 {
 			m.sel--
 			m.showSelected()
 		}
 		return m, nil
-	case "down", "j":
+	case k == "down" || k == "j" && !typing:
 		if m.sel < len(m.cards)-1 {
 			m.sel++
 			m.showSelected()
 		}
 		return m, nil
 	}
-	p := m.prompt()
 	if p == nil {
 		return m, nil
 	}

@@ -302,3 +302,19 @@ func TestConsoleRunInCooldown(t *testing.T) {
 		t.Errorf("the runs tab:\n%s", view)
 	}
 }
+
+// While a card takes a host's name typed out, j and k are letters of the
+// name, not the keys that move to another card.
+func TestConsoleWordTakesJAndK(t *testing.T) {
+	m := newConsoleModel(nil, nil)
+	c := api.Card{ID: "C2", Mode: "per-call", Purpose: "auth", Destination: &approvals.DestView{Fingerprint: "SHA256:x", Names: []string{"jk-db"}}}
+	other := sessionCard()
+	m.Update(cardsMsg{c, other})
+	m.shownAt = time.Now().Add(-armDelay)
+	for _, k := range strings.Split("jk-db", "") {
+		m.Update(tea.KeyPressMsg{Code: rune(k[0]), Text: k})
+	}
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: tea.KeyEnter}); cmd == nil || m.current().ID != "C2" {
+		t.Fatalf("the name typed out did not answer card C2 (on card %s): note %q", m.current().ID, m.note)
+	}
+}
