@@ -21,7 +21,10 @@ import (
 	"github.com/postern/postern/internal/safetext"
 )
 
-// armDelay is how long a card is on screen before a key can answer it.
+// armDelay is how long a card is on screen, with no key pressed, before
+// a key can answer it: each key pressed before that starts the wait
+// again, so that a program typing into the terminal without a pause
+// never answers a card.
 const armDelay = 500 * time.Millisecond
 
 // refreshEvery is how often the runs, grants and journal are read again.
@@ -67,7 +70,8 @@ type consoleModel struct {
 	sel      int
 	prompts  map[string]*cardPrompt
 	shownID  string
-	shownAt  time.Time
+	shownAt  time.Time // when the wait to arm the card began
+	armed    bool      // the card has waited armDelay with no key pressed
 	note     string
 	recent   []string
 	conn     string
@@ -188,16 +192,39 @@ func (m *consoleModel) setCards(cards []api.Card) {
 	m.showSelected()
 }
 
-// showSelected notes when the selected card came on screen.
+// showSelected notes when the selected card came on screen, and arms
+// it anew when it is another card than the one shown.
 func (m *consoleModel) showSelected() {
 	c := m.current()
 	if c == nil || c.ID == m.shownID {
 		return
 	}
-	m.shownID, m.shownAt = c.ID, time.Now()
+	m.shownID = c.ID
+	m.rearm()
+}
+
+// rearm starts the selected card's wait before it takes a key again and
+// discards the terminal's pending input: for a card newly on screen, for
+// the cards tab shown again, and after an answer that was not applied.
+func (m *consoleModel) rearm() {
+	m.shownAt, m.armed = time.Now(), false
 	if m.flush != nil {
 		m.flush()
 	}
+}
+
+// arm reports whether the selected card takes a key pressed now: once it
+// has waited armDelay since it was shown with no key pressed, it does
+// until it is armed anew; a key before that starts the wait again.
+func (m *consoleModel) arm() bool {
+	now := time.Now()
+	if !m.armed && now.Sub(m.shownAt) >= armDelay {
+		m.armed = true
+	}
+	if !m.armed {
+		m.shownAt = now
+	}
+	return m.armed
 }
 
 // startOver follows an answer to card id that was not applied: the card
@@ -208,8 +235,7 @@ func (m *consoleModel) startOver(id string) {
 		m.prompts[id] = newCardPrompt(p.card)
 	}
 	if c := m.current(); c != nil && c.ID == id {
-		m.shownID = ""
-		m.showSelected()
+		m.rearm()
 	} else if m.flush != nil {
 		m.flush()
 	}
@@ -222,15 +248,24 @@ func (m *consoleModel) recentAdd(s string) {
 	}
 }
 
+// showTab shows tab t; the cards tab shown again arms its card anew, so
+// that keys typed for another tab never answer it.
+func (m *consoleModel) showTab(t tab) {
+	m.tab, m.row = t, 0
+	if t == tabCards {
+		m.rearm()
+	}
+}
+
 func (m *consoleModel) key(k string) (tea.Model, tea.Cmd) {
 	switch k {
 	case "ctrl+c":
 		return m, tea.Quit
 	case "tab":
-		m.tab, m.row = (m.tab+1)%3, 0
+		m.showTab((m.tab + 1) % 3)
 		return m, nil
 	case "shift+tab":
-		m.tab, m.row = (m.tab+2)%3, 0
+		m.showTab((m.tab + 2) % 3)
 		return m, nil
 	case "q":
 		if p := m.prompt(); p == nil || p.word == "" || m.tab != tabCards {
@@ -243,6 +278,7 @@ func (m *consoleModel) key(k string) (tea.Model, tea.Cmd) {
 	case tabJournal:
 		return m.journalKey(k)
 	}
+	armed := m.arm()
 	p := m.prompt()
 	// While a name is typed out, j and k are letters of it.
 	typing := p != nil && p.word != ""
@@ -263,7 +299,7 @@ func (m *consoleModel) key(k string) (tea.Model, tea.Cmd) {
 	if p == nil {
 		return m, nil
 	}
-	if time.Since(m.shownAt) < armDelay {
+	if !armed {
 		m.note = "card " + p.card.ID + " just appeared: read it first"
 		return m, nil
 	}

@@ -318,3 +318,43 @@ func TestConsoleWordTakesJAndK(t *testing.T) {
 		t.Fatalf("the name typed out did not answer card C2 (on card %s): note %q", m.current().ID, m.note)
 	}
 }
+
+// Coming back to the cards tab from another arms the card anew: keys
+// typed for the runs or the journal never answer a card.
+func TestConsoleReturnToCardsRearms(t *testing.T) {
+	flushed := 0
+	m := newConsoleModel(nil, func() { flushed++ })
+	m.Update(cardsMsg{sessionCard()})
+	m.shownAt = time.Now().Add(-armDelay)
+	for range 3 {
+		m.Update(tea.KeyPressMsg{Code: tea.KeyTab})
+	}
+	if m.tab != tabCards {
+		t.Fatalf("three tabs did not come back to the cards: tab %d", m.tab)
+	}
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: 'o', Text: "o"}); cmd != nil || !strings.Contains(m.note, "just appeared") {
+		t.Fatalf("a key at once after coming back to the cards answered: note %q", m.note)
+	}
+	if flushed != 2 {
+		t.Fatalf("coming back to the cards flushed input %d times, want once more", flushed-1)
+	}
+}
+
+// A program that types into the terminal without a pause never answers
+// a card: the card is armed only after armDelay with no key pressed, and
+// each key pressed before that starts the wait again.
+func TestConsoleKeyStreamNeverArms(t *testing.T) {
+	m := newConsoleModel(nil, nil)
+	m.Update(cardsMsg{sessionCard()})
+	for range 8 {
+		m.Update(tea.KeyPressMsg{Code: 'x', Text: "x"})
+		time.Sleep(armDelay / 5)
+	}
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: 'o', Text: "o"}); cmd != nil || !strings.Contains(m.note, "just appeared") {
+		t.Fatalf("a key after %v of keys without a pause answered: note %q", 8*armDelay/5, m.note)
+	}
+	time.Sleep(armDelay)
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: 'o', Text: "o"}); cmd == nil {
+		t.Fatalf("a key after %v without one did not answer: note %q", armDelay, m.note)
+	}
+}
