@@ -8,23 +8,34 @@ package main
 // around the selected card, Recent goes, and a card that still does not
 // fit is shown from its top down, says so, and cannot be approved until
 // the window is tall enough to read it whole. The lists of the other tabs
-// are cut to the rows around the selected one.
+// are cut to the rows around the selected one. Every piece is wrapped to
+// the window's width first (console_wrap.go), so a row or a line of the
+// card may take several lines of the window: the layout counts lines.
 
 import (
 	"fmt"
 	"strings"
 )
 
-// headLines is what the console shows above a tab: the title, the tabs
-// and an empty line.
-const headLines = 3
-
 // cardsLayout is the cards tab laid out for a window.
 type cardsLayout struct {
 	rows   []string // the list of cards, or the part around the selection
 	text   string   // the selected card, whole or cut
+	prompt string   // what goes under the card
 	cut    bool     // the card does not fit: it cannot be approved
 	recent int      // how many lines of Recent fit (-1: all)
+}
+
+// cardsScreen is what the cards tab shows, each piece wrapped to the
+// window's width (a row or a line may take several lines of the window).
+type cardsScreen struct {
+	rows   []string // one per card
+	sel    int      // the selected card's row
+	text   string   // the selected card
+	prompt string   // what goes under it
+	// cutNote and cutPrompt replace the card's end and its prompt when
+	// the card does not fit.
+	cutNote, cutPrompt string
 }
 
 // lineCount is the number of lines s takes, s ending in a newline or not.
@@ -35,42 +46,57 @@ func lineCount(s string) int {
 	return strings.Count(strings.TrimSuffix(s, "\n"), "\n") + 1
 }
 
-// layCards lays out rows (one per card, sel the selected one), the
-// selected card's text and its prompt (the lines below the card) for a
-// window height lines tall (0: unknown, no limit), with note lines of
-// notes under the tab.
-func layCards(rows []string, sel int, text, prompt string, note, height int) cardsLayout {
-	l := cardsLayout{rows: rows, text: text, recent: -1}
+// layCards lays out the cards tab s for a window height lines tall (0:
+// unknown, no limit), under above lines and over note lines of notes.
+func layCards(s cardsScreen, above, note, height int) cardsLayout {
+	l := cardsLayout{rows: s.rows, text: s.text, prompt: s.prompt, recent: -1}
 	if height <= 0 {
 		return l
 	}
 	// Card and prompt: an empty line above the card, two below it.
-	fixed := headLines + 1 + lineCount(text) + 2 + lineCount(prompt) + note
-	room := height - fixed
+	room := height - (above + 1 + lineCount(s.text) + 2 + lineCount(s.prompt) + note)
 	if room < 1 {
-		// Not even the card: one row (the selected card's), the card
-		// from its top, and a line that says it goes on.
-		l.rows = rows[sel : sel+1]
-		keep := max(lineCount(text)+room-2, 1)
-		lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-		l.text = strings.Join(lines[:min(keep, len(lines))], "\n") + "\n" + warnStyle.Render("⚠ the card goes on below: make this window taller to read it whole; until then it can only be denied")
-		l.cut, l.recent = true, 0
+		// Not even the card: the selected card's row, the card from
+		// its top, and a note that says it goes on.
+		l.rows = s.rows[s.sel : s.sel+1]
+		keep := max(height-(above+lineCount(l.rows[0])+1+lineCount(s.cutNote)+2+lineCount(s.cutPrompt)+note), 1)
+		lines := strings.Split(strings.TrimSuffix(s.text, "\n"), "\n")
+		l.text = strings.Join(lines[:min(keep, len(lines))], "\n") + "\n" + s.cutNote
+		l.prompt, l.cut, l.recent = s.cutPrompt, true, 0
 		return l
 	}
-	l.rows, l.recent = fitRows(rows, sel, room, "cards")
+	l.rows, l.recent = fitRows(s.rows, s.sel, room, "cards")
 	return l
 }
 
-// fitRows fits rows to room lines, sel the selected row: all of them, or
-// a window of rows with the selected one in it and a line that counts the
-// others (what ↑/↓ scroll to). It also returns how many lines of Recent
-// fit in what is left: its title and an empty line above it, then the
-// newest lines.
+// fitRows fits rows (each one line or more) to room lines, sel the
+// selected row: all of them, or the rows around the selected one and a
+// line that counts the others (what ↑/↓ scroll to). It also returns how
+// many lines of Recent fit in what is left: its title and an empty line
+// above it, then the newest lines.
 func fitRows(rows []string, sel, room int, what string) ([]string, int) {
-	if len(rows) <= room {
-		return rows, max(room-len(rows)-2, 0)
+	total := 0
+	for _, r := range rows {
+		total += lineCount(r)
 	}
-	n := max(room-1, 1)
-	start := min(max(sel-n/2, 0), len(rows)-n)
-	return append(append([]string(nil), rows[start:start+n]...), dimStyle.Render(fmt.Sprintf("  … %d more %s (↑/↓)", len(rows)-n, what))), 0
+	if total <= room {
+		return rows, max(room-total-2, 0)
+	}
+	// From the selected row, a row below, then one above, while they fit.
+	start, end, used := sel, sel+1, lineCount(rows[sel])
+	for grew := true; grew; {
+		grew = false
+		if end < len(rows) && used+lineCount(rows[end]) <= room-1 {
+			used += lineCount(rows[end])
+			end++
+			grew = true
+		}
+		if start > 0 && used+lineCount(rows[start-1]) <= room-1 {
+			start--
+			used += lineCount(rows[start])
+			grew = true
+		}
+	}
+	more := dimStyle.Render(fmt.Sprintf("  … %d more %s (↑/↓)", len(rows)-(end-start), what))
+	return append(append([]string(nil), rows[start:end]...), more), 0
 }

@@ -10,12 +10,55 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
 )
 
 func (m *consoleModel) View() tea.View {
 	var b strings.Builder
-	b.WriteString(titleStyle.Render("postern approve") + "  " + m.conn + "\n")
+	head := m.head()
+	b.WriteString(head)
+	above := lineCount(head) + 1 // and an empty line
+	b.WriteString("\n")
+	recent := -1 // lines of Recent shown: all
+	switch m.tab {
+	case tabCards:
+		recent = m.viewCards(&b, above)
+	case tabRuns:
+		_, lines := m.runRows()
+		if len(lines) == 0 {
+			b.WriteString("no live runs or grants\n")
+		}
+		recent = m.viewRows(&b, lines, "runs and grants", above, "↑/↓ choose, r revokes (a run: all its grants)")
+	case tabJournal:
+		if m.refresh.jrnlErr != "" {
+			e := m.fit(m.refresh.jrnlErr)
+			b.WriteString(e + "\n")
+			above += lineCount(e)
+		}
+		lines := make([]string, len(m.refresh.unknown))
+		for i, e := range m.refresh.unknown {
+			lines[i] = entryLine(e)
+		}
+		if len(m.refresh.unknown) == 0 && m.refresh.jrnlErr == "" {
+			b.WriteString("no command with an unknown outcome\n")
+		}
+		recent = m.viewRows(&b, lines, "entries", above, "↑/↓ choose, m reads the entry's remote markers, n records that it did not start (after you checked the host)")
+	}
+	b.WriteString(m.noteText())
+	if recent != 0 {
+		b.WriteString("\nRecent:\n")
+		b.WriteString(m.recentText(recent))
+	}
+	v := tea.NewView(b.String())
+	v.AltScreen = true
+	v.WindowTitle = fmt.Sprintf("postern approve (%d)", len(m.cards))
+	return v
+}
+
+// fit wraps s to the window's width (console_wrap.go).
+func (m *consoleModel) fit(s string) string { return wrap(s, m.width) }
+
+// head is the title and the tabs, wrapped, each line ending in a newline.
+func (m *consoleModel) head() string {
 	s := m.refresh.sessions
 	nruns, ngrants := 0, 0
 	if s != nil {
@@ -26,59 +69,45 @@ func (m *consoleModel) View() tea.View {
 		fmt.Sprintf("Runs and grants (%d/%d)", nruns, ngrants),
 		fmt.Sprintf("Unknown commands (%d)", len(m.refresh.unknown)),
 	}
+	var line strings.Builder
 	for i, t := range tabs {
 		if tab(i) == m.tab {
 			t = tabOn.Render(" " + t + " ")
 		} else {
 			t = " " + t + " "
 		}
-		b.WriteString(t)
+		line.WriteString(t)
 	}
-	b.WriteString(dimStyle.Render("   tab: next view, q: quit") + "\n\n")
-	recent := -1 // lines of Recent shown: all
-	switch m.tab {
-	case tabCards:
-		recent = m.viewCards(&b)
-	case tabRuns:
-		_, lines := m.runRows()
-		if len(lines) == 0 {
-			b.WriteString("no live runs or grants\n")
-		}
-		recent = m.viewRows(&b, lines, "runs and grants", 0)
-		b.WriteString(dimStyle.Render("\n↑/↓ choose, r revokes (a run: all its grants)") + "\n")
-	case tabJournal:
-		above := 0
-		if m.refresh.jrnlErr != "" {
-			b.WriteString(m.refresh.jrnlErr + "\n")
-			above = 1
-		}
-		lines := make([]string, len(m.refresh.unknown))
-		for i, e := range m.refresh.unknown {
-			lines[i] = entryLine(e)
-		}
-		recent = m.viewRows(&b, lines, "entries", above)
-		if len(m.refresh.unknown) == 0 && m.refresh.jrnlErr == "" {
-			b.WriteString("no command with an unknown outcome\n")
-		}
-		b.WriteString(dimStyle.Render("\n↑/↓ choose, m reads the entry's remote markers, n records that it did not start (after you checked the host)") + "\n")
+	line.WriteString(dimStyle.Render("   tab: next view, q: quit"))
+	return m.fit(titleStyle.Render("postern approve")+"  "+m.conn) + "\n" + m.fit(line.String()) + "\n"
+}
+
+// noteText is the last answer's note under the tab, after an empty line,
+// wrapped, or "".
+func (m *consoleModel) noteText() string {
+	if m.note == "" {
+		return ""
 	}
-	if m.note != "" {
-		b.WriteString("\n" + warnStyle.Render(m.note) + "\n")
-	}
-	if recent != 0 {
-		b.WriteString("\nRecent:\n")
-		shown := m.recent
-		if recent > 0 && len(shown) > recent {
-			shown = shown[len(shown)-recent:]
+	return "\n" + m.fit(warnStyle.Render(m.note)) + "\n"
+}
+
+// recentText is the newest recent decisions that fit n lines (-1: all),
+// each wrapped, whole.
+func (m *consoleModel) recentText(n int) string {
+	var shown []string
+	used := 0
+	for i := len(m.recent) - 1; i >= 0; i-- {
+		r := m.fit("  " + m.recent[i])
+		if n >= 0 && used+lineCount(r) > n {
+			break
 		}
-		for _, r := range shown {
-			b.WriteString("  " + r + "\n")
-		}
+		used += lineCount(r)
+		shown = append([]string{r}, shown...)
 	}
-	v := tea.NewView(b.String())
-	v.AltScreen = true
-	v.WindowTitle = fmt.Sprintf("postern approve (%d)", len(m.cards))
-	return v
+	if len(shown) == 0 {
+		return ""
+	}
+	return strings.Join(shown, "\n") + "\n"
 }
 
 func rowMark(on bool) string {
@@ -88,41 +117,40 @@ func rowMark(on bool) string {
 	return "  "
 }
 
-// viewCards writes the cards tab, fitted to the window (console_layout.go),
-// and returns how many lines of Recent fit under it (-1: all).
-func (m *consoleModel) viewCards(b *strings.Builder) int {
+// viewCards writes the cards tab under above lines, fitted to the window
+// (console_layout.go), and returns how many lines of Recent fit under it
+// (-1: all).
+func (m *consoleModel) viewCards(b *strings.Builder, above int) int {
 	if len(m.cards) == 0 {
 		b.WriteString("no pending cards: waiting\n")
 		return -1
 	}
-	l := m.layout()
+	l := m.layoutUnder(above)
 	for _, r := range l.rows {
 		b.WriteString(r + "\n")
 	}
 	b.WriteString("\n" + l.text + "\n\n")
-	b.WriteString(m.promptText(l.cut))
+	b.WriteString(l.prompt)
 	return l.recent
 }
 
 // viewRows writes the rows of the runs or journal tab, marked where
-// selected and fitted to the window under above lines of the tab and
-// over its help (fitRows), and returns how many lines of Recent fit.
-func (m *consoleModel) viewRows(b *strings.Builder, lines []string, what string, above int) int {
+// selected, wrapped, and fitted to the window under above lines and over
+// help (fitRows), then help; it returns how many lines of Recent fit.
+func (m *consoleModel) viewRows(b *strings.Builder, lines []string, what string, above int, help string) int {
 	rows := make([]string, len(lines))
 	for i, l := range lines {
-		rows[i] = rowMark(i == m.row) + l
+		rows[i] = m.fit(rowMark(i == m.row) + l)
 	}
+	help = m.fit(dimStyle.Render(help))
 	recent := -1
 	if m.height > 0 {
-		note := 0
-		if m.note != "" {
-			note = 2
-		}
-		rows, recent = fitRows(rows, m.row, m.height-headLines-above-2-note, what)
+		rows, recent = fitRows(rows, m.row, m.height-above-1-lineCount(help)-lineCount(m.noteText()), what)
 	}
 	for _, r := range rows {
 		b.WriteString(r + "\n")
 	}
+	b.WriteString("\n" + help + "\n")
 	return recent
 }
 
@@ -141,35 +169,32 @@ func (m *consoleModel) cardRows() []string {
 		} else if c.Namespace != "" {
 			what = "sign, namespace " + shown(c.Namespace)
 		}
-		rows[i] = fmt.Sprintf("%s%s  %s  %s → %s  age %s, %s left", rowMark(i == m.sel), c.ID, c.Mode, shown(c.Run.Name), what, age, max(left, 0))
+		rows[i] = m.fit(fmt.Sprintf("%s%s  %s  %s → %s  age %s, %s left", rowMark(i == m.sel), c.ID, c.Mode, shown(c.Run.Name), what, age, max(left, 0)))
 	}
 	return rows
 }
 
 // layout lays the cards tab out for the window.
-func (m *consoleModel) layout() cardsLayout {
+func (m *consoleModel) layout() cardsLayout { return m.layoutUnder(lineCount(m.head()) + 1) }
+
+// layoutUnder lays the cards tab out for the window, under above lines.
+func (m *consoleModel) layoutUnder(above int) cardsLayout {
 	c := m.current()
-	text := c.Text()
-	if m.width > 0 {
-		text = lipgloss.NewStyle().Width(m.width).Render(text)
-	}
-	note := 0
-	if m.note != "" {
-		note = 2
-	}
-	return layCards(m.cardRows(), m.sel, text, m.promptText(false), note, m.height)
+	s := cardsScreen{rows: m.cardRows(), sel: m.sel, text: m.fit(c.Text()), prompt: m.promptText(false), cutPrompt: m.promptText(true),
+		cutNote: m.fit(warnStyle.Render("⚠ the card goes on below: make this window taller to read it whole; until then it can only be denied"))}
+	return layCards(s, above, lineCount(m.noteText()), m.height)
 }
 
-// promptText is what goes under the selected card: the runs a session
-// could bind and the question; for a card cut to the window, that it
-// can only be denied.
+// promptText is what goes under the selected card, wrapped: the runs a
+// session could bind and the question; for a card cut to the window, that
+// it can only be denied.
 func (m *consoleModel) promptText(cut bool) string {
 	p := m.prompt()
 	switch {
 	case p == nil:
 		return ""
 	case cut:
-		return titleStyle.Render(fmt.Sprintf("card %s: d denies it; make this window taller to approve it", p.card.ID)) + "\n"
+		return m.fit(titleStyle.Render(fmt.Sprintf("card %s: d denies it; make this window taller to approve it", p.card.ID))) + "\n"
 	}
-	return p.subjects() + "\n" + titleStyle.Render(p.question()) + "\n"
+	return m.fit(p.subjects()+"\n"+titleStyle.Render(p.question())) + "\n"
 }
