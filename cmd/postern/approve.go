@@ -146,13 +146,25 @@ func listCards(c *api.Client, out io.Writer, asJSON bool) error {
 	if asJSON {
 		return printJSON(out, nonNil(res.Cards))
 	}
-	if len(res.Cards) == 0 {
+	printCards(out, res.Cards, termWidth(out))
+	return nil
+}
+
+// printCards prints cards as text, each line wrapped to width (0: none):
+// on a terminal that cuts long lines, or whose line wrapping a program
+// turned off, a card is read whole all the same.
+func printCards(out io.Writer, cards []api.Card, width int) {
+	if len(cards) == 0 {
 		fmt.Fprintln(out, "no pending cards")
 	}
-	for _, c := range res.Cards {
-		fmt.Fprintf(out, "%s\n\n", c.Text())
+	for _, c := range cards {
+		printCard(out, c, width)
 	}
-	return nil
+}
+
+// printCard prints card c as text and an empty line, wrapped to width.
+func printCard(out io.Writer, c api.Card, width int) {
+	fmt.Fprintf(out, "%s\n\n", wrap(c.Text(), width))
 }
 
 // approveInteractive shows each pending card on the terminal and asks,
@@ -190,7 +202,8 @@ func approveInteractive(c *api.Client, out io.Writer) error {
 func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card) error {
 	defer discardInput(tty, in)
 	discardInput(tty, in)
-	fmt.Fprintf(tty, "\n%s\n", c.Text())
+	width := termWidth(tty)
+	fmt.Fprintf(tty, "\n%s\n", wrap(c.Text(), width))
 	if len(c.Subjects) > 1 && c.OffersSession() {
 		fmt.Fprintln(tty, "Subjects a session approval could bind (the run it covers):")
 		for i, s := range c.Subjects {
@@ -198,19 +211,19 @@ func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card) error {
 			if i == c.Selected {
 				mark = "*"
 			}
-			fmt.Fprintf(tty, "  %s %d. %s (pid %d) %s\n", mark, i, shown(s.Name), s.PID, safetext.Field(s.Exe, safetext.Path))
+			fmt.Fprintln(tty, wrap(fmt.Sprintf("  %s %d. %s (pid %d) %s", mark, i, shown(s.Name), s.PID, safetext.Field(s.Exe, safetext.Path)), width))
 		}
 	}
 	p := newPrompt(c)
 	for {
-		fmt.Fprint(tty, p.question())
+		fmt.Fprint(tty, wrap(p.question(), width))
 		line, err := in.ReadString('\n')
 		if err != nil {
 			return err
 		}
 		r := p.read(line)
 		if r.note != "" {
-			fmt.Fprintln(tty, r.note)
+			fmt.Fprintln(tty, wrap(r.note, width))
 		}
 		if r.verdict == 0 {
 			continue

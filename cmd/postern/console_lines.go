@@ -49,7 +49,7 @@ func approveLines(c *api.Client, in io.Reader, out, errw io.Writer, asJSON bool)
 		fmt.Fprintln(errw, msg)
 		mu.Unlock()
 	}}
-	p := &linePrinter{out: out, asJSON: asJSON, shown: map[string]bool{}}
+	p := &linePrinter{out: out, asJSON: asJSON, width: termWidth(out), shown: map[string]bool{}}
 	w.changes(context.Background(), func(d *api.CardsDelta) {
 		mu.Lock()
 		p.show(d)
@@ -59,13 +59,14 @@ func approveLines(c *api.Client, in io.Reader, out, errw io.Writer, asJSON bool)
 }
 
 // linePrinter prints the changes of the pending cards for the line
-// console: each card when it first comes (a text block, or one JSON object
-// a line) and, in text, "ID: closed" when a card shown goes away. It
+// console: each card when it first comes (a text block, wrapped to the
+// terminal's width, or one JSON object a line) and, in text, "ID: closed" when a card shown goes away. It
 // works from the changes alone, not from a copy of every pending card
 // after each.
 type linePrinter struct {
 	out    io.Writer
 	asJSON bool
+	width  int             // out's width, when it is a terminal: text is wrapped to it
 	shown  map[string]bool // the cards printed and still pending
 }
 
@@ -95,7 +96,7 @@ func (p *linePrinter) show(d *api.CardsDelta) {
 			b, _ := json.Marshal(card)
 			fmt.Fprintf(p.out, "%s\n", b)
 		} else {
-			fmt.Fprintf(p.out, "%s\n\n", card.Text())
+			printCard(p.out, card, p.width)
 		}
 	}
 	for _, id := range gone {

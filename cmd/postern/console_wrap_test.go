@@ -38,6 +38,17 @@ func checkFits(t *testing.T, view string, width int) string {
 	return strings.Join(joined, "\n")
 }
 
+// checkCardWhole fails t for a line of card c that read, what a person
+// reads of where, does not hold whole.
+func checkCardWhole(t *testing.T, where, read string, c api.Card) {
+	t.Helper()
+	for _, line := range strings.Split(c.Text(), "\n") {
+		if !strings.Contains(read, line) {
+			t.Errorf("%s does not show the card's line whole:\n%s\nit shows:\n%s", where, line, read)
+		}
+	}
+}
+
 // longCard is a card whose requester made every string it controls long:
 // the command, the key's comment, the chain of processes (with East
 // Asian characters, ambiguous ones and emoji), the claimed command line.
@@ -60,11 +71,7 @@ func TestConsoleWrapsCardLines(t *testing.T) {
 	c := longCard()
 	m.Update(cardsMsg{c})
 	read := checkFits(t, m.View().Content, 40)
-	for _, line := range strings.Split(c.Text(), "\n") {
-		if !strings.Contains(read, line) {
-			t.Errorf("the console does not show the card's line whole:\n%s\nit shows:\n%s", line, read)
-		}
-	}
+	checkCardWhole(t, "the console", read, c)
 	if !strings.Contains(read, "▶ C0  per-call") || !strings.Contains(read, "type prod-db-1 and Enter to approve this one use (d and Enter denies): ") {
 		t.Errorf("the card's row or its question is not whole:\n%s", read)
 	}
@@ -131,4 +138,22 @@ func TestWrapKeepsEveryCharacter(t *testing.T) {
 			t.Fatalf("width %d: %q wraps back to %q", width, line, back.String())
 		}
 	}
+}
+
+// The line console, printing cards to a terminal, wraps each line to the
+// terminal's width too: a long card line is read whole, never cut.
+func TestLineConsoleWrapsCards(t *testing.T) {
+	var out strings.Builder
+	p := &linePrinter{out: &out, width: 40, shown: map[string]bool{}}
+	c := longCard()
+	p.show(&api.CardsDelta{Seq: 1, Reset: true, Cards: []api.Card{c}})
+	checkCardWhole(t, "the line console", checkFits(t, out.String(), 40), c)
+}
+
+// "postern approve --list" on a terminal wraps each line to its width.
+func TestListWrapsCards(t *testing.T) {
+	var out strings.Builder
+	c := longCard()
+	printCards(&out, []api.Card{c}, 40)
+	checkCardWhole(t, "the list", checkFits(t, out.String(), 40), c)
 }
