@@ -8,6 +8,7 @@ import (
 	"github.com/postern/postern/internal/waitread"
 	"io"
 	"os"
+	"time"
 
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/harden"
@@ -214,6 +215,7 @@ func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card) error {
 			fmt.Fprintln(tty, wrap(fmt.Sprintf("  %s %d. %s (pid %d) %s", mark, i, shown(s.Name), s.PID, safetext.Field(s.Exe, safetext.Path)), width))
 		}
 	}
+	settle(tty, in)
 	p := newPrompt(c)
 	for {
 		fmt.Fprint(tty, wrap(p.question(), width))
@@ -233,6 +235,22 @@ func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card) error {
 			return fmt.Errorf("no longer pending (answered elsewhere, timed out, or withdrawn)")
 		}
 		return err
+	}
+}
+
+// settle waits, once a card is shown, until no line has been typed on
+// the terminal for armDelay, discarding each line typed before that, and
+// then what is left of a line: a program that types answers into the
+// terminal without a pause never answers a card, and a person reads the
+// card before the question comes.
+func settle(tty *os.File, in *bufio.Reader) {
+	for {
+		discardInput(tty, in)
+		time.Sleep(armDelay)
+		if pendingInput(tty) == 0 {
+			discardInput(tty, in)
+			return
+		}
 	}
 }
 

@@ -13,7 +13,9 @@ import (
 // them, and tests can check them:
 //
 //   - pending input is discarded before each card is shown, so keys typed
-//     ahead never answer a card nobody has seen (discardInput);
+//     ahead never answer a card nobody has seen (discardInput), and the
+//     question comes once no line was typed for armDelay after the card
+//     (settle), so a program typing answers without a pause never answers;
 //   - every answer is echoed with the card's id;
 //   - a per-call card for a login asks for a deliberate answer: the
 //     destination's inventory name (or "unknown" for a destination with
