@@ -295,15 +295,9 @@ func field(s string) string { return safetext.Field(s, safetext.Name) }
 
 // procName renders a process's name for a card: escaped and cut as
 // field does, and quoted when it holds what joins or follows names on
-// a card (a space, the chain's arrow, a parenthesis, a comma, a quote) or
-// is empty, so that "git bash" never reads as two processes and
-// "claude (pid 1)" never as a name and its pid.
-func procName(s string) string {
-	if s == "" || strings.ContainsAny(s, " ←(),\"") {
-		return safetext.Quote(s, safetext.Name)
-	}
-	return field(s)
-}
+// a card (safetext.Token), so that "git bash" never reads as two
+// processes and "claude (pid 1)" never as a name and its pid.
+func procName(s string) string { return safetext.Token(s, safetext.Name) }
 
 // UnconfinedWarning is what every card for an unconfined run says.
 const UnconfinedWarning = "unconfined: a program of this run could answer this card"

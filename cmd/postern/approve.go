@@ -212,7 +212,7 @@ func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card) error {
 			if i == c.Selected {
 				mark = "*"
 			}
-			fmt.Fprintln(tty, wrap(fmt.Sprintf("  %s %d. %s (pid %d) %s", mark, i, shown(s.Name), s.PID, safetext.Field(s.Exe, safetext.Path)), width))
+			fmt.Fprintln(tty, wrap(fmt.Sprintf("  %s %d. %s (pid %d) %s", mark, i, shownName(s.Name), s.PID, safetext.Field(s.Exe, safetext.Path)), width))
 		}
 	}
 	settle(tty, in)

@@ -343,9 +343,9 @@ func (m *consoleModel) runRows() (ids, lines []string) {
 		return nil, nil
 	}
 	for _, r := range s.Runs {
-		line := fmt.Sprintf("run %s  %s (pid %d)  %s", r.ID, shown(r.Name), r.PID, plural(r.Grants, "grant"))
+		line := fmt.Sprintf("run %s  %s (pid %d)  %s", r.ID, shownName(r.Name), r.PID, plural(r.Grants, "grant"))
 		if r.Label != "" {
-			line += ", label " + shown(r.Label)
+			line += ", label " + shownName(r.Label)
 		}
 		line += noCards(r)
 		ids, lines = append(ids, r.ID), append(lines, line)

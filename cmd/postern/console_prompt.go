@@ -126,7 +126,7 @@ func (p *cardPrompt) subjects() string {
 		if i == p.card.Selected {
 			agent = "  (proposed)"
 		}
-		fmt.Fprintf(&b, "%s%d. %s (pid %d)%s\n", mark, i, shown(s.Name), s.PID, agent)
+		fmt.Fprintf(&b, "%s%d. %s (pid %d)%s\n", mark, i, shownName(s.Name), s.PID, agent)
 	}
 	return b.String()
 }

@@ -358,3 +358,29 @@ func TestConsoleKeyStreamNeverArms(t *testing.T) {
 		t.Fatalf("a key after %v without one did not answer: note %q", armDelay, m.note)
 	}
 }
+
+// A run's name is the requester's: the console quotes one that holds a
+// space, a parenthesis or an arrow, so that it cannot pose as the run the
+// card proposes, as a destination in the list of cards, or as another
+// run's row.
+func TestConsoleQuotesRunNames(t *testing.T) {
+	c := sessionCard()
+	c.Subjects[0].Name = "ssh (pid 10)  (proposed)"
+	c.Run = c.Subjects[1]
+	c.Run.Name = "agent → prod-db-1"
+	p := newCardPrompt(c)
+	if s := p.subjects(); !strings.Contains(s, `  0. "ssh (pid 10)  (proposed)" (pid 13)`) || strings.Count(s, "(proposed)\n") != 1 {
+		t.Errorf("a subject's name poses as the proposed run:\n%s", s)
+	}
+	m := newConsoleModel(nil, nil)
+	m.Update(cardsMsg{c})
+	if rows := m.cardRows(); !strings.Contains(rows[0], `"agent → prod-db-1" → destination unknown`) {
+		t.Errorf("a run's name poses as a destination: %s", rows[0])
+	}
+	run := api.RunState{}
+	run.ID, run.Name, run.PID, run.Label = "R1", "claude", 42, "x  run R2  claude (pid 7)"
+	m.Update(refreshMsg{sessions: &api.SessionsResult{Runs: []api.RunState{run}}})
+	if _, lines := m.runRows(); !strings.Contains(lines[0], `label "x  run R2  claude (pid 7)"`) {
+		t.Errorf("a run's label poses as another run: %s", lines[0])
+	}
+}

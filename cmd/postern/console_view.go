@@ -167,9 +167,9 @@ func (m *consoleModel) cardRows() []string {
 				what = shown(c.Destination.Names[0])
 			}
 		} else if c.Namespace != "" {
-			what = "sign, namespace " + shown(c.Namespace)
+			what = "sign, namespace " + shownName(c.Namespace)
 		}
-		rows[i] = m.fit(fmt.Sprintf("%s%s  %s  %s → %s  age %s, %s left", rowMark(i == m.sel), c.ID, c.Mode, shown(c.Run.Name), what, age, max(left, 0)))
+		rows[i] = m.fit(fmt.Sprintf("%s%s  %s  %s → %s  age %s, %s left", rowMark(i == m.sel), c.ID, c.Mode, shownName(c.Run.Name), what, age, max(left, 0)))
 	}
 	return rows
 }

@@ -112,7 +112,7 @@ func TestConsoleWrapsRunsRows(t *testing.T) {
 	}
 	lines, taller := screen(m, 20)
 	read := checkFits(t, strings.Join(lines, "\n"), 40)
-	if taller || !strings.Contains(read, "▶ run R1111h  claude (pid 47)  0 grants, label label "+strings.Repeat("l", 30)+" END-h") ||
+	if taller || !strings.Contains(read, "▶ run R1111h  claude (pid 47)  0 grants, label \"label "+strings.Repeat("l", 30)+" END-h\"") ||
 		!strings.Contains(read, "r revokes") {
 		t.Fatalf("the runs tab in a window of 40×20 (taller %v):\n%s", taller, read)
 	}

@@ -82,6 +82,11 @@ func printJSON(w io.Writer, v any) error {
 // raw strings.
 func shown(s string) string { return safetext.Field(s, safetext.Name) }
 
+// shownName renders the name of a process or a run among other words,
+// quoted when it holds a space, a parenthesis or an arrow (safetext.Token):
+// "x (pid 1)  (proposed)" never reads as the run a card proposes.
+func shownName(s string) string { return safetext.Token(s, safetext.Name) }
+
 // jsonArray writes a JSON array one element at a time, indented as
 // printJSON indents a whole array, so that a long listing is printed as it
 // is read.

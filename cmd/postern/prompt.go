@@ -77,7 +77,7 @@ func (p *prompt) read(line string) reply {
 	}
 	if n, err := strconv.Atoi(line); err == nil && p.card.OffersSession() && n >= 0 && n < len(p.card.Subjects) {
 		p.subject = n
-		return reply{note: fmt.Sprintf("subject: %s (pid %d)", shown(p.card.Subjects[n].Name), p.card.Subjects[n].PID)}
+		return reply{note: fmt.Sprintf("subject: %s (pid %d)", shownName(p.card.Subjects[n].Name), p.card.Subjects[n].PID)}
 	}
 	switch line {
 	case "s", "session":

@@ -68,6 +68,21 @@ func Quote(s string, limit int) string {
 	return `"` + strings.ReplaceAll(render(s, limit), `"`, `\"`) + `"`
 }
 
+// Token renders s as Field does, and between double quotes as Quote
+// does when it holds a space, a parenthesis, a comma, a double quote or an
+// arrow (← → ▶), or is empty: for a name that a line shows among other
+// words, such as a process in a chain ("ssh (4121) ← \"git bash\""), so
+// that it reads as one name, never as two, nor as a name and its pid.
+func Token(s string, limit int) string {
+	if s == "" || strings.ContainsAny(s, tokenBreaks) {
+		return Quote(s, limit)
+	}
+	return Field(s, limit)
+}
+
+// tokenBreaks are the characters that make Token quote a name.
+const tokenBreaks = " (),\"←→▶"
+
 // Cut returns s unrendered, or, when it is longer than limit bytes, its
 // first limit bytes at most, cut at a character boundary and followed by
 // the marker: for a string kept (in the audit log) rather than shown,

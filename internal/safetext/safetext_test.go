@@ -201,3 +201,21 @@ func TestInvisibleCharactersEscaped(t *testing.T) {
 		}
 	}
 }
+
+// Token quotes a name that would read as several words, or as a name and
+// what follows it, and leaves a plain one as it is.
+func TestToken(t *testing.T) {
+	for in, want := range map[string]string{
+		"ssh":            "ssh",
+		"":               `""`,
+		"git bash":       `"git bash"`,
+		"claude (pid 1)": `"claude (pid 1)"`,
+		"a←b":            `"a←b"`,
+		`say "hi"`:       `"say \"hi\""`,
+		"tab\there":      `tab\there`,
+	} {
+		if got := Token(in, Name); got != want {
+			t.Errorf("Token(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
