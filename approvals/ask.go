@@ -63,7 +63,9 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	case unverified != "":
 		target = " for an UNKNOWN destination"
 	case r.Purpose == PurposeSSHSig:
-		target = " to sign (namespace " + r.Namespace + ")"
+		// The namespace is the requester's: the question shows it
+		// quoted, and a sentence does not name it unquoted.
+		target = " to sign in the namespace the question names"
 	}
 	reason, sentence := audit.ReasonPerCall, "This use needs approval every time: approve this one use of key "+r.Key.Display()+target+"."
 	switch {

@@ -3,6 +3,8 @@ package approvals
 import (
 	"strings"
 	"testing"
+
+	"github.com/postern/postern/audit"
 )
 
 // A requester controls its executable's name and path, its command line,
@@ -214,6 +216,26 @@ func TestCardCoversIsWhole(t *testing.T) {
 	}
 	if !strings.HasSuffix(covers, "until the run exits, the vault locks or the gateway restarts") || strings.Contains(covers, "…") {
 		t.Fatalf("the Covers line is not whole: %.300s…%s", covers, covers[max(len(covers)-200, 0):])
+	}
+	w.answer(c.ID, VerdictDeny, 30)
+	got(t, ch)
+}
+
+// A signature's namespace is the requester's: the card's question shows
+// it quoted, and the sentence that says why the card asks does not name
+// it unquoted, where "file) for prod-db-1 (x" would read as a host.
+func TestCardSentenceDoesNotNameTheNamespace(t *testing.T) {
+	w := newWorld(t)
+	p := *w.e.Policy()
+	p.Mode = audit.ModePerCall
+	w.e.SetPolicy(&p)
+	r := w.req(13)
+	r.Purpose, r.Namespace = PurposeSSHSig, "file) for prod-db-1 (x"
+	ch := w.decide(r)
+	c := w.card()
+	text := c.Text()
+	if strings.Count(text, "prod-db-1") != 1 || !strings.Contains(text, `namespace "file) for prod-db-1 (x"?`) {
+		t.Fatalf("the namespace is shown unquoted:\n%s", text)
 	}
 	w.answer(c.ID, VerdictDeny, 30)
 	got(t, ch)
