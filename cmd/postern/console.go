@@ -70,8 +70,9 @@ type consoleModel struct {
 	sel      int
 	prompts  map[string]*cardPrompt
 	shownID  string
-	shownAt  time.Time // when the wait to arm the card began
+	shownAt  time.Time // when the wait to arm the card (or entry) began
 	armed    bool      // the card has waited armDelay with no key pressed
+	entryID  string    // the journal entry under the cursor, armed as a card
 	note     string
 	recent   []string
 	conn     string
@@ -144,7 +145,7 @@ func (m *consoleModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(tick(), cmd)
 	case refreshMsg:
 		m.refresh = msg
-		m.refresh.unknown = msg.unknown
+		m.showEntry()
 	case cardsMsg:
 		m.setCards(msg)
 	case connMsg:
@@ -248,11 +249,33 @@ func (m *consoleModel) recentAdd(s string) {
 	}
 }
 
-// showTab shows tab t; the cards tab shown again arms its card anew, so
-// that keys typed for another tab never answer it.
+// showTab shows tab t; the cards tab, and the journal tab whose keys
+// resolve entries, shown again arm their card or entry anew, so that keys
+// typed for another tab never answer it.
 func (m *consoleModel) showTab(t tab) {
 	m.tab, m.row = t, 0
-	if t == tabCards {
+	switch t {
+	case tabCards:
+		m.rearm()
+	case tabJournal:
+		m.entryID = ""
+		m.showEntry()
+	}
+}
+
+// showEntry arms the journal entry under the cursor anew when it is
+// another entry than the one shown: after a move, or a refresh that
+// changed the list. Resolving an entry is an answer, armed as a card is.
+func (m *consoleModel) showEntry() {
+	if m.tab != tabJournal {
+		return
+	}
+	id := ""
+	if m.row < len(m.refresh.unknown) {
+		id = m.refresh.unknown[m.row].ID
+	}
+	if id != m.entryID {
+		m.entryID = id
 		m.rearm()
 	}
 }
@@ -398,11 +421,17 @@ func (m *consoleModel) runsKey(k string) (tea.Model, tea.Cmd) {
 
 func (m *consoleModel) journalKey(k string) (tea.Model, tea.Cmd) {
 	es := m.refresh.unknown
+	armed := m.arm()
 	if m.moveRow(k, len(es)) {
+		m.showEntry()
 		return m, nil
 	}
 	switch k {
 	case "m", "n":
+		if m.row < len(es) && !armed {
+			m.note = "entry " + es[m.row].ID + " just came under the cursor: read it first"
+			return m, nil
+		}
 		if m.row < len(es) {
 			a := api.ResolveArgs{ID: es[m.row].ID}
 			if k == "n" {

@@ -384,3 +384,33 @@ func TestConsoleQuotesRunNames(t *testing.T) {
 		t.Errorf("a run's label poses as another run: %s", lines[0])
 	}
 }
+
+// Resolving a journal entry is an answer: like a card, the chosen entry
+// takes a key only once it has been on screen for armDelay with no key
+// pressed, and again each time the tab is shown or another entry comes
+// under the cursor (a move, or a refresh that changed the list), so keys
+// a program types never resolve an entry the person did not read.
+func TestConsoleJournalResolutionIsArmed(t *testing.T) {
+	m := newConsoleModel(nil, nil)
+	m.Update(tea.KeyPressMsg{Code: tea.KeyTab})
+	m.Update(tea.KeyPressMsg{Code: tea.KeyTab})
+	j1, j2 := &api.JournalEntry{ID: "J1", Started: time.Now()}, &api.JournalEntry{ID: "J2", Started: time.Now()}
+	m.Update(refreshMsg{unknown: []*api.JournalEntry{j1, j2}})
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: 'n', Text: "n"}); cmd != nil {
+		t.Fatal("n resolved an entry at once, as the tab was shown")
+	}
+	m.shownAt = time.Now().Add(-armDelay)
+	m.Update(tea.KeyPressMsg{Code: tea.KeyDown})
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: 'n', Text: "n"}); cmd != nil {
+		t.Fatal("n resolved the entry a move had just chosen")
+	}
+	m.shownAt = time.Now().Add(-armDelay)
+	m.Update(refreshMsg{unknown: []*api.JournalEntry{j1, {ID: "J3", Started: time.Now()}}})
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: 'n', Text: "n"}); cmd != nil {
+		t.Fatal("n resolved the entry a refresh had just put under the cursor")
+	}
+	m.shownAt = time.Now().Add(-armDelay)
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: 'n', Text: "n"}); cmd == nil {
+		t.Fatalf("an entry read for armDelay was not resolved: note %q", m.note)
+	}
+}

@@ -161,6 +161,10 @@ func TestFullScreenConsoleResolvesUnknownCommands(t *testing.T) {
 	con.keys("Tab")
 	con.wait(entry.ID)
 	con.wait("systemctl restart app")
+	// Resolving is an answer: not at once, as the entry came on screen.
+	con.keys("n")
+	con.wait("entry " + entry.ID + " just came under the cursor: read it first")
+	time.Sleep(time.Second)
 	con.keys("n")
 	con.wait("resolved " + entry.ID + ": ")
 	show := w.e.MustRun("postern", "journal", "show", entry.ID).Stdout
