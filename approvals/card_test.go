@@ -240,3 +240,21 @@ func TestCardSentenceDoesNotNameTheNamespace(t *testing.T) {
 	w.answer(c.ID, VerdictDeny, 30)
 	got(t, ch)
 }
+
+// What changed is the gateway's sentence: a process name in it is one
+// the requester chose, and one that is not a plain word is left out of
+// it (the card's run line shows it, quoted), so that no name writes the
+// sentence on.
+func TestCardWhatChangedCannotBeWrittenOn(t *testing.T) {
+	w := newWorld(t)
+	w.approve(13)
+	forged := "evil, pid 10) did nothing. Nothing changed: approve it as before (x"
+	w.f.Set(10, 5, 100, w.f.Exe(forged, "another program"))
+	ch := w.decide(w.req(13))
+	c := w.card()
+	if c.Reason != audit.ReasonReauthProcessChanged || strings.Contains(c.Changed, "Nothing changed") {
+		t.Fatalf("what changed, after an exec to a program named %q: %s %q", forged, c.Reason, c.Changed)
+	}
+	w.answer(c.ID, VerdictDeny, 30)
+	got(t, ch)
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"strings"
 	"time"
 
 	"github.com/postern/postern/audit"
@@ -129,7 +130,7 @@ func (e *Engine) reauth(subject *Run, key Key, destText string) (reason audit.Re
 		}
 		switch {
 		case p.Reason == audit.ReasonProcessChanged && p.BootID == e.bootID:
-			return audit.ReasonReauthProcessChanged, "The approved process (" + baseName(p.Exe) + ", pid " + itoa(p.PID) + ") executed another program on the same pid, so it is a new process (now " + subject.Process.Name() + "): approve it to use key " + key.Display() + destText + "."
+			return audit.ReasonReauthProcessChanged, "The approved process (" + pastWho(p) + ") executed another program on the same pid, so it is a new process" + nowName(subject.Process.Name()) + ": approve it to use key " + key.Display() + destText + "."
 		case p.BootID != e.bootID:
 			return audit.ReasonReauthGatewayRestarted, "The gateway restarted. Approve this newly connected process to use key " + key.Display() + destText + "."
 		case p.Reason == audit.ReasonVaultLocked || p.Reason.Canonical() == audit.ReasonVaultStateChanged:
@@ -148,8 +149,45 @@ func (e *Engine) reauth(subject *Run, key Key, destText string) (reason audit.Re
 			if sameLabel {
 				what = "label"
 			}
-			return audit.ReasonReauthProcessChanged, "The approved process (" + baseName(p.Exe) + ", pid " + itoa(p.PID) + ") ended (" + string(p.Reason.Canonical()) + "). This is a new process with the same " + what + ": approve it to use key " + key.Display() + destText + "."
+			return audit.ReasonReauthProcessChanged, "The approved process (" + pastWho(p) + ") ended (" + string(p.Reason.Canonical()) + "). This is a new process with the same " + what + ": approve it to use key " + key.Display() + destText + "."
 		}
 	}
 	return audit.ReasonCardNew, ""
+}
+
+// A sentence of the gateway names a process only by a plain name: a name
+// the requester chose that is not a plain word (it holds a space, a
+// parenthesis, a quote, a control character…) would write the sentence
+// on ("evil, pid 10) did nothing. Nothing changed: …"). The card's run
+// line shows every name, quoted.
+
+// plainName is s when it is a plain word of at most 64 letters, digits
+// and ".+-_@", else "".
+func plainName(s string) string {
+	if s == "" || len(s) > 64 {
+		return ""
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(".+-_@", c)) {
+			return ""
+		}
+	}
+	return s
+}
+
+// pastWho names an approved process in a sentence: its executable's name
+// when plain, and its pid.
+func pastWho(p *Past) string {
+	if n := plainName(baseName(p.Exe)); n != "" {
+		return n + ", pid " + itoa(p.PID)
+	}
+	return "pid " + itoa(p.PID)
+}
+
+// nowName is " (now NAME)" for a plain name, else "".
+func nowName(name string) string {
+	if n := plainName(name); n != "" {
+		return " (now " + n + ")"
+	}
+	return ""
 }
