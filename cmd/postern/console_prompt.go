@@ -10,14 +10,17 @@ import (
 
 // The full-screen console's rules for answering one card, apart from the
 // screen so that tests can check them:
-//   - keys typed before a card was on screen for armDelay never answer it
-//     (the console also discards the terminal's pending input when a new
-//     card arrives);
+//   - a card takes a key only once it has been on screen for armDelay
+//     with no key pressed, each key before that starting the wait again
+//     (console.go: arm); the wait starts anew, and the terminal's pending
+//     input is discarded, when a card arrives and when the cards tab is
+//     shown again;
 //   - every answer is echoed with the card's id;
 //   - after an answer that was not applied, the card is asked afresh:
 //     input discarded, armed anew, what was typed for it forgotten;
 //   - a per-call card for a login takes a deliberate answer, the word
-//     the line console asks too (Card.Word), never a single key;
+//     the line console asks too (Card.Word), never a single key; while it
+//     is typed, every letter is part of it, j and k too;
 //   - a session binds the subject marked on the card, preselected as the
 //     card proposes (the agent), moved with the arrow keys or a digit:
 //     choosing the run is one step, "s".
