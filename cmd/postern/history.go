@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/postern/postern/gateway/api"
@@ -224,6 +225,10 @@ func parseSinceAt(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			// now.Add(-d) would be a time to come: nothing to show.
+			return time.Time{}, fmt.Errorf("%s is a negative duration: give how long ago, such as %s", safetext.Quote(s, safetext.Name), strings.TrimPrefix(s, "-"))
+		}
 		return now.Add(-d), nil
 	}
 	if d, err := getopt.Lifetime(s); err == nil {
