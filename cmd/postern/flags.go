@@ -164,3 +164,16 @@ func oneOperand(fs *flag.FlagSet) (string, error) {
 	}
 	return fs.Arg(0), nil
 }
+
+// exclusive refuses flag first given together with any of others.
+func exclusive(fs *flag.FlagSet, first string, others ...string) error {
+	if !given(fs, first) {
+		return nil
+	}
+	for _, o := range others {
+		if given(fs, o) {
+			return usagef("%s: --%s and --%s cannot be used together", fs.Name(), first, o)
+		}
+	}
+	return nil
+}

@@ -60,6 +60,14 @@ func cmdUnlock(args []string, out, errw io.Writer) error {
 	if err := noOperands(fs)(); err != nil {
 		return err
 	}
+	// The three forms do not mix, and a mix is refused before the gateway
+	// is asked or a passphrase read.
+	if err := exclusive(fs, "forget", "remember", "keychain", "passphrase-file", "socket"); err != nil {
+		return err
+	}
+	if err := exclusive(fs, "keychain", "remember", "passphrase-file"); err != nil {
+		return err
+	}
 	if *forget {
 		return forgetKeychain(out)
 	}
@@ -75,8 +83,6 @@ func cmdUnlock(args []string, out, errw io.Writer) error {
 	}
 	var a api.UnlockArgs
 	switch {
-	case *fromKeychain && *remember:
-		return usagef("unlock: --keychain and --remember cannot be used together")
 	case *fromKeychain:
 		if a.DataKey, err = keychainKey(); err != nil {
 			return err
