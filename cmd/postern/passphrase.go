@@ -67,6 +67,15 @@ func askPassphrase(prompt string) ([]byte, error) {
 	return p, err
 }
 
+// hintCannotAsk gives err, when no one could be asked for a passphrase,
+// the hint instead of askPassphrase's.
+func hintCannotAsk(err error, hint string) error {
+	if errors.Is(err, errCannotAsk) {
+		return withHint(err, hint)
+	}
+	return err
+}
+
 // readNewPassphrase reads a new passphrase like readPassphrase, asking
 // twice when it asks on a terminal.
 func readNewPassphrase(file, prompt string) ([]byte, error) {

@@ -380,8 +380,11 @@ func vaultPasswd(args []string, out, errw io.Writer) error {
 	}
 	c := &api.VaultChange{Params: &p}
 	defer c.Wipe()
+	// Without a terminal or askpass program, the hints name the flags
+	// that give each passphrase: $POSTERN_PASSPHRASE_FILE gives only the
+	// old one.
 	if c.Passphrase, err = readPassphrase(*pfile, "Enter passphrase for the postern vault: "); err != nil {
-		return err
+		return hintCannotAsk(err, "use --passphrase-file or $"+envPassphraseFile+" for the passphrase, and --new-passphrase-file for the new one")
 	}
 	if *newFile != "" {
 		c.NewPassphrase, err = passphraseFromFile(*newFile)
@@ -389,7 +392,7 @@ func vaultPasswd(args []string, out, errw io.Writer) error {
 		c.NewPassphrase, err = askNewPassphrase("Enter the new passphrase: ")
 	}
 	if err != nil {
-		return err
+		return hintCannotAsk(err, "use --new-passphrase-file for the new passphrase")
 	}
 	if _, err := changeVault(*sock, c); err != nil {
 		return err
