@@ -4,13 +4,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/safetext"
 	"github.com/postern/postern/internal/smallfile"
 )
 
@@ -38,18 +41,24 @@ func cmdCheck(args []string, out, errw io.Writer) error {
 	key := fs.String("key", "", "the key: a fingerprint or a comment")
 	fwd := fs.Bool("forwarded", false, "the request comes through a forwarded agent connection")
 	asJSON := fs.Bool("json", false, "print JSON")
-	c, err := gatewayFlags(fs, args, noOperands(fs))
+	var a api.CheckArgs
+	c, err := gatewayFlags(fs, args, func() error {
+		if err := noOperands(fs)(); err != nil {
+			return err
+		}
+		for _, e := range exes {
+			x, err := checkExe(e)
+			if err != nil {
+				return err
+			}
+			a.Exes = append(a.Exes, x)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	a := api.CheckArgs{Hosts: hosts, Key: *key, Forwarded: *fwd}
-	for _, e := range exes {
-		x, err := checkExe(e)
-		if err != nil {
-			return err
-		}
-		a.Exes = append(a.Exes, x)
-	}
+	a.Hosts, a.Key, a.Forwarded = hosts, *key, *fwd
 	res, err := c.Check(context.Background(), a)
 	if err != nil {
 		return err
@@ -69,7 +78,17 @@ func cmdCheck(args []string, out, errw io.Writer) error {
 func checkExe(name string) (api.CheckExe, error) {
 	p, err := exec.LookPath(name)
 	if err != nil {
-		return api.CheckExe{}, fmt.Errorf("--exe %s: %w", name, err)
+		// A program that is not there is a mistake on the command line.
+		q := safetext.Quote(name, safetext.Path)
+		switch {
+		case errors.Is(err, exec.ErrNotFound):
+			return api.CheckExe{}, usagef("check: --exe %s: no such program in $PATH", q)
+		case errors.Is(err, fs.ErrNotExist):
+			return api.CheckExe{}, usagef("check: --exe %s: no such file", q)
+		case errors.Is(err, fs.ErrPermission):
+			return api.CheckExe{}, usagef("check: --exe %s: not an executable file", q)
+		}
+		return api.CheckExe{}, usagef("check: --exe %s: %v", q, err)
 	}
 	if abs, err := filepath.Abs(p); err == nil {
 		p = abs
