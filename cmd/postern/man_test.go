@@ -1,0 +1,80 @@
+package main
+
+// The man pages in man/ are the contract the command line keeps: these
+// tests hold the two to each other where a reader would trip on a gap.
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// manSection returns the lines of section name (".Sh NAME") of a man page.
+func manSection(t *testing.T, page, name string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "man", page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	in := false
+	for l := range strings.Lines(string(b)) {
+		l = strings.TrimSuffix(l, "\n")
+		if strings.HasPrefix(l, ".Sh ") {
+			in = l == ".Sh "+name
+			continue
+		}
+		if in {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		t.Fatalf("%s has no %s section", page, name)
+	}
+	return lines
+}
+
+// usageStatus is how an EXIT STATUS section says that a usage error
+// exits 2.
+var usageStatus = regexp.MustCompile(`(?i)\b2 on a usage error|\.It 2 Usage error`)
+
+// TestManExitStatusSaysUsage: every command exits 2 on a usage error
+// (postern(1)), and each page's EXIT STATUS says so for each command of
+// its synopsis. A section that speaks of its commands one by one
+// (".Nm postern doctor" then "exits …") says it for each.
+func TestManExitStatusSaysUsage(t *testing.T) {
+	pages, err := filepath.Glob(filepath.Join("..", "..", "man", "*.1"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no man pages: %v", err)
+	}
+	for _, p := range pages {
+		page := filepath.Base(p)
+		var cmds []string
+		for _, l := range manSection(t, page, "SYNOPSIS") {
+			if c, ok := strings.CutPrefix(l, ".Nm postern "); ok && !slices.Contains(cmds, c) {
+				cmds = append(cmds, c)
+			}
+		}
+		// Each command's sentence, or the whole section for all.
+		said := map[string]string{}
+		cur := ""
+		for _, l := range manSection(t, page, "EXIT STATUS") {
+			if c, ok := strings.CutPrefix(l, ".Nm postern "); ok {
+				cur = c
+			}
+			said[cur] += l + " "
+		}
+		for _, c := range cmds {
+			// Words before any command's name are for all of them.
+			if !usageStatus.MatchString(said[""] + said[c]) {
+				t.Errorf("%s: EXIT STATUS does not say that postern %s exits 2 on a usage error", page, c)
+			}
+		}
+		if len(cmds) == 0 && !usageStatus.MatchString(strings.Join(manSection(t, page, "EXIT STATUS"), " ")) {
+			t.Errorf("%s: EXIT STATUS does not say that a usage error exits 2", page)
+		}
+	}
+}
