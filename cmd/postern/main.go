@@ -31,10 +31,12 @@ Commands:
                         end session grants now
     hosts list|add|import|remove
                         the host inventory that host and class rules match
-    audit verify|show   check the audit log offline, or decrypt it
+    audit verify|show|new
+                        check the audit log offline, decrypt it, or start
+                        a new one
     activity [--since T] [--run R] [--json]
                         the audit log as a timeline
-    journal [list|show ID|resolve ID|follow] [--json]
+    journal [list|show ID|resolve ID|follow|new] [--json]
                         the bastion's command journal
     connect USER HOST PORT
                         ssh ProxyCommand helper for the bastion

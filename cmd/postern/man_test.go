@@ -78,3 +78,61 @@ func TestManExitStatusSaysUsage(t *testing.T) {
 		}
 	}
 }
+
+// words are the lower-case words of s ("journal [list|show ID]" gives
+// journal, list, show).
+func words(s string) []string {
+	return regexp.MustCompile(`[a-z][a-z-]*`).FindAllString(s, -1)
+}
+
+// TestHelpNamesEverySubcommand: "postern --help" and postern(1) list each
+// command with every subcommand it has (those completion offers), on the
+// command's own entry.
+func TestHelpNamesEverySubcommand(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "man", "postern.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []string
+	for l := range strings.Lines(string(b)) {
+		if e, ok := strings.CutPrefix(l, ".It Cm "); ok {
+			entries = append(entries, e)
+		}
+	}
+	for _, name := range commandNames() {
+		var subs []string
+		for _, w := range strings.Fields(completionWords[name]) {
+			if !strings.HasPrefix(w, "-") {
+				subs = append(subs, w)
+			}
+		}
+		// The usage line that starts with the command, and the man
+		// page's entry that names it.
+		var line, entry []string
+		for l := range strings.Lines(usage) {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == name && strings.HasPrefix(l, "    ") {
+				line = words(l)
+			}
+		}
+		names := regexp.MustCompile(`(^|Cm )` + regexp.QuoteMeta(name) + `(\s|$)`)
+		for _, e := range entries {
+			if names.MatchString(e) {
+				entry = words(e)
+			}
+		}
+		if line == nil {
+			t.Errorf("postern --help does not list %s", name)
+		}
+		if entry == nil {
+			t.Errorf("postern(1) does not list %s", name)
+		}
+		for _, s := range subs {
+			if line != nil && !slices.Contains(line, s) {
+				t.Errorf("postern --help does not list %s %s", name, s)
+			}
+			if entry != nil && !slices.Contains(entry, s) {
+				t.Errorf("postern(1) does not list %s %s", name, s)
+			}
+		}
+	}
+}
