@@ -136,3 +136,49 @@ func TestHelpNamesEverySubcommand(t *testing.T) {
 		}
 	}
 }
+
+// duration is a duration as the command line takes it: "90s", "1h30m".
+var duration = regexp.MustCompile(`^[0-9]+(ms|[smhdw])([0-9]+(ms|[smhdw]))*$`)
+
+// macro is an mdoc macro name among a line's words.
+var macro = regexp.MustCompile(`^[A-Z][a-z][a-z]?$`)
+
+// TestManDurationsAreLiterals: a duration in a page of section 1 is what
+// a person types (--since 90m, -t 1h, POSTERN_KDF_TARGET=1s), set as
+// literal text (Ql), never as a placeholder (Ar) or a quotation (Dq).
+func TestManDurationsAreLiterals(t *testing.T) {
+	pages, err := filepath.Glob(filepath.Join("..", "..", "man", "*.1"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no man pages: %v", err)
+	}
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		literal := false
+		for i, l := range strings.Split(string(b), "\n") {
+			switch {
+			case strings.HasPrefix(l, ".Bd -literal"):
+				literal = true
+			case strings.HasPrefix(l, ".Ed"):
+				literal = false
+			}
+			if literal || strings.HasPrefix(l, ".Dl ") || strings.HasPrefix(l, `.\"`) {
+				continue
+			}
+			m := ""
+			if !strings.HasPrefix(l, ".") {
+				m = "text"
+			}
+			for _, w := range strings.Fields(strings.TrimPrefix(l, ".")) {
+				if macro.MatchString(w) && m != "text" {
+					m = w
+				}
+				if duration.MatchString(strings.TrimRight(w, ",.;:)")) && m != "Ql" {
+					t.Errorf("%s:%d: duration %s set as %s, want .Ql: %s", filepath.Base(p), i+1, w, m, l)
+				}
+			}
+		}
+	}
+}
