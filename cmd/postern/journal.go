@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,15 +65,31 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		sub, args = args[0], args[1:]
 	}
+	if !slices.Contains([]string{"list", "show", "resolve", "follow", "new"}, sub) {
+		return usagef("journal: unknown subcommand %q", sub)
+	}
+	// Each subcommand has only its own flags: another's is refused, not
+	// taken and ignored.
 	fs := newFlags("journal "+sub, journalUsage)
-	asJSON := fs.Bool("json", false, "print JSON")
-	status := fs.String("status", "", "only entries with this status (its first word is enough)")
-	limit := fs.Int("limit", 50, "at most this many entries")
-	ran := fs.Int("ran", -1, "resolve: the command ran and exited with this status")
-	notStarted := fs.Bool("not-started", false, "resolve: the command never started")
-	stillRunning := fs.Bool("still-running", false, "resolve: the command is still running")
-	inconclusive := fs.Bool("inconclusive", false, "resolve: what you found does not tell")
-	evidence := fs.String("evidence", "", "resolve: what you checked")
+	var (
+		asJSON, notStarted, stillRunning, inconclusive bool
+		status, evidence                               string
+		limit, ran                                     = 50, -1
+	)
+	switch sub {
+	case "list":
+		fs.StringVar(&status, "status", "", "only entries with this status (its first word is enough)")
+		fs.IntVar(&limit, "limit", limit, "at most this many entries")
+		fallthrough
+	case "show", "follow":
+		fs.BoolVar(&asJSON, "json", false, "print JSON")
+	case "resolve":
+		fs.IntVar(&ran, "ran", ran, "the command ran and exited with this status")
+		fs.BoolVar(&notStarted, "not-started", false, "the command never started")
+		fs.BoolVar(&stillRunning, "still-running", false, "the command is still running")
+		fs.BoolVar(&inconclusive, "inconclusive", false, "what you found does not tell")
+		fs.StringVar(&evidence, "evidence", "", "what you checked")
+	}
 	sock := socketFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -84,7 +101,7 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 	if id != "" && (sub == "list" || sub == "follow" || sub == "new") {
 		return usagef("journal %s: unexpected argument %q", sub, id)
 	}
-	if *limit < 0 {
+	if limit < 0 {
 		return usagef("journal %s: --limit takes a number of entries, 0 for all", sub)
 	}
 	switch sub {
@@ -93,7 +110,7 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return followJournal(c, out, *asJSON)
+		return followJournal(c, out, asJSON)
 	case "new":
 		c, err := gatewayClient(*sock)
 		if err != nil {
@@ -114,7 +131,7 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 		ctx := context.Background()
 		switch sub {
 		case "list":
-			return listJournal(ctx, src, out, *status, *limit, *asJSON)
+			return listJournal(ctx, src, out, status, limit, asJSON)
 		case "show":
 			if id == "" {
 				return usagef("journal show: name an entry")
@@ -123,7 +140,7 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 			if err != nil {
 				return err
 			}
-			if *asJSON {
+			if asJSON {
 				return printJSON(out, e)
 			}
 			printEntry(out, e)
@@ -133,18 +150,18 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 		if id == "" {
 			return usagef("journal resolve: name an entry")
 		}
-		a := api.ResolveArgs{ID: id, Evidence: *evidence}
+		a := api.ResolveArgs{ID: id, Evidence: evidence}
 		n := 0
-		if given(fs, "ran") && (*ran < 0 || *ran > 255) {
+		if given(fs, "ran") && (ran < 0 || ran > 255) {
 			return usagef("journal resolve: --ran takes an exit status, 0 to 255")
 		}
-		if *ran >= 0 {
-			a.Result, a.ExitStatus, n = api.ResultRan, ran, n+1
+		if ran >= 0 {
+			a.Result, a.ExitStatus, n = api.ResultRan, &ran, n+1
 		}
 		for _, f := range []struct {
 			set    bool
 			result string
-		}{{*notStarted, api.ResultNotStarted}, {*stillRunning, api.ResultStillRunning}, {*inconclusive, api.ResultInconclusive}} {
+		}{{notStarted, api.ResultNotStarted}, {stillRunning, api.ResultStillRunning}, {inconclusive, api.ResultInconclusive}} {
 			if f.set {
 				a.Result, n = f.result, n+1
 			}
