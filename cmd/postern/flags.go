@@ -177,3 +177,16 @@ func exclusive(fs *flag.FlagSet, first string, others ...string) error {
 	}
 	return nil
 }
+
+// onlyWith refuses each of flags given without flag with.
+func onlyWith(fs *flag.FlagSet, with string, flags ...string) error {
+	if given(fs, with) {
+		return nil
+	}
+	for _, f := range flags {
+		if given(fs, f) {
+			return usagef("%s: --%s applies to --%s only", fs.Name(), f, with)
+		}
+	}
+	return nil
+}

@@ -32,6 +32,12 @@ func cmdSessions(args []string, out, errw io.Writer) error {
 	if err := noOperands(fs)(); err != nil {
 		return err
 	}
+	if err := onlyWith(fs, "history", "offline", "passphrase-file"); err != nil {
+		return err
+	}
+	if err := exclusive(fs, "history", "socket"); err != nil {
+		return err
+	}
 	if *history {
 		return sessionsHistory(out, *pfile, *offline, *asJSON)
 	}
