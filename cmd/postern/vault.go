@@ -175,16 +175,18 @@ func vaultAdd(args []string, out, errw io.Writer) error {
 	if *comment != "" && fs.NArg() > 1 {
 		return usagef("vault add: --comment applies to one file only")
 	}
-	pass, err := readPassphrase(*pfile, "Enter passphrase for the postern vault: ")
-	if err != nil {
-		return err
-	}
-	c := &api.VaultChange{Passphrase: pass}
+	// The files first: one that is not there, or not a key, is said
+	// before the vault's passphrase is asked for.
+	c := &api.VaultChange{}
 	defer c.Wipe()
 	for _, file := range fs.Args() {
 		if err := readKeyOrCert(c, file, *comment); err != nil {
 			return err
 		}
+	}
+	var err error
+	if c.Passphrase, err = readPassphrase(*pfile, "Enter passphrase for the postern vault: "); err != nil {
+		return err
 	}
 	res, err := changeVault(*sock, c)
 	if err != nil {
