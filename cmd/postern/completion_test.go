@@ -2,12 +2,9 @@ package main
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,23 +88,15 @@ func TestZshCompletion(t *testing.T) {
 // Completion offers every flag the usage lines ("postern CMD ...") of
 // the commands' usage texts name for CMD.
 func TestCompletionKnowsEveryFlag(t *testing.T) {
-	line := regexp.MustCompile(`(?m)^(?:Usage:)?\s*postern ([a-z-]+)(.*)$`)
-	flag := regexp.MustCompile(`--[a-z][a-z-]*`)
-	for name, cmd := range commands {
-		var h *helpRequest
-		if err := cmd([]string{"--help"}, io.Discard, io.Discard); !errors.As(err, &h) {
-			t.Errorf("%s --help: %v", name, err)
+	for form, flags := range usageForms(t) {
+		name := strings.Fields(form)[0]
+		words, ok := completionWords[name]
+		if !ok {
 			continue
 		}
-		for _, m := range line.FindAllStringSubmatch(h.usage, -1) {
-			words, ok := completionWords[m[1]]
-			if !ok {
-				continue
-			}
-			for _, f := range flag.FindAllString(m[2], -1) {
-				if f != "--help" && !slices.Contains(strings.Fields(words), f) {
-					t.Errorf("completion of %s does not offer %s, which its usage names", m[1], f)
-				}
+		for _, f := range flags {
+			if f != "--help" && !slices.Contains(strings.Fields(words), f) {
+				t.Errorf("completion of %s does not offer %s, which its usage names", name, f)
 			}
 		}
 	}

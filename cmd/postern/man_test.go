@@ -4,6 +4,8 @@ package main
 // tests hold the two to each other where a reader would trip on a gap.
 
 import (
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -179,6 +181,101 @@ func TestManDurationsAreLiterals(t *testing.T) {
 					t.Errorf("%s:%d: duration %s set as %s, want .Ql: %s", filepath.Base(p), i+1, w, m, l)
 				}
 			}
+		}
+	}
+}
+
+// synopsisForms returns the command lines of the SYNOPSIS sections of the
+// pages of section 1, as "cmd sub" (or "cmd") to the long flags they
+// show.
+func synopsisForms(t *testing.T) map[string][]string {
+	pages, err := filepath.Glob(filepath.Join("..", "..", "man", "postern-*.1"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no man pages: %v", err)
+	}
+	forms := map[string][]string{}
+	for _, p := range pages {
+		form, flags := "", []string(nil)
+		done := func() {
+			if form != "" {
+				forms[form] = append(forms[form], flags...)
+			}
+		}
+		for _, l := range manSection(t, filepath.Base(p), "SYNOPSIS") {
+			f := strings.Fields(strings.TrimPrefix(l, "."))
+			switch {
+			case len(f) >= 3 && f[0] == "Nm" && f[1] == "postern":
+				done()
+				form, flags = strings.Join(f[2:], " "), []string{}
+			case len(f) >= 2 && f[0] == "Cm" && form != "" && !strings.Contains(form, " ") && len(flags) == 0:
+				// The subcommand, on the line after the command.
+				form += " " + f[1]
+			}
+			for i, w := range f {
+				if w == "Fl" && i+1 < len(f) && strings.HasPrefix(f[i+1], "-") && len(f[i+1]) > 2 {
+					flags = append(flags, "-"+f[i+1])
+				}
+			}
+		}
+		done()
+	}
+	for k, v := range forms {
+		v = slices.DeleteFunc(v, func(s string) bool { return s == "" })
+		slices.Sort(v)
+		forms[k] = slices.Compact(v)
+	}
+	return forms
+}
+
+// usageForms returns the command lines of the commands' usage texts
+// (--help), as synopsisForms does.
+func usageForms(t *testing.T) map[string][]string {
+	line := regexp.MustCompile(`(?m)^(?:Usage:)?\s*postern ([a-z-]+)((?: [a-z][a-z-]*)?)(.*)$`)
+	flag := regexp.MustCompile(`--[a-z][a-z-]*`)
+	forms := map[string][]string{}
+	for name, cmd := range commands {
+		var h *helpRequest
+		if err := cmd([]string{"--help"}, io.Discard, io.Discard); !errors.As(err, &h) {
+			t.Errorf("%s --help: %v", name, err)
+			continue
+		}
+		for _, m := range line.FindAllStringSubmatch(h.usage, -1) {
+			form := m[1] + m[2]
+			forms[form] = append(forms[form], flag.FindAllString(m[3], -1)...)
+		}
+	}
+	for k, v := range forms {
+		slices.Sort(v)
+		forms[k] = slices.Compact(v)
+	}
+	return forms
+}
+
+// onlyInPostern1 are the commands postern(1) describes, with no page of
+// their own.
+var onlyInPostern1 = []string{"status", "version", "completion"}
+
+// TestHelpMatchesManSynopsis: each command line a command's --help shows
+// is in its man page's SYNOPSIS with the same flags, and the other way
+// round.
+func TestHelpMatchesManSynopsis(t *testing.T) {
+	man, help := synopsisForms(t), usageForms(t)
+	for form, flags := range help {
+		if slices.Contains(onlyInPostern1, strings.Fields(form)[0]) {
+			continue
+		}
+		mf, ok := man[form]
+		if !ok {
+			t.Errorf("postern %s: in --help, not in a man page's SYNOPSIS", form)
+			continue
+		}
+		if !slices.Equal(flags, mf) {
+			t.Errorf("postern %s: --help shows %v, the man page %v", form, flags, mf)
+		}
+	}
+	for form := range man {
+		if _, ok := help[form]; !ok {
+			t.Errorf("postern %s: in a man page's SYNOPSIS, not in --help", form)
 		}
 	}
 }
