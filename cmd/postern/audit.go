@@ -112,6 +112,9 @@ func auditVerify(args []string, out, errw io.Writer) error {
 	if fs.NArg() > 1 {
 		return usagef("audit verify: at most one log")
 	}
+	if err := onlyWith(fs, "vault", "passphrase-file"); err != nil {
+		return err
+	}
 	path, err := auditLogPath(fs.Arg(0))
 	if err != nil {
 		return err
