@@ -140,6 +140,13 @@ func auditVerify(args []string, out, errw io.Writer) error {
 		}
 		anchors = append(anchors, checkedAnchor{a, "--anchor"})
 	}
+	// The flags' mistakes first, then a log that is not there.
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if fs.NArg() > 0 {
+			return fmt.Errorf("no audit log at %s", path)
+		}
+		return fmt.Errorf("%w at %s", api.ErrNoAuditLog, path)
+	}
 	switch a, name, err := api.AnchorBeside(path); {
 	case err == nil:
 		anchors = append(anchors, checkedAnchor{a, name})
