@@ -104,6 +104,9 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 	if limit < 0 {
 		return usagef("journal %s: --limit takes a number of entries, 0 for all", sub)
 	}
+	if _, ok := api.ParseJournalStatus(status); status != "" && !ok {
+		return usagef("journal %s: --status: %s is none of RUNNING, COMPLETED, RETRY_SAFE or STATUS_UNKNOWN (its first word is enough)", sub, safetext.Quote(status, safetext.Name))
+	}
 	switch sub {
 	case "follow":
 		c, err := gatewayClient(*sock)

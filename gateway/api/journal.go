@@ -26,6 +26,11 @@ const (
 	OutcomeSignaled = journal.OutcomeSignaled
 )
 
+// ParseJournalStatus reads a status as journal list --status takes it:
+// in full or by its first word, in any case. ok is false for a status
+// there is not.
+func ParseJournalStatus(s string) (status string, ok bool) { return journal.ParseStatus(s) }
+
 // ErrJournalBusy is returned by OpenJournalFile when a running gateway
 // holds the journal.
 var ErrJournalBusy = journal.ErrBusy
