@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -69,9 +70,10 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return usagef("%s: %s", fs.Name(), flagMistake(err))
 }
 
-// flagMistake words an error of the flag package.
+// flagMistake words an error of the flag package, naming a long flag as
+// the usage texts and the man pages spell it ("--limit", not "-limit").
 func flagMistake(err error) string {
-	msg := err.Error()
+	msg := longFlag.ReplaceAllString(err.Error(), "$1--$2")
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
 		return "unknown flag " + name
 	}
@@ -80,6 +82,9 @@ func flagMistake(err error) string {
 	}
 	return msg
 }
+
+// longFlag is a long flag as the flag package names it: "-limit".
+var longFlag = regexp.MustCompile(`(^|\s)-([A-Za-z][A-Za-z0-9-]+)`)
 
 // gatewayFlags adds --socket to fs, parses args (parse), runs check (for
 // usage errors, which come before any talk with the gateway) and returns

@@ -43,7 +43,7 @@ func TestParseTakesFlagsAnywhere(t *testing.T) {
 
 	fs = newFlags("test", "")
 	fs.Bool("force", false, "")
-	if err := parse(fs, []string{"k1", "--nope"}); err == nil || err.Error() != "test: unknown flag -nope" {
+	if err := parse(fs, []string{"k1", "--nope"}); err == nil || err.Error() != "test: unknown flag --nope" {
 		t.Errorf("an unknown flag after an operand: %v", err)
 	}
 }
