@@ -100,7 +100,14 @@ func run(args []string, out, errw io.Writer) int {
 		return exitUsage
 	}
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "help":
+		if len(args) > 1 {
+			// "postern help vault" is "postern vault --help".
+			return run([]string{args[1], "--help"}, out, errw)
+		}
+		fmt.Fprint(out, usage)
+		return exitOK
+	case "-h", "-help", "--help":
 		fmt.Fprint(out, usage)
 		return exitOK
 	case "-V", "--version":
