@@ -78,6 +78,10 @@ func cmdUnlock(args []string, out, errw io.Writer) error {
 	// As lock of a locked vault does, unlock of an unlocked one succeeds,
 	// without asking for the passphrase.
 	if st, err := c.Status(context.Background()); err == nil && st.Vault.State == api.VaultUnlocked {
+		if *remember {
+			// Said, not ignored: nothing went into the keychain.
+			return withHint(errors.New("already unlocked: --remember keeps the vault's key in the keychain only as it unlocks"), `run "postern lock", then "postern unlock --remember"`)
+		}
 		fmt.Fprintln(out, "already unlocked")
 		return nil
 	}
