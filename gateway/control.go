@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion"
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
@@ -234,6 +235,8 @@ func wireCode(err error) api.Code {
 		return api.CodeRolledBack
 	case is(errAuditRolledBack):
 		return api.CodeAuditRolledBack
+	case is(audit.ErrVerify):
+		return api.CodeAuditFailed
 	case is(errStaleKey):
 		return api.CodeStaleKey
 	case is(bastion.ErrNoKeys):

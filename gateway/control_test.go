@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion"
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
@@ -231,6 +232,7 @@ func TestWireCode(t *testing.T) {
 		bastion.ErrNoMarkers:           api.CodeNoMarkers,
 		vault.ErrWrongPassphrase:       api.CodeWrongPassphrase,
 		errStaleKey:                    api.CodeStaleKey,
+		audit.ErrVerify:                api.CodeAuditFailed,
 		errors.New("disk full"):        "",
 	} {
 		if got := wireCode(fmt.Errorf("context: %w", err)); got != want {

@@ -75,6 +75,8 @@ func codeFor(err error) int {
 		return exitDenied
 	case api.HasCode(err, api.CodeUsage):
 		return exitUsage
+	case errors.Is(err, api.ErrAuditLogFailed), api.HasCode(err, api.CodeAuditFailed):
+		return exitAudit
 	}
 	return exitFailure
 }

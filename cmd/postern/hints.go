@@ -33,7 +33,7 @@ func hintFor(name string, err error) string {
 		return `start the gateway with "postern agent", and check $SSH_AUTH_SOCK or --socket`
 	case errors.Is(err, api.ErrNoAuditLog):
 		return `"postern vault init" sets one up`
-	case errors.Is(err, api.ErrAuditLogDamaged):
+	case errors.Is(err, api.ErrAuditLogDamaged), errors.Is(err, api.ErrAuditLogFailed), api.HasCode(err, api.CodeAuditFailed):
 		return `"postern audit verify" names the first bad record; with the gateway stopped, "postern audit new" moves the log and its keys aside and starts a new one`
 	case errors.Is(err, api.ErrAuditLogHeld):
 		return "the gateway that holds it does not answer at $SSH_AUTH_SOCK: name its agent socket with --socket, or stop it"

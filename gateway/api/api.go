@@ -145,6 +145,9 @@ const (
 	// CodeJournalDamaged: the bastion's command journal is damaged; the
 	// bastion refuses commands until a person decides (OpJournalNew).
 	CodeJournalDamaged Code = "journal_damaged"
+	// CodeAuditFailed: a record of the audit log failed verification as
+	// it was read (OpAuditRead).
+	CodeAuditFailed Code = "audit_failed"
 )
 
 // Request is one call.

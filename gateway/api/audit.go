@@ -72,6 +72,10 @@ var ErrNoAuditLog = errors.New("no audit log")
 // start over an audit log that fails verification.
 var ErrAuditLogDamaged = audit.ErrDamaged
 
+// ErrAuditLogFailed is wrapped by the error of ReadAuditLog when a record
+// of the log fails verification as it is read.
+var ErrAuditLogFailed = audit.ErrVerify
+
 // AuditReadOptions choose what ReadAuditLog decrypts. With Since or Run
 // set, the stretches of the log between checkpoints whose sealed summaries
 // rule them out are skipped without being decrypted; events before Since
