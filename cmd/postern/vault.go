@@ -81,15 +81,25 @@ func kdfParams() (vault.Params, error) {
 	return vault.Calibrate(target), nil
 }
 
+// existingVault returns the vault's path, or an error when there is no
+// vault there.
+func existingVault() (string, error) {
+	path, err := vaultPath()
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("no vault at %s: %w", path, vault.ErrNotExist)
+	}
+	return path, nil
+}
+
 // openVault asks for the passphrase and opens the vault, pausing after a
 // wrong passphrase as the gateway does.
 func openVault(file string) (*vault.Vault, error) {
-	path, err := vaultPath()
+	path, err := existingVault()
 	if err != nil {
 		return nil, err
-	}
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no vault at %s: %w", path, vault.ErrNotExist)
 	}
 	pass, err := readPassphrase(file, "Enter passphrase for the postern vault: ")
 	if err != nil {
@@ -184,11 +194,14 @@ func vaultAdd(args []string, out, errw io.Writer) error {
 			return err
 		}
 	}
-	var err error
+	change, err := vaultChanger(*sock)
+	if err != nil {
+		return err
+	}
 	if c.Passphrase, err = readPassphrase(*pfile, "Enter passphrase for the postern vault: "); err != nil {
 		return err
 	}
-	res, err := changeVault(*sock, c)
+	res, err := change(c)
 	if err != nil {
 		return err
 	}
@@ -271,15 +284,25 @@ func readKeyFile(file string, data []byte, comment string) (vault.Key, error) {
 	return vault.NewKey(priv, c)
 }
 
-// changeVault has the running gateway make the change and record it in
-// its audit log; with no gateway answering, it makes the change and
-// records it here. The change's secrets are wiped either way.
-func changeVault(sock string, c *api.VaultChange) (*api.VaultChanged, error) {
-	defer c.Wipe()
-	if gw := answeringGateway(sock); gw != nil {
-		return gw.ChangeVault(context.Background(), c)
+// vaultChanger returns what makes a change to the vault: the running
+// gateway, which records it in its audit log, or, with no gateway
+// answering, this command, which records it itself once it found the
+// vault there: a missing vault is said before a passphrase is asked for.
+// The change's secrets are wiped either way.
+func vaultChanger(sock string) (func(*api.VaultChange) (*api.VaultChanged, error), error) {
+	gw := answeringGateway(sock)
+	if gw == nil {
+		if _, err := existingVault(); err != nil {
+			return nil, err
+		}
 	}
-	return api.ChangeVault(c)
+	return func(c *api.VaultChange) (*api.VaultChanged, error) {
+		defer c.Wipe()
+		if gw != nil {
+			return gw.ChangeVault(context.Background(), c)
+		}
+		return api.ChangeVault(c)
+	}, nil
 }
 
 func vaultList(args []string, out, errw io.Writer) error {
@@ -353,11 +376,15 @@ func vaultRemove(args []string, out, errw io.Writer) error {
 	if fs.NArg() != 1 {
 		return usagef("vault remove: name one key by fingerprint or comment")
 	}
+	change, err := vaultChanger(*sock)
+	if err != nil {
+		return err
+	}
 	pass, err := readPassphrase(*pfile, "Enter passphrase for the postern vault: ")
 	if err != nil {
 		return err
 	}
-	res, err := changeVault(*sock, &api.VaultChange{Passphrase: pass, Remove: fs.Arg(0)})
+	res, err := change(&api.VaultChange{Passphrase: pass, Remove: fs.Arg(0)})
 	if err != nil {
 		return err
 	}
@@ -380,6 +407,10 @@ func vaultPasswd(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
+	change, err := vaultChanger(*sock)
+	if err != nil {
+		return err
+	}
 	c := &api.VaultChange{Params: &p}
 	defer c.Wipe()
 	// Without a terminal or askpass program, the hints name the flags
@@ -396,7 +427,7 @@ func vaultPasswd(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return hintCannotAsk(err, "use --new-passphrase-file for the new passphrase")
 	}
-	if _, err := changeVault(*sock, c); err != nil {
+	if _, err := change(c); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "passphrase changed (%s)\n", p)
