@@ -15,7 +15,7 @@ import (
 	"github.com/postern/postern/internal/safetext"
 )
 
-const approveUsage = `Usage: postern approve [--line] [--json] [--socket PATH]
+const approveUsage = `Usage: postern approve [--line | --json] [--socket PATH]
        postern approve --list [--json] [--socket PATH]
        postern approve ID [--once | --session] [--subject N] [--socket PATH]
        postern deny ID [--socket PATH]
@@ -67,7 +67,7 @@ func cmdApprove(args []string, out, errw io.Writer) error {
 		case given(fs, "subject") && *subject < 0:
 			return usagef("approve: --subject takes a subject's index on the card, 0 or more")
 		}
-		return nil
+		return approveOutputConflict(*list, *line, *asJSON, id, isTerminal(os.Stdin))
 	})
 	if err != nil {
 		return err
@@ -101,6 +101,25 @@ func cmdApprove(args []string, out, errw io.Writer) error {
 		}
 	}
 	return answer(c, out, id, decision, *subject)
+}
+
+// approveOutputConflict refuses --line and --json where they would be
+// ignored: --line asks on a terminal, --json prints cards for a program
+// (--list, or answers read from a standard input that is not a
+// terminal), and neither goes with a card id.
+func approveOutputConflict(list, line, asJSON bool, id string, stdinTerminal bool) error {
+	switch {
+	case line && (list || id != ""):
+		return usagef("approve: --line is the console's, not for --list or a card id")
+	case asJSON && id != "":
+		return usagef("approve: --json is for --list or for answers read from standard input, not for a card id")
+	case list || id != "":
+	case line && !stdinTerminal:
+		return usagef("approve: --line asks on a terminal, and standard input is not one")
+	case asJSON && stdinTerminal:
+		return usagef("approve: --json prints cards for a program that answers on standard input, and standard input is a terminal")
+	}
+	return nil
 }
 
 func cmdDeny(args []string, out, errw io.Writer) error {
