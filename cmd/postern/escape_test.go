@@ -59,6 +59,31 @@ func TestSessionHistoryShowsRunEscaped(t *testing.T) {
 	}
 }
 
+// postern sessions quotes a run's name and label, and a destination's
+// names, where they hold a space, a parenthesis, a comma or an arrow: a
+// run named "agent (pid 1) /usr/bin/agent  via postern run, 9 grants,
+// label prod" read as the run the person started, and a host named
+// "db-1,prod-db-1" as two names.
+func TestSessionsQuotesNamesThatHoldWords(t *testing.T) {
+	var b bytes.Buffer
+	printSessions(&b, &api.SessionsResult{
+		Runs: []api.RunState{{RunView: approvals.RunView{ID: "R1", Label: "x, label prod",
+			ProcessView: approvals.ProcessView{PID: 7, Name: "agent (pid 1) /usr/bin/agent  via postern run, 9 grants", Exe: "/tmp/a"}}}},
+		Grants: []approvals.GrantView{{ID: "G1", Run: "R1", Key: approvals.KeyView{Fingerprint: "SHA256:k"}, Dest: "SHA256:h",
+			DestNames: []string{"db-1,prod-db-1", "db-2"}, Approved: time.Now(), Approver: "tty"}},
+	})
+	out := b.String()
+	for _, want := range []string{
+		`run R1  "agent (pid 1) /usr/bin/agent  via postern run, 9 grants" (pid 7) /tmp/a`,
+		`, label "x, label prod"`,
+		`to SHA256:h "db-1,prod-db-1",db-2  since`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("postern sessions does not show %s:\n%s", want, out)
+		}
+	}
+}
+
 // A policy change quotes the config file, which a run may write: status
 // shows it escaped, and so the reload error that quotes it.
 func TestStatusShowsConfigEscaped(t *testing.T) {

@@ -53,6 +53,15 @@ func cmdSessions(args []string, out, errw io.Writer) error {
 		res.Runs, res.Grants = nonNil(res.Runs), nonNil(res.Grants)
 		return printJSON(out, res)
 	}
+	printSessions(out, res)
+	return nil
+}
+
+// printSessions lists the live runs and grants for a person: a run's
+// name and label, and a destination's names, quoted where they hold a
+// space, a parenthesis, a comma or an arrow, so that none reads as
+// another run, a pid or two names.
+func printSessions(out io.Writer, res *api.SessionsResult) {
 	if len(res.Runs) == 0 {
 		fmt.Fprintln(out, "no runs")
 	}
@@ -61,13 +70,13 @@ func cmdSessions(args []string, out, errw io.Writer) error {
 		if r.Launched {
 			how = "postern run"
 		}
-		state := fmt.Sprintf("%s (pid %d) %s", shown(r.Name), r.PID, safetext.Field(r.Exe, safetext.Path))
+		state := fmt.Sprintf("%s (pid %d) %s", shownName(r.Name), r.PID, safetext.Field(r.Exe, safetext.Path))
 		if r.Pending {
 			state = "starting"
 		}
 		fmt.Fprintf(out, "run %s  %s  via %s, %s", r.ID, state, how, plural(r.Grants, "grant"))
 		if r.Label != "" {
-			fmt.Fprintf(out, ", label %s", shown(r.Label))
+			fmt.Fprintf(out, ", label %s", shownName(r.Label))
 		}
 		if r.Restored != "" {
 			fmt.Fprint(out, ", registered before the gateway restarted: needs approval again")
@@ -78,11 +87,10 @@ func cmdSessions(args []string, out, errw io.Writer) error {
 	for _, g := range res.Grants {
 		fmt.Fprintf(out, "grant %s  run %s  key %s", g.ID, g.Run, g.Key.Fingerprint)
 		if g.Dest != "" {
-			fmt.Fprintf(out, "  to %s %s", g.Dest, strings.Join(safetext.Fields(g.DestNames, safetext.Name), ","))
+			fmt.Fprintf(out, "  to %s %s", g.Dest, strings.Join(safetext.Tokens(g.DestNames, safetext.Name), ","))
 		}
 		fmt.Fprintf(out, "  since %s by %s\n", g.Approved.Local().Format(timeLayout), safetext.Field(g.Approver, safetext.Line))
 	}
-	return nil
 }
 
 // noCards says, for a run in its cooldown, until when its requests are

@@ -99,20 +99,20 @@ func Cut(s string, limit int) string {
 }
 
 // Fields renders each of list with Field.
-func Fields(list []string, limit int) []string {
-	out := make([]string, len(list))
-	for i, s := range list {
-		out[i] = Field(s, limit)
-	}
-	return out
-}
+func Fields(list []string, limit int) []string { return each(list, limit, Field) }
 
 // Quotes renders each of list with Quote: for a list whose items may
 // hold the separator it is shown with.
-func Quotes(list []string, limit int) []string {
+func Quotes(list []string, limit int) []string { return each(list, limit, Quote) }
+
+// Tokens renders each of list with Token: for a list of names joined by
+// a separator Token quotes, such as a comma.
+func Tokens(list []string, limit int) []string { return each(list, limit, Token) }
+
+func each(list []string, limit int, render func(string, int) string) []string {
 	out := make([]string, len(list))
 	for i, s := range list {
-		out[i] = Quote(s, limit)
+		out[i] = render(s, limit)
 	}
 	return out
 }
