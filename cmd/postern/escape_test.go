@@ -121,8 +121,15 @@ func TestJournalShowsHostsAndClientsWordsEscaped(t *testing.T) {
 	}
 	ctl := &api.JournalEntry{ID: "J1", Kind: "exec", Command: []byte("rm -rf /srv/app\x01")}
 	lit := &api.JournalEntry{ID: "J1", Kind: "exec", Command: []byte(`"rm -rf /srv/app\x01"`)}
-	if a, b := entryLine(ctl), entryLine(lit); a == b || !strings.HasSuffix(a, ` rm -rf /srv/app\x01`) {
+	if a, b := entryLine(ctl), entryLine(lit); a == b || !strings.HasSuffix(a, ` exec rm -rf /srv/app\x01`) {
 		t.Errorf("journal list shows two commands as %q and %q", a, b)
+	}
+	// The kind of session comes first: the command sftp is not the
+	// subsystem sftp.
+	sub := &api.JournalEntry{ID: "J1", Kind: "subsystem", Command: []byte("sftp")}
+	cmd := &api.JournalEntry{ID: "J1", Kind: "exec", Command: []byte("sftp")}
+	if a, b := entryLine(sub), entryLine(cmd); a == b || !strings.HasSuffix(a, " subsystem sftp") {
+		t.Errorf("journal list shows a subsystem and a command as %q and %q", a, b)
 	}
 	var sa, sb bytes.Buffer
 	printEntry(&sa, ctl)

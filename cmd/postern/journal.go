@@ -202,8 +202,16 @@ func targetText(e *api.JournalEntry) string {
 	return user + "@" + shown(e.Target.Host) + ":" + strconv.Itoa(e.Target.Port)
 }
 
+// entryLine is an entry on one line: its id, status, how it ended, when
+// it started, where it went, and what ran there, named by the kind of
+// session first (exec, shell, subsystem), so that a command never reads
+// as a subsystem or a shell.
 func entryLine(e *api.JournalEntry) string {
-	return fmt.Sprintf("%s  %-41s  %-9s  %s  %s %s", e.ID, e.Status(), exitText(e), e.Started.Local().Format(timeLayout), targetText(e), safetext.Field(string(e.Command), safetext.Command))
+	what := e.Kind
+	if len(e.Command) > 0 {
+		what += " " + safetext.Field(string(e.Command), safetext.Command)
+	}
+	return fmt.Sprintf("%s  %-41s  %-9s  %s  %s %s", e.ID, e.Status(), exitText(e), e.Started.Local().Format(timeLayout), targetText(e), what)
 }
 
 // exitText is how an entry ended, in a word or two: "exit 0",
