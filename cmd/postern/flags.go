@@ -130,18 +130,19 @@ func gatewayClient(sock string) (*api.Client, error) {
 }
 
 // answeringGateway returns a client of the gateway at sock (or
-// $SSH_AUTH_SOCK) when one answers there, else nil.
-func answeringGateway(sock string) *api.Client {
+// $SSH_AUTH_SOCK) when one answers there, and its status; else nil.
+func answeringGateway(sock string) (*api.Client, *api.Status) {
 	c, err := gatewayClient(sock)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := c.Status(ctx); err != nil {
-		return nil
+	st, err := c.Status(ctx)
+	if err != nil {
+		return nil, nil
 	}
-	return c
+	return c, st
 }
 
 // given reports whether flag name was given on the command line.

@@ -30,9 +30,9 @@ STATUS_UNKNOWN inspect_activity_journal, or RUNNING. resolve reads the
 remote markers of an unknown entry over a fresh connection, or records
 what you found out (--ran, --not-started, ...). follow prints the
 commands still running, then every change as the gateway makes it. list
-and show read the journal file itself when no gateway runs; resolve,
-follow and new need the running gateway, which records every resolution
-in the audit log.
+and show read the journal file itself when no gateway runs, or one runs
+without its bastion; resolve, follow and new need the running gateway,
+which records every resolution in the audit log.
 A damaged journal is kept as it is and the bastion refuses commands
 until you decide: new keeps the damaged file aside and starts a new
 journal (the retry guards of its unknown commands are gone with it).
@@ -47,10 +47,11 @@ type journalReader interface {
 	JournalEntry(ctx context.Context, id string) (*api.JournalEntry, error)
 }
 
-// openJournal returns the gateway when one answers, else the journal
-// file, and a function that closes it.
+// openJournal returns the gateway when one answers with its bastion
+// enabled, else the journal file (which a gateway without its bastion
+// does not hold open), and a function that closes it.
 func openJournal(sockFlag string) (journalReader, func(), error) {
-	if c := answeringGateway(sockFlag); c != nil {
+	if c, st := answeringGateway(sockFlag); c != nil && st.Bastion != nil {
 		return c, func() {}, nil
 	}
 	f, err := api.OpenJournalFile()

@@ -290,7 +290,7 @@ func readKeyFile(file string, data []byte, comment string) (vault.Key, error) {
 // vault there: a missing vault is said before a passphrase is asked for.
 // The change's secrets are wiped either way.
 func vaultChanger(sock string) (func(*api.VaultChange) (*api.VaultChanged, error), error) {
-	gw := answeringGateway(sock)
+	gw, _ := answeringGateway(sock)
 	if gw == nil {
 		if _, err := existingVault(); err != nil {
 			return nil, err

@@ -35,8 +35,12 @@ func ParseJournalStatus(s string) (status string, ok bool) { return journal.Pars
 // holds the journal.
 var ErrJournalBusy = journal.ErrBusy
 
+// ErrNoJournal is returned by OpenJournalFile when there is no journal
+// yet: the bastion has never run.
+var ErrNoJournal = journal.ErrNoJournal
+
 // JournalFile reads the bastion's journal in the state directory while no
-// gateway runs. It never writes: a change goes through the gateway, which
+// gateway holds it (none runs, or one runs without its bastion). It never writes: a change goes through the gateway, which
 // records it in the audit log too.
 type JournalFile struct{ j *journal.Journal }
 
