@@ -198,6 +198,11 @@ func (v *CardView) Text() string {
 	if l := v.relayLine(); l != "" {
 		b.WriteString(l + "\n")
 	}
+	// So is a remote host asking: a notification or a dialog that cuts
+	// a long card still shows it.
+	if v.Forwarded {
+		b.WriteString("Warning: through a forwarded agent connection (a remote host is asking)\n")
+	}
 	if v.Changed != "" {
 		fmt.Fprintf(&b, "%s: %s\n", v.Reason, safetext.Field(v.Changed, safetext.Line))
 	}
@@ -237,9 +242,6 @@ func (v *CardView) Text() string {
 	}
 	if v.Unverified != "" {
 		fmt.Fprintf(&b, "Destination: UNKNOWN: %s; asked about as strictly as any host rule could ask\n", v.Unverified)
-	}
-	if v.Forwarded {
-		b.WriteString("Warning: through a forwarded agent connection (a remote host is asking)\n")
 	}
 	if c := v.Key.Cert; c != nil {
 		if c.CA != "" {

@@ -258,3 +258,21 @@ func TestCardWhatChangedCannotBeWrittenOn(t *testing.T) {
 	w.answer(c.ID, VerdictDeny, 30)
 	got(t, ch)
 }
+
+// A request through a forwarded agent connection says so right after the
+// question (and a relayed command), before anything a requester can make
+// long: a notification or an askpass dialog that cuts a long card still
+// shows it. It came after the chain, the destination and the certificate.
+func TestCardWarnsOfForwardingNextToTheQuestion(t *testing.T) {
+	var chain []ProcessView
+	for i := range 30 {
+		chain = append(chain, ProcessView{PID: 1000 + i, Name: strings.Repeat("長", 64)})
+	}
+	v := CardView{ID: "C1", Mode: "per-call", Subjects: []RunView{{ProcessView: ProcessView{Name: "agent", PID: 9}}},
+		Requester: chain, Purpose: PurposeAuth, Forwarded: true, Relay: RelayExec, Command: "make deploy",
+		Destination: &DestView{Fingerprint: "SHA256:h", Names: []string{"prod-db-1"}}}
+	lines := strings.Split(v.Text(), "\n")
+	if len(lines) < 3 || lines[2] != "Warning: through a forwarded agent connection (a remote host is asking)" {
+		t.Fatalf("the forwarding warning is not the line after the question and the command:\n%s", v.Text())
+	}
+}
