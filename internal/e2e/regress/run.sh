@@ -85,6 +85,41 @@ work=$(mktemp -d /tmp/postern-regress.XXXXXX)
 chmod 0755 "$work"
 [ -n "${POSTERN_REGRESS_KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
 
+# sshd puts a forwarded agent's socket in a directory of its own under
+# /tmp, whatever TMPDIR says, and the suite's sshd sessions that end by a
+# signal leave it behind (agent-restrict alone leaves some eighty). The
+# directories this run made whose sockets no longer answer are removed
+# once the tests are done; one that existed before, or whose socket
+# answers (a person's forwarded agent), is never touched.
+ssh_dirs_before=$(ls -d /tmp/ssh-* 2>/dev/null)
+clean_ssh_dirs() {
+	for dir in /tmp/ssh-*; do
+		[ -d "$dir" ] || continue
+		case "
+$ssh_dirs_before
+" in
+		*"
+$dir
+"*) continue ;;
+		esac
+		live=""
+		for sock in "$dir"/*; do
+			[ "$sock" = "$dir/*" ] && break # empty
+			if [ ! -S "$sock" ]; then
+				live=1 # not a socket: not this run's to judge
+				break
+			fi
+			# ssh-add exits 2 when nothing answers on the socket.
+			SSH_AUTH_SOCK=$sock ssh-add -l >/dev/null 2>&1
+			if [ $? -ne 2 ]; then
+				live=1
+				break
+			fi
+		done
+		[ -n "$live" ] || rm -rf "$dir" 2>/dev/null
+	done
+}
+
 # Tests that skip themselves under root run as an unprivileged user, in
 # a run of this script of their own, started first and waited for last.
 asuser="agent-getpeereid agent-ptrace"
@@ -167,6 +202,7 @@ for t in $tests; do
 	n=$((n + 1))
 done
 wait
+clean_ssh_dirs
 
 passed=0
 failed=0
