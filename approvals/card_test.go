@@ -107,10 +107,7 @@ func TestCardShowsCertificateAndApplicationEscaped(t *testing.T) {
 // bastion command comes right after the question: nothing the requester
 // makes long pushes the command off a screen.
 func TestCardChainIsBoundedAndCommandComesFirst(t *testing.T) {
-	var chain []ProcessView
-	for i := range 30 {
-		chain = append(chain, ProcessView{PID: 1000 + i, Name: strings.Repeat("長", 64)})
-	}
+	chain := deepChain()
 	chain[0].Name, chain[29].Name = "ssh", "sshd"
 	v := CardView{ID: "C1", Mode: "per-call", Subjects: []RunView{{ProcessView: ProcessView{Name: "agent", PID: 9}}},
 		Requester: chain, Relay: RelayExec, Command: "rm -rf /srv/data", Purpose: PurposeAuth}
@@ -264,10 +261,7 @@ func TestCardWhatChangedCannotBeWrittenOn(t *testing.T) {
 // long: a notification or an askpass dialog that cuts a long card still
 // shows it. It came after the chain, the destination and the certificate.
 func TestCardWarnsOfForwardingNextToTheQuestion(t *testing.T) {
-	var chain []ProcessView
-	for i := range 30 {
-		chain = append(chain, ProcessView{PID: 1000 + i, Name: strings.Repeat("長", 64)})
-	}
+	chain := deepChain()
 	v := CardView{ID: "C1", Mode: "per-call", Subjects: []RunView{{ProcessView: ProcessView{Name: "agent", PID: 9}}},
 		Requester: chain, Purpose: PurposeAuth, Forwarded: true, Relay: RelayExec, Command: "make deploy",
 		Destination: &DestView{Fingerprint: "SHA256:h", Names: []string{"prod-db-1"}}}
@@ -275,4 +269,14 @@ func TestCardWarnsOfForwardingNextToTheQuestion(t *testing.T) {
 	if len(lines) < 3 || lines[2] != "Warning: through a forwarded agent connection (a remote host is asking)" {
 		t.Fatalf("the forwarding warning is not the line after the question and the command:\n%s", v.Text())
 	}
+}
+
+// deepChain is a chain of 30 processes, each with a name a requester
+// made long.
+func deepChain() []ProcessView {
+	var chain []ProcessView
+	for i := range 30 {
+		chain = append(chain, ProcessView{PID: 1000 + i, Name: strings.Repeat("長", 64)})
+	}
+	return chain
 }
