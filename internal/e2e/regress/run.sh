@@ -85,26 +85,38 @@ work=$(mktemp -d /tmp/postern-regress.XXXXXX)
 chmod 0755 "$work"
 [ -n "${POSTERN_REGRESS_KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
 
-# sshd puts a forwarded agent's socket in a directory of its own under
-# /tmp, whatever TMPDIR says, and the suite's sshd sessions that end by a
-# signal leave it behind (agent-restrict alone leaves some eighty). The
-# directories this run made whose sockets no longer answer are removed
-# once the tests are done; one that existed before, or whose socket
-# answers (a person's forwarded agent), is never touched.
-ssh_dirs_before=$(ls -d /tmp/ssh-* 2>/dev/null)
-clean_ssh_dirs() {
-	for dir in /tmp/ssh-*; do
-		[ -d "$dir" ] || continue
+# What the suite's sshd sessions leave in /tmp, whatever TMPDIR says,
+# when they end by a signal: a forwarded agent's socket in a directory
+# of its own (/tmp/ssh-*), and the file ExposeAuthInfo writes
+# (/tmp/sshauth.*); agent-restrict alone leaves some eighty of each.
+# Once the tests are done, this run removes what it made: a directory
+# whose sockets no longer answer, and a file naming a key of this run's
+# suite. What was there before, a socket that answers (a person's
+# forwarded agent) and a file naming another key are never touched.
+sshd_left_before=$(ls -d /tmp/ssh-* /tmp/sshauth.* 2>/dev/null)
+clean_sshd_leftovers() {
+	find "$work" -name '*.pub' -exec awk '{ print $2 }' {} + > "$work/suite-keys" 2>/dev/null
+	for left in /tmp/ssh-* /tmp/sshauth.*; do
+		[ -e "$left" ] || continue
 		case "
-$ssh_dirs_before
+$sshd_left_before
 " in
 		*"
-$dir
+$left
 "*) continue ;;
 		esac
+		if [ -f "$left" ]; then
+			# "publickey TYPE KEY" a line for each key that logged in
+			key=$(awk '{ print $3; exit }' "$left")
+			if [ -n "$key" ] && grep -qxF -- "$key" "$work/suite-keys"; then
+				rm -f "$left" 2>/dev/null
+			fi
+			continue
+		fi
+		[ -d "$left" ] || continue
 		live=""
-		for sock in "$dir"/*; do
-			[ "$sock" = "$dir/*" ] && break # empty
+		for sock in "$left"/*; do
+			[ "$sock" = "$left/*" ] && break # empty
 			if [ ! -S "$sock" ]; then
 				live=1 # not a socket: not this run's to judge
 				break
@@ -116,7 +128,7 @@ $dir
 				break
 			fi
 		done
-		[ -n "$live" ] || rm -rf "$dir" 2>/dev/null
+		[ -n "$live" ] || rm -rf "$left" 2>/dev/null
 	done
 }
 
@@ -202,7 +214,7 @@ for t in $tests; do
 	n=$((n + 1))
 done
 wait
-clean_ssh_dirs
+clean_sshd_leftovers
 
 passed=0
 failed=0
