@@ -328,20 +328,12 @@ func TestUnansweredCardIsRefused(t *testing.T) {
 // The line approver on a terminal (postern approve --line, driven
 // through tmux): it shows the card as it arrives and takes a key press.
 func TestInteractiveApprove(t *testing.T) {
-	need(t, "tmux")
 	w := newApprovalWorld(t, "")
 	a := w.e.StartRun("coder")
-	server := "postern-test-" + strings.ReplaceAll(w.e.Dir[len(w.e.Dir)-8:], "/", "")
-	tmux := func(args ...string) Result {
-		return w.e.Run("tmux", append([]string{"-L", server, "-f", "/dev/null"}, args...)...)
-	}
 	env := "env -i " + strings.Join(w.e.Environ(), " ")
-	if r := tmux("new-session", "-d", "-x", "200", "-y", "60", env+" postern approve --line"); r.Code != 0 {
-		t.Fatalf("tmux: %s", r)
-	}
-	defer tmux("kill-server")
+	term := startTmux(t, w.e, 200, 60, env+" postern approve --line")
+	tmux, screen := term.run, term.screen
 	job := a.Start(sshCmd(w.sshd))
-	screen := func() string { return tmux("capture-pane", "-p", "-J").Stdout }
 	waitFor(t, func() bool { return strings.Contains(screen(), "[s]ession, [o]nce, [d]eny") })
 	if s := screen(); !strings.Contains(s, "Requested by: ssh (") || !strings.Contains(s, "Destination: host key SHA256:") {
 		t.Fatalf("the card on the terminal:\n%s", s)

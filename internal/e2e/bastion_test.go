@@ -519,22 +519,14 @@ func TestBastionResolveWithoutGatewayKeepsTheAuditTrail(t *testing.T) {
 // size and its changes reach the remote shell, and the exit status
 // comes back.
 func TestBastionInteractiveShell(t *testing.T) {
-	need(t, "tmux")
 	// sshd not running as root cannot hand a terminal to the group tty
 	// and drops the connection.
 	needRoot(t, "for the test sshd to give out terminals")
 	b := newBastionWorld(t, "")
-	server := "postern-pty-" + filepath.Base(b.e.Dir)
-	tmux := func(args ...string) Result {
-		return b.e.Run("tmux", append([]string{"-L", server, "-f", "/dev/null"}, args...)...)
-	}
 	sshLine := "ssh -t " + strings.Join(b.sshArgs(b.sshd.Port), " ")
 	env := "env -i " + strings.Join(b.e.Environ(), " ") + " TERM=xterm PS1='remote$ '"
-	if r := tmux("new-session", "-d", "-x", "120", "-y", "40", env+" "+sshLine+"; echo ssh-exit-$?; sleep 30"); r.Code != 0 {
-		t.Fatalf("tmux: %s", r)
-	}
-	defer tmux("kill-server")
-	screen := func() string { return tmux("capture-pane", "-p", "-J").Stdout }
+	term := startTmux(t, b.e, 120, 40, env+" "+sshLine+"; echo ssh-exit-$?; sleep 30")
+	tmux, screen := term.run, term.screen
 	tmux("send-keys", "stty size; echo ok-$((40+2))", "Enter")
 	waitScreen := func(want string) {
 		t.Helper()

@@ -118,16 +118,11 @@ func TestConfinedRunEscapesAreRefused(t *testing.T) {
 	khBefore := string(mustRead(t, w.sshd.KnownHosts))
 
 	// The person's approver, in a tmux window outside the run.
+	// Its server is where a person's is (-L), for the run to try.
 	server := "pt-" + filepath.Base(w.e.Dir)
-	tmux := func(args ...string) Result {
-		return w.e.Run("tmux", append([]string{"-L", server, "-f", "/dev/null"}, args...)...)
-	}
 	env := "env -i " + strings.Join(w.e.Environ(), " ")
-	if r := tmux("new-session", "-d", "-x", "200", "-y", "60", env+" postern approve --line"); r.Code != 0 {
-		t.Fatalf("tmux: %s", r)
-	}
-	defer tmux("kill-server")
-	screen := func() string { return tmux("capture-pane", "-p", "-J").Stdout }
+	term := startNamedTmux(t, w.e, server, 200, 60, env+" postern approve --line")
+	tmux, screen := term.run, term.screen
 	waitFor(t, func() bool { return strings.Contains(screen(), "waiting for approval cards") })
 
 	// The person's shell names the vault's passphrase file.
@@ -494,31 +489,18 @@ func TestConfinedRunCannotReachThePersonsSockets(t *testing.T) {
 // A shellTerm is a bash in a real tmux, in the Env's directory: the
 // person's terminal.
 type shellTerm struct {
-	t      *testing.T
-	e      *Env
-	server string
+	*tmuxServer
+	t *testing.T
+	e *Env
 }
 
 func startShellTerm(t *testing.T, e *Env) *shellTerm {
 	need(t, "tmux", "setsid", "bash")
-	s := &shellTerm{t: t, e: e, server: "pt-" + filepath.Base(e.Dir)}
 	// No history file: bash writes it as it exits, which it does after
 	// the test's end began, and so into a home being removed.
 	env := "env -i " + strings.Join(e.Environ(), " ") + " HISTFILE="
-	if r := s.tmux("new-session", "-d", "-x", "120", "-y", "40", "-c", e.Dir, env+" bash --norc --noprofile"); r.Code != 0 {
-		t.Fatalf("tmux: %s", r)
-	}
-	t.Cleanup(func() { s.tmux("kill-server") })
-	return s
+	return &shellTerm{t: t, e: e, tmuxServer: startTmux(t, e, 120, 40, env+" bash --norc --noprofile", "-c", e.Dir)}
 }
-
-func (s *shellTerm) tmux(args ...string) Result {
-	return s.e.Run("tmux", append([]string{"-L", s.server, "-f", "/dev/null"}, args...)...)
-}
-
-func (s *shellTerm) screen() string { return s.tmux("capture-pane", "-p", "-J").Stdout }
-
-func (s *shellTerm) keys(keys ...string) { s.tmux(append([]string{"send-keys"}, keys...)...) }
 
 // waitFor waits for cond, and shows the terminal when it never holds.
 func (s *shellTerm) waitFor(what string, cond func() bool) {
@@ -573,7 +555,7 @@ func startThief(t *testing.T, then string) (*shellTerm, string) {
 // raw reports whether the shell's terminal is raw (not canonical): at
 // the shell's prompt, its line editor makes it so.
 func (s *shellTerm) raw() bool {
-	tty := strings.TrimSpace(s.tmux("display-message", "-p", "#{pane_tty}").Stdout)
+	tty := strings.TrimSpace(s.run("display-message", "-p", "#{pane_tty}").Stdout)
 	return strings.Contains(s.e.Run("stty", "-F", tty, "-a").Stdout, " -icanon")
 }
 

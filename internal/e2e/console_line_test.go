@@ -11,19 +11,11 @@ import (
 )
 
 func TestLineConsoleCannotBeTypedAhead(t *testing.T) {
-	need(t, "tmux")
 	w := newInventoryWorld(t)
 	e := w.e
 	e.MustRun("postern", "hosts", "add", "prod-db-1", "--class", "production")
-	server := "postern-test-" + strings.ReplaceAll(e.Dir[len(e.Dir)-8:], "/", "")
-	tmux := func(args ...string) Result {
-		return e.Run("tmux", append([]string{"-L", server, "-f", "/dev/null"}, args...)...)
-	}
 	env := "env -i " + strings.Join(e.Environ(), " ")
-	if r := tmux("new-session", "-d", "-x", "250", "-y", "80", env+" postern approve --line"); r.Code != 0 {
-		t.Fatalf("tmux: %s", r)
-	}
-	defer tmux("kill-server")
+	tmux := startTmux(t, e, 250, 80, env+" postern approve --line").run
 	screen := func() string { return tmux("capture-pane", "-p", "-J", "-S", "-200").Stdout }
 	waitFor(t, func() bool { return strings.Contains(screen(), "waiting for approval cards") })
 	a := e.StartRun("coder")

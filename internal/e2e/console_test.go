@@ -17,30 +17,17 @@ import (
 )
 
 type consoleTerm struct {
-	t      *testing.T
-	w      *approvalWorld
-	server string
+	*tmuxServer
+	t *testing.T
+	w *approvalWorld
 }
 
 func startConsoleTerm(t *testing.T, w *approvalWorld) *consoleTerm {
-	need(t, "tmux")
-	c := &consoleTerm{t: t, w: w, server: "pc-" + strings.ReplaceAll(w.e.Dir[len(w.e.Dir)-8:], "/", "")}
 	env := "env -i TERM=xterm-256color " + strings.Join(w.e.Environ(), " ")
-	if r := c.tmux("new-session", "-d", "-x", "200", "-y", "60", env+" postern approve"); r.Code != 0 {
-		t.Fatalf("tmux: %s", r)
-	}
-	t.Cleanup(func() { c.tmux("kill-server") })
+	c := &consoleTerm{t: t, w: w, tmuxServer: startTmux(t, w.e, 200, 60, env+" postern approve")}
 	c.wait("no pending cards: waiting")
 	return c
 }
-
-func (c *consoleTerm) tmux(args ...string) Result {
-	return c.w.e.Run("tmux", append([]string{"-L", c.server, "-f", "/dev/null"}, args...)...)
-}
-
-func (c *consoleTerm) screen() string { return c.tmux("capture-pane", "-p", "-J").Stdout }
-
-func (c *consoleTerm) keys(keys ...string) { c.tmux(append([]string{"send-keys"}, keys...)...) }
 
 func (c *consoleTerm) wait(what string) {
 	c.t.Helper()
