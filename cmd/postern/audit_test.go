@@ -33,7 +33,7 @@ func TestParseSince(t *testing.T) {
 			t.Errorf("%q: %v", in, err)
 		}
 	}
-	for _, in := range []string{"-5m", "-1h30m", "-0.5s"} {
+	for _, in := range []string{"-5m", "-1h30m", "-0.5s", "-3d", "-1w", "-600"} {
 		_, err := parseSinceAt(in, now)
 		if err == nil || !strings.Contains(err.Error(), "negative duration") {
 			t.Errorf("%q: %v, want a negative duration refused", in, err)

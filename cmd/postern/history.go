@@ -224,15 +224,14 @@ func parseSinceAt(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			// now.Add(-d) would be a time to come: nothing to show.
-			return time.Time{}, fmt.Errorf("%s is a negative duration: give how long ago, such as %s", safetext.Quote(s, safetext.Name), strings.TrimPrefix(s, "-"))
-		}
+	if d, ok := durationAgo(s); ok {
 		return now.Add(-d), nil
 	}
-	if d, err := getopt.Lifetime(s); err == nil {
-		return now.Add(-d), nil
+	if ago, neg := strings.CutPrefix(s, "-"); neg {
+		if _, ok := durationAgo(ago); ok {
+			// It would be a time to come: nothing to show.
+			return time.Time{}, fmt.Errorf("%s is a negative duration: give how long ago, such as %s", safetext.Quote(s, safetext.Name), ago)
+		}
 	}
 	for _, l := range sinceLayouts {
 		if t, err := time.ParseInLocation(l, s, now.Location()); err == nil {
@@ -240,6 +239,16 @@ func parseSinceAt(s string, now time.Time) (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("%s is neither a time (2026-12-01, 2026-12-01 15:04, RFC 3339) nor a duration ago (90m, 2h, 3d)", safetext.Quote(s, safetext.Name))
+}
+
+// durationAgo reads a duration --since counts back: Go's ("1h30m",
+// "90s") or OpenSSH's ("3d", "1w", "600"), never negative.
+func durationAgo(s string) (time.Duration, bool) {
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return d, true
+	}
+	d, err := getopt.Lifetime(s)
+	return d, err == nil
 }
 
 // sessionsHistory prints the sessions the audit log shows, each as soon as
