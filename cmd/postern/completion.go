@@ -17,40 +17,96 @@ flags. Load it with
 "make install" installs all three.
 `
 
-// subcommands and flags of each command, for completion.
-var completionWords = map[string]string{
-	"agent":      "-a -c -D -d -k -P -s -t --ensure --upstream",
-	"run":        "--label --no-sandbox --socket --",
-	"approve":    "--list --json --once --session --subject --line --socket",
-	"deny":       "--socket",
-	"sessions":   "--history --json --offline --passphrase-file --socket",
-	"revoke":     "--all --socket",
-	"audit":      "verify show new --json --pin --anchor --vault --since --run --offline --passphrase-file",
-	"activity":   "--since --run --offline --json --passphrase-file",
-	"journal":    "list show resolve follow new --json --status --limit --ran --not-started --still-running --inconclusive --evidence --socket",
-	"connect":    "--socket --fdpass",
-	"hosts":      "list add import remove --class --key-file --file --fingerprint --json --socket",
-	"ssh-config": "--socket",
-	"status":     "--json --socket",
-	"lock":       "--socket",
-	"unlock":     "--passphrase-file --remember --keychain --forget --socket",
-	"vault":      "init add list remove passwd --passphrase-file --new-passphrase-file --comment --json --offline --socket",
-	"why":        "--json --socket",
-	"doctor":     "--json --socket",
-	"check":      "--host --key --exe --forwarded --json --socket",
-	"completion": "bash zsh fish",
-	"version":    "",
+// completionFlags are the flags each command line takes, for completion:
+// a command's own ("sessions"), or a subcommand's ("journal resolve"),
+// whose second word completion offers after the command. A command that
+// runs a subcommand by default has the flags of that one under its own
+// name too ("journal" is "journal list"). Tests check them against the
+// usage texts and the flags each command line parses.
+var completionFlags = map[string]string{
+	"activity":        "--since --run --json --offline --passphrase-file",
+	"agent":           "-a -c -D -d -k -P -s -t --ensure --upstream",
+	"approve":         "--list --json --once --session --subject --line --socket",
+	"audit new":       "--passphrase-file",
+	"audit show":      "--since --run --json --offline --passphrase-file",
+	"audit verify":    "--json --pin --anchor --vault --passphrase-file",
+	"check":           "--host --key --exe --forwarded --json --socket",
+	"completion bash": "",
+	"completion fish": "",
+	"completion zsh":  "",
+	"connect":         "--socket --fdpass",
+	"deny":            "--socket",
+	"doctor":          "--json --socket",
+	"hosts add":       "--class --key-file --fingerprint --socket",
+	"hosts import":    "--class --file --fingerprint --socket",
+	"hosts list":      "--json --socket",
+	"hosts remove":    "--socket",
+	"journal":         "--status --limit --json --socket",
+	"journal follow":  "--json --socket",
+	"journal list":    "--status --limit --json --socket",
+	"journal new":     "--socket",
+	"journal resolve": "--ran --not-started --still-running --inconclusive --evidence --socket",
+	"journal show":    "--json --socket",
+	"lock":            "--socket",
+	"revoke":          "--all --socket",
+	"run":             "--label --no-sandbox --socket --",
+	"sessions":        "--history --json --offline --passphrase-file --socket",
+	"ssh-config":      "--socket",
+	"status":          "--json --socket",
+	"unlock":          "--passphrase-file --remember --keychain --forget --socket",
+	"vault add":       "--comment --passphrase-file --socket",
+	"vault init":      "--passphrase-file",
+	"vault list":      "--json --offline --passphrase-file",
+	"vault passwd":    "--passphrase-file --new-passphrase-file --socket",
+	"vault remove":    "--passphrase-file --socket",
+	"version":         "",
+	"why":             "--json --socket",
 }
 
-// commandNames returns the commands completion offers (a test checks
-// that they are the commands there are).
-func commandNames() []string {
+// completionCommand is what completion offers for one command: its own
+// flags, and its subcommands (in order) with theirs.
+type completionCommand struct {
+	flags string
+	subs  []string
+}
+
+// completionCommands returns completionFlags by command, and the
+// commands' names in order (a test checks that they are the commands
+// there are).
+func completionCommands() (map[string]*completionCommand, []string) {
+	cmds := map[string]*completionCommand{}
 	var names []string
-	for n := range completionWords {
-		names = append(names, n)
+	for form, flags := range completionFlags {
+		name, sub, _ := strings.Cut(form, " ")
+		c := cmds[name]
+		if c == nil {
+			c = &completionCommand{}
+			cmds[name] = c
+			names = append(names, name)
+		}
+		if sub == "" {
+			c.flags = flags
+		} else {
+			c.subs = append(c.subs, sub)
+		}
+	}
+	for _, c := range cmds {
+		slices.Sort(c.subs)
 	}
 	slices.Sort(names)
+	return cmds, names
+}
+
+// commandNames returns the commands completion offers.
+func commandNames() []string {
+	_, names := completionCommands()
 	return names
+}
+
+// firstWords are what completion offers right after a command: its
+// subcommands, then its own flags.
+func (c *completionCommand) firstWords() string {
+	return strings.TrimSpace(strings.Join(c.subs, " ") + " " + c.flags)
 }
 
 func cmdCompletion(args []string, out, errw io.Writer) error {
@@ -60,14 +116,23 @@ func cmdCompletion(args []string, out, errw io.Writer) error {
 	if len(args) != 1 {
 		return usagef("completion: name a shell: bash, zsh or fish")
 	}
-	names := commandNames()
+	cmds, names := completionCommands()
 	switch args[0] {
 	case "bash":
 		fmt.Fprintf(out, "# bash completion for postern\n_postern() {\n")
 		fmt.Fprintf(out, "    local cur=\"${COMP_WORDS[COMP_CWORD]}\" words=\"\"\n")
 		fmt.Fprintf(out, "    if [ \"$COMP_CWORD\" -eq 1 ]; then\n        words=%q\n    else\n        case \"${COMP_WORDS[1]}\" in\n", strings.Join(names, " "))
 		for _, n := range names {
-			fmt.Fprintf(out, "        %s) words=%q ;;\n", n, completionWords[n])
+			c := cmds[n]
+			if len(c.subs) == 0 {
+				fmt.Fprintf(out, "        %s) words=%q ;;\n", n, c.flags)
+				continue
+			}
+			fmt.Fprintf(out, "        %s)\n            if [ \"$COMP_CWORD\" -eq 2 ]; then words=%q\n            else case \"${COMP_WORDS[2]}\" in\n", n, c.firstWords())
+			for _, sub := range c.subs {
+				fmt.Fprintf(out, "                %s) words=%q ;;\n", sub, completionFlags[n+" "+sub])
+			}
+			fmt.Fprintf(out, "                *) words=%q ;;\n            esac; fi ;;\n", c.flags)
 		}
 		fmt.Fprintf(out, "        esac\n    fi\n")
 		fmt.Fprintf(out, "    COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n")
@@ -75,24 +140,54 @@ func cmdCompletion(args []string, out, errw io.Writer) error {
 	case "zsh":
 		fmt.Fprintf(out, "#compdef postern\n# zsh completion for postern\n_postern() {\n    if (( CURRENT == 2 )); then\n        compadd -- %s\n        return\n    fi\n    case $words[2] in\n", strings.Join(names, " "))
 		for _, n := range names {
-			if w := completionWords[n]; w != "" {
-				fmt.Fprintf(out, "        %s) compadd -- %s ;;\n", n, w)
+			c := cmds[n]
+			if len(c.subs) == 0 {
+				if c.flags != "" {
+					fmt.Fprintf(out, "        %s) compadd -- %s ;;\n", n, c.flags)
+				}
+				continue
 			}
+			fmt.Fprintf(out, "        %s)\n            if (( CURRENT == 3 )); then compadd -- %s\n            else case $words[3] in\n", n, c.firstWords())
+			for _, sub := range c.subs {
+				if w := completionFlags[n+" "+sub]; w != "" {
+					fmt.Fprintf(out, "                %s) compadd -- %s ;;\n", sub, w)
+				}
+			}
+			if c.flags != "" {
+				fmt.Fprintf(out, "                *) compadd -- %s ;;\n", c.flags)
+			}
+			fmt.Fprintf(out, "            esac; fi ;;\n")
 		}
 		fmt.Fprintf(out, "    esac\n    _files\n}\ncompdef _postern postern\n")
 	case "fish":
 		fmt.Fprintf(out, "# fish completion for postern\ncomplete -c postern -f -n __fish_use_subcommand -a %q\n", strings.Join(names, " "))
 		for _, n := range names {
-			for _, w := range strings.Fields(completionWords[n]) {
-				if strings.HasPrefix(w, "--") && len(w) > 2 {
-					fmt.Fprintf(out, "complete -c postern -n '__fish_seen_subcommand_from %s' -l %s\n", n, w[2:])
-				} else if !strings.HasPrefix(w, "-") {
-					fmt.Fprintf(out, "complete -c postern -f -n '__fish_seen_subcommand_from %s' -a %s\n", n, w)
-				}
+			c := cmds[n]
+			// The command's own words, while none of its subcommands is
+			// on the line; then each subcommand's.
+			cond := "__fish_seen_subcommand_from " + n
+			if len(c.subs) > 0 {
+				subs := strings.Join(c.subs, " ")
+				cond += "; and not __fish_seen_subcommand_from " + subs
+				fmt.Fprintf(out, "complete -c postern -f -n '%s' -a %q\n", cond, subs)
+			}
+			fishFlags(out, cond, c.flags)
+			for _, sub := range c.subs {
+				fishFlags(out, "__fish_seen_subcommand_from "+n+"; and __fish_seen_subcommand_from "+sub, completionFlags[n+" "+sub])
 			}
 		}
 	default:
 		return usagef("completion: unknown shell %q: bash, zsh or fish", args[0])
 	}
 	return nil
+}
+
+// fishFlags writes fish's completion of the long flags in words, under
+// the condition cond.
+func fishFlags(out io.Writer, cond, words string) {
+	for _, w := range strings.Fields(words) {
+		if strings.HasPrefix(w, "--") && len(w) > 2 {
+			fmt.Fprintf(out, "complete -c postern -n '%s' -l %s\n", cond, w[2:])
+		}
+	}
 }

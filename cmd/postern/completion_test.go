@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"flag"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +34,11 @@ func TestBashCompletion(t *testing.T) {
 		{"postern va", "vault"},
 		{"postern vault a", "add"},
 		{"postern journal re", "resolve"},
+		{"postern journal --st", "--status"},
+		{"postern journal show --j", "--json"},
+		{"postern journal resolve --j", ""},
+		{"postern journal resolve --ev", "--evidence"},
+		{"postern audit new --j", ""},
 		{"postern agent --en", "--ensure"},
 		{"postern completion f", "fish"},
 	} {
@@ -63,6 +71,12 @@ func TestFishCompletion(t *testing.T) {
 		{"postern va", "vault"},
 		{"postern vault a", "add"},
 		{"postern agent --ens", "--ensure"},
+		{"postern journal l", "list"},
+		{"postern journal --st", "--status"},
+		{"postern journal show --js", "--json"},
+		{"postern journal resolve --js", ""},
+		{"postern journal resolve --ev", "--evidence"},
+		{"postern audit new --js", ""},
 	} {
 		cmd := exec.Command("fish", "--no-config", "-c", "source "+f+"; complete -C '"+c.line+"'")
 		cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
@@ -85,19 +99,55 @@ func TestZshCompletion(t *testing.T) {
 	}
 }
 
-// Completion offers every flag the usage lines ("postern CMD ...") of
-// the commands' usage texts name for CMD.
+// Completion offers every flag the usage lines ("postern CMD [SUB] ...")
+// of the commands' usage texts name for that command line.
 func TestCompletionKnowsEveryFlag(t *testing.T) {
 	for form, flags := range usageForms(t) {
-		name := strings.Fields(form)[0]
-		words, ok := completionWords[name]
+		words, ok := completionFlags[form]
 		if !ok {
+			t.Errorf("completion has no entry for %q, a command line the usage texts show", form)
 			continue
 		}
 		for _, f := range flags {
 			if f != "--help" && !slices.Contains(strings.Fields(words), f) {
-				t.Errorf("completion of %s does not offer %s, which its usage names", name, f)
+				t.Errorf("completion of %s does not offer %s, which its usage names", form, f)
 			}
+		}
+	}
+}
+
+// Completion offers for each command line exactly the long flags that
+// command line parses: none another subcommand of the same command
+// takes, none missing.
+func TestCompletionOffersTheFlagsEachCommandLineTakes(t *testing.T) {
+	var made *flag.FlagSet
+	flagSetMade = func(fs *flag.FlagSet) { made = fs }
+	defer func() { flagSetMade = nil }()
+	for form, words := range completionFlags {
+		f := strings.Fields(form)
+		if f[0] == "agent" || f[0] == "completion" {
+			continue // ssh-agent's own flags, and no flags at all
+		}
+		made = nil
+		var h *helpRequest
+		if err := commands[f[0]](append(f[1:], "--help"), io.Discard, io.Discard); !errors.As(err, &h) || made == nil {
+			t.Errorf("%s --help: %v, flag set %v", form, err, made)
+			continue
+		}
+		var takes, offered []string
+		made.VisitAll(func(fl *flag.Flag) {
+			if fl.Name != "help" && fl.Name != "h" {
+				takes = append(takes, "--"+fl.Name)
+			}
+		})
+		for _, w := range strings.Fields(words) {
+			if strings.HasPrefix(w, "--") && len(w) > 2 {
+				offered = append(offered, w)
+			}
+		}
+		slices.Sort(offered)
+		if !slices.Equal(offered, takes) {
+			t.Errorf("completion offers %v for %q, which takes %v", offered, form, takes)
 		}
 	}
 }

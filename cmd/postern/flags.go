@@ -21,8 +21,15 @@ func newFlags(name, u string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), u) }
+	if flagSetMade != nil {
+		flagSetMade(fs)
+	}
 	return fs
 }
+
+// flagSetMade, when a test sets it, is given each flag set newFlags
+// makes: the flags a command line takes.
+var flagSetMade func(*flag.FlagSet)
 
 // parse parses args, whose flags may come before, between or after the
 // operands ("postern vault add KEY --passphrase-file F"), as GNU getopt

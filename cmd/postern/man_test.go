@@ -101,13 +101,9 @@ func TestHelpNamesEverySubcommand(t *testing.T) {
 			entries = append(entries, e)
 		}
 	}
-	for _, name := range commandNames() {
-		var subs []string
-		for _, w := range strings.Fields(completionWords[name]) {
-			if !strings.HasPrefix(w, "-") {
-				subs = append(subs, w)
-			}
-		}
+	cmds, names := completionCommands()
+	for _, name := range names {
+		subs := cmds[name].subs
 		// The usage line that starts with the command, and the man
 		// page's entry that names it.
 		var line, entry []string
