@@ -210,7 +210,7 @@ func approveInteractive(c *api.Client, out io.Writer) error {
 			}
 			seen[card.ID] = true
 			if err := askCard(c, tty, in, card); err != nil {
-				fmt.Fprintf(tty, "postern: error: card %s: %v\n", card.ID, err)
+				errorf(tty, "card %s: %v", card.ID, err)
 			}
 		}
 	}

@@ -151,7 +151,7 @@ func auditVerify(args []string, out, errw io.Writer) error {
 	case err == nil:
 		anchors = append(anchors, checkedAnchor{a, name})
 	case !errors.Is(err, os.ErrNotExist):
-		fmt.Fprintf(errw, "postern: warning: %v: the log is not checked against it\n", err)
+		warningf(errw, "%v: the log is not checked against it", err)
 	}
 	if *sealed {
 		a, err := api.SealedAnchor(func() (*vault.Vault, error) { return openVault(*pfile) })

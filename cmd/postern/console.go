@@ -148,14 +148,16 @@ func (m *consoleModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.showEntry()
 	case cardsMsg:
 		m.setCards(msg)
+	// What the gateway or a failure says may hold words from elsewhere
+	// (see diagnostic).
 	case connMsg:
-		m.conn = msg.text
+		m.conn = safetext.Terminal(msg.text)
 		if msg.recent {
-			m.recentAdd(msg.text)
+			m.recentAdd(m.conn)
 		}
 	case doneMsg:
-		m.note = msg.text
-		m.recentAdd(msg.text)
+		m.note = safetext.Terminal(msg.text)
+		m.recentAdd(m.note)
 		if msg.failed {
 			m.startOver(msg.card)
 		}

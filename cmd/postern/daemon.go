@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/postern/postern/internal/safetext"
 	"github.com/postern/postern/internal/xdg"
 )
 
@@ -115,7 +116,8 @@ func runDetachedChild(f *agentFlags) error {
 		err = g.Run(signalContext(context.Background()))
 	}
 	if err != nil {
-		fmt.Fprintf(status, "error: %v\n", err)
+		// One line, as the parent reads it.
+		fmt.Fprintf(status, "error: %s\n", safetext.Terminal(err.Error()))
 		if h := hintFor("agent", err); h != "" {
 			fmt.Fprintf(status, "hint: %s\n", h)
 		}

@@ -171,3 +171,23 @@ func TestJSONListingCutShortSaysSo(t *testing.T) {
 		t.Fatalf("the output of a listing cut short reads as a whole JSON array (or as none):\n%.200s", b.String())
 	}
 }
+
+// An error can carry words from elsewhere raw: a server's disconnect
+// message in a failed SSH handshake ("journal resolve" connects to the
+// host before its host key is known to be the right one), an upstream
+// agent's. The error line shows them escaped, on one line, and leaves
+// alone what a message quoted already.
+func TestErrorLineShowsForeignWordsEscaped(t *testing.T) {
+	var out, errw bytes.Buffer
+	err := fmt.Errorf(`probing "a\\b": ssh: handshake failed: ssh: disconnect, reason 2: %s`, hostile)
+	if code := report(&out, &errw, "journal", err); code != exitFailure {
+		t.Fatalf("exit %d", code)
+	}
+	noRaw(t, "error line", errw.String())
+	if !strings.HasPrefix(errw.String(), `postern: error: probing "a\\b": ssh:`) {
+		t.Fatalf("what the message quoted is not shown as it was:\n%s", errw.String())
+	}
+	if n := strings.Count(errw.String(), "\n"); n != 1 {
+		t.Fatalf("the error takes %d lines:\n%s", n, errw.String())
+	}
+}

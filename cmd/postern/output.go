@@ -10,7 +10,9 @@ package main
 //   - Secrets are read from the terminal (/dev/tty), an askpass program
 //     or the documented passphrase file, never from arguments.
 //   - Every string that came from a requester or a file is rendered by
-//     internal/safetext (shown) before a person sees it.
+//     internal/safetext (shown) before a person sees it; a diagnostic,
+//     which may hold words from elsewhere inside an error, is rendered
+//     whole (safetext.Terminal).
 //   - Exit status: see exitcode.go.
 
 import (
@@ -23,16 +25,17 @@ import (
 	"github.com/postern/postern/internal/safetext"
 )
 
-func errorf(w io.Writer, format string, args ...any) {
-	fmt.Fprintf(w, "postern: error: "+format+"\n", args...)
-}
+func errorf(w io.Writer, format string, args ...any) { diagnostic(w, "error", format, args) }
 
-func warningf(w io.Writer, format string, args ...any) {
-	fmt.Fprintf(w, "postern: warning: "+format+"\n", args...)
-}
+func warningf(w io.Writer, format string, args ...any) { diagnostic(w, "warning", format, args) }
 
-func hintf(w io.Writer, format string, args ...any) {
-	fmt.Fprintf(w, "postern: hint: "+format+"\n", args...)
+func hintf(w io.Writer, format string, args ...any) { diagnostic(w, "hint", format, args) }
+
+// diagnostic writes one line of standard error. An error can hold words
+// no one rendered (a remote server's, inside a network error): they are
+// escaped there too (safetext.Terminal).
+func diagnostic(w io.Writer, kind, format string, args []any) {
+	fmt.Fprintf(w, "postern: %s: %s\n", kind, safetext.Terminal(fmt.Sprintf(format, args...)))
 }
 
 // timeLayout is how the command line shows a moment: the date is part of

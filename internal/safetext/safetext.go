@@ -62,6 +62,27 @@ func Whole(s string, limit int) bool {
 // Escape renders s on one line, uncut.
 func Escape(s string) string { return render(s, 0) }
 
+// Terminal renders a message made of parts rendered already (an error
+// that quotes a requester's string) and parts that may not be (a remote
+// server's words inside a network error): every character Field would
+// escape is escaped, but for the backslash and "…", which rendered parts
+// hold. What Field rendered comes out as it went in, and the message is
+// one line a terminal only shows.
+func Terminal(s string) string {
+	out := make([]byte, 0, len(s))
+	var piece [16]byte
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == '\\' || r == '…' {
+			out = append(out, s[i:i+size]...)
+		} else {
+			out = append(out, escapeRune(piece[:0], s[i:i+size], r, size, i == 0)...)
+		}
+		i += size
+	}
+	return string(out)
+}
+
 // Quote renders s as Field does, between double quotes, with a double
 // quote inside shown as \": for a value a sentence quotes.
 func Quote(s string, limit int) string {

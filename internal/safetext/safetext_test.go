@@ -219,3 +219,21 @@ func TestToken(t *testing.T) {
 		}
 	}
 }
+
+// Terminal escapes what a terminal acts on or hides in a message, and
+// leaves what Field rendered (backslashes, the cut marker) as it was:
+// applied twice, it changes nothing more.
+func TestTerminal(t *testing.T) {
+	rendered := Quote("a\\b\x1b", 0) + " " + Field(strings.Repeat("x", 80), 10)
+	for in, want := range map[string]string{
+		rendered:                     rendered,
+		"bye\n\x1b[2J\u202eok\r\x07": `bye\n\x1b[2J\u202eok\r\x07`,
+		"caf\xe9 \u200b…":            `caf\xe9 \u200b…`,
+		"plain words, \"quoted\"":    "plain words, \"quoted\"",
+	} {
+		got := Terminal(in)
+		if got != want || Terminal(got) != got {
+			t.Errorf("Terminal(%q) = %q (again: %q), want %q", in, got, Terminal(got), want)
+		}
+	}
+}
