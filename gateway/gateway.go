@@ -88,6 +88,8 @@ type Gateway struct {
 	engine  *approvals.Engine
 	notes   *notifier
 	agent   *sshagent.Server
+	signals chan os.Signal // SIGHUP and SIGUSR1, as caught (Run)
+	sigMu   sync.Mutex     // held while a signal is acted on
 	ctl     *control.Server
 	ops     map[api.Op]handler
 	streams map[api.Op]streamHandler
@@ -194,6 +196,7 @@ func New(opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
 	g := &Gateway{
+		signals:    make(chan os.Signal, 4),
 		opts:       opts,
 		log:        opts.Log,
 		bootID:     newBootID(),
@@ -275,6 +278,7 @@ func New(opts Options) (*Gateway, error) {
 		Limits:       g.limits.agent,
 		Exhausted:    g.exhausted,
 		Record:       g.engine.Record,
+		Before:       g.takeSignals,
 	}
 	g.keys.Expired = func(ids []*sshagent.Identity) { g.recordKeysGone(ids, audit.ReasonExpired) }
 	g.ops, g.streams = g.handlers(), g.streamHandlers()
@@ -291,9 +295,8 @@ func (g *Gateway) BootID() string { return g.bootID }
 // files. SIGHUP reloads the configuration; SIGUSR1 wipes the keys and revokes every grant.
 func (g *Gateway) Run(ctx context.Context) error {
 	// Caught from the start: SIGHUP would otherwise end the process.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGUSR1)
-	defer signal.Stop(sigs)
+	signal.Notify(g.signals, syscall.SIGHUP, syscall.SIGUSR1)
+	defer signal.Stop(g.signals)
 
 	// Between bursts of work (a login, a signing loop, a read of the
 	// history) the memory they left is given back to the system.
@@ -337,7 +340,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if g.opts.Ready != nil {
 		g.opts.Ready()
 	}
-	g.handleSignals(g.srv.ctx, sigs)
+	g.handleSignals(g.srv.ctx)
 	return g.shutdown()
 }
 
@@ -349,27 +352,52 @@ const (
 	trimMin   = 512 << 10
 )
 
-// handleSignals reloads the configuration on SIGHUP and wipes every key
-// and revokes every grant on SIGUSR1, until ctx is done.
-func (g *Gateway) handleSignals(ctx context.Context, sigs <-chan os.Signal) {
+// handleSignals acts on the signals the gateway catches (onSignal) until
+// ctx is done.
+func (g *Gateway) handleSignals(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case s := <-sigs:
-			if s == syscall.SIGUSR1 {
-				// As OpenSSH 10's ssh-agent: every key goes. Added
-				// keys are wiped, an unlocked vault is locked, and
-				// every grant ends.
-				g.recordKeysGone(g.keys.Wipe(), audit.ReasonRevoked)
-				g.vault.lockIfOpen()
-				n := g.engine.RevokeAll()
-				g.log.Info("all keys wiped and grants revoked", "signal", "SIGUSR1", "grants", n)
-				continue
-			}
-			g.reloadConfig()
+		case s := <-g.signals:
+			g.sigMu.Lock()
+			g.onSignal(s)
+			g.sigMu.Unlock()
 		}
 	}
+}
+
+// takeSignals acts on the signals received and not yet taken by
+// handleSignals, before an agent request is processed: a signal reaches
+// handleSignals through two goroutines, which a busy machine may run
+// after the request that followed the signal. One handleSignals is
+// acting on is waited for.
+func (g *Gateway) takeSignals() {
+	g.sigMu.Lock()
+	defer g.sigMu.Unlock()
+	for {
+		select {
+		case s := <-g.signals:
+			g.onSignal(s)
+		default:
+			return
+		}
+	}
+}
+
+// onSignal reloads the configuration on SIGHUP, and wipes every key and
+// revokes every grant on SIGUSR1.
+func (g *Gateway) onSignal(s os.Signal) {
+	if s != syscall.SIGUSR1 {
+		g.reloadConfig()
+		return
+	}
+	// As OpenSSH 10's ssh-agent: every key goes. Added keys are wiped,
+	// an unlocked vault is locked, and every grant ends.
+	g.recordKeysGone(g.keys.Wipe(), audit.ReasonRevoked)
+	g.vault.lockIfOpen()
+	n := g.engine.RevokeAll()
+	g.log.Info("all keys wiped and grants revoked", "signal", "SIGUSR1", "grants", n)
 }
 
 // recordKeysGone records the agent's keys that went without a client

@@ -74,6 +74,11 @@ type Server struct {
 	// Exhausted is called when accept fails for want of descriptors or
 	// memory (safesocket.Serve); nil only waits.
 	Exhausted func(error)
+	// Before, when set, is called before each request is processed: the
+	// gateway acts there on a signal it received and has not acted on
+	// yet (SIGUSR1 removes every key), so that a request a client sends
+	// after the signal is answered after it, as ssh-agent answers it.
+	Before func()
 
 	wg      sync.WaitGroup // the connections, parked or served
 	lot     park.Lot       // the idle connections
@@ -279,6 +284,9 @@ func (s *Server) serveOne(cn *conn, wait time.Duration) outcome {
 		cn.c.SetWriteDeadline(time.Now().Add(replyTimeout))
 		cn.c.Write(replyFailure)
 		return closed
+	}
+	if s.Before != nil {
+		s.Before()
 	}
 	out := process(cn, req) // may wait for a person: the deadline starts after
 	cn.c.SetWriteDeadline(time.Now().Add(replyTimeout))
