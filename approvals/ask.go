@@ -12,8 +12,8 @@ import (
 // ask shows a card and waits for its answer or its timeout. Requests that
 // would ask the same session question wait on one card; an answer covers
 // exactly the request its card was shown for, so a request that waited on
-// another's card is told to decide again (again), from the grants as they
-// are after the answer.
+// another's card is told to decide again (again), under the policy, the
+// host inventory and the grants as they are after the answer.
 func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain procid.Chain, argv []string, dest *DestView, unverified string, epoch uint64, p *Policy) (d Decision, again bool) {
 	subjects, sel, err := e.subjects(r, chain, argv, p)
 	if err != nil {

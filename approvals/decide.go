@@ -95,10 +95,24 @@ func (e *Engine) Refused(r *Request, reason audit.Reason) {
 	e.recordRefusal(r, requestEvent(audit.EventActionDenied, r, Decision{Reason: reason}))
 }
 
+// decide decides r. A request that waited on a card shown for another
+// request is decided again once that card is answered, from the start:
+// under the policy, the host inventory and the grants in force then (a
+// host marked production meanwhile is asked about on a card of its own).
 func (e *Engine) decide(ctx context.Context, r *Request) Decision {
+	for {
+		if d, again := e.decideNow(ctx, r); !again {
+			return d
+		}
+	}
+}
+
+// decideNow decides r under the policy and host inventory in force now;
+// again: r waited on a card shown for another request, which was answered.
+func (e *Engine) decideNow(ctx context.Context, r *Request) (d Decision, again bool) {
 	locked, epoch := e.vault()
 	if locked {
-		return deny("", audit.ReasonVaultLocked)
+		return deny("", audit.ReasonVaultLocked), false
 	}
 	p := e.Policy()
 	// The requester's ancestry and command line are read only when needed:
@@ -123,7 +137,7 @@ func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 			res = p.Hosts.Lookup(r.Dest.HostKey, hostCandidates(argv))
 		}
 		if res.Revoked {
-			return deny("", audit.ReasonHostKeyRevoked)
+			return deny("", audit.ReasonHostKeyRevoked), false
 		}
 		dest = &DestView{Fingerprint: r.Dest.Fingerprint(), Names: names, Classes: classes, KnownHosts: res.Names, Hashed: res.Hashed, Forwarding: r.Dest.Forwarding, User: r.Dest.User}
 	}
@@ -151,29 +165,19 @@ func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 	}
 	switch mode {
 	case audit.ModeDeny:
-		return deny(mode, audit.ReasonPolicyDeny)
+		return deny(mode, audit.ReasonPolicyDeny), false
 	case audit.ModeNone:
-		return allow(mode, audit.ReasonPolicyNone)
+		return allow(mode, audit.ReasonPolicyNone), false
 	}
-	for {
-		if mode == audit.ModeSession {
-			if g := e.covering(r, dest, epoch, p.Scope); g != nil {
-				return Decision{Allow: true, Mode: mode, Reason: audit.ReasonSession, Grant: g.ID, Run: g.Run.ID}
-			}
-		}
-		if argv == nil {
-			argv = e.procs.Argv(r.Requester.PID)
-		}
-		d, again := e.ask(ctx, r, mode, ancestry(), argv, dest, unverified, epoch, p)
-		if !again {
-			return d
-		}
-		// The card this request waited on was answered for another
-		// request: decide again, from the grants as they are now.
-		if locked, epoch = e.vault(); locked {
-			return deny(mode, audit.ReasonVaultLocked)
+	if mode == audit.ModeSession {
+		if g := e.covering(r, dest, epoch, p.Scope); g != nil {
+			return Decision{Allow: true, Mode: mode, Reason: audit.ReasonSession, Grant: g.ID, Run: g.Run.ID}, false
 		}
 	}
+	if argv == nil {
+		argv = e.procs.Argv(r.Requester.PID)
+	}
+	return e.ask(ctx, r, mode, ancestry(), argv, dest, unverified, epoch, p)
 }
 
 // programs returns the verified executables exe rules are matched

@@ -431,3 +431,57 @@ func TestScopedGrantDoesNotCoverUninterpretedData(t *testing.T) {
 	w.answer(w.card().ID, VerdictDeny, 30)
 	got(t, ch)
 }
+
+// A request that waited on another's card decides again, once that card
+// is answered, under the policy and host inventory in force then: a host
+// marked production while the card was up is asked about on a per-call
+// card of the request's own, and the grant the answer made covers none
+// of it.
+func TestJoinedRequestsDecideAgainUnderThePolicyNow(t *testing.T) {
+	w := newWorld(t)
+	w.f.Set(14, 12, 140, w.f.Exe("ssh", "ssh"))
+	h := hostKey(t)
+	w.nameHost("db-1", "", h)
+	p := *w.e.Policy()
+	p.Rules = []Rule{{Class: "production", Mode: audit.ModePerCall}}
+	w.e.SetPolicy(&p)
+
+	for _, v := range []Verdict{VerdictSession, VerdictOnce} {
+		w.e.RevokeAll()
+		w.nameHost("db-1", "", h)
+		own := w.decide(w.authTo(13, h))
+		c := w.card()
+		if c.Mode != audit.ModeSession {
+			t.Fatalf("the card for db-1 before it is production: %+v", c)
+		}
+		joined := w.decide(w.authTo(14, h))
+		waitJoined(t, w, 1)
+		w.nameHost("db-1", "production", h)
+		w.answer(c.ID, v, 30)
+		if d := got(t, own); !d.Allow || d.Card != c.ID {
+			t.Fatalf("the card's own request, answered %s: %+v", v, d)
+		}
+		var next CardView
+		for deadline := time.Now().Add(10 * time.Second); next.ID == ""; {
+			select {
+			case d := <-joined:
+				t.Fatalf("answered %s, a request that waited on the card was decided without a card of its own for db-1, production by then: %+v", v, d)
+			default:
+			}
+			if cards, _ := w.e.Cards(); len(cards) > 0 && cards[0].ID != c.ID {
+				next = cards[0]
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no card for the request that waited")
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		if next.Mode != audit.ModePerCall || next.Destination == nil || len(next.Destination.Classes) != 1 || next.Destination.Classes[0] != "production" {
+			t.Fatalf("answered %s, the card of the request that waited: mode %s, destination %+v", v, next.Mode, next.Destination)
+		}
+		w.answer(next.ID, VerdictOnce, 30)
+		if d := got(t, joined); !d.Allow || d.Card != next.ID {
+			t.Fatalf("the request that waited, approved on its own card: %+v", d)
+		}
+	}
+}
