@@ -81,7 +81,7 @@ func (id *Identity) encode() *encoding {
 		e := &id.enc
 		e.blob, e.plain = id.Key.Marshal(), nil
 		switch id.Key.(type) {
-		case *ssh.Certificate, *agent.Key:
+		case *ssh.Certificate, *dsaCertKey, *agent.Key:
 			e.plain = plainKey(id.Key).Marshal()
 		default:
 			e.plain = e.blob

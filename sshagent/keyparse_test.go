@@ -28,21 +28,10 @@ import (
 // is refused.
 func TestParsePublicKeyByName(t *testing.T) {
 	ed := newEd25519Key(t)
-	var p dsa.Parameters
-	if err := dsa.GenerateParameters(&p, rand.Reader, dsa.L1024N160); err != nil {
-		t.Fatal(err)
-	}
-	k := &dsa.PrivateKey{PublicKey: dsa.PublicKey{Parameters: p}}
-	if err := dsa.GenerateKey(k, rand.Reader); err != nil {
-		t.Fatal(err)
-	}
+	k := newDSAKey(t)
+	p := k.Parameters
 	dsaBlob := (&dsaPublicKey{Parameters: p, Y: k.Y}).Marshal()
-	certBlob := ssh.Marshal(struct {
-		Name       string
-		Nonce      []byte
-		P, Q, G, Y *big.Int
-		Rest       []byte `ssh:"rest"`
-	}{certAlgoDSA, []byte("nonce"), p.P, p.Q, p.G, k.Y, []byte("the rest of the certificate")})
+	certBlob := dsaCertBlob(k)
 	smallQ := ssh.Marshal(struct {
 		Name       string
 		P, Q, G, Y *big.Int
@@ -70,6 +59,31 @@ func TestParsePublicKeyByName(t *testing.T) {
 			t.Errorf("%s: parsed as %v", name, key)
 		}
 	}
+}
+
+// newDSAKey makes an ssh-dss key (1024-bit p, 160-bit q).
+func newDSAKey(t testing.TB) *dsa.PrivateKey {
+	t.Helper()
+	var p dsa.Parameters
+	if err := dsa.GenerateParameters(&p, rand.Reader, dsa.L1024N160); err != nil {
+		t.Fatal(err)
+	}
+	k := &dsa.PrivateKey{PublicKey: dsa.PublicKey{Parameters: p}}
+	if err := dsa.GenerateKey(k, rand.Reader); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// dsaCertBlob is the wire form of a certificate of k as far as the agent
+// reads one: its type, nonce and key, the rest left unread.
+func dsaCertBlob(k *dsa.PrivateKey) []byte {
+	return ssh.Marshal(struct {
+		Name       string
+		Nonce      []byte
+		P, Q, G, Y *big.Int
+		Rest       []byte `ssh:"rest"`
+	}{certAlgoDSA, []byte("nonce"), k.P, k.Q, k.G, k.Y, []byte("the rest of the certificate")})
 }
 
 // BenchmarkParsePublicKey parses the Ed25519 key blob a sign request
@@ -155,14 +169,8 @@ func TestAddClearsPrivateNumbers(t *testing.T) {
 		D        *big.Int
 		C        string
 	}{ssh.KeyAlgoECDSA256, "nistp256", elliptic.Marshal(ec.Curve, ec.X, ec.Y), ec.D, "ecdsa"})
-	var p dsa.Parameters
-	if err := dsa.GenerateParameters(&p, rand.Reader, dsa.L1024N160); err != nil {
-		t.Fatal(err)
-	}
-	dk := &dsa.PrivateKey{PublicKey: dsa.PublicKey{Parameters: p}}
-	if err := dsa.GenerateKey(dk, rand.Reader); err != nil {
-		t.Fatal(err)
-	}
+	dk := newDSAKey(t)
+	p := dk.Parameters
 	dsaAdd := ssh.Marshal(struct {
 		T             string
 		P, Q, G, Y, X *big.Int

@@ -839,3 +839,30 @@ func TestUpstreamRSAFlags(t *testing.T) {
 		}
 	}
 }
+
+// A certificate the upstream agent holds is decided as the key it
+// certifies: a rule naming the key's fingerprint (as ssh-keygen -l
+// prints it) holds for a request that names the certificate. So for a
+// DSA certificate, which the agent reads itself.
+func TestUpstreamCertificateDecidedByItsKey(t *testing.T) {
+	k := newDSAKey(t)
+	cert, err := parsePublicKey(dsaCertBlob(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := append([]byte{msgIdentitiesAnswer}, ssh.Marshal(struct {
+		N             uint32
+		Blob, Comment []byte
+	}{1, cert.Marshal(), []byte("deploy certificate")})...)
+	sock := scriptedAgent(t, [][]byte{frame(list)})
+	ts := startServerWith(t, func(s *Server) { s.Upstream = &UpstreamAgent{Socket: sock} })
+	ts.dec.allow.Store(false)
+	ag, _ := ts.client(t)
+	if _, err := ag.Sign(cert, []byte("data")); err == nil {
+		t.Fatal("signed although the decision denied")
+	}
+	want := ssh.FingerprintSHA256(plainKey(cert))
+	if r := ts.dec.last(); r == nil || r.Key.Fingerprint != want {
+		t.Fatalf("the decision was asked about %+v, want the key %s", r, want)
+	}
+}

@@ -1,7 +1,6 @@
 package sshagent
 
 import (
-	"crypto/dsa"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/binary"
@@ -135,12 +134,7 @@ func TestLockedAgentAcceptsSessionBind(t *testing.T) {
 func TestDSAKeys(t *testing.T) {
 	ts := startServer(t)
 	ag, _ := ts.client(t)
-	var p dsa.Parameters
-	if err := dsa.GenerateParameters(&p, rand.Reader, dsa.L1024N160); err != nil {
-		t.Fatal(err)
-	}
-	k := &dsa.PrivateKey{PublicKey: dsa.PublicKey{Parameters: p}}
-	dsa.GenerateKey(k, rand.Reader)
+	k := newDSAKey(t)
 	add := append([]byte{msgAddIdentity}, ssh.Marshal(struct {
 		T             string
 		P, Q, G, Y, X *big.Int
