@@ -6,6 +6,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/inventory"
 	"github.com/postern/postern/internal/procid"
 )
 
@@ -75,8 +76,12 @@ type Destination struct {
 	Hops       int           // number of session bindings on the connection
 }
 
-// Fingerprint returns the SHA256 fingerprint of the verified host key.
-func (d *Destination) Fingerprint() string { return ssh.FingerprintSHA256(d.HostKey) }
+// Fingerprint returns the SHA256 fingerprint of the verified host key
+// (of the key a host certificate certifies, as the host inventory and
+// ssh-keygen -l give it).
+func (d *Destination) Fingerprint() string {
+	return ssh.FingerprintSHA256(inventory.HostKey(d.HostKey))
+}
 
 // A Request asks whether a process may use a key now.
 type Request struct {

@@ -1,6 +1,8 @@
 package approvals
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,6 +96,43 @@ func TestModeForAnyHost(t *testing.T) {
 		p := &Policy{Mode: tt.def, Rules: tt.rules, Unknown: tt.unknown}
 		if m := p.modeFor(&facts{anyHost: true, key: key, programs: none}, false); m != tt.want {
 			t.Errorf("%s: %s, want %s", tt.name, m, tt.want)
+		}
+	}
+}
+
+// A host that presents a certificate (sshd's HostCertificate, which ssh
+// passes on in session-bind) is named by the key it certifies: the card
+// and the record give that key's fingerprint, the one the host
+// inventory lists and ssh-keygen -l prints on the host, never the hash
+// of the certificate around it.
+func TestHostCertificateNamedByItsKey(t *testing.T) {
+	w := newWorld(t)
+	_, hostPriv, _ := ed25519.GenerateKey(rand.Reader)
+	_, caPriv, _ := ed25519.GenerateKey(rand.Reader)
+	host, _ := ssh.NewPublicKey(hostPriv.Public())
+	ca, _ := ssh.NewSignerFromKey(caPriv)
+	cert := &ssh.Certificate{Key: host, CertType: ssh.HostCert, KeyId: "db-1", ValidPrincipals: []string{"db-1"}, ValidBefore: ssh.CertTimeInfinity}
+	if err := cert.SignCert(rand.Reader, ca); err != nil {
+		t.Fatal(err)
+	}
+	want := ssh.FingerprintSHA256(host)
+	for _, named := range []bool{false, true} {
+		if named {
+			w.nameHost("db-1", "production", host)
+		}
+		r := w.authTo(13, cert)
+		ch := w.decide(r)
+		c := w.card()
+		w.answer(c.ID, VerdictOnce, 30)
+		got(t, ch)
+		if c.Destination == nil || c.Destination.Fingerprint != want || !strings.Contains(c.Text(), "host key "+want) {
+			t.Fatalf("in the inventory: %v; the card of a login to a host presenting a certificate of %s:\n%s", named, want, c.Text())
+		}
+		if named && (len(c.Destination.Names) != 1 || c.Destination.Names[0] != "db-1") {
+			t.Fatalf("the card names %v", c.Destination.Names)
+		}
+		if r.Dest.Fingerprint() != want {
+			t.Fatalf("the destination recorded is %s, want %s", r.Dest.Fingerprint(), want)
 		}
 	}
 }

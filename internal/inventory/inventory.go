@@ -189,10 +189,7 @@ func (inv *Inventory) Lookup(key ssh.PublicKey) (names, classes []string) {
 	if inv == nil || key == nil {
 		return nil, nil
 	}
-	if c, ok := key.(*ssh.Certificate); ok {
-		key = c.Key
-	}
-	for _, i := range inv.byKey[string(key.Marshal())] {
+	for _, i := range inv.byKey[string(HostKey(key).Marshal())] {
 		h := &inv.hosts[i]
 		names = append(names, h.Name)
 		if h.Class != "" && !slices.Contains(classes, h.Class) {
@@ -200,4 +197,14 @@ func (inv *Inventory) Lookup(key ssh.PublicKey) (names, classes []string) {
 		}
 	}
 	return names, classes
+}
+
+// HostKey returns the key a host certificate certifies, or key itself: a
+// host that presents a certificate is the host of its key (session-bind
+// proved it holds that key), named and fingerprinted by it.
+func HostKey(key ssh.PublicKey) ssh.PublicKey {
+	if c, ok := key.(*ssh.Certificate); ok {
+		return c.Key
+	}
+	return key
 }
