@@ -239,7 +239,7 @@ func (h hashed) matches(name string) bool {
 type Result struct {
 	Names   []string // names the files give this key, plain or confirmed hashes
 	Hashed  int      // hashed entries holding the key that no candidate matched
-	Revoked bool     // an @revoked line names the key (or its CA)
+	Revoked bool     // an @revoked line names the key (or, for a certificate, its key or its CA)
 }
 
 // Lookup returns the names of key. candidates are names the caller has
@@ -281,12 +281,23 @@ func (db *DB) Lookup(key ssh.PublicKey, candidates []string) Result {
 			}
 		}
 	}
-	if cert, ok := key.(*ssh.Certificate); ok && cert.CertType == ssh.HostCert {
-		for _, e := range db.entries[string(cert.SignatureKey.Marshal())] {
+	cert, ok := key.(*ssh.Certificate)
+	if !ok {
+		return r
+	}
+	// As ssh does: a certificate, of whatever type, is refused when
+	// @revoked names the key it certifies or its CA.
+	for _, k := range []ssh.PublicKey{cert.Key, cert.SignatureKey} {
+		if k == nil {
+			continue
+		}
+		for _, e := range db.entries[string(k.Marshal())] {
 			if e.revoked {
 				r.Revoked = true
 			}
 		}
+	}
+	if cert.CertType == ssh.HostCert {
 		for _, e := range db.entries[string(cert.SignatureKey.Marshal())] {
 			if !e.ca || e.revoked || r.Revoked {
 				continue

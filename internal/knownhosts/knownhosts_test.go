@@ -71,6 +71,19 @@ func TestLookup(t *testing.T) {
 	if r := db.Lookup(cert, nil); !slices.Equal(r.Names, []string{"web.corp"}) {
 		t.Fatalf("certificate principals: %+v", r)
 	}
+	// A revoked key is refused also when a certificate presents it, as
+	// ssh refuses it, whoever signed the certificate and whatever its
+	// type (session-bind takes any).
+	_, other := newKey(t)
+	for name, s := range map[string]ssh.Signer{"the trusted CA": caSigner, "another CA": other} {
+		for _, typ := range []uint32{ssh.HostCert, ssh.UserCert} {
+			c := &ssh.Certificate{Key: revoked, CertType: typ, ValidPrincipals: []string{"web.corp"}, ValidBefore: ssh.CertTimeInfinity}
+			c.SignCert(rand.Reader, s)
+			if r := db.Lookup(c, nil); !r.Revoked || len(r.Names) != 0 {
+				t.Fatalf("a certificate (type %d) of a revoked key, signed by %s: %+v", typ, name, r)
+			}
+		}
+	}
 	// Files are reloaded when they change.
 	newKey2, _ := newKey(t)
 	os.WriteFile(f, []byte(line("new-host", newKey2)), 0o600)
