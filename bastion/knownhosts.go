@@ -32,16 +32,24 @@ func hostKeyCheck(files []string, t Target, onVerified func(ssh.PublicKey)) (ssh
 		return nil, nil, fmt.Errorf("reading known_hosts: %w", err)
 	}
 	hostport := t.Addr()
+	authorities := authorityLines(existing)
 	// Ask the callback about a key no host has: the error lists the keys
-	// known for this host, and so their algorithms.
+	// known for this host, and so their algorithms; an authority trusted
+	// for the host (its key's type says nothing of the host's) lets the
+	// host present a certificate of any kind.
 	var algos []string
 	var ke *knownhosts.KeyError
 	if err := kh(hostport, &net.TCPAddr{}, probeKey); errors.As(err, &ke) {
 		for _, k := range ke.Want {
-			algos = appendAlgos(algos, k.Key.Type())
+			if authorities.hold(k) {
+				algos = append(algos, hostCertAlgos...)
+			} else {
+				algos = appendAlgos(algos, k.Key.Type())
+			}
 		}
 	}
 	sortHostKeyAlgos(algos)
+	algos = slices.Compact(algos)
 	cb := func(hostname string, remote net.Addr, key ssh.PublicKey) error {
 		err := kh(hostname, remote, key)
 		var ke *knownhosts.KeyError
@@ -52,7 +60,7 @@ func hostKeyCheck(files []string, t Target, onVerified func(ssh.PublicKey)) (ssh
 			return nil
 		case errors.As(err, &re):
 			return fmt.Errorf("the host key of %s is revoked in known_hosts; refusing", t.Host)
-		case errors.As(err, &ke) && len(ke.Want) == 0:
+		case errors.As(err, &ke) && !slices.ContainsFunc(ke.Want, func(k knownhosts.KnownKey) bool { return !authorities.hold(k) }):
 			return fmt.Errorf("the host key of %s (%s) is not in your known_hosts; connect once directly (ssh %s), check the fingerprint, and try again", t.Host, ssh.FingerprintSHA256(key), t.Host)
 		case errors.As(err, &ke):
 			return fmt.Errorf("WARNING: the host key of %s changed (now %s); this may be a man-in-the-middle attack; refusing. If the change is expected, fix known_hosts (ssh-keygen -R %s)", t.Host, ssh.FingerprintSHA256(key), knownhosts.Normalize(hostport))
@@ -61,6 +69,41 @@ func hostKeyCheck(files []string, t Target, onVerified func(ssh.PublicKey)) (ssh
 	}
 	return cb, algos, nil
 }
+
+// authorityLines returns the @cert-authority lines of known_hosts files,
+// as the knownhosts package names the keys it read (their file and line),
+// which it lists among a host's keys with nothing to tell them apart.
+func authorityLines(files []string) authorities {
+	lines := authorities{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for i, l := range strings.Split(string(b), "\n") {
+			if fields := strings.Fields(l); len(fields) > 0 && fields[0] == "@cert-authority" {
+				lines[fileLine{f, i + 1}] = true
+			}
+		}
+	}
+	return lines
+}
+
+// authorities are the known_hosts lines that name a certificate
+// authority.
+type authorities map[fileLine]bool
+
+type fileLine struct {
+	file string
+	line int
+}
+
+// hold reports whether k was read from an authority's line.
+func (a authorities) hold(k knownhosts.KnownKey) bool { return a[fileLine{k.Filename, k.Line}] }
+
+// hostCertAlgos are the host certificates' algorithms, in OpenSSH's
+// order.
+var hostCertAlgos = slices.DeleteFunc(slices.Clone(hostKeyPreference), func(a string) bool { return !strings.Contains(a, "-cert-") })
 
 // appendAlgos adds the signature algorithms that verify with a key type.
 func appendAlgos(algos []string, keyType string) []string {

@@ -80,3 +80,37 @@ func upstreamHostKey(w *world, command string) (string, error) {
 	es := w.entries()
 	return es[len(es)-1].Target.HostKey, nil
 }
+
+// hostCertifiedBy makes w's host present a certificate of its key, of
+// this serial, signed by ca (in place of the one it presented), and
+// known_hosts trust ca alone for it.
+func hostCertifiedBy(t *testing.T, w *world, ca ssh.Signer, serial uint64) {
+	t.Helper()
+	c := &ssh.Certificate{Key: w.host.key.PublicKey(), Serial: serial, CertType: ssh.HostCert,
+		ValidPrincipals: []string{"127.0.0.1"}, ValidBefore: ssh.CertTimeInfinity}
+	if err := c.SignCert(rand.Reader, ca); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ssh.NewCertSigner(c, w.host.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.host.config.AddHostKey(s)
+	line := "@cert-authority [127.0.0.1]:" + strconv.Itoa(w.host.port()) + " " + string(ssh.MarshalAuthorizedKey(ca.PublicKey()))
+	if err := os.WriteFile(filepath.Join(os.Getenv("HOME"), "known_hosts"), []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A host that known_hosts trusts only through a certificate authority
+// (@cert-authority, as smallstep's and Teleport's hosts are known) is
+// verified by the certificate it presents, whatever the authority's own
+// key type.
+func TestBastionVerifiesAHostByItsAuthority(t *testing.T) {
+	w := newWorld(t)
+	hostCertifiedBy(t, w, newSigner(t), 1)
+	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
+	if _, err := upstreamHostKey(w, "true"); err != nil {
+		t.Fatalf("a host known by its authority: %v", err)
+	}
+}
