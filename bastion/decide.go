@@ -9,6 +9,7 @@ import (
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/internal/inventory"
 	"github.com/postern/postern/internal/watchctx"
 )
 
@@ -143,8 +144,33 @@ func (ss *session) retryOf(e *journal.Entry, hostKey gossh.PublicKey) (*journal.
 	if ss.probe || hostKey == nil {
 		return nil, nil
 	}
-	t := journal.Target{User: ss.info.target.User, Host: ss.info.target.Host, Port: ss.info.target.Port, HostKey: gossh.FingerprintSHA256(hostKey)}
-	return ss.s.cfg.Journal.Unresolved(t, e.Kind, journal.CommandHash(e.Command))
+	t := journal.Target{User: ss.info.target.User, Host: ss.info.target.Host, Port: ss.info.target.Port}
+	for _, fp := range hostKeyNames(hostKey) {
+		t.HostKey = fp
+		if prev, err := ss.s.cfg.Journal.Unresolved(t, e.Kind, journal.CommandHash(e.Command)); prev != nil || err != nil {
+			return prev, err
+		}
+	}
+	return nil, nil
+}
+
+// hostKeyFingerprint is how the journal knows a host: by the fingerprint
+// of the key its connection verified, or of the key the certificate it
+// presented certifies (a certificate renewed is the same host), as the
+// host inventory and ssh-keygen -l on the host name it.
+func hostKeyFingerprint(k gossh.PublicKey) string {
+	return gossh.FingerprintSHA256(inventory.HostKey(k))
+}
+
+// hostKeyNames are the fingerprints journal entries may know the host by:
+// hostKeyFingerprint, then, for a certificate, its own (as entries
+// written before hostKeyFingerprint named a certified key know it).
+func hostKeyNames(k gossh.PublicKey) []string {
+	names := []string{hostKeyFingerprint(k)}
+	if own := gossh.FingerprintSHA256(k); own != names[0] {
+		names = append(names, own)
+	}
+	return names
 }
 
 // relayOf is how the card names e's session: from the kind of the

@@ -11,8 +11,6 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/postern/postern/approvals"
-	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
 )
 
@@ -59,12 +57,7 @@ func TestRetryGuardDoesNotFollowTheOrderOfKnownHosts(t *testing.T) {
 	if err := os.WriteFile(known, []byte(ec+ed), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w.decider.setDeny(func(r *approvals.Request) audit.Reason {
-		if r.RetryOf != "" {
-			return audit.ReasonDenied
-		}
-		return ""
-	})
+	w.denyRetries()
 	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
 	if _, _, err := w.run("deploy", nil); err == nil || len(w.host.seen()) != 3 {
 		t.Fatalf("an identical retry ran, after known_hosts was written in another order, with nobody asked (%d commands reached the host)", len(w.host.seen()))
@@ -112,5 +105,36 @@ func TestBastionVerifiesAHostByItsAuthority(t *testing.T) {
 	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
 	if _, err := upstreamHostKey(w, "true"); err != nil {
 		t.Fatalf("a host known by its authority: %v", err)
+	}
+}
+
+// A host that presents a certificate is known by the key it certifies:
+// a renewed certificate (a CA renews host certificates every day or
+// month) does not make it another host, and an identical retry of a
+// command whose outcome is unknown is still asked about.
+func TestRetryGuardKnowsAHostByTheKeyItsCertificateCertifies(t *testing.T) {
+	ca := newSigner(t)
+	w := newWorld(t)
+	hostCertifiedBy(t, w, ca, 1)
+	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
+	hk, err := upstreamHostKey(w, "true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hk != ssh.FingerprintSHA256(w.host.key.PublicKey()) {
+		t.Fatalf("the journal names the host by %s, want the key its certificate certifies, %s", hk, ssh.FingerprintSHA256(w.host.key.PublicKey()))
+	}
+
+	sess := w.startRunning("deploy", nil)
+	w.host.cut()
+	sess.Wait()
+	if e := w.ended("deploy"); e.Status() != journal.StatusUnknown {
+		t.Fatalf("the cut command: %s", e.Status())
+	}
+	hostCertifiedBy(t, w, ca, 2)
+	w.denyRetries()
+	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
+	if _, _, err := w.run("deploy", nil); err == nil || len(w.host.seen()) != 2 {
+		t.Fatalf("an identical retry ran once the host's certificate was renewed, with nobody asked (%d commands reached the host)", len(w.host.seen()))
 	}
 }

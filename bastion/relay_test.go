@@ -445,12 +445,7 @@ func TestRelayConnectionCutMidCommand(t *testing.T) {
 	// The identical command, under any name of the host with the same
 	// verified key: the card names the earlier entry; denied, it is not
 	// sent and the earlier entry keeps its guard.
-	w.decider.setDeny(func(r *approvals.Request) audit.Reason {
-		if r.RetryOf != "" {
-			return "denied"
-		}
-		return ""
-	})
+	w.denyRetries()
 	for _, name := range []string{"127.0.0.1", "localhost"} {
 		w.name = name
 		_, errText, err := w.run("deploy", nil)
@@ -843,12 +838,7 @@ func TestRelayRetryGuardOverAnotherPort(t *testing.T) {
 	}
 	f.WriteString(line)
 	f.Close()
-	w.decider.setDeny(func(r *approvals.Request) audit.Reason {
-		if r.RetryOf != "" {
-			return "denied"
-		}
-		return ""
-	})
+	w.denyRetries()
 	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
 	w.port = port
 	_, errText, err := w.run("deploy", nil)

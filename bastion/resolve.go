@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	gossh "golang.org/x/crypto/ssh"
@@ -47,8 +48,8 @@ func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer)
 		return nil, fmt.Errorf("probing %s: %w", t.Host, err)
 	}
 	defer up.client.Close()
-	if k := gossh.FingerprintSHA256(up.hostKey); e.Target.HostKey != "" && k != e.Target.HostKey {
-		return nil, fmt.Errorf("the host key of %s is now %s, not %s as when the command ran; refusing to trust its markers", t.Host, k, e.Target.HostKey)
+	if names := hostKeyNames(up.hostKey); e.Target.HostKey != "" && !slices.Contains(names, e.Target.HostKey) {
+		return nil, fmt.Errorf("the host key of %s is now %s, not %s as when the command ran; refusing to trust its markers", t.Host, names[0], e.Target.HostKey)
 	}
 	sess, err := up.client.NewSession()
 	if err != nil {

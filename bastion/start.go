@@ -63,7 +63,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 	}
 	up, d, err := ss.upstreamFor(e)
 	if up != nil {
-		e.Target.HostKey = gossh.FingerprintSHA256(up.hostKey)
+		e.Target.HostKey = hostKeyFingerprint(up.hostKey)
 	}
 	if d != nil {
 		e.Run = d.Run

@@ -143,7 +143,7 @@ func (ss *session) runningIdentical(e *journal.Entry, hostKey gossh.PublicKey) s
 	if ss.probe || hostKey == nil {
 		return ""
 	}
-	t := journal.Target{User: ss.info.target.User, HostKey: gossh.FingerprintSHA256(hostKey)}
+	t := journal.Target{User: ss.info.target.User, HostKey: hostKeyFingerprint(hostKey)}
 	k := runningKey(t, e.Kind, journal.CommandHash(e.Command))
 	another := ss.s.running.claim(e, k)
 	if prev := ss.s.running.identical(ss.s.cfg.Journal, k); prev != nil {
