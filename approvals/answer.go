@@ -138,6 +138,12 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 		return ErrNoCard
 	}
 	if g != nil {
+		// The run may have ended since register found it alive: EndRun,
+		// which ends its grants under e.mu, has then run already, and a
+		// grant stored now would outlive it.
+		if why := g.Run.Ended(); why != "" {
+			return runEnded(g.Run.ID, why)
+		}
 		if epoch != c.epoch {
 			g = nil // answered across a lock or unlock: no grant
 		} else {
@@ -191,7 +197,7 @@ func (e *Engine) closeCardLocked(c *Card, a Answer) {
 func (e *Engine) register(subj *Run) (*Run, error) {
 	if subj.ID != "" {
 		if reason, ok := subj.check(); !ok {
-			return nil, fmt.Errorf("run %s has ended (%s)", subj.ID, reason)
+			return nil, runEnded(subj.ID, reason)
 		}
 		return subj, nil
 	}

@@ -34,6 +34,10 @@ type world struct {
 	locked bool
 	epoch  uint64
 	key    Key
+	// atVault, when set, runs once, the next time the engine asks the
+	// vault's state: a moment inside the engine's work, for what
+	// happens meanwhile.
+	atVault func()
 }
 
 // The fake process tree:
@@ -69,8 +73,13 @@ func newWorld(t *testing.T) *world {
 		BootID: "boot-1",
 		Vault: func() (bool, uint64) {
 			w.mu.Lock()
-			defer w.mu.Unlock()
-			return w.locked, w.epoch
+			locked, epoch, at := w.locked, w.epoch, w.atVault
+			w.atVault = nil
+			w.mu.Unlock()
+			if at != nil {
+				at()
+			}
+			return locked, epoch
 		},
 		Policy:      &Policy{Mode: audit.ModeSession, CardTimeout: 5 * time.Second, Cooldown: time.Minute, Hosts: knownhosts.Open(nil), Agents: []string{"claude"}, Scope: ScopeKey},
 		ContextFile: filepath.Join(t.TempDir(), "context.json"),

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -59,6 +60,11 @@ func (r *Run) Ended() audit.Reason {
 		return *p
 	}
 	return ""
+}
+
+// runEnded is the error of a run that has ended, why.
+func runEnded(id string, why audit.Reason) error {
+	return fmt.Errorf("run %s has ended (%s)", id, why)
 }
 
 // randomHex returns n random bytes in hex.
