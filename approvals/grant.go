@@ -30,6 +30,7 @@ type Grant struct {
 	Created   time.Time
 	Expires   time.Time // zero: ends only with the run
 	ended     audit.Reason
+	expiry    *time.Timer // ends the grant at Expires, asked or not
 }
 
 func newGrantID() string { return "G" + randomHex(4) }
@@ -76,9 +77,13 @@ func slotOf(g *Grant) grantSlot {
 	return grantSlot{pid: g.Run.Process.PID, start: g.Run.Process.StartTicks, key: g.Key.Fingerprint, dest: g.Dest}
 }
 
-// addGrantLocked stores g and indexes it by its slot; e.mu held.
+// addGrantLocked stores g and indexes it by its slot, and ends it when
+// its lifetime passes, whether a request finds it then or not; e.mu held.
 func (e *Engine) addGrantLocked(g *Grant) {
 	e.grants[g.ID] = g
+	if !g.Expires.IsZero() {
+		g.expiry = time.AfterFunc(g.Expires.Sub(e.now()), func() { e.endGrant(g, audit.ReasonExpired) })
+	}
 	s := slotOf(g)
 	e.bySlot[s] = append(e.bySlot[s], g)
 	if rg := e.granted[s.pid]; rg != nil && rg.run == g.Run {
@@ -118,6 +123,9 @@ func (e *Engine) removeGrantLocked(id string) {
 		return
 	}
 	delete(e.grants, id)
+	if g.expiry != nil {
+		g.expiry.Stop()
+	}
 	s := slotOf(g)
 	if rg := e.granted[s.pid]; rg != nil && rg.run == g.Run {
 		if rg.n--; rg.n <= 0 {

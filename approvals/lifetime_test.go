@@ -2,6 +2,9 @@ package approvals
 
 import (
 	"testing"
+	"time"
+
+	"github.com/postern/postern/audit"
 )
 
 // A run whose process exits while a person's session answer is being
@@ -35,5 +38,38 @@ func TestRunEndingWhileItsAnswerIsAppliedKeepsNoGrant(t *testing.T) {
 	w.answer(c.ID, VerdictDeny, 30)
 	if d := got(t, ch); d.Allow {
 		t.Fatalf("decision %+v", d)
+	}
+}
+
+// A grant ends when its session lifetime passes, whether or not the run
+// asks again: it is no longer listed, and its end is recorded then as
+// expired, not later under what ends the run.
+func TestGrantEndsWhenItsLifetimePasses(t *testing.T) {
+	w := newWorld(t)
+	log := &eventLog{}
+	w.e.SetAudit(log)
+	p := *w.e.Policy()
+	p.Lifetime = 100 * time.Millisecond
+	w.e.SetPolicy(&p)
+	d, _ := w.approve(13)
+	if !d.Allow || d.Grant == "" {
+		t.Fatalf("decision %+v", d)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, grants := w.e.Sessions(); len(grants) != 0 {
+		t.Fatalf("a grant past its lifetime is listed: %+v", grants)
+	}
+	w.f.Kill(10)
+	w.e.Sessions()
+	var ends []audit.Reason
+	log.mu.Lock()
+	for _, ev := range log.events {
+		if ev.Type == audit.EventSessionEnded && ev.Grant == d.Grant {
+			ends = append(ends, ev.Reason)
+		}
+	}
+	log.mu.Unlock()
+	if len(ends) != 1 || ends[0] != audit.ReasonExpired {
+		t.Fatalf("the grant's end was recorded as %v", ends)
 	}
 }
