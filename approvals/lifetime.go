@@ -46,6 +46,14 @@ func (e *Engine) EndRun(id string, reason audit.Reason) {
 	if ended == 0 {
 		e.past = append(e.past, pastOf(e.bootID, run, nil, reason, run.endedAt))
 	}
+	// A request through the run's socket is refused once the run has
+	// ended (subjects): one that waits for a person is refused with it,
+	// not signed on an answer given after the end.
+	for _, c := range e.cards {
+		if c.req != nil && c.req.Channel.Kind == ChannelRun && c.req.Channel.Run == id {
+			e.closeCardLocked(c, Answer{Verdict: VerdictDeny, withdrawn: reason})
+		}
+	}
 	e.savePastLocked()
 	e.mu.Unlock()
 	e.log.Info("run ended", "run", id, "reason", reason, "grants", ended)
@@ -101,9 +109,7 @@ func (e *Engine) EpochChanged(locked bool) {
 		if c.policy != nil {
 			continue // a policy change is no request: it waits on
 		}
-		e.dropCardLocked(c)
-		c.answer = Answer{Verdict: VerdictDeny, withdrawn: reason}
-		close(c.done)
+		e.closeCardLocked(c, Answer{Verdict: VerdictDeny, withdrawn: reason})
 	}
 	e.savePastLocked()
 }

@@ -1,34 +1,36 @@
 package approvals
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/postern/postern/audit"
 )
 
-// A run whose process exits while a person's session answer is being
-// applied (after the answer found the run alive, before the grant is
-// stored) gets no grant: the answer is refused as one given after the
-// end, and no grant of the ended run is listed, or left for the gateway
-// to end later under another reason.
+// A process that exits while a person's session answer for it is being
+// applied (after the answer made it a run and found it alive, before the
+// grant is stored) gets no grant: the answer is refused as one given
+// after the end, and no grant of the ended run is listed, or left for
+// the gateway to end later under another reason.
 func TestRunEndingWhileItsAnswerIsAppliedKeepsNoGrant(t *testing.T) {
 	w := newWorld(t)
-	run := w.launch("coder", 10)
-	ch := w.decide(w.runReq(run, 13))
+	ch := w.decide(w.req(13))
 	c := w.card()
+	if c.Subjects[c.Selected].PID != 10 {
+		t.Fatalf("card %+v", c)
+	}
 	w.mu.Lock()
 	w.atVault = func() {
-		// The run's process exits, and a listing of the sessions meanwhile
-		// (as the watch of its exit would) ends the run.
+		// The process exits, and a listing of the sessions meanwhile
+		// (as the watch of its exit would) ends its run.
 		w.f.Kill(10)
-		w.e.Sessions()
+		if runs, _ := w.e.Sessions(); len(runs) != 0 {
+			t.Errorf("a run whose process exited is listed: %+v", runs)
+		}
 	}
 	w.mu.Unlock()
 	err := w.e.Answer(c.ID, Answer{Verdict: VerdictSession, Subject: -1, Approver: "test"}, w.f.Peer(30))
-	if run.Ended() == "" {
-		t.Fatal("the run did not end while the answer was applied")
-	}
 	if _, grants := w.e.Sessions(); len(grants) != 0 {
 		t.Fatalf("a grant of a run that had ended was stored: %+v", grants)
 	}
@@ -71,5 +73,32 @@ func TestGrantEndsWhenItsLifetimePasses(t *testing.T) {
 	log.mu.Unlock()
 	if len(ends) != 1 || ends[0] != audit.ReasonExpired {
 		t.Fatalf("the grant's end was recorded as %v", ends)
+	}
+}
+
+// A card for a request through a run's socket is withdrawn when the run
+// ends: a request through the socket of a run that has ended is refused,
+// and one that was waiting for a person when the run ended is refused
+// too, not signed once on an answer given after the end (a program the
+// run left behind, still connected to its socket, is no longer the run).
+func TestRunEndingWithdrawsTheCardsOfItsSocket(t *testing.T) {
+	w := newWorld(t)
+	run := w.launch("coder", 10)
+	ch := w.decide(w.runReq(run, 13))
+	c := w.card()
+	// The run's process exits; its descendant 13 lives on.
+	w.f.Kill(10)
+	w.e.Sessions()
+	if run.Ended() == "" {
+		t.Fatal("the run did not end")
+	}
+	err := w.e.Answer(c.ID, Answer{Verdict: VerdictOnce, Subject: -1, Approver: "test"}, w.f.Peer(30))
+	if d := got(t, ch); d.Allow {
+		t.Fatalf("a request through the socket of a run that had ended was allowed (%s) on an answer given after the end", d.Reason)
+	} else if d.Reason != audit.ReasonProcessExited {
+		t.Fatalf("refused as %q", d.Reason)
+	}
+	if !errors.Is(err, ErrNoCard) {
+		t.Fatalf("the answer to a withdrawn card: %v", err)
 	}
 }

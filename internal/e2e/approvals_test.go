@@ -180,6 +180,29 @@ func TestLockUnlockEndsApproval(t *testing.T) {
 	mustSucceed(t, "after re-approval", job.Wait())
 }
 
+// The run's process exits while a program it started waits on a card
+// (unconfined, the program lives on, still connected to the run's
+// socket): the card is withdrawn with the run, and an answer given after
+// the end signs nothing for the program left behind.
+func TestRunEndingWithdrawsTheCardsOfItsSocket(t *testing.T) {
+	w := newApprovalWorld(t, "")
+	a := w.e.StartRunWith("coder", "--no-sandbox")
+	signed := w.e.Path("signed")
+	a.Start(sshCmd(w.sshd) + " && touch " + signed)
+	c := w.e.WaitCard()
+	before := w.accepted()
+	syscall.Kill(a.PID(), syscall.SIGKILL)
+	w.agent.WaitLog(t, "run ended")
+	r := w.e.Run("postern", "approve", c.ID, "--once")
+	time.Sleep(500 * time.Millisecond)
+	if _, err := os.Stat(signed); err == nil || w.accepted() != before {
+		t.Fatalf("a program the ended run left behind logged in on an answer given after the end (approve: %s)", r)
+	}
+	if r.Code == 0 {
+		t.Fatalf("an answer to the card of a run that had ended was taken: %s", r)
+	}
+}
+
 // 4. Two identical runs (same binary, same arguments): approving one does
 // not cover the other.
 func TestIdenticalRunsDoNotShare(t *testing.T) {
