@@ -44,6 +44,21 @@ type Past struct {
 	LauncherSession int `json:"launcher_session,omitempty"`
 }
 
+// forgetSocketLocked drops sock from the display context's runs to serve
+// again: a run is restored from what the gateway that stopped last left
+// of it, or, when that one was killed, from what an earlier one left, as
+// long as the run has not ended since; e.mu held.
+func (e *Engine) forgetSocketLocked(sock string) {
+	if sock == "" {
+		return
+	}
+	for i := range e.past {
+		if e.past[i].Socket == sock {
+			e.past[i].Socket = ""
+		}
+	}
+}
+
 // maxPast bounds the display context kept.
 const maxPast = 64
 

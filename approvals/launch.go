@@ -241,6 +241,7 @@ func (e *Engine) Stop() {
 	}
 	for _, run := range e.runs {
 		if run.Launched && run.pin != nil && run.Ended() == "" {
+			e.forgetSocketLocked(run.Socket)
 			p := pastOf(e.bootID, run, nil, audit.ReasonGatewayStopped, now)
 			p.Socket = run.Socket
 			e.past = append(e.past, p)

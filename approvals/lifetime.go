@@ -36,6 +36,7 @@ func (e *Engine) EndRun(id string, reason audit.Reason) {
 	run.ended.Store(&reason)
 	run.endedAt = e.now()
 	delete(e.runs, id)
+	e.forgetSocketLocked(run.Socket)
 	ended := 0
 	for gid, g := range e.grants {
 		if g.Run == run {

@@ -102,3 +102,41 @@ func TestRunEndingWithdrawsTheCardsOfItsSocket(t *testing.T) {
 		t.Fatalf("the answer to a withdrawn card: %v", err)
 	}
 }
+
+// A run restored after a restart is restored from the display context
+// once: a later restart restores it again from what the gateway that
+// restored it left (one run for its process, not one for each gateway it
+// outlived), and when it ended meanwhile (here its process executes its
+// own executable again, a new process), restores nothing of it.
+func TestRestoredRunIsRestoredOnceAndNotAfterItEnds(t *testing.T) {
+	w := newWorld(t)
+	w.launch("agent", 10)
+	w.e.Stop()
+	restart := func(boot string) (*Engine, []*Run) {
+		cfg := w.cfg
+		cfg.BootID = boot
+		e := NewEngine(cfg)
+		return e, e.Restore()
+	}
+	e2, rs := restart("boot-2")
+	if len(rs) != 1 {
+		t.Fatalf("restored %d runs", len(rs))
+	}
+	e2.Stop()
+	e3, rs := restart("boot-3")
+	if len(rs) != 1 || rs[0].PrevBoot != "boot-2" {
+		for _, r := range rs {
+			t.Errorf("restored as run %s of boot %s", r.ID, r.PrevBoot)
+		}
+		t.Fatalf("a run alive through two restarts was restored %d times", len(rs))
+	}
+	claude, _ := w.f.Table.Inspect(10)
+	w.f.Exec(10, claude.Exe.Path, "claude")
+	if runs, _ := e3.Sessions(); len(runs) != 0 {
+		t.Fatalf("a run whose process executed again lives on: %+v", runs)
+	}
+	e3.Stop()
+	if _, rs := restart("boot-4"); len(rs) != 0 {
+		t.Fatalf("a run that ended (process_changed) was restored again after a later restart, as run %s of boot %s", rs[0].ID, rs[0].PrevBoot)
+	}
+}
