@@ -283,6 +283,8 @@ func (e *Engine) subjects(r *Request, chain procid.Chain, argv []string, p *Poli
 		}
 	}
 	if len(out) == 0 {
+		// The requester is init: shown, on a card that asks about this
+		// call only (decide).
 		out = []*Run{{Process: r.Requester.Process}}
 	}
 	if sel < 0 {

@@ -163,6 +163,12 @@ func (e *Engine) decideNow(ctx context.Context, r *Request) (d Decision, again b
 		// No verified destination to bind a session to.
 		mode = Stricter(mode, audit.ModePerCall)
 	}
+	if r.Requester.PID <= 1 {
+		// No process to bind a session to: init (the bastion's requester
+		// for a client whose parent exited) is never a run, since a grant
+		// bound to it would cover every process and end with none.
+		mode = Stricter(mode, audit.ModePerCall)
+	}
 	switch mode {
 	case audit.ModeDeny:
 		return deny(mode, audit.ReasonPolicyDeny), false

@@ -140,3 +140,30 @@ func TestRestoredRunIsRestoredOnceAndNotAfterItEnds(t *testing.T) {
 		t.Fatalf("a run that ended (process_changed) was restored again after a later restart, as run %s of boot %s", rs[0].ID, rs[0].PrevBoot)
 	}
 }
+
+// A request whose requester is init, as the bastion makes one for a
+// client whose parent exited (its requester is the client's parent, and
+// an orphan's is init), binds no session: init is never a run, since a
+// grant bound to it would cover every process of the system and end
+// with none of them. Its card asks about this call only. (Every approver
+// descends from init, so only the gateway's askpass dialog, whose yes
+// approves the card as the policy asks, could answer it.)
+func TestInitIsNeverARun(t *testing.T) {
+	w := newWorld(t)
+	r := w.req(1)
+	r.Channel = Channel{Kind: ChannelBastion}
+	ch := w.decide(r)
+	c := w.card()
+	if err := w.e.Answer(c.ID, Answer{Verdict: VerdictSession, Subject: -1, Approver: "askpass"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := got(t, ch); !d.Allow {
+		t.Fatalf("decision %+v", d)
+	}
+	if _, grants := w.e.Sessions(); len(grants) != 0 {
+		t.Fatalf("a session answer on a card for init's request bound %s (pid %d): %+v", c.Run.Name, c.Run.PID, grants)
+	}
+	if c.Mode != audit.ModePerCall {
+		t.Fatalf("the card for init's request offered a %s approval", c.Mode)
+	}
+}
