@@ -106,8 +106,9 @@ func TestRunEndingWithdrawsTheCardsOfItsSocket(t *testing.T) {
 // A run restored after a restart is restored from the display context
 // once: a later restart restores it again from what the gateway that
 // restored it left (one run for its process, not one for each gateway it
-// outlived), and when it ended meanwhile (here its process executes its
-// own executable again, a new process), restores nothing of it.
+// outlived), or, when that gateway was killed, from what the one before
+// left; and when it ended meanwhile (here its process executes its own
+// executable again, a new process), restores nothing of it.
 func TestRestoredRunIsRestoredOnceAndNotAfterItEnds(t *testing.T) {
 	w := newWorld(t)
 	w.launch("agent", 10)
@@ -118,13 +119,18 @@ func TestRestoredRunIsRestoredOnceAndNotAfterItEnds(t *testing.T) {
 		e := NewEngine(cfg)
 		return e, e.Restore()
 	}
-	e2, rs := restart("boot-2")
-	if len(rs) != 1 {
+	if _, rs := restart("boot-2"); len(rs) != 1 {
 		t.Fatalf("restored %d runs", len(rs))
 	}
+	// That gateway was killed: the next one serves the run again, from
+	// what the first left.
+	e2, rs := restart("boot-3")
+	if len(rs) != 1 || rs[0].PrevBoot != "boot-1" {
+		t.Fatalf("after a gateway that was killed, restored %d runs", len(rs))
+	}
 	e2.Stop()
-	e3, rs := restart("boot-3")
-	if len(rs) != 1 || rs[0].PrevBoot != "boot-2" {
+	e3, rs := restart("boot-4")
+	if len(rs) != 1 || rs[0].PrevBoot != "boot-3" {
 		for _, r := range rs {
 			t.Errorf("restored as run %s of boot %s", r.ID, r.PrevBoot)
 		}
@@ -136,7 +142,7 @@ func TestRestoredRunIsRestoredOnceAndNotAfterItEnds(t *testing.T) {
 		t.Fatalf("a run whose process executed again lives on: %+v", runs)
 	}
 	e3.Stop()
-	if _, rs := restart("boot-4"); len(rs) != 0 {
+	if _, rs := restart("boot-5"); len(rs) != 0 {
 		t.Fatalf("a run that ended (process_changed) was restored again after a later restart, as run %s of boot %s", rs[0].ID, rs[0].PrevBoot)
 	}
 }
