@@ -3,7 +3,6 @@ package sshagent
 import (
 	"net"
 	"os"
-	"os/exec"
 	"runtime"
 	"testing"
 	"time"
@@ -122,16 +121,7 @@ func TestBareConnectionRefusesAnotherWriter(t *testing.T) {
 	c := ts.rawConn(t)
 	listRaw(t, c)
 	waitFor(t, "the connection to go bare", func() bool { return ts.srv.bare.n.Load() == 1 })
-	f, err := c.(*net.UnixConn).File()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	child := exec.Command("sh", "-c", `printf '\000\000\000\001\013' >&3`)
-	child.ExtraFiles = []*os.File{f}
-	if out, err := child.CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
+	listFromAnotherProcess(t, c)
 	c.SetReadDeadline(time.Now().Add(time.Minute))
 	if n, err := c.Read(make([]byte, 64)); err == nil {
 		t.Fatalf("answered (%d bytes) a request another process wrote", n)
