@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/crypto/ssh"
-
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/procid"
@@ -37,7 +35,7 @@ func (g *Gateway) opCheck(_ context.Context, _ *procid.Peer, a api.CheckArgs) (a
 	}
 	ids, _ := g.keys.Identities()
 	for _, id := range ids {
-		fp := ssh.FingerprintSHA256(id.Key)
+		fp := id.Fingerprint() // of the key a certificate certifies, as a request is decided
 		if a.Key != "" && (fp == a.Key || id.Comment == a.Key) {
 			confirm, _ := g.keys.Constraints(id)
 			c.Key = approvals.Key{Fingerprint: fp, Comment: id.Comment, Type: id.Key.Type(), Confirm: confirm}
