@@ -103,6 +103,13 @@ func (e *Engine) StartRun(id string, pid int, caller *procid.Peer, level confine
 		return refuse(fmt.Errorf("pid %d is not a child of the caller (pid %d)", pid, caller.PID))
 	}
 	e.mu.Lock()
+	// The run may have ended meanwhile (its preparer exited): it is not
+	// registered after its end, and holds nothing of the process.
+	if why := run.Ended(); why != "" {
+		e.mu.Unlock()
+		pin.Close()
+		return nil, runEnded(id, why)
+	}
 	run.Process, run.pin, run.Started = pin.Process, pin, e.now()
 	run.Confinement, run.NS = level, ns
 	run.Argv = e.procs.Argv(pid)

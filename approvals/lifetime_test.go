@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/confine"
 )
 
 // A process that exits while a person's session answer for it is being
@@ -171,5 +172,30 @@ func TestInitIsNeverARun(t *testing.T) {
 	}
 	if c.Mode != audit.ModePerCall {
 		t.Fatalf("the card for init's request offered a %s approval", c.Mode)
+	}
+}
+
+// A run that ends while its start is under way ("postern run" killed as
+// it reports the process it launched, which is still in its exec) is not
+// registered after its end: the start fails, and nothing of the launched
+// process is held for it.
+func TestRunEndingDuringItsStartIsNotRegistered(t *testing.T) {
+	w := newWorld(t)
+	run := w.e.PrepareRun("coder", w.f.Peer(5).Process, func(id string) string { return "/sock." + id })
+	finish := w.f.Executing(10)
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.e.StartRun(run.ID, 10, w.f.Peer(5), confine.Level{})
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // StartRun waits for the exec to end
+	w.e.EndRun(run.ID, audit.ReasonProcessExited)
+	finish()
+	err := <-done
+	if err == nil {
+		t.Fatal("a run that had ended was registered as started")
+	}
+	if run.pin != nil {
+		t.Fatalf("the ended run holds the launched process (%v)", err)
 	}
 }
