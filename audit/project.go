@@ -308,10 +308,10 @@ func (tl *Timeline) Add(e *Event) (l Line, ok bool) {
 	b.Grow(160)
 	b.WriteString(e.Time.UTC().Format(time.DateTime))
 	b.WriteByte(' ')
-	b.WriteString(string(e.Type))
+	b.WriteString(quoteValue(string(e.Type)))
 	for _, f := range l.Fields {
 		b.WriteByte(' ')
-		b.WriteString(f.Key)
+		b.WriteString(quoteValue(f.Key))
 		b.WriteByte('=')
 		b.WriteString(quoteValue(f.Value))
 	}
@@ -414,7 +414,9 @@ func lineFields(e *Event, proc *Process) []Field {
 	return fs
 }
 
-// quoteValue quotes values that would not read as one word: empty, or
+// quoteValue quotes values, and event types and detail keys (plain words
+// from the writer, but an entry after the last checkpoint may be
+// anyone's), that would not read as one word: empty, or
 // holding a space, a tab, a quote, an equals sign, a backslash or a
 // character that does not print. A value holding a character that shows
 // nothing though it counts as printable (safetext.Invisible) is quoted

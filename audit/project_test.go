@@ -291,3 +291,26 @@ func TestSessionBookAgreesWithScan(t *testing.T) {
 		}
 	}
 }
+
+// An entry added after the last checkpoint is anyone's (the recipient is
+// public): its event type and its detail keys are quoted, as values are,
+// when they would not read as one word, so that none can move the cursor
+// or pass for more fields or another line.
+func TestActivityQuotesTypesAndDetailKeys(t *testing.T) {
+	evs := []Event{
+		{Type: "sign\x1b[1A\x1b[2K", Time: at("10:00:00"), Run: "R1"},
+		{Type: EventSign, Time: at("10:00:01"), Run: "R1", Detail: map[string]string{"x\r2026-07-22 10:00:01 sign run": "R2"}},
+		{Type: "session ended run=R1", Time: at("10:00:02")},
+	}
+	lines := Activity(evs, time.Time{})
+	want := []string{
+		`2026-07-22 10:00:00 "sign\x1b[1A\x1b[2K" run=R1`,
+		`2026-07-22 10:00:01 sign run=R1 "x\r2026-07-22 10:00:01 sign run"=R2`,
+		`2026-07-22 10:00:02 "session ended run=R1"`,
+	}
+	for i, w := range want {
+		if lines[i].Text != w {
+			t.Errorf("line %d: %q, want %q", i, lines[i].Text, w)
+		}
+	}
+}

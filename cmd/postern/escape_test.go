@@ -59,6 +59,25 @@ func TestSessionHistoryShowsRunEscaped(t *testing.T) {
 	}
 }
 
+// An entry after the audit log's last checkpoint may be anyone's (its
+// recipient is public): sessions --history escapes the run, grant, key
+// and end reason it names as it escapes a label.
+func TestSessionHistoryShowsForgedFieldsEscaped(t *testing.T) {
+	for _, s := range []api.AuditSession{
+		{Run: hostile, Grant: "G1", Key: "SHA256:k"},
+		{Run: "R1", Grant: hostile, Key: "SHA256:k"},
+		{Run: "R1", Grant: "G1", Key: hostile},
+		{Run: "R1", Grant: "G1", Key: "SHA256:k", Ended: time.Now(), EndReason: hostile},
+	} {
+		s.Approved = time.Now()
+		line := sessionLine(s)
+		noRaw(t, "sessions --history", line)
+		if strings.Count(line, "\n") != 1 {
+			t.Fatalf("sessions --history line:\n%s", line)
+		}
+	}
+}
+
 // postern sessions quotes a run's name and label, and a destination's
 // names, where they hold a space, a parenthesis, a comma or an arrow: a
 // run named "agent (pid 1) /usr/bin/agent  via postern run, 9 grants,

@@ -289,13 +289,14 @@ func sessionsHistory(out io.Writer, pfile string, offline, asJSON bool) error {
 
 // sessionLine renders one session of sessions --history. The executable
 // and the label come from the run, the approver from a description of a
-// process: each is escaped (safetext).
+// process, and an entry after the log's last checkpoint may be anyone's:
+// each field is escaped (safetext).
 func sessionLine(s api.AuditSession) string {
 	end := "open"
 	if !s.Ended.IsZero() {
-		end = "ended " + s.Ended.Local().Format("2006-01-02 15:04:05") + " (" + string(s.EndReason) + ")"
+		end = "ended " + s.Ended.Local().Format("2006-01-02 15:04:05") + " (" + shownName(string(s.EndReason)) + ")"
 	}
-	who := s.Run
+	who := shownName(s.Run)
 	if s.Process != nil {
 		who += fmt.Sprintf(" %s pid %d", shown(filepath.Base(s.Process.Exe)), s.Process.PID)
 	}
@@ -303,5 +304,5 @@ func sessionLine(s api.AuditSession) string {
 		who += " label " + safetext.Quote(s.Label, safetext.Name)
 	}
 	return fmt.Sprintf("%s  %s  key %s  approved %s by %s, %d signatures, %s\n",
-		s.Grant, who, s.Key, s.Approved.Local().Format("2006-01-02 15:04:05"), safetext.Field(s.Approver, safetext.Line), s.Signs, end)
+		shownName(s.Grant), who, shownName(s.Key), s.Approved.Local().Format("2006-01-02 15:04:05"), safetext.Field(s.Approver, safetext.Line), s.Signs, end)
 }
