@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -186,7 +187,7 @@ func printReport(out io.Writer, path, pinFrom string, anchors []checkedAnchor, r
 	}
 	fmt.Fprintf(out, "%s: %s\n", path, status)
 	if r.Failure != nil {
-		fmt.Fprintf(out, "  first bad record: seq %d at byte %d: %s (%s)\n", r.Failure.Seq, r.Failure.Offset, r.Failure.Message, r.Failure.Kind)
+		fmt.Fprintf(out, "  first bad record: seq %d at %s: %s (%s)\n", r.Failure.Seq, inFile(path, r.Failure.Offset, r.Failure.File), r.Failure.Message, r.Failure.Kind)
 	}
 	fmt.Fprintf(out, "  records %d (entries %d, checkpoints %d), %d bytes, log id %s\n", r.Records, r.Entries, r.Checkpoints, r.Bytes, r.LogID)
 	switch {
@@ -219,4 +220,14 @@ func printReport(out io.Writer, path, pinFrom string, anchors []checkedAnchor, r
 	for _, c := range r.CannotProve {
 		fmt.Fprintf(out, "  cannot prove: %s\n", c)
 	}
+}
+
+// inFile says where in the log at path the first bad record is: "byte N"
+// in the log's own file, "byte N of FILE" in a later segment.
+func inFile(path string, off int64, file string) string {
+	s := fmt.Sprintf("byte %d", off)
+	if file != "" && file != filepath.Base(path) {
+		s += " of " + file
+	}
+	return s
 }

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/postern/postern/audit"
 )
 
 func TestParseSince(t *testing.T) {
@@ -38,5 +42,45 @@ func TestParseSince(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "negative duration") {
 			t.Errorf("%q: %v, want a negative duration refused", in, err)
 		}
+	}
+}
+
+// In a log of several segments, verify names the file that holds the
+// first bad record, and the offset is in that file.
+func TestVerifyNamesTheSegmentOfTheFirstBadRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	s, err := audit.NewSetup(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := audit.Open(s.Config(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 30; i++ {
+		e := audit.Event{Type: audit.EventSign, Run: "R1", Detail: map[string]string{"x": strings.Repeat("a", 50<<10)}}
+		if err := l.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := path + ".000001"
+	f, err := os.OpenFile(seg, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{0xff}, 100); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var out, errw strings.Builder
+	err = auditVerify([]string{path}, &out, &errw)
+	if e, ok := err.(*exitError); !ok || e.code != exitAudit {
+		t.Fatalf("verify of a damaged log: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "first bad record: seq ") || !strings.Contains(out.String(), " of audit.log.000001: ") {
+		t.Fatalf("verify does not name the segment of the first bad record:\n%s", out.String())
 	}
 }
