@@ -35,10 +35,10 @@ const (
 	summaryDomain = "postern-audit/v2/summary\x00"
 	// chainMax is the most entries the writer seals with one chain; a new
 	// chain also starts with the first entry after every checkpoint, so a
-	// reader can begin decrypting at any checkpoint.
+	// reader can begin decrypting at any checkpoint. A reader refuses an
+	// entry at a later position: it bounds how far a reader ratchets for
+	// one entry of a crafted log (anyone can seal to the recipient).
 	chainMax = 1024
-	// readerChainMax bounds how far a reader ratchets for one entry.
-	readerChainMax = 1 << 16
 	// entryV2Overhead is the ephemeral public key, the position in the
 	// chain and the AEAD tag.
 	entryV2Overhead = 32 + 4 + chacha20poly1305.Overhead
@@ -252,8 +252,8 @@ func (r *chainReader) use(epk [32]byte) error {
 
 // keyFor returns the key of entry n of the chain that starts at epk.
 func (r *chainReader) keyFor(epk [32]byte, n uint32) ([32]byte, error) {
-	if n >= readerChainMax {
-		return [32]byte{}, fmt.Errorf("%w: position %d in its key chain is beyond %d", errEntryFormat, n, readerChainMax)
+	if n >= chainMax {
+		return [32]byte{}, fmt.Errorf("%w: position %d in its key chain is beyond %d", errEntryFormat, n, chainMax-1)
 	}
 	if err := r.use(epk); err != nil {
 		return [32]byte{}, err

@@ -70,8 +70,9 @@
 // its entry, so it stays write-blind. Chains are started ahead of time off
 // the signing path, and a new chain starts with the first entry after
 // every checkpoint (and every 1,024 entries), so that a reader can decrypt
-// from any checkpoint on. Verify checks only the ciphertext size (48 + k·256
-// or 52 + k·256, k ≥ 1).
+// from any checkpoint on; a reader refuses an entry at a later position
+// (k ≥ 1024), which would only make it hash for nothing. Verify checks
+// only the ciphertext size (48 + k·256 or 52 + k·256, k ≥ 1).
 //
 // A checkpoint (type 3) has a payload of at least 116 bytes:
 //
