@@ -288,6 +288,7 @@ func (w *writer) flush() error {
 		return fmt.Errorf("audit log %s: writing %d bytes at offset %d of %s failed: %w; the log refuses appends until it is reopened", w.path, len(w.buf), s.off, s.path, err)
 	}
 	s.off += int64(n)
+	s.last = w.head
 	if cap(w.buf) > 4*batchLimit {
 		w.buf = nil
 	} else {
@@ -330,7 +331,8 @@ func (w *writer) cut() error {
 }
 
 // checkFile refuses to write when someone else wrote to, truncated,
-// extended, replaced or removed the current segment since the last write.
+// extended, replaced or removed the current segment since the last write,
+// or changed the last record in it.
 func (w *writer) checkFile() error {
 	s := w.seg
 	size, err := sizeQuiet(s.f)
@@ -347,11 +349,19 @@ func (w *writer) checkFile() error {
 	if dev != s.dev || ino != s.ino {
 		return fmt.Errorf("audit log %s was replaced by another file while open; nothing more was written; verify both and keep the original", s.path)
 	}
-	var next [frameHeaderSize]byte
-	if _, err := s.f.ReadAt(next[:], s.off); err != nil && err != io.EOF {
+	// The link of the last record, and the zeros after it, in one read.
+	var b [linkSize + frameHeaderSize]byte
+	read, at := b[:], s.off-linkSize
+	if s.off == 0 {
+		read, at = b[linkSize:], 0
+	}
+	if _, err := s.f.ReadAt(read, at); err != nil && err != io.EOF {
 		return fmt.Errorf("audit log %s: read: %w", s.path, err)
 	}
-	if next != ([frameHeaderSize]byte{}) {
+	if s.off > 0 && [linkSize]byte(b[:linkSize]) != s.last {
+		return fmt.Errorf("audit log %s: the last record this writer wrote, ending at offset %d, was changed: another process wrote to it; nothing more was written; verify the log and move it aside", s.path, s.off)
+	}
+	if [frameHeaderSize]byte(b[linkSize:]) != ([frameHeaderSize]byte{}) {
 		return fmt.Errorf("audit log %s has bytes after the records this writer wrote, at offset %d: another process wrote to it; nothing more was written; verify the log and move it aside", s.path, s.off)
 	}
 	return nil

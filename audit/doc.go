@@ -157,9 +157,14 @@
 // to another goroutine. Before each write the writer checks, with a stat
 // that asks for no file times (one that did would make every write dirty
 // the inode), that the segment still has the size it was made with, is
-// still the file at its path (not a link to it), and holds zeros where the
-// next record goes; if another process wrote, truncated, replaced or
-// removed it, nothing more is written. Any write, sync
+// still the file at its path (not a link to it), still ends in the link of
+// the last record it wrote there, and holds zeros where the next record
+// goes; if another process wrote, truncated, replaced or removed it, or
+// zeroed or changed that record, nothing more is written. It does not
+// read back the records before that one: a block of them zeroed within a
+// write's length of the end reads to Verify as a torn write, and what
+// follows, the writer's later records too, as what a crash left (an
+// anchor past it tells). Any write, sync
 // or key-file failure makes the Log refuse every later Append and Checkpoint
 // until it is reopened. All Append errors wrap ErrNotRecorded: the caller must
 // deny the action the event describes.
@@ -205,7 +210,8 @@
 //     elsewhere (Config.OnCheckpoint, Log.Head, VerifyOptions.Anchors);
 //   - that entries after the last checkpoint are original: no signature covers
 //     them, so anyone who can write the file can rewrite, drop or add them and
-//     recompute the chain (the running writer notices, offline Verify cannot);
+//     recompute the chain (the running writer notices a change at the end of
+//     what it wrote, offline Verify cannot);
 //   - that the log is the original one, unless pk0 is pinned: a wholly
 //     replaced log with keys of its own verifies;
 //   - that events are true: a checkpoint proves which key sealed the records,

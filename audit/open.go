@@ -228,9 +228,9 @@ func openWriter(l *Log, f *os.File, cfg Config, keys *keyState, first int64) (*w
 			if err != nil {
 				return fail(err)
 			}
-			w.seg = &segment{index: 0, path: path, f: f, size: fi.Size(), off: sc.end, prealloc: sc.hdr.version == version2}
+			w.seg = &segment{index: 0, path: path, f: f, size: fi.Size(), off: sc.end, last: sc.head, prealloc: sc.hdr.version == version2}
 			w.seg.dev, w.seg.ino, _ = fileID(fi)
-		} else if w.seg, err = openSegment(path, fd.last, sc.end, true); err != nil {
+		} else if w.seg, err = openSegment(path, fd.last, sc.end, sc.head, true); err != nil {
 			return fail(err)
 		}
 	}

@@ -141,8 +141,9 @@ type segment struct {
 	index    int
 	path     string
 	f        *os.File
-	size     int64 // the file's size
-	off      int64 // end of the records
+	size     int64    // the file's size
+	off      int64    // end of the records
+	last     [32]byte // the link of the record that ends at off, when off > 0
 	dev, ino uint64
 	prealloc bool // false for the first file of a version 1 log, never written again
 }
@@ -172,8 +173,9 @@ func createSegment(path string, index int, size int64) (*segment, error) {
 	return s, nil
 }
 
-// openSegment opens an existing segment for writing at off.
-func openSegment(path string, index int, off int64, prealloc bool) (*segment, error) {
+// openSegment opens an existing segment for writing at off, where the
+// record whose link is last ends.
+func openSegment(path string, index int, off int64, last [32]byte, prealloc bool) (*segment, error) {
 	name := segmentName(path, index)
 	f, err := os.OpenFile(name, os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -184,7 +186,7 @@ func openSegment(path string, index int, off int64, prealloc bool) (*segment, er
 		f.Close()
 		return nil, fmt.Errorf("open audit log segment: %w", err)
 	}
-	s := &segment{index: index, path: name, f: f, size: fi.Size(), off: off, prealloc: prealloc}
+	s := &segment{index: index, path: name, f: f, size: fi.Size(), off: off, last: last, prealloc: prealloc}
 	s.dev, s.ino, _ = fileID(fi)
 	return s, nil
 }

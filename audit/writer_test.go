@@ -314,6 +314,43 @@ func TestDetectsForeignChanges(t *testing.T) {
 	}
 }
 
+// A record rewritten in place while the writer runs, the last one it
+// wrote zeroed or altered, makes the writer refuse: written after it, the
+// next records would follow a hole that Verify reads as a torn write, and
+// drop, with every checkpoint after it, as a crash's.
+func TestDetectsTheLastRecordRewrittenInPlace(t *testing.T) {
+	for name, change := range map[string]func(b []byte) ([]byte, int64){
+		"zeroed": func(b []byte) ([]byte, int64) {
+			from := max(0, len(b)-1024)
+			return make([]byte, len(b)-from), int64(from)
+		},
+		"altered": func(b []byte) ([]byte, int64) {
+			return []byte{b[len(b)-1] ^ 1}, int64(len(b) - 1)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tl := newTestSetup(t)
+			l := tl.open(t)
+			defer l.Close()
+			for i := 0; i < 5; i++ {
+				mustAppend(t, l, ev(EventSign, "R1"))
+			}
+			data, off := change(tl.bytes(t))
+			f, err := os.OpenFile(tl.path, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt(data, off); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if err := l.Append(ev(EventSign, "R2")); !errors.Is(err, ErrNotRecorded) {
+				t.Fatalf("append after the last record was %s in place: %v", name, err)
+			}
+		})
+	}
+}
+
 func TestOpenRefusesDamage(t *testing.T) {
 	tl := newTestSetup(t)
 	l := tl.open(t)
