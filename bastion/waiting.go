@@ -58,8 +58,8 @@ func (ss *session) context() context.Context {
 }
 
 // running tracks the commands this bastion started and that may still be
-// running, by what makes two commands identical: the host key, user,
-// kind and command (not the port: the key says which host). The journal says whether each still is. It
+// running, by what makes two commands identical: the host key, login
+// user, kind and command (not the port: the key says which host). The journal says whether each still is. It
 // also holds the commands being decided, which are not in the journal
 // yet: identical commands sent at the same moment are decided side by
 // side, and each must see the others.
@@ -70,7 +70,7 @@ type running struct {
 }
 
 func runningKey(t journal.Target, kind, commandSHA256 string) string {
-	return t.HostKey + "\x00" + t.User + "\x00" + kind + "\x00" + commandSHA256
+	return t.HostKey + "\x00" + journal.LoginUser(t.User) + "\x00" + kind + "\x00" + commandSHA256
 }
 
 // add counts e, journaled and about to be sent, as running.

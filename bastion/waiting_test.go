@@ -199,25 +199,8 @@ func TestApprovedCommandOfAGoneClientIsNotSent(t *testing.T) {
 // says so, and the request needs a person.
 func TestIdenticalRunningCommandIsAsked(t *testing.T) {
 	w := newWorld(t)
-	release := make(chan struct{})
-	w.host.set(func(h *testHost) {
-		h.handle = func(s *hostSession) {
-			<-release
-			s.exit(0)
-		}
-	})
 	c := w.dial()
-	first, _ := c.NewSession()
-	first.Start("deploy --all")
-	for len(w.host.seen()) == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
-	w.decider.setDeny(func(r *approvals.Request) audit.Reason {
-		if r.Running != "" {
-			return audit.ReasonDenied
-		}
-		return ""
-	})
+	release := holdRunning(w, c, "deploy --all")
 	second, _ := c.NewSession()
 	if err := second.Run("deploy --all"); err == nil {
 		t.Fatal("an identical command ran while the first still ran")
@@ -253,6 +236,45 @@ func TestIdenticalRunningCommandIsAsked(t *testing.T) {
 // own, are decided side by side: none is RUNNING yet when the others ask.
 // The guard still sees them: one may run as its grant says, each other
 // one is asked about as identical to a command under way.
+// holdRunning starts command on c, on a host that holds every command
+// until release is closed, and waits until the host runs it; from then
+// on the decider refuses a request that names an identical command
+// running.
+func holdRunning(w *world, c *ssh.Client, command string) (release chan struct{}) {
+	release = make(chan struct{})
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			<-release
+			s.exit(0)
+		}
+	})
+	first, _ := c.NewSession()
+	first.Start(command)
+	for len(w.host.seen()) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	w.decider.setDeny(func(r *approvals.Request) audit.Reason {
+		if r.Running != "" {
+			return audit.ReasonDenied
+		}
+		return ""
+	})
+	return release
+}
+
+// sshd logs user:style in as user: the command sent as alice:style while
+// the same one sent as alice still runs is the same command on the same
+// account, and is asked about.
+func TestIdenticalRunningCommandUnderALoginStyleIsAsked(t *testing.T) {
+	w := newWorld(t)
+	defer close(holdRunning(w, w.dial(), "deploy --all"))
+	w.user = "alice:style"
+	second, _ := w.dial().NewSession()
+	if err := second.Run("deploy --all"); err == nil || len(w.host.seen()) != 1 {
+		t.Fatalf("the command sent as alice:style ran while the one sent as alice still ran (%d commands reached the host)", len(w.host.seen()))
+	}
+}
+
 func TestIdenticalCommandsAtOnceAreAsked(t *testing.T) {
 	for _, held := range []bool{true, false} {
 		t.Run(fmt.Sprintf("decisions held %v", held), func(t *testing.T) {

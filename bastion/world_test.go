@@ -31,6 +31,7 @@ import (
 // the test's own, so that a test can decide and see what was recorded.
 type world struct {
 	t       *testing.T
+	user    string // the user clients give; alice when empty
 	name    string // the host's name, as clients give it; 127.0.0.1 when empty
 	port    int    // the port clients give; the host's own when 0
 	host    *testHost
@@ -125,7 +126,7 @@ func newWorldWith(t *testing.T, bastion func(*Config), host func(*ssh.ServerConf
 
 // target is the host as a client names it.
 func (w *world) target() Target {
-	return Target{User: "alice", Host: cmp.Or(w.name, "127.0.0.1"), Port: cmp.Or(w.port, w.host.port())}
+	return Target{User: cmp.Or(w.user, "alice"), Host: cmp.Or(w.name, "127.0.0.1"), Port: cmp.Or(w.port, w.host.port())}
 }
 
 // dial connects to the bastion for the host, as "postern connect" and ssh

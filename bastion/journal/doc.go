@@ -99,7 +99,7 @@
 //
 // Buckets:
 //
-//	meta             "format" → "postern-journal 1", "guard" → "host-key without port"
+//	meta             "format" → "postern-journal 1", "guard" → "host-key without port, login user"
 //	meta/instances   instance id → {"opened": time, "pid": n}, one per Open
 //	entries          id → record: the entry's latest state
 //	open             id → instance id, for entries with no End and no Unknown
@@ -107,11 +107,12 @@
 //
 // Ids are 26 characters, time-sortable (see NewID), so entries iterate in
 // start order. The guard key is the hex SHA-256 of the length-prefixed
-// host key fingerprint, user, kind and command hash: a prefix scan
-// finds the unresolved entries for one command on one host, the last
-// being the most recent. (Journals written before the guard went by host
-// key alone, without "guard" in meta or with "host-key", which also went
-// by port, have their index rebuilt at Open.) A record is one version byte (1) followed by the
+// host key fingerprint, login user (LoginUser), kind and command hash: a
+// prefix scan finds the unresolved entries for one command on one host,
+// the last being the most recent. (Journals written before the guard went
+// by host key alone, without "guard" in meta or with "host-key", which
+// also went by port, or with "host-key without port", which went by the
+// user as given, have their index rebuilt at Open.) A record is one version byte (1) followed by the
 // entry as JSON; DecodeEntry refuses other versions, unknown fields,
 // trailing bytes, records over MaxRecord, and entries that break the
 // invariants (such as a command that does not match its hash). Command

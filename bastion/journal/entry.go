@@ -81,6 +81,14 @@ type Target struct {
 	HostKey string `json:"host_key,omitempty"` // "SHA256:…" fingerprint the bastion verified
 }
 
+// LoginUser returns the account sshd logs user in as: user up to its
+// first colon. OpenSSH's sshd takes what follows a colon as a login style
+// (a BSD authentication method) and logs "deploy:skey" in as "deploy".
+func LoginUser(user string) string {
+	u, _, _ := strings.Cut(user, ":")
+	return u
+}
+
 // String returns user@host:port (with brackets around an IPv6 host).
 func (t Target) String() string {
 	return t.User + "@" + net.JoinHostPort(t.Host, strconv.Itoa(t.Port))

@@ -32,10 +32,11 @@ var (
 	keyChecked       = []byte("checked") // inside meta; see markChecked
 )
 
-// guardV2 marks an unresolved index keyed by host key, without the port
-// (see guardKey). Indexes marked otherwise ("host-key" went by port too)
-// are rebuilt at Open.
-const guardV2 = "host-key without port"
+// guardV3 marks an unresolved index keyed by host key, without the port,
+// and by login user (see guardKey). Indexes marked otherwise ("host-key"
+// went by port too, "host-key without port" by the user as given) are
+// rebuilt at Open.
+const guardV3 = "host-key without port, login user"
 
 const formatV1 = "postern-journal 1"
 
@@ -350,9 +351,9 @@ func put(tx *bolt.Tx, e *Entry, rec []byte) error {
 // destination: hex SHA-256 over the verified host key (the host's name,
 // lower-cased, and the port, only for an entry that has none, which never
 // blocks: an entry is dispatched, and can end unknown, only over a
-// connection whose host key was verified), the user, the kind and the
-// command hash. The host key, not the name or the port, says which host
-// a command ran on: a host reached once as 127.0.0.1 and again as
+// connection whose host key was verified), the login user, the kind and
+// the command hash. The host key, not the name or the port, says which
+// host a command ran on: a host reached once as 127.0.0.1 and again as
 // localhost, or through a port forwarded to it, is one host.
 func guardKey(t Target, kind, commandSHA256 string) []byte {
 	host := "name:" + strings.ToLower(t.Host) + ":" + strconv.Itoa(t.Port)
@@ -360,18 +361,18 @@ func guardKey(t Target, kind, commandSHA256 string) []byte {
 		host = "key:" + t.HostKey
 	}
 	h := sha256.New()
-	for _, s := range []string{host, t.User, kind, commandSHA256} {
+	for _, s := range []string{host, LoginUser(t.User), kind, commandSHA256} {
 		fmt.Fprintf(h, "%d:%s;", len(s), s)
 	}
 	return []byte(hex.EncodeToString(h.Sum(nil)))
 }
 
 // reindexGuards rebuilds the unresolved index when it was made by an
-// older postern, whose guard keys named the host rather than its key, or
-// held the port.
+// older postern, whose guard keys named the host rather than its key,
+// held the port, or the user as given.
 func reindexGuards(tx *bolt.Tx) error {
 	meta := tx.Bucket(bucketMeta)
-	if string(meta.Get(keyGuard)) == guardV2 {
+	if string(meta.Get(keyGuard)) == guardV3 {
 		return nil
 	}
 	if err := tx.DeleteBucket(bucketUnresolved); err != nil {
@@ -393,7 +394,7 @@ func reindexGuards(tx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	return meta.Put(keyGuard, []byte(guardV2))
+	return meta.Put(keyGuard, []byte(guardV3))
 }
 
 func phase(e *Entry) string {

@@ -272,35 +272,35 @@ func TestUnknownAndResolve(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// A journal whose unresolved index an older postern keyed by host name
-// is re-keyed by host key when it is opened: the unknown entry still
-// guards, under any name of its host.
-func TestRetryGuardIndexFromOlderJournal(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "journal.db")
+// olderJournal returns a journal file holding e, lost (its outcome
+// unknown), as an older postern left it: guard in meta ("" for none) and
+// an unresolved index keyed by the parts keyOf gives of e.
+func olderJournal(t *testing.T, e *Entry, guard string, keyOf func(u *Entry) []string) (path string, u *Entry) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "journal.db")
 	j, err := Open(path, "old")
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := mustStart(t, j, newEntry("make deploy"))
-	j.Dispatched(u.ID)
-	if _, err := j.MarkUnknown(u.ID, Unknown{Reason: ReasonUpstreamLost}); err != nil {
-		t.Fatal(err)
-	}
+	u = lose(t, j, e)
 	j.Close()
-	// What the older postern left: no "guard" mark, and the index keyed
-	// by the lower-cased host name.
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		if err := tx.Bucket(bucketMeta).Delete(keyGuard); err != nil {
+		meta := tx.Bucket(bucketMeta)
+		err := meta.Delete(keyGuard)
+		if guard != "" {
+			err = meta.Put(keyGuard, []byte(guard))
+		}
+		if err != nil {
 			return err
 		}
 		tx.DeleteBucket(bucketUnresolved)
 		b, _ := tx.CreateBucket(bucketUnresolved)
 		h := sha256.New()
-		for _, s := range []string{"prod-db-1", "deploy", "22", KindExec, u.CommandSHA256} {
+		for _, s := range keyOf(u) {
 			fmt.Fprintf(h, "%d:%s;", len(s), s)
 		}
 		return b.Put(append([]byte(fmt.Sprintf("%x", h.Sum(nil))), u.ID...), []byte{})
@@ -309,7 +309,18 @@ func TestRetryGuardIndexFromOlderJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j = openTest(t, path, "new")
+	return path, u
+}
+
+// A journal whose unresolved index an older postern keyed by host name
+// is re-keyed by host key when it is opened: the unknown entry still
+// guards, under any name of its host.
+func TestRetryGuardIndexFromOlderJournal(t *testing.T) {
+	// No "guard" mark, and the index keyed by the lower-cased host name.
+	path, u := olderJournal(t, newEntry("make deploy"), "", func(u *Entry) []string {
+		return []string{"prod-db-1", "deploy", "22", KindExec, u.CommandSHA256}
+	})
+	j := openTest(t, path, "new")
 	again := newEntry("make deploy")
 	again.Target.Host = "localhost"
 	var ue *UnresolvedError
@@ -327,34 +338,10 @@ func TestRetryGuardIndexFromOlderJournal(t *testing.T) {
 // the identical command on the same host key through another port is
 // refused.
 func TestRetryGuardIndexKeyedByPort(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "journal.db")
-	j, err := Open(path, "old")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := lose(t, j, newEntry("make deploy"))
-	j.Close()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		if err := tx.Bucket(bucketMeta).Put(keyGuard, []byte("host-key")); err != nil {
-			return err
-		}
-		tx.DeleteBucket(bucketUnresolved)
-		b, _ := tx.CreateBucket(bucketUnresolved)
-		h := sha256.New()
-		for _, s := range []string{"key:" + u.Target.HostKey, "deploy", "22", KindExec, u.CommandSHA256} {
-			fmt.Fprintf(h, "%d:%s;", len(s), s)
-		}
-		return b.Put(append([]byte(fmt.Sprintf("%x", h.Sum(nil))), u.ID...), []byte{})
+	path, u := olderJournal(t, newEntry("make deploy"), "host-key", func(u *Entry) []string {
+		return []string{"key:" + u.Target.HostKey, "deploy", "22", KindExec, u.CommandSHA256}
 	})
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	j = openTest(t, path, "new")
+	j := openTest(t, path, "new")
 	for _, port := range []int{22, 2222} {
 		again := newEntry("make deploy")
 		again.Target.Host, again.Target.Port = "127.0.0.1", port
@@ -363,6 +350,30 @@ func TestRetryGuardIndexKeyedByPort(t *testing.T) {
 			t.Fatalf("Start through port %d: %v", port, err)
 		}
 	}
+}
+
+// sshd logs user:style in as user (the style picks a BSD
+// authentication method): the same account, so the same command, whether
+// the unknown one went to it with a style or without. An index made
+// before the guard went by the login user is rebuilt at Open.
+func TestRetryGuardKnowsTheLoginUser(t *testing.T) {
+	styled := newEntry("make deploy")
+	styled.Target.User = "deploy:skey"
+	path, u := olderJournal(t, styled, "host-key without port", func(u *Entry) []string {
+		return []string{"key:" + u.Target.HostKey, "deploy:skey", KindExec, u.CommandSHA256}
+	})
+	j := openTest(t, path, "new")
+	for _, user := range []string{"deploy", "deploy:skey", "deploy:"} {
+		again := newEntry("make deploy")
+		again.Target.User = user
+		var ue *UnresolvedError
+		if err := j.Start(again); !errors.As(err, &ue) || ue.Entry.ID != u.ID {
+			t.Fatalf("Start as %s after an unknown one as deploy:skey: %v", user, err)
+		}
+	}
+	other := newEntry("make deploy")
+	other.Target.User = "deployer"
+	mustStart(t, j, other)
 }
 
 func TestRetryGuard(t *testing.T) {

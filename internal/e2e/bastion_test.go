@@ -452,6 +452,9 @@ func TestBastionKilledMidCommandIsUnknownAndNotRetried(t *testing.T) {
 	// Nor does the same host under another name: the guard goes by the
 	// host key the bastion verified.
 	b.denyRetry(e.ID, b.sshArgsTo("localhost", b.sshd.Port, command))
+	// Nor the same account with a login style: sshd logs user:style in
+	// as user.
+	b.denyRetry(e.ID, []string{"-F", b.sshConfig, "-p", fmt.Sprint(b.sshd.Port), b.sshd.User + ":style@127.0.0.1", command})
 	if n := strings.Count(string(mustRead(t, counter)), "run"); n != 1 {
 		t.Fatalf("the command ran %d times", n)
 	}
