@@ -69,6 +69,8 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	}
 	reason, sentence := audit.ReasonPerCall, "This use needs approval every time: approve this one use of key "+r.Key.Display()+target+"."
 	switch {
+	case r.RetryOf != "" && r.Running != "":
+		reason, sentence = audit.ReasonRetryUnknown, "The same command was sent before and its outcome is unknown: "+r.RetryOf+". The same command is also under way now: "+r.Running+". Approve only if you checked that running it again, alongside that one, is safe."
 	case r.RetryOf != "":
 		reason, sentence = audit.ReasonRetryUnknown, "The same command was sent before and its outcome is unknown: "+r.RetryOf+". Approve only if you checked that running it again is safe."
 	case r.Running != "":

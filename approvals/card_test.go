@@ -280,3 +280,20 @@ func deepChain() []ProcessView {
 	}
 	return chain
 }
+
+// A retry of a command whose outcome is unknown, sent while an identical
+// one still runs, is asked about with both: the card says the earlier
+// attempt's outcome is unknown, and that the command is under way now.
+func TestCardOfARetryAlsoShowsTheIdenticalCommandRunning(t *testing.T) {
+	w := newWorld(t)
+	r := w.req(13)
+	r.RetryOf = "journal entry J1 (STATUS_UNKNOWN inspect_activity_journal, started 2026-12-04 10:00:00)"
+	r.Running = "journal entry J2 (RUNNING, started 2026-12-04 10:00:01)"
+	ch := w.decide(r)
+	c := w.card()
+	if c.Reason != audit.ReasonRetryUnknown || c.Mode != audit.ModePerCall || !strings.Contains(c.Changed, "J1") || !strings.Contains(c.Changed, "J2") || !strings.Contains(c.Changed, "under way now") {
+		t.Fatalf("the card of a retry while the command still runs: %s %s %q", c.Reason, c.Mode, c.Changed)
+	}
+	w.answer(c.ID, VerdictDeny, 30)
+	got(t, ch)
+}

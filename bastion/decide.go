@@ -108,9 +108,6 @@ func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, acti
 		retry = fmt.Sprintf("journal entry %s (%s, started %s)", prev.ID, prev.Status(), prev.Started.Local().Format("2006-01-02 15:04:05"))
 	}
 	concurrent := ss.runningIdentical(e, hostKey)
-	if retry != "" {
-		concurrent = ""
-	}
 	req := &approvals.Request{
 		Requester: info.requester,
 		Channel:   approvals.Channel{Kind: approvals.ChannelBastion},

@@ -275,6 +275,36 @@ func TestIdenticalRunningCommandUnderALoginStyleIsAsked(t *testing.T) {
 	}
 }
 
+// A retry of a command whose outcome is unknown, while an identical one
+// still runs, is asked about with both on the card: whoever approves
+// running it again learns that it would also run alongside the one still
+// running.
+func TestRetryWhileAnIdenticalCommandRunsShowsBoth(t *testing.T) {
+	w := newWorld(t)
+	defer close(holdRunning(w, w.dial(), "deploy --all"))
+	running := w.entries()[0]
+	// An identical command sent at the same time, approved to run
+	// alongside, lost its connection.
+	lost := &journal.Entry{Target: running.Target, Kind: journal.KindExec, Command: []byte("deploy --all")}
+	if err := w.journal.Start(lost); err != nil {
+		t.Fatal(err)
+	}
+	w.journal.Dispatched(lost.ID)
+	if _, err := w.journal.MarkUnknown(lost.ID, journal.Unknown{Reason: journal.ReasonUpstreamLost}); err != nil {
+		t.Fatal(err)
+	}
+	w.denyRetries()
+	retry, _ := w.dial().NewSession()
+	if err := retry.Run("deploy --all"); err == nil {
+		t.Fatal("the retry ran")
+	}
+	asked := w.decider.requests()
+	last := asked[len(asked)-1]
+	if !strings.Contains(last.RetryOf, lost.ID) || !strings.Contains(last.Running, running.ID) {
+		t.Fatalf("the retry, while %s still runs, was asked about as retry of %q, running %q", running.ID, last.RetryOf, last.Running)
+	}
+}
+
 func TestIdenticalCommandsAtOnceAreAsked(t *testing.T) {
 	for _, held := range []bool{true, false} {
 		t.Run(fmt.Sprintf("decisions held %v", held), func(t *testing.T) {
