@@ -818,18 +818,26 @@ func (w *world) forward() int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// lose runs command until the host's connections are cut, and returns
+// its journal entry, whose outcome is then unknown.
+func (w *world) lose(command string) *journal.Entry {
+	w.t.Helper()
+	sess := w.startRunning(command, io.Discard)
+	w.host.cut()
+	sess.Wait()
+	e := w.ended(command)
+	if e.Status() != journal.StatusUnknown {
+		w.t.Fatalf("%q after its connection was cut: %s", command, e.Status())
+	}
+	return e
+}
+
 // The host's key says which host a command ran on, whatever port reached
 // it: the identical command through another port to the same host is a
 // retry of the command whose outcome is unknown.
 func TestRelayRetryGuardOverAnotherPort(t *testing.T) {
 	w := newWorld(t)
-	sess := w.startRunning("deploy", io.Discard)
-	w.host.cut()
-	sess.Wait()
-	e := w.only()
-	if e.Status() != journal.StatusUnknown {
-		t.Fatalf("journal %s", e.Status())
-	}
+	e := w.lose("deploy")
 	port := w.forward()
 	line := "[127.0.0.1]:" + strconv.Itoa(port) + " " + string(ssh.MarshalAuthorizedKey(w.host.key.PublicKey()))
 	f, err := os.OpenFile(w.srv.cfg.KnownHosts[0], os.O_APPEND|os.O_WRONLY, 0)
@@ -880,5 +888,29 @@ func TestRelayKindIsNotTheCommands(t *testing.T) {
 	}
 	if r := reqs[1]; r.Relay != approvals.RelayShell || r.Terminal || len(r.Command) != 0 {
 		t.Errorf("a shell with no terminal was asked about as %s %q, terminal %v", r.Relay, r.Command, r.Terminal)
+	}
+}
+
+// An approved retry that the host rejected ran nothing: the command whose
+// outcome is unknown guards again, and the next identical one is asked
+// about as a retry of it, not sent on the approval the rejected one used.
+func TestRelayRetryTheHostRejectedLeavesTheGuard(t *testing.T) {
+	w := newWorld(t)
+	e := w.lose("deploy")
+	w.host.set(func(h *testHost) { h.reject = true })
+	if _, _, err := w.run("deploy", nil); err == nil {
+		t.Fatal("the host rejected the approved retry, and the client was not told")
+	}
+	if asked := w.decider.requests(); !strings.Contains(asked[len(asked)-1].RetryOf, e.ID) {
+		t.Fatalf("the first retry was not asked about as one: %+v", asked[len(asked)-1])
+	}
+	w.denyRetries()
+	w.host.set(func(h *testHost) {
+		h.reject = false
+		h.handle = func(s *hostSession) { s.exit(0) }
+	})
+	_, errText, err := w.run("deploy", nil)
+	if exitStatus(t, err) != ExitDenied || !strings.Contains(errText, "identical command (journal entry "+e.ID+") has an unknown outcome") {
+		t.Fatalf("an identical command after the approved retry was rejected: %v, stderr %q, %d commands reached the host", err, errText, len(w.host.seen()))
 	}
 }

@@ -25,9 +25,11 @@ import (
 // Once a person approves retrying it, Start again with RetryOf set to the
 // ID the error named: that entry, and any older unresolved ones for the
 // same command, get RetriedBy set to the new entry, so the approval is
-// used once. RetryOf must name the most recent such entry, or an
-// identical RETRY_SAFE one; an entry that has since completed is refused,
-// as the approval was given without knowing that it ran.
+// used once. A retry that runs nothing (rejected, failed to start, or
+// resolved not_started) leaves them guarding again, as before it.
+// RetryOf must name the most recent such entry, or an identical
+// RETRY_SAFE one; an entry that has since completed is refused, as the
+// approval was given without knowing that it ran.
 func (j *Journal) Start(e *Entry) error {
 	if err := j.prepareStart(e); err != nil {
 		return err
@@ -54,8 +56,10 @@ func (j *Journal) Start(e *Entry) error {
 		if !bytes.Equal(guardKey(prev.Target, prev.Kind, prev.CommandSHA256), guardKey(n.Target, n.Kind, n.CommandSHA256)) {
 			return nil, fmt.Errorf("cannot start a retry of %s: that entry is %s %q on %s, not the same command and target", prev.ID, prev.Kind, prev.CommandText(), prev.Target)
 		}
-		if prev.RetriedBy != "" {
-			return nil, transitionf("cannot start a retry of %s: it was already retried as %s; an approval covers one retry", prev.ID, prev.RetriedBy)
+		if r, err := retriedBy(tx, prev); err != nil {
+			return nil, err
+		} else if r != nil {
+			return nil, transitionf("cannot start a retry of %s: it was already retried as %s; an approval covers one retry", prev.ID, r.ID)
 		}
 		switch prev.Status() {
 		case StatusUnknown:

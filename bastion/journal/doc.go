@@ -51,12 +51,16 @@
 //
 // Start refuses, with an *UnresolvedError, a command identical (same
 // verified host key, user, kind and command bytes) to one that is
-// STATUS_UNKNOWN and not already retried. The host's name and port play
+// STATUS_UNKNOWN and not already retried (by a retry that ran, runs, or
+// may have run). The host's name and port play
 // no part: the same host reached as 127.0.0.1 and as localhost, or
 // through a port forwarded to it, is one host. Unresolved answers the same question up front,
 // so the approval card can show the earlier attempt. When a person
 // approves, Start again with RetryOf set to that entry: the earlier entry
-// records RetriedBy, and the approval cannot be used twice. This also
+// records RetriedBy, and the approval cannot be used twice. A retry that
+// ran nothing (rejected, failed to start, resolved not_started) used the
+// approval without running the command: the earlier entry guards again,
+// and a person's approval can start another retry. This also
 // stops retry-on-255 loops (Ansible's, for one) from running a command
 // twice: the bastion reports unknown outcomes as ssh's 255.
 //
@@ -103,7 +107,7 @@
 //	meta/instances   instance id → {"opened": time, "pid": n}, one per Open
 //	entries          id → record: the entry's latest state
 //	open             id → instance id, for entries with no End and no Unknown
-//	unresolved       guard key ‖ id → "", for entries that block an identical command
+//	unresolved       guard key ‖ id → "", for entries whose outcome is unknown (retried or not)
 //
 // Ids are 26 characters, time-sortable (see NewID), so entries iterate in
 // start order. The guard key is the hex SHA-256 of the length-prefixed

@@ -33,9 +33,10 @@ var (
 )
 
 // guardV3 marks an unresolved index keyed by host key, without the port,
-// and by login user (see guardKey). Indexes marked otherwise ("host-key"
-// went by port too, "host-key without port" by the user as given) are
-// rebuilt at Open.
+// and by login user (see guardKey), that holds every entry whose outcome
+// is unknown, retried or not. Indexes marked otherwise ("host-key" went
+// by port too, "host-key without port" by the user as given and without
+// the retried entries) are rebuilt at Open.
 const guardV3 = "host-key without port, login user"
 
 const formatV1 = "postern-journal 1"
@@ -339,9 +340,11 @@ func put(tx *bolt.Tx, e *Entry, rec []byte) error {
 	} else if err := open.Delete(id); err != nil {
 		return err
 	}
+	// Every entry whose outcome is unknown, retried or not: a retry that
+	// ran nothing leaves it guarding (see retriedBy).
 	ix := tx.Bucket(bucketUnresolved)
 	k := append(guardKey(e.Target, e.Kind, e.CommandSHA256), id...)
-	if e.blocksRetry() {
+	if e.Status() == StatusUnknown {
 		return ix.Put(k, []byte{})
 	}
 	return ix.Delete(k)
@@ -386,7 +389,7 @@ func reindexGuards(tx *bolt.Tx) error {
 		if err != nil {
 			return damaged(tx.DB().Path(), fmt.Errorf("entry %q: %v", k, err))
 		}
-		if !e.blocksRetry() {
+		if e.Status() != StatusUnknown {
 			return nil
 		}
 		return tx.Bucket(bucketUnresolved).Put(append(guardKey(e.Target, e.Kind, e.CommandSHA256), k...), []byte{})

@@ -485,6 +485,54 @@ func TestRetryGuard(t *testing.T) {
 	mustStart(t, j, newEntry("make seed"))
 }
 
+// An approval covers one retry: a retry that reached no program on the
+// host (the host rejected it, it failed to start, or it was found not to
+// have started) ran nothing, and the unknown command it retried guards
+// again. The next identical command is refused until a person approves
+// another retry, which may then start.
+func TestRetryThatRanNothingLeavesTheGuard(t *testing.T) {
+	j := openTest(t, filepath.Join(t.TempDir(), "journal.db"), "inst")
+	for _, ranNothing := range map[string]func(r *Entry) error{
+		"rejected": func(r *Entry) error {
+			_, err := j.End(r.ID, End{Outcome: OutcomeRejected})
+			return err
+		},
+		"failed to start": func(r *Entry) error {
+			_, err := j.End(r.ID, End{Outcome: OutcomeFailedToStart, ErrorMsg: "the audit log cannot record the command"})
+			return err
+		},
+		"found not started": func(r *Entry) error {
+			if _, err := j.MarkUnknown(r.ID, Unknown{Reason: ReasonDispatchUnconfirmed}); err != nil {
+				return err
+			}
+			_, err := j.Resolve(r.ID, Resolution{By: ByUser, Result: ResultNotStarted})
+			return err
+		},
+	} {
+		cmd := "make deploy-" + NewID()
+		u := lose(t, j, newEntry(cmd))
+		r := newEntry(cmd)
+		r.RetryOf = u.ID
+		mustStart(t, j, r)
+		if err := ranNothing(r); err != nil {
+			t.Fatal(err)
+		}
+		var ue *UnresolvedError
+		if err := j.Start(newEntry(cmd)); !errors.As(err, &ue) || ue.Entry.ID != u.ID {
+			t.Fatalf("an identical command after the approved retry %s ran nothing: %v", r.ID, err)
+		}
+		again := newEntry(cmd)
+		again.RetryOf = u.ID
+		mustStart(t, j, again)
+		if g, _ := j.Get(u.ID); g.RetriedBy != again.ID || g.Status() != StatusUnknown {
+			t.Fatalf("%s after a second approved retry: retried_by %q, status %s", u.ID, g.RetriedBy, g.Status())
+		}
+		if err := j.Start(newEntry(cmd)); err != nil {
+			t.Fatalf("an identical command while the approved retry runs: %v", err)
+		}
+	}
+}
+
 // A crash after Start leaves an entry with no outcome; the next instance
 // records it unknown, and an identical command is refused.
 func TestRestartAfterCrash(t *testing.T) {

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -160,9 +161,32 @@ func unresolved(tx *bolt.Tx, t Target, kind, commandSHA256 string) ([]*Entry, er
 		if err != nil {
 			return nil, err
 		}
-		list = append(list, e)
+		if retried, err := retriedBy(tx, e); err != nil {
+			return nil, err
+		} else if retried == nil {
+			list = append(list, e)
+		}
 	}
 	return list, nil
+}
+
+// retriedBy returns the retry a person approved of e, an entry whose
+// outcome is unknown, while it stands for e: it reached the host, or may
+// have (it runs, ran, or its outcome is unknown). A retry that ran
+// nothing (rejected, failed to start, found not started) used its
+// approval without running the command, and e guards again: nil.
+func retriedBy(tx *bolt.Tx, e *Entry) (*Entry, error) {
+	if e.RetriedBy == "" {
+		return nil, nil
+	}
+	r, err := load(tx, e.RetriedBy)
+	if errors.Is(err, ErrNotFound) {
+		return nil, damaged(tx.DB().Path(), fmt.Errorf("entry %s names its retry %s, which is missing", e.ID, e.RetriedBy))
+	}
+	if err != nil || r.Status() == StatusRetrySafe {
+		return nil, err
+	}
+	return r, nil
 }
 
 // shown is the entry as this handle presents it. A read-only handle means

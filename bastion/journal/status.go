@@ -46,12 +46,6 @@ func (e *Entry) Status() string {
 	return StatusRunning
 }
 
-// blocksRetry reports whether the entry stops an identical command from
-// starting: its outcome is unknown and no person has approved a retry.
-func (e *Entry) blocksRetry() bool {
-	return e.Status() == StatusUnknown && e.RetriedBy == ""
-}
-
 // ParseStatus accepts a status in full or by its first word, in any case
 // ("completed", "RETRY_SAFE", "status_unknown", "unknown"), and returns
 // the full form.
