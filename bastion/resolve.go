@@ -62,7 +62,7 @@ func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer)
 	if ee, ok := errors.AsType[*gossh.ExitError](runErr); ok && ee.ExitStatus() == 0 {
 		runErr = nil
 	}
-	res, err := marker.ParseProbe(e.ID, out.Bytes())
+	res, err := marker.ParseProbe(e.ID, out.Bytes(), !e.Dispatched.IsZero())
 	if err != nil {
 		// The probe was sent and gave no answer: that is evidence of
 		// nothing, never of a command that did not start.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,9 +32,48 @@ func TestResolveIgnoresTheSessionsEnvironment(t *testing.T) {
 func resolveByProbe(t *testing.T, env map[string]string) {
 	w := newWorldWith(t, func(c *Config) { c.Markers = []string{"127.0.0.*"} }, nil)
 	home := t.TempDir()
+	e := cutMarked(t, w, home, env)
+	r, requester := probeHere(t, w, e.ID)
+	last := r.Resolutions[len(r.Resolutions)-1]
+	if r.Status() != journal.StatusCompleted || last.By != journal.ByProbe || last.Result != journal.ResultRan ||
+		last.ExitStatus == nil || *last.ExitStatus != 3 {
+		t.Fatalf("resolved %s: %+v", r.Status(), last)
+	}
+	wantEvents(t, w.audit, "command_started", "command_unknown", "command_resolved")
+	reqs := w.decider.requests()
+	if probe := reqs[len(reqs)-1]; !strings.Contains(string(probe.Command), "postern-probe") || probe.Requester != requester {
+		t.Fatalf("the probe was approved as %q for %v", probe.Command, probe.Requester)
+	}
+	if _, err := w.srv.Resolve(context.Background(), e.ID, requester); err == nil || !strings.Contains(err.Error(), "nothing to resolve") {
+		t.Fatalf("second Resolve: %v", err)
+	}
+}
+
+// probeHere resolves entry id by its probe, asked for by this process,
+// which it returns too.
+func probeHere(t *testing.T, w *world, id string) (*journal.Entry, *procid.Peer) {
+	t.Helper()
+	requester, err := procid.Host.Pin(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { requester.Close() })
+	r, err := w.srv.Resolve(context.Background(), id, requester)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, requester
+}
+
+// cutMarked runs "echo started; read line; exit 3" on w's host, with
+// markers, in /bin/sh with HOME home; env is offered to the session first
+// and must be refused. Once it runs, the host's connections are cut; the
+// command reads EOF and exits 3, its end recorded on the host, and its
+// entry, unknown, is returned, with the host set to run the probe next.
+func cutMarked(t *testing.T, w *world, home string, env map[string]string) *journal.Entry {
+	t.Helper()
 	done := make(chan struct{})
 	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.shell(home, done) } })
-
 	sess, err := w.dial().NewSession()
 	if err != nil {
 		t.Fatal(err)
@@ -62,34 +102,43 @@ func resolveByProbe(t *testing.T, env map[string]string) {
 		t.Fatalf("Wait: %v", err)
 	}
 	stdin.Close()
-	<-done // the command read EOF and exited 3, its end recorded on the host
+	<-done
 	e := w.only()
 	if e.Status() != journal.StatusUnknown || !e.Marker {
 		t.Fatalf("journal %s, marker %v", e.Status(), e.Marker)
 	}
-
-	requester, err := procid.Host.Pin(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer requester.Close()
 	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.shell(home, make(chan struct{})) } })
-	r, err := w.srv.Resolve(context.Background(), e.ID, requester)
-	if err != nil {
+	return e
+}
+
+// The host accepted the command, and the wrapper makes its marker
+// directory before anything else: a directory missing when the probe
+// looks was removed (anything that runs in the host account can, a
+// command sent through this bastion included), or the wrapper was killed
+// at once. The probe still fences the run, but says it cannot tell: an
+// identical retry needs a person, as before the probe. (The probe said
+// the command never started, and an identical one was sent again.)
+func TestResolveMarkersGoneAfterTheHostAcceptedTheCommand(t *testing.T) {
+	w := newWorldWith(t, func(c *Config) { c.Markers = []string{"127.0.0.*"} }, nil)
+	home := t.TempDir()
+	e := cutMarked(t, w, home, nil)
+	if e.Dispatched.IsZero() {
+		t.Fatal("the host's acceptance of the command was not journaled")
+	}
+	if err := os.RemoveAll(filepath.Join(home, ".local/state/postern/runs", e.ID)); err != nil {
 		t.Fatal(err)
 	}
+	r, _ := probeHere(t, w, e.ID)
 	last := r.Resolutions[len(r.Resolutions)-1]
-	if r.Status() != journal.StatusCompleted || last.By != journal.ByProbe || last.Result != journal.ResultRan ||
-		last.ExitStatus == nil || *last.ExitStatus != 3 {
+	if r.Status() != journal.StatusUnknown || last.Result != journal.ResultInconclusive || !strings.Contains(last.Evidence, "accepted") {
 		t.Fatalf("resolved %s: %+v", r.Status(), last)
 	}
-	wantEvents(t, w.audit, "command_started", "command_unknown", "command_resolved")
-	reqs := w.decider.requests()
-	if probe := reqs[len(reqs)-1]; !strings.Contains(string(probe.Command), "postern-probe") || probe.Requester != requester {
-		t.Fatalf("the probe was approved as %q for %v", probe.Command, probe.Requester)
+	if _, err := os.Stat(filepath.Join(home, ".local/state/postern/runs", e.ID, "fenced")); err != nil {
+		t.Fatalf("the probe did not fence the run: %v", err)
 	}
-	if _, err := w.srv.Resolve(context.Background(), e.ID, requester); err == nil || !strings.Contains(err.Error(), "nothing to resolve") {
-		t.Fatalf("second Resolve: %v", err)
+	w.denyRetries()
+	if _, _, err := w.run("echo started; read line; exit 3", nil); exitStatus(t, err) != ExitDenied {
+		t.Fatalf("an identical command after the probe: %v", err)
 	}
 }
 
@@ -125,16 +174,8 @@ func TestResolveUnansweredProbeIsInconclusive(t *testing.T) {
 			if e.Status() != journal.StatusUnknown {
 				t.Fatalf("journal %s", e.Status())
 			}
-			requester, err := procid.Host.Pin(os.Getpid())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer requester.Close()
 			w.host.set(func(h *testHost) { h.handle = answer })
-			r, err := w.srv.Resolve(context.Background(), e.ID, requester)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r, _ := probeHere(t, w, e.ID)
 			last := r.Resolutions[len(r.Resolutions)-1]
 			if r.Status() != journal.StatusUnknown || last.Result != journal.ResultInconclusive || last.By != journal.ByProbe || last.Evidence == "" {
 				t.Fatalf("resolved %s: %+v", r.Status(), last)

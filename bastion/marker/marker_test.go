@@ -81,7 +81,7 @@ func (h *host) probe(id string) journal.Resolution {
 	if err != nil {
 		h.t.Fatalf("probe: %v", err)
 	}
-	r, err := ParseProbe(id, out)
+	r, err := ParseProbe(id, out, false)
 	if err != nil {
 		h.t.Fatalf("ParseProbe: %v\n%s", err, out)
 	}
@@ -388,26 +388,33 @@ func TestParseProbe(t *testing.T) {
 		return []byte("Welcome to prod-db-1\npostern-probe 1 " + id + "\r\n" + strings.Join(lines, "\n") + "\npostern-probe end\ntrailing noise\n")
 	}
 	cases := []struct {
-		out    []byte
-		result string
-		status int
-		why    string
+		out      []byte
+		result   string
+		status   int
+		why      string
+		accepted bool // the host had accepted the command
 	}{
-		{report("state=fenced_now"), journal.ResultNotStarted, 0, "never started"},
-		{report("state=present", "start.started=1", "exit.status=0", "exit.signal=", "lock=free"), journal.ResultRan, 0, "status 0"},
-		{report("state=present", "start.started=1", "exit.status=300", "lock=free"), journal.ResultInconclusive, 0, "bad status"},
-		{report("state=present", "start.started=1", "aborted.signal=HUP", "lock=free"), journal.ResultNotStarted, 0, "SIGHUP"},
-		{report("state=present", "fenced.at=1", "lock=free"), journal.ResultNotStarted, 0, "fenced"},
-		{report("state=present", "lock=held"), journal.ResultStillRunning, 0, "starting"},
-		{report("state=present", "start.started=1", "start.pid=4", "lock=held"), journal.ResultStillRunning, 0, "still running"},
-		{report("state=present", "start.started=1", "start.lock=pid", "start.boot_id=a", "boot_id_now=b", "lock=held"), journal.ResultInconclusive, 0, "rebooted"},
-		{report("state=present", "start.started=1", "start.boot_id=a", "boot_id_now=b", "lock=free"), journal.ResultInconclusive, 0, "rebooted"},
-		{report("state=present", "start.started=1", "lock=unknown"), journal.ResultInconclusive, 0, "cannot tell"},
-		{report("state=present", "lock=free"), journal.ResultInconclusive, 0, "no start record"},
-		{report("state=unavailable"), journal.ResultInconclusive, 0, "could not"},
+		{report("state=fenced_now"), journal.ResultNotStarted, 0, "never started", false},
+		// The wrapper makes its directory first: missing for a command
+		// the host accepted, it was removed.
+		{report("state=fenced_now"), journal.ResultInconclusive, 0, "removed", true},
+		{report("state=present", "fenced.at=1", "lock=free"), journal.ResultInconclusive, 0, "removed", true},
+		{report("state=present", "start.started=1", "aborted.signal=HUP", "lock=free"), journal.ResultNotStarted, 0, "SIGHUP", true},
+		{report("state=present", "start.started=1", "exit.status=0", "exit.signal=", "lock=free"), journal.ResultRan, 0, "status 0", true},
+		{report("state=present", "start.started=1", "exit.status=0", "exit.signal=", "lock=free"), journal.ResultRan, 0, "status 0", false},
+		{report("state=present", "start.started=1", "exit.status=300", "lock=free"), journal.ResultInconclusive, 0, "bad status", false},
+		{report("state=present", "start.started=1", "aborted.signal=HUP", "lock=free"), journal.ResultNotStarted, 0, "SIGHUP", false},
+		{report("state=present", "fenced.at=1", "lock=free"), journal.ResultNotStarted, 0, "fenced", false},
+		{report("state=present", "lock=held"), journal.ResultStillRunning, 0, "starting", false},
+		{report("state=present", "start.started=1", "start.pid=4", "lock=held"), journal.ResultStillRunning, 0, "still running", false},
+		{report("state=present", "start.started=1", "start.lock=pid", "start.boot_id=a", "boot_id_now=b", "lock=held"), journal.ResultInconclusive, 0, "rebooted", false},
+		{report("state=present", "start.started=1", "start.boot_id=a", "boot_id_now=b", "lock=free"), journal.ResultInconclusive, 0, "rebooted", false},
+		{report("state=present", "start.started=1", "lock=unknown"), journal.ResultInconclusive, 0, "cannot tell", false},
+		{report("state=present", "lock=free"), journal.ResultInconclusive, 0, "no start record", false},
+		{report("state=unavailable"), journal.ResultInconclusive, 0, "could not", false},
 	}
 	for i, c := range cases {
-		r, err := ParseProbe(id, c.out)
+		r, err := ParseProbe(id, c.out, c.accepted)
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
@@ -427,7 +434,7 @@ func TestParseProbe(t *testing.T) {
 		[]byte("postern-probe 1 " + id + "\nstate=present\n"),                                       // cut short
 		[]byte("postern-probe 1 01M8N7K5YBNAXYX35XDKKVHY1R\nstate=fenced_now\npostern-probe end\n"), // another id
 	} {
-		if r, err := ParseProbe(id, bad); err == nil {
+		if r, err := ParseProbe(id, bad, false); err == nil {
 			t.Errorf("ParseProbe(%q) = %+v", bad, r)
 		}
 	}
@@ -521,7 +528,7 @@ func TestMarkersNeedHome(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := ParseProbe(id, out)
+		r, err := ParseProbe(id, out, false)
 		if err != nil || r.Result != journal.ResultInconclusive {
 			t.Errorf("HOME=%q: probe %s, %v\n%s", home, r.Result, err, out)
 		}

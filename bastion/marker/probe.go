@@ -74,20 +74,28 @@ const maxProbeOutput = 64 << 10
 
 // ParseProbe reads the stdout of the Probe command for run id and says
 // what it shows, as a journal.Resolution by journal.ByProbe (At is left
-// for journal.Resolve to fill in):
+// for journal.Resolve to fill in); accepted says whether the host had
+// accepted the command request (the entry was dispatched):
 //
 //	exit recorded                               ran, with its status
-//	aborted, or fenced (now or earlier)         not_started
+//	aborted                                     not_started
+//	fenced (now or earlier), not accepted       not_started
+//	fenced (now or earlier), accepted           inconclusive: removed
 //	lock held                                   still_running
 //	start, no exit, the host rebooted since     inconclusive
 //	start, lock free, no exit                   inconclusive: killed
 //	anything else                               inconclusive
 //
+// The wrapper makes the marker directory before anything else, so a
+// host that accepted the command and has no directory for it lost it
+// (anything that runs as the user can remove it), or the wrapper was
+// killed at once: that tells nothing of whether the command started.
+//
 // Evidence holds a one-line summary and the report itself (Resolve cuts
 // it at journal.MaxEvidence). Lines outside
 // the report (a login script's greeting) are ignored. An error means the
 // output holds no report for id: the probe did not run as expected.
-func ParseProbe(id string, output []byte) (journal.Resolution, error) {
+func ParseProbe(id string, output []byte, accepted bool) (journal.Resolution, error) {
 	if len(output) > maxProbeOutput {
 		output = output[:maxProbeOutput]
 	}
@@ -126,7 +134,11 @@ func ParseProbe(id string, output []byte) (journal.Resolution, error) {
 	var why string
 	bootNow, bootStart := f["boot_id_now"], f["start.boot_id"]
 	rebooted := bootNow != "" && bootStart != "" && bootNow != bootStart
+	// Said of a directory missing for a command the host accepted.
+	const removed = ", though the host had accepted the command and the wrapper makes the directory before anything else: it was removed (anything that runs as the user can remove it), or the wrapper was killed at once, and whether the command started cannot be told"
 	switch {
+	case f["state"] == "fenced_now" && accepted:
+		why = "no marker directory" + removed + "; the probe created the directory, so this run can no longer start"
 	case f["state"] == "fenced_now":
 		r.Result = journal.ResultNotStarted
 		why = "no marker directory: the command never started here; the probe created the directory, so this run can no longer start"
@@ -146,6 +158,8 @@ func ParseProbe(id string, output []byte) (journal.Resolution, error) {
 	case f["aborted.signal"] != "":
 		r.Result = journal.ResultNotStarted
 		why = "the wrapper received SIG" + f["aborted.signal"] + " before starting the command, and did not run it"
+	case f["fenced.at"] != "" && f["start.started"] == "" && accepted:
+		why = "an earlier probe found no marker directory" + removed + "; it fenced this run, which can no longer start"
 	case f["fenced.at"] != "" && f["start.started"] == "":
 		r.Result = journal.ResultNotStarted
 		why = "an earlier probe found no marker directory and fenced this run: the command never started"
