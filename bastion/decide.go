@@ -92,7 +92,9 @@ func (ss *session) upstreamFor(e *journal.Entry) (*upstream, *approvals.Decision
 // decide asks the approval decision about a command, for the requester
 // behind the client connection, verified again now. It asks the retry
 // guard first: when an identical command on this host key has an unknown
-// outcome, e.RetryOf names it and the card shows it.
+// outcome, e.RetryOf names it and the card shows it, with what is known
+// of it (how it was lost and how far it had gone, or what was last found
+// out about it).
 func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, action approvals.Action) approvals.Decision {
 	info := ss.info
 	if err := info.requester.Verify(); err != nil {
@@ -105,7 +107,7 @@ func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, acti
 		return approvals.Decision{Reason: audit.ReasonJournalFailed}
 	} else if prev != nil {
 		e.RetryOf = prev.ID
-		retry = fmt.Sprintf("journal entry %s (%s, started %s)", prev.ID, prev.Status(), prev.Started.Local().Format("2006-01-02 15:04:05"))
+		retry = fmt.Sprintf("journal entry %s (%s: %s, started %s)", prev.ID, prev.Status(), prev.Describe(), prev.Started.Local().Format("2006-01-02 15:04:05"))
 	}
 	concurrent := ss.runningIdentical(e, hostKey)
 	req := &approvals.Request{

@@ -914,3 +914,31 @@ func TestRelayRetryTheHostRejectedLeavesTheGuard(t *testing.T) {
 		t.Fatalf("an identical command after the approved retry was rejected: %v, stderr %q, %d commands reached the host", err, errText, len(w.host.seen()))
 	}
 }
+
+// The card of a retry says what the journal knows of the earlier
+// attempt, not only that its outcome is unknown: how it was lost and how
+// far it had gone, or what was last found out about it, such as a person
+// finding it still running on the host.
+func TestRelayRetryCardSaysWhatIsKnownOfTheEarlierAttempt(t *testing.T) {
+	w := newWorld(t)
+	e := w.lose("deploy")
+	w.denyRetries()
+	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
+	retryOf := func() string {
+		w.run("deploy", nil)
+		asked := w.decider.requests()
+		return asked[len(asked)-1].RetryOf
+	}
+	if got := retryOf(); !strings.Contains(got, e.ID) || !strings.Contains(got, "upstream_lost, dispatched") {
+		t.Fatalf("the retry card after the connection was lost: %q", got)
+	}
+	if _, err := w.srv.ResolveByHand(e.ID, journal.Resolution{Result: journal.ResultStillRunning, Evidence: "ps shows it"}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if got := retryOf(); !strings.Contains(got, e.ID) || !strings.Contains(got, "still_running") {
+		t.Fatalf("the retry card once the command was found still running: %q", got)
+	}
+	if n := len(w.host.seen()); n != 1 {
+		t.Fatalf("%d commands reached the host", n)
+	}
+}
