@@ -107,7 +107,7 @@ $left
 		esac
 		if [ -f "$left" ]; then
 			# "publickey TYPE KEY" a line for each key that logged in
-			key=$(awk '{ print $3; exit }' "$left")
+			key=$(awk '{ print $3; exit }' "$left" 2>/dev/null) # another's, unreadable: not judged
 			if [ -n "$key" ] && grep -qxF -- "$key" "$work/suite-keys"; then
 				rm -f "$left" 2>/dev/null
 			fi
