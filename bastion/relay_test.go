@@ -942,3 +942,16 @@ func TestRelayRetryCardSaysWhatIsKnownOfTheEarlierAttempt(t *testing.T) {
 		t.Fatalf("%d commands reached the host", n)
 	}
 }
+
+// A command or subsystem name with a NUL byte is refused before it is
+// journaled or sent: OpenSSH's sshd reads it as a C string and ends the
+// whole connection on one that holds a NUL, which would cut every
+// command running on that connection (they would end unknown).
+func TestRelayRefusesACommandWithANULByte(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
+	_, errOut, err := w.run("true\x00; deploy", nil)
+	if err == nil || len(w.host.seen()) != 0 || len(w.entries()) != 0 || !strings.Contains(errOut, "NUL") {
+		t.Fatalf("a command with a NUL byte: %v, stderr %q, %d sent to the host, %d journaled", err, errOut, len(w.host.seen()), len(w.entries()))
+	}
+}

@@ -1,6 +1,7 @@
 package bastion
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +52,13 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 	// is told: it may send the same command again at once).
 	defer s.running.done(e)
 	log := s.cfg.Log.With("target", info.target.String())
+	// OpenSSH's sshd reads a command as a C string, and ends the whole
+	// connection on one that holds a NUL: every command running on it
+	// would be cut.
+	if bytes.IndexByte(e.Command, 0) >= 0 {
+		ss.refuse(req, "refused: the "+kind+" request holds a NUL byte, on which the host's sshd would end the connection and every command on it. The command was not sent", ExitDenied)
+		return
+	}
 	// An approval covers what its card showed, and a card shows a command
 	// whole or not at all.
 	if !safetext.Whole(string(e.Command), safetext.Command) {
