@@ -56,17 +56,20 @@ func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer)
 		return nil, err
 	}
 	defer sess.Close()
-	var out bytes.Buffer
-	sess.Stdout = &out
+	out := &probeOutput{cut: func() { sess.Close() }}
+	sess.Stdout = out
 	runErr := sess.Run(probe)
 	if ee, ok := errors.AsType[*gossh.ExitError](runErr); ok && ee.ExitStatus() == 0 {
 		runErr = nil
 	}
-	res, err := marker.ParseProbe(e.ID, out.Bytes(), !e.Dispatched.IsZero())
+	res, err := marker.ParseProbe(e.ID, out.buf.Bytes(), !e.Dispatched.IsZero())
+	if out.over {
+		err = fmt.Errorf("its output went on past %d bytes, where it was cut", probeOutputMax)
+	}
 	if err != nil {
 		// The probe was sent and gave no answer: that is evidence of
 		// nothing, never of a command that did not start.
-		res = journal.Resolution{Result: journal.ResultInconclusive, Evidence: unanswered(t.Host, err, runErr, out.Bytes())}
+		res = journal.Resolution{Result: journal.ResultInconclusive, Evidence: unanswered(t.Host, err, runErr, out.buf.Bytes())}
 	}
 	res.By = journal.ByProbe
 	updated, err := s.cfg.Journal.Resolve(e.ID, res)
@@ -116,3 +119,30 @@ func (s *Server) recordResolution(e *journal.Entry, res journal.Resolution, appr
 
 // Journal returns the command journal.
 func (s *Server) Journal() *journal.Journal { return s.cfg.Journal }
+
+// probeOutputMax bounds what is kept of a probe's output: its report is a
+// few lines, and a host that sends more is not read on.
+const probeOutputMax = 64 << 10
+
+// probeOutput keeps the head of a probe's output, up to probeOutputMax;
+// past it, it calls cut (which ends the session) and takes no more.
+type probeOutput struct {
+	buf  bytes.Buffer
+	over bool
+	cut  func()
+}
+
+func (o *probeOutput) Write(p []byte) (int, error) {
+	if room := probeOutputMax - o.buf.Len(); len(p) > room {
+		o.buf.Write(p[:room])
+		if !o.over {
+			o.over = true
+			o.cut()
+		}
+		return room, errProbeOutputCut
+	}
+	return o.buf.Write(p)
+}
+
+// errProbeOutputCut ends the copy of a probe's output past probeOutputMax.
+var errProbeOutputCut = errors.New("the probe's output was cut")

@@ -49,6 +49,35 @@ func resolveByProbe(t *testing.T, env map[string]string) {
 	}
 }
 
+// probeWithin is probeHere's resolution, which must come within d.
+func probeWithin(t *testing.T, w *world, id string, d time.Duration) *journal.Entry {
+	t.Helper()
+	requester, err := procid.Host.Pin(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer requester.Close()
+	type resolution struct {
+		e   *journal.Entry
+		err error
+	}
+	done := make(chan resolution, 1)
+	go func() {
+		e, err := w.srv.Resolve(context.Background(), id, requester)
+		done <- resolution{e, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		return r.e
+	case <-time.After(d):
+		t.Fatalf("the probe's resolution has not returned after %v", d)
+		return nil
+	}
+}
+
 // probeHere resolves entry id by its probe, asked for by this process,
 // which it returns too.
 func probeHere(t *testing.T, w *world, id string) (*journal.Entry, *procid.Peer) {
@@ -151,6 +180,15 @@ func TestResolveUnansweredProbeIsInconclusive(t *testing.T) {
 		"silent":  func(s *hostSession) { s.exit(0) },
 		"garbage": func(s *hostSession) { io.WriteString(s.ch, "postern-probe 1\nstate=absent"); s.exit(0) },
 		"failed":  func(s *hostSession) { io.WriteString(s.ch, "sh: 1: flock: not found\n"); s.exit(127) },
+		// Output without end: the gateway keeps a bounded head of it.
+		"endless": func(s *hostSession) {
+			chunk := bytes.Repeat([]byte("postern-probe 1\n"), 2<<10)
+			for {
+				if _, err := s.ch.Write(chunk); err != nil {
+					return
+				}
+			}
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			w := newWorldWith(t, func(c *Config) { c.Markers = []string{"127.0.0.*"} }, nil)
@@ -175,9 +213,10 @@ func TestResolveUnansweredProbeIsInconclusive(t *testing.T) {
 				t.Fatalf("journal %s", e.Status())
 			}
 			w.host.set(func(h *testHost) { h.handle = answer })
-			r, _ := probeHere(t, w, e.ID)
+			r := probeWithin(t, w, e.ID, 30*time.Second)
 			last := r.Resolutions[len(r.Resolutions)-1]
-			if r.Status() != journal.StatusUnknown || last.Result != journal.ResultInconclusive || last.By != journal.ByProbe || last.Evidence == "" {
+			if r.Status() != journal.StatusUnknown || last.Result != journal.ResultInconclusive || last.By != journal.ByProbe || last.Evidence == "" ||
+				name == "endless" && !strings.Contains(last.Evidence, "where it was cut") {
 				t.Fatalf("resolved %s: %+v", r.Status(), last)
 			}
 		})
