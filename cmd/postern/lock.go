@@ -128,6 +128,9 @@ func cmdUnlock(args []string, out, errw io.Writer) error {
 
 // keychainKey loads this vault's data key from the OS keychain.
 func keychainKey() ([]byte, error) {
+	if err := holdSecrets(); err != nil {
+		return nil, err
+	}
 	path, err := vaultPath()
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/postern/postern/internal/askpass"
+	"github.com/postern/postern/internal/harden"
 	"github.com/postern/postern/internal/smallfile"
 )
 
@@ -42,11 +43,25 @@ func passphraseFrom(file, prompt string, ask func(string) ([]byte, error)) ([]by
 	return ask(prompt)
 }
 
+// holdSecrets makes this process non-dumpable and without core files, as
+// the gateway is, before it reads a secret (a passphrase, a private key,
+// a vault's data key): no other program of the user may then read its
+// memory or its /proc files, or trace it, while it holds the secret.
+func holdSecrets() error {
+	if err := harden.Apply(); err != nil {
+		return fmt.Errorf("cannot keep the secret from other programs (no longer dumpable): %w", err)
+	}
+	return nil
+}
+
 // errCannotAsk: no terminal and no askpass program to ask a person with.
 var errCannotAsk = errors.New("cannot read a passphrase: no terminal and no askpass program")
 
 // askPassphrase reads from the terminal, else through $SSH_ASKPASS.
 func askPassphrase(prompt string) ([]byte, error) {
+	if err := holdSecrets(); err != nil {
+		return nil, err
+	}
 	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil {
 		defer tty.Close()
 		fmt.Fprint(tty, prompt)
@@ -113,6 +128,9 @@ const maxPassphraseFile = 64 << 10
 // passphraseFromFile reads the first line of file, a regular file (a FIFO
 // or a device is refused, not waited on or read for ever).
 func passphraseFromFile(file string) ([]byte, error) {
+	if err := holdSecrets(); err != nil {
+		return nil, err
+	}
 	b, err := smallfile.Read(file, maxPassphraseFile)
 	if errors.Is(err, smallfile.ErrTooLarge) {
 		return nil, fmt.Errorf("passphrase file %s: larger than %d KiB; the passphrase is its first line", file, maxPassphraseFile>>10)

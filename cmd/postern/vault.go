@@ -218,6 +218,9 @@ func vaultAdd(args []string, out, errw io.Writer) error {
 // certificate beside a key (KEYFILE-cert.pub) goes with it, as ssh-add
 // does.
 func readKeyOrCert(c *api.VaultChange, file, comment string) error {
+	if err := holdSecrets(); err != nil {
+		return err
+	}
 	data, err := smallfile.Read(file, maxKeyFile)
 	if err != nil {
 		return err
