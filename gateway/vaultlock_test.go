@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -68,5 +69,71 @@ func TestLockStopsSigningWhileItWaitsForTheVault(t *testing.T) {
 	}
 	if st, _ := s.State(); st != api.VaultLocked {
 		t.Fatalf("state %v after the lock", st)
+	}
+}
+
+// A gateway locked while it had a vault is unlocked only by the vault's
+// passphrase. A program of the user that moves the vault file away must
+// not leave it locked with no password at all, which any ssh-add -X
+// would then lift, making usable again the keys added with ssh-add that
+// the person locked away: locked at start, locked by the person, or
+// locked as the file went and then locked by the person ("already
+// locked").
+func TestVaultMovedAwayWhileLockedUnlocksWithNothing(t *testing.T) {
+	pass := []byte("lock pass")
+	for _, c := range []struct {
+		name string
+		lock func(t *testing.T, s *vaultState, move func())
+	}{
+		{"locked at start", func(t *testing.T, s *vaultState, move func()) {
+			move()
+		}},
+		{"locked by the person", func(t *testing.T, s *vaultState, move func()) {
+			if err := s.Unlock(pass); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Lock(nil); err != nil {
+				t.Fatal(err)
+			}
+			move()
+		}},
+		{"locked as the file went", func(t *testing.T, s *vaultState, move func()) {
+			if err := s.Unlock(pass); err != nil {
+				t.Fatal(err)
+			}
+			move()
+			if err := s.Lock(nil); !errors.Is(err, errAlreadyLocked) {
+				t.Fatalf("the person's lock: %v, want already locked", err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, keys, path := newVaultStateWithKey(t, pass, "vaulted")
+			s.start()
+			move := func() {
+				if err := os.Rename(path, path+".aside"); err != nil {
+					t.Fatal(err)
+				}
+				s.fileChanged()
+			}
+			c.lock(t, s, move)
+			if st, _ := s.State(); st != api.VaultLocked {
+				t.Fatalf("state %v once the vault was moved away", st)
+			}
+			if err := s.Unlock([]byte("anything")); err == nil {
+				t.Fatal("an unlock with any password succeeded once the vault was moved away")
+			}
+			if st, _ := s.State(); st != api.VaultLocked || !keys.Locked() {
+				t.Fatalf("state %v, keyring locked %v after the refused unlock", st, keys.Locked())
+			}
+			// The vault put back: its passphrase unlocks it.
+			if err := os.Rename(path+".aside", path); err != nil {
+				t.Fatal(err)
+			}
+			s.fileChanged()
+			if err := s.Unlock(pass); err != nil {
+				t.Fatalf("unlock with the passphrase once the vault is back: %v", err)
+			}
+		})
 	}
 }

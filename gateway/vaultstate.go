@@ -48,10 +48,13 @@ type vaultState struct {
 	genID    [16]byte       // the vault gen belongs to
 	genKnown bool           // gen and genID were read from a vault
 	lockPass []byte         // SHA-256 of the ssh-add -x password, without a vault
-	failures int
-	stamp    fileStamp
-	changing bool // a Change is writing the file
-	onChange []func(old, new uint64, why audit.Reason)
+	// vaultLock: locked while a vault was there. Only its passphrase
+	// unlocks, also once the file is gone (moved away by anyone).
+	vaultLock bool
+	failures  int
+	stamp     fileStamp
+	changing  bool // a Change is writing the file
+	onChange  []func(old, new uint64, why audit.Reason)
 	// checkOpened, if set, may refuse an unlock after the vault opened.
 	checkOpened func(*vault.Vault) error
 	// beforeLock, if set, runs before Lock wipes the key (the anchor
@@ -83,6 +86,7 @@ func (s *vaultState) start() {
 	defer s.mu.Unlock()
 	s.stamp, s.present = stampOf(s.path)
 	s.locked = s.present
+	s.vaultLock = s.present
 	s.keys.SetLocked(s.locked)
 }
 
@@ -159,6 +163,7 @@ func (s *vaultState) lockLocked(passphrase []byte, why audit.Reason) {
 		s.dk = nil
 	}
 	s.lockPass = nil
+	s.vaultLock = s.present
 	if !s.present && len(passphrase) > 0 {
 		h := sha256.Sum256(passphrase)
 		s.lockPass = h[:]
@@ -184,6 +189,9 @@ func (s *vaultState) Unlock(passphrase []byte) error {
 	if !present {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if s.vaultLock {
+			return fmt.Errorf("%w while the gateway was locked: only the vault's passphrase unlocks it; put the vault back, or restart the gateway", errVaultGone)
+		}
 		h := sha256.Sum256(passphrase)
 		if s.lockPass != nil && subtle.ConstantTimeCompare(h[:], s.lockPass) != 1 {
 			return s.wrong()
@@ -304,6 +312,7 @@ func (s *vaultState) wrong() error {
 func (s *vaultState) unlockLocked(ids []*sshagent.Identity, dk *vault.DataKey) {
 	s.failures = 0
 	s.lockPass = nil
+	s.vaultLock = false
 	s.dk = dk
 	s.keys.SetLocked(false)
 	s.keys.ReplaceVault(ids)
@@ -419,6 +428,7 @@ func (s *vaultState) fileChangedLocked() {
 	case !present:
 		if !s.locked {
 			s.lockLocked(nil, audit.ReasonVaultFileRemoved)
+			s.vaultLock = true // the gateway was unlocked with the vault
 		} else {
 			s.bump(audit.ReasonVaultFileRemoved)
 		}
