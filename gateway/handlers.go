@@ -27,14 +27,14 @@ func (g *Gateway) opLock(context.Context, *procid.Peer, noArgs) (any, error) {
 	if state, _ := g.vault.State(); state == api.VaultLocked {
 		return api.LockResult{Already: true}, nil
 	}
-	return api.LockResult{}, g.vault.Lock(nil)
+	return api.LockResult{}, g.vault.LockCommand()
 }
 
 func (g *Gateway) opUnlock(_ context.Context, _ *procid.Peer, a api.UnlockArgs) (any, error) {
 	defer clear(a.Passphrase)
 	defer clear(a.DataKey)
 	if len(a.DataKey) == 0 {
-		return nil, g.vault.Unlock(a.Passphrase)
+		return nil, g.vault.UnlockCommand(a.Passphrase)
 	}
 	dk, err := vault.ParseDataKey(a.DataKey)
 	if err != nil {

@@ -26,6 +26,7 @@ var (
 	errNoVault       = errors.New("there is no vault to unlock")
 	errVaultGone     = errors.New("the vault file disappeared")
 	errStaleKey      = errors.New("the keychain holds an old key for this vault (its passphrase changed)")
+	errNoPassword    = errors.New("postern lock locked the agent without a password: postern unlock unlocks it")
 	// errVaultLocked refuses what needs the unlocked vault.
 	errVaultLocked = errors.New("the vault is locked")
 )
@@ -124,14 +125,27 @@ func (s *vaultState) bump(why audit.Reason) {
 	}
 }
 
-// Lock wipes every decrypted key and locks the agent. passphrase is the
-// ssh-add -x password; it matters only without a vault, where it is the
-// password ssh-add -X must give back (as with ssh-agent).
+// Lock wipes every decrypted key and locks the agent, for ssh-add -x.
+// passphrase is its password; it matters only without a vault, where it
+// is the password ssh-add -X must give back, an empty one too (as with
+// ssh-agent).
+func (s *vaultState) Lock(passphrase []byte) error {
+	if passphrase == nil {
+		passphrase = []byte{}
+	}
+	return s.lock(passphrase)
+}
+
+// LockCommand locks as Lock does, for postern lock: without a vault it
+// sets no password, and only postern unlock (UnlockCommand) lifts it.
+func (s *vaultState) LockCommand() error { return s.lock(nil) }
+
+// lock locks; a nil passphrase sets no password.
 //
 // The keys stop signing at once: beforeLock may wait for an unlock or a
 // vault change in progress (a wrong passphrase holds the vault for its
 // delay), and a lock asked for does not wait for it to take effect.
-func (s *vaultState) Lock(passphrase []byte) error {
+func (s *vaultState) lock(passphrase []byte) error {
 	s.keys.SetLocked(true)
 	if s.beforeLock != nil {
 		s.beforeLock()
@@ -164,7 +178,7 @@ func (s *vaultState) lockLocked(passphrase []byte, why audit.Reason) {
 	}
 	s.lockPass = nil
 	s.vaultLock = s.present
-	if !s.present && len(passphrase) > 0 {
+	if !s.present && passphrase != nil {
 		h := sha256.Sum256(passphrase)
 		s.lockPass = h[:]
 	}
@@ -172,10 +186,18 @@ func (s *vaultState) lockLocked(passphrase []byte, why audit.Reason) {
 	s.bump(why)
 }
 
-// Unlock opens the vault with passphrase and loads its keys; without a
-// vault it checks the password ssh-add -x locked the agent with. A wrong
-// passphrase is answered after a delay that grows with each failure.
-func (s *vaultState) Unlock(passphrase []byte) error {
+// Unlock opens the vault with passphrase and loads its keys, for
+// ssh-add -X; without a vault it checks the password ssh-add -x locked
+// the agent with, and refuses to lift a lock of postern lock, which set
+// none. A wrong passphrase is answered after a delay that grows with
+// each failure.
+func (s *vaultState) Unlock(passphrase []byte) error { return s.unlock(passphrase, false) }
+
+// UnlockCommand unlocks as Unlock does, for postern unlock, which also
+// lifts a lock without a password.
+func (s *vaultState) UnlockCommand(passphrase []byte) error { return s.unlock(passphrase, true) }
+
+func (s *vaultState) unlock(passphrase []byte, command bool) error {
 	s.unlockMu.Lock()
 	defer s.unlockMu.Unlock()
 	s.mu.Lock()
@@ -191,6 +213,9 @@ func (s *vaultState) Unlock(passphrase []byte) error {
 		defer s.mu.Unlock()
 		if s.vaultLock {
 			return fmt.Errorf("%w while the gateway was locked: only the vault's passphrase unlocks it; put the vault back, or restart the gateway", errVaultGone)
+		}
+		if s.lockPass == nil && !command {
+			return errNoPassword
 		}
 		h := sha256.Sum256(passphrase)
 		if s.lockPass != nil && subtle.ConstantTimeCompare(h[:], s.lockPass) != 1 {

@@ -177,6 +177,40 @@ func TestLockUnlockWithoutVault(t *testing.T) {
 	}
 }
 
+// Without a vault, postern lock gives no password: ssh-add -X, which
+// any program that reaches the agent socket can send, must not lift it
+// with whatever it types; postern unlock does. A lock with ssh-add -x
+// and an empty password is lifted by that empty password only, as with
+// ssh-agent.
+func TestLockWithoutPasswordIsNotLiftedBySSHAdd(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen")
+	e := newEnv(t)
+	e.Config(`approval = "none"`)
+	e.StartAgent()
+	k := e.Keygen("k", "ed25519", 0, "")
+	e.AddKey(k)
+	e.MustRun("postern", "lock")
+	if r := e.RunInput("anything\n", "ssh-add", "-X"); r.Code == 0 {
+		t.Fatal("ssh-add -X with any password lifted the lock of postern lock")
+	}
+	if r := e.Run("ssh-add", "-l"); r.Code != 1 {
+		t.Fatalf("the agent is not locked: %s", r)
+	}
+	e.MustRun("postern", "unlock", "--passphrase-file", e.WriteFile("any", "anything\n", 0o600))
+	e.MustRun("ssh-add", "-l")
+
+	if r := e.RunInput("\n\n", "ssh-add", "-x"); r.Code != 0 {
+		t.Fatalf("lock with an empty password: %s", r)
+	}
+	if r := e.RunInput("anything\n", "ssh-add", "-X"); r.Code == 0 {
+		t.Fatal("ssh-add -X with another password lifted a lock with an empty one")
+	}
+	if r := e.RunInput("\n", "ssh-add", "-X"); r.Code != 0 {
+		t.Fatalf("unlock with the empty password: %s", r)
+	}
+	e.MustRun("ssh-add", "-l")
+}
+
 // askpassStub installs an SSH_ASKPASS program that records every prompt
 // (with SSH_ASKPASS_PROMPT) in a log and says yes only while the file
 // "allow" exists; asked for a word, it types what the file holds.
