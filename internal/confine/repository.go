@@ -14,16 +14,17 @@ import (
 // the working directory: its configuration (core.hooksPath,
 // core.fsmonitor, core.sshCommand, filter and diff drivers, include.path)
 // and its hooks directory, created empty where it is missing so that it
-// can be shown read-only; the same of its submodules' git directories
-// (git status runs in each), and the configuration of each of its
-// worktrees, and the files these include (include.path and includeIf's
-// path, inside the work tree or not). What tells git where a repository
-// is goes with it: the .git file of a worktree or submodule, and a
-// worktree's commondir and gitdir files; pointed at a repository of the
-// run's, they would make the person's git run its configuration. A run
-// writes its work tree and its objects and refs as before; the person's
-// next git command in that repository, run outside every run, executes
-// nothing the run wrote there. Files of the work tree that git is told
+// can be shown read-only, and its commondir file, written naming the
+// git directory itself where it is missing; the same of its submodules'
+// git directories (git status runs in each), and the configuration of
+// each of its worktrees, and the files these include (include.path and
+// includeIf's path, inside the work tree or not). What tells git where a
+// repository is goes with it: the commondir files, the .git file of a
+// worktree or submodule, and a worktree's gitdir file; pointed at a
+// repository of the run's, they would make the person's git run its
+// configuration. A run writes its work tree and its objects and refs as
+// before; the person's next git command in that repository, run outside
+// every run, executes nothing the run wrote there. Files of the work tree that git is told
 // to run (a core.hooksPath inside it, as husky sets) are the project's,
 // which the run edits. A repository the run makes for itself is the
 // run's (see postern-run(1)).
@@ -127,7 +128,7 @@ func gitRuns(dir string) (out, dirs []string) {
 		if _, err := os.Lstat(hooks); os.IsNotExist(err) {
 			os.Mkdir(hooks, 0o755)
 		}
-		out = append(out, filepath.Join(d, "config"), hooks)
+		out = append(out, filepath.Join(d, "config"), hooks, ownCommonDir(d))
 		if w := coreWorktree(filepath.Join(d, "config")); n > 0 && w != "" {
 			out = append(out, regularFile(filepath.Join(w, ".git"))...)
 		}
@@ -145,6 +146,29 @@ func gitRuns(dir string) (out, dirs []string) {
 		})
 	}
 	return out, dirs
+}
+
+// ownCommonDir returns the commondir file of the git directory d,
+// written first where it is missing to name d itself ("."), which
+// leaves git where it was. Git takes the configuration and hooks of
+// any git directory, not only a worktree's, from the directory its
+// commondir names: written by the run, it would point the person's next
+// git command at a configuration of the run's.
+func ownCommonDir(d string) string {
+	p := filepath.Join(d, "commondir")
+	if _, err := os.Lstat(p); !os.IsNotExist(err) {
+		return p
+	}
+	// Written aside and linked in place, so that git never reads it
+	// empty (an empty commondir stops every git command).
+	if f, err := os.CreateTemp(d, ".commondir-*"); err == nil {
+		_, werr := f.WriteString(".\n")
+		if f.Close() == nil && werr == nil {
+			os.Link(f.Name(), p)
+		}
+		os.Remove(f.Name())
+	}
+	return p
 }
 
 // worktrees returns the per-worktree configuration of the main worktree

@@ -65,14 +65,14 @@ func TestRepository(t *testing.T) {
 		dir  string
 		want []string
 	}{
-		{"repo", append([]string{"repo/.git/config", "repo/.git/hooks"}, worktree("repo", "wt")...)},
-		{"repo/src/pkg", append([]string{"repo/.git/config", "repo/.git/hooks"}, worktree("repo", "wt")...)},
-		{"wt/sub", append([]string{"repo/.git/config", "repo/.git/hooks"}, worktree("repo", "wt")...)},
+		{"repo", append([]string{"repo/.git/config", "repo/.git/hooks", "repo/.git/commondir"}, worktree("repo", "wt")...)},
+		{"repo/src/pkg", append([]string{"repo/.git/config", "repo/.git/hooks", "repo/.git/commondir"}, worktree("repo", "wt")...)},
+		{"wt/sub", append([]string{"repo/.git/config", "repo/.git/hooks", "repo/.git/commondir"}, worktree("repo", "wt")...)},
 		{"sup", append([]string{
-			"sup/.git/config", "sup/.git/hooks",
-			"sup/.git/modules/a/config", "sup/.git/modules/a/hooks", "sup/a/.git",
-			"sup/.git/modules/lib/c/config", "sup/.git/modules/lib/c/hooks",
-			"sup/.git/modules/a/modules/b/config", "sup/.git/modules/a/modules/b/hooks", "sup/a/b/.git",
+			"sup/.git/config", "sup/.git/hooks", "sup/.git/commondir",
+			"sup/.git/modules/a/config", "sup/.git/modules/a/hooks", "sup/.git/modules/a/commondir", "sup/a/.git",
+			"sup/.git/modules/lib/c/config", "sup/.git/modules/lib/c/hooks", "sup/.git/modules/lib/c/commondir",
+			"sup/.git/modules/a/modules/b/config", "sup/.git/modules/a/modules/b/hooks", "sup/.git/modules/a/modules/b/commondir", "sup/a/b/.git",
 		}, worktree("sup", "w2")...)},
 	}
 	for _, c := range cases {
@@ -91,6 +91,13 @@ func TestRepository(t *testing.T) {
 	// The missing per-worktree configurations were made empty; one that
 	// existed is kept as it was.
 	for p, want := range map[string]string{"repo/.git/config.worktree": "", "repo/.git/worktrees/wt/config.worktree": "", "sup/.git/worktrees/w2/config.worktree": "[core]\n"} {
+		if b, err := os.ReadFile(filepath.Join(root, p)); err != nil || string(b) != want {
+			t.Errorf("%s: %q, %v; want %q", p, b, err, want)
+		}
+	}
+	// The missing commondir files were written naming their own git
+	// directory; a worktree's is kept as it was.
+	for p, want := range map[string]string{"repo/.git/commondir": ".\n", "sup/.git/modules/a/modules/b/commondir": ".\n", "repo/.git/worktrees/wt/commondir": "../..\n"} {
 		if b, err := os.ReadFile(filepath.Join(root, p)); err != nil || string(b) != want {
 			t.Errorf("%s: %q, %v; want %q", p, b, err, want)
 		}

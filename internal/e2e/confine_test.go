@@ -286,6 +286,8 @@ func TestConfinedRunCannotPlantGitHooks(t *testing.T) {
 		{"a submodule's .git file", evil + "echo gitdir: $PWD/evil/.git > sub/.git"},
 		{"an included configuration file, missing", fsmonitor + ".git/local.gitconfig"},
 		{"an included configuration file in the work tree", fsmonitor + "team.gitconfig"},
+		{"the repository's commondir", evil + "echo $PWD/evil/.git > .git/commondir"},
+		{"a submodule's commondir", evil + "echo $PWD/evil/.git > .git/modules/sub/commondir"},
 	})
 	// The person's own commit, outside the run, runs nothing of the run's.
 	e.MustRun("sh", "-c", git+"commit -q --allow-empty -m third && git status -s && git submodule -q update --checkout --force && git -C wt status -s")
