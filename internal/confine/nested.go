@@ -16,7 +16,8 @@ const maxRepoDepth = 3
 var maxRepoDirs = 10000 // a variable for the tests
 
 // nestedRepositories returns the .git entries of the repositories inside
-// the working directory and the read_write trees, and the configuration
+// the working directory and the read_write trees (a bare repository's
+// directory itself), and the configuration
 // files of the Mercurial and Jujutsu ones (see maxRepoDepth);
 // complete is false when the search stopped at maxRepoDirs directories.
 // Symbolic links are not followed, nor .git directories entered.
@@ -39,6 +40,12 @@ func (s *Spec) nestedRepositories() (git, other []string, complete bool) {
 		if err != nil {
 			continue
 		}
+		if isBare(ents) {
+			// A bare repository (one the person pushes to runs its
+			// hooks) is its own git directory, not entered.
+			git = append(git, d.path)
+			continue
+		}
 		for _, e := range ents {
 			p := filepath.Join(d.path, e.Name())
 			cfg := ""
@@ -56,4 +63,17 @@ func (s *Spec) nestedRepositories() (git, other []string, complete bool) {
 		}
 	}
 	return git, other, true
+}
+
+// isBare reports whether a directory holding ents is a bare git
+// repository: a HEAD and a config file, objects and refs directories.
+func isBare(ents []os.DirEntry) bool {
+	want := map[string]bool{"HEAD": false, "config": false, "objects": true, "refs": true}
+	n := 0
+	for _, e := range ents {
+		if dir, ok := want[e.Name()]; ok && e.IsDir() == dir && (dir || e.Type().IsRegular()) {
+			n++
+		}
+	}
+	return n == len(want)
 }

@@ -8,12 +8,21 @@ import (
 )
 
 // In a workspace of repositories (the working directory itself none),
-// each one down to maxRepoDepth levels is protected; node_modules and
-// deeper levels are not searched, and a search cut short says so.
+// each one down to maxRepoDepth levels is protected, a bare one too;
+// node_modules and deeper levels are not searched, and a search cut
+// short says so.
 func TestNestedRepositories(t *testing.T) {
 	root := t.TempDir()
-	for _, d := range []string{"a/.git", "b/c/.git", "x/y/.git", "d1/d2/d3/.git", "node_modules/pkg/.git", "h/.hg", "a/src"} {
+	for _, d := range []string{"a/.git", "b/c/.git", "x/y/.git", "d1/d2/d3/.git", "node_modules/pkg/.git", "h/.hg", "a/src",
+		"r/bare.git/objects", "r/bare.git/refs", "r/bare.git/sub", "notbare/objects", "notbare/refs"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A bare repository, pushed to, and a directory that only looks a
+	// little like one.
+	for _, f := range []string{"r/bare.git/HEAD", "r/bare.git/config", "notbare/HEAD"} {
+		if err := os.WriteFile(filepath.Join(root, f), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -22,12 +31,12 @@ func TestNestedRepositories(t *testing.T) {
 	if err != nil || !complete {
 		t.Fatalf("Repository: %v, complete %v", err, complete)
 	}
-	for _, p := range []string{"a/.git/config", "a/.git/hooks", "b/c/.git/config", "x/y/.git/hooks", "h/.hg/hgrc"} {
+	for _, p := range []string{"a/.git/config", "a/.git/hooks", "b/c/.git/config", "x/y/.git/hooks", "h/.hg/hgrc", "r/bare.git/config", "r/bare.git/hooks"} {
 		if !slices.Contains(s.ReadOnly, filepath.Join(root, p)) {
 			t.Errorf("%s is not read-only: %q", p, s.ReadOnly)
 		}
 	}
-	for _, p := range []string{"d1/d2/d3/.git/config", "node_modules/pkg/.git/config"} {
+	for _, p := range []string{"d1/d2/d3/.git/config", "node_modules/pkg/.git/config", "notbare/config", "notbare/hooks"} {
 		if slices.Contains(s.ReadOnly, filepath.Join(root, p)) {
 			t.Errorf("%s was searched", p)
 		}

@@ -33,9 +33,9 @@ import (
 // directory, or a .git file naming the git directory (a worktree, whose
 // configuration and hooks are in the common directory). The repositories
 // inside the working directory and the read_write trees (clones side by
-// side in a workspace, a clone inside a project) are protected the same
-// way (their search: nested.go); complete is false when that
-// search stopped at maxRepoDirs directories. The configuration of a
+// side in a workspace, a clone inside a project, a bare repository) are
+// protected the same way (their search: nested.go); complete is false
+// when that search stopped at maxRepoDirs directories. The configuration of a
 // Mercurial or Jujutsu repository holding the working directory, or
 // inside it, is shown read-only the same way. Repository fails with an
 // [*ErrLinkInWritable] when any of this is reached through a symbolic

@@ -288,9 +288,10 @@ func TestConfinedRunCannotPlantGitHooks(t *testing.T) {
 		{"an included configuration file in the work tree", fsmonitor + "team.gitconfig"},
 		{"the repository's commondir", evil + "echo $PWD/evil/.git > .git/commondir"},
 		{"a submodule's commondir", evil + "echo $PWD/evil/.git > .git/modules/sub/commondir"},
+		{"a hook of the bare repository pushed to", hook + "remote.git/hooks/post-receive && chmod +x remote.git/hooks/post-receive"},
 	})
 	// The person's own commit, outside the run, runs nothing of the run's.
-	e.MustRun("sh", "-c", git+"commit -q --allow-empty -m third && git status -s && git submodule -q update --checkout --force && git -C wt status -s")
+	e.MustRun("sh", "-c", git+"commit -q --allow-empty -m third && git status -s && git submodule -q update --checkout --force && git -C wt status -s && git push -q origin HEAD:person")
 	if _, err := os.Stat(planted); err == nil {
 		t.Fatal("the person's git command executed what the run wrote")
 	}
