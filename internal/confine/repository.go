@@ -48,7 +48,7 @@ func (s *Spec) Repository(env []string) (complete bool, err error) {
 		dots = append(dots, dot)
 	}
 	nested, other, complete := s.nestedRepositories()
-	dots = append(dots, nested...)
+	dots = submodules(append(dots, nested...))
 	for _, c := range other {
 		if !slices.Contains(s.ReadOnly, c) {
 			s.ReadOnly = append(s.ReadOnly, touch(c))
@@ -105,6 +105,39 @@ func (s *Spec) protectGit(dot, home string, seen map[string]bool) error {
 	}
 	s.ReadOnly = append(s.ReadOnly, files...)
 	return nil
+}
+
+// submodules returns dots followed by the .git entries of the
+// submodules that the .gitmodules of each one's work tree names, and of
+// theirs, however deep: the person's git status runs each submodule's
+// configuration, also where its git directory is in its own work tree
+// (git submodule add of a repository already there) rather than in the
+// holding repository's modules, and deeper than the search for
+// repositories goes.
+func submodules(dots []string) []string {
+	out := slices.Clone(dots)
+	seen := map[string]bool{}
+	for _, d := range out {
+		seen[d] = true
+	}
+	for i := 0; i < len(out) && len(out) < len(dots)+maxSubmodules; i++ {
+		top := filepath.Dir(out[i])
+		for _, st := range readGitConfig(filepath.Join(top, ".gitmodules")) {
+			if st.key != "path" || !strings.HasPrefix(st.section, "submodule.") {
+				continue
+			}
+			dot := filepath.Join(top, st.value, ".git")
+			if seen[dot] || !Under(dot, top) {
+				continue
+			}
+			if _, err := os.Lstat(dot); err != nil {
+				continue
+			}
+			seen[dot] = true
+			out = append(out, dot)
+		}
+	}
+	return out
 }
 
 // maxSubmodules bounds the git directories of submodules Repository

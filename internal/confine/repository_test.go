@@ -184,3 +184,29 @@ func TestGitFileThatIsNoFile(t *testing.T) {
 		}
 	}
 }
+
+// A submodule the repository's .gitmodules names is protected however
+// deep it is, also with its git directory in its own work tree; a path
+// that leaves the work tree names nothing.
+func TestRepositoryDeepSubmodule(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"repo/.git", "repo/v/x/y/lib/.git", "repo/v/x/y/lib/z/inner/.git", "outside/.git"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(root, "repo/.gitmodules"), []byte("[submodule \"lib\"]\n\tpath = v/x/y/lib\n[submodule \"out\"]\n\tpath = ../outside\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "repo/v/x/y/lib/.gitmodules"), []byte("[submodule \"inner\"]\n\tpath = z/inner\n"), 0o644)
+	s := &Spec{Dir: filepath.Join(root, "repo")}
+	if _, err := s.Repository(nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"repo/v/x/y/lib/.git/config", "repo/v/x/y/lib/.git/hooks", "repo/v/x/y/lib/z/inner/.git/config"} {
+		if !slices.Contains(s.ReadOnly, filepath.Join(root, p)) {
+			t.Errorf("%s is not read-only: %q", p, s.ReadOnly)
+		}
+	}
+	if slices.Contains(s.ReadOnly, filepath.Join(root, "outside/.git/config")) {
+		t.Errorf("a submodule path outside the work tree was followed: %q", s.ReadOnly)
+	}
+}

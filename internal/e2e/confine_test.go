@@ -711,12 +711,17 @@ func TestConfinedRunCannotPlantInAWorkspace(t *testing.T) {
 	for _, r := range []string{"one", "team/two"} {
 		e.MustRun("sh", "-c", "git init -q -b main "+r+" && "+git+"-C "+r+" commit -q --allow-empty -m first")
 	}
+	// A submodule deeper than the search, its git directory in its work
+	// tree (git submodule add of a repository already there).
+	e.MustRun("sh", "-c", "cd one && git init -q -b main vendor/x/lib && "+git+"-C vendor/x/lib commit -q --allow-empty -m l && "+
+		git+"submodule add -q ./vendor/x/lib vendor/x/lib && "+git+"commit -qm lib")
 	planted := e.Path("planted")
 	d := e.StartRun("coder")
 	mustSucceed(t, "commits in each clone", d.Do(git+"-C one commit -q --allow-empty -m second && "+git+"-C team/two commit -q --allow-empty -m second"))
 	mustBeRefused(t, d, []escape{
 		{"a clone's core.fsmonitor", "git -C one config core.fsmonitor 'touch " + planted + "'"},
 		{"a nested clone's hook", "printf '#!/bin/sh\\ntouch " + planted + "\\n' > team/two/.git/hooks/pre-commit && chmod +x team/two/.git/hooks/pre-commit"},
+		{"a deep submodule's core.fsmonitor", "git -C one/vendor/x/lib config core.fsmonitor 'touch " + planted + "'"},
 	})
 	e.MustRun("sh", "-c", "git -C one status -s && "+git+"-C team/two commit -q --allow-empty -m third")
 	if _, err := os.Stat(planted); err == nil {
