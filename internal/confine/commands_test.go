@@ -19,7 +19,7 @@ func TestCommands(t *testing.T) {
 	}
 	work, cache, bin, cacheBin, elsewhere := mk("work"), mk("cache"), mk("work/bin"), mk("cache/tools/bin"), mk("usr/bin")
 	os.Symlink(bin, filepath.Join(root, "link-to-bin"))
-	path := strings.Join([]string{filepath.Join(root, "link-to-bin"), elsewhere, ".", "bin", cacheBin, filepath.Join(root, "missing")}, ":")
+	path := strings.Join([]string{filepath.Join(root, "link-to-bin"), elsewhere, "bin", cacheBin, filepath.Join(root, "missing")}, ":")
 	s := &Spec{Dir: work, ReadWrite: []string{cache}, ReadOnly: []string{"/kept"}}
 	if err := s.Commands([]string{"PATH=" + path}); err != nil {
 		t.Fatal(err)
@@ -44,9 +44,18 @@ func TestCommands(t *testing.T) {
 	if _, err := os.Stat(outside); err == nil {
 		t.Fatal("a missing PATH directory outside the writable trees was made")
 	}
-	// The working directory itself on PATH: refused, not made read-only.
+	// The working directory itself on PATH: refused, not made read-only;
+	// so too as "." or an empty entry, which name it for the shell that
+	// started the run.
+	for _, p := range []string{"/usr/bin:" + work, ".:/usr/bin", "/usr/bin:"} {
+		s = &Spec{Dir: work}
+		if err := s.Commands([]string{"PATH=" + p}); err == nil || !strings.Contains(err.Error(), "is on PATH") {
+			t.Fatalf("the working directory on PATH as %q: %v", p, err)
+		}
+	}
+	// A relative entry is a directory of the working directory's.
 	s = &Spec{Dir: work}
-	if err := s.Commands([]string{"PATH=/usr/bin:" + work}); err == nil || !strings.Contains(err.Error(), "is on PATH") {
-		t.Fatalf("the working directory on PATH: %v", err)
+	if err := s.Commands([]string{"PATH=node_modules/.bin:/usr/bin"}); err != nil || !slices.Equal(s.ReadOnly, []string{later}) {
+		t.Fatalf("a relative PATH entry: read-only %q, %v", s.ReadOnly, err)
 	}
 }

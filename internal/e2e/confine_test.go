@@ -232,6 +232,20 @@ func TestConfinedRunCannotRewriteTheGateway(t *testing.T) {
 	if r := e.Run("postern", "run", "--", "true"); r.Code == 0 || !strings.Contains(r.Stderr, "is on PATH") {
 		t.Fatalf("a run in a directory on PATH: %s", r)
 	}
+	// A relative entry names a directory of the one the person's shell
+	// is in, as it was when it started the run: "." (or an empty entry)
+	// is the working directory, and node_modules/.bin its own.
+	for _, p := range []string{".:" + path, path + ":"} {
+		e.Setenv("PATH", p)
+		if r := e.Run("postern", "run", "--", "true"); r.Code == 0 || !strings.Contains(r.Stderr, "is on PATH") {
+			t.Errorf("a run in a directory on PATH as %q: %s", p, r)
+		}
+	}
+	e.Setenv("PATH", "node_modules/.bin:"+path)
+	d = e.StartRun("coder")
+	mustBeRefused(t, d, []escape{
+		{"a program named ssh in a relative directory of PATH", "mkdir -p node_modules/.bin && printf '#!/bin/sh\\n' > node_modules/.bin/ssh && chmod +x node_modules/.bin/ssh"},
+	})
 }
 
 // newGitEnv is a world with a gateway and the default configuration for
