@@ -209,7 +209,8 @@ func ownCommonDir(d string) string {
 // missing: with extensions.worktreeConfig on, git reads it, and the run
 // could otherwise create it. For each linked worktree it also returns the
 // files that tie it to its repository: commondir, gitdir, and the .git
-// file in the worktree that gitdir names.
+// file in the worktree that gitdir names (absolute, or relative to the
+// worktree's directory in common).
 func worktrees(common string) []string {
 	out := []string{touch(filepath.Join(common, "config.worktree"))}
 	admin, _ := filepath.Glob(filepath.Join(common, "worktrees", "*"))
@@ -219,7 +220,12 @@ func worktrees(common string) []string {
 		}
 		out = append(out, touch(filepath.Join(a, "config.worktree")), filepath.Join(a, "commondir"), filepath.Join(a, "gitdir"))
 		if b, err := smallfile.Read(filepath.Join(a, "gitdir"), maxGitFile); err == nil {
-			if p := strings.TrimSpace(string(b)); filepath.IsAbs(p) {
+			if p := strings.TrimSpace(string(b)); p != "" {
+				if !filepath.IsAbs(p) {
+					// Relative to the worktree's own directory, as
+					// worktree.useRelativePaths writes it.
+					p = filepath.Join(a, p)
+				}
 				out = append(out, regularFile(p)...)
 			}
 		}

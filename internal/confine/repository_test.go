@@ -210,3 +210,23 @@ func TestRepositoryDeepSubmodule(t *testing.T) {
 		t.Errorf("a submodule path outside the work tree was followed: %q", s.ReadOnly)
 	}
 }
+
+// A worktree's gitdir file written relative to its directory (git
+// worktree add --relative-paths) names the .git file shown read-only.
+func TestRepositoryRelativeWorktree(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"repo/.git/worktrees/rel", "repo/a/b/c/rel"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(root, "repo/.git/worktrees/rel/gitdir"), []byte("../../../a/b/c/rel/.git\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "repo/a/b/c/rel/.git"), []byte("gitdir: ../../../../.git/worktrees/rel\n"), 0o644)
+	s := &Spec{Dir: filepath.Join(root, "repo")}
+	if _, err := s.Repository(nil); err != nil {
+		t.Fatal(err)
+	}
+	if p := filepath.Join(root, "repo/a/b/c/rel/.git"); !slices.Contains(s.ReadOnly, p) {
+		t.Errorf("%s is not read-only: %q", p, s.ReadOnly)
+	}
+}

@@ -272,6 +272,9 @@ func TestConfinedRunCannotPlantGitHooks(t *testing.T) {
 	// A linked worktree, with per-worktree configuration turned on and
 	// no config.worktree yet.
 	e.MustRun("sh", "-c", "git worktree add -q wt && git config extensions.worktreeConfig true")
+	// One deeper than the search for repositories, its gitdir file
+	// relative, as git worktree add --relative-paths writes it.
+	e.MustRun("sh", "-c", "git worktree add -q a/b/c/deep && echo ../../../a/b/c/deep/.git > .git/worktrees/deep/gitdir")
 	// Configuration the person's config includes: one beside it, not
 	// written yet, and one in the work tree.
 	e.WriteFile("team.gitconfig", "[user]\n\tname = t\n", 0o644)
@@ -294,6 +297,7 @@ func TestConfinedRunCannotPlantGitHooks(t *testing.T) {
 		{"moving the git directory aside", "mv .git .git.old"},
 		{"a worktree's .git file", evil + "echo gitdir: $PWD/evil/.git > wt/.git"},
 		{"a worktree's commondir", evil + "echo $PWD/evil/.git > .git/worktrees/wt/commondir"},
+		{"a deep worktree's .git file, named relatively", evil + "echo gitdir: $PWD/evil/.git > a/b/c/deep/.git"},
 		{"a worktree's config.worktree", fsmonitor + ".git/worktrees/wt/config.worktree"},
 		{"the main worktree's config.worktree", fsmonitor + ".git/config.worktree"},
 		{"moving the worktree aside", "mv wt wt.old"},
@@ -305,7 +309,7 @@ func TestConfinedRunCannotPlantGitHooks(t *testing.T) {
 		{"a hook of the bare repository pushed to", hook + "remote.git/hooks/post-receive && chmod +x remote.git/hooks/post-receive"},
 	})
 	// The person's own commit, outside the run, runs nothing of the run's.
-	e.MustRun("sh", "-c", git+"commit -q --allow-empty -m third && git status -s && git submodule -q update --checkout --force && git -C wt status -s && git push -q origin HEAD:person")
+	e.MustRun("sh", "-c", git+"commit -q --allow-empty -m third && git status -s && git submodule -q update --checkout --force && git -C wt status -s && git -C a/b/c/deep status -s && git push -q origin HEAD:person")
 	if _, err := os.Stat(planted); err == nil {
 		t.Fatal("the person's git command executed what the run wrote")
 	}
