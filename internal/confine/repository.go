@@ -22,11 +22,13 @@ import (
 // repository is goes with it: the commondir files, the .git file of a
 // worktree or submodule, and a worktree's gitdir file; pointed at a
 // repository of the run's, they would make the person's git run its
-// configuration. A run writes its work tree and its objects and refs as
-// before; the person's next git command in that repository, run outside
-// every run, executes nothing the run wrote there. Files of the work tree that git is told
-// to run (a core.hooksPath inside it, as husky sets) are the project's,
-// which the run edits. A repository the run makes for itself is the
+// configuration. The files the person's own git configuration includes
+// in a tree the run writes are shown read-only too, wherever the run
+// works (globalIncludes). A run writes its work tree and its objects and
+// refs as before; the person's next git command in that repository, run
+// outside every run, executes nothing the run wrote there. Files of the
+// work tree that git is told to run (a core.hooksPath inside it, as
+// husky sets) are the project's, which the run edits. A repository the run makes for itself is the
 // run's (see postern-run(1)).
 //
 // The repository is found as git finds it, from s.Dir upwards: a .git
@@ -60,7 +62,39 @@ func (s *Spec) Repository(env []string) (complete bool, err error) {
 			return complete, err
 		}
 	}
-	return complete, nil
+	return complete, s.globalIncludes(env, home)
+}
+
+// globalIncludes shows read-only the files that the person's own git
+// configuration (~/.gitconfig, git/config in XDG_CONFIG_HOME, the
+// system's) includes inside the working directory or a writable tree,
+// made empty first where missing: every git command of the person's,
+// in any repository, reads them. Included files elsewhere are left as
+// the run's view has them (hidden or read-only already).
+func (s *Spec) globalIncludes(env []string, home string) error {
+	var configs []string
+	if g := getenv(env, "GIT_CONFIG_GLOBAL"); g != "" {
+		configs = append(configs, g)
+	} else if home != "" {
+		configs = append(configs, filepath.Join(home, ".gitconfig"))
+	}
+	if x := getenv(env, "XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		configs = append(configs, filepath.Join(x, "git", "config"))
+	} else if home != "" {
+		configs = append(configs, filepath.Join(home, ".config", "git", "config"))
+	}
+	configs = append(configs, "/etc/gitconfig")
+	var files []string
+	for _, inc := range gitIncludes(configs, home) {
+		if s.writable(inc) && !slices.Contains(s.ReadOnly, inc) {
+			files = append(files, touch(inc))
+		}
+	}
+	if err := s.checkLinks(files...); err != nil {
+		return err
+	}
+	s.ReadOnly = append(s.ReadOnly, files...)
+	return nil
 }
 
 // protectGit shows read-only what git runs of the repository whose .git

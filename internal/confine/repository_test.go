@@ -230,3 +230,30 @@ func TestRepositoryRelativeWorktree(t *testing.T) {
 		t.Errorf("%s is not read-only: %q", p, s.ReadOnly)
 	}
 }
+
+// A file the person's own git configuration includes inside the working
+// directory is shown read-only, made empty first where missing; one
+// outside the writable trees is left as the run's view has it.
+func TestRepositoryGlobalIncludes(t *testing.T) {
+	root := t.TempDir()
+	home, work, xdg := filepath.Join(root, "home"), filepath.Join(root, "work"), filepath.Join(root, "xdg")
+	for _, d := range []string{home, work, filepath.Join(xdg, "git")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[include]\n\tpath = "+work+"/shared.gitconfig\n\tpath = ~/.other\n"), 0o644)
+	os.WriteFile(filepath.Join(xdg, "git", "config"), []byte("[includeIf \"gitdir:~/w/\"]\n\tpath = "+work+"/team/w.gitconfig\n"), 0o644)
+	os.MkdirAll(filepath.Join(work, "team"), 0o755)
+	s := &Spec{Dir: work}
+	if _, err := s.Repository([]string{"HOME=" + home, "XDG_CONFIG_HOME=" + xdg}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(work, "shared.gitconfig"), filepath.Join(work, "team", "w.gitconfig")}
+	if !slices.Equal(s.ReadOnly, want) {
+		t.Fatalf("read-only %q, want %q", s.ReadOnly, want)
+	}
+	if _, err := os.Stat(want[0]); err != nil {
+		t.Errorf("the missing include was not made: %v", err)
+	}
+}

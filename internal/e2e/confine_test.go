@@ -279,6 +279,11 @@ func TestConfinedRunCannotPlantGitHooks(t *testing.T) {
 	// written yet, and one in the work tree.
 	e.WriteFile("team.gitconfig", "[user]\n\tname = t\n", 0o644)
 	e.MustRun("sh", "-c", "git config include.path local.gitconfig && git config includeIf.gitdir:/.path ../team.gitconfig")
+	// And one that the person's own ~/.gitconfig includes, in the working
+	// directory (a workspace's shared settings), not written yet.
+	if err := os.WriteFile(e.Home(".gitconfig"), []byte("[include]\n\tpath = "+e.Path("shared.gitconfig")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	planted := e.Path("planted")
 	hook := "printf '#!/bin/sh\\ntouch " + planted + "\\n' > "
 	// A repository of the run's own, whose configuration runs the plant:
@@ -304,6 +309,7 @@ func TestConfinedRunCannotPlantGitHooks(t *testing.T) {
 		{"a submodule's .git file", evil + "echo gitdir: $PWD/evil/.git > sub/.git"},
 		{"an included configuration file, missing", fsmonitor + ".git/local.gitconfig"},
 		{"an included configuration file in the work tree", fsmonitor + "team.gitconfig"},
+		{"a file the person's ~/.gitconfig includes", fsmonitor + "shared.gitconfig"},
 		{"the repository's commondir", evil + "echo $PWD/evil/.git > .git/commondir"},
 		{"a submodule's commondir", evil + "echo $PWD/evil/.git > .git/modules/sub/commondir"},
 		{"a hook of the bare repository pushed to", hook + "remote.git/hooks/post-receive && chmod +x remote.git/hooks/post-receive"},
