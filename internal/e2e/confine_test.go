@@ -572,6 +572,23 @@ func startAtShell(t *testing.T, line string) (*shellTerm, *Env) {
 	return sh, e
 }
 
+// With tostop set on the person's terminal, a job in the background may
+// not write to it: neither may a confined run there (it would paint
+// over what the person runs at the shell meanwhile, an approval console
+// among it) until it is brought to the foreground.
+func TestBackgroundRunWritesNothingWithTostop(t *testing.T) {
+	sh, _ := startAtShell(t, `stty tostop; postern run -- sh -c 'touch started; sleep 1; echo from-the-run-$((6*7)); while :; do sleep 1; done' &`)
+	sh.typed("at-the-shell", "")
+	time.Sleep(2 * time.Second)
+	wrote := func() bool { return strings.Contains(sh.screen(), "from-the-run-42") }
+	if wrote() {
+		t.Fatalf("the run in the background wrote to the person's terminal, tostop set:\n%s", sh.screen())
+	}
+	sh.keys("fg", "Enter")
+	sh.waitFor("the run's output, in the foreground", wrote)
+	sh.prompted("the run ended", "C-c")
+}
+
 // startThief starts the thief at a shell (then + " &": in the
 // background), and returns the shell and the file the thief fills.
 func startThief(t *testing.T, then string) (*shellTerm, string) {

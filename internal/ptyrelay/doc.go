@@ -15,8 +15,10 @@
 //     terminal would be its /dev/tty), and [Relay.Files] gives it to the
 //     program in place of each standard descriptor that is a terminal;
 //   - [Relay.Start] copies what the program writes to the person's
-//     terminal, and what the person types to the program, the latter only
-//     while the caller is the terminal's foreground job: the relay ignores
+//     terminal (while the caller is in the background only if the
+//     terminal has no tostop set, as for a background job's writes), and
+//     what the person types to the program, the latter only while the
+//     caller is the terminal's foreground job: the relay ignores
 //     SIGTTIN and SIGTTOU from then on (for the whole process), so that,
 //     read from the background, the person's terminal answers EIO, and
 //     the relay waits for [Relay.Continue];

@@ -236,7 +236,7 @@ func (r *Relay) output() {
 		r.idle.Store(true)
 		n, err := r.pty.Read(buf)
 		r.idle.Store(false)
-		if n > 0 && !broken {
+		if n > 0 && !broken && r.mayWrite() {
 			// A terminal that went away: what follows is read and
 			// dropped, so that the program never blocks on its own.
 			_, werr := r.out.Write(buf[:n])
@@ -244,6 +244,31 @@ func (r *Relay) output() {
 		}
 		if err != nil {
 			return
+		}
+	}
+}
+
+// mayWrite waits, before the program's output is written, while the
+// person's terminal has tostop set and the caller is not its foreground
+// job: a job in the background may not write there then (the kernel
+// would stop it with SIGTTOU, which the relay ignores), and the run is
+// such a job. Meanwhile nothing more is read of the program's output, so
+// that the program waits once the private terminal's buffer is full. It
+// reports false when Close is called first: the output is dropped.
+func (r *Relay) mayWrite() bool {
+	fd := int(r.out.Fd())
+	for {
+		t, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+		if err != nil || t.Lflag&unix.TOSTOP == 0 {
+			return true
+		}
+		if pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err != nil || pg == unix.Getpgrp() {
+			return true
+		}
+		select {
+		case <-r.done:
+			return false
+		case <-time.After(backgroundPoll):
 		}
 	}
 }
