@@ -192,6 +192,9 @@ func startConfined(prep *api.RunPrepared, argv, env []string, errw io.Writer) (l
 		Sockets: append([]string{filepath.Dir(prep.Socket)}, prep.Confine.Sockets...),
 	}
 	s.Session(env)
+	if err := s.SSHIncludes(env); err != nil {
+		return nil, err
+	}
 	complete, err := s.Repository(env)
 	if err != nil {
 		return nil, err

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/postern/postern/internal/smallfile"
 )
 
 // Session adds to s what hides the user's session from a run and keeps
@@ -139,4 +142,68 @@ func (s *Spec) Resolve() {
 		}
 	}
 	s.Own = own
+}
+
+// maxSSHIncludes bounds the files SSHIncludes follows.
+const maxSSHIncludes = 64
+
+// SSHIncludes shows read-only the files that the person's ~/.ssh/config
+// includes (Include, and what those include in turn) inside the working
+// directory or a writable tree, made empty first where a named file is
+// missing: the person's next ssh, outside every run, would run a
+// ProxyCommand or LocalCommand the run wrote there. Only the files a
+// pattern matches at the start are protected. It fails with an
+// [*ErrLinkInWritable] when one is reached through a symbolic link in a
+// tree the run writes.
+func (s *Spec) SSHIncludes(env []string) error {
+	home := getenv(env, "HOME")
+	if home == "" {
+		return nil
+	}
+	dotSSH := filepath.Join(home, ".ssh")
+	queue, seen := []string{filepath.Join(dotSSH, "config")}, map[string]bool{}
+	var files []string
+	for len(queue) > 0 && len(seen) < maxSSHIncludes {
+		c := queue[0]
+		queue = queue[1:]
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		b, err := smallfile.Read(c, maxGitFile)
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(b)) {
+			fields := strings.Fields(strings.ReplaceAll(line, "=", " "))
+			if len(fields) < 2 || !strings.EqualFold(fields[0], "include") {
+				continue
+			}
+			for _, p := range fields[1:] {
+				p = strings.Trim(p, `"`)
+				switch {
+				case strings.HasPrefix(p, "~/"):
+					p = filepath.Join(home, p[2:])
+				case !filepath.IsAbs(p):
+					p = filepath.Join(dotSSH, p)
+				}
+				p = filepath.Clean(p)
+				matches, _ := filepath.Glob(p)
+				if len(matches) == 0 && !strings.ContainsAny(p, "*?[") && s.writable(p) {
+					matches = []string{touch(p)}
+				}
+				for _, m := range matches {
+					queue = append(queue, m)
+					if s.writable(m) && !slices.Contains(files, m) && !slices.Contains(s.ReadOnly, m) {
+						files = append(files, m)
+					}
+				}
+			}
+		}
+	}
+	if err := s.checkLinks(files...); err != nil {
+		return err
+	}
+	s.ReadOnly = append(s.ReadOnly, files...)
+	return nil
 }

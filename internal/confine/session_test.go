@@ -3,6 +3,7 @@ package confine
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -64,5 +65,31 @@ func TestCheck(t *testing.T) {
 		if err := c.spec.Check(); (err == nil) != c.ok {
 			t.Errorf("%s: Check() = %v", c.name, err)
 		}
+	}
+}
+
+// The files ~/.ssh/config includes inside the working directory are
+// shown read-only, a named one made empty first where missing, and so
+// are those they include; others are left alone.
+func TestSSHIncludes(t *testing.T) {
+	root := t.TempDir()
+	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
+	for _, d := range []string{filepath.Join(home, ".ssh", "conf.d"), filepath.Join(work, "ssh")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(home, ".ssh", "config"), []byte("# Include "+work+"/commented\nHost x\n  Include conf.d/* ~/other\ninclude="+work+"/missing "+work+"/ssh/*.conf\n"), 0o600)
+	os.WriteFile(filepath.Join(work, "ssh", "1.conf"), []byte("Include "+work+"/deeper\n"), 0o600)
+	s := &Spec{Dir: work}
+	if err := s.SSHIncludes([]string{"HOME=" + home}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(work, "missing"), filepath.Join(work, "ssh", "1.conf"), filepath.Join(work, "deeper")}
+	if !slices.Equal(s.ReadOnly, want) {
+		t.Fatalf("read-only %q, want %q", s.ReadOnly, want)
+	}
+	if _, err := os.Stat(want[0]); err != nil {
+		t.Errorf("the missing include was not made: %v", err)
 	}
 }

@@ -219,6 +219,23 @@ func TestConfinedRunCannotRewriteTheGateway(t *testing.T) {
 		{"a program named ssh in a directory on PATH", "printf '#!/bin/sh\\n' > bin/ssh && chmod +x bin/ssh"},
 		{"moving that directory aside", "mv bin bin.old"},
 	})
+	// A file in the working directory that the person's ~/.ssh/config
+	// includes (not written yet), where a ProxyCommand runs on the
+	// person's next ssh.
+	planted := e.Path("planted")
+	sshConfig := e.Home(".ssh", "config")
+	os.MkdirAll(filepath.Dir(sshConfig), 0o700)
+	if err := os.WriteFile(sshConfig, []byte("Include "+e.Path("team_ssh_config")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d2 := e.StartRun("coder")
+	mustBeRefused(t, d2, []escape{
+		{"a file the person's ~/.ssh/config includes", "printf 'Host *\\n  ProxyCommand touch " + planted + "\\n' > team_ssh_config"},
+	})
+	e.Run("ssh", "-F", sshConfig, "-o", "BatchMode=yes", "-o", "ConnectTimeout=2", "somehost", "true")
+	if _, err := os.Stat(planted); err == nil {
+		t.Fatal("the person's ssh ran a ProxyCommand the run wrote")
+	}
 	// The rest of the working directory stays the run's.
 	mustSucceed(t, "writing beside them", d.Do("echo x > tools/notes && echo y > other"))
 	if got := mustRead(t, gw); !bytes.Equal(got, before) {
