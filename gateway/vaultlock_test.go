@@ -137,3 +137,25 @@ func TestVaultMovedAwayWhileLockedUnlocksWithNothing(t *testing.T) {
 		})
 	}
 }
+
+// The right passphrase given to a vault change (vault add, remove,
+// passwd) ends the wrong-passphrase delays as an unlock's does: the
+// person's next mistake waits a second, not the delay that earlier
+// mistakes built up.
+func TestVaultChangeWithTheRightPassphraseEndsTheDelays(t *testing.T) {
+	pass := []byte("right passphrase")
+	s, _, _ := newVaultStateWithKey(t, pass, "k")
+	unchanged := func(*vault.Vault) error { return nil }
+	if err := s.Change([]byte("wrong"), unchanged); !errors.Is(err, vault.ErrWrongPassphrase) {
+		t.Fatalf("a wrong passphrase: %v", err)
+	}
+	if err := s.Change(pass, unchanged); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	n := s.failures
+	s.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("after a change with the right passphrase, %d failures still count toward the next delay", n)
+	}
+}

@@ -384,7 +384,8 @@ func identities(v *vault.Vault) ([]*sshagent.Identity, error) {
 // Change opens the vault with passphrase and lets change write it, then
 // takes the new file in at once, as fileChanged would: an unlocked
 // gateway reloads its keys, with the new data key after a passphrase
-// change. A wrong passphrase counts and waits as an unlock's does.
+// change. A wrong passphrase counts and waits as an unlock's does, and
+// the right one ends the delays as an unlock's does.
 func (s *vaultState) Change(passphrase []byte, change func(*vault.Vault) error) error {
 	s.unlockMu.Lock()
 	defer s.unlockMu.Unlock()
@@ -404,6 +405,7 @@ func (s *vaultState) Change(passphrase []byte, change func(*vault.Vault) error) 
 	// in below: with a new passphrase, the file it would see is sealed
 	// with a data key the gateway does not hold yet.
 	s.mu.Lock()
+	s.failures = 0 // the right passphrase, as an unlock's ends the delays
 	if err := s.refuseOlder(v); err != nil {
 		s.mu.Unlock()
 		return err
