@@ -12,11 +12,7 @@ import (
 // that is itself a link, is not.
 func TestLinkInWritable(t *testing.T) {
 	root := t.TempDir()
-	for _, d := range []string{"work/real.git/hooks", "work/tools", "real.git", "elsewhere"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mkdirs(t, root, "work/real.git/hooks", "work/tools", "real.git", "elsewhere")
 	link := func(target, name string) {
 		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
 			t.Fatal(err)

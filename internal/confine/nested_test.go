@@ -13,12 +13,8 @@ import (
 // short says so.
 func TestNestedRepositories(t *testing.T) {
 	root := t.TempDir()
-	for _, d := range []string{"a/.git", "b/c/.git", "x/y/.git", "d1/d2/d3/.git", "node_modules/pkg/.git", "h/.hg", "a/src",
-		"r/bare.git/objects", "r/bare.git/refs", "r/bare.git/sub", "notbare/objects", "notbare/refs"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mkdirs(t, root, "a/.git", "b/c/.git", "x/y/.git", "d1/d2/d3/.git", "node_modules/pkg/.git", "h/.hg", "a/src",
+		"r/bare.git/objects", "r/bare.git/refs", "r/bare.git/sub", "notbare/objects", "notbare/refs")
 	// A bare repository, pushed to, and a directory that only looks a
 	// little like one.
 	for _, f := range []string{"r/bare.git/HEAD", "r/bare.git/config", "notbare/HEAD"} {

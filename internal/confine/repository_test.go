@@ -132,11 +132,7 @@ func TestRepository(t *testing.T) {
 // made empty first where it is missing; one that exists is kept as is.
 func TestRepositoryOtherSystems(t *testing.T) {
 	root := t.TempDir()
-	for _, d := range []string{"hg/.hg", "hg/sub", "jj/.jj/repo", "jj/sub"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mkdirs(t, root, "hg/.hg", "hg/sub", "jj/.jj/repo", "jj/sub")
 	os.WriteFile(filepath.Join(root, "jj/.jj/repo/config.toml"), []byte("[ui]\n"), 0o644)
 	for dir, want := range map[string]string{"hg/sub": "hg/.hg/hgrc", "jj/sub": "jj/.jj/repo/config.toml"} {
 		s := &Spec{Dir: filepath.Join(root, dir)}
@@ -190,11 +186,7 @@ func TestGitFileThatIsNoFile(t *testing.T) {
 // that leaves the work tree names nothing.
 func TestRepositoryDeepSubmodule(t *testing.T) {
 	root := t.TempDir()
-	for _, d := range []string{"repo/.git", "repo/v/x/y/lib/.git", "repo/v/x/y/lib/z/inner/.git", "outside/.git"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mkdirs(t, root, "repo/.git", "repo/v/x/y/lib/.git", "repo/v/x/y/lib/z/inner/.git", "outside/.git")
 	os.WriteFile(filepath.Join(root, "repo/.gitmodules"), []byte("[submodule \"lib\"]\n\tpath = v/x/y/lib\n[submodule \"out\"]\n\tpath = ../outside\n"), 0o644)
 	os.WriteFile(filepath.Join(root, "repo/v/x/y/lib/.gitmodules"), []byte("[submodule \"inner\"]\n\tpath = z/inner\n"), 0o644)
 	s := &Spec{Dir: filepath.Join(root, "repo")}
@@ -215,11 +207,7 @@ func TestRepositoryDeepSubmodule(t *testing.T) {
 // worktree add --relative-paths) names the .git file shown read-only.
 func TestRepositoryRelativeWorktree(t *testing.T) {
 	root := t.TempDir()
-	for _, d := range []string{"repo/.git/worktrees/rel", "repo/a/b/c/rel"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mkdirs(t, root, "repo/.git/worktrees/rel", "repo/a/b/c/rel")
 	os.WriteFile(filepath.Join(root, "repo/.git/worktrees/rel/gitdir"), []byte("../../../a/b/c/rel/.git\n"), 0o644)
 	os.WriteFile(filepath.Join(root, "repo/a/b/c/rel/.git"), []byte("gitdir: ../../../../.git/worktrees/rel\n"), 0o644)
 	s := &Spec{Dir: filepath.Join(root, "repo")}
@@ -237,11 +225,7 @@ func TestRepositoryRelativeWorktree(t *testing.T) {
 func TestRepositoryGlobalIncludes(t *testing.T) {
 	root := t.TempDir()
 	home, work, xdg := filepath.Join(root, "home"), filepath.Join(root, "work"), filepath.Join(root, "xdg")
-	for _, d := range []string{home, work, filepath.Join(xdg, "git")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mkdirs(t, "", home, work, filepath.Join(xdg, "git"))
 	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[include]\n\tpath = "+work+"/shared.gitconfig\n\tpath = ~/.other\n"), 0o644)
 	os.WriteFile(filepath.Join(xdg, "git", "config"), []byte("[includeIf \"gitdir:~/w/\"]\n\tpath = "+work+"/team/w.gitconfig\n"), 0o644)
 	os.MkdirAll(filepath.Join(work, "team"), 0o755)
@@ -255,5 +239,16 @@ func TestRepositoryGlobalIncludes(t *testing.T) {
 	}
 	if _, err := os.Stat(want[0]); err != nil {
 		t.Errorf("the missing include was not made: %v", err)
+	}
+}
+
+// mkdirs makes each directory of dirs, joined to root ("" for paths that
+// are whole), with its parents.
+func mkdirs(t *testing.T, root string, dirs ...string) {
+	t.Helper()
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

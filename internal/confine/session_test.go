@@ -74,11 +74,7 @@ func TestCheck(t *testing.T) {
 func TestSSHIncludes(t *testing.T) {
 	root := t.TempDir()
 	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
-	for _, d := range []string{filepath.Join(home, ".ssh", "conf.d"), filepath.Join(work, "ssh")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mkdirs(t, "", filepath.Join(home, ".ssh", "conf.d"), filepath.Join(work, "ssh"))
 	os.WriteFile(filepath.Join(home, ".ssh", "config"), []byte("# Include "+work+"/commented\nHost x\n  Include conf.d/* ~/other\ninclude="+work+"/missing "+work+"/ssh/*.conf\n"), 0o600)
 	os.WriteFile(filepath.Join(work, "ssh", "1.conf"), []byte("Include "+work+"/deeper\n"), 0o600)
 	s := &Spec{Dir: work}
