@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -65,20 +64,6 @@ type vaultState struct {
 	// without the state's locks held: its memory (Argon2id's, 64 MiB or
 	// more) is garbage then, and the gateway gives it back (idletrim).
 	derived func()
-}
-
-type fileStamp struct {
-	ino   uint64
-	size  int64
-	mtime time.Time
-}
-
-func stampOf(path string) (fileStamp, bool) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileStamp{}, false
-	}
-	return fileStamp{ino: inode(fi), size: fi.Size(), mtime: fi.ModTime()}, true
 }
 
 // start sets the initial state: locked when a vault file exists.
@@ -306,23 +291,6 @@ func (s *vaultState) finishUnlock(v *vault.Vault, err error) error {
 	return nil
 }
 
-// refuseOlder refuses v when this gateway has seen a later generation of
-// the same vault, locked or not: an older copy put back in place (with
-// the anchor beside it removed) would bring back removed keys and an
-// older sealed configuration. The caller holds s.mu.
-func (s *vaultState) refuseOlder(v *vault.Vault) error {
-	if s.genKnown && v.ID() == s.genID && v.Generation() < s.gen {
-		return fmt.Errorf("%w: %s is at generation %d, but this gateway has read generation %d of it; if you put that copy back on purpose, restart the gateway",
-			vault.ErrRolledBack, s.path, v.Generation(), s.gen)
-	}
-	return nil
-}
-
-// seen records v's generation as the latest read; the caller holds s.mu.
-func (s *vaultState) seen(v *vault.Vault) {
-	s.gen, s.genID, s.genKnown = v.Generation(), v.ID(), true
-}
-
 // wrong records a failed attempt and waits; the caller holds s.mu, which
 // it releases while waiting so status stays answerable.
 func (s *vaultState) wrong() error {
@@ -379,137 +347,6 @@ func identities(v *vault.Vault) ([]*sshagent.Identity, error) {
 		}
 	}
 	return ids, nil
-}
-
-// Change opens the vault with passphrase and lets change write it, then
-// takes the new file in at once, as fileChanged would: an unlocked
-// gateway reloads its keys, with the new data key after a passphrase
-// change. A wrong passphrase counts and waits as an unlock's does, and
-// the right one ends the delays as an unlock's does.
-func (s *vaultState) Change(passphrase []byte, change func(*vault.Vault) error) error {
-	s.unlockMu.Lock()
-	defer s.unlockMu.Unlock()
-	v, err := vault.Open(s.path, passphrase)
-	// At the end: a new passphrase's derivation comes within change.
-	defer s.afterDerivation()
-	switch {
-	case errors.Is(err, vault.ErrWrongPassphrase):
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.wrong()
-	case err != nil:
-		return err
-	}
-	defer v.Wipe()
-	// The file watcher leaves the file to this change until it is taken
-	// in below: with a new passphrase, the file it would see is sealed
-	// with a data key the gateway does not hold yet.
-	s.mu.Lock()
-	s.failures = 0 // the right passphrase, as an unlock's ends the delays
-	if err := s.refuseOlder(v); err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	s.changing = true
-	s.mu.Unlock()
-	err = change(v)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.changing = false
-	if err != nil {
-		return err
-	}
-	s.seen(v)
-	if s.dk != nil {
-		if dk, err := v.DataKey(); err == nil {
-			s.dk.Wipe()
-			s.dk = dk
-		}
-	}
-	s.fileChangedLocked()
-	return nil
-}
-
-// fileChanged reacts to a change of the vault file on disk: a new vault
-// locks the agent, a changed one is reloaded with the data key the
-// gateway kept (or locks when that is no longer possible), a removed one
-// locks. Every real change bumps the epoch.
-func (s *vaultState) fileChanged() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.changing {
-		return // Change takes the file in itself
-	}
-	s.fileChangedLocked()
-}
-
-func (s *vaultState) fileChangedLocked() {
-	stamp, present := stampOf(s.path)
-	if present == s.present && stamp == s.stamp {
-		return
-	}
-	s.stamp = stamp
-	wasPresent := s.present
-	s.present = present
-	switch {
-	case !present:
-		if !s.locked {
-			s.lockLocked(nil, audit.ReasonVaultFileRemoved)
-			s.vaultLock = true // the gateway was unlocked with the vault
-		} else {
-			s.bump(audit.ReasonVaultFileRemoved)
-		}
-	case !wasPresent:
-		if !s.locked {
-			s.lockLocked(nil, audit.ReasonVaultFileCreated)
-		} else {
-			s.bump(audit.ReasonVaultFileCreated)
-		}
-	case s.locked:
-		s.bump(audit.ReasonVaultFileChanged)
-	default:
-		v, err := vault.OpenWithKey(s.path, s.dk)
-		var ids []*sshagent.Identity
-		if err == nil {
-			// An older copy put back in place is not a change any
-			// postern command makes.
-			if err = s.refuseOlder(v); err == nil {
-				s.seen(v)
-				ids, err = identities(v)
-			}
-			v.Wipe()
-		}
-		if err != nil {
-			s.log("vault file changed and cannot be reloaded; locking", "err", err)
-			s.lockLocked(nil, audit.ReasonVaultFileChanged)
-			return
-		}
-		s.keys.ReplaceVault(ids)
-		s.bump(audit.ReasonVaultFileChanged)
-	}
-}
-
-// Read lets read look at the vault, opened again with the data key kept
-// while it is unlocked (no passphrase, no key derivation): errNoVault
-// without a vault file, errVaultLocked while locked.
-func (s *vaultState) Read(read func(*vault.Vault) error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case !s.present:
-		return errNoVault
-	case s.locked || s.dk == nil:
-		return errVaultLocked
-	}
-	v, err := vault.OpenWithKey(s.path, s.dk)
-	if err != nil {
-		return err
-	}
-	defer v.Wipe()
-	if err := s.refuseOlder(v); err != nil {
-		return err
-	}
-	return read(v)
 }
 
 // wipe locks and forgets everything at shutdown.
