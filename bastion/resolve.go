@@ -64,7 +64,7 @@ func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer)
 	}
 	res, err := marker.ParseProbe(e.ID, out.buf.Bytes(), !e.Dispatched.IsZero())
 	if out.over {
-		err = fmt.Errorf("its output went on past %d bytes, where it was cut", probeOutputMax)
+		err = fmt.Errorf("its output went on past %d bytes, where it was cut", marker.MaxProbeOutput)
 	}
 	if err != nil {
 		// The probe was sent and gave no answer: that is evidence of
@@ -120,11 +120,7 @@ func (s *Server) recordResolution(e *journal.Entry, res journal.Resolution, appr
 // Journal returns the command journal.
 func (s *Server) Journal() *journal.Journal { return s.cfg.Journal }
 
-// probeOutputMax bounds what is kept of a probe's output: its report is a
-// few lines, and a host that sends more is not read on.
-const probeOutputMax = 64 << 10
-
-// probeOutput keeps the head of a probe's output, up to probeOutputMax;
+// probeOutput keeps the head of a probe's output, up to marker.MaxProbeOutput;
 // past it, it calls cut (which ends the session) and takes no more.
 type probeOutput struct {
 	buf  bytes.Buffer
@@ -133,7 +129,7 @@ type probeOutput struct {
 }
 
 func (o *probeOutput) Write(p []byte) (int, error) {
-	if room := probeOutputMax - o.buf.Len(); len(p) > room {
+	if room := marker.MaxProbeOutput - o.buf.Len(); len(p) > room {
 		o.buf.Write(p[:room])
 		if !o.over {
 			o.over = true
@@ -144,5 +140,5 @@ func (o *probeOutput) Write(p []byte) (int, error) {
 	return o.buf.Write(p)
 }
 
-// errProbeOutputCut ends the copy of a probe's output past probeOutputMax.
+// errProbeOutputCut ends the copy of a probe's output past marker.MaxProbeOutput.
 var errProbeOutputCut = errors.New("the probe's output was cut")

@@ -69,8 +69,9 @@ func Probe(id string) (string, error) {
 	return shellScript(id, probeScript, "postern-probe"), nil
 }
 
-// maxProbeOutput bounds how much of a probe's output is read.
-const maxProbeOutput = 64 << 10
+// MaxProbeOutput bounds how much of a probe's output is read: its report
+// is a few lines. The bastion stops reading a probe's output there.
+const MaxProbeOutput = 64 << 10
 
 // ParseProbe reads the stdout of the Probe command for run id and says
 // what it shows, as a journal.Resolution by journal.ByProbe (At is left
@@ -96,8 +97,8 @@ const maxProbeOutput = 64 << 10
 // the report (a login script's greeting) are ignored. An error means the
 // output holds no report for id: the probe did not run as expected.
 func ParseProbe(id string, output []byte, accepted bool) (journal.Resolution, error) {
-	if len(output) > maxProbeOutput {
-		output = output[:maxProbeOutput]
+	if len(output) > MaxProbeOutput {
+		output = output[:MaxProbeOutput]
 	}
 	var (
 		lines  []string
@@ -106,7 +107,7 @@ func ParseProbe(id string, output []byte, accepted bool) (journal.Resolution, er
 		f      = map[string]string{}
 	)
 	sc := bufio.NewScanner(bytes.NewReader(output))
-	sc.Buffer(make([]byte, 0, 4096), maxProbeOutput)
+	sc.Buffer(make([]byte, 0, 4096), MaxProbeOutput)
 	for sc.Scan() {
 		line := strings.TrimRight(sc.Text(), "\r")
 		switch {
