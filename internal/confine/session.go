@@ -151,10 +151,12 @@ const maxSSHIncludes = 64
 // includes (Include, and what those include in turn) inside the working
 // directory or a writable tree, made empty first where a named file is
 // missing: the person's next ssh, outside every run, would run a
-// ProxyCommand or LocalCommand the run wrote there. Only the files a
-// pattern matches at the start are protected. It fails with an
-// [*ErrLinkInWritable] when one is reached through a symbolic link in a
-// tree the run writes.
+// ProxyCommand or LocalCommand the run wrote there. For a pattern, the
+// directory it matches in is read-only (made first where missing): a new
+// file there would match it. It fails when that directory is the working
+// directory itself, which a run cannot work in read-only, and with an
+// [*ErrLinkInWritable] when a file or directory is reached through a
+// symbolic link in a tree the run writes.
 func (s *Spec) SSHIncludes(env []string) error {
 	home := getenv(env, "HOME")
 	if home == "" {
@@ -189,13 +191,21 @@ func (s *Spec) SSHIncludes(env []string) error {
 				}
 				p = filepath.Clean(p)
 				matches, _ := filepath.Glob(p)
-				if len(matches) == 0 && !strings.ContainsAny(p, "*?[") && s.writable(p) {
+				pattern := strings.ContainsAny(p, "*?[")
+				if len(matches) == 0 && !pattern && s.writable(p) {
 					matches = []string{touch(p)}
+				}
+				if dir := globDir(p); pattern && s.writable(dir) {
+					if dir == s.Dir {
+						return fmt.Errorf("cannot confine the run: %s includes %s, which a file the run writes in its working directory would match; start it from another directory", filepath.Join(dotSSH, "config"), p)
+					}
+					os.MkdirAll(dir, 0o700)
+					files = appendNew(files, s.ReadOnly, dir)
 				}
 				for _, m := range matches {
 					queue = append(queue, m)
-					if s.writable(m) && !slices.Contains(files, m) && !slices.Contains(s.ReadOnly, m) {
-						files = append(files, m)
+					if s.writable(m) && (!pattern || !s.writable(globDir(p))) {
+						files = appendNew(files, s.ReadOnly, m)
 					}
 				}
 			}
@@ -206,4 +216,22 @@ func (s *Spec) SSHIncludes(env []string) error {
 	}
 	s.ReadOnly = append(s.ReadOnly, files...)
 	return nil
+}
+
+// globDir returns the directory a path pattern matches in: its elements
+// before the first that holds a pattern character.
+func globDir(p string) string {
+	dir := p
+	for strings.ContainsAny(dir, "*?[") {
+		dir = filepath.Dir(dir)
+	}
+	return dir
+}
+
+// appendNew appends p to list unless list or also holds it.
+func appendNew(list, also []string, p string) []string {
+	if slices.Contains(list, p) || slices.Contains(also, p) {
+		return list
+	}
+	return append(list, p)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -70,7 +71,8 @@ func TestCheck(t *testing.T) {
 
 // The files ~/.ssh/config includes inside the working directory are
 // shown read-only, a named one made empty first where missing, and so
-// are those they include; others are left alone.
+// are those they include and the directory a pattern matches in; others
+// are left alone.
 func TestSSHIncludes(t *testing.T) {
 	root := t.TempDir()
 	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
@@ -81,11 +83,25 @@ func TestSSHIncludes(t *testing.T) {
 	if err := s.SSHIncludes([]string{"HOME=" + home}); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{filepath.Join(work, "missing"), filepath.Join(work, "ssh", "1.conf"), filepath.Join(work, "deeper")}
+	// A pattern's directory, where a new file would match it.
+	want := []string{filepath.Join(work, "missing"), filepath.Join(work, "ssh"), filepath.Join(work, "deeper")}
 	if !slices.Equal(s.ReadOnly, want) {
 		t.Fatalf("read-only %q, want %q", s.ReadOnly, want)
 	}
 	if _, err := os.Stat(want[0]); err != nil {
 		t.Errorf("the missing include was not made: %v", err)
+	}
+}
+
+// A pattern ~/.ssh/config includes in the working directory itself
+// cannot be kept from the run's new files: the run is refused.
+func TestSSHIncludesPatternInTheWorkingDirectory(t *testing.T) {
+	root := t.TempDir()
+	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
+	mkdirs(t, "", filepath.Join(home, ".ssh"), work)
+	os.WriteFile(filepath.Join(home, ".ssh", "config"), []byte("Include "+work+"/*.ssh\n"), 0o600)
+	s := &Spec{Dir: work}
+	if err := s.SSHIncludes([]string{"HOME=" + home}); err == nil || !strings.Contains(err.Error(), "start it from another directory") {
+		t.Fatalf("a pattern in the working directory: %v, read-only %q", err, s.ReadOnly)
 	}
 }

@@ -225,12 +225,15 @@ func TestConfinedRunCannotRewriteTheGateway(t *testing.T) {
 	planted := e.Path("planted")
 	sshConfig := e.Home(".ssh", "config")
 	os.MkdirAll(filepath.Dir(sshConfig), 0o700)
-	if err := os.WriteFile(sshConfig, []byte("Include "+e.Path("team_ssh_config")+"\n"), 0o600); err != nil {
+	// And a pattern it includes there, which a new file would match.
+	os.MkdirAll(e.Path("team.d"), 0o755)
+	if err := os.WriteFile(sshConfig, []byte("Include "+e.Path("team_ssh_config")+" "+e.Path("team.d")+"/*.conf\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	d2 := e.StartRun("coder")
 	mustBeRefused(t, d2, []escape{
 		{"a file the person's ~/.ssh/config includes", "printf 'Host *\\n  ProxyCommand touch " + planted + "\\n' > team_ssh_config"},
+		{"a new file a pattern the person's ~/.ssh/config includes matches", "printf 'Host *\\n  ProxyCommand touch " + planted + "\\n' > team.d/new.conf"},
 	})
 	e.Run("ssh", "-F", sshConfig, "-o", "BatchMode=yes", "-o", "ConnectTimeout=2", "somehost", "true")
 	if _, err := os.Stat(planted); err == nil {
