@@ -18,6 +18,7 @@ import (
 	"github.com/postern/postern/internal/connlimit"
 	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/safesocket"
+	"github.com/postern/postern/internal/safetext"
 )
 
 // accept identifies the client, reads its destination and hands the
@@ -56,6 +57,15 @@ func (s *Server) accept(c *net.UnixConn) {
 		return
 	}
 	defer requester.Close()
+	if requester.Session != helper.Session {
+		// ssh runs its ProxyCommand in its own session. A parent in
+		// another one adopted a client whose parent exited (a child
+		// subreaper such as systemd --user, whose every process a
+		// session bound to it would cover).
+		fmt.Fprintf(c, "error postern connect's parent, %s (%d), is in another session: it adopted postern connect after the process that started it exited; run postern connect only as ssh's ProxyCommand\n", safetext.Escape(requester.Comm), requester.PID)
+		c.Close()
+		return
+	}
 	if err := helper.Verify(); err != nil {
 		fmt.Fprintf(c, "error the connecting process changed\n")
 		c.Close()

@@ -46,8 +46,11 @@
 // every decision is about — is the helper's parent: the ssh that runs it
 // as its ProxyCommand. The bastion pins the parent while the helper is
 // alive to vouch for the relationship, requires that it started before
-// the helper, and then verifies the helper again, so that the parent pid
-// was read from the process that connected. The requester's ancestry
+// the helper and is in the helper's session (ssh runs its ProxyCommand in
+// its own; a parent in another session adopted a helper whose parent
+// exited, and a session bound to an adopter such as systemd --user would
+// cover every process it adopted), and then verifies the helper again, so
+// that the parent pid was read from the process that connected. The requester's ancestry
 // ("ssh (4121) ← git ← bash ← claude (3988)") goes to the log and the
 // journal. Every decision verifies the requester again; a requester that
 // exited or exec'd is identity_mismatch.

@@ -100,7 +100,7 @@ func sshRequesterWorld(t *testing.T) (*proctest.Fake, *world, *ssh.Client) {
 	f := proctest.New(t)
 	f.Set(1, 0, 1, f.Exe("init", "init"), "init")
 	f.Set(sshRequester, 1, 100, f.Exe("ssh", "ssh"), "ssh", "host")
-	f.Set(os.Getpid(), sshRequester, 200, f.Exe("postern", "postern"), "postern", "connect", "host")
+	f.SetSession(os.Getpid(), sshRequester, 200, sshRequester, f.Exe("postern", "postern"), "postern", "connect", "host") // in ssh's session, as its ProxyCommand
 	w := newWorldWith(t, func(c *Config) { c.Procs = f.Table }, nil)
 	return f, w, w.established()
 }
