@@ -14,7 +14,7 @@ import (
 // exactly the request its card was shown for, so a request that waited on
 // another's card is told to decide again (again), under the policy, the
 // host inventory and the grants as they are after the answer.
-func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain procid.Chain, argv []string, dest *DestView, unverified string, epoch uint64, p *Policy) (d Decision, again bool) {
+func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain procid.Chain, argv []string, dest *DestView, unverified string, at vaultRead, p *Policy) (d Decision, again bool) {
 	subjects, sel, err := e.subjects(r, chain, argv, p)
 	if err != nil {
 		e.log.Info("refusing: "+err.Error(), "pid", r.Requester.PID)
@@ -98,7 +98,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	c := &Card{
 		hide:       hide,
 		req:        r,
-		epoch:      epoch,
+		epoch:      at.epoch,
 		subjects:   subjects,
 		joinKey:    joinKey,
 		cooldownAs: coolKey,
@@ -136,6 +136,15 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		c.View.Requester = append(c.View.Requester, e.processView(&chain[i]))
 	}
 	e.mu.Lock()
+	if e.epochChanges.Load() != at.changes {
+		// The vault locked or unlocked since the request read its epoch,
+		// and its cards were refused then: this one would carry the old
+		// epoch, which no answer approves. Decided again, under the
+		// vault's state now.
+		e.mu.Unlock()
+		hide()
+		return Decision{}, true
+	}
 	// Another request may have put up the same question while this card
 	// was made: wait on that one, so that one question has one card.
 	if o := e.joinLocked(joinKey); o != nil {

@@ -107,10 +107,16 @@ func (e *Engine) decide(ctx context.Context, r *Request) Decision {
 	}
 }
 
+// vaultRead is the vault's epoch as a request read it, with the count of
+// the epoch's changes the engine had seen before (Engine.epochChanges).
+type vaultRead struct{ epoch, changes uint64 }
+
 // decideNow decides r under the policy and host inventory in force now;
 // again: r waited on a card shown for another request, which was answered.
 func (e *Engine) decideNow(ctx context.Context, r *Request) (d Decision, again bool) {
+	at := vaultRead{changes: e.epochChanges.Load()}
 	locked, epoch := e.vault()
+	at.epoch = epoch
 	if locked {
 		return deny("", audit.ReasonVaultLocked), false
 	}
@@ -183,7 +189,7 @@ func (e *Engine) decideNow(ctx context.Context, r *Request) (d Decision, again b
 	if argv == nil {
 		argv = e.procs.Argv(r.Requester.PID)
 	}
-	return e.ask(ctx, r, mode, ancestry(), argv, dest, unverified, epoch, p)
+	return e.ask(ctx, r, mode, ancestry(), argv, dest, unverified, at, p)
 }
 
 // programs returns the verified executables exe rules are matched

@@ -79,6 +79,11 @@ type Engine struct {
 	policy atomic.Pointer[Policy]
 	hosts  atomic.Pointer[inventory.Inventory]
 
+	// epochChanges counts EpochChanged's calls; it moves under mu. A
+	// card goes up only if it has not moved since its request read the
+	// vault's epoch (ask).
+	epochChanges atomic.Uint64
+
 	mu       sync.Mutex
 	runs     map[string]*Run
 	grants   map[string]*Grant

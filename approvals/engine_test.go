@@ -829,3 +829,28 @@ func TestStartRunOnlyByItsPreparer(t *testing.T) {
 		t.Fatalf("the run's own descendant refused: %v", err)
 	}
 }
+
+// A lock that comes after a request read the vault's epoch, and before
+// its card went up, leaves no card behind: the card would carry the old
+// epoch, so that no answer could approve it, and, left to time out,
+// would start the run's cooldown. The request is decided again, under
+// the vault's new state.
+func TestNoCardAfterALockThatFollowedTheRead(t *testing.T) {
+	w := newWorld(t)
+	w.mu.Lock()
+	w.atVault = func() {
+		w.setVault(true, 8)
+		w.e.EpochChanged(true)
+	}
+	w.mu.Unlock()
+	if d := w.e.Decide(context.Background(), w.req(13)); d.Allow || d.Reason != audit.ReasonVaultLocked {
+		t.Fatalf("a request whose vault locked before its card went up: allowed %v, %s (card %q), want refused as %s", d.Allow, d.Reason, d.Card, audit.ReasonVaultLocked)
+	}
+	w.setVault(false, 9)
+	w.e.EpochChanged(false)
+	ch := w.decide(w.req(13)) // not in a cooldown: its card goes up
+	w.answer(w.card().ID, VerdictOnce, 30)
+	if d := got(t, ch); !d.Allow {
+		t.Fatalf("after the unlock: allowed %v, %s", d.Allow, d.Reason)
+	}
+}

@@ -103,6 +103,7 @@ func (e *Engine) EpochChanged(locked bool) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.epochChanges.Add(1)
 	for id, g := range e.grants {
 		e.endGrantLocked(id, g, reason)
 	}
