@@ -30,11 +30,11 @@ func (g *Gateway) opLock(context.Context, *procid.Peer, noArgs) (any, error) {
 	return api.LockResult{}, g.vault.LockCommand()
 }
 
-func (g *Gateway) opUnlock(_ context.Context, _ *procid.Peer, a api.UnlockArgs) (any, error) {
+func (g *Gateway) opUnlock(_ context.Context, peer *procid.Peer, a api.UnlockArgs) (any, error) {
 	defer clear(a.Passphrase)
 	defer clear(a.DataKey)
 	if len(a.DataKey) == 0 {
-		return nil, g.vault.UnlockCommand(a.Passphrase)
+		return nil, g.vault.UnlockCommand(a.Passphrase, func() error { return g.engine.OutsideRuns(peer, "unlock") })
 	}
 	dk, err := vault.ParseDataKey(a.DataKey)
 	if err != nil {

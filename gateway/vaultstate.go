@@ -122,7 +122,8 @@ func (s *vaultState) Lock(passphrase []byte) error {
 }
 
 // LockCommand locks as Lock does, for postern lock: without a vault it
-// sets no password, and only postern unlock (UnlockCommand) lifts it.
+// sets no password, and only postern unlock (UnlockCommand) from outside
+// every run lifts it.
 func (s *vaultState) LockCommand() error { return s.lock(nil) }
 
 // lock locks; a nil passphrase sets no password.
@@ -176,13 +177,19 @@ func (s *vaultState) lockLocked(passphrase []byte, why audit.Reason) {
 // the agent with, and refuses to lift a lock of postern lock, which set
 // none. A wrong passphrase is answered after a delay that grows with
 // each failure.
-func (s *vaultState) Unlock(passphrase []byte) error { return s.unlock(passphrase, false) }
+func (s *vaultState) Unlock(passphrase []byte) error { return s.unlock(passphrase, nil) }
 
 // UnlockCommand unlocks as Unlock does, for postern unlock, which also
-// lifts a lock without a password.
-func (s *vaultState) UnlockCommand(passphrase []byte) error { return s.unlock(passphrase, true) }
+// lifts a lock without a password when outside, which says whether the
+// caller stands outside every run, lets it: with no password, where the
+// caller stands is the only sign that it is the person.
+func (s *vaultState) UnlockCommand(passphrase []byte, outside func() error) error {
+	return s.unlock(passphrase, outside)
+}
 
-func (s *vaultState) unlock(passphrase []byte, command bool) error {
+// unlock unlocks; outside is nil for ssh-add -X, which never lifts a
+// lock without a password.
+func (s *vaultState) unlock(passphrase []byte, outside func() error) error {
 	s.unlockMu.Lock()
 	defer s.unlockMu.Unlock()
 	s.mu.Lock()
@@ -199,8 +206,13 @@ func (s *vaultState) unlock(passphrase []byte, command bool) error {
 		if s.vaultLock {
 			return fmt.Errorf("%w while the gateway was locked: only the vault's passphrase unlocks it; put the vault back, or restart the gateway", errVaultGone)
 		}
-		if s.lockPass == nil && !command {
-			return errNoPassword
+		if s.lockPass == nil {
+			if outside == nil {
+				return errNoPassword
+			}
+			if err := outside(); err != nil {
+				return err
+			}
 		}
 		h := sha256.Sum256(passphrase)
 		if s.lockPass != nil && subtle.ConstantTimeCompare(h[:], s.lockPass) != 1 {

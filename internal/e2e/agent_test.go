@@ -179,14 +179,15 @@ func TestLockUnlockWithoutVault(t *testing.T) {
 
 // Without a vault, postern lock gives no password: ssh-add -X, which
 // any program that reaches the agent socket can send, must not lift it
-// with whatever it types; postern unlock does. A lock with ssh-add -x
+// with whatever it types, nor may postern unlock from inside a run; the
+// person's postern unlock does. A lock with ssh-add -x
 // and an empty password is lifted by that empty password only, as with
 // ssh-agent.
-func TestLockWithoutPasswordIsNotLiftedBySSHAdd(t *testing.T) {
+func TestLockWithoutPasswordIsLiftedByThePersonOnly(t *testing.T) {
 	need(t, "ssh-add", "ssh-keygen")
 	e := newEnv(t)
 	e.Config(`approval = "none"`)
-	e.StartAgent()
+	agent := e.StartAgent()
 	k := e.Keygen("k", "ed25519", 0, "")
 	e.AddKey(k)
 	e.MustRun("postern", "lock")
@@ -196,7 +197,18 @@ func TestLockWithoutPasswordIsNotLiftedBySSHAdd(t *testing.T) {
 	if r := e.Run("ssh-add", "-l"); r.Code != 1 {
 		t.Fatalf("the agent is not locked: %s", r)
 	}
-	e.MustRun("postern", "unlock", "--passphrase-file", e.WriteFile("any", "anything\n", 0o600))
+	// With no password, where the command stands is the only sign that
+	// it is the person: a run's postern unlock is refused.
+	pass := e.WriteFile("any", "anything\n", 0o600)
+	run := e.StartRunWith("coder", "--no-sandbox")
+	r := run.Do("postern unlock --passphrase-file " + pass + " --socket " + agent.Socket)
+	if r.Code == 0 || !strings.Contains(r.Stdout+r.Stderr, "refused") { // the run's one output
+		t.Fatalf("a run's postern unlock of the lock of postern lock: %s", r)
+	}
+	if r := e.Run("ssh-add", "-l"); r.Code != 1 {
+		t.Fatalf("the agent is not locked after a run's postern unlock: %s", r)
+	}
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
 	e.MustRun("ssh-add", "-l")
 
 	if r := e.RunInput("\n\n", "ssh-add", "-x"); r.Code != 0 {
