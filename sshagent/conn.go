@@ -171,9 +171,11 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 		shown = sd.named
 	}
 	req.Key.Application, req.Key.Cert = keyFacts(shown)
-	if id.sk != nil && !strings.HasPrefix(id.sk.application, "ssh:") && sd.kind == signOther {
+	if strings.HasPrefix(plainKey(id.Key).Type(), "sk-") && !strings.HasPrefix(req.Key.Application, "ssh:") && sd.kind == signOther {
 		// A key registered for a web origin signs only what SSH signs
-		// (userauth, SSHSIG), never a web challenge, as ssh-agent.
+		// (userauth, SSHSIG), never a web challenge, as ssh-agent; the
+		// upstream agent's too, whatever the upstream would sign. (The
+		// application is the key's: shown is the same public key.)
 		return refuse(audit.ReasonMalformedRequest, "security key of a web origin asked to sign something other than an SSH request")
 	}
 	if err := c.checkBinding(dest, &sd); err != nil {

@@ -29,10 +29,9 @@ type addedKey struct {
 // handle the authenticator needs to sign. wire is the whole key as
 // ssh-add sent it, which ssh-sk-helper takes back to sign.
 type skKey struct {
-	pub         ssh.PublicKey // sk-ecdsa-… or sk-ssh-ed25519…, or its certificate
-	application string
-	flags       uint8
-	wire        []byte
+	pub   ssh.PublicKey // sk-ecdsa-… or sk-ssh-ed25519…, or its certificate
+	flags uint8
+	wire  []byte
 }
 
 // User presence and verification flags of FIDO keys (sk-api.h).
@@ -308,7 +307,7 @@ func (k *addedKey) parsePrivate(typ string, certPub ssh.PublicKey, b []byte) ([]
 		if len(m.KeyHandle) == 0 || len(m.Application) == 0 {
 			return nil, errors.New("security key: no key handle or application")
 		}
-		sk := &skKey{application: m.Application, flags: m.Flags}
+		sk := &skKey{flags: m.Flags}
 		app := ssh.Marshal(struct{ A string }{m.Application})
 		if certPub == nil {
 			// The public key blob is the type, the public fields, then

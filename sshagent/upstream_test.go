@@ -866,3 +866,31 @@ func TestUpstreamCertificateDecidedByItsKey(t *testing.T) {
 		t.Fatalf("the decision was asked about %+v, want the key %s", r, want)
 	}
 }
+
+// A security key of the upstream agent registered for a web origin signs
+// only what SSH signs, as postern's own: a web challenge is refused
+// before the decision, and never reaches the upstream.
+func TestUpstreamWebOriginSecurityKey(t *testing.T) {
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	web, err := ssh.ParsePublicKey(ssh.Marshal(struct {
+		T string
+		P []byte
+		A string
+	}{keyAlgoSKED25519, pub, "https://example.com"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := append([]byte{msgIdentitiesAnswer}, ssh.Marshal(struct {
+		N             uint32
+		Blob, Comment []byte
+	}{1, web.Marshal(), []byte("web")})...)
+	sock := scriptedAgent(t, [][]byte{frame(list), frame([]byte{msgFailure})})
+	ts := startServerWith(t, func(s *Server) { s.Upstream = &UpstreamAgent{Socket: sock} })
+	ag, _ := ts.client(t)
+	if _, err := ag.Sign(web, []byte("a web challenge")); err == nil {
+		t.Fatal("signed")
+	}
+	if n, r := ts.dec.count(), ts.dec.lastRefusal(); n != 0 || r != audit.ReasonMalformedRequest {
+		t.Fatalf("a web-origin security key of the upstream asked to sign a web challenge: %d decisions, refusal %q", n, r)
+	}
+}
