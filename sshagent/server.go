@@ -85,6 +85,7 @@ type Server struct {
 	bare    barer          // makes the long idle ones bare
 	pkcs11  pkcs11Set
 	upKeys  upstreamKeys
+	own     ownSockets // where it listens: never its own upstream
 	runAdds runAdds
 }
 
@@ -121,6 +122,8 @@ func (s *Server) Serve(ctx context.Context, l *net.UnixListener, ep *Endpoint) e
 	if err := procid.PassCredentials(l); err != nil {
 		return fmt.Errorf("enabling per-message credentials: %w", err)
 	}
+	s.own.add(l.Addr())
+	defer s.own.remove(l.Addr())
 	return safesocket.Serve(ctx, l, &s.wg, func(c *net.UnixConn) { s.handle(ctx, c, ep) }, s.Exhausted)
 }
 

@@ -106,6 +106,10 @@ func (c *conn) upstream() (*upstreamLink, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.srv.own.has(nc.RemoteAddr()) {
+		nc.Close()
+		return nil, fmt.Errorf("it leads back to this agent's own socket %s", nc.RemoteAddr())
+	}
 	c.up = &upstreamLink{framed: newFramed(nc)}
 	for _, b := range c.binds.list {
 		if err := c.bindUpstream(b.raw); err != nil {
