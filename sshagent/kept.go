@@ -20,6 +20,11 @@ import "fmt"
 // person adds it (ssh-add -D, then ssh-add -h: OpenSSH's semantics), and
 // when the run that set them does; a run's add changes no destinations
 // it did not set: the copy is used under those kept.
+//
+// An add that goes to the upstream agent (upstream_changes = forward) of
+// a key the keyring also holds keeps its constraints the same way
+// (KeepRecorded): the upstream applies them to its copy, and postern to
+// its own, which is listed and used before the upstream's.
 
 // The constraints kept are bounded, as the keys added are: a client that
 // adds and removes key after key, each with constraints, would otherwise
@@ -138,4 +143,29 @@ func (k *Keyring) Constraints(id *Identity) (confirm bool, dest []DestConstraint
 		dest = c.dest
 	}
 	return confirm || c.confirm, dest
+}
+
+// KeepRecorded keeps the constraints of id, a key added to the upstream
+// agent, when the keyring holds a copy of that key itself, as an add here
+// keeps those of the copy it adds: the keyring's copy is listed and used
+// before the upstream's, and is used under them from now on. record is
+// called first, as AddRecorded calls it: an error from it keeps nothing.
+// Without a copy here nothing is kept: the upstream applies the
+// constraints to the only copy there is, and its own confirmation is
+// not asked for twice.
+func (k *Keyring) KeepRecorded(id *Identity, record func() error) error {
+	k.mu.Lock()
+	if findKey(k.ids, id.Key) == nil {
+		k.mu.Unlock()
+		return record()
+	}
+	defer k.mu.Unlock()
+	if err := k.keepRoom(id); err != nil {
+		return err
+	}
+	if err := record(); err != nil {
+		return err
+	}
+	k.keepLocked(id)
+	return nil
 }

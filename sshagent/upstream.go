@@ -296,10 +296,13 @@ func (c *conn) forwardsChanges() bool {
 }
 
 // addUpstream passes an add request (msg: its type and payload) to the
-// upstream agent, once it parses: the upstream applies its own rules to
-// its constraints. The add is recorded once the upstream agent made it,
-// and taken back when its record cannot be written: postern signs with
-// the key only after recording that too.
+// upstream agent, once it parses, its constraints too. When postern
+// holds a copy of the key itself, listed and used before the
+// upstream's, they are kept for the key as an add here keeps them
+// (kept.go), so that its copy is used under them as well. The add is
+// recorded once the upstream agent made it, and
+// taken back when its record cannot be written: postern signs with the
+// key only after recording that too.
 func (c *conn) addUpstream(msg []byte) error {
 	// Parsing wipes the private key it reads: what is sent is a copy.
 	fwd := bytes.Clone(msg)
@@ -315,16 +318,29 @@ func (c *conn) addUpstream(msg []byte) error {
 		return c.refuse("refusing to add key: " + err.Error())
 	}
 	var tail struct {
-		Comment string
-		Rest    []byte `ssh:"rest"`
+		Comment     string
+		Constraints []byte `ssh:"rest"`
 	}
-	ssh.Unmarshal(rest, &tail) // the constraints are the upstream's to judge
-	id := &Identity{Key: pub, Comment: tail.Comment, Source: Upstream}
+	cons := &keyConstraints{}
+	err = ssh.Unmarshal(rest, &tail)
+	switch {
+	case err != nil:
+	case msg[0] == msgAddIDConstrained:
+		cons, err = parseConstraints(tail.Constraints)
+	case len(tail.Constraints) != 0:
+		err = errTrailing
+	}
+	if err != nil {
+		return c.refuse("refusing to add key: " + err.Error())
+	}
+	id := &Identity{Key: pub, Comment: tail.Comment, Source: Upstream, Confirm: cons.confirm, Dest: cons.dest}
+	kept := &Identity{Key: pub, Source: Added, Confirm: cons.confirm, Dest: cons.dest, sk: k.sk}
 	fp := id.Fingerprint()
 	if err := c.changeUpstream(fwd, "add the key", "key", fp, "type", pub.Type()); err != nil {
 		return err
 	}
-	if err := c.recordKey(KeyEvent(audit.EventAgentKeyAdded, id, "")); err != nil {
+	record := func() error { return c.recordKey(KeyEvent(audit.EventAgentKeyAdded, id, "")) }
+	if err := c.srv.Keys.KeepRecorded(kept, record); err != nil {
 		undo := append([]byte{msgRemoveIdentity}, ssh.Marshal(keyBlobMsg{KeyBlob: pub.Marshal()})...)
 		c.changeUpstream(undo, "remove the key whose add was not recorded", "key", fp)
 		return c.refuse("refusing to add key: "+err.Error(), "key", fp)
