@@ -5,6 +5,7 @@ import (
 	"crypto/dsa"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -329,6 +330,14 @@ func (c *conn) addUpstream(msg []byte) error {
 		cons, err = parseConstraints(tail.Constraints)
 	case len(tail.Constraints) != 0:
 		err = errTrailing
+	}
+	if err == nil && cons.skProvider != "" && !strings.EqualFold(cons.skProvider, "internal") && c.remote() {
+		// The upstream would load the library, which postern never
+		// does for such a connection (identityFor); an upstream that
+		// refused the session-bind, or predates it, would take the
+		// connection for a local one. Its internal provider is no
+		// library: OpenSSH's agent takes it from anywhere.
+		err = errString("providers are not loaded for a forwarded connection, nor sent from one to the upstream agent")
 	}
 	if err != nil {
 		return c.refuse("refusing to add key: " + err.Error())

@@ -894,3 +894,21 @@ func TestUpstreamWebOriginSecurityKey(t *testing.T) {
 		t.Fatalf("a web-origin security key of the upstream asked to sign a web challenge: %d decisions, refusal %q", n, r)
 	}
 }
+
+// An add that names a provider library (a security key's) from a
+// connection that came through ssh is refused, not forwarded: the
+// upstream agent would load the library, which postern never does for
+// such a connection (CVE-2023-38408), whether or not the upstream took
+// the session-bind that tells it so.
+func TestUpstreamForwardedAddOfProviderFromRemote(t *testing.T) {
+	sock := scriptedAgent(t, [][]byte{frame([]byte{msgSuccess}), frame([]byte{msgSuccess})})
+	ts := startServerWith(t, func(s *Server) { s.Upstream = &UpstreamAgent{Socket: sock, Changes: UpstreamForward} })
+	c := ts.rawConn(t)
+	if r := roundTrip(t, c, extMsg(ExtSessionBind, newHost(t).bind([]byte("sid-remote"), true))); r[0] != msgSuccess {
+		t.Fatalf("session-bind: reply %d", r[0])
+	}
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	if r := roundTrip(t, c, skEd25519Add(pub, "ssh:", skUserPresenceRequired, "/tmp/evil.so")); r[0] != msgFailure {
+		t.Fatalf("a provider added from a forwarded connection was sent to the upstream agent: reply %d", r[0])
+	}
+}
