@@ -122,9 +122,14 @@ func (c *conn) upstream() (*upstreamLink, error) {
 // bindUpstream sends a verified session-bind on the link, when it is
 // open. An upstream that refuses it (one that does not know the
 // extension, such as gpg-agent) goes on without it; a broken link is
-// closed.
+// closed, and so is one to an upstream no longer in use, which is not to
+// see the client's logins.
 func (c *conn) bindUpstream(contents []byte) error {
 	if c.up == nil {
+		return nil
+	}
+	if !c.srv.Upstream.inUse() {
+		c.dropUpstream()
 		return nil
 	}
 	c.up.bound = true
