@@ -143,25 +143,13 @@ func (c *conn) add(p []byte, constrained bool) error {
 	if err != nil {
 		return c.refuse("refusing to add key: " + err.Error())
 	}
-	var tail struct {
-		Comment     string
-		Constraints []byte `ssh:"rest"`
-	}
-	cons := &keyConstraints{}
-	err = ssh.Unmarshal(rest, &tail)
-	switch {
-	case err != nil:
-	case constrained:
-		cons, err = parseConstraints(tail.Constraints)
-	case len(tail.Constraints) != 0:
-		err = errTrailing
-	}
+	comment, cons, err := parseAddTail(rest, constrained)
 	if err == nil && cons.hasCertsExt {
 		err = errNotHere(ExtAssociatedCerts)
 	}
 	var id *Identity
 	if err == nil {
-		id, err = c.identityFor(k, tail.Comment, cons.skProvider)
+		id, err = c.identityFor(k, comment, cons.skProvider)
 	}
 	if err != nil {
 		wipe(k.priv)

@@ -318,19 +318,7 @@ func (c *conn) addUpstream(msg []byte) error {
 	if err != nil {
 		return c.refuse("refusing to add key: " + err.Error())
 	}
-	var tail struct {
-		Comment     string
-		Constraints []byte `ssh:"rest"`
-	}
-	cons := &keyConstraints{}
-	err = ssh.Unmarshal(rest, &tail)
-	switch {
-	case err != nil:
-	case msg[0] == msgAddIDConstrained:
-		cons, err = parseConstraints(tail.Constraints)
-	case len(tail.Constraints) != 0:
-		err = errTrailing
-	}
+	comment, cons, err := parseAddTail(rest, msg[0] == msgAddIDConstrained)
 	if err == nil && cons.skProvider != "" && !strings.EqualFold(cons.skProvider, "internal") && c.remote() {
 		// The upstream would load the library, which postern never
 		// does for such a connection (identityFor); an upstream that
@@ -342,7 +330,7 @@ func (c *conn) addUpstream(msg []byte) error {
 	if err != nil {
 		return c.refuse("refusing to add key: " + err.Error())
 	}
-	id := &Identity{Key: pub, Comment: tail.Comment, Source: Upstream, Confirm: cons.confirm, Dest: cons.dest}
+	id := &Identity{Key: pub, Comment: comment, Source: Upstream, Confirm: cons.confirm, Dest: cons.dest}
 	kept := &Identity{Key: pub, Source: Added, Confirm: cons.confirm, Dest: cons.dest, sk: k.sk}
 	fp := id.Fingerprint()
 	if err := c.changeUpstream(fwd, "add the key", "key", fp, "type", pub.Type()); err != nil {

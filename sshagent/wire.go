@@ -134,6 +134,28 @@ type keyConstraints struct {
 	hasCertsExt bool
 }
 
+// parseAddTail parses what follows the key in an add request: the
+// comment and, in a constrained add, the constraints; an unconstrained
+// add has nothing after its comment.
+func parseAddTail(rest []byte, constrained bool) (comment string, cons *keyConstraints, err error) {
+	var tail struct {
+		Comment     string
+		Constraints []byte `ssh:"rest"`
+	}
+	if err := ssh.Unmarshal(rest, &tail); err != nil {
+		return "", nil, err
+	}
+	switch {
+	case constrained:
+		cons, err = parseConstraints(tail.Constraints)
+	case len(tail.Constraints) != 0:
+		err = errTrailing
+	default:
+		cons = &keyConstraints{}
+	}
+	return tail.Comment, cons, err
+}
+
 // parseConstraints parses the constraints that follow a key, refusing an
 // unknown or repeated one, as ssh-agent does.
 func parseConstraints(b []byte) (*keyConstraints, error) {
