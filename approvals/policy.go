@@ -172,9 +172,12 @@ func (r *Rule) matchesRequest(f *facts) bool {
 // anyMatch reports whether glob matches one of names, or is one of them:
 // a name such as "[10.0.0.5]:2222" (a host on another port, as ssh names
 // it) is a pattern of characters in brackets as a glob, and a rule that
-// spells the name means that name.
+// spells the name means that name. Case does not count, as it does not
+// for DNS or for ssh_config's Host patterns.
 func anyMatch(glob string, names []string) bool {
+	glob = strings.ToLower(glob)
 	for _, n := range names {
+		n = strings.ToLower(n)
 		if ok, _ := path.Match(glob, n); ok || n == glob {
 			return true
 		}

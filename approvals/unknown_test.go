@@ -136,3 +136,22 @@ func TestHostCertificateNamedByItsKey(t *testing.T) {
 		}
 	}
 }
+
+// Host names are matched as ssh matches them, whatever their case: a
+// rule that spells a production host in capitals, or an inventory name
+// in capitals, still asks every time, as DNS and ssh_config's Host take
+// "Prod-DB-1" and "prod-db-1" for one host.
+func TestHostRulesIgnoreCase(t *testing.T) {
+	none := func() []program { return nil }
+	for _, tt := range []struct{ rule, name string }{
+		{"Prod-*", "prod-db-1"},
+		{"prod-*", "PROD-DB-1"},
+		{"db-[A-Z]", "db-b"},
+		{"[10.0.0.5]:2222", "[10.0.0.5]:2222"},
+	} {
+		p := &Policy{Mode: audit.ModeSession, Rules: []Rule{{Host: tt.rule, Mode: audit.ModePerCall}}}
+		if m := p.modeFor(&facts{names: []string{tt.name}, programs: none}, false); m != audit.ModePerCall {
+			t.Errorf("host = %q, a host the inventory names %q: %s, want %s", tt.rule, tt.name, m, audit.ModePerCall)
+		}
+	}
+}
