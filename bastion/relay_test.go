@@ -955,3 +955,18 @@ func TestRelayRefusesACommandWithANULByte(t *testing.T) {
 		t.Fatalf("a command with a NUL byte: %v, stderr %q, %d sent to the host, %d journaled", err, errOut, len(w.host.seen()), len(w.entries()))
 	}
 }
+
+// Marker globs match the host whatever its case, as ssh_config's Host
+// patterns do: ssh hands postern connect the name in lower case, and a
+// glob written "Prod-*" must still wrap prod-db-1's commands.
+func TestMarkerGlobsIgnoreCase(t *testing.T) {
+	s := &Server{cfg: Config{Markers: []string{"Prod-*", "db-[A-C]"}}}
+	for _, host := range []string{"prod-db-1", "PROD-DB-1", "db-b"} {
+		if !s.markersFor(host) {
+			t.Errorf("markers = [\"Prod-*\", \"db-[A-C]\"] does not wrap the commands of %s", host)
+		}
+	}
+	if s.markersFor("staging-1") {
+		t.Error("markers wrap a host no glob names")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,9 +122,12 @@ func (s *Server) serverConfig(ctx gliderssh.Context) *gossh.ServerConfig {
 	return cfg
 }
 
+// markersFor reports whether a glob of Config.Markers matches host, case
+// aside, as ssh_config's Host patterns match.
 func (s *Server) markersFor(host string) bool {
+	host = strings.ToLower(host)
 	for _, g := range s.cfg.Markers {
-		if ok, _ := path.Match(g, host); ok {
+		if ok, _ := path.Match(strings.ToLower(g), host); ok {
 			return true
 		}
 	}
