@@ -326,7 +326,7 @@ func knownHostsSources() ([]source, error) {
 
 func labels(srcs []source) string {
 	if len(srcs) == 0 {
-		return "no readable known_hosts file"
+		return "any known_hosts file (none could be read)"
 	}
 	var l []string
 	for _, s := range srcs {
