@@ -270,6 +270,9 @@ func parse(name string, b []byte) (File, int, error) {
 		}
 		return File{}, 0, fmt.Errorf("%s: unknown setting %s", name, strings.Join(keys, ", "))
 	}
+	if err := checkKeyCase(md); err != nil {
+		return File{}, 0, fmt.Errorf("%s: %w", name, err)
+	}
 	if err := f.check(); err != nil {
 		if se, ok := errors.AsType[*settingError](err); ok {
 			if line := settingLine(b, se.Table, se.N, se.Key); line > 0 {
