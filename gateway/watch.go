@@ -26,6 +26,11 @@ import (
 // the file the watch was on), and while there is no vault file, or the
 // vault's path is a symbolic link, its directory is watched.
 //
+// A watched directory that is moved away or removed (and perhaps made
+// anew in its place) takes its watch with it: the links are then followed
+// again, and the directory at that path, or its nearest existing parent,
+// is watched.
+//
 // Events are debounced briefly so that a burst of writes is one change.
 func (g *Gateway) watch(ctx context.Context) (stop func()) {
 	w, err := fsnotify.NewWatcher()
@@ -104,6 +109,14 @@ func (g *Gateway) watch(ctx context.Context) (stop func()) {
 				case name == g.vaultPath:
 					vaultT = time.After(settle)
 				case cfgNames[name]:
+					cfgT = time.After(settle)
+				case dirs[name] && ev.Has(fsnotify.Remove|fsnotify.Rename):
+					// A watched directory moved away or removed:
+					// its watch went with it. The directory at that
+					// path now, if any, is another one, watched
+					// when the links are followed again.
+					w.Remove(name)
+					delete(dirs, name)
 					cfgT = time.After(settle)
 				}
 			case err, ok := <-w.Errors:
