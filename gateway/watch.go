@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"time"
@@ -30,6 +31,9 @@ import (
 // anew in its place) takes its watch with it: the links are then followed
 // again, and the directory at that path, or its nearest existing parent,
 // is watched.
+//
+// When the kernel's queue of events overflows, some were lost: both
+// files are read again.
 //
 // Events are debounced briefly so that a burst of writes is one change.
 func (g *Gateway) watch(ctx context.Context) (stop func()) {
@@ -124,6 +128,11 @@ func (g *Gateway) watch(ctx context.Context) (stop func()) {
 					return
 				}
 				g.log.Warn("file watcher", "err", err)
+				if errors.Is(err, fsnotify.ErrEventOverflow) {
+					// Events were lost, any of them ours: read
+					// both files again.
+					vaultT, cfgT = time.After(settle), time.After(settle)
+				}
 			case <-vaultT:
 				vaultT = nil
 				armVault() // before reading: a later change is then seen
