@@ -15,9 +15,9 @@ import (
 // authority compared with a: a weaker default mode, a rule removed or
 // added that can lower a request's mode, a known_hosts file with @revoked
 // lines dropped, a weaker unknown_destination, a wider session scope or a
-// longer session lifetime, more a confined run may write or see, a bastion enabled or trusting other
+// longer session lifetime, a shorter card cooldown, more a confined run may write or see, a bastion enabled or trusting other
 // host keys (its own known_hosts, or the top-level ones it falls back to), another upstream agent or adds and removes forwarded to it. It is empty when f only tightens or changes nothing of
-// authority (timeouts, agents). The comparison is conservative: a change
+// authority (card_timeout, agents). The comparison is conservative: a change
 // that might loosen counts.
 func Loosening(a, f config.File) []string {
 	var out []string
@@ -64,6 +64,11 @@ func Loosening(a, f config.File) []string {
 	}
 	if al, fl := a.SessionLifetime.Duration, f.SessionLifetime.Duration; al > 0 && (fl == 0 || fl > al) {
 		add("session_lifetime: %s → %s", lifetimeText(al), lifetimeText(fl))
+	}
+	// The cooldown keeps a run from flashing cards at the person, and
+	// from asking again each time it is told no.
+	if ac, fc := a.CardCooldown.Duration, f.CardCooldown.Duration; fc < ac {
+		add("card_cooldown: %s → %s", ac, fc)
 	}
 	for _, p := range setMinus(f.Run.ReadWrite, a.Run.ReadWrite) {
 		add("[run] read_write added: %s", p)
@@ -113,6 +118,7 @@ func Strictest(a, f config.File) config.File {
 	if al, fl := a.SessionLifetime.Duration, f.SessionLifetime.Duration; al > 0 && (fl == 0 || fl > al) {
 		s.SessionLifetime = a.SessionLifetime
 	}
+	s.CardCooldown.Duration = max(a.CardCooldown.Duration, f.CardCooldown.Duration)
 	s.Bastion.Enabled = a.Bastion.Enabled && f.Bastion.Enabled
 	// The bastion verifies real hosts with the approved files only (the
 	// top-level ones, when it has none of its own).

@@ -197,3 +197,22 @@ func TestHostRuleMatchesItsLiteralName(t *testing.T) {
 		t.Fatalf("a rule for host [10.0.0.5]:2222 gives that host %s", m)
 	}
 }
+
+// card_cooldown is what keeps a run from flashing cards at the person or
+// asking again each time it is told no: shortening it (to 0s, none at
+// all) is a loosening, and the approved one stays while it waits.
+func TestCardCooldownShorterIsLoosening(t *testing.T) {
+	a := config.Defaults()
+	f := config.Defaults()
+	f.CardCooldown = config.Duration{}
+	if got := strings.Join(Loosening(a, f), "; "); !strings.Contains(got, "card_cooldown: 30s → 0s") {
+		t.Fatalf("Loosening = %q", got)
+	}
+	if s := Strictest(a, f); s.CardCooldown != a.CardCooldown {
+		t.Fatalf("card_cooldown %s while the change waits", s.CardCooldown)
+	}
+	f.CardCooldown = config.Duration{Duration: time.Minute}
+	if got := Loosening(a, f); len(got) != 0 {
+		t.Fatalf("a longer card_cooldown loosens: %q", got)
+	}
+}
