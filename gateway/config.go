@@ -84,10 +84,10 @@ func (g *Gateway) initialPolicy(cfg config.File, raw []byte) (*approvals.Policy,
 // proposePending shows the card for a change found at start.
 func (g *Gateway) proposePending() {
 	g.mu.Lock()
-	changes, raw := g.pending, g.pendingRaw
+	changes, raw, base := g.pending, g.pendingRaw, g.approvedRaw
 	g.mu.Unlock()
 	if len(changes) > 0 {
-		g.propose(changes, raw)
+		g.propose(changes, raw, base)
 	}
 }
 
@@ -143,18 +143,28 @@ func (g *Gateway) judge(cfg config.File, raw []byte) {
 		return
 	}
 	g.config, g.pending, g.pendingRaw = approvals.Strictest(g.approved, cfg), changes, raw
+	base := g.approvedRaw
 	g.mu.Unlock()
 	// The tightening parts apply at once.
 	g.engine.SetPolicy(pol)
-	g.propose(changes, raw)
+	g.propose(changes, raw, base)
 }
 
-// propose shows a policy change card for raw; approving it puts raw in
-// force if the file still holds it.
-func (g *Gateway) propose(changes []string, raw []byte) {
+// propose shows a policy change card for raw, which loosens the approved
+// configuration base as changes say; approving it puts raw in force if
+// the file still holds it and base is still the approved configuration
+// (an unlock may have put back another, sealed in the vault, against
+// which raw loosens more than the card shows).
+func (g *Gateway) propose(changes []string, raw, base []byte) {
 	g.engine.ProposePolicy(changes, func() error {
 		g.judgeMu.Lock()
 		defer g.judgeMu.Unlock()
+		g.mu.Lock()
+		same := bytes.Equal(g.approvedRaw, base)
+		g.mu.Unlock()
+		if !same {
+			return errors.New("the approved configuration changed since the card was shown (the vault's sealed copy was put back), so the card does not show all the change loosens; the file is judged again when it changes or on SIGHUP")
+		}
 		cfg, now, err := readConfig(g.configPath)
 		if err != nil {
 			return fmt.Errorf("the configuration no longer reads: %w", err)

@@ -106,11 +106,14 @@ func (g *Gateway) adoptSealedPolicy(v *vault.Vault) {
 	}
 	g.mu.Lock()
 	if err != nil {
+		// A card shown before was judged against the copy put aside.
+		g.pending, g.pendingRaw = nil, nil
 		pol, cerr := approvals.Compile(approved)
 		if cerr == nil {
 			g.config, g.configErr = approved, err
 		}
 		g.mu.Unlock()
+		g.engine.WithdrawPolicy()
 		if cerr == nil {
 			g.engine.SetPolicy(pol)
 		}
