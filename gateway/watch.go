@@ -14,10 +14,11 @@ import (
 //
 // The configuration file's directory is watched, since editors and atomic
 // writers replace files rather than write them in place. A configuration
-// file that is a symbolic link (as dotfile managers make) is followed: the
-// directory of every link on the way and of the file it leads to are
-// watched, and the links are read again after each change, since they may
-// now lead elsewhere. A directory that does not exist yet is watched for
+// file that is a symbolic link, or lies in a directory reached through
+// one (as dotfile managers make), is followed: the directory of every link
+// on the way, the file's own and its directories', and of the file it
+// leads to are watched, and the links are read again after each change,
+// since they may now lead elsewhere. A directory that does not exist yet is watched for
 // from its nearest existing parent.
 //
 // The vault file is watched itself, not its directory: the audit log
@@ -159,8 +160,9 @@ func isDir(p string) bool {
 }
 
 // linkChain returns path, every path its symbolic links lead to in turn,
-// and the file it finally resolves to (with linked directories on the
-// way resolved too), cleaned and without repeats.
+// the file it finally resolves to (with linked directories on the way
+// resolved too), and the directories on the way to each of these that are
+// symbolic links (dirLinks), cleaned and without repeats.
 func linkChain(path string) []string {
 	p := filepath.Clean(path)
 	chain := []string{p}
@@ -183,5 +185,35 @@ func linkChain(path string) []string {
 	if real, err := filepath.EvalSymlinks(path); err == nil && !seen[real] {
 		chain = append(chain, real)
 	}
+	for _, p := range chain {
+		for _, d := range dirLinks(p) {
+			if !seen[d] {
+				seen[d] = true
+				chain = append(chain, d)
+			}
+		}
+	}
 	return chain
+}
+
+// dirLinks returns the directories on the way to path that are symbolic
+// links, and those on the way to where they lead, in turn (at most 40).
+func dirLinks(path string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for todo := []string{filepath.Dir(path)}; len(todo) > 0 && len(seen) < 40; todo = todo[1:] {
+		for d := todo[0]; d != filepath.Dir(d) && !seen[d]; d = filepath.Dir(d) {
+			seen[d] = true
+			t, err := os.Readlink(d)
+			if err != nil {
+				continue
+			}
+			if !filepath.IsAbs(t) {
+				t = filepath.Join(filepath.Dir(d), t)
+			}
+			out = append(out, d)
+			todo = append(todo, filepath.Clean(t))
+		}
+	}
+	return out
 }
