@@ -15,7 +15,8 @@ import (
 // authority compared with a: a weaker default mode, a rule removed or
 // added that can lower a request's mode, a known_hosts file with @revoked
 // lines dropped, a weaker unknown_destination, a wider session scope or a
-// longer session lifetime, a shorter card cooldown, more a confined run may write or see, a bastion enabled or trusting other
+// longer session lifetime, a shorter card cooldown, more a confined run may write or see
+// (a read_only path added or removed), a bastion enabled or trusting other
 // host keys (its own known_hosts, or the top-level ones it falls back to), another upstream agent or adds and removes forwarded to it. It is empty when f only tightens or changes nothing of
 // authority (card_timeout, agents). The comparison is conservative: a change
 // that might loosen counts.
@@ -73,8 +74,14 @@ func Loosening(a, f config.File) []string {
 	for _, p := range setMinus(f.Run.ReadWrite, a.Run.ReadWrite) {
 		add("[run] read_write added: %s", p)
 	}
+	// A read_only path shows what a hidden tree holds, and keeps a run
+	// from writing what a writable tree holds: adding one or removing one
+	// can loosen.
 	for _, p := range setMinus(f.Run.ReadOnly, a.Run.ReadOnly) {
 		add("[run] read_only added: %s", p)
+	}
+	for _, p := range setMinus(a.Run.ReadOnly, f.Run.ReadOnly) {
+		add("[run] read_only removed: %s", p)
 	}
 	for _, p := range setMinus(a.Run.Hide, f.Run.Hide) {
 		add("[run] hide removed: %s", p)
@@ -110,7 +117,7 @@ func Strictest(a, f config.File) config.File {
 	s := f
 	s.KnownHosts = append(slices.Clone(f.KnownHosts), setMinus(a.KnownHosts, f.KnownHosts)...)
 	s.Run.ReadWrite = setMinus(f.Run.ReadWrite, setMinus(f.Run.ReadWrite, a.Run.ReadWrite))
-	s.Run.ReadOnly = setMinus(f.Run.ReadOnly, setMinus(f.Run.ReadOnly, a.Run.ReadOnly))
+	s.Run.ReadOnly = slices.Clone(a.Run.ReadOnly)
 	s.Run.Hide = append(slices.Clone(f.Run.Hide), setMinus(a.Run.Hide, f.Run.Hide)...)
 	if a.SessionScope == string(ScopeDestination) {
 		s.SessionScope = a.SessionScope

@@ -216,3 +216,20 @@ func TestCardCooldownShorterIsLoosening(t *testing.T) {
 		t.Fatalf("a longer card_cooldown loosens: %q", got)
 	}
 }
+
+// A read_only path keeps a run from writing what a writable tree holds
+// (postern.toml(5)): removing one lets runs write there, a loosening, and
+// the approved one stays while the change waits.
+func TestReadOnlyRemovedIsLoosening(t *testing.T) {
+	a := config.Defaults()
+	a.Run.ReadWrite = []string{"~/go"}
+	a.Run.ReadOnly = []string{"~/go/src/vetted"}
+	f := a
+	f.Run.ReadOnly = nil
+	if got := strings.Join(Loosening(a, f), "; "); !strings.Contains(got, "[run] read_only removed: ~/go/src/vetted") {
+		t.Fatalf("Loosening = %q", got)
+	}
+	if s := Strictest(a, f); !slices.Equal(s.Run.ReadOnly, a.Run.ReadOnly) {
+		t.Fatalf("read_only %q while the change waits", s.Run.ReadOnly)
+	}
+}
