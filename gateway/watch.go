@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
@@ -36,7 +35,9 @@ import (
 // When the kernel's queue of events overflows, some were lost: both
 // files are read again.
 //
-// Events are debounced briefly so that a burst of writes is one change.
+// Events are debounced briefly so that a burst of writes is one change,
+// but events without pause put a read off no longer than a second
+// (settle.go).
 func (g *Gateway) watch(ctx context.Context) (stop func()) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -99,8 +100,7 @@ func (g *Gateway) watch(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		const settle = 50 * time.Millisecond
-		var vaultT, cfgT <-chan time.Time
+		var vaultT, cfgT settler
 		for {
 			select {
 			case <-ctx.Done():
@@ -112,9 +112,9 @@ func (g *Gateway) watch(ctx context.Context) (stop func()) {
 				g.watchEvents.Add(1)
 				switch name := filepath.Clean(ev.Name); {
 				case name == g.vaultPath:
-					vaultT = time.After(settle)
+					vaultT.event()
 				case cfgNames[name]:
-					cfgT = time.After(settle)
+					cfgT.event()
 				case dirs[name] && ev.Has(fsnotify.Remove|fsnotify.Rename):
 					// A watched directory moved away or removed:
 					// its watch went with it. The directory at that
@@ -122,7 +122,7 @@ func (g *Gateway) watch(ctx context.Context) (stop func()) {
 					// when the links are followed again.
 					w.Remove(name)
 					delete(dirs, name)
-					cfgT = time.After(settle)
+					cfgT.event()
 				}
 			case err, ok := <-w.Errors:
 				if !ok {
@@ -132,14 +132,15 @@ func (g *Gateway) watch(ctx context.Context) (stop func()) {
 				if errors.Is(err, fsnotify.ErrEventOverflow) {
 					// Events were lost, any of them ours: read
 					// both files again.
-					vaultT, cfgT = time.After(settle), time.After(settle)
+					vaultT.event()
+					cfgT.event()
 				}
-			case <-vaultT:
-				vaultT = nil
+			case <-vaultT.C:
+				vaultT.fired()
 				armVault() // before reading: a later change is then seen
 				g.vault.fileChanged()
-			case <-cfgT:
-				cfgT = nil
+			case <-cfgT.C:
+				cfgT.fired()
 				// Watch where the links lead now before reading: a
 				// write to a new target between the read and the
 				// watch would be missed.

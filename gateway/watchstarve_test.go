@@ -1,0 +1,36 @@
+package gateway
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+// A program that touches the configuration file without pause (every
+// event starts the settling wait again) must not keep the gateway from
+// ever reading it: a person's edit made meanwhile is read all the same.
+func TestReloadNotPutOffByEndlessEvents(t *testing.T) {
+	var cfg string
+	g, _ := startGatewayWith(t, func(dir string) {
+		cfg = configFile(t, dir)
+		os.WriteFile(cfg, []byte("approval = \"session\"\n"), 0o600)
+	})
+	waitStatus(t, g, "at start", approvalIs("session"))
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+				now := time.Now()
+				os.Chtimes(cfg, now, now)
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	time.Sleep(200 * time.Millisecond)
+	os.WriteFile(cfg, []byte("approval = \"per-call\"\n"), 0o600)
+	waitStatus(t, g, "the edit while the file is touched", approvalIs("per-call"))
+}
