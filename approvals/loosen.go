@@ -17,7 +17,8 @@ import (
 // lines dropped, a weaker unknown_destination, a wider session scope or a
 // longer session lifetime, a shorter card cooldown, more a confined run may write or see
 // (a read_only path added or removed), a bastion enabled or trusting other
-// host keys (its own known_hosts, or the top-level ones it falls back to), another upstream agent or adds and removes forwarded to it. It is empty when f only tightens or changes nothing of
+// host keys (its own known_hosts, or the top-level ones it falls back to), another upstream agent or adds and removes forwarded to it,
+// the audit log's events sent to another syslog address or to none. It is empty when f only tightens or changes nothing of
 // authority (card_timeout, agents). The comparison is conservative: a change
 // that might loosen counts.
 func Loosening(a, f config.File) []string {
@@ -107,6 +108,12 @@ func Loosening(a, f config.File) []string {
 	if a.UpstreamChanges != f.UpstreamChanges && f.UpstreamChanges != "refuse" {
 		add("upstream_changes: %s → %s", a.UpstreamChanges, f.UpstreamChanges)
 	}
+	// The export sends every event out of the log's encryption, and
+	// keeps the log's anchors beyond the reach of whoever can write it:
+	// another address, or none, loosens.
+	if a.Audit.Syslog != f.Audit.Syslog {
+		add("[audit] syslog: %q → %q", a.Audit.Syslog, f.Audit.Syslog)
+	}
 	return out
 }
 
@@ -135,6 +142,7 @@ func Strictest(a, f config.File) config.File {
 	if f.UpstreamChanges != "refuse" {
 		s.UpstreamChanges = a.UpstreamChanges
 	}
+	s.Audit.Syslog = a.Audit.Syslog
 	return s
 }
 

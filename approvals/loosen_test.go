@@ -233,3 +233,27 @@ func TestReadOnlyRemovedIsLoosening(t *testing.T) {
 		t.Fatalf("read_only %q while the change waits", s.Run.ReadOnly)
 	}
 }
+
+// [audit] syslog sends every event out of the log's encryption, and
+// keeps its anchors beyond the reach of whoever writes the log: another
+// address, a new one or none loosens, and the approved one stays while
+// the change waits.
+func TestAuditSyslogChangedIsLoosening(t *testing.T) {
+	a := config.Defaults()
+	a.Audit.Syslog = "/dev/log"
+	for _, to := range []string{"udp:127.0.0.1:5514", ""} {
+		f := a
+		f.Audit.Syslog = to
+		if got := strings.Join(Loosening(a, f), "; "); !strings.Contains(got, "[audit] syslog") {
+			t.Errorf("syslog %q → %q: Loosening = %q", a.Audit.Syslog, to, got)
+		}
+		if s := Strictest(a, f); s.Audit.Syslog != a.Audit.Syslog {
+			t.Errorf("syslog %q while the change to %q waits", s.Audit.Syslog, to)
+		}
+	}
+	f := config.Defaults()
+	f.Audit.Syslog = "tcp:logs.example:6514"
+	if got := strings.Join(Loosening(config.Defaults(), f), "; "); !strings.Contains(got, "[audit] syslog") {
+		t.Errorf("syslog set: Loosening = %q", got)
+	}
+}
