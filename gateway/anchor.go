@@ -42,9 +42,7 @@ func (g *Gateway) startAnchors() *anchorKeeper {
 
 // onCheckpoint takes the chain head of a durable checkpoint.
 func (g *Gateway) onCheckpoint(a audit.Anchor) {
-	if g.export != nil {
-		g.export.Send(anchorMessage(a))
-	}
+	g.exportSend(anchorMessage(a))
 	k := g.anchors
 	k.mu.Lock()
 	k.latest, k.last = &a, api.FormatAnchor(a)

@@ -92,9 +92,7 @@ func (a *auditLog) recorded(l *audit.Log, e audit.Event, err error) error {
 	if err != nil {
 		return a.refuse(l, err)
 	}
-	if a.g.export != nil {
-		a.g.export.Send(eventMessage(e))
-	}
+	a.g.exportSend(eventMessage(e))
 	return nil
 }
 

@@ -72,6 +72,24 @@ func anchorMessage(a audit.Anchor) syslog.Message {
 		Text: api.FormatAnchor(a)}
 }
 
+// exportSend sends m to the syslog daemon, if there is an export and it
+// is not held.
+func (g *Gateway) exportSend(m syslog.Message) {
+	if g.export != nil && !g.exportHeld.Load() {
+		g.export.Send(m)
+	}
+}
+
+// holdExport stops the export, whose address is not approved's, until
+// the gateway restarts.
+func (g *Gateway) holdExport(approved string) {
+	if g.export == nil || approved == g.exportAddr {
+		return
+	}
+	g.exportHeld.Store(true)
+	g.log.Warn("audit events go to syslog no more: the address in use is not the approved one; restart the gateway to use the approved one", "in_use", g.exportAddr, "approved", approved)
+}
+
 // exportStatus reports the export for status.
 func (g *Gateway) exportStatus() *api.SyslogStatus {
 	if g.export == nil {
@@ -80,6 +98,9 @@ func (g *Gateway) exportStatus() *api.SyslogStatus {
 	st := &api.SyslogStatus{Address: g.exportAddr, Sent: g.export.Sent(), Dropped: g.export.Dropped()}
 	if err := g.export.Err(); err != nil {
 		st.Error = err.Error()
+	}
+	if g.exportHeld.Load() {
+		st.Error = "stopped: not the approved address; restart the gateway to use the approved one"
 	}
 	return st
 }

@@ -155,6 +155,9 @@ type Gateway struct {
 	judgeMu sync.Mutex
 	// startUpstream is the upstream setting the gateway started with.
 	startUpstream string
+	// exportHeld stops the export for good: an unlock found its address
+	// ([audit] syslog) not the approved one (sealedpolicy.go).
+	exportHeld atomic.Bool
 }
 
 // newBootID returns 128 random bits in hex.

@@ -98,6 +98,9 @@ func (g *Gateway) adoptSealedPolicy(v *vault.Vault) {
 			g.log.Warn("the upstream agent in use is not the approved one: its keys are not used; restart the gateway to use the approved one", "in_use", up.Socket, "approved", approved.Upstream)
 		}
 	}
+	// So was the syslog address: the events leave the log's encryption
+	// there.
+	g.holdExport(approved.Audit.Syslog)
 	// The file, missing or not, is judged against the approved one; one
 	// that does not read leaves the approved policy in force.
 	cfg, now, err := readConfig(g.configPath)
