@@ -86,6 +86,7 @@ func (g *Gateway) startBastion() error {
 	if len(known) == 0 {
 		known = g.config.KnownHosts
 	}
+	g.bastionStarted = &bastionStart{known: known, requirePQ: cfg.RequirePQKex}
 	build := func(j *journal.Journal) *bastion.Server {
 		return bastion.New(bastion.Config{
 			Identity: id, Keys: keySource{g.keys}, Decider: g.engine, Journal: j, Audit: g.engine,

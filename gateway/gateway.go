@@ -158,6 +158,11 @@ type Gateway struct {
 	// exportHeld stops the export for good: an unlock found its address
 	// ([audit] syslog) not the approved one (sealedpolicy.go).
 	exportHeld atomic.Bool
+	// bastionStarted is what the bastion started with (nil without
+	// one); bastionHeld refuses its connections for good: an unlock
+	// found that the approved configuration does not approve it.
+	bastionStarted *bastionStart
+	bastionHeld    atomic.Bool
 }
 
 // newBootID returns 128 random bits in hex.

@@ -119,6 +119,10 @@ func (g *Gateway) journalFault() *journalFault {
 // serveBastionConn hands a client of the bastion's socket to the bastion,
 // or refuses it.
 func (g *Gateway) serveBastionConn(c *net.UnixConn) {
+	if g.bastionHeld.Load() {
+		bastion.Refuse(c, g.procs, g.log, errBastionHeld.Error())
+		return
+	}
 	srv, fault := g.bastionNow()
 	if fault != nil {
 		bastion.Refuse(c, g.procs, g.log, fault.error().Error())

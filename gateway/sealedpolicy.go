@@ -101,6 +101,9 @@ func (g *Gateway) adoptSealedPolicy(v *vault.Vault) {
 	// So was the syslog address: the events leave the log's encryption
 	// there.
 	g.holdExport(approved.Audit.Syslog)
+	// And the bastion, with the known_hosts files it verifies real
+	// hosts with.
+	g.holdBastion(approved)
 	// The file, missing or not, is judged against the approved one; one
 	// that does not read leaves the approved policy in force.
 	cfg, now, err := readConfig(g.configPath)
