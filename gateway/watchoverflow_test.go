@@ -26,11 +26,12 @@ func TestReloadAfterLostEvents(t *testing.T) {
 			queued = n
 		}
 	}
-	// The watcher busy: a reload that waits for the gateway.
+	// The watcher busy: a reload that waits for the gateway. Twice the
+	// kernel's queue, since the watcher's reader holds some events too.
 	g.mu.Lock()
 	os.WriteFile(cfg, []byte("approval = \"per-call\"\n"), 0o600)
 	time.Sleep(300 * time.Millisecond)
-	for i := range queued + 100 {
+	for i := range 2 * queued {
 		f, err := os.Create(filepath.Join(filepath.Dir(cfg), "f"+strconv.Itoa(i)))
 		if err != nil {
 			g.mu.Unlock()
