@@ -3,6 +3,7 @@ package gateway
 import (
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
@@ -68,7 +69,7 @@ func (g *Gateway) restoreRuns() {
 // gateway, with the [run] settings: hidden, the state directory, the
 // directory of the agent and control sockets and the upstream agent's
 // socket (upstreamHidden); read-only, the configuration's directory, the
-// known_hosts files, the askpass program and the gateway's own
+// known_hosts files outside those, the askpass program and the gateway's own
 // executable (in a checkout the run works in, rewritten, it would be the
 // person's next approval console); reachable, the bastion's socket.
 func (g *Gateway) runConfinement() api.RunConfinement {
@@ -77,13 +78,20 @@ func (g *Gateway) runConfinement() api.RunConfinement {
 	g.mu.Unlock()
 	c := api.RunConfinement{
 		Hide:      append([]string{g.stateDir, filepath.Dir(g.opts.Socket)}, expandHome(cfg.Run.Hide)...),
-		ReadOnly:  append([]string{filepath.Dir(g.configPath)}, expandHome(cfg.KnownHosts)...),
+		ReadOnly:  []string{filepath.Dir(g.configPath)},
 		ReadWrite: expandHome(cfg.Run.ReadWrite),
 	}
 	if up := g.agent.Upstream; up != nil {
 		c.Hide = append(c.Hide, upstreamHides(up.Socket)...)
 	}
-	c.ReadOnly = append(c.ReadOnly, expandHome(cfg.Bastion.KnownHosts)...)
+	// The known_hosts files are shown read-only so that a run cannot
+	// rewrite them; one in a hidden tree is out of its reach already, and
+	// showing it would show what is hidden.
+	for _, p := range expandHome(append(slices.Clone(cfg.KnownHosts), cfg.Bastion.KnownHosts...)) {
+		if !hiddenIn(p, c.Hide) {
+			c.ReadOnly = append(c.ReadOnly, p)
+		}
+	}
 	if p, _, _ := g.askpass.Status(); p != "" {
 		c.ReadOnly = append(c.ReadOnly, p)
 	}
@@ -95,6 +103,29 @@ func (g *Gateway) runConfinement() api.RunConfinement {
 		c.Sockets = append(c.Sockets, g.bastionL.Addr().String())
 	}
 	return c
+}
+
+// hiddenIn reports whether path p, or the file it leads to, is or lies in
+// one of the trees of hide (or of the trees they lead to).
+func hiddenIn(p string, hide []string) bool {
+	resolved := func(p string) []string {
+		out := []string{filepath.Clean(p)}
+		if r, err := filepath.EvalSymlinks(p); err == nil && r != out[0] {
+			out = append(out, r)
+		}
+		return out
+	}
+	ps := resolved(p)
+	for _, h := range hide {
+		for _, hp := range resolved(h) {
+			for _, pp := range ps {
+				if confine.Under(pp, hp) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // upstreamHidden is what a confined run is kept from of the upstream
