@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/postern/postern/gateway/api"
@@ -24,21 +25,28 @@ func (g *Gateway) verifyConfined(pid int) error {
 	c := g.runConfinement()
 	shown := append(append(append([]string(nil), c.ReadOnly...), c.ReadWrite...), c.Sockets...)
 	var dirs, files []string
-	if !overlaps(g.stateDir, shown) {
+	if !overlaps(g.stateDir, shown, c.Hide) {
 		dirs = append(dirs, g.stateDir)
 	}
 	for _, f := range []string{api.ControlSocket(g.opts.Socket), g.opts.Socket} {
-		if !overlaps(f, shown) {
+		if !overlaps(f, shown, c.Hide) {
 			files = append(files, f)
 		}
 	}
 	return verifyHidden(pid, dirs, files...)
 }
 
-// overlaps reports whether p is one of paths, inside one, or holds one.
-func overlaps(p string, paths []string) bool {
-	for _, q := range paths {
-		if confine.Under(p, q) || confine.Under(q, p) {
+// overlaps reports whether hidden path p may show to a run through one of
+// the paths shown: one that is p or inside it, or one that holds it and
+// is itself in a hidden tree (shown there on top of the hiding). A shown
+// path that holds p from outside every hidden tree shows nothing of it,
+// since the deeper hiding ends on top (confine's plan).
+func overlaps(p string, shown, hidden []string) bool {
+	for _, q := range shown {
+		if confine.Under(q, p) {
+			return true
+		}
+		if confine.Under(p, q) && slices.ContainsFunc(hidden, func(h string) bool { return confine.Under(q, h) }) {
 			return true
 		}
 	}

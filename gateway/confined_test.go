@@ -66,7 +66,11 @@ func TestVerifyConfinedRefusesWhatIsNotConfined(t *testing.T) {
 }
 
 func TestOverlaps(t *testing.T) {
-	shown := []string{"/home/u/.config/postern", "/run/user/1000/postern/agent.sock.ctl"}
+	// The home directory is shown read-only (as a known_hosts entry
+	// naming it would); the configuration's directory is shown inside a
+	// hidden ~/.config.
+	shown := []string{"/home/u/.config/postern", "/run/user/1000/postern/agent.sock.ctl", "/home/u"}
+	hidden := []string{"/home/u/.local/state/postern", "/run/user/1000/postern", "/home/u/.config"}
 	for p, want := range map[string]bool{
 		"/home/u/.config/postern":               true,
 		"/home/u/.config/postern/config.toml":   true,
@@ -76,7 +80,7 @@ func TestOverlaps(t *testing.T) {
 		"/run/user/1000/postern/agent.sock.ctl": true,
 		"/home/u/.local/state/postern":          false,
 	} {
-		if got := overlaps(p, shown); got != want {
+		if got := overlaps(p, shown, hidden); got != want {
 			t.Errorf("overlaps(%q) = %v", p, got)
 		}
 	}
