@@ -26,9 +26,13 @@ func TestRunConfinementKnownHostsRevealNothingHidden(t *testing.T) {
 	os.MkdirAll(filepath.Dir(upstream), 0o700)
 	os.WriteFile(upstream, nil, 0o600)
 	sockDir, state := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	for _, f := range []string{filepath.Join(home, ".ssh", "known_hosts"), filepath.Join(sockDir, "known_hosts"), filepath.Join(state, "vault"), filepath.Join(home, ".1password", "known_hosts")} {
+		os.WriteFile(f, nil, 0o600)
+	}
 	cfg := config.Defaults()
-	cfg.KnownHosts = []string{"~/.ssh/known_hosts", sockDir, state + "/vault", "~/.1password"}
-	cfg.Bastion.KnownHosts = []string{filepath.Join(sockDir, "control.sock")}
+	cfg.KnownHosts = []string{"~/.ssh/known_hosts", filepath.Join(sockDir, "known_hosts"), state + "/vault", "~/.1password/known_hosts"}
+	cfg.Bastion.KnownHosts = []string{filepath.Join(sockDir, "known_hosts")}
 	g := &Gateway{
 		opts:       Options{Socket: filepath.Join(sockDir, "agent.sock")},
 		stateDir:   state,

@@ -69,7 +69,7 @@ func (g *Gateway) restoreRuns() {
 // gateway, with the [run] settings: hidden, the state directory, the
 // directory of the agent and control sockets and the upstream agent's
 // socket (upstreamHidden); read-only, the configuration's directory, the
-// known_hosts files outside those, the askpass program and the gateway's own
+// known_hosts files outside those (regular files only), the askpass program and the gateway's own
 // executable (in a checkout the run works in, rewritten, it would be the
 // person's next approval console); reachable, the bastion's socket.
 func (g *Gateway) runConfinement() api.RunConfinement {
@@ -86,9 +86,11 @@ func (g *Gateway) runConfinement() api.RunConfinement {
 	}
 	// The known_hosts files are shown read-only so that a run cannot
 	// rewrite them; one in a hidden tree is out of its reach already, and
-	// showing it would show what is hidden.
+	// showing it would show what is hidden. Only regular files: a socket
+	// shown read-only is reachable (the session bus would start programs
+	// outside the run).
 	for _, p := range expandHome(append(slices.Clone(cfg.KnownHosts), cfg.Bastion.KnownHosts...)) {
-		if !hiddenIn(p, c.Hide) {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && !hiddenIn(p, c.Hide) {
 			c.ReadOnly = append(c.ReadOnly, p)
 		}
 	}
