@@ -12,19 +12,22 @@ import (
 // not.
 func TestPreparedRunExpires(t *testing.T) {
 	defer func(d time.Duration) { prepareTimeout = d }(prepareTimeout)
-	prepareTimeout = 50 * time.Millisecond
 	w := newWorld(t)
 	ended := make(chan *Run, 2)
 	w.cfg.OnRunEnd = func(r *Run) { ended <- r }
 	w.e = NewEngine(w.cfg)
-	idle := w.e.PrepareRun("only prepared", w.f.Peer(5).Process, func(id string) string { return "/sock." + id })
+	// Prepared under the usual timeout, and started: a busy machine that
+	// starts it late does not have it expire first.
 	started := w.e.PrepareRun("started", w.f.Peer(5).Process, func(id string) string { return "/sock." + id })
+	prepareTimeout = 50 * time.Millisecond
+	idle := w.e.PrepareRun("only prepared", w.f.Peer(5).Process, func(id string) string { return "/sock." + id })
 	if n := w.e.PendingRuns(); n != 2 {
 		t.Fatalf("%d pending runs, want 2", n)
 	}
 	if _, err := w.e.StartRun(started.ID, 10, w.f.Peer(5), confine.Level{}); err != nil {
 		t.Fatal(err)
 	}
+	w.e.expireIfPending(started.ID) // its timer, come now: a started run stays
 	select {
 	case r := <-ended:
 		if r.ID != idle.ID || r.Ended() != "expired" {
