@@ -93,8 +93,13 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 	if a.Verdict == VerdictSession && (a.Subject < 0 || a.Subject >= len(c.subjects)) {
 		return fmt.Errorf("no subject %d on card %s (it has %d)", a.Subject, id, len(c.subjects))
 	}
+	// The subject an answer binds, and whose tree it must come from
+	// outside of: the preselected one, unless a session answer to a
+	// session card chose another. On a per-call card a session answer
+	// approves the one call, as a once answer does, and is checked as
+	// one: naming the requester does not free the proposed run's tree.
 	subj := c.subjects[c.View.Selected]
-	if a.Verdict == VerdictSession {
+	if a.Verdict == VerdictSession && c.View.Mode == audit.ModeSession {
 		subj = c.subjects[a.Subject]
 	}
 	// A denial only lowers authority: anyone may give it.

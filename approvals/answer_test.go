@@ -1,6 +1,11 @@
 package approvals
 
-import "testing"
+import (
+	"errors"
+	"testing"
+
+	"github.com/postern/postern/audit"
+)
 
 func TestParseVerdict(t *testing.T) {
 	for _, v := range []Verdict{VerdictDeny, VerdictOnce, VerdictSession} {
@@ -25,4 +30,30 @@ func TestZeroVerdictDenies(t *testing.T) {
 	if d := got(t, ch); d.Allow || d.Reason != "denied" {
 		t.Fatalf("zero verdict: %+v", d)
 	}
+}
+
+// A session answer to a per-call card approves the one call, as a once
+// answer does, and is refused from where a once answer is: the subject
+// it names binds nothing, so choosing the requester does not leave the
+// proposed run's tree free to answer.
+func TestPerCallSessionAnswerCheckedAsOnce(t *testing.T) {
+	w := newWorld(t)
+	p := *w.e.Policy()
+	p.Mode = audit.ModePerCall
+	w.e.SetPolicy(&p)
+	ch := w.decide(w.req(13))
+	c := w.card()
+	if c.Mode != audit.ModePerCall || c.Subjects[c.Selected].PID != 10 {
+		t.Fatalf("card: mode %s, proposed pid %d", c.Mode, c.Subjects[c.Selected].PID)
+	}
+	// 16: started by the run's shell, outside the requester's own tree.
+	w.f.Set(16, 11, 160, w.f.Exe("postern", "postern"), "postern", "approve")
+	if err := w.e.Answer(c.ID, Answer{Verdict: VerdictOnce, Subject: -1}, w.f.Peer(16)); !errors.Is(err, ErrSelfApprove) {
+		t.Fatalf("once from the run's tree: %v", err)
+	}
+	if err := w.e.Answer(c.ID, Answer{Verdict: VerdictSession, Subject: 0}, w.f.Peer(16)); !errors.Is(err, ErrSelfApprove) {
+		t.Fatalf("session answer naming the requester, from the run's tree: %v", err)
+	}
+	w.answer(c.ID, VerdictDeny, 30)
+	got(t, ch)
 }
