@@ -20,8 +20,12 @@
 //     (the combining grapheme joiner, Hangul fillers, variation selectors,
 //     the blank Braille pattern) becomes \uXXXX or \UXXXXXXXX too: "ssh"
 //     with one of them inside would read as "ssh";
-//   - a combining mark at the start of a field (it would change the
-//     character before the field) becomes \uXXXX;
+//   - a combining mark is shown only on a character shown as it is, and
+//     at most maxMarks on one: one at the start of a field (it would
+//     change the character before the field), one after an escape (it
+//     would change the escape) and one past maxMarks (marks stacked on
+//     one character spread over the lines above and below it in a
+//     dialog) become \uXXXX;
 //   - "…" (U+2026) becomes \u2026: it is reserved for the cut marker.
 //
 // Everything else is shown as it is ([Quote] also shows a double quote as
@@ -48,6 +52,10 @@ const (
 // Marker starts the suffix of a cut field.
 const Marker = "…"
 
+// maxMarks is how many combining marks one character is shown with
+// (three: a Vietnamese or Thai letter takes two).
+const maxMarks = 3
+
 // Field renders s on one line, cut to limit runes (limit <= 0: no cut).
 func Field(s string, limit int) string { return render(s, limit) }
 
@@ -71,12 +79,16 @@ func Escape(s string) string { return render(s, 0) }
 func Terminal(s string) string {
 	out := make([]byte, 0, len(s))
 	var piece [16]byte
+	m := marks{on: -1}
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == '\\' || r == '…' {
 			out = append(out, s[i:i+size]...)
+			m.shown(r, true)
 		} else {
-			out = append(out, escapeRune(piece[:0], s[i:i+size], r, size, i == 0)...)
+			p := escapeRune(piece[:0], s[i:i+size], r, size, m.bare(r))
+			out = append(out, p...)
+			m.shown(r, len(p) == size)
 		}
 		i += size
 	}
@@ -146,9 +158,11 @@ func render(s string, limit int) string {
 	out := make([]byte, 0, len(s)+8)
 	runes := 0
 	var piece [16]byte
+	m := marks{on: -1}
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		p := escapeRune(piece[:0], s[i:i+size], r, size, i == 0)
+		p := escapeRune(piece[:0], s[i:i+size], r, size, m.bare(r))
+		m.shown(r, len(p) == size)
 		n := utf8.RuneCount(p)
 		if limit > 0 && runes+n > limit {
 			return string(out) + Marker + "(+" + strconv.Itoa(len(s)-i) + " bytes)"
@@ -172,9 +186,34 @@ func plain(s string) bool {
 
 const hexDigits = "0123456789abcdef"
 
+// marks follows the characters a field shows, for the combining marks
+// among them: how many were shown as they are on the last character shown
+// as it is, or -1 when there is none (the start of a field, or an escape
+// just before).
+type marks struct{ on int }
+
+// bare reports whether r is a combining mark that is not to be shown as
+// it is: with no character shown as it is to sit on, or past maxMarks.
+func (m *marks) bare(r rune) bool {
+	return r >= 0x300 && unicode.Is(unicode.M, r) && (m.on < 0 || m.on >= maxMarks)
+}
+
+// shown notes that r was rendered, as it is (asIs) or escaped.
+func (m *marks) shown(r rune, asIs bool) {
+	switch {
+	case !asIs:
+		m.on = -1
+	case r >= 0x300 && unicode.Is(unicode.M, r):
+		m.on++
+	default:
+		m.on = 0
+	}
+}
+
 // escapeRune appends the rendering of one input character (raw, decoded as
-// r, size bytes long) to b.
-func escapeRune(b []byte, raw string, r rune, size int, first bool) []byte {
+// r, size bytes long) to b; bare: r is a combining mark not to be shown
+// as it is (marks.bare).
+func escapeRune(b []byte, raw string, r rune, size int, bare bool) []byte {
 	switch {
 	case r == utf8.RuneError && size <= 1:
 		return append(b, '\\', 'x', hexDigits[raw[0]>>4], hexDigits[raw[0]&0xf])
@@ -190,7 +229,7 @@ func escapeRune(b []byte, raw string, r rune, size int, first bool) []byte {
 		return append(b, '\\', 'x', hexDigits[r>>4], hexDigits[r&0xf])
 	case r < 0x7f:
 		return append(b, byte(r))
-	case r == '…', !unicode.IsPrint(r), Invisible(r), first && unicode.Is(unicode.M, r):
+	case r == '…', !unicode.IsPrint(r), Invisible(r), bare:
 		if r > 0xffff {
 			b = append(b, '\\', 'U')
 			for shift := 28; shift >= 0; shift -= 4 {

@@ -21,21 +21,25 @@ func TestField(t *testing.T) {
 		{"\x1b[2K\x1b[1Astaging-web", Line, `\x1b[2K\x1b[1Astaging-web`},
 		{"a\rb\tc\x00d\x7f", Line, `a\rb\tc\x00d\x7f`},
 		{`back\slash`, Line, `back\\slash`},
-		{"evil\u202egnp.exe", Line, `evil\u202egnp.exe`}, // right-to-left override
-		{"a\u2066b\u2069c", Line, `a\u2066b\u2069c`},     // isolates
-		{"zero\u200bwidth", Line, `zero\u200bwidth`},     // zero-width space
-		{"line\u2028sep", Line, `line\u2028sep`},         // line separator
-		{"nb\u00a0sp", Line, `nb\u00a0sp`},               // no-break space
-		{"c1\u0085\u009b", Line, `c1\u0085\u009b`},       // C1 controls, NEL and CSI
-		{"tag\U000e0041", Line, `tag\U000e0041`},         // a tag character
-		{"\u0338x", Line, `\u0338x`},                     // a leading combining mark
-		{"e\u0301", Line, "e\u0301"},                     // a combining mark after its base
-		{"ünïcødé ✓ 日本", Line, "ünïcødé ✓ 日本"},           // printable text stays
-		{"bad\xff\xfeutf8", Line, `bad\xff\xfeutf8`},     // not UTF-8
-		{"dots… here", Line, `dots\u2026 here`},          // the marker's character
-		{"abcdefghij", 4, "abcd…(+6 bytes)"},             // cut
-		{"\x1b\x1b\x1b", 6, `\x1b…(+2 bytes)`},           // never inside an escape
-		{"日本語です", 2, "日本…(+9 bytes)"},                    // at a character boundary
+		{"evil\u202egnp.exe", Line, `evil\u202egnp.exe`},     // right-to-left override
+		{"a\u2066b\u2069c", Line, `a\u2066b\u2069c`},         // isolates
+		{"zero\u200bwidth", Line, `zero\u200bwidth`},         // zero-width space
+		{"line\u2028sep", Line, `line\u2028sep`},             // line separator
+		{"nb\u00a0sp", Line, `nb\u00a0sp`},                   // no-break space
+		{"c1\u0085\u009b", Line, `c1\u0085\u009b`},           // C1 controls, NEL and CSI
+		{"tag\U000e0041", Line, `tag\U000e0041`},             // a tag character
+		{"\u0338x", Line, `\u0338x`},                         // a leading combining mark
+		{"e\u0301", Line, "e\u0301"},                         // a combining mark after its base
+		{"e\u0323\u0302\u0301", Line, "e\u0323\u0302\u0301"}, // three on one character
+		// More would stack over the lines above and below in a dialog.
+		{"s" + strings.Repeat("\u0364", 5) + "sh", Line, "s" + strings.Repeat("\u0364", 3) + `\u0364\u0364sh`},
+		{"\x01\u0338", Line, `\x01\u0338`},           // on an escape it would change the escape
+		{"ünïcødé ✓ 日本", Line, "ünïcødé ✓ 日本"},       // printable text stays
+		{"bad\xff\xfeutf8", Line, `bad\xff\xfeutf8`}, // not UTF-8
+		{"dots… here", Line, `dots\u2026 here`},      // the marker's character
+		{"abcdefghij", 4, "abcd…(+6 bytes)"},         // cut
+		{"\x1b\x1b\x1b", 6, `\x1b…(+2 bytes)`},       // never inside an escape
+		{"日本語です", 2, "日本…(+9 bytes)"},                // at a character boundary
 		{strings.Repeat("x", 70), Name, strings.Repeat("x", 64) + "…(+6 bytes)"},
 	} {
 		if got := Field(tt.in, tt.limit); got != tt.want {
@@ -125,6 +129,7 @@ func FuzzField(f *testing.F) {
 				t.Fatalf("Field(%q, %d) = %q: marker in the middle", s, limit, got)
 			}
 		}
+		marks := 0
 		for i, r := range body {
 			if r == ' ' {
 				continue
@@ -134,6 +139,13 @@ func FuzzField(f *testing.F) {
 			}
 			if i == 0 && unicode.Is(unicode.M, r) {
 				t.Fatalf("Field(%q) = %q: starts with a combining mark", s, got)
+			}
+			if unicode.Is(unicode.M, r) {
+				if marks++; marks > maxMarks {
+					t.Fatalf("Field(%q) = %q: more than %d combining marks on one character", s, got, maxMarks)
+				}
+			} else {
+				marks = 0
 			}
 		}
 		if limit > 0 && utf8.RuneCountInString(body) > limit {
