@@ -226,7 +226,8 @@ func (e *Engine) register(subj *Run) (*Run, error) {
 	return run, nil
 }
 
-// askpassAnswer shows a card in an SSH_ASKPASS dialog until ctx ends;
+// askpassAnswer shows a card in an SSH_ASKPASS dialog until ctx ends,
+// with no character a dialog could read as markup (safetext.Unmarked);
 // yes approves it as the policy asks (a session for the preselected
 // subject, or this call). A card approved by a word typed out (a per-call
 // login: CardView.Word) asks for the word instead, as the consoles do,
@@ -236,10 +237,10 @@ func (e *Engine) askpassAnswer(ctx context.Context, c CardView) {
 	var err error
 	if w := c.Word(); w != "" {
 		var typed string
-		typed, err = e.askpass.Word(ctx, c.Text()+"\n\nType "+safetext.Quote(w, safetext.Name)+" to approve this one use; anything else denies it.")
+		typed, err = e.askpass.Word(ctx, safetext.Unmarked(c.Text()+"\n\nType "+safetext.Quote(w, safetext.Name)+" to approve this one use; anything else denies it."))
 		ok = typed == w
 	} else {
-		ok, err = e.askpass.Confirm(ctx, c.Text())
+		ok, err = e.askpass.Confirm(ctx, safetext.Unmarked(c.Text()))
 	}
 	if err != nil {
 		// Shown only while reachable: the program was there, and could

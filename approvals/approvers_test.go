@@ -220,3 +220,43 @@ func TestAskpassThatCannotAskIsAWarning(t *testing.T) {
 	}
 	w.answer(c.ID, VerdictDeny, 30)
 }
+
+// recordingAskpass says no to every question, and passes on its prompts.
+type recordingAskpass struct{ prompts chan string }
+
+func (r recordingAskpass) Confirm(_ context.Context, p string) (bool, error) {
+	r.prompts <- p
+	return false, nil
+}
+func (r recordingAskpass) Word(_ context.Context, p string) (string, error) {
+	r.prompts <- p
+	return "", nil
+}
+
+// Askpass programs may read markup in their prompt (a zenity script reads
+// Pango markup, a Qt dialog HTML when its first line holds a tag): a
+// requester's "<" or "&" reaches one escaped, so that a name such as
+// "<b>ssh<!--" hides nothing of the card and adds nothing to it.
+func TestAskpassPromptHoldsNoMarkup(t *testing.T) {
+	w := newWorld(t)
+	ask := recordingAskpass{make(chan string, 4)}
+	w.cfg.Askpass = ask
+	w.e = NewEngine(w.cfg)
+	w.f.Set(40, 1, 400, w.f.Exe("<b>ssh<!--", "ssh"), "<b>ssh<!--", "-->Allow", "&lt;")
+	ch := w.decide(w.req(40))
+	var p string
+	select {
+	case p = <-ask.prompts:
+	case <-time.After(10 * time.Second):
+		t.Fatal("askpass was not asked")
+	}
+	if strings.ContainsAny(p, "<>&") {
+		t.Fatalf("askpass prompt holds markup:\n%s", p)
+	}
+	if !strings.Contains(p, `\x3cb\x3essh\x3c!--`) || !strings.Contains(p, `--\x3eAllow \x26lt;`) {
+		t.Fatalf("askpass prompt does not show the names escaped:\n%s", p)
+	}
+	if d := got(t, ch); d.Allow {
+		t.Fatalf("decision %+v", d)
+	}
+}

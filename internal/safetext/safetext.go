@@ -95,6 +95,15 @@ func Terminal(s string) string {
 	return string(out)
 }
 
+// Unmarked renders a text made of rendered parts (a card) for a program
+// that may read markup in it, such as an askpass dialog (a zenity script
+// reads Pango markup, a Qt dialog HTML when its first line holds a tag):
+// "<", ">" and "&" become \x3c, \x3e and \x26. A rendered part holds a
+// backslash only doubled, so the text still means exactly one input.
+func Unmarked(s string) string { return markup.Replace(s) }
+
+var markup = strings.NewReplacer("<", `\x3c`, ">", `\x3e`, "&", `\x26`)
+
 // Quote renders s as Field does, between double quotes, with a double
 // quote inside shown as \": for a value a sentence quotes.
 func Quote(s string, limit int) string {
