@@ -73,7 +73,8 @@ var (
 
 // Answer decides card id. approver is the verified process that sent the
 // answer (nil for the gateway's own askpass dialog); it must not be the
-// requester, the subject, or a descendant of either. A session answer
+// requester, the subject the card proposes, the subject the answer binds,
+// or a descendant of one. A session answer
 // registers the chosen subject (a.Subject, or the preselected one when
 // negative) as a run, pinning it, and grants it the key.
 func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
@@ -93,19 +94,25 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 	if a.Verdict == VerdictSession && (a.Subject < 0 || a.Subject >= len(c.subjects)) {
 		return fmt.Errorf("no subject %d on card %s (it has %d)", a.Subject, id, len(c.subjects))
 	}
-	// The subject an answer binds, and whose tree it must come from
-	// outside of: the preselected one, unless a session answer to a
-	// session card chose another. On a per-call card a session answer
-	// approves the one call, as a once answer does, and is checked as
-	// one: naming the requester does not free the proposed run's tree.
-	subj := c.subjects[c.View.Selected]
+	// The subject an answer binds: the one the card proposes, unless a
+	// session answer to a session card chose another. On a per-call card
+	// a session answer approves the one call, as a once answer does.
+	proposed := c.subjects[c.View.Selected]
+	subj := proposed
 	if a.Verdict == VerdictSession && c.View.Mode == audit.ModeSession {
 		subj = c.subjects[a.Subject]
 	}
-	// A denial only lowers authority: anyone may give it.
+	// A denial only lowers authority: anyone may give it. An approval
+	// comes from outside the requester, the run the card proposes and the
+	// subject it binds: binding one below the proposed run does not free
+	// that run's tree to answer.
 	if approver != nil && approves {
-		within := []*procid.Process{&c.req.Requester.Process, &subj.Process}
-		sessions := append(e.launcherSessionsOf(c.chain), subj.launcherSession())
+		within := []*procid.Process{&c.req.Requester.Process, &proposed.Process}
+		sessions := append(e.launcherSessionsOf(c.chain), proposed.launcherSession())
+		if subj != proposed {
+			within = append(within, &subj.Process)
+			sessions = append(sessions, subj.launcherSession())
+		}
 		if err := e.outside(approver, "card "+id, within, sessions); err != nil {
 			return err
 		}

@@ -57,3 +57,26 @@ func TestPerCallSessionAnswerCheckedAsOnce(t *testing.T) {
 	w.answer(c.ID, VerdictDeny, 30)
 	got(t, ch)
 }
+
+// A session answer that binds a subject below the one its card proposes
+// is refused from the proposed run's tree too: a run that starts its
+// request in a session of its own must not approve it for a session from
+// a process of its own, outside only the request's tree.
+func TestSessionAnswerForALowerSubjectCheckedAgainstTheProposedRun(t *testing.T) {
+	w := newWorld(t)
+	ch := w.decide(w.req(13))
+	c := w.card()
+	if c.Mode != audit.ModeSession || c.Subjects[c.Selected].PID != 10 {
+		t.Fatalf("card: mode %s, proposed pid %d", c.Mode, c.Subjects[c.Selected].PID)
+	}
+	w.f.Set(16, 11, 160, w.f.Exe("postern", "postern"), "postern", "approve")
+	if err := w.e.Answer(c.ID, Answer{Verdict: VerdictSession, Subject: 0}, w.f.Peer(16)); !errors.Is(err, ErrSelfApprove) {
+		t.Fatalf("session answer binding the requester, from the proposed run's tree: %v", err)
+	}
+	if err := w.e.Answer(c.ID, Answer{Verdict: VerdictSession, Subject: 0}, w.f.Peer(30)); err != nil {
+		t.Fatalf("from outside: %v", err)
+	}
+	if d := got(t, ch); !d.Allow {
+		t.Fatalf("decision %+v", d)
+	}
+}
