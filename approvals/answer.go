@@ -1,7 +1,6 @@
 package approvals
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/procid"
-	"github.com/postern/postern/internal/safetext"
 )
 
 // A Verdict is what an approver decided on a card.
@@ -231,40 +229,4 @@ func (e *Engine) register(subj *Run) (*Run, error) {
 	e.addRun(run)
 	e.recordRun(run)
 	return run, nil
-}
-
-// askpassAnswer shows a card in an SSH_ASKPASS dialog until ctx ends,
-// with no character a dialog could read as markup (safetext.Unmarked);
-// yes approves it as the policy asks (a session for the preselected
-// subject, or this call). A card approved by a word typed out (a per-call
-// login: CardView.Word) asks for the word instead, as the consoles do,
-// and anything else denies it.
-func (e *Engine) askpassAnswer(ctx context.Context, c CardView) {
-	var ok bool
-	var err error
-	if w := c.Word(); w != "" {
-		var typed string
-		typed, err = e.askpass.Word(ctx, safetext.Unmarked(c.Text()+"\n\nType "+safetext.Quote(w, safetext.Name)+" to approve this one use; anything else denies it."))
-		ok = typed == w
-	} else {
-		ok, err = e.askpass.Confirm(ctx, safetext.Unmarked(c.Text()))
-	}
-	if err != nil {
-		// Shown only while reachable: the program was there, and could
-		// not ask (it would not run, or it changed).
-		if ctx.Err() == nil {
-			e.log.Warn("askpass could not ask", "card", c.ID, "err", err)
-		}
-		return
-	}
-	a := Answer{Verdict: VerdictDeny, Approver: "askpass"}
-	if ok {
-		a = Answer{Verdict: VerdictOnce, Subject: c.Selected, Approver: "askpass"}
-		if c.Mode == audit.ModeSession {
-			a.Verdict = VerdictSession
-		}
-	}
-	if err := e.Answer(c.ID, a, nil); err != nil && !errors.Is(err, ErrNoCard) {
-		e.log.Warn("askpass answer not applied", "card", c.ID, "err", err)
-	}
 }

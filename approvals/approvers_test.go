@@ -260,3 +260,49 @@ func TestAskpassPromptHoldsNoMarkup(t *testing.T) {
 		t.Fatalf("decision %+v", d)
 	}
 }
+
+// quickAskpass says yes to every question after a delay, and counts them.
+type quickAskpass struct {
+	after time.Duration
+	asked chan struct{}
+}
+
+func (q quickAskpass) Confirm(ctx context.Context, _ string) (bool, error) {
+	q.asked <- struct{}{}
+	select {
+	case <-time.After(q.after):
+		return true, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+func (q quickAskpass) Word(context.Context, string) (string, error) { return "", nil }
+
+// An askpass dialog takes the keyboard when it appears: an Enter typed
+// for another window, or a click meant for what was under the pointer,
+// answers it at once. A yes that comes before a person could read the
+// card approves nothing; one that comes after does.
+func TestAskpassYesBeforeTheCardCouldBeReadApprovesNothing(t *testing.T) {
+	w := newWorld(t)
+	ask := quickAskpass{after: 0, asked: make(chan struct{}, 8)}
+	w.cfg.Askpass = ask
+	w.e = NewEngine(w.cfg)
+	ch := w.decide(w.req(21))
+	select {
+	case d := <-ch:
+		t.Fatalf("an instant yes decided the card: allow %v, reason %s", d.Allow, d.Reason)
+	case <-time.After(time.Second):
+	}
+	if n := len(ask.asked); n != 2 {
+		t.Fatalf("askpass asked %d times, want 2 (once more after a yes too soon)", n)
+	}
+	w.answer(w.card().ID, VerdictDeny, 30)
+	got(t, ch)
+
+	w = newWorld(t)
+	w.cfg.Askpass = quickAskpass{after: askpassReadTime + 100*time.Millisecond, asked: make(chan struct{}, 8)}
+	w.e = NewEngine(w.cfg)
+	if d := got(t, w.decide(w.req(21))); !d.Allow {
+		t.Fatalf("a yes after the card was up for %v: allow %v, reason %s", askpassReadTime+100*time.Millisecond, d.Allow, d.Reason)
+	}
+}

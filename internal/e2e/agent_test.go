@@ -225,18 +225,25 @@ func TestLockWithoutPasswordIsLiftedByThePersonOnly(t *testing.T) {
 
 // askpassStub installs an SSH_ASKPASS program that records every prompt
 // (with SSH_ASKPASS_PROMPT) in a log and says yes only while the file
-// "allow" exists; asked for a word, it types what the file holds.
+// "allow" exists, as a person does who read the card first (after
+// askpassRead); asked for a word, it types what the file holds.
 func askpassStub(e *Env) (log, allow string) {
 	log, allow = e.Path("askpass.log"), e.Path("allow")
 	prog := e.WriteFile("askpass", fmt.Sprintf(`#!/bin/sh
 printf '%%s\n%%s\n--\n' "$SSH_ASKPASS_PROMPT" "$1" >> %s
 test -e %s || exit 1
+sleep %s
 [ "$SSH_ASKPASS_PROMPT" = confirm ] || cat %s
-`, log, allow, allow), 0o755)
+`, log, allow, askpassRead, allow), 0o755)
 	e.Setenv("SSH_ASKPASS", prog)
 	e.Setenv("SSH_ASKPASS_REQUIRE", "force")
 	return log, allow
 }
+
+// askpassRead is how long an askpass stub that says yes waits first (in
+// sleep's words): the gateway does not take a yes that comes before a
+// person could read the card.
+const askpassRead = "0.6"
 
 func TestConfirmNamesProcessAndDestination(t *testing.T) {
 	need(t, "ssh-add", "ssh-keygen", "ssh", "sshd")

@@ -61,11 +61,12 @@ case "$SSH_ASKPASS_PROMPT:$1" in
 confirm:*|*"to approve this one use"*)
 	printf '%%s\n--\n' "$1" >> %s
 	test -e %s || exit 1
+	sleep %s
 	[ "$SSH_ASKPASS_PROMPT" = confirm ] || echo unknown
 	exit
 esac
 echo %s
-`, cards, allow, pin), 0o755))
+`, cards, allow, askpassRead, pin), 0o755))
 	e.Setenv("SSH_ASKPASS_REQUIRE", "force")
 	e.Config(`approval = "per-call"`)
 	a := e.StartAgent()

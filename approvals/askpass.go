@@ -1,0 +1,66 @@
+package approvals
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/safetext"
+)
+
+// askpassAnswer shows a card in an SSH_ASKPASS dialog until ctx ends,
+// with no character a dialog could read as markup (safetext.Unmarked);
+// yes approves it as the policy asks (a session for the preselected
+// subject, or this call). A card approved by a word typed out (a per-call
+// login: CardView.Word) asks for the word instead, as the consoles do,
+// and anything else denies it.
+func (e *Engine) askpassAnswer(ctx context.Context, c CardView) {
+	var ok bool
+	var err error
+	for try := 1; ; try++ {
+		asked := time.Now()
+		ok, err = e.askpassAsk(ctx, c)
+		if err != nil || !ok || time.Since(asked) >= askpassReadTime {
+			break
+		}
+		e.log.Warn("askpass approval not taken: it came before the card could be read", "card", c.ID, "after", time.Since(asked).Round(time.Millisecond))
+		if try == 2 {
+			return // the card stays up for the other approvers, or times out
+		}
+	}
+	if err != nil {
+		// Shown only while reachable: the program was there, and could
+		// not ask (it would not run, or it changed).
+		if ctx.Err() == nil {
+			e.log.Warn("askpass could not ask", "card", c.ID, "err", err)
+		}
+		return
+	}
+	a := Answer{Verdict: VerdictDeny, Approver: "askpass"}
+	if ok {
+		a = Answer{Verdict: VerdictOnce, Subject: c.Selected, Approver: "askpass"}
+		if c.Mode == audit.ModeSession {
+			a.Verdict = VerdictSession
+		}
+	}
+	if err := e.Answer(c.ID, a, nil); err != nil && !errors.Is(err, ErrNoCard) {
+		e.log.Warn("askpass answer not applied", "card", c.ID, "err", err)
+	}
+}
+
+// askpassReadTime is how long an askpass dialog is up before its yes
+// approves: a dialog takes the keyboard when it appears, and an Enter
+// typed for another window, or a click meant for what was under the
+// pointer, must not approve a card nobody read. A yes that comes sooner
+// is not taken, and the card is asked again, once.
+const askpassReadTime = 500 * time.Millisecond
+
+// askpassAsk asks card c once in an askpass dialog (see askpassAnswer).
+func (e *Engine) askpassAsk(ctx context.Context, c CardView) (bool, error) {
+	if w := c.Word(); w != "" {
+		typed, err := e.askpass.Word(ctx, safetext.Unmarked(c.Text()+"\n\nType "+safetext.Quote(w, safetext.Name)+" to approve this one use; anything else denies it."))
+		return typed == w, err
+	}
+	return e.askpass.Confirm(ctx, safetext.Unmarked(c.Text()))
+}
