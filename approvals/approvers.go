@@ -31,6 +31,13 @@ type ApproverState struct {
 // wait for cards returned: the time it takes to ask again.
 const consoleGrace = 3 * time.Second
 
+// ReadTime is how long a card is up in a dialog or a notification before
+// an approval given there is taken: a dialog takes the keyboard when it
+// appears, and a notification may pop up under the pointer, so an Enter
+// typed for another window, or a click meant for what was there, must
+// not approve a card nobody read. (The consoles arm a card alike.)
+const ReadTime = 500 * time.Millisecond
+
 // console is an attached "postern approve".
 type console struct {
 	proc  procid.Process

@@ -300,9 +300,9 @@ func TestAskpassYesBeforeTheCardCouldBeReadApprovesNothing(t *testing.T) {
 	got(t, ch)
 
 	w = newWorld(t)
-	w.cfg.Askpass = quickAskpass{after: askpassReadTime + 100*time.Millisecond, asked: make(chan struct{}, 8)}
+	w.cfg.Askpass = quickAskpass{after: ReadTime + 100*time.Millisecond, asked: make(chan struct{}, 8)}
 	w.e = NewEngine(w.cfg)
 	if d := got(t, w.decide(w.req(21))); !d.Allow {
-		t.Fatalf("a yes after the card was up for %v: allow %v, reason %s", askpassReadTime+100*time.Millisecond, d.Allow, d.Reason)
+		t.Fatalf("a yes after the card was up for %v: allow %v, reason %s", ReadTime+100*time.Millisecond, d.Allow, d.Reason)
 	}
 }

@@ -11,6 +11,8 @@ import (
 
 // askpassAnswer shows a card in an SSH_ASKPASS dialog until ctx ends,
 // with no character a dialog could read as markup (safetext.Unmarked);
+// a yes that comes before the dialog was up for ReadTime is not taken,
+// and the card is asked again, once;
 // yes approves it as the policy asks (a session for the preselected
 // subject, or this call). A card approved by a word typed out (a per-call
 // login: CardView.Word) asks for the word instead, as the consoles do,
@@ -21,7 +23,7 @@ func (e *Engine) askpassAnswer(ctx context.Context, c CardView) {
 	for try := 1; ; try++ {
 		asked := time.Now()
 		ok, err = e.askpassAsk(ctx, c)
-		if err != nil || !ok || time.Since(asked) >= askpassReadTime {
+		if err != nil || !ok || time.Since(asked) >= ReadTime {
 			break
 		}
 		e.log.Warn("askpass approval not taken: it came before the card could be read", "card", c.ID, "after", time.Since(asked).Round(time.Millisecond))
@@ -48,13 +50,6 @@ func (e *Engine) askpassAnswer(ctx context.Context, c CardView) {
 		e.log.Warn("askpass answer not applied", "card", c.ID, "err", err)
 	}
 }
-
-// askpassReadTime is how long an askpass dialog is up before its yes
-// approves: a dialog takes the keyboard when it appears, and an Enter
-// typed for another window, or a click meant for what was under the
-// pointer, must not approve a card nobody read. A yes that comes sooner
-// is not taken, and the card is asked again, once.
-const askpassReadTime = 500 * time.Millisecond
 
 // askpassAsk asks card c once in an askpass dialog (see askpassAnswer).
 func (e *Engine) askpassAsk(ctx context.Context, c CardView) (bool, error) {

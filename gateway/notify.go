@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/internal/notify"
@@ -51,7 +52,8 @@ func (n *notifier) Reachable() (bool, string) {
 }
 
 func (n *notifier) Show(ctx context.Context, c approvals.CardView) {
-	closed, err := n.svc.Show(ctx, cardNote(&c), func(inv notify.Invoked) { n.answer(c.ID, inv) })
+	asked := time.Now()
+	closed, err := n.svc.Show(ctx, cardNote(&c), func(inv notify.Invoked) { n.answer(c.ID, inv, time.Since(asked)) })
 	if err != nil {
 		n.g.log.Info("card not shown as a notification", "card", c.ID, "err", err)
 		return
@@ -81,10 +83,12 @@ func cardNote(c *approvals.CardView) notify.Note {
 	return note
 }
 
-// answer applies an action the notification service reported, as an
-// answer from the service's process: the engine refuses it if that
-// process is inside the requester's or the run's tree or session.
-func (n *notifier) answer(card string, inv notify.Invoked) {
+// answer applies an action the notification service reported, up for
+// the time given, as an answer from the service's process: the engine
+// refuses it if that process is inside the requester's or the run's tree
+// or session. An approval clicked before the notification was up for
+// approvals.ReadTime is not taken.
+func (n *notifier) answer(card string, inv notify.Invoked, up time.Duration) {
 	v := approvals.VerdictDeny
 	switch inv.Action {
 	case actionOnce:
@@ -92,6 +96,10 @@ func (n *notifier) answer(card string, inv notify.Invoked) {
 	case actionDeny:
 	default:
 		return // the default action (a click on the body): no answer
+	}
+	if v == approvals.VerdictOnce && up < approvals.ReadTime {
+		n.g.log.Warn("notification approval not taken: it came before the card could be read; approve in postern approve", "card", card, "after", up.Round(time.Millisecond))
+		return
 	}
 	if v == approvals.VerdictOnce {
 		// Whoever reported the action, a card whose approval takes a

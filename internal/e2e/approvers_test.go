@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/internal/notify/notifytest"
 )
 
@@ -51,6 +52,10 @@ func desktopEnv(t *testing.T, clickAction string) (*notifytest.Desktop, *Env) {
 	return d, e
 }
 
+// readCard waits as a person reads a card before approving it: the
+// gateway takes no approval clicked before approvals.ReadTime.
+func readCard() { time.Sleep(approvals.ReadTime + 100*time.Millisecond) }
+
 func TestNotificationApprovesOnce(t *testing.T) {
 	need(t, "ssh-add", "ssh-keygen")
 	d, e := desktopEnv(t, "approve-once")
@@ -67,6 +72,7 @@ func TestNotificationApprovesOnce(t *testing.T) {
 	wait := signJob(t, e, k)
 	d.WaitDisplayed(1, 10*time.Second)
 	t.Logf("request to notification on screen: %s", time.Since(start))
+	readCard()
 	d.Click()
 	if r := wait(); r.Code != 0 {
 		t.Fatalf("sign after Approve once: %s\nagent log:\n%s", r, a.Log())
@@ -77,9 +83,29 @@ func TestNotificationApprovesOnce(t *testing.T) {
 	// Once means once: the next use asks again.
 	wait = signJob(t, e, k)
 	d.WaitDisplayed(1, 10*time.Second)
+	readCard()
 	d.Click()
 	if r := wait(); r.Code != 0 {
 		t.Fatalf("second sign: %s", r)
+	}
+}
+
+// A notification that pops up under the pointer takes the click meant for
+// what was there: Approve once clicked before a person could read the
+// card approves nothing, and the request is refused when the card times
+// out.
+func TestNotificationClickedAtOnceApprovesNothing(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen")
+	d, e := desktopEnv(t, "approve-once")
+	e.Config("approval = \"session\"\ncard_timeout = \"3s\"")
+	a := e.StartAgent()
+	k := e.Keygen("k", "ed25519", 0, "")
+	e.AddKey(k)
+	wait := signJob(t, e, k)
+	d.WaitDisplayed(1, 10*time.Second)
+	d.Click()
+	if r := wait(); r.Code == 0 {
+		t.Fatalf("signed after Approve once clicked as the notification appeared\nagent log:\n%s", a.Log())
 	}
 }
 
