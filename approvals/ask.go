@@ -121,7 +121,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		Namespace:   r.Namespace,
 		Forwarded:   r.Forwarded || (dest != nil && dest.Forwarding),
 		Covers:      covers,
-		Claim:       argv,
+		Claim:       claimed(argv),
 		Relay:       r.Relay,
 		Command:     string(r.Command),
 		Terminal:    r.Terminal,

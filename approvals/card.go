@@ -114,7 +114,7 @@ type CardView struct {
 	Terminal  bool      `json:"terminal,omitempty"`
 	Forwarded bool      `json:"forwarded"` // through a forwarded agent connection
 	Covers    string    `json:"covers"`
-	Claim     []string  `json:"claimed_command,omitempty"` // the requester's argv: a claim
+	Claim     []string  `json:"claimed_command,omitempty"` // the requester's argv: a claim, cut past maxClaim bytes (claimed)
 	Created   time.Time `json:"created"`
 	Expires   time.Time `json:"expires"`
 	// DeniedBefore is how many of the subject's cards were denied in a
