@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -305,4 +306,54 @@ func TestAskpassYesBeforeTheCardCouldBeReadApprovesNothing(t *testing.T) {
 	if d := got(t, w.decide(w.req(21))); !d.Allow {
 		t.Fatalf("a yes after the card was up for %v: allow %v, reason %s", ReadTime+100*time.Millisecond, d.Allow, d.Reason)
 	}
+}
+
+// stackedAskpass answers two dialogs: the first says no after a while; the
+// second, up since before, says yes as soon as the first went away (a
+// second Enter, meant for the first, lands on the one it uncovered); any
+// later question waits for its card to end.
+type stackedAskpass struct {
+	calls atomic.Int32
+	gone  chan struct{}
+}
+
+func (s *stackedAskpass) Confirm(ctx context.Context, _ string) (bool, error) {
+	switch s.calls.Add(1) {
+	case 1:
+		time.Sleep(ReadTime + 200*time.Millisecond)
+		close(s.gone)
+		return false, nil
+	case 2:
+		<-s.gone
+		time.Sleep(20 * time.Millisecond)
+		return true, nil
+	}
+	<-ctx.Done()
+	return false, ctx.Err()
+}
+func (s *stackedAskpass) Word(context.Context, string) (string, error) { return "", nil }
+
+// A dialog that another one covered takes the keyboard when that one goes
+// away: a yes it gets before it was uncovered for ReadTime approves
+// nothing.
+func TestAskpassYesRightAfterAnotherDialogWentApprovesNothing(t *testing.T) {
+	w := newWorld(t)
+	ask := &stackedAskpass{gone: make(chan struct{})}
+	w.cfg.Askpass = ask
+	w.e = NewEngine(w.cfg)
+	first := w.decide(w.req(21))
+	for ask.calls.Load() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	second := w.decide(w.req(13))
+	if d := got(t, first); d.Allow {
+		t.Fatalf("the first card: allow %v, reason %s", d.Allow, d.Reason)
+	}
+	select {
+	case d := <-second:
+		t.Fatalf("a yes right after the dialog above went decided the card below: allow %v, reason %s", d.Allow, d.Reason)
+	case <-time.After(ReadTime + 200*time.Millisecond):
+	}
+	w.answer(w.card().ID, VerdictDeny, 30)
+	got(t, second)
 }

@@ -67,6 +67,7 @@ type Engine struct {
 	bootID      string
 	vault       func() (locked bool, epoch uint64)
 	askpass     Confirmer
+	askpassGone atomic.Int64 // when an askpass dialog last went away (unix ns)
 	approvers   []Approver
 	require     bool
 	contextFile string
