@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/postern/postern/approvals"
@@ -24,6 +25,9 @@ const (
 type notifier struct {
 	g   *Gateway
 	svc *notify.Service
+	// moved is when a card's notification last appeared or went away
+	// (unix ns): the others may have moved under the pointer then.
+	moved atomic.Int64
 }
 
 func newNotifier(g *Gateway) *notifier {
@@ -52,8 +56,8 @@ func (n *notifier) Reachable() (bool, string) {
 }
 
 func (n *notifier) Show(ctx context.Context, c approvals.CardView) {
-	asked := time.Now()
-	closed, err := n.svc.Show(ctx, cardNote(&c), func(inv notify.Invoked) { n.answer(c.ID, inv, time.Since(asked)) })
+	n.move()
+	closed, err := n.svc.Show(ctx, cardNote(&c), func(inv notify.Invoked) { n.answer(c.ID, inv) })
 	if err != nil {
 		n.g.log.Info("card not shown as a notification", "card", c.ID, "err", err)
 		return
@@ -62,7 +66,11 @@ func (n *notifier) Show(ctx context.Context, c approvals.CardView) {
 	case <-ctx.Done():
 	case <-closed:
 	}
+	n.move()
 }
+
+// move notes that a card's notification appears or goes away now.
+func (n *notifier) move() { n.moved.Store(time.Now().UnixNano()) }
 
 // cardNote is the notification of card c: Approve once and Deny, or
 // Deny alone where approving takes a name typed out (a per-call login:
@@ -83,12 +91,14 @@ func cardNote(c *approvals.CardView) notify.Note {
 	return note
 }
 
-// answer applies an action the notification service reported, up for
-// the time given, as an answer from the service's process: the engine
-// refuses it if that process is inside the requester's or the run's tree
-// or session. An approval clicked before the notification was up for
-// approvals.ReadTime is not taken.
-func (n *notifier) answer(card string, inv notify.Invoked, up time.Duration) {
+// answer applies an action the notification service reported, as an
+// answer from the service's process: the engine refuses it if that
+// process is inside the requester's or the run's tree or session. An
+// approval clicked less than approvals.ReadTime after a card's
+// notification appeared or went away (this one appearing, or another
+// moving it under the pointer) is not taken.
+func (n *notifier) answer(card string, inv notify.Invoked) {
+	up := time.Since(time.Unix(0, n.moved.Load()))
 	v := approvals.VerdictDeny
 	switch inv.Action {
 	case actionOnce:

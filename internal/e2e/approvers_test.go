@@ -109,6 +109,35 @@ func TestNotificationClickedAtOnceApprovesNothing(t *testing.T) {
 	}
 }
 
+// When a notification goes away, the ones below it move up, and one of
+// them takes the click meant for it: Approve once clicked right after
+// another notification of postern went away approves nothing, however
+// long its own notification was up.
+func TestNotificationClickedAsAnotherWentApprovesNothing(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen")
+	d, e := desktopEnv(t, "approve-once")
+	e.Config("approval = \"session\"\ncard_timeout = \"4s\"")
+	a := e.StartAgent()
+	k := e.Keygen("k", "ed25519", 0, "")
+	e.AddKey(k)
+	msg := e.WriteFile("m1", "x", 0o600)
+	first := e.Command("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg)
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d.WaitDisplayed(1, 10*time.Second)
+	wait := signJob(t, e, k)
+	d.WaitDisplayed(2, 10*time.Second)
+	readCard()
+	first.Process.Kill()
+	first.Wait()
+	d.WaitDisplayed(1, 10*time.Second)
+	d.Click()
+	if r := wait(); r.Code == 0 {
+		t.Fatalf("signed after Approve once clicked as the notification above went away\nagent log:\n%s", a.Log())
+	}
+}
+
 func TestNotificationDenies(t *testing.T) {
 	need(t, "ssh-add", "ssh-keygen")
 	d, e := desktopEnv(t, "deny")
