@@ -30,14 +30,19 @@ func startTmux(t testing.TB, e *Env, cols, rows int, command string, extra ...st
 // startNamedTmux is startTmux at tmux's own place for a server name
 // (-L, in /tmp/tmux-UID), where a person's server is: for the tests of
 // what a run can reach. The socket is removed at the test's end whether
-// or not the server removed it.
+// or not the server removed it, once the server was killed through it
+// (cleanups run last first: removed before, the server would outlive
+// the test).
 func startNamedTmux(t testing.TB, e *Env, name string, cols, rows int, command string) *tmuxServer {
 	t.Helper()
 	need(t, "tmux")
 	s := &tmuxServer{e: e, flags: []string{"-L", name, "-f", "/dev/null"}}
 	s.start(t, cols, rows, command, nil)
 	if sock := strings.TrimSpace(s.run("display-message", "-p", "#{socket_path}").Stdout); sock != "" {
-		t.Cleanup(func() { os.Remove(sock) })
+		t.Cleanup(func() {
+			s.run("kill-server")
+			os.Remove(sock)
+		})
 	}
 	return s
 }
