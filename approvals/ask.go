@@ -108,7 +108,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		done:       make(chan struct{}),
 	}
 	c.View = CardView{
-		ID:       "C" + randomHex(4),
+		ID:       newCardID(),
 		Reason:   reason,
 		Changed:  sentence,
 		Mode:     mode,

@@ -44,7 +44,13 @@ type goneCard struct {
 }
 
 // addCardLocked shows card c to the approvers that follow; e.mu held.
+// An answer names its card by id: c is given another id while its own is
+// the id of a pending card, or of one the engine remembers gone (an
+// answer to it may still come).
 func (e *Engine) addCardLocked(c *Card) {
+	for e.cards[c.View.ID] != nil || slices.ContainsFunc(e.gone, func(g goneCard) bool { return g.id == c.View.ID }) {
+		c.View.ID = newCardID()
+	}
 	e.cards[c.View.ID] = c
 	e.notify()
 	c.seq = e.version
@@ -214,3 +220,6 @@ func (e *Engine) CardsChanged(version uint64) <-chan struct{} {
 
 // changedAlready is a closed channel: the cards changed already.
 var changedAlready = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// newCardID returns a new random card id.
+func newCardID() string { return "C" + randomHex(4) }

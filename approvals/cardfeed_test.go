@@ -249,3 +249,33 @@ func TestCardsSinceSendsASnapshotAfterAGap(t *testing.T) {
 		t.Fatalf("a step from the future: %+v", d)
 	}
 }
+
+// An answer names its card by id: a card never takes the id of a pending
+// card, nor of one that went lately, to which a late answer may be meant.
+func TestCardIDsAreNotReused(t *testing.T) {
+	w := newWorld(t)
+	ch := w.decide(w.req(13))
+	first := w.card()
+	add := func(id string) *Card {
+		c := &Card{View: CardView{ID: id, Created: time.Now()}, done: make(chan struct{})}
+		w.e.mu.Lock()
+		w.e.addCardLocked(c)
+		w.e.mu.Unlock()
+		t.Cleanup(func() {
+			w.e.mu.Lock()
+			if w.e.cards[c.View.ID] == c {
+				w.e.dropCardLocked(c)
+			}
+			w.e.mu.Unlock()
+		})
+		return c
+	}
+	if c := add(first.ID); c.View.ID == first.ID {
+		t.Fatalf("a second pending card took the id %s", first.ID)
+	}
+	w.answer(first.ID, VerdictDeny, 30)
+	got(t, ch)
+	if c := add(first.ID); c.View.ID == first.ID {
+		t.Fatalf("a card took the id %s of a card answered just before", first.ID)
+	}
+}

@@ -30,7 +30,7 @@ func (e *Engine) ProposePolicy(changes []string, apply func() error) string {
 	now := e.now()
 	c := &Card{done: make(chan struct{}), policy: &policyChange{changes: changes, apply: apply}}
 	c.View = CardView{
-		ID:      "C" + randomHex(4),
+		ID:      newCardID(),
 		Kind:    KindPolicyChange,
 		Reason:  audit.ReasonPolicyChange,
 		Changed: "The configuration file changed and loosens authority; until this card is approved, the stricter of the old and new policies is in force:",
