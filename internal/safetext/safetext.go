@@ -111,19 +111,23 @@ func Quote(s string, limit int) string {
 }
 
 // Token renders s as Field does, and between double quotes as Quote
-// does when it holds a space, a parenthesis, a comma, a double quote or an
-// arrow (← → ▶), or is empty: for a name that a line shows among other
-// words, such as a process in a chain ("ssh (4121) ← \"git bash\""), so
-// that it reads as one name, never as two, nor as a name and its pid.
+// does when it holds anything but letters, combining marks, digits and
+// "._+-@" (what plain program names are made of), or is empty: for a
+// name that a line shows among other words, such as a process in a chain
+// ("ssh (4121) ← \"git bash\""), so that it reads as one name, never as
+// two, nor as a name and its pid, whatever shape its space, parenthesis,
+// comma, quote or arrow has ("claude（3988）" is quoted too).
 func Token(s string, limit int) string {
-	if s == "" || strings.ContainsAny(s, tokenBreaks) {
+	if s == "" || strings.ContainsFunc(s, tokenBreak) {
 		return Quote(s, limit)
 	}
 	return Field(s, limit)
 }
 
-// tokenBreaks are the characters that make Token quote a name.
-const tokenBreaks = " (),\"←→▶"
+// tokenBreak reports whether r makes Token quote a name.
+func tokenBreak(r rune) bool {
+	return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.M, r) && !strings.ContainsRune("._+-@", r)
+}
 
 // Cut returns s unrendered, or, when it is longer than limit bytes, its
 // first limit bytes at most, cut at a character boundary and followed by

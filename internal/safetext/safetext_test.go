@@ -224,7 +224,19 @@ func TestToken(t *testing.T) {
 		"claude (pid 1)": `"claude (pid 1)"`,
 		"a←b":            `"a←b"`,
 		`say "hi"`:       `"say \"hi\""`,
-		"tab\there":      `tab\there`,
+		"tab\there":      `"tab\there"`,
+		// Parentheses, arrows and commas of other shapes read as the
+		// ones a card puts between names.
+		"claude（3988）":          `"claude（3988）"`,
+		"claude\u2768pid\u2769": "\"claude\u2768pid\u2769\"",
+		"bash⟵claude":           `"bash⟵claude"`,
+		"git\U0001f850bash":     "\"git\U0001f850bash\"",
+		"ssh，git":               `"ssh，git"`,
+		// Plain names stay as they are, in any script.
+		"git-remote-https": "git-remote-https",
+		"python3.12":       "python3.12",
+		"café":             "café",
+		"日本語":              "日本語",
 	} {
 		if got := Token(in, Name); got != want {
 			t.Errorf("Token(%q) = %s, want %s", in, got, want)
