@@ -105,9 +105,32 @@ func Unmarked(s string) string { return markup.Replace(s) }
 var markup = strings.NewReplacer("<", `\x3c`, ">", `\x3e`, "&", `\x26`)
 
 // Quote renders s as Field does, between double quotes, with a double
-// quote inside shown as \": for a value a sentence quotes.
+// quote inside shown as \" and a double quote of another shape (“ ” ＂
+// « » ″ ʺ…) as \uXXXX, as none ends the value: for a value a sentence
+// quotes.
 func Quote(s string, limit int) string {
-	return `"` + strings.ReplaceAll(render(s, limit), `"`, `\"`) + `"`
+	var b strings.Builder
+	b.WriteByte('"')
+	var piece [16]byte
+	for _, r := range render(s, limit) {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case quoteLike(r):
+			b.Write(escapeRune(piece[:0], string(r), r, utf8.RuneLen(r), true))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// quoteLike reports whether r could read as a double quote: a quotation
+// mark (but the apostrophe), a double prime, a ditto mark, or a mark
+// drawn as two strokes above.
+func quoteLike(r rune) bool {
+	return r > 0x7f && (unicode.Is(unicode.Quotation_Mark, r) || strings.ContainsRune("\u2033\u2036\u02ba\u02dd\u3003\u030b\u030e", r))
 }
 
 // Token renders s as Field does, and between double quotes as Quote

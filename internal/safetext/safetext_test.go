@@ -49,6 +49,18 @@ func TestField(t *testing.T) {
 	if got, want := Quote(`git" for prod-db?`+"\n", Name), `"git\" for prod-db?\n"`; got != want {
 		t.Errorf("Quote = %s, want %s", got, want)
 	}
+	// A double quote of another shape would end the quoted value too:
+	// "claude＂ ＂bash" would read as two names.
+	for in, want := range map[string]string{
+		"claude\uff02 \uff02bash":         `"claude\uff02 \uff02bash"`,
+		"ssh\u201d (1) \u2190 \u201cbash": `"ssh\u201d (1) ← \u201cbash"`,
+		"a\u02ba b\u2033 c\u00bb":         `"a\u02ba b\u2033 c\u00bb"`,
+		"it's":                            `"it's"`,
+	} {
+		if got := Quote(in, Name); got != want {
+			t.Errorf("Quote(%q) = %s, want %s", in, got, want)
+		}
+	}
 }
 
 // unescape inverts an uncut rendering; the fuzz target uses it to prove
