@@ -69,12 +69,13 @@ func (e *Engine) EndIfNeverStarted(run *Run, preparer *procid.Peer) {
 func (e *Engine) StartRun(id string, pid int, caller *procid.Peer, level confine.Level) (*Run, error) {
 	e.mu.Lock()
 	run := e.runs[id]
+	started := run != nil && run.pin != nil
 	e.mu.Unlock()
 	if run == nil || !run.Launched {
 		return nil, fmt.Errorf("no prepared run %q", id)
 	}
-	if run.pin != nil {
-		return nil, fmt.Errorf("run %s is already started", id)
+	if started {
+		return nil, errStarted(id)
 	}
 	// Refused, not ended: any process of the user can list the runs, and
 	// neither binding a person's run to a child of its own nor ending it
@@ -110,6 +111,13 @@ func (e *Engine) StartRun(id string, pid int, caller *procid.Peer, level confine
 		pin.Close()
 		return nil, runEnded(id, why)
 	}
+	// Another start of the run, under way at the same time, bound it
+	// first: the run keeps that process.
+	if run.pin != nil {
+		e.mu.Unlock()
+		pin.Close()
+		return nil, errStarted(id)
+	}
 	run.Process, run.pin, run.Started = pin.Process, pin, e.now()
 	run.Confinement, run.NS = level, ns
 	run.Argv = e.procs.Argv(pid)
@@ -120,6 +128,10 @@ func (e *Engine) StartRun(id string, pid int, caller *procid.Peer, level confine
 	e.recordRun(run)
 	return run, nil
 }
+
+// errStarted refuses a start of run id, which is bound to its process
+// already.
+func errStarted(id string) error { return fmt.Errorf("run %s is already started", id) }
 
 // confined checks the process of a confined run and returns its
 // namespaces.

@@ -1,0 +1,44 @@
+package approvals
+
+import (
+	"testing"
+	"time"
+
+	"github.com/postern/postern/internal/confine"
+)
+
+// Two starts of one prepared run under way at once (its preparer reports
+// two processes it launched, both still in their exec) bind the run to
+// one of them: the other start fails, holds nothing of its process, and
+// the gateway goes on.
+func TestRunStartedTwiceAtOnceIsBoundOnce(t *testing.T) {
+	w := newWorld(t)
+	w.f.Set(14, 5, 140, w.f.Exe("claude", "the agent program"), "claude")
+	run := w.e.PrepareRun("coder", w.f.Peer(5).Process, func(id string) string { return "/sock." + id })
+	finish10, finish14 := w.f.Executing(10), w.f.Executing(14)
+	type started struct {
+		pid int
+		err error
+	}
+	done := make(chan started, 2)
+	for _, pid := range []int{10, 14} {
+		go func() {
+			_, err := w.e.StartRun(run.ID, pid, w.f.Peer(5), confine.Level{})
+			done <- started{pid, err}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // both starts wait for the exec to end
+	finish10()
+	finish14()
+	a, b := <-done, <-done
+	if (a.err == nil) == (b.err == nil) {
+		t.Fatalf("two starts of one run at once: pid %d: %v; pid %d: %v", a.pid, a.err, b.pid, b.err)
+	}
+	ok := a
+	if a.err != nil {
+		ok = b
+	}
+	if run.Process.PID != ok.pid || run.pin == nil || run.pin.PID != ok.pid {
+		t.Fatalf("the start for pid %d succeeded, the run is bound to pid %d", ok.pid, run.Process.PID)
+	}
+}
