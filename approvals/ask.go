@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,6 +19,9 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	subjects, sel, err := e.subjects(r, chain, argv, p)
 	if err != nil {
 		e.log.Info("refusing: "+err.Error(), "pid", r.Requester.PID)
+		if errors.Is(err, ErrNotDescendant) {
+			return deny(mode, audit.ReasonIdentityMismatch), false
+		}
 		return deny(mode, audit.ReasonProcessExited), false
 	}
 	subj := subjects[sel]
@@ -270,8 +274,17 @@ func (e *Engine) subjects(r *Request, chain procid.Chain, argv []string, p *Poli
 		e.mu.Lock()
 		run := e.runs[r.Channel.Run]
 		e.mu.Unlock()
-		if run == nil || run.Ended() != "" {
+		if run == nil || run.Ended() != "" || run.pin == nil {
 			return nil, 0, fmt.Errorf("run %s has ended", r.Channel.Run)
+		}
+		// Admitted as the run's descendant, the requester may have left
+		// the run since (its parent exited and it was given to init).
+		in, err := r.Requester.Within(run.pin)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !in {
+			return nil, 0, fmt.Errorf("pid %d, on the socket of run %s: %w", r.Requester.PID, run.ID, ErrNotDescendant)
 		}
 		return []*Run{run}, 0, nil
 	}

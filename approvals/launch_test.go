@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/postern/postern/audit"
+
 	"github.com/postern/postern/internal/confine"
 )
 
@@ -41,4 +43,33 @@ func TestRunStartedTwiceAtOnceIsBoundOnce(t *testing.T) {
 	if run.Process.PID != ok.pid || run.pin == nil || run.pin.PID != ok.pid {
 		t.Fatalf("the start for pid %d succeeded, the run is bound to pid %d", ok.pid, run.Process.PID)
 	}
+}
+
+// A process that connected to a run's socket as the run's descendant and
+// was then reparented out of the run (its parent exited) is no longer
+// the run's: its request through the socket is refused, not shown on a
+// card that names the run and covered, once approved, by the run's
+// session.
+func TestRunSocketRefusesARequesterReparentedOutOfTheRun(t *testing.T) {
+	w := newWorld(t)
+	run := w.launch("coder", 10)
+	if err := w.e.AdmitRun(run.ID)(w.f.Peer(13)); err != nil {
+		t.Fatal(err)
+	}
+	// git (12) exits: ssh (13) is given to init.
+	w.f.Kill(12)
+	w.f.Set(13, 1, 130, w.f.Exe("ssh", "ssh"), "ssh", "git@github.com", "git-receive-pack")
+	ch := w.decide(w.runReq(run, 13))
+	select {
+	case d := <-ch:
+		if d.Allow || d.Reason != audit.ReasonIdentityMismatch {
+			t.Fatalf("the request of a process outside the run, through its socket: %+v", d)
+		}
+		return
+	case <-time.After(time.Second):
+	}
+	c := w.card()
+	w.answer(c.ID, VerdictSession, 30)
+	d := got(t, ch)
+	t.Fatalf("a card for pid %d named run %s (pid %d), and its session answer decided allow=%v (%s, grant %s)", c.Requester[0].PID, c.Run.ID, c.Run.PID, d.Allow, d.Reason, d.Grant)
 }

@@ -97,7 +97,7 @@ type Reason string
 // End reasons: why a session approval (a grant) or a run ended.
 const (
 	ReasonProcessExited    Reason = "process_exited"    // the run's process exited
-	ReasonIdentityMismatch Reason = "identity_mismatch" // the process is not the one identified (a launched pid that is not the caller's child, a requester that changed, before its signature or while its card waited)
+	ReasonIdentityMismatch Reason = "identity_mismatch" // the process is not the one identified (a launched pid that is not the caller's child, a requester that changed, before its signature or while its card waited, a requester that left the run whose socket it asks through)
 	// ReasonProcessChanged: the run's process executed another program on
 	// the same pid (another executable, or the same one with a new address
 	// space). Also a card reason: see below.
