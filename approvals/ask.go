@@ -25,6 +25,13 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		return deny(mode, audit.ReasonProcessExited), false
 	}
 	subj := subjects[sel]
+	// A process that does not show its program (not dumpable) would not
+	// show an exec either: no session is bound to it. subjects offers
+	// such a process only where it offers nothing else.
+	unseen := mode == audit.ModeSession && subj.Process.Exe.Hidden
+	if unseen {
+		mode = audit.ModePerCall
+	}
 	coolKey := subjectKey(subj)
 	e.mu.Lock()
 	if until, ok := e.cooldown[coolKey]; ok && e.now().Before(until) {
@@ -79,6 +86,8 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		reason, sentence = audit.ReasonRetryUnknown, "The same command was sent before and its outcome is unknown: "+r.RetryOf+". Approve only if you checked that running it again is safe."
 	case r.Running != "":
 		reason, sentence = audit.ReasonIdenticalRunning, "The same command is still running: "+r.Running+". Approve only if running it a second time, at once, is safe."
+	case unseen:
+		sentence = "The run does not show its program (it is not dumpable), so a session could not end when it executes another: approve this one use of key " + r.Key.Display() + target + "."
 	}
 	covers := "this call only"
 	if mode == audit.ModeSession {
@@ -295,6 +304,9 @@ func (e *Engine) subjects(r *Request, chain procid.Chain, argv []string, p *Poli
 		if pr.PID <= 1 || pr.UID != r.Requester.UID {
 			break
 		}
+		if pr.Exe.Hidden {
+			continue // its program, and so an exec, does not show
+		}
 		out = append(out, &Run{Process: pr})
 		cmdline := func() []string {
 			if i == 0 {
@@ -307,8 +319,9 @@ func (e *Engine) subjects(r *Request, chain procid.Chain, argv []string, p *Poli
 		}
 	}
 	if len(out) == 0 {
-		// The requester is init: shown, on a card that asks about this
-		// call only (decide).
+		// The requester is init, or none of the chain shows its
+		// program: shown, on a card that asks about this call only
+		// (decide, ask).
 		out = []*Run{{Process: r.Requester.Process}}
 	}
 	if sel < 0 {
