@@ -166,13 +166,22 @@ func (e Exe) Hash() string {
 	return hex.EncodeToString(e.SHA256[:])
 }
 
-// Name returns the base name of the executable, falling back to comm.
+// Name returns the base name of the executable, falling back to comm. The
+// comm of a process whose executable is hidden is the only name it has,
+// and one it chose (prctl PR_SET_NAME): it is marked, "(hidden) ssh", so
+// that it never reads as a program seen.
 func (p *Process) Name() string {
-	if p.Exe.Path != "" {
+	switch {
+	case p.Exe.Path != "":
 		return filepath.Base(p.Exe.Path)
+	case p.Exe.Hidden:
+		return hiddenMark + p.Comm
 	}
 	return p.Comm
 }
+
+// hiddenMark precedes the name of a process whose executable is hidden.
+const hiddenMark = "(hidden) "
 
 // String renders the process for people: "ssh (4121)".
 func (p *Process) String() string {
