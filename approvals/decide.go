@@ -120,6 +120,11 @@ func (e *Engine) decideNow(ctx context.Context, r *Request) (d Decision, again b
 	if locked {
 		return deny("", audit.ReasonVaultLocked), false
 	}
+	// A run's socket serves nothing once the run has ended, whatever the
+	// policy says: a program the run left behind keeps its connection.
+	if why := e.socketRunEnded(r, false); why != "" {
+		return deny("", why), false
+	}
 	p := e.Policy()
 	// The requester's ancestry and command line are read only when needed:
 	// for rules on executables, for hashed known_hosts entries, for cards.
@@ -179,6 +184,10 @@ func (e *Engine) decideNow(ctx context.Context, r *Request) (d Decision, again b
 	case audit.ModeDeny:
 		return deny(mode, audit.ReasonPolicyDeny), false
 	case audit.ModeNone:
+		// Nothing else checks the run against live evidence.
+		if why := e.socketRunEnded(r, true); why != "" {
+			return deny(mode, why), false
+		}
 		return allow(mode, audit.ReasonPolicyNone), false
 	}
 	if mode == audit.ModeSession {

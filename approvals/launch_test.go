@@ -73,3 +73,27 @@ func TestRunSocketRefusesARequesterReparentedOutOfTheRun(t *testing.T) {
 	d := got(t, ch)
 	t.Fatalf("a card for pid %d named run %s (pid %d), and its session answer decided allow=%v (%s, grant %s)", c.Requester[0].PID, c.Run.ID, c.Run.PID, d.Allow, d.Reason, d.Grant)
 }
+
+// A request through the socket of a run that has ended, or whose process
+// executed another program, is refused, also where the policy signs
+// without asking: the socket is the run's, and the run is gone.
+func TestEndedRunSocketRefusesUnderPolicyNone(t *testing.T) {
+	w := newWorld(t)
+	w.e.SetPolicy(&Policy{Mode: audit.ModeNone, CardTimeout: 5 * time.Second, Cooldown: time.Minute, Hosts: w.cfg.Policy.Hosts, Scope: ScopeKey})
+	run := w.launch("coder", 10)
+	if d := got(t, w.decide(w.runReq(run, 13))); !d.Allow {
+		t.Fatalf("refused while the run lives: %s", d.Reason)
+	}
+	// The run's process executes another program: a new process, which
+	// the run's socket no longer serves, nor its descendants.
+	w.f.Exec(10, w.f.Exe("other", "another program"), "other")
+	if d := got(t, w.decide(w.runReq(run, 13))); d.Allow || d.Reason != audit.ReasonProcessChanged {
+		t.Fatalf("a request through the socket of run %s, whose process executed another program: allow=%v (%s)", run.ID, d.Allow, d.Reason)
+	}
+	if run.Ended() == "" {
+		t.Fatal("the run did not end")
+	}
+	if d := got(t, w.decide(w.runReq(run, 13))); d.Allow {
+		t.Fatalf("a request through the socket of run %s, ended, was allowed: %s", run.ID, d.Reason)
+	}
+}

@@ -25,6 +25,30 @@ func (e *Engine) endOnExit(run *Run) {
 	}
 }
 
+// socketRunEnded returns why the run whose socket r came through has
+// ended, or "" while it lives or r came another way. live checks the run
+// against live evidence too (ending it when that fails), rather than only
+// whether it was found ended.
+func (e *Engine) socketRunEnded(r *Request, live bool) audit.Reason {
+	if r.Channel.Kind != ChannelRun {
+		return ""
+	}
+	e.mu.Lock()
+	run := e.runs[r.Channel.Run]
+	e.mu.Unlock()
+	if run == nil {
+		return audit.ReasonProcessExited // ended, and forgotten
+	}
+	if !live || run.pin == nil {
+		return run.Ended()
+	}
+	if reason, ok := run.check(); !ok {
+		e.EndRun(run.ID, reason)
+		return reason
+	}
+	return ""
+}
+
 // EndRun ends a run and its grants.
 func (e *Engine) EndRun(id string, reason audit.Reason) {
 	e.mu.Lock()
