@@ -211,6 +211,22 @@ func (e *Engine) register(subj *Run) (*Run, error) {
 		}
 		return subj, nil
 	}
+	if run := e.liveRunOf(&subj.Process); run != nil {
+		// The process is a run already (launched, or approved before
+		// for another key): its grants are that run's, ended and
+		// revoked with it. A run whose process executed another program
+		// since ends here, and the program the card showed, if it is
+		// that one, is pinned anew below.
+		reason, ok := run.check()
+		switch {
+		case !ok:
+			e.EndRun(run.ID, reason)
+		case !run.Process.Exe.Same(subj.Process.Exe) || run.Process.Layout != subj.Process.Layout:
+			return nil, fmt.Errorf("pid %d is no longer the process shown on the card", subj.Process.PID)
+		default:
+			return run, nil
+		}
+	}
 	pin, err := e.procs.Pin(subj.Process.PID)
 	if err != nil {
 		return nil, fmt.Errorf("the chosen process is gone: %w", err)
@@ -229,4 +245,17 @@ func (e *Engine) register(subj *Run) (*Run, error) {
 	e.addRun(run)
 	e.recordRun(run)
 	return run, nil
+}
+
+// liveRunOf returns the run registered for process p (the same pid and
+// start time) that has not ended, or nil.
+func (e *Engine) liveRunOf(p *procid.Process) *Run {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range e.runs {
+		if r.pin != nil && r.Ended() == "" && r.Process.PID == p.PID && r.Process.StartTicks == p.StartTicks {
+			return r
+		}
+	}
+	return nil
 }

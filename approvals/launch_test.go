@@ -97,3 +97,29 @@ func TestEndedRunSocketRefusesUnderPolicyNone(t *testing.T) {
 		t.Fatalf("a request through the socket of run %s, ended, was allowed: %s", run.ID, d.Reason)
 	}
 }
+
+// A session approved on the agent's own socket for the process of a
+// launched run binds that run, not a second run for the same process:
+// revoking the run by its id ends every grant of its process.
+func TestSessionForALaunchedRunsProcessBindsThatRun(t *testing.T) {
+	w := newWorld(t)
+	run := w.launch("coder", 10)
+	d, c := w.approve(13)
+	if !d.Allow || c.Subjects[c.Selected].PID != 10 {
+		t.Fatalf("approved %+v on card %+v", d, c)
+	}
+	if d.Run != run.ID {
+		t.Errorf("the session for pid 10 was bound to run %s, not to the run %s launched as pid 10", d.Run, run.ID)
+	}
+	if n, err := w.e.Revoke(run.ID); err != nil || n != 1 {
+		t.Errorf("revoking run %s ended %d grants (%v)", run.ID, n, err)
+	}
+	ch := w.decide(w.req(13))
+	select {
+	case d := <-ch:
+		if d.Allow {
+			t.Fatalf("after run %s was revoked, its process's child was allowed: %s (grant %s, run %s)", run.ID, d.Reason, d.Grant, d.Run)
+		}
+	case <-time.After(time.Second): // a card: not covered
+	}
+}
