@@ -42,6 +42,9 @@ type Past struct {
 	// LauncherSession is the terminal session "postern run" launched the
 	// run from: answers from it stay refused after a restart.
 	LauncherSession int `json:"launcher_session,omitempty"`
+	// Layout is where the process's program was placed: an exec, even
+	// of the same executable, places it anew.
+	Layout procid.Layout `json:"layout,omitzero"`
 }
 
 // forgetSocketLocked drops sock from the display context's runs to serve
@@ -65,7 +68,7 @@ const maxPast = 64
 func pastOf(bootID string, r *Run, g *Grant, reason audit.Reason, now time.Time) Past {
 	p := Past{
 		BootID: bootID, Run: r.ID, Label: r.Label, PID: r.Process.PID, Start: r.Process.StartTicks,
-		Exe: r.Process.Exe.Path, ExeHash: r.Process.Exe.Hash(), ExeDev: r.Process.Exe.Dev, ExeIno: r.Process.Exe.Ino,
+		Exe: r.Process.Exe.Path, ExeHash: r.Process.Exe.Hash(), ExeDev: r.Process.Exe.Dev, ExeIno: r.Process.Exe.Ino, Layout: r.Process.Layout,
 		Reason: reason, Ended: now, Confinement: r.Confinement, NS: r.NS, LauncherSession: r.launcherSession(),
 	}
 	if g != nil {

@@ -225,7 +225,10 @@ func (e *Engine) Restore() []*Run {
 		if err != nil {
 			continue
 		}
-		if pin.StartTicks != p.Start || pin.Exe.Dev != p.ExeDev || pin.Exe.Ino != p.ExeIno {
+		// The same process, running the program it ran: an exec while
+		// no gateway ran (even of the same executable) placed another.
+		// A file from before layouts were kept names none.
+		if pin.StartTicks != p.Start || pin.Exe.Dev != p.ExeDev || pin.Exe.Ino != p.ExeIno || p.Layout != (procid.Layout{}) && pin.Layout != p.Layout {
 			pin.Close()
 			continue
 		}

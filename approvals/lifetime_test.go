@@ -199,3 +199,19 @@ func TestRunEndingDuringItsStartIsNotRegistered(t *testing.T) {
 		t.Fatalf("the ended run holds the launched process (%v)", err)
 	}
 }
+
+// A run whose process executed another program (here its own executable
+// again) while no gateway ran is a new process: the next gateway does not
+// serve the run's socket for it, as the run it was.
+func TestRunThatExecutedWhileNoGatewayRanIsNotRestored(t *testing.T) {
+	w := newWorld(t)
+	w.launch("agent", 10)
+	w.e.Stop()
+	claude, _ := w.f.Table.Inspect(10)
+	w.f.Exec(10, claude.Exe.Path, "claude")
+	cfg := w.cfg
+	cfg.BootID = "boot-2"
+	if rs := NewEngine(cfg).Restore(); len(rs) != 0 {
+		t.Fatalf("pid %d executed another program between gateways, and was restored as run %s (label %q)", rs[0].Process.PID, rs[0].ID, rs[0].Label)
+	}
+}
