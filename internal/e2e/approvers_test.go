@@ -52,21 +52,28 @@ func desktopEnv(t *testing.T, clickAction string) (*notifytest.Desktop, *Env) {
 	return d, e
 }
 
+// desktopAgent starts a desktop as desktopEnv does, and an agent with
+// config that holds one Ed25519 key, k (its path).
+func desktopAgent(t *testing.T, clickAction, config string) (d *notifytest.Desktop, e *Env, a *Agent, k string) {
+	need(t, "ssh-add", "ssh-keygen")
+	d, e = desktopEnv(t, clickAction)
+	e.Config(config)
+	a = e.StartAgent()
+	k = e.Keygen("k", "ed25519", 0, "")
+	e.AddKey(k)
+	return d, e, a, k
+}
+
 // readCard waits as a person reads a card before approving it: the
 // gateway takes no approval clicked before approvals.ReadTime.
 func readCard() { time.Sleep(approvals.ReadTime + 100*time.Millisecond) }
 
 func TestNotificationApprovesOnce(t *testing.T) {
-	need(t, "ssh-add", "ssh-keygen")
-	d, e := desktopEnv(t, "approve-once")
-	e.Config(`approval = "session"`)
-	a := e.StartAgent()
+	d, e, a, k := desktopAgent(t, "approve-once", `approval = "session"`)
 	st := e.MustRun("postern", "status").Stdout
 	if !strings.Contains(st, "notification  yes") {
 		t.Fatalf("status does not list the notification service as reachable:\n%s", st)
 	}
-	k := e.Keygen("k", "ed25519", 0, "")
-	e.AddKey(k)
 
 	start := time.Now()
 	wait := signJob(t, e, k)
@@ -95,12 +102,7 @@ func TestNotificationApprovesOnce(t *testing.T) {
 // card approves nothing, and the request is refused when the card times
 // out.
 func TestNotificationClickedAtOnceApprovesNothing(t *testing.T) {
-	need(t, "ssh-add", "ssh-keygen")
-	d, e := desktopEnv(t, "approve-once")
-	e.Config("approval = \"session\"\ncard_timeout = \"3s\"")
-	a := e.StartAgent()
-	k := e.Keygen("k", "ed25519", 0, "")
-	e.AddKey(k)
+	d, e, a, k := desktopAgent(t, "approve-once", "approval = \"session\"\ncard_timeout = \"3s\"")
 	wait := signJob(t, e, k)
 	d.WaitDisplayed(1, 10*time.Second)
 	d.Click()
@@ -114,12 +116,7 @@ func TestNotificationClickedAtOnceApprovesNothing(t *testing.T) {
 // another notification of postern went away approves nothing, however
 // long its own notification was up.
 func TestNotificationClickedAsAnotherWentApprovesNothing(t *testing.T) {
-	need(t, "ssh-add", "ssh-keygen")
-	d, e := desktopEnv(t, "approve-once")
-	e.Config("approval = \"session\"\ncard_timeout = \"4s\"")
-	a := e.StartAgent()
-	k := e.Keygen("k", "ed25519", 0, "")
-	e.AddKey(k)
+	d, e, a, k := desktopAgent(t, "approve-once", "approval = \"session\"\ncard_timeout = \"4s\"")
 	msg := e.WriteFile("m1", "x", 0o600)
 	first := e.Command("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg)
 	if err := first.Start(); err != nil {
@@ -139,12 +136,7 @@ func TestNotificationClickedAsAnotherWentApprovesNothing(t *testing.T) {
 }
 
 func TestNotificationDenies(t *testing.T) {
-	need(t, "ssh-add", "ssh-keygen")
-	d, e := desktopEnv(t, "deny")
-	e.Config(`approval = "per-call"`)
-	e.StartAgent()
-	k := e.Keygen("k", "ed25519", 0, "")
-	e.AddKey(k)
+	d, e, _, k := desktopAgent(t, "deny", `approval = "per-call"`)
 	wait := signJob(t, e, k)
 	d.WaitDisplayed(1, 10*time.Second)
 	d.Click()
