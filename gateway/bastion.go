@@ -86,7 +86,7 @@ func (g *Gateway) startBastion() error {
 	if len(known) == 0 {
 		known = g.config.KnownHosts
 	}
-	g.bastionStarted = &bastionStart{known: known, requirePQ: cfg.RequirePQKex}
+	g.bastionStarted = &bastionStart{bastion: cfg, knownHosts: g.config.KnownHosts}
 	build := func(j *journal.Journal) *bastion.Server {
 		return bastion.New(bastion.Config{
 			Identity: id, Keys: keySource{g.keys}, Decider: g.engine, Journal: j, Audit: g.engine,

@@ -2,23 +2,28 @@ package gateway
 
 import (
 	"errors"
-	"slices"
 
+	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/internal/config"
 )
 
 // A bastion is started with the gateway, from the configuration in force
 // then. When an unlock finds the state directory's approved configuration
 // rewritten and puts back the one sealed in the vault (sealedpolicy.go),
-// a bastion that configuration does not approve (not enabled, verifying
-// real hosts with other known_hosts files, or letting in hosts without a
-// post-quantum key exchange it requires) serves no connection from then
-// on, until the gateway restarts.
+// a bastion that configuration does not approve serves no connection from
+// then on, until the gateway restarts: one it does not enable, or one
+// whose settings would loosen it as a policy change would (real hosts
+// verified with a known_hosts file it does not trust, or without one
+// whose @revoked lines it keeps, or hosts let in without the post-quantum
+// key exchange it requires). A bastion that only tightens it (a known_hosts
+// file fewer, as a gateway restarted on a stricter file while the vault
+// was locked) goes on.
 
-// bastionStart is what the bastion started with.
+// bastionStart is what the bastion started with: the settings that
+// decide which real hosts it trusts.
 type bastionStart struct {
-	known     []string // the known_hosts files that verify the real hosts
-	requirePQ bool
+	bastion    config.Bastion
+	knownHosts []string // the top-level ones, which it falls back to
 }
 
 var errBastionHeld = errors.New("the bastion was started from a configuration the one sealed in the vault does not approve; restart the gateway")
@@ -30,13 +35,12 @@ func (g *Gateway) holdBastion(approved config.File) {
 	if s == nil {
 		return
 	}
-	known := approved.Bastion.KnownHosts
-	if len(known) == 0 {
-		known = approved.KnownHosts
-	}
-	if approved.Bastion.Enabled && slices.Equal(known, s.known) && (s.requirePQ || !approved.Bastion.RequirePQKex) {
+	started := approved
+	started.Bastion, started.KnownHosts = s.bastion, s.knownHosts
+	loosens := approvals.Loosening(approved, started)
+	if len(loosens) == 0 {
 		return
 	}
 	g.bastionHeld.Store(true)
-	g.log.Warn("the bastion serves no more: "+errBastionHeld.Error(), "known_hosts", s.known, "approved_known_hosts", known, "approved_enabled", approved.Bastion.Enabled)
+	g.log.Warn("the bastion serves no more: "+errBastionHeld.Error(), "loosening", loosens)
 }

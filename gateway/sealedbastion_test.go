@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,5 +44,31 @@ func TestSealedPolicyUnapprovedBastion(t *testing.T) {
 				t.Fatalf("the bastion the sealed copy does not approve answered: %v", err)
 			}
 		})
+	}
+}
+
+// A bastion started from a configuration that only tightens the sealed
+// one (a known_hosts file fewer, with no @revoked lines, as a gateway
+// restarted on a stricter file while the vault was locked) is approved by
+// it, and goes on serving once the unlock has put the sealed copy back.
+func TestSealedPolicyTighterBastionServes(t *testing.T) {
+	pass := []byte("seal pass")
+	files := t.TempDir()
+	mine := filepath.Join(files, "mine_known_hosts")
+	other := filepath.Join(files, "other_known_hosts")
+	for _, f := range []string{mine, other} {
+		os.WriteFile(f, nil, 0o600)
+	}
+	approved := fmt.Sprintf("approval = \"per-call\"\nknown_hosts = [%q, %q]\n[bastion]\nenabled = true\n", mine, other)
+	dir, cfg, vaultPath := sealedConfig(t, pass, approved)
+	tighter := fmt.Sprintf("approval = \"per-call\"\nknown_hosts = [%q]\n[bastion]\nenabled = true\n", mine)
+	os.WriteFile(cfg, []byte(tighter), 0o600)
+	os.WriteFile(filepath.Join(filepath.Dir(vaultPath), xdg.ApprovedConfigFile), []byte(tighter), 0o600)
+
+	g, sock, _ := runGateway(t, dir)
+	unlockGateway(t, sock, pass)
+	waitStatus(t, g, "after the unlock", func(st api.Status) bool { return st.Config.Restored != "" })
+	if g.bastionHeld.Load() {
+		t.Fatal("the bastion started from a configuration that only tightens the sealed one serves no more")
 	}
 }
