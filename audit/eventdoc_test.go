@@ -11,14 +11,15 @@ import (
 	"testing"
 )
 
-// postern-audit(1) names every event type the log holds, so that no
-// event postern audit show prints is one its manual does not explain.
-func TestManPageNamesEveryEventType(t *testing.T) {
+// postern-audit(1) names every event type and every reason the log
+// holds, so that no word postern audit show prints is one its manual does
+// not explain.
+func TestManPageNamesEveryEventTypeAndReason(t *testing.T) {
 	f, err := parser.ParseFile(token.NewFileSet(), "vocabulary.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var types []string
+	words := map[string][]string{}
 	for _, d := range f.Decls {
 		g, ok := d.(*ast.GenDecl)
 		if !ok || g.Tok != token.CONST {
@@ -26,27 +27,32 @@ func TestManPageNamesEveryEventType(t *testing.T) {
 		}
 		for _, spec := range g.Specs {
 			v := spec.(*ast.ValueSpec)
-			if id, ok := v.Type.(*ast.Ident); !ok || id.Name != "EventType" {
+			id, ok := v.Type.(*ast.Ident)
+			if !ok || (id.Name != "EventType" && id.Name != "Reason") {
 				continue
 			}
 			for _, val := range v.Values {
+				// A reason made of others (REAUTH_REQUIRED and what
+				// changed) is no literal, and is named by its parts.
 				if lit, ok := val.(*ast.BasicLit); ok {
 					s, _ := strconv.Unquote(lit.Value)
-					types = append(types, s)
+					words[id.Name] = append(words[id.Name], s)
 				}
 			}
 		}
 	}
-	if len(types) < 30 {
-		t.Fatalf("found %d event types in vocabulary.go; the parse missed them", len(types))
+	if len(words["EventType"]) < 30 || len(words["Reason"]) < 30 {
+		t.Fatalf("found %d event types and %d reasons in vocabulary.go; the parse missed them", len(words["EventType"]), len(words["Reason"]))
 	}
 	page, err := os.ReadFile(filepath.Join("..", "man", "postern-audit.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range types {
-		if !regexp.MustCompile(`(?m)^\.Li ` + regexp.QuoteMeta(typ) + `\b`).Match(page) {
-			t.Errorf("postern-audit(1) does not name the event type %s", typ)
+	for kind, list := range words {
+		for _, w := range list {
+			if !regexp.MustCompile(`Li ` + regexp.QuoteMeta(w) + `(\s|$)`).Match(page) {
+				t.Errorf("postern-audit(1) does not name the %s %q", kind, w)
+			}
 		}
 	}
 }
