@@ -234,6 +234,8 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 		return refuse(audit.ReasonTouchTimeout, err.Error())
 	case errors.Is(err, ErrLocked):
 		return refuse(audit.ReasonVaultLocked, "the agent was locked while the key's device signed")
+	case errors.Is(err, ErrRemovedWhileSigning):
+		return refuse(audit.ReasonKeyNotHeld, "the key was removed while its device signed")
 	case err != nil:
 		return refuse(audit.ReasonSigningFailed, err.Error())
 	case recorded != nil:

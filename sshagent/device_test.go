@@ -57,3 +57,42 @@ func (h *heldSigner) Sign(r io.Reader, data []byte) (*ssh.Signature, error) {
 	<-h.release
 	return h.Signer.Sign(r, data)
 }
+
+// A device signature whose key went while it waited for the touch
+// (ssh-add -d, ssh-add -D, SIGUSR1, the end of its lifetime) is dropped,
+// as one across a lock is: the key's removal was already answered.
+func TestDeviceSignAcrossRemoval(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		remove func(*Keyring, *Identity)
+	}{
+		{"ssh-add -d", func(k *Keyring, id *Identity) { k.Remove(id.Key, "") }},
+		{"ssh-add -D", func(k *Keyring, _ *Identity) { k.RemoveAll("") }},
+		{"SIGUSR1", func(k *Keyring, _ *Identity) { k.Wipe() }},
+		{"lifetime", func(k *Keyring, id *Identity) { k.expire(id.Blob()) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			now := time.Now()
+			keys := &Keyring{Now: func() time.Time { return now }}
+			_, k, _ := ed25519.GenerateKey(rand.Reader)
+			s, _ := ssh.NewSignerFromKey(k)
+			dev := &heldSigner{Signer: s, started: make(chan struct{}), release: make(chan struct{})}
+			id := &Identity{Key: s.PublicKey(), Provider: "/usr/lib/token.so", signer: dev, Expires: now.Add(time.Hour)}
+			if err := keys.Add(id); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { _, err := keys.Sign(id, []byte("x"), 0); done <- err }()
+			<-dev.started
+			now = now.Add(2 * time.Hour)
+			c.remove(keys, id)
+			if ids, _ := keys.Identities(); len(ids) != 0 {
+				t.Fatalf("%d keys left", len(ids))
+			}
+			close(dev.release)
+			if err := <-done; !errors.Is(err, ErrNotFound) {
+				t.Fatalf("a device signature after %s of its key: %v", c.name, err)
+			}
+		})
+	}
+}

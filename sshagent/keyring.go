@@ -393,7 +393,9 @@ func findKey(ids []*Identity, key ssh.PublicKey) *Identity {
 // key, a PKCS#11 token) may wait for a person to touch it: the keyring
 // is not held meanwhile, so the agent goes on answering others and can
 // be locked, and a signature that arrives after a lock is dropped, also
-// when the keyring was unlocked again since.
+// when the keyring was unlocked again since, and so is one whose key
+// went meanwhile (ssh-add -d or -D, SIGUSR1, the end of its lifetime):
+// its removal was answered before the signature.
 func (k *Keyring) Sign(id *Identity, data []byte, flags uint32) (*ssh.Signature, error) {
 	k.mu.RLock()
 	if k.locked {
@@ -416,7 +418,7 @@ func (k *Keyring) Sign(id *Identity, data []byte, flags uint32) (*ssh.Signature,
 	if err != nil {
 		return nil, err
 	}
-	if err := k.stillOpen(locks); err != nil {
+	if err := k.stillHeld(id, locks); err != nil {
 		return nil, err
 	}
 	return sig, nil
@@ -427,6 +429,25 @@ func (k *Keyring) Sign(id *Identity, data []byte, flags uint32) (*ssh.Signature,
 func (k *Keyring) stillOpen(locks uint64) error {
 	if locked, n := k.lockState(); locked || n != locks {
 		return ErrLocked
+	}
+	return nil
+}
+
+// ErrRemovedWhileSigning drops a device signature whose key was removed
+// while the device signed.
+var ErrRemovedWhileSigning = fmt.Errorf("%w: removed while its device signed", ErrNotFound)
+
+// stillHeld returns ErrLocked when the keyring is locked, or was locked
+// since its count of locks was locks, and ErrRemovedWhileSigning when id
+// was removed (and wiped) since it was looked up.
+func (k *Keyring) stillHeld(id *Identity, locks uint64) error {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	switch {
+	case k.locked || k.locks != locks:
+		return ErrLocked
+	case id.signer == nil:
+		return ErrRemovedWhileSigning
 	}
 	return nil
 }
