@@ -15,6 +15,13 @@ const (
 	maxSessionIDLen = 128
 )
 
+// maxBindBytes bounds what one connection's bindings keep, their host
+// keys and session ids with the messages that carried them: a client
+// can make host keys of any size (a certificate of its own), and a
+// connection keeps its bindings as long as it is open. A real chain of
+// hops takes a few KiB.
+const maxBindBytes = 64 << 10
+
 // A Binding is one session-bind@openssh.com message the agent verified:
 // the host key of an SSH connection, the connection's session identifier,
 // and whether the agent connection is being forwarded through it.
@@ -38,8 +45,14 @@ type sessionBindMsg struct {
 // parseSessionBind parses and verifies a session-bind@openssh.com request:
 // the host key must have signed the session identifier.
 func parseSessionBind(contents []byte) (Binding, error) {
+	if len(contents) > maxBindBytes {
+		return Binding{}, fmt.Errorf("session-bind of %d bytes (limit %d)", len(contents), maxBindBytes)
+	}
+	// Parsed from a copy, which the binding keeps: its host key and
+	// session id refer to it, not to the request.
+	raw := bytes.Clone(contents)
 	var m sessionBindMsg
-	if err := ssh.Unmarshal(contents, &m); err != nil {
+	if err := ssh.Unmarshal(raw, &m); err != nil {
 		return Binding{}, fmt.Errorf("malformed session-bind: %w", err)
 	}
 	if len(m.SessionID) == 0 || len(m.SessionID) > maxSessionIDLen {
@@ -63,7 +76,7 @@ func parseSessionBind(contents []byte) (Binding, error) {
 	if err := key.Verify(m.SessionID, &sig); err != nil {
 		return Binding{}, fmt.Errorf("session-bind: host key %s did not sign the session id: %w", ssh.FingerprintSHA256(key), err)
 	}
-	return Binding{HostKey: key, SessionID: m.SessionID, Forwarding: m.Forwarding, raw: bytes.Clone(contents)}, nil
+	return Binding{HostKey: key, SessionID: m.SessionID, Forwarding: m.Forwarding, raw: raw}, nil
 }
 
 // bindings records the session bindings of one agent connection, with
@@ -72,6 +85,7 @@ type bindings struct {
 	list      []Binding
 	failed    bool // a bind was refused: the connection is not trusted again
 	attempted bool // a bind was asked for: the connection comes through ssh
+	size      int  // the bytes of the bindings' messages (maxBindBytes)
 }
 
 // add records b. A connection bound for authentication (not forwarding)
@@ -93,6 +107,10 @@ func (bs *bindings) add(b Binding) error {
 	if len(bs.list) >= maxBindings {
 		return errors.New("session-bind: too many bindings on one connection")
 	}
+	if bs.size+len(b.raw) > maxBindBytes {
+		return fmt.Errorf("session-bind: the connection's bindings would hold %d bytes (limit %d)", bs.size+len(b.raw), maxBindBytes)
+	}
+	bs.size += len(b.raw)
 	bs.list = append(bs.list, b)
 	return nil
 }
