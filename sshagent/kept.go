@@ -127,7 +127,10 @@ func keptSize(c keptConstraints) int {
 
 // Constraints returns what id is used under: its own confirmation and
 // destinations, with those kept for its key (confirmation if either asks
-// for it; its own destinations, else the kept ones).
+// for it; its own destinations, else the kept ones). A copy a run added
+// is used under the kept destinations whenever another set them, also
+// when the run's add came first: the person's ssh-add -h then restricts
+// the key where a run's copy had it restricted otherwise.
 func (k *Keyring) Constraints(id *Identity) (confirm bool, dest []DestConstraint) {
 	confirm, dest = id.Confirm, id.Dest
 	k.mu.RLock()
@@ -139,7 +142,7 @@ func (k *Keyring) Constraints(id *Identity) (confirm bool, dest []DestConstraint
 	if !ok {
 		return confirm, dest
 	}
-	if len(dest) == 0 {
+	if len(dest) == 0 || (id.Run != "" && id.Run != c.run && len(c.dest) > 0) {
 		dest = c.dest
 	}
 	return confirm || c.confirm, dest

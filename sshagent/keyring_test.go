@@ -273,3 +273,37 @@ func TestKeptConstraintsBounded(t *testing.T) {
 		keys.Remove(id.Key, "")
 	}
 }
+
+// The person's destination restriction holds for every copy of a
+// security key, also one a run added before it, restricted to a host of
+// its own choosing: the run holds no more than the key's public half and
+// handle, and its earlier add does not keep the key usable where the
+// person has since restricted it not to be.
+func TestPersonsRestrictionHoldsForARunsEarlierCopy(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	pub, _ := ssh.NewPublicKey(priv.Public())
+	a, b := newHost(t), newHost(t)
+	to := func(h hostSigner) []DestConstraint {
+		return []DestConstraint{{To: Hop{Hostname: "h", Keys: []HopKey{{Key: h.PublicKey()}}}}}
+	}
+	keys := &Keyring{}
+	runs := &Identity{Key: newCert(t, pub, ssh.UserCert, time.Now().Add(time.Hour)), Source: Added, Run: "R1", Provider: "/usr/lib/sk.so", Dest: to(b)}
+	runs.sk = &skKey{pub: runs.Key}
+	if err := keys.Add(runs); err != nil {
+		t.Fatal(err)
+	}
+	persons := &Identity{Key: pub, Source: Added, Provider: "/usr/lib/sk.so", Dest: to(a)}
+	persons.sk = &skKey{pub: pub}
+	if err := keys.Add(persons); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []*Identity{runs, persons} {
+		_, dest := keys.Constraints(id)
+		if err := permitted(dest, []Binding{{HostKey: b.PublicKey(), SessionID: []byte("sid")}}, new(string)); err == nil {
+			t.Errorf("the copy the run %q added is used for host B, which the person's ssh-add -h no longer permits", id.Run)
+		}
+		if err := permitted(dest, []Binding{{HostKey: a.PublicKey(), SessionID: []byte("sid")}}, new(string)); err != nil {
+			t.Errorf("the copy the run %q added is not used for host A, which the person's ssh-add -h permits: %v", id.Run, err)
+		}
+	}
+}
