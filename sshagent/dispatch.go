@@ -69,7 +69,13 @@ func (c *conn) answer(msg []byte) []byte {
 		if c.forwardsChanges() {
 			return status(c.addUpstream(msg) == nil)
 		}
-		return status(c.add(p, typ == msgAddIDConstrained) == nil)
+		if err := c.add(p, typ == msgAddIDConstrained); err != nil {
+			// Nothing refers to a refused add: what parsing left of its
+			// key (one it could not parse, or not all of) goes.
+			clear(msg)
+			return replyFailure
+		}
+		return replySuccess
 	case msgRemoveIdentity:
 		return status(c.remove(msg) == nil)
 	case msgRemoveAllIdentities, msgRemoveAllRSAIdentities:
@@ -109,8 +115,8 @@ func (c *conn) answer(msg []byte) []byte {
 
 // clearAdd clears msg when it is an add or a lock, refused before it was
 // parsed: its private key, a token's PIN, or a passphrase goes at once.
-// (Parsing clears what it reads; what a parsed request leaves,
-// identities may still refer to.)
+// (Parsing clears what it reads; what an added key's request leaves,
+// its identity may still refer to.)
 func clearAdd(msg []byte) {
 	switch msg[0] {
 	case msgAddIdentity, msgAddIDConstrained, msgAddSmartcardKey, msgAddSmartcardKeyConstrained, msgLock:
