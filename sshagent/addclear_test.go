@@ -14,9 +14,10 @@ import (
 	"github.com/postern/postern/internal/procid"
 )
 
-// An add the agent refuses leaves no private key in its request, also
-// one it could not parse (a key type it does not take, as ssh-add sends
-// an XMSS key, or a key cut short): OpenSSH's agent clears every
+// An add the agent refuses leaves no private key (nor a token's PIN) in
+// its request, also one it could not parse (a key type it does not take,
+// as ssh-add sends an XMSS key, or a key cut short), and a lock that
+// does not parse leaves no passphrase: OpenSSH's agent clears every
 // request it frees.
 func TestRefusedAddLeavesNoKey(t *testing.T) {
 	secret := bytes.Repeat([]byte{0x5a}, 64)
@@ -30,6 +31,15 @@ func TestRefusedAddLeavesNoKey(t *testing.T) {
 			Comment string
 		}{"ssh-xmss@openssh.com", secret, "xmss"})...),
 		"ed25519 cut short": cut,
+		"PKCS#11 PIN": append([]byte{msgAddSmartcardKey}, ssh.Marshal(struct {
+			Provider string
+			PIN      []byte
+		}{"/nonexistent/p11.so", secret})...),
+		"PKCS#11 PIN cut short": append([]byte{msgAddSmartcardKey}, ssh.Marshal(struct {
+			Provider string
+			PIN      []byte
+		}{"/nonexistent/p11.so", secret})[:60]...),
+		"passphrase cut short": append([]byte{msgLock}, ssh.Marshal(struct{ P []byte }{secret})[:40]...),
 	} {
 		self, err := procid.Host.Pin(os.Getpid())
 		if err != nil {
@@ -42,8 +52,8 @@ func TestRefusedAddLeavesNoKey(t *testing.T) {
 		if r := cn.dispatch(msg); r[4] != msgFailure {
 			t.Fatalf("%s: reply %d", name, r[4])
 		}
-		if bytes.Contains(msg, secret) || bytes.Contains(msg, k[:32]) {
-			t.Errorf("%s: the refused add's private key is still in its request", name)
+		if bytes.Contains(msg, secret[:16]) || bytes.Contains(msg, k[:32]) {
+			t.Errorf("%s: the refused request's secret is still in it", name)
 		}
 	}
 }

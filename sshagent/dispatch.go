@@ -85,7 +85,11 @@ func (c *conn) answer(msg []byte) []byte {
 			clearAdd(msg)
 			return replyFailure
 		}
-		return status(c.addSmartcard(p, typ == msgAddSmartcardKeyConstrained) == nil)
+		if err := c.addSmartcard(p, typ == msgAddSmartcardKeyConstrained); err != nil {
+			clear(msg) // its PIN, also where it did not parse
+			return replyFailure
+		}
+		return replySuccess
 	case msgRemoveSmartcardKey:
 		return status(c.removeSmartcard(p) == nil)
 	case msgLock, msgUnlock:
@@ -98,6 +102,7 @@ func (c *conn) answer(msg []byte) []byte {
 		}
 		var m passphraseMsg
 		if err := ssh.Unmarshal(p, &m); err != nil {
+			clear(p)
 			return replyFailure
 		}
 		pass := m.Pass
