@@ -19,7 +19,8 @@ import "fmt"
 // adds to the kept one. Its destinations replace the kept ones when the
 // person adds it (ssh-add -D, then ssh-add -h: OpenSSH's semantics), and
 // when the run that set them does; a run's add changes no destinations
-// it did not set: the copy is used under those kept.
+// it did not set: the copy is used under the person's. The destinations
+// a run set bind its own copies alone, never the person's.
 //
 // An add that goes to the upstream agent (upstream_changes = forward) of
 // a key the keyring also holds keeps its constraints the same way
@@ -47,11 +48,6 @@ type keptConstraints struct {
 // holds k.mu.
 func (k *Keyring) keepLocked(id *Identity) {
 	key, c, ok := k.keptFor(id)
-	if (id.Provider != "" || id.sk != nil) && len(c.dest) > 0 && id.Run != "" && id.Run != c.run {
-		// Another's destinations are kept, and this copy is used under
-		// them too: a restriction of the run's own would lift them.
-		id.Dest = c.dest
-	}
 	if old, had := k.kept[key]; had {
 		k.keptBytes -= keptSize(old)
 	}
@@ -128,9 +124,10 @@ func keptSize(c keptConstraints) int {
 // Constraints returns what id is used under: its own confirmation and
 // destinations, with those kept for its key (confirmation if either asks
 // for it; its own destinations, else the kept ones). A copy a run added
-// is used under the kept destinations whenever another set them, also
-// when the run's add came first: the person's ssh-add -h then restricts
-// the key where a run's copy had it restricted otherwise.
+// is used under the destinations the person set, also when the run's
+// add came first: the person's ssh-add -h then restricts the key where a
+// run's copy had it restricted otherwise. Destinations a run set bind
+// that run's copies alone.
 func (k *Keyring) Constraints(id *Identity) (confirm bool, dest []DestConstraint) {
 	confirm, dest = id.Confirm, id.Dest
 	k.mu.RLock()
@@ -142,7 +139,13 @@ func (k *Keyring) Constraints(id *Identity) (confirm bool, dest []DestConstraint
 	if !ok {
 		return confirm, dest
 	}
-	if len(dest) == 0 || (id.Run != "" && id.Run != c.run && len(c.dest) > 0) {
+	if c.run != "" && c.run != id.Run {
+		// A run's destinations bind the copies it added alone: it does
+		// not take the key from the person (or another run) by
+		// restricting it to a host of its choosing.
+		c.dest = nil
+	}
+	if len(dest) == 0 || (id.Run != "" && c.run == "" && len(c.dest) > 0) {
 		dest = c.dest
 	}
 	return confirm || c.confirm, dest

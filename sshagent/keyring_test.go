@@ -307,3 +307,47 @@ func TestPersonsRestrictionHoldsForARunsEarlierCopy(t *testing.T) {
 		}
 	}
 }
+
+// A run's destination restriction on a security key it added binds the
+// run's copies alone: the person's copies of the key (the vault's, one
+// the person adds after) stay usable where the person's own say, before
+// and after the run removed its copy, so that a run cannot take the
+// person's key from them by restricting it to a host of its choosing.
+func TestRunsRestrictionLeavesThePersonsCopies(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	pub, _ := ssh.NewPublicKey(priv.Public())
+	a, x := newHost(t), newHost(t)
+	keys := &Keyring{}
+	vault, err := NewIdentity(slices.Clone(priv), nil, "vault")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys.ReplaceVault([]*Identity{vault})
+	runs := &Identity{Key: pub, Source: Added, Run: "R1", Provider: "/usr/lib/sk.so",
+		Dest: []DestConstraint{{To: Hop{Hostname: "x", Keys: []HopKey{{Key: x.PublicKey()}}}}}}
+	runs.sk = &skKey{pub: pub}
+	if err := keys.Add(runs); err != nil {
+		t.Fatal(err)
+	}
+	usableAtA := func(what string, id *Identity) {
+		t.Helper()
+		_, dest := keys.Constraints(id)
+		if err := permitted(dest, []Binding{{HostKey: a.PublicKey(), SessionID: []byte("sid")}}, new(string)); err != nil {
+			t.Errorf("%s: the person's copy is restricted by the run's ssh-add -h: %v", what, err)
+		}
+	}
+	usableAtA("beside the run's copy", vault)
+	if _, dest := keys.Constraints(runs); len(dest) == 0 {
+		t.Error("the run's copy is not used under its own restriction")
+	}
+	if _, err := keys.Remove(pub, "R1"); err != nil {
+		t.Fatal(err)
+	}
+	usableAtA("after the run removed its copy", vault)
+	persons := &Identity{Key: pub, Source: Added, Provider: "/usr/lib/sk.so"}
+	persons.sk = &skKey{pub: pub}
+	if err := keys.Add(persons); err != nil {
+		t.Fatal(err)
+	}
+	usableAtA("added by the person after", persons)
+}
