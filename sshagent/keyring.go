@@ -51,6 +51,7 @@ type Keyring struct {
 	ids    []*Identity
 	locked bool
 	locks  uint64 // how many times the keyring was locked
+	wipes  uint64 // how many times it was wiped (Wipe)
 	// kept are the constraints of added keys by public key, which every
 	// copy of the key is used under (kept.go).
 	kept      map[string]keptConstraints
@@ -112,6 +113,11 @@ func (k *Keyring) Add(id *Identity) error { return k.AddRecorded(id, nil) }
 func (k *Keyring) AddRecorded(id *Identity, record func() error) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	return k.addLocked(id, record)
+}
+
+// addLocked is AddRecorded; the caller holds k.mu.
+func (k *Keyring) addLocked(id *Identity, record func() error) error {
 	if k.locked {
 		wipe(id.priv)
 		return ErrLocked
@@ -293,6 +299,7 @@ func (k *Keyring) RemoveAll(by string) ([]*Identity, error) {
 func (k *Keyring) Wipe() []*Identity {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.wipes++
 	return k.removeLocked(func(id *Identity) bool { return id.Source == Added })
 }
 

@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 	if sock := os.Getenv("SSHAGENT_TEST_ASK"); sock != "" {
 		os.Exit(askThenExec(sock, os.Getenv("SSHAGENT_TEST_FRAME")))
 	}
+	if dir := os.Getenv("SSHAGENT_TEST_PKCS11"); dir != "" {
+		os.Exit(slowPKCS11Helper(dir))
+	}
 	os.Exit(m.Run())
 }
 

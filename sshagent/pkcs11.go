@@ -109,6 +109,9 @@ func (c *conn) addSmartcard(p []byte, constrained bool) error {
 	if c.remote() {
 		return c.refuse("refusing to load a PKCS#11 provider for a forwarded connection", "provider", m.Provider)
 	}
+	// The token's login may take a while: a wipe (SIGUSR1) meanwhile
+	// leaves its keys out.
+	wipes := c.srv.Keys.Wipes()
 	real, err := providerAllowed(m.Provider, c.srv.Providers)
 	if err != nil {
 		return c.refuse("refusing to load a PKCS#11 provider: " + err.Error())
@@ -152,7 +155,7 @@ func (c *conn) addSmartcard(p []byte, constrained bool) error {
 	for _, id := range ids {
 		id.Run = c.run()
 		record := func() error { return c.recordKey(KeyEvent(audit.EventAgentKeyAdded, id, "")) }
-		if err := c.srv.Keys.AddRecorded(id, record); err != nil {
+		if err := c.srv.Keys.AddSince(wipes, id, record); err != nil {
 			gone, _ := c.srv.Keys.RemoveProvider(real, "")
 			c.recordRemoved(gone)
 			h.stop()
