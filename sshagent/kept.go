@@ -16,7 +16,8 @@ import "fmt"
 // sign without postern), and lifts them when it carries none. A key whose
 // private half is in a token or a security key (ssh-add -s, an sk- key)
 // only adds to them: its adder need not hold anything. Its confirmation
-// adds to the kept one. Its destinations replace the kept ones when the
+// adds to the kept one, when the person asks for it; a run's binds the
+// copies it added alone. Its destinations replace the kept ones when the
 // person adds it (ssh-add -D, then ssh-add -h: OpenSSH's semantics), and
 // when the run that set them does; a run's add changes no destinations
 // it did not set: the copy is used under the person's. The destinations
@@ -67,7 +68,9 @@ func (k *Keyring) keepLocked(id *Identity) {
 // k.mu.
 func (k *Keyring) keptFor(id *Identity) (key string, c keptConstraints, ok bool) {
 	key = string(plainKey(id.Key).Marshal())
-	c = keptConstraints{confirm: id.Confirm, dest: id.Dest, run: id.Run}
+	// A run's confirmation binds its own copies alone (theirs, Identity's
+	// Confirm): it does not make the person's key ask on every use.
+	c = keptConstraints{confirm: id.Confirm && id.Run == "", dest: id.Dest, run: id.Run}
 	if id.Provider != "" || id.sk != nil {
 		old := k.kept[key]
 		c.confirm = c.confirm || old.confirm

@@ -351,3 +351,35 @@ func TestRunsRestrictionLeavesThePersonsCopies(t *testing.T) {
 	}
 	usableAtA("added by the person after", persons)
 }
+
+// A run's confirmation (ssh-add -c) on a security key it added binds
+// the run's copies alone: the person's copies are not asked about on
+// every use, for the gateway's life, because a run added the key with
+// -c.
+func TestRunsConfirmationLeavesThePersonsCopies(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	pub, _ := ssh.NewPublicKey(priv.Public())
+	keys := &Keyring{}
+	persons := &Identity{Key: pub, Source: Added, Provider: "/usr/lib/sk.so"}
+	persons.sk = &skKey{pub: pub}
+	if err := keys.Add(persons); err != nil {
+		t.Fatal(err)
+	}
+	runs := &Identity{Key: newCert(t, pub, ssh.UserCert, time.Now().Add(time.Hour)), Source: Added, Run: "R1", Provider: "/usr/lib/sk.so", Confirm: true}
+	runs.sk = &skKey{pub: runs.Key}
+	if err := keys.Add(runs); err != nil {
+		t.Fatal(err)
+	}
+	if confirm, _ := keys.Constraints(runs); !confirm {
+		t.Error("the run's copy is not used under its own confirmation")
+	}
+	if confirm, _ := keys.Constraints(persons); confirm {
+		t.Error("the person's copy asks for confirmation on every use since a run added the key with -c")
+	}
+	if _, err := keys.Remove(runs.Key, "R1"); err != nil {
+		t.Fatal(err)
+	}
+	if confirm, _ := keys.Constraints(persons); confirm {
+		t.Error("the person's copy asks for confirmation on every use after the run removed its copy added with -c")
+	}
+}
