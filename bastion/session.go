@@ -81,7 +81,7 @@ func (ss *session) serve(dreqs <-chan *gossh.Request) {
 			var m struct{ Name, Value string }
 			// Past a bound they are refused: the bastion holds them
 			// until the command starts.
-			ok := gossh.Unmarshal(req.Payload, &m) == nil && localeVar(m.Name) &&
+			ok := wellFormed(req.Type, req.Payload) && gossh.Unmarshal(req.Payload, &m) == nil && localeVar(m.Name) &&
 				len(envs) < maxEnvVars && envBytes+len(req.Payload) <= maxEnvBytes
 			if ok {
 				envs = append(envs, req.Payload)
@@ -136,9 +136,10 @@ const (
 const maxSessions = 10
 
 // wellFormed reports whether the payload of a session request the relay
-// passes on is what RFC 4254 says that request carries. OpenSSH's sshd
-// ends the whole connection on a malformed one, which would cut the
-// commands running on it: such a request is refused instead.
+// passes on is what RFC 4254 says that request carries, its names and
+// values C strings (no NUL byte). OpenSSH's sshd ends the whole
+// connection on a malformed one, which would cut the commands running on
+// it: such a request is refused instead.
 func wellFormed(typ string, payload []byte) bool {
 	var err error
 	switch typ {
@@ -149,14 +150,21 @@ func wellFormed(typ string, payload []byte) bool {
 			Modes                        string
 		}
 		if err = gossh.Unmarshal(payload, &m); err == nil {
-			return modesWellFormed([]byte(m.Modes))
+			return cString(m.Term) && modesWellFormed([]byte(m.Modes))
+		}
+	case "env":
+		var m struct{ Name, Value string }
+		if err = gossh.Unmarshal(payload, &m); err == nil {
+			return cString(m.Name) && cString(m.Value)
 		}
 	case "window-change":
 		var m struct{ Columns, Rows, Width, Height uint32 }
 		err = gossh.Unmarshal(payload, &m)
 	case "signal":
 		var m struct{ Name string }
-		err = gossh.Unmarshal(payload, &m)
+		if err = gossh.Unmarshal(payload, &m); err == nil {
+			return cString(m.Name)
+		}
 	case "break":
 		var m struct{ Millis uint32 }
 		err = gossh.Unmarshal(payload, &m)
@@ -170,6 +178,9 @@ func wellFormed(typ string, payload []byte) bool {
 	}
 	return err == nil
 }
+
+// cString reports whether s reads whole as a C string: it holds no NUL.
+func cString(s string) bool { return strings.IndexByte(s, 0) < 0 }
 
 // modesWellFormed reports whether encoded terminal modes parse as sshd
 // parses them: opcodes 1 to 159 each followed by a uint32, up to the end

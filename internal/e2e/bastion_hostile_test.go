@@ -59,3 +59,57 @@ func TestBastionMalformedRequestIsRefusedNotRelayed(t *testing.T) {
 		t.Fatalf("journal: %s", e.Status)
 	}
 }
+
+// A request whose strings hold a NUL byte (a terminal type, an
+// environment variable, a signal name) is refused by the bastion, not
+// passed on: sshd reads them as C strings and ends the whole connection
+// on one, which would cut every command running on it.
+func TestBastionNULInARequestIsRefusedNotRelayed(t *testing.T) {
+	b := newBastionWorld(t, "")
+	client := b.bastionClient(t)
+	s, err := client.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	s.Stdout = &out
+	const command = "sleep 2; echo done"
+	if err := s.Start(command); err != nil {
+		t.Fatal(err)
+	}
+	b.waitRunning(command)
+	if ok, err := s.SendRequest("signal", true, ssh.Marshal(struct{ S string }{"TERM\x00"})); ok || err != nil {
+		t.Errorf("a signal with a NUL: ok %v, err %v", ok, err)
+	}
+	for i, send := range []func(*ssh.Session) (bool, error){
+		func(o *ssh.Session) (bool, error) {
+			return o.SendRequest("pty-req", true, ssh.Marshal(struct {
+				Term                         string
+				Columns, Rows, Width, Height uint32
+				Modes                        string
+			}{"xterm\x00", 80, 24, 0, 0, "\x00"}))
+		},
+		func(o *ssh.Session) (bool, error) {
+			return o.SendRequest("env", true, ssh.Marshal(struct{ Name, Value string }{"LC_X", "a\x00b"}))
+		},
+		func(o *ssh.Session) (bool, error) {
+			return o.SendRequest("env", true, ssh.Marshal(struct{ Name, Value string }{"LC_X\x00", "a"}))
+		},
+	} {
+		o, err := client.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := send(o); ok || err != nil {
+			t.Errorf("request %d with a NUL: ok %v, err %v", i, ok, err)
+		}
+		o.Run("true")
+		o.Close()
+	}
+	if err := s.Wait(); err != nil || out.String() != "done\n" {
+		t.Fatalf("the command running beside them: %v, output %q", err, out.String())
+	}
+	if e := b.entryFor(command); e.Status != "COMPLETED" {
+		t.Fatalf("journal: %s", e.Status)
+	}
+}
