@@ -104,7 +104,10 @@
 //  3. The host accepts (journal.Dispatched) or refuses the request
 //     (outcome rejected: nothing ran).
 //  4. Bytes are relayed both ways: stdin's EOF is passed on as a
-//     half-close; window changes, signals and breaks go up; stdout and
+//     half-close; window changes, signals and breaks go up (the
+//     session's requests are read from the moment its command comes:
+//     while its card waits, a window change is kept for the command and
+//     a signal or break is refused); stdout and
 //     stderr come down. A client that goes away does not end the command:
 //     the relay keeps reading its output (a command blocked on a full
 //     window would never exit) and closes its stdin, so the real end is

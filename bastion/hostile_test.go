@@ -183,3 +183,29 @@ func TestRelayRefusesMalformedRequests(t *testing.T) {
 		t.Fatalf("the host saw %d sessions", len(w.host.seen()))
 	}
 }
+
+// A client cannot stall its connection with requests on a session the
+// bastion is not reading: the requests sent while the session's card
+// waits are read (and refused), so the bastion still sees the client go
+// and withdraws the card.
+func TestRelayReadsRequestsWhileTheCardWaits(t *testing.T) {
+	w := newWorld(t)
+	c := w.established()
+	w.decider.hold = make(chan struct{})
+	defer close(w.decider.hold)
+	ch, _, err := c.OpenChannel("session", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.SendRequest("exec", false, ssh.Marshal(struct{ S string }{"deploy --all"})); err != nil {
+		t.Fatal(err)
+	}
+	w.waitAsked(2)
+	for range 100 {
+		if _, err := ch.SendRequest("break", false, ssh.Marshal(struct{ Millis uint32 }{0})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close() // the client goes while its card waits
+	w.waitClientGone(1)
+}

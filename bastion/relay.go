@@ -29,7 +29,7 @@ type exitSignal struct {
 
 // relay copies data both ways until the remote command ends, then
 // journals the outcome and only then tells the client.
-func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureqs <-chan *gossh.Request, dreqs <-chan *gossh.Request) {
+func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureqs <-chan *gossh.Request, later *laterRequests) {
 	s := ss.s
 	tail := newTail(4096)
 	out := &pump{dst: ss.dch, tail: tail}
@@ -47,23 +47,7 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 		io.Copy(in, ss.dch)
 		uch.CloseWrite()
 	}()
-	clientGone := make(chan struct{})
-	go func() {
-		for req := range dreqs {
-			switch req.Type {
-			case "window-change", "signal", "break", "xon-xoff":
-				if !wellFormed(req.Type, req.Payload) {
-					reply(req, false)
-					continue
-				}
-				ok, _ := uch.SendRequest(req.Type, req.WantReply, req.Payload)
-				reply(req, ok)
-			default:
-				reply(req, false)
-			}
-		}
-		close(clientGone)
-	}()
+	clientGone := later.done
 	var ex exit
 	for req := range ureqs {
 		switch req.Type {

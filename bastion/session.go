@@ -89,7 +89,7 @@ func (ss *session) serve(dreqs <-chan *gossh.Request) {
 			}
 			reply(req, ok)
 		case "exec", "shell", "subsystem":
-			ss.start(req, pty, envs, dreqs)
+			ss.start(req, pty, envs, readLater(dreqs))
 			return
 		default:
 			// X11 and agent forwarding through the bastion are refused.

@@ -17,7 +17,7 @@ import (
 
 // start obtains the upstream connection and the decision, journals the
 // command (durably, before it is sent), and sends it.
-func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-chan *gossh.Request) {
+func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *laterRequests) {
 	s, info := ss.s, ss.info
 	kind := req.Type
 	var cmd []byte
@@ -177,9 +177,10 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, dreqs <-
 		return
 	}
 	s.cfg.Journal.Dispatched(e.ID)
+	later.sendTo(uch)
 	reply(req, true)
 	log.Info("bastion: command started", "kind", kind, "marker", e.Marker)
-	ss.relay(e, up, uch, ureqs, dreqs)
+	ss.relay(e, up, uch, ureqs, later)
 }
 
 // resolveAdvice tells the person at the ssh client what to do about an
