@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/bastion/journal"
 )
 
 // A client cannot make the bastion hold an unbounded environment: past
@@ -208,4 +210,30 @@ func TestRelayReadsRequestsWhileTheCardWaits(t *testing.T) {
 	}
 	c.Close() // the client goes while its card waits
 	w.waitClientGone(1)
+}
+
+// A client that does not answer a request the host sends on its session
+// (sshd's keepalive@openssh.com, with ClientAliveInterval set) cannot
+// keep the command's end from the journal: the bastion does not wait on
+// the client's answer.
+func TestRelayDoesNotWaitOnTheClientsAnswerToTheHost(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			go s.ch.SendRequest("keepalive@openssh.com", true, nil)
+			time.Sleep(50 * time.Millisecond)
+			s.exit(3)
+		}
+	})
+	ch, _, err := w.dial().OpenChannel("session", nil) // its requests never read
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if ok, err := ch.SendRequest("exec", true, ssh.Marshal(struct{ S string }{"deploy"})); !ok || err != nil {
+		t.Fatalf("exec: %v %v", ok, err)
+	}
+	if e := w.ended("deploy"); e.End == nil || e.End.Outcome != journal.OutcomeExited || e.End.ExitStatus != 3 {
+		t.Fatalf("the end journaled: %+v %+v", e.End, e.Unknown)
+	}
 }

@@ -64,8 +64,12 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 			}
 			reply(req, true)
 		default:
-			ok, _ := ss.dch.SendRequest(req.Type, req.WantReply, req.Payload)
-			reply(req, ok)
+			// Passed on without waiting for the client's answer, which a
+			// client may never give: the host gets the answer OpenSSH's
+			// ssh gives a request it does not act on (sshd's
+			// keepalive@openssh.com wants an answer, any answer).
+			ss.dch.SendRequest(req.Type, false, req.Payload)
+			reply(req, false)
 		}
 	}
 	// The channel closed upstream: let the output drain, then decide what
