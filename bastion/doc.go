@@ -10,9 +10,9 @@
 // "postern ssh-config" prints the ssh_config block that sends hosts
 // through the bastion:
 //
-//	ProxyCommand postern connect --socket SOCK --fdpass %r %h %p
+//	ProxyCommand 'postern' connect --socket 'SOCK' --fdpass -- %r %h %p
 //	ProxyUseFdpass yes
-//	UserKnownHostsFile $XDG_STATE_HOME/postern/bastion_known_hosts
+//	UserKnownHostsFile "$XDG_STATE_HOME/postern/bastion_known_hosts"
 //	StrictHostKeyChecking yes
 //	CheckHostIP no
 //	IdentityAgent none

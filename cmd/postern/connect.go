@@ -11,6 +11,7 @@ import (
 
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/config"
+	"github.com/postern/postern/internal/safetext"
 	"github.com/postern/postern/internal/xdg"
 )
 
@@ -127,15 +128,44 @@ func cmdSSHConfig(args []string, out, errw io.Writer) error {
 	if !cfg.Bastion.Enabled {
 		warningf(errw, "the bastion is not enabled: add [bastion] enabled = true to %s", cfgPath)
 	}
-	fmt.Fprintf(out, `# postern bastion: commands to these hosts are approved, relayed and journaled by postern.
+	block, err := sshConfigBlock(hosts, self, path, known)
+	if err != nil {
+		return err
+	}
+	io.WriteString(out, block)
+	return nil
+}
+
+// sshConfigBlock is the ssh_config block that sends hosts through the
+// bastion at sock, with self as postern connect. ssh expands % in both
+// lines and runs the ProxyCommand with sh: the paths are quoted for
+// each, whatever they hold, and ssh's %r %h %p follow "--", so that a
+// user that looks like a flag is taken for one.
+func sshConfigBlock(hosts []string, self, sock, known string) (string, error) {
+	for _, p := range []string{self, sock, known} {
+		if strings.ContainsAny(p, "\r\n") {
+			return "", fmt.Errorf("ssh-config: %s: an ssh_config line cannot hold a path with a line break", safetext.Quote(p, safetext.Name))
+		}
+	}
+	return fmt.Sprintf(`# postern bastion: commands to these hosts are approved, relayed and journaled by postern.
 Host %s
-    ProxyCommand %s connect --socket %s --fdpass %%r %%h %%p
+    ProxyCommand %s connect --socket %s --fdpass -- %%r %%h %%p
     ProxyUseFdpass yes
     UserKnownHostsFile %s
     StrictHostKeyChecking yes
     CheckHostIP no
     IdentityAgent none
     ForwardAgent no
-`, strings.Join(hosts, " "), self, path, known)
-	return nil
+`, strings.Join(hosts, " "), sshPercent(shellWord(self)), sshPercent(shellWord(sock)), sshPercent(sshConfigWord(known))), nil
 }
+
+// shellWord quotes s as one word for sh.
+func shellWord(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// sshConfigWord quotes s as one argument of an ssh_config keyword.
+func sshConfigWord(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// sshPercent escapes the % that ssh would expand.
+func sshPercent(s string) string { return strings.ReplaceAll(s, "%", "%%") }

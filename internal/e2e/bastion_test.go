@@ -406,10 +406,10 @@ func TestBastionWithoutRuntimeDir(t *testing.T) {
 		t.Fatalf("the gateway's bastion socket %s: %v", want, err)
 	}
 	block := b.e.MustRun("postern", "ssh-config").Stdout
-	if !strings.Contains(block, " --socket "+want+" ") {
+	if !strings.Contains(block, " --socket '"+want+"' ") {
 		t.Fatalf("ssh-config without $XDG_RUNTIME_DIR, want the socket %s:\n%s", want, block)
 	}
-	block = strings.Replace(block, " --socket "+want, "", 1)
+	block = strings.Replace(block, " --socket '"+want+"'", "", 1)
 	cfg := b.e.WriteFile("ssh_config_no_runtime_dir", block+"\nHost *\n    BatchMode yes\n    ConnectTimeout 20\n", 0o600)
 	r := b.e.Run("ssh", "-F", cfg, "-p", fmt.Sprint(b.sshd.Port), b.sshd.User+"@127.0.0.1", "echo through-the-bastion")
 	if r.Code != 0 || r.Stdout != "through-the-bastion\n" {
