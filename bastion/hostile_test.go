@@ -2,6 +2,7 @@ package bastion
 
 import (
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -235,5 +236,76 @@ func TestRelayDoesNotWaitOnTheClientsAnswerToTheHost(t *testing.T) {
 	}
 	if e := w.ended("deploy"); e.End == nil || e.End.Outcome != journal.OutcomeExited || e.End.ExitStatus != 3 {
 		t.Fatalf("the end journaled: %+v %+v", e.End, e.Unknown)
+	}
+}
+
+// deafConn is a client's connection that stops reading once deaf is
+// closed, as a client that never answers the bastion's close of a
+// channel with its own.
+type deafConn struct {
+	net.Conn
+	deaf   chan struct{}
+	closed chan struct{}
+}
+
+func (d *deafConn) Read(p []byte) (int, error) {
+	n, err := d.Conn.Read(p)
+	select {
+	case <-d.deaf:
+		<-d.closed // what came is never read
+		return 0, net.ErrClosed
+	default:
+		return n, err
+	}
+}
+
+func (d *deafConn) Close() error {
+	select {
+	case <-d.closed:
+	default:
+		close(d.closed)
+	}
+	return d.Conn.Close()
+}
+
+// A session channel counts against the bound of sessions on a connection
+// until the client has closed it too: a client that never answers the
+// bastion's close cannot open channels without end.
+func TestRelayCountsASessionUntilTheClientClosesIt(t *testing.T) {
+	w := newWorld(t)
+	conn, err := Connect(w.sock, w.target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &deafConn{Conn: conn, deaf: make(chan struct{}), closed: make(chan struct{})}
+	cc, chans, reqs, err := ssh.NewClientConn(d, w.target().Addr(), &ssh.ClientConfig{
+		User:            w.target().User,
+		HostKeyCallback: ssh.InsecureIgnoreHostKey(),
+		Config:          ssh.Config{Ciphers: fastCiphers},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ssh.NewClient(cc, chans, reqs)
+	defer c.Close()
+	var chs []ssh.Channel
+	for range maxSessions {
+		ch, _, err := c.OpenChannel("session", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chs = append(chs, ch)
+	}
+	close(d.deaf)
+	for _, ch := range chs { // refused at once: the bastion closes each
+		ch.SendRequest("exec", false, ssh.Marshal(struct{ S string }{"x\x00"}))
+	}
+	time.Sleep(500 * time.Millisecond)
+	w.srv.mu.Lock()
+	defer w.srv.mu.Unlock()
+	for info := range w.srv.active {
+		if n := info.sessions.Load(); n != maxSessions {
+			t.Fatalf("%d sessions counted on a connection whose client closed none of its %d", n, maxSessions)
+		}
 	}
 }

@@ -51,7 +51,12 @@ func (s *Server) handleSession(_ *gliderssh.Server, _ *gossh.ServerConn, nc goss
 	cctx, cancel := clientContext(ctx, info)
 	defer cancel()
 	ss := &session{s: s, info: info, dch: dch, ctx: cctx}
-	ss.serve(dreqs)
+	if later := ss.serve(dreqs); later != nil {
+		// The channel counts until the client has closed it too: a
+		// client that never answers the bastion's close would otherwise
+		// open channels without end.
+		<-later.done
+	}
 }
 
 func reply(r *gossh.Request, ok bool) {
@@ -61,8 +66,9 @@ func reply(r *gossh.Request, ok bool) {
 }
 
 // serve collects the requests that come before the command (a terminal,
-// environment variables), then starts the command.
-func (ss *session) serve(dreqs <-chan *gossh.Request) {
+// environment variables), then starts the command. It returns what reads
+// the requests that follow, or nil when they ended before a command.
+func (ss *session) serve(dreqs <-chan *gossh.Request) *laterRequests {
 	var pty []byte
 	var envs [][]byte
 	envBytes := 0
@@ -89,14 +95,16 @@ func (ss *session) serve(dreqs <-chan *gossh.Request) {
 			}
 			reply(req, ok)
 		case "exec", "shell", "subsystem":
-			ss.start(req, pty, envs, readLater(dreqs))
-			return
+			later := readLater(dreqs)
+			ss.start(req, pty, envs, later)
+			return later
 		default:
 			// X11 and agent forwarding through the bastion are refused.
 			reply(req, false)
 		}
 	}
 	ss.dch.Close()
+	return nil
 }
 
 // refuse tells the client why its command was not sent, and ends the
@@ -132,7 +140,8 @@ const (
 )
 
 // maxSessions bounds the session channels open at once on one client
-// connection, as OpenSSH's sshd does by default (MaxSessions).
+// connection, as OpenSSH's sshd does by default (MaxSessions); a channel
+// is open until the client has closed it.
 const maxSessions = 10
 
 // wellFormed reports whether the payload of a session request the relay
