@@ -33,22 +33,30 @@ func (b *bastionWorld) bastionClient(t *testing.T) *ssh.Client {
 	return client
 }
 
-// A malformed request from the client is refused by the bastion, not
-// passed on: sshd drops the whole connection on a malformed window
-// change, which would kill the command and leave its outcome unknown.
-func TestBastionMalformedRequestIsRefusedNotRelayed(t *testing.T) {
-	b := newBastionWorld(t, "")
-	client := b.bastionClient(t)
+// startThroughBastion starts command on a session of a client of a new
+// bastion world, its output gathered in out.
+func startThroughBastion(t *testing.T, command string) (b *bastionWorld, client *ssh.Client, s *ssh.Session, out *bytes.Buffer) {
+	t.Helper()
+	b = newBastionWorld(t, "")
+	client = b.bastionClient(t)
 	s, err := client.NewSession()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	s.Stdout = &out
-	const command = "sleep 1; echo done"
+	out = &bytes.Buffer{}
+	s.Stdout = out
 	if err := s.Start(command); err != nil {
 		t.Fatal(err)
 	}
+	return b, client, s, out
+}
+
+// A malformed request from the client is refused by the bastion, not
+// passed on: sshd drops the whole connection on a malformed window
+// change, which would kill the command and leave its outcome unknown.
+func TestBastionMalformedRequestIsRefusedNotRelayed(t *testing.T) {
+	const command = "sleep 1; echo done"
+	b, _, s, out := startThroughBastion(t, command)
 	if ok, err := s.SendRequest("window-change", true, []byte("x")); ok || err != nil {
 		t.Errorf("malformed window-change: ok %v, err %v", ok, err)
 	}
@@ -65,18 +73,8 @@ func TestBastionMalformedRequestIsRefusedNotRelayed(t *testing.T) {
 // passed on: sshd reads them as C strings and ends the whole connection
 // on one, which would cut every command running on it.
 func TestBastionNULInARequestIsRefusedNotRelayed(t *testing.T) {
-	b := newBastionWorld(t, "")
-	client := b.bastionClient(t)
-	s, err := client.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	s.Stdout = &out
 	const command = "sleep 2; echo done"
-	if err := s.Start(command); err != nil {
-		t.Fatal(err)
-	}
+	b, client, s, out := startThroughBastion(t, command)
 	b.waitRunning(command)
 	if ok, err := s.SendRequest("signal", true, ssh.Marshal(struct{ S string }{"TERM\x00"})); ok || err != nil {
 		t.Errorf("a signal with a NUL: ok %v, err %v", ok, err)
