@@ -27,6 +27,18 @@ func waitStatus(t *testing.T, g *Gateway, what string, ok func(api.Status) bool)
 	}
 }
 
+// sessionGateway starts a gateway whose configuration file says
+// approval = "session", and waits until it is in force; cfg is the file.
+func sessionGateway(t *testing.T) (g *Gateway, cfg string) {
+	t.Helper()
+	g, _ = startGatewayWith(t, func(dir string) {
+		cfg = configFile(t, dir)
+		os.WriteFile(cfg, []byte("approval = \"session\"\n"), 0o600)
+	})
+	waitStatus(t, g, "at start", approvalIs("session"))
+	return g, cfg
+}
+
 func approvalIs(mode string) func(api.Status) bool {
 	return func(st api.Status) bool { return st.Config.Approval == mode && st.Config.Error == "" }
 }

@@ -20,12 +20,7 @@ func TestReloadConfigDirReplaced(t *testing.T) {
 		{"removed", os.RemoveAll},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var cfg string
-			g, _ := startGatewayWith(t, func(dir string) {
-				cfg = configFile(t, dir)
-				os.WriteFile(cfg, []byte("approval = \"session\"\n"), 0o600)
-			})
-			waitStatus(t, g, "at start", approvalIs("session"))
+			g, cfg := sessionGateway(t)
 			dir := filepath.Dir(cfg)
 			if err := c.away(dir); err != nil {
 				t.Fatal(err)

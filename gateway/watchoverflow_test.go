@@ -14,12 +14,7 @@ import (
 // person's edit of the configuration among them. The gateway cannot know
 // what it missed: it reads the file again.
 func TestReloadAfterLostEvents(t *testing.T) {
-	var cfg string
-	g, _ := startGatewayWith(t, func(dir string) {
-		cfg = configFile(t, dir)
-		os.WriteFile(cfg, []byte("approval = \"session\"\n"), 0o600)
-	})
-	waitStatus(t, g, "at start", approvalIs("session"))
+	g, cfg := sessionGateway(t)
 	queued := 16384
 	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events"); err == nil {
 		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {

@@ -10,12 +10,7 @@ import (
 // event starts the settling wait again) must not keep the gateway from
 // ever reading it: a person's edit made meanwhile is read all the same.
 func TestReloadNotPutOffByEndlessEvents(t *testing.T) {
-	var cfg string
-	g, _ := startGatewayWith(t, func(dir string) {
-		cfg = configFile(t, dir)
-		os.WriteFile(cfg, []byte("approval = \"session\"\n"), 0o600)
-	})
-	waitStatus(t, g, "at start", approvalIs("session"))
+	g, cfg := sessionGateway(t)
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)

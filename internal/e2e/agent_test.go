@@ -143,13 +143,21 @@ func TestLifetimes(t *testing.T) {
 	}
 }
 
-func TestLockUnlockWithoutVault(t *testing.T) {
+// agentWithKey starts an agent that signs without asking
+// (approval = "none") and holds one Ed25519 key, k (its path).
+func agentWithKey(t *testing.T) (e *Env, a *Agent, k string) {
+	t.Helper()
 	need(t, "ssh-add", "ssh-keygen")
-	e := newEnv(t)
+	e = newEnv(t)
 	e.Config(`approval = "none"`)
-	a := e.StartAgent()
-	k := e.Keygen("k", "ed25519", 0, "")
+	a = e.StartAgent()
+	k = e.Keygen("k", "ed25519", 0, "")
 	e.AddKey(k)
+	return e, a, k
+}
+
+func TestLockUnlockWithoutVault(t *testing.T) {
+	e, a, k := agentWithKey(t)
 	if r := e.RunInput("hunter2\nhunter2\n", "ssh-add", "-x"); r.Code != 0 {
 		t.Fatalf("lock: %s", r)
 	}
@@ -184,12 +192,7 @@ func TestLockUnlockWithoutVault(t *testing.T) {
 // and an empty password is lifted by that empty password only, as with
 // ssh-agent.
 func TestLockWithoutPasswordIsLiftedByThePersonOnly(t *testing.T) {
-	need(t, "ssh-add", "ssh-keygen")
-	e := newEnv(t)
-	e.Config(`approval = "none"`)
-	agent := e.StartAgent()
-	k := e.Keygen("k", "ed25519", 0, "")
-	e.AddKey(k)
+	e, agent, _ := agentWithKey(t)
 	e.MustRun("postern", "lock")
 	if r := e.RunInput("anything\n", "ssh-add", "-X"); r.Code == 0 {
 		t.Fatal("ssh-add -X with any password lifted the lock of postern lock")
@@ -486,12 +489,7 @@ func TestAgentIsNonDumpable(t *testing.T) {
 }
 
 func TestExecOnSamePidIsANewProcess(t *testing.T) {
-	need(t, "ssh-add", "ssh-keygen")
-	e := newEnv(t)
-	e.Config(`approval = "none"`)
-	a := e.StartAgent()
-	k := e.Keygen("k", "ed25519", 0, "")
-	e.AddKey(k)
+	e, a, _ := agentWithKey(t)
 	// The helper connects and lists keys, then execs a copy of itself (a
 	// different executable file) that keeps the connection and asks again.
 	copyBin := e.Path("helper-copy")
@@ -557,11 +555,7 @@ func execHelper(mode string) {
 // TestSIGUSR1WipesKeys: as OpenSSH 10's ssh-agent, SIGUSR1 removes every
 // key.
 func TestSIGUSR1WipesKeys(t *testing.T) {
-	need(t, "ssh-add", "ssh-keygen")
-	e := newEnv(t)
-	e.Config(`approval = "none"`)
-	a := e.StartAgent()
-	e.AddKey(e.Keygen("k", "ed25519", 0, ""))
+	e, a, _ := agentWithKey(t)
 	if r := e.Run("ssh-add", "-l"); r.Code != 0 {
 		t.Fatalf("key not added: %s", r)
 	}
