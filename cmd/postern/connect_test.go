@@ -15,7 +15,7 @@ import (
 func TestSSHConfigBlockSurvivesSSHsReading(t *testing.T) {
 	ssh, err := exec.LookPath("ssh")
 	if err != nil {
-		t.Skip("no ssh")
+		t.Fatal("this test needs OpenSSH's ssh (.ci/run installs openssh-client):", err)
 	}
 	dir := filepath.Join(t.TempDir(), `it's 100% a "dir"`)
 	if err := os.Mkdir(dir, 0o700); err != nil {

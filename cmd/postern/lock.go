@@ -14,6 +14,8 @@ import (
 const lockUsage = `Usage: postern lock [--socket PATH]
 
 Lock the gateway: decrypted keys are wiped and every approval ends.
+Without a vault the lock has no password: only postern unlock, run
+outside every run, lifts it.
 `
 
 const unlockUsage = `Usage: postern unlock [--passphrase-file FILE] [--remember] [--socket PATH]
