@@ -288,6 +288,19 @@ func (g *Gateway) opVaultList(_ context.Context, peer *procid.Peer, a api.VaultL
 	return res, err
 }
 
+// approvalInForce is the default approval mode in force: while a looser
+// configuration waits for a person, the stricter of the approved one's
+// and the file's (each request gets the stricter of both policies'
+// modes), not the file's alone. The caller holds g.mu.
+func (g *Gateway) approvalInForce() string {
+	if len(g.pending) == 0 {
+		return g.config.Approval
+	}
+	am, _ := audit.ParseMode(g.approved.Approval)
+	fm, _ := audit.ParseMode(g.config.Approval)
+	return string(approvals.Stricter(am, fm))
+}
+
 // Status reports the gateway's state.
 func (g *Gateway) Status() api.Status {
 	state, epoch := g.vault.State()
@@ -305,7 +318,7 @@ func (g *Gateway) Status() api.Status {
 		Started: g.started.UTC().Format("2006-01-02T15:04:05Z"),
 		Socket:  g.opts.Socket,
 		Vault:   api.VaultStatus{State: state, Epoch: epoch, Path: g.vaultPath},
-		Config:  api.ConfigStatus{Path: g.configPath, Approval: g.config.Approval, Restored: g.restored},
+		Config:  api.ConfigStatus{Path: g.configPath, Approval: g.approvalInForce(), Restored: g.restored},
 		Counts:  api.Counts{Keys: len(ids)},
 	}
 	st.Counts.Runs, st.Counts.Grants, st.Counts.Cards = g.engine.Counts()

@@ -63,6 +63,11 @@ func TestSealedPolicy(t *testing.T) {
 			if !slices.ContainsFunc(st.Config.Pending, func(s string) bool { return strings.Contains(s, c.want) }) {
 				t.Fatalf("pending changes %q, want one with %q", st.Config.Pending, c.want)
 			}
+			// What status says is in force is what is: the file's
+			// approval = "none" waits with the rest.
+			if st.Config.Approval != "per-call" {
+				t.Fatalf("status says approval %q is in force while the looser file waits, want the approved per-call", st.Config.Approval)
+			}
 			g.mu.Lock()
 			approved := string(g.approvedRaw)
 			g.mu.Unlock()

@@ -100,7 +100,9 @@ const (
 
 // ConfigStatus describes the configuration in force.
 type ConfigStatus struct {
-	Path     string `json:"path"`
+	Path string `json:"path"`
+	// Approval is the default approval mode in force: while a change
+	// waits (Pending), the stricter of the approved and the file's.
 	Approval string `json:"approval"`
 	Error    string `json:"error,omitempty"` // the last reload failed: the previous policy stays
 	// Pending lists how the file loosens the approved configuration,
