@@ -13,6 +13,7 @@ import (
 
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/config"
+	"github.com/postern/postern/internal/safetext"
 	"github.com/postern/postern/internal/xdg"
 )
 
@@ -52,17 +53,24 @@ func cmdDoctor(args []string, out, errw io.Writer) error {
 			return err
 		}
 	} else {
-		for _, f := range fs2 {
-			fmt.Fprintf(out, "%-5s %-12s %s\n", f.Status, f.Check, f.Detail)
-			if f.Fix != "" {
-				fmt.Fprintf(out, "%-5s %-12s fix: %s\n", "", "", f.Fix)
-			}
-		}
+		printFindings(out, fs2)
 	}
 	if failed {
 		return &exitError{exitFailure}
 	}
 	return nil
+}
+
+// printFindings lists the findings for a person. A finding's words can
+// quote the configuration file (its errors) or a notification service's
+// name for itself: each line is escaped whole, as a diagnostic is.
+func printFindings(out io.Writer, fs []finding) {
+	for _, f := range fs {
+		fmt.Fprintf(out, "%-5s %-12s %s\n", f.Status, f.Check, safetext.Terminal(f.Detail))
+		if f.Fix != "" {
+			fmt.Fprintf(out, "%-5s %-12s fix: %s\n", "", "", safetext.Terminal(f.Fix))
+		}
+	}
 }
 
 const ensureFix = `eval "$(postern agent --ensure)" (or "systemctl --user enable --now postern")`
@@ -104,7 +112,7 @@ func doctor(sockFlag string) []finding {
 		reach := []string{}
 		for _, a := range st.Approvers {
 			if a.Reachable {
-				reach = append(reach, a.Name+" ("+a.Detail+")")
+				reach = append(reach, approverLine(a))
 			}
 		}
 		if len(reach) == 0 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/safetext"
 	"github.com/postern/postern/internal/xdg"
 )
 
@@ -60,7 +61,7 @@ func whereCards(as []api.Approver) []string {
 	var shown []string
 	for _, a := range as {
 		if a.Reachable && a.Name != "console" {
-			shown = append(shown, a.Name+" ("+a.Detail+")")
+			shown = append(shown, approverLine(a))
 		}
 	}
 	lines := []string{`postern: approval cards appear in "postern approve" (run it in another terminal)`}
@@ -75,4 +76,11 @@ func whereCards(as []api.Approver) []string {
 // echo prints a shell command that prints msg.
 func echo(out io.Writer, msg string) {
 	fmt.Fprintf(out, "echo %s;\n", shellQuote(msg))
+}
+
+// approverLine names an approver and says how it is reached. The
+// detail can name a notification service, which names itself: it is
+// escaped.
+func approverLine(a api.Approver) string {
+	return a.Name + " (" + safetext.Field(a.Detail, safetext.Line) + ")"
 }

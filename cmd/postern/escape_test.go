@@ -210,3 +210,29 @@ func TestErrorLineShowsForeignWordsEscaped(t *testing.T) {
 		t.Fatalf("the error takes %d lines:\n%s", n, errw.String())
 	}
 }
+
+// A notification service names itself, and any program of the user's
+// that reaches the session bus can be the service; the configuration
+// file, which an unconfined run can write, is quoted by its errors.
+// status, doctor and agent --ensure show both escaped.
+func TestApproversAndFindingsShownEscaped(t *testing.T) {
+	as := []api.Approver{{Name: "console", Detail: "none attached"},
+		{Name: "notification", Reachable: true, Detail: hostile + " 1.0 (pid 7), with Approve once and Deny"}}
+	var b bytes.Buffer
+	printStatus(&b, &api.Status{Approvers: as})
+	noRaw(t, "status", b.String())
+	b.Reset()
+	for _, l := range whereCards(as) {
+		fmt.Fprintln(&b, l)
+	}
+	noRaw(t, "agent --ensure", b.String())
+	b.Reset()
+	printFindings(&b, []finding{
+		{Check: "approvers", Status: "ok", Detail: approverLine(as[1])},
+		{Check: "config", Status: "fail", Detail: `config.toml: unknown setting "` + hostile + `"`, Fix: "fix the file"},
+	})
+	noRaw(t, "doctor", b.String())
+	if n := strings.Count(b.String(), "\n"); n != 3 {
+		t.Fatalf("doctor printed %d lines, want 3:\n%s", n, b.String())
+	}
+}

@@ -112,7 +112,7 @@ func printApprovers(out io.Writer, as []api.Approver) {
 		if a.Reachable {
 			state, any = "yes", true
 		}
-		fmt.Fprintf(out, "%-9s %-13s %-3s %s\n", head, a.Name, state, a.Detail)
+		fmt.Fprintf(out, "%-9s %-13s %-3s %s\n", head, a.Name, state, safetext.Field(a.Detail, safetext.Line))
 	}
 	if !any {
 		fmt.Fprintln(out, `          none: a request that needs a card is refused at once (no_approver); run "postern approve" in another terminal`)
