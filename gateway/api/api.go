@@ -77,30 +77,35 @@ const (
 	OpCardsFollow Op = "cards.follow" // CardsFollowArgs; a stream of CardsDelta
 )
 
-// timeouts bound each call unless the caller's context ends sooner. An
-// unlock waits out the key derivation and the delay after a wrong
-// passphrase; resolving an entry opens a connection to its host.
+// timeouts bound the calls that need another time limit than
+// defaultTimeout, unless the caller's context ends sooner. An unlock
+// waits out the key derivation and the delay after a wrong passphrase;
+// resolving an entry opens a connection to its host. A stream (0) lasts
+// as long as its caller wants.
 var timeouts = map[Op]time.Duration{
 	OpStatus:         10 * time.Second,
-	OpLock:           30 * time.Second,
 	OpUnlock:         2 * time.Minute,
-	OpRunPrepare:     30 * time.Second,
-	OpRunStart:       30 * time.Second,
 	OpCards:          2 * time.Minute,
-	OpAnswer:         30 * time.Second,
-	OpSessions:       30 * time.Second,
-	OpJournalList:    30 * time.Second,
 	OpJournalResolve: 3 * time.Minute,
-	OpRevoke:         30 * time.Second,
 	OpVaultChange:    2 * time.Minute,
-	OpHosts:          30 * time.Second,
-	OpHostsAdd:       30 * time.Second,
-	OpHostsRemove:    30 * time.Second,
 	OpCheck:          10 * time.Second,
-	OpJournalNew:     30 * time.Second,
 	OpJournalFollow:  0, // until the caller's context ends
 	OpAuditRead:      0, // as long as the log takes to read
 	OpCardsFollow:    0,
+}
+
+// defaultTimeout bounds every other call, so that none waits without end
+// for a gateway that never answers (stopped, or something else at its
+// socket).
+// (A variable: tests shorten it.)
+var defaultTimeout = 30 * time.Second
+
+// timeLimit is op's time limit; 0 for a stream.
+func timeLimit(op Op) time.Duration {
+	if d, ok := timeouts[op]; ok {
+		return d
+	}
+	return defaultTimeout
 }
 
 // Code classifies an error the gateway returns.

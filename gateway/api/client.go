@@ -270,7 +270,7 @@ func (r *Response) err() error {
 
 // streamLines makes one request and passes each response line to fn.
 func (c *Client) streamLines(ctx context.Context, op Op, args any, fn func(line []byte) error) error {
-	if d := timeouts[op]; d > 0 {
+	if d := timeLimit(op); d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
