@@ -31,6 +31,8 @@ func hintFor(name string, err error) string {
 	switch {
 	case errors.Is(err, api.ErrNoGateway):
 		return `start the gateway with "postern agent", and check $SSH_AUTH_SOCK or --socket`
+	case errors.Is(err, api.ErrNoAnswer):
+		return `"postern status" says when it answers again; a change asked of it may or may not have been made`
 	case errors.Is(err, api.ErrNoAuditLog):
 		return `"postern vault init" sets one up`
 	case errors.Is(err, api.ErrAuditLogDamaged), errors.Is(err, api.ErrAuditLogFailed), api.HasCode(err, api.CodeAuditFailed):

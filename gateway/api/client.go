@@ -14,6 +14,10 @@ import (
 // ErrNoGateway is returned when nothing answers at the control socket.
 var ErrNoGateway = control.ErrNoGateway
 
+// ErrNoAnswer is returned when the gateway took a call and did not answer
+// it within the call's time limit.
+var ErrNoAnswer = errors.New("the gateway took the call and did not answer")
+
 // Client calls a running gateway. Each method is one operation; each
 // call has a default time limit, shortened by the context's deadline.
 type Client struct {
@@ -272,7 +276,7 @@ func (r *Response) err() error {
 func (c *Client) streamLines(ctx context.Context, op Op, args any, fn func(line []byte) error) error {
 	if d := timeLimit(op); d > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
+		ctx, cancel = context.WithTimeoutCause(ctx, d, fmt.Errorf("%w %q within %s: it may be stopped or too busy", ErrNoAnswer, op, d))
 		defer cancel()
 	}
 	req := Request{Op: op}

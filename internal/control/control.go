@@ -213,9 +213,8 @@ func stream(ctx context.Context, sock string, request []byte, size int, fn func(
 		return fmt.Errorf("%w at %s (%v)", ErrNoGateway, sock, errors.Unwrap(err))
 	}
 	defer c.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		c.SetDeadline(dl)
-	}
+	// The context alone cuts the exchange, so that a read cut short
+	// always finds it ended, and says why (its cause).
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stop()
 	_, werr := c.Write(append(request, '\n'))
@@ -235,7 +234,7 @@ func stream(ctx context.Context, sock string, request []byte, size int, fn func(
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return context.Cause(ctx)
 			}
 			return fmt.Errorf("reading the gateway's answer: %w", err)
 		}
