@@ -5,6 +5,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,9 +18,19 @@ import (
 // manSection returns the lines of section name (".Sh NAME") of a man page.
 func manSection(t *testing.T, page, name string) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "man", page))
+	lines, err := readManSection(page, name)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return lines
+}
+
+// readManSection returns the lines of section name of a man page, or an
+// error when it has none.
+func readManSection(page, name string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "man", page))
+	if err != nil {
+		return nil, err
 	}
 	var lines []string
 	in := false
@@ -34,9 +45,9 @@ func manSection(t *testing.T, page, name string) []string {
 		}
 	}
 	if len(lines) == 0 {
-		t.Fatalf("%s has no %s section", page, name)
+		return nil, fmt.Errorf("%s has no %s section", page, name)
 	}
-	return lines
+	return lines, nil
 }
 
 // usageStatus is how an EXIT STATUS section says that a usage error
@@ -54,20 +65,9 @@ func TestManExitStatusSaysUsage(t *testing.T) {
 	}
 	for _, p := range pages {
 		page := filepath.Base(p)
-		var cmds []string
-		for _, l := range manSection(t, page, "SYNOPSIS") {
-			if c, ok := strings.CutPrefix(l, ".Nm postern "); ok && !slices.Contains(cmds, c) {
-				cmds = append(cmds, c)
-			}
-		}
-		// Each command's sentence, or the whole section for all.
-		said := map[string]string{}
-		cur := ""
-		for _, l := range manSection(t, page, "EXIT STATUS") {
-			if c, ok := strings.CutPrefix(l, ".Nm postern "); ok {
-				cur = c
-			}
-			said[cur] += l + " "
+		cmds, said, err := exitStatusSaid(page)
+		if err != nil {
+			t.Fatal(err)
 		}
 		for _, c := range cmds {
 			// Words before any command's name are for all of them.
@@ -75,10 +75,70 @@ func TestManExitStatusSaysUsage(t *testing.T) {
 				t.Errorf("%s: EXIT STATUS does not say that postern %s exits 2 on a usage error", page, c)
 			}
 		}
-		if len(cmds) == 0 && !usageStatus.MatchString(strings.Join(manSection(t, page, "EXIT STATUS"), " ")) {
+		if len(cmds) == 0 && !usageStatus.MatchString(said[""]) {
 			t.Errorf("%s: EXIT STATUS does not say that a usage error exits 2", page)
 		}
 	}
+}
+
+// exitStatusSaid returns the commands of a man page's SYNOPSIS and what
+// its EXIT STATUS says of each: said[""] holds the words before any
+// command's name (for all of them), said[c] those after ".Nm postern c".
+func exitStatusSaid(page string) (cmds []string, said map[string]string, err error) {
+	synopsis, err := readManSection(page, "SYNOPSIS")
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, l := range synopsis {
+		if c, ok := strings.CutPrefix(l, ".Nm postern "); ok && !slices.Contains(cmds, c) {
+			cmds = append(cmds, c)
+		}
+	}
+	status, err := readManSection(page, "EXIT STATUS")
+	if err != nil {
+		return nil, nil, err
+	}
+	said = map[string]string{}
+	cur := ""
+	for _, l := range status {
+		if c, ok := strings.CutPrefix(l, ".Nm postern "); ok {
+			cur = c
+		}
+		said[cur] += l + " "
+	}
+	return cmds, said, nil
+}
+
+// documentedStatuses returns what the man pages' EXIT STATUS sections say
+// of command name ("unlock", "vault"): the words of each page whose
+// SYNOPSIS has it, for all its commands and for name's forms; postern(1)'s
+// for a command without a page of its own.
+func documentedStatuses(name string) (string, error) {
+	pages, err := filepath.Glob(filepath.Join("..", "..", "man", "postern-*.1"))
+	if err != nil {
+		return "", err
+	}
+	var words string
+	for _, p := range pages {
+		cmds, said, err := exitStatusSaid(filepath.Base(p))
+		if err != nil {
+			return "", err
+		}
+		page, found := said[""], false
+		for _, c := range cmds {
+			if strings.Fields(c)[0] == name {
+				page, found = page+said[c], true
+			}
+		}
+		if found {
+			words += page
+		}
+	}
+	if words != "" {
+		return words, nil
+	}
+	_, said, err := exitStatusSaid("postern.1")
+	return said[""], err
 }
 
 // words are the lower-case words of s ("journal [list|show ID]" gives

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,6 +111,31 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
+	if args[1] == "postern" && want != 0 {
+		checkDocumentedStatus(ts, args[2:], want)
+	}
+}
+
+// checkDocumentedStatus fails the script when postern ARGS exits with a
+// status the EXIT STATUS section of its command's man page does not
+// name, so that a status a script sees is one a script can rely on. The
+// status of "postern run -- COMMAND" is COMMAND's: it is checked for
+// COMMAND when that is postern.
+func checkDocumentedStatus(ts *testscript.TestScript, args []string, status int) {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return
+	}
+	if args[0] == "run" {
+		if i := slices.Index(args, "--"); i >= 0 && i+1 < len(args) && args[i+1] == "postern" {
+			checkDocumentedStatus(ts, args[i+2:], status)
+		}
+		return
+	}
+	words, err := documentedStatuses(args[0])
+	ts.Check(err)
+	if !regexp.MustCompile(`\b` + strconv.Itoa(status) + `\b`).MatchString(words) {
+		ts.Fatalf("postern %s exited with status %d, which its man page's EXIT STATUS does not name: %s", args[0], status, words)
 	}
 }
 
