@@ -7,12 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/postern/postern/gateway/api"
 )
 
 // manSection returns the lines of section name (".Sh NAME") of a man page.
@@ -333,5 +338,71 @@ func TestHelpMatchesManSynopsis(t *testing.T) {
 		if _, ok := help[form]; !ok {
 			t.Errorf("postern %s: in a man page's SYNOPSIS, not in --help", form)
 		}
+	}
+}
+
+// jsonListings are the values each --json listing prints, with the page
+// that documents them.
+var jsonListings = []struct {
+	page string
+	v    any
+}{
+	{"postern.1", api.Status{}},
+	{"postern-approve.1", api.Card{}},
+	{"postern-sessions.1", api.SessionsResult{}},
+	{"postern-audit.1", api.AuditSession{}},
+	{"postern-audit.1", api.AuditEvent{}},
+	{"postern-audit.1", api.ActivityLine{}},
+	{"postern-audit.1", api.AuditReport{}},
+	{"postern-hosts.1", api.Host{}},
+	{"postern-vault.1", api.VaultKey{}},
+	{"postern-journal.1", api.JournalEntry{}},
+	{"postern-why.1", api.WhyResult{}},
+	{"postern-doctor.1", api.CheckResult{}},
+	{"postern-doctor.1", finding{}},
+}
+
+// TestManPagesNameEveryJSONKey: every key a --json listing can print is
+// named (.Li or .Dq) on the page that documents the listing, so that a
+// script's reader finds what each means.
+func TestManPagesNameEveryJSONKey(t *testing.T) {
+	for _, l := range jsonListings {
+		b, err := os.ReadFile(filepath.Join("..", "..", "man", l.page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := map[string]bool{}
+		jsonKeys(reflect.TypeOf(l.v), map[reflect.Type]bool{}, keys)
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
+			if !regexp.MustCompile(`(Li|Dq) ` + regexp.QuoteMeta(k) + `\b`).Match(b) {
+				t.Errorf("%s does not name the key %q of %T", l.page, k, l.v)
+			}
+		}
+	}
+}
+
+// jsonKeys adds the JSON object keys of values of type t, and of the
+// values they hold, to keys.
+func jsonKeys(t reflect.Type, seen map[reflect.Type]bool, keys map[string]bool) {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || seen[t] || t == reflect.TypeFor[time.Time]() {
+		return
+	}
+	seen[t] = true
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+			continue
+		case f.Anonymous && name == "":
+			jsonKeys(f.Type, seen, keys)
+			continue
+		case name == "":
+			name = f.Name
+		}
+		keys[name] = true
+		jsonKeys(f.Type, seen, keys)
 	}
 }
