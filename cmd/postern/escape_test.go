@@ -236,3 +236,15 @@ func TestApproversAndFindingsShownEscaped(t *testing.T) {
 		t.Fatalf("doctor printed %d lines, want 3:\n%s", n, b.String())
 	}
 }
+
+// The journal's file can be rewritten by any program of the user while
+// no gateway runs, and its reader checks the shape of an entry (ids,
+// kinds, outcomes), not its free text: journal show prints the approval
+// and the host key as the file gives them, escaped.
+func TestJournalShowsTheFilesFreeTextEscaped(t *testing.T) {
+	e := &api.JournalEntry{ID: "J1", Kind: "exec", Command: []byte("true"), Approval: hostile,
+		Target: journal.Target{User: "deploy", Host: "db-1", Port: 22, HostKey: "SHA256:" + hostile}, Started: time.Now()}
+	var b bytes.Buffer
+	printEntry(&b, e)
+	noRaw(t, "journal show", b.String())
+}

@@ -234,10 +234,12 @@ func exitText(e *api.JournalEntry) string {
 
 func printEntry(out io.Writer, e *api.JournalEntry) {
 	fmt.Fprintf(out, "entry     %s\nstatus    %s\n", e.ID, e.Status())
-	fmt.Fprintf(out, "target    %s (host key %s)\n", targetText(e), e.Target.HostKey)
+	// The approval and the host key are free text in the journal's file,
+	// which any program of the user can rewrite while no gateway runs.
+	fmt.Fprintf(out, "target    %s (host key %s)\n", targetText(e), safetext.Field(e.Target.HostKey, safetext.Line))
 	fmt.Fprintf(out, "command   %s %s (sha256 %s)\n", e.Kind, safetext.Escape(string(e.Command)), e.CommandSHA256)
 	fmt.Fprintf(out, "requester %s\n", safetext.Field(e.Requester, safetext.Line))
-	fmt.Fprintf(out, "approval  %s\n", e.Approval)
+	fmt.Fprintf(out, "approval  %s\n", safetext.Field(e.Approval, safetext.Line))
 	fmt.Fprintf(out, "started   %s", e.Started.Local().Format(time.RFC3339))
 	if !e.Dispatched.IsZero() {
 		fmt.Fprintf(out, ", dispatched %s", e.Dispatched.Local().Format(time.RFC3339))
