@@ -44,9 +44,19 @@ func (g *Gateway) opUnlock(_ context.Context, peer *procid.Peer, a api.UnlockArg
 	return nil, g.vault.UnlockWithKey(dk)
 }
 
+// maxRuns bounds the runs the gateway keeps at once (prepared, started
+// or approved): each holds descriptors (its socket, its process's pins)
+// that no shedding of idle connections frees, so that runs without end
+// would leave the gateway none to serve with.
+// (A variable: tests shorten it.)
+var maxRuns = 256
+
 func (g *Gateway) opRunPrepare(_ context.Context, caller *procid.Peer, a api.RunPrepare) (any, error) {
 	if n := g.engine.PendingRuns(); n >= approvals.MaxPendingRuns {
 		return nil, fmt.Errorf("%d runs are prepared and not started yet; start them, or wait a minute for them to expire", n)
+	}
+	if n, _, _ := g.engine.Counts(); n >= maxRuns {
+		return nil, fmt.Errorf("the gateway keeps %d runs already, as many as it takes; end one (postern sessions lists them)", n)
 	}
 	// The caller's process is held, so that the run ends with it if it
 	// never reports the process it launched.
