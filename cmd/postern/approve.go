@@ -57,15 +57,17 @@ func cmdApprove(args []string, out, errw io.Writer) error {
 			return err
 		}
 		switch {
-		case *list && (id != "" || *once || *session):
-			return usagef("approve: --list takes no card id, --once or --session")
+		case *list && (id != "" || *once || *session || given(fs, "subject")):
+			return usagef("approve: --list takes no card id, --once, --session or --subject")
 		case *list:
-		case id == "" && (*once || *session):
-			return usagef("approve: --once and --session need a card id")
+		case id == "" && (*once || *session || given(fs, "subject")):
+			return usagef("approve: --once, --session and --subject need a card id")
 		case *once && *session:
 			return usagef("approve: choose --once or --session")
 		case given(fs, "subject") && *subject < 0:
 			return usagef("approve: --subject takes a subject's index on the card, 0 or more")
+		case given(fs, "subject") && *once:
+			return usagef("approve: --subject chooses what a session binds: not for --once")
 		}
 		return approveOutputConflict(*list, *line, *asJSON, id, isTerminal(os.Stdin))
 	})
