@@ -55,6 +55,11 @@ func (g *Gateway) opRunPrepare(_ context.Context, caller *procid.Peer, a api.Run
 	if n := g.engine.PendingRuns(); n >= approvals.MaxPendingRuns {
 		return nil, fmt.Errorf("%d runs are prepared and not started yet; start them, or wait a minute for them to expire", n)
 	}
+	if len(a.Label) > api.MaxRunLabel {
+		// Kept in the display context, whose file a restarted gateway
+		// reads back within a bound.
+		return nil, badRequest(fmt.Errorf("a run's label is at most %d bytes; this one is %d", api.MaxRunLabel, len(a.Label)))
+	}
 	if n, _, _ := g.engine.Counts(); n >= maxRuns {
 		return nil, fmt.Errorf("the gateway keeps %d runs already, as many as it takes; end one (postern sessions lists them)", n)
 	}

@@ -63,3 +63,19 @@ func TestRunsAreBounded(t *testing.T) {
 		t.Fatalf("a run once another ended: %v", err)
 	}
 }
+
+// A run's label is kept in the display context a restarted gateway reads
+// back, whose file is bounded: runs labelled without bound would make the
+// next gateway forget every run, the person's with them. A label past
+// api.MaxRunLabel is refused as a mistake in the request.
+func TestRunLabelIsBounded(t *testing.T) {
+	_, sock := startGateway(t)
+	c := api.NewClient(sock)
+	ctx := context.Background()
+	if _, err := c.PrepareRun(ctx, strings.Repeat("x", 250000)); !api.HasCode(err, api.CodeUsage) {
+		t.Fatalf("a label of 250000 bytes: %v", err)
+	}
+	if _, err := c.PrepareRun(ctx, strings.Repeat("é", api.MaxRunLabel/2)); err != nil {
+		t.Fatalf("a label of %d bytes: %v", api.MaxRunLabel, err)
+	}
+}

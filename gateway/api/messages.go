@@ -157,8 +157,11 @@ type UnlockArgs struct {
 
 // RunPrepare asks for a run's socket (OpRunPrepare, "postern run").
 type RunPrepare struct {
-	Label string `json:"label,omitempty"`
+	Label string `json:"label,omitempty"` // at most MaxRunLabel bytes
 }
+
+// MaxRunLabel bounds a run's label, in bytes.
+const MaxRunLabel = 256
 
 // RunPrepared answers RunPrepare.
 type RunPrepared struct {
