@@ -120,6 +120,16 @@ func cmdUnlock(args []string, out, errw io.Writer) error {
 	defer clear(a.DataKey)
 	ctx := context.Background()
 	if err := c.Unlock(ctx, a); err != nil {
+		// Unlocked by another while the passphrase was read: as an unlock
+		// of an unlocked vault, a success, not a mistake on the command
+		// line.
+		if !api.HasCode(err, api.CodeUsage) {
+			return err
+		}
+		if st, serr := c.Status(ctx); serr == nil && st.Vault.State == api.VaultUnlocked {
+			fmt.Fprintln(out, "already unlocked")
+			return nil
+		}
 		return err
 	}
 	if st, err := c.Status(ctx); err == nil {
