@@ -104,7 +104,11 @@ func (g *Gateway) opHostsAdd(_ context.Context, peer *procid.Peer, a api.HostsAd
 	return g.changeHosts(peer, "host inventory: add "+a.Name, func(inv *inventory.Inventory) (*inventory.Inventory, audit.Event, error) {
 		prev, _ := inv.Host(a.Name)
 		next, err := inv.With(a.Name, a.Class, keys, now)
-		if err != nil {
+		switch {
+		case errors.Is(err, inventory.ErrKeyTaken):
+			// The inventory's state, not a mistake in the request.
+			return nil, audit.Event{}, err
+		case err != nil:
 			return nil, audit.Event{}, badRequest(err)
 		}
 		h, _ := next.Host(a.Name)
