@@ -36,9 +36,14 @@ func approveLines(c *api.Client, in io.Reader, out, errw io.Writer, asJSON bool)
 			}
 			msg, err := lineAnswer(c, line)
 			mu.Lock()
-			if err != nil {
+			switch {
+			case err != nil:
 				report(out, errw, "approve", err)
-			} else {
+			case asJSON:
+				// Standard output holds the cards alone, one JSON object
+				// a line.
+				fmt.Fprintln(errw, msg)
+			default:
 				fmt.Fprintln(out, msg)
 			}
 			mu.Unlock()
