@@ -90,6 +90,14 @@ func (s *vaultState) State() (api.VaultState, uint64) {
 	return s.stateLocked(), s.epoch.Get()
 }
 
+// NoPassword reports whether the gateway is locked with no vault and no
+// password (postern lock without a vault).
+func (s *vaultState) NoPassword() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.locked && !s.present && !s.vaultLock && s.lockPass == nil
+}
+
 func (s *vaultState) stateLocked() api.VaultState {
 	switch {
 	case s.locked:

@@ -15,7 +15,7 @@ const lockUsage = `Usage: postern lock [--socket PATH]
 
 Lock the gateway: decrypted keys are wiped and every approval ends.
 Without a vault the lock has no password: only postern unlock, run
-outside every run, lifts it.
+outside every run, lifts it, asking for none.
 `
 
 const unlockUsage = `Usage: postern unlock [--passphrase-file FILE] [--remember] [--socket PATH]
@@ -79,7 +79,8 @@ func cmdUnlock(args []string, out, errw io.Writer) error {
 	}
 	// As lock of a locked vault does, unlock of an unlocked one succeeds,
 	// without asking for the passphrase.
-	if st, err := c.Status(context.Background()); err == nil && st.Vault.State == api.VaultUnlocked {
+	st, serr := c.Status(context.Background())
+	if serr == nil && st.Vault.State == api.VaultUnlocked {
 		if *remember {
 			// Said, not ignored: nothing went into the keychain.
 			return withHint(errors.New("already unlocked: --remember keeps the vault's key in the keychain only as it unlocks"), `run "postern lock", then "postern unlock --remember"`)
@@ -111,6 +112,8 @@ func cmdUnlock(args []string, out, errw io.Writer) error {
 			clear(a.DataKey)
 			return fmt.Errorf("keeping the key in the keychain: %w", err)
 		}
+	case serr == nil && st.Vault.NoPassword:
+		// postern lock without a vault set no password: none to ask for.
 	default:
 		if a.Passphrase, err = readPassphrase(*pfile, "Enter passphrase for the postern vault: "); err != nil {
 			return err

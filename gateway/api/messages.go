@@ -85,6 +85,9 @@ type VaultStatus struct {
 	State VaultState `json:"state"`
 	Epoch uint64     `json:"epoch"`
 	Path  string     `json:"path"`
+	// NoPassword: locked with no vault and no password (postern lock),
+	// which postern unlock from outside every run lifts with none.
+	NoPassword bool `json:"no_password,omitempty"`
 }
 
 // VaultState is what the gateway reports about the vault.
