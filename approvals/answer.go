@@ -105,8 +105,9 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 	// subject it binds: binding one below the proposed run does not free
 	// that run's tree to answer.
 	if approver != nil && approves {
-		within := []*procid.Process{&c.req.Requester.Process, &proposed.Process}
-		sessions := append(e.launcherSessionsOf(c.chain), proposed.launcherSession())
+		runs, sessions := e.runsOf(c.chain)
+		within := append([]*procid.Process{&c.req.Requester.Process, &proposed.Process}, runs...)
+		sessions = append(sessions, proposed.launcherSession())
 		if subj != proposed {
 			within = append(within, &subj.Process)
 			sessions = append(sessions, subj.launcherSession())

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/confine"
 )
 
 func TestParseVerdict(t *testing.T) {
@@ -78,5 +79,38 @@ func TestSessionAnswerForALowerSubjectCheckedAgainstTheProposedRun(t *testing.T)
 	}
 	if d := got(t, ch); !d.Allow {
 		t.Fatalf("decision %+v", d)
+	}
+}
+
+// A run can start a run of its own (postern run inside it): the card for
+// the inner run's request proposes the inner run, and an answer from the
+// outer run's tree, in a session of its own (setsid), is from inside a
+// run the request came through all the same: refused, as from the inner
+// run's tree.
+func TestAnswerFromARunTheRequestCameThroughIsRefused(t *testing.T) {
+	w := newWorld(t)
+	outer := w.launch("agent", 10)
+	postern, sh, sshExe := w.f.Exe("postern", "postern"), w.f.Exe("sh", "a shell"), w.f.Exe("ssh", "ssh")
+	w.f.Set(40, 10, 400, postern, "postern", "run", "--", "sh")
+	w.f.Set(41, 40, 410, sh, "sh")
+	w.f.Set(42, 41, 420, sshExe, "ssh", "prod-db-1")
+	w.f.Set(43, 10, 430, postern, "postern", "approve") // the outer run's, in a session of its own
+	inner := w.e.PrepareRun("inner", w.f.Peer(40).Process, func(id string) string { return "/sock." + id })
+	if _, err := w.e.StartRun(inner.ID, 41, w.f.Peer(40), confine.Level{}); err != nil {
+		t.Fatal(err)
+	}
+	ch := w.decide(w.runReq(inner, 42))
+	c := w.card()
+	if c.Run.ID != inner.ID {
+		t.Fatalf("the card proposes %s, not the inner run %s (outer %s)", c.Run.ID, inner.ID, outer.ID)
+	}
+	for _, v := range []Verdict{VerdictOnce, VerdictSession} {
+		if err := w.e.Answer(c.ID, Answer{Verdict: v, Subject: -1}, w.f.Peer(43)); !errors.Is(err, ErrSelfApprove) {
+			t.Fatalf("%s answer from the outer run's tree: %v", v, err)
+		}
+	}
+	w.answer(c.ID, VerdictOnce, 30)
+	if d := got(t, ch); !d.Allow {
+		t.Fatalf("the answer from outside every run: %+v", d)
 	}
 }

@@ -68,27 +68,31 @@ func (e *Engine) OutsideRuns(approver *procid.Peer, what string) error {
 	return e.outside(approver, what, within, sessions)
 }
 
-// launcherSessionsOf returns the launcher sessions (Run.launcherSession)
-// of the live runs whose process is in chain: a card for a request that
-// came another way than the run's socket (the bastion, the main socket)
-// is refused an answer from them too.
-func (e *Engine) launcherSessionsOf(chain procid.Chain) []int {
+// runsOf returns the processes and the launcher sessions
+// (Run.launcherSession) of the live runs whose process is in chain: a
+// request came through each of them, whatever run its card proposes (a
+// run started inside another, a request that came another way than the
+// run's socket), and an answer from any of their trees or sessions is
+// refused.
+func (e *Engine) runsOf(chain procid.Chain) (procs []*procid.Process, sessions []int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []int
 	for _, run := range e.runs {
-		s := run.launcherSession()
-		if s == 0 || run.Ended() != "" {
+		if run.pin == nil || run.Ended() != "" {
 			continue
 		}
 		for i := range chain {
 			if chain[i].PID == run.Process.PID && chain[i].StartTicks == run.Process.StartTicks {
-				out = append(out, s)
+				p := run.Process
+				procs = append(procs, &p)
+				if s := run.launcherSession(); s != 0 {
+					sessions = append(sessions, s)
+				}
 				break
 			}
 		}
 	}
-	return out
+	return procs, sessions
 }
 
 // Errors of the approver checks.
