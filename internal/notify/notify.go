@@ -12,6 +12,12 @@
 // notification was shown and when the action arrives: the bus daemon
 // stamps every signal with its sender's unique name, so a program that
 // merely connects to the bus cannot speak for the notification service.
+// Any program on the bus can also send signals to the connection, as
+// many as it likes, and the D-Bus library holds a goroutine for each
+// one its reader has no room for, delivered in no particular order:
+// the signals are sifted on the reader itself, in order and without
+// waiting, those of other senders dropped as they come, and the
+// service's own handled in turn apart, at most ownerQueue waiting.
 // The owner's process id, from the bus daemon, is passed on with the
 // action so that the caller can check where the answer comes from.
 package notify
@@ -26,6 +32,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	dbus "github.com/keybase/dbus"
@@ -40,6 +47,13 @@ const (
 
 // callTimeout bounds each call to the bus or the service.
 const callTimeout = 5 * time.Second
+
+// ownerQueue bounds the service's signals waiting to be handled; more
+// are dropped.
+const ownerQueue = 64
+
+// forgedLogEvery spaces the warnings about signals from other senders.
+const forgedLogEvery = time.Minute
 
 // ErrNoBus reports that no session bus can be found.
 var ErrNoBus = errors.New("no D-Bus session bus ($DBUS_SESSION_BUS_ADDRESS is unset and $XDG_RUNTIME_DIR/bus does not exist)")
@@ -117,6 +131,13 @@ type Service struct {
 	mu    sync.Mutex
 	conn  *dbus.Conn
 	shown map[uint32]*shown
+
+	// owner is the unique name last found owning the service: signals
+	// from any other sender are dropped unread.
+	owner atomic.Pointer[string]
+	// forgedLogged is when a signal from another sender was last logged
+	// (unix ns).
+	forgedLogged atomic.Int64
 }
 
 type shown struct {
@@ -144,7 +165,8 @@ func (s *Service) connection() (*dbus.Conn, error) {
 	if s.addr == "" {
 		return nil, ErrNoBus
 	}
-	conn, err := dbus.Connect(s.addr)
+	sv := &sieve{s: s, owned: make(chan *dbus.Signal, ownerQueue)}
+	conn, err := dbus.Connect(s.addr, dbus.WithSignalHandler(sv))
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the session bus %s: %w", s.addr, err)
 	}
@@ -153,15 +175,13 @@ func (s *Service) connection() (*dbus.Conn, error) {
 		conn.Close()
 		return nil, fmt.Errorf("subscribing to the notification service's signals: %w", err)
 	}
-	ch := make(chan *dbus.Signal, 32)
-	conn.Signal(ch)
 	s.conn = conn
 	// Notifications shown on an earlier connection can no longer report.
 	for id, sh := range s.shown {
 		delete(s.shown, id)
 		close(sh.closed)
 	}
-	go s.signals(conn, ch)
+	go s.signals(conn, sv.owned)
 	return conn, nil
 }
 
@@ -179,6 +199,16 @@ func (s *Service) Close() error {
 
 func callCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), callTimeout)
+}
+
+// ownerOf returns the unique name that owns the service now, and
+// notes it as the one whose signals are read.
+func (s *Service) ownerOf(conn *dbus.Conn) (string, error) {
+	name, err := owner(conn)
+	if err == nil {
+		s.owner.Store(&name)
+	}
+	return name, err
 }
 
 // owner returns the unique name that owns the service now.
@@ -210,7 +240,7 @@ func (s *Service) Status() (Status, error) {
 		return Status{}, err
 	}
 	var st Status
-	if st.Owner, err = owner(conn); err != nil {
+	if st.Owner, err = s.ownerOf(conn); err != nil {
 		return st, err
 	}
 	st.PID, _ = pidOf(conn, st.Owner)
@@ -236,7 +266,7 @@ func (s *Service) Show(ctx context.Context, n Note, onAction func(Invoked)) (<-c
 	if err != nil {
 		return nil, err
 	}
-	own, err := owner(conn)
+	own, err := s.ownerOf(conn)
 	if err != nil {
 		return nil, err
 	}
@@ -293,8 +323,59 @@ func (s *Service) withdraw(conn *dbus.Conn, id uint32, sh *shown) {
 	conn.Object(sh.owner, objectPath).CallWithContext(ctx, iface+".CloseNotification", 0, id)
 }
 
+// A sieve is a connection's signal handler. It runs on the connection's
+// reader, as each signal comes: it passes on to owned those of the
+// service's owner, in order, and drops the others, and the owner's own
+// when owned is full. It never waits.
+type sieve struct {
+	s     *Service
+	mu    sync.Mutex
+	ended bool
+	owned chan *dbus.Signal // closed when the connection ends
+}
+
+func (v *sieve) DeliverSignal(_, _ string, sig *dbus.Signal) {
+	if own := v.s.owner.Load(); own == nil || sig.Sender != *own {
+		v.s.dropped(sig, "it did not come from the notification service")
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.ended {
+		return
+	}
+	select {
+	case v.owned <- sig:
+	default:
+		v.s.dropped(sig, "the notification service sent more than can be handled")
+	}
+}
+
+// Terminate is called when the connection closes.
+func (v *sieve) Terminate() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.ended {
+		v.ended = true
+		close(v.owned)
+	}
+}
+
+// dropped logs a signal dropped, at most once in forgedLogEvery.
+func (s *Service) dropped(sig *dbus.Signal, why string) {
+	if sig.Name != iface+".ActionInvoked" {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := s.forgedLogged.Load()
+	if now-last < int64(forgedLogEvery) || !s.forgedLogged.CompareAndSwap(last, now) {
+		return
+	}
+	s.log.Warn("notification action refused: "+why+" (others like it are dropped unlogged for a while)", "sender", sig.Sender)
+}
+
 // signals dispatches the service's signals until the connection ends.
-func (s *Service) signals(conn *dbus.Conn, ch chan *dbus.Signal) {
+func (s *Service) signals(conn *dbus.Conn, ch <-chan *dbus.Signal) {
 	for sig := range ch {
 		switch sig.Name {
 		case iface + ".ActionInvoked":

@@ -3,10 +3,17 @@ package notify_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	dbus "github.com/keybase/dbus"
 
 	"github.com/postern/postern/internal/notify"
 	"github.com/postern/postern/internal/notify/notifytest"
@@ -110,3 +117,113 @@ func TestNoService(t *testing.T) {
 		t.Fatalf("address without a bus: %v", err)
 	}
 }
+
+// A program on the bus that floods the service's connection with forged
+// actions, sent to every listener or to that connection alone, makes it
+// hold no goroutine for each and fills no log: each is dropped as it
+// comes, and the person's click, sent in the flood's wake, still comes
+// through, before the notification's close.
+func TestForgedActionFloodDropped(t *testing.T) {
+	d := notifytest.Start(t, "approve-once")
+	var warned atomic.Int64
+	s := notify.New(d.Bus, slog.New(countHandler{&warned}))
+	defer s.Close()
+	got, _, _ := show(t, s)
+	d.WaitDisplayed(1, 10*time.Second)
+	flood, err := dbus.Connect(d.Bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer flood.Close()
+	target := ourOtherConnection(t, flood)
+	base := runtime.NumGoroutine()
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if n := int64(runtime.NumGoroutine()); n > peak.Load() {
+				peak.Store(n)
+			}
+		}
+	}()
+	const forged = 20000
+	for i := range forged {
+		// dunst numbers its notifications from 1 up: the one shown has
+		// one of the first few ids.
+		id := uint32(1 + i%4)
+		if i%2 == 0 {
+			if err := flood.Emit("/org/freedesktop/Notifications", "org.freedesktop.Notifications.ActionInvoked", id, "approve-once"); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		msg := &dbus.Message{Type: dbus.TypeSignal, Headers: map[dbus.HeaderField]dbus.Variant{
+			dbus.FieldPath:        dbus.MakeVariant(dbus.ObjectPath("/org/freedesktop/Notifications")),
+			dbus.FieldInterface:   dbus.MakeVariant("org.freedesktop.Notifications"),
+			dbus.FieldMember:      dbus.MakeVariant("ActionInvoked"),
+			dbus.FieldDestination: dbus.MakeVariant(target),
+			dbus.FieldSignature:   dbus.MakeVariant(dbus.SignatureOf(id, "")),
+		}, Body: []any{id, "approve-once"}}
+		if call := flood.Send(msg, nil); call != nil && call.Err != nil {
+			t.Fatal(call.Err)
+		}
+	}
+	d.Click()
+	select {
+	case inv := <-got:
+		if inv.PID != d.Dunst.Process.Pid {
+			t.Fatalf("invoked %+v, want the click from dunst (pid %d)", inv, d.Dunst.Process.Pid)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the click reported no action within 10s of the flood (%d warnings, %d displayed)", warned.Load(), d.Displayed())
+	}
+	close(stop)
+	<-sampled
+	if grew := peak.Load() - int64(base); grew > forged/10 {
+		t.Errorf("%d forged actions made the connection's process hold %d more goroutines", forged, grew)
+	}
+	if n := warned.Load(); n > 10 {
+		t.Errorf("%d forged actions logged %d warnings", forged, n)
+	}
+}
+
+// ourOtherConnection returns the unique name of this process's connection
+// to the bus other than c's (the service's).
+func ourOtherConnection(t *testing.T, c *dbus.Conn) string {
+	t.Helper()
+	var names []string
+	if err := c.BusObject().Call("org.freedesktop.DBus.ListNames", 0).Store(&names); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if !strings.HasPrefix(n, ":") || n == c.Names()[0] {
+			continue
+		}
+		var pid uint32
+		if c.BusObject().Call("org.freedesktop.DBus.GetConnectionUnixProcessID", 0, n).Store(&pid) == nil && int(pid) == os.Getpid() {
+			return n
+		}
+	}
+	t.Fatal("no other connection of this process on the bus")
+	return ""
+}
+
+// countHandler counts the warnings logged.
+type countHandler struct{ n *atomic.Int64 }
+
+func (h countHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h countHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h countHandler) WithGroup(string) slog.Handler      { return h }
