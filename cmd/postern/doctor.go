@@ -61,9 +61,10 @@ func cmdDoctor(args []string, out, errw io.Writer) error {
 	return nil
 }
 
-// printFindings lists the findings for a person. A finding's words can
-// quote the configuration file (its errors) or a notification service's
-// name for itself: each line is escaped whole, as a diagnostic is.
+// printFindings writes the findings, a line each and a line for each fix.
+// A detail can hold words of others (the name a notification service
+// gives itself, a configuration file's error): it is rendered whole
+// (safetext.Terminal).
 func printFindings(out io.Writer, fs []finding) {
 	for _, f := range fs {
 		fmt.Fprintf(out, "%-5s %-12s %s\n", f.Status, f.Check, safetext.Terminal(f.Detail))
@@ -108,45 +109,55 @@ func doctor(sockFlag string) []finding {
 		}
 	}
 	if st != nil {
-		add("gateway", "ok", fmt.Sprintf("pid %d, started %s", st.PID, st.Started), "")
-		reach := []string{}
-		for _, a := range st.Approvers {
-			if a.Reachable {
-				reach = append(reach, approverLine(a))
-			}
-		}
-		if len(reach) == 0 {
-			add("approvers", "warn", "none reachable: a request that needs a card is refused at once (no_approver)", `run "postern approve" in another terminal; desktop notifications need a session bus with a notification service; askpass needs SSH_ASKPASS and a display`)
-		} else {
-			add("approvers", "ok", strings.Join(reach, "; "), "")
-		}
-		switch st.Vault.State {
-		case api.VaultLocked:
-			add("vault", "warn", fmt.Sprintf("locked (epoch %d): nothing from the vault is signed", st.Vault.Epoch), `postern unlock`)
-		case api.VaultUnlocked:
-			add("vault", "ok", fmt.Sprintf("unlocked (epoch %d), %s usable", st.Vault.Epoch, plural(st.Counts.Keys, "key")), "")
-		default:
-			add("vault", "info", fmt.Sprintf("none: keys added with ssh-add only (%s)", plural(st.Counts.Keys, "key")), `"postern vault init" keeps keys encrypted and starts the audit log`)
-		}
-		switch {
-		case st.Audit.Enabled:
-			add("audit", "ok", fmt.Sprintf("%s, %s", st.Audit.Path, plural(int(st.Audit.Records), "record")), "")
-		case st.Audit.SetUp:
-			add("audit", "warn", "set up after this gateway started: nothing is recorded", "restart the gateway")
-		default:
-			add("audit", "warn", "off: approvals and signatures are not recorded", `postern vault init`)
-		}
-		if st.Config.Error != "" {
-			add("config", "fail", st.Config.Path+": "+st.Config.Error+" (the previous policy stays in force)", "fix the file; it is reloaded when saved")
-		} else {
-			add("config", "ok", fmt.Sprintf("%s (approval: %s)", st.Config.Path, st.Config.Approval), "")
-		}
+		fs = append(fs, statusFindings(st)...)
 	} else {
 		fs = append(fs, configCheck())
 	}
 	fs = append(fs, confinement())
 	fs = append(fs, opensshCheck())
 	fs = append(fs, systemdCheck())
+	return fs
+}
+
+// statusFindings are the checks of what a gateway reports of itself.
+func statusFindings(st *api.Status) []finding {
+	var fs []finding
+	add := func(check, status, detail, fix string) {
+		fs = append(fs, finding{Check: check, Status: status, Detail: detail, Fix: fix})
+	}
+	add("gateway", "ok", fmt.Sprintf("pid %d, started %s", st.PID, st.Started), "")
+	reach := []string{}
+	for _, a := range st.Approvers {
+		if a.Reachable {
+			reach = append(reach, approverLine(a))
+		}
+	}
+	if len(reach) == 0 {
+		add("approvers", "warn", "none reachable: a request that needs a card is refused at once (no_approver)", `run "postern approve" in another terminal; desktop notifications need a session bus with a notification service; askpass needs SSH_ASKPASS and a display`)
+	} else {
+		add("approvers", "ok", strings.Join(reach, "; "), "")
+	}
+	switch st.Vault.State {
+	case api.VaultLocked:
+		add("vault", "warn", fmt.Sprintf("locked (epoch %d): nothing from the vault is signed", st.Vault.Epoch), `postern unlock`)
+	case api.VaultUnlocked:
+		add("vault", "ok", fmt.Sprintf("unlocked (epoch %d), %s usable", st.Vault.Epoch, plural(st.Counts.Keys, "key")), "")
+	default:
+		add("vault", "info", fmt.Sprintf("none: keys added with ssh-add only (%s)", plural(st.Counts.Keys, "key")), `"postern vault init" keeps keys encrypted and starts the audit log`)
+	}
+	switch {
+	case st.Audit.Enabled:
+		add("audit", "ok", fmt.Sprintf("%s, %s", st.Audit.Path, plural(int(st.Audit.Records), "record")), "")
+	case st.Audit.SetUp:
+		add("audit", "warn", "set up after this gateway started: nothing is recorded", "restart the gateway")
+	default:
+		add("audit", "warn", "off: approvals and signatures are not recorded", `postern vault init`)
+	}
+	if st.Config.Error != "" {
+		add("config", "fail", st.Config.Path+": "+st.Config.Error+" (the previous policy stays in force)", "fix the file; it is reloaded when saved")
+	} else {
+		add("config", "ok", fmt.Sprintf("%s (approval: %s)", st.Config.Path, st.Config.Approval), "")
+	}
 	return fs
 }
 

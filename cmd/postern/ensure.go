@@ -73,9 +73,12 @@ func whereCards(as []api.Approver) []string {
 	return lines
 }
 
-// echo prints a shell command that prints msg.
+// echo prints a shell command that prints msg, rendered whole
+// (safetext.Terminal: it can hold the name a notification service gives
+// itself). printf, not echo: the echo of dash and zsh reads backslashes,
+// and a rendered text holds them.
 func echo(out io.Writer, msg string) {
-	fmt.Fprintf(out, "echo %s;\n", shellQuote(msg))
+	fmt.Fprintf(out, "printf '%%s\\n' %s;\n", shellQuote(safetext.Terminal(msg)))
 }
 
 // approverLine names an approver and says how it is reached. The
