@@ -3,19 +3,27 @@ package main
 import (
 	"os"
 	"strings"
+
+	"github.com/postern/postern/internal/confine"
 )
 
-// confinement reports whether "postern run" can confine a run here.
+// procSys is where the kernel's settings are read, and doctorEUID whose
+// runs are confined; tests point them elsewhere.
+var (
+	procSys    = "/proc/sys"
+	doctorEUID = os.Geteuid
+)
+
+// confinement reports whether "postern run" can confine a run here: what
+// keeps it from making the run's user namespace, as postern run judges it
+// (confine.Cause), and whether Landlock adds its rules.
 func confinement() finding {
 	f := finding{Check: "confinement"}
 	var missing []string
-	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(b)) == "0" {
-		missing = append(missing, "user namespaces are disabled (user.max_user_namespaces = 0)")
-	} else if err != nil {
+	if _, err := os.Stat(procSys + "/user/max_user_namespaces"); err != nil {
 		missing = append(missing, "no user namespaces")
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(b)) == "0" {
-		missing = append(missing, "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone = 0)")
+	} else if c := confine.Cause(procSys, doctorEUID()); c != "" {
+		missing = append(missing, c)
 	}
 	if b, err := os.ReadFile("/sys/kernel/security/lsm"); err == nil && !strings.Contains(string(b), "landlock") {
 		missing = append(missing, "Landlock is not enabled (not in /sys/kernel/security/lsm)")

@@ -31,24 +31,30 @@ func Available() error {
 // user namespace with capabilities in it, or "".
 func cause() string { return causeFor(os.Geteuid()) }
 
-func causeFor(euid int) string {
-	if v, ok := readSetting("user/max_user_namespaces"); ok && v == 0 {
+func causeFor(euid int) string { return Cause(procSys, euid) }
+
+// Cause names the system setting, read under sys (/proc/sys), that keeps
+// a process of euid from creating a user namespace with capabilities in
+// it, or "": what [Available] reports, for postern doctor to say too.
+func Cause(sys string, euid int) string {
+	setting := func(name string) (int, bool) { return readSetting(sys, name) }
+	if v, ok := setting("user/max_user_namespaces"); ok && v == 0 {
 		return "user namespaces are disabled: user.max_user_namespaces = 0"
 	}
 	if euid == 0 {
 		return ""
 	}
-	if v, ok := readSetting("kernel/unprivileged_userns_clone"); ok && v == 0 {
+	if v, ok := setting("kernel/unprivileged_userns_clone"); ok && v == 0 {
 		return "unprivileged user namespaces are disabled: kernel.unprivileged_userns_clone = 0"
 	}
-	if v, ok := readSetting("kernel/apparmor_restrict_unprivileged_userns"); ok && v != 0 {
+	if v, ok := setting("kernel/apparmor_restrict_unprivileged_userns"); ok && v != 0 {
 		return "AppArmor restricts unprivileged user namespaces: kernel.apparmor_restrict_unprivileged_userns = 1; an AppArmor profile for postern must allow userns"
 	}
 	return ""
 }
 
-func readSetting(name string) (int, bool) {
-	b, err := os.ReadFile(procSys + "/" + name)
+func readSetting(sys, name string) (int, bool) {
+	b, err := os.ReadFile(sys + "/" + name)
 	if err != nil {
 		return 0, false
 	}
