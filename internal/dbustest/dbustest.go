@@ -1,14 +1,16 @@
 // Package dbustest starts a private D-Bus session bus (dbus-daemon) for
-// tests, and waits for names to appear on it. A missing dbus-daemon fails
+// tests, or one of another user, and waits for names to appear on it. A missing dbus-daemon fails
 // the test (Debian package dbus-daemon; .ci/run installs it).
 package dbustest
 
 import (
 	"bufio"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,12 +22,54 @@ import (
 // It stops when the test ends.
 func Start(t testing.TB, dir string, env []string) string {
 	t.Helper()
-	if _, err := exec.LookPath("dbus-daemon"); err != nil {
-		t.Fatalf("dbus-daemon is not installed (Debian package dbus-daemon; .ci/run installs it): %v", err)
-	}
 	bus := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1",
 		"--address=unix:path="+filepath.Join(dir, "bus"))
 	bus.Env = env
+	return start(t, bus)
+}
+
+// StartAs starts, as the user uid, a bus that lets every user in, with
+// its socket in a directory of its own, and returns its address. It
+// stops when the test ends. It fails the test unless it runs as root.
+func StartAs(t testing.TB, uid int) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("this test runs as root (as CI runs the tests): it starts a bus as another user")
+	}
+	dir, err := os.MkdirTemp("", "dbustest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	conf := filepath.Join(dir, "bus.conf")
+	if err := os.WriteFile(conf, []byte(`<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path=`+filepath.Join(dir, "bus")+`</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bus := exec.Command("dbus-daemon", "--config-file="+conf, "--nofork", "--nopidfile", "--print-address=1")
+	bus.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	return start(t, bus)
+}
+
+// start starts the bus daemon bus, which prints its address.
+func start(t testing.TB, bus *exec.Cmd) string {
+	t.Helper()
+	if _, err := exec.LookPath("dbus-daemon"); err != nil {
+		t.Fatalf("dbus-daemon is not installed (Debian package dbus-daemon; .ci/run installs it): %v", err)
+	}
 	out, err := bus.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

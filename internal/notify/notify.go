@@ -4,8 +4,12 @@
 //
 // The session bus is found the way D-Bus clients find it:
 // $DBUS_SESSION_BUS_ADDRESS, else $XDG_RUNTIME_DIR/bus. It is never
-// launched. A [Service] keeps one private connection and makes a new one
-// when the bus went away.
+// launched, and it is used only through a UNIX socket whose daemon runs
+// as this user: the bus daemon is what names the process behind each
+// sender, and one of another user (that took the address of the user's
+// bus after it went: an abstract name, or a path in /tmp) could name any.
+// A [Service] keeps one private connection and makes a new one when the
+// bus went away.
 //
 // An action counts only when the signal that reports it comes from the
 // bus name that owns org.freedesktop.Notifications, both when the
@@ -27,6 +31,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,6 +42,8 @@ import (
 	"time"
 
 	dbus "github.com/keybase/dbus"
+
+	"github.com/postern/postern/internal/procid"
 )
 
 // The notification service's well-known name, object and interface.
@@ -57,6 +65,9 @@ const forgedLogEvery = time.Minute
 
 // ErrNoBus reports that no session bus can be found.
 var ErrNoBus = errors.New("no D-Bus session bus ($DBUS_SESSION_BUS_ADDRESS is unset and $XDG_RUNTIME_DIR/bus does not exist)")
+
+// ErrNoSocket reports a bus address that names no UNIX socket.
+var ErrNoSocket = errors.New("the session bus address names no UNIX socket (unix:path= or unix:abstract=): a bus reached otherwise cannot be told to be this user's")
 
 // ErrNoService reports that nothing owns the notification service.
 var ErrNoService = errors.New("no desktop notification service on the session bus (nothing owns " + ServiceName + ")")
@@ -165,9 +176,22 @@ func (s *Service) connection() (*dbus.Conn, error) {
 	if s.addr == "" {
 		return nil, ErrNoBus
 	}
-	sv := &sieve{s: s, owned: make(chan *dbus.Signal, ownerQueue)}
-	conn, err := dbus.Connect(s.addr, dbus.WithSignalHandler(sv))
+	c, err := dial(s.addr)
 	if err != nil {
+		return nil, fmt.Errorf("connecting to the session bus %s: %w", s.addr, err)
+	}
+	sv := &sieve{s: s, owned: make(chan *dbus.Signal, ownerQueue)}
+	conn, err := dbus.NewConn(c, dbus.WithSignalHandler(sv))
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("connecting to the session bus %s: %w", s.addr, err)
+	}
+	if err := conn.Auth(nil); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("authenticating to the session bus %s: %w", s.addr, err)
+	}
+	if err := conn.Hello(); err != nil {
+		conn.Close()
 		return nil, fmt.Errorf("connecting to the session bus %s: %w", s.addr, err)
 	}
 	match := []dbus.MatchOption{dbus.WithMatchInterface(iface), dbus.WithMatchObjectPath(objectPath)}
@@ -183,6 +207,61 @@ func (s *Service) connection() (*dbus.Conn, error) {
 	}
 	go s.signals(conn, sv.owned)
 	return conn, nil
+}
+
+// dial connects to the first UNIX socket the bus address addr names (a
+// D-Bus address is a list, separated by ";"), whose daemon runs as this
+// user.
+func dial(addr string) (*net.UnixConn, error) {
+	var errs []error
+	for _, a := range strings.Split(addr, ";") {
+		name := socketOf(a)
+		if name == "" {
+			continue
+		}
+		c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: name, Net: "unix"})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cred, err := procid.PeerCred(c)
+		if err == nil && cred.UID != uint32(os.Geteuid()) {
+			err = fmt.Errorf("the bus at %s is run by uid %d, not by this user (uid %d)", name, cred.UID, os.Geteuid())
+		}
+		if err != nil {
+			c.Close()
+			errs = append(errs, err)
+			continue
+		}
+		return c, nil
+	}
+	if len(errs) == 0 {
+		return nil, ErrNoSocket
+	}
+	return nil, errors.Join(errs...)
+}
+
+// socketOf returns the socket one D-Bus address of the unix transport
+// names (an abstract one with "@" first), or "".
+func socketOf(a string) string {
+	params, ok := strings.CutPrefix(a, "unix:")
+	if !ok {
+		return ""
+	}
+	for _, kv := range strings.Split(params, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		v, err := url.PathUnescape(v)
+		if err != nil || v == "" {
+			continue
+		}
+		switch k {
+		case "path":
+			return v
+		case "abstract":
+			return "@" + v
+		}
+	}
+	return ""
 }
 
 // Close closes the connection.
