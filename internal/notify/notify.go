@@ -180,6 +180,10 @@ func (s *Service) connection() (*dbus.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the session bus %s: %w", s.addr, err)
 	}
+	// The handshake has callTimeout, as every call has: a bus that takes
+	// the connection and never answers (a stopped daemon) must not hold
+	// the service, and each card that asks whether it is there.
+	c.SetDeadline(time.Now().Add(callTimeout))
 	sv := &sieve{s: s, owned: make(chan *dbus.Signal, ownerQueue)}
 	conn, err := dbus.NewConn(c, dbus.WithSignalHandler(sv))
 	if err != nil {
@@ -194,6 +198,7 @@ func (s *Service) connection() (*dbus.Conn, error) {
 		conn.Close()
 		return nil, fmt.Errorf("connecting to the session bus %s: %w", s.addr, err)
 	}
+	c.SetDeadline(time.Time{})
 	match := []dbus.MatchOption{dbus.WithMatchInterface(iface), dbus.WithMatchObjectPath(objectPath)}
 	if err := conn.AddMatchSignal(match...); err != nil {
 		conn.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -227,3 +228,38 @@ func (h countHandler) Handle(_ context.Context, r slog.Record) error {
 }
 func (h countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h countHandler) WithGroup(string) slog.Handler      { return h }
+
+// A bus that takes the connection and never answers (a stopped daemon,
+// or a program that took its socket) holds no caller: asking whether
+// the service is there, as each card does, ends with an error.
+func TestBusThatNeverAnswers(t *testing.T) {
+	sock := t.TempDir() + "/bus"
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	s := notify.New("unix:path="+sock, nil)
+	for range 2 {
+		done := make(chan error, 1)
+		go func() { _, err := s.Status(); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatal("a bus that never answers was found")
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("asking a bus that never answers had no end in 20s")
+		}
+	}
+	s.Close()
+}
