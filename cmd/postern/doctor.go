@@ -145,7 +145,12 @@ func statusFindings(st *api.Status) []finding {
 	default:
 		add("vault", "info", fmt.Sprintf("none: keys added with ssh-add only (%s)", plural(st.Counts.Keys, "key")), `"postern vault init" keeps keys encrypted and starts the audit log`)
 	}
+	if st.Askpass.Error != "" {
+		add("askpass", "warn", "askpass approvals are off: "+st.Askpass.Error, "see what changed the program (a program of yours may have rewritten it), then restart the gateway")
+	}
 	switch {
+	case st.Audit.Enabled && st.Audit.Failing != "":
+		add("audit", "fail", fmt.Sprintf("%s cannot be written since %s: %s; every action is refused until it can (%d so far)", st.Audit.Path, st.Audit.FailingSince, st.Audit.Failing, st.Audit.Refused), "make the log writable again (room on its file system); the gateway retries it")
 	case st.Audit.Enabled:
 		add("audit", "ok", fmt.Sprintf("%s, %s", st.Audit.Path, plural(int(st.Audit.Records), "record")), "")
 	case st.Audit.SetUp:
@@ -157,6 +162,20 @@ func statusFindings(st *api.Status) []finding {
 		add("config", "fail", st.Config.Path+": "+st.Config.Error+" (the previous policy stays in force)", "fix the file; it is reloaded when saved")
 	} else {
 		add("config", "ok", fmt.Sprintf("%s (approval: %s)", st.Config.Path, st.Config.Approval), "")
+	}
+	if st.Hosts.Error != "" {
+		add("hosts", "warn", st.Hosts.Path+" not read, so no host has a name and every login is asked about as strictly as any host rule could ask: "+st.Hosts.Error, "fix the file, or remove it and add the hosts again (postern hosts)")
+	}
+	switch b := st.Bastion; {
+	case b == nil:
+	case b.Refusing != "":
+		fix := "fix it (" + b.Journal + "), then restart the gateway"
+		if b.Damaged {
+			fix = `"postern journal new" keeps the damaged journal aside and starts a new one`
+		}
+		add("bastion", "fail", fmt.Sprintf("refusing every command since %s: %s", b.Since, b.Refusing), fix)
+	default:
+		add("bastion", "ok", "serving; journal "+b.Journal, "")
 	}
 	return fs
 }

@@ -49,3 +49,58 @@ func TestDoctorShowsOthersWordsEscaped(t *testing.T) {
 		noRaw(t, "agent --ensure, read by "+sh, string(out))
 	}
 }
+
+// doctor does not call a part in order when the gateway reports it
+// broken: an audit log it cannot write (every action is refused), an
+// askpass program found changed (askpass approvals are off: a program
+// may have rewritten it), a host inventory it cannot read (no host has a
+// name), a bastion that refuses every command.
+func TestDoctorReportsWhatTheGatewaySaysIsBroken(t *testing.T) {
+	ok := func() *api.Status {
+		st := &api.Status{Approvers: []api.Approver{{Name: "console", Reachable: true, Detail: "1 attached"}}}
+		st.Vault.State = api.VaultUnlocked
+		st.Audit = api.AuditStatus{Enabled: true, Path: "/s/audit.log", Records: 10}
+		st.Askpass = api.AskpassStatus{Path: "/usr/bin/ssh-askpass", SHA256: "ab"}
+		st.Hosts = api.HostsStatus{Path: "/s/hosts.json", Count: 2}
+		st.Bastion = &api.BastionStatus{Journal: "/s/journal.db"}
+		return st
+	}
+	check := func(fs []finding, name string) finding {
+		for _, f := range fs {
+			if f.Check == name {
+				return f
+			}
+		}
+		return finding{}
+	}
+	for _, f := range statusFindings(ok()) {
+		if f.Status != "ok" {
+			t.Fatalf("a gateway with nothing broken: %+v", f)
+		}
+	}
+	for _, tt := range []struct {
+		name   string
+		break_ func(*api.Status)
+		check  string
+		status string
+		want   string
+	}{
+		{"audit failing", func(st *api.Status) {
+			st.Audit.Failing, st.Audit.FailingSince, st.Audit.Refused = "no space left on device", "2026-12-04T19:00:00Z", 3
+		}, "audit", "fail", "no space left on device"},
+		{"askpass changed", func(st *api.Status) {
+			st.Askpass.Error = "the askpass program changed since the gateway started; askpass approvals are off until it restarts (/usr/bin/ssh-askpass)"
+		}, "askpass", "warn", "changed"},
+		{"hosts unreadable", func(st *api.Status) { st.Hosts.Error = "hosts.json: unexpected end of JSON input" }, "hosts", "warn", "unexpected end"},
+		{"bastion refusing", func(st *api.Status) {
+			st.Bastion.Refusing, st.Bastion.Since = "the journal is damaged", "2026-12-04T19:00:00Z"
+		}, "bastion", "fail", "journal is damaged"},
+	} {
+		st := ok()
+		tt.break_(st)
+		f := check(statusFindings(st), tt.check)
+		if f.Status != tt.status || !strings.Contains(f.Detail, tt.want) {
+			t.Errorf("%s: %s finding %+v, want %s naming %q", tt.name, tt.check, f, tt.status, tt.want)
+		}
+	}
+}
