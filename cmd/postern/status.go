@@ -67,7 +67,7 @@ func printStatus(out io.Writer, st *api.Status) {
 		if x := st.Audit.Syslog; x != nil {
 			fmt.Fprintf(out, "          syslog %s: %d sent, %d dropped", x.Address, x.Sent, x.Dropped)
 			if x.Error != "" {
-				fmt.Fprintf(out, " (%s)", x.Error)
+				fmt.Fprintf(out, " (%s)", safetext.Terminal(x.Error))
 			}
 			fmt.Fprintln(out)
 		}
