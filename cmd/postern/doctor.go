@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -232,22 +233,38 @@ func opensshCheck() finding {
 	return f
 }
 
-// systemdCheck reports the systemd user unit.
+// systemdCheck reports the systemd user units: the service enabled, or
+// the socket alone (the first connection starts the agent).
 func systemdCheck() finding {
 	f := finding{Check: "systemd"}
 	if _, err := exec.LookPath("systemctl"); err != nil {
 		f.Status, f.Detail = "info", "no systemctl: start the agent from your shell's start-up file"
 		return f
 	}
-	out, _ := exec.Command("systemctl", "--user", "is-enabled", "postern").Output()
-	state := strings.TrimSpace(string(out))
-	switch state {
-	case "enabled", "static":
-		f.Status, f.Detail = "ok", "postern.service "+state
-	case "":
-		f.Status, f.Detail, f.Fix = "info", "the user manager does not answer (no systemd user session)", ""
+	service, why := unitState("postern.service")
+	socket, _ := unitState("postern.socket")
+	switch {
+	case service == "enabled" || service == "static":
+		f.Status, f.Detail = "ok", "postern.service "+service
+	case socket == "enabled":
+		f.Status, f.Detail = "ok", "postern.socket enabled: the first connection starts the agent"
+	case service == "" && strings.Contains(why, "unit file state"):
+		f.Status, f.Detail, f.Fix = "info", "postern.service is not installed", `"make install", then "systemctl --user enable --now postern"`
+	case service == "":
+		f.Status, f.Detail = "info", "the user manager does not answer (no systemd user session)"
 	default:
-		f.Status, f.Detail, f.Fix = "info", "postern.service "+state, `"make install", then "systemctl --user enable --now postern"`
+		f.Status, f.Detail, f.Fix = "info", "postern.service "+service, `"systemctl --user enable --now postern" (or postern.socket)`
 	}
 	return f
+}
+
+// unitState returns what "systemctl --user is-enabled" says of unit,
+// and, when it says nothing, why.
+func unitState(unit string) (state, why string) {
+	out, err := exec.Command("systemctl", "--user", "is-enabled", unit).Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		why = string(ee.Stderr)
+	}
+	return strings.TrimSpace(string(out)), why
 }
