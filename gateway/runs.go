@@ -69,9 +69,10 @@ func (g *Gateway) restoreRuns() {
 // gateway, with the [run] settings: hidden, the state directory, the
 // directory of the agent and control sockets and the upstream agent's
 // socket (upstreamHidden); read-only, the configuration's directory, the
-// known_hosts files outside those (regular files only), the askpass program and the gateway's own
+// known_hosts files, the askpass program and the gateway's own
 // executable (in a checkout the run works in, rewritten, it would be the
-// person's next approval console); reachable, the bastion's socket.
+// person's next approval console), each a regular file outside those;
+// reachable, the bastion's socket.
 func (g *Gateway) runConfinement() api.RunConfinement {
 	g.mu.Lock()
 	cfg := g.config
@@ -89,16 +90,19 @@ func (g *Gateway) runConfinement() api.RunConfinement {
 	// showing it would show what is hidden. Only regular files: a socket
 	// shown read-only is reachable (the session bus would start programs
 	// outside the run).
-	for _, p := range expandHome(append(slices.Clone(cfg.KnownHosts), cfg.Bastion.KnownHosts...)) {
+	// So are the askpass program and the gateway's executable, which a
+	// run may have made links to a socket where it works.
+	files := expandHome(append(slices.Clone(cfg.KnownHosts), cfg.Bastion.KnownHosts...))
+	if p, _, _ := g.askpass.Status(); p != "" {
+		files = append(files, p)
+	}
+	if g.exe != "" {
+		files = append(files, g.exe)
+	}
+	for _, p := range files {
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && !hiddenIn(p, c.Hide) {
 			c.ReadOnly = append(c.ReadOnly, p)
 		}
-	}
-	if p, _, _ := g.askpass.Status(); p != "" {
-		c.ReadOnly = append(c.ReadOnly, p)
-	}
-	if g.exe != "" {
-		c.ReadOnly = append(c.ReadOnly, g.exe)
 	}
 	c.ReadOnly = append(c.ReadOnly, expandHome(cfg.Run.ReadOnly)...)
 	if g.bastionL != nil {

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/postern/postern/internal/askpass"
-	"github.com/postern/postern/internal/config"
 	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/sshagent"
 )
@@ -67,14 +65,8 @@ func TestRunConfinementHidesUpstreamBehindLink(t *testing.T) {
 	if err := os.Symlink("../.1password/agent.sock", link); err != nil {
 		t.Fatal(err)
 	}
-	g := &Gateway{
-		opts:       Options{Socket: filepath.Join(t.TempDir(), "agent.sock")},
-		stateDir:   t.TempDir(),
-		configPath: filepath.Join(t.TempDir(), "config.toml"),
-		config:     config.Defaults(),
-		askpass:    &askpass.Pinned{},
-		agent:      &sshagent.Server{Upstream: &sshagent.UpstreamAgent{Socket: link}},
-	}
+	g := confinementGateway(t)
+	g.agent.Upstream = &sshagent.UpstreamAgent{Socket: link}
 	c := g.runConfinement()
 	for _, want := range []string{filepath.Dir(real), link} {
 		if !slices.ContainsFunc(c.Hide, func(h string) bool { return confine.Under(want, h) }) {
