@@ -239,27 +239,88 @@ func (r recordingAskpass) Word(_ context.Context, p string) (string, error) {
 // requester's "<" or "&" reaches one escaped, so that a name such as
 // "<b>ssh<!--" hides nothing of the card and adds nothing to it.
 func TestAskpassPromptHoldsNoMarkup(t *testing.T) {
-	w := newWorld(t)
-	ask := recordingAskpass{make(chan string, 4)}
-	w.cfg.Askpass = ask
-	w.e = NewEngine(w.cfg)
-	w.f.Set(40, 1, 400, w.f.Exe("<b>ssh<!--", "ssh"), "<b>ssh<!--", "-->Allow", "&lt;")
-	ch := w.decide(w.req(40))
-	var p string
-	select {
-	case p = <-ask.prompts:
-	case <-time.After(10 * time.Second):
-		t.Fatal("askpass was not asked")
-	}
+	p, ch := askpassPrompt(t, "<b>ssh<!--", "-->Allow", "&lt;")
 	if strings.ContainsAny(p, "<>&") {
 		t.Fatalf("askpass prompt holds markup:\n%s", p)
 	}
-	if !strings.Contains(p, `\x3cb\x3essh\x3c!--`) || !strings.Contains(p, `--\x3eAllow \x26lt;`) {
+	if !strings.Contains(p, `\\x3cb\\x3essh\\x3c!--`) || !strings.Contains(p, `--\\x3eAllow \\x26lt;`) {
 		t.Fatalf("askpass prompt does not show the names escaped:\n%s", p)
 	}
 	if d := got(t, ch); d.Allow {
 		t.Fatalf("decision %+v", d)
 	}
+}
+
+// An askpass program may also read C escapes in its prompt: a zenity
+// script does (its dialogs pass the text through GLib's g_strcompress
+// before they read markup), which turns the \n a card shows for a
+// requester's line break back into one. The prompt reaches such a
+// program with every backslash doubled, so that it shows the card as the
+// console does: a name cannot add a line to it.
+func TestAskpassPromptSurvivesCEscapes(t *testing.T) {
+	const fake = "Destination: host key SHA256:dev, verified by session-bind; host inventory: dev-box"
+	p, ch := askpassPrompt(t, "ssh\n"+fake)
+	shown := gStrcompress(p)
+	for _, line := range strings.Split(shown, "\n") {
+		if strings.HasPrefix(line, "Destination: host key SHA256:dev") {
+			t.Fatalf("read as zenity reads it, the prompt gives a requester's name a line of its own:\n%s", shown)
+		}
+	}
+	if !strings.Contains(shown, `ssh\nDestination: host key SHA256:dev`) {
+		t.Fatalf("read as zenity reads it, the prompt does not show the name escaped:\n%s", shown)
+	}
+	if d := got(t, ch); d.Allow {
+		t.Fatalf("decision %+v", d)
+	}
+}
+
+// askpassPrompt asks a card in an askpass dialog that says no, for a
+// request by a process named by argv[0] run with argv, and returns the
+// prompt and the decision to come.
+func askpassPrompt(t *testing.T, argv ...string) (string, <-chan Decision) {
+	t.Helper()
+	w := newWorld(t)
+	ask := recordingAskpass{make(chan string, 4)}
+	w.cfg.Askpass = ask
+	w.e = NewEngine(w.cfg)
+	w.f.Set(40, 1, 400, w.f.Exe(argv[0], "ssh"), argv...)
+	ch := w.decide(w.req(40))
+	select {
+	case p := <-ask.prompts:
+		return p, ch
+	case <-time.After(10 * time.Second):
+		t.Fatal("askpass was not asked")
+	}
+	return "", nil
+}
+
+// gStrcompress reads s as GLib's g_strcompress does (its documentation:
+// \b \f \n \r \t \v and octal \NNN become the byte they name, a
+// backslash before any other character is dropped).
+func gStrcompress(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		i++
+		switch c := s[i]; {
+		case c >= '0' && c <= '7':
+			v, n := 0, 0
+			for ; n < 3 && i < len(s) && s[i] >= '0' && s[i] <= '7'; n, i = n+1, i+1 {
+				v = v*8 + int(s[i]-'0')
+			}
+			i--
+			b.WriteByte(byte(v))
+		default:
+			if r, ok := map[byte]byte{'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v'}[c]; ok {
+				c = r
+			}
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // quickAskpass says yes to every question after a delay, and counts them.

@@ -19,9 +19,11 @@ func TestHostileExecutableNameCannotRewriteTheCard(t *testing.T) {
 	need(t, "ssh", "sshd", "ssh-keygen", "ssh-add")
 	e := newEnv(t)
 	// An askpass dialog that shows the card, and says no once the test has
-	// read it.
-	log, answered := e.Path("askpass.log"), e.Path("answered")
-	prog := e.WriteFile("askpass", fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n--\\n' \"$1\" >> %s\nwhile [ ! -e %s ]; do sleep 0.05; done\nexit 1\n", log, answered), 0o755)
+	// read it; it also shows the card as a dialog that reads C escapes in
+	// its prompt does (a zenity script: g_strcompress), through printf's
+	// %b.
+	log, escapes, answered := e.Path("askpass.log"), e.Path("askpass-escapes.log"), e.Path("answered")
+	prog := e.WriteFile("askpass", fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n--\\n' \"$1\" >> %s\nprintf '%%b\\n--\\n' \"$1\" >> %s\nwhile [ ! -e %s ]; do sleep 0.05; done\nexit 1\n", log, escapes, answered), 0o755)
 	e.Setenv("SSH_ASKPASS", prog)
 	e.Setenv("SSH_ASKPASS_REQUIRE", "force")
 	e.Config(`approval = "session"`)
@@ -35,8 +37,12 @@ func TestHostileExecutableNameCannotRewriteTheCard(t *testing.T) {
 	text := e.MustRun("postern", "approve", "--list").Stdout
 	check := func(where, card string) { t.Helper(); checkForgedName(t, where, card) }
 	check("approve --list", text)
-	waitFor(t, func() bool { return strings.Contains(string(mustRead(t, log)), "Card "+c.ID) })
-	check("askpass", string(mustRead(t, log)))
+	waitFor(t, func() bool { b, _ := os.ReadFile(escapes); return strings.Contains(string(b), "Card "+c.ID) })
+	check("askpass, reading C escapes", string(mustRead(t, escapes)))
+	// As it came, every backslash doubled.
+	if raw := string(mustRead(t, log)); strings.ContainsAny(raw, "\x1b\u202e\r") || !strings.Contains(raw, `ssh\\n\\x1b[1A\\x1b[2KAllow`) {
+		t.Fatalf("askpass: the prompt as it came:\n%s", raw)
+	}
 	e.WriteFile("answered", "", 0o600)
 	if r := <-res; r.Code == 0 {
 		t.Fatal("signed after a deny")

@@ -96,13 +96,17 @@ func Terminal(s string) string {
 }
 
 // Unmarked renders a text made of rendered parts (a card) for a program
-// that may read markup in it, such as an askpass dialog (a zenity script
-// reads Pango markup, a Qt dialog HTML when its first line holds a tag):
-// "<", ">" and "&" become \x3c, \x3e and \x26. A rendered part holds a
-// backslash only doubled, so the text still means exactly one input.
+// that may read markup and C escapes in it, such as an askpass dialog (a
+// zenity script reads Pango markup, after GLib's g_strcompress has read
+// \n and the like; a Qt dialog HTML when its first line holds a tag):
+// "<", ">" and "&" become \x3c, \x3e and \x26, and every backslash is
+// doubled, so that a program that reads C escapes shows the text as a
+// terminal does, and one that does not shows each escape with its
+// backslash doubled. A rendered part holds a backslash only doubled, so
+// the text still means exactly one input.
 func Unmarked(s string) string { return markup.Replace(s) }
 
-var markup = strings.NewReplacer("<", `\x3c`, ">", `\x3e`, "&", `\x26`)
+var markup = strings.NewReplacer(`\`, `\\`, "<", `\\x3c`, ">", `\\x3e`, "&", `\\x26`)
 
 // Quote renders s as Field does, between double quotes, with a double
 // quote inside shown as \" and a double quote of another shape (“ ” ＂

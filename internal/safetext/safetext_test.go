@@ -276,7 +276,7 @@ func TestTerminal(t *testing.T) {
 
 func TestUnmarked(t *testing.T) {
 	in := Field(`<b>ssh<!-- & \x3c`, Line)
-	if got, want := Unmarked(in), `\x3cb\x3essh\x3c!-- \x26 \\x3c`; got != want {
+	if got, want := Unmarked(in), `\\x3cb\\x3essh\\x3c!-- \\x26 \\\\x3c`; got != want {
 		t.Errorf("Unmarked(%q) = %q, want %q", in, got, want)
 	}
 }
