@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -111,7 +112,11 @@ func (e Env) start(ctx context.Context, prog program, prompt, mode string) ([]by
 	cmd.Stdout = &out
 	cmd.Stdin = nil
 	// A program that leaves children holding its output must not keep
-	// the question open after it was cancelled.
+	// the question open after it was cancelled; nor its dialog on the
+	// screen, when it runs it as a child (a zenity script): it runs in a
+	// process group of its own, killed whole.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	if err := cmd.Run(); err != nil {
 		clear(out.Bytes())
