@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/postern/postern/internal/safesocket"
@@ -34,4 +35,14 @@ func takeActivated(f *agentFlags) error {
 	}
 	f.socket, f.listener = path, l
 	return nil
+}
+
+// takeNotifySocket takes the socket a service manager waits on for the
+// agent to say it is ready (NOTIFY_SOCKET, Type=notify in contrib's
+// postern.service), told once the agent socket serves; the variable is
+// unset, so that the programs the agent starts (askpass, the PKCS#11
+// helper) do not take it for theirs.
+func takeNotifySocket(f *agentFlags) {
+	f.notify = os.Getenv("NOTIFY_SOCKET")
+	os.Unsetenv("NOTIFY_SOCKET")
 }

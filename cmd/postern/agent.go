@@ -69,6 +69,7 @@ type agentFlags struct {
 	command                  []string
 	ensure                   bool              // reuse the agent at the socket, or start one
 	listener                 *net.UnixListener // passed by a service manager (socket activation)
+	notify                   string            // where the service manager waits for readiness (NOTIFY_SOCKET)
 }
 
 func parseAgentFlags(args []string) (*agentFlags, error) {
@@ -147,6 +148,7 @@ func cmdAgent(args []string, out, errw io.Writer) error {
 		if err := takeActivated(f); err != nil {
 			return err
 		}
+		takeNotifySocket(f)
 	}
 	if f.listener != nil {
 		// The service manager's socket: its path, no directory of ours.
@@ -256,8 +258,14 @@ func runForeground(f *agentFlags, out, errw io.Writer) error {
 	if f.debug {
 		level = slog.LevelDebug
 	}
-	g, err := newGateway(f, daemonLogger(errw, level), func() {
+	logger := daemonLogger(errw, level)
+	g, err := newGateway(f, logger, func() {
 		evalLines(out, f, os.Getpid(), false)
+		if f.notify != "" {
+			if err := safesocket.NotifyReady(f.notify); err != nil {
+				logger.Warn("the service manager was not told the agent is ready", "err", err)
+			}
+		}
 	})
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -300,5 +301,43 @@ func TestSystemdUnitsInstalled(t *testing.T) {
 		filepath.Join(units, "postern.socket"), filepath.Join(units, "postern.service"))
 	if r := e.finish(verify, ""); r.Code != 0 || r.Stderr != "" || r.Stdout != "" {
 		t.Fatalf("systemd-analyze verify: %s", r)
+	}
+}
+
+// A service manager that waits for the agent to be ready (Type=notify,
+// as contrib's postern.service is) hears READY=1 once the agent socket
+// serves, and not before: the unit's ExecStartPost then points
+// SSH_AUTH_SOCK at a socket that answers. The test plays the manager's
+// end of the notification socket (sd_notify(3)).
+func TestForegroundAgentNotifiesReadiness(t *testing.T) {
+	need(t, "ssh-add")
+	e := newEnv(t)
+	e.Config(`approval = "none"`)
+	notify := e.Path("notify")
+	l, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: notify, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	sock := e.Path("run", "postern", "agent.sock")
+	cmd := e.Command("postern", "agent", "-D", "-a", sock)
+	cmd.Env = append(cmd.Env, "NOTIFY_SOCKET="+notify)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	l.SetReadDeadline(time.Now().Add(30 * time.Second))
+	buf := make([]byte, 4096)
+	n, err := l.Read(buf)
+	if err != nil {
+		t.Fatalf("the agent told the service manager nothing: %v", err)
+	}
+	msg := strings.Split(string(buf[:n]), "\n")
+	if !slices.Contains(msg, "READY=1") || !slices.Contains(msg, fmt.Sprintf("MAINPID=%d", cmd.Process.Pid)) {
+		t.Fatalf("the agent told the service manager %q", buf[:n])
+	}
+	e.Setenv("SSH_AUTH_SOCK", sock)
+	if r := e.Run("ssh-add", "-l"); r.Code != 0 && r.Code != 1 {
+		t.Fatalf("ssh-add -l once the agent said it was ready: %s", r)
 	}
 }

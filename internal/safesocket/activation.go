@@ -2,6 +2,8 @@ package safesocket
 
 import (
 	"fmt"
+	"net"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -43,4 +45,23 @@ func pickListenFD(fds, pid, names string, self int, name string) (n, use int, er
 		return n, 0, nil
 	}
 	return 0, 0, fmt.Errorf("socket activation: %d sockets passed and none named %q (LISTEN_FDNAMES=%q); set FileDescriptorName=%s in the socket unit", n, name, names, name)
+}
+
+// NotifyReady tells the service manager listening at addr (NOTIFY_SOCKET:
+// a unix datagram socket, "@" first for an abstract one) that this
+// process, its main one, is ready (sd_notify(3)): a unit of Type=notify
+// counts as started, and its ExecStartPost runs, only then.
+func NotifyReady(addr string) error {
+	if !strings.HasPrefix(addr, "/") && !strings.HasPrefix(addr, "@") {
+		return fmt.Errorf("NOTIFY_SOCKET=%q names no unix socket", addr)
+	}
+	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: addr, Net: "unixgram"})
+	if err != nil {
+		return fmt.Errorf("telling the service manager the agent is ready: %w", err)
+	}
+	defer c.Close()
+	if _, err := fmt.Fprintf(c, "READY=1\nMAINPID=%d\n", os.Getpid()); err != nil {
+		return fmt.Errorf("telling the service manager the agent is ready: %w", err)
+	}
+	return nil
 }
