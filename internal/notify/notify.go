@@ -180,9 +180,10 @@ func (s *Service) connection() (*dbus.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the session bus %s: %w", s.addr, err)
 	}
-	// The handshake has callTimeout, as every call has: a bus that takes
-	// the connection and never answers (a stopped daemon) must not hold
-	// the service, and each card that asks whether it is there.
+	// The handshake and the subscription have callTimeout, as every call
+	// has: a bus that takes the connection and never answers (a stopped
+	// daemon) must not hold the service, and each card that asks whether
+	// it is there.
 	c.SetDeadline(time.Now().Add(callTimeout))
 	sv := &sieve{s: s, owned: make(chan *dbus.Signal, ownerQueue)}
 	conn, err := dbus.NewConn(c, dbus.WithSignalHandler(sv))
@@ -198,12 +199,12 @@ func (s *Service) connection() (*dbus.Conn, error) {
 		conn.Close()
 		return nil, fmt.Errorf("connecting to the session bus %s: %w", s.addr, err)
 	}
-	c.SetDeadline(time.Time{})
 	match := []dbus.MatchOption{dbus.WithMatchInterface(iface), dbus.WithMatchObjectPath(objectPath)}
 	if err := conn.AddMatchSignal(match...); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("subscribing to the notification service's signals: %w", err)
 	}
+	c.SetDeadline(time.Time{})
 	s.conn = conn
 	// Notifications shown on an earlier connection can no longer report.
 	for id, sh := range s.shown {

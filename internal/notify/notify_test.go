@@ -1,8 +1,11 @@
 package notify_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -230,36 +233,67 @@ func (h countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h countHandler) WithGroup(string) slog.Handler      { return h }
 
 // A bus that takes the connection and never answers (a stopped daemon,
-// or a program that took its socket) holds no caller: asking whether
-// the service is there, as each card does, ends with an error.
+// or a program that took its socket), or answers the handshake and
+// nothing after it, holds no caller: asking whether the service is
+// there, as each card does, ends with an error.
 func TestBusThatNeverAnswers(t *testing.T) {
-	sock := t.TempDir() + "/bus"
-	l, err := net.Listen("unix", sock)
+	for _, greet := range []bool{false, true} {
+		sock := t.TempDir() + "/bus"
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				t.Cleanup(func() { c.Close() })
+				if greet {
+					go greetAndFallSilent(c)
+				}
+			}
+		}()
+		s := notify.New("unix:path="+sock, nil)
+		for range 2 {
+			done := make(chan error, 1)
+			go func() { _, err := s.Status(); done <- err }()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatal("a bus that never answers was found")
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("asking a bus that never answers (after its handshake: %v) had no end in 20s", greet)
+			}
+		}
+		s.Close()
+	}
+}
+
+// greetAndFallSilent plays a bus daemon on c until the client has said
+// Hello, and answers nothing after.
+func greetAndFallSilent(c net.Conn) {
+	in := bufio.NewReader(c)
+	line := func() string { l, _ := in.ReadString('\n'); return l }
+	in.ReadByte() // the client's NUL byte
+	line()        // AUTH
+	io.WriteString(c, "REJECTED EXTERNAL\r\n")
+	line() // AUTH EXTERNAL …
+	io.WriteString(c, "OK 0123456789abcdef0123456789abcdef\r\n")
+	line() // BEGIN
+	hello, err := dbus.DecodeMessage(in)
 	if err != nil {
-		t.Fatal(err)
+		return
 	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { c.Close() })
-		}
-	}()
-	s := notify.New("unix:path="+sock, nil)
-	for range 2 {
-		done := make(chan error, 1)
-		go func() { _, err := s.Status(); done <- err }()
-		select {
-		case err := <-done:
-			if err == nil {
-				t.Fatal("a bus that never answers was found")
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("asking a bus that never answers had no end in 20s")
-		}
-	}
-	s.Close()
+	reply := &dbus.Message{Type: dbus.TypeMethodReply, Headers: map[dbus.HeaderField]dbus.Variant{
+		dbus.FieldReplySerial: dbus.MakeVariant(hello.Serial()),
+		dbus.FieldSender:      dbus.MakeVariant("org.freedesktop.DBus"),
+		dbus.FieldDestination: dbus.MakeVariant(":1.1"),
+		dbus.FieldSignature:   dbus.MakeVariant(dbus.SignatureOf("")),
+	}, Body: []any{":1.1"}}
+	reply.EncodeTo(c, binary.LittleEndian)
+	io.Copy(io.Discard, in)
 }
