@@ -85,19 +85,7 @@ func TestHostileExecutableNameInANotification(t *testing.T) {
 	need(t, "ssh", "sshd", "ssh-keygen", "ssh-add", "dbus-monitor")
 	d, e := desktopEnv(t, "deny")
 	// What the daemon is asked to show: the Notify calls on the bus.
-	calls := e.Path("notify-calls")
-	f, err := os.Create(calls)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	mon := exec.Command("dbus-monitor", "--address", d.Bus, "type='method_call',interface='org.freedesktop.Notifications',member='Notify'")
-	mon.Stdout, mon.Stderr = f, f
-	if err := mon.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mon.Process.Kill(); mon.Wait() })
-	waitFor(t, func() bool { b, _ := os.ReadFile(calls); return len(b) > 0 }) // it has become a monitor
+	calls := d.NotifyCalls()
 
 	e.Config(`approval = "session"`)
 	e.StartAgent()
@@ -111,8 +99,7 @@ func TestHostileExecutableNameInANotification(t *testing.T) {
 	waitFor(t, func() bool {
 		// Notify's arguments: app name, replaced id, icon, summary, body,
 		// actions... dbus-monitor prints each string argument in quotes.
-		b, _ := os.ReadFile(calls)
-		out := string(b)
+		out := calls()
 		i := strings.Index(out, `string "postern: card `+c.ID+`"`)
 		if i < 0 {
 			return false

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -366,7 +367,8 @@ func (s *Service) Show(ctx context.Context, n Note, onAction func(Invoked)) (<-c
 	hints := map[string]dbus.Variant{"urgency": dbus.MakeVariant(urgency)}
 	timeout := int32(-1)
 	if n.Timeout > 0 {
-		timeout = int32(n.Timeout / time.Millisecond)
+		// In milliseconds, in 32 bits: a longer one asks for the longest.
+		timeout = int32(min(n.Timeout/time.Millisecond, math.MaxInt32))
 	}
 	cctx, cancel := callCtx()
 	defer cancel()

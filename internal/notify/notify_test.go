@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -296,4 +297,33 @@ func greetAndFallSilent(c net.Conn) {
 	}, Body: []any{":1.1"}}
 	reply.EncodeTo(c, binary.LittleEndian)
 	io.Copy(io.Discard, in)
+}
+
+// A notification's timeout travels in milliseconds in 32 bits: a card
+// that waits longer than that (card_timeout has no bound) asks for the
+// longest timeout there is, not for a number wrapped negative, which
+// services read as their own short default.
+func TestLongTimeoutDoesNotWrap(t *testing.T) {
+	d := notifytest.Start(t, "deny")
+	calls := d.NotifyCalls()
+	s := notify.New(d.Bus, nil)
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := s.Show(ctx, notify.Note{App: "postern", Summary: "postern: card C1", Body: "b", Timeout: 30 * 24 * time.Hour}, func(notify.Invoked) {}); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	for deadline := time.Now().Add(10 * time.Second); got == ""; time.Sleep(10 * time.Millisecond) {
+		b := calls()
+		if i := strings.LastIndex(b, "int32 "); i >= 0 {
+			got = strings.Fields(b[i+len("int32 "):])[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Notify call seen:\n%s", b)
+		}
+	}
+	if got != strconv.Itoa(math.MaxInt32) {
+		t.Fatalf("a 30-day card asked for a timeout of %s ms, want %d", got, math.MaxInt32)
+	}
 }

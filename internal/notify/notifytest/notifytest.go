@@ -142,3 +142,31 @@ func (d *Desktop) Click() {
 		d.t.Fatalf("xdotool click: %v %s", err, out)
 	}
 }
+
+// NotifyCalls watches the Notify calls made on the desktop's bus with
+// dbus-monitor, from when it returns, and returns what dbus-monitor has
+// printed of them so far, each time it is called (each string argument
+// in quotes, each number after its type). A missing dbus-monitor fails
+// the test (Debian package dbus-bin).
+func (d *Desktop) NotifyCalls() func() string {
+	d.t.Helper()
+	calls := filepath.Join(d.Dir, "notify-calls")
+	f, err := os.Create(calls)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	mon := exec.Command("dbus-monitor", "--address", d.Bus, "type='method_call',interface='org.freedesktop.Notifications',member='Notify'")
+	mon.Stdout, mon.Stderr = f, f
+	if err := mon.Start(); err != nil {
+		d.t.Fatalf("dbus-monitor (Debian package dbus-bin): %v", err)
+	}
+	d.t.Cleanup(func() { mon.Process.Kill(); mon.Wait(); f.Close() })
+	read := func() string { b, _ := os.ReadFile(calls); return string(b) }
+	// It prints its first lines once it has become a monitor.
+	for deadline := time.Now().Add(30 * time.Second); read() == ""; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			d.t.Fatal("dbus-monitor did not start")
+		}
+	}
+	return read
+}
