@@ -3,6 +3,7 @@ package bastion
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 )
@@ -32,12 +33,46 @@ func TestPreambleRoundTrip(t *testing.T) {
 	}
 }
 
+// FuzzPreamble reads a client's first line. A target accepted is
+// complete, written back it reads the same, and the reading takes the
+// line alone: the SSH bytes after it are left for the server.
 func FuzzPreamble(f *testing.F) {
-	f.Add([]byte("postern-connect/1 root prod-db-1 22\n"))
+	for _, s := range []string{
+		"postern-connect/1 root prod-db-1 22\nSSH-2.0-OpenSSH_9.6\r\n",
+		"postern-connect/1 u%2Bx%40corp 10.0.0.5 65535\n",
+		"postern-connect/1 root fe80%3A%3A1%25eth0 0022\n",
+		"postern-connect/1 root host +22\n",
+		"postern-connect/1 a%20b host 22\n",
+		"postern-connect/1  root\thost   22 \r\n",
+		"postern-connect/1 root %zz 22\n",
+		"postern-connect/1 root " + strings.Repeat("h", 1100) + " 22\n",
+		"SSH-2.0-OpenSSH_9.2\r\n",
+		"",
+	} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tgt, err := readPreamble(bufio.NewReader(bytes.NewReader(b)))
-		if err == nil && (tgt.Port < 1 || tgt.Port > 65535 || tgt.Host == "" || tgt.User == "") {
+		r := bufio.NewReader(bytes.NewReader(b))
+		tgt, err := readPreamble(r)
+		if err != nil {
+			return
+		}
+		if tgt.Port < 1 || tgt.Port > 65535 || tgt.Host == "" || tgt.User == "" {
 			t.Fatalf("accepted %+v", tgt)
+		}
+		nl := bytes.IndexByte(b, '\n')
+		if nl < 0 || nl > maxPreamble {
+			t.Fatalf("accepted a preamble of %d bytes (a newline at %d)", len(b), nl)
+		}
+		if rest, _ := io.ReadAll(r); !bytes.Equal(rest, b[nl+1:]) {
+			t.Fatalf("reading the preamble took %d bytes past its line", len(b)-nl-1-len(rest))
+		}
+		var w bytes.Buffer
+		if err := writePreamble(&w, tgt); err != nil {
+			t.Fatal(err)
+		}
+		if again, err := readPreamble(bufio.NewReader(&w)); err != nil || again != tgt {
+			t.Fatalf("%+v written as %q reads as %+v, %v", tgt, w.String(), again, err)
 		}
 	})
 }
