@@ -177,11 +177,11 @@ func signedDecimal(b []byte) (int, bool) {
 		neg, digits = b[0] == '-', b[1:]
 	}
 	n, ok := decimal(digits)
-	if !ok || n > math.MaxInt {
+	switch {
+	case !ok || n > -math.MinInt || (!neg && n > math.MaxInt):
 		return 0, false
-	}
-	if neg {
-		return -int(n), true
+	case neg:
+		return int(-n), true // -(-math.MinInt) wraps to math.MinInt
 	}
 	return int(n), true
 }

@@ -1,8 +1,10 @@
 package procid_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -44,12 +46,62 @@ func TestParseStat(t *testing.T) {
 	}
 }
 
+// parseStatRef parses a stat line the plain way: the name between the
+// first '(' and the last ')', then the fields up to the line's end, one
+// space or more apart, read with strconv.
+func parseStatRef(b []byte) (procid.Stat, bool) {
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return procid.Stat{}, false
+	}
+	rest, _, _ := strings.Cut(string(b[end+1:]), "\n")
+	var fields []string
+	for f := range strings.SplitSeq(rest, " ") {
+		if f != "" {
+			fields = append(fields, f)
+		}
+	}
+	if len(fields) <= 19 {
+		return procid.Stat{}, false
+	}
+	ppid, err1 := strconv.ParseInt(fields[1], 10, 64)
+	session, err3 := strconv.ParseInt(fields[3], 10, 64)
+	start, err19 := strconv.ParseUint(fields[19], 10, 64)
+	if err1 != nil || err3 != nil || err19 != nil {
+		return procid.Stat{}, false
+	}
+	st := procid.Stat{Comm: string(b[open+1 : end]), State: fields[0][0], PPID: int(ppid), Session: int(session), StartTicks: start}
+	l := &st.Layout
+	for i, dst := range map[int]*uint64{23: &l.StartCode, 24: &l.EndCode, 25: &l.StartStack, 42: &l.StartData, 43: &l.EndData,
+		44: &l.StartBrk, 45: &l.ArgStart, 46: &l.ArgEnd, 47: &l.EnvStart, 48: &l.EnvEnd} {
+		if i >= len(fields) {
+			continue
+		}
+		if n, err := strconv.ParseUint(fields[i], 10, 64); err == nil {
+			*dst = n
+		}
+	}
+	return st, true
+}
+
+// FuzzParseStat holds ParseStat, which parses without allocating, to
+// the plain parse of a stat line.
 func FuzzParseStat(f *testing.F) {
 	self, _ := os.ReadFile("/proc/self/stat")
 	f.Add(self)
 	f.Add([]byte("1 (init) S 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 1 1 1"))
+	f.Add([]byte("4121 (a (weird) name) S 3988 4121 3900 34816 4121 4194304 1 2 3 4 5 6 7 8 20 0 1 0 123456 1000 200 18446744073709551615\n"))
+	f.Add([]byte("4121 (bash) S 3988 4121 3900 34816 4121 4194304 1 2 3 4 5 6 7 8 20 0 1 0 123456 1000 200 18446744073709551615 " +
+		"94000000000000 94000000100000 140720000000000 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 " +
+		"94000000200000 94000000210000 94000100000000 140720000001000 140720000001100 140720000001100 140720000002000 0\n"))
+	f.Add([]byte("7 (x) Z 9223372036854775808 1 +3 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 18446744073709551616 99999999999999999999 -1 x\n"))
+	f.Add([]byte("7 (x)  S  1  1  1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 5\n6 7 8"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		procid.ParseStat(b)
+		got, err := procid.ParseStat(b)
+		want, ok := parseStatRef(b)
+		if (err == nil) != ok || got != want {
+			t.Fatalf("ParseStat(%q) = %+v, %v\nthe plain parse gives %+v, %v", b, got, err, want, ok)
+		}
 	})
 }
 

@@ -2,6 +2,7 @@ package procid
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -60,12 +61,34 @@ func TestUIDLineWithinWhatIsRead(t *testing.T) {
 	}
 }
 
+// FuzzParseUID holds parseUID to the plain reading of a status file:
+// the first whole line that starts "Uid:", whose first field is the uid.
 func FuzzParseUID(f *testing.F) {
 	self, _ := os.ReadFile("/proc/self/status")
 	f.Add(self)
+	f.Add(self[:min(len(self), 512)])
 	f.Add([]byte("Uid:\t7\t8\t9\t10\n"))
 	f.Add([]byte("Uid:\t10"))
+	f.Add([]byte("Name:\tUid:\\t0\nUid: \v+1000\t0\t0\t0\nUid:\t5\n"))
+	f.Add([]byte("Uid:\t4294967296\t0\t0\t0\nUid:\t1\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		parseUID(b)
+		uid, ok := parseUID(b)
+		lines := strings.Split(string(b), "\n")
+		var want uint64
+		var wantOK bool
+		for _, line := range lines[:len(lines)-1] { // the last is cut off
+			rest, found := strings.CutPrefix(line, "Uid:")
+			if !found {
+				continue
+			}
+			if f := strings.Fields(rest); len(f) > 0 {
+				n, err := strconv.ParseUint(f[0], 10, 32)
+				want, wantOK = n, err == nil
+			}
+			break
+		}
+		if ok != wantOK || (ok && uint64(uid) != want) {
+			t.Fatalf("parseUID(%q) = %d, %v; want %d, %v", b, uid, ok, want, wantOK)
+		}
 	})
 }
