@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -77,6 +78,9 @@ func checkFile(path string, timeout time.Duration) (later bool, err error) {
 	defer db.Close()
 	j := &Journal{db: db, path: path, readOnly: true}
 	err = j.view(func(tx *bolt.Tx) error {
+		if err := checkHighWater(path, tx); err != nil {
+			return err
+		}
 		fresh, err := checkFormat(tx)
 		if err != nil || fresh {
 			return err
@@ -105,6 +109,9 @@ func checkTx(path string, tx *bolt.Tx, stop *atomic.Bool) error {
 // beside a writer reads the freelist while the writer changes it (a data
 // race) and can take a page a later commit freed for damage.
 func checkPages(path string, tx *bolt.Tx) error {
+	if err := checkHighWater(path, tx); err != nil {
+		return err
+	}
 	var first error
 	for err := range tx.Check() { // read to the end: the check runs in its own goroutine
 		if first == nil {
@@ -113,6 +120,21 @@ func checkPages(path string, tx *bolt.Tx) error {
 	}
 	if first != nil {
 		return damaged(path, first)
+	}
+	return nil
+}
+
+// checkHighWater checks that the file holds every page below the high
+// water mark its meta page names, as bbolt leaves it: bbolt's check
+// visits each of those pages, and a meta page that names 2^40 of them
+// would keep it (and every change waiting for it) going for days.
+func checkHighWater(path string, tx *bolt.Tx) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("cannot check the command journal %s: %w", path, err)
+	}
+	if tx.Size() > fi.Size() {
+		return damaged(path, fmt.Errorf("its meta page names %d bytes of pages, and the file holds %d", tx.Size(), fi.Size()))
 	}
 	return nil
 }

@@ -1,0 +1,90 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// sealMeta gives bbolt's two meta pages of a journal file of page size
+// ps the checksums their contents call for, as a program that writes the
+// file on purpose can: damage is then found past the meta pages.
+func sealMeta(b []byte, ps int) {
+	const start, end = 16, 16 + 56 // the meta after the page header, up to its checksum
+	for off := 0; off <= ps && off+end+8 <= len(b); off += ps {
+		h := fnv.New64a()
+		h.Write(b[off+start : off+end])
+		binary.LittleEndian.PutUint64(b[off+end:], h.Sum64())
+	}
+}
+
+// FuzzOpenFile opens a journal file written by someone else: whatever
+// it holds, Open returns within its bounds, and a file it refuses is
+// left as it was.
+func FuzzOpenFile(f *testing.F) {
+	ps := os.Getpagesize()
+	dir := f.TempDir()
+	path := filepath.Join(dir, "journal.db")
+	j, err := Open(path, "inst")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, cmd := range []string{"make deploy", "ls"} {
+		e := mustStart(f, j, newEntry(cmd))
+		j.Dispatched(e.ID)
+		if _, err := j.MarkUnknown(e.ID, Unknown{Reason: ReasonUpstreamLost}); err != nil {
+			f.Fatal(err)
+		}
+	}
+	j.Close()
+	good, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	// A high water mark far past the file's end.
+	far := bytes.Clone(good)
+	for off := 0; off <= ps; off += ps {
+		binary.LittleEndian.PutUint64(far[off+16+40:], 1<<40)
+	}
+	f.Add(far)
+	f.Add(good[:2*ps])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		data = bytes.Clone(data)
+		sealMeta(data, ps)
+		path := filepath.Join(t.TempDir(), "journal.db")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			j   *Journal
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			j, err := open(path, "inst", options{timeout: time.Second})
+			done <- result{j, err}
+		}()
+		var r result
+		select {
+		case r = <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("Open has not returned in 20s")
+		}
+		if r.err == nil {
+			if _, err := r.j.List(ListOptions{}); err != nil && !errors.Is(err, ErrDamaged) {
+				t.Fatalf("a journal opened and cannot be listed: %v", err)
+			}
+			r.j.Close()
+			return
+		}
+		if after, _ := os.ReadFile(path); !bytes.Equal(after, data) {
+			t.Fatalf("a journal refused (%v) was changed", r.err)
+		}
+	})
+}
