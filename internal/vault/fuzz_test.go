@@ -2,9 +2,19 @@ package vault
 
 import (
 	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/internal/sshkey"
 )
 
 // seedVault returns a real vault file (Create with the real Argon2id at the
@@ -114,6 +124,60 @@ func FuzzOpenSSHContainer(f *testing.F) {
 		again, err := parseOpenSSHContainer(o.marshalPlain(o.PrivKey))
 		if err != nil || again.CipherName != "none" || !bytes.Equal(again.PubKey, o.PubKey) || !bytes.Equal(again.PrivKey, o.PrivKey) {
 			t.Fatalf("marshalPlain does not round-trip: %v", err)
+		}
+	})
+}
+
+// FuzzParsePrivateKeyFile reads a private key file as "postern vault
+// add" does. A key read passes sshkey.Check, and written again as
+// ssh-keygen writes it, it reads back as the same key with the same
+// comment.
+func FuzzParsePrivateKeyFile(f *testing.F) {
+	for _, name := range []string{"ed25519_1", "ed25519_1_pw", "ecdsa_n_pw"} {
+		f.Add(mustRead(f, "testdata/openssh/"+name))
+	}
+	ec, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	der, _ := x509.MarshalECPrivateKey(ec)
+	f.Add(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))
+	pkcs8, _ := x509.MarshalPKCS8PrivateKey(ec)
+	f.Add(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}))
+	f.Add([]byte("-----BEGIN DSA PRIVATE KEY-----\nAAAA\n-----END DSA PRIVATE KEY-----\n"))
+	pass := func() ([]byte, error) { return []byte("mekmitasdigoat"), nil }
+	f.Fuzz(func(t *testing.T, data []byte) {
+		priv, comment, err := ParsePrivateKeyFile(bytes.Clone(data), pass)
+		if err != nil {
+			return
+		}
+		if _, err := sshkey.Check(priv); err != nil {
+			t.Fatalf("a key read that sshkey.Check refuses: %v", err)
+		}
+		block, err := ssh.MarshalPrivateKey(priv, comment)
+		if err != nil {
+			t.Fatalf("a key read does not write: %v", err)
+		}
+		again, comment2, err := ParsePrivateKeyFile(pem.EncodeToMemory(block), nil)
+		if err != nil {
+			t.Fatalf("a key read, written, does not read back: %v", err)
+		}
+		if !priv.(interface{ Equal(crypto.PrivateKey) bool }).Equal(again) || comment2 != comment {
+			t.Fatalf("a key read (comment %q), written and read back, is another key (comment %q)", comment, comment2)
+		}
+	})
+}
+
+// FuzzParseDataKey reads a data key kept in the keychain, which another
+// program of the person's can write: one read exports to the same bytes.
+func FuzzParseDataKey(f *testing.F) {
+	k := &DataKey{key: bytes.Repeat([]byte{7}, keySize)}
+	f.Add(k.Export())
+	f.Add([]byte(exportMagic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := ParseDataKey(b)
+		if err != nil {
+			return
+		}
+		if !k.usable() || !bytes.Equal(k.Export(), b) {
+			t.Fatalf("%x read as a data key that exports as %x", b, k.Export())
 		}
 	})
 }
