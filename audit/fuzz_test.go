@@ -96,3 +96,28 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseKeyStrings reads the pin and the recipient as the state files
+// hold them (another program of the person's can write them): one read
+// is written back as the same key, and only 32 bytes are a key.
+func FuzzParseKeyStrings(f *testing.F) {
+	f.Add(FormatPK0(make([]byte, 32)))
+	f.Add(FormatRecipient([32]byte{1, 2, 3}) + "\n")
+	f.Add(" " + pk0Prefix + "AAAA====\r\n")
+	f.Add(recipientPrefix + "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\nAA")
+	f.Fuzz(func(t *testing.T, s string) {
+		if pk, err := ParsePK0(s); err == nil {
+			if len(pk) != 32 {
+				t.Fatalf("%q read as a pin of %d bytes", s, len(pk))
+			}
+			if again, err := ParsePK0(FormatPK0(pk)); err != nil || !bytes.Equal(again, pk) {
+				t.Fatalf("%q read as %x, which does not read back (%v)", s, pk, err)
+			}
+		}
+		if r, err := ParseRecipient(s); err == nil {
+			if again, err := ParseRecipient(FormatRecipient(r)); err != nil || again != r {
+				t.Fatalf("%q read as %x, which does not read back (%v)", s, r, err)
+			}
+		}
+	})
+}
