@@ -1,9 +1,13 @@
 package approvals
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,12 +97,48 @@ func loadPast(file string) ([]Past, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ps []Past
-	if err := json.Unmarshal(b, &ps); err != nil {
+	return decodePast(b)
+}
+
+// decodePast decodes the display context's JSON array, as json.Unmarshal
+// would, keeping only its last maxPast entries as it goes: a file of
+// maxPastFile bytes of "{}," would otherwise be millions of entries, some
+// gigabytes, before they were cut.
+func decodePast(b []byte) ([]Past, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil {
 		return nil, err
 	}
-	if len(ps) > maxPast {
-		ps = ps[len(ps)-maxPast:]
+	var ps []Past
+	switch tok {
+	case nil: // null: none kept
+	case json.Delim('['):
+		ring, n := make([]Past, 0, maxPast), 0 // the last entries, the n-th at n%maxPast
+		var p Past
+		for ; dec.More(); n++ {
+			p = Past{}
+			if err := dec.Decode(&p); err != nil {
+				return nil, err
+			}
+			if len(ring) < maxPast {
+				ring = append(ring, p)
+			} else {
+				ring[n%maxPast] = p
+			}
+		}
+		if _, err := dec.Token(); err != nil { // the closing ']'
+			return nil, err
+		}
+		ps = ring
+		if i := n % maxPast; n > maxPast {
+			ps = slices.Concat(ring[i:], ring[:i])
+		}
+	default:
+		return nil, fmt.Errorf("the display context is a JSON %v, not an array", tok)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("the display context has data after its array: %v", err)
 	}
 	return ps, nil
 }
