@@ -63,8 +63,39 @@ type Inventory struct {
 
 // file is the format of hosts.json.
 type file struct {
-	Version int    `json:"version"`
-	Hosts   []Host `json:"hosts"`
+	Version int          `json:"version"`
+	Hosts   checkedHosts `json:"hosts"`
+}
+
+// checkedHosts is the file's hosts, each checked as it is decoded: a
+// file of maxFile bytes of "{}," would otherwise be millions of hosts,
+// gigabytes, before the first was found wrong.
+type checkedHosts []Host
+
+func (hs *checkedHosts) UnmarshalJSON(b []byte) error {
+	*hs = nil // a second "hosts" replaces the first, as for a slice
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	tok, err := dec.Token()
+	switch {
+	case err != nil:
+		return err
+	case tok == nil: // null
+		return nil
+	case tok != json.Delim('['):
+		return fmt.Errorf("hosts: a JSON %v, not an array", tok)
+	}
+	for dec.More() {
+		var h Host
+		if err := dec.Decode(&h); err != nil {
+			return err
+		}
+		if err := checkHost(&h); err != nil {
+			return err
+		}
+		*hs = append(*hs, h)
+	}
+	return nil // the rest (']') was checked with the whole file
 }
 
 const version = 1
@@ -97,13 +128,7 @@ func Parse(b []byte) (*Inventory, error) {
 	if f.Version != version {
 		return nil, fmt.Errorf("host inventory: version %d, want %d", f.Version, version)
 	}
-	inv := &Inventory{}
-	for _, h := range f.Hosts {
-		if err := checkHost(&h); err != nil {
-			return nil, fmt.Errorf("host inventory: %w", err)
-		}
-		inv.hosts = append(inv.hosts, h)
-	}
+	inv := &Inventory{hosts: f.Hosts} // each host checked as it was read
 	if err := inv.index(); err != nil {
 		return nil, fmt.Errorf("host inventory: %w", err)
 	}

@@ -1,11 +1,14 @@
 package inventory
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -132,14 +135,56 @@ func TestDamagedFileRefused(t *testing.T) {
 	}
 }
 
+// parseRef is Parse as a plain decoding of the whole file, every host
+// checked after.
+func parseRef(b []byte) (*Inventory, error) {
+	var f struct {
+		Version int    `json:"version"`
+		Hosts   []Host `json:"hosts"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, err
+	}
+	if f.Version != version {
+		return nil, errors.New("version")
+	}
+	for _, h := range f.Hosts {
+		if err := checkHost(&h); err != nil {
+			return nil, err
+		}
+	}
+	inv := &Inventory{hosts: f.Hosts}
+	if err := inv.index(); err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
+// FuzzParse reads an inventory file, which any program of the person's
+// can write. It accepts what the plain decoding does, and a file
+// accepted writes back to one that reads the same.
 func FuzzParse(f *testing.F) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var inv *Inventory
 	inv, _ = inv.With("prod-db-1", ptr("production"), []Key{NewKey(newKey(f), "test", now)}, now)
-	f.Add(inv.Marshal())
+	inv, _ = inv.With("prod-db-2", nil, []Key{NewKey(newKey(f), "test", now)}, now)
+	good := inv.Marshal()
+	f.Add(good)
 	f.Add([]byte(`{"version":1,"hosts":[]}`))
+	f.Add([]byte(`{"hosts":null,"version":1}`))
+	f.Add([]byte(`{"version":1,"hosts":[{},{}]}`))
+	f.Add([]byte(`{"version":1,"hosts":{}}`))
+	f.Add([]byte(`{"version":1,"hosts":[],"x":1}`))
+	f.Add(bytes.Replace(good, []byte(`"hosts"`), []byte(`"hosts":[],"hosts"`), 1))
+	f.Add(bytes.Replace(good, []byte(`"version": 1`), []byte(`"version": 2`), 1))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		inv, err := Parse(b)
+		want, werr := parseRef(b)
+		if (err == nil) != (werr == nil) || (err == nil && string(inv.Marshal()) != string(want.Marshal())) {
+			t.Fatalf("%s: Parse gives %v, the plain decoding %v", b, err, werr)
+		}
 		if err != nil {
 			return
 		}
@@ -148,4 +193,22 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("an accepted file does not round-trip: %v", err)
 		}
 	})
+}
+
+// An inventory as large as Load reads, of millions of empty hosts, is
+// refused at the first, not decoded whole.
+func TestParseBounded(t *testing.T) {
+	n := (maxFile - 40) / 3
+	b := []byte(`{"version":1,"hosts":[` + strings.Repeat("{},", n-1) + "{}]}")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := Parse(b)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 8*maxFile {
+		t.Fatalf("refusing a %d-byte file of %d hosts took %d MB", len(b), n, grew>>20)
+	}
 }
