@@ -45,6 +45,33 @@ func TestParseSince(t *testing.T) {
 	}
 }
 
+// FuzzParseSince reads --since. A duration is counted back, never
+// forward, a time is itself, and a refusal quotes what was given on one
+// line without any byte a terminal would act on.
+func FuzzParseSince(f *testing.F) {
+	for _, s := range []string{"", "90m", "1h30m", "3d", "1w", "600", "-5m", "-0.5s", "-0", "2026-12-01", "2026-12-01 15:04",
+		"2026-12-01T15:04:05+02:00", "9999-12-31T23:59:59Z", "2562047h", "2562048h", "\x1b[2J", "x\ny", "yesterday\u202e"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 12, 3, 10, 30, 0, 0, time.FixedZone("X", 3600))
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseSinceAt(s, now)
+		if err != nil {
+			if msg := err.Error(); strings.ContainsAny(msg, "\x00\x1b\n\r\x7f\u009b") || strings.ContainsFunc(msg, func(r rune) bool { return r < ' ' }) {
+				t.Fatalf("%q refused as %q", s, msg)
+			}
+			return
+		}
+		if d, ok := durationAgo(s); ok {
+			if got.After(now) || now.Sub(got) != d {
+				t.Fatalf("%q, %v ago, read as %v from %v", s, d, got, now)
+			}
+		} else if got.IsZero() != (s == "") {
+			t.Fatalf("%q read as %v", s, got)
+		}
+	})
+}
+
 // In a log of several segments, verify names the file that holds the
 // first bad record, and the offset is in that file.
 func TestVerifyNamesTheSegmentOfTheFirstBadRecord(t *testing.T) {

@@ -8,13 +8,21 @@ import (
 	"github.com/postern/postern/gateway/api"
 )
 
-func TestPromptReadsDeliberateAnswers(t *testing.T) {
+// promptCards are a card of each kind the console asks about: a
+// production login, a login to a destination not proved or not named, a
+// session, a per-call signature.
+func promptCards() (prod, unknown, unnamed, session, commit api.Card) {
 	subjects := []approvals.RunView{{ProcessView: approvals.ProcessView{PID: 13, Name: "ssh"}}, {ProcessView: approvals.ProcessView{PID: 10, Name: "claude"}}}
-	prod := api.Card{ID: "C1", Mode: "per-call", Purpose: "auth", Subjects: subjects, Destination: &approvals.DestView{Fingerprint: "SHA256:x", Names: []string{"prod-db-1"}, Classes: []string{"production"}}}
-	unknown := api.Card{ID: "C2", Mode: "per-call", Purpose: "auth", Subjects: subjects, Unverified: "the client did not prove where it connects"}
-	unnamed := api.Card{ID: "C3", Mode: "per-call", Purpose: "auth", Subjects: subjects, Destination: &approvals.DestView{Fingerprint: "SHA256:y"}}
-	session := api.Card{ID: "C4", Mode: "session", Purpose: "auth", Subjects: subjects, Selected: 1, Destination: &approvals.DestView{Fingerprint: "SHA256:z", Names: []string{"git-host"}}}
-	commit := api.Card{ID: "C5", Mode: "per-call", Purpose: "sshsig", Subjects: subjects}
+	prod = api.Card{ID: "C1", Mode: "per-call", Purpose: "auth", Subjects: subjects, Destination: &approvals.DestView{Fingerprint: "SHA256:x", Names: []string{"prod-db-1"}, Classes: []string{"production"}}}
+	unknown = api.Card{ID: "C2", Mode: "per-call", Purpose: "auth", Subjects: subjects, Unverified: "the client did not prove where it connects"}
+	unnamed = api.Card{ID: "C3", Mode: "per-call", Purpose: "auth", Subjects: subjects, Destination: &approvals.DestView{Fingerprint: "SHA256:y"}}
+	session = api.Card{ID: "C4", Mode: "session", Purpose: "auth", Subjects: subjects, Selected: 1, Destination: &approvals.DestView{Fingerprint: "SHA256:z", Names: []string{"git-host"}}}
+	commit = api.Card{ID: "C5", Mode: "per-call", Purpose: "sshsig", Subjects: subjects}
+	return
+}
+
+func TestPromptReadsDeliberateAnswers(t *testing.T) {
+	prod, unknown, unnamed, session, commit := promptCards()
 
 	type step struct {
 		line    string
@@ -57,4 +65,48 @@ func TestPromptReadsDeliberateAnswers(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzPromptRead types lines at the console's prompt for each kind of
+// card. Only deny's words deny; only the card's word approves a card
+// that asks for one, and only o or once one that does not; only s or
+// session gives a session, on a card that offers one, for one of its
+// subjects.
+func FuzzPromptRead(f *testing.F) {
+	for _, s := range []string{"o", "prod-db-1", " prod-db-1 \r", "unknown", "0\ns", "7\n-1\nsession", "+1\ns", "d", "deny\n", "once", "PROD-DB-1", "\u00a0prod-db-1"} {
+		for c := range 5 {
+			f.Add(s, uint8(c))
+		}
+	}
+	f.Fuzz(func(t *testing.T, input string, which uint8) {
+		prod, unknown, unnamed, session, commit := promptCards()
+		card := []api.Card{prod, unknown, unnamed, session, commit}[which%5]
+		p := newPrompt(card)
+		for _, line := range strings.Split(input, "\n") {
+			r := p.read(line + "\n")
+			typed := strings.TrimSpace(line)
+			switch r.verdict {
+			case 0:
+				continue
+			case api.VerdictDeny:
+				if typed != "d" && typed != "deny" {
+					t.Fatalf("card %s: %q denied", card.ID, line)
+				}
+			case api.VerdictOnce:
+				if p.word != "" && typed != p.word || p.word == "" && typed != "o" && typed != "once" {
+					t.Fatalf("card %s (word %q): %q approved once", card.ID, p.word, line)
+				}
+			case api.VerdictSession:
+				if p.word != "" || !card.OffersSession() || typed != "s" && typed != "session" {
+					t.Fatalf("card %s: %q approved a session", card.ID, line)
+				}
+				if r.subject != card.Selected && (r.subject < 0 || r.subject >= len(card.Subjects)) {
+					t.Fatalf("card %s: a session for subject %d of %d", card.ID, r.subject, len(card.Subjects))
+				}
+			default:
+				t.Fatalf("card %s: %q read as verdict %v", card.ID, line, r.verdict)
+			}
+			return // a verdict ends the card
+		}
+	})
 }
