@@ -1,9 +1,11 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,13 +104,34 @@ func TestLoadUnreadable(t *testing.T) {
 	}
 }
 
+// FuzzParse reads a configuration file, which any program of the
+// person's can write and postern check shows the errors of: an error is
+// one line with no byte a terminal would act on, and a line it names is
+// one of the file's.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("approval = \"session\"\ncard_timeout = \"60s\"\n"))
 	f.Add([]byte("known_hosts = [\"~/.ssh/known_hosts\"]\n"))
 	f.Add([]byte("[[rule]]\nhost = \"a\"\napproval = \"none\"\n[[ rule ]] # x\nkey = \"SHA256:zz\"\napproval = \"deny\"\n"))
 	f.Add([]byte("x = \"\"\"\n[[rule]]\n\"\"\"\n[[rule]]\nexe = \"sha256:0\"\napproval = \"deny\"\n"))
+	f.Add([]byte("approval = \"\x1b[2J\"\n"))
+	f.Add([]byte("\x1b[2J = 1\n"))
+	f.Add([]byte("[[rule]]\nhost = \"a\\u001b\\u009b\"\napproval = \"none\u202e\"\n"))
+	f.Add([]byte("card_timeout = \"-1s\"\n"))
+	f.Add([]byte("[bastion]\nenabled = true\nhosts = [\"\\n\"]\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		Parse("fuzz", b)
+		_, err := Parse("fuzz", b)
+		if err == nil {
+			return
+		}
+		msg := err.Error()
+		if strings.ContainsFunc(msg, func(r rune) bool { return r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) }) {
+			t.Fatalf("%q refused as %q", b, msg)
+		}
+		if rest, ok := strings.CutPrefix(msg, "fuzz:"); ok {
+			if n, err := strconv.Atoi(rest[:max(strings.IndexByte(rest, ':'), 0)]); err == nil && (n < 1 || n > bytes.Count(b, []byte("\n"))+1) {
+				t.Fatalf("%q refused at line %d: %s", b, n, msg)
+			}
+		}
 	})
 }
 
