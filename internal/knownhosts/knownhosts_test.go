@@ -15,7 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
-func newKey(t *testing.T) (ssh.PublicKey, ssh.Signer) {
+func newKey(t testing.TB) (ssh.PublicKey, ssh.Signer) {
 	_, k, _ := ed25519.GenerateKey(rand.Reader)
 	s, _ := ssh.NewSignerFromKey(k)
 	return s.PublicKey(), s

@@ -2,8 +2,13 @@ package knownhosts
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/crypto/ssh"
 )
 
 func TestKeysForAndNamed(t *testing.T) {
@@ -67,5 +72,48 @@ func FuzzKeysFor(f *testing.F) {
 				t.Fatalf("malformed line %d of %d", no, bytes.Count(b, []byte("\n"))+1)
 			}
 		}
+	})
+}
+
+// FuzzLookup reads known_hosts text as the gateway does, from a file,
+// and looks up every key it holds. A key an @revoked line holds is
+// revoked; every name given is the candidate, one of the file's own or
+// a certificate's principal, and a plain line's names are given for
+// its key.
+func FuzzLookup(f *testing.F) {
+	prod, _ := newKey(f)
+	other, _ := newKey(f)
+	f.Add([]byte(line("prod-db-1,10.0.0.5", prod)+line(hashName("prod-db-1"), other)+"@revoked "+line("*", other)), "prod-db-1")
+	f.Add([]byte("@cert-authority "+line("*.corp,!x.corp", prod)+line("PROD-db-1", prod)+"@revoked\t"+line("h", prod)), "x.corp")
+	f.Add([]byte("@unknown "+line("a", prod)+"ssh-ed25519 "+string(bytes.Fields([]byte(line("h", other)))[2])+"\n"), "a")
+	f.Fuzz(func(t *testing.T, text []byte, candidate string) {
+		p := filepath.Join(t.TempDir(), "known_hosts")
+		if err := os.WriteFile(p, text, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		db := Open([]string{p})
+		eachLine(text, func(l entryLine) {
+			r := db.Lookup(l.key, []string{candidate})
+			if l.marker == "@revoked" && !r.Revoked {
+				t.Fatalf("line %d revokes %s, which Lookup does not find revoked", l.no, ssh.FingerprintSHA256(l.key))
+			}
+			var principals []string
+			if c, ok := l.key.(*ssh.Certificate); ok {
+				principals = c.ValidPrincipals
+			}
+			for _, n := range r.Names {
+				if n != candidate && !bytes.Contains(text, []byte(n)) && !slices.Contains(principals, n) {
+					t.Fatalf("%s named %q, which the file does not hold", ssh.FingerprintSHA256(l.key), n)
+				}
+			}
+			if l.marker != "" || r.Revoked {
+				return
+			}
+			for _, h := range l.hosts {
+				if isName(h) && !strings.HasPrefix(h, "|") && !slices.Contains(r.Names, h) {
+					t.Fatalf("line %d names %s %q, which Lookup does not give (%q)", l.no, ssh.FingerprintSHA256(l.key), h, r.Names)
+				}
+			}
+		})
 	})
 }
