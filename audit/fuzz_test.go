@@ -2,6 +2,8 @@ package audit
 
 import (
 	"bytes"
+	"encoding/binary"
+	"strings"
 	"testing"
 )
 
@@ -118,6 +120,39 @@ func FuzzParseKeyStrings(f *testing.F) {
 			if again, err := ParseRecipient(FormatRecipient(r)); err != nil || again != r {
 				t.Fatalf("%q read as %x, which does not read back (%v)", s, r, err)
 			}
+		}
+	})
+}
+
+// FuzzUnpadEntry reads the plaintext of a decrypted entry, which anyone
+// with the recipient's public key can seal: what is taken is the event
+// padEntry wrote, followed by nothing but zeros.
+func FuzzUnpadEntry(f *testing.F) {
+	logID := [16]byte{1, 2, 3}
+	for _, js := range []string{`{"type":"sign"}`, "", strings.Repeat("x", padBucket)} {
+		pt, err := padEntry(logID, 7, []byte(js))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(pt)
+		f.Add(append(pt, make([]byte, padBucket)...))
+	}
+	huge, _ := padEntry(logID, 7, nil)
+	binary.BigEndian.PutUint32(huge[24:28], 1<<32-1)
+	f.Add(huge)
+	f.Fuzz(func(t *testing.T, pt []byte) {
+		var seq uint64
+		if len(pt) >= 24 { // sealed for this log and seq, or the fuzzer would never get past them
+			copy(logID[:], pt)
+			seq = binary.BigEndian.Uint64(pt[16:24])
+		}
+		js, err := unpadEntry(logID, seq, pt)
+		if err != nil {
+			return
+		}
+		again, err := padEntry(logID, seq, js)
+		if err != nil || !bytes.HasPrefix(pt, again) || !allZero(pt[len(again):]) {
+			t.Fatalf("%x read as %q, which pads to %x (%v)", pt, js, again, err)
 		}
 	})
 }
