@@ -1,6 +1,7 @@
 package confine
 
 import (
+	"bytes"
 	"path/filepath"
 	"strings"
 
@@ -17,45 +18,222 @@ type gitSetting struct{ section, key, value string }
 // file may also be a FIFO or a link to a device (package smallfile).
 const maxGitFile = 4 << 20
 
-// readGitConfig reads the settings of the git configuration file at p,
-// enough of git's syntax to find what names other files: sections with
-// and without a quoted subsection, comments, quoted values. Lines it
-// cannot read are skipped; a missing file has none.
+// readGitConfig reads the settings of the git configuration file at p
+// as git reads them (config.c): sections with and without a quoted
+// subsection, comments, values quoted in parts, escapes and lines
+// continued with a backslash, so that a file git includes is never
+// missed. Where git would refuse the file (and so use none of it), the
+// rest of the line is skipped; a missing file has no settings.
 func readGitConfig(p string) []gitSetting {
 	b, err := smallfile.Read(p, maxGitFile)
 	if err != nil {
 		return nil
 	}
+	return parseGitConfig(b)
+}
+
+// gitConfigReader reads a configuration file a byte at a time as git's
+// get_next_char does: "\r\n" is one newline, and the end is one too.
+type gitConfigReader struct {
+	b   []byte
+	eof bool
+}
+
+func (r *gitConfigReader) next() byte {
+	if len(r.b) == 0 {
+		r.eof = true
+		return '\n'
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	if c == '\r' && len(r.b) > 0 && r.b[0] == '\n' {
+		c, r.b = '\n', r.b[1:]
+	}
+	return c
+}
+
+// skipLine passes over the rest of a line git would refuse.
+func (r *gitConfigReader) skipLine() {
+	for !r.eof && r.next() != '\n' {
+	}
+}
+
+func gitSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func gitKeyChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-'
+}
+
+func lower(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func parseGitConfig(b []byte) []gitSetting {
+	r := &gitConfigReader{b: bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))}
 	var out []gitSetting
 	section := ""
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "[") {
-			head, rest, ok := strings.Cut(line[1:], "]")
-			if !ok {
+	comment := false
+	for {
+		c := r.next()
+		switch {
+		case c == '\n':
+			if r.eof {
+				return out
+			}
+			comment = false
+		case comment || gitSpace(c):
+		case c == '#' || c == ';':
+			comment = true
+		case c == '[':
+			var ok bool
+			if section, ok = r.sectionHeader(); !ok {
 				section = ""
+				r.skipLine()
+			}
+		case gitKeyChar(c) && c > '9' && c != '-' && section != "": // a key starts with a letter
+			key, value, ok := r.setting(c)
+			if !ok {
+				r.skipLine()
 				continue
 			}
-			name, sub, quoted := strings.Cut(head, " ")
-			section = strings.ToLower(strings.TrimSpace(name))
-			if quoted {
-				section += "." + strings.Trim(strings.TrimSpace(sub), `"`)
+			if st, ok := gitCString(section, key, value); ok {
+				out = append(out, st)
 			}
-			line = strings.TrimSpace(rest) // a setting may follow the header
+		default:
+			r.skipLine()
 		}
-		if line == "" || line[0] == '#' || line[0] == ';' || section == "" {
+	}
+}
+
+// gitCString is a setting as git uses it: its name and value are C
+// strings, which end at a NUL ("path = a\x00b" includes a).
+func gitCString(section, key, value string) (gitSetting, bool) {
+	name := section + "." + key
+	name, _, _ = strings.Cut(name, "\x00")
+	value, _, _ = strings.Cut(value, "\x00")
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 {
+		return gitSetting{}, false
+	}
+	return gitSetting{name[:i], name[i+1:], value}, true
+}
+
+// sectionHeader reads what follows '[': a name, lower-cased, and a
+// quoted subsection kept as written ("includeif.gitdir:~/work/").
+func (r *gitConfigReader) sectionHeader() (string, bool) {
+	var name []byte
+	c := r.next()
+	for ; c != ']'; c = r.next() {
+		switch {
+		case r.eof:
+			return "", false
+		case gitSpace(c):
+			return r.subsection(name, c)
+		case !gitKeyChar(c) && c != '.':
+			return "", false
+		}
+		name = append(name, lower(c))
+	}
+	return string(name), true
+}
+
+func (r *gitConfigReader) subsection(name []byte, c byte) (string, bool) {
+	for ; gitSpace(c); c = r.next() {
+		if c == '\n' {
+			return "", false
+		}
+	}
+	if c != '"' {
+		return "", false
+	}
+	name = append(name, '.')
+	for {
+		c := r.next()
+		switch c {
+		case '"':
+			return string(name), r.next() == ']'
+		case '\\': // escapes the next byte
+			c = r.next()
+		}
+		if c == '\n' {
+			return "", false
+		}
+		name = append(name, c)
+	}
+}
+
+// setting reads a key that starts with c, lower-cased, and its value,
+// "" for a key alone.
+func (r *gitConfigReader) setting(c byte) (key, value string, ok bool) {
+	k := []byte{lower(c)}
+	for c = r.next(); !r.eof && gitKeyChar(c); c = r.next() {
+		k = append(k, lower(c))
+	}
+	for c == ' ' || c == '\t' {
+		c = r.next()
+	}
+	switch c {
+	case '\n':
+		return string(k), "", true
+	case '=':
+		v, ok := r.value()
+		return string(k), v, ok
+	}
+	return "", "", false
+}
+
+// value reads a value as git's parse_value does: quotes around any part
+// of it, spaces kept inside quotes and between words, comments outside
+// quotes, escapes, and a backslash at a line's end joining the next.
+func (r *gitConfigReader) value() (string, bool) {
+	var v []byte
+	quote, comment, space := false, false, 0
+	for {
+		c := r.next()
+		switch {
+		case c == '\n':
+			return string(v), !quote
+		case comment:
+			continue
+		case gitSpace(c) && !quote:
+			if len(v) > 0 {
+				space++
+			}
+			continue
+		case !quote && (c == ';' || c == '#'):
+			comment = true
 			continue
 		}
-		k, v, _ := strings.Cut(line, "=")
-		v = strings.TrimSpace(v)
-		if strings.HasPrefix(v, `"`) {
-			v, _, _ = strings.Cut(v[1:], `"`)
-		} else if i := strings.IndexAny(v, "#;"); i >= 0 {
-			v = strings.TrimSpace(v[:i])
+		for ; space > 0; space-- {
+			v = append(v, ' ')
 		}
-		out = append(out, gitSetting{section, strings.ToLower(strings.TrimSpace(k)), v})
+		switch c {
+		case '\\':
+			switch c = r.next(); c {
+			case '\n':
+				if r.eof {
+					return "", false
+				}
+				continue
+			case 't':
+				c = '\t'
+			case 'b':
+				c = '\b'
+			case 'n':
+				c = '\n'
+			case '\\', '"':
+			default:
+				return "", false
+			}
+		case '"':
+			quote = !quote
+			continue
+		}
+		v = append(v, c)
 	}
-	return out
 }
 
 // gitPath resolves a path a git configuration file at config names: ~/

@@ -2,8 +2,10 @@ package confine
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -63,16 +65,66 @@ func TestGitIncludes(t *testing.T) {
 	}
 }
 
+// gitSettings returns the settings git reads from the configuration
+// file at p, in sections (section and key lower-cased, a subsection as
+// written), or false when git refuses the file.
+func gitSettings(git, p string) ([]gitSetting, bool) {
+	out, err := exec.Command(git, "config", "--file", p, "--null", "--list").Output()
+	if err != nil {
+		return nil, false
+	}
+	var sts []gitSetting
+	for e := range strings.SplitSeq(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+		if e == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(e, "\n")
+		if i := strings.LastIndexByte(name, '.'); i >= 0 { // git also lists a key before any section, which names nothing
+			sts = append(sts, gitSetting{name[:i], name[i+1:], value})
+		}
+	}
+	return sts, true
+}
+
+// FuzzReadGitConfig reads a git configuration file, which a run may
+// have written or found, and compares it with git's own reading: every
+// setting git reads, readGitConfig reads the same, so that no file git
+// includes is missed.
 func FuzzReadGitConfig(f *testing.F) {
-	f.Add("[core]\n\tworktree = ../x\n[include \"y\"] path = \"z\n")
-	f.Add("[\n=\n\"")
+	for _, s := range []string{
+		"[core]\n\tworktree = ../x\n[include \"y\"] path = \"z\n",
+		"[\n=\n\"",
+		"[include]\n\tpath = a.inc\n[includeIf \"gitdir:~/work/\"]\n\tpath = ~/work.inc ; comment\n",
+		"[include]\n\tpath = foo\\\nbar\n",
+		"[include]\n\tpath = \"a\\\"b\"\n",
+		"[include]\n\tpath = x\"y z\"w ; c\n",
+		"[InClUdE]\n\tPATH = p\\tq\n",
+		"[include]path=inline\n[includeIf.onbranch:main]path=old-style\n",
+		"[includeIf \"gitdir:/a\\\"b/\"]\n\tpath = q\n",
+		"[include]\r\n\tpath = crlf\r\n",
+		"[submodule \"m\"]\n\tpath = sub\n\turl = ../m.git\n[core]\n\tbare\n",
+		"# c\n; c\n[include] ; c\npath = \"  spaced  \" # x\n",
+	} {
+		f.Add(s)
+	}
+	git, err := exec.LookPath("git")
+	if err != nil {
+		f.Skip("no git to compare with")
+	}
 	f.Fuzz(func(t *testing.T, content string) {
 		p := filepath.Join(t.TempDir(), "config")
-		os.WriteFile(p, []byte(content), 0o644)
-		for _, st := range readGitConfig(p) {
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got := readGitConfig(p)
+		for _, st := range got {
 			if st.section == "" {
 				t.Fatalf("a setting outside any section: %q", st)
 			}
+		}
+		want, ok := gitSettings(git, p)
+		if ok && !slices.Equal(got, want) {
+			t.Fatalf("%q: read as\n%q\ngit reads\n%q", content, got, want)
 		}
 	})
 }
