@@ -68,14 +68,31 @@ func TestPersonalSockets(t *testing.T) {
 	}
 }
 
+// FuzzPersonalSockets reads a /proc/net/unix listing, whose paths any
+// process can choose (a newline in one makes a line of its own). Every
+// socket hidden is a socket, in a directory a listed path names.
 func FuzzPersonalSockets(f *testing.F) {
 	f.Add("Num RefCount Protocol Flags Type St Inode Path\n0: 2 0 10000 1 1 5 /tmp/x y\n")
 	f.Add("\n\n a b c d e f g /\n")
+	if self, err := os.ReadFile("/proc/net/unix"); err == nil {
+		f.Add(string(self))
+	}
+	dir := f.TempDir()
+	l, err := net.Listen("unix", filepath.Join(dir, "agent.sock"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer l.Close()
+	f.Add(fmt.Sprintf("Num RefCount Protocol Flags Type St Inode Path\n0: 2 0 10000 1 1 5 %s/gone\n0: 2 0 10000 1 1 5 %s/x\n0: 2 0 0 1 1 5 @abstract\n", dir, dir+"/../"+filepath.Base(dir)))
 	f.Fuzz(func(t *testing.T, listing string) {
 		s := &Spec{Sockets: []string{"/run"}}
 		for _, p := range s.personalSockets(strings.NewReader(listing), os.Getuid()) {
-			if !filepath.IsAbs(p) {
-				t.Fatalf("a relative path to hide: %q", p)
+			unclean := strings.Contains(listing, "/.") || strings.Contains(listing, "//") // named otherwise once cleaned
+			if !filepath.IsAbs(p) || !strings.Contains(listing, " "+filepath.Dir(p)) && !unclean {
+				t.Fatalf("%q hidden, in a directory the listing does not name", p)
+			}
+			if fi, err := os.Lstat(p); err != nil || fi.Mode().Type() != os.ModeSocket {
+				t.Fatalf("%q hidden, which is not a socket (%v)", p, err)
 			}
 		}
 	})
