@@ -144,6 +144,64 @@ func (s *Spec) Resolve() {
 	s.Own = own
 }
 
+// sshConfigKeyword splits an ssh_config line into its keyword and the
+// rest, as readconf.c does: spaces, or one '=' with spaces around it,
+// between them.
+func sshConfigKeyword(line string) (keyword, rest string) {
+	const space = " \t\r\n"
+	line = strings.Trim(line, space+"\f")
+	i := strings.IndexAny(line, space+"=")
+	if i < 0 {
+		return line, ""
+	}
+	rest = strings.TrimLeft(line[i:], space)
+	if r, ok := strings.CutPrefix(rest, "="); ok {
+		rest = strings.TrimLeft(r, space)
+	}
+	return line[:i], rest
+}
+
+// sshConfigArgs splits the arguments of an ssh_config line as OpenSSH's
+// argv_split does: words apart by spaces or tabs, double or single
+// quotes around any part of one, a backslash before a quote, a
+// backslash or (outside quotes) a space taking it as it is, and a word
+// that starts with '#' ending the line. A quote left open is refused,
+// as ssh refuses it.
+func sshConfigArgs(s string) (args []string, ok bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == ' ' || s[i] == '\t' {
+			continue
+		}
+		if s[i] == '#' {
+			break
+		}
+		var arg []byte
+		var quote byte
+	word:
+		for ; i < len(s); i++ {
+			c := s[i]
+			switch {
+			case c == '\\' && i+1 < len(s) && (strings.IndexByte(`'"\`, s[i+1]) >= 0 || quote == 0 && s[i+1] == ' '):
+				i++
+				arg = append(arg, s[i])
+			case quote == 0 && (c == ' ' || c == '\t'):
+				break word
+			case quote == 0 && (c == '"' || c == '\''):
+				quote = c
+			case quote != 0 && c == quote:
+				quote = 0
+			default:
+				arg = append(arg, c)
+			}
+		}
+		if quote != 0 {
+			return nil, false
+		}
+		args = append(args, string(arg))
+	}
+	return args, true
+}
+
 // maxSSHIncludes bounds the files SSHIncludes follows.
 const maxSSHIncludes = 64
 
@@ -177,12 +235,12 @@ func (s *Spec) SSHIncludes(env []string) error {
 			continue
 		}
 		for line := range strings.Lines(string(b)) {
-			fields := strings.Fields(strings.ReplaceAll(line, "=", " "))
-			if len(fields) < 2 || !strings.EqualFold(fields[0], "include") {
+			keyword, rest := sshConfigKeyword(line)
+			if !strings.EqualFold(keyword, "include") {
 				continue
 			}
-			for _, p := range fields[1:] {
-				p = strings.Trim(p, `"`)
+			args, _ := sshConfigArgs(rest) // ssh refuses a line it cannot split
+			for _, p := range args {
 				switch {
 				case strings.HasPrefix(p, "~/"):
 					p = filepath.Join(home, p[2:])

@@ -78,13 +78,14 @@ func TestSSHIncludes(t *testing.T) {
 	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
 	mkdirs(t, "", filepath.Join(home, ".ssh", "conf.d"), filepath.Join(work, "ssh"))
 	os.WriteFile(filepath.Join(home, ".ssh", "config"), []byte("# Include "+work+"/commented\nHost x\n  Include conf.d/* ~/other\ninclude="+work+"/missing "+work+"/ssh/*.conf\n"), 0o600)
-	os.WriteFile(filepath.Join(work, "ssh", "1.conf"), []byte("Include "+work+"/deeper\n"), 0o600)
+	os.WriteFile(filepath.Join(work, "ssh", "1.conf"), []byte("Include "+work+"/deeper \""+work+"/my dir/conf\" "+work+"/a\\ b # "+work+"/comment\n"), 0o600)
 	s := &Spec{Dir: work}
 	if err := s.SSHIncludes([]string{"HOME=" + home}); err != nil {
 		t.Fatal(err)
 	}
-	// A pattern's directory, where a new file would match it.
-	want := []string{filepath.Join(work, "missing"), filepath.Join(work, "ssh"), filepath.Join(work, "deeper")}
+	// A pattern's directory, where a new file would match it; paths
+	// quoted or escaped as ssh reads them.
+	want := []string{filepath.Join(work, "missing"), filepath.Join(work, "ssh"), filepath.Join(work, "deeper"), filepath.Join(work, "my dir", "conf"), filepath.Join(work, "a b")}
 	if !slices.Equal(s.ReadOnly, want) {
 		t.Fatalf("read-only %q, want %q", s.ReadOnly, want)
 	}
@@ -104,4 +105,34 @@ func TestSSHIncludesPatternInTheWorkingDirectory(t *testing.T) {
 	if err := s.SSHIncludes([]string{"HOME=" + home}); err == nil || !strings.Contains(err.Error(), "start it from another directory") {
 		t.Fatalf("a pattern in the working directory: %v, read-only %q", err, s.ReadOnly)
 	}
+}
+
+// FuzzSSHConfigArgs splits the arguments of an ssh_config line (an
+// Include names the files a run must not write). Words without quotes,
+// escapes or comments are split at spaces and tabs; each word split,
+// written back in double quotes, splits to itself.
+func FuzzSSHConfigArgs(f *testing.F) {
+	for _, s := range []string{`~/.ssh/config.d/*`, `"/home/u/my dir/conf" other`, `a\ b 'c d' "e\"f" g\\h # comment`, `x#y "#" #`,
+		`"open`, `it's`, "a\tb  c", `""`, `\`, `"\ "`, `'\''`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		args, ok := sshConfigArgs(s)
+		if !ok {
+			return
+		}
+		if !strings.ContainsAny(s, `"'\#`) {
+			if want := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '\t' }); !slices.Equal(args, want) {
+				t.Fatalf("%q split as %q, not %q", s, args, want)
+			}
+		}
+		var quoted []string
+		for _, a := range args {
+			quoted = append(quoted, `"`+strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(a)+`"`)
+		}
+		again, ok := sshConfigArgs(strings.Join(quoted, " "))
+		if !ok || !slices.Equal(again, args) {
+			t.Fatalf("%q split as %q, which written back as %q splits as %q", s, args, quoted, again)
+		}
+	})
 }
