@@ -2,7 +2,9 @@ package procid_test
 
 import (
 	"encoding/binary"
+	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,14 +56,50 @@ func TestParseProcArgs2(t *testing.T) {
 	}
 }
 
+// FuzzParseProcArgs2 reads a KERN_PROCARGS2 buffer, which the process
+// wrote. The arguments are at most argc, never more than the buffer's
+// bytes, and a buffer laid out from an executable and NUL-free
+// arguments gives them back.
 func FuzzParseProcArgs2(f *testing.F) {
 	f.Add(procArgs2(3, "/usr/bin/ssh", 3, "ssh\x00-p\x002222\x00HOME=/x\x00"))
 	f.Add(procArgs2(1<<30, "/bin/sh", 0, "sh\x00"))
+	f.Add(procArgs2(-1, "/bin/sh", 0, "sh\x00"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, argv := procid.ParseProcArgs2(b)
-		if len(argv) > len(b) {
+		exe, argv := procid.ParseProcArgs2(b)
+		if len(argv) > len(b) || len(b) >= 4 && len(argv) > max(int(int32(binary.NativeEndian.Uint32(b))), 0) {
 			t.Fatalf("%d arguments from %d bytes", len(argv), len(b))
+		}
+		// Laid out again, with each argument's NUL and the
+		// environment after, the buffer reads the same.
+		if len(argv) == 0 || exe == "" || strings.Contains(strings.Join(argv, ""), "\x00") || slices.Contains(argv, "") {
+			return
+		}
+		again := procArgs2(int32(len(argv)), exe, 2, strings.Join(argv, "\x00")+"\x00HOME=/x\x00")
+		if exe2, argv2 := procid.ParseProcArgs2(again); exe2 != exe || !slices.Equal(argv2, argv) {
+			t.Fatalf("%q %q laid out again read as %q %q", exe, argv, exe2, argv2)
+		}
+	})
+}
+
+// FuzzParseCmdline reads /proc/PID/cmdline, which the process can
+// rewrite: its arguments are the NUL-ended strings before the trailing
+// NULs.
+func FuzzParseCmdline(f *testing.F) {
+	for _, s := range []string{"", "\x00\x00", "ssh\x00-p\x002222\x00h\x00", "ssh\x00\x00host\x00", "bash -c rewritten title"} {
+		f.Add([]byte(s))
+	}
+	if self, err := os.ReadFile("/proc/self/cmdline"); err == nil {
+		f.Add(self)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got := procid.ParseCmdline(b)
+		var want []string
+		if rest := strings.TrimRight(string(b), "\x00"); rest != "" {
+			want = strings.Split(rest, "\x00")
+		}
+		if !slices.Equal(got, want) || (got == nil) != (want == nil) {
+			t.Fatalf("ParseCmdline(%q) = %q, want %q", b, got, want)
 		}
 	})
 }
