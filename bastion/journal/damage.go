@@ -65,6 +65,8 @@ func damaged(path string, err error) error {
 // code left it, and only the format mark and the freelist are read here;
 // the rest is checked in the same way after Open, while the journal serves
 // (see checkAll), so that opening does not grow with the journal.
+// Before bbolt reads a tree, the tree's pages are walked (checkPageGraph):
+// a cycle among them would make bbolt recurse until the process died.
 // Damage that makes bbolt panic or fault on the mapped file is caught and
 // reported as ErrDamaged. (A panic inside bolt.Open itself leaves its file
 // descriptor, and a shared lock, open until the process exits.)
@@ -76,6 +78,9 @@ func checkFile(path string, timeout time.Duration) (later bool, err error) {
 		return false, openError(path, err, false)
 	}
 	defer db.Close()
+	if err := checkPageGraph(path); err != nil {
+		return false, err
+	}
 	j := &Journal{db: db, path: path, readOnly: true}
 	err = j.view(func(tx *bolt.Tx) error {
 		if err := checkHighWater(path, tx); err != nil {

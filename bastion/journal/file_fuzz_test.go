@@ -24,8 +24,8 @@ func sealMeta(b []byte, ps int) {
 }
 
 // FuzzOpenFile opens a journal file written by someone else: whatever
-// it holds, Open returns within its bounds, and a file it refuses is
-// left as it was.
+// it holds, OpenReadOnly and Open return within their bounds, and a
+// file Open refuses is left as it was.
 func FuzzOpenFile(f *testing.F) {
 	ps := os.Getpagesize()
 	dir := f.TempDir()
@@ -65,17 +65,27 @@ func FuzzOpenFile(f *testing.F) {
 			j   *Journal
 			err error
 		}
-		done := make(chan result, 1)
-		go func() {
-			j, err := open(path, "inst", options{timeout: time.Second})
-			done <- result{j, err}
-		}()
-		var r result
-		select {
-		case r = <-done:
-		case <-time.After(20 * time.Second):
-			t.Fatal("Open has not returned in 20s")
+		within := func(what string, open func() (*Journal, error)) result {
+			done := make(chan result, 1)
+			go func() {
+				j, err := open()
+				done <- result{j, err}
+			}()
+			select {
+			case r := <-done:
+				return r
+			case <-time.After(20 * time.Second):
+				t.Fatalf("%s has not returned in 20s", what)
+				return result{}
+			}
 		}
+		if r := within("OpenReadOnly", func() (*Journal, error) { return openReadOnly(path, time.Second) }); r.err == nil {
+			if _, err := r.j.List(ListOptions{}); err != nil && !errors.Is(err, ErrDamaged) {
+				t.Fatalf("a journal opened read-only and cannot be listed: %v", err)
+			}
+			r.j.Close()
+		}
+		r := within("Open", func() (*Journal, error) { return open(path, "inst", options{timeout: time.Second}) })
 		if r.err == nil {
 			if _, err := r.j.List(ListOptions{}); err != nil && !errors.Is(err, ErrDamaged) {
 				t.Fatalf("a journal opened and cannot be listed: %v", err)

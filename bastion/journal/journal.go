@@ -177,6 +177,10 @@ func openReadOnly(path string, timeout time.Duration) (*Journal, error) {
 	if err != nil {
 		return nil, openError(path, err, true)
 	}
+	if err := checkPageGraph(path); err != nil {
+		db.Close()
+		return nil, err
+	}
 	j := &Journal{db: db, path: path, readOnly: true, now: time.Now}
 	if err := j.view(func(tx *bolt.Tx) error {
 		fresh, err := checkFormat(tx)

@@ -1,0 +1,189 @@
+package journal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"runtime/debug"
+
+	"golang.org/x/sys/unix"
+)
+
+// bbolt's file format, as far as checkPages needs it (go.etcd.io/bbolt,
+// internal/common): page headers, meta pages, branch and leaf elements,
+// bucket values.
+const (
+	boltMagic        = 0xED0CDAED
+	boltVersion      = 2
+	boltPageHeader   = 16 // id, flags, count, overflow
+	boltElement      = 16 // a branch or leaf element
+	boltBranch       = 0x01
+	boltLeaf         = 0x02
+	boltBucketLeaf   = 0x01 // a leaf element that is a bucket
+	boltInBucketSize = 16   // a bucket value: root page, sequence
+	maxTreeDepth     = 256  // far deeper than a real journal's trees
+)
+
+// checkPageGraph walks the page tree of the bbolt file at path, its
+// nested buckets' trees included, reading only page headers, branch
+// elements and bucket values, and refuses one bbolt would not survive
+// reading: a page reached twice (a cycle, on which bbolt recurses until
+// the process dies of a stack overflow), out of the file, deeper than
+// maxTreeDepth, or of another type than a tree page. The caller holds
+// bbolt's lock on the file, so no commit changes it meanwhile.
+func checkPageGraph(path string) (err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("cannot check the command journal %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("cannot check the command journal %s: %w", path, err)
+	}
+	if fi.Size() < boltPageHeader+64 || fi.Size() != int64(int(fi.Size())) {
+		return damaged(path, fmt.Errorf("a file of %d bytes", fi.Size()))
+	}
+	// Mapped, as bbolt maps it: the walk reads a few bytes of each page.
+	data, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("cannot check the command journal %s: %w", path, err)
+	}
+	defer unix.Munmap(data)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a file cut short meanwhile
+	defer recoverDamage(path, &err)
+	g := &pageGraph{data: data}
+	root, err := g.meta()
+	if err == nil {
+		err = g.tree(root, 0)
+	}
+	if err != nil {
+		return damaged(path, err)
+	}
+	return nil
+}
+
+type pageGraph struct {
+	data []byte // the file
+	ps   uint64 // page size
+	hwm  uint64 // pages below the high water mark
+	seen []bool // by page
+}
+
+// meta reads the meta page bbolt would use, the valid one of the later
+// transaction, and returns its root bucket's page.
+func (g *pageGraph) meta() (root uint64, err error) {
+	read := func(off uint64) []byte {
+		if off+boltPageHeader+64 > uint64(len(g.data)) {
+			return nil
+		}
+		m := g.data[off+boltPageHeader:][:64]
+		h := fnv.New64a()
+		h.Write(m[:56])
+		if binary.LittleEndian.Uint32(m) != boltMagic || binary.LittleEndian.Uint32(m[4:]) != boltVersion || binary.LittleEndian.Uint64(m[56:]) != h.Sum64() {
+			return nil
+		}
+		return m
+	}
+	best, next := read(0), uint64(os.Getpagesize())
+	if best != nil {
+		next = uint64(binary.LittleEndian.Uint32(best[8:]))
+	}
+	if m := read(next); m != nil && (best == nil || binary.LittleEndian.Uint64(m[48:]) > binary.LittleEndian.Uint64(best[48:])) {
+		best = m
+	}
+	if best == nil {
+		return 0, errors.New("no valid meta page")
+	}
+	g.ps, g.hwm = uint64(binary.LittleEndian.Uint32(best[8:])), binary.LittleEndian.Uint64(best[40:])
+	if g.ps < 512 || g.ps > 1<<16 || g.hwm > uint64(len(g.data))/g.ps {
+		return 0, fmt.Errorf("its meta page names %d pages of %d bytes, and the file holds %d bytes", g.hwm, g.ps, len(g.data))
+	}
+	g.seen = make([]bool, g.hwm)
+	return binary.LittleEndian.Uint64(best[16:]), nil
+}
+
+// tree walks the tree whose root is page id.
+func (g *pageGraph) tree(id uint64, depth int) error {
+	if depth > maxTreeDepth {
+		return fmt.Errorf("its page tree is deeper than %d", maxTreeDepth)
+	}
+	if id < 2 || id >= g.hwm || g.seen[id] {
+		return fmt.Errorf("page %d is reached twice, or is out of the tree (%d pages)", id, g.hwm)
+	}
+	overflow := uint64(binary.LittleEndian.Uint32(g.data[id*g.ps+12:]))
+	if id+overflow >= g.hwm {
+		return fmt.Errorf("page %d runs past the tree's end", id)
+	}
+	for i := id; i <= id+overflow; i++ {
+		if g.seen[i] {
+			return fmt.Errorf("page %d is reached twice", i)
+		}
+		g.seen[i] = true
+	}
+	p := g.data[id*g.ps : (id+overflow+1)*g.ps]
+	return g.page(id, p, depth)
+}
+
+// page walks the elements of page p (a page of the file, or a bucket's
+// inline page, numbered id as its parent's), each key and value within
+// the page.
+func (g *pageGraph) page(id uint64, p []byte, depth int) error {
+	if len(p) < boltPageHeader {
+		return fmt.Errorf("page %d is cut short", id)
+	}
+	flags, count := binary.LittleEndian.Uint16(p[8:]), int(binary.LittleEndian.Uint16(p[10:]))
+	switch {
+	case flags != boltBranch && flags != boltLeaf:
+		return fmt.Errorf("page %d in the tree is of type %#x", id, flags)
+	case flags == boltBranch && count == 0:
+		return fmt.Errorf("page %d is an empty branch", id)
+	case boltPageHeader+count*boltElement > len(p):
+		return fmt.Errorf("page %d holds more elements than its size", id)
+	}
+	for i := range count {
+		off := boltPageHeader + i*boltElement
+		e := p[off:]
+		pos, ksize := int(binary.LittleEndian.Uint32(e[4:])), int(binary.LittleEndian.Uint32(e[8:]))
+		if flags == boltBranch {
+			pos, ksize = int(binary.LittleEndian.Uint32(e)), int(binary.LittleEndian.Uint32(e[4:]))
+		}
+		vsize := 0
+		if flags == boltLeaf {
+			vsize = int(binary.LittleEndian.Uint32(e[12:]))
+		}
+		start := off + pos + ksize // the value's
+		if start > len(p) || start+vsize > len(p) {
+			return fmt.Errorf("page %d: element %d lies outside its page", id, i)
+		}
+		var err error
+		switch {
+		case flags == boltBranch:
+			err = g.tree(binary.LittleEndian.Uint64(e[8:]), depth+1)
+		case binary.LittleEndian.Uint32(e)&boltBucketLeaf == 0:
+		case vsize < boltInBucketSize:
+			err = fmt.Errorf("page %d: a bucket of %d bytes", id, vsize)
+		case binary.LittleEndian.Uint64(p[start:]) != 0:
+			err = g.tree(binary.LittleEndian.Uint64(p[start:]), depth+1)
+		default:
+			err = g.inline(id, p[start+boltInBucketSize:start+vsize], depth+1)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inline walks a bucket's inline page, which must be a leaf.
+func (g *pageGraph) inline(id uint64, p []byte, depth int) error {
+	if depth > maxTreeDepth {
+		return fmt.Errorf("its buckets are nested deeper than %d", maxTreeDepth)
+	}
+	if len(p) >= boltPageHeader && binary.LittleEndian.Uint16(p[8:]) != boltLeaf {
+		return fmt.Errorf("page %d: an inline bucket that is not a leaf", id)
+	}
+	return g.page(id, p, depth)
+}
