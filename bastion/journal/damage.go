@@ -62,11 +62,12 @@ func damaged(path string, err error) error {
 // predates the mark, it reads all of it: every page reachable from the root,
 // every record (decoded), the format mark, then bbolt's own consistency
 // check (freelist included). When it is, the file is as the journal's own
-// code left it, and only the format mark and the freelist are read here;
-// the rest is checked in the same way after Open, while the journal serves
-// (see checkAll), so that opening does not grow with the journal.
-// Before bbolt reads a tree, the tree's pages are walked (checkPageGraph):
-// a cycle among them would make bbolt recurse until the process died.
+// code left it, and only the shape of its page tree, the format mark and
+// the freelist are read here; the records are checked in the same way
+// after Open, while the journal serves (see checkAll), so that opening
+// does not decode every record. The page tree's shape is walked
+// (checkPageGraph) before bbolt reads any tree, every time: a cycle in
+// it would make bbolt recurse until the process died.
 // Damage that makes bbolt panic or fault on the mapped file is caught and
 // reported as ErrDamaged. (A panic inside bolt.Open itself leaves its file
 // descriptor, and a shared lock, open until the process exits.)
