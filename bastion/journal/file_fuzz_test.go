@@ -7,8 +7,11 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // sealMeta gives bbolt's two meta pages of a journal file of page size
@@ -23,16 +26,11 @@ func sealMeta(b []byte, ps int) {
 	}
 }
 
-// FuzzOpenFile opens a journal file written by someone else: whatever
-// it holds, OpenReadOnly and Open return within their bounds, and a
-// file Open refuses is left as it was. An input shorter than two pages
-// is a list of changes to a real journal (each a little-endian offset
-// in units of 8 bytes, and 8 bytes to write there), which the fuzzer
-// searches far faster than whole files.
-func FuzzOpenFile(f *testing.F) {
+// fuzzJournal returns a real journal's file, of two lost commands, and
+// seeds f with it, variants of it, and changes to it (see fuzzedJournal).
+func fuzzJournal(f *testing.F) []byte {
 	ps := os.Getpagesize()
-	dir := f.TempDir()
-	path := filepath.Join(dir, "journal.db")
+	path := filepath.Join(f.TempDir(), "journal.db")
 	j, err := Open(path, "inst")
 	if err != nil {
 		f.Fatal(err)
@@ -64,18 +62,37 @@ func FuzzOpenFile(f *testing.F) {
 	f.Add(edit(uint16(int(root)*ps/8+1), 0x0001_0001))  // the root page made a branch of one element
 	f.Add(append(edit(uint16(int(root)*ps/8+1), 0x0001_0001), edit(uint16(int(root)*ps/8+3), root)...))
 	f.Add(edit(uint16(int(root)*ps/8+1), 0xffff_ffff_0002_0002))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) < 2*ps {
-			changes := data
-			data = bytes.Clone(good)
-			for ; len(changes) >= 10; changes = changes[10:] {
-				at := int(binary.LittleEndian.Uint16(changes)) * 8 % (len(data) - 7)
-				copy(data[at:], changes[2:10])
-			}
-		} else {
-			data = bytes.Clone(data)
+	return good
+}
+
+// fuzzedJournal is the journal file an input stands for: the input
+// itself when it is two pages or more, else good with the input's
+// changes (each a little-endian offset in units of 8 bytes, and 8
+// bytes to write there), which the fuzzer searches far faster than
+// whole files; its meta checksums made good.
+func fuzzedJournal(good, data []byte) []byte {
+	ps := os.Getpagesize()
+	if len(data) < 2*ps {
+		changes := data
+		data = bytes.Clone(good)
+		for ; len(changes) >= 10; changes = changes[10:] {
+			at := int(binary.LittleEndian.Uint16(changes)) * 8 % (len(data) - 7)
+			copy(data[at:], changes[2:10])
 		}
-		sealMeta(data, ps)
+	} else {
+		data = bytes.Clone(data)
+	}
+	sealMeta(data, ps)
+	return data
+}
+
+// FuzzOpenFile opens a journal file written by someone else (see
+// fuzzedJournal): whatever it holds, OpenReadOnly and Open return within
+// their bounds, and a file Open refuses is left as it was.
+func FuzzOpenFile(f *testing.F) {
+	good := fuzzJournal(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		data = fuzzedJournal(good, data)
 		path := filepath.Join(t.TempDir(), "journal.db")
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
@@ -114,6 +131,49 @@ func FuzzOpenFile(f *testing.F) {
 		}
 		if after, _ := os.ReadFile(path); !bytes.Equal(after, data) {
 			t.Fatalf("a journal refused (%v) was changed", r.err)
+		}
+	})
+}
+
+// FuzzPageGraph checks a journal file's page tree (see fuzzedJournal)
+// as every open does, then reads what it accepted as the journal reads
+// it, every bucket and nested bucket, and runs bbolt's own check: once
+// the tree is accepted, nothing bbolt does with it may end the process
+// (a panic or a fault is caught, and said damage, by the journal) or
+// run without end.
+func FuzzPageGraph(f *testing.F) {
+	good := fuzzJournal(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "journal.db")
+		if err := os.WriteFile(path, fuzzedJournal(good, data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		if checkPageGraph(path) != nil {
+			return
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			defer func() { recover() }()
+			db.View(func(tx *bolt.Tx) error {
+				tx.ForEach(func(_ []byte, b *bolt.Bucket) error {
+					return walk(b, func(k, v []byte) error { return nil })
+				})
+				for range tx.Check() {
+				}
+				return nil
+			})
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("reading an accepted journal has not ended in 20s")
 		}
 	})
 }
