@@ -62,10 +62,10 @@ func damaged(path string, err error) error {
 // predates the mark, it reads all of it: every page reachable from the root,
 // every record (decoded), the format mark, then bbolt's own consistency
 // check (freelist included). When it is, the file is as the journal's own
-// code left it, and only the shape of its page tree, the format mark and
-// the freelist are read here; the records are checked in the same way
-// after Open, while the journal serves (see checkAll), so that opening
-// does not decode every record. The page tree's shape is walked
+// code left it, and only the shape of its page tree (the freelist's
+// size included) and the format mark are read here; the records are
+// checked in the same way after Open, while the journal serves (see
+// checkAll), so that opening does not decode every record. The page tree's shape is walked
 // (checkPageGraph) before bbolt reads any tree, every time: a cycle in
 // it would make bbolt recurse until the process died.
 // Damage that makes bbolt panic or fault on the mapped file is caught and
@@ -74,7 +74,9 @@ func damaged(path string, err error) error {
 func checkFile(path string, timeout time.Duration) (later bool, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recoverDamage(path, &err)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout, PreLoadFreelist: true})
+	// The freelist is not read with the file: bbolt makes room for as
+	// many free pages as it counts, which checkPageGraph checks first.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout})
 	if err != nil {
 		return false, openError(path, err, false)
 	}

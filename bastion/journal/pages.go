@@ -21,6 +21,7 @@ const (
 	boltElement      = 16 // a branch or leaf element
 	boltBranch       = 0x01
 	boltLeaf         = 0x02
+	boltFreelist     = 0x10
 	boltBucketLeaf   = 0x01 // a leaf element that is a bucket
 	boltInBucketSize = 16   // a bucket value: root page, sequence
 	maxTreeDepth     = 256  // far deeper than a real journal's trees
@@ -102,7 +103,28 @@ func (g *pageGraph) meta() (root uint64, err error) {
 		return 0, fmt.Errorf("its meta page names %d pages of %d bytes, and the file holds %d bytes", g.hwm, g.ps, len(g.data))
 	}
 	g.seen = make([]bool, g.hwm)
-	return binary.LittleEndian.Uint64(best[16:]), nil
+	return binary.LittleEndian.Uint64(best[16:]), g.freelist(binary.LittleEndian.Uint64(best[32:]))
+}
+
+// freelist checks that the freelist page id holds the free page ids it
+// counts: bbolt makes room for as many as it says, 2^64 of them if it
+// says so, before it reads them.
+func (g *pageGraph) freelist(id uint64) error {
+	if id == 1<<64-1 { // none kept
+		return nil
+	}
+	if id < 2 || id >= g.hwm {
+		return fmt.Errorf("its freelist page %d is out of the file's %d pages", id, g.hwm)
+	}
+	p := g.data[id*g.ps:]
+	n, off, overflow := uint64(binary.LittleEndian.Uint16(p[10:])), uint64(boltPageHeader), uint64(binary.LittleEndian.Uint32(p[12:]))
+	if n == 0xffff { // the count is the first element
+		n, off = binary.LittleEndian.Uint64(p[boltPageHeader:]), boltPageHeader+8
+	}
+	if binary.LittleEndian.Uint16(p[8:]) != boltFreelist || id+overflow >= g.hwm || n > ((overflow+1)*g.ps-off)/8 {
+		return fmt.Errorf("its freelist page %d is not one, or counts %d free pages in %d pages", id, n, overflow+1)
+	}
+	return nil
 }
 
 // tree walks the tree whose root is page id.
