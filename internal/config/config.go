@@ -259,7 +259,9 @@ func parse(name string, b []byte) (File, int, error) {
 			if pe.LastKey != "" {
 				msg = pe.LastKey + ": " + msg
 			}
-			return File{}, 0, fmt.Errorf("%s:%d: %s", name, pe.Position.Line, msg)
+			// The TOML parser numbers a string cut by a newline at the
+			// file's start line 0; the file's lines start at 1.
+			return File{}, 0, fmt.Errorf("%s:%d: %s", name, max(pe.Position.Line, 1), msg)
 		}
 		return File{}, 0, fmt.Errorf("%s: %w", name, err)
 	}
