@@ -18,6 +18,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/postern/postern/internal/safetext"
 	"github.com/postern/postern/internal/smallfile"
 	"github.com/postern/postern/internal/syslog"
 )
@@ -255,9 +256,11 @@ func parse(name string, b []byte) (File, int, error) {
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			msg := pe.Message
+			// The parser's message quotes the file's bytes as they are
+			// (a NUL for its end, say): shown on one line, escaped.
+			msg := safetext.Field(pe.Message, 0)
 			if pe.LastKey != "" {
-				msg = pe.LastKey + ": " + msg
+				msg = safetext.Field(pe.LastKey, 0) + ": " + msg
 			}
 			// The TOML parser numbers a string cut by a newline at the
 			// file's start line 0; the file's lines start at 1.
