@@ -7,7 +7,8 @@
 #                  race detector (needs a C compiler)
 #   make regress   OpenSSH's agent regression tests against postern agent
 #                  (the system's OpenSSH, then OpenSSH 10)
-#   make lint      gofmt, go vet (linux and darwin), mandoc -Tlint on the man pages
+#   make lint      gofmt, go vet (linux amd64, 386 and arm64, and darwin),
+#                  mandoc -Tlint on the man pages
 #   make bench     side-by-side benchmarks against OpenSSH ssh-agent and
 #                  direct ssh, each goal printed with PASS or MISS
 #   make soak      10,000 idle connections and 64 signers for 10 minutes
@@ -79,6 +80,8 @@ lint: man
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./...
+	GOARCH=386 $(GO) vet ./...
+	GOARCH=arm64 $(GO) vet ./...
 
 man:
 	mandoc -Tlint -W warning $(MAN1) $(MAN5)
