@@ -76,8 +76,14 @@ func TestReloadKeepsThePolicyWhenTheFileGoes(t *testing.T) {
 		write(policy)
 		waitStatus(t, g, c.what+", restored", approvalIs("deny"))
 	}
-	write("approval = \"per-call\"\n")
-	waitStatus(t, g, "a new file", approvalIs("per-call"))
+	// A new file that loosens nothing is taken at once (per-call with
+	// the deny rule gone would loosen, and wait for a card).
+	write("approval = \"deny\"\n")
+	waitStatus(t, g, "a new file", func(st api.Status) bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return approvalIs("deny")(st) && len(st.Config.Pending) == 0 && len(g.config.Rules) == 0
+	})
 }
 
 // A configuration file that is a symbolic link is followed: edits to the
@@ -87,7 +93,7 @@ func TestReloadFollowsSymlinks(t *testing.T) {
 	dotfiles, other := t.TempDir(), t.TempDir()
 	real := filepath.Join(dotfiles, "postern.toml")
 	g, _ := startGatewayWith(t, func(dir string) {
-		os.WriteFile(real, []byte("approval = \"deny\"\n"), 0o600)
+		os.WriteFile(real, []byte("approval = \"none\"\n"), 0o600)
 		// config.toml -> other/link.toml -> dotfiles/postern.toml
 		if err := os.Symlink(real, filepath.Join(other, "link.toml")); err != nil {
 			t.Fatal(err)
@@ -96,31 +102,35 @@ func TestReloadFollowsSymlinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	waitStatus(t, g, "at start", approvalIs("deny"))
+	waitStatus(t, g, "at start", approvalIs("none"))
 
-	// Edited in place, as an editor that writes through does.
+	// Each change tightens, and so is put in force at once. Edited in place, as an editor that writes through does.
 	f, err := os.OpenFile(real, os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteString("approval = \"per-call\"\n")
+	f.WriteString("approval = \"session\"\n")
 	f.Close()
-	waitStatus(t, g, "the target edited", approvalIs("per-call"))
+	waitStatus(t, g, "the target edited", approvalIs("session"))
 
 	// Replaced by rename, as most editors and dotfile managers do.
 	tmp := filepath.Join(dotfiles, ".postern.toml.new")
-	os.WriteFile(tmp, []byte("approval = \"session\"\n"), 0o600)
+	os.WriteFile(tmp, []byte("approval = \"per-call\"\n"), 0o600)
 	os.Rename(tmp, real)
-	waitStatus(t, g, "the target replaced", approvalIs("session"))
+	waitStatus(t, g, "the target replaced", approvalIs("per-call"))
 
 	// The middle link now leads to another file.
 	second := filepath.Join(t.TempDir(), "second.toml")
-	os.WriteFile(second, []byte("approval = \"none\"\n"), 0o600)
+	os.WriteFile(second, []byte("approval = \"deny\"\n"), 0o600)
 	os.Remove(filepath.Join(other, "link.toml"))
 	os.Symlink(second, filepath.Join(other, "link.toml"))
-	waitStatus(t, g, "the link retargeted", approvalIs("none"))
-	os.WriteFile(second, []byte("approval = \"deny\"\n"), 0o600)
-	waitStatus(t, g, "the new target edited", approvalIs("deny"))
+	waitStatus(t, g, "the link retargeted", approvalIs("deny"))
+	os.WriteFile(second, []byte("approval = \"deny\"\n[[rule]]\nhost = \"prod-*\"\napproval = \"deny\"\n"), 0o600)
+	waitStatus(t, g, "the new target edited", func(st api.Status) bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return approvalIs("deny")(st) && len(st.Config.Pending) == 0 && len(g.config.Rules) == 1
+	})
 }
 
 // A configuration directory made after the gateway started is noticed,
