@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/config"
 )
 
 // manSection returns the lines of section name (".Sh NAME") of a man page.
@@ -405,4 +406,156 @@ func jsonKeys(t reflect.Type, seen map[reflect.Type]bool, keys map[string]bool) 
 		keys[name] = true
 		jsonKeys(f.Type, seen, keys)
 	}
+}
+
+// settingSections are the sections of postern.toml(5) that document the
+// settings of each table of the file ("" the top level).
+var settingSections = map[string]string{
+	"":        "SETTINGS",
+	"rule":    "POLICY",
+	"bastion": "BASTION",
+	"audit":   "AUDIT",
+	"run":     "RUN",
+}
+
+// TestManConfigNamesEverySetting: every setting internal/config reads is
+// an item (.It Cm name) of its table's section of postern.toml(5), every
+// such item is a setting, and each setting's item says its default: the
+// value config.Defaults gives, or, for a setting without one, a
+// "Default" all the same, so that no reader guesses.
+func TestManConfigNamesEverySetting(t *testing.T) {
+	defaults := reflect.ValueOf(config.Defaults())
+	for _, table := range slices.Sorted(maps.Keys(settingSections)) {
+		section := settingSections[table]
+		lines := manSection(t, "postern.toml.5", section)
+		v := defaults
+		if table != "" {
+			f, ok := tomlField(defaults, table)
+			if !ok {
+				t.Fatalf("internal/config has no table %q", table)
+			}
+			v = f
+			if v.Kind() == reflect.Slice {
+				v = reflect.Zero(v.Type().Elem())
+			}
+		}
+		keys := map[string]bool{}
+		for f := range v.Type().Fields() {
+			key, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+			if key == "" || key == "-" {
+				continue
+			}
+			fv := v.FieldByIndex(f.Index)
+			if _, sub := settingSections[key]; sub && table == "" {
+				continue
+			}
+			keys[key] = true
+			if table == "rule" {
+				// A rule's fields match; they have no default.
+				if key != "approval" && item(lines, key) == nil {
+					t.Errorf("postern.toml(5) %s has no item for rule field %q", section, key)
+				}
+				continue
+			}
+			text := item(lines, key)
+			if text == nil {
+				t.Errorf("postern.toml(5) %s has no item for setting %q", section, key)
+				continue
+			}
+			if err := saysDefault(text, fv); err != nil {
+				t.Errorf("postern.toml(5) %s, %q: %v", section, key, err)
+			}
+		}
+		for _, l := range lines {
+			if k, ok := itemKey(l); ok && !keys[k] {
+				t.Errorf("postern.toml(5) %s documents %q, which internal/config does not read", section, k)
+			}
+		}
+	}
+}
+
+// tomlField returns the field of struct v whose toml key is key.
+func tomlField(v reflect.Value, key string) (reflect.Value, bool) {
+	for f := range v.Type().Fields() {
+		if k, _, _ := strings.Cut(f.Tag.Get("toml"), ","); k == key {
+			return v.FieldByIndex(f.Index), true
+		}
+	}
+	return reflect.Value{}, false
+}
+
+// itemCm is an item of a tag list naming a setting: ".It Cm name No = …".
+var itemCm = regexp.MustCompile(`^\.It Cm ([a-z_]+)(\s|$)`)
+
+func itemKey(l string) (string, bool) {
+	m := itemCm.FindStringSubmatch(l)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// item returns the lines of the item for key in lines, up to the next
+// item or the end of its list, lists nested in it included.
+func item(lines []string, key string) []string {
+	for i, l := range lines {
+		if k, ok := itemKey(l); !ok || k != key {
+			continue
+		}
+		depth := 0
+		for j := i + 1; j < len(lines); j++ {
+			switch {
+			case strings.HasPrefix(lines[j], ".Bl"):
+				depth++
+			case strings.HasPrefix(lines[j], ".El"):
+				if depth == 0 {
+					return lines[i:j]
+				}
+				depth--
+			case strings.HasPrefix(lines[j], ".It") && depth == 0:
+				return lines[i:j]
+			}
+		}
+		return lines[i:]
+	}
+	return nil
+}
+
+// saysDefault checks that text, an item, says "Default" and, for a
+// setting with a default value, names that value after it.
+func saysDefault(text []string, v reflect.Value) error {
+	joined := strings.Join(text, "\n")
+	i := regexp.MustCompile(`(?i)\bdefault\b`).FindStringIndex(joined)
+	if i == nil {
+		return fmt.Errorf("no default stated")
+	}
+	after := joined[i[0]:]
+	for _, want := range defaultWords(v) {
+		if !regexp.MustCompile(`(?m)^\.(Qq|Pa|Dq|Cm) "?` + regexp.QuoteMeta(want) + `"?( |$)`).MatchString(after) {
+			return fmt.Errorf("the default is %q, and the page does not say so after %q", want, strings.SplitN(after, "\n", 2)[0])
+		}
+	}
+	return nil
+}
+
+// defaultWords are the values a default is written as, one word each:
+// none for a zero value.
+func defaultWords(v reflect.Value) []string {
+	if v.IsZero() {
+		return nil
+	}
+	switch x := v.Interface().(type) {
+	case config.Duration:
+		if x.Duration%time.Second == 0 {
+			return []string{fmt.Sprintf("%ds", x.Duration/time.Second)}
+		}
+		return []string{x.String()}
+	case []string:
+		return x
+	case bool:
+		return []string{fmt.Sprint(x)}
+	case string:
+		return []string{x}
+	}
+	panic(fmt.Sprintf("a default of type %s", v.Type()))
 }
