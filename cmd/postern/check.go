@@ -76,19 +76,10 @@ func cmdCheck(args []string, out, errw io.Writer) error {
 // checkExe resolves a program as a shell would and hashes it, for rules
 // on executable hashes.
 func checkExe(name string) (api.CheckExe, error) {
-	p, err := exec.LookPath(name)
+	p, err := lookProgram(name)
 	if err != nil {
 		// A program that is not there is a mistake on the command line.
-		q := safetext.Quote(name, safetext.Path)
-		switch {
-		case errors.Is(err, exec.ErrNotFound):
-			return api.CheckExe{}, usagef("check: --exe %s: no such program in $PATH", q)
-		case errors.Is(err, fs.ErrNotExist):
-			return api.CheckExe{}, usagef("check: --exe %s: no such file", q)
-		case errors.Is(err, fs.ErrPermission):
-			return api.CheckExe{}, usagef("check: --exe %s: not an executable file", q)
-		}
-		return api.CheckExe{}, usagef("check: --exe %s: %v", q, err)
+		return api.CheckExe{}, usagef("check: --exe %v", err)
 	}
 	if abs, err := filepath.Abs(p); err == nil {
 		p = abs
@@ -106,4 +97,24 @@ func checkExe(name string) (api.CheckExe, error) {
 		return api.CheckExe{}, fmt.Errorf("--exe %s: %w", name, err)
 	}
 	return api.CheckExe{Path: p, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// lookProgram finds a program as a shell would. Its error names the
+// program, quoted, and says why there is none in words: no such program
+// in $PATH, no such file, not an executable file.
+func lookProgram(name string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p, nil
+	}
+	q := safetext.Quote(name, safetext.Path)
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		return "", fmt.Errorf("%s: no such program in $PATH", q)
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("%s: no such file", q)
+	case errors.Is(err, fs.ErrPermission):
+		return "", fmt.Errorf("%s: not an executable file", q)
+	}
+	return "", fmt.Errorf("%s: %v", q, errors.Unwrap(err))
 }

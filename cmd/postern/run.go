@@ -81,6 +81,12 @@ func cmdRun(args []string, out, errw io.Writer) error {
 	if err := confine.CloseInheritedOnExec(); err != nil {
 		return fmt.Errorf("run: closing inherited descriptors: %w", err)
 	}
+	// The program is looked up before anything is asked of the gateway:
+	// a name mistyped is said as such, confined or not.
+	path, err := lookProgram(fs.Arg(0))
+	if err != nil {
+		return withHint(fmt.Errorf("run: %w", err), "check the command's name, or give its path")
+	}
 	confined := !*noSandbox
 	if err := confine.Available(); errors.Is(err, confine.ErrUnsupported) {
 		warningf(errw, "%v: the run is unconfined", err)
@@ -101,9 +107,9 @@ func cmdRun(args []string, out, errw io.Writer) error {
 	defer signal.Stop(sigs)
 	var l launched
 	if confined {
-		l, err = startConfined(prep, fs.Args(), env, errw)
+		l, err = startConfined(prep, path, fs.Args(), env, errw)
 	} else {
-		l, err = startPlain(fs.Args(), env)
+		l, err = startPlain(path, fs.Args(), env)
 	}
 	if err != nil {
 		// Release the prepared run: no process will ever be reported.
@@ -173,11 +179,7 @@ func cmdRun(args []string, out, errw io.Writer) error {
 
 // startConfined starts the command confined, with what the gateway asks
 // to hide and show, and the user's session hidden.
-func startConfined(prep *api.RunPrepared, argv, env []string, errw io.Writer) (launched, error) {
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", argv[0], errors.Unwrap(err))
-	}
+func startConfined(prep *api.RunPrepared, path string, argv, env []string, errw io.Writer) (launched, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return nil, err
@@ -305,9 +307,9 @@ func (c confinedRun) wait() error {
 	return nil
 }
 
-// startPlain starts the command unconfined.
-func startPlain(argv, env []string) (launched, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
+// startPlain starts the command unconfined, its program at path.
+func startPlain(path string, argv, env []string) (launched, error) {
+	cmd := &exec.Cmd{Path: path, Args: argv}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = env
 	if err := cmd.Start(); err != nil {
