@@ -217,7 +217,10 @@ func (sc *scanner) limits() []string {
 	} else {
 		out = append(out, "that nothing was cut from the end after the last anchor")
 	}
-	if sc.sinceCP > 0 {
+	switch {
+	case sc.sinceCP == 1:
+		out = append(out, fmt.Sprintf("that the entry after %s is original: no signature covers it yet, so anyone able to write the file can rewrite or drop it, add others, and recompute the chain", last))
+	case sc.sinceCP > 1:
 		out = append(out, fmt.Sprintf("that the %d entries after %s are original: no signature covers them yet, so anyone able to write the file can rewrite, drop or add them and recompute the chain", sc.sinceCP, last))
 	}
 	if sc.pin == nil {

@@ -293,9 +293,12 @@ func TestUnsealedTailRewriteIsNotDetectable(t *testing.T) {
 	if r.UnsealedEntries != 3 || !strings.Contains(joined, "3 entries after the last checkpoint") {
 		t.Fatalf("report does not say the tail is unsealed: %d %q", r.UnsealedEntries, joined)
 	}
-	// Dropping the tail is not detectable either.
+	// Dropping the tail is not detectable either; what is left after the
+	// checkpoint, one entry, is said as one.
 	if r := verifyBytes(t, join(recs[:n-2]), tl.pin()); !r.OK {
 		t.Fatalf("cut tail: %s", describe(r))
+	} else if joined := strings.Join(r.CannotProve, "\n"); r.UnsealedEntries != 1 || !strings.Contains(joined, "that the entry after the last checkpoint (seq ") || !strings.Contains(joined, "is original: no signature covers it yet") {
+		t.Fatalf("report does not say the one entry after the checkpoint is unsealed: %d %q", r.UnsealedEntries, joined)
 	}
 	// An anchor of the head makes both visible.
 	opts := tl.pin()

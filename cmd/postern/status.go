@@ -76,7 +76,7 @@ func printStatus(out io.Writer, st *api.Status) {
 	default:
 		fmt.Fprintln(out, "audit     off (postern vault init sets up the audit log)")
 	}
-	fmt.Fprintf(out, "hosts     %s (%d hosts)\n", st.Hosts.Path, st.Hosts.Count)
+	fmt.Fprintf(out, "hosts     %s (%s)\n", st.Hosts.Path, plural(st.Hosts.Count, "host"))
 	if st.Hosts.Error != "" {
 		fmt.Fprintf(out, "          not read, so no host has a name: %s\n", safetext.Field(st.Hosts.Error, safetext.Line))
 	}
