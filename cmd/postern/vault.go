@@ -229,6 +229,13 @@ func readKeyOrCert(c *api.VaultChange, file, comment string) error {
 		c.AddCertificates = append(c.AddCertificates, cert.Marshal())
 		return nil
 	}
+	if _, _, _, _, err := ssh.ParseAuthorizedKey(data); err == nil {
+		hint := "give the private key file, which ssh-keygen writes beside the public one"
+		if priv, ok := strings.CutSuffix(file, ".pub"); ok {
+			hint = "give the private key file: postern vault add " + priv
+		}
+		return withHint(fmt.Errorf("%s: a public key: the vault keeps private keys, and certificates for them", file), hint)
+	}
 	k, err := readKeyFile(file, data, comment)
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
