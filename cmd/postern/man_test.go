@@ -559,3 +559,35 @@ func defaultWords(v reflect.Value) []string {
 	}
 	panic(fmt.Sprintf("a default of type %s", v.Type()))
 }
+
+// TestReadmeNamesEveryManPage: the README's Documentation section names
+// every page in man/, as "postern-hosts(1)", and no page that is not
+// there.
+func TestReadmeNamesEveryManPage(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, doc, ok := strings.Cut(string(b), "\n## Documentation\n")
+	if !ok {
+		t.Fatal("README.md has no Documentation section")
+	}
+	doc, _, _ = strings.Cut(doc, "\n## ")
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile("`(postern[a-z.-]*)\\(([0-9])\\)`").FindAllStringSubmatch(doc, -1) {
+		named[m[1]+"."+m[2]] = true
+	}
+	pages, err := filepath.Glob(filepath.Join("..", "..", "man", "*.[0-9]"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no man pages: %v", err)
+	}
+	for _, p := range pages {
+		if !named[filepath.Base(p)] {
+			t.Errorf("README.md's Documentation section does not name %s", filepath.Base(p))
+		}
+		delete(named, filepath.Base(p))
+	}
+	for p := range named {
+		t.Errorf("README.md's Documentation section names %s, which man/ does not hold", p)
+	}
+}
