@@ -47,6 +47,8 @@ func hintFor(name string, err error) string {
 		return `replace the link with what it points to (a .git link with a file holding "gitdir: TARGET"), or start the run from another directory`
 	case errors.As(err, new(*confine.UnavailableError)):
 		return `"postern run --no-sandbox" runs it unconfined, and every card for it says so`
+	case errors.Is(err, api.ErrVaultExists):
+		return `"postern unlock" opens it, "postern vault add" adds keys to it and "postern vault passwd" changes its passphrase`
 	case errors.Is(err, vault.ErrNotExist):
 		return `"postern vault init" creates one`
 	case api.HasCode(err, api.CodeStaleKey):

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +27,10 @@ type NewVault struct {
 	AuditPin string
 }
 
+// ErrVaultExists is returned by InitVault when the state directory holds
+// a vault already.
+var ErrVaultExists = errors.New("a vault already exists")
+
 // InitVault creates the vault in the state directory with KDF parameters
 // p, and sets up the audit log whose identity the vault keeps. It never
 // overwrites a vault, nor an audit log set up for another vault; it asks
@@ -40,7 +45,7 @@ func InitVault(p vault.Params, passphrase func() ([]byte, error)) (*NewVault, er
 	}
 	path := filepath.Join(stateDir, xdg.VaultFile)
 	if _, err := os.Stat(path); err == nil {
-		return nil, fmt.Errorf("a vault already exists at %s; postern never overwrites one", path)
+		return nil, fmt.Errorf("%w at %s; postern never overwrites one", ErrVaultExists, path)
 	}
 	if _, err := audit.LoadSetup(stateDir); err == nil {
 		return nil, fmt.Errorf("an audit log is already set up in %s, for another vault; move %s and audit.* aside (keep them to read the old log)", stateDir, xdg.AuditLogFile)
