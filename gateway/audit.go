@@ -51,7 +51,7 @@ func (g *Gateway) openAudit(stateDir string) error {
 	}
 	switch {
 	case errors.Is(err, audit.ErrLocked):
-		return fmt.Errorf("the audit log %s is held by another running gateway", cfg.Path)
+		return heldError{cfg.Path}
 	case errors.Is(err, audit.ErrDamaged):
 		return err // it names the log and the first bad record
 	case err != nil:
@@ -254,3 +254,13 @@ func (g *Gateway) closeAudit() {
 		g.export.Close()
 	}
 }
+
+// heldError is an audit log another running gateway holds: one gateway
+// serves a vault and its audit log.
+type heldError struct{ path string }
+
+func (e heldError) Error() string {
+	return fmt.Sprintf("the audit log %s is held by another running gateway", e.path)
+}
+
+func (heldError) Unwrap() error { return api.ErrAuditLogHeld }

@@ -37,6 +37,8 @@ func hintFor(name string, err error) string {
 		return `"postern vault init" sets one up`
 	case errors.Is(err, api.ErrAuditLogDamaged), errors.Is(err, api.ErrAuditLogFailed), api.HasCode(err, api.CodeAuditFailed):
 		return `"postern audit verify" names the first bad record; with the gateway stopped, "postern audit new" moves the log and its keys aside and starts a new one`
+	case errors.Is(err, api.ErrAuditLogHeld) && name == "agent":
+		return `another gateway runs on this state directory's vault and audit log: "postern status" shows it, and eval "$(postern agent --ensure)" uses it; stop it to start this one`
 	case errors.Is(err, api.ErrAuditLogHeld):
 		return "the gateway that holds it does not answer at $SSH_AUTH_SOCK: name its agent socket with --socket, or stop it"
 	case errors.Is(err, api.ErrJournalBusy):
