@@ -68,7 +68,9 @@ func NewAuditLog(openVault func() (*vault.Vault, error)) (*RetiredAuditLog, erro
 	r := &RetiredAuditLog{Dir: filepath.Join(stateDir, name), LogPath: logPath}
 	r.Moved, err = audit.Retire(stateDir, logPath, r.Dir)
 	if errors.Is(err, audit.ErrLocked) {
-		return nil, fmt.Errorf("%w: %w", ErrAuditLogHeld, err)
+		// Retire's error says it again, and tells to stop the gateway,
+		// which the command line's hint does.
+		return nil, fmt.Errorf("%w: %s", ErrAuditLogHeld, logPath)
 	}
 	if err != nil {
 		return nil, err
