@@ -182,6 +182,9 @@ func hostsImport(args []string, out, errw io.Writer) error {
 				return err
 			}
 			errorf(errw, "%s: %v", shown(n), err)
+			if h := hintFor("hosts", err); h != "" {
+				hintf(errw, "%s", h)
+			}
 			failed++
 		}
 	}
