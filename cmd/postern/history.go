@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
@@ -28,8 +30,8 @@ const readHeap = 40 << 20
 // passphrase, no key derivation here); otherwise, or with offline, the log
 // is read here with the identity kept in the vault (asking for its
 // passphrase).
-func readAudit(pfile, path string, offline bool, opts api.AuditReadOptions, fn func(api.AuditEvent) error) error {
-	path, err := auditLogPath(path)
+func readAudit(pfile, arg string, offline bool, opts api.AuditReadOptions, fn func(api.AuditEvent) error) error {
+	path, err := auditLogPath(arg)
 	if err != nil {
 		return err
 	}
@@ -52,6 +54,12 @@ func readAudit(pfile, path string, offline bool, opts api.AuditReadOptions, fn f
 		return v, err
 	}, opts, fn)
 	restore()
+	if own, _ := api.AuditLogPath(); arg != "" && !sameFile(arg, own) && errors.Is(err, api.ErrAuditLogFailed) {
+		// A copy named on the command line: "postern audit new", which
+		// the hint of a damaged log names, would retire the state
+		// directory's log, not this one.
+		return withHint(err, `"postern audit verify `+arg+`" names the first bad record`)
+	}
 	return err
 }
 
@@ -305,4 +313,14 @@ func sessionLine(s api.AuditSession) string {
 	}
 	return fmt.Sprintf("%s  %s  key %s  approved %s by %s, %d signatures, %s\n",
 		shownName(s.Grant), who, shownName(s.Key), s.Approved.Local().Format("2006-01-02 15:04:05"), safetext.Field(s.Approver, safetext.Line), s.Signs, end)
+}
+
+// sameFile reports whether paths a and b name one file.
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
