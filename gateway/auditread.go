@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/gateway/api"
@@ -33,16 +32,6 @@ const (
 // them waits for its turn.
 var auditReads = make(chan struct{}, 2)
 
-// sameFile reports whether a and b name the same existing file.
-func sameFile(a, b string) bool {
-	fa, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	fb, err := os.Stat(b)
-	return err == nil && os.SameFile(fa, fb)
-}
-
 // auditIdentity returns the audit log's identity, from the vault opened
 // again with the data key kept while it is unlocked.
 func (s *vaultState) auditIdentity() (id [32]byte, err error) {
@@ -58,7 +47,7 @@ func (g *Gateway) opAuditRead(ctx context.Context, peer *procid.Peer, a api.Audi
 	if al == nil {
 		return notKept(errors.New("this gateway keeps no audit log (it has no vault)"))
 	}
-	if a.Log != "" && !sameFile(a.Log, al.cfg.Path) {
+	if a.Log != "" && !api.SameFile(a.Log, al.cfg.Path) {
 		return notKept(fmt.Errorf("this gateway keeps another audit log (%s)", al.cfg.Path))
 	}
 	if err := g.engine.OutsideRuns(peer, "audit read"); err != nil {

@@ -289,7 +289,7 @@ func (g *Gateway) opVaultChange(_ context.Context, peer *procid.Peer, c api.Vaul
 // every run: a run lists the vault no more easily than before (with the
 // passphrase).
 func (g *Gateway) opVaultList(_ context.Context, peer *procid.Peer, a api.VaultListArgs) (any, error) {
-	if a.Path != "" && !sameFile(a.Path, g.vaultPath) {
+	if a.Path != "" && !api.SameFile(a.Path, g.vaultPath) {
 		return nil, notKept(fmt.Errorf("this gateway keeps another vault (%s)", g.vaultPath))
 	}
 	if err := g.engine.OutsideRuns(peer, "vault list"); err != nil {

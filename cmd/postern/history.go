@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
@@ -54,7 +53,7 @@ func readAudit(pfile, arg string, offline bool, opts api.AuditReadOptions, fn fu
 		return v, err
 	}, opts, fn)
 	restore()
-	if own, _ := api.AuditLogPath(); arg != "" && !sameFile(arg, own) && errors.Is(err, api.ErrAuditLogFailed) {
+	if own, _ := api.AuditLogPath(); arg != "" && !api.SameFile(arg, own) && errors.Is(err, api.ErrAuditLogFailed) {
 		// A copy named on the command line: "postern audit new", which
 		// the hint of a damaged log names, would retire the state
 		// directory's log, not this one.
@@ -313,14 +312,4 @@ func sessionLine(s api.AuditSession) string {
 	}
 	return fmt.Sprintf("%s  %s  key %s  approved %s by %s, %d signatures, %s\n",
 		shownName(s.Grant), who, shownName(s.Key), s.Approved.Local().Format("2006-01-02 15:04:05"), safetext.Field(s.Approver, safetext.Line), s.Signs, end)
-}
-
-// sameFile reports whether paths a and b name one file.
-func sameFile(a, b string) bool {
-	fa, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	fb, err := os.Stat(b)
-	return err == nil && os.SameFile(fa, fb)
 }

@@ -41,6 +41,17 @@ type AuditPin = ed25519.PublicKey
 // AuditLogPath returns the path of the gateway's audit log.
 func AuditLogPath() (string, error) { return xdg.StateFile(xdg.AuditLogFile) }
 
+// SameFile reports whether a and b name the same existing file: a log or
+// vault named on the command line, and the state directory's.
+func SameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
+
 // ParseAuditPin reads a pin in its printable form (postern-audit+…).
 func ParseAuditPin(s string) (AuditPin, error) { return audit.ParsePK0(s) }
 
