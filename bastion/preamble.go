@@ -60,12 +60,15 @@ func readLine(r *bufio.Reader) (string, error) {
 	}
 }
 
+// ErrNoBastion is returned by Connect when nothing listens at its socket.
+var ErrNoBastion = errors.New("no bastion")
+
 // Connect opens a connection to the bastion at sock for t, and returns it
 // once the bastion accepted the destination; SSH follows on it.
 func Connect(sock string, t Target) (*net.UnixConn, error) {
 	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
-		return nil, fmt.Errorf("no bastion at %s (%v); is the gateway running with [bastion] enabled = true?", sock, errors.Unwrap(err))
+		return nil, fmt.Errorf("%w at %s (%v)", ErrNoBastion, sock, errors.Unwrap(err))
 	}
 	c.SetDeadline(time.Now().Add(time.Minute))
 	if err := writePreamble(c, t); err != nil {

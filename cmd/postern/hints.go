@@ -69,6 +69,8 @@ func hintFor(name string, err error) string {
 		return `unlock the vault with "postern unlock", or add a key with ssh-add`
 	case api.HasCode(err, api.CodeCorrupt) && name == "hosts":
 		return "look at the file: mend it, restore it from a backup, or move it aside to start an empty inventory"
+	case errors.Is(err, api.ErrNoBastion):
+		return `"postern status" says whether the gateway runs and serves the bastion; set enabled = true in the [bastion] table of postern.toml (see postern.toml(5)), then restart the gateway`
 	case api.HasCode(err, api.CodeNoBastion), errors.Is(err, api.ErrNoJournal):
 		return "set enabled = true in the [bastion] table of postern.toml (see postern.toml(5)), then restart the gateway"
 	case api.HasCode(err, api.CodeNoMarkers):
