@@ -160,10 +160,11 @@ func (g *Gateway) replaceJournal() (string, error) {
 	if js == nil {
 		return "", errNoBastion
 	}
+	// The journal's state, not a mistake in the request: a failure.
 	if _, fault := g.bastionNow(); fault == nil {
-		return "", badRequest(fmt.Errorf("the command journal %s is not damaged: there is nothing to replace", js.path))
+		return "", fmt.Errorf("the command journal %s is not damaged: there is nothing to replace", js.path)
 	} else if !fault.damaged {
-		return "", badRequest(fmt.Errorf("%v: that is not damage a new journal mends; fix it and restart the gateway", fault.err))
+		return "", fmt.Errorf("%v: that is not damage a new journal mends; fix it and restart the gateway", fault.err)
 	}
 	js.mu.Lock()
 	defer js.mu.Unlock()
