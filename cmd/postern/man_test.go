@@ -591,3 +591,21 @@ func TestReadmeNamesEveryManPage(t *testing.T) {
 		t.Errorf("README.md's Documentation section names %s, which man/ does not hold", p)
 	}
 }
+
+// TestManNamesRunSocket: the pages that name a run's agent socket name it
+// where the gateway makes it.
+func TestManNamesRunSocket(t *testing.T) {
+	want := "Pa " + api.RunSocket("SOCKET", "ID")
+	for _, page := range []string{"postern-agent.1", "postern-run.1"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "man", page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s does not name a run's socket as %q", page, want)
+		}
+		if regexp.MustCompile(`\.run-ID($|[^/])`).Match(b) {
+			t.Errorf("%s names a run's socket as SOCKET.run-ID, the directory that holds it", page)
+		}
+	}
+}
