@@ -6,6 +6,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"maps"
 	"os"
@@ -606,6 +609,43 @@ func TestManNamesRunSocket(t *testing.T) {
 		}
 		if regexp.MustCompile(`\.run-ID($|[^/])`).Match(b) {
 			t.Errorf("%s names a run's socket as SOCKET.run-ID, the directory that holds it", page)
+		}
+	}
+}
+
+// TestManNamesEveryStateFile: every file of the state directory's table
+// (internal/xdg/state.go) is named as a path (.Pa …/NAME) on some page,
+// so that a person who finds it there can read what it is.
+func TestManNamesEveryStateFile(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "internal", "xdg", "state.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if l, ok := n.(*ast.BasicLit); ok && l.Kind == token.STRING {
+			names = append(names, strings.Trim(l.Value, `"`))
+		}
+		return true
+	})
+	if len(names) < 10 {
+		t.Fatalf("found %d files in internal/xdg/state.go: %q", len(names), names)
+	}
+	pages, err := filepath.Glob(filepath.Join("..", "..", "man", "*.[0-9]"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no man pages: %v", err)
+	}
+	var all []byte
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
+	for _, n := range names {
+		if !regexp.MustCompile(`(?m)Pa (\S*/)?` + regexp.QuoteMeta(n) + `( |$)`).Match(all) {
+			t.Errorf("no man page names the state file %s (.Pa $XDG_STATE_HOME/postern/%s)", n, n)
 		}
 	}
 }
