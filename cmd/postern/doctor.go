@@ -138,10 +138,12 @@ func statusFindings(st *api.Status) []finding {
 	} else {
 		add("approvers", "ok", strings.Join(reach, "; "), "")
 	}
-	switch st.Vault.State {
-	case api.VaultLocked:
+	switch v := st.Vault; {
+	case v.State == api.VaultLocked && v.NoPassword:
+		add("vault", "warn", fmt.Sprintf("locked (epoch %d) %s: nothing is signed", st.Vault.Epoch, noPasswordLock), `postern unlock`)
+	case v.State == api.VaultLocked:
 		add("vault", "warn", fmt.Sprintf("locked (epoch %d): nothing from the vault is signed", st.Vault.Epoch), `postern unlock`)
-	case api.VaultUnlocked:
+	case v.State == api.VaultUnlocked:
 		add("vault", "ok", fmt.Sprintf("unlocked (epoch %d), %s usable", st.Vault.Epoch, plural(st.Counts.Keys, "key")), "")
 	default:
 		add("vault", "info", fmt.Sprintf("none: keys added with ssh-add only (%s)", plural(st.Counts.Keys, "key")), `"postern vault init" keeps keys encrypted and starts the audit log`)

@@ -38,7 +38,12 @@ func cmdStatus(args []string, out, errw io.Writer) error {
 func printStatus(out io.Writer, st *api.Status) {
 	fmt.Fprintf(out, "gateway   pid %d, boot id %s, started %s\n", st.PID, st.BootID, st.Started)
 	fmt.Fprintf(out, "socket    %s\n", st.Socket)
-	fmt.Fprintf(out, "vault     %s (epoch %d) %s\n", st.Vault.State, st.Vault.Epoch, st.Vault.Path)
+	if st.Vault.NoPassword {
+		// There is no vault at the path to show.
+		fmt.Fprintf(out, "vault     %s (epoch %d) %s\n", st.Vault.State, st.Vault.Epoch, noPasswordLock)
+	} else {
+		fmt.Fprintf(out, "vault     %s (epoch %d) %s\n", st.Vault.State, st.Vault.Epoch, st.Vault.Path)
+	}
 	fmt.Fprintf(out, "config    %s (approval: %s)\n", st.Config.Path, st.Config.Approval)
 	for _, c := range st.Config.Pending {
 		fmt.Fprintf(out, "          waiting for approval (postern approve), the stricter policy in force: %s\n", safetext.Field(c, safetext.Line))
@@ -118,3 +123,6 @@ func printApprovers(out io.Writer, as []api.Approver) {
 		fmt.Fprintln(out, `          none: a request that needs a card is refused at once (no_approver); run "postern approve" in another terminal`)
 	}
 }
+
+// noPasswordLock says what holds a gateway without a vault locked.
+const noPasswordLock = `by postern lock, with no vault and no password: "postern unlock" lifts it`
