@@ -161,8 +161,12 @@ func statusFindings(st *api.Status) []finding {
 	default:
 		add("audit", "warn", "off: approvals and signatures are not recorded", `postern vault init`)
 	}
-	if st.Config.Error != "" {
-		add("config", "fail", st.Config.Path+": "+st.Config.Error+" (the previous policy stays in force)", "fix the file; it is reloaded when saved")
+	if e := st.Config.Error; e != "" {
+		if !strings.Contains(e, st.Config.Path) {
+			// Errors of the file name it, most of them already.
+			e = st.Config.Path + ": " + e
+		}
+		add("config", "fail", e+" (the previous policy stays in force)", "fix the file; it is reloaded when saved")
 	} else {
 		add("config", "ok", fmt.Sprintf("%s (approval: %s)", st.Config.Path, st.Config.Approval), "")
 	}
