@@ -202,7 +202,7 @@ func New(opts Options) (*Gateway, error) {
 	}
 	cfg, raw, err := readConfig(cfgPath)
 	if err != nil {
-		return nil, fmt.Errorf("configuration: %w", err)
+		return nil, fmt.Errorf("%w: %w", api.ErrBadConfig, err)
 	}
 	g := &Gateway{
 		signals:    make(chan os.Signal, 4),
@@ -243,7 +243,7 @@ func New(opts Options) (*Gateway, error) {
 	})
 	pol, err := g.initialPolicy(cfg, raw)
 	if err != nil {
-		return nil, fmt.Errorf("configuration: %w", err)
+		return nil, fmt.Errorf("%w: %w", api.ErrBadConfig, err)
 	}
 	g.notes = newNotifier(g)
 	g.engine = approvals.NewEngine(approvals.Config{

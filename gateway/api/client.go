@@ -18,6 +18,10 @@ var ErrNoGateway = control.ErrNoGateway
 // it within the call's time limit.
 var ErrNoAnswer = errors.New("the gateway took the call and did not answer")
 
+// ErrBadConfig is wrapped by the error of a gateway that does not start
+// because of its configuration file.
+var ErrBadConfig = errors.New("configuration")
+
 // Client calls a running gateway. Each method is one operation; each
 // call has a default time limit, shortened by the context's deadline.
 type Client struct {
