@@ -5,6 +5,7 @@ import (
 
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/confine"
+	"github.com/postern/postern/internal/keychain"
 	"github.com/postern/postern/internal/vault"
 )
 
@@ -55,6 +56,8 @@ func hintFor(name string, err error) string {
 		return `"postern run --no-sandbox" runs it unconfined, and every card for it says so`
 	case errors.Is(err, api.ErrVaultExists):
 		return `"postern unlock" opens it, "postern vault add" adds keys to it and "postern vault passwd" changes its passphrase`
+	case errors.Is(err, keychain.ErrUnavailable):
+		return "unlock with the vault's passphrase instead: --remember, --keychain and --forget need the OS keychain (on Linux a Secret Service, such as gnome-keyring or KeePassXC, on the session bus)"
 	case errors.Is(err, vault.ErrNotExist):
 		return `"postern vault init" creates one`
 	case api.HasCode(err, api.CodeStaleKey):
