@@ -16,9 +16,12 @@ const MinPrefix = 6
 // Get returns the entry with the given id, or with the only id that starts
 // with the given prefix (at least MinPrefix characters, any case).
 func (j *Journal) Get(id string) (*Entry, error) {
-	id = strings.ToUpper(strings.TrimSpace(id))
+	given := strings.TrimSpace(id)
+	id = strings.ToUpper(given)
 	if len(id) < MinPrefix {
-		return nil, fmt.Errorf("journal id %q is too short: give at least %d characters", id, MinPrefix)
+		// As the person typed it, and with ErrNotFound: no entry is
+		// looked for, and the list says which there are.
+		return nil, fmt.Errorf("%w: journal id %q is too short: give at least %d characters", ErrNotFound, given, MinPrefix)
 	}
 	var e *Entry
 	err := j.view(func(tx *bolt.Tx) error {
