@@ -115,5 +115,10 @@ func askWhy(ctx context.Context, sock string, errw io.Writer) (*api.WhyResult, e
 	if err != nil {
 		return nil, err
 	}
-	return api.AskWhy(ctx, wk)
+	res, err := api.AskWhy(ctx, wk)
+	if env == "" && errors.Is(err, api.ErrNoGateway) {
+		// As the other commands say it.
+		return nil, api.NoGatewayUnset(wk)
+	}
+	return res, err
 }

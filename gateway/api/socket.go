@@ -82,7 +82,14 @@ func Locate(env string) (sock, note string, err error) {
 		// Nothing there: the dial says so.
 		return env, "", nil
 	}
-	return "", "", fmt.Errorf("%w: $SSH_AUTH_SOCK is not set and no gateway listens at the well-known socket %s", ErrNoGateway, wk)
+	return "", "", NoGatewayUnset(wk)
+}
+
+// NoGatewayUnset is the error of a command that found no gateway: none
+// named by $SSH_AUTH_SOCK, which is not set, and none at the well-known
+// socket wk.
+func NoGatewayUnset(wk string) error {
+	return fmt.Errorf("%w: $SSH_AUTH_SOCK is not set and no gateway listens at the well-known socket %s", ErrNoGateway, wk)
 }
 
 // activationWait bounds how long Activate waits for a gateway a
