@@ -2,6 +2,7 @@ package confine
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -9,9 +10,6 @@ import (
 	"strings"
 	"syscall"
 )
-
-// maxSockets bounds the listed sockets HideSockets looks at.
-const maxSockets = 4096
 
 // HideSockets hides every unix socket bound to a path (as the kernel
 // lists them in /proc/net/unix) that the run could reach only as the
@@ -25,25 +23,37 @@ const maxSockets = 4096
 // systemd-resolved's) stay, as do those under s.Sockets, which the run
 // is given, and a socket named itself in s.ReadWrite or s.ReadOnly (the
 // person's choice, in postern.toml). A socket bound after the run starts
-// is not hidden (postern-run(1) says so). It runs after Session and
-// Cache, whose hidden and own trees it need not search, and before
-// Resolve.
+// is not hidden (postern-run(1) says so). Past the bounds of what it
+// searches (maxSockets) it returns an error: the run is not to start.
+// It runs after Session and Cache, whose hidden and own trees it need
+// not search, and before Resolve.
 func (s *Spec) HideSockets() error {
 	f, err := os.Open("/proc/net/unix")
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	s.Hide = append(s.Hide, s.personalSockets(f, os.Getuid())...)
+	hide, err := s.personalSockets(f, os.Getuid())
+	if err != nil {
+		return err
+	}
+	s.Hide = append(s.Hide, hide...)
 	return nil
 }
 
-// maxSocketDirs bounds the directories searched, and
-// maxSocketDirEntries the entries read of each, so that sockets bound by
-// the thousand cost a run's start a bounded time.
-const (
-	maxSocketDirs       = 512
-	maxSocketDirEntries = 1024
+// maxSockets bounds the sockets bound to a path that HideSockets looks
+// at (the listing's other lines, unnamed and abstract sockets, cost a
+// line each and are not counted), maxSocketDirs the directories it
+// searches and maxSocketDirEntries the entries of each, so that sockets
+// bound by the thousand cost a run's start a bounded time. Past any of
+// them it cannot tell which sockets to hide, and the run is not
+// confined at all (an error), rather than confined with some of the
+// person's sockets in its reach: a program can bind sockets by the
+// thousand to push one out of sight.
+var (
+	maxSockets          = 16384
+	maxSocketDirs       = 1024
+	maxSocketDirEntries = 8192
 )
 
 // personalSockets returns the sockets of the /proc/net/unix listing r
@@ -51,12 +61,12 @@ const (
 // socket was bound to, which may since have been renamed (ssh binds its
 // ControlMaster socket to a temporary name and links it into place), so
 // each directory that held a listed socket is searched for sockets.
-func (s *Spec) personalSockets(r io.Reader, uid int) []string {
+func (s *Spec) personalSockets(r io.Reader, uid int) ([]string, error) {
 	var out []string
 	dirs := map[string]bool{}
 	sc := bufio.NewScanner(r)
 	sc.Scan() // the header
-	for n := 0; sc.Scan() && n < maxSockets; n++ {
+	for named := 0; sc.Scan(); {
 		// Num RefCount Protocol Flags Type St Inode Path: the path, when
 		// there is one, is the rest of the line.
 		f := strings.Fields(sc.Text())
@@ -67,28 +77,44 @@ func (s *Spec) personalSockets(r io.Reader, uid int) []string {
 		if !filepath.IsAbs(p) {
 			continue
 		}
+		if named++; named > maxSockets {
+			return nil, fmt.Errorf("more than %d sockets are bound to paths (/proc/net/unix), too many to tell which of them only you may use", maxSockets)
+		}
 		d := filepath.Dir(filepath.Clean(p))
-		if dirs[d] || len(dirs) >= maxSocketDirs || !s.shown(d) || slices.ContainsFunc(s.Sockets, func(g string) bool { return filepath.IsAbs(g) && Under(d, filepath.Clean(g)) }) {
+		if dirs[d] || !s.shown(d) || slices.ContainsFunc(s.Sockets, func(g string) bool { return filepath.IsAbs(g) && Under(d, filepath.Clean(g)) }) {
 			continue
 		}
+		if len(dirs) >= maxSocketDirs {
+			return nil, fmt.Errorf("sockets are bound in more than %d directories (/proc/net/unix), too many to search for those only you may use", maxSocketDirs)
+		}
 		dirs[d] = true
-		out = append(out, s.personalIn(d, uid)...)
+		in, err := s.personalIn(d, uid)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in...)
 	}
-	return out
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading /proc/net/unix: %w", err)
+	}
+	return out, nil
 }
 
 // personalIn returns the sockets in directory d that the user uid could
 // reach only as the person: owned by uid, or not open to every user. A
 // socket named itself in s.ReadWrite or s.ReadOnly is shown as named.
-func (s *Spec) personalIn(d string, uid int) []string {
+func (s *Spec) personalIn(d string, uid int) ([]string, error) {
 	// O_DIRECTORY: what is there now may be a FIFO, whose open would
 	// wait for a writer.
 	f, err := os.OpenFile(d, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	defer f.Close()
-	names, _ := f.Readdirnames(maxSocketDirEntries)
+	names, _ := f.Readdirnames(maxSocketDirEntries + 1)
+	if len(names) > maxSocketDirEntries {
+		return nil, fmt.Errorf("the directory %s, where a socket was bound, holds more than %d entries, too many to search for sockets only you may use", d, maxSocketDirEntries)
+	}
 	slices.Sort(names)
 	var out []string
 	for _, name := range names {
@@ -105,7 +131,7 @@ func (s *Spec) personalIn(d string, uid int) []string {
 			out = append(out, p)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // shown reports whether directory d is visible to the run as s stands:

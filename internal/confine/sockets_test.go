@@ -55,16 +55,81 @@ func TestPersonalSockets(t *testing.T) {
 	}
 	s := &Spec{Dir: root, Sockets: []string{filepath.Join(root, "run")}, ReadWrite: []string{chosen}, Hide: []string{filepath.Join(root, "hidden")}}
 	// As the owner of every socket: all but the run's and the chosen one.
-	got := s.personalSockets(strings.NewReader(listing.String()), os.Getuid())
+	got, err := s.personalSockets(strings.NewReader(listing.String()), os.Getuid())
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := []string{filepath.Join(root, "a/cm"), own, group, open}
 	if !slices.Equal(got, want) {
 		t.Errorf("as their owner: %q\nwant %q", got, want)
 	}
 	// As another user: all but the one open to every user.
-	got = s.personalSockets(strings.NewReader(listing.String()), os.Getuid()+1)
+	got, err = s.personalSockets(strings.NewReader(listing.String()), os.Getuid()+1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want = []string{filepath.Join(root, "a/cm"), own, group}
 	if !slices.Equal(got, want) {
 		t.Errorf("as another user: %q\nwant %q", got, want)
+	}
+}
+
+// A program can bind sockets by the thousand, unnamed or in directories
+// of its own, or fill a directory with files, to push a socket of the
+// person's (docker's, an ssh ControlMaster's) out of what is searched:
+// lines without a path do not count against the bound, and past a bound
+// the run is refused, not confined with the socket in its reach.
+func TestPersonalSocketsPastTheBounds(t *testing.T) {
+	defer func(a, b, c int) { maxSockets, maxSocketDirs, maxSocketDirEntries = a, b, c }(maxSockets, maxSocketDirs, maxSocketDirEntries)
+	maxSockets, maxSocketDirs, maxSocketDirEntries = 4, 2, 3
+	root := t.TempDir()
+	person := filepath.Join(root, "person", "docker.sock")
+	os.Mkdir(filepath.Dir(person), 0o755)
+	l, err := net.Listen("unix", person)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	line := func(b *strings.Builder, p string) {
+		fmt.Fprintf(b, "0000000000000000: 00000002 00000000 00010000 0001 01 1000 %s\n", p)
+	}
+	listing := func(paths ...string) string {
+		var b strings.Builder
+		b.WriteString("Num       RefCount Protocol Flags    Type St Inode Path\n")
+		for _, p := range paths {
+			line(&b, p)
+		}
+		return b.String()
+	}
+	s := &Spec{Dir: root}
+	// Unnamed and abstract sockets, more than the bound, before it.
+	many := []string{"", "@a", "", "@b", "", "@c", ""}
+	got, err := s.personalSockets(strings.NewReader(listing(append(many, person)...)), os.Getuid())
+	if err != nil || !slices.Equal(got, []string{person}) {
+		t.Errorf("after %d unnamed sockets: %q, %v; want %s hidden", len(many), got, err, person)
+	}
+	// More sockets bound to paths than the bound.
+	var flood []string
+	for i := range maxSockets {
+		flood = append(flood, filepath.Join(root, "flood", fmt.Sprint(i)))
+	}
+	if got, err := s.personalSockets(strings.NewReader(listing(append(flood, person)...)), os.Getuid()); err == nil {
+		t.Errorf("past %d sockets bound to paths: %q hidden and no error", maxSockets, got)
+	}
+	// Sockets in more directories than the bound.
+	var dirs []string
+	for i := range maxSocketDirs {
+		dirs = append(dirs, filepath.Join(root, fmt.Sprint("d", i), "s"))
+	}
+	if got, err := s.personalSockets(strings.NewReader(listing(append(dirs, person)...)), os.Getuid()); err == nil {
+		t.Errorf("past %d directories: %q hidden and no error", maxSocketDirs, got)
+	}
+	// The person's socket's directory filled with files.
+	for i := range maxSocketDirEntries {
+		os.WriteFile(filepath.Join(root, "person", fmt.Sprint("f", i)), nil, 0o600)
+	}
+	if got, err := s.personalSockets(strings.NewReader(listing(person)), os.Getuid()); err == nil {
+		t.Errorf("a directory of more than %d entries: %q hidden and no error", maxSocketDirEntries, got)
 	}
 }
 
@@ -86,7 +151,8 @@ func FuzzPersonalSockets(f *testing.F) {
 	f.Add(fmt.Sprintf("Num RefCount Protocol Flags Type St Inode Path\n0: 2 0 10000 1 1 5 %s/gone\n0: 2 0 10000 1 1 5 %s/x\n0: 2 0 0 1 1 5 @abstract\n", dir, dir+"/../"+filepath.Base(dir)))
 	f.Fuzz(func(t *testing.T, listing string) {
 		s := &Spec{Sockets: []string{"/run"}}
-		for _, p := range s.personalSockets(strings.NewReader(listing), os.Getuid()) {
+		hide, _ := s.personalSockets(strings.NewReader(listing), os.Getuid())
+		for _, p := range hide {
 			unclean := strings.Contains(listing, "/.") || strings.Contains(listing, "//") // named otherwise once cleaned
 			if !filepath.IsAbs(p) || !strings.Contains(listing, " "+filepath.Dir(p)) && !unclean {
 				t.Fatalf("%q hidden, in a directory the listing does not name", p)
