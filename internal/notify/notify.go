@@ -32,10 +32,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net"
-	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -43,8 +39,6 @@ import (
 	"time"
 
 	dbus "github.com/keybase/dbus"
-
-	"github.com/postern/postern/internal/procid"
 )
 
 // The notification service's well-known name, object and interface.
@@ -57,45 +51,8 @@ const (
 // callTimeout bounds each call to the bus or the service.
 const callTimeout = 5 * time.Second
 
-// ownerQueue bounds the service's signals waiting to be handled; more
-// are dropped.
-const ownerQueue = 64
-
-// forgedLogEvery spaces the warnings about signals from other senders.
-const forgedLogEvery = time.Minute
-
-// ErrNoBus reports that no session bus can be found.
-var ErrNoBus = errors.New("no D-Bus session bus ($DBUS_SESSION_BUS_ADDRESS is unset and $XDG_RUNTIME_DIR/bus does not exist)")
-
-// ErrNoSocket reports a bus address that names no UNIX socket.
-var ErrNoSocket = errors.New("the session bus address names no UNIX socket (unix:path= or unix:abstract=): a bus reached otherwise cannot be told to be this user's")
-
 // ErrNoService reports that nothing owns the notification service.
 var ErrNoService = errors.New("no desktop notification service on the session bus (nothing owns " + ServiceName + ")")
-
-// Address returns the session bus address in env (KEY=VALUE pairs, the
-// last one winning): $DBUS_SESSION_BUS_ADDRESS, else the socket
-// $XDG_RUNTIME_DIR/bus when it exists.
-func Address(env []string) (string, error) {
-	get := func(k string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
-				return v
-			}
-		}
-		return ""
-	}
-	if a := get("DBUS_SESSION_BUS_ADDRESS"); a != "" && a != "autolaunch:" {
-		return a, nil
-	}
-	if dir := get("XDG_RUNTIME_DIR"); dir != "" {
-		p := filepath.Join(dir, "bus")
-		if fi, err := os.Stat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			return "unix:path=" + p, nil
-		}
-	}
-	return "", ErrNoBus
-}
 
 // Action is a button on a notification.
 type Action struct {
@@ -214,61 +171,6 @@ func (s *Service) connection() (*dbus.Conn, error) {
 	}
 	go s.signals(conn, sv.owned)
 	return conn, nil
-}
-
-// dial connects to the first UNIX socket the bus address addr names (a
-// D-Bus address is a list, separated by ";"), whose daemon runs as this
-// user.
-func dial(addr string) (*net.UnixConn, error) {
-	var errs []error
-	for _, a := range strings.Split(addr, ";") {
-		name := socketOf(a)
-		if name == "" {
-			continue
-		}
-		c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: name, Net: "unix"})
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		cred, err := procid.PeerCred(c)
-		if err == nil && cred.UID != uint32(os.Geteuid()) {
-			err = fmt.Errorf("the bus at %s is run by uid %d, not by this user (uid %d)", name, cred.UID, os.Geteuid())
-		}
-		if err != nil {
-			c.Close()
-			errs = append(errs, err)
-			continue
-		}
-		return c, nil
-	}
-	if len(errs) == 0 {
-		return nil, ErrNoSocket
-	}
-	return nil, errors.Join(errs...)
-}
-
-// socketOf returns the socket one D-Bus address of the unix transport
-// names (an abstract one with "@" first), or "".
-func socketOf(a string) string {
-	params, ok := strings.CutPrefix(a, "unix:")
-	if !ok {
-		return ""
-	}
-	for _, kv := range strings.Split(params, ",") {
-		k, v, _ := strings.Cut(kv, "=")
-		v, err := url.PathUnescape(v)
-		if err != nil || v == "" {
-			continue
-		}
-		switch k {
-		case "path":
-			return v
-		case "abstract":
-			return "@" + v
-		}
-	}
-	return ""
 }
 
 // Close closes the connection.
@@ -408,105 +310,6 @@ func (s *Service) withdraw(conn *dbus.Conn, id uint32, sh *shown) {
 	ctx, cancel := callCtx()
 	defer cancel()
 	conn.Object(sh.owner, objectPath).CallWithContext(ctx, iface+".CloseNotification", 0, id)
-}
-
-// A sieve is a connection's signal handler. It runs on the connection's
-// reader, as each signal comes: it passes on to owned those of the
-// service's owner, in order, and drops the others, and the owner's own
-// when owned is full. It never waits.
-type sieve struct {
-	s     *Service
-	mu    sync.Mutex
-	ended bool
-	owned chan *dbus.Signal // closed when the connection ends
-}
-
-func (v *sieve) DeliverSignal(_, _ string, sig *dbus.Signal) {
-	if own := v.s.owner.Load(); own == nil || sig.Sender != *own {
-		v.s.dropped(sig, "it did not come from the notification service")
-		return
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.ended {
-		return
-	}
-	select {
-	case v.owned <- sig:
-	default:
-		v.s.dropped(sig, "the notification service sent more than can be handled")
-	}
-}
-
-// Terminate is called when the connection closes.
-func (v *sieve) Terminate() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if !v.ended {
-		v.ended = true
-		close(v.owned)
-	}
-}
-
-// dropped logs a signal dropped, at most once in forgedLogEvery.
-func (s *Service) dropped(sig *dbus.Signal, why string) {
-	if sig.Name != iface+".ActionInvoked" {
-		return
-	}
-	now := time.Now().UnixNano()
-	last := s.forgedLogged.Load()
-	if now-last < int64(forgedLogEvery) || !s.forgedLogged.CompareAndSwap(last, now) {
-		return
-	}
-	s.log.Warn("notification action refused: "+why+" (others like it are dropped unlogged for a while)", "sender", sig.Sender)
-}
-
-// signals dispatches the service's signals until the connection ends.
-func (s *Service) signals(conn *dbus.Conn, ch <-chan *dbus.Signal) {
-	for sig := range ch {
-		switch sig.Name {
-		case iface + ".ActionInvoked":
-			var id uint32
-			var key string
-			if dbus.Store(sig.Body, &id, &key) != nil {
-				continue
-			}
-			s.invoked(conn, sig.Sender, id, key)
-		case iface + ".NotificationClosed":
-			var id, reason uint32
-			if dbus.Store(sig.Body, &id, &reason) != nil {
-				continue
-			}
-			s.mu.Lock()
-			if sh := s.shown[id]; sh != nil && sig.Sender == sh.owner {
-				delete(s.shown, id)
-				close(sh.closed)
-			}
-			s.mu.Unlock()
-		}
-	}
-}
-
-// invoked passes on an action if its signal comes from the service's
-// owner, the one that showed the notification.
-func (s *Service) invoked(conn *dbus.Conn, sender string, id uint32, key string) {
-	s.mu.Lock()
-	sh := s.shown[id]
-	s.mu.Unlock()
-	if sh == nil {
-		return
-	}
-	now, err := owner(conn)
-	if sender != sh.owner || err != nil || sender != now {
-		s.log.Warn("notification action refused: it did not come from the notification service", "sender", sender, "owner", now, "shown_by", sh.owner, "notification", id)
-		return
-	}
-	pid, err := pidOf(conn, sender)
-	if err != nil {
-		s.log.Warn("notification action refused: the bus does not say which process sent it", "sender", sender, "err", err)
-		return
-	}
-	sh.onAction(Invoked{Action: key, Sender: sender, PID: pid})
 }
 
 // escapeMarkup escapes the characters the notification body markup
