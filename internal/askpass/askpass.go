@@ -24,6 +24,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/postern/postern/internal/envlist"
 )
 
 // ErrUnavailable reports that no askpass program can be used here.
@@ -36,14 +38,7 @@ type Env []string
 // FromProcess returns the current process environment.
 func FromProcess() Env { return Env(os.Environ()) }
 
-func (e Env) get(k string) string {
-	for i := len(e) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(e[i], k+"="); ok {
-			return v
-		}
-	}
-	return ""
-}
+func (e Env) get(k string) string { return envlist.Get(e, k) }
 
 // Program returns the askpass program to run, or ErrUnavailable.
 func (e Env) Program() (string, error) {

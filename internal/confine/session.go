@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/postern/postern/internal/envlist"
 	"github.com/postern/postern/internal/smallfile"
 )
 
@@ -58,14 +59,7 @@ func (s *Spec) Session(env []string) {
 }
 
 // getenv returns the value of k in env, the last one set.
-func getenv(env []string, k string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(env[i], k+"="); ok {
-			return v
-		}
-	}
-	return ""
-}
+func getenv(env []string, k string) string { return envlist.Get(env, k) }
 
 // Check refuses a spec that would give the run a way around what hides
 // it: a working directory that is hidden, or inside a hidden tree (the

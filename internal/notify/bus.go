@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/postern/postern/internal/envlist"
 	"github.com/postern/postern/internal/procid"
 )
 
@@ -25,14 +26,7 @@ var ErrNoSocket = errors.New("the session bus address names no UNIX socket (unix
 // last one winning): $DBUS_SESSION_BUS_ADDRESS, else the socket
 // $XDG_RUNTIME_DIR/bus when it exists.
 func Address(env []string) (string, error) {
-	get := func(k string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
-				return v
-			}
-		}
-		return ""
-	}
+	get := func(k string) string { return envlist.Get(env, k) }
 	if a := get("DBUS_SESSION_BUS_ADDRESS"); a != "" && a != "autolaunch:" {
 		return a, nil
 	}
