@@ -318,7 +318,9 @@ func (g *Gateway) approvalInForce() string {
 
 // Status reports the gateway's state.
 func (g *Gateway) Status() api.Status {
+	// The vault's lock is taken before g.mu, never under it.
 	state, epoch := g.vault.State()
+	noPassword := g.vault.NoPassword()
 	ids, _ := g.keys.Identities()
 	// Asked before g.mu is taken: a notification service asks round trips
 	// on its bus, which may take seconds (a service that hangs, or a
@@ -332,7 +334,7 @@ func (g *Gateway) Status() api.Status {
 		PID:     os.Getpid(),
 		Started: g.started.UTC().Format("2006-01-02T15:04:05Z"),
 		Socket:  g.opts.Socket,
-		Vault:   api.VaultStatus{State: state, Epoch: epoch, Path: g.vaultPath, NoPassword: g.vault.NoPassword()},
+		Vault:   api.VaultStatus{State: state, Epoch: epoch, Path: g.vaultPath, NoPassword: noPassword},
 		Config:  api.ConfigStatus{Path: g.configPath, Approval: g.approvalInForce(), Restored: g.restored},
 		Counts:  api.Counts{Keys: len(ids)},
 	}
