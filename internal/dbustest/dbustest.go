@@ -15,6 +15,8 @@ import (
 	"time"
 
 	dbus "github.com/keybase/dbus"
+
+	"github.com/postern/postern/internal/notify"
 )
 
 // Start starts dbus-daemon with its socket in dir and the environment
@@ -23,7 +25,7 @@ import (
 func Start(t testing.TB, dir string, env []string) string {
 	t.Helper()
 	bus := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1",
-		"--address=unix:path="+filepath.Join(dir, "bus"))
+		"--address="+notify.PathAddress(filepath.Join(dir, "bus")))
 	bus.Env = env
 	return start(t, bus)
 }

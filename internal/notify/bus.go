@@ -33,10 +33,30 @@ func Address(env []string) (string, error) {
 	if dir := get("XDG_RUNTIME_DIR"); dir != "" {
 		p := filepath.Join(dir, "bus")
 		if fi, err := os.Stat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			return "unix:path=" + p, nil
+			return PathAddress(p), nil
 		}
 	}
 	return "", ErrNoBus
+}
+
+// PathAddress is the D-Bus address of the UNIX socket at path p, its
+// bytes escaped as the D-Bus specification asks: a directory's name
+// can hold ",", ";" or "%", which the address would read as its own.
+func PathAddress(p string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	b.WriteString("unix:path=")
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("-_/.*", c) >= 0:
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	return b.String()
 }
 
 // dial connects to the first UNIX socket the bus address addr names (a

@@ -2,6 +2,8 @@ package notify_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -26,5 +28,25 @@ func TestBusOfAnotherUserRefused(t *testing.T) {
 		if _, err := notify.New(a, nil).Status(); !errors.Is(err, notify.ErrNoSocket) {
 			t.Errorf("%s: %v, want %v", a, err, notify.ErrNoSocket)
 		}
+	}
+}
+
+// A runtime directory whose name holds what a D-Bus address reads as its
+// own (",", ";", "%", a space) still leads to the bus in it: the address
+// made from it escapes them.
+func TestBusInAnOddlyNamedRuntimeDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a,b;c%41 d")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dbustest.Start(t, dir, []string{"XDG_RUNTIME_DIR=" + dir})
+	addr, err := notify.Address([]string{"XDG_RUNTIME_DIR=" + dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := notify.New(addr, nil)
+	defer s.Close()
+	if _, err := s.Status(); err != nil && !strings.Contains(err.Error(), "org.freedesktop.Notifications") {
+		t.Fatalf("the bus at %s (address %s) was not reached: %v", dir, addr, err)
 	}
 }
