@@ -88,11 +88,19 @@ func (c *Client) FollowCards(ctx context.Context, console bool, fn func(*CardsDe
 		}
 		return fn(d)
 	})
+	return followEnded(ctx, err, "the stream of cards")
+}
+
+// followEnded is how a stream that follows the gateway until ctx ends
+// ended: nil when ctx ended it, else its error, or, when the connection
+// closed with no error said, that the gateway ended it (it stopped, or
+// was killed): a follower never reads the gateway's end as its own.
+func followEnded(ctx context.Context, err error, what string) error {
 	switch {
 	case ctx.Err() != nil:
 		return nil
 	case err == nil:
-		return errors.New("the gateway ended the stream of cards")
+		return fmt.Errorf("the gateway ended %s: it stopped, or was killed", what)
 	}
 	return err
 }
@@ -180,7 +188,8 @@ func (c *Client) NewJournal(ctx context.Context) (*JournalNewResult, error) {
 
 // FollowJournal passes every journal entry to fn as it changes, from the
 // moment the gateway accepted the call, until ctx ends (nil), fn returns
-// an error (that error) or the gateway ends the stream (its error).
+// an error (that error) or the gateway ends the stream (its error, or
+// that it ended it).
 // ready, when not nil, is called once the gateway follows.
 func (c *Client) FollowJournal(ctx context.Context, ready func(), fn func(*JournalEntry) error) error {
 	first := true
@@ -198,10 +207,7 @@ func (c *Client) FollowJournal(ctx context.Context, ready func(), fn func(*Journ
 		}
 		return fn(&e)
 	})
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
+	return followEnded(ctx, err, "the journal stream")
 }
 
 // call makes one request and decodes its result into out (which may be

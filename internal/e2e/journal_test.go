@@ -7,7 +7,9 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -107,5 +109,46 @@ func TestDamagedJournalRefusedAgentSigns(t *testing.T) {
 	}
 	if r := b.ssh("echo runs again"); r.Code != 0 || !strings.Contains(r.Stdout, "runs again") {
 		t.Fatalf("a command after the decision: %s", r)
+	}
+}
+
+// follow ends with status 1 and says why when the gateway goes away
+// under it, stopped or killed: a stream that ended is not an interrupt,
+// and a script that follows must not read it as one.
+func TestJournalFollowSaysWhenTheGatewayGoes(t *testing.T) {
+	for _, stop := range []string{"stopped", "killed"} {
+		t.Run(stop, func(t *testing.T) {
+			b := newBastionWorld(t, "")
+			command := "sleep 30"
+			go b.ssh(command)
+			b.waitRunning(command)
+			follow := b.e.Command("postern", "journal", "follow")
+			stdout, err := follow.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr strings.Builder
+			follow.Stderr = &stderr
+			if err := follow.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer follow.Process.Kill()
+			lines := bufio.NewScanner(stdout)
+			if !lines.Scan() || !strings.Contains(lines.Text(), "RUNNING") {
+				t.Fatalf("follow's first line: %q", lines.Text())
+			}
+			if stop == "killed" {
+				b.agent.Kill()
+			} else {
+				b.agent.Stop()
+			}
+			for lines.Scan() {
+			}
+			err = follow.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "gateway") {
+				t.Fatalf("follow when the gateway was %s: %v, stderr %q", stop, err, stderr.String())
+			}
+		})
 	}
 }
