@@ -36,7 +36,7 @@ type GrantView struct {
 // cannot watch are checked against live evidence first, so that none
 // listed has ended.
 func (e *Engine) Sessions() ([]RunState, []GrantView) {
-	e.pruneUnwatched()
+	e.pruneChanged()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	count := map[*Run]int{}
@@ -71,20 +71,23 @@ func (e *Engine) Sessions() ([]RunState, []GrantView) {
 
 // Counts returns the number of live runs, grants and pending cards.
 func (e *Engine) Counts() (runs, grants, cards int) {
+	e.pruneChanged()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.runs), len(e.grants), len(e.cards)
 }
 
-// pruneUnwatched ends the runs whose process exit is not watched (no
-// pidfd on this platform or table) and that no longer pass their live
-// check. Runs with a watcher end by themselves when they exit; a request
-// checks the runs on its own ancestry.
-func (e *Engine) pruneUnwatched() {
+// pruneChanged ends the started runs that no longer pass their live
+// check: a pidfd tells of an exit, but nothing tells of an exec, after
+// which the pid runs another program (process_changed), and where the
+// platform has no pidfd, of an exit either. What the person is shown of
+// the runs and their grants is so checked first; a request checks the
+// runs on its own ancestry.
+func (e *Engine) pruneChanged() {
 	e.mu.Lock()
 	var check []*Run
 	for _, r := range e.runs {
-		if r.pin != nil && r.pin.Exited() == nil {
+		if r.pin != nil {
 			check = append(check, r)
 		}
 	}

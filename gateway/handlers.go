@@ -327,6 +327,10 @@ func (g *Gateway) Status() api.Status {
 	// program that took its name), and must not hold up everything else
 	// the gateway does under g.mu meanwhile.
 	approvers := g.engine.Approvers()
+	// Counted before g.mu too: counting checks each run against its
+	// process, and ends (and records) those that changed.
+	var counts api.Counts
+	counts.Runs, counts.Grants, counts.Cards = g.engine.Counts()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := api.Status{
@@ -336,9 +340,9 @@ func (g *Gateway) Status() api.Status {
 		Socket:  g.opts.Socket,
 		Vault:   api.VaultStatus{State: state, Epoch: epoch, Path: g.vaultPath, NoPassword: noPassword},
 		Config:  api.ConfigStatus{Path: g.configPath, Approval: g.approvalInForce(), Restored: g.restored},
-		Counts:  api.Counts{Keys: len(ids)},
+		Counts:  counts,
 	}
-	st.Counts.Runs, st.Counts.Grants, st.Counts.Cards = g.engine.Counts()
+	st.Counts.Keys = len(ids)
 	st.Hosts = api.HostsStatus{Path: g.hostsPath, Count: g.engine.Hosts().Len(), Restored: g.hostsRestored}
 	if g.hostsErr != nil {
 		st.Hosts.Error = g.hostsErr.Error()
