@@ -222,3 +222,17 @@ func TestResolveUnansweredProbeIsInconclusive(t *testing.T) {
 		})
 	}
 }
+
+// An entry resolved by hand is named as show and the probe take it: by
+// an unambiguous prefix, in any case, as a person copies it from a list.
+func TestResolveByHandTakesAPrefix(t *testing.T) {
+	w := newWorld(t)
+	e := w.lose("deploy")
+	r, err := w.srv.ResolveByHand(strings.ToLower(e.ID[:journal.MinPrefix+2]), journal.Resolution{Result: journal.ResultNotStarted, Evidence: "checked the host"}, "alice")
+	if err != nil {
+		t.Fatalf("resolving %s by a prefix of its id: %v", e.ID, err)
+	}
+	if r.ID != e.ID || r.Status() != journal.StatusRetrySafe {
+		t.Fatalf("resolved %s (%s), not %s", r.ID, r.Status(), e.ID)
+	}
+}

@@ -207,8 +207,8 @@ func (j *Journal) MarkUnknown(id string, u Unknown) (*Entry, error) {
 // Resolve adds what a person or a probe found out about an entry whose
 // outcome is unknown. Resolutions are kept, oldest first; the last one
 // decides the status. A probe can only resolve an entry that ran with
-// remote markers. At defaults to now; longer Evidence is cut at
-// MaxEvidence.
+// remote markers. id is the entry's id or a prefix of it, as Get takes.
+// At defaults to now; longer Evidence is cut at MaxEvidence.
 func (j *Journal) Resolve(id string, r Resolution) (*Entry, error) {
 	if r.At.IsZero() {
 		r.At = j.now()
@@ -252,10 +252,11 @@ func (j *Journal) running(e *Entry) error {
 	return nil
 }
 
-// change loads the entry with the exact id, applies fn and stores it.
+// change loads the entry id names (lookup: its id, or a prefix a person
+// typed), applies fn and stores it.
 func (j *Journal) change(id, what string, fn func(e *Entry) error) (*Entry, error) {
 	e, err := j.do(func(tx *bolt.Tx) ([]*Entry, error) {
-		e, err := load(tx, id)
+		e, err := lookup(tx, id)
 		if err != nil {
 			return nil, err
 		}

@@ -16,6 +16,21 @@ const MinPrefix = 6
 // Get returns the entry with the given id, or with the only id that starts
 // with the given prefix (at least MinPrefix characters, any case).
 func (j *Journal) Get(id string) (*Entry, error) {
+	var e *Entry
+	err := j.view(func(tx *bolt.Tx) (err error) {
+		e, err = lookup(tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return j.shown(e), nil
+}
+
+// lookup reads the entry a person names: by its id, or by the only id
+// that starts with the given prefix (at least MinPrefix characters, any
+// case).
+func lookup(tx *bolt.Tx, id string) (*Entry, error) {
 	given := strings.TrimSpace(id)
 	id = strings.ToUpper(given)
 	if len(id) < MinPrefix {
@@ -23,36 +38,25 @@ func (j *Journal) Get(id string) (*Entry, error) {
 		// looked for, and the list says which there are.
 		return nil, fmt.Errorf("%w: journal id %q is too short: give at least %d characters", ErrNotFound, given, MinPrefix)
 	}
-	var e *Entry
-	err := j.view(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketEntries)
-		if v := b.Get([]byte(id)); v != nil {
-			var err error
-			e, err = load(tx, id)
-			return err
-		}
-		var matches []string
-		c := b.Cursor()
-		for k, _ := c.Seek([]byte(id)); k != nil && bytes.HasPrefix(k, []byte(id)); k, _ = c.Next() {
-			matches = append(matches, string(k))
-			if len(matches) > 5 {
-				break
-			}
-		}
-		switch len(matches) {
-		case 0:
-			return fmt.Errorf("%w: no entry has an id starting with %s", ErrNotFound, id)
-		case 1:
-			var err error
-			e, err = load(tx, matches[0])
-			return err
-		}
-		return fmt.Errorf("journal id %s is ambiguous (%s, …): give more characters", id, strings.Join(matches[:2], ", "))
-	})
-	if err != nil {
-		return nil, err
+	b := tx.Bucket(bucketEntries)
+	if v := b.Get([]byte(id)); v != nil {
+		return load(tx, id)
 	}
-	return j.shown(e), nil
+	var matches []string
+	c := b.Cursor()
+	for k, _ := c.Seek([]byte(id)); k != nil && bytes.HasPrefix(k, []byte(id)); k, _ = c.Next() {
+		matches = append(matches, string(k))
+		if len(matches) > 5 {
+			break
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return nil, fmt.Errorf("%w: no entry has an id starting with %s", ErrNotFound, id)
+	case 1:
+		return load(tx, matches[0])
+	}
+	return nil, fmt.Errorf("journal id %s is ambiguous (%s, …): give more characters", id, strings.Join(matches[:2], ", "))
 }
 
 // ListOptions filter List. The zero value lists everything.
