@@ -48,6 +48,11 @@ func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer)
 		return nil, fmt.Errorf("probing %s: %w", t.Host, err)
 	}
 	defer up.client.Close()
+	// The probe ends with its caller (postern journal resolve
+	// interrupted, or past its time limit): a host that never answers
+	// holds nothing, and nothing is recorded that the caller is not told.
+	stop := context.AfterFunc(ctx, func() { up.client.Close() })
+	defer stop()
 	if names := hostKeyNames(up.hostKey); e.Target.HostKey != "" && !slices.Contains(names, e.Target.HostKey) {
 		return nil, fmt.Errorf("the host key of %s is now %s, not %s as when the command ran; refusing to trust its markers", t.Host, names[0], e.Target.HostKey)
 	}
@@ -59,6 +64,9 @@ func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer)
 	out := &probeOutput{cut: func() { sess.Close() }}
 	sess.Stdout = out
 	runErr := sess.Run(probe)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("the probe of entry %s on %s was cut off, and nothing recorded: %w", e.ID, t.Host, context.Cause(ctx))
+	}
 	if ee, ok := errors.AsType[*gossh.ExitError](runErr); ok && ee.ExitStatus() == 0 {
 		runErr = nil
 	}

@@ -191,27 +191,7 @@ func TestResolveUnansweredProbeIsInconclusive(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			w := newWorldWith(t, func(c *Config) { c.Markers = []string{"127.0.0.*"} }, nil)
-			w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.ch.Read(make([]byte, 1)) } })
-			sess, err := w.dial().NewSession()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := sess.Start("true"); err != nil {
-				t.Fatal(err)
-			}
-			for i := 0; len(w.entries()) == 0; i++ { // dispatched
-				if i == 1000 {
-					t.Fatal("the command was never journaled")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			w.host.cut()
-			sess.Wait()
-			e := w.ended("true")
-			if e.Status() != journal.StatusUnknown {
-				t.Fatalf("journal %s", e.Status())
-			}
+			w, e := lostMarked(t)
 			w.host.set(func(h *testHost) { h.handle = answer })
 			r := probeWithin(t, w, e.ID, 30*time.Second)
 			last := r.Resolutions[len(r.Resolutions)-1]
@@ -220,6 +200,74 @@ func TestResolveUnansweredProbeIsInconclusive(t *testing.T) {
 				t.Fatalf("resolved %s: %+v", r.Status(), last)
 			}
 		})
+	}
+}
+
+// lostMarked returns a world whose host takes markers, and the entry of
+// a command "true" the host accepted before its connection was cut,
+// unknown.
+func lostMarked(t *testing.T) (*world, *journal.Entry) {
+	t.Helper()
+	w := newWorldWith(t, func(c *Config) { c.Markers = []string{"127.0.0.*"} }, nil)
+	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.ch.Read(make([]byte, 1)) } })
+	sess, err := w.dial().NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Start("true"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; len(w.entries()) == 0; i++ { // dispatched
+		if i == 1000 {
+			t.Fatal("the command was never journaled")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	w.host.cut()
+	sess.Wait()
+	e := w.ended("true")
+	if e.Status() != journal.StatusUnknown {
+		t.Fatalf("journal %s", e.Status())
+	}
+	return w, e
+}
+
+// A probe the host never answers ends when its caller goes (postern
+// journal resolve interrupted, or past its time limit), and records
+// nothing: the person was told it failed, and a resolution coming later
+// would decide the entry's status behind their back.
+func TestResolveProbeEndsWithItsCaller(t *testing.T) {
+	w, e := lostMarked(t)
+	reached := make(chan struct{})
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			close(reached)
+			s.ch.Read(make([]byte, 1)) // until the connection goes
+		}
+	})
+	requester, err := procid.Host.Pin(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer requester.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.srv.Resolve(ctx, e.ID, requester)
+		done <- err
+	}()
+	<-reached
+	cancel()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the probe's resolution has not returned after its caller went")
+	}
+	if err == nil {
+		t.Fatal("a probe whose caller went returned no error")
+	}
+	if after := w.ended("true"); len(after.Resolutions) != 0 {
+		t.Fatalf("a probe whose caller went recorded %+v", after.Resolutions)
 	}
 }
 
