@@ -173,6 +173,10 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 		if n > 1 {
 			return usagef("journal resolve: give one of --ran, --not-started, --still-running, --inconclusive")
 		}
+		if n == 0 && given(fs, "evidence") {
+			// A probe records what the markers show, not a person's words.
+			return usagef("journal resolve: --evidence goes with what it shows: --ran, --not-started, --still-running or --inconclusive")
+		}
 		// Only the gateway writes the journal, and the audit event with
 		// each resolution.
 		c, err := gatewayClient(*sock)
