@@ -1,9 +1,15 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/postern/postern/gateway/api"
 )
 
 // What a person found out (--evidence) goes with what it shows (--ran,
@@ -19,5 +25,30 @@ func TestJournalResolveEvidenceNeedsAResult(t *testing.T) {
 	code := run([]string{"journal", "resolve", "01M91G6N375J", "--evidence", "ps on the host shows it ran"}, &out, &errw)
 	if code != exitUsage || !strings.Contains(errw.String(), "--evidence") {
 		t.Fatalf("resolve with --evidence alone: exit %d, %q", code, errw.String())
+	}
+}
+
+// postern-journal(1) names the keys of an entry's end and unknown
+// outcome inside their parentheses, as --json nests them: bytes_in,
+// output_tail and the rest are keys of end, not of the entry.
+func TestManJournalNestsEndAndUnknownKeys(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "man", "postern-journal.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	for key, v := range map[string]any{"end": api.JournalEntry{}.End, "unknown": api.JournalEntry{}.Unknown} {
+		i := slices.Index(lines, ".Li "+key)
+		if i < 0 || i+1 == len(lines) || !strings.HasPrefix(lines[i+1], ".Pq ") {
+			t.Fatalf("postern-journal(1) names no %s (...) group", key)
+		}
+		group := lines[i+1]
+		keys := map[string]bool{}
+		jsonKeys(reflect.TypeOf(v), map[reflect.Type]bool{}, keys)
+		for k := range keys {
+			if !regexp.MustCompile(`Li ` + regexp.QuoteMeta(k) + `\b`).MatchString(group) {
+				t.Errorf("postern-journal(1) does not name %q inside %s (...): %s", k, key, group)
+			}
+		}
 	}
 }
