@@ -41,8 +41,15 @@ var ErrNoJournal = journal.ErrNoJournal
 
 // JournalFile reads the bastion's journal in the state directory while no
 // gateway holds it (none runs, or one runs without its bastion). It never writes: a change goes through the gateway, which
-// records it in the audit log too.
-type JournalFile struct{ j *journal.Journal }
+// records it in the audit log too. It holds the file (and so keeps a
+// gateway from opening it) only while it reads: a page, or an entry, is
+// read with the file open, and handed on with it closed, so that a
+// reader that waits (a pager the person has not scrolled) keeps no
+// gateway from starting.
+type JournalFile struct {
+	path string
+	j    *journal.Journal // open while a read is under way, else nil
+}
 
 // OpenJournalFile opens the journal read-only.
 func OpenJournalFile() (*JournalFile, error) {
@@ -50,17 +57,37 @@ func OpenJournalFile() (*JournalFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	j, err := journal.OpenReadOnly(filepath.Join(dir, xdg.JournalFile))
+	path := filepath.Join(dir, xdg.JournalFile)
+	j, err := journal.OpenReadOnly(path)
 	if err != nil {
 		return nil, err
 	}
-	return &JournalFile{j}, nil
+	// Open for the first read.
+	return &JournalFile{path: path, j: j}, nil
+}
+
+// read calls fn with the journal open (opening it again after an earlier
+// read), and closes it.
+func (f *JournalFile) read(fn func(*journal.Journal) error) error {
+	if f.j == nil {
+		j, err := journal.OpenReadOnly(f.path)
+		if err != nil {
+			return err
+		}
+		f.j = j
+	}
+	defer f.Close()
+	return fn(f.j)
 }
 
 // JournalPage lists a page of entries, newest first, as Client.JournalPage
 // does.
-func (f *JournalFile) JournalPage(_ context.Context, a JournalArgs) ([]*JournalEntry, error) {
-	return ListJournalPage(f.j, a)
+func (f *JournalFile) JournalPage(_ context.Context, a JournalArgs) (page []*JournalEntry, err error) {
+	err = f.read(func(j *journal.Journal) error {
+		page, err = ListJournalPage(j, a)
+		return err
+	})
+	return page, err
 }
 
 // ListJournalPage answers a page request (OpJournalList without an ID)
@@ -105,9 +132,20 @@ func EachJournalEntry(ctx context.Context, src JournalSource, status string, lim
 }
 
 // JournalEntry returns one entry, as Client.JournalEntry does.
-func (f *JournalFile) JournalEntry(_ context.Context, id string) (*JournalEntry, error) {
-	return f.j.Get(id)
+func (f *JournalFile) JournalEntry(_ context.Context, id string) (e *JournalEntry, err error) {
+	err = f.read(func(j *journal.Journal) error {
+		e, err = j.Get(id)
+		return err
+	})
+	return e, err
 }
 
-// Close closes the file.
-func (f *JournalFile) Close() error { return f.j.Close() }
+// Close closes the file, if a read holds it open.
+func (f *JournalFile) Close() error {
+	if f.j == nil {
+		return nil
+	}
+	j := f.j
+	f.j = nil
+	return j.Close()
+}

@@ -1,0 +1,70 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/internal/xdg"
+)
+
+// A listing read from the journal file, whose reader is slow (a pager
+// the person has not scrolled), holds the file only while it reads a
+// page: a gateway started meanwhile opens the journal, where it refused
+// to start ("in use by another gateway or a reader").
+func TestJournalFileListingLetsAGatewayStart(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	dir, err := xdg.StateDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, xdg.JournalFile)
+	j, err := journal.Open(path, "boot-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range JournalPage + 10 {
+		wg.Go(func() {
+			e := &journal.Entry{Target: journal.Target{User: "deploy", Host: "db-1", Port: 22}, Kind: journal.KindExec, Command: fmt.Appendf(nil, "echo %d", i)}
+			if err := j.Start(e); err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := j.End(e.ID, journal.End{Outcome: journal.OutcomeExited}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	j.Close()
+	f, err := OpenJournalFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n, opened := 0, false
+	err = EachJournalEntry(context.Background(), f, "", 0, func(*JournalEntry) error {
+		if n++; n == 1 {
+			// The person's pager waits here, between two pages.
+			g, err := journal.Open(path, "boot-2")
+			if err != nil {
+				t.Errorf("a gateway opening the journal while a listing is read: %v", err)
+				return nil
+			}
+			g.Close()
+			opened = true
+		}
+		return nil
+	})
+	if err != nil || n != JournalPage+10 || !opened {
+		t.Fatalf("the listing: %v, %d entries", err, n)
+	}
+}
