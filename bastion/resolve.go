@@ -80,12 +80,7 @@ func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer)
 		res = journal.Resolution{Result: journal.ResultInconclusive, Evidence: unanswered(t.Host, err, runErr, out.buf.Bytes())}
 	}
 	res.By = journal.ByProbe
-	updated, err := s.cfg.Journal.Resolve(e.ID, res)
-	if err != nil {
-		return nil, err
-	}
-	s.recordResolution(updated, res, "")
-	return updated, nil
+	return s.resolve(e.ID, res, "")
 }
 
 // unanswered is the evidence of a probe that gave no complete report.
@@ -104,17 +99,22 @@ func unanswered(host string, parseErr, runErr error, out []byte) string {
 // ResolveByHand records what a person found out about an entry.
 func (s *Server) ResolveByHand(id string, res journal.Resolution, approver string) (*journal.Entry, error) {
 	res.By = journal.ByUser
-	e, err := s.cfg.Journal.Resolve(id, res)
+	return s.resolve(id, res, approver)
+}
+
+// resolve resolves entry id with res, recorded in the audit log first and
+// in the journal only once it is (intent before effect, as a command's
+// start): resolving lets an identical command run again, and one the
+// audit log cannot record is not made. approver is who resolved it by
+// hand ("" when the markers did).
+func (s *Server) resolve(id string, res journal.Resolution, approver string) (*journal.Entry, error) {
+	e, err := s.cfg.Journal.Get(id)
 	if err != nil {
 		return nil, err
 	}
-	s.recordResolution(e, res, approver)
-	return e, nil
-}
-
-// recordResolution records a resolution; approver is who resolved it by
-// hand ("" when the markers did).
-func (s *Server) recordResolution(e *journal.Entry, res journal.Resolution, approver string) {
+	if err := s.cfg.Journal.CheckResolve(e, res); err != nil {
+		return nil, err
+	}
 	extra := map[string]string{"result": res.Result, "by": res.By}
 	if approver != "" {
 		extra["approver"] = approver
@@ -122,7 +122,10 @@ func (s *Server) recordResolution(e *journal.Entry, res journal.Resolution, appr
 	if res.ExitStatus != nil {
 		extra["status"] = strconv.Itoa(*res.ExitStatus)
 	}
-	s.recordEntry(audit.EventCommandResolved, e, extra)
+	if err := s.recordEntry(audit.EventCommandResolved, e, extra); err != nil {
+		return nil, fmt.Errorf("the audit log cannot record the resolution of entry %s, so it was not made: %w", e.ID, err)
+	}
+	return s.cfg.Journal.Resolve(e.ID, res)
 }
 
 // Journal returns the command journal.

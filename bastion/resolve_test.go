@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/internal/procid"
 )
@@ -282,5 +283,20 @@ func TestResolveByHandTakesAPrefix(t *testing.T) {
 	}
 	if r.ID != e.ID || r.Status() != journal.StatusRetrySafe {
 		t.Fatalf("resolved %s (%s), not %s", r.ID, r.Status(), e.ID)
+	}
+}
+
+// A resolution the audit log cannot record is not made: resolving is an
+// approver's act, which lets an identical command run again, and the
+// journal took it with no record of who decided.
+func TestResolveThatCannotBeRecordedChangesNothing(t *testing.T) {
+	w := newWorld(t)
+	e := w.lose("deploy")
+	w.audit.failOn(audit.EventCommandResolved, errors.New("the audit log cannot be written"))
+	if _, err := w.srv.ResolveByHand(e.ID, journal.Resolution{Result: journal.ResultNotStarted, Evidence: "checked the host"}, "alice"); err == nil || !strings.Contains(err.Error(), "audit") {
+		t.Fatalf("a resolution the audit log could not record: %v", err)
+	}
+	if after := w.only(); after.Status() != journal.StatusUnknown || len(after.Resolutions) != 0 {
+		t.Fatalf("the journal took a resolution the audit log did not record: %s %+v", after.Status(), after.Resolutions)
 	}
 }

@@ -312,6 +312,7 @@ type testRecorder struct {
 	mu     sync.Mutex
 	events []audit.Event
 	slow   map[audit.EventType]time.Duration // how long recording a type takes
+	fails  map[audit.EventType]error         // the error recording a type returns
 }
 
 func (r *testRecorder) Record(e audit.Event) error {
@@ -321,8 +322,22 @@ func (r *testRecorder) Record(e audit.Event) error {
 	time.Sleep(d)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err := r.fails[e.Type]; err != nil {
+		return err
+	}
 	r.events = append(r.events, e)
 	return nil
+}
+
+// failOn makes recording an event of type typ fail with err, as a log
+// that can no longer be written does.
+func (r *testRecorder) failOn(typ audit.EventType, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fails == nil {
+		r.fails = map[audit.EventType]error{}
+	}
+	r.fails[typ] = err
 }
 
 // slowDown makes recording an event of type typ take d, as a busy disk

@@ -210,6 +210,32 @@ func (j *Journal) MarkUnknown(id string, u Unknown) (*Entry, error) {
 // remote markers. id is the entry's id or a prefix of it, as Get takes.
 // At defaults to now; longer Evidence is cut at MaxEvidence.
 func (j *Journal) Resolve(id string, r Resolution) (*Entry, error) {
+	r = j.resolution(r)
+	if err := r.validate(); err != nil {
+		return nil, fmt.Errorf("cannot resolve journal entry %s: %v", id, err)
+	}
+	return j.change(id, "resolve", func(e *Entry) error {
+		if err := resolvable(e, r.By); err != nil {
+			return err
+		}
+		e.Resolutions = append(e.Resolutions, r)
+		return nil
+	})
+}
+
+// CheckResolve returns the error Resolve would return for resolving e,
+// an entry as Get read it, with r, short of writing it: for a caller that
+// must do something first (record the resolution) and resolve only then.
+func (j *Journal) CheckResolve(e *Entry, r Resolution) error {
+	r = j.resolution(r)
+	if err := r.validate(); err != nil {
+		return fmt.Errorf("cannot resolve journal entry %s: %v", e.ID, err)
+	}
+	return resolvable(e, r.By)
+}
+
+// resolution is r as Resolve records it.
+func (j *Journal) resolution(r Resolution) Resolution {
 	if r.At.IsZero() {
 		r.At = j.now()
 	}
@@ -219,23 +245,23 @@ func (j *Journal) Resolve(id string, r Resolution) (*Entry, error) {
 		s := *r.ExitStatus
 		r.ExitStatus = &s
 	}
-	if err := r.validate(); err != nil {
-		return nil, fmt.Errorf("cannot resolve journal entry %s: %v", id, err)
+	return r
+}
+
+// resolvable refuses a resolution (by a user or a probe) of e, an entry
+// whose outcome is not unknown, or that can take no more.
+func resolvable(e *Entry, by string) error {
+	switch {
+	case e.End != nil:
+		return transitionf("entry %s has an observed outcome (%s): there is nothing to resolve", e.ID, e.Describe())
+	case e.Unknown == nil:
+		return transitionf("entry %s is still running in this bastion: it can be resolved only once its outcome is unknown", e.ID)
+	case by == ByProbe && !e.Marker:
+		return transitionf("entry %s ran without remote markers: a probe cannot tell what happened; resolve it as a user, with what you checked", e.ID)
+	case len(e.Resolutions) >= MaxResolutions:
+		return transitionf("entry %s already has %d resolutions", e.ID, MaxResolutions)
 	}
-	return j.change(id, "resolve", func(e *Entry) error {
-		switch {
-		case e.End != nil:
-			return transitionf("entry %s has an observed outcome (%s): there is nothing to resolve", e.ID, e.Describe())
-		case e.Unknown == nil:
-			return transitionf("entry %s is still running in this bastion: it can be resolved only once its outcome is unknown", e.ID)
-		case r.By == ByProbe && !e.Marker:
-			return transitionf("entry %s ran without remote markers: a probe cannot tell what happened; resolve it as a user, with what you checked", e.ID)
-		case len(e.Resolutions) >= MaxResolutions:
-			return transitionf("entry %s already has %d resolutions", e.ID, MaxResolutions)
-		}
-		e.Resolutions = append(e.Resolutions, r)
-		return nil
-	})
+	return nil
 }
 
 // running refuses changes to an entry that already has an outcome, or that
