@@ -168,12 +168,18 @@ func (g *Gateway) replaceJournal() (string, error) {
 	}
 	js.mu.Lock()
 	defer js.mu.Unlock()
+	old := js.fault
+	// Recorded before it is done, as every approver's act: one the audit
+	// log cannot record is not done.
+	aside := journal.AsideName(js.path, time.Now())
+	if err := g.engine.Record(audit.Event{Type: audit.EventJournalReplaced, Detail: map[string]string{"path": js.path, "kept_at": aside, "damage": old.err.Error()}}); err != nil {
+		return "", fmt.Errorf("the audit log cannot record starting a new command journal, so the damaged one is kept as it is: %w", err)
+	}
 	if js.j != nil {
 		js.j.Close() // commands still in flight on it fail to record: it is damaged
 		js.j = nil
 	}
-	aside, err := journal.MoveAside(js.path, time.Now())
-	if err != nil && aside == "" {
+	if moved, err := journal.MoveAside(js.path, aside); !moved {
 		return "", err
 	}
 	j, err := journal.Open(js.path, g.bootID)
@@ -181,10 +187,8 @@ func (g *Gateway) replaceJournal() (string, error) {
 		js.fault = &journalFault{err: err, since: time.Now(), damaged: errors.Is(err, journal.ErrDamaged)}
 		return aside, fmt.Errorf("the damaged journal was kept at %s, but a new one could not be started: %w", aside, err)
 	}
-	old := js.fault
 	js.j, js.srv, js.fault = j, js.build(j), nil
 	js.servers = append(js.servers, js.srv)
-	g.engine.Record(audit.Event{Type: audit.EventJournalReplaced, Detail: map[string]string{"path": js.path, "kept_at": aside, "damage": old.err.Error()}})
 	g.log.Warn("a new command journal was started; the damaged one is kept", "journal", js.path, "kept_at", aside)
 	return aside, nil
 }

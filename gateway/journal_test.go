@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion"
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
@@ -232,5 +234,31 @@ func TestJournalReadWhileItOpens(t *testing.T) {
 	g.closeJournal()
 	if _, err := g.readableJournal(); err == nil {
 		t.Fatal("a closed journal read without an error")
+	}
+}
+
+// failingLog is an audit log that can no longer be written.
+type failingLog struct{}
+
+func (failingLog) Append(audit.Event) error { return errors.New("the audit log cannot be written") }
+
+// Starting a new journal drops the retry guards of the damaged one's
+// unknown commands: a person's act, which the audit log records first.
+// One it cannot record is not done: the damaged journal stays, and the
+// bastion goes on refusing. (The damaged file was moved aside, a new
+// journal served, and the record was dropped unsaid.)
+func TestJournalNewThatCannotBeRecordedIsNotDone(t *testing.T) {
+	g, sock, _ := startBastionGateway(t, func(p string) { os.Truncate(p, 0) })
+	g.engine.SetAudit(failingLog{})
+	c := api.NewClient(sock)
+	ctx := context.Background()
+	if res, err := c.NewJournal(ctx); err == nil || !strings.Contains(err.Error(), "audit") {
+		t.Fatalf("a new journal the audit log could not record: %+v %v", res, err)
+	}
+	if st, err := c.Status(ctx); err != nil || st.Bastion == nil || !st.Bastion.Damaged {
+		t.Fatalf("status after a new journal that was not recorded: %+v %v", st.Bastion, err)
+	}
+	if fi, err := os.Stat(g.journal.Load().path); err != nil || fi.Size() != 0 {
+		t.Fatalf("the damaged journal is not where it was: %v %v", fi, err)
 	}
 }

@@ -195,21 +195,28 @@ func openReadOnly(path string, timeout time.Duration) (*Journal, error) {
 	return j, nil
 }
 
-// MoveAside renames the journal file at path to one beside it that says
-// when it was put aside, and returns that name; the file's bytes are not
-// touched. Open then starts a new journal at path.
-func MoveAside(path string, now time.Time) (string, error) {
+// AsideName is the name beside the journal file at path that MoveAside
+// gives it, now: it says when it was put aside.
+func AsideName(path string, now time.Time) string {
 	aside := path + ".damaged-" + now.UTC().Format("20060102T150405Z")
 	if _, err := os.Lstat(aside); err == nil {
 		aside += "-" + NewID()
 	}
+	return aside
+}
+
+// MoveAside renames the journal file at path to aside (AsideName); the
+// file's bytes are not touched. Open then starts a new journal at path.
+// moved says whether the file was moved, also when err says the move may
+// not last.
+func MoveAside(path, aside string) (moved bool, err error) {
 	if err := os.Rename(path, aside); err != nil {
-		return "", fmt.Errorf("cannot move the command journal aside: %w", err)
+		return false, fmt.Errorf("cannot move the command journal aside: %w", err)
 	}
 	if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
-		return aside, fmt.Errorf("moved the command journal to %s, but the move may not survive a power loss: %w", aside, err)
+		return true, fmt.Errorf("moved the command journal to %s, but the move may not survive a power loss: %w", aside, err)
 	}
-	return aside, nil
+	return true, nil
 }
 
 // Path returns the journal's file name.
