@@ -16,6 +16,7 @@ import (
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion"
 	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/bastion/journal/journaltest"
 	"github.com/postern/postern/gateway/api"
 )
 
@@ -260,5 +261,27 @@ func TestJournalNewThatCannotBeRecordedIsNotDone(t *testing.T) {
 	}
 	if fi, err := os.Stat(g.journal.Load().path); err != nil || fi.Size() != 0 {
 		t.Fatalf("the damaged journal is not where it was: %v %v", fi, err)
+	}
+}
+
+// A journal of long commands (each up to the 256 KiB OpenSSH sends, and
+// shown twice, base64 and text) is listed whole: a page is bounded by
+// its size as well as by its count, where one page of them was a
+// response past what a client reads ("line too long"), built whole in
+// the gateway's memory.
+func TestJournalListOfLongCommands(t *testing.T) {
+	g, sock, _ := startBastionGateway(t, nil)
+	j := g.journal.Load().j
+	const n = 120
+	journaltest.Fill(t, j, n, func(i int) []byte {
+		return append(fmt.Appendf(nil, "echo %d ", i), bytes.Repeat([]byte("x"), journal.MaxCommand-16)...)
+	})
+	got := 0
+	err := api.EachJournalEntry(context.Background(), api.NewClient(sock), "", 0, func(*api.JournalEntry) error {
+		got++
+		return nil
+	})
+	if err != nil || got != n {
+		t.Fatalf("listing %d long commands: %d listed, %v", n, got, err)
 	}
 }

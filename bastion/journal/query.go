@@ -67,6 +67,11 @@ type ListOptions struct {
 	// Before lists only entries older than the entry with this id (the
 	// last one of a page already listed); "" starts with the newest.
 	Before string
+	// MaxBytes bounds the entries' size, as JSON, when it is not 0: an
+	// entry that would take them past it is left for the next page (the
+	// first is always listed). An entry's command is up to MaxCommand
+	// bytes, shown twice, so a count alone does not bound a page.
+	MaxBytes int
 }
 
 // List returns entries newest first.
@@ -96,7 +101,7 @@ func (j *Journal) Each(opts ListOptions, fn func(*Entry) error) error {
 	if !opts.Since.IsZero() {
 		stop = encodeID(uint64(max(opts.Since.Add(-time.Hour).UnixMilli(), 0)), 0, 0)
 	}
-	n := 0
+	n, size := 0, 0
 	return j.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketEntries).Cursor()
 		k, v := c.Last()
@@ -124,6 +129,9 @@ func (j *Journal) Each(opts ListOptions, fn func(*Entry) error) error {
 			if status != "" && e.Status() != status {
 				continue
 			}
+			if size += jsonSize(v, e); opts.MaxBytes > 0 && n > 0 && size > opts.MaxBytes {
+				break
+			}
 			if err := fn(e); err != nil {
 				return err
 			}
@@ -133,6 +141,13 @@ func (j *Journal) Each(opts ListOptions, fn func(*Entry) error) error {
 		}
 		return nil
 	})
+}
+
+// jsonSize bounds the size of entry e, read from record rec, as JSON
+// (Entry.MarshalJSON): the record's fields again, where a string's byte
+// is escaped at worst to six ("\u003c"), and the command again as text.
+func jsonSize(rec []byte, e *Entry) int {
+	return 6*(len(rec)+len(e.Command)) + 256
 }
 
 // Unresolved is the retry guard's question: the most recent entry for the

@@ -96,7 +96,7 @@ func ListJournalPage(j *journal.Journal, a JournalArgs) ([]*JournalEntry, error)
 	if a.Limit <= 0 || a.Limit > JournalPage {
 		a.Limit = JournalPage
 	}
-	return j.List(journal.ListOptions{Status: a.Status, Limit: a.Limit, Before: a.Before})
+	return j.List(journal.ListOptions{Status: a.Status, Limit: a.Limit, Before: a.Before, MaxBytes: JournalPageBytes})
 }
 
 // A JournalSource lists journal pages: a Client, or a JournalFile.
@@ -124,7 +124,9 @@ func EachJournalEntry(ctx context.Context, src JournalSource, status string, lim
 			}
 		}
 		n += len(page)
-		if len(page) < want || (limit > 0 && n >= limit) {
+		// A page short of want may be one bounded by its size
+		// (JournalPageBytes): only an empty one is the end.
+		if len(page) == 0 || (limit > 0 && n >= limit) {
 			return nil
 		}
 		before = page[len(page)-1].ID

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/bastion/journal/journaltest"
 	"github.com/postern/postern/internal/xdg"
 )
 
@@ -30,20 +30,7 @@ func TestJournalFileListingLetsAGatewayStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	for i := range JournalPage + 10 {
-		wg.Go(func() {
-			e := &journal.Entry{Target: journal.Target{User: "deploy", Host: "db-1", Port: 22}, Kind: journal.KindExec, Command: fmt.Appendf(nil, "echo %d", i)}
-			if err := j.Start(e); err != nil {
-				t.Error(err)
-				return
-			}
-			if _, err := j.End(e.ID, journal.End{Outcome: journal.OutcomeExited}); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
+	journaltest.Fill(t, j, JournalPage+10, func(i int) []byte { return fmt.Appendf(nil, "echo %d", i) })
 	j.Close()
 	f, err := OpenJournalFile()
 	if err != nil {

@@ -287,9 +287,16 @@ type JournalArgs struct {
 	Before string `json:"before,omitempty"`
 }
 
-// JournalPage is the most entries one OpJournalList answer holds, so that
-// an answer stays well within a control line however large the journal.
-const JournalPage = 500
+// JournalPage is the most entries one OpJournalList answer holds, and
+// JournalPageBytes about the most bytes they take (the first entry aside,
+// which is always held), so that an answer stays well within a control
+// line however large the journal and its entries. An answer may hold
+// fewer than asked for before the journal's end: only an empty one ends
+// it.
+const (
+	JournalPage      = 500
+	JournalPageBytes = 16 << 20
+)
 
 // ResolveArgs resolves an unknown entry (OpJournalResolve): with Result,
 // by hand; without, by reading the remote markers.
