@@ -234,8 +234,8 @@ type Line struct {
 	Time   time.Time `json:"time"`
 	Type   EventType `json:"type"`
 	Fields []Field   `json:"fields,omitempty"`
-	// Text renders the line for people, e.g.
-	// "14:23:06 action_denied run=R31 reason=gateway_restarted".
+	// Text renders the line for people, its time in local time, e.g.
+	// "2026-12-01 14:23:06 action_denied run=R31 reason=gateway_restarted".
 	Text string `json:"text"`
 }
 
@@ -249,8 +249,9 @@ type Field struct {
 func (l Line) String() string { return l.Text }
 
 // Activity projects events (in log order) into a timeline, keeping those at
-// or after since (a zero since keeps all). Times are shown as recorded. An
-// event without process facts shows those of its run's registration.
+// or after since (a zero since keeps all). Times are shown in local time,
+// as --since reads them. An event without process facts shows those of its
+// run's registration.
 func Activity(events []Event, since time.Time) []Line {
 	var out []Line
 	tl := NewTimeline(since, "")
@@ -306,7 +307,9 @@ func (tl *Timeline) Add(e *Event) (l Line, ok bool) {
 	l = Line{Seq: e.Seq, Time: e.Time, Type: e.Type, Fields: lineFields(e, p)}
 	var b strings.Builder
 	b.Grow(160)
-	b.WriteString(e.Time.UTC().Format(time.DateTime))
+	// Local time: the zone --since reads its times in, and the one every
+	// other time the command line prints is in.
+	b.WriteString(e.Time.Local().Format(time.DateTime))
 	b.WriteByte(' ')
 	b.WriteString(quoteValue(string(e.Type)))
 	for _, f := range l.Fields {

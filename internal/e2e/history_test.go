@@ -1,0 +1,53 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// postern activity shows each event at its time in the person's time
+// zone, as --since reads the times it is given and as sessions --history
+// shows its own: a signature made at 21:00 UTC reads 06:00 the next day
+// in Tokyo.
+func TestActivityShowsLocalTimes(t *testing.T) {
+	need(t, "ssh-keygen")
+	e := newEnv(t)
+	e.Setenv("TZ", "Asia/Tokyo")
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := e.WriteFile("pass", "vault pass\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	k := e.Keygen("k", "ed25519", 0, "")
+	e.MustRun("postern", "vault", "add", "--passphrase-file", pass, k)
+	e.Config("approval = \"none\"\n")
+	e.StartAgent()
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	msg := e.WriteFile("m", "signed", 0o600)
+	e.MustRun("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg)
+
+	var sign struct {
+		Time time.Time `json:"time"`
+		Text string    `json:"text"`
+	}
+	for l := range strings.Lines(e.MustRun("postern", "activity", "--json").Stdout) {
+		if strings.Contains(l, `"type":"sign"`) {
+			if err := json.Unmarshal([]byte(l), &sign); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if sign.Time.IsZero() {
+		t.Fatal("no sign event in activity --json")
+	}
+	want := sign.Time.In(tokyo).Format(time.DateTime) + " sign "
+	if !strings.HasPrefix(sign.Text, want) {
+		t.Errorf("activity --json: the signature's text is %q, want it to start %q (Tokyo time)", sign.Text, want)
+	}
+	if out := e.MustRun("postern", "activity").Stdout; !strings.Contains(out, "\n"+want) {
+		t.Errorf("activity has no line starting %q (the signature in Tokyo time):\n%s", want, out)
+	}
+}
