@@ -8,8 +8,12 @@
 // Send never blocks: messages wait in a bounded queue for the writer
 // goroutine, and a message that finds the queue full is dropped and
 // counted (Dropped). The writer reconnects after a failure, with a pause
-// that doubles up to half a minute; the audit log, not syslog, is the
-// record that must not lose an event.
+// that doubles up to half a minute, and, on a stream, before a message
+// when the daemon has closed the connection (it restarted, or dropped an
+// idle client): a message written into a closed connection would be taken
+// by the kernel and lost. A message in flight when the daemon goes may
+// still be lost; the audit log, not syslog, is the record that must not
+// lose an event.
 //
 // # Addresses
 //
@@ -39,6 +43,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 )
@@ -359,6 +364,11 @@ func (w *Writer) run() {
 				}
 				conn = c
 			}
+			if w.framed && closedByPeer(conn) {
+				conn.Close()
+				conn = nil
+				continue
+			}
 			if err := w.write(conn, msg); err != nil {
 				w.setErr(err)
 				conn.Close()
@@ -371,6 +381,29 @@ func (w *Writer) run() {
 			break
 		}
 	}
+}
+
+// closedByPeer reports whether the other end of the stream c has closed
+// it (or reset it): a look at what waits to be read, without waiting or
+// taking it. A daemon sends nothing on a syslog stream, so anything but
+// "nothing yet" means the connection is gone.
+func closedByPeer(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	gone := false
+	err = rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		gone = n == 0 && err == nil || err != nil && err != syscall.EAGAIN && err != syscall.EWOULDBLOCK && err != syscall.EINTR
+		return true // never wait for the descriptor
+	})
+	return gone || err != nil
 }
 
 func (w *Writer) write(c net.Conn, msg []byte) error {

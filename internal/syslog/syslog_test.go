@@ -94,3 +94,36 @@ func TestSendNeverBlocks(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A stream connection the daemon closed (it restarted, or dropped an
+// idle client) takes no message: one written into it would be accepted
+// by the kernel and lost, counted as sent. The writer connects again and
+// every message sent after the restart reaches the daemon.
+func TestStreamClosedByTheDaemonLosesNoMessage(t *testing.T) {
+	d := syslogtest.Start(t)
+	for _, addr := range []string{"tcp:" + d.TCP, "unix:" + d.Stream} {
+		w, err := Dial(Config{Address: addr, Facility: AuthPriv, AppName: "postern", Hostname: "testhost"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		send := func(n string) {
+			w.Send(Message{Severity: Info, MsgID: "sign", Text: addr + " " + n})
+		}
+		got := func(n string) func([]syslogtest.Line) bool {
+			return func(ls []syslogtest.Line) bool {
+				for _, l := range ls {
+					if l.Msg == addr+" "+n {
+						return true
+					}
+				}
+				return false
+			}
+		}
+		send("before")
+		d.Wait(t, addr+": the message before the restart", got("before"))
+		d.Restart(t)
+		send("after")
+		d.Wait(t, addr+": the message sent after the restart", got("after"))
+		w.Close()
+	}
+}

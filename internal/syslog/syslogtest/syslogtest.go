@@ -23,6 +23,10 @@ type Daemon struct {
 	Stream   string // unix stream socket
 	UDP, TCP string // host:port
 	out      string
+
+	bin, conf string
+	cmd       *exec.Cmd
+	log       *os.File
 }
 
 // Line is one message as rsyslogd parsed it.
@@ -66,13 +70,31 @@ template(name="fields" type="string" string="%%inputname%%\t%%pri%%\t%%protocol-
 	if err := os.WriteFile(cf, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-n", "-f", cf, "-i", filepath.Join(dir, "pid"))
-	log, _ := os.Create(filepath.Join(dir, "rsyslogd.log"))
+	d.bin, d.conf = bin, cf
+	d.start(t)
+	t.Cleanup(d.stop)
+	return d
+}
+
+// Restart stops rsyslogd, which closes its connections, and starts it
+// again on the same sockets and ports.
+func (d *Daemon) Restart(t testing.TB) {
+	t.Helper()
+	d.stop()
+	d.start(t)
+}
+
+// start starts rsyslogd and waits until it listens on every socket.
+func (d *Daemon) start(t testing.TB) {
+	t.Helper()
+	cmd := exec.Command(d.bin, "-n", "-f", d.conf, "-i", filepath.Join(d.Dir, "pid"))
+	log, _ := os.OpenFile(filepath.Join(d.Dir, "rsyslogd.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
+		log.Close()
 		t.Fatalf("starting rsyslogd: %v", err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); log.Close() })
+	d.cmd, d.log = cmd, log
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, e1 := os.Stat(d.Datagram)
@@ -82,15 +104,27 @@ template(name="fields" type="string" string="%%inputname%%\t%%pri%%\t%%protocol-
 			c.Close()
 		}
 		if e1 == nil && e2 == nil && e3 == nil {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(filepath.Join(dir, "rsyslogd.log"))
+			b, _ := os.ReadFile(filepath.Join(d.Dir, "rsyslogd.log"))
 			t.Fatalf("rsyslogd did not start listening: %v %v %v\n%s", e1, e2, e3, b)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return d
+}
+
+// stop stops rsyslogd and waits for it to exit.
+func (d *Daemon) stop() {
+	if d.cmd == nil {
+		return
+	}
+	d.cmd.Process.Kill()
+	d.cmd.Wait()
+	d.log.Close()
+	d.cmd = nil
+	os.Remove(d.Datagram)
+	os.Remove(d.Stream)
 }
 
 func freeAddr(t testing.TB, network string) string {
