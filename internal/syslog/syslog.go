@@ -238,7 +238,9 @@ type Writer struct {
 	dropped atomic.Uint64
 	sent    atomic.Uint64
 	done    chan struct{}
-	once    sync.Once
+	// closing is set, and queue closed, under qmu held to write; Send
+	// holds it to read, so that it never sends on a closed queue.
+	qmu     sync.RWMutex
 	closing atomic.Bool
 
 	mu      sync.Mutex
@@ -297,19 +299,25 @@ func Dial(cfg Config) (*Writer, error) {
 	return w, nil
 }
 
-// Send queues m; it reports false when the queue was full and m was
-// dropped.
+// Send queues m; it reports false when the queue was full, or the writer
+// closed, and m was dropped.
 func (w *Writer) Send(m Message) bool {
-	select {
-	case w.queue <- Format(w.hdr, m):
-		return true
-	default:
-		w.dropped.Add(1)
-		return false
+	msg := Format(w.hdr, m)
+	w.qmu.RLock()
+	defer w.qmu.RUnlock()
+	if !w.closing.Load() {
+		select {
+		case w.queue <- msg:
+			return true
+		default:
+		}
 	}
+	w.dropped.Add(1)
+	return false
 }
 
-// Dropped counts the messages dropped since Dial: the queue was full.
+// Dropped counts the messages dropped since Dial: the queue was full, or
+// the writer closed.
 func (w *Writer) Dropped() uint64 { return w.dropped.Load() }
 
 // Sent counts the messages written to the daemon.
@@ -325,8 +333,12 @@ func (w *Writer) Err() error {
 
 // Close sends what is queued (waiting at most a few seconds) and stops.
 func (w *Writer) Close() {
-	w.closing.Store(true)
-	w.once.Do(func() { close(w.queue) })
+	w.qmu.Lock()
+	if !w.closing.Load() {
+		w.closing.Store(true)
+		close(w.queue)
+	}
+	w.qmu.Unlock()
 	select {
 	case <-w.done:
 	case <-time.After(3 * time.Second):

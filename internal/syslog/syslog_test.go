@@ -127,3 +127,22 @@ func TestStreamClosedByTheDaemonLosesNoMessage(t *testing.T) {
 		w.Close()
 	}
 }
+
+// A message sent once the writer is closed (an event whose record was
+// durable only as the gateway stopped) is dropped and counted, not a
+// send on a closed queue that ends the gateway.
+func TestSendAfterCloseIsDropped(t *testing.T) {
+	w, err := Dial(Config{Address: "unixgram:" + t.TempDir() + "/nobody"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("Send after Close: panic: %v", r)
+		}
+	}()
+	if w.Send(Message{Severity: Info, MsgID: "x"}) || w.Dropped() != 1 {
+		t.Fatalf("Send after Close: queued, dropped %d", w.Dropped())
+	}
+}
