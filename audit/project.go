@@ -31,7 +31,7 @@ type Session struct {
 	// Process is the identity evidence the approval was bound to (from the
 	// approval, or else from the run's registration).
 	Process *Process `json:"process,omitempty"`
-	// Signs counts sign events under this approval.
+	// Signs counts the sign events of this approval's grant.
 	Signs int `json:"signs"`
 	// Ended is zero while the log shows the approval still open.
 	Ended     time.Time `json:"ended,omitzero"`
@@ -191,7 +191,10 @@ func (b *SessionBook) Add(e *Event, emit func(Session)) {
 			end(s, reason, false)
 		}
 	case EventSign:
-		if e.Mode == ModePerCall {
+		// A signature a session approval covered names its grant; one
+		// without (per call, approved once, under a policy that does not
+		// ask) is the run's, not the approval's.
+		if e.Grant == "" {
 			break
 		}
 		if s := b.find(e); s != nil {

@@ -241,7 +241,7 @@ func (b *scanBook) add(e *Event, emit func(Session)) {
 			end(s, e.Reason, false)
 		}
 	case EventSign:
-		if j := latest(); j >= 0 {
+		if j := latest(); j >= 0 && e.Grant != "" {
 			b.open[j].Signs++
 		}
 	case EventGatewayStopped, EventVaultLocked:

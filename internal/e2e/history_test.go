@@ -51,3 +51,29 @@ func TestActivityShowsLocalTimes(t *testing.T) {
 		t.Errorf("activity has no line starting %q (the signature in Tokyo time):\n%s", want, out)
 	}
 }
+
+// sessions --history counts the signatures a session approval covered:
+// not a signature the same run made with another key, which a card
+// answered "once" allowed.
+func TestSessionsHistoryCountsOnlyTheSessionsSignatures(t *testing.T) {
+	w := newApprovalWorld(t, "")
+	a := w.e.StartRun("coder")
+	job := a.Start(sshCmd(w.sshd))
+	w.approve(w.e.WaitCard().ID, "--session")
+	mustSucceed(t, "login under the session", job.Wait())
+	job = a.Start("ssh-keygen -q -t ed25519 -N '' -f k2 && ssh-add k2 && echo hi > m && ssh-keygen -Y sign -n file -f k2.pub m")
+	w.approve(w.e.WaitCard().ID, "--once")
+	mustSucceed(t, "a signature with another key, approved once", job.Wait())
+
+	var sessions []struct {
+		Key   string `json:"key"`
+		Signs int    `json:"signs"`
+	}
+	out := w.e.MustRun("postern", "sessions", "--history", "--json").Stdout
+	if err := json.Unmarshal([]byte(out), &sessions); err != nil {
+		t.Fatalf("sessions --history --json: %v\n%s", err, out)
+	}
+	if len(sessions) != 1 || sessions[0].Key != fingerprint(t, w.e, w.key) || sessions[0].Signs != 1 {
+		t.Fatalf("sessions --history --json: want the one session of %s with the 1 signature it covered:\n%s", fingerprint(t, w.e, w.key), out)
+	}
+}
