@@ -63,7 +63,7 @@ func Sessions(events []Event) []Session {
 
 // A SessionBook projects events, read in log order one at a time, into
 // session approvals, in memory that grows with the approvals open at once
-// (and the runs registered in one gateway boot), not with the log. Each
+// (and the runs registered last, bootRuns), not with the log. Each
 // event costs the same however many approvals are open: they are found by
 // grant and by run.
 type SessionBook struct {
@@ -71,13 +71,12 @@ type SessionBook struct {
 	byGrant map[string][]*Session // open approvals with a grant id, in order
 	byRun   map[string][]*Session // open approvals by run, in order
 	boots   map[string]int        // open approvals per non-empty boot id
-	runs    map[string]*Event     // run_registered events of the current boot
-	boot    string
+	runs    bootRuns              // the registrations of the current boot
 }
 
 // NewSessionBook returns an empty book.
 func NewSessionBook() *SessionBook {
-	return &SessionBook{byGrant: map[string][]*Session{}, byRun: map[string][]*Session{}, boots: map[string]int{}, runs: map[string]*Event{}}
+	return &SessionBook{byGrant: map[string][]*Session{}, byRun: map[string][]*Session{}, boots: map[string]int{}}
 }
 
 func (b *SessionBook) add(s *Session) {
@@ -151,18 +150,9 @@ func (b *SessionBook) Add(e *Event, emit func(Session)) {
 		if n := len(b.boots); n > 1 || n == 1 && b.boots[e.BootID] == 0 {
 			endWhere(ReasonGatewayRestarted, func(s *Session) bool { return s.BootID != "" && s.BootID != e.BootID })
 		}
-		if e.BootID != b.boot {
-			// Runs are registered again in each boot that serves them.
-			clear(b.runs)
-			b.boot = e.BootID
-		}
 	}
+	b.runs.note(e)
 	switch e.Type {
-	case EventRunRegistered:
-		if e.Run != "" {
-			r := *e
-			b.runs[e.Run] = &r
-		}
 	case EventSessionApproved:
 		s := &Session{
 			Run: e.Run, Grant: e.Grant, BootID: e.BootID, VaultEpoch: e.VaultEpoch,
@@ -170,13 +160,12 @@ func (b *SessionBook) Add(e *Event, emit func(Session)) {
 			Key: e.Key, Dest: e.Dest, DestNames: e.DestNames, Forwarding: e.Forwarding,
 			Mode: e.Mode, Label: e.Label, Process: e.Process,
 		}
-		if r := b.runs[e.Run]; r != nil {
-			if s.Process == nil {
-				s.Process = r.Process
-			}
-			if s.Label == "" {
-				s.Label = r.Label
-			}
+		r := b.runs.facts(e.Run)
+		if s.Process == nil {
+			s.Process = r.process
+		}
+		if s.Label == "" {
+			s.Label = r.label
 		}
 		b.add(s)
 	case EventSessionEnded:
@@ -267,31 +256,23 @@ func Activity(events []Event, since time.Time) []Line {
 }
 
 // A Timeline renders events, read in log order one at a time, as lines,
-// in memory that grows with the runs registered in one gateway boot, not
-// with the log.
+// in memory that does not grow with the log (bootRuns).
 type Timeline struct {
 	since time.Time
 	run   string
-	procs map[string]*Process // run_registered facts of the current boot
-	boot  string
+	runs  bootRuns // the registrations of the current boot
 }
 
 // NewTimeline returns a timeline of the events at or after since (zero:
 // all) that name run (empty: every event).
 func NewTimeline(since time.Time, run string) *Timeline {
-	return &Timeline{since: since, run: run, procs: map[string]*Process{}}
+	return &Timeline{since: since, run: run}
 }
 
 // Keeps takes the next event as Add does, without rendering it, and
 // reports whether the timeline keeps it.
 func (tl *Timeline) Keeps(e *Event) bool {
-	if e.BootID != "" && e.BootID != tl.boot {
-		clear(tl.procs)
-		tl.boot = e.BootID
-	}
-	if e.Type == EventRunRegistered && e.Run != "" && e.Process != nil {
-		tl.procs[e.Run] = e.Process
-	}
+	tl.runs.note(e)
 	if !tl.since.IsZero() && e.Time.Before(tl.since) {
 		return false
 	}
@@ -305,7 +286,7 @@ func (tl *Timeline) Add(e *Event) (l Line, ok bool) {
 	}
 	p := e.Process
 	if p == nil {
-		p = tl.procs[e.Run]
+		p = tl.runs.facts(e.Run).process
 	}
 	l = Line{Seq: e.Seq, Time: e.Time, Type: e.Type, Fields: lineFields(e, p)}
 	var b strings.Builder
