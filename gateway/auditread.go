@@ -29,8 +29,31 @@ const (
 
 // auditReads bounds the reads of the log the gateway runs at once (each
 // takes the cores and a few MiB of batches in flight); a read beyond
-// them waits for its turn.
+// them waits for its turn. A read whose client does not take its events
+// (a person paused in a pager) gives its turn up until it does.
 var auditReads = make(chan struct{}, 2)
+
+// auditTurn is one read's turn among auditReads.
+type auditTurn struct{ held bool }
+
+// take waits for a turn, or for ctx to end.
+func (t *auditTurn) take(ctx context.Context) error {
+	select {
+	case auditReads <- struct{}{}:
+		t.held = true
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// give gives the turn up, if held.
+func (t *auditTurn) give() {
+	if t.held {
+		<-auditReads
+		t.held = false
+	}
+}
 
 // auditIdentity returns the audit log's identity, from the vault opened
 // again with the data key kept while it is unlocked.
@@ -53,12 +76,11 @@ func (g *Gateway) opAuditRead(ctx context.Context, peer *procid.Peer, a api.Audi
 	if err := g.engine.OutsideRuns(peer, "audit read"); err != nil {
 		return err
 	}
-	select {
-	case auditReads <- struct{}{}:
-		defer func() { <-auditReads }()
-	case <-ctx.Done():
-		return ctx.Err()
+	var turn auditTurn
+	if err := turn.take(ctx); err != nil {
+		return err
 	}
+	defer turn.give()
 	id, err := g.vault.auditIdentity()
 	defer clear(id[:])
 	if err != nil {
@@ -72,7 +94,11 @@ func (g *Gateway) opAuditRead(ctx context.Context, peer *procid.Peer, a api.Audi
 	flush := func(end bool) error {
 		line = api.AppendAuditBatch(line[:0], events, end)
 		events, n = events[:0], 0
-		return send(json.RawMessage(line))
+		turn.give() // while the client takes its time
+		if err := send(json.RawMessage(line)); err != nil {
+			return err
+		}
+		return turn.take(ctx)
 	}
 	// The events go on as the JSON they were stored as (their seq added):
 	// the log is verified and decrypted as for any read, and an event the

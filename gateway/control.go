@@ -70,6 +70,11 @@ func (g *Gateway) streamHandlers() map[api.Op]streamHandler {
 	}
 }
 
+// pacedStreams are the streams a person reads at their own pace (audit
+// show or activity through a pager): the gateway waits for the client as
+// long as it stays connected (control.Writer.Paced).
+var pacedStreams = map[api.Op]bool{api.OpAuditRead: true}
+
 // streamHandler answers one streaming operation: send passes each result
 // to the client (send(nil) only says that the stream is open), until the
 // handler returns (an error ends the stream with it) or the client hangs
@@ -116,6 +121,9 @@ func (g *Gateway) answerControl(ctx context.Context, peer *procid.Peer, line []b
 	if err := peer.Verify(); err != nil {
 		respond(errorResponse(fmt.Errorf("%w: %v", errPeerChanged, err)))
 		return
+	}
+	if pacedStreams[req.Op] {
+		w.Paced()
 	}
 	started := false
 	err := sh(ctx, peer, req.Args, func(res any) error {

@@ -69,7 +69,8 @@ const (
 	OpJournalFollow Op = "journal.follow" // no arguments; a stream of *JournalEntry
 	// OpAuditRead is a stream: a first empty response, then the events of
 	// the gateway's audit log in order, in batches, the last batch with
-	// End set (a stream that ends without it was cut short).
+	// End set (a stream that ends without it was cut short). The gateway
+	// waits for a client that reads slowly as long as it stays connected.
 	OpAuditRead Op = "audit.read" // AuditReadOptions; a stream of *AuditBatch
 	// OpCardsFollow is a stream: a first empty response, then a
 	// CardsDelta per change of the pending cards, the first one a

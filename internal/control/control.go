@@ -43,7 +43,7 @@ const (
 	MaxRequest     = 256 << 10 // one request line, newline included
 	MaxResponse    = 64 << 20  // one response line, as the client reads it
 	RequestTimeout = 10 * time.Second
-	writeTimeout   = 30 * time.Second // for one response line
+	writeTimeout   = 30 * time.Second // for one response line, unless paced
 )
 
 // ErrNoGateway is returned by Exchange and Stream when nothing answers at
@@ -58,9 +58,16 @@ type Handler func(ctx context.Context, peer *procid.Peer, request []byte, w *Wri
 
 // Writer writes response lines to one client.
 type Writer struct {
-	c   net.Conn
-	err error
+	c     net.Conn
+	err   error
+	paced bool
 }
+
+// Paced makes the lines wait for the client as long as it stays
+// connected, for a stream a person reads at their own pace (through a
+// pager): a write fails when the client hangs up or the server stops,
+// not once the client has read nothing for writeTimeout.
+func (w *Writer) Paced() { w.paced = true }
 
 // Line writes one response line; it adds the newline. After a failed
 // write every later one fails too.
@@ -68,7 +75,11 @@ func (w *Writer) Line(b []byte) error {
 	if w.err != nil {
 		return w.err
 	}
-	w.c.SetWriteDeadline(time.Now().Add(writeTimeout))
+	deadline := time.Time{}
+	if !w.paced {
+		deadline = time.Now().Add(writeTimeout)
+	}
+	w.c.SetWriteDeadline(deadline)
 	if _, err := w.c.Write(append(b, '\n')); err != nil {
 		w.err = err
 	}

@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/postern/postern/audit"
 )
 
 // postern activity shows each event at its time in the person's time
@@ -75,5 +78,40 @@ func TestSessionsHistoryCountsOnlyTheSessionsSignatures(t *testing.T) {
 	}
 	if len(sessions) != 1 || sessions[0].Key != fingerprint(t, w.e, w.key) || sessions[0].Signs != 1 {
 		t.Fatalf("sessions --history --json: want the one session of %s with the 1 signature it covered:\n%s", fingerprint(t, w.e, w.key), out)
+	}
+}
+
+// A person who reads postern activity through a pager, and stops to read
+// for longer than the gateway waits for a stuck client (30 seconds),
+// still gets every event: the gateway waits for a reader that paces the
+// stream as long as it stays connected.
+func TestActivityReadAtAPersonsPace(t *testing.T) {
+	need(t, "bash")
+	e := newEnv(t)
+	pass := e.WriteFile("pass", "vault pass\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	// Megabytes of events, more than the pipe and the sockets hold.
+	setup, err := audit.LoadSetup(e.Path("state", "postern"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := audit.Open(setup.Config(e.Path("state", "postern", "audit.log")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const events = 20000
+	for i := range events {
+		if err := l.Append(audit.Event{Type: audit.EventSign, Run: "R1", Key: "SHA256:paced", Detail: map[string]string{"n": strconv.Itoa(i), "pad": strings.Repeat("x", 100)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.StartAgent()
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	r := e.Run("bash", "-c", `set -o pipefail; postern activity | { sleep 35; grep -c ' sign run=R1 '; }`)
+	if r.Code != 0 || strings.TrimSpace(r.Stdout) != strconv.Itoa(events) {
+		t.Fatalf("activity read by a reader that paused: exit %d, %s of %d signatures\n%s", r.Code, strings.TrimSpace(r.Stdout), events, r.Stderr)
 	}
 }
