@@ -55,14 +55,16 @@ func (t *auditTurn) give() {
 	}
 }
 
-// auditIdentity returns the audit log's identity, from the vault opened
-// again with the data key kept while it is unlocked.
-func (s *vaultState) auditIdentity() (id [32]byte, err error) {
+// auditIdentity returns the audit log's identity, and what the log is
+// verified against as it is read (api.AuditReadChecks), from the vault
+// opened again with the data key kept while it is unlocked.
+func (s *vaultState) auditIdentity() (id [32]byte, checks audit.VerifyOptions, err error) {
 	err = s.Read(func(v *vault.Vault) (err error) {
+		checks = api.AuditReadChecks(v)
 		id, err = api.AuditIdentity(v)
 		return err
 	})
-	return id, err
+	return id, checks, err
 }
 
 func (g *Gateway) opAuditRead(ctx context.Context, peer *procid.Peer, a api.AuditReadOptions, send func(any) error) error {
@@ -81,7 +83,7 @@ func (g *Gateway) opAuditRead(ctx context.Context, peer *procid.Peer, a api.Audi
 		return err
 	}
 	defer turn.give()
-	id, err := g.vault.auditIdentity()
+	id, checks, err := g.vault.auditIdentity()
 	defer clear(id[:])
 	if err != nil {
 		return err
@@ -103,7 +105,7 @@ func (g *Gateway) opAuditRead(ctx context.Context, peer *procid.Peer, a api.Audi
 	// The events go on as the JSON they were stored as (their seq added):
 	// the log is verified and decrypted as for any read, and an event the
 	// writer did not store so is decoded and encoded again.
-	rep, err := audit.ReadLogJSON(al.cfg.Path, id, audit.ReadOptions{Since: a.Since, Run: a.Run}, func(js []byte) error {
+	rep, err := audit.ReadLogJSON(al.cfg.Path, id, audit.ReadOptions{VerifyOptions: checks, Since: a.Since, Run: a.Run}, func(js []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

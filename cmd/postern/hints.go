@@ -40,7 +40,11 @@ func hintFor(name string, err error) string {
 		return `"postern status" says when it answers again; a change asked of it may or may not have been made`
 	case errors.Is(err, api.ErrNoAuditLog):
 		return `"postern vault init" sets one up`
-	case errors.Is(err, api.ErrAuditLogDamaged), errors.Is(err, api.ErrAuditLogFailed), api.HasCode(err, api.CodeAuditFailed):
+	case errors.Is(err, api.ErrAuditLogFailed), api.HasCode(err, api.CodeAuditFailed):
+		// Read with the vault, the log was held to the anchor and the
+		// first key the vault keeps: so is it by verify --vault.
+		return `"postern audit verify --vault" names the first bad record; with the gateway stopped, "postern audit new" moves the log and its keys aside and starts a new one`
+	case errors.Is(err, api.ErrAuditLogDamaged):
 		return `"postern audit verify" names the first bad record; with the gateway stopped, "postern audit new" moves the log and its keys aside and starts a new one`
 	case errors.Is(err, api.ErrAuditLogHeld) && name == "agent":
 		return `another gateway runs on this state directory's vault and audit log: "postern status" shows it, and eval "$(postern agent --ensure)" uses it; stop it to start this one`

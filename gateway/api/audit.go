@@ -225,11 +225,34 @@ func AuditIdentity(v *vault.Vault) ([32]byte, error) {
 	return [32]byte(sec), nil
 }
 
+// AuditReadChecks returns what the vault v keeps of the state directory's
+// log, which a program that can write the log cannot change, for a read
+// of that log to verify it against, as "postern audit verify --vault"
+// does with the pin: the log's first checkpoint key (a log replaced by
+// another fails it) and the anchor sealed into the vault (an older copy
+// put back, even with its older audit.anchor, ends before it). Another
+// log (a copy, a retired log) is read without them.
+func AuditReadChecks(v *vault.Vault) audit.VerifyOptions {
+	var o audit.VerifyOptions
+	if pk0, err := audit.ParsePK0(v.Meta()[metaAuditPK0]); err == nil {
+		o.PK0 = pk0
+	}
+	sec := v.Secret(SecretAuditAnchor)
+	defer clear(sec)
+	if len(sec) > 0 {
+		if a, err := ParseAnchor(string(sec)); err == nil {
+			o.Anchors = []audit.Anchor{a}
+		}
+	}
+	return o
+}
+
 // ReadAuditLog decrypts the events of the log at path, in order, with the
 // identity kept in the vault, which it opens with openVault once it found
 // the log, and passes them to fn one at a time: memory does not grow with
-// the log. A log that fails verification ends with the report's error
-// after the events before the bad record.
+// the log. The state directory's log is verified against what the vault
+// keeps of it (AuditReadChecks). A log that fails verification ends with
+// the report's error after the events before the bad record.
 func ReadAuditLog(path string, openVault func() (*vault.Vault, error), opts AuditReadOptions, fn func(AuditEvent) error) error {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w at %s", ErrNoAuditLog, path)
@@ -239,12 +262,16 @@ func ReadAuditLog(path string, openVault func() (*vault.Vault, error), opts Audi
 		return err
 	}
 	id, err := auditIdentityFor(v, path)
+	var checks audit.VerifyOptions
+	if own, oerr := AuditLogPath(); oerr == nil && SameFile(path, own) {
+		checks = AuditReadChecks(v)
+	}
 	v.Wipe()
 	defer clear(id[:])
 	if err != nil {
 		return err
 	}
-	rep, err := audit.ReadLog(path, id, audit.ReadOptions{Since: opts.Since, Run: opts.Run}, func(e audit.Event) error { return fn(e) })
+	rep, err := audit.ReadLog(path, id, audit.ReadOptions{VerifyOptions: checks, Since: opts.Since, Run: opts.Run}, func(e audit.Event) error { return fn(e) })
 	if err != nil {
 		return err
 	}

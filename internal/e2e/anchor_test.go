@@ -172,3 +172,41 @@ func copyGlob(t testing.TB, pattern, dir string) {
 		}
 	}
 }
+
+// The commands that read the history with the vault hold the state
+// directory's log to what the vault keeps of it, as verify --vault does:
+// an older copy put back with its older anchor is shown, and then fails
+// (exit 3: records were cut from its end), never passed as the whole
+// history; a log replaced by another fails the vault's first checkpoint
+// key.
+func TestHistoryOfAnOlderCopyFails(t *testing.T) {
+	e, pass, old := olderAuditCopy(t)
+	state := e.Path("state", "postern")
+	cur := t.TempDir()
+	copyGlob(t, filepath.Join(state, "audit.log*"), cur)
+	copyGlob(t, filepath.Join(state, "audit.anchor"), cur)
+	for _, args := range [][]string{{"activity"}, {"audit", "show"}, {"sessions", "--history"}} {
+		if r := e.Run("postern", append(args, "--passphrase-file", pass)...); r.Code != 0 {
+			t.Fatalf("%v of the current log: %s", args, r)
+		}
+	}
+	putBack(t, old, state, "audit.log*")
+	putBack(t, old, state, "audit.anchor")
+	for _, args := range [][]string{{"activity"}, {"audit", "show"}, {"sessions", "--history"}} {
+		r := e.Run("postern", append(args, "--passphrase-file", pass)...)
+		if r.Code != 3 || !strings.Contains(r.Stderr, "records were cut from the end") || !strings.Contains(r.Stderr, `"postern audit verify --vault" names the first bad record`) {
+			t.Errorf("%v of an older copy put back with its anchor: %s", args, r)
+		}
+	}
+	// The same put back under a running gateway, which reads the log for
+	// these commands while its vault is unlocked.
+	putBack(t, cur, state, "audit.log*")
+	putBack(t, cur, state, "audit.anchor")
+	e.StartAgent()
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	putBack(t, old, state, "audit.log*")
+	putBack(t, old, state, "audit.anchor")
+	if r := e.Run("postern", "activity"); r.Code != 3 || !strings.Contains(r.Stderr, "records were cut from the end") {
+		t.Errorf("activity, through the gateway, of an older copy put back with its anchor: %s", r)
+	}
+}
