@@ -61,9 +61,15 @@ func Sessions(events []Event) []Session {
 	return out
 }
 
+// maxOpenSessions bounds the approvals a SessionBook keeps open: far more
+// than a person approves in one gateway boot.
+const maxOpenSessions = 4096
+
 // A SessionBook projects events, read in log order one at a time, into
 // session approvals, in memory that grows with the approvals open at once
-// (and the runs registered last, bootRuns), not with the log. Each
+// (at most maxOpenSessions: past it, in a log no gateway writes, the
+// oldest is emitted as the log shows it then, open) and the runs
+// registered last (bootRuns), not with the log. Each
 // event costs the same however many approvals are open: they are found by
 // grant and by run.
 type SessionBook struct {
@@ -168,6 +174,12 @@ func (b *SessionBook) Add(e *Event, emit func(Session)) {
 			s.Label = r.label
 		}
 		b.add(s)
+		if len(b.open) > maxOpenSessions {
+			old := b.open[0]
+			b.open = slices.Delete(b.open, 0, 1)
+			b.unindex(old)
+			emit(*old)
+		}
 	case EventSessionEnded:
 		// The most recent open approval it names.
 		if s := b.find(e); s != nil {
