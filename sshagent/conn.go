@@ -196,6 +196,9 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 		req.Purpose = approvals.PurposeSSHSig
 		req.Namespace = sd.namespace
 	}
+	// A lock from now on, even one undone by an unlock, voids the
+	// decision (SignSince).
+	locks := c.srv.Keys.Locks()
 	start := time.Now()
 	ctx, stop := c.whileConnected()
 	d := c.srv.Decider.Decide(ctx, req)
@@ -216,7 +219,7 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 	if id.Source == Upstream {
 		// The request goes to the upstream agent, then this goroutine
 		// makes the record durable while the upstream signs.
-		sig, recorded, err = c.signUpstream(id, data, flags, d.Recorded)
+		sig, recorded, err = c.signUpstream(id, data, flags, locks, d.Recorded)
 	} else {
 		// A token signs in this goroutine: the record is made durable
 		// in another meanwhile; a key in memory signs once the record
@@ -226,14 +229,14 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 		} else {
 			d.Enter()
 		}
-		sig, err = c.srv.Keys.Sign(id, data, flags)
+		sig, err = c.srv.Keys.SignSince(locks, id, data, flags)
 		recorded = d.Recorded()
 	}
 	switch {
 	case errors.Is(err, errTouchTimeout):
 		return refuse(audit.ReasonTouchTimeout, err.Error())
 	case errors.Is(err, ErrLocked):
-		return refuse(audit.ReasonVaultLocked, "the agent was locked while the key's device signed")
+		return refuse(audit.ReasonVaultLocked, "the agent was locked after the decision")
 	case errors.Is(err, ErrRemovedWhileSigning):
 		return refuse(audit.ReasonKeyNotHeld, "the key was removed while its device signed")
 	case err != nil:

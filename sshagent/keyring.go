@@ -392,8 +392,25 @@ func findKey(ids []*Identity, key ssh.PublicKey) *Identity {
 	return same
 }
 
+// Locks returns how many times the keyring was locked. A decision read
+// it before it was taken: a signature on that decision is made only
+// while the count stays (SignSince).
+func (k *Keyring) Locks() uint64 {
+	_, locks := k.lockState()
+	return locks
+}
+
 // Sign signs data with the identity's key. flags select RSA's SHA-2
 // signature algorithms, as the agent protocol defines them.
+func (k *Keyring) Sign(id *Identity, data []byte, flags uint32) (*ssh.Signature, error) {
+	return k.SignSince(k.Locks(), id, data, flags)
+}
+
+// SignSince is Sign for a decision taken when the keyring had been
+// locked locks times (Locks): once it was locked again, the decision
+// signs nothing (ErrLocked), also when the keyring was unlocked since.
+// An added key, which a lock hides and an unlock gives back, would
+// otherwise sign on an answer given before the lock.
 //
 // A key held here signs under the keyring's lock, so that a lock or a
 // removal cannot wipe it halfway. A key held by a device (a security
@@ -403,9 +420,9 @@ func findKey(ids []*Identity, key ssh.PublicKey) *Identity {
 // when the keyring was unlocked again since, and so is one whose key
 // went meanwhile (ssh-add -d or -D, SIGUSR1, the end of its lifetime):
 // its removal was answered before the signature.
-func (k *Keyring) Sign(id *Identity, data []byte, flags uint32) (*ssh.Signature, error) {
+func (k *Keyring) SignSince(locks uint64, id *Identity, data []byte, flags uint32) (*ssh.Signature, error) {
 	k.mu.RLock()
-	if k.locked {
+	if k.locked || k.locks != locks {
 		k.mu.RUnlock()
 		return nil, ErrLocked
 	}
@@ -419,7 +436,6 @@ func (k *Keyring) Sign(id *Identity, data []byte, flags uint32) (*ssh.Signature,
 		defer k.mu.RUnlock()
 		return signWith(signer, id.Key, data, flags)
 	}
-	locks := k.locks
 	k.mu.RUnlock()
 	sig, err := signWith(signer, id.Key, data, flags)
 	if err != nil {

@@ -217,11 +217,11 @@ func (c *conn) lookupUpstream(key ssh.PublicKey) (*Identity, error) {
 // durable (recorded is what it returned) while the upstream signs; a
 // signature is returned only once it is. The upstream may wait for its
 // own confirmation or a touch, for as long as a security key's touch; a
-// signature that arrives after postern was locked is dropped.
-func (c *conn) signUpstream(id *Identity, data []byte, flags uint32, record func() error) (sig *ssh.Signature, recorded, err error) {
-	locked, locks := c.srv.Keys.lockState()
-	if locked {
-		return nil, record(), ErrLocked
+// signature that arrives after postern was locked, since it had been
+// locked locks times (Keyring.Locks, before the decision), is dropped.
+func (c *conn) signUpstream(id *Identity, data []byte, flags uint32, locks uint64, record func() error) (sig *ssh.Signature, recorded, err error) {
+	if err := c.srv.Keys.stillOpen(locks); err != nil {
+		return nil, record(), err
 	}
 	if !c.srv.Upstream.inUse() {
 		return nil, record(), errUpstreamStopped
