@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 
 	"golang.org/x/crypto/ssh"
 
@@ -127,7 +128,10 @@ func parseHop(b []byte) (Hop, error) {
 }
 
 // matches reports whether key identifies hop: it is one of the hop's keys,
-// or a host certificate signed by one of its CAs for the hop's name.
+// or a host certificate signed by one of its CAs for the hop's name, as
+// OpenSSH's agent matches them: a principal is a pattern the name
+// matches (ssh-keygen -h -n '*.example.com'), and the CA's signature is
+// made with an algorithm it allows (not SHA-1's ssh-rsa).
 func (h *Hop) matches(key ssh.PublicKey) bool {
 	if key == nil {
 		return false
@@ -140,15 +144,30 @@ func (h *Hop) matches(key ssh.PublicKey) bool {
 			continue
 		}
 		cert, ok := key.(*ssh.Certificate)
-		if !ok || cert.CertType != ssh.HostCert || !bytes.Equal(cert.SignatureKey.Marshal(), hk.Key.Marshal()) {
+		if !ok || cert.CertType != ssh.HostCert || cert.Signature == nil || !slices.Contains(caSignatureAlgorithms, cert.Signature.Format) ||
+			!bytes.Equal(cert.SignatureKey.Marshal(), hk.Key.Marshal()) {
+			continue
+		}
+		// The checker takes a principal as a name: it is given the
+		// principal the hop's name matches, if one does.
+		i := slices.IndexFunc(cert.ValidPrincipals, func(p string) bool { return sshpattern.Match(p, h.Hostname) })
+		if i < 0 {
 			continue
 		}
 		checker := ssh.CertChecker{}
-		if err := checker.CheckCert(h.Hostname, cert); err == nil {
+		if err := checker.CheckCert(cert.ValidPrincipals[i], cert); err == nil {
 			return true
 		}
 	}
 	return false
+}
+
+// caSignatureAlgorithms are the algorithms of a CA's signature on a host
+// certificate that OpenSSH's agent accepts for a destination constraint
+// (SSH_ALLOWED_CA_SIGALGS).
+var caSignatureAlgorithms = []string{
+	ssh.KeyAlgoED25519, ssh.KeyAlgoECDSA256, ssh.KeyAlgoECDSA384, ssh.KeyAlgoECDSA521,
+	ssh.KeyAlgoSKED25519, ssh.KeyAlgoSKECDSA256, ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256,
 }
 
 // permits finds a constraint that allows the hop from -> to (from nil for
