@@ -16,9 +16,14 @@ type KeySource interface {
 	// Keys returns the usable keys (none while the gateway is locked) with
 	// their descriptions for approvals.
 	Keys() ([]Key, error)
-	// Sign signs with key, using the signature algorithm algo ("" for the
-	// key's default).
-	Sign(key ssh.PublicKey, data []byte, algo string) (*ssh.Signature, error)
+	// Locks counts the times the keys were locked, read before a
+	// decision is taken.
+	Locks() uint64
+	// SignSince signs with key, using the signature algorithm algo (""
+	// for the key's default), only while the keys have not been locked
+	// since Locks returned locks: a lock voids the decisions taken
+	// before it, also once the keys are unlocked again.
+	SignSince(locks uint64, key ssh.PublicKey, data []byte, algo string) (*ssh.Signature, error)
 }
 
 // Key is a usable key.
@@ -74,10 +79,11 @@ func (s *gatedSigner) Sign(r io.Reader, data []byte) (*ssh.Signature, error) {
 }
 
 func (s *gatedSigner) SignWithAlgorithm(_ io.Reader, data []byte, algo string) (*ssh.Signature, error) {
+	locks := s.keys.Locks()
 	d := s.decide(s.key)
 	s.decision = &d
 	if !d.Allow {
 		return nil, fmt.Errorf("%w (%s)", ErrDenied, d.Reason)
 	}
-	return s.keys.Sign(s.key.Public, data, algo)
+	return s.keys.SignSince(locks, s.key.Public, data, algo)
 }

@@ -284,7 +284,9 @@ func (k *testKeys) Keys() ([]Key, error) {
 	return []Key{{Public: pub, Info: approvals.Key{Fingerprint: ssh.FingerprintSHA256(pub), Type: pub.Type(), Comment: "test"}}}, nil
 }
 
-func (k *testKeys) Sign(key ssh.PublicKey, data []byte, algo string) (*ssh.Signature, error) {
+func (k *testKeys) Locks() uint64 { return 0 }
+
+func (k *testKeys) SignSince(_ uint64, key ssh.PublicKey, data []byte, algo string) (*ssh.Signature, error) {
 	k.mu.Lock()
 	k.signed++
 	k.mu.Unlock()

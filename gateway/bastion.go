@@ -44,7 +44,9 @@ func (k keySource) Keys() ([]bastion.Key, error) {
 	return out, nil
 }
 
-func (k keySource) Sign(key ssh.PublicKey, data []byte, algo string) (*ssh.Signature, error) {
+func (k keySource) Locks() uint64 { return k.keys.Locks() }
+
+func (k keySource) SignSince(locks uint64, key ssh.PublicKey, data []byte, algo string) (*ssh.Signature, error) {
 	id, err := k.keys.Lookup(key)
 	if err != nil {
 		return nil, err
@@ -56,7 +58,7 @@ func (k keySource) Sign(key ssh.PublicKey, data []byte, algo string) (*ssh.Signa
 	case strings.Contains(algo, "rsa-sha2-512"):
 		flags = agent.SignatureFlagRsaSha512
 	}
-	return k.keys.Sign(id, data, uint32(flags))
+	return k.keys.SignSince(locks, id, data, uint32(flags))
 }
 
 // expandHome turns every "~/x" into a path under $HOME.
