@@ -60,9 +60,12 @@ type Identity struct {
 
 	sk     *skKey // a FIDO key: signed with by ssh-sk-helper
 	signer ssh.Signer
-	priv   any
-	timer  *time.Timer
-	enc    encoding
+	// release, when set, is called when the identity is destroyed: a
+	// token's helper ends with the last identity that signs through it.
+	release func()
+	priv    any
+	timer   *time.Timer
+	enc     encoding
 }
 
 // encoding is an identity's key as the protocol carries it and its
@@ -157,6 +160,10 @@ func (id *Identity) destroy() {
 	}
 	wipe(id.priv)
 	id.priv, id.signer = nil, nil
+	if r := id.release; r != nil {
+		id.release = nil
+		r()
+	}
 }
 
 // wipe zeroes what it can of a private key. Go's crypto packages keep

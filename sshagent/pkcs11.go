@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -45,6 +46,22 @@ type pkcs11Helper struct {
 	touchTimeout func() time.Duration
 	mu           sync.Mutex // one exchange at a time
 	proc         *helperProc
+	// keys counts the identities that sign through the helper: as with
+	// OpenSSH's agent, the helper, logged in to the token, ends with the
+	// last of them (ssh-add -d or -D, SIGUSR1, the end of a lifetime).
+	keys atomic.Int64
+}
+
+// hold counts id among those that sign through h.
+func (h *pkcs11Helper) hold(id *Identity) {
+	h.keys.Add(1)
+	id.release = func() {
+		if h.keys.Add(-1) == 0 {
+			// Not in the caller, which holds the keyring's lock: a
+			// signature under way keeps the helper until it is over.
+			go h.stop()
+		}
+	}
 }
 
 // exchange sends one message and reads the reply, waiting at most for
@@ -207,6 +224,7 @@ func (h *pkcs11Helper) identities(b []byte, cons *keyConstraints) ([]*Identity, 
 			if cons.lifetime > 0 {
 				id.Expires = time.Now().Add(time.Duration(cons.lifetime) * time.Second)
 			}
+			h.hold(id)
 			return id
 		}
 		if !cons.certOnly {

@@ -41,15 +41,15 @@ func slowPKCS11Helper(dir string) int {
 	os.Stdout.Write(binary.BigEndian.AppendUint32(nil, uint32(len(body))))
 	os.Stdout.Write(body)
 	io.Copy(io.Discard, os.Stdin)
+	os.WriteFile(filepath.Join(dir, "ended"), nil, 0o600) // the agent let go of it
 	return 0
 }
 
-// The keys of a token whose login was under way when the agent's keys
-// were wiped (SIGUSR1) are not added after the wipe: every key goes,
-// also one whose add was asked for before the signal, as with OpenSSH's
-// agent, which answers that request first and then wipes.
-func TestWipeDuringATokensLogin(t *testing.T) {
-	dir := t.TempDir()
+// fakeToken sets up slowPKCS11Helper as the ssh-pkcs11-helper, and
+// returns its directory, the provider library to name, and the key the
+// token holds. Its login waits until the file "gate" is in dir.
+func fakeToken(t *testing.T) (dir, lib string, key ssh.PublicKey) {
+	dir = t.TempDir()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -60,14 +60,36 @@ func TestWipeDuringATokensLogin(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("SSH_PKCS11_HELPER", helper)
-	lib := filepath.Join(dir, "libtoken.so")
+	lib = filepath.Join(dir, "libtoken.so")
 	if err := os.WriteFile(lib, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	host := newHost(t)
-	if err := os.WriteFile(filepath.Join(dir, "key"), []byte(hex.EncodeToString(host.PublicKey().Marshal())), 0o600); err != nil {
+	key = newHost(t).PublicKey()
+	if err := os.WriteFile(filepath.Join(dir, "key"), []byte(hex.EncodeToString(key.Marshal())), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return dir, lib, key
+}
+
+// waitForFile waits for path to be there; failing says what after 20s.
+func waitForFile(t *testing.T, path, failing string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(failing + " after 20s")
+		}
+	}
+}
+
+// The keys of a token whose login was under way when the agent's keys
+// were wiped (SIGUSR1) are not added after the wipe: every key goes,
+// also one whose add was asked for before the signal, as with OpenSSH's
+// agent, which answers that request first and then wipes.
+func TestWipeDuringATokensLogin(t *testing.T) {
+	dir, lib, _ := fakeToken(t)
 	ts := startServerWith(t, func(s *Server) { s.Providers = dir + "/*" })
 	c := ts.rawConn(t)
 	replied := make(chan byte, 1)
@@ -75,14 +97,7 @@ func TestWipeDuringATokensLogin(t *testing.T) {
 		r := roundTrip(t, c, append([]byte{msgAddSmartcardKey}, ssh.Marshal(struct{ P, PIN string }{lib, "1234"})...))
 		replied <- r[0]
 	}()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the helper has not read its request after 20s")
-		}
-	}
+	waitForFile(t, filepath.Join(dir, "started"), "the helper has not read its request")
 	ts.srv.Keys.Wipe()
 	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600); err != nil {
 		t.Fatal(err)

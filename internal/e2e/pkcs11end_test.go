@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The ssh-pkcs11-helper that holds a token's login goes with the last of
+// the token's keys (ssh-add -D here), as with OpenSSH's agent.
+func TestPKCS11HelperEndsWithTheTokensKeys(t *testing.T) {
+	need(t, "ssh-add")
+	e := newEnv(t)
+	const pin = "1234"
+	softToken(t, e, pin)
+	e.Setenv("SSH_ASKPASS", e.WriteFile("askpass", "#!/bin/sh\necho "+pin+"\n", 0o755))
+	e.Setenv("SSH_ASKPASS_REQUIRE", "force")
+	e.Config(`approval = "none"`)
+	a := e.StartAgent()
+	helpers := func() int { return len(childrenNamed(a.cmd.Process.Pid, "ssh-pkcs11-help")) }
+	e.MustRun("ssh-add", "-s", softhsm)
+	if n := helpers(); n != 1 {
+		t.Fatalf("%d ssh-pkcs11-helper running for the gateway with the token's keys loaded, want 1", n)
+	}
+	e.MustRun("ssh-add", "-D")
+	for deadline := time.Now().Add(20 * time.Second); helpers() != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ssh-pkcs11-helper still runs, logged in to the token, 20s after ssh-add -D removed its keys\nagent log:\n%s", a.Log())
+		}
+	}
+}
+
+// childrenNamed returns the pids of pid's live children whose command
+// name (as /proc cuts it, 15 bytes) is comm.
+func childrenNamed(pid int, comm string) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, s := range stats {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			continue
+		}
+		open, close := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
+		if open < 0 || close < open {
+			continue
+		}
+		f := strings.Fields(string(b)[close+1:])
+		if len(f) < 2 || f[0] == "Z" || f[1] != strconv.Itoa(pid) || string(b)[open+1:close] != comm {
+			continue
+		}
+		n, _ := strconv.Atoi(filepath.Base(filepath.Dir(s)))
+		out = append(out, n)
+	}
+	return out
+}
