@@ -170,11 +170,11 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 		ev := audit.Event{
 			Type: audit.EventSessionApproved, Run: g.Run.ID, Grant: g.ID, Card: id, Key: g.Key.Fingerprint,
 			Dest: g.Dest, DestNames: g.DestNames, Mode: audit.ModeSession, Approver: a.Approver,
-			Label: g.Run.Label, Process: auditProcess(e.procs, &g.Run.Process), VaultEpoch: g.Epoch,
+			Label: g.Run.Label, Process: auditProcess(e.procs, &g.Run.Process),
 			Detail: map[string]string{"nonce_bound": "true", "launched": strconv.FormatBool(g.Run.Launched)},
 		}
 		a.grant, a.run = g.ID, g.Run.ID
-		if err := e.record(ev); err != nil {
+		if err := e.recordAt(ev, g.Epoch); err != nil {
 			e.removeGrantLocked(g.ID)
 			a.Verdict = VerdictDeny
 			e.closeCardLocked(c, a)

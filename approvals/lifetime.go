@@ -102,7 +102,7 @@ func (e *Engine) endGrant(g *Grant, reason audit.Reason) {
 func (e *Engine) endGrantLocked(id string, g *Grant, reason audit.Reason) {
 	e.removeGrantLocked(id)
 	g.ended = reason
-	e.record(audit.Event{Type: audit.EventSessionEnded, Run: g.Run.ID, Grant: id, Key: g.Key.Fingerprint, Reason: reason, Label: g.Run.Label, VaultEpoch: g.Epoch})
+	e.recordAt(audit.Event{Type: audit.EventSessionEnded, Run: g.Run.ID, Grant: id, Key: g.Key.Fingerprint, Reason: reason, Label: g.Run.Label}, g.Epoch)
 	e.past = append(e.past, pastOf(e.bootID, g.Run, g, reason, e.now()))
 	if len(e.past) > maxPast {
 		e.past = e.past[len(e.past)-maxPast:]

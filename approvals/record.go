@@ -35,6 +35,16 @@ func (e *Engine) record(ev audit.Event) error {
 	return e.appendStamped(ev)
 }
 
+// recordAt is record for an event of vault epoch epoch, 0 too: it does
+// not ask the vault, whose lock is not taken under e.mu (the vault calls
+// EpochChanged with its lock held). A VaultEpoch of 0 in an event is
+// the epoch left to record to read, so it cannot give epoch 0.
+func (e *Engine) recordAt(ev audit.Event, epoch uint64) error {
+	ev.VaultEpoch = epoch
+	e.stampTime(&ev)
+	return e.appendStamped(ev)
+}
+
 // appendStamped appends an event record stamped already.
 func (e *Engine) appendStamped(ev audit.Event) error {
 	log := e.recorder()
@@ -99,11 +109,16 @@ func (a *allowRecord) recorded() error {
 }
 
 func (e *Engine) stamp(ev *audit.Event) {
-	ev.Time = e.now().UTC()
-	ev.BootID = e.bootID
+	e.stampTime(ev)
 	if ev.VaultEpoch == 0 {
 		_, ev.VaultEpoch = e.vault()
 	}
+}
+
+// stampTime stamps ev with the time and the boot id.
+func (e *Engine) stampTime(ev *audit.Event) {
+	ev.Time = e.now().UTC()
+	ev.BootID = e.bootID
 }
 
 func (e *Engine) recordErr(ev *audit.Event, err error) error {
