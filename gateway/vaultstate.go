@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -41,6 +42,12 @@ type vaultState struct {
 
 	unlockMu sync.Mutex // serialises unlock attempts, so delays add up
 	mu       sync.Mutex
+	// view is whether the gateway is locked and the epoch, as of the
+	// last change (set under mu): read by lockedEpoch without mu, which
+	// is held while the vault's keys go into the keyring and the
+	// approvals hear of a new epoch, both under locks of their own
+	// that a reader of the epoch may hold (an audit record's stamp).
+	view     atomic.Pointer[lockedAt]
 	locked   bool
 	present  bool
 	dk       *vault.DataKey // kept while unlocked, to reload a changed file
@@ -66,6 +73,12 @@ type vaultState struct {
 	derived func()
 }
 
+// lockedAt is whether the gateway is locked, in an epoch.
+type lockedAt struct {
+	locked bool
+	epoch  uint64
+}
+
 // start sets the initial state: locked when a vault file exists.
 func (s *vaultState) start() {
 	s.mu.Lock()
@@ -74,10 +87,18 @@ func (s *vaultState) start() {
 	s.locked = s.present
 	s.vaultLock = s.present
 	s.keys.SetLocked(s.locked)
+	s.view.Store(&lockedAt{s.locked, s.epoch.Get()})
 }
 
-// lockedEpoch reports whether the gateway is locked, and the epoch.
+// lockedEpoch reports whether the gateway is locked, and the epoch, as
+// of the last change. It takes none of the state's locks: the approvals
+// and the audit records ask it under locks of their own, which the state
+// takes under s.mu.
 func (s *vaultState) lockedEpoch() (bool, uint64) {
+	if l := s.view.Load(); l != nil {
+		return l.locked, l.epoch
+	}
+	// Before start, when nothing else runs.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.locked, s.epoch.Get()
@@ -112,6 +133,7 @@ func (s *vaultState) stateLocked() api.VaultState {
 func (s *vaultState) bump(why audit.Reason) {
 	old := s.epoch.Get()
 	n := s.epoch.Bump()
+	s.view.Store(&lockedAt{s.locked, n})
 	s.log("vault epoch changed", "epoch", n, "reason", why)
 	for _, f := range s.onChange {
 		f(old, n, why)
