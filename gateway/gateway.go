@@ -89,8 +89,9 @@ type Gateway struct {
 	notes   *notifier
 	agent   *sshagent.Server
 	signals chan os.Signal // SIGHUP and SIGUSR1, as caught (Run)
-	sigMu   sync.Mutex     // held while a signal is acted on
-	acting  atomic.Bool    // handleSignals took a signal and acts on it
+	// The order in which the gateway's locks are taken: doc/locking.md.
+	sigMu   sync.Mutex  // held while a signal is acted on
+	acting  atomic.Bool // handleSignals took a signal and acts on it
 	ctl     *control.Server
 	ops     map[api.Op]handler
 	streams map[api.Op]streamHandler
