@@ -51,7 +51,7 @@ type Keyring struct {
 	ids    []*Identity
 	locked bool
 	locks  uint64 // how many times the keyring was locked
-	wipes  uint64 // how many times it was wiped (Wipe)
+	wipes  uint64 // how many times every added key went (Wipe, the person's RemoveAll)
 	// kept are the constraints of added keys by public key, which every
 	// copy of the key is used under (kept.go).
 	kept      map[string]keptConstraints
@@ -284,12 +284,16 @@ func ofProvider(id *Identity, provider string) bool { return id.sk == nil && id.
 
 // RemoveAll deletes every added identity that by (as for Remove) may
 // remove (for a run, those it added) and returns them. Vault identities
-// stay until the vault is locked.
+// stay until the vault is locked. The person's (by "") counts as a wipe
+// (Wipes): an add under way goes with the rest.
 func (k *Keyring) RemoveAll(by string) ([]*Identity, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.locked {
 		return nil, ErrLocked
+	}
+	if by == "" {
+		k.wipes++
 	}
 	return k.removeLocked(func(id *Identity) bool { return id.Source == Added && id.removableBy(by) }), nil
 }

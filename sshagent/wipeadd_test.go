@@ -84,29 +84,44 @@ func waitForFile(t *testing.T, path, failing string) {
 	}
 }
 
-// The keys of a token whose login was under way when the agent's keys
-// were wiped (SIGUSR1) are not added after the wipe: every key goes,
-// also one whose add was asked for before the signal, as with OpenSSH's
-// agent, which answers that request first and then wipes.
+// The keys of a token whose login was under way when every key was
+// removed (SIGUSR1, or ssh-add -D on the person's socket) are not added
+// after the removal: every key goes, also one whose add was asked for
+// before, as with OpenSSH's agent, which answers that request first and
+// then removes every key.
 func TestWipeDuringATokensLogin(t *testing.T) {
-	dir, lib, _ := fakeToken(t)
-	ts := startServerWith(t, func(s *Server) { s.Providers = dir + "/*" })
-	c := ts.rawConn(t)
-	replied := make(chan byte, 1)
-	go func() {
-		r := roundTrip(t, c, append([]byte{msgAddSmartcardKey}, ssh.Marshal(struct{ P, PIN string }{lib, "1234"})...))
-		replied <- r[0]
-	}()
-	waitForFile(t, filepath.Join(dir, "started"), "the helper has not read its request")
-	ts.srv.Keys.Wipe()
-	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := <-replied
-	if ids, _ := ts.srv.Keys.Identities(); len(ids) != 0 {
-		t.Fatalf("the token's keys were added after the wipe (reply %d): %d keys held", r, len(ids))
-	}
-	if r != msgFailure {
-		t.Fatalf("the add across a wipe: reply %d", r)
+	for _, tc := range []struct {
+		name   string
+		remove func(t *testing.T, ts *testServer)
+	}{
+		{"SIGUSR1", func(_ *testing.T, ts *testServer) { ts.srv.Keys.Wipe() }},
+		{"ssh-add -D", func(t *testing.T, ts *testServer) {
+			if r := roundTrip(t, ts.rawConn(t), []byte{msgRemoveAllIdentities}); r[0] != msgSuccess {
+				t.Fatalf("ssh-add -D: reply %d", r[0])
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, lib, _ := fakeToken(t)
+			ts := startServerWith(t, func(s *Server) { s.Providers = dir + "/*" })
+			c := ts.rawConn(t)
+			replied := make(chan byte, 1)
+			go func() {
+				r := roundTrip(t, c, append([]byte{msgAddSmartcardKey}, ssh.Marshal(struct{ P, PIN string }{lib, "1234"})...))
+				replied <- r[0]
+			}()
+			waitForFile(t, filepath.Join(dir, "started"), "the helper has not read its request")
+			tc.remove(t, ts)
+			if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := <-replied
+			if ids, _ := ts.srv.Keys.Identities(); len(ids) != 0 {
+				t.Fatalf("the token's keys were added after every key was removed (reply %d): %d keys held", r, len(ids))
+			}
+			if r != msgFailure {
+				t.Fatalf("the add across the removal: reply %d", r)
+			}
+		})
 	}
 }
