@@ -22,12 +22,18 @@ func (g *Gateway) opStatus(context.Context, *procid.Peer, noArgs) (any, error) {
 }
 
 func (g *Gateway) opLock(context.Context, *procid.Peer, noArgs) (any, error) {
-	// Idempotent for the command line; ssh-add -x on a locked agent
-	// fails, as with ssh-agent.
+	// Idempotent for the command line, also when another lock came
+	// first while this one was on its way (it waits for the audit
+	// anchor's seal); ssh-add -x on a locked agent fails, as with
+	// ssh-agent. A locked gateway is answered at once.
 	if state, _ := g.vault.State(); state == api.VaultLocked {
 		return api.LockResult{Already: true}, nil
 	}
-	return api.LockResult{}, g.vault.LockCommand()
+	err := g.vault.LockCommand()
+	if errors.Is(err, errAlreadyLocked) {
+		return api.LockResult{Already: true}, nil
+	}
+	return api.LockResult{}, err
 }
 
 func (g *Gateway) opUnlock(_ context.Context, peer *procid.Peer, a api.UnlockArgs) (any, error) {
