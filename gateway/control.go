@@ -227,7 +227,7 @@ func wireCode(err error) api.Code {
 		return api.CodeUsage
 	case is(errPeerChanged, approvals.ErrSelfApprove, approvals.ErrSameSession, approvals.ErrApproverUndecided, bastion.ErrDenied, approvals.ErrInsideRun, approvals.ErrUnverified):
 		return api.CodeDenied
-	case is(errAlreadyLocked, errVaultLocked):
+	case is(errAlreadyLocked, errVaultLocked, errLockedMeanwhile):
 		return api.CodeLocked
 	case is(errNoBastion):
 		return api.CodeNoBastion

@@ -20,8 +20,7 @@ import (
 // them.
 func TestKeyAddedAsTheVaultReloads(t *testing.T) {
 	pass := []byte("reload pass")
-	s, keys, path := newVaultStateWithKey(t, pass, "vault key")
-	s.start()
+	s, keys, path := startVaultState(t, pass, "vault key")
 	if err := s.Unlock(pass); err != nil {
 		t.Fatal(err)
 	}

@@ -126,6 +126,14 @@ func TestSealRefusesAnOlderCopyOfTheVault(t *testing.T) {
 	}
 }
 
+// startVaultState is newVaultStateWithKey's state, started (locked).
+func startVaultState(t *testing.T, pass []byte, comment string) (*vaultState, *sshagent.Keyring, string) {
+	t.Helper()
+	s, keys, path := newVaultStateWithKey(t, pass, comment)
+	s.start()
+	return s, keys, path
+}
+
 // newVaultStateWithKey creates a vault with passphrase pass holding one
 // Ed25519 key named comment, in a temporary directory, and the gateway's
 // vault state over it (not started), with the keyring it loads into.

@@ -27,6 +27,9 @@ var (
 	errVaultGone     = errors.New("the vault file disappeared")
 	errStaleKey      = errors.New("the keychain holds an old key for this vault (its passphrase changed)")
 	errNoPassword    = errors.New("postern lock locked the agent without a password: postern unlock unlocks it")
+	// errLockedMeanwhile refuses an unlock during which a lock was asked
+	// for: the lock, asked for last, wins.
+	errLockedMeanwhile = errors.New("a lock was asked for while the vault was being unlocked: the gateway stays locked")
 	// errVaultLocked refuses what needs the unlocked vault.
 	errVaultLocked = errors.New("the vault is locked")
 )
@@ -162,7 +165,7 @@ func (s *vaultState) LockCommand() error { return s.lock(nil) }
 // vault change in progress (a wrong passphrase holds the vault for its
 // delay), and a lock asked for does not wait for it to take effect.
 func (s *vaultState) lock(passphrase []byte) error {
-	s.keys.SetLocked(true)
+	s.keys.Lock() // counted: an unlock under way stays locked
 	if s.beforeLock != nil {
 		s.beforeLock()
 	}
@@ -180,7 +183,11 @@ func (s *vaultState) lock(passphrase []byte) error {
 func (s *vaultState) lockIfOpen() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.present && !s.locked {
+	if !s.present {
+		return
+	}
+	s.keys.Lock() // counted: an unlock under way stays locked
+	if !s.locked {
 		s.lockLocked(nil, audit.ReasonLock)
 	}
 }
@@ -222,6 +229,7 @@ func (s *vaultState) UnlockCommand(passphrase []byte, outside func() error) erro
 func (s *vaultState) unlock(passphrase []byte, outside func() error) error {
 	s.unlockMu.Lock()
 	defer s.unlockMu.Unlock()
+	asks := s.keys.LockAsks()
 	s.mu.Lock()
 	if !s.locked {
 		s.mu.Unlock()
@@ -248,13 +256,12 @@ func (s *vaultState) unlock(passphrase []byte, outside func() error) error {
 		if s.lockPass != nil && subtle.ConstantTimeCompare(h[:], s.lockPass) != 1 {
 			return s.wrong()
 		}
-		s.unlockLocked(nil, nil)
-		return nil
+		return s.unlockLocked(nil, nil, asks)
 	}
 
 	v, err := vault.Open(s.path, passphrase)
 	s.afterDerivation()
-	return s.finishUnlock(v, err)
+	return s.finishUnlock(v, err, asks)
 }
 
 // afterDerivation runs derived, once a key was derived from a passphrase
@@ -270,6 +277,7 @@ func (s *vaultState) afterDerivation() {
 func (s *vaultState) UnlockWithKey(dk *vault.DataKey) error {
 	s.unlockMu.Lock()
 	defer s.unlockMu.Unlock()
+	asks := s.keys.LockAsks()
 	s.mu.Lock()
 	locked, present := s.locked, s.present
 	s.mu.Unlock()
@@ -283,11 +291,13 @@ func (s *vaultState) UnlockWithKey(dk *vault.DataKey) error {
 	if errors.Is(err, vault.ErrStaleKey) {
 		return errStaleKey
 	}
-	return s.finishUnlock(v, err)
+	return s.finishUnlock(v, err, asks)
 }
 
-// finishUnlock loads an opened vault's keys into the agent.
-func (s *vaultState) finishUnlock(v *vault.Vault, err error) error {
+// finishUnlock loads an opened vault's keys into the agent, for an
+// unlock that began when asks locks had been asked for
+// (Keyring.LockAsks).
+func (s *vaultState) finishUnlock(v *vault.Vault, err error, asks uint64) error {
 	if errors.Is(err, vault.ErrWrongPassphrase) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -329,8 +339,7 @@ func (s *vaultState) finishUnlock(v *vault.Vault, err error) error {
 	defer s.mu.Unlock()
 	s.stamp, _ = stampOf(s.path)
 	s.seen(v)
-	s.unlockLocked(ids, dk)
-	return nil
+	return s.unlockLocked(ids, dk, asks)
 }
 
 // wrong records a failed attempt and waits; the caller holds s.mu, which
@@ -344,15 +353,28 @@ func (s *vaultState) wrong() error {
 	return vault.ErrWrongPassphrase
 }
 
-func (s *vaultState) unlockLocked(ids []*sshagent.Identity, dk *vault.DataKey) {
+// unlockLocked unlocks with the vault's keys ids and data key dk (none
+// without a vault), unless a lock was asked for since the unlock began
+// (asks, Keyring.LockAsks): the keyring is unlocked only if none was, in
+// one step with that check. The caller holds s.mu.
+func (s *vaultState) unlockLocked(ids []*sshagent.Identity, dk *vault.DataKey, asks uint64) error {
+	if !s.keys.UnlockSince(asks) {
+		if dk != nil {
+			dk.Wipe()
+		}
+		for _, id := range ids {
+			id.Discard()
+		}
+		return errLockedMeanwhile
+	}
 	s.failures = 0
 	s.lockPass = nil
 	s.vaultLock = false
 	s.dk = dk
-	s.keys.SetLocked(false)
 	s.keys.ReplaceVault(ids)
 	s.locked = false
 	s.bump(audit.ReasonUnlock)
+	return nil
 }
 
 // identities decrypts the vault's keys into agent identities.
@@ -393,10 +415,10 @@ func identities(v *vault.Vault) ([]*sshagent.Identity, error) {
 
 // wipe locks and forgets everything at shutdown.
 func (s *vaultState) wipe() {
+	s.keys.Lock() // counted: an unlock under way stays locked
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.keys.ReplaceVault(nil)
-	s.keys.SetLocked(true)
 	if s.dk != nil {
 		s.dk.Wipe()
 		s.dk = nil

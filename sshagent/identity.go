@@ -152,6 +152,10 @@ func (id *Identity) Touch() bool {
 	return id.sk != nil && id.sk.flags&skUserPresenceRequired != 0
 }
 
+// Discard wipes the private key of an identity no keyring holds (one
+// made and then not added).
+func (id *Identity) Discard() { id.destroy() }
+
 // destroy stops the expiry timer and wipes the private key. The caller
 // holds the keyring lock.
 func (id *Identity) destroy() {

@@ -51,6 +51,7 @@ type Keyring struct {
 	ids    []*Identity
 	locked bool
 	locks  uint64 // how many times the keyring was locked
+	asks   uint64 // how many locks were asked for (lockasks.go)
 	wipes  uint64 // how many times every added key went (Wipe, the person's RemoveAll)
 	// kept are the constraints of added keys by public key, which every
 	// copy of the key is used under (kept.go).
