@@ -59,7 +59,7 @@ func ReadLogJSON(path string, identity [32]byte, opts ReadOptions, fn func(js []
 }
 
 func readLog(path string, identity [32]byte, opts ReadOptions, out sink) (*Report, error) {
-	segs, err := logSegments(path, 0)
+	segs, err := readSegments(path, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -109,6 +109,11 @@ func (sc *scanner) runSegments(segs []segRef) error {
 		if sc.fail != nil {
 			break
 		}
+		if seg.next != "" {
+			sc.fail = &Finding{Seq: sc.next, File: seg.name, Kind: FindingSegmentMissing,
+				Message: fmt.Sprintf("segment %s is missing (the next one present is %s): records were removed from the log", seg.name, seg.next)}
+			break
+		}
 		rc, err := seg.open()
 		if err != nil {
 			return fmt.Errorf("read audit log: %w", err)

@@ -92,6 +92,9 @@ type segRef struct {
 	name  string // shown in findings: the file's base name
 	path  string // "" for a stream given by the caller
 	r     io.Reader
+	// next, set, makes this the segment missing from the numbering, the
+	// last of a reader's list: next is the one present after it.
+	next string
 }
 
 // open opens the segment to read it. Anything but a regular file (a FIFO
@@ -99,6 +102,9 @@ type segRef struct {
 // may put either where a segment was) is an error that names it, never a
 // read that waits or goes on for ever.
 func (s *segRef) open() (io.ReadCloser, error) {
+	if s.next != "" {
+		return nil, s.missing()
+	}
 	if s.path == "" {
 		return stream{s.r}, nil
 	}
@@ -112,6 +118,18 @@ func (s *segRef) open() (io.ReadCloser, error) {
 // logSegments lists the segments of the log at path, in order, from segment
 // first on. A gap in the numbering is an error naming the missing segment.
 func logSegments(path string, first int) ([]segRef, error) {
+	out, err := readSegments(path, first)
+	if n := len(out); err == nil && n > 0 && out[n-1].next != "" {
+		return nil, out[n-1].missing()
+	}
+	return out, err
+}
+
+// readSegments lists the segments of the log at path, in order, from
+// segment first on, for a reader: a gap in the numbering ends the list
+// with the missing segment (segRef.next set), which the scan reports as
+// a finding after it verified the segments before it.
+func readSegments(path string, first int) ([]segRef, error) {
 	idx, err := segmentIndexes(path)
 	if err != nil {
 		return nil, err
@@ -122,14 +140,18 @@ func logSegments(path string, first int) ([]segRef, error) {
 	}
 	for k, i := range idx {
 		if i != k+1 {
-			return nil, fmt.Errorf("%w: segment %s is missing (the next one present is %s)", ErrSegmentMissing,
-				filepath.Base(segmentName(path, k+1)), filepath.Base(segmentName(path, i)))
+			return append(out, segRef{index: k + 1, name: filepath.Base(segmentName(path, k+1)), next: filepath.Base(segmentName(path, i))}), nil
 		}
 		if i >= first {
 			out = append(out, segRef{index: i, name: filepath.Base(segmentName(path, i)), path: segmentName(path, i)})
 		}
 	}
 	return out, nil
+}
+
+// missing is the error of a segment missing from the numbering.
+func (s *segRef) missing() error {
+	return fmt.Errorf("%w: segment %s is missing (the next one present is %s)", ErrSegmentMissing, s.name, s.next)
 }
 
 // ErrSegmentMissing reports a log whose segments are not numbered

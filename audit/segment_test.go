@@ -77,8 +77,10 @@ func TestMissingSegmentIsDamage(t *testing.T) {
 	if err := os.Rename(segmentName(tl.path, 1), tl.path+".moved"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := VerifyPath(tl.path, tl.pin()); !errors.Is(err, ErrSegmentMissing) {
-		t.Fatalf("verify with segment 1 gone: %v", err)
+	// Verification reports it, after the segments before it.
+	r, err := VerifyPath(tl.path, tl.pin())
+	if err != nil || r.OK || r.Failure.Kind != FindingSegmentMissing || r.Failure.File != filepath.Base(segmentName(tl.path, 1)) || r.Records == 0 {
+		t.Fatalf("verify with segment 1 gone: %v, %+v", err, r)
 	}
 	if _, err := Open(tl.cfg); !errors.Is(err, ErrDamaged) {
 		t.Fatalf("open with segment 1 gone: %v", err)

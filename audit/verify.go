@@ -49,6 +49,7 @@ const (
 	FindingBadCiphertext     FindingKind = "bad_ciphertext"     // an entry's ciphertext has a size the writer cannot produce
 	FindingAnchorMismatch    FindingKind = "anchor_mismatch"    // the log differs from an anchor
 	FindingTruncated         FindingKind = "truncated"          // the log ends before an anchor
+	FindingSegmentMissing    FindingKind = "segment_missing"    // a segment file is missing from the numbering
 )
 
 // Finding locates the first bad record.
@@ -151,7 +152,7 @@ func Verify(r io.Reader, opts VerifyOptions) (*Report, error) {
 
 // VerifyPath verifies the log at path, every segment of it, as Verify does.
 func VerifyPath(path string, opts VerifyOptions) (*Report, error) {
-	segs, err := logSegments(path, 0)
+	segs, err := readSegments(path, 0)
 	if err != nil {
 		return nil, err
 	}

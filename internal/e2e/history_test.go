@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,27 +93,70 @@ func TestActivityReadAtAPersonsPace(t *testing.T) {
 	pass := e.WriteFile("pass", "vault pass\n", 0o600)
 	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
 	// Megabytes of events, more than the pipe and the sockets hold.
-	setup, err := audit.LoadSetup(e.Path("state", "postern"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := audit.Open(setup.Config(e.Path("state", "postern", "audit.log")))
-	if err != nil {
-		t.Fatal(err)
-	}
 	const events = 20000
-	for i := range events {
-		if err := l.Append(audit.Event{Type: audit.EventSign, Run: "R1", Key: "SHA256:paced", Detail: map[string]string{"n": strconv.Itoa(i), "pad": strings.Repeat("x", 100)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	appendSigns(t, e.Path("state", "postern"), events)
 	e.StartAgent()
 	e.MustRun("postern", "unlock", "--passphrase-file", pass)
 	r := e.Run("bash", "-c", `set -o pipefail; postern activity | { sleep 35; grep -c ' sign run=R1 '; }`)
 	if r.Code != 0 || strings.TrimSpace(r.Stdout) != strconv.Itoa(events) {
 		t.Fatalf("activity read by a reader that paused: exit %d, %s of %d signatures\n%s", r.Code, strings.TrimSpace(r.Stdout), events, r.Stderr)
+	}
+}
+
+// A segment removed from the middle of the log is a verification
+// failure, as postern-audit(1) promises for any damage: audit verify
+// exits 3 and names it in its report (--json too), and the commands that
+// read the log print the events before it and exit 3.
+func TestMissingSegmentFailsVerification(t *testing.T) {
+	e := newEnv(t)
+	pass := e.WriteFile("pass", "vault pass\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	state := e.Path("state", "postern")
+	appendSigns(t, state, 30000) // three segments and more
+	if _, err := os.Stat(filepath.Join(state, "audit.log.000002")); err != nil {
+		t.Fatalf("the log has fewer than three segments: %v", err)
+	}
+	if err := os.Rename(filepath.Join(state, "audit.log.000001"), e.Path("moved-aside")); err != nil {
+		t.Fatal(err)
+	}
+	r := e.Run("postern", "audit", "verify", "--json")
+	var rep struct {
+		OK      bool `json:"ok"`
+		Failure *struct {
+			File string `json:"file"`
+			Kind string `json:"kind"`
+		} `json:"failure"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); r.Code != 3 || err != nil || rep.OK || rep.Failure == nil || rep.Failure.Kind != "segment_missing" || rep.Failure.File != "audit.log.000001" {
+		t.Errorf("verify --json with audit.log.000001 gone: want exit 3 and a failure of kind segment_missing in that file: %s", r)
+	}
+	if r := e.Run("postern", "audit", "verify"); r.Code != 3 || !strings.Contains(r.Stdout, "FAILED") || !strings.Contains(r.Stdout, "audit.log.000001") {
+		t.Errorf("verify with audit.log.000001 gone: %s", r)
+	}
+	if r := e.Run("postern", "activity", "--passphrase-file", pass); r.Code != 3 || !strings.Contains(r.Stdout, " sign run=R1 ") || !strings.Contains(r.Stderr, "audit.log.000001 is missing") {
+		t.Errorf("activity with audit.log.000001 gone: want the events before it, then exit 3: exit %d\n%s", r.Code, r.Stderr)
+	}
+}
+
+// appendSigns appends n sign events of run R1, with no gateway running, to
+// the audit log of the state directory state, and closes it (a checkpoint
+// seals them).
+func appendSigns(t *testing.T, state string, n int) {
+	t.Helper()
+	setup, err := audit.LoadSetup(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := audit.Open(setup.Config(filepath.Join(state, "audit.log")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := l.Append(audit.Event{Type: audit.EventSign, Run: "R1", Detail: map[string]string{"n": strconv.Itoa(i), "pad": strings.Repeat("x", 100)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
