@@ -207,7 +207,7 @@ func (e *Engine) reauth(subject *Run, key Key, destText string) (reason audit.Re
 			if sameLabel {
 				what = "label"
 			}
-			return audit.ReasonReauthProcessChanged, "The approved process (" + pastWho(p) + ") ended (" + string(p.Reason.Canonical()) + "). This is a new process with the same " + what + ": approve it to use key " + key.Display() + destText + "."
+			return audit.ReasonReauthProcessChanged, "The approved process (" + pastWho(p) + ") ended" + endWord(p.Reason) + ". This is a new process with the same " + what + ": approve it to use key " + key.Display() + destText + "."
 		}
 	}
 	return audit.ReasonCardNew, ""
@@ -240,6 +240,16 @@ func pastWho(p *Past) string {
 		return n + ", pid " + itoa(p.PID)
 	}
 	return "pid " + itoa(p.PID)
+}
+
+// endWord is " (REASON)" for an end reason of the vocabulary, else "":
+// the display context is a file a program with the person's uid can
+// write, and a card's sentence says only the gateway's own words.
+func endWord(r audit.Reason) string {
+	if !r.IsEnd() {
+		return ""
+	}
+	return " (" + string(r.Canonical()) + ")"
 }
 
 // nowName is " (now NAME)" for a plain name, else "".

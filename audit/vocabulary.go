@@ -118,6 +118,17 @@ const (
 	ReasonUnspecified Reason = "unspecified"
 )
 
+// IsEnd reports whether r is an end reason (today's spelling or a
+// retired one), not ReasonUnspecified, which says none was recorded.
+func (r Reason) IsEnd() bool {
+	switch r.Canonical() {
+	case ReasonProcessExited, ReasonIdentityMismatch, ReasonProcessChanged, ReasonGatewayRestarted, ReasonVaultLocked,
+		ReasonVaultStateChanged, ReasonRevoked, ReasonExpired, ReasonGatewayStopped:
+		return true
+	}
+	return false
+}
+
 // Decision reasons: why a request was allowed or denied (sign,
 // command_approved, action_denied). A denial may also carry an end
 // reason (vault_locked, process_exited, identity_mismatch, …).
