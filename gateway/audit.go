@@ -252,6 +252,9 @@ func (g *Gateway) closeAudit() {
 	g.anchors.close()
 	if g.export != nil {
 		g.export.Close()
+		if n := g.export.Dropped(); n > 0 {
+			g.log.Warn("audit events and checkpoints not sent to syslog, of those the log recorded since the gateway started", "dropped", n, "sent", g.export.Sent(), "address", g.exportAddr)
+		}
 	}
 }
 

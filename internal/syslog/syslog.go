@@ -316,8 +316,8 @@ func (w *Writer) Send(m Message) bool {
 	return false
 }
 
-// Dropped counts the messages dropped since Dial: the queue was full, or
-// the writer closed.
+// Dropped counts the messages dropped since Dial: the queue was full, the
+// writer closed, or it closed with messages it could not send.
 func (w *Writer) Dropped() uint64 { return w.dropped.Load() }
 
 // Sent counts the messages written to the daemon.
@@ -331,7 +331,8 @@ func (w *Writer) Err() error {
 	return w.lastErr
 }
 
-// Close sends what is queued (waiting at most a few seconds) and stops.
+// Close sends what is queued (waiting at most a few seconds) and stops;
+// what it cannot send, the daemon gone, is counted as dropped.
 func (w *Writer) Close() {
 	w.qmu.Lock()
 	if !w.closing.Load() {
@@ -368,7 +369,13 @@ func (w *Writer) run() {
 				if err != nil {
 					w.setErr(err)
 					if w.closing.Load() {
-						return // closed, and the daemon is gone: drop the rest
+						// Closed, and the daemon is gone: the rest is
+						// dropped, and counted.
+						w.dropped.Add(1)
+						for range w.queue {
+							w.dropped.Add(1)
+						}
+						return
 					}
 					pause = min(max(2*pause, 100*time.Millisecond), 30*time.Second)
 					time.Sleep(pause)

@@ -146,3 +146,21 @@ func TestSendAfterCloseIsDropped(t *testing.T) {
 		t.Fatalf("Send after Close: queued, dropped %d", w.Dropped())
 	}
 }
+
+// Messages the writer could not send before it closed, the daemon gone,
+// are counted as dropped, not lost without a word.
+func TestUnsentAtCloseAreCounted(t *testing.T) {
+	w, err := Dial(Config{Address: "unixgram:" + t.TempDir() + "/nobody"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if !w.Send(Message{Severity: Info, MsgID: "x"}) {
+			t.Fatal("a message was not queued")
+		}
+	}
+	w.Close()
+	if w.Sent() != 0 || w.Dropped() != 3 {
+		t.Fatalf("closed with the daemon gone: sent %d, dropped %d, want 0 and 3", w.Sent(), w.Dropped())
+	}
+}
