@@ -87,3 +87,20 @@ func TestWhyWithdrawn(t *testing.T) {
 		}
 	}
 }
+
+// postern why names the requesting chain as a card does: a process
+// whose name holds a space or a parenthesis is quoted, so that "git bash"
+// never reads as two processes, nor "claude (3988)" as a name and a pid.
+func TestWhyRequesterNamesAreQuoted(t *testing.T) {
+	w := newWorld(t)
+	w.f.Set(12, 11, 120, w.f.Exe("git bash", "a git posing as two"), "git bash")
+	w.f.Set(11, 10, 110, w.f.Exe("claude (3988)", "a shell posing as an agent"), "claude (3988)")
+	ch := w.decide(w.req(13))
+	c := w.card()
+	why, ok := w.e.WhyFor(w.f.Peer(13), "")
+	if !ok || !strings.Contains(why.Requester, `ssh (13) ← "git bash" ← "claude (3988)" ← claude ←`) {
+		t.Errorf("requester %q", why.Requester)
+	}
+	w.answer(c.ID, VerdictDeny, 30)
+	got(t, ch)
+}

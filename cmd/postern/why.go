@@ -72,7 +72,8 @@ func printWhy(out io.Writer, res *api.WhyResult) {
 	fmt.Fprintf(out, "  %s\n", safetext.Field(w.Explain, safetext.Line))
 	fmt.Fprintf(out, "  when:        %s\n", w.Time.Local().Format(timeLayout))
 	if w.Requester != "" {
-		fmt.Fprintf(out, "  requested by %s\n", safetext.Field(w.Requester, safetext.Line))
+		// Rendered by the gateway as a card's chain: its escapes stay.
+		fmt.Fprintf(out, "  requested by %s\n", safetext.Terminal(w.Requester))
 	}
 	if w.Run != "" {
 		fmt.Fprintf(out, "  run:         %s\n", w.Run)
