@@ -110,8 +110,9 @@ const (
 	ReasonVaultStateChanged Reason = "vault_state_changed"
 	ReasonRevoked           Reason = "revoked" // postern revoke, or SIGUSR1 (which also removes the agent's keys)
 	ReasonExpired           Reason = "expired" // session_lifetime passed; for a key, its lifetime or its certificate's validity
-	// ReasonGatewayStopped: the gateway stopped with the grant live. Sessions
-	// infers it for a grant still open when its gateway stopped.
+	// ReasonGatewayStopped: the gateway stopped with the grant live (for a
+	// key, while it held the key). Sessions infers it for a grant still
+	// open when its gateway stopped.
 	ReasonGatewayStopped Reason = "gateway_stopped"
 	// ReasonUnspecified is what Sessions reports for an end event that
 	// carries no reason.

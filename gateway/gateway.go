@@ -433,6 +433,7 @@ func (g *Gateway) recordKeysGone(ids []*sshagent.Identity, why audit.Reason) {
 // socket, if one did.
 func (g *Gateway) shutdown() error {
 	g.vault.wipe()
+	g.recordKeysGone(g.keys.Wipe(), audit.ReasonGatewayStopped)
 	g.log.Info("stopping: keys wiped")
 	g.engine.Stop()
 	g.srv.cancel()
