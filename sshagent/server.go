@@ -114,12 +114,18 @@ type Endpoint struct {
 	Admit func(*procid.Peer) error
 }
 
-// Serve accepts connections on l until ctx is done or l is closed. The
+// Serve accepts connections on l until ctx is done or l is closed (also
+// before Serve began: it then returns nil at once). The
 // listener must have been prepared with procid.PassCredentials before its
 // path was published, so that the sender of every message is known even
 // for clients that connect before Serve runs; Serve sets it again.
 func (s *Server) Serve(ctx context.Context, l *net.UnixListener, ep *Endpoint) error {
 	if err := procid.PassCredentials(l); err != nil {
+		if errors.Is(err, net.ErrClosed) {
+			// Closed before it was served (a run's socket, as the run
+			// ended): as when closed while served, not a failure.
+			return nil
+		}
 		return fmt.Errorf("enabling per-message credentials: %w", err)
 	}
 	s.own.add(l.Addr())
