@@ -25,6 +25,14 @@ func (g *Gateway) serveRun(run *approvals.Run) error {
 	g.runMu.Lock()
 	g.runLs[run.ID] = l
 	g.runMu.Unlock()
+	if run.Ended() != "" {
+		// It ended before its listener was there for its end to close
+		// (a restored run whose process exited as the gateway started):
+		// its end closes it from now on, and this closes it for one
+		// that came before.
+		g.closeRun(run)
+		return nil
+	}
 	ep := &sshagent.Endpoint{Channel: approvals.Channel{Kind: approvals.ChannelRun, Run: run.ID}, Admit: g.engine.AdmitRun(run.ID)}
 	g.srv.serve(func() error { return g.agent.Serve(g.srv.ctx, l, ep) })
 	return nil
