@@ -258,6 +258,9 @@ func (g *Gateway) opJournalFollow(ctx context.Context, _ *procid.Peer, _ noArgs,
 				if ctx.Err() != nil {
 					return nil
 				}
+				if err := j.DamageSoFar(); err != nil {
+					return fmt.Errorf("the journal stream ended: %w: %v", errJournalDamaged, err)
+				}
 				return fmt.Errorf("the journal stream ended: the gateway stopped, the journal was replaced, or this reader fell more than %d changes behind (postern journal list shows them all)", journal.FollowBuffer)
 			}
 			if err := send(e); err != nil {

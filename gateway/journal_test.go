@@ -177,6 +177,22 @@ func TestFollowJournalMissesNothing(t *testing.T) {
 // or change: from then on the bastion refuses, and status says why.
 func TestJournalDamagedWhileServing(t *testing.T) {
 	g, sock, bsock := startBastionGateway(t, nil)
+	fillAndScramble(g)
+	c := api.NewClient(sock)
+	if _, err := c.JournalPage(context.Background(), api.JournalArgs{}); err == nil {
+		t.Fatal("a damaged journal was listed")
+	}
+	if _, err := bastion.Connect(bsock, bastion.Target{User: "u", Host: "h", Port: 22}); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("the bastion served with a damaged journal: %v", err)
+	}
+	if st, _ := c.Status(context.Background()); st.Bastion.Refusing == "" || !st.Bastion.Damaged {
+		t.Fatalf("status: %+v", st.Bastion)
+	}
+}
+
+// fillAndScramble starts 100 commands in g's journal, then scrambles
+// every page of its file past bbolt's meta pages, under the gateway.
+func fillAndScramble(g *Gateway) {
 	j, _ := g.readableJournal()
 	for i := range 100 {
 		j.Start(&journal.Entry{Target: journal.Target{User: "u", Host: "h", Port: 22, HostKey: "SHA256:k"}, Kind: journal.KindExec, Command: []byte(fmt.Sprint("command ", i, strings.Repeat(" pad", 60)))})
@@ -189,15 +205,30 @@ func TestJournalDamagedWhileServing(t *testing.T) {
 	f, _ := os.OpenFile(g.journal.Load().path, os.O_WRONLY, 0)
 	f.WriteAt(b[2*page:], int64(2*page))
 	f.Close()
+}
+
+// A journal found damaged while it is followed ends the follow, saying
+// so: nothing more is committed to it until a person decides, and the
+// follower waited on in silence while the bastion refused every command.
+func TestFollowEndsWhenTheJournalIsFoundDamaged(t *testing.T) {
+	g, sock, _ := startBastionGateway(t, nil)
 	c := api.NewClient(sock)
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- c.FollowJournal(context.Background(), func() { close(ready) }, func(*api.JournalEntry) error { return nil })
+	}()
+	<-ready
+	fillAndScramble(g)
 	if _, err := c.JournalPage(context.Background(), api.JournalArgs{}); err == nil {
 		t.Fatal("a damaged journal was listed")
 	}
-	if _, err := bastion.Connect(bsock, bastion.Target{User: "u", Host: "h", Port: 22}); err == nil || !strings.Contains(err.Error(), "damaged") {
-		t.Fatalf("the bastion served with a damaged journal: %v", err)
-	}
-	if st, _ := c.Status(context.Background()); st.Bastion.Refusing == "" || !st.Bastion.Damaged {
-		t.Fatalf("status: %+v", st.Bastion)
+	select {
+	case err := <-done:
+		if !api.HasCode(err, api.CodeJournalDamaged) {
+			t.Fatalf("the follow of a journal found damaged ended with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the follow of a journal found damaged goes on")
 	}
 }
 

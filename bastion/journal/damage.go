@@ -31,8 +31,10 @@ func (j *Journal) DamageSoFar() error {
 
 // noteDamage remembers err if it reports damage, and returns it.
 func (j *Journal) noteDamage(err error) error {
-	if errors.Is(err, ErrDamaged) {
-		j.broken.CompareAndSwap(nil, &err)
+	if errors.Is(err, ErrDamaged) && j.broken.CompareAndSwap(nil, &err) {
+		// Nothing more is committed to it: every Follow stream ends,
+		// and DamageSoFar says why.
+		j.followers.closeAll()
 	}
 	return err
 }
@@ -170,9 +172,7 @@ func (j *Journal) checkAll() {
 			return checkPages(j.path, tx)
 		})
 	}
-	if errors.Is(err, ErrDamaged) {
-		j.broken.Store(&err)
-	}
+	j.noteDamage(err)
 }
 
 // errStopped ends a check that Close interrupted.

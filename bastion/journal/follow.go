@@ -14,19 +14,25 @@ const FollowBuffer = 256
 // Follow streams every entry as it is after each change committed from
 // now on (Start, Dispatched, End, MarkUnknown, Resolve, and the entries a
 // retry marks), in commit order. The channel closes when ctx is done, when
-// the journal closes, or when the reader falls more than FollowBuffer
-// changes behind. Only the process that holds the journal sees changes: on
+// the journal closes or is found damaged (DamageSoFar), or when the
+// reader falls more than FollowBuffer changes behind. Only the process that holds the journal sees changes: on
 // a read-only journal the channel is closed at once.
 func (j *Journal) Follow(ctx context.Context) <-chan *Entry {
 	f := &follower{ch: make(chan *Entry, FollowBuffer), stop: make(chan struct{})}
 	j.mu.RLock()
-	closed := j.closed || j.readOnly
+	closed := j.closed || j.readOnly || j.DamageSoFar() != nil
 	if !closed {
 		j.followers.add(f)
 	}
 	j.mu.RUnlock()
 	if closed {
 		close(f.ch)
+		return f.ch
+	}
+	if j.DamageSoFar() != nil {
+		// Found damaged as it was added, after noteDamage ended the
+		// streams there were.
+		j.followers.remove(f)
 		return f.ch
 	}
 	go func() {
