@@ -46,7 +46,8 @@ it unconfined, and every card for it says so.
 See postern-run(1).
 `
 
-// forwardedToRun are the signals postern run passes to its command.
+// forwardedToRun are the signals postern run passes to its command,
+// unless it was started ignoring them (confine.NotifyUnlessIgnored).
 // SIGINT and SIGQUIT from the terminal reach the command directly (it is
 // in the same process group), or, confined, through the run's own
 // terminal (ptyrelay); postern run only catches them, so that it
@@ -103,7 +104,7 @@ func cmdRun(args []string, out, errw io.Writer) error {
 	// confined run does not see it).
 	env := append(withoutEnv(os.Environ(), "SSH_AUTH_SOCK", "POSTERN_RUN", envPassphraseFile), "SSH_AUTH_SOCK="+prep.Socket, "POSTERN_RUN="+prep.ID)
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, append(forwardedToRun, syscall.SIGINT, syscall.SIGQUIT)...)
+	confine.NotifyUnlessIgnored(sigs, append(forwardedToRun, syscall.SIGINT, syscall.SIGQUIT)...)
 	defer signal.Stop(sigs)
 	var l launched
 	if confined {
@@ -143,9 +144,9 @@ func cmdRun(args []string, out, errw io.Writer) error {
 		// The run's programs stop on their own terminal, where the
 		// relay passes Ctrl-Z; the relay ignores SIGTTIN and SIGTTOU.
 		t, stops = sp.terminal(), sp.stops()
-		signal.Notify(sigs, syscall.SIGTSTP, syscall.SIGCONT, syscall.SIGWINCH)
+		confine.NotifyUnlessIgnored(sigs, syscall.SIGTSTP, syscall.SIGCONT, syscall.SIGWINCH)
 	case whole:
-		signal.Notify(sigs, confine.JobStops...)
+		confine.NotifyUnlessIgnored(sigs, confine.JobStops...)
 	}
 	go func() {
 		for {

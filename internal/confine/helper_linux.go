@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"syscall"
@@ -68,7 +67,7 @@ func helper() int {
 	}
 	// Signals are caught before the program starts, so none is lost.
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, append(JobStops, syscall.SIGCONT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGINT, syscall.SIGQUIT)...)
+	NotifyUnlessIgnored(sigs, append(JobStops, syscall.SIGCONT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGINT, syscall.SIGQUIT)...)
 	type started struct {
 		pid, abi int
 		err      error
