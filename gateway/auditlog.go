@@ -92,7 +92,9 @@ func (a *auditLog) recorded(l *audit.Log, e audit.Event, err error) error {
 	if err != nil {
 		return a.refuse(l, err)
 	}
-	a.g.exportSend(eventMessage(e))
+	if a.g.exporting() { // the message is made only for a daemon
+		a.g.exportSend(eventMessage(e))
+	}
 	return nil
 }
 

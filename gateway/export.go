@@ -72,10 +72,13 @@ func anchorMessage(a audit.Anchor) syslog.Message {
 		Text: api.FormatAnchor(a)}
 }
 
-// exportSend sends m to the syslog daemon, if there is an export and it
-// is not held.
+// exporting reports whether events go to a syslog daemon: there is an
+// export and it is not held.
+func (g *Gateway) exporting() bool { return g.export != nil && !g.exportHeld.Load() }
+
+// exportSend sends m to the syslog daemon, if events go there.
 func (g *Gateway) exportSend(m syslog.Message) {
-	if g.export != nil && !g.exportHeld.Load() {
+	if g.exporting() {
 		g.export.Send(m)
 	}
 }
