@@ -115,7 +115,7 @@ func (w *cardWatcher) reconnected(ctx context.Context) {
 	switch {
 	case w.boot == "":
 	case st.BootID != w.boot:
-		w.say("postern: reconnected: the gateway restarted (boot id " + st.BootID[:8] + "…); every earlier approval and card is gone")
+		w.say("postern: reconnected: the gateway restarted (boot id " + st.BootID + "); every earlier approval and card is gone")
 	default:
 		w.say("postern: reconnected to the gateway")
 	}
