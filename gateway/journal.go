@@ -160,15 +160,18 @@ func (g *Gateway) replaceJournal() (string, error) {
 	if js == nil {
 		return "", errNoBastion
 	}
-	// The journal's state, not a mistake in the request: a failure.
-	if _, fault := g.bastionNow(); fault == nil {
-		return "", fmt.Errorf("the command journal %s is not damaged: there is nothing to replace", js.path)
-	} else if !fault.damaged {
-		return "", fmt.Errorf("%v: that is not damage a new journal mends; fix it and restart the gateway", fault.err)
-	}
+	g.bastionNow() // damage the journal met so far becomes its fault
 	js.mu.Lock()
 	defer js.mu.Unlock()
+	// Judged under the lock: another "journal new" may have started a new
+	// journal since. The journal's state, not a mistake in the request: a
+	// failure.
 	old := js.fault
+	if old == nil {
+		return "", fmt.Errorf("the command journal %s is not damaged: there is nothing to replace", js.path)
+	} else if !old.damaged {
+		return "", fmt.Errorf("%v: that is not damage a new journal mends; fix it and restart the gateway", old.err)
+	}
 	// Recorded before it is done, as every approver's act: one the audit
 	// log cannot record is not done.
 	aside := journal.AsideName(js.path, time.Now())

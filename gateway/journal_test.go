@@ -316,3 +316,39 @@ func TestJournalListOfLongCommands(t *testing.T) {
 		t.Fatalf("listing %d long commands: %d listed, %v", n, got, err)
 	}
 }
+
+// Two "postern journal new" at once start one new journal: the second
+// finds nothing to replace, where it could pass the damage check before
+// the first took the journal's lock and then read the fault the first
+// had cleared (a nil dereference that ended the gateway).
+func TestJournalNewTwiceAtOnce(t *testing.T) {
+	for round := range 40 {
+		g, _, _ := startBastionGateway(t, func(p string) { os.Truncate(p, 0) })
+		const callers = 8
+		var wg sync.WaitGroup
+		errs := make(chan error, callers)
+		start := make(chan struct{})
+		for range callers {
+			wg.Go(func() {
+				<-start
+				_, err := g.replaceJournal()
+				errs <- err
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		replaced := 0
+		for err := range errs {
+			switch {
+			case err == nil:
+				replaced++
+			case !strings.Contains(err.Error(), "not damaged"):
+				t.Errorf("round %d: %v", round, err)
+			}
+		}
+		if replaced != 1 {
+			t.Fatalf("round %d: %d new journals started by %d callers at once, want 1", round, replaced, callers)
+		}
+	}
+}
