@@ -327,12 +327,15 @@ func (s *vaultState) finishUnlock(v *vault.Vault, err error, asks uint64) error 
 	if err := v.Anchor(); err != nil {
 		s.log("cannot record the vault's generation beside it", "err", err)
 	}
-	ids, err := identities(v)
+	// The data key first: the keys, decrypted, are then never left
+	// unwiped by a failure to take it.
+	dk, err := v.DataKey()
 	if err != nil {
 		return err
 	}
-	dk, err := v.DataKey()
+	ids, err := identities(v)
 	if err != nil {
+		dk.Wipe()
 		return err
 	}
 	s.mu.Lock()
@@ -378,12 +381,16 @@ func (s *vaultState) unlockLocked(ids []*sshagent.Identity, dk *vault.DataKey, a
 }
 
 // identities decrypts the vault's keys into agent identities.
-func identities(v *vault.Vault) ([]*sshagent.Identity, error) {
-	var ids []*sshagent.Identity
+func identities(v *vault.Vault) (ids []*sshagent.Identity, err error) {
 	keys := v.Keys()
 	defer func() {
 		for i := range keys {
 			keys[i].Wipe()
+		}
+		if err != nil { // the keys made before the one that failed
+			for _, id := range ids {
+				id.Discard()
+			}
 		}
 	}()
 	now := time.Now()

@@ -109,19 +109,24 @@ func (id *Identity) Fingerprint() string { return id.encode().fp }
 
 // NewIdentity builds an identity from a private key (ed25519.PrivateKey,
 // *ecdsa.PrivateKey or *rsa.PrivateKey, as x/crypto/ssh parses them) and
-// an optional certificate for it.
-func NewIdentity(priv any, cert *ssh.Certificate, comment string) (*Identity, error) {
+// an optional certificate for it. It takes priv: on an error, priv is
+// wiped.
+func NewIdentity(priv any, cert *ssh.Certificate, comment string) (id *Identity, err error) {
 	if p, ok := priv.(*ed25519.PrivateKey); ok {
 		priv = *p
 	}
+	defer func() {
+		if err != nil {
+			wipe(priv)
+		}
+	}()
 	var signer ssh.Signer
-	var err error
 	if d, ok := priv.(*dsa.PrivateKey); ok {
 		signer = dsaSigner{d}
 	} else if signer, err = ssh.NewSignerFromKey(priv); err != nil {
 		return nil, fmt.Errorf("unsupported private key: %w", err)
 	}
-	id := &Identity{Key: signer.PublicKey(), Comment: comment, signer: signer, priv: priv}
+	id = &Identity{Key: signer.PublicKey(), Comment: comment, signer: signer, priv: priv}
 	if cert != nil {
 		if !bytes.Equal(cert.Key.Marshal(), signer.PublicKey().Marshal()) {
 			return nil, errors.New("certificate does not match the private key")
