@@ -232,6 +232,11 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 		sig, err = c.srv.Keys.SignSince(locks, id, data, flags)
 		recorded = d.Recorded()
 	}
+	// A lock that came while the record was made durable takes the
+	// signature with it: none leaves once postern lock has returned.
+	if err == nil {
+		err = c.srv.Keys.stillOpen(locks)
+	}
 	switch {
 	case errors.Is(err, errTouchTimeout):
 		return refuse(audit.ReasonTouchTimeout, err.Error())

@@ -55,7 +55,7 @@ func (r *heldRecorder) recorded() []audit.Event {
 
 // startRecorded serves an agent whose decisions are the approval
 // engine's, with approval = "none" and rec as its audit log.
-func startRecorded(t *testing.T, rec *heldRecorder, configure func(*Server)) *testServer {
+func startRecorded(t *testing.T, rec approvals.Recorder, configure func(*Server)) *testServer {
 	t.Helper()
 	eng := approvals.NewEngine(approvals.Config{
 		Procs: procid.Host, BootID: "boot", Vault: func() (bool, uint64) { return false, 1 },

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"testing"
 
+	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/postern/postern/approvals"
@@ -51,5 +52,39 @@ func TestNoSignatureOnADecisionFromBeforeALock(t *testing.T) {
 	}
 	if got := dec.lastRefusal(); got != audit.ReasonVaultLocked {
 		t.Fatalf("refusal recorded as %q, want %q", got, audit.ReasonVaultLocked)
+	}
+}
+
+// enteringRecorder is a heldRecorder that also writes records as the
+// gateway's audit log does for a key in memory (Enter): the key signs,
+// then the agent waits for the record to be durable.
+type enteringRecorder struct{ *heldRecorder }
+
+func (r enteringRecorder) Enter(e audit.Event) func() error { return r.Start(e) }
+
+// A lock that comes while a signature's record is being made durable
+// takes the signature with it: the reply that would leave after postern
+// lock returned is a refusal.
+func TestNoSignatureLeavesAfterALockThatCameAsItWasRecorded(t *testing.T) {
+	held := newHeldRecorder()
+	rec := enteringRecorder{held}
+	ts := startRecorded(t, rec, nil)
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	pub, _ := ssh.NewPublicKey(priv.Public())
+	ag, _ := ts.client(t)
+	if err := ag.Add(agent.AddedKey{PrivateKey: priv}); err != nil {
+		t.Fatal(err)
+	}
+	c := ts.rawConn(t)
+	c.Write(signFrame(pub, []byte("data to sign")))
+	awaitWait(t, held, c, "local key")
+	ts.srv.Keys.SetLocked(true)
+	held.outcome <- nil
+	go func() { // the refusal's record, if there is one
+		<-held.waiting
+		held.outcome <- nil
+	}()
+	if typ, body := readAnswer(t, c); typ != msgFailure {
+		t.Fatalf("the agent was locked while the signature's record was made durable, and it answered %d %x", typ, body)
 	}
 }
