@@ -317,6 +317,18 @@ func destText(d *DestView) string {
 // session's root); a chain the requester made deep is not shown whole.
 const chainShown = 8
 
+// ChainText names a requester's chain (the requester first) as a card
+// does, for every other place a person reads it (postern why, the
+// bastion's journal): each name escaped, quoted when it holds a space or
+// a parenthesis, the chain cut in its middle when it is deep.
+func ChainText(chain procid.Chain) string {
+	views := make([]ProcessView, len(chain))
+	for i := range chain {
+		views[i] = ProcessView{PID: chain[i].PID, Name: chain[i].Name()}
+	}
+	return chainText(views)
+}
+
 // chainText is the requester's chain as a card shows it, from the
 // requester up, each name escaped and cut, the ends with their pids.
 func chainText(chain []ProcessView) string {

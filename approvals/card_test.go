@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/procid"
 )
 
 // A requester controls its executable's name and path, its command line,
@@ -296,4 +297,23 @@ func TestCardOfARetryAlsoShowsTheIdenticalCommandRunning(t *testing.T) {
 	}
 	w.answer(c.ID, VerdictDeny, 30)
 	got(t, ch)
+}
+
+// A chain reads as the processes it holds, wherever a person reads it
+// (ChainText: postern why, the bastion's journal): a name holding the
+// arrow that joins them, a space or a parenthesis is quoted, so that one
+// process never reads as several, nor borrows another's pid.
+func TestChainTextNameCannotPoseAsLinks(t *testing.T) {
+	p := func(pid int, name string) procid.Process {
+		return procid.Process{PID: pid, Exe: procid.Exe{Path: "/usr/bin/" + name}}
+	}
+	posing := procid.Chain{p(4121, "ssh"), p(4000, "git ← bash ← sshd"), p(3988, "claude")}
+	real := procid.Chain{p(4121, "ssh"), p(4000, "git"), p(3990, "bash"), p(3989, "sshd"), p(3988, "claude")}
+	a, b := ChainText(posing), ChainText(real)
+	if a == b || a != `ssh (4121) ← "git ← bash ← sshd" ← claude (3988)` || b != "ssh (4121) ← git ← bash ← sshd ← claude (3988)" {
+		t.Fatalf("a chain of 3 processes reads %q, one of 5 %q", a, b)
+	}
+	if c := ChainText(procid.Chain{p(13, "ssh"), p(12, "claude (3988)"), p(1, "init")}); c != `ssh (13) ← "claude (3988)" ← init (1)` {
+		t.Fatalf("a process named with another's pid reads %q", c)
+	}
 }

@@ -76,13 +76,7 @@ func (e *Engine) noteWhy(r *Request, d Decision, waiting bool, chain procid.Chai
 		w.Destination = r.Dest.Fingerprint()
 	}
 	if chain != nil {
-		// As a card names it: each name escaped, quoted when it holds a
-		// space or a parenthesis (chainText).
-		views := make([]ProcessView, len(chain))
-		for i := range chain {
-			views[i] = ProcessView{PID: chain[i].PID, Name: chain[i].Name()}
-		}
-		w.Requester = chainText(views)
+		w.Requester = ChainText(chain)
 	}
 	w.Outcome, w.Explain, w.Next = explain(d, waiting, r.RetryEntry)
 	ent := whyEntry{why: w, channel: r.Channel, chain: keysOf(chain)}

@@ -15,6 +15,7 @@ import (
 
 	gliderssh "github.com/gliderlabs/ssh"
 
+	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/internal/connlimit"
 	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/safesocket"
@@ -78,8 +79,7 @@ func (s *Server) accept(c *net.UnixConn) {
 	}
 	info := &connInfo{id: newID(), target: t, requester: requester}
 	defer s.track(info, c)()
-	chain := append(procid.Chain{requester.Process}, requester.Ancestors()...)
-	info.chain = chain.String()
+	info.chain = approvals.ChainText(append(procid.Chain{requester.Process}, requester.Ancestors()...))
 	if _, err := c.Write([]byte("ok\n")); err != nil {
 		c.Close()
 		return

@@ -379,3 +379,24 @@ func TestIdenticalCommandsAtOnceAreAsked(t *testing.T) {
 		})
 	}
 }
+
+// The journal names a command's requester as a card does: a process
+// whose name holds a space and a parenthesis is quoted, and does not read
+// as two processes, one of them with another's pid.
+func TestJournalRequesterNamesAreQuoted(t *testing.T) {
+	f := proctest.New(t)
+	f.Set(1, 0, 1, f.Exe("init", "init"), "init")
+	f.Set(100, 1, 50, f.Exe("git bash", "a git posing as two"), "git bash")
+	f.Set(sshRequester, 100, 100, f.Exe("claude (3988)", "an ssh posing as an agent"), "claude (3988)", "host")
+	f.SetSession(os.Getpid(), sshRequester, 200, sshRequester, f.Exe("postern", "postern"), "postern", "connect", "host")
+	w := newWorldWith(t, func(c *Config) { c.Procs = f.Table }, nil)
+	sess, err := w.established().NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess.Run("true")
+	e := w.ended("true")
+	if want := `"claude (3988)" (4242) ← "git bash" ← init (1)`; e.Requester != want {
+		t.Fatalf("the journal names the requester %q, want %q", e.Requester, want)
+	}
+}

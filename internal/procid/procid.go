@@ -115,7 +115,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -207,28 +206,6 @@ const clockTicks = 100
 
 // Chain is a process followed by its ancestors, nearest first.
 type Chain []Process
-
-// String renders the chain as people read it: "ssh (4121) ← git ← bash ←
-// claude (3988)". The first and last entries carry their pids. A name
-// holding the arrow is quoted (strconv.Quote), so that one process never
-// reads as several.
-func (c Chain) String() string {
-	var b strings.Builder
-	for i := range c {
-		if i > 0 {
-			b.WriteString(" ← ")
-		}
-		name := c[i].Name()
-		if strings.Contains(name, "←") {
-			name = strconv.Quote(name)
-		}
-		b.WriteString(name)
-		if i == 0 || i == len(c)-1 {
-			b.WriteString(" (" + strconv.Itoa(c[i].PID) + ")")
-		}
-	}
-	return b.String()
-}
 
 // Describe is a compact one-line identity for logs and cards:
 // "ssh pid=4121 exe=/usr/bin/ssh sha256=1f2e3d4c uid=1000".

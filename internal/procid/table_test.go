@@ -310,16 +310,3 @@ func TestLineageKnownParent(t *testing.T) {
 		t.Fatalf("a younger process stood for the parent: %v", got)
 	}
 }
-
-// A chain reads as the processes it holds: a name holding the arrow that
-// joins them is quoted, so that one process never reads as several.
-func TestChainStringNameCannotPoseAsLinks(t *testing.T) {
-	p := func(pid int, name string) procid.Process {
-		return procid.Process{PID: pid, Exe: procid.Exe{Path: "/usr/bin/" + name}}
-	}
-	posing := procid.Chain{p(4121, "ssh"), p(4000, "git ← bash ← sshd"), p(3988, "claude")}
-	real := procid.Chain{p(4121, "ssh"), p(4000, "git"), p(3990, "bash"), p(3989, "sshd"), p(3988, "claude")}
-	if a, b := posing.String(), real.String(); a == b || a != `ssh (4121) ← "git ← bash ← sshd" ← claude (3988)` || b != "ssh (4121) ← git ← bash ← sshd ← claude (3988)" {
-		t.Fatalf("a chain of 3 processes reads %q, one of 5 %q", a, b)
-	}
-}
