@@ -28,7 +28,8 @@ func auditNew(args []string, out, _ io.Writer) error {
 	}
 	fmt.Fprintf(out, "retired: the audit log and its keys moved to %s\n", r.Dir)
 	if r.OldLog != "" {
-		fmt.Fprintf(out, "  postern audit verify %s\n  postern audit show %s\n", r.OldLog, r.OldLog)
+		// Commands to paste: the path quoted for a shell.
+		fmt.Fprintf(out, "  postern audit verify %s\n  postern audit show %s\n", shellQuote(r.OldLog), shellQuote(r.OldLog))
 	}
 	fmt.Fprintf(out, "new audit log: %s (the gateway starts it at its next start)\n", r.LogPath)
 	fmt.Fprintf(out, "its first checkpoint key; keep it somewhere the log's writer cannot change (postern audit verify --pin):\n%s\n", r.NewPin)
