@@ -81,6 +81,11 @@ func (e *Engine) EndRun(id string, reason audit.Reason) {
 	}
 	e.savePastLocked()
 	e.mu.Unlock()
+	if ended == 0 {
+		// A run no approval covered: its end is recorded on its own, as
+		// its registration was.
+		e.record(audit.Event{Type: audit.EventSessionEnded, Run: id, Reason: reason, Label: run.Label})
+	}
 	e.log.Info("run ended", "run", id, "reason", reason, "grants", ended)
 	if run.pin != nil {
 		run.pin.Close()

@@ -215,3 +215,29 @@ func TestRunThatExecutedWhileNoGatewayRanIsNotRestored(t *testing.T) {
 		t.Fatalf("pid %d executed another program between gateways, and was restored as run %s (label %q)", rs[0].Process.PID, rs[0].ID, rs[0].Label)
 	}
 }
+
+// A run no approval covered has its end recorded as its registration
+// was (session_ended, with the run and no grant): the audit log does not
+// leave it registered for good.
+func TestEndOfARunWithoutGrantsIsRecorded(t *testing.T) {
+	w := newWorld(t)
+	log := &eventLog{}
+	w.e.SetAudit(log)
+	run := w.launch("coder", 10)
+	w.f.Kill(10)
+	w.e.Sessions()
+	if run.Ended() == "" {
+		t.Fatal("the run did not end")
+	}
+	var ends []audit.Event
+	log.mu.Lock()
+	for _, ev := range log.events {
+		if ev.Type == audit.EventSessionEnded {
+			ends = append(ends, ev)
+		}
+	}
+	log.mu.Unlock()
+	if len(ends) != 1 || ends[0].Run != run.ID || ends[0].Grant != "" || ends[0].Reason != audit.ReasonProcessExited || ends[0].Label != "coder" {
+		t.Fatalf("the end of a run without grants was recorded as %+v", ends)
+	}
+}

@@ -23,7 +23,7 @@ const (
 	EventRunRegistered    EventType = "run_registered"    // Run, Process, Label
 	EventCardShown        EventType = "card_shown"        // Card, Run, Key, Dest, Mode, Reason (a card reason)
 	EventSessionApproved  EventType = "session_approved"  // Run, Grant, Process, Key, Dest, Approver
-	EventSessionEnded     EventType = "session_ended"     // Run, Grant, Reason (an end reason)
+	EventSessionEnded     EventType = "session_ended"     // Run, Grant, Reason (an end reason); no Grant for a run that ended with none
 	EventActionDenied     EventType = "action_denied"     // Run, Reason, Key, Dest
 	EventSign             EventType = "sign"              // Run, Grant or Mode per-call, Key, Dest, Reason (a decision reason)
 	// EventCommandApproved records a bastion command allowed on an
