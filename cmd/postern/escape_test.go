@@ -248,3 +248,18 @@ func TestJournalShowsTheFilesFreeTextEscaped(t *testing.T) {
 	printEntry(&b, e)
 	noRaw(t, "journal show", b.String())
 }
+
+// A grant that ends when its session lifetime passes says until when, as
+// --json does: the person reading the list sees it will end.
+func TestSessionsSaysUntilWhenAGrantLasts(t *testing.T) {
+	var b bytes.Buffer
+	approved := time.Date(2026, 12, 4, 9, 0, 0, 0, time.Local)
+	printSessions(&b, &api.SessionsResult{Grants: []approvals.GrantView{
+		{ID: "G1", Run: "R1", Key: approvals.KeyView{Fingerprint: "SHA256:k"}, Approved: approved, Approver: "tty", Expires: approved.Add(8 * time.Hour)},
+		{ID: "G2", Run: "R1", Key: approvals.KeyView{Fingerprint: "SHA256:k"}, Approved: approved, Approver: "tty"},
+	}})
+	lines := strings.Split(b.String(), "\n")
+	if !strings.Contains(lines[1], "until 2026-12-04 17:00") || strings.Contains(lines[2], "until") {
+		t.Fatalf("postern sessions does not say until when the first grant lasts, and only it:\n%s", b.String())
+	}
+}
