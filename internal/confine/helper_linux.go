@@ -49,6 +49,7 @@ func helper() int {
 	// The helper keeps capabilities in the run's namespaces: nothing of
 	// the run may read or trace it.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	go endWithStarter()
 	fail := func(err error, exec bool) int {
 		sendReport(ctlFD, report{Error: err.Error(), Exec: exec}, 0)
 		return 1
@@ -144,6 +145,28 @@ func helper() int {
 			sendReport(ctlFD, report{exitReport: ex}, 0)
 			// Ending the helper ends every process left in the run.
 			return 0
+		}
+	}
+}
+
+// endWithStarter ends the helper, and with it every process of the run
+// (the helper is the first of its pid namespace), once the socket to
+// the process that started it hangs up: that process is gone (killed,
+// SIGKILL or the OOM killer, before the program's end), or it is done
+// with the run. A run left behind would go on unwatched, its socket
+// served by the gateway with no one to end it or report its end. The
+// socket, unlike a parent-death signal, hangs up also when the starter
+// died before the helper could ask for one, and not when only the
+// starter's thread that forked the helper ends.
+func endWithStarter() {
+	fds := []unix.PollFd{{Fd: ctlFD}}
+	for {
+		_, err := unix.Poll(fds, -1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+			os.Exit(1)
 		}
 	}
 }

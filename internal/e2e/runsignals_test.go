@@ -5,6 +5,10 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,5 +46,57 @@ func TestRunUnderNohupOutlivesAHangup(t *testing.T) {
 		if err := cmd.Wait(); err != nil || said != "alive\n" {
 			t.Errorf("postern run %v under nohup, after SIGHUP: %v, said %q, stderr %s", mode, err, said, stderr.String())
 		}
+	}
+}
+
+// postern run killed (SIGKILL, the OOM killer) takes its confined run
+// with it: the helper, whose starter is gone, ends the run, and the
+// gateway records its end and stops serving its socket, where the run
+// lived on, served, with nothing left to report its end or pass it a
+// signal.
+func TestKilledRunEndsWithIt(t *testing.T) {
+	w := newConfinedWorld(t, "")
+	cmd := w.e.Command(posternBin, "run", "--", "sh", "-c", `echo "$SSH_AUTH_SOCK"; while :; do sleep 0.05; done`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A file, not a pipe: a run left alive holds it open.
+	stderr, err := os.Create(w.e.Path("run.stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() {
+		cmd.Process.Kill()
+		t.Fatalf("postern run said nothing: %s", mustRead(t, stderr.Name()))
+	}
+	sock := lines.Text()
+	var sess struct {
+		Runs []struct {
+			ID  string `json:"id"`
+			PID int    `json:"pid"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(w.e.MustRun("postern", "sessions", "--json").Stdout), &sess); err != nil || len(sess.Runs) != 1 {
+		cmd.Process.Kill()
+		t.Fatalf("sessions before the kill: %v %+v", err, sess)
+	}
+	// Whatever happens, the run's program goes with the test.
+	pid := sess.Runs[0].PID
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	cmd.Process.Kill()
+	cmd.Wait()
+	w.agent.WaitLog(t, "reason=process_exited")
+	if _, err := os.Stat(sock); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the killed run's socket %s: %v", sock, err)
+	}
+	if err := json.Unmarshal([]byte(w.e.MustRun("postern", "sessions", "--json").Stdout), &sess); err != nil || len(sess.Runs) != 0 {
+		t.Errorf("sessions after postern run was killed: %v %+v", err, sess)
 	}
 }
