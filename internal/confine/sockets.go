@@ -64,40 +64,102 @@ var (
 func (s *Spec) personalSockets(r io.Reader, uid int) ([]string, error) {
 	var out []string
 	dirs := map[string]bool{}
+	search := func(p string) error {
+		d := filepath.Dir(filepath.Clean(p))
+		if dirs[d] || !s.shown(d) || slices.ContainsFunc(s.Sockets, func(g string) bool { return filepath.IsAbs(g) && Under(d, filepath.Clean(g)) }) {
+			return nil
+		}
+		if len(dirs) >= maxSocketDirs {
+			return fmt.Errorf("sockets are bound in more than %d directories (/proc/net/unix), too many to search for those only you may use", maxSocketDirs)
+		}
+		dirs[d] = true
+		in, err := s.personalIn(d, uid)
+		out = append(out, in...)
+		return err
+	}
+	// Sockets bound to a path relative to the binder's working directory,
+	// by inode.
+	relative := map[string]string{}
 	sc := bufio.NewScanner(r)
 	sc.Scan() // the header
 	for named := 0; sc.Scan(); {
 		// Num RefCount Protocol Flags Type St Inode Path: the path, when
 		// there is one, is the rest of the line.
 		f := strings.Fields(sc.Text())
-		if len(f) < 8 {
+		if len(f) < 8 || strings.HasPrefix(f[7], "@") {
 			continue
 		}
 		p := strings.Join(f[7:], " ")
-		if !filepath.IsAbs(p) {
-			continue
-		}
 		if named++; named > maxSockets {
 			return nil, fmt.Errorf("more than %d sockets are bound to paths (/proc/net/unix), too many to tell which of them only you may use", maxSockets)
 		}
-		d := filepath.Dir(filepath.Clean(p))
-		if dirs[d] || !s.shown(d) || slices.ContainsFunc(s.Sockets, func(g string) bool { return filepath.IsAbs(g) && Under(d, filepath.Clean(g)) }) {
+		if !filepath.IsAbs(p) {
+			relative[f[6]] = p
 			continue
 		}
-		if len(dirs) >= maxSocketDirs {
-			return nil, fmt.Errorf("sockets are bound in more than %d directories (/proc/net/unix), too many to search for those only you may use", maxSocketDirs)
-		}
-		dirs[d] = true
-		in, err := s.personalIn(d, uid)
-		if err != nil {
+		if err := search(p); err != nil {
 			return nil, err
 		}
-		out = append(out, in...)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("reading /proc/net/unix: %w", err)
 	}
+	for _, p := range boundRelative(relative) {
+		if err := search(p); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// boundRelative returns where the sockets of relative (a path relative
+// to the working directory of the program that bound it, by the
+// socket's inode) are: each joined to the working directory of a
+// process of the person's that holds it, the process that bound it or
+// one that inherited it, most often in the directory it bound it in.
+// (One that changed its directory since is not found.) Of each process
+// it reads at most maxSocketDirEntries descriptors.
+func boundRelative(relative map[string]string) []string {
+	if len(relative) == 0 {
+		return nil
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, pe := range procs {
+		pid := pe.Name()
+		if pid[0] < '0' || pid[0] > '9' {
+			continue
+		}
+		fdDir := "/proc/" + pid + "/fd"
+		f, err := os.Open(fdDir)
+		if err != nil {
+			continue
+		}
+		fds, _ := f.Readdirnames(maxSocketDirEntries)
+		f.Close()
+		cwd := ""
+		for _, fd := range fds {
+			l, err := os.Readlink(fdDir + "/" + fd)
+			ino, ok := strings.CutPrefix(l, "socket:[")
+			if err != nil || !ok {
+				continue
+			}
+			rel, ok := relative[strings.TrimSuffix(ino, "]")]
+			if !ok {
+				continue
+			}
+			if cwd == "" {
+				if cwd, err = os.Readlink("/proc/" + pid + "/cwd"); err != nil || !filepath.IsAbs(cwd) {
+					break
+				}
+			}
+			out = append(out, filepath.Join(cwd, rel))
+		}
+	}
+	return out
 }
 
 // personalIn returns the sockets in directory d that the user uid could

@@ -185,3 +185,26 @@ func TestShown(t *testing.T) {
 		}
 	}
 }
+
+// A socket bound to a path relative to its program's working directory
+// is listed by that relative path: it is found in the working directory
+// of the process that holds it, and hidden as any other.
+func TestPersonalSocketBoundRelative(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "project")
+	os.MkdirAll(dir, 0o755)
+	t.Chdir(dir)
+	l, err := net.Listen("unix", "server.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// Shown to the run (read-only), not private as the rest of /tmp.
+	s := &Spec{Dir: filepath.Join(root, "work"), ReadOnly: []string{root}}
+	if err := s.HideSockets(); err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "server.sock"); !slices.Contains(s.Hide, want) {
+		t.Errorf("hidden: %q\nwant %s among them", s.Hide, want)
+	}
+}
