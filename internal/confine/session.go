@@ -64,9 +64,10 @@ func getenv(env []string, k string) string { return envlist.Get(env, k) }
 // Check refuses a spec that would give the run a way around what hides
 // it: a working directory that is hidden, or inside a hidden tree (the
 // tree would be shown again on top of what hides it); a working directory
-// or writable tree that is the home directory or holds it, where the run
-// would write the shell's start-up files, ~/.config/systemd and the like,
-// which the user's programs run outside every run.
+// or writable tree that is or holds the home directory, ~/.config or
+// ~/.local/share (startupTrees), where the run would write the shell's
+// start-up files, ~/.config/systemd and the like, which the user's
+// programs run outside every run.
 func (s *Spec) Check() error {
 	for _, h := range append([]string{"/tmp"}, s.Hide...) {
 		if h == s.Dir {
@@ -85,20 +86,45 @@ func (s *Spec) Check() error {
 	if home == "" || !filepath.IsAbs(home) {
 		return nil
 	}
-	if Under(home, s.Dir) {
-		return fmt.Errorf("cannot confine the run: its working directory %s holds the home directory, which runs may not write; start it from a project's directory", s.Dir)
-	}
-	for _, w := range s.ReadWrite {
-		if Under(home, w) {
-			return fmt.Errorf("cannot confine the run: the writable tree %s ([run] read_write) holds the home directory, which runs may not write", w)
+	for _, t := range s.startupTrees(home) {
+		if Under(t.path, s.Dir) {
+			return fmt.Errorf("cannot confine the run: its working directory %s holds %s, which runs may not write; start it from a project's directory", s.Dir, t.name)
 		}
-	}
-	for _, w := range s.ownPaths() {
-		if Under(home, w) {
-			return fmt.Errorf("cannot confine the run: its cache directory %s holds the home directory, which runs may not write", w)
+		for _, w := range s.ReadWrite {
+			if Under(t.path, w) {
+				return fmt.Errorf("cannot confine the run: the writable tree %s ([run] read_write) holds %s, which runs may not write", w, t.name)
+			}
+		}
+		for _, w := range s.ownPaths() {
+			if Under(t.path, w) {
+				return fmt.Errorf("cannot confine the run: its cache directory %s holds %s, which runs may not write", w, t.name)
+			}
 		}
 	}
 	return nil
+}
+
+// A startupTree is a tree whose files the person's session runs, outside
+// every run, by its name for an error.
+type startupTree struct{ path, name string }
+
+// startupTrees are the trees no working directory or writable tree of a
+// run may be or hold: the home directory (the shell's start-up files),
+// ~/.config (systemd's user units, the desktop's autostart entries,
+// environment.d, git's configuration), and ~/.local/share (systemd's
+// user units too). A project inside one of the
+// others (~/.config/nvim) may be worked in.
+func (s *Spec) startupTrees(home string) []startupTree {
+	out := []startupTree{{home, "the home directory"}}
+	// ~/.config also where XDG_CONFIG_HOME names another directory: the
+	// session's programs (systemd's user manager) may not have it set.
+	for _, p := range []string{filepath.Join(home, ".config"), filepath.Join(home, ".local", "share")} {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		out = append(out, startupTree{filepath.Clean(p), p})
+	}
+	return out
 }
 
 // Resolve makes the paths of s absolute and free of symbolic links, as

@@ -62,6 +62,13 @@ func TestCheck(t *testing.T) {
 		{"inside /tmp", Spec{Dir: "/tmp/build", Env: env}, true},
 		{"read_write holding the home directory", Spec{Dir: "/home/u/src/p", Env: env, ReadWrite: []string{"/home"}}, false},
 		{"read_write inside the home directory", Spec{Dir: "/home/u/src/p", Env: env, ReadWrite: []string{"/home/u/.cache"}}, true},
+		// ~/.config holds systemd's user units, the desktop's autostart
+		// entries and environment.d; ~/.local/share systemd's too.
+		{"~/.config", Spec{Dir: "/home/u/.config", Env: env}, false},
+		{"a project in ~/.config", Spec{Dir: "/home/u/.config/nvim", Env: env}, true},
+		{"~/.local", Spec{Dir: "/home/u/.local", Env: env}, false},
+		{"~/.config with XDG_CONFIG_HOME elsewhere", Spec{Dir: "/home/u/.config", Env: append(env, "XDG_CONFIG_HOME=/home/u/conf")}, false},
+		{"read_write holding ~/.config", Spec{Dir: "/home/u/src/p", Env: env, ReadWrite: []string{"/home/u/.config"}}, false},
 	} {
 		if err := c.spec.Check(); (err == nil) != c.ok {
 			t.Errorf("%s: Check() = %v", c.name, err)

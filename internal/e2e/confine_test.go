@@ -192,6 +192,22 @@ func TestConfinedRunEscapesAreRefused(t *testing.T) {
 	}
 }
 
+// Nor does a run start in ~/.config, where a systemd user unit it wrote
+// would run at the person's next login, outside every run.
+func TestConfinedRunCannotWriteUserUnits(t *testing.T) {
+	w := newConfinedWorld(t, "")
+	os.MkdirAll(w.e.Home(".config"), 0o700)
+	unit := "mkdir -p systemd/user && printf '[Service]\\nExecStart=/bin/true\\n' > systemd/user/x.service"
+	fromConfig := w.e.Command("postern", "run", "--", "sh", "-c", unit)
+	fromConfig.Dir = w.e.Home(".config")
+	if r := w.e.finish(fromConfig, ""); r.Code == 0 || !strings.Contains(r.Stderr, "holds "+w.e.Home(".config")) {
+		t.Errorf("a confined run started in ~/.config: %s", r)
+	}
+	if _, err := os.Stat(w.e.Home(".config", "systemd", "user", "x.service")); err == nil {
+		t.Error("a run wrote a systemd user unit")
+	}
+}
+
 // postern built in the directory a run works in (a checkout of postern,
 // as the README's set-up builds it) is the person's: the next approval
 // console and the next gateway run it. The gateway shows its own
