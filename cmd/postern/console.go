@@ -64,15 +64,21 @@ type (
 )
 
 type consoleModel struct {
-	gw       *api.Client
-	flush    func() // discards the terminal's pending input
-	cards    []api.Card
-	sel      int
-	prompts  map[string]*cardPrompt
-	shownID  string
-	shownAt  time.Time // when the wait to arm the card (or entry) began
-	armed    bool      // the card has waited armDelay with no key pressed
-	entryID  string    // the journal entry under the cursor, armed as a card
+	gw      *api.Client
+	flush   func() // discards the terminal's pending input
+	cards   []api.Card
+	sel     int
+	prompts map[string]*cardPrompt
+	shownID string
+	shownAt time.Time // when the wait to arm the card (or entry) began
+	armed   bool      // the card has waited armDelay with no key pressed
+	entryID string    // the journal entry under the cursor, armed as a card
+	// gone is the card that was under the cursor when it went away
+	// (answered elsewhere, timed out, withdrawn), until a key is pressed:
+	// that key was meant for it, and answers no other card. A card this
+	// console answered (sent) is not gone so.
+	gone     string
+	sent     string
 	note     string
 	recent   []string
 	conn     string
@@ -159,6 +165,9 @@ func (m *consoleModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.note = safetext.Terminal(msg.text)
 		m.recentAdd(m.note)
 		if msg.failed {
+			if m.sent == msg.card {
+				m.sent = ""
+			}
 			m.startOver(msg.card)
 		}
 		return m, m.reload()
@@ -170,7 +179,9 @@ func (m *consoleModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 // setCards takes a new card list, keeping the selection on the same card
 // when it is still there. A card newly on screen is armed only after
-// armDelay, and the terminal's pending input is discarded.
+// armDelay, and the terminal's pending input is discarded. When the
+// selected card went away, the screen says so, and the next key, which
+// the person may have meant for it, answers no card (key).
 func (m *consoleModel) setCards(cards []api.Card) {
 	id := ""
 	if c := m.current(); c != nil {
@@ -192,7 +203,21 @@ func (m *consoleModel) setCards(cards []api.Card) {
 			delete(m.prompts, id)
 		}
 	}
+	if id != "" && !live[id] && id != m.sent {
+		m.gone = id
+		m.note = goneNote(id, m.current())
+	}
 	m.showSelected()
+}
+
+// goneNote says that card id, which was under the cursor, is no longer
+// pending, and which card is there now.
+func goneNote(id string, now *api.Card) string {
+	s := "card " + id + " is no longer pending (answered elsewhere, timed out or withdrawn)"
+	if now != nil {
+		s += ": card " + now.ID + " is under the cursor now, read it"
+	}
+	return s
 }
 
 // showSelected notes when the selected card came on screen, and arms
@@ -311,17 +336,26 @@ func (m *consoleModel) key(k string) (tea.Model, tea.Cmd) {
 	case k == "up" || k == "k" && !typing:
 		if m.sel > 0 {
 			m.sel--
+			m.gone = ""
 			m.showSelected()
 		}
 		return m, nil
 	case k == "down" || k == "j" && !typing:
 		if m.sel < len(m.cards)-1 {
 			m.sel++
+			m.gone = ""
 			m.showSelected()
 		}
 		return m, nil
 	}
 	if p == nil {
+		return m, nil
+	}
+	if m.gone != "" {
+		// The key was meant for the card that went away.
+		m.note = goneNote(m.gone, m.current()) + " before answering it"
+		m.gone = ""
+		m.rearm()
 		return m, nil
 	}
 	if !armed {
@@ -341,7 +375,7 @@ func (m *consoleModel) key(k string) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	id, v, subject := p.card.ID, r.verdict, r.subject
-	m.note = fmt.Sprintf("%s: answering…", id)
+	m.note, m.sent = fmt.Sprintf("%s: answering…", id), id
 	gw := m.gw
 	return m, func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

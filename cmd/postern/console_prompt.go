@@ -15,6 +15,9 @@ import (
 //     (console.go: arm); the wait starts anew, and the terminal's pending
 //     input is discarded, when a card arrives and when the cards tab is
 //     shown again;
+//   - the key pressed next after the selected card went away (answered
+//     elsewhere, timed out, withdrawn) answers no card: it was meant for
+//     that card, not for the one now under the cursor (console.go: gone);
 //   - every answer is echoed with the card's id;
 //   - after an answer that was not applied, the card is asked afresh:
 //     input discarded, armed anew, what was typed for it forgotten;

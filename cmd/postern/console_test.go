@@ -414,3 +414,38 @@ func TestConsoleJournalResolutionIsArmed(t *testing.T) {
 		t.Fatalf("an entry read for armDelay was not resolved: note %q", m.note)
 	}
 }
+
+// A card withdrawn while the person reads it never hands its answer to
+// the card that takes its place under the cursor: the first key after
+// the swap, however late, is not an answer; it says which card went
+// away, and the new card waits to be read like one that just appeared.
+func TestConsoleAnswerNotLandingOnTheCardMovedUnderTheCursor(t *testing.T) {
+	m := newConsoleModel(nil, nil)
+	a, b := sessionCard(), sessionCard()
+	a.ID, b.ID = "CA", "CB"
+	m.Update(cardsMsg{a, b})
+	m.shownAt = time.Now().Add(-10 * armDelay) // read for a while
+	// CA is withdrawn; CB is now under the cursor.
+	m.Update(cardsMsg{b})
+	if !strings.Contains(m.note, "CA") {
+		t.Errorf("the screen does not say that card CA went away: note %q", m.note)
+	}
+	// The person, who decided about CA, presses s after a while.
+	m.shownAt = time.Now().Add(-2 * armDelay)
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: 's', Text: "s"}); cmd != nil {
+		t.Fatalf("s meant for the withdrawn card CA approved card CB, which moved under the cursor: note %q", m.note)
+	}
+	if !strings.Contains(m.note, "CA") || !strings.Contains(m.note, "CB") {
+		t.Errorf("the refused key does not name the card gone and the card now shown: note %q", m.note)
+	}
+	// Once read, CB takes its answer.
+	m.shownAt = time.Now().Add(-armDelay)
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: 's', Text: "s"}); cmd == nil {
+		t.Fatalf("CB, read, took no answer: note %q", m.note)
+	}
+	// CB, answered here, goes: that is no card gone from under the person.
+	m.Update(cardsMsg{})
+	if m.gone != "" || strings.Contains(m.note, "no longer pending") {
+		t.Fatalf("the card answered here reads as gone: note %q", m.note)
+	}
+}
