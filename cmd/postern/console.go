@@ -510,6 +510,7 @@ func approveConsole(gw *api.Client) error {
 			p.Send(cardsMsg(cards))
 		}
 	}()
+	defer quitOnHangup(p)()
 	_, err := p.Run()
 	return err
 }
