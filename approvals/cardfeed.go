@@ -179,6 +179,12 @@ func (b *CardBoard) put(c *CardView) {
 // first snapshot).
 func (b *CardBoard) Seq() uint64 { return b.seq }
 
+// Has reports whether card id is on the board.
+func (b *CardBoard) Has(id string) bool {
+	_, ok := b.ids[id]
+	return ok
+}
+
 // Cards returns the cards on the board, oldest first.
 func (b *CardBoard) Cards() []CardView {
 	return append(make([]CardView, 0, len(b.cards)), b.cards...)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/postern/postern/internal/waitread"
 	"io"
+	"maps"
 	"os"
 	"time"
 
@@ -190,7 +191,8 @@ func printCard(out io.Writer, c api.Card, width int) {
 }
 
 // approveInteractive shows each pending card on the terminal and asks,
-// by the rules of prompt.go.
+// by the rules of prompt.go: in turn, each card still pending when its
+// turn comes.
 func approveInteractive(c *api.Client, out io.Writer) error {
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
@@ -206,8 +208,17 @@ func approveInteractive(c *api.Client, out io.Writer) error {
 		if err != nil {
 			return err
 		}
+		// The ids of the cards asked about that are still pending: an
+		// id is never another card's.
+		live := make(map[string]bool, len(cards))
 		for _, card := range cards {
-			if seen[card.ID] {
+			live[card.ID] = true
+		}
+		maps.DeleteFunc(seen, func(id string, _ bool) bool { return !live[id] })
+		for _, card := range cards {
+			// A card that went away while another was asked about
+			// (answered elsewhere, timed out, withdrawn) is not asked.
+			if seen[card.ID] || !w.pending(card.ID) {
 				continue
 			}
 			seen[card.ID] = true

@@ -58,6 +58,14 @@ func (w *cardWatcher) next(ctx context.Context) ([]api.Card, error) {
 	return w.board.Cards(), nil
 }
 
+// pending reports whether card id is pending, as far as the changes
+// applied so far tell: a card next returned may have gone since.
+func (w *cardWatcher) pending(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.board.Has(id)
+}
+
 // changes calls show with each change of the pending cards once it is
 // applied (a snapshot first, and again after a change was missed or the
 // gateway came back), until ctx ends, in the goroutine that reads the

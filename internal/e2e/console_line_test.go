@@ -72,3 +72,57 @@ func TestLineConsoleCannotBeTypedAhead(t *testing.T) {
 	}
 	waitFor(t, func() bool { return strings.Contains(screen(), c.ID+": denied") })
 }
+
+// A card that went away (answered elsewhere, timed out, withdrawn) while
+// the line console asked about another is not shown nor asked about
+// after it: the console asks about the cards still pending.
+func TestLineConsoleSkipsCardsThatWentAway(t *testing.T) {
+	w := newInventoryWorld(t)
+	e := w.e
+	e.MustRun("postern", "hosts", "add", "prod-db-1", "--class", "production")
+	e.StartConsole() // an approver while the cards come
+	a := e.StartRun("coder")
+	jobs := []*Job{a.Start(w.ssh(w.prod)), a.Start(w.ssh(w.prod))}
+	var cs []cardJSON
+	waitFor(t, func() bool { cs = e.cards(); return len(cs) == 2 })
+	env := "env -i " + strings.Join(e.Environ(), " ")
+	tmux := startTmux(t, e, 250, 80, env+" postern approve --line").run
+	screen := func() string { return tmux("capture-pane", "-p", "-J", "-S", "-400").Stdout }
+	asked := func(id string) bool { return strings.Contains(screen(), "card "+id+": type") }
+	first, other := cs[0].ID, cs[1].ID
+	waitFor(t, func() bool { return asked(first) || asked(other) })
+	if asked(other) {
+		first, other = other, first
+	}
+	// The other card is answered elsewhere while the console asks.
+	e.MustRun("postern", "deny", other)
+	waitFor(t, func() bool {
+		for _, c := range e.cards() {
+			if c.ID == other {
+				return false
+			}
+		}
+		return true
+	})
+	tmux("send-keys", "d", "Enter")
+	waitFor(t, func() bool { return strings.Contains(screen(), first+": denied") })
+	for _, j := range jobs {
+		j.Wait()
+	}
+	// The next card that comes is the next asked.
+	job := a.Start(w.ssh(w.prod))
+	var next string
+	waitFor(t, func() bool {
+		for _, c := range e.cards() {
+			if c.ID != first && c.ID != other {
+				next = c.ID
+			}
+		}
+		return next != "" && (asked(next) || asked(other))
+	})
+	if asked(other) {
+		t.Fatalf("the console asked about card %s, denied elsewhere while it asked about %s:\n%s", other, first, screen())
+	}
+	tmux("send-keys", "d", "Enter")
+	job.Wait()
+}
