@@ -56,7 +56,7 @@ func (e *Engine) askpassAnswer(ctx context.Context, c CardView) {
 // askpassAsk asks card c once in an askpass dialog (see askpassAnswer).
 func (e *Engine) askpassAsk(ctx context.Context, c CardView) (bool, error) {
 	if w := c.Word(); w != "" {
-		typed, err := e.askpass.Word(ctx, safetext.Unmarked(c.Text()+"\n\nType "+safetext.Quote(w, safetext.Name)+" to approve this one use; anything else denies it."))
+		typed, err := e.askpass.Word(ctx, safetext.Unmarked(c.Text()+"\n\nType "+c.QuotedWord()+" to approve this one use; anything else denies it."))
 		return typed == w, err
 	}
 	return e.askpass.Confirm(ctx, safetext.Unmarked(c.Text()))

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/safetext"
 )
 
 // Word is what approving the card takes typed out, on every console, or
@@ -23,6 +24,12 @@ func (v *CardView) Word() string {
 	}
 	return ""
 }
+
+// QuotedWord is Word between quotes for a sentence, escaped and whole:
+// a name of the host inventory holds at most 255 plain characters, and
+// one cut with a marker could not be typed, nor told apart from another
+// name that differs only past the cut.
+func (v *CardView) QuotedWord() string { return safetext.Quote(v.Word(), 0) }
 
 // typedName is the name of names a person types to approve a login.
 func typedName(names []string) string {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/internal/notify"
-	"github.com/postern/postern/internal/safetext"
 )
 
 // The actions a card's desktop notification offers. A session is
@@ -85,7 +84,7 @@ func cardNote(c *approvals.CardView) notify.Note {
 		Critical: true,
 	}
 	if w := c.Word(); w != "" {
-		note.Body = c.Text() + "\n\nDeny here; to approve, type " + safetext.Quote(w, safetext.Name) + " in postern approve."
+		note.Body = c.Text() + "\n\nDeny here; to approve, type " + c.QuotedWord() + " in postern approve."
 		note.Actions = note.Actions[1:]
 	}
 	return note

@@ -26,3 +26,16 @@ func TestCardNoteOffersApprovalOnlyWhereAClickIsEnough(t *testing.T) {
 		t.Fatalf("a per-call login's notification: %+v\n%s", n.Actions, n.Body)
 	}
 }
+
+// The name a per-call login takes typed out is named whole, however
+// long (see CardView.QuotedWord).
+func TestCardNoteNamesTheWholeWord(t *testing.T) {
+	now := time.Now()
+	name := strings.Repeat("cluster-eu-west-", 5) + "prod-db-1"
+	card := approvals.CardView{ID: "C1", Mode: audit.ModePerCall, Purpose: approvals.PurposeAuth, Created: now, Expires: now.Add(time.Minute),
+		Subjects:    []approvals.RunView{{ProcessView: approvals.ProcessView{Name: "ssh", PID: 7}}},
+		Destination: &approvals.DestView{Names: []string{name}}}
+	if n := cardNote(&card); !strings.Contains(n.Body, `type "`+name+`" in postern approve`) {
+		t.Fatalf("the notification does not name the word whole:\n%s", n.Body)
+	}
+}

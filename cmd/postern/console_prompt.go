@@ -51,7 +51,7 @@ type keyReply struct {
 func (p *cardPrompt) question() string {
 	switch {
 	case p.word != "":
-		return fmt.Sprintf("card %s: type %s and Enter to approve this one use (d and Enter denies): %s", p.card.ID, shown(p.word), p.typed)
+		return fmt.Sprintf("card %s: type %s and Enter to approve this one use (d and Enter denies): %s", p.card.ID, shownWord(p.word), p.typed)
 	case p.card.OffersSession():
 		q := fmt.Sprintf("card %s: s approves the run marked below until it exits, o this one use, d denies", p.card.ID)
 		if len(p.card.Subjects) > 1 {
@@ -74,7 +74,7 @@ func (p *cardPrompt) key(k string) keyReply {
 				return keyReply{verdict: api.VerdictDeny, subject: -1}
 			}
 			p.typed = ""
-			return keyReply{note: fmt.Sprintf("not approved: type %s exactly", shown(p.word))}
+			return keyReply{note: fmt.Sprintf("not approved: type %s exactly", shownWord(p.word))}
 		case k == "backspace":
 			if p.typed != "" {
 				p.typed = p.typed[:len(p.typed)-1]

@@ -449,3 +449,23 @@ func TestConsoleAnswerNotLandingOnTheCardMovedUnderTheCursor(t *testing.T) {
 		t.Fatalf("the card answered here reads as gone: note %q", m.note)
 	}
 }
+
+// The name a per-call login takes typed out is shown whole by both
+// consoles, however long the inventory name (up to 255 characters): a
+// name cut with a marker could not be typed, and would not tell two
+// hosts whose names differ only at the end apart.
+func TestConsolesShowTheWholeWord(t *testing.T) {
+	name := strings.Repeat("cluster-eu-west-", 5) + "prod-db-1"
+	c := api.Card{ID: "C1", Mode: "per-call", Purpose: "auth", Destination: &approvals.DestView{Fingerprint: "SHA256:x", Names: []string{name}}}
+	full, line := newCardPrompt(c), newPrompt(c)
+	for what, q := range map[string]string{
+		"the full-screen console's question": full.question(),
+		"the line console's question":        line.question(),
+		"the full-screen console's refusal":  full.key("enter").note,
+		"the line console's refusal":         line.read("x\n").note,
+	} {
+		if !strings.Contains(q, "type "+name) {
+			t.Errorf("%s does not show the name to type whole: %q", what, q)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/safetext"
 )
 
 // The approver console's rules, apart from the terminal (approve.go) so
@@ -24,6 +25,11 @@ import (
 //   - after an error the console starts over clean: pending input
 //     discarded, the next card asked afresh.
 
+// shownWord renders the word approving a card takes typed out
+// (Card.Word) for the person who types it: escaped and whole (see
+// CardView.QuotedWord).
+func shownWord(w string) string { return safetext.Escape(w) }
+
 // A prompt reads one person's answer to one card.
 type prompt struct {
 	card    api.Card
@@ -41,7 +47,7 @@ func (p *prompt) question() string {
 	var q string
 	switch {
 	case p.word != "":
-		q = fmt.Sprintf("type %s to approve this one use, or [d]eny", shown(p.word))
+		q = fmt.Sprintf("type %s to approve this one use, or [d]eny", shownWord(p.word))
 	case p.card.OffersSession():
 		q = "[s]ession, [o]nce, [d]eny"
 		if len(p.card.Subjects) > 1 {
@@ -73,7 +79,7 @@ func (p *prompt) read(line string) reply {
 		if line == p.word {
 			return reply{verdict: api.VerdictOnce, subject: -1}
 		}
-		return reply{note: fmt.Sprintf("not approved: type %s exactly to approve this one use", shown(p.word))}
+		return reply{note: fmt.Sprintf("not approved: type %s exactly to approve this one use", shownWord(p.word))}
 	}
 	if n, err := strconv.Atoi(line); err == nil && p.card.OffersSession() && n >= 0 && n < len(p.card.Subjects) {
 		p.subject = n
