@@ -14,6 +14,11 @@ import (
 // configuration in force.
 const KindPolicyChange = "policy_change"
 
+// PolicyChange reports whether the card asks to put a looser
+// configuration in force: it has no run, no destination, and no time
+// limit (Expires is zero).
+func (v *CardView) PolicyChange() bool { return v.Kind == KindPolicyChange }
+
 // policyChange is what a policy change card carries.
 type policyChange struct {
 	changes []string

@@ -469,3 +469,22 @@ func TestConsolesShowTheWholeWord(t *testing.T) {
 		}
 	}
 }
+
+// A policy change card, which has no run, no destination and no time
+// limit, is listed as what it is, not as a request of a run named "" to
+// an unknown destination with no time left.
+func TestConsoleListsAPolicyChange(t *testing.T) {
+	now := time.Now()
+	m := newConsoleModel(nil, nil)
+	m.now = now
+	m.Update(cardsMsg{{ID: "CP", Kind: approvals.KindPolicyChange, Mode: "per-call", Reason: "policy_change", Created: now.Add(-time.Minute)}})
+	row := m.cardRows()[0]
+	for _, bad := range []string{`""`, "destination unknown", "0s left"} {
+		if strings.Contains(row, bad) {
+			t.Errorf("the policy change's row says %q: %q", bad, row)
+		}
+	}
+	if !strings.Contains(row, "configuration change") {
+		t.Errorf("the policy change's row does not say what it is: %q", row)
+	}
+}

@@ -154,12 +154,18 @@ func (m *consoleModel) viewRows(b *strings.Builder, lines []string, what string,
 	return recent
 }
 
-// cardRows are the list of pending cards, one line each.
+// cardRows are the list of pending cards, one line each: a request's
+// mode, run, destination, age and time left, or a policy change.
 func (m *consoleModel) cardRows() []string {
 	rows := make([]string, len(m.cards))
 	for i, c := range m.cards {
 		left := c.Expires.Sub(m.now).Round(time.Second)
 		age := m.now.Sub(c.Created).Round(time.Second)
+		if c.PolicyChange() {
+			// No run asks, and the card waits until it is answered.
+			rows[i] = m.fit(fmt.Sprintf("%s%s  configuration change that loosens authority  age %s, no time limit", rowMark(i == m.sel), c.ID, age))
+			continue
+		}
 		what := "destination unknown"
 		if c.Destination != nil {
 			what = "host key " + c.Destination.Fingerprint
