@@ -67,11 +67,13 @@ func (p *cardPrompt) key(k string) keyReply {
 	if p.word != "" {
 		switch {
 		case k == "enter":
+			// A denial first, as the question says and the line
+			// console reads it: whatever the word, "d" never approves.
 			switch typed := p.typed; {
-			case typed == p.word:
-				return keyReply{verdict: api.VerdictOnce, subject: -1}
 			case typed == "d" || typed == "deny":
 				return keyReply{verdict: api.VerdictDeny, subject: -1}
+			case typed == p.word:
+				return keyReply{verdict: api.VerdictOnce, subject: -1}
 			}
 			p.typed = ""
 			return keyReply{note: fmt.Sprintf("not approved: type %s exactly", shownWord(p.word))}

@@ -488,3 +488,22 @@ func TestConsoleListsAPolicyChange(t *testing.T) {
 		t.Errorf("the policy change's row does not say what it is: %q", row)
 	}
 }
+
+// "d" and Enter denies, as the question says, on both consoles, even
+// for a host whose inventory name is "d" or "deny": a person who means
+// no never approves a login.
+func TestConsolesDenyWinsOverTheWord(t *testing.T) {
+	for _, name := range []string{"d", "deny"} {
+		c := api.Card{ID: "C1", Mode: "per-call", Purpose: "auth", Destination: &approvals.DestView{Fingerprint: "SHA256:x", Names: []string{name}}}
+		full := newCardPrompt(c)
+		for _, k := range strings.Split(name, "") {
+			full.key(k)
+		}
+		if r := full.key("enter"); r.verdict != api.VerdictDeny {
+			t.Errorf("%q and Enter on the full-screen console: verdict %v, want deny", name, r.verdict)
+		}
+		if r := newPrompt(c).read(name + "\n"); r.verdict != api.VerdictDeny {
+			t.Errorf("%q on the line console: verdict %v, want deny", name, r.verdict)
+		}
+	}
+}
