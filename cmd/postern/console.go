@@ -73,10 +73,15 @@ type consoleModel struct {
 	shownAt time.Time // when the wait to arm the card (or entry) began
 	armed   bool      // the card has waited armDelay with no key pressed
 	entryID string    // the journal entry under the cursor, armed as a card
+	// runID is the row of the runs tab under the cursor, which the
+	// cursor follows through refreshes; runGone is that row when it went
+	// away, until a key is pressed (console_runs.go).
+	runID, runGone string
 	// gone is the card that was under the cursor when it went away
 	// (answered elsewhere, timed out, withdrawn), until a key is pressed:
 	// that key was meant for it, and answers no other card. A card this
-	// console answered (sent) is not gone so.
+	// console answered, or a run or grant it revoked (sent), is not gone
+	// so.
 	gone     string
 	sent     string
 	note     string
@@ -151,6 +156,7 @@ func (m *consoleModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(tick(), cmd)
 	case refreshMsg:
 		m.refresh = msg
+		m.followRow()
 		m.showEntry()
 	case cardsMsg:
 		m.setCards(msg)
@@ -284,6 +290,10 @@ func (m *consoleModel) showTab(t tab) {
 	switch t {
 	case tabCards:
 		m.rearm()
+	case tabRuns:
+		ids, _ := m.runRows()
+		m.runGone = ""
+		m.chooseRow(ids)
 	case tabJournal:
 		m.entryID = ""
 		m.showEntry()
@@ -395,27 +405,6 @@ func (m *consoleModel) prompt() *cardPrompt {
 	return m.prompts[c.ID]
 }
 
-// runRows are the revocable rows of the runs tab: runs, then grants.
-func (m *consoleModel) runRows() (ids, lines []string) {
-	s := m.refresh.sessions
-	if s == nil {
-		return nil, nil
-	}
-	for _, r := range s.Runs {
-		line := fmt.Sprintf("run %s  %s (pid %d)  %s", r.ID, shownName(r.Name), r.PID, plural(r.Grants, "grant"))
-		if r.Label != "" {
-			line += ", label " + shownName(r.Label)
-		}
-		line += noCards(r)
-		ids, lines = append(ids, r.ID), append(lines, line)
-	}
-	for _, g := range s.Grants {
-		line := fmt.Sprintf("grant %s  run %s  key %s  since %s", g.ID, g.Run, g.Key.Fingerprint, g.Approved.Local().Format(timeLayout))
-		ids, lines = append(ids, g.ID), append(lines, line)
-	}
-	return ids, lines
-}
-
 // moveRow moves the chosen row of a list of n rows on ↑ and ↓, and
 // reports whether k was one of them.
 func (m *consoleModel) moveRow(k string, n int) bool {
@@ -432,27 +421,6 @@ func (m *consoleModel) moveRow(k string, n int) bool {
 		return false
 	}
 	return true
-}
-
-func (m *consoleModel) runsKey(k string) (tea.Model, tea.Cmd) {
-	ids, _ := m.runRows()
-	if m.moveRow(k, len(ids)) {
-		return m, nil
-	}
-	switch k {
-	case "r":
-		if m.row < len(ids) {
-			id, gw := ids[m.row], m.gw
-			return m, func() tea.Msg {
-				n, err := gw.Revoke(context.Background(), id)
-				if err != nil {
-					return doneMsg{text: fmt.Sprintf("revoke %s: %v", id, err)}
-				}
-				return doneMsg{text: fmt.Sprintf("revoked %s (%s)", id, plural(n, "grant"))}
-			}
-		}
-	}
-	return m, nil
 }
 
 func (m *consoleModel) journalKey(k string) (tea.Model, tea.Cmd) {

@@ -507,3 +507,40 @@ func TestConsolesDenyWinsOverTheWord(t *testing.T) {
 		}
 	}
 }
+
+// The runs tab's cursor stays on the run or grant it is on when a
+// refresh changes the list above it, so that r revokes the row the
+// person chose, not the one that moved under the cursor; when that row
+// is gone, r revokes nothing until the person has seen what is under
+// the cursor now.
+func TestConsoleRevokeFollowsTheChosenRow(t *testing.T) {
+	run := func(id string) api.RunState {
+		var r api.RunState
+		r.ID, r.Name, r.PID = id, "agent-"+id, 100
+		return r
+	}
+	m := newConsoleModel(nil, nil)
+	m.Update(refreshMsg{sessions: &api.SessionsResult{Runs: []api.RunState{run("R1"), run("R2"), run("R3")}}})
+	m.showTab(tabRuns)
+	m.Update(tea.KeyPressMsg{Code: tea.KeyDown})
+	chosen := func() string { ids, _ := m.runRows(); return ids[m.row] }
+	if chosen() != "R2" {
+		t.Fatalf("↓ chose %s", chosen())
+	}
+	// R1 ends: R3 would slide under the cursor.
+	m.Update(refreshMsg{sessions: &api.SessionsResult{Runs: []api.RunState{run("R2"), run("R3")}}})
+	if chosen() != "R2" {
+		t.Fatalf("after a refresh the cursor, on R2, is on %s: r would revoke it", chosen())
+	}
+	// R2 ends: the cursor's row is gone, and r revokes nothing.
+	m.Update(refreshMsg{sessions: &api.SessionsResult{Runs: []api.RunState{run("R3")}}})
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: 'r', Text: "r"}); cmd != nil {
+		t.Fatalf("r revoked %s, which moved under the cursor after R2 ended", chosen())
+	}
+	if !strings.Contains(m.note, "R2") {
+		t.Errorf("the console does not say that R2 is gone: note %q", m.note)
+	}
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: 'r', Text: "r"}); cmd == nil {
+		t.Fatal("r, pressed again, did not revoke the row now seen")
+	}
+}
