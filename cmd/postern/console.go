@@ -73,6 +73,9 @@ type consoleModel struct {
 	shownAt time.Time // when the wait to arm the card (or entry) began
 	armed   bool      // the card has waited armDelay with no key pressed
 	entryID string    // the journal entry under the cursor, armed as a card
+	// entryGone is that entry when it went away, until a key is
+	// pressed (console_journal.go).
+	entryGone string
 	// runID is the row of the runs tab under the cursor, which the
 	// cursor follows through refreshes; runGone is that row when it went
 	// away, until a key is pressed (console_runs.go).
@@ -80,8 +83,8 @@ type consoleModel struct {
 	// gone is the card that was under the cursor when it went away
 	// (answered elsewhere, timed out, withdrawn), until a key is pressed:
 	// that key was meant for it, and answers no other card. A card this
-	// console answered, or a run or grant it revoked (sent), is not gone
-	// so.
+	// console answered, a run or grant it revoked, or a journal entry it
+	// resolved (sent), is not gone so.
 	gone     string
 	sent     string
 	note     string
@@ -157,7 +160,7 @@ func (m *consoleModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case refreshMsg:
 		m.refresh = msg
 		m.followRow()
-		m.showEntry()
+		m.followEntry()
 	case cardsMsg:
 		m.setCards(msg)
 	// What the gateway or a failure says may hold words from elsewhere
@@ -295,25 +298,8 @@ func (m *consoleModel) showTab(t tab) {
 		m.runGone = ""
 		m.chooseRow(ids)
 	case tabJournal:
-		m.entryID = ""
+		m.entryID, m.entryGone = "", ""
 		m.showEntry()
-	}
-}
-
-// showEntry arms the journal entry under the cursor anew when it is
-// another entry than the one shown: after a move, or a refresh that
-// changed the list. Resolving an entry is an answer, armed as a card is.
-func (m *consoleModel) showEntry() {
-	if m.tab != tabJournal {
-		return
-	}
-	id := ""
-	if m.row < len(m.refresh.unknown) {
-		id = m.refresh.unknown[m.row].ID
-	}
-	if id != m.entryID {
-		m.entryID = id
-		m.rearm()
 	}
 }
 
@@ -421,37 +407,6 @@ func (m *consoleModel) moveRow(k string, n int) bool {
 		return false
 	}
 	return true
-}
-
-func (m *consoleModel) journalKey(k string) (tea.Model, tea.Cmd) {
-	es := m.refresh.unknown
-	armed := m.arm()
-	if m.moveRow(k, len(es)) {
-		m.showEntry()
-		return m, nil
-	}
-	switch k {
-	case "m", "n":
-		if m.row < len(es) && !armed {
-			m.note = "entry " + es[m.row].ID + " just came under the cursor: read it first"
-			return m, nil
-		}
-		if m.row < len(es) {
-			a := api.ResolveArgs{ID: es[m.row].ID}
-			if k == "n" {
-				a.Result, a.Evidence = api.ResultNotStarted, "checked by hand, answered in postern approve"
-			}
-			gw := m.gw
-			return m, func() tea.Msg {
-				e, err := gw.Resolve(context.Background(), a)
-				if err != nil {
-					return doneMsg{text: fmt.Sprintf("resolve %s: %v", a.ID, err)}
-				}
-				return doneMsg{text: fmt.Sprintf("resolved %s: %s", a.ID, e.Status())}
-			}
-		}
-	}
-	return m, nil
 }
 
 var (

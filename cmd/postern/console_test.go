@@ -544,3 +544,32 @@ func TestConsoleRevokeFollowsTheChosenRow(t *testing.T) {
 		t.Fatal("r, pressed again, did not revoke the row now seen")
 	}
 }
+
+// The journal tab's cursor stays on the entry it is on when a refresh
+// changes the list above it, so that n records "not started" for the
+// command the person checked on the host, never for the one that moved
+// under the cursor; when that entry is gone, the next n records nothing.
+func TestConsoleResolveFollowsTheChosenEntry(t *testing.T) {
+	entry := func(id string) *api.JournalEntry { return &api.JournalEntry{ID: id, Started: time.Now()} }
+	m := newConsoleModel(nil, nil)
+	m.showTab(tabJournal)
+	m.Update(refreshMsg{unknown: []*api.JournalEntry{entry("J1"), entry("J2"), entry("J3")}})
+	m.Update(tea.KeyPressMsg{Code: tea.KeyDown})
+	chosen := func() string { return m.refresh.unknown[m.row].ID }
+	// The person checks J2 on the host; meanwhile J1 is resolved elsewhere.
+	m.shownAt = time.Now().Add(-armDelay)
+	m.Update(refreshMsg{unknown: []*api.JournalEntry{entry("J2"), entry("J3")}})
+	if chosen() != "J2" {
+		t.Fatalf("after a refresh the cursor, on J2, is on %s: n would record it as not started", chosen())
+	}
+	// J2 is resolved elsewhere: n, meant for it, records nothing.
+	m.shownAt = time.Now().Add(-armDelay)
+	m.Update(refreshMsg{unknown: []*api.JournalEntry{entry("J3")}})
+	m.shownAt = time.Now().Add(-armDelay)
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: 'n', Text: "n"}); cmd != nil {
+		t.Fatalf("n, meant for J2, resolved %s, which moved under the cursor", chosen())
+	}
+	if !strings.Contains(m.note, "J2") {
+		t.Errorf("the console does not say that J2 is gone: note %q", m.note)
+	}
+}
