@@ -116,7 +116,7 @@ type CardView struct {
 	Covers    string    `json:"covers"`
 	Claim     []string  `json:"claimed_command,omitempty"` // the requester's argv: a claim, cut past maxClaim bytes (claimed)
 	Created   time.Time `json:"created"`
-	Expires   time.Time `json:"expires"`
+	Expires   time.Time `json:"expires,omitzero"` // zero for a policy change, which does not time out
 	// DeniedBefore is how many of the subject's cards were denied in a
 	// row before this one (since its last approval); LastDenied is when
 	// the last of them was.

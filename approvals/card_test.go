@@ -1,8 +1,10 @@
 package approvals
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/procid"
@@ -315,5 +317,22 @@ func TestChainTextNameCannotPoseAsLinks(t *testing.T) {
 	}
 	if c := ChainText(procid.Chain{p(13, "ssh"), p(12, "claude (3988)"), p(1, "init")}); c != `ssh (13) ← "claude (3988)" ← init (1)` {
 		t.Fatalf("a process named with another's pid reads %q", c)
+	}
+}
+
+// A policy change card, which waits until it is answered, has no
+// "expires" in its JSON, where a script would read the zero time as a
+// card long expired; a request's card has it.
+func TestPolicyCardJSONHasNoExpiry(t *testing.T) {
+	b, err := json.Marshal(CardView{ID: "CP", Kind: KindPolicyChange})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), `"expires"`) {
+		t.Errorf("a policy change card's JSON has an expiry: %s", b)
+	}
+	b, _ = json.Marshal(CardView{ID: "C1", Expires: time.Now()})
+	if !strings.Contains(string(b), `"expires"`) {
+		t.Errorf("a request's card's JSON has no expiry: %s", b)
 	}
 }
