@@ -13,7 +13,6 @@ import (
 
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/harden"
-	"github.com/postern/postern/internal/safetext"
 )
 
 const approveUsage = `Usage: postern approve [--line | --json] [--socket PATH]
@@ -244,7 +243,7 @@ func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card) error {
 			if i == c.Selected {
 				mark = "*"
 			}
-			fmt.Fprintln(tty, wrap(fmt.Sprintf("  %s %d. %s (pid %d) %s", mark, i, shownName(s.Name), s.PID, safetext.Field(s.Exe, safetext.Path)), width))
+			fmt.Fprintln(tty, wrap(fmt.Sprintf("  %s %d. %s", mark, i, subjectText(s.Name, s.PID, s.Exe)), width))
 		}
 	}
 	settle(tty, in)

@@ -134,7 +134,7 @@ func (p *cardPrompt) subjects() string {
 		if i == p.card.Selected {
 			agent = "  (proposed)"
 		}
-		fmt.Fprintf(&b, "%s%d. %s (pid %d)%s\n", mark, i, shownName(s.Name), s.PID, agent)
+		fmt.Fprintf(&b, "%s%d. %s%s\n", mark, i, subjectText(s.Name, s.PID, s.Exe), agent)
 	}
 	return b.String()
 }

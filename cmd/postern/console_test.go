@@ -573,3 +573,22 @@ func TestConsoleResolveFollowsTheChosenEntry(t *testing.T) {
 		t.Errorf("the console does not say that J2 is gone: note %q", m.note)
 	}
 }
+
+// The runs a session could cover are listed with their executables, as
+// the line console lists them: a run marked with ←/→ or a digit is one
+// the card's own lines do not describe, and its name and pid alone are
+// what the requester chose.
+func TestConsoleSubjectsShowTheirExecutables(t *testing.T) {
+	c := sessionCard()
+	c.Subjects[0].Exe = "/usr/bin/ssh"
+	c.Subjects[1].Exe = "/home/u/.local/bin/claude\x1b[2J"
+	s := newCardPrompt(c).subjects()
+	for _, want := range []string{"/usr/bin/ssh", `/home/u/.local/bin/claude\x1b[2J`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the runs a session could cover do not show %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "\x1b") {
+		t.Errorf("an executable's path reaches the terminal unescaped:\n%q", s)
+	}
+}

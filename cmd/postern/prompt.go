@@ -30,6 +30,18 @@ import (
 // CardView.QuotedWord).
 func shownWord(w string) string { return safetext.Escape(w) }
 
+// subjectText names a run a session could cover, in the consoles' list
+// of them: its name, pid and executable, escaped. A run the person marks
+// is one the card's own lines may not describe, and its name is what the
+// requester chose.
+func subjectText(name string, pid int, exe string) string {
+	s := fmt.Sprintf("%s (pid %d)", shownName(name), pid)
+	if exe != "" {
+		s += " " + safetext.Field(exe, safetext.Path)
+	}
+	return s
+}
+
 // A prompt reads one person's answer to one card.
 type prompt struct {
 	card    api.Card
