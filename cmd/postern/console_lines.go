@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,13 +29,19 @@ func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 func approveLines(c *api.Client, in io.Reader, out, errw io.Writer, asJSON bool) error {
 	var mu sync.Mutex // one writer at a time
 	go func() {
-		sc := bufio.NewScanner(in)
-		for sc.Scan() {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" {
-				continue
+		r := bufio.NewReaderSize(in, maxAnswerLine)
+		for {
+			line, err := answerLine(r)
+			if err != nil && !errors.Is(err, errLongAnswer) {
+				return
 			}
-			msg, err := lineAnswer(c, line)
+			msg := ""
+			if err == nil {
+				if line == "" {
+					continue
+				}
+				msg, err = lineAnswer(c, line)
+			}
 			mu.Lock()
 			switch {
 			case err != nil:
@@ -61,6 +68,31 @@ func approveLines(c *api.Client, in io.Reader, out, errw io.Writer, asJSON bool)
 		mu.Unlock()
 	})
 	return nil
+}
+
+// maxAnswerLine bounds an answer line, in bytes: "session ID N" takes
+// a few dozen.
+const maxAnswerLine = 4096
+
+// errLongAnswer is what a line longer than maxAnswerLine answers.
+var errLongAnswer = usagef("approve: an answer line longer than %d bytes, skipped", maxAnswerLine)
+
+// answerLine reads one line of r, trimmed. A line longer than r's
+// buffer (maxAnswerLine) is read past, so that the answers after it are
+// read all the same, and answers errLongAnswer. It returns another
+// error at the end of r.
+func answerLine(r *bufio.Reader) (string, error) {
+	b, err := r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		for errors.Is(err, bufio.ErrBufferFull) {
+			_, err = r.ReadSlice('\n')
+		}
+		return "", errLongAnswer
+	}
+	if len(b) == 0 && err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // linePrinter prints the changes of the pending cards for the line
