@@ -11,6 +11,8 @@ import (
 	"os"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/harden"
 )
@@ -221,17 +223,22 @@ func approveInteractive(c *api.Client, out io.Writer) error {
 				continue
 			}
 			seen[card.ID] = true
-			if err := askCard(c, tty, in, card); err != nil {
+			gone := func() bool { return !w.pending(card.ID) }
+			if err := askCard(c, tty, in, card, gone); err != nil {
 				errorf(tty, "card %s: %v", card.ID, err)
 			}
 		}
 	}
 }
 
-// askCard shows one card and reads answers until one decides it. Keys
-// typed before the card was shown are discarded, and so is what is left
-// after the answer, whatever happened to it.
-func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card) error {
+// errCardGone says that a card is no longer pending.
+var errCardGone = errors.New("no longer pending (answered elsewhere, timed out, or withdrawn)")
+
+// askCard shows one card and reads answers until one decides it, or
+// until gone reports that the card went away. Keys typed before the card
+// was shown are discarded, and so is what is left after the answer,
+// whatever happened to it.
+func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card, gone func() bool) error {
 	defer discardInput(tty, in)
 	discardInput(tty, in)
 	width := termWidth(tty)
@@ -250,7 +257,7 @@ func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card) error {
 	p := newPrompt(c)
 	for {
 		fmt.Fprint(tty, wrap(p.question(), width))
-		line, err := in.ReadString('\n')
+		line, err := readAnswer(tty, in, gone)
 		if err != nil {
 			return err
 		}
@@ -263,10 +270,34 @@ func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card) error {
 		}
 		err = answer(gw, tty, c.ID, r.verdict, r.subject)
 		if api.HasCode(err, api.CodeNotFound) {
-			return fmt.Errorf("no longer pending (answered elsewhere, timed out, or withdrawn)")
+			return errCardGone
 		}
 		return err
 	}
+}
+
+// goneEvery is how often a console waiting for a line checks that the
+// card it asks about is still pending.
+const goneEvery = 250 * time.Millisecond
+
+// readAnswer reads a line typed on tty, or returns errCardGone once gone
+// reports, while no line was typed, that the card went away.
+func readAnswer(tty *os.File, in *bufio.Reader, gone func() bool) (string, error) {
+	for in.Buffered() == 0 && !lineTyped(tty, goneEvery) {
+		if gone() {
+			return "", errCardGone
+		}
+	}
+	return in.ReadString('\n')
+}
+
+// lineTyped waits up to d for input on tty (in canonical mode, a whole
+// line) and reports whether there is some, or an error that reading
+// will return.
+func lineTyped(tty *os.File, d time.Duration) bool {
+	fds := []unix.PollFd{{Fd: int32(tty.Fd()), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, int(d.Milliseconds()))
+	return err == nil && n > 0 || err != nil && err != unix.EINTR
 }
 
 // settle waits, once a card is shown, until no line has been typed on

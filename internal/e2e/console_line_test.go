@@ -10,14 +10,22 @@ import (
 	"time"
 )
 
-func TestLineConsoleCannotBeTypedAhead(t *testing.T) {
-	w := newInventoryWorld(t)
-	e := w.e
-	e.MustRun("postern", "hosts", "add", "prod-db-1", "--class", "production")
-	env := "env -i " + strings.Join(e.Environ(), " ")
-	tmux := startTmux(t, e, 250, 80, env+" postern approve --line").run
-	screen := func() string { return tmux("capture-pane", "-p", "-J", "-S", "-200").Stdout }
+// startLineConsole starts a line console in tmux, with the production
+// host prod-db-1 in the inventory, and waits until it waits for cards.
+func startLineConsole(t *testing.T) (w *inventoryWorld, tmux func(...string) Result, screen func() string) {
+	t.Helper()
+	w = newInventoryWorld(t)
+	w.e.MustRun("postern", "hosts", "add", "prod-db-1", "--class", "production")
+	env := "env -i " + strings.Join(w.e.Environ(), " ")
+	tmux = startTmux(t, w.e, 250, 80, env+" postern approve --line").run
+	screen = func() string { return tmux("capture-pane", "-p", "-J", "-S", "-200").Stdout }
 	waitFor(t, func() bool { return strings.Contains(screen(), "waiting for approval cards") })
+	return w, tmux, screen
+}
+
+func TestLineConsoleCannotBeTypedAhead(t *testing.T) {
+	w, tmux, screen := startLineConsole(t)
+	e := w.e
 	a := e.StartRun("coder")
 	pending := func(id string) bool {
 		for _, c := range e.cards() {
@@ -125,4 +133,19 @@ func TestLineConsoleSkipsCardsThatWentAway(t *testing.T) {
 	}
 	tmux("send-keys", "d", "Enter")
 	job.Wait()
+}
+
+// A card that goes away (answered elsewhere, timed out, withdrawn) while
+// the line console asks about it is said to be gone at once, and the
+// console moves on, with nothing typed.
+func TestLineConsoleSaysACardWentAway(t *testing.T) {
+	w, _, screen := startLineConsole(t)
+	e := w.e
+	a := e.StartRun("coder")
+	job := a.Start(w.ssh(w.prod))
+	c := e.WaitCard()
+	waitFor(t, func() bool { return strings.Contains(screen(), "card "+c.ID+": type") })
+	e.MustRun("postern", "deny", c.ID)
+	job.Wait()
+	waitFor(t, func() bool { return strings.Contains(screen(), "card "+c.ID+": no longer pending") })
 }
