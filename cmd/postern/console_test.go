@@ -592,3 +592,21 @@ func TestConsoleSubjectsShowTheirExecutables(t *testing.T) {
 		t.Errorf("an executable's path reaches the terminal unescaped:\n%q", s)
 	}
 }
+
+// The card on screen describes the run a session would cover: when the
+// person marks another run than the proposed one, its question and its
+// Run line name the marked run.
+func TestConsoleCardDescribesTheMarkedRun(t *testing.T) {
+	c := sessionCard()
+	c.Subjects[0].Exe, c.Subjects[1].Exe = "/usr/bin/ssh", "/usr/bin/claude"
+	m := newConsoleModel(nil, nil)
+	m.Update(cardsMsg{c})
+	m.shownAt = time.Now().Add(-armDelay)
+	m.Update(tea.KeyPressMsg{Code: tea.KeyLeft})
+	text := m.layout().text
+	for _, want := range []string{"Allow, for this run until it exits, ssh (pid 13)", "Run: ssh (pid 13, /usr/bin/ssh"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("with run 0 marked, the card does not read %q:\n%s", want, text)
+		}
+	}
+}

@@ -184,8 +184,13 @@ func (m *consoleModel) cardRows() []string {
 func (m *consoleModel) layout() cardsLayout { return m.layoutUnder(lineCount(m.head()) + 1) }
 
 // layoutUnder lays the cards tab out for the window, under above lines.
+// The card describes the run a session would cover: the one marked,
+// which the person may have moved from the one proposed.
 func (m *consoleModel) layoutUnder(above int) cardsLayout {
-	c := m.current()
+	c := *m.current()
+	if p := m.prompt(); p != nil && c.OffersSession() {
+		c.Selected = p.subject
+	}
 	s := cardsScreen{rows: m.cardRows(), sel: m.sel, text: m.fit(c.Text()), prompt: m.promptText(false), cutPrompt: m.promptText(true),
 		cutNote: m.fit(warnStyle.Render("⚠ the card goes on below: make this window taller to read it whole; until then it can only be denied"))}
 	return layCards(s, above, lineCount(m.noteText()), m.height)
