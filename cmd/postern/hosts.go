@@ -116,9 +116,14 @@ func (k *keyFlags) parsed(fs *flag.FlagSet) {
 }
 
 // source is a text to take keys from, and how to name it to a person.
+// A file the person named (--key-file, --file) may be a public key
+// file, whose keys are taken for the name given; a known_hosts file of
+// the configuration, which any program can add lines to, gives a name
+// only the keys of entries for it.
 type source struct {
-	label string
-	text  []byte
+	label   string
+	text    []byte
+	pubKeys bool
 }
 
 func hostsAdd(args []string, out, errw io.Writer) error {
@@ -225,7 +230,7 @@ func addHost(c *api.Client, out, errw io.Writer, name string, kf *keyFlags, srcs
 	var keys []api.HostKey
 	var pubs []ssh.PublicKey
 	for _, s := range srcs {
-		for _, f := range knownhosts.KeysFor(s.text, name) {
+		for _, f := range knownhosts.KeysFor(s.text, name, s.pubKeys) {
 			if *kf.fingerprint != "" && ssh.FingerprintSHA256(f.Key) != *kf.fingerprint {
 				continue
 			}
@@ -302,10 +307,10 @@ func keySources(path string) ([]source, error) {
 		if err == nil && len(b) > knownhosts.MaxFile {
 			err = fmt.Errorf("standard input: larger than %d MiB", knownhosts.MaxFile>>20)
 		}
-		return []source{{label: "standard input", text: b}}, err
+		return []source{{label: "standard input", text: b, pubKeys: true}}, err
 	}
 	b, err := smallfile.Read(path, knownhosts.MaxFile)
-	return []source{{label: "file " + path, text: b}}, err
+	return []source{{label: "file " + path, text: b, pubKeys: true}}, err
 }
 
 // knownHostsSources reads the known_hosts files the configuration names.

@@ -21,17 +21,22 @@ type Found struct {
 }
 
 // KeysFor returns the keys text gives name: entries that name it plainly,
-// hashed entries whose hash is name's, and public key lines (a .pub file
-// names no host: its keys are taken for name). @revoked and
-// @cert-authority lines, and patterns, give none.
-func KeysFor(text []byte, name string) []Found {
+// hashed entries whose hash is name's and, with pubKeys (text is a file
+// the person named for name, such as a .pub file, which names no host),
+// public key lines, taken for name. In a known_hosts file a line with no
+// host field names no host (ssh passes it over), so without pubKeys it
+// gives none. @revoked and @cert-authority lines, and patterns, give
+// none.
+func KeysFor(text []byte, name string, pubKeys bool) []Found {
 	var out []Found
 	eachLine(text, func(l entryLine) {
 		if l.marker != "" {
 			return
 		}
 		if l.hosts == nil {
-			out = add(out, Found{Name: name, Key: l.key, Line: l.no, Bare: true})
+			if pubKeys {
+				out = add(out, Found{Name: name, Key: l.key, Line: l.no, Bare: true})
+			}
 			return
 		}
 		for _, h := range l.hosts {

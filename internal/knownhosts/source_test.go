@@ -23,21 +23,25 @@ func TestKeysForAndNamed(t *testing.T) {
 		"@cert-authority " + line("prod-db-1", ca) +
 		line("web", other) +
 		"not a line\n"
-	found := KeysFor([]byte(text), "prod-db-1")
+	found := KeysFor([]byte(text), "prod-db-1", true)
 	if len(found) != 2 || !bytes.Equal(found[0].Key.Marshal(), prod.Marshal()) || found[0].Hashed ||
 		!bytes.Equal(found[1].Key.Marshal(), prodRSA.Marshal()) || !found[1].Hashed || found[1].Line != 3 {
 		t.Fatalf("KeysFor(prod-db-1) = %+v", found)
 	}
-	if found := KeysFor([]byte(text), "[prod-db-1]:2222"); len(found) != 1 || !found[0].Hashed {
+	if found := KeysFor([]byte(text), "[prod-db-1]:2222", true); len(found) != 1 || !found[0].Hashed {
 		t.Fatalf("KeysFor([prod-db-1]:2222) = %+v", found)
 	}
-	if found := KeysFor([]byte(text), "x.corp"); len(found) != 0 {
+	if found := KeysFor([]byte(text), "x.corp", true); len(found) != 0 {
 		t.Fatalf("a pattern gave a key: %+v", found)
 	}
 	// A public key file names no host: its keys are taken for the name.
 	pub := "ssh-ed25519 " + string(bytes.Fields([]byte(line("h", prod)))[2]) + " root@prod-db-1\n"
-	if found := KeysFor([]byte(pub), "prod-db-1"); len(found) != 1 || !found[0].Bare {
+	if found := KeysFor([]byte(pub), "prod-db-1", true); len(found) != 1 || !found[0].Bare {
 		t.Fatalf("a .pub file: %+v", found)
+	}
+	// In a known_hosts file, such a line names no host.
+	if found := KeysFor([]byte(text+pub), "x.corp", false); len(found) != 0 {
+		t.Fatalf("a public key line of a known_hosts file: %+v", found)
 	}
 	named := Named([]byte(text))
 	var names []string
@@ -59,7 +63,7 @@ func FuzzKeysFor(f *testing.F) {
 	f.Add([]byte("prod-db-1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJdD7y3aLq454yWBdwLWbieU1ebz9/cu7/QEXn9OIeZJ\n"), "prod-db-1")
 	f.Add([]byte("|1|abc|def ssh-ed25519 AAAA\n@revoked * ssh-rsa AAAA\n"), "x")
 	f.Fuzz(func(t *testing.T, b []byte, name string) {
-		for _, found := range KeysFor(b, name) {
+		for _, found := range KeysFor(b, name, true) {
 			if found.Key == nil || found.Name != name {
 				t.Fatalf("%+v", found)
 			}
