@@ -86,7 +86,7 @@ func (g *Gateway) opHostsAdd(_ context.Context, peer *procid.Peer, a api.HostsAd
 			return nil, badRequest(err)
 		}
 	}
-	if len(a.Keys) == 0 {
+	if len(a.Keys) == 0 && a.Class == nil {
 		return nil, badRequest(fmt.Errorf("no key for %s", a.Name))
 	}
 	now := time.Now()
@@ -102,7 +102,11 @@ func (g *Gateway) opHostsAdd(_ context.Context, peer *procid.Peer, a api.HostsAd
 		fps = append(fps, nk.Fingerprint)
 	}
 	return g.changeHosts(peer, "host inventory: add "+a.Name, func(inv *inventory.Inventory) (*inventory.Inventory, audit.Event, error) {
-		prev, _ := inv.Host(a.Name)
+		prev, had := inv.Host(a.Name)
+		if len(keys) == 0 && !had {
+			// Only a host the inventory has changes class alone.
+			return nil, audit.Event{}, fmt.Errorf("%w: %q: give its keys", inventory.ErrNoHost, a.Name)
+		}
 		next, err := inv.With(a.Name, a.Class, keys, now)
 		switch {
 		case errors.Is(err, inventory.ErrKeyTaken):

@@ -245,6 +245,13 @@ func addHost(c *api.Client, out, errw io.Writer, name string, kf *keyFlags, srcs
 			pubs = append(pubs, f.Key)
 		}
 	}
+	if len(keys) == 0 && kf.classSet && *kf.fingerprint == "" && !slices.ContainsFunc(srcs, func(s source) bool { return s.pubKeys }) {
+		// The class of a host the inventory has, whatever known_hosts
+		// (which any program can edit) holds now.
+		if res, err := c.Hosts(context.Background()); err == nil && slices.ContainsFunc(res.Hosts, func(h api.Host) bool { return h.Name == name }) {
+			return sendHost(c, out, api.HostsAddArgs{Name: name, Class: kf.class}, name)
+		}
+	}
 	if len(keys) == 0 {
 		hint := fmt.Sprintf("ssh-keyscan %s | postern hosts add %s --key-file -, then compare the fingerprints it shows", name, name)
 		if *kf.fingerprint != "" {
@@ -256,6 +263,20 @@ func addHost(c *api.Client, out, errw io.Writer, name string, kf *keyFlags, srcs
 	if kf.classSet {
 		a.Class = kf.class
 	}
+	if err := sendHost(c, out, a, name); err != nil {
+		return err
+	}
+	if *kf.fingerprint == "" {
+		for _, p := range pubs {
+			hintf(errw, "check %s %s against the host's own key (ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub on %s)", p.Type(), ssh.FingerprintSHA256(p), shown(name))
+		}
+	}
+	return nil
+}
+
+// sendHost asks the gateway for the change a and prints host name as it
+// is after it.
+func sendHost(c *api.Client, out io.Writer, a api.HostsAddArgs, name string) error {
 	res, err := c.AddHost(context.Background(), a)
 	if err != nil {
 		return err
@@ -263,11 +284,6 @@ func addHost(c *api.Client, out, errw io.Writer, name string, kf *keyFlags, srcs
 	for _, h := range res.Hosts {
 		if h.Name == name {
 			printHost(out, h)
-		}
-	}
-	if *kf.fingerprint == "" {
-		for _, p := range pubs {
-			hintf(errw, "check %s %s against the host's own key (ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub on %s)", p.Type(), ssh.FingerprintSHA256(p), shown(name))
 		}
 	}
 	return nil

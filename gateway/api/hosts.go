@@ -20,7 +20,8 @@ type HostsResult struct {
 // HostsAddArgs binds a name to host keys (OpHostsAdd, "postern hosts add"
 // and "import"). Keys are public keys in authorized_keys form, each with
 // the source the person was shown; Class, when set, replaces the host's
-// class ("" removes it).
+// class ("" removes it). With Class set and no keys, a host the inventory
+// has changes class alone.
 type HostsAddArgs struct {
 	Name  string    `json:"name"`
 	Class *string   `json:"class,omitempty"`

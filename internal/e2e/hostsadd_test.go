@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -27,5 +28,24 @@ func TestHostsAddTakesNoBareLineFromKnownHosts(t *testing.T) {
 	}
 	if r := e.Run("postern", "hosts", "add", "prod-db-1", "--class", "production"); r.Code != 0 || !strings.Contains(r.Stdout, "prod-db-1  class production") {
 		t.Fatalf("prod-db-1 refused: %s", r)
+	}
+}
+
+// The class of a host the inventory has is changed with hosts add
+// --class whatever known_hosts holds: any program of the person can take
+// a host's lines out of it (ssh-keygen -R), which must not keep the
+// person from marking that host production.
+func TestHostsClassOfAHostKnownHostsForgot(t *testing.T) {
+	w := newInventoryWorld(t)
+	e := w.e
+	e.MustRun("postern", "hosts", "import", "prod-db-1")
+	e.MustRun("sh", "-c", fmt.Sprintf("ssh-keygen -R prod-db-1 -f %s", w.kh))
+	r := e.Run("postern", "hosts", "add", "prod-db-1", "--class", "production")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "prod-db-1  class production") || !strings.Contains(r.Stdout, hostFingerprint(t, e, w.prod)) {
+		t.Fatalf("marking prod-db-1 production: %s", r)
+	}
+	// A host the inventory does not have still needs its keys.
+	if r := e.Run("postern", "hosts", "add", "web-1", "--class", "production"); r.Code != 1 || !strings.Contains(r.Stderr, "no key for web-1") {
+		t.Fatalf("a host with no key: %s", r)
 	}
 }
