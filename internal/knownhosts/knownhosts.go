@@ -229,9 +229,11 @@ func parseHashed(h string) (salt, sum []byte, ok bool) {
 	return salt, sum, true
 }
 
+// matches reports whether name, in any case, hashes to h: ssh takes a
+// host name in any case and hashes it in lower case.
 func (h hashed) matches(name string) bool {
 	m := hmac.New(sha1.New, h.salt)
-	m.Write([]byte(name))
+	m.Write([]byte(strings.ToLower(name)))
 	return hmac.Equal(m.Sum(nil), h.hash)
 }
 

@@ -2,6 +2,7 @@ package knownhosts
 
 import (
 	"slices"
+	"strings"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -20,10 +21,10 @@ type Found struct {
 	Bare   bool // a public key line, with no host field
 }
 
-// KeysFor returns the keys text gives name: entries that name it plainly,
-// hashed entries whose hash is name's and, with pubKeys (text is a file
-// the person named for name, such as a .pub file, which names no host),
-// public key lines, taken for name. In a known_hosts file a line with no
+// KeysFor returns the keys text gives name, in any case as ssh takes it:
+// entries that name it plainly, hashed entries whose hash is name's and,
+// with pubKeys (text is a file the person named for name, such as a .pub
+// file, which names no host), public key lines, taken for name. In a known_hosts file a line with no
 // host field names no host (ssh passes it over), so without pubKeys it
 // gives none. @revoked and @cert-authority lines, and patterns, give
 // none.
@@ -40,7 +41,7 @@ func KeysFor(text []byte, name string, pubKeys bool) []Found {
 			return
 		}
 		for _, h := range l.hosts {
-			if h == name && isName(h) {
+			if strings.EqualFold(h, name) && isName(h) {
 				out = add(out, Found{Name: name, Key: l.key, Line: l.no})
 				return
 			}
