@@ -133,6 +133,8 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 			g.Scoped = true
 			if d := c.View.Destination; d != nil {
 				g.Dest, g.DestNames = d.Fingerprint, d.Names
+			} else if c.req.Purpose == PurposeSSHSig {
+				g.Namespace = c.req.Namespace
 			}
 		}
 		if life := shorterLifetime(c.lifetime, p.Lifetime); life > 0 {
@@ -172,6 +174,9 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 			Dest: g.Dest, DestNames: g.DestNames, Mode: audit.ModeSession, Approver: a.Approver,
 			Label: g.Run.Label, Process: auditProcess(e.procs, &g.Run.Process),
 			Detail: map[string]string{"nonce_bound": "true", "launched": strconv.FormatBool(g.Run.Launched)},
+		}
+		if g.Namespace != "" {
+			ev.Detail["namespace"] = g.Namespace
 		}
 		a.grant, a.run = g.ID, g.Run.ID
 		if err := e.recordAt(ev, g.Epoch); err != nil {

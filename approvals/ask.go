@@ -94,9 +94,12 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		reason, sentence = e.reauth(subj, r.Key, target)
 		covers = "this run and its descendants, for key " + r.Key.Display()
 		if p.Scope == ScopeDestination {
-			if dest != nil {
+			switch {
+			case dest != nil:
 				covers += " to " + destText(dest) + " only"
-			} else {
+			case r.Purpose == PurposeSSHSig:
+				covers += " for signatures in the namespace the question names only, and no login"
+			default:
 				covers += " for uses that log in to no host (such as signatures), to no host"
 			}
 		} else {

@@ -20,12 +20,13 @@ type Grant struct {
 	Epoch  uint64
 	Key    Key
 	// Scoped grants cover only the destination they were approved for:
-	// Dest, the verified host key's fingerprint, or no destination at
-	// all (Dest empty: requests that authenticate to nothing, such as
-	// SSHSIG signatures).
+	// Dest, the verified host key's fingerprint, or, for an SSHSIG
+	// signature, which authenticates to no host, Namespace, the
+	// namespace the card named.
 	Scoped    bool
 	Dest      string
 	DestNames []string
+	Namespace string
 	Approver  string
 	Created   time.Time
 	Expires   time.Time // zero: ends only with the run
@@ -36,19 +37,34 @@ type Grant struct {
 func newGrantID() string { return "G" + randomHex(4) }
 
 // destKey is what a destination-scoped grant is compared on: the verified
-// host key's fingerprint, or "" for a request that authenticates to no
-// destination (an SSHSIG signature). An authentication whose destination
-// was not verified, and data the agent could not interpret (which may be
-// a login elsewhere), have none to compare: ok is false, and no scoped
-// grant covers them.
+// host key's fingerprint, or, for an SSHSIG signature (which authenticates
+// to no destination), its namespace (namespaceKey). An authentication
+// whose destination was not verified, and data the agent could not
+// interpret (which may be a login elsewhere), have none to compare: ok is
+// false, and no scoped grant covers them.
 func destKey(r *Request, dest *DestView) (key string, ok bool) {
 	switch {
 	case dest != nil:
 		return dest.Fingerprint, true
+	case r.Purpose == PurposeSSHSig:
+		return namespaceKey(r.Namespace), true
 	case r.Purpose == PurposeAuth || r.Purpose == PurposeOther:
 		return "", false
 	}
 	return "", true
+}
+
+// namespaceKey is the destKey of a signature in namespace ns: never a
+// fingerprint, and never empty, the key of grants that are not scoped.
+func namespaceKey(ns string) string { return "namespace " + ns }
+
+// scopeKey is the destKey of the requests g covers when it is scoped,
+// or "" when it is not.
+func (g *Grant) scopeKey() string {
+	if g.Scoped && g.Dest == "" && g.Namespace != "" {
+		return namespaceKey(g.Namespace)
+	}
+	return g.Dest
 }
 
 // coversDest reports whether g covers a request with the given
@@ -60,7 +76,7 @@ func (g *Grant) coversDest(r *Request, dest *DestView, scope Scope) bool {
 		return true
 	}
 	k, ok := destKey(r, dest)
-	return ok && k == g.Dest
+	return ok && k == g.scopeKey()
 }
 
 // grantSlot is where a grant is found: the approved run's process (pid
@@ -74,7 +90,7 @@ type grantSlot struct {
 }
 
 func slotOf(g *Grant) grantSlot {
-	return grantSlot{pid: g.Run.Process.PID, start: g.Run.Process.StartTicks, key: g.Key.Fingerprint, dest: g.Dest}
+	return grantSlot{pid: g.Run.Process.PID, start: g.Run.Process.StartTicks, key: g.Key.Fingerprint, dest: g.scopeKey()}
 }
 
 // addGrantLocked stores g and indexes it by its slot, and ends it when

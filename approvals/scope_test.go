@@ -39,21 +39,10 @@ func TestDestinationScopedGrantsAreExact(t *testing.T) {
 	one, two := hostKey(t), hostKey(t)
 
 	// A session for a signature.
-	ch := w.decide(w.sshsig(13))
-	c := w.card()
-	if !strings.Contains(c.Covers, "to no host") {
-		t.Fatalf("the card says it covers %q", c.Covers)
-	}
-	w.answer(c.ID, VerdictSession, 30)
-	if d := got(t, ch); !d.Allow {
-		t.Fatal(d)
-	}
-	if d := w.e.Decide(context.Background(), w.sshsig(13)); d.Reason != audit.ReasonSession {
-		t.Fatalf("a second signature: %+v", d)
-	}
+	w.signatureSession()
 	// It does not cover a login.
-	ch = w.decide(w.authTo(13, one))
-	c = w.card()
+	ch := w.decide(w.authTo(13, one))
+	c := w.card()
 	if c.Mode != audit.ModeSession || !strings.Contains(c.Covers, "only") {
 		t.Fatalf("login card: %+v", c)
 	}

@@ -25,6 +25,7 @@ type GrantView struct {
 	Key       KeyView   `json:"key"`
 	Dest      string    `json:"destination,omitempty"`
 	DestNames []string  `json:"destination_names,omitempty"`
+	Namespace string    `json:"namespace,omitempty"` // a scoped grant for signatures
 	Approved  time.Time `json:"approved"`
 	Approver  string    `json:"approver"`
 	BootID    string    `json:"boot_id"`
@@ -45,7 +46,7 @@ func (e *Engine) Sessions() ([]RunState, []GrantView) {
 		count[g.Run]++
 		grants = append(grants, GrantView{
 			ID: g.ID, Run: g.Run.ID, Key: KeyView{Fingerprint: g.Key.Fingerprint, Comment: g.Key.Comment, Type: g.Key.Type},
-			Dest: g.Dest, DestNames: g.DestNames, Approved: g.Created.UTC(), Approver: g.Approver,
+			Dest: g.Dest, DestNames: g.DestNames, Namespace: g.Namespace, Approved: g.Created.UTC(), Approver: g.Approver,
 			BootID: g.BootID, Epoch: g.Epoch, Expires: g.Expires,
 		})
 	}

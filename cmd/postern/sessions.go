@@ -89,6 +89,9 @@ func printSessions(out io.Writer, res *api.SessionsResult) {
 		if g.Dest != "" {
 			fmt.Fprintf(out, "  to %s %s", g.Dest, strings.Join(safetext.Tokens(g.DestNames, safetext.Name), ","))
 		}
+		if g.Namespace != "" {
+			fmt.Fprintf(out, "  namespace %s", safetext.Quote(g.Namespace, safetext.Name))
+		}
 		fmt.Fprintf(out, "  since %s by %s", g.Approved.Local().Format(timeLayout), safetext.Field(g.Approver, safetext.Line))
 		if !g.Expires.IsZero() {
 			fmt.Fprintf(out, ", until %s (session_lifetime)", g.Expires.Local().Format(timeLayout))

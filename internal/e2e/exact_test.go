@@ -110,3 +110,36 @@ setsid -w postern approve %s --once --socket %s
 	w.approve(c.ID, "--once")
 	mustSucceed(t, "approved from outside", job.Wait())
 }
+
+// With session_scope = "destination", a session approved for git's commit
+// signatures (git commit -S, gpg.format = ssh) covers signatures in
+// namespace "git" only: ssh-keygen -Y sign -n file in the same run shows
+// a card naming "file", and signs nothing once it is denied.
+func TestCommitSignatureSessionCoversNoOtherNamespace(t *testing.T) {
+	need(t, "git")
+	w := newApprovalWorld(t, "session_scope = \"destination\"\n")
+	e := w.e
+	a := e.StartRun("coder")
+	repo := e.Path("repo")
+	commit := fmt.Sprintf("git -C %s -c user.name=coder -c user.email=coder@example.org -c gpg.format=ssh -c user.signingkey=%s.pub commit -q --allow-empty -S -m work", repo, w.key)
+	mustSucceed(t, "git init", a.Do("git init -q "+repo))
+	job := a.Start(commit)
+	c := e.WaitCard()
+	if c.Namespace != "git" {
+		t.Fatalf("the commit signature's card: %+v", c)
+	}
+	w.approve(c.ID, "--session")
+	mustSucceed(t, "the signed commit", job.Wait())
+	mustSucceed(t, "a second signed commit in the session", a.Do(commit))
+	e.NoCard()
+	msg := e.WriteFile("release", "a release\n", 0o644)
+	job = a.Start(fmt.Sprintf("ssh-keygen -Y sign -n file -f %s.pub %s", w.key, msg))
+	c = e.WaitCard()
+	if c.Namespace != "file" {
+		t.Fatalf("a signature in namespace \"file\" under a session for \"git\": card %+v (signed: %v)", c, job.Done())
+	}
+	e.MustRun("postern", "deny", c.ID)
+	if r := job.Wait(); r.Code == 0 {
+		t.Fatal("signed in namespace \"file\" after a deny")
+	}
+}

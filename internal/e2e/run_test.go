@@ -260,6 +260,7 @@ type cardJSON struct {
 		Names       []string `json:"names"`
 		Forwarding  bool     `json:"forwarding"`
 	} `json:"destination"`
+	Namespace string `json:"namespace"`
 }
 
 // cards lists the pending cards.

@@ -1,0 +1,67 @@
+package approvals
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/postern/postern/audit"
+)
+
+// signatureSession approves a session, under session_scope =
+// "destination", for pid 13's signature in namespace "git", and checks
+// that the card says it covers that namespace and no login, and that a
+// second signature there rides it.
+func (w *world) signatureSession() {
+	w.t.Helper()
+	ch := w.decide(w.sshsig(13))
+	c := w.card()
+	if !strings.Contains(c.Covers, "for signatures in the namespace the question names only, and no login") {
+		w.t.Fatalf("the card says it covers %q", c.Covers)
+	}
+	w.answer(c.ID, VerdictSession, 30)
+	if d := got(w.t, ch); !d.Allow {
+		w.t.Fatal(d)
+	}
+	if d := w.e.Decide(context.Background(), w.sshsig(13)); d.Reason != audit.ReasonSession {
+		w.t.Fatalf("a second signature in the namespace approved: %+v", d)
+	}
+}
+
+// With session_scope = "destination", a session approved for signatures
+// in one namespace (git commits) covers that namespace only: a signature
+// in another (a file, an SSH certificate request) is asked about, as its
+// card names a namespace the first did not.
+func TestDestinationScopedSignatureGrantKeepsItsNamespace(t *testing.T) {
+	w := newWorld(t)
+	p := *w.e.Policy()
+	p.Scope = ScopeDestination
+	w.e.SetPolicy(&p)
+	w.signatureSession()
+	file := w.sshsig(13)
+	file.Namespace = "file"
+	ch := w.decide(file)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		select {
+		case d := <-ch:
+			t.Fatalf("a grant approved for namespace \"git\" decided a signature in namespace \"file\": %+v", d)
+		default:
+		}
+		if cards, _ := w.e.Cards(); len(cards) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	c := w.card()
+	if c.Namespace != "file" {
+		t.Fatalf("the card for the other namespace: %+v", c)
+	}
+	w.answer(c.ID, VerdictDeny, 30)
+	if d := got(t, ch); d.Allow {
+		t.Fatal("signed in namespace \"file\" under a grant for \"git\"")
+	}
+	_, grants := w.e.Sessions()
+	if len(grants) != 1 || grants[0].Namespace != "git" {
+		t.Fatalf("sessions: %+v", grants)
+	}
+}
