@@ -256,13 +256,10 @@ func TestLockPassphraseCleared(t *testing.T) {
 	}
 }
 
-// ssh-add adds RSA, ECDSA and Ed25519 keys written by ssh-keygen, and
-// ssh-keygen -Y sign (git's commit signing) signs with each through the
-// agent alone.
-func TestSSHAddKeyTypes(t *testing.T) {
-	ts := startServer(t)
-	dir := t.TempDir()
-	run := func(stdin string, name string, args ...string) string {
+// runner returns a function that runs an OpenSSH tool on the agent ts
+// serves, with stdin as its input, and returns its standard output.
+func (ts *testServer) runner(t *testing.T) func(stdin string, name string, args ...string) string {
+	return func(stdin string, name string, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(name, args...)
 		cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK="+ts.sock)
@@ -275,6 +272,15 @@ func TestSSHAddKeyTypes(t *testing.T) {
 		}
 		return string(out)
 	}
+}
+
+// ssh-add adds RSA, ECDSA and Ed25519 keys written by ssh-keygen, and
+// ssh-keygen -Y sign (git's commit signing) signs with each through the
+// agent alone.
+func TestSSHAddKeyTypes(t *testing.T) {
+	ts := startServer(t)
+	dir := t.TempDir()
+	run := ts.runner(t)
 	for _, kt := range [][]string{{"rsa", "3072"}, {"ecdsa", "256"}, {"ecdsa", "384"}, {"ecdsa", "521"}, {"ed25519", "256"}} {
 		key := filepath.Join(dir, kt[0]+kt[1])
 		run("", "ssh-keygen", "-q", "-t", kt[0], "-b", kt[1], "-N", "", "-C", key, "-f", key)

@@ -50,6 +50,10 @@ type sshsigMsg struct {
 	Hash      []byte
 }
 
+// sshsigHashes are the hash algorithms an SSHSIG signature may name,
+// with the length of their hash (OpenSSH's sshsig.c).
+var sshsigHashes = map[string]int{"sha256": 32, "sha512": 64}
+
 // plainKey returns the public key a certificate certifies, or key itself.
 // A key that only carries its wire form (agent.Key) is parsed first.
 func plainKey(key ssh.PublicKey) ssh.PublicKey {
@@ -128,6 +132,12 @@ func parseSignData(data []byte, key ssh.PublicKey) (signData, error) {
 		var m sshsigMsg
 		if err := ssh.Unmarshal(rest, &m); err != nil || m.Namespace == "" {
 			return signData{}, errors.New("malformed SSHSIG data")
+		}
+		// What ssh-keygen -Y sign sends and -Y verify accepts: the
+		// message's SHA-256 or SHA-512 hash, nothing of another size
+		// under a card that shows the namespace alone.
+		if n, ok := sshsigHashes[m.HashAlg]; !ok || len(m.Hash) != n {
+			return signData{}, errors.New("malformed SSHSIG data: not a SHA-256 or SHA-512 hash of the message")
 		}
 		return signData{kind: signSSHSig, namespace: m.Namespace}, nil
 	}

@@ -1,0 +1,78 @@
+package sshagent
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/audit"
+)
+
+// The agent signs as an SSHSIG signature only what ssh-keygen -Y sign
+// sends and -Y verify accepts: a SHA-256 or SHA-512 hash of the message,
+// of that hash's length. Anything else framed as one (another algorithm,
+// a hash of another length, a field of any size the card does not show)
+// is refused before any card, as malformed.
+func TestSSHSigOnlyAsSSHKeygenSigns(t *testing.T) {
+	ts := startServer(t)
+	dir := t.TempDir()
+	run := ts.runner(t)
+	key := filepath.Join(dir, "id")
+	run("", "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "signer", "-f", key)
+	run("", "ssh-add", key)
+	pub, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signers := filepath.Join(dir, "allowed_signers")
+	if err := os.WriteFile(signers, append([]byte("me "), pub...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, alg := range []string{"sha512", "sha256"} {
+		sig := run("a release", "ssh-keygen", "-Y", "sign", "-n", "file", "-O", "hashalg="+alg, "-f", key+".pub")
+		if err := os.WriteFile(key+".sig", []byte(sig), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		run("a release", "ssh-keygen", "-Y", "verify", "-f", signers, "-I", "me", "-n", "file", "-s", key+".sig")
+		if r := ts.dec.last(); r.Purpose != approvals.PurposeSSHSig || r.Namespace != "file" {
+			t.Fatalf("ssh-keygen -Y sign with %s: %+v", alg, r)
+		}
+	}
+
+	ag, _ := ts.client(t)
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	ag.Add(agent.AddedKey{PrivateKey: k})
+	signer, _ := ssh.NewPublicKey(k.Public())
+	for _, tt := range []struct {
+		alg  string
+		hash int
+	}{
+		{"sha512", 200 << 10}, // a "hash" of 200 KiB
+		{"sha512", 32},
+		{"sha256", 64},
+		{"md5", 16},
+		{"sha512\x1b[2K", 64},
+	} {
+		asked := ts.dec.count()
+		blob := append([]byte("SSHSIG"), ssh.Marshal(struct {
+			NS, Res, Alg string
+			H            []byte
+		}{"file", "", tt.alg, make([]byte, tt.hash)})...)
+		if _, err := ag.Sign(signer, blob); err == nil {
+			t.Errorf("signed an SSHSIG blob with hash algorithm %q and a hash of %d bytes, which ssh-keygen neither sends nor verifies (asked as %+v)", tt.alg, tt.hash, ts.dec.last())
+			continue
+		}
+		if n := ts.dec.count(); n != asked {
+			t.Errorf("hash algorithm %q, %d bytes: a card was asked for", tt.alg, tt.hash)
+		}
+		if why := ts.dec.lastRefusal(); why != audit.ReasonMalformedRequest {
+			t.Errorf("hash algorithm %q, %d bytes: refused as %q", tt.alg, tt.hash, why)
+		}
+	}
+}
