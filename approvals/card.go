@@ -189,7 +189,9 @@ func (v *CardView) Text() string {
 	case v.Unverified != "":
 		b.WriteString(" for an UNKNOWN destination?\n")
 	case v.Purpose == PurposeSSHSig:
-		fmt.Fprintf(&b, " to sign in namespace %s?\n", safetext.Quote(v.Namespace, safetext.Name))
+		// Whole (the agent bounds it): two namespaces that differ
+		// past a cut would read as one.
+		fmt.Fprintf(&b, " to sign in namespace %s?\n", safetext.Quote(v.Namespace, 0))
 	default:
 		b.WriteString(" (destination unknown)?\n")
 	}

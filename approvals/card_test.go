@@ -221,18 +221,25 @@ func TestCardCoversIsWhole(t *testing.T) {
 	got(t, ch)
 }
 
-// A signature's namespace is the requester's: the card's question shows
-// it quoted, and the sentence that says why the card asks does not name
-// it unquoted, where "file) for prod-db-1 (x" would read as a host.
-func TestCardSentenceDoesNotNameTheNamespace(t *testing.T) {
+// perCallSignature asks, under approval = "per-call", for pid 13's
+// signature in namespace ns, and returns its card and its decision to
+// come.
+func perCallSignature(t *testing.T, ns string) (*world, CardView, <-chan Decision) {
 	w := newWorld(t)
 	p := *w.e.Policy()
 	p.Mode = audit.ModePerCall
 	w.e.SetPolicy(&p)
 	r := w.req(13)
-	r.Purpose, r.Namespace = PurposeSSHSig, "file) for prod-db-1 (x"
+	r.Purpose, r.Namespace = PurposeSSHSig, ns
 	ch := w.decide(r)
-	c := w.card()
+	return w, w.card(), ch
+}
+
+// A signature's namespace is the requester's: the card's question shows
+// it quoted, and the sentence that says why the card asks does not name
+// it unquoted, where "file) for prod-db-1 (x" would read as a host.
+func TestCardSentenceDoesNotNameTheNamespace(t *testing.T) {
+	w, c, ch := perCallSignature(t, "file) for prod-db-1 (x")
 	text := c.Text()
 	if strings.Count(text, "prod-db-1") != 1 || !strings.Contains(text, `namespace "file) for prod-db-1 (x"?`) {
 		t.Fatalf("the namespace is shown unquoted:\n%s", text)

@@ -65,3 +65,17 @@ func TestDestinationScopedSignatureGrantKeepsItsNamespace(t *testing.T) {
 		t.Fatalf("sessions: %+v", grants)
 	}
 }
+
+// The card's question shows a signature's namespace whole, however long
+// (the agent bounds it): two namespaces that differ past 64 characters
+// read as two, and a namespace-scoped session is approved for what was
+// read.
+func TestCardShowsTheNamespaceWhole(t *testing.T) {
+	ns := strings.Repeat("n", 100) + "file"
+	w, c, ch := perCallSignature(t, ns)
+	if text := c.Text(); !strings.Contains(text, `namespace "`+ns+`"?`) {
+		t.Fatalf("the card does not show the namespace whole:\n%s", text)
+	}
+	w.answer(c.ID, VerdictDeny, 30)
+	got(t, ch)
+}

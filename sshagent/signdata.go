@@ -50,6 +50,10 @@ type sshsigMsg struct {
 	Hash      []byte
 }
 
+// maxNamespace bounds an SSHSIG namespace, which a card shows whole:
+// far above the short words (git, file) signatures are made in.
+const maxNamespace = 255
+
 // sshsigHashes are the hash algorithms an SSHSIG signature may name,
 // with the length of their hash (OpenSSH's sshsig.c).
 var sshsigHashes = map[string]int{"sha256": 32, "sha512": 64}
@@ -132,6 +136,9 @@ func parseSignData(data []byte, key ssh.PublicKey) (signData, error) {
 		var m sshsigMsg
 		if err := ssh.Unmarshal(rest, &m); err != nil || m.Namespace == "" {
 			return signData{}, errors.New("malformed SSHSIG data")
+		}
+		if len(m.Namespace) > maxNamespace {
+			return signData{}, errors.New("malformed SSHSIG data: a namespace longer than 255 bytes")
 		}
 		// What ssh-keygen -Y sign sends and -Y verify accepts: the
 		// message's SHA-256 or SHA-512 hash, nothing of another size

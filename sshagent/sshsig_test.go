@@ -4,7 +4,9 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
@@ -74,5 +76,31 @@ func TestSSHSigOnlyAsSSHKeygenSigns(t *testing.T) {
 		if why := ts.dec.lastRefusal(); why != audit.ReasonMalformedRequest {
 			t.Errorf("hash algorithm %q, %d bytes: refused as %q", tt.alg, tt.hash, why)
 		}
+	}
+}
+
+// A card shows a signature's namespace whole: the agent signs in a
+// namespace of up to 255 bytes, as ssh-keygen -Y sign -n sends it, and
+// refuses a longer one as malformed before any card.
+func TestSSHSigNamespaceBounded(t *testing.T) {
+	ts := startServer(t)
+	run := ts.runner(t)
+	key := filepath.Join(t.TempDir(), "id")
+	run("", "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key)
+	run("", "ssh-add", key)
+	long := strings.Repeat("n", maxNamespace-len("file")) + "file"
+	run("a release", "ssh-keygen", "-Y", "sign", "-n", long, "-f", key+".pub")
+	if r := ts.dec.last(); r.Namespace != long {
+		t.Fatalf("ssh-keygen -Y sign -n with %d bytes: %+v", len(long), r)
+	}
+	asked := ts.dec.count()
+	cmd := exec.Command("ssh-keygen", "-Y", "sign", "-n", "n"+long, "-f", key+".pub")
+	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK="+ts.sock)
+	cmd.Stdin = strings.NewReader("a release")
+	if out, err := cmd.Output(); err == nil {
+		t.Fatalf("signed in a namespace of %d bytes: %s", len(long)+1, out)
+	}
+	if ts.dec.count() != asked || ts.dec.lastRefusal() != audit.ReasonMalformedRequest {
+		t.Fatalf("a namespace of %d bytes: asked %d times, refused as %q", len(long)+1, ts.dec.count()-asked, ts.dec.lastRefusal())
 	}
 }
