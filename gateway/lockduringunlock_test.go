@@ -31,7 +31,7 @@ func TestLockAskedDuringAnUnlock(t *testing.T) {
 	unlockErr := s.Unlock(pass)
 	ids, err := keys.Identities()
 	for _, id := range ids {
-		if _, err := keys.Sign(id, []byte("data"), 0); err == nil {
+		if _, err := keys.SignSince(keys.Locks(), id, []byte("data"), 0); err == nil {
 			t.Errorf("the vault's key signed after a lock was asked for (the unlock: %v)", unlockErr)
 		}
 	}

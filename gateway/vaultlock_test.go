@@ -53,7 +53,7 @@ func TestLockStopsSigningWhileItWaitsForTheVault(t *testing.T) {
 	id, err := keys.Lookup(pub)
 	if err == nil {
 		var sig any
-		sig, err = keys.Sign(id, []byte("data"), 0)
+		sig, err = keys.SignSince(keys.Locks(), id, []byte("data"), 0)
 		if err == nil {
 			t.Errorf("signed %T after the lock was asked for, before it returned", sig)
 		}

@@ -24,7 +24,7 @@ func TestDeviceSignDoesNotHoldKeyring(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { _, err := keys.Sign(id, []byte("x"), 0); done <- err }()
+	go func() { _, err := keys.SignSince(keys.Locks(), id, []byte("x"), 0); done <- err }()
 	<-dev.started
 	other, _ := NewIdentity(ed25519.NewKeyFromSeed(make([]byte, 32)), nil, "added while a touch waits")
 	added := make(chan error, 1)
@@ -82,7 +82,7 @@ func TestDeviceSignAcrossRemoval(t *testing.T) {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
-			go func() { _, err := keys.Sign(id, []byte("x"), 0); done <- err }()
+			go func() { _, err := keys.SignSince(keys.Locks(), id, []byte("x"), 0); done <- err }()
 			<-dev.started
 			now = now.Add(2 * time.Hour)
 			c.remove(keys, id)

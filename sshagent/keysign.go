@@ -15,15 +15,11 @@ func (k *Keyring) Locks() uint64 {
 	return locks
 }
 
-// Sign signs data with the identity's key. flags select RSA's SHA-2
-// signature algorithms, as the agent protocol defines them.
-func (k *Keyring) Sign(id *Identity, data []byte, flags uint32) (*ssh.Signature, error) {
-	return k.SignSince(k.Locks(), id, data, flags)
-}
-
-// SignSince is Sign for a decision taken when the keyring had been
-// locked locks times (Locks): once it was locked again, the decision
-// signs nothing (ErrLocked), also when the keyring was unlocked since.
+// SignSince signs data with the identity's key, for a decision taken
+// when the keyring had been locked locks times (Locks); flags select
+// RSA's SHA-2 signature algorithms, as the agent protocol defines them.
+// Once the keyring was locked again, the decision signs nothing
+// (ErrLocked), also when the keyring was unlocked since.
 // An added key, which a lock hides and an unlock gives back, would
 // otherwise sign on an answer given before the lock.
 //

@@ -216,9 +216,11 @@ func (c *conn) lookupUpstream(key ssh.PublicKey) (*Identity, error) {
 // Once the request is on its way, record makes the allow's record
 // durable (recorded is what it returned) while the upstream signs; a
 // signature is returned only once it is. The upstream may wait for its
-// own confirmation or a touch, for as long as a security key's touch; a
-// signature that arrives after postern was locked, since it had been
-// locked locks times (Keyring.Locks, before the decision), is dropped.
+// own confirmation or a touch, for as long as a security key's touch.
+// Nothing is sent when postern was locked since it had been locked locks
+// times (Keyring.Locks, before the decision); a signature that arrives
+// after a lock is dropped by the caller, which checks once more for
+// every key when the record is durable.
 func (c *conn) signUpstream(id *Identity, data []byte, flags uint32, locks uint64, record func() error) (sig *ssh.Signature, recorded, err error) {
 	if err := c.srv.Keys.stillOpen(locks); err != nil {
 		return nil, record(), err
@@ -254,9 +256,6 @@ func (c *conn) signUpstream(id *Identity, data []byte, flags uint32, locks uint6
 		return nil, recorded, errors.New("the upstream agent sent a malformed signature")
 	}
 	if err := checkUpstreamSig(id.Key, data, flags, sig); err != nil {
-		return nil, recorded, err
-	}
-	if err := c.srv.Keys.stillOpen(locks); err != nil {
 		return nil, recorded, err
 	}
 	return sig, recorded, nil
