@@ -23,7 +23,8 @@ import (
 //     input discarded, armed anew, what was typed for it forgotten;
 //   - a per-call card for a login takes a deliberate answer, the word
 //     the line console asks too (Card.Word), never a single key; while it
-//     is typed, every letter is part of it, j and k too;
+//     is typed, every letter is part of it, j and k too, up to one past
+//     the word's length;
 //   - a session binds the subject marked on the card, preselected as the
 //     card proposes (the agent), moved with the arrow keys or a digit:
 //     choosing the run is one step, "s".
@@ -83,7 +84,10 @@ func (p *cardPrompt) key(k string) keyReply {
 			}
 		case k == "esc":
 			p.typed = ""
-		case len(k) == 1 || k == "space":
+		case (len(k) == 1 || k == "space") && len(p.typed) <= max(len(p.word), len("deny")):
+			// One letter past the longest answer is kept, so that Enter
+			// then says the word was not typed exactly; the rest of a
+			// paste is not held.
 			if k == "space" {
 				k = " "
 			}

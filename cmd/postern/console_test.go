@@ -71,6 +71,31 @@ func TestCardPromptDeliberate(t *testing.T) {
 	}
 }
 
+// What is typed for a per-call card is bounded: junk typed there (a
+// pasted file, a program typing into the terminal) is not held and
+// redrawn without end, and the card's question stays short enough to
+// read; past the word's length nothing more is taken, and Enter then
+// tells the person the name was not typed exactly.
+func TestCardPromptTypedIsBounded(t *testing.T) {
+	c := api.Card{ID: "C2", Mode: "per-call", Destination: &approvals.DestView{Fingerprint: "SHA256:x", Names: []string{"db-1"}}}
+	p := newCardPrompt(c)
+	for range 100000 {
+		p.key("x")
+	}
+	if n := len(p.typed); n > len("deny")+1 {
+		t.Fatalf("%d bytes typed for the name %q are held", n, "db-1")
+	}
+	if r := p.key("enter"); r.verdict != 0 || r.note == "" {
+		t.Fatalf("junk typed approved or said nothing: %+v", r)
+	}
+	for _, k := range strings.Split("db-1", "") {
+		p.key(k)
+	}
+	if r := p.key("enter"); r.verdict != api.VerdictOnce {
+		t.Fatalf("the name typed out after the junk was refused: %+v", r)
+	}
+}
+
 // The full-screen console and the line console ask the same deliberate
 // answer of the same card: a per-call login whose client proved no
 // destination, or whose host key has no name in the inventory, takes
