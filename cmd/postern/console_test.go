@@ -52,15 +52,11 @@ func TestCardPromptDeliberate(t *testing.T) {
 			t.Fatalf("key %q answered a deliberate card: %+v", k, r)
 		}
 	}
-	for _, k := range strings.Split("db-2", "") {
-		p.key(k)
-	}
+	typeWord(p, "db-2")
 	if r := p.key("enter"); r.verdict != 0 || r.note == "" {
 		t.Fatalf("a wrong name approved: %+v", r)
 	}
-	for _, k := range strings.Split("db-1", "") {
-		p.key(k)
-	}
+	typeWord(p, "db-1")
 	if r := p.key("enter"); r.verdict != api.VerdictOnce {
 		t.Fatalf("the name typed out: %+v", r)
 	}
@@ -88,9 +84,7 @@ func TestCardPromptTypedIsBounded(t *testing.T) {
 	if r := p.key("enter"); r.verdict != 0 || r.note == "" {
 		t.Fatalf("junk typed approved or said nothing: %+v", r)
 	}
-	for _, k := range strings.Split("db-1", "") {
-		p.key(k)
-	}
+	typeWord(p, "db-1")
 	if r := p.key("enter"); r.verdict != api.VerdictOnce {
 		t.Fatalf("the name typed out after the junk was refused: %+v", r)
 	}
@@ -158,9 +152,7 @@ func TestConsoleResynchronisesAfterAnError(t *testing.T) {
 	c := api.Card{ID: "C2", Mode: "per-call", Purpose: "auth", Destination: &approvals.DestView{Fingerprint: "SHA256:x", Names: []string{"db-1"}}}
 	m.Update(cardsMsg{c})
 	m.shownAt = time.Now().Add(-armDelay)
-	for _, k := range strings.Split("db-1", "") {
-		m.Update(tea.KeyPressMsg{Code: rune(k[0]), Text: k})
-	}
+	typeKeys(m, "db-1")
 	if _, cmd := m.Update(tea.KeyPressMsg{Code: tea.KeyEnter}); cmd == nil {
 		t.Fatal("the name typed out sent no answer")
 	}
@@ -243,17 +235,13 @@ func TestConsoleCutCardIsNotApproved(t *testing.T) {
 	if taller || !strings.Contains(view, "Allow, this one time") || !strings.Contains(view, "the card goes on below") {
 		t.Fatalf("a card taller than the window (%v):\n%s", taller, m.View().Content)
 	}
-	for _, k := range strings.Split("prod-db-1", "") {
-		m.Update(tea.KeyPressMsg{Code: rune(k[0]), Text: k})
-	}
+	typeKeys(m, "prod-db-1")
 	if _, cmd := m.Update(tea.KeyPressMsg{Code: tea.KeyEnter}); cmd != nil || !strings.Contains(m.note, "does not fit this window") {
 		t.Fatalf("a cut card was approved: note %q", m.note)
 	}
 	// Taller, the same answer goes through; a denial always does.
 	m.Update(tea.WindowSizeMsg{Width: 80, Height: 60})
-	for _, k := range strings.Split("prod-db-1", "") {
-		m.Update(tea.KeyPressMsg{Code: rune(k[0]), Text: k})
-	}
+	typeKeys(m, "prod-db-1")
 	if _, cmd := m.Update(tea.KeyPressMsg{Code: tea.KeyEnter}); cmd == nil {
 		t.Fatalf("the card, whole on screen, took no answer: note %q", m.note)
 	}
@@ -275,9 +263,7 @@ func TestConsoleWordTakesJAndK(t *testing.T) {
 	other := sessionCard()
 	m.Update(cardsMsg{c, other})
 	m.shownAt = time.Now().Add(-armDelay)
-	for _, k := range strings.Split("jk-db", "") {
-		m.Update(tea.KeyPressMsg{Code: rune(k[0]), Text: k})
-	}
+	typeKeys(m, "jk-db")
 	if _, cmd := m.Update(tea.KeyPressMsg{Code: tea.KeyEnter}); cmd == nil || m.current().ID != "C2" {
 		t.Fatalf("the name typed out did not answer card C2 (on card %s): note %q", m.current().ID, m.note)
 	}
@@ -404,9 +390,7 @@ func TestConsolesDenyWinsOverTheWord(t *testing.T) {
 	for _, name := range []string{"d", "deny"} {
 		c := api.Card{ID: "C1", Mode: "per-call", Purpose: "auth", Destination: &approvals.DestView{Fingerprint: "SHA256:x", Names: []string{name}}}
 		full := newCardPrompt(c)
-		for _, k := range strings.Split(name, "") {
-			full.key(k)
-		}
+		typeWord(full, name)
 		if r := full.key("enter"); r.verdict != api.VerdictDeny {
 			t.Errorf("%q and Enter on the full-screen console: verdict %v, want deny", name, r.verdict)
 		}
@@ -450,5 +434,19 @@ func TestConsoleCardDescribesTheMarkedRun(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("with run 0 marked, the card does not read %q:\n%s", want, text)
 		}
+	}
+}
+
+// typeWord gives a card's prompt the keys of s, one letter at a time.
+func typeWord(p *cardPrompt, s string) {
+	for _, k := range strings.Split(s, "") {
+		p.key(k)
+	}
+}
+
+// typeKeys presses the keys of s on the console, one letter at a time.
+func typeKeys(m *consoleModel, s string) {
+	for _, k := range strings.Split(s, "") {
+		m.Update(tea.KeyPressMsg{Code: rune(k[0]), Text: k})
 	}
 }
