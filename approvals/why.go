@@ -30,6 +30,7 @@ type Why struct {
 	Journal     string       `json:"journal_entry,omitempty"`
 	Key         string       `json:"key,omitempty"`
 	Destination string       `json:"destination,omitempty"` // verified host key, with its names
+	Namespace   string       `json:"namespace,omitempty"`   // an SSHSIG signature's namespace, whole
 	Requester   string       `json:"requester,omitempty"`   // the requesting chain
 	// Explain says what happened; Next, what a program that was refused
 	// should do (usually: stop and tell its person).
@@ -74,6 +75,9 @@ func (e *Engine) noteWhy(r *Request, d Decision, waiting bool, chain procid.Chai
 	}
 	if r.Dest != nil {
 		w.Destination = r.Dest.Fingerprint()
+	}
+	if r.Purpose == PurposeSSHSig {
+		w.Namespace = r.Namespace
 	}
 	if chain != nil {
 		w.Requester = ChainText(chain)

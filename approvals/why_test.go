@@ -56,6 +56,24 @@ func TestWhyForARun(t *testing.T) {
 	}
 }
 
+// A signature's decision names its namespace, as its card did: a program
+// refused a commit signature, or one that signed for "file" where "git"
+// was meant, is told which namespace the gateway decided on. A login's
+// decision names none.
+func TestWhyNamesTheNamespace(t *testing.T) {
+	w := newWorld(t)
+	r := w.req(13)
+	r.Purpose, r.Namespace = PurposeSSHSig, "git"
+	w.e.noteWhy(r, Decision{Reason: audit.ReasonPolicyDeny}, false, nil)
+	if why, _ := w.e.WhyFor(w.f.Peer(13), ""); why.Namespace != "git" {
+		t.Fatalf("a signature's decision: %+v", why)
+	}
+	w.e.noteWhy(w.req(13), Decision{Reason: audit.ReasonPolicyDeny}, false, nil)
+	if why, _ := w.e.WhyFor(w.f.Peer(13), ""); why.Namespace != "" {
+		t.Fatalf("a login's decision names namespace %q", why.Namespace)
+	}
+}
+
 // The outcomes in the seed's words.
 func TestWhyOutcomeWords(t *testing.T) {
 	for _, c := range []struct {

@@ -48,6 +48,14 @@ func TestWhyShowsRequesterEscaped(t *testing.T) {
 	if n := strings.Count(b.String(), "\n"); n != 5 {
 		t.Fatalf("why printed %d lines, want 5:\n%s", n, b.String())
 	}
+	// A namespace is the signer's to choose.
+	b.Reset()
+	printWhy(&b, &api.WhyResult{Last: &approvals.Why{Time: time.Now(), Outcome: "DENIED policy_deny",
+		Key: "SHA256:k", Namespace: "git" + hostile, Explain: "a rule", Next: "stop"}})
+	noRaw(t, "why's namespace", b.String())
+	if !strings.Contains(b.String(), "  namespace:   \"git") {
+		t.Fatalf("why does not name the namespace:\n%s", b.String())
+	}
 }
 
 func TestSessionHistoryShowsRunEscaped(t *testing.T) {

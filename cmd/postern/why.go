@@ -85,6 +85,10 @@ func printWhy(out io.Writer, res *api.WhyResult) {
 	if w.Destination != "" {
 		fmt.Fprintf(out, "  destination: host key %s (verified)\n", safetext.Field(w.Destination, safetext.Line))
 	}
+	if w.Namespace != "" {
+		// The signer's: quoted, as a card shows it.
+		fmt.Fprintf(out, "  namespace:   %s\n", safetext.Quote(w.Namespace, 0))
+	}
 	if w.Card != "" {
 		fmt.Fprintf(out, "  card:        %s\n", w.Card)
 	}
