@@ -113,9 +113,8 @@
 //     window would never exit) and closes its stdin, so the real end is
 //     still observed.
 //  5. When the host closes the channel, the output is drained, the end is
-//     written (journal.End: exited with a status, signaled, or
-//     closed_no_status, with byte counts, the last 4 KiB of output and
-//     whether the client was gone) and audited (command_ended), and only
+//     written (journal.End: exited with a status or signaled, with byte
+//     counts, the last 4 KiB of output and whether the client was gone) and audited (command_ended), and only
 //     then does the client get the host's exit-status or exit-signal,
 //     byte for byte, then EOF and close. The host's EOF is held until
 //     then, so that the bastion can still write to stderr.
@@ -136,13 +135,17 @@
 // # Unknown outcomes
 //
 // An outcome that was not observed is unknown (journal.MarkUnknown,
-// audit event command_unknown), for one of four reasons:
+// audit event command_unknown), for one of five reasons:
 //
 //	dispatch_unconfirmed  the request went out and the connection failed before its answer
 //	upstream_lost         the channel ended without a status, and the connection did
 //	                      not answer a keepalive within 3 seconds
 //	bastion_restarted     journal.Open found an entry a previous instance left running
 //	bastion_stopped       Server.Stop cut the command off after the gateway's grace period
+//	no_status             the host closed the channel without an exit status or signal, on
+//	                      a connection that still answers: a relay on the host that lost
+//	                      its own connection, or a bastion such as this one, says so of an
+//	                      outcome it does not know
 //
 // Keepalives go to the host every Config.Keepalive (15s); three missed
 // close the connection, so a silently dropped network ends as
@@ -168,7 +171,7 @@
 // Each entry has one of the statuses of package journal:
 //
 //	RUNNING                                  written, no end yet
-//	COMPLETED                                exited, signaled or closed_no_status; or resolved "ran"
+//	COMPLETED                                exited or signaled (or closed_no_status, which earlier versions wrote); or resolved "ran"
 //	RETRY_SAFE previous_action_not_started   denied, failed_to_start or rejected; or resolved "not_started"
 //	STATUS_UNKNOWN inspect_activity_journal  unknown, and not resolved to one of the above
 //

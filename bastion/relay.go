@@ -1,6 +1,7 @@
 package bastion
 
 import (
+	"fmt"
 	"io"
 	"strconv"
 	"sync"
@@ -104,7 +105,13 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 		ss.unknown(e, journal.ReasonUpstreamLost, detail)
 		return
 	default:
-		end.Outcome = journal.OutcomeClosedNoStatus
+		// The host's word on how the command ended is its status or its
+		// signal: a channel closed without either (a relay on the host
+		// whose own connection was lost, or a bastion such as this one
+		// telling of an outcome it does not know) tells nothing.
+		ss.unknownTold(e, journal.ReasonNoStatus, fmt.Sprintf("the host closed the command's channel without an exit status or signal, on a connection that still answers, after %d bytes of output and %d of error output", out.n, errOut.n),
+			ss.info.target.Host+" closed the command's channel without an exit status")
+		return
 	}
 	if _, err := s.cfg.Journal.End(e.ID, end); err != nil {
 		s.cfg.Log.Error("bastion: cannot journal the end of a command", "entry", e.ID, "err", err)
@@ -119,13 +126,19 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 }
 
 // unknown records that e's outcome cannot be observed, and tells the
-// client.
+// client that the connection to the host was lost.
 func (ss *session) unknown(e *journal.Entry, reason, detail string) {
+	ss.unknownTold(e, reason, detail, "the connection to "+ss.info.target.Host+" was lost while the command was running")
+}
+
+// unknownTold records that e's outcome cannot be observed, and tells the
+// client what happened (what).
+func (ss *session) unknownTold(e *journal.Entry, reason, detail, what string) {
 	s := ss.s
 	if _, err := s.cfg.Journal.MarkUnknown(e.ID, journal.Unknown{Reason: reason, Detail: detail}); err != nil {
 		s.cfg.Log.Error("bastion: cannot journal an unknown outcome", "entry", e.ID, "err", err)
 	}
 	s.cfg.Log.Warn("bastion: outcome unknown", "entry", e.ID, "reason", reason)
 	ss.record(audit.EventCommandUnknown, e, map[string]string{"reason": reason})
-	ss.tellUnknown(e)
+	ss.tellUnknown(e, what)
 }

@@ -574,9 +574,13 @@ func TestRelayRejectedByTheHost(t *testing.T) {
 	}
 }
 
-// A channel the host closes without a status, on a live connection, is
-// what the host chose to report: the client gets no status either.
-func TestRelayClosedWithoutStatus(t *testing.T) {
+// A channel the host closes without an exit status or signal, on a
+// connection that still answers, says nothing of how the command ended:
+// a relay on the host that lost its own connection, or postern's own
+// bastion, closes it so for an outcome that is unknown. The journal
+// records it unknown, ssh gets no status (it exits 255), and an
+// identical command asks as a retry of it.
+func TestRelayClosedWithoutStatusIsUnknown(t *testing.T) {
 	w := newWorld(t)
 	w.host.set(func(h *testHost) {
 		h.handle = func(s *hostSession) {
@@ -584,13 +588,25 @@ func TestRelayClosedWithoutStatus(t *testing.T) {
 			s.ch.Close()
 		}
 	})
-	out, _, err := w.run("ls", nil)
+	out, errText, err := w.run("deploy", nil)
 	var missing *ssh.ExitMissingError
 	if !errors.As(err, &missing) || out != "bye" {
 		t.Fatalf("err %v, stdout %q", err, out)
 	}
-	if e := w.only(); e.Status() != journal.StatusCompleted || e.End.Outcome != journal.OutcomeClosedNoStatus {
-		t.Fatalf("journal %s %+v", e.Status(), e.End)
+	e := w.only()
+	if e.Status() != journal.StatusUnknown || e.End != nil || e.Unknown.Reason != journal.ReasonNoStatus || e.Unknown.LastPhase != journal.PhaseDispatched {
+		t.Fatalf("journal %s, end %+v, unknown %+v", e.Status(), e.End, e.Unknown)
+	}
+	if !strings.Contains(errText, "closed the command's channel without an exit status; its outcome is UNKNOWN (journal entry "+e.ID+")") {
+		t.Fatalf("stderr %q", errText)
+	}
+	wantEvents(t, w.audit, "command_started", "command_unknown")
+	w.denyRetries()
+	if _, errText, err := w.run("deploy", nil); exitStatus(t, err) != ExitDenied || !strings.Contains(errText, "identical command (journal entry "+e.ID+") has an unknown outcome") {
+		t.Fatalf("the identical command: %v, stderr %q", err, errText)
+	}
+	if n := len(w.host.seen()); n != 1 {
+		t.Fatalf("the identical command reached the host: %d sessions", n)
 	}
 }
 

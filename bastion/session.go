@@ -118,10 +118,10 @@ func (ss *session) refuse(req *gossh.Request, msg string, status int) {
 	ss.dch.Close()
 }
 
-// tellUnknown tells the client that the outcome is unknown and sends no
-// exit status, so that ssh exits 255.
-func (ss *session) tellUnknown(e *journal.Entry) {
-	fmt.Fprintf(ss.dch.Stderr(), "postern: the connection to %s was lost while the command was running; its outcome is UNKNOWN (journal entry %s). Do not retry blindly: see \"postern journal show %s\"\r\n", ss.info.target.Host, e.ID, e.ID)
+// tellUnknown tells the client what happened (what) and that the outcome
+// is unknown, and sends no exit status, so that ssh exits 255.
+func (ss *session) tellUnknown(e *journal.Entry, what string) {
+	fmt.Fprintf(ss.dch.Stderr(), "postern: %s; its outcome is UNKNOWN (journal entry %s). Do not retry blindly: see \"postern journal show %s\"\r\n", what, e.ID, e.ID)
 	ss.dch.Close()
 }
 

@@ -165,7 +165,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *l
 		// The request may or may not have reached the host.
 		s.cfg.Journal.MarkUnknown(e.ID, journal.Unknown{Reason: journal.ReasonDispatchUnconfirmed, Detail: err.Error()})
 		ss.record(audit.EventCommandUnknown, e, map[string]string{"reason": journal.ReasonDispatchUnconfirmed})
-		ss.tellUnknown(e)
+		ss.tellUnknown(e, "the connection to "+info.target.Host+" was lost while the command was running")
 		uch.Close()
 		return
 	}

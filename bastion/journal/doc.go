@@ -33,7 +33,7 @@
 // users and JSON see:
 //
 //	RUNNING                                   started, no outcome yet, in the bastion that holds the journal
-//	COMPLETED                                 End (exited, signaled, closed_no_status), or resolved "ran"
+//	COMPLETED                                 End (exited, signaled; closed_no_status from earlier versions), or resolved "ran"
 //	RETRY_SAFE previous_action_not_started    End rejected, denied or failed_to_start, or resolved "not_started"
 //	STATUS_UNKNOWN inspect_activity_journal   unknown, unresolved or last resolved still_running or inconclusive
 //

@@ -24,7 +24,7 @@ const (
 const (
 	OutcomeExited         = "exited"           // exit-status ExitStatus
 	OutcomeSignaled       = "signaled"         // exit-signal Signal (CoreDumped, ErrorMsg)
-	OutcomeClosedNoStatus = "closed_no_status" // the upstream closed the channel cleanly without a status
+	OutcomeClosedNoStatus = "closed_no_status" // the upstream closed the channel without a status: written by earlier versions only, now ReasonNoStatus
 	OutcomeRejected       = "rejected"         // the upstream answered the request with failure
 	OutcomeDenied         = "denied"           // policy or approval said no; nothing was sent
 	OutcomeFailedToStart  = "failed_to_start"  // dial, authentication or channel open failed; nothing was sent
@@ -36,6 +36,7 @@ const (
 	ReasonBastionRestarted    = "bastion_restarted"    // found at Open: an earlier instance recorded no outcome
 	ReasonDispatchUnconfirmed = "dispatch_unconfirmed" // the request was sent but its reply never came
 	ReasonBastionStopped      = "bastion_stopped"      // the gateway stopped, after a grace period, while the command ran
+	ReasonNoStatus            = "no_status"            // the upstream closed the channel without an exit status or signal
 	// ReasonBastionNotRunning is never stored: OpenReadOnly shows entries
 	// that have no outcome this way, because no bastion holds the journal
 	// while a reader has it open. The next Open records bastion_restarted.
@@ -354,7 +355,7 @@ func (u *Unknown) validate() error {
 	switch {
 	case u.At.IsZero():
 		return fmt.Errorf("unknown outcome has no time")
-	case u.Reason != ReasonUpstreamLost && u.Reason != ReasonBastionRestarted && u.Reason != ReasonDispatchUnconfirmed && u.Reason != ReasonBastionStopped:
+	case u.Reason != ReasonUpstreamLost && u.Reason != ReasonBastionRestarted && u.Reason != ReasonDispatchUnconfirmed && u.Reason != ReasonBastionStopped && u.Reason != ReasonNoStatus:
 		return fmt.Errorf("unknown reason %q", u.Reason)
 	case u.LastPhase != PhaseIntent && u.LastPhase != PhaseDispatched:
 		return fmt.Errorf("unknown last phase %q", u.LastPhase)
