@@ -111,7 +111,10 @@
 //     stderr come down. A client that goes away does not end the command:
 //     the relay keeps reading its output (a command blocked on a full
 //     window would never exit) and closes its stdin, so the real end is
-//     still observed.
+//     still observed. A session with a terminal is hung up instead, as
+//     sshd hangs up the terminal of a connection that drops (the relay
+//     closes the channel: sshd releases the terminal, the kernel sends
+//     SIGHUP, and sshd still sends how the command ended).
 //  5. When the host closes the channel, the output is drained, the end is
 //     written (journal.End: exited with a status or signaled, with byte
 //     counts, the last 4 KiB of output and whether the client was gone) and audited (command_ended), and only

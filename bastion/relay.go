@@ -49,6 +49,10 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 		uch.CloseWrite()
 	}()
 	clientGone := later.done
+	hostDone := make(chan struct{})
+	if e.PTY {
+		go hangUpWhenGone(uch, clientGone, hostDone)
+	}
 	var ex exit
 	for req := range ureqs {
 		switch req.Type {
@@ -73,6 +77,7 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 			reply(req, false)
 		}
 	}
+	close(hostDone)
 	// The channel closed upstream: let the output drain, then decide what
 	// is known.
 	wg.Wait()
@@ -123,6 +128,22 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 	}
 	ss.dch.CloseWrite()
 	ss.dch.Close()
+}
+
+// hangUpWhenGone hangs up the terminal of a session whose client goes
+// before its command ends, as sshd does for a connection that drops: it
+// closes the channel, on which sshd releases the terminal (the kernel
+// sends SIGHUP to the command), and still sends how the command ended.
+// Closing a terminal's input tells its command nothing: it would wait on
+// the host, holding what it holds (a prompt, a lock), for as long as the
+// bastion runs. A signal request would not do: sshd refuses it for a
+// root login.
+func hangUpWhenGone(uch gossh.Channel, clientGone, hostDone <-chan struct{}) {
+	select {
+	case <-clientGone:
+		uch.Close()
+	case <-hostDone:
+	}
 }
 
 // unknown records that e's outcome cannot be observed, and tells the
