@@ -228,7 +228,13 @@ func (v *CardView) Text() string {
 	}
 	fmt.Fprintf(&b, "Requested by: %s\n", chainText(v.Requester))
 	if d := v.Destination; d != nil {
-		fmt.Fprintf(&b, "Destination: host key %s, verified by session-bind", d.Fingerprint)
+		// The bastion verifies the host in its own key exchange; an ssh
+		// client tells its agent what it verified with session-bind.
+		how := "session-bind"
+		if v.Relay != RelayNone {
+			how = "the bastion's own connection to the host, against known_hosts"
+		}
+		fmt.Fprintf(&b, "Destination: host key %s, verified by %s", d.Fingerprint, how)
 		if len(d.Names) > 0 {
 			fmt.Fprintf(&b, "; host inventory: %s", strings.Join(safetext.Fields(d.Names, safetext.Name), ", "))
 			if len(d.Classes) > 0 {

@@ -48,3 +48,25 @@ func TestRecordNamesTheRelayedSessionByItsKind(t *testing.T) {
 		t.Errorf("a shell recorded as %v", shell.Detail)
 	}
 }
+
+// A bastion card says how its destination was verified: by the bastion's
+// own connection to the host, against known_hosts. The bastion speaks no
+// session-bind (an ssh client sends it to its agent), and the card said it
+// had verified the host.
+func TestBastionCardSaysTheBastionVerifiedTheHost(t *testing.T) {
+	dest := &DestView{Fingerprint: "SHA256:abc", Names: []string{"prod-db"}}
+	for _, c := range []struct {
+		relay Relay
+		want  string
+	}{
+		{RelayExec, "Destination: host key SHA256:abc, verified by the bastion's own connection to the host, against known_hosts; host inventory: prod-db\n"},
+		{RelayShell, "Destination: host key SHA256:abc, verified by the bastion's own connection to the host, against known_hosts; host inventory: prod-db\n"},
+		{RelayNone, "Destination: host key SHA256:abc, verified by session-bind; host inventory: prod-db\n"},
+	} {
+		v := CardView{ID: "C1", Mode: "per-call", Subjects: []RunView{{ProcessView: ProcessView{Name: "agent", PID: 9}}},
+			Purpose: PurposeAuth, Relay: c.relay, Command: "uptime", Destination: dest}
+		if text := v.Text(); !strings.Contains(text, "\n"+c.want) {
+			t.Errorf("the card of a request relayed as %q, want the line %q:\n%s", c.relay, c.want, text)
+		}
+	}
+}
