@@ -141,6 +141,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		Relay:       r.Relay,
 		Command:     string(r.Command),
 		Terminal:    r.Terminal,
+		ProbeOf:     r.ProbeOf,
 		Created:     now.UTC(),
 		Expires:     now.Add(p.CardTimeout).UTC(),
 	}

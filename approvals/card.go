@@ -112,7 +112,8 @@ type CardView struct {
 	Relay     Relay     `json:"relay,omitempty"`
 	Command   string    `json:"command,omitempty"`
 	Terminal  bool      `json:"terminal,omitempty"`
-	Forwarded bool      `json:"forwarded"` // through a forwarded agent connection
+	ProbeOf   string    `json:"probe_of,omitempty"` // the journal entry a probe reads
+	Forwarded bool      `json:"forwarded"`          // through a forwarded agent connection
 	Covers    string    `json:"covers"`
 	Claim     []string  `json:"claimed_command,omitempty"` // the requester's argv: a claim, cut past maxClaim bytes (claimed)
 	Created   time.Time `json:"created"`

@@ -168,6 +168,9 @@ func requestEvent(typ audit.EventType, r *Request, d Decision) audit.Event {
 	if r.Relay != RelayNone {
 		detail["relay"] = string(r.Relay)
 	}
+	if r.ProbeOf != "" {
+		detail["probe_of"] = r.ProbeOf
+	}
 	if r.Command != nil {
 		detail["command"] = safetext.Bytes(r.Command, 0)
 	}

@@ -14,6 +14,10 @@ func (v *CardView) relayLine() string {
 		return "Command (relayed by the bastion, exactly): " + safetext.Field(v.Command, safetext.Command)
 	case RelaySubsystem:
 		return "Subsystem (relayed by the bastion, exactly): " + safetext.Field(v.Command, safetext.Command)
+	case RelayProbe:
+		// The probe is postern's own script, longer than a card shows:
+		// the card says what it does, whole.
+		return "Probe (sent by the bastion for postern journal resolve): reads the remote markers of journal entry " + safetext.Field(v.ProbeOf, safetext.Name) + ", and fences its run if it never started, so that it can no longer start; it runs nothing else"
 	case RelayShell:
 		if v.Terminal {
 			return "Shell (relayed by the bastion): a login shell with a terminal; the commands typed into it are not known now"

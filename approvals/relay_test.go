@@ -15,6 +15,9 @@ func TestCardNamesTheRelayedSessionByItsKind(t *testing.T) {
 	card := func(relay Relay, command string, terminal bool) string {
 		v := CardView{ID: "C1", Mode: "per-call", Subjects: []RunView{{ProcessView: ProcessView{Name: "agent", PID: 9}}},
 			Purpose: PurposeAuth, Relay: relay, Command: command, Terminal: terminal}
+		if relay == RelayProbe {
+			v.ProbeOf = "01JABCDEFGHJKMNPQRSTVWXYZ0"
+		}
 		return strings.Split(v.Text(), "\n")[1]
 	}
 	shell, piped := card(RelayShell, "", true), card(RelayShell, "", false)
@@ -24,6 +27,7 @@ func TestCardNamesTheRelayedSessionByItsKind(t *testing.T) {
 		{"the command (interactive shell)", card(RelayExec, "(interactive shell)", true), "Command (relayed by the bastion, exactly): (interactive shell)"},
 		{"the command (subsystem) sftp", card(RelayExec, "(subsystem) sftp", false), "Command (relayed by the bastion, exactly): (subsystem) sftp"},
 		{"the subsystem sftp", card(RelaySubsystem, "sftp", false), "Subsystem (relayed by the bastion, exactly): sftp"},
+		{"a probe", card(RelayProbe, strings.Repeat("probe script ", 100), false), "Probe (sent by the bastion for postern journal resolve): reads the remote markers of journal entry 01JABCDEFGHJKMNPQRSTVWXYZ0, and fences its run if it never started, so that it can no longer start; it runs nothing else"},
 	} {
 		if !strings.HasPrefix(c.line, c.want) {
 			t.Errorf("%s: the card's line after the question is %q, want it to start %q", c.name, c.line, c.want)

@@ -104,6 +104,9 @@ type Request struct {
 	Relay    Relay
 	Command  []byte
 	Terminal bool
+	// ProbeOf is the journal entry whose remote markers a RelayProbe
+	// request reads.
+	ProbeOf string
 	// RetryOf describes an earlier, identical command whose outcome is
 	// unknown: a retry always needs a person, on a card that shows it.
 	RetryOf string
@@ -134,6 +137,10 @@ const (
 	RelayExec      Relay = "exec"      // a command line
 	RelayShell     Relay = "shell"     // a login shell: its commands are not known in advance
 	RelaySubsystem Relay = "subsystem" // a subsystem, such as sftp
+	// RelayProbe is postern's own probe of a journal entry's remote
+	// markers (postern journal resolve): Command is the probe, ProbeOf
+	// the entry.
+	RelayProbe Relay = "probe"
 )
 
 // Action is what an allowed request leads to.

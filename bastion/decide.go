@@ -126,6 +126,9 @@ func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, acti
 	if retry != "" {
 		req.RetryEntry = e.RetryOf
 	}
+	if ss.probe != "" {
+		req.Relay, req.ProbeOf = approvals.RelayProbe, ss.probe
+	}
 	// The card is withdrawn if the client goes while it waits, or the ssh
 	// process behind it exits or runs another program; a decision made at
 	// once watches nothing.
@@ -140,7 +143,7 @@ func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, acti
 // port the client used for the host play no part. A probe is never
 // journaled, and asks nothing.
 func (ss *session) retryOf(e *journal.Entry, hostKey gossh.PublicKey) (*journal.Entry, error) {
-	if ss.probe || hostKey == nil {
+	if ss.probe != "" || hostKey == nil {
 		return nil, nil
 	}
 	t := journal.Target{User: ss.info.target.User, Host: ss.info.target.Host, Port: ss.info.target.Port}

@@ -20,7 +20,7 @@ import (
 // over a fresh connection to its host, and records what they show: the
 // command ran (with its status), is still running, never started, or the
 // evidence does not tell. The connection is approved like any other use
-// of a key, for requester, with the probe command on the card.
+// of a key, for requester, on a card that says it probes the entry.
 func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer) (*journal.Entry, error) {
 	e, err := s.cfg.Journal.Get(id)
 	if err != nil {
@@ -38,7 +38,7 @@ func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer)
 	}
 	t := Target{User: e.Target.User, Host: e.Target.Host, Port: e.Target.Port}
 	info := &connInfo{id: "resolve-" + e.ID, target: t, requester: requester}
-	ss := &session{s: s, info: info, probe: true, ctx: ctx}
+	ss := &session{s: s, info: info, probe: e.ID, ctx: ctx}
 	probeEntry := &journal.Entry{Kind: journal.KindExec, Command: []byte(probe)}
 	up, d, err := ss.upstreamFor(probeEntry)
 	switch {

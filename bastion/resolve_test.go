@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/internal/procid"
@@ -44,6 +45,10 @@ func resolveByProbe(t *testing.T, env map[string]string) {
 	reqs := w.decider.requests()
 	if probe := reqs[len(reqs)-1]; !strings.Contains(string(probe.Command), "postern-probe") || probe.Requester != requester {
 		t.Fatalf("the probe was approved as %q for %v", probe.Command, probe.Requester)
+	} else if probe.Relay != approvals.RelayProbe || probe.ProbeOf != e.ID {
+		// Its card says what it is, whole, where the script is longer
+		// than a card shows.
+		t.Fatalf("the probe was asked about as relay %q of entry %q, want a probe of %s", probe.Relay, probe.ProbeOf, e.ID)
 	}
 	if _, err := w.srv.Resolve(context.Background(), e.ID, requester); err == nil || !strings.Contains(err.Error(), "nothing to resolve") {
 		t.Fatalf("second Resolve: %v", err)

@@ -28,7 +28,7 @@ type session struct {
 	s     *Server
 	info  *connInfo
 	dch   gossh.Channel
-	probe bool            // Resolve's probe: not journaled, not a retry
+	probe string          // Resolve's probe: the entry it reads; not journaled, not a retry
 	ctx   context.Context // ends when the client goes (see waiting.go)
 }
 

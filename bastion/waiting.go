@@ -140,7 +140,7 @@ func (r *running) identical(j *journal.Journal, k string) *journal.Entry {
 // or being decided now. It counts e as being decided from now on, until
 // the bastion sends it (running.add) or refuses it (running.done).
 func (ss *session) runningIdentical(e *journal.Entry, hostKey gossh.PublicKey) string {
-	if ss.probe || hostKey == nil {
+	if ss.probe != "" || hostKey == nil {
 		return ""
 	}
 	t := journal.Target{User: ss.info.target.User, HostKey: hostKeyFingerprint(hostKey)}
