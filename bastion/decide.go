@@ -45,13 +45,14 @@ func (ss *session) upstreamFor(e *journal.Entry) (*upstream, *approvals.Decision
 	var hostKey gossh.PublicKey
 	signers := make([]gossh.Signer, len(keys))
 	gated := make([]*gatedSigner, len(keys))
+	deadline := &dialDeadline{timeout: s.cfg.DialTimeout}
 	for i, k := range keys {
-		gated[i] = &gatedSigner{key: k, keys: s.cfg.Keys, decide: func(k Key) approvals.Decision {
+		gated[i] = &gatedSigner{key: k, keys: s.cfg.Keys, deadline: deadline, decide: func(k Key) approvals.Decision {
 			return ss.decide(k, hostKey, e, approvals.ActionSign)
 		}}
 		signers[i] = gated[i]
 	}
-	client, hk, err := dialUpstream(info.target, s.cfg.KnownHosts, func(k gossh.PublicKey) { hostKey = k }, signers, s.cfg.DialTimeout, s.cfg.RequirePQKex)
+	client, hk, err := dialUpstream(info.target, s.cfg.KnownHosts, func(k gossh.PublicKey) { hostKey = k }, signers, deadline, s.cfg.RequirePQKex)
 	// The keys are offered in order and a refused signature ends the
 	// authentication, so the last decision taken is the one that counts:
 	// the key the host let in, the refusal, or an approved signature

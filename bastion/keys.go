@@ -54,6 +54,7 @@ type gatedSigner struct {
 	keys     KeySource
 	decide   func(key Key) approvals.Decision
 	decision *approvals.Decision // the decision taken, for the journal
+	deadline *dialDeadline       // lifted while the decision waits; nil: none
 }
 
 var _ ssh.MultiAlgorithmSigner = (*gatedSigner)(nil)
@@ -80,7 +81,12 @@ func (s *gatedSigner) Sign(r io.Reader, data []byte) (*ssh.Signature, error) {
 
 func (s *gatedSigner) SignWithAlgorithm(_ io.Reader, data []byte, algo string) (*ssh.Signature, error) {
 	locks := s.keys.Locks()
-	d := s.decide(s.key)
+	var d approvals.Decision
+	if s.deadline != nil {
+		s.deadline.waiting(func() { d = s.decide(s.key) })
+	} else {
+		d = s.decide(s.key)
+	}
 	s.decision = &d
 	if !d.Allow {
 		return nil, fmt.Errorf("%w (%s)", ErrDenied, d.Reason)

@@ -36,7 +36,10 @@ type Config struct {
 	// RequirePQKex refuses hosts that offer no post-quantum key exchange
 	// the bastion speaks (mlkem768x25519-sha256).
 	RequirePQKex bool
-	// DialTimeout bounds connecting and authenticating upstream.
+	// DialTimeout bounds connecting to the host, then its key exchange
+	// and authentication, not counting the time a decision waits for a
+	// person (card_timeout bounds that): the bound starts anew once the
+	// decision is taken.
 	DialTimeout time.Duration
 	// Keepalive is the interval of upstream keepalives; three misses end
 	// the connection. Default 15s.

@@ -61,10 +61,44 @@ func IsPQKex(name string) bool {
 // client would otherwise pick its own first choice).
 var fastCiphers = []string{"aes128-gcm@openssh.com", "aes256-gcm@openssh.com"}
 
+// dialDeadline bounds a dial: connecting, the key exchange and the
+// authentication, each step within its timeout, but not the time a
+// decision waits for a person, which card_timeout bounds (and may be the
+// longer): the deadline is lifted while a signature waits for its
+// decision, and set anew once it is taken.
+type dialDeadline struct {
+	timeout time.Duration
+
+	mu   sync.Mutex
+	conn net.Conn
+}
+
+// arm sets the deadline of c, the dial's connection, timeout from now.
+func (d *dialDeadline) arm(c net.Conn) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.conn = c
+	c.SetDeadline(time.Now().Add(d.timeout))
+}
+
+// waiting lifts the deadline while wait runs, then sets it anew.
+func (d *dialDeadline) waiting(wait func()) {
+	d.mu.Lock()
+	c := d.conn
+	d.mu.Unlock()
+	if c != nil {
+		c.SetDeadline(time.Time{})
+		defer d.arm(c)
+	}
+	wait()
+}
+
 // dialUpstream connects to t, verifies its host key (reporting it to
 // onVerified before authentication starts), and authenticates with
-// signers (each asking the approval decision before it signs).
-func dialUpstream(t Target, knownHosts []string, onVerified func(ssh.PublicKey), signers []ssh.Signer, timeout time.Duration, requirePQ bool) (*ssh.Client, ssh.PublicKey, error) {
+// signers (each asking the approval decision before it signs, under
+// deadline.waiting).
+func dialUpstream(t Target, knownHosts []string, onVerified func(ssh.PublicKey), signers []ssh.Signer, deadline *dialDeadline, requirePQ bool) (*ssh.Client, ssh.PublicKey, error) {
+	timeout := deadline.timeout
 	var verified ssh.PublicKey
 	cb, algos, err := hostKeyCheck(knownHosts, t, func(k ssh.PublicKey) {
 		verified = k
@@ -94,7 +128,7 @@ func dialUpstream(t Target, knownHosts []string, onVerified func(ssh.PublicKey),
 		tc.SetKeepAlive(true)
 		tc.SetKeepAlivePeriod(15 * time.Second)
 	}
-	conn.SetDeadline(time.Now().Add(timeout))
+	deadline.arm(conn)
 	c, chans, reqs, err := ssh.NewClientConn(conn, t.Addr(), cfg)
 	if err != nil {
 		conn.Close()
@@ -103,6 +137,9 @@ func dialUpstream(t Target, knownHosts []string, onVerified func(ssh.PublicKey),
 		}
 		return nil, nil, err
 	}
+	deadline.mu.Lock()
+	deadline.conn = nil // no decision waits any more
+	deadline.mu.Unlock()
 	conn.SetDeadline(time.Time{})
 	return ssh.NewClient(c, chans, reqs), verified, nil
 }

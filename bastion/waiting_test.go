@@ -400,3 +400,29 @@ func TestJournalRequesterNamesAreQuoted(t *testing.T) {
 		t.Fatalf("the journal names the requester %q, want %q", e.Requester, want)
 	}
 }
+
+// A card may wait for its answer as long as card_timeout, longer than
+// connecting to the host may take: the bound on dialing is no bound on
+// the person, and a command approved after it runs.
+func TestApprovalAnsweredPastTheDialTimeoutRuns(t *testing.T) {
+	w := newWorldWith(t, func(c *Config) { c.DialTimeout = 200 * time.Millisecond }, nil)
+	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
+	hold := make(chan struct{})
+	w.decider.mu.Lock()
+	w.decider.hold = hold
+	w.decider.mu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := w.run("uptime", nil)
+		done <- err
+	}()
+	w.waitAsked(1)
+	time.Sleep(time.Second) // the person reads the card
+	close(hold)
+	if err := <-done; err != nil {
+		t.Fatalf("the command approved after the dial's bound: %v; journal %+v", err, w.only().End)
+	}
+	if n := len(w.host.seen()); n != 1 {
+		t.Fatalf("the host saw %d sessions, want 1", n)
+	}
+}
