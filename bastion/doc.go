@@ -78,7 +78,7 @@
 // # Where the decision is asked
 //
 // A session on the client connection collects its terminal (pty-req) and
-// environment (env) requests and refuses X11 and agent forwarding; its
+// environment (env: the locale only, C, POSIX or UTF-8) requests and refuses X11 and agent forwarding; its
 // exec, shell or subsystem request is the command. The first command on a
 // client connection dials the host; each signature its public key
 // authentication needs asks the approval decision (approvals.Decider,

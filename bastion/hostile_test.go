@@ -22,7 +22,7 @@ func TestRelayBoundsTheEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sess.Close()
-	value := strings.Repeat("x", 1000)
+	value := strings.Repeat("x", 1000) + ".UTF-8"
 	accepted := 0
 	for i := range 1000 {
 		if sess.Setenv(fmt.Sprintf("LC_%d", i), value) == nil {
@@ -34,6 +34,47 @@ func TestRelayBoundsTheEnvironment(t *testing.T) {
 	}
 	if accepted == 0 {
 		t.Fatal("no environment variable accepted")
+	}
+}
+
+// A locale variable passes only with a value that names the C locale or a
+// UTF-8 one: under a locale whose multibyte characters hold a backslash
+// or a backquote byte (BIG5, GBK, Shift JIS), the host's shell reads the
+// command otherwise than the card showed it: the "\\" that escapes a
+// quote on the card is the end of a character there, and what the card
+// showed inside a string runs.
+func TestRelayPassesOnlyLocalesThatReadTheCommandAsTheCardShowed(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) { h.handle = func(s *hostSession) { s.exit(0) } })
+	sess, err := w.dial().NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	for _, c := range []struct {
+		name, value string
+		ok          bool
+	}{
+		{"LANG", "en_US.UTF-8", true},
+		{"LC_CTYPE", "C.utf8", true},
+		{"LC_COLLATE", "C", true},
+		{"LC_TIME", "POSIX", true},
+		{"LANGUAGE", "en_US:en", true},
+		{"LC_ALL", "zh_TW.BIG5", false},
+		{"LC_CTYPE", "ja_JP.SJIS", false},
+		{"LANG", "zh_CN.GBK", false},
+		{"LC_MESSAGES", "/home/x/locale", false},
+		{"LC_NUMERIC", "en_US.UTF-8 x", false},
+	} {
+		if err := sess.Setenv(c.name, c.value); (err == nil) != c.ok {
+			t.Errorf("%s=%s: accepted %v, want %v", c.name, c.value, err == nil, c.ok)
+		}
+	}
+	if err := sess.Run("true"); err != nil {
+		t.Fatal(err)
+	}
+	if env := w.host.seen()[0].Env; len(env) != 5 || env["LC_ALL"] != "" || env["LC_CTYPE"] != "C.utf8" || env["LANG"] != "en_US.UTF-8" {
+		t.Fatalf("the host was sent the environment %v", env)
 	}
 }
 

@@ -271,7 +271,7 @@ func TestRelayTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sess.Setenv("LC_POSTERN", "x y"); err != nil {
+	if err := sess.Setenv("LC_POSTERN", "en_US.UTF-8"); err != nil {
 		t.Fatal(err)
 	}
 	// Only the locale: BASH_ENV would run a file of the client's choice
@@ -313,7 +313,7 @@ func TestRelayTerminal(t *testing.T) {
 
 	s := w.host.seen()[0]
 	if s.Kind != "shell" || s.PTY == nil || s.PTY.Term != "xterm-256color" || s.PTY.Columns != 100 || s.PTY.Rows != 40 ||
-		s.PTY.Width != 800 || s.PTY.Height != 320 || s.Env["LC_POSTERN"] != "x y" || len(s.Env) != 1 {
+		s.PTY.Width != 800 || s.PTY.Height != 320 || s.Env["LC_POSTERN"] != "en_US.UTF-8" || len(s.Env) != 1 {
 		t.Fatalf("the host saw %+v, pty %+v", s, s.PTY)
 	}
 	if got := parseModes(t, s.PTY.Modes); len(got) != 2 || got[ssh.ECHO] != 0 || got[ssh.TTY_OP_ISPEED] != 38400 {

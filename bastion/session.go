@@ -82,12 +82,14 @@ func (ss *session) serve(dreqs <-chan *gossh.Request) *laterRequests {
 			reply(req, ok)
 		case "env":
 			// The card shows the command, not the environment: only the
-			// locale goes on (what OpenSSH sends and accepts by default);
-			// a variable such as BASH_ENV would change what runs.
+			// locale goes on (what OpenSSH sends and accepts by default),
+			// and only one under which the host's shell reads the command
+			// as the card showed it; a variable such as BASH_ENV would
+			// change what runs.
 			var m struct{ Name, Value string }
 			// Past a bound they are refused: the bastion holds them
 			// until the command starts.
-			ok := wellFormed(req.Type, req.Payload) && gossh.Unmarshal(req.Payload, &m) == nil && localeVar(m.Name) &&
+			ok := wellFormed(req.Type, req.Payload) && gossh.Unmarshal(req.Payload, &m) == nil && localeVar(m.Name) && localeValue(m.Name, m.Value) &&
 				len(envs) < maxEnvVars && envBytes+len(req.Payload) <= maxEnvBytes
 			if ok {
 				envs = append(envs, req.Payload)
@@ -129,6 +131,35 @@ func (ss *session) tellUnknown(e *journal.Entry, what string) {
 // LC_*.
 func localeVar(name string) bool {
 	return name == "LANG" || name == "LANGUAGE" || strings.HasPrefix(name, "LC_")
+}
+
+// localeValue reports whether value, given to the locale variable name,
+// leaves the command as the card showed it: the C or POSIX locale, or one
+// whose character set is UTF-8, named in the characters locale names are
+// made of. Under a locale whose multibyte characters hold the byte of a
+// backslash or a backquote (BIG5, GBK, Shift JIS) the shell reads other
+// commands in the same bytes: the backslash that escapes a quote on the
+// card ends a character there, and what the card showed inside a string
+// runs. LANGUAGE, a list of languages for messages, sets no character set.
+func localeValue(name, value string) bool {
+	if strings.ContainsFunc(value, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("_.@:-", r))
+	}) {
+		return false
+	}
+	if name == "LANGUAGE" {
+		return true
+	}
+	if strings.Contains(value, ":") {
+		return false
+	}
+	lang, _, _ := strings.Cut(value, "@")
+	_, charset, dotted := strings.Cut(lang, ".")
+	switch strings.ToLower(charset) {
+	case "utf-8", "utf8":
+		return true
+	}
+	return !dotted && (value == "" || value == "C" || value == "POSIX")
 }
 
 // maxEnvVars and maxEnvBytes bound the environment a client may pass on
