@@ -56,16 +56,18 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 	var ex exit
 	for req := range ureqs {
 		switch req.Type {
+		// The last report counts, in the journal as for the client, to
+		// which it alone is passed on.
 		case "exit-status":
 			var m struct{ S uint32 }
 			if gossh.Unmarshal(req.Payload, &m) == nil {
-				ex.status, ex.raw, ex.kind = &m.S, req.Payload, req.Type
+				ex = exit{status: &m.S, raw: req.Payload, kind: req.Type}
 			}
 			reply(req, true)
 		case "exit-signal":
 			var m exitSignal
 			if gossh.Unmarshal(req.Payload, &m) == nil {
-				ex.signal, ex.raw, ex.kind = &m, req.Payload, req.Type
+				ex = exit{signal: &m, raw: req.Payload, kind: req.Type}
 			}
 			reply(req, true)
 		default:

@@ -166,6 +166,28 @@ func TestRelayExitSignal(t *testing.T) {
 	}
 }
 
+// A host that reports a status and then a signal (or a signal, then a
+// status) is recorded as the client is told: by its last report, which
+// the relay passes on. The journal kept the status while ssh was told of
+// the signal.
+func TestRelayRecordsTheEndTheClientIsTold(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			s.ch.SendRequest("exit-status", false, ssh.Marshal(struct{ S uint32 }{0}))
+			s.killed("KILL", false, "")
+		}
+	})
+	_, _, err := w.run("deploy", nil)
+	var ee *ssh.ExitError
+	if !errors.As(err, &ee) || ee.Signal() != "KILL" {
+		t.Fatalf("err %v, want the signal KILL", err)
+	}
+	if e := w.only(); e.End.Outcome != journal.OutcomeSignaled || e.End.Signal != "KILL" {
+		t.Fatalf("the client was told of SIGKILL; the journal says %+v", e.End)
+	}
+}
+
 // stdin's EOF is a half-close: the host reads to the end of stdin and
 // still writes, and its output and status come back.
 func TestRelayStdinEOF(t *testing.T) {
