@@ -26,24 +26,13 @@ import (
 // connection to the SSH server.
 func (s *Server) accept(c *net.UnixConn) {
 	log := s.cfg.Log
-	helper, slot, err := safesocket.Admit(c, s.cfg.Procs, "bastion", log, s.cfg.Limits, s.cfg.Exhausted)
-	if err != nil {
-		if errors.Is(err, connlimit.ErrFull) {
-			fmt.Fprintf(c, "error %v\n", err)
-		}
-		c.Close()
+	helper, slot, t, ok := admitClient(c, s.cfg.Procs, log, s.cfg.Limits, s.cfg.Exhausted)
+	if !ok {
 		return
 	}
 	defer helper.Close()
 	if slot != nil {
 		defer slot.Release()
-	}
-	c.SetDeadline(time.Now().Add(30 * time.Second))
-	t, err := readPreamble(bufio.NewReaderSize(oneByte{c}, 16))
-	if err != nil {
-		fmt.Fprintf(c, "error %v\n", err)
-		c.Close()
-		return
 	}
 	if slot != nil {
 		defer slot.Busy()() // an SSH connection from now on: never pushed out
@@ -139,22 +128,50 @@ func clearDeadlineAfterHandshake(ctx gliderssh.Context, c net.Conn) {
 	}
 }
 
-// Refuse answers a client of the bastion's socket that no bastion can
-// serve now (its command journal is damaged, say): it admits the client
-// as the bastion would, reads its preamble, and answers "error" with msg,
-// which ssh shows. Nothing is journaled: nothing was sent.
-func Refuse(c *net.UnixConn, procs *procid.Table, log *slog.Logger, msg string) {
-	defer c.Close()
-	helper, err := procs.Admit(c, "bastion", log)
+// admitClient admits the client of the bastion's socket (its user, its
+// process pinned), counted against limits (nil: no bound) until the
+// caller releases its slot, and reads its preamble, within 30 seconds.
+// A client waiting to send it is idle: another of its user at the bound
+// pushes it out. When it fails, c is closed, the client told why where
+// it can be, and ok is false.
+func admitClient(c *net.UnixConn, procs *procid.Table, log *slog.Logger, limits *connlimit.Limiter, exhausted func(error)) (helper *procid.Peer, slot *connlimit.Slot, t Target, ok bool) {
+	helper, slot, err := safesocket.Admit(c, procs, "bastion", log, limits, exhausted)
 	if err != nil {
-		return
+		if errors.Is(err, connlimit.ErrFull) {
+			fmt.Fprintf(c, "error %v\n", err)
+		}
+		c.Close()
+		return nil, nil, Target{}, false
 	}
-	defer helper.Close()
 	c.SetDeadline(time.Now().Add(30 * time.Second))
-	t, err := readPreamble(bufio.NewReaderSize(oneByte{c}, 16))
+	t, err = readPreamble(bufio.NewReaderSize(oneByte{c}, 16))
 	if err != nil {
 		fmt.Fprintf(c, "error %v\n", err)
+		c.Close()
+		helper.Close()
+		if slot != nil {
+			slot.Release()
+		}
+		return nil, nil, Target{}, false
+	}
+	return helper, slot, t, true
+}
+
+// Refuse answers a client of the bastion's socket that no bastion can
+// serve now (its command journal is damaged, say): it admits the client
+// as the bastion would, within the same bound of connections (limits,
+// exhausted: Config.Limits, Config.Exhausted), reads its preamble, and
+// answers "error" with msg, which ssh shows. Nothing is journaled:
+// nothing was sent.
+func Refuse(c *net.UnixConn, procs *procid.Table, log *slog.Logger, limits *connlimit.Limiter, exhausted func(error), msg string) {
+	helper, slot, t, ok := admitClient(c, procs, log, limits, exhausted)
+	if !ok {
 		return
+	}
+	defer c.Close()
+	defer helper.Close()
+	if slot != nil {
+		defer slot.Release()
 	}
 	log.Warn("bastion: refusing a connection", "target", t.String(), "pid", helper.PID, "why", msg)
 	fmt.Fprintf(c, "error %s\n", strings.ReplaceAll(msg, "\n", " "))

@@ -164,7 +164,8 @@
 //
 // Config.Limits bounds each user's connections (a connection is idle, and
 // may be pushed out, only until its preamble is read). Refuse answers a
-// client that no bastion can serve (the gateway's journal is damaged).
+// client that no bastion can serve (the gateway's journal is damaged),
+// within the same bound.
 // Stop ends the bastion for a stopping gateway: new commands are refused,
 // running ones get a grace period, then are cut off and recorded unknown
 // (bastion_stopped).

@@ -120,12 +120,12 @@ func (g *Gateway) journalFault() *journalFault {
 // or refuses it.
 func (g *Gateway) serveBastionConn(c *net.UnixConn) {
 	if g.bastionHeld.Load() {
-		bastion.Refuse(c, g.procs, g.log, errBastionHeld.Error())
+		bastion.Refuse(c, g.procs, g.log, g.limits.bastion, g.exhausted, errBastionHeld.Error())
 		return
 	}
 	srv, fault := g.bastionNow()
 	if fault != nil {
-		bastion.Refuse(c, g.procs, g.log, fault.error().Error())
+		bastion.Refuse(c, g.procs, g.log, g.limits.bastion, g.exhausted, fault.error().Error())
 		return
 	}
 	srv.HandleConn(c)
