@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -96,9 +97,11 @@ func (j *Journal) Start(e *Entry) error {
 func (j *Journal) prepareStart(e *Entry) error {
 	switch {
 	case e.ID == "":
-		e.ID = NewID()
+		e.ID = j.ids.next(time.Now())
 	case !ValidID(e.ID):
 		return fmt.Errorf("cannot start a journal entry: %q is not a journal id (use NewID, or leave it empty)", e.ID)
+	default:
+		j.ids.after(e.ID)
 	}
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("cannot start journal entry %s: "+format, append([]any{e.ID}, args...)...)

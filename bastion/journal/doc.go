@@ -110,7 +110,8 @@
 //	unresolved       guard key ‖ id → "", for entries whose outcome is unknown (retried or not)
 //
 // Ids are 26 characters, time-sortable (see NewID), so entries iterate in
-// start order. The guard key is the hex SHA-256 of the length-prefixed
+// start order: a new entry's id sorts after every id the file holds, also
+// when the clock went back since some were made. The guard key is the hex SHA-256 of the length-prefixed
 // host key fingerprint, login user (LoginUser), kind and command hash: a
 // prefix scan finds the unresolved entries for one command on one host,
 // the last being the most recent. (Journals written before the guard went

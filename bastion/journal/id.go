@@ -36,8 +36,9 @@ type idGenerator struct {
 
 var ids idGenerator
 
-// NewID returns a new time-sortable ID. It is used for entries and is a
-// good choice for bastion instance ids too.
+// NewID returns a new time-sortable ID, a good choice for bastion
+// instance ids. A journal makes its entries' ids itself (Start): after
+// every id it holds, whatever the clock says.
 func NewID() string {
 	return ids.next(time.Now())
 }
@@ -68,6 +69,28 @@ func (g *idGenerator) next(t time.Time) string {
 		}
 	}
 	return encodeID(g.ms, g.hi, g.lo)
+}
+
+// after makes the ids g makes from now on sort after id (a valid id),
+// whatever the clock says: a journal's new entries sort after those it
+// holds, some of which may have been made while the clock was ahead.
+func (g *idGenerator) after(id string) {
+	ms, hi, lo := decodeID(id)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ms > g.ms || ms == g.ms && (hi > g.hi || hi == g.hi && lo > g.lo) {
+		g.ms, g.hi, g.lo = ms, hi, lo
+	}
+}
+
+// decodeID reads back what encodeID wrote, from a valid id.
+func decodeID(id string) (ms, hi, lo uint64) {
+	var a, b uint64 // the top 64 bits and the low 64 bits
+	for i := 0; i < idLen; i++ {
+		a = a<<5 | b>>59
+		b = b<<5 | uint64(crockfordValue[id[i]])
+	}
+	return a >> 16, a & (1<<16 - 1), b
 }
 
 // encodeID writes the 130-bit big-endian number 0‖ms[48]‖hi[16]‖lo[64]

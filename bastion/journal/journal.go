@@ -58,6 +58,7 @@ type Journal struct {
 	instance string
 	readOnly bool
 	now      func() time.Time
+	ids      idGenerator // new entries' ids, after every id the file holds
 
 	mu     sync.RWMutex // guards closed, and sends on ops
 	closed bool
@@ -289,6 +290,11 @@ func (j *Journal) prepare(tx *bolt.Tx) (err error) {
 	}
 	if err := markChecked(tx); err != nil {
 		return err
+	}
+	// New entries sort after those the file holds, also when the clock
+	// went back since some were made: a list shows the newest first.
+	if k, _ := tx.Bucket(bucketEntries).Cursor().Last(); k != nil && ValidID(string(k)) {
+		j.ids.after(string(k))
 	}
 
 	var stale []string

@@ -1083,3 +1083,29 @@ func TestListPages(t *testing.T) {
 		t.Fatalf("pages gave %v, want %v", got, ids)
 	}
 }
+
+// A journal may hold entries made while the clock was ahead (a clock set
+// wrong, then corrected; a machine restored from a snapshot): entries
+// made after the clock went back still sort after them, so that a list,
+// newest first, begins with the newest, where it hid them past its limit.
+func TestNewEntriesSortLastAfterTheClockWentBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j := openTest(t, path, "inst-A")
+	ahead := newEntry("made while the clock was a day ahead")
+	ahead.ID = encodeID(uint64(time.Now().Add(24*time.Hour).UnixMilli()), 0, 7)
+	mustStart(t, j, ahead)
+	j.Close()
+
+	j = openTest(t, path, "inst-B")
+	e := mustStart(t, j, newEntry("made after the clock went back"))
+	list, err := j.List(ListOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ID != e.ID {
+		t.Fatalf("the newest entry %s does not come first: the list begins with %s (%q)", e.ID, list[0].ID, list[0].Command)
+	}
+	if e2 := mustStart(t, j, newEntry("and the next")); e2.ID <= e.ID {
+		t.Fatalf("ids went backwards: %s after %s", e2.ID, e.ID)
+	}
+}
