@@ -145,7 +145,11 @@ func decodeBody(p []byte) (_ *body, err error) {
 	if !s.ReadUint8(&version) {
 		return nil, corrupt("body is empty")
 	}
-	if version != bodyVersion && version != bodyVersion2 {
+	switch {
+	case version > bodyVersion2:
+		// Authenticated: a later postern wrote it, nobody edited it.
+		return nil, newerFormat("body", version, bodyVersion2)
+	case version != bodyVersion && version != bodyVersion2:
 		return nil, corrupt("unknown body version %d", version)
 	}
 	anyCerts := false

@@ -71,11 +71,16 @@ var (
 	ErrKeyPassphrase = errors.New("wrong passphrase for the private key")
 )
 
-// corruptError explains why a file was rejected. It matches ErrCorrupt.
+// corruptError explains why a file was rejected. It matches ErrCorrupt,
+// so that nothing writes over the file.
 type corruptError struct {
 	path   string // empty while parsing bytes with no file attached
 	reason string
 	hint   string // what to do; a default is used when empty
+	// newer: the file is in a format a later postern writes, not
+	// damaged: what it holds is kept by upgrading, not by a backup or a
+	// new vault.
+	newer bool
 }
 
 const defaultCorruptHint = "restore it from a backup, or move it aside and create a new vault"
@@ -84,7 +89,23 @@ func corrupt(format string, args ...any) error {
 	return &corruptError{reason: fmt.Sprintf(format, args...)}
 }
 
+// newerFormat is a file of a format version (what) later than this
+// build reads.
+func newerFormat(what string, version, reads uint8) error {
+	return &corruptError{
+		reason: fmt.Sprintf("%s version %d is newer than this build reads (%d)", what, version, reads),
+		hint:   "upgrade postern to read it",
+		newer:  true,
+	}
+}
+
 func (e *corruptError) Error() string {
+	if e.newer {
+		if e.path == "" {
+			return "vault written by a newer postern: " + e.reason
+		}
+		return fmt.Sprintf("vault %s was written by a newer postern: %s; %s", e.path, e.reason, e.hint)
+	}
 	if e.path == "" {
 		return ErrCorrupt.Error() + ": " + e.reason
 	}

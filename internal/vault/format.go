@@ -154,11 +154,11 @@ func parsePrefix(b []byte) (header, int, error) {
 	if !s.ReadUint8(&version) || !s.ReadUint32(&size) {
 		return h, 0, corrupt("file is truncated inside the header")
 	}
-	if version != formatVersion {
-		return h, 0, &corruptError{
-			reason: fmt.Sprintf("format version %d is not supported (this build reads version %d)", version, formatVersion),
-			hint:   "upgrade postern to read it",
-		}
+	switch {
+	case version > formatVersion:
+		return h, 0, newerFormat("format", version, formatVersion)
+	case version != formatVersion:
+		return h, 0, corrupt("format version %d is none postern ever wrote", version)
 	}
 	if size == 0 || size > maxHeaderSize {
 		return h, 0, corrupt("header length %d is outside 1..%d", size, maxHeaderSize)
