@@ -117,8 +117,16 @@ func Load(path string) (*Inventory, error) {
 	return Parse(b)
 }
 
-// Parse reads an inventory file's contents, checking every host.
+// Parse reads an inventory file's contents, checking every host. A file
+// of a later version is refused as such before its contents are read:
+// what that version added would otherwise read as damage.
 func Parse(b []byte) (*Inventory, error) {
+	var v struct {
+		Version int `json:"version"`
+	}
+	if json.Unmarshal(b, &v) == nil && v.Version > version {
+		return nil, fmt.Errorf("host inventory: version %d, written by a newer postern (this build reads version %d): upgrade postern to read it", v.Version, version)
+	}
 	var f file
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

@@ -212,3 +212,23 @@ func TestParseBounded(t *testing.T) {
 		t.Fatalf("refusing a %d-byte file of %d hosts took %d MB", len(b), n, grew>>20)
 	}
 }
+
+// A file a newer postern wrote, with what that version added (a field of
+// the file or of a host), is refused as that version, whatever field
+// comes first: never as an unknown field, which reads as damage to mend
+// by hand.
+func TestNewerVersionIsNamed(t *testing.T) {
+	good := NewKey(newKey(t), "test", time.Now())
+	host := `{"name":"a","keys":[{"key":"` + good.Key + `","fingerprint":"` + good.Fingerprint + `"}],"labels":["x"]}`
+	for name, body := range map[string]string{
+		"new field":            `{"version":2,"hosts":[],"groups":{}}`,
+		"new host field":       `{"version":2,"hosts":[` + host + `]}`,
+		"version after hosts":  `{"hosts":[` + host + `],"version":2}`,
+		"new field, version 7": `{"groups":{},"version":7,"hosts":[]}`,
+	} {
+		_, err := Parse([]byte(body))
+		if err == nil || !strings.Contains(err.Error(), "newer postern") || !strings.Contains(err.Error(), "version") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
