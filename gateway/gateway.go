@@ -222,6 +222,10 @@ func New(opts Options) (*Gateway, error) {
 		keys:  g.keys,
 		epoch: loadEpoch(filepath.Join(stateDir, xdg.EpochFile)),
 		log:   g.log.Info,
+		warn:  g.log.Warn,
+	}
+	if err := g.vault.epoch.Err(); err != nil {
+		g.log.Error("vault epoch file not read", "err", err)
 	}
 	g.vault.checkOpened = g.checkOpened
 	g.vault.beforeLock = func() {

@@ -347,7 +347,7 @@ func (g *Gateway) Status() api.Status {
 		PID:     os.Getpid(),
 		Started: g.started.UTC().Format("2006-01-02T15:04:05Z"),
 		Socket:  g.opts.Socket,
-		Vault:   api.VaultStatus{State: state, Epoch: epoch, Path: g.vaultPath, NoPassword: noPassword},
+		Vault:   api.VaultStatus{State: state, Epoch: epoch, Path: g.vaultPath, NoPassword: noPassword, EpochError: errString(g.vault.epoch.Err())},
 		Config:  api.ConfigStatus{Path: g.configPath, Approval: g.approvalInForce(), Restored: g.restored},
 		Counts:  counts,
 	}

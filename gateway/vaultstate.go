@@ -42,6 +42,9 @@ type vaultState struct {
 	keys  *sshagent.Keyring
 	epoch *epochCounter
 	log   func(msg string, args ...any)
+	// warn, when set, says what went wrong that the gateway goes on
+	// through (an epoch not written to its file).
+	warn func(msg string, args ...any)
 
 	unlockMu sync.Mutex // serialises unlock attempts, so delays add up
 	mu       sync.Mutex
@@ -135,9 +138,12 @@ func (s *vaultState) stateLocked() api.VaultState {
 // bump increments the epoch; the caller holds s.mu.
 func (s *vaultState) bump(why audit.Reason) {
 	old := s.epoch.Get()
-	n := s.epoch.Bump()
+	n, err := s.epoch.Bump()
 	s.view.Store(&lockedAt{s.locked, n})
 	s.log("vault epoch changed", "epoch", n, "reason", why)
+	if err != nil && s.warn != nil {
+		s.warn("the vault epoch could not be written to its file: a restart may count it again", "path", s.epoch.path, "err", err)
+	}
 	for _, f := range s.onChange {
 		f(old, n, why)
 	}

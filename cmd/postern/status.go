@@ -44,6 +44,9 @@ func printStatus(out io.Writer, st *api.Status) {
 	} else {
 		fmt.Fprintf(out, "vault     %s (epoch %d) %s\n", st.Vault.State, st.Vault.Epoch, st.Vault.Path)
 	}
+	if st.Vault.EpochError != "" {
+		fmt.Fprintf(out, "          epoch file: %s\n", safetext.Field(st.Vault.EpochError, safetext.Line))
+	}
 	fmt.Fprintf(out, "config    %s (approval: %s)\n", st.Config.Path, st.Config.Approval)
 	for _, c := range st.Config.Pending {
 		fmt.Fprintf(out, "          waiting for approval (postern approve), the stricter policy in force: %s\n", safetext.Field(c, safetext.Line))

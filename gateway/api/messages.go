@@ -88,6 +88,10 @@ type VaultStatus struct {
 	// NoPassword: locked with no vault and no password (postern lock),
 	// which postern unlock from outside every run lifts with none.
 	NoPassword bool `json:"no_password,omitempty"`
+	// EpochError says what is wrong with the epoch file: it could not be
+	// read at start (the count went on from above any epoch it could
+	// have held), or the last epoch could not be written to it.
+	EpochError string `json:"epoch_error,omitempty"`
 }
 
 // VaultState is what the gateway reports about the vault.
