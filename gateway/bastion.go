@@ -78,11 +78,8 @@ func (g *Gateway) startBastion() error {
 		return nil
 	}
 	id, err := bastion.LoadIdentity(g.stateDir)
-	if err != nil {
-		return fmt.Errorf("bastion keys: %w", err)
-	}
-	if err := atomicfile.Write(filepath.Join(g.stateDir, xdg.BastionKnownHostsFile), []byte(id.KnownHostsLine()), 0o600); err != nil {
-		return fmt.Errorf("bastion known_hosts: %w", err)
+	if err == nil {
+		err = atomicfile.Write(filepath.Join(g.stateDir, xdg.BastionKnownHostsFile), []byte(id.KnownHostsLine()), 0o600)
 	}
 	known := cfg.KnownHosts
 	if len(known) == 0 {
@@ -96,7 +93,11 @@ func (g *Gateway) startBastion() error {
 			Limits: g.limits.bastion, RequirePQKex: cfg.RequirePQKex,
 		})
 	}
-	if err := g.openJournal(filepath.Join(g.stateDir, xdg.JournalFile), build); err != nil {
+	if err != nil {
+		// Its keys stop the bastion, not the agent: it listens, and
+		// refuses every command saying why.
+		g.bastionKeysFaulted(filepath.Join(g.stateDir, xdg.JournalFile), err)
+	} else if err := g.openJournal(filepath.Join(g.stateDir, xdg.JournalFile), build); err != nil {
 		return err
 	}
 	path, err := api.BastionSocket(cfg.Socket, g.opts.Socket)

@@ -40,20 +40,36 @@ type journalFault struct {
 	err     error
 	since   time.Time
 	damaged bool // the file is damaged: "postern journal new" applies
+	// keys: the bastion's own keys (its certificate authority, host key
+	// or known_hosts file) cannot be read or written; the journal was not
+	// opened.
+	keys bool
 }
 
 // The errors the control operations return while the bastion refuses:
-// the journal is damaged (a person decides), or cannot be used otherwise.
+// the journal is damaged (a person decides), or cannot be used otherwise,
+// or the bastion's keys cannot be.
 var (
 	errJournalDamaged = errors.New("the command journal is damaged and kept as it is; the bastion refuses commands until a person decides")
 	errJournalFault   = errors.New("the command journal cannot be used; the bastion refuses commands")
+	errBastionKeys    = errors.New("the bastion's keys cannot be used; the bastion refuses commands until they are mended or moved aside (new ones are made then) and the gateway restarts")
 )
 
 func (f *journalFault) error() error {
-	if f.damaged {
+	switch {
+	case f.keys:
+		return fmt.Errorf("%w: %v", errBastionKeys, f.err)
+	case f.damaged:
 		return fmt.Errorf("%w: %v", errJournalDamaged, f.err)
 	}
 	return fmt.Errorf("%w: %v", errJournalFault, f.err)
+}
+
+// bastionKeysFaulted makes the bastion refuse for err, about its keys:
+// the agent goes on. The journal at path is left closed and as it is.
+func (g *Gateway) bastionKeysFaulted(path string, err error) {
+	g.log.Error("the bastion refuses commands: its keys cannot be used; the agent goes on", "err", err)
+	g.journal.Store(&journalState{path: path, fault: &journalFault{err: err, since: time.Now(), keys: true}})
 }
 
 // openJournal opens the journal and builds the bastion on it. A journal
