@@ -71,11 +71,14 @@ type Engine struct {
 	approvers   []Approver
 	require     bool
 	contextFile string
-	onRunEnd    func(*Run)
-	audit       atomic.Pointer[Recorder]
-	clock       func() time.Time
-	ownNS       procid.Namespaces // the gateway's own namespaces
-	selfPID     int
+	// pastSaved: Stop wrote the display context for the next gateway, and
+	// nothing writes it after (e.mu).
+	pastSaved bool
+	onRunEnd  func(*Run)
+	audit     atomic.Pointer[Recorder]
+	clock     func() time.Time
+	ownNS     procid.Namespaces // the gateway's own namespaces
+	selfPID   int
 
 	policy atomic.Pointer[Policy]
 	hosts  atomic.Pointer[inventory.Inventory]

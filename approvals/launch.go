@@ -253,6 +253,8 @@ func (e *Engine) Restore() []*Run {
 // Stop records the refusals counted and not yet recorded, records the
 // live runs launched by "postern run", so that the next gateway can serve
 // their sockets again (and say it restarted), and forgets every grant.
+// The display context is not written after it: the gateway lets its
+// state directory go once it has stopped.
 func (e *Engine) Stop() {
 	e.flushAllRefusals()
 	e.mu.Lock()
@@ -270,4 +272,5 @@ func (e *Engine) Stop() {
 		}
 	}
 	e.savePastLocked()
+	e.pastSaved = true
 }

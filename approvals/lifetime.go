@@ -116,6 +116,9 @@ func (e *Engine) endGrantLocked(id string, g *Grant, reason audit.Reason) {
 }
 
 func (e *Engine) savePastLocked() {
+	if e.pastSaved {
+		return
+	}
 	if err := savePast(e.contextFile, e.past); err != nil {
 		e.log.Warn("cannot save display context", "err", err)
 	}
