@@ -83,15 +83,18 @@ func (h *header) marshal() []byte {
 
 func parseHeader(p []byte) (header, error) {
 	var h header
-	if len(p) != headerPayloadSize {
-		return h, fmt.Errorf("header payload is %d bytes, want %d", len(p), headerPayloadSize)
-	}
-	if string(p[:len(headerMagic)-1]) != headerMagic[:len(headerMagic)-1] {
+	if len(p) < len(headerMagic) || string(p[:len(headerMagic)-1]) != headerMagic[:len(headerMagic)-1] {
 		return h, errors.New("header magic is not POSTERN-AUDIT: this is not a postern audit log")
 	}
+	// The version before the size: a later version may have another.
 	h.version = p[len(headerMagic)-1]
-	if h.version != version1 && h.version != version2 {
-		return h, fmt.Errorf("header has format version %d, this reader knows versions %d and %d", h.version, version1, version2)
+	switch {
+	case h.version > currentVersion:
+		return h, fmt.Errorf("%w: format version %d, and this build reads versions %d and %d: upgrade postern to read it", ErrNewerFormat, h.version, version1, version2)
+	case h.version != version1 && h.version != version2:
+		return h, fmt.Errorf("header has format version %d, which no postern wrote", h.version)
+	case len(p) != headerPayloadSize:
+		return h, fmt.Errorf("header payload is %d bytes, want %d", len(p), headerPayloadSize)
 	}
 	p = p[len(headerMagic):]
 	copy(h.logID[:], p[:16])

@@ -322,7 +322,7 @@ func scanForOpen(f *os.File, cfg Config) (*found, error) {
 	stop := errors.New("stop")
 	hs.onHeader = func(*header) error { return stop }
 	if err := hs.run(io.NewSectionReader(f, 0, fd.size0)); err != nil && err != stop {
-		return nil, fmt.Errorf("open audit log: %w", err)
+		return nil, fmt.Errorf("open audit log %s: %w", path, err)
 	}
 	if !hs.haveHdr {
 		// Nothing, zeros, or a header a crash cut short: a new log, unless

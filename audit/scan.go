@@ -244,6 +244,16 @@ func (sc *scanner) record(f *frame) error {
 			return nil
 		}
 		h, err := parseHeader(f.payload)
+		if errors.Is(err, ErrNewerFormat) {
+			// Not a finding: nothing here says the log is damaged.
+			switch {
+			case sc.seg != nil && sc.seg.path != "":
+				return fmt.Errorf("%s: %w", sc.seg.path, err)
+			case sc.segName() != "":
+				return fmt.Errorf("%s: %w", sc.segName(), err)
+			}
+			return err
+		}
 		if err != nil {
 			sc.failAt(f, FindingBadHeader, "%v", err)
 			return nil
