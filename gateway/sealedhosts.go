@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/postern/postern/audit"
@@ -81,7 +82,7 @@ func (g *Gateway) adoptSealedHosts(v *vault.Vault) {
 	if !damaged && bytes.Equal(g.engine.Hosts().Marshal(), sealed.Marshal()) {
 		return
 	}
-	aside := g.hostsPath + ".rewritten"
+	aside := freeName(g.hostsPath + ".rewritten")
 	if err := os.Rename(g.hostsPath, aside); err != nil && !errors.Is(err, os.ErrNotExist) {
 		g.log.Warn("cannot keep the rewritten host inventory aside", "err", err)
 	}
@@ -95,4 +96,20 @@ func (g *Gateway) adoptSealedHosts(v *vault.Vault) {
 	g.mu.Unlock()
 	g.log.Warn("the host inventory file is not the one sealed in the vault: the vault's is put back and in force", "path", g.hostsPath, "kept_at", aside)
 	g.engine.Record(audit.Event{Type: audit.EventPolicyRestored, Detail: map[string]string{"path": g.hostsPath, "kept_at": aside}})
+}
+
+// freeName is name, or, when something is there already (a file kept
+// aside before, which the person may not have looked at yet), name.2,
+// name.3, … : the first free one. The gateway alone writes its state
+// directory (gateway.lock), so the name stays free until it is used.
+func freeName(name string) string {
+	for n := 1; ; n++ {
+		try := name
+		if n > 1 {
+			try = name + "." + strconv.Itoa(n)
+		}
+		if _, err := os.Lstat(try); err != nil {
+			return try // free, or nothing to see there: the rename says
+		}
+	}
 }
