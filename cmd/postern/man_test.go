@@ -614,8 +614,9 @@ func TestManNamesRunSocket(t *testing.T) {
 }
 
 // TestManNamesEveryStateFile: every file of the state directory's table
-// (internal/xdg/state.go) is named as a path (.Pa …/NAME) on some page,
-// so that a person who finds it there can read what it is.
+// (internal/xdg/state.go) is named with its real path in the FILES
+// section of some page (.It Pa $XDG_STATE_HOME/postern/NAME), so that a
+// person who finds it there can read what it is.
 func TestManNamesEveryStateFile(t *testing.T) {
 	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "internal", "xdg", "state.go"), nil, 0)
 	if err != nil {
@@ -635,17 +636,20 @@ func TestManNamesEveryStateFile(t *testing.T) {
 	if err != nil || len(pages) == 0 {
 		t.Fatalf("no man pages: %v", err)
 	}
-	var all []byte
+	var files []byte // the FILES sections
 	for _, p := range pages {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		all = append(all, b...)
+		if _, sec, ok := strings.Cut(string(b), "\n.Sh FILES\n"); ok {
+			sec, _, _ = strings.Cut(sec, "\n.Sh ")
+			files = append(files, sec...)
+		}
 	}
 	for _, n := range names {
-		if !regexp.MustCompile(`(?m)Pa (\S*/)?` + regexp.QuoteMeta(n) + `( |$)`).Match(all) {
-			t.Errorf("no man page names the state file %s (.Pa $XDG_STATE_HOME/postern/%s)", n, n)
+		if !regexp.MustCompile(`(?m)^\.It Pa \$XDG_STATE_HOME/postern/` + regexp.QuoteMeta(n) + `( |$)`).Match(files) {
+			t.Errorf("no man page's FILES section names the state file %s (.It Pa $XDG_STATE_HOME/postern/%s)", n, n)
 		}
 	}
 }
