@@ -41,6 +41,11 @@ func (g *Gateway) openAudit(stateDir string) error {
 	// adds anything: a recovery and a checkpoint it wrote into an older
 	// copy would bring it up to the anchor for the next start.
 	anchor, anchorName, anchorErr := api.AnchorBeside(cfg.Path)
+	if anchorErr != nil && !errors.Is(anchorErr, fs.ErrNotExist) {
+		// The next checkpoint writes it anew; meanwhile an unlock holds
+		// the log to the anchor sealed in the vault.
+		g.log.Warn("the audit log's anchor cannot be read, so the log is not held to it as it opens", "err", anchorErr)
+	}
 	withAnchor := cfg
 	if anchorErr == nil {
 		withAnchor.Anchors = []audit.Anchor{anchor}
