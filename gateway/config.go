@@ -39,16 +39,20 @@ func readConfig(path string) (config.File, []byte, error) {
 }
 
 // loadApproved reads the approved configuration; ok is false when there
-// is none (the first start), or it no longer parses.
+// is none (the first start), or it cannot be read or no longer parses
+// (which is logged).
 func (g *Gateway) loadApproved() (config.File, []byte, bool) {
 	p := g.approvedPath()
 	b, err := smallfile.Read(p, config.MaxSize)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return config.File{}, nil, false
 	}
-	f, err := config.Parse(p, b)
+	var f config.File
+	if err == nil {
+		f, err = config.Parse(p, b)
+	}
 	if err != nil {
-		g.log.Warn("the approved configuration does not parse; the file's is taken as approved", "path", p, "err", err)
+		g.log.Warn("the approved configuration cannot be read; the file's is taken as approved", "path", p, "err", err)
 		return config.File{}, nil, false
 	}
 	return f, b, true
