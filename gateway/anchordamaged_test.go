@@ -33,3 +33,25 @@ func TestDamagedAuditAnchorIsLogged(t *testing.T) {
 		t.Fatalf("the gateway opened its audit log beside a damaged anchor and said nothing of it:\n%s", log.String())
 	}
 }
+
+// A vault generation anchor (vault.generation) that cannot be read is
+// written anew at the unlock, and the log says that this unlock made no
+// check that the vault is no older copy, naming the file.
+func TestDamagedVaultGenerationAnchorIsLogged(t *testing.T) {
+	dir := gatewayHome(t)
+	pass := []byte("anchor pass")
+	vaultPath := initTestVault(t, pass)
+	_, sock, stop := runGateway(t, dir)
+	unlockGateway(t, sock, pass)
+	stop()
+	anchor := vaultPath + ".generation"
+	if err := os.WriteFile(anchor, []byte("garbage\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log syncbuf.Buffer
+	_, sock, _ = runGatewayWith(t, dir, Options{Log: slog.New(slog.NewTextHandler(&log, nil))})
+	unlockGateway(t, sock, pass)
+	if !strings.Contains(log.String(), "level=WARN") || !strings.Contains(log.String(), anchor) {
+		t.Fatalf("the vault was unlocked beside a damaged generation anchor and the log says nothing of it:\n%s", log.String())
+	}
+}

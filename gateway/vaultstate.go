@@ -330,8 +330,15 @@ func (s *vaultState) finishUnlock(v *vault.Vault, err error, asks uint64) error 
 			return err
 		}
 	}
-	if err := v.Anchor(); err != nil {
-		s.log("cannot record the vault's generation beside it", "err", err)
+	warn := s.warn
+	if warn == nil {
+		warn = s.log
+	}
+	switch err := v.Anchor(); {
+	case errors.Is(err, vault.ErrAnchorDamaged):
+		warn("the vault was unlocked without the check that it is no older copy", "err", err)
+	case err != nil:
+		warn("cannot record the vault's generation beside it", "err", err)
 	}
 	// The data key first: the keys, decrypted, are then never left
 	// unwiped by a failure to take it.

@@ -93,19 +93,35 @@ func (a anchorState) check(path string, id [16]byte, gen uint64) error {
 }
 
 // raiseAnchor records generation gen of vault id at path, unless the
-// anchor already holds a later one of the same vault.
+// anchor already holds a later one of the same vault. An anchor that
+// cannot be read is written anew, and the error says what was found
+// there (matching ErrAnchorDamaged), so that the caller can say that no
+// rollback check was made.
 func raiseAnchor(path string, id [16]byte, gen uint64) error {
-	if aid, agen, ok, err := readAnchor(path); err == nil && ok && aid == id && agen >= gen {
+	aid, agen, ok, rerr := readAnchor(path)
+	if rerr == nil && ok && aid == id && agen >= gen {
 		return nil
 	}
 	line := fmt.Sprintf("%s %s %d\n", anchorMagic, hex.EncodeToString(id[:]), gen)
-	return atomicfile.Write(anchorPath(path), []byte(line), 0o600)
+	if err := atomicfile.Write(anchorPath(path), []byte(line), 0o600); err != nil {
+		return err
+	}
+	if rerr != nil {
+		return fmt.Errorf("%w: %w; it now records generation %d", ErrAnchorDamaged, rerr, gen)
+	}
+	return nil
 }
+
+// ErrAnchorDamaged: the generation anchor could not be read, so the vault
+// was opened without the check that it is no older copy; Anchor wrote it
+// anew.
+var ErrAnchorDamaged = errors.New("the vault's generation anchor could not be read, so the vault was not checked against it")
 
 // Anchor records the vault's generation in its anchor, if the anchor
 // holds an earlier one (or none): a gateway calls it after each unlock, so
 // that a vault no postern command has saved since the anchor appeared is
-// anchored too.
+// anchored too. An anchor that could not be read is written anew, and the
+// error matches ErrAnchorDamaged.
 func (v *Vault) Anchor() error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
