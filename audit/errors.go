@@ -18,8 +18,8 @@ var (
 	// record where one of them names one: an older copy of the log, or
 	// the log cut back. Log.Holds wraps it for the same two.
 	ErrBehindAnchor = errors.New("it is behind an anchor of it")
-	// ErrNewerFormat is returned for a log of a format version later than
-	// this build reads: sound, as far as it can tell, and not to be
-	// written to or moved aside; a later postern reads it.
-	ErrNewerFormat = errors.New("the audit log was written by a newer postern")
+	// ErrNewerFormat is returned for a log or a key file of a format
+	// version later than this build reads: sound, as far as it can tell,
+	// and not to be written to or moved aside; a later postern reads it.
+	ErrNewerFormat = errors.New("written by a newer postern")
 )

@@ -77,6 +77,10 @@ func readKeyFile(path string) (*keyState, error) {
 		return nil, fmt.Errorf("audit key file: %w", err)
 	}
 	defer clear(b)
+	if v := len(keyMagic) - 1; len(b) > v && bytes.HasPrefix(b, []byte(keyMagic[:v])) && b[v] > keyMagic[v] {
+		// Of a later size too, perhaps: the version is read first.
+		return nil, fmt.Errorf("audit key file %s: %w: version %d, and this build reads version %d: upgrade postern to read it", path, ErrNewerFormat, b[v], keyMagic[v])
+	}
 	if len(b) != keyFileSize || !bytes.HasPrefix(b, []byte(keyMagic)) {
 		return nil, fmt.Errorf("audit key file %s is not a postern audit key file (or is damaged)", path)
 	}

@@ -3,6 +3,8 @@ package audit
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -17,5 +19,21 @@ func TestNewerFormatIsNamed(t *testing.T) {
 	rep, err := Verify(bytes.NewReader(frame), VerifyOptions{})
 	if !errors.Is(err, ErrNewerFormat) || !strings.Contains(err.Error(), "version 3") {
 		t.Fatalf("a log of format version 3: report %+v, error %v", rep, err)
+	}
+}
+
+// An audit key file of a later version is refused as written by a newer
+// postern, naming the file and the version, where it was "not a postern
+// audit key file (or is damaged)".
+func TestNewerKeyFileIsNamed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.key")
+	b := append([]byte(keyMagic[:len(keyMagic)-1]), keyMagic[len(keyMagic)-1]+1)
+	b = append(b, make([]byte, keyFileSize+16)...)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := readKeyFile(path)
+	if err == nil || !errors.Is(err, ErrNewerFormat) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "version 2") {
+		t.Fatalf("a key file of version 2: %v", err)
 	}
 }
