@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"sync"
 
@@ -132,9 +133,15 @@ func (s *vaultState) sealSecret(name string, value []byte) (bool, error) {
 	if err := s.refuseOlder(v); err != nil {
 		return false, err
 	}
-	if old := v.Secret(name); bytes.Equal(old, value) {
-		clear(old)
+	old := v.Secret(name)
+	same := bytes.Equal(old, value)
+	version, newer := newerSealed(old, value)
+	clear(old)
+	switch {
+	case same:
 		return true, nil
+	case newer:
+		return false, fmt.Errorf("%w: %s is sealed in version %d", errNewerSealed, name, version)
 	}
 	if err := v.SetSecret(name, value); err != nil {
 		return false, err

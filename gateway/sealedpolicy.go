@@ -2,6 +2,9 @@ package gateway
 
 import (
 	"bytes"
+	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/postern/postern/approvals"
@@ -42,9 +45,36 @@ func (g *Gateway) sealApproved() {
 // seal seals value into the vault as name, if it is unlocked, and says
 // when it cannot.
 func (g *Gateway) seal(name string, value []byte, what string) {
-	if _, err := g.vault.sealSecret(name, value); err != nil {
+	_, err := g.vault.sealSecret(name, value)
+	switch {
+	case errors.Is(err, errNewerSealed):
+		g.log.Warn(what+" sealed in the vault is a newer postern's: it is left as it is, and this gateway seals none over it", "err", err)
+	case err != nil:
 		g.log.Warn("cannot seal "+what+" into the vault: the next unlock puts back the one sealed before", "err", err)
 	}
+}
+
+// errNewerSealed refuses to seal a value over one a newer postern sealed
+// in a version of its form this one does not read: going back to that
+// postern, it finds its own.
+var errNewerSealed = errors.New("a newer postern sealed it, in a form this one does not read")
+
+// newerSealed reports whether old, a value sealed in the vault, is of the
+// kind of value in a later version (the first two words of each, such as
+// "postern-host-inventory 1"), and that version.
+func newerSealed(old, value []byte) (int, bool) {
+	kind := func(b []byte) (string, int, bool) {
+		line, _, _ := bytes.Cut(b, []byte("\n"))
+		f := strings.Fields(string(line))
+		if len(f) < 2 {
+			return "", 0, false
+		}
+		n, err := strconv.Atoi(f[1])
+		return f[0], n, err == nil
+	}
+	ok, ov, okOld := kind(old)
+	nk, nv, okNew := kind(value)
+	return ov, okOld && okNew && ok == nk && ov > nv
 }
 
 // adoptSealedPolicy is called at unlock, with the vault v open and
@@ -137,6 +167,8 @@ func sealedIn(v *vault.Vault, name, prefix string, seal func()) ([]byte, bool) {
 	defer clear(sec)
 	raw, ok := bytes.CutPrefix(sec, []byte(prefix))
 	if !ok {
+		// None sealed yet is sealed now; one a newer postern sealed is
+		// not sealed over (seal says so).
 		go seal()
 		return nil, false
 	}
