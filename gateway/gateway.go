@@ -317,11 +317,11 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.vault.derived = func() { go trim.Trim() }
 
 	// Before the first write: another gateway may serve the directory.
-	release, err := lockStateDir(g.stateDir)
+	held, err := lockStateDir(g.stateDir)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer held.release()
 	// A write a crash interrupted leaves a temporary file; one old enough
 	// is no write in progress (the vault commands write without a
 	// gateway).
@@ -362,6 +362,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		g.opts.Ready()
 	}
 	g.handleSignals(g.srv.ctx)
+	held.stopping()
 	return g.shutdown()
 }
 
