@@ -166,6 +166,10 @@
 // may be pushed out, only until its preamble is read). Refuse answers a
 // client that no bastion can serve (the gateway's journal is damaged),
 // within the same bound.
+// RetireJournal closes the bastion's journal to commands, for a journal a
+// person replaces ("postern journal new"), only once every command
+// journaled through it has recorded its end there; a command that comes
+// after is refused.
 // Stop ends the bastion for a stopping gateway: new commands are refused,
 // running ones get a grace period, then are cut off and recorded unknown
 // (bastion_stopped).

@@ -62,6 +62,7 @@ type Server struct {
 	wg       sync.WaitGroup
 	sessions sessionCount // session channels being served
 	running  running      // commands started that may still run (waiting.go)
+	gate     journalGate  // commands whose end is still to be written (retire.go)
 
 	stopping atomic.Bool
 	mu       sync.Mutex

@@ -30,6 +30,9 @@ type session struct {
 	dch   gossh.Channel
 	probe string          // Resolve's probe: the entry it reads; not journaled, not a retry
 	ctx   context.Context // ends when the client goes (see waiting.go)
+	// entered: journalStart counted the command (Server.gate) until
+	// start returns, its end written.
+	entered bool
 }
 
 func (s *Server) handleSession(_ *gliderssh.Server, _ *gossh.ServerConn, nc gossh.NewChannel, ctx gliderssh.Context) {

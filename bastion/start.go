@@ -51,6 +51,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *l
 	// sent (s.running.add) or refused (s.running.done, before the client
 	// is told: it may send the same command again at once).
 	defer s.running.done(e)
+	defer ss.journaled()
 	log := s.cfg.Log.With("target", info.target.String())
 	// OpenSSH's sshd reads a command as a C string, and ends the whole
 	// connection on one that holds a NUL: every command running on it
@@ -190,9 +191,23 @@ func resolveAdvice(id string) string {
 	return fmt.Sprintf(`check the host, then run "postern journal resolve %s"`, id)
 }
 
+// journaled ends the count of a command journalStart began, once what
+// start and relay write of its end is written.
+func (ss *session) journaled() {
+	if ss.entered {
+		ss.s.gate.leave()
+	}
+}
+
 // journalStart commits the entry; when it cannot, the command is refused
 // (fail closed) and false is returned.
 func (ss *session) journalStart(req *gossh.Request, e *journal.Entry) bool {
+	if !ss.s.gate.enter() {
+		ss.s.running.done(e)
+		ss.refuse(req, "the command journal was replaced, and this connection was made with the one before; the command was not sent: connect again", ExitUnreachable)
+		return false
+	}
+	ss.entered = true
 	err := ss.s.cfg.Journal.Start(e)
 	if err == nil {
 		return true

@@ -188,14 +188,25 @@ func (g *Gateway) replaceJournal() (string, error) {
 	} else if !old.damaged {
 		return "", fmt.Errorf("%v: that is not damage a new journal mends; fix it and restart the gateway", old.err)
 	}
+	// A command records its end in the journal it started in: this one
+	// stays until every command journaled in it has, its end and retry
+	// guard read there (the bastion refuses new connections meanwhile).
+	if js.srv != nil {
+		if n := js.srv.RetireJournal(); n > 0 {
+			return "", fmt.Errorf("%d command(s) started through the bastion are still running, and record their end in this journal: it is kept until they end; run it again then", n)
+		}
+	}
 	// Recorded before it is done, as every approver's act: one the audit
 	// log cannot record is not done.
 	aside := journal.AsideName(js.path, time.Now())
 	if err := g.engine.Record(audit.Event{Type: audit.EventJournalReplaced, Detail: map[string]string{"path": js.path, "kept_at": aside, "damage": old.err.Error()}}); err != nil {
+		if js.srv != nil {
+			js.srv.KeepJournal()
+		}
 		return "", fmt.Errorf("the audit log cannot record starting a new command journal, so the damaged one is kept as it is: %w", err)
 	}
 	if js.j != nil {
-		js.j.Close() // commands still in flight on it fail to record: it is damaged
+		js.j.Close() // no command of the bastion writes to it any more
 		js.j = nil
 	}
 	if moved, err := journal.MoveAside(js.path, aside); !moved {

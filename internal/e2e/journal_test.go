@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -150,5 +151,63 @@ func TestJournalFollowSaysWhenTheGatewayGoes(t *testing.T) {
 				t.Fatalf("follow when the gateway was %s: %v, stderr %q", stop, err, stderr.String())
 			}
 		})
+	}
+}
+
+// "postern journal new" while a command started through the bastion
+// runs is refused: the command records its end in the journal it started
+// in, which stays open until it ends; then journal new starts a new one.
+// A new journal under a running command lost its end and its retry
+// guard.
+func TestJournalNewWaitsForRunningCommands(t *testing.T) {
+	b := newBastionWorld(t, "")
+	command := "read line; echo got $line; exit 3"
+	cmd := b.e.Command(b.sshd.OpenSSH.SSH, b.sshArgs(b.sshd.Port, command)...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	b.waitRunning(command)
+	scramble(t, b.e.Path("state", "postern", "journal.db"))
+	b.e.Run("postern", "journal", "list") // meets the damage
+	r := b.e.Run("postern", "journal", "new")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "1 command") || !strings.Contains(r.Stderr, "running") {
+		t.Fatalf("journal new while a command runs: %s", r)
+	}
+	io.WriteString(stdin, "done\n")
+	stdin.Close()
+	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != 3 || !strings.Contains(out.String(), "got done") {
+		t.Fatalf("the running command after journal new was refused: %v %q", err, out.String())
+	}
+	out2 := b.e.MustRun("postern", "journal", "new").Stdout
+	if !strings.Contains(out2, ".damaged-") {
+		t.Fatalf("journal new once the command ended: %s", out2)
+	}
+}
+
+// scramble overwrites every page of the bbolt file at path past its two
+// meta pages, under the gateway that holds it.
+func scramble(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := os.Getpagesize()
+	for i := 2 * page; i < len(b); i++ {
+		b[i] = byte(i*7 + 3)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(b[2*page:], int64(2*page)); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,0 +1,54 @@
+package bastion
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// A journal is retired only once every command journaled through the
+// bastion has recorded its end; a command after it is refused, not
+// sent, and not journaled.
+func TestRetiredJournalRefusesCommands(t *testing.T) {
+	w := newWorld(t)
+	release := make(chan struct{})
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			<-release
+			s.exit(0)
+		}
+	})
+	ran := make(chan error, 1)
+	go func() {
+		sess, err := w.dial().NewSession()
+		if err == nil {
+			err = sess.Run("deploy")
+		}
+		ran <- err
+	}()
+	for deadline := time.Now().Add(time.Minute); len(w.entries()) == 0 || w.only().Dispatched.IsZero(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the command never ran")
+		}
+	}
+	if n := w.srv.RetireJournal(); n != 1 {
+		t.Fatalf("retired with a command running: %d running", n)
+	}
+	close(release)
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	if e := w.only(); e.End == nil {
+		t.Fatalf("the command's end was not journaled: %+v", e)
+	}
+	// Its session returns just after the client has its status.
+	for deadline := time.Now().Add(time.Minute); w.srv.RetireJournal() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("not retired once the command ended")
+		}
+	}
+	_, errText, err := w.run("uptime", nil)
+	if exitStatus(t, err) != ExitUnreachable || !strings.Contains(errText, "journal was replaced") || len(w.entries()) != 1 || len(w.host.seen()) != 1 {
+		t.Fatalf("a command after the journal was retired: %v, stderr %q, %d entries, %d sessions on the host", err, errText, len(w.entries()), len(w.host.seen()))
+	}
+}
