@@ -350,3 +350,15 @@ func TestRelayCountsASessionUntilTheClientClosesIt(t *testing.T) {
 		}
 	}
 }
+
+// The host name the client chose reaches the client's terminal escaped,
+// as every string a requester controls: a name holding a terminal reset
+// that cannot be dialled is refused in a message that names it escaped.
+func TestHostNameEscapedOnTheClientsStderr(t *testing.T) {
+	w := newWorld(t)
+	w.name = "evil\x1bc\x07.invalid"
+	_, errText, err := w.run("true", nil)
+	if exitStatus(t, err) != ExitUnreachable || strings.ContainsAny(errText, "\x1b\x07") || !strings.Contains(errText, `evil\x1bc\x07.invalid`) {
+		t.Fatalf("refused with %v, stderr %q", err, errText)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/internal/safetext"
 )
 
 // ExitDenied is the exit status a client sees when postern refused a
@@ -118,7 +119,7 @@ func (ss *session) serve(dreqs <-chan *gossh.Request) *laterRequests {
 // reached or trusted. The journal says exactly which.
 func (ss *session) refuse(req *gossh.Request, msg string, status int) {
 	reply(req, true)
-	io.WriteString(ss.dch.Stderr(), "postern: "+msg+"\r\n")
+	ss.tell(msg)
 	ss.dch.SendRequest("exit-status", false, gossh.Marshal(struct{ S uint32 }{uint32(status)}))
 	ss.dch.Close()
 }
@@ -126,8 +127,15 @@ func (ss *session) refuse(req *gossh.Request, msg string, status int) {
 // tellUnknown tells the client what happened (what) and that the outcome
 // is unknown, and sends no exit status, so that ssh exits 255.
 func (ss *session) tellUnknown(e *journal.Entry, what string) {
-	fmt.Fprintf(ss.dch.Stderr(), "postern: %s; its outcome is UNKNOWN (journal entry %s). Do not retry blindly: see \"postern journal show %s\"\r\n", what, e.ID, e.ID)
+	ss.tell(fmt.Sprintf("%s; its outcome is UNKNOWN (journal entry %s). Do not retry blindly: see \"postern journal show %s\"", what, e.ID, e.ID))
 	ss.dch.Close()
+}
+
+// tell writes msg on the client's stderr, a terminal, as a line of
+// postern's: what the client chose (the host's name) and what the host
+// or the network said (an error's words) are escaped in it.
+func (ss *session) tell(msg string) {
+	io.WriteString(ss.dch.Stderr(), "postern: "+safetext.Terminal(msg)+"\r\n")
 }
 
 // localeVar reports whether name is a locale variable: LANG, LANGUAGE or

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"unicode/utf8"
 
 	gossh "golang.org/x/crypto/ssh"
@@ -144,7 +143,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *l
 	}
 	if pty != nil {
 		if ok, _ := uch.SendRequest("pty-req", true, pty); !ok {
-			io.WriteString(ss.dch.Stderr(), "postern: the remote host refused a terminal\r\n")
+			ss.tell("the remote host refused a terminal")
 		}
 	}
 	for _, env := range envs {
