@@ -80,7 +80,9 @@ type DestView struct {
 	KnownHosts []string `json:"known_hosts_names,omitempty"`
 	Hashed     int      `json:"hashed_entries,omitempty"` // known_hosts entries whose names are hidden
 	Forwarding bool     `json:"forwarding"`
-	User       string   `json:"user_claimed,omitempty"` // the account the client names: a claim
+	// User is the account the client names: a claim, but for a bastion
+	// request, where it is the name the bastion logs in with.
+	User string `json:"user_claimed,omitempty"`
 }
 
 // CardView is what approvers are shown; "postern approve --list --json"
@@ -201,6 +203,9 @@ func (v *CardView) Text() string {
 	if l := v.relayLine(); l != "" {
 		b.WriteString(l + "\n")
 	}
+	if l := v.loginLine(); l != "" {
+		b.WriteString(l + "\n")
+	}
 	// So is a remote host asking: a notification or a dialog that cuts
 	// a long card still shows it.
 	if v.Forwarded {
@@ -273,7 +278,7 @@ func (v *CardView) Text() string {
 	// Whole, however long: an answer covers what this line says.
 	fmt.Fprintf(&b, "Covers: %s\n", safetext.Escape(v.Covers))
 	var claims []string
-	if v.Destination != nil && v.Destination.User != "" {
+	if v.Destination != nil && v.Destination.User != "" && v.Relay == RelayNone {
 		claims = append(claims, "user "+field(v.Destination.User))
 	}
 	if len(v.Claim) > 0 {

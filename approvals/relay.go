@@ -1,6 +1,10 @@
 package approvals
 
-import "github.com/postern/postern/internal/safetext"
+import (
+	"strings"
+
+	"github.com/postern/postern/internal/safetext"
+)
 
 // relayLine is the card's line for what a bastion request runs on the
 // host, or "". Its label comes from the kind of the session's request,
@@ -25,4 +29,20 @@ func (v *CardView) relayLine() string {
 		return "Shell (relayed by the bastion): a login shell with no terminal, running whatever the client sends on its input; those commands are not known now"
 	}
 	return ""
+}
+
+// loginLine says, for a bastion request, the account the bastion logs in
+// as: the name it sends the host, whole (a name cut would read like
+// another), and, for a name with a colon, the account OpenSSH's sshd
+// logs in, which reads what follows the first colon as a login style.
+func (v *CardView) loginLine() string {
+	if v.Relay == RelayNone || v.Destination == nil || v.Destination.User == "" {
+		return ""
+	}
+	u := v.Destination.User
+	l := "Login (by the bastion, exactly): user " + safetext.Quote(u, 0)
+	if account, _, styled := strings.Cut(u, ":"); styled {
+		l += ", which sshd logs in as " + safetext.Quote(account, 0) + " (what follows the colon is a login style)"
+	}
+	return l
 }

@@ -74,3 +74,23 @@ func TestBastionCardSaysTheBastionVerifiedTheHost(t *testing.T) {
 		}
 	}
 }
+
+// A bastion card shows the account the bastion logs in as, whole and
+// escaped, as what it will do, not as the client's claim: the bastion
+// sends exactly that name, and a name cut at 64 characters read like
+// another.
+func TestBastionCardShowsTheLoginUserWhole(t *testing.T) {
+	long := strings.Repeat("a", 70) + "\x1b[2Jroot"
+	for _, c := range []struct{ user, want string }{
+		{long, `Login (by the bastion, exactly): user "` + strings.Repeat("a", 70) + `\x1b[2Jroot"` + "\n"},
+		{"deploy:skey", `Login (by the bastion, exactly): user "deploy:skey", which sshd logs in as "deploy" (what follows the colon is a login style)` + "\n"},
+	} {
+		dest := &DestView{Fingerprint: "SHA256:abc", Names: []string{"prod-db"}, User: c.user}
+		v := CardView{ID: "C1", Mode: "per-call", Subjects: []RunView{{ProcessView: ProcessView{Name: "agent", PID: 9}}},
+			Purpose: PurposeAuth, Relay: RelayExec, Command: "uptime", Destination: dest}
+		text := v.Text()
+		if !strings.Contains(text, "\n"+c.want) || strings.Contains(text, "Claimed by the client: user") {
+			t.Errorf("the card of a bastion command as %q, want the line %q:\n%s", c.user, c.want, text)
+		}
+	}
+}
