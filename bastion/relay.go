@@ -120,8 +120,9 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 			ss.info.target.Host+" closed the command's channel without an exit status")
 		return
 	}
-	if _, err := s.cfg.Journal.End(e.ID, end); err != nil {
-		s.cfg.Log.Error("bastion: cannot journal the end of a command", "entry", e.ID, "err", err)
+	if _, err := s.changes.End(e.ID, end); err != nil {
+		s.cfg.Log.Error("bastion: cannot journal the end of a command; its entry reads RUNNING, and unknown once the gateway restarts", "entry", e.ID, "outcome", end.Outcome, "err", err)
+		ss.tell(fmt.Sprintf("the journal could not record how the command ended (%v): entry %s reads RUNNING, and unknown once the gateway restarts; the audit log records the end", err, e.ID))
 	}
 	s.cfg.Log.Info("bastion: command ended", "entry", e.ID, "outcome", end.Outcome, "status", end.ExitStatus, "signal", end.Signal, "client_gone", gone)
 	ss.record(audit.EventCommandEnded, e, map[string]string{"outcome": end.Outcome, "status": strconv.Itoa(end.ExitStatus), "signal": end.Signal, "client_gone": strconv.FormatBool(gone)})
@@ -158,8 +159,13 @@ func (ss *session) unknown(e *journal.Entry, reason, detail string) {
 // client what happened (what).
 func (ss *session) unknownTold(e *journal.Entry, reason, detail, what string) {
 	s := ss.s
-	if _, err := s.cfg.Journal.MarkUnknown(e.ID, journal.Unknown{Reason: reason, Detail: detail}); err != nil {
-		s.cfg.Log.Error("bastion: cannot journal an unknown outcome", "entry", e.ID, "err", err)
+	if ss.undispatched {
+		// The host accepted the request: the last phase says so.
+		ss.dispatched(e)
+	}
+	if _, err := s.changes.MarkUnknown(e.ID, journal.Unknown{Reason: reason, Detail: detail}); err != nil {
+		s.cfg.Log.Error("bastion: cannot journal an unknown outcome; its entry reads RUNNING, and unknown once the gateway restarts", "entry", e.ID, "err", err)
+		what += fmt.Sprintf("; the journal could not record that (%v)", err)
 	}
 	s.cfg.Log.Warn("bastion: outcome unknown", "entry", e.ID, "reason", reason)
 	ss.record(audit.EventCommandUnknown, e, map[string]string{"reason": reason})

@@ -63,6 +63,7 @@ type Server struct {
 	sessions sessionCount // session channels being served
 	running  running      // commands started that may still run (waiting.go)
 	gate     journalGate  // commands whose end is still to be written (retire.go)
+	changes  changes      // cfg.Journal's changes after a start (outcome.go)
 
 	stopping atomic.Bool
 	mu       sync.Mutex
@@ -80,7 +81,7 @@ func New(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, instance: cfg.Journal.Instance(), active: map[*connInfo]net.Conn{}}
+	s := &Server{cfg: cfg, instance: cfg.Journal.Instance(), active: map[*connInfo]net.Conn{}, changes: cfg.Journal}
 	s.ssh = &gliderssh.Server{
 		ServerConfigCallback: s.serverConfig,
 		ConnCallback: func(ctx gliderssh.Context, c net.Conn) net.Conn {

@@ -34,6 +34,9 @@ type session struct {
 	// entered: journalStart counted the command (Server.gate) until
 	// start returns, its end written.
 	entered bool
+	// undispatched: the host accepted the command, and the journal could
+	// not record it (outcome.go).
+	undispatched bool
 }
 
 func (s *Server) handleSession(_ *gliderssh.Server, _ *gossh.ServerConn, nc gossh.NewChannel, ctx gliderssh.Context) {

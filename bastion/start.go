@@ -93,21 +93,22 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *l
 			return
 		}
 		if ss.journalStart(req, e) {
-			s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeDenied, ErrorMsg: string(d.Reason)})
-			ss.refuse(req, fmt.Sprintf("denied (%s); the command was not sent (journal entry %s)", d.Reason, e.ID), ExitDenied)
+			note := ss.notSent(e, journal.End{Outcome: journal.OutcomeDenied, ErrorMsg: string(d.Reason)})
+			ss.refuse(req, fmt.Sprintf("denied (%s); the command was not sent (journal entry %s)%s", d.Reason, e.ID, note), ExitDenied)
 		}
 		return
 	case err != nil:
 		s.running.done(e)
 		log.Warn("bastion: command not started", "err", err)
+		note := ""
 		if e.RetryOf == "" && ss.journalStart(req, e) {
-			s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
+			note = ss.notSent(e, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
 		}
 		msg := err.Error() + " (the command was not sent)"
 		if errors.Is(err, ErrNoKeys) {
 			msg += `; unlock the vault with "postern unlock", or add a key with ssh-add`
 		}
-		ss.refuse(req, msg, ExitUnreachable)
+		ss.refuse(req, msg+note, ExitUnreachable)
 		return
 	}
 	// Only for someone waiting: the answer may have come after the client
@@ -115,10 +116,11 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *l
 	if err := ss.stillWaiting(); err != nil {
 		s.running.done(e)
 		log.Info("bastion: command not sent", "err", err)
+		note := ""
 		if e.RetryOf == "" && ss.journalStart(req, e) {
-			s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
+			note = ss.notSent(e, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
 		}
-		ss.refuse(req, err.Error(), ExitUnreachable)
+		ss.refuse(req, err.Error()+note, ExitUnreachable)
 		return
 	}
 	up.acquire()
@@ -131,14 +133,14 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *l
 	s.running.add(e)
 	log = log.With("entry", e.ID)
 	if err := ss.record(audit.EventCommandStarted, e, nil); err != nil {
-		s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
-		ss.refuse(req, "the audit log cannot record the command ("+err.Error()+"); it was not sent", ExitUnreachable)
+		note := ss.notSent(e, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
+		ss.refuse(req, "the audit log cannot record the command ("+err.Error()+"); it was not sent"+note, ExitUnreachable)
 		return
 	}
 	uch, ureqs, err := up.client.OpenChannel("session", nil)
 	if err != nil {
-		s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
-		ss.refuse(req, "opening a session on "+info.target.Host+": "+err.Error(), ExitUnreachable)
+		note := ss.notSent(e, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
+		ss.refuse(req, "opening a session on "+info.target.Host+": "+err.Error()+note, ExitUnreachable)
 		return
 	}
 	if pty != nil {
@@ -153,8 +155,8 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *l
 	if e.Marker {
 		wrapped, err := marker.Wrap(e.ID, cmd)
 		if err != nil {
-			s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
-			ss.refuse(req, "cannot wrap the command for remote markers: "+err.Error(), ExitUnreachable)
+			note := ss.notSent(e, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
+			ss.refuse(req, "cannot wrap the command for remote markers: "+err.Error()+note, ExitUnreachable)
 			uch.Close()
 			return
 		}
@@ -163,20 +165,20 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *l
 	ok, err := uch.SendRequest(kind, true, payload)
 	if err != nil {
 		// The request may or may not have reached the host.
-		s.cfg.Journal.MarkUnknown(e.ID, journal.Unknown{Reason: journal.ReasonDispatchUnconfirmed, Detail: err.Error()})
-		ss.record(audit.EventCommandUnknown, e, map[string]string{"reason": journal.ReasonDispatchUnconfirmed})
-		ss.tellUnknown(e, "the connection to "+info.target.Host+" was lost while the command was running")
+		ss.unknown(e, journal.ReasonDispatchUnconfirmed, err.Error())
 		uch.Close()
 		return
 	}
 	if !ok {
-		s.cfg.Journal.End(e.ID, journal.End{Outcome: journal.OutcomeRejected})
+		if note := ss.notSent(e, journal.End{Outcome: journal.OutcomeRejected}); note != "" {
+			ss.tell("the host refused the " + kind + " request" + note)
+		}
 		reply(req, false)
 		uch.Close()
 		ss.dch.Close()
 		return
 	}
-	s.cfg.Journal.Dispatched(e.ID)
+	ss.dispatched(e)
 	later.sendTo(uch)
 	reply(req, true)
 	log.Info("bastion: command started", "kind", kind, "marker", e.Marker)
