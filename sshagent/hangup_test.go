@@ -126,22 +126,7 @@ func TestWaitEndsWhenTheRequesterExecs(t *testing.T) {
 	d := &slowDecider{ended: make(chan struct{}), began: make(chan struct{})}
 	d.wait.Store(int64(time.Hour))
 	ts, pub, _ := deciding(t, d)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SSHAGENT_TEST_ASK="+ts.sock, "SSHAGENT_TEST_FRAME="+hex.EncodeToString(signFrame(pub, []byte("data"))))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	select {
-	case <-d.began:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the requester's request never reached the decision")
-	}
-	stdin.Write([]byte("\n")) // now run another program
+	execRequester(t, ts, pub, d.began)
 	select {
 	case <-d.ended:
 	case <-time.After(10 * time.Second):
@@ -173,4 +158,27 @@ func TestPipelinedRequestAfterASlowDecision(t *testing.T) {
 			t.Fatalf("reply %d does not sign %q: %v", i+1, data, err)
 		}
 	}
+}
+
+// execRequester starts a requester that asks ts to sign with pub, waits
+// until began shows the request reached the decision, and then has the
+// requester run another program (sleep) on its pid, the connection kept.
+func execRequester(t *testing.T, ts *testServer, pub ssh.PublicKey, began <-chan struct{}) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SSHAGENT_TEST_ASK="+ts.sock, "SSHAGENT_TEST_FRAME="+hex.EncodeToString(signFrame(pub, []byte("data"))))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	select {
+	case <-began:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the requester's request never reached the decision")
+	}
+	stdin.Write([]byte("\n")) // now run another program
 }
