@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
@@ -86,5 +87,29 @@ func TestNoSignatureLeavesAfterALockThatCameAsItWasRecorded(t *testing.T) {
 	}()
 	if typ, body := readAnswer(t, c); typ != msgFailure {
 		t.Fatalf("the agent was locked while the signature's record was made durable, and it answered %d %x", typ, body)
+	}
+}
+
+// The keyring itself refuses to sign on a decision made before a lock
+// and an unlock: the bastion signs its own logins through SignSince
+// alone, with no later check of the agent's to catch it.
+func TestSignSinceRefusesADecisionFromBeforeALock(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	id, err := NewIdentity(priv, nil, "added")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &Keyring{}
+	if err := k.Add(id); err != nil {
+		t.Fatal(err)
+	}
+	locks := k.Locks()
+	k.SetLocked(true)
+	k.SetLocked(false)
+	if sig, err := k.SignSince(locks, id, []byte("data"), 0); !errors.Is(err, ErrLocked) {
+		t.Fatalf("signed (%v, %v) on a decision made before a lock and unlock, want ErrLocked", sig, err)
+	}
+	if _, err := k.SignSince(k.Locks(), id, []byte("data"), 0); err != nil {
+		t.Fatalf("a decision made after the unlock: %v", err)
 	}
 }
