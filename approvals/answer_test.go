@@ -82,6 +82,39 @@ func TestSessionAnswerForALowerSubjectCheckedAgainstTheProposedRun(t *testing.T)
 	}
 }
 
+// A session answer that binds a subject above the one its card proposes
+// is refused from that subject's tree: the grant would cover the
+// approver, which would have approved a session for itself.
+func TestSessionAnswerForAHigherSubjectCheckedAgainstIt(t *testing.T) {
+	w := newWorld(t)
+	ch := w.decide(w.req(13))
+	c := w.card()
+	higher := -1
+	for i, s := range c.Subjects {
+		if s.PID == 5 {
+			higher = i
+		}
+	}
+	if c.Subjects[c.Selected].PID != 10 || higher < 0 {
+		t.Fatalf("card proposes pid %d, offers pid 5 at %d", c.Subjects[c.Selected].PID, higher)
+	}
+	// 17: started by pid 5, outside the proposed run's tree and the
+	// requester's, in a session of its own.
+	w.f.Set(17, 5, 170, w.f.Exe("postern", "postern"), "postern", "approve")
+	if err := w.e.Answer(c.ID, Answer{Verdict: VerdictSession, Subject: higher}, w.f.Peer(17)); !errors.Is(err, ErrSelfApprove) {
+		t.Fatalf("session answer binding pid 5, from pid 5's tree: %v", err)
+	}
+	if _, grants := w.e.Sessions(); len(grants) != 0 {
+		t.Fatalf("grants after the refused answer: %v", grants)
+	}
+	if err := w.e.Answer(c.ID, Answer{Verdict: VerdictSession, Subject: higher}, w.f.Peer(30)); err != nil {
+		t.Fatalf("from outside: %v", err)
+	}
+	if d := got(t, ch); !d.Allow {
+		t.Fatalf("decision %+v", d)
+	}
+}
+
 // A run can start a run of its own (postern run inside it): the card for
 // the inner run's request proposes the inner run, and an answer from the
 // outer run's tree, in a session of its own (setsid), is from inside a
