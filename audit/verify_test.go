@@ -511,7 +511,7 @@ func tornTail(t *testing.T, orig []byte) {
 				return
 			}
 		}
-		t.Skip("no record crosses a block boundary")
+		t.Fatal("no record crosses a block boundary: the log written above tests nothing here")
 	})
 	t.Run("zero bytes not on a block boundary are damage", func(t *testing.T) {
 		b := bytes.Clone(orig)

@@ -823,7 +823,7 @@ func TestUpstreamThatStopsReading(t *testing.T) {
 // keys stay listed, and the upstream's that do not fit are left out.
 func TestUpstreamListingFits(t *testing.T) {
 	if _, err := exec.LookPath("ssh-add"); err != nil {
-		t.Skip("no ssh-add")
+		t.Fatal("ssh-add is not installed (Debian package openssh-client; .ci/run installs it)")
 	}
 	_, k, _ := ed25519.GenerateKey(rand.Reader)
 	pub, _ := ssh.NewPublicKey(k.Public())

@@ -30,9 +30,7 @@ type nobodyWorld struct {
 
 func newNobodyWorld(t *testing.T, e *Env) *nobodyWorld {
 	need(t, "setpriv", "setsid", "git")
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to become an unprivileged user")
-	}
+	needRoot(t, "to become an unprivileged user")
 	dir := e.Path("nobody")
 	for _, d := range []string{"", "home", "home/.cache", "state", "config", "config/postern", "run", "work"} {
 		os.MkdirAll(filepath.Join(dir, d), 0o700)
