@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/postern/postern/internal/config"
 )
 
@@ -16,6 +18,9 @@ func TestLoosening(t *testing.T) {
 	base.Rules = []config.Rule{{Host: "prod-*", Approval: "per-call"}, {Exe: "*/trusted", Approval: "none"}}
 	base.SessionLifetime = config.Duration{Duration: time.Hour}
 	base.UnknownDestination = "per-call"
+	base.SessionScope = string(ScopeDestination)
+	base.Run.Hide = []string{"~/.aws", "~/.gnupg"}
+	base.Run.ReadOnly = nil
 	// known_hosts names nothing (the host inventory does); a file with
 	// @revoked lines refuses keys, so dropping it loosens.
 	dir := t.TempDir()
@@ -56,7 +61,12 @@ func TestLoosening(t *testing.T) {
 		{"lifetime removed", with(func(c *config.File) { c.SessionLifetime = config.Duration{} }), "→ unlimited"},
 		{"run writes more", with(func(c *config.File) { c.Run.ReadWrite = append(c.Run.ReadWrite, "~") }), "[run] read_write added: ~"},
 		{"run writes less", with(func(c *config.File) { c.Run.ReadWrite = nil }), ""},
+		{"run reads more", with(func(c *config.File) { c.Run.ReadOnly = []string{"~/.ssh"} }), "[run] read_only added: ~/.ssh"},
+		{"run hides less", with(func(c *config.File) { c.Run.Hide = []string{"~/.gnupg"} }), "[run] hide removed: ~/.aws"},
+		{"run hides more", with(func(c *config.File) { c.Run.Hide = []string{"~/.aws", "~/.gnupg"} }), ""},
+		{"session scope widened", with(func(c *config.File) { c.SessionScope = string(ScopeKey) }), "session_scope: destination → key"},
 		{"bastion enabled", with(func(c *config.File) { c.Bastion.Enabled = true }), "[bastion] enabled"},
+		{"bastion known_hosts changed", with(func(c *config.File) { c.Bastion.KnownHosts = []string{"/tmp/planted_hosts"} }), `[bastion] known_hosts: [] → ["/tmp/planted_hosts"]`},
 		{"require_pq_kex on", with(func(c *config.File) { c.Bastion.RequirePQKex = true }), ""},
 		{"upstream added", with(func(c *config.File) { c.Upstream = "/tmp/other.sock" }), `upstream: "" → "/tmp/other.sock"`},
 		{"upstream changes forwarded", with(func(c *config.File) { c.UpstreamChanges = "forward" }), "upstream_changes: refuse → forward"},
@@ -255,5 +265,41 @@ func TestAuditSyslogChangedIsLoosening(t *testing.T) {
 	f.Audit.Syslog = "tcp:logs.example:6514"
 	if got := strings.Join(Loosening(config.Defaults(), f), "; "); !strings.Contains(got, "[audit] syslog") {
 		t.Errorf("syslog set: Loosening = %q", got)
+	}
+}
+
+// While a looser file waits, what it would loosen stays as approved: a
+// known_hosts file with @revoked lines still refuses its keys, sessions
+// stay scoped to a destination, and grants keep their lifetime.
+func TestStrictestKeepsRevocationsScopeAndLifetime(t *testing.T) {
+	dir := t.TempDir()
+	plain, revoking := filepath.Join(dir, "plain"), filepath.Join(dir, "revoking")
+	const line = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+	os.WriteFile(plain, []byte("host-a "+line+"\n"), 0o600)
+	os.WriteFile(revoking, []byte("@revoked * "+line+"\n"), 0o600)
+	key, _, _, _, err := ssh.ParseAuthorizedKey([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := config.Defaults()
+	a.KnownHosts = []string{plain, revoking}
+	a.SessionScope = string(ScopeDestination)
+	a.SessionLifetime = config.Duration{Duration: time.Hour}
+	f := a
+	f.KnownHosts = []string{plain}
+	f.SessionScope = string(ScopeKey)
+	f.SessionLifetime = config.Duration{}
+	p, err := CompileStrictest(a, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Hosts.Lookup(key, nil).Revoked {
+		t.Error("while the change waits, a key an approved known_hosts file revokes is not refused")
+	}
+	if p.Scope != ScopeDestination {
+		t.Errorf("while the change waits, sessions are scoped to %s, want destination", p.Scope)
+	}
+	if p.Lifetime != time.Hour {
+		t.Errorf("while the change waits, grants last %s, want 1h0m0s", p.Lifetime)
 	}
 }
