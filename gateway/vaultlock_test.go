@@ -28,14 +28,7 @@ func TestLockStopsSigningWhileItWaitsForTheVault(t *testing.T) {
 		s.sealSecret("anchor", []byte("the latest anchor"))
 	}
 	s.start()
-	if err := s.Unlock(pass); err != nil {
-		t.Fatal(err)
-	}
-	ids, err := keys.Identities()
-	if err != nil || len(ids) != 1 {
-		t.Fatalf("identities %v, %v", ids, err)
-	}
-	pub := ids[0].Key
+	pub := unlockOne(t, s, keys, pass).Key
 
 	// A wrong passphrase holds the vault.
 	changed := make(chan error, 1)
@@ -158,4 +151,38 @@ func TestVaultChangeWithTheRightPassphraseEndsTheDelays(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("after a change with the right passphrase, %d failures still count toward the next delay", n)
 	}
+}
+
+// A lock wipes the vault's decrypted keys, not only hides them: with the
+// keyring's own lock lifted behind the vault's back, none of them is
+// listed, and the one looked up before the lock signs nothing.
+func TestLockWipesTheVaultsKeys(t *testing.T) {
+	pass := []byte("lock pass")
+	s, keys, _ := newVaultStateWithKey(t, pass, "signer")
+	s.start()
+	id := unlockOne(t, s, keys, pass)
+	if err := s.Lock(nil); err != nil {
+		t.Fatal(err)
+	}
+	keys.SetLocked(false)
+	if left, err := keys.Identities(); err != nil || len(left) != 0 {
+		t.Errorf("after the lock the keyring holds %d identities (%v), want none", len(left), err)
+	}
+	if sig, err := keys.SignSince(keys.Locks(), id, []byte("data"), 0); err == nil {
+		t.Errorf("the vault's key signed (%s) after the lock: its key material was kept", sig.Format)
+	}
+}
+
+// unlockOne unlocks s with pass and returns the one identity its vault
+// gives keys.
+func unlockOne(t *testing.T, s *vaultState, keys *sshagent.Keyring, pass []byte) *sshagent.Identity {
+	t.Helper()
+	if err := s.Unlock(pass); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := keys.Identities()
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("identities %v, %v", ids, err)
+	}
+	return ids[0]
 }
