@@ -1,7 +1,9 @@
 package approvals
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -213,6 +215,41 @@ func TestRunThatExecutedWhileNoGatewayRanIsNotRestored(t *testing.T) {
 	cfg.BootID = "boot-2"
 	if rs := NewEngine(cfg).Restore(); len(rs) != 0 {
 		t.Fatalf("pid %d executed another program between gateways, and was restored as run %s (label %q)", rs[0].Process.PID, rs[0].ID, rs[0].Label)
+	}
+}
+
+// A run whose pid went, while no gateway ran, to another process of the
+// same program is not restored, also from a file that names no address
+// space layout (one written before layouts were kept): the start time
+// tells the two apart.
+func TestRunWhosePidWasReusedWhileNoGatewayRanIsNotRestored(t *testing.T) {
+	w := newWorld(t)
+	w.launch("agent", 10)
+	w.e.Stop()
+	b, err := os.ReadFile(w.cfg.ContextFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var past []map[string]any
+	if err := json.Unmarshal(b, &past); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	for _, p := range past {
+		delete(p, "layout")
+	}
+	if b, err = json.Marshal(past); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w.cfg.ContextFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	claude, _ := w.f.Table.Inspect(10)
+	w.f.Kill(10)
+	w.f.Set(10, 5, 900, claude.Exe.Path, "claude")
+	cfg := w.cfg
+	cfg.BootID = "boot-2"
+	if rs := NewEngine(cfg).Restore(); len(rs) != 0 {
+		t.Fatalf("pid %d, another process since, was restored as run %s (label %q)", rs[0].Process.PID, rs[0].ID, rs[0].Label)
 	}
 }
 
