@@ -137,6 +137,36 @@ func TestCardOfARequesterThatExecsIsWithdrawn(t *testing.T) {
 	}
 }
 
+// A command asked for after the ssh process behind the connection ran
+// another program is refused before any decision: no card is put up
+// about the process the connection was made by, which is no longer there.
+func TestCommandOfARequesterThatExecutedIsNotDecided(t *testing.T) {
+	f, w, c := sshRequesterWorld(t)
+	w.decider.mu.Lock()
+	before := len(w.decider.asked)
+	w.decider.mu.Unlock()
+	sent := len(w.host.seen())
+	f.Exec(sshRequester, f.Exe("sleep", "sleep"), "sleep", "60")
+	sess, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go sess.Start("touch /tmp/never")
+	e := w.ended("touch /tmp/never")
+	if e.End.Outcome != journal.OutcomeDenied {
+		t.Fatalf("entry of a requester that ran another program: %+v", e.End)
+	}
+	w.decider.mu.Lock()
+	asked := w.decider.asked[before:]
+	w.decider.mu.Unlock()
+	if len(asked) != 0 {
+		t.Fatalf("%d decisions were asked about a requester that had run another program, want none", len(asked))
+	}
+	if n := len(w.host.seen()) - sent; n != 0 {
+		t.Fatalf("%d commands of the requester that ran another program reached the host", n)
+	}
+}
+
 // A decision that never waits on its context (a grant decides at once)
 // watches nothing: no re-check of the requester runs while it decides.
 // A requester that runs another program meanwhile still gets nothing
