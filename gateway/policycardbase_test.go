@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/vault"
 	"github.com/postern/postern/internal/xdg"
 )
@@ -29,17 +30,7 @@ func TestPolicyCardApprovedAgainstTheApprovedItShowed(t *testing.T) {
 	os.WriteFile(cfg, []byte(loose), 0o600)
 	os.WriteFile(filepath.Join(filepath.Dir(vaultPath), xdg.ApprovedConfigFile), []byte(rewritten), 0o600)
 
-	g, err := New(Options{Socket: filepath.Join(dir, "xdg_runtime_dir", "agent.sock")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.proposePending()
-	cards, _ := g.engine.Cards()
-	i := slices.IndexFunc(cards, func(v approvals.CardView) bool { return v.Kind == approvals.KindPolicyChange })
-	if i < 0 {
-		t.Fatalf("no policy change card at start: %+v", cards)
-	}
-	card := cards[i]
+	g, card := startPolicyCard(t, dir)
 	if strings.Contains(strings.Join(card.Changes, "; "), "approval") {
 		t.Fatalf("the card lists %q: the rewritten copy should hide the default's change", card.Changes)
 	}
@@ -54,11 +45,7 @@ func TestPolicyCardApprovedAgainstTheApprovedItShowed(t *testing.T) {
 	v.Wipe()
 	os.WriteFile(cfg, []byte(loose), 0o600)
 
-	peer, err := g.procs.Pin(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
+	peer := selfPeer(t, g)
 	g.engine.Answer(card.ID, approvals.Answer{Verdict: approvals.VerdictOnce, Subject: -1, Approver: "test"}, peer)
 
 	g.mu.Lock()
@@ -67,4 +54,57 @@ func TestPolicyCardApprovedAgainstTheApprovedItShowed(t *testing.T) {
 	if approved != strict || inForce == "none" {
 		t.Fatalf("card %s listed only %q, and its approval put in force approval %q (approved configuration %q)", card.ID, card.Changes, inForce, approved)
 	}
+}
+
+// Approving a policy change card puts in force the file the card was
+// judged on, and not a file rewritten since, which loosens more than the
+// card says (the watch has yet to judge it): the approval is refused,
+// and the approved configuration stays.
+func TestPolicyCardApprovalTakesNoFileWrittenSince(t *testing.T) {
+	const strict = "approval = \"per-call\"\n"
+	const loose = "approval = \"none\"\n"
+	const looser = "approval = \"none\"\n[run]\nread_write = [\"~/\"]\n"
+	pass := []byte("seal pass")
+	dir, cfg, _ := sealedConfig(t, pass, strict)
+	os.WriteFile(cfg, []byte(loose), 0o600)
+	g, card := startPolicyCard(t, dir)
+	os.WriteFile(cfg, []byte(looser), 0o600)
+	peer := selfPeer(t, g)
+	if err := g.engine.Answer(card.ID, approvals.Answer{Verdict: approvals.VerdictOnce, Subject: -1, Approver: "test"}, peer); err == nil {
+		t.Error("the approval of a card whose file was rewritten since was taken")
+	}
+	g.mu.Lock()
+	approved, rw := string(g.approvedRaw), g.config.Run.ReadWrite
+	g.mu.Unlock()
+	if approved == looser || slices.Contains(rw, "~/") {
+		t.Fatalf("card %s listed %q, and its approval put in force a file written since (read_write %q; approved %q)", card.ID, card.Changes, rw, approved)
+	}
+}
+
+// startPolicyCard makes the gateway of the state under dir, not started,
+// and returns it with the policy change card it proposes at start.
+func startPolicyCard(t *testing.T, dir string) (*Gateway, approvals.CardView) {
+	t.Helper()
+	g, err := New(Options{Socket: filepath.Join(dir, "xdg_runtime_dir", "agent.sock")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.proposePending()
+	cards, _ := g.engine.Cards()
+	i := slices.IndexFunc(cards, func(v approvals.CardView) bool { return v.Kind == approvals.KindPolicyChange })
+	if i < 0 {
+		t.Fatalf("no policy change card at start: %+v", cards)
+	}
+	return g, cards[i]
+}
+
+// selfPeer pins the test's own process, an approver outside every run.
+func selfPeer(t *testing.T, g *Gateway) *procid.Peer {
+	t.Helper()
+	peer, err := g.procs.Pin(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { peer.Close() })
+	return peer
 }
