@@ -102,6 +102,9 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 	if id != "" && (sub == "list" || sub == "follow" || sub == "new") {
 		return usagef("journal %s: unexpected argument %q", sub, id)
 	}
+	if id == "" && (sub == "show" || sub == "resolve") {
+		return usagef("journal %s: name an entry", sub)
+	}
 	if limit < 0 {
 		return usagef("journal %s: --limit takes a number of entries, 0 for all", sub)
 	}
@@ -137,9 +140,6 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 		case "list":
 			return listJournal(ctx, src, out, status, limit, asJSON)
 		case "show":
-			if id == "" {
-				return usagef("journal show: name an entry")
-			}
 			e, err := src.JournalEntry(ctx, id)
 			if err != nil {
 				return err
@@ -151,9 +151,6 @@ func cmdJournal(args []string, out, errw io.Writer) error {
 		}
 		return nil
 	case "resolve":
-		if id == "" {
-			return usagef("journal resolve: name an entry")
-		}
 		a := api.ResolveArgs{ID: id, Evidence: evidence}
 		n := 0
 		if given(fs, "ran") && (ran < 0 || ran > 255) {
