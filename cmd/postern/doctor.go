@@ -62,6 +62,9 @@ func cmdDoctor(args []string, out, errw io.Writer) error {
 	return nil
 }
 
+// findingRank orders a finding's statuses, the worst last.
+var findingRank = map[string]int{"ok": 0, "info": 1, "warn": 2, "fail": 3}
+
 // printFindings writes the findings, a line each and a line for each fix.
 // A detail can hold words of others (the name a notification service
 // gives itself, a configuration file's error): it is rendered whole
@@ -126,6 +129,21 @@ func statusFindings(st *api.Status) []finding {
 	add := func(check, status, detail, fix string) {
 		fs = append(fs, finding{Check: check, Status: status, Detail: detail, Fix: fix})
 	}
+	// also adds to a check's finding what else is wrong there: its status
+	// becomes the worse of both, so that a check is never "ok" beside
+	// what is broken in it.
+	also := func(check, status, detail, fix string) {
+		f := &fs[len(fs)-1]
+		if f.Check != check {
+			add(check, status, detail, fix)
+			return
+		}
+		if findingRank[status] > findingRank[f.Status] {
+			f.Status = status
+		}
+		f.Detail += "; " + detail
+		f.Fix = strings.TrimPrefix(f.Fix+"; "+fix, "; ")
+	}
 	add("gateway", "ok", fmt.Sprintf("pid %d, started %s", st.PID, st.Started), "")
 	reach := []string{}
 	for _, a := range st.Approvers {
@@ -148,6 +166,11 @@ func statusFindings(st *api.Status) []finding {
 	default:
 		add("vault", "info", fmt.Sprintf("none: keys added with ssh-add only (%s)", plural(st.Counts.Keys, "key")), `"postern vault init" keeps keys encrypted and starts the audit log`)
 	}
+	if e := st.Vault.EpochError; e != "" {
+		// An epoch the audit log names twice, or one not kept: the
+		// vault's own finding stays as it is.
+		also("vault", "warn", "the epoch file: "+e, "see what changed the file; the gateway counts on from above any epoch it held")
+	}
 	if st.Askpass.Error != "" {
 		add("askpass", "warn", "askpass approvals are off: "+st.Askpass.Error, "see what changed the program (a program of yours may have rewritten it), then restart the gateway")
 	}
@@ -161,6 +184,13 @@ func statusFindings(st *api.Status) []finding {
 	default:
 		add("audit", "warn", "off: approvals and signatures are not recorded", `postern vault init`)
 	}
+	if x := st.Audit.Syslog; x != nil && (x.Error != "" || x.Dropped > 0) {
+		detail := fmt.Sprintf("export to syslog %s: %d sent, %d dropped", x.Address, x.Sent, x.Dropped)
+		if x.Error != "" {
+			detail += ": " + x.Error
+		}
+		also("audit", "warn", detail, "check that the syslog daemon at "+x.Address+" listens and keeps up; the gateway retries it")
+	}
 	if e := st.Config.Error; e != "" {
 		if !strings.Contains(e, st.Config.Path) {
 			// Errors of the file name it, most of them already.
@@ -170,8 +200,14 @@ func statusFindings(st *api.Status) []finding {
 	} else {
 		add("config", "ok", fmt.Sprintf("%s (approval: %s)", st.Config.Path, st.Config.Approval), "")
 	}
+	if st.Config.Restored != "" {
+		also("config", "warn", st.Config.Restored, "see what rewrote the approved configuration in the state directory")
+	}
 	if st.Hosts.Error != "" {
 		add("hosts", "warn", st.Hosts.Path+" not read, so no host has a name and every login is asked about as strictly as any host rule could ask: "+st.Hosts.Error, "fix the file, or remove it and add the hosts again (postern hosts)")
+	}
+	if st.Hosts.Restored != "" {
+		also("hosts", "warn", st.Hosts.Restored, "see what rewrote the host inventory; compare the file kept aside with postern hosts list")
 	}
 	switch b := st.Bastion; {
 	case b == nil:

@@ -54,7 +54,9 @@ func TestDoctorShowsOthersWordsEscaped(t *testing.T) {
 // broken: an audit log it cannot write (every action is refused), an
 // askpass program found changed (askpass approvals are off: a program
 // may have rewritten it), a host inventory it cannot read (no host has a
-// name), a bastion that refuses every command.
+// name), a bastion that refuses every command, an epoch file it cannot
+// read or write, an export to syslog that fails or drops, a configuration
+// or an inventory found rewritten and put back at an unlock.
 func TestDoctorReportsWhatTheGatewaySaysIsBroken(t *testing.T) {
 	ok := func() *api.Status {
 		st := &api.Status{Approvers: []api.Approver{{Name: "console", Reachable: true, Detail: "1 attached"}}}
@@ -95,6 +97,21 @@ func TestDoctorReportsWhatTheGatewaySaysIsBroken(t *testing.T) {
 		{"bastion refusing", func(st *api.Status) {
 			st.Bastion.Refusing, st.Bastion.Since = "the journal is damaged", "2026-12-04T19:00:00Z"
 		}, "bastion", "fail", "journal is damaged"},
+		{"epoch file unreadable", func(st *api.Status) {
+			st.Vault.EpochError = "/s/epoch: unexpected end of file"
+		}, "vault", "warn", "/s/epoch: unexpected end of file"},
+		{"syslog unreachable", func(st *api.Status) {
+			st.Audit.Syslog = &api.SyslogStatus{Address: "udp://log:514", Error: "connection refused"}
+		}, "audit", "warn", "connection refused"},
+		{"syslog dropping", func(st *api.Status) {
+			st.Audit.Syslog = &api.SyslogStatus{Address: "udp://log:514", Sent: 5, Dropped: 7}
+		}, "audit", "warn", "7 dropped"},
+		{"configuration put back", func(st *api.Status) {
+			st.Config.Restored = "the approved configuration in the state directory was not the one sealed in the vault; the vault's was put back at 2026-12-04T19:00:00Z"
+		}, "config", "warn", "was not the one sealed"},
+		{"inventory put back", func(st *api.Status) {
+			st.Hosts.Restored = "the host inventory file was not the one sealed in the vault; the vault's was put back at 2026-12-04T19:00:00Z, the file found kept at /s/hosts.json.rewritten"
+		}, "hosts", "warn", "hosts.json.rewritten"},
 	} {
 		st := ok()
 		tt.break_(st)
