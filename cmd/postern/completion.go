@@ -25,7 +25,7 @@ flags. Load it with
 // usage texts and the flags each command line parses.
 var completionFlags = map[string]string{
 	"activity":        "--since --run --json --offline --passphrase-file",
-	"agent":           "-a -c -D -d -k -P -s -t --ensure --upstream",
+	"agent":           "-a -c -D -d -E -k -O -P -s -T -t -U --ensure --upstream",
 	"approve":         "--list --json --once --session --subject --line --socket",
 	"audit new":       "--passphrase-file",
 	"audit show":      "--since --run --json --offline --passphrase-file",
@@ -103,6 +103,18 @@ func commandNames() []string {
 	return names
 }
 
+// helpCommand is "postern help COMMAND": offered beside the commands,
+// and followed by their names.
+const helpCommand = "help"
+
+// firstNames are the words completion offers first: the commands, and
+// help.
+func firstNames(names []string) string {
+	all := append(slices.Clone(names), helpCommand)
+	slices.Sort(all)
+	return strings.Join(all, " ")
+}
+
 // firstWords are what completion offers right after a command: its
 // subcommands, then its own flags.
 func (c *completionCommand) firstWords() string {
@@ -121,7 +133,8 @@ func cmdCompletion(args []string, out, errw io.Writer) error {
 	case "bash":
 		fmt.Fprintf(out, "# bash completion for postern\n_postern() {\n")
 		fmt.Fprintf(out, "    local cur=\"${COMP_WORDS[COMP_CWORD]}\" words=\"\"\n")
-		fmt.Fprintf(out, "    if [ \"$COMP_CWORD\" -eq 1 ]; then\n        words=%q\n    else\n        case \"${COMP_WORDS[1]}\" in\n", strings.Join(names, " "))
+		fmt.Fprintf(out, "    if [ \"$COMP_CWORD\" -eq 1 ]; then\n        words=%q\n    else\n        case \"${COMP_WORDS[1]}\" in\n", firstNames(names))
+		fmt.Fprintf(out, "        %s) [ \"$COMP_CWORD\" -eq 2 ] && words=%q ;;\n", helpCommand, strings.Join(names, " "))
 		for _, n := range names {
 			c := cmds[n]
 			if len(c.subs) == 0 {
@@ -138,7 +151,8 @@ func cmdCompletion(args []string, out, errw io.Writer) error {
 		fmt.Fprintf(out, "    COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n")
 		fmt.Fprintf(out, "    [ ${#COMPREPLY[@]} -eq 0 ] && COMPREPLY=($(compgen -f -- \"$cur\"))\n    return 0\n}\ncomplete -F _postern postern\n")
 	case "zsh":
-		fmt.Fprintf(out, "#compdef postern\n# zsh completion for postern\n_postern() {\n    if (( CURRENT == 2 )); then\n        compadd -- %s\n        return\n    fi\n    case $words[2] in\n", strings.Join(names, " "))
+		fmt.Fprintf(out, "#compdef postern\n# zsh completion for postern\n_postern() {\n    if (( CURRENT == 2 )); then\n        compadd -- %s\n        return\n    fi\n    case $words[2] in\n", firstNames(names))
+		fmt.Fprintf(out, "        %s) (( CURRENT == 3 )) && compadd -- %s; return ;;\n", helpCommand, strings.Join(names, " "))
 		for _, n := range names {
 			c := cmds[n]
 			if len(c.subs) == 0 {
@@ -160,7 +174,8 @@ func cmdCompletion(args []string, out, errw io.Writer) error {
 		}
 		fmt.Fprintf(out, "    esac\n    _files\n}\ncompdef _postern postern\n")
 	case "fish":
-		fmt.Fprintf(out, "# fish completion for postern\ncomplete -c postern -f -n __fish_use_subcommand -a %q\n", strings.Join(names, " "))
+		fmt.Fprintf(out, "# fish completion for postern\ncomplete -c postern -f -n __fish_use_subcommand -a %q\n", firstNames(names))
+		fmt.Fprintf(out, "complete -c postern -f -n '__fish_seen_subcommand_from %s; and test (count (commandline -opc)) -eq 2' -a %q\n", helpCommand, strings.Join(names, " "))
 		for _, n := range names {
 			c := cmds[n]
 			// The command's own words, while none of its subcommands is
@@ -182,12 +197,15 @@ func cmdCompletion(args []string, out, errw io.Writer) error {
 	return nil
 }
 
-// fishFlags writes fish's completion of the long flags in words, under
-// the condition cond.
+// fishFlags writes fish's completion of the flags in words, long (--json)
+// and short (agent's -a), under the condition cond.
 func fishFlags(out io.Writer, cond, words string) {
 	for _, w := range strings.Fields(words) {
-		if strings.HasPrefix(w, "--") && len(w) > 2 {
+		switch {
+		case strings.HasPrefix(w, "--") && len(w) > 2:
 			fmt.Fprintf(out, "complete -c postern -n '%s' -l %s\n", cond, w[2:])
+		case len(w) == 2 && w[0] == '-' && w[1] != '-':
+			fmt.Fprintf(out, "complete -c postern -n '%s' -s %s\n", cond, w[1:])
 		}
 	}
 }

@@ -151,3 +151,60 @@ func TestCompletionOffersTheFlagsEachCommandLineTakes(t *testing.T) {
 		}
 	}
 }
+
+// Every option agent takes (ssh-agent's, as agentSpec spells them, and
+// its long ones) is offered after "postern agent -", in bash and in fish,
+// and "help" is offered as a command, followed by the command it is for.
+func TestCompletionOffersEveryWordTheCodeTakes(t *testing.T) {
+	var opts []string
+	for _, c := range strings.ReplaceAll(agentSpec, ":", "") {
+		opts = append(opts, "-"+string(c))
+	}
+	opts = append(opts, "--ensure", "--upstream")
+	bash := writeCompletion(t, "bash", "postern.bash")
+	fish := writeCompletion(t, "fish", "postern.fish")
+	complete := map[string]func(line string) []string{
+		"bash": func(line string) []string {
+			w := strings.Fields(line)
+			cword := len(w) - 1
+			if strings.HasSuffix(line, " ") {
+				w = append(w, "''")
+				cword++
+			}
+			prog := ". " + bash + "; COMP_WORDS=(" + strings.Join(w, " ") + "); COMP_CWORD=" + strconv.Itoa(cword) + "; _postern; printf '%s\\n' \"${COMPREPLY[@]}\""
+			out, err := exec.Command("bash", "-c", prog).CombinedOutput()
+			if err != nil {
+				t.Fatalf("bash: %q: %v %s", line, err, out)
+			}
+			return strings.Fields(string(out))
+		},
+		"fish": func(line string) []string {
+			cmd := exec.Command("fish", "--no-config", "-c", "source "+fish+"; complete -C '"+line+"'")
+			cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("fish: %q: %v %s", line, err, out)
+			}
+			var words []string
+			for l := range strings.Lines(string(out)) {
+				w, _, _ := strings.Cut(strings.TrimSpace(l), "\t")
+				words = append(words, w)
+			}
+			return words
+		},
+	}
+	for shell, comp := range complete {
+		got := comp("postern agent -")
+		for _, o := range opts {
+			if !slices.Contains(got, o) {
+				t.Errorf("%s: postern agent - offers %q, not %s, which agent takes", shell, got, o)
+			}
+		}
+		if got := comp("postern hel"); !slices.Equal(got, []string{"help"}) {
+			t.Errorf("%s: postern hel offers %q, want help", shell, got)
+		}
+		if got := comp("postern help va"); !slices.Equal(got, []string{"vault"}) {
+			t.Errorf("%s: postern help va offers %q, want vault", shell, got)
+		}
+	}
+}
