@@ -119,6 +119,9 @@ func wrapLine(line string, width int) []string {
 
 // termWidth is the width of w when it is a terminal, else 0 (no wrap).
 func termWidth(w io.Writer) int {
+	if c, ok := w.(*checkedWriter); ok {
+		w = c.w
+	}
 	f, ok := w.(*os.File)
 	if !ok || !isTerminal(f) {
 		return 0

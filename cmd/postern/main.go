@@ -93,7 +93,36 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run runs the command args name. Output that could not be written (a
+// full disk, a closed standard output) fails a command that did not fail
+// already: a script never takes what it got for the whole of it.
 func run(args []string, out, errw io.Writer) int {
+	o := &checkedWriter{w: out}
+	code := dispatch(args, o, errw)
+	if o.err != nil && code == exitOK {
+		errorf(errw, "%v", o.err)
+		return exitFailure
+	}
+	return code
+}
+
+// checkedWriter keeps the first error of writing to w: a command's
+// output goes on unchecked (fmt.Fprintf) and is judged once at the end.
+type checkedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	c.err = err
+	return n, err
+}
+
+func dispatch(args []string, out, errw io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(errw, usage)
 		errorf(errw, "name a command")
@@ -103,7 +132,7 @@ func run(args []string, out, errw io.Writer) int {
 	case "help":
 		if len(args) > 1 {
 			// "postern help vault" is "postern vault --help".
-			return run([]string{args[1], "--help"}, out, errw)
+			return dispatch([]string{args[1], "--help"}, out, errw)
 		}
 		fmt.Fprint(out, usage)
 		return exitOK
