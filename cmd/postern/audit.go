@@ -170,7 +170,7 @@ func auditVerify(args []string, out, errw io.Writer) error {
 		return err
 	}
 	if *asJSON {
-		printJSON(out, r)
+		printJSON(out, verifyJSON(r, pinFrom, anchors))
 	} else {
 		printReport(out, path, pinFrom, anchors, r)
 	}
@@ -178,6 +178,34 @@ func auditVerify(args []string, out, errw io.Writer) error {
 		return &exitError{exitAudit}
 	}
 	return nil
+}
+
+// verifiedJSON is what audit verify --json prints: the report, and, as
+// the text says, what pinned the first key and the anchors checked.
+type verifiedJSON struct {
+	*api.AuditReport
+	// PinnedBy is "--pin", or the pin file beside the log (which any
+	// program of the user can replace); "" when nothing pinned the key.
+	PinnedBy string       `json:"pinned_by,omitempty"`
+	Anchors  []anchorJSON `json:"anchors"`
+}
+
+// anchorJSON is an anchor the log was checked against, and where it came
+// from: "--anchor", "the vault", or the file beside the log.
+type anchorJSON struct {
+	From string `json:"from"`
+	api.AuditAnchor
+}
+
+func verifyJSON(r *api.AuditReport, pinFrom string, anchors []checkedAnchor) verifiedJSON {
+	v := verifiedJSON{AuditReport: r, Anchors: []anchorJSON{}}
+	if r.PK0Pinned {
+		v.PinnedBy = pinFrom
+	}
+	for _, a := range anchors {
+		v.Anchors = append(v.Anchors, anchorJSON{a.from, a.AuditAnchor})
+	}
+	return v
 }
 
 func printReport(out io.Writer, path, pinFrom string, anchors []checkedAnchor, r *api.AuditReport) {

@@ -357,7 +357,7 @@ var jsonListings = []struct {
 	{"postern-audit.1", api.AuditSession{}},
 	{"postern-audit.1", api.AuditEvent{}},
 	{"postern-audit.1", api.ActivityLine{}},
-	{"postern-audit.1", api.AuditReport{}},
+	{"postern-audit.1", verifiedJSON{}},
 	{"postern-hosts.1", api.Host{}},
 	{"postern-vault.1", api.VaultKey{}},
 	{"postern-journal.1", api.JournalEntry{}},
