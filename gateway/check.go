@@ -3,12 +3,14 @@ package gateway
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/procid"
+	"github.com/postern/postern/internal/safetext"
 )
 
 // opCheck dry-runs the policy in force ("postern check").
@@ -33,15 +35,23 @@ func (g *Gateway) opCheck(_ context.Context, _ *procid.Peer, a api.CheckArgs) (a
 	if strings.HasPrefix(a.Key, "SHA256:") {
 		c.Key = approvals.Key{Fingerprint: a.Key}
 	}
+	// A key named by its comment is the one key that has it: keys made on
+	// one machine share ssh-keygen's default comment, and rules name
+	// either by its fingerprint.
 	ids, _ := g.keys.Identities()
+	var named []string
 	for _, id := range ids {
 		fp := id.Fingerprint() // of the key a certificate certifies, as a request is decided
-		if a.Key != "" && (fp == a.Key || id.Comment == a.Key) {
-			confirm, _ := g.keys.Constraints(id)
-			c.Key = approvals.Key{Fingerprint: fp, Comment: id.Comment, Type: id.Key.Type(), Confirm: confirm}
-			res.Key, res.KeyHeld = fp+" ("+id.Comment+")", true
-			break
+		if a.Key == "" || (fp != a.Key && id.Comment != a.Key) || slices.Contains(named, fp) {
+			continue
 		}
+		named = append(named, fp)
+		confirm, _ := g.keys.Constraints(id)
+		c.Key = approvals.Key{Fingerprint: fp, Comment: id.Comment, Type: id.Key.Type(), Confirm: confirm}
+		res.Key, res.KeyHeld = fp+" ("+id.Comment+")", true
+	}
+	if len(named) > 1 {
+		return nil, badRequest(fmt.Errorf("key %s is the comment of %d keys the agent holds (%s): name one by its fingerprint", safetext.Quote(a.Key, safetext.Name), len(named), strings.Join(named, ", ")))
 	}
 	for _, e := range a.Exes {
 		x := procid.Exe{Path: e.Path}
