@@ -30,7 +30,7 @@ type Check struct {
 type CheckResult struct {
 	Mode    audit.Mode `json:"mode"`
 	Because string     `json:"because"`
-	Rules   []int      `json:"matching_rules,omitempty"` // 1-based
+	Rules   []int      `json:"matching_rules"` // 1-based; [] for none
 }
 
 // Check dry-runs the policy for c, as Decide would choose the mode.
@@ -40,7 +40,7 @@ func (p *Policy) Check(c Check) CheckResult {
 		progs[i] = program{path: x.Path, hash: x.Hash()}
 	}
 	f := &facts{names: c.Names, classes: c.Classes, anyHost: c.Unknown, key: c.Key, programs: func() []program { return progs }}
-	var res CheckResult
+	res := CheckResult{Rules: []int{}}
 	var why []string
 	strictest := audit.ModeNone
 	for i := range p.Rules {
