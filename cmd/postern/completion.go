@@ -132,7 +132,11 @@ func cmdCompletion(args []string, out, errw io.Writer) error {
 	switch args[0] {
 	case "bash":
 		fmt.Fprintf(out, "# bash completion for postern\n_postern() {\n")
-		fmt.Fprintf(out, "    local cur=\"${COMP_WORDS[COMP_CWORD]}\" words=\"\"\n")
+		fmt.Fprintf(out, "    local cur=\"${COMP_WORDS[COMP_CWORD]}\" words=\"\" i\n")
+		// After run's --, the words are the command's: a program, then
+		// its arguments.
+		fmt.Fprintf(out, "    if [ \"${COMP_WORDS[1]}\" = run ]; then\n        for ((i = 2; i < COMP_CWORD; i++)); do\n            [ \"${COMP_WORDS[i]}\" = -- ] || continue\n")
+		fmt.Fprintf(out, "            if [ $((i + 1)) -eq \"$COMP_CWORD\" ]; then COMPREPLY=($(compgen -c -- \"$cur\" | sort -u)); else COMPREPLY=($(compgen -f -- \"$cur\")); fi\n            return 0\n        done\n    fi\n")
 		fmt.Fprintf(out, "    if [ \"$COMP_CWORD\" -eq 1 ]; then\n        words=%q\n    else\n        case \"${COMP_WORDS[1]}\" in\n", firstNames(names))
 		fmt.Fprintf(out, "        %s) [ \"$COMP_CWORD\" -eq 2 ] && words=%q ;;\n", helpCommand, strings.Join(names, " "))
 		for _, n := range names {
@@ -155,6 +159,12 @@ func cmdCompletion(args []string, out, errw io.Writer) error {
 		fmt.Fprintf(out, "        %s) (( CURRENT == 3 )) && compadd -- %s; return ;;\n", helpCommand, strings.Join(names, " "))
 		for _, n := range names {
 			c := cmds[n]
+			if n == "run" {
+				// After run's --, the words are a command line of their
+				// own, completed as zsh completes one.
+				fmt.Fprintf(out, "        run)\n            local i=${words[(i)--]}\n            if (( i < CURRENT )); then shift i words; (( CURRENT -= i )); _normal; return; fi\n            compadd -- %s ;;\n", c.flags)
+				continue
+			}
 			if len(c.subs) == 0 {
 				if c.flags != "" {
 					fmt.Fprintf(out, "        %s) compadd -- %s ;;\n", n, c.flags)

@@ -41,6 +41,12 @@ func TestBashCompletion(t *testing.T) {
 		{"postern audit new --j", ""},
 		{"postern agent --en", "--ensure"},
 		{"postern completion f", "fish"},
+		// after run's --, the words are the command's: a program, then
+		// its arguments, never postern's flags
+		{"postern run --la", "--label"},
+		{"postern run -- --la", ""},
+		{"postern run --label x -- true --la", ""},
+		{"postern run -- ssh-keyge", "ssh-keygen"},
 	} {
 		w := strings.Fields(c.words)
 		prog := ". " + f + "; COMP_WORDS=(" + c.words + "); COMP_CWORD=" + strconv.Itoa(len(w)-1) + "; _postern; echo \"${COMPREPLY[*]}\""
@@ -205,6 +211,29 @@ func TestCompletionOffersEveryWordTheCodeTakes(t *testing.T) {
 		}
 		if got := comp("postern help va"); !slices.Equal(got, []string{"vault"}) {
 			t.Errorf("%s: postern help va offers %q, want vault", shell, got)
+		}
+	}
+}
+
+// The zsh script's choices, with compadd, _normal and _files standing in
+// for zsh's own (so that no terminal is needed): after run's --, the
+// words are handed to zsh as a command line of their own.
+func TestZshCompletionChoices(t *testing.T) {
+	f := writeCompletion(t, "zsh", "_postern")
+	for _, c := range []struct{ words, want string }{
+		{"postern run --l", "compadd --label --no-sandbox --socket --"},
+		{"postern run --label x -- ssh -l", "normal 2 ssh -l"},
+		{"postern run -- ssh", "normal 1 ssh"},
+		{"postern help v", "compadd " + strings.Join(commandNames(), " ")},
+	} {
+		w := strings.Fields(c.words)
+		prog := "compdef(){}; source " + f + "; compadd(){ print -r -- compadd ${@:2} }; _normal(){ print -r -- normal $CURRENT ${words[*]} }; _files(){}; " +
+			"words=(" + c.words + "); CURRENT=" + strconv.Itoa(len(w)) + "; _postern"
+		cmd := exec.Command("zsh", "-f", "-c", prog)
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != c.want {
+			t.Errorf("zsh: %q completes to %q (%v), want %q", c.words, out, err, c.want)
 		}
 	}
 }
