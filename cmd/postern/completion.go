@@ -107,12 +107,15 @@ func commandNames() []string {
 // and followed by their names.
 const helpCommand = "help"
 
-// firstNames are the words completion offers first: the commands, and
-// help.
+// topFlags are the flags postern takes in place of a command.
+var topFlags = []string{"--help", "--version"}
+
+// firstNames are the words completion offers first: the commands, help,
+// and the flags postern takes in place of a command.
 func firstNames(names []string) string {
 	all := append(slices.Clone(names), helpCommand)
 	slices.Sort(all)
-	return strings.Join(all, " ")
+	return strings.Join(append(all, topFlags...), " ")
 }
 
 // firstWords are what completion offers right after a command: its
@@ -186,6 +189,7 @@ func cmdCompletion(args []string, out, errw io.Writer) error {
 	case "fish":
 		fmt.Fprintf(out, "# fish completion for postern\ncomplete -c postern -f -n __fish_use_subcommand -a %q\n", firstNames(names))
 		fmt.Fprintf(out, "complete -c postern -f -n '__fish_seen_subcommand_from %s; and test (count (commandline -opc)) -eq 2' -a %q\n", helpCommand, strings.Join(names, " "))
+		fishFlags(out, "__fish_use_subcommand", strings.Join(topFlags, " "))
 		for _, n := range names {
 			c := cmds[n]
 			// The command's own words, while none of its subcommands is

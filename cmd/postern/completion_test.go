@@ -206,6 +206,12 @@ func TestCompletionOffersEveryWordTheCodeTakes(t *testing.T) {
 				t.Errorf("%s: postern agent - offers %q, not %s, which agent takes", shell, got, o)
 			}
 		}
+		if got := comp("postern --ver"); !slices.Equal(got, []string{"--version"}) {
+			t.Errorf("%s: postern --ver offers %q, want --version", shell, got)
+		}
+		if got := comp("postern --he"); !slices.Equal(got, []string{"--help"}) {
+			t.Errorf("%s: postern --he offers %q, want --help", shell, got)
+		}
 		if got := comp("postern hel"); !slices.Equal(got, []string{"help"}) {
 			t.Errorf("%s: postern hel offers %q, want help", shell, got)
 		}
