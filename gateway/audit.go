@@ -263,14 +263,12 @@ func (g *Gateway) closeAudit() {
 	}
 }
 
-// heldError is an audit log another process holds as the gateway opens
-// it. The state directory is this gateway's (statelock.go), so it is a
-// postern command that changes the vault or the log without a gateway
-// (vault passphrase, audit new) while it runs.
+// heldError is an audit log another running gateway holds: one gateway
+// serves a vault and its audit log.
 type heldError struct{ path string }
 
 func (e heldError) Error() string {
-	return fmt.Sprintf("the audit log %s is held by a postern command that changes the vault or the log", e.path)
+	return fmt.Sprintf("the audit log %s is held by another running gateway", e.path)
 }
 
 func (heldError) Unwrap() error { return api.ErrAuditLogHeld }

@@ -5,10 +5,8 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -89,32 +87,6 @@ func TestStateDirectoryIsTakenOnceTheStoppingGatewayLetsItGo(t *testing.T) {
 	// The newcomer does not say it stops: the next one is refused.
 	if _, err := lockStateDir(dir); !errors.Is(err, api.ErrStateHeld) {
 		t.Fatalf("a state directory the next gateway serves: %v", err)
-	}
-}
-
-// With the state directory its own, a gateway that finds the audit log
-// held finds it held by a postern command that changes the vault or the
-// log (they write without a gateway), not by another gateway: the
-// message says so, and names the log.
-func TestAuditLogHeldByACommandIsNotCalledAnotherGateway(t *testing.T) {
-	dir := gatewayHome(t)
-	initTestVault(t, []byte("pass"))
-	path := filepath.Join(dir, "xdg_state_home", "postern", "audit.log")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(Options{Socket: filepath.Join(dir, "xdg_runtime_dir", "agent.sock")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = g.Run(context.Background())
-	if !errors.Is(err, api.ErrAuditLogHeld) || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), "gateway") {
-		t.Fatalf("the gateway, with its audit log held by a command: %v", err)
 	}
 }
 

@@ -49,7 +49,7 @@ func hintFor(name string, err error) string {
 	case errors.Is(err, api.ErrStateHeld):
 		return `"postern status" shows the gateway that serves it, and eval "$(postern agent --ensure)" uses it; stop it to start this one, or give this one another $XDG_STATE_HOME`
 	case errors.Is(err, api.ErrAuditLogHeld) && name == "agent":
-		return "start the agent again once that command is done"
+		return `another gateway runs on this state directory's vault and audit log: "postern status" shows it, and eval "$(postern agent --ensure)" uses it; stop it to start this one`
 	case errors.Is(err, api.ErrAuditLogHeld):
 		return "the gateway that holds it does not answer at $SSH_AUTH_SOCK: name its agent socket with --socket, or stop it"
 	case errors.Is(err, api.ErrJournalBusy):
