@@ -317,11 +317,11 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.vault.derived = func() { go trim.Trim() }
 
 	// Before the first write: another gateway may serve the directory.
-	held, err := lockStateDir(g.stateDir)
+	release, err := lockStateDir(g.stateDir)
 	if err != nil {
 		return err
 	}
-	defer held.release()
+	defer release()
 	// A write a crash interrupted leaves a temporary file; one old enough
 	// is no write in progress (the vault commands write without a
 	// gateway).
@@ -362,7 +362,6 @@ func (g *Gateway) Run(ctx context.Context) error {
 		g.opts.Ready()
 	}
 	g.handleSignals(g.srv.ctx)
-	held.stopping()
 	return g.shutdown()
 }
 

@@ -1,16 +1,15 @@
 package gateway
 
 import (
-	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"errors"
+
+	"golang.org/x/crypto/ssh"
+
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/inventory"
@@ -57,36 +56,6 @@ func TestSecondGatewayOnTheStateDirectoryIsRefused(t *testing.T) {
 	}
 	if runErr == nil || !strings.Contains(runErr.Error(), filepath.Join(dir, "xdg_state_home", "postern")) {
 		t.Fatalf("the second gateway: %v; want an error naming the state directory", runErr)
-	}
-}
-
-// A gateway started while the one before it is still stopping ("postern
-// agent -k", which returns at once as ssh-agent -k does, then "postern
-// agent"; a service restarted) waits for it to let the state directory
-// go, and is not refused; one that serves on refuses the next at once.
-func TestStateDirectoryIsTakenOnceTheStoppingGatewayLetsItGo(t *testing.T) {
-	dir := t.TempDir()
-	first, err := lockStateDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	if _, err := lockStateDir(dir); !errors.Is(err, api.ErrStateHeld) {
-		t.Fatalf("a state directory a serving gateway holds: %v", err)
-	}
-	if waited := time.Since(start); waited > stateLockWait/2 {
-		t.Fatalf("refused after %v: a serving gateway is no reason to wait", waited)
-	}
-	first.stopping()
-	time.AfterFunc(500*time.Millisecond, first.release)
-	next, err := lockStateDir(dir)
-	if err != nil {
-		t.Fatalf("the state directory, let go half a second after its gateway said it stopped: %v", err)
-	}
-	defer next.release()
-	// The newcomer does not say it stops: the next one is refused.
-	if _, err := lockStateDir(dir); !errors.Is(err, api.ErrStateHeld) {
-		t.Fatalf("a state directory the next gateway serves: %v", err)
 	}
 }
 
