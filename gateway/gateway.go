@@ -192,6 +192,11 @@ func New(opts Options) (*Gateway, error) {
 	if err := xdg.EnsureDir(stateDir); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
+	// A write a crash interrupted leaves a temporary file; one old enough
+	// is no write in progress.
+	if removed, _ := atomicfile.RemoveTemps(stateDir, "", time.Minute); len(removed) > 0 {
+		opts.Log.Info("removed temporary files an interrupted write left", "dir", stateDir, "files", removed)
+	}
 	cfgPath, err := xdg.ConfigFile()
 	if err != nil {
 		return nil, err
@@ -316,18 +321,6 @@ func (g *Gateway) Run(ctx context.Context) error {
 	// and see no collection after it.
 	g.vault.derived = func() { go trim.Trim() }
 
-	// Before the first write: another gateway may serve the directory.
-	release, err := lockStateDir(g.stateDir)
-	if err != nil {
-		return err
-	}
-	defer release()
-	// A write a crash interrupted leaves a temporary file; one old enough
-	// is no write in progress (the vault commands write without a
-	// gateway).
-	if removed, _ := atomicfile.RemoveTemps(g.stateDir, "", time.Minute); len(removed) > 0 {
-		g.log.Info("removed temporary files an interrupted write left", "dir", g.stateDir, "files", removed)
-	}
 	g.vault.start()
 	if err := g.openAudit(g.stateDir); err != nil {
 		return err

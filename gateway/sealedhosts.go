@@ -100,8 +100,8 @@ func (g *Gateway) adoptSealedHosts(v *vault.Vault) {
 
 // freeName is name, or, when something is there already (a file kept
 // aside before, which the person may not have looked at yet), name.2,
-// name.3, … : the first free one. The gateway alone writes its state
-// directory (gateway.lock), so the name stays free until it is used.
+// name.3, … : the first free one. One gateway serves a vault (it holds
+// the vault's audit log), so the name stays free until it is used.
 func freeName(name string) string {
 	for n := 1; ; n++ {
 		try := name

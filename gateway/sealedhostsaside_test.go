@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,4 +64,18 @@ func TestEveryRewrittenHostInventoryIsKept(t *testing.T) {
 			t.Errorf("the %s of the host inventory, said kept at %s, is not there (%v; %d bytes there)", name, kept[i], err, len(b))
 		}
 	}
+}
+
+// hostKeyLine returns a new host key in authorized_keys form.
+func hostKeyLine(t *testing.T) string {
+	t.Helper()
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sshPub, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))
 }

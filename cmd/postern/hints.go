@@ -46,8 +46,6 @@ func hintFor(name string, err error) string {
 		return `"postern audit verify --vault" names the first bad record; with the gateway stopped, "postern audit new" moves the log and its keys aside and starts a new one`
 	case errors.Is(err, api.ErrAuditLogDamaged):
 		return `"postern audit verify" names the first bad record; with the gateway stopped, "postern audit new" moves the log and its keys aside and starts a new one`
-	case errors.Is(err, api.ErrStateHeld):
-		return `"postern status" shows the gateway that serves it, and eval "$(postern agent --ensure)" uses it; stop it to start this one, or give this one another $XDG_STATE_HOME`
 	case errors.Is(err, api.ErrAuditLogHeld) && name == "agent":
 		return `another gateway runs on this state directory's vault and audit log: "postern status" shows it, and eval "$(postern agent --ensure)" uses it; stop it to start this one`
 	case errors.Is(err, api.ErrAuditLogHeld):

@@ -84,10 +84,6 @@ type VaultCertInfo struct {
 // it.
 var ErrAuditLogHeld = errors.New("the audit log is held by a running gateway")
 
-// ErrStateHeld is returned by a gateway that is not started because
-// another running gateway serves its state directory.
-var ErrStateHeld = errors.New("the state directory is served by another running gateway")
-
 // ApplyVaultChange makes c on v, an open vault, and writes it. Each key
 // added or removed and a new passphrase is an event, given to record
 // (which stamps and appends it) before anything is written: when record

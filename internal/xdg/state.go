@@ -38,10 +38,6 @@ const (
 	// checkpoint, to be copied elsewhere ("postern audit verify
 	// --anchor").
 	AuditAnchorFile = "audit.anchor"
-	// GatewayLockFile is locked (flock) by the gateway that serves the
-	// state directory, for as long as it runs: one gateway writes its
-	// files.
-	GatewayLockFile = "gateway.lock"
 	// AgentLogFile is where a detached agent logs.
 	AgentLogFile = "agent.log"
 	// ApprovedConfigFile is the last configuration in force that no
