@@ -126,6 +126,20 @@ func TestStatusShowsConfigEscaped(t *testing.T) {
 	}
 }
 
+// Why the audit log cannot be written quotes the error of a file's path,
+// and the syslog address is the configuration's: status shows both
+// escaped, as why does.
+func TestStatusShowsAuditFailureEscaped(t *testing.T) {
+	var b bytes.Buffer
+	printStatus(&b, &api.Status{Audit: api.AuditStatus{Enabled: true, Path: "/s/audit.log",
+		Failing: "write /s/" + hostile + ": no space left on device", FailingSince: "2026-12-05T01:00:00Z",
+		Syslog: &api.SyslogStatus{Address: "unix:/run/" + hostile}}})
+	noRaw(t, "status's audit lines", b.String())
+	if n := strings.Count(b.String(), `ssh\n\x1b[2Jrequested by bash (1)\u202e`); n != 2 {
+		t.Fatalf("status shows the failure and the address escaped %d times, want 2:\n%s", n, b.String())
+	}
+}
+
 // The journal shows what the host and the client said escaped: the
 // signal name a host ended a command with, the user name the client
 // gave (cut on its own, so that the host stays in sight), and a

@@ -66,14 +66,14 @@ func printStatus(out io.Writer, st *api.Status) {
 	case st.Audit.Enabled:
 		fmt.Fprintf(out, "audit     %s (%s)\n", st.Audit.Path, plural(int(st.Audit.Records), "record"))
 		if st.Audit.Failing != "" {
-			fmt.Fprintf(out, "          FAILING since %s: %s\n", st.Audit.FailingSince, st.Audit.Failing)
+			fmt.Fprintf(out, "          FAILING since %s: %s\n", st.Audit.FailingSince, safetext.Field(st.Audit.Failing, safetext.Line))
 			fmt.Fprintf(out, "          every action is refused until the log can be written (%d so far); the gateway retries it\n", st.Audit.Refused)
 		}
 		if st.Audit.Anchor != "" {
 			fmt.Fprintf(out, "          anchor: %s\n", st.Audit.Anchor)
 		}
 		if x := st.Audit.Syslog; x != nil {
-			fmt.Fprintf(out, "          syslog %s: %d sent, %d dropped", x.Address, x.Sent, x.Dropped)
+			fmt.Fprintf(out, "          syslog %s: %d sent, %d dropped", safetext.Field(x.Address, safetext.Line), x.Sent, x.Dropped)
 			if x.Error != "" {
 				fmt.Fprintf(out, " (%s)", safetext.Terminal(x.Error))
 			}
