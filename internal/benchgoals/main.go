@@ -121,7 +121,15 @@ func show(v float64, unit string) string {
 	return strconv.FormatFloat(v, 'f', 1, 64) + " " + unit
 }
 
+// configuration says what the signing goals measure, as the README's
+// table does: the configuration "postern vault init" gives, with
+// approval = "none" so that the agent is measured and not a person. The
+// lookup of the grant that covers a request under the default approval
+// = "session" is a goal of its own ("a decision a grant covers").
+const configuration = `Signing goals: "audited" is the configuration "postern vault init" gives (vault unlocked, audit log on, each record fdatasync'ed before its signature leaves), "unaudited" is no vault; both under approval = "none", the agent as "postern agent -D" runs it. The grant lookup approval = "session" (the default) adds is the goal "decision for a request a grant covers".`
+
 func report(w io.Writer, m metrics) (missed int) {
+	fmt.Fprintf(w, "%s\n\n", configuration)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GOAL\tPOSTERN\tANCHOR\tMEASURED\tTARGET\tRESULT")
 	for _, g := range goals {

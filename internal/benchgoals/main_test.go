@@ -36,3 +36,15 @@ func TestCardGoalNeedsTheCardsPending(t *testing.T) {
 		}
 	}
 }
+
+// The goals' report says which configuration the signing goals measure,
+// so that no figure reads as the default's where it is not.
+func TestReportStatesTheConfiguration(t *testing.T) {
+	var b strings.Builder
+	report(&b, metrics{})
+	for _, want := range []string{`approval = "none"`, `approval = "session" (the default)`, "audit log on"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the report does not say %s:\n%s", want, b.String())
+		}
+	}
+}
