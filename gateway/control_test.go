@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,10 +49,11 @@ func runGateway(t testing.TB, dir string) (g *Gateway, sock string, stop func())
 	return runGatewayWith(t, dir, Options{})
 }
 
-// runGatewayWith is runGateway with opts, its socket and Ready set.
+// runGatewayWith is runGateway with opts, its Ready set, and its socket
+// unless opts names one.
 func runGatewayWith(t testing.TB, dir string, opts Options) (g *Gateway, sock string, stop func()) {
 	t.Helper()
-	sock = filepath.Join(dir, "xdg_runtime_dir", "agent.sock")
+	sock = cmp.Or(opts.Socket, filepath.Join(dir, "xdg_runtime_dir", "agent.sock"))
 	ready := make(chan struct{})
 	opts.Socket, opts.Ready = sock, func() { close(ready) }
 	g, err := New(opts)

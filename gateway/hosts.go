@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -47,11 +48,21 @@ var errHostsDamaged = errors.New("the host inventory file cannot be read")
 // be read, it reads it again first: mended, or moved aside (then there is
 // none), it is put in force; still damaged, the error says so, and the
 // file stays as it is. g.hostsMu held.
+//
+// Without a vault the file is read again every time too, and put in
+// force if it changed: several gateways may serve one state directory
+// then, as several ssh-agents serve one user (OpenSSH's own tests start
+// them so), and a change made through one would otherwise be written
+// over by the next change made through another. With a vault one gateway
+// serves it (its audit log's lock), and a file changed under it is not
+// taken: the sealed inventory is put back at the next unlock
+// (sealedhosts.go).
 func (g *Gateway) currentHosts() (*inventory.Inventory, error) {
 	g.mu.Lock()
 	damaged := g.hostsErr != nil
 	g.mu.Unlock()
-	if !damaged {
+	st, _ := g.vault.State()
+	if !damaged && st != api.VaultNone {
 		return g.engine.Hosts(), nil
 	}
 	inv, err := inventory.Load(g.hostsPath)
@@ -62,6 +73,9 @@ func (g *Gateway) currentHosts() (*inventory.Inventory, error) {
 		return nil, fmt.Errorf("%w (%s: %v): no host has a name until it is mended or moved aside; postern does not overwrite it", errHostsDamaged, g.hostsPath, err)
 	}
 	g.hostsErr = nil
+	if !damaged && bytes.Equal(inv.Marshal(), g.engine.Hosts().Marshal()) {
+		return g.engine.Hosts(), nil
+	}
 	g.engine.SetHosts(inv)
 	g.log.Info("host inventory read again", "path", g.hostsPath, "hosts", inv.Len())
 	return inv, nil
