@@ -77,7 +77,13 @@ func (g *Gateway) currentHosts() (*inventory.Inventory, error) {
 		return g.engine.Hosts(), nil
 	}
 	g.engine.SetHosts(inv)
-	g.log.Info("host inventory read again", "path", g.hostsPath, "hosts", inv.Len())
+	if damaged {
+		g.log.Info("host inventory read again", "path", g.hostsPath, "hosts", inv.Len())
+	} else {
+		// Another gateway's change, or any program of the user's: with
+		// no vault, nothing seals the file.
+		g.log.Warn("the host inventory file changed since this gateway read it: the file is in force now (a vault would seal it)", "path", g.hostsPath, "hosts", inv.Len())
+	}
 	return inv, nil
 }
 
