@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -171,6 +172,9 @@ func statusFindings(st *api.Status) []finding {
 		// vault's own finding stays as it is.
 		also("vault", "warn", "the epoch file: "+e, "see what changed the file; the gateway counts on from above any epoch it held")
 	}
+	if detail, fix := openToOthers(st.Vault.Path); detail != "" {
+		also("vault", "warn", detail, fix)
+	}
 	if st.Askpass.Error != "" {
 		add("askpass", "warn", "askpass approvals are off: "+st.Askpass.Error, "see what changed the program (a program of yours may have rewritten it), then restart the gateway")
 	}
@@ -243,6 +247,33 @@ func configCheck() finding {
 		f.Status, f.Detail = "ok", fmt.Sprintf("%s (approval: %s)", path, cfg.Approval)
 	}
 	return f
+}
+
+// openToOthers says whether the vault file at path, or the directory
+// that holds it, lets other users in (group or world permission bits),
+// as ssh says of a private key: the vault is encrypted, but then its
+// passphrase alone keeps them from its keys, offline and untimed. A file
+// that is not there says nothing.
+func openToOthers(path string) (detail, fix string) {
+	if path == "" {
+		return "", ""
+	}
+	var open, fixes []string
+	for _, p := range []struct {
+		path, what string
+		want       os.FileMode
+	}{{filepath.Dir(path), "its directory", 0o700}, {path, "the vault file", 0o600}} {
+		fi, err := os.Stat(p.path)
+		if err != nil || fi.Mode().Perm()&0o077 == 0 {
+			continue
+		}
+		open = append(open, fmt.Sprintf("%s %s is open to other users (mode %04o)", p.what, p.path, fi.Mode().Perm()))
+		fixes = append(fixes, fmt.Sprintf("chmod %o %s", p.want, p.path))
+	}
+	if open == nil {
+		return "", ""
+	}
+	return strings.Join(open, ", and ") + ": only the passphrase keeps them from its keys", strings.Join(fixes, "; ")
 }
 
 func fileExists(path string) bool {

@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -118,6 +121,48 @@ func TestDoctorReportsWhatTheGatewaySaysIsBroken(t *testing.T) {
 		f := check(statusFindings(st), tt.check)
 		if f.Status != tt.status || !strings.Contains(f.Detail, tt.want) {
 			t.Errorf("%s: %s finding %+v, want %s naming %q", tt.name, tt.check, f, tt.status, tt.want)
+		}
+	}
+}
+
+// A vault file or state directory that other users can read is told of,
+// as ssh tells of a private key readable by others: the vault is
+// encrypted, but its passphrase is then all that stands between them and
+// its keys, tried offline at their leisure.
+func TestDoctorWarnsOfAVaultOpenToOthers(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "postern")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "vault")
+	if err := os.WriteFile(path, []byte("sealed"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st := &api.Status{Approvers: []api.Approver{{Name: "console", Reachable: true, Detail: "1 attached"}}}
+	st.Vault = api.VaultStatus{State: api.VaultUnlocked, Path: path}
+	vaultFinding := func() finding {
+		for _, f := range statusFindings(st) {
+			if f.Check == "vault" {
+				return f
+			}
+		}
+		t.Fatal("no vault finding")
+		return finding{}
+	}
+	if f := vaultFinding(); f.Status != "ok" {
+		t.Fatalf("a vault file of mode 0600 in a directory of mode 0700: %+v", f)
+	}
+	for _, tt := range []struct {
+		path string
+		mode os.FileMode
+		fix  string
+	}{{path, 0o644, "chmod 600 " + path}, {dir, 0o755, "chmod 700 " + dir}} {
+		if err := os.Chmod(tt.path, tt.mode); err != nil {
+			t.Fatal(err)
+		}
+		f := vaultFinding()
+		if f.Status != "warn" || !strings.Contains(f.Detail, fmt.Sprintf("%s is open to other users (mode %04o)", tt.path, tt.mode)) || !strings.Contains(f.Fix, tt.fix) {
+			t.Errorf("%s of mode %04o: vault finding %+v, want a warning naming it and %q", tt.path, tt.mode, f, tt.fix)
 		}
 	}
 }
