@@ -35,6 +35,10 @@ const (
 // next recorded one.
 var refusalFlush = time.Second
 
+// afterFunc starts the timer of a flush (time.AfterFunc; a test holds
+// the moment it fires).
+var afterFunc = time.AfterFunc
+
 // A refuser is what one requester's refusals were counted for.
 type refuser struct {
 	suppressed int         // refusals counted since the last recorded one
@@ -78,7 +82,7 @@ func (e *Engine) recordRefusal(r *Request, ev audit.Event) {
 		f.suppressed++
 		f.last = ev
 		if f.flush == nil {
-			f.flush = time.AfterFunc(refusalFlush, func() { e.flushRefusals(f) })
+			f.flush = afterFunc(refusalFlush, func() { e.flushRefusals(f) })
 		}
 		rs.mu.Unlock()
 		return
