@@ -99,6 +99,13 @@ func startSSHDConfig(t testing.TB, authorized, extra string, aliases ...string) 
 // startSSHDOn is startSSHDConfig with the sshd of o.
 func startSSHDOn(t testing.TB, o OpenSSH, authorized, extra string, aliases ...string) *SSHD {
 	t.Helper()
+	return startSSHDVia(t, nil, o, authorized, extra, aliases...)
+}
+
+// startSSHDVia is startSSHDOn with sshd started through the command line
+// wrap (none when nil), which must exec it.
+func startSSHDVia(t testing.TB, wrap []string, o OpenSSH, authorized, extra string, aliases ...string) *SSHD {
+	t.Helper()
 	need(t, "ssh-keygen")
 	if os.Geteuid() == 0 {
 		// sshd running as root wants its privilege separation directory.
@@ -120,7 +127,9 @@ func startSSHDOn(t testing.TB, o OpenSSH, authorized, extra string, aliases ...s
 	// The login's HOME is a directory of the test (SetEnv wins over the
 	// password database), so that nothing a command run through the
 	// bastion leaves in it, remote markers included, lands in the real
-	// home directory.
+	// home directory. sshd reads ~/.ssh/rc from the password database's
+	// home, whatever HOME says: PermitUserRC keeps it from running the
+	// runner's at every login.
 	if err := os.Mkdir(filepath.Join(dir, "home"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +151,7 @@ KbdInteractiveAuthentication no
 PermitRootLogin prohibit-password
 StrictModes no
 UsePAM no
+PermitUserRC no
 LogLevel VERBOSE
 MaxStartups 200
 AcceptEnv LANG POSTERN_TEST_*
@@ -152,7 +162,8 @@ Subsystem sftp %s
 		cfg := filepath.Join(dir, "sshd_config")
 		os.WriteFile(cfg, []byte(conf), 0o600)
 		s := &SSHD{Port: port, OpenSSH: o, Dir: dir, HostKey: hostLine, User: u.Username, done: make(chan struct{})}
-		s.cmd = exec.Command(o.SSHD, "-D", "-e", "-f", cfg)
+		line := append(append([]string(nil), wrap...), o.SSHD, "-D", "-e", "-f", cfg)
+		s.cmd = exec.Command(line[0], line[1:]...)
 		logf, _ := os.Create(filepath.Join(dir, "sshd.log"))
 		s.cmd.Stdout, s.cmd.Stderr = logf, logf
 		if err := s.cmd.Start(); err != nil {
