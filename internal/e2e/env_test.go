@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/ptyrelay/ptytest"
+	"github.com/postern/postern/internal/syncbuf"
 	"github.com/postern/postern/internal/vault"
 )
 
@@ -308,18 +310,27 @@ func (e *Env) RunInput(stdin, name string, args ...string) Result {
 	return e.finish(cmd, stdin)
 }
 
+// outputHeld is how long finish waits, once a command has exited (or
+// been killed), for the processes it left behind to let go of its
+// output.
+const outputHeld = 5 * time.Second
+
 func (e *Env) finish(cmd *exec.Cmd, stdin string) Result {
 	e.t.Helper()
-	var out, errb bytes.Buffer
+	var out, errb syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Stdin = strings.NewReader(stdin)
+	cmd.WaitDelay = outputHeld
 	if err := cmd.Start(); err != nil {
 		e.t.Fatalf("%s: %v", cmd.Path, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
-	case <-done:
+	case err := <-done:
+		if errors.Is(err, exec.ErrWaitDelay) {
+			e.t.Fatalf("%s %q exited and left a process that still held its output %v later\nstdout: %s\nstderr: %s", cmd.Path, cmd.Args, outputHeld, out.String(), errb.String())
+		}
 	case <-time.After(90 * time.Second):
 		cmd.Process.Kill()
 		<-done
