@@ -38,6 +38,7 @@ func TestMain(m *testing.M) {
 	// A confined run's helper is this binary, started again.
 	confine.Init()
 	ptytest.DetachTerminal()
+	ptytest.DefaultSignals()
 	testscript.Main(m, map[string]func(){"postern": main})
 }
 

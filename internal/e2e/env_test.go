@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 		return
 	}
 	ptytest.DetachTerminal()
+	ptytest.DefaultSignals()
 	dir, err := os.MkdirTemp("", "postern-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

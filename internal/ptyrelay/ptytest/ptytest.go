@@ -3,6 +3,7 @@ package ptytest
 
 import (
 	"os"
+	"os/signal"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,4 +21,20 @@ func DetachTerminal() {
 	}
 	unix.IoctlSetInt(int(f.Fd()), unix.TIOCNOTTY, 0)
 	f.Close()
+}
+
+// DefaultSignals gives the programs the calling process starts SIGHUP,
+// SIGINT, SIGQUIT and SIGTERM at their default, where the runner left
+// them ignored ("nohup make test" ignores SIGHUP; a script's background
+// job, SIGINT and SIGQUIT), which a program inherits and, as it should,
+// keeps ignoring: the calling process catches them instead, and drops
+// them, and a caught signal is at its default in a program it execs. A
+// test calls it first, so that the tests of how a program answers these
+// signals test the program, not how "go test" was started.
+func DefaultSignals() {
+	for _, sig := range []os.Signal{unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGTERM} {
+		if signal.Ignored(sig) {
+			signal.Notify(make(chan os.Signal, 1), sig)
+		}
+	}
 }
