@@ -526,8 +526,8 @@ func TestConfinedRunCannotReachThePersonsSockets(t *testing.T) {
 	os.MkdirAll(filepath.Dir(cm), 0o700)
 	args := append([]string{"-M", "-S", cm, "-f", "-N"}, w.sshd.SSHArgs(w.sshd.Target())...)
 	w.e.MustRun("ssh", args...)
-	t.Cleanup(func() { w.e.Run("ssh", "-S", cm, "-O", "exit", "x") })
-	check := "ssh -S " + cm + " -O check x"
+	t.Cleanup(func() { w.e.Run("ssh", "-F", "/dev/null", "-S", cm, "-O", "exit", "x") })
+	check := "ssh -F /dev/null -S " + cm + " -O check x"
 	w.e.MustRun("sh", "-c", check)
 	editor := w.e.Path("editor.sock")
 	l, err := net.Listen("unix", editor)

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -269,8 +270,19 @@ func (r Result) String() string {
 	return fmt.Sprintf("exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
 }
 
-// Command prepares a command with the test's environment.
+// Command prepares a command with the test's environment. OpenSSH's
+// ssh, scp and sftp must be given a configuration file (-F): without
+// one they read the ~/.ssh/config of the user who runs the tests, from
+// the password database's home whatever HOME says, which the test does
+// not control.
 func (e *Env) Command(name string, args ...string) *exec.Cmd {
+	switch filepath.Base(name) {
+	case "ssh", "scp", "sftp":
+		if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-F") }) {
+			e.t.Helper()
+			e.t.Fatalf("%s %q would read the ~/.ssh/config of the user who runs the tests: give it -F", name, args)
+		}
+	}
 	if name == "postern" {
 		name = cmp.Or(e.postern, posternBin)
 	}

@@ -54,3 +54,30 @@ func TestRunOfACommandThatLeavesItsOutputHeldFails(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// ssh run without a configuration file of the test's (-F) is refused
+// before it runs: it would read the runner's ~/.ssh/config.
+func TestSSHWithoutAConfigFileIsRefused(t *testing.T) {
+	need(t, "ssh")
+	e := newEnv(t)
+	rec := &fatalRecorder{TB: t}
+	e.t = rec
+	var ran *Result
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r := e.Run("ssh", "-G", "somehost")
+		ran = &r
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("ssh -G did not finish")
+	}
+	if ran != nil {
+		t.Fatalf("ssh -G somehost ran, reading the runner's ~/.ssh/config: %s", ran)
+	}
+	if !strings.Contains(rec.msg, "give it -F") {
+		t.Fatalf("Run of ssh without -F said %q", rec.msg)
+	}
+}
