@@ -101,8 +101,10 @@ const activationWait = 15 * time.Second
 // agent socket sock, and the control socket appears only once the
 // gateway runs, which a first connection to the agent socket starts. It
 // connects (sending nothing) when a socket is at sock without a control
-// socket beside it, and reports whether the control socket appeared
-// within activationWait. A socket nothing listens on is refused at once.
+// socket beside it, and reports whether the control socket took a
+// connection within activationWait: it exists from the gateway's bind,
+// a moment before the gateway listens on it. A socket nothing listens on
+// is refused at once.
 func Activate(sock string) bool {
 	if fi, err := os.Lstat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
 		return false
@@ -113,11 +115,21 @@ func Activate(sock string) bool {
 	}
 	defer c.Close()
 	for deadline := time.Now().Add(activationWait); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if Serves(sock) {
+		if Serves(sock) && listens(ControlSocket(sock)) {
 			return true
 		}
 	}
 	return false
+}
+
+// listens reports whether the socket at path takes a connection.
+func listens(path string) bool {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // ErrNoBastionSocket is returned by BastionSocket when nothing tells
