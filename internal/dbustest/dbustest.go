@@ -17,6 +17,7 @@ import (
 	dbus "github.com/keybase/dbus"
 
 	"github.com/postern/postern/internal/notify"
+	"github.com/postern/postern/internal/syncbuf"
 )
 
 // Start starts dbus-daemon with its socket in dir and the environment
@@ -76,13 +77,16 @@ func start(t testing.TB, bus *exec.Cmd) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var stderr syncbuf.Buffer
+	bus.Stderr = &stderr
 	if err := bus.Start(); err != nil {
 		t.Fatalf("starting dbus-daemon: %v", err)
 	}
 	t.Cleanup(func() { bus.Process.Kill(); bus.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		t.Fatalf("dbus-daemon printed no address: %v", err)
+		bus.Wait()
+		t.Fatalf("dbus-daemon printed no address (%v), %v: %s", err, bus.ProcessState, stderr.String())
 	}
 	return strings.TrimSpace(line)
 }
