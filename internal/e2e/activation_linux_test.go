@@ -261,10 +261,8 @@ func TestSocketActivationChecks(t *testing.T) {
 func TestSystemdUnitsInstalled(t *testing.T) {
 	need(t, "make", "go", "systemd-analyze")
 	e := newEnv(t)
-	repo, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	keepRepoBin(t)
+	repo := repoCopy(t)
 	prefix := e.Path("prefix")
 	install := e.Command("make", "-s", "-C", repo, "install", "PREFIX="+prefix)
 	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {

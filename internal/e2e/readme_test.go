@@ -48,10 +48,8 @@ type readmeWorld struct {
 }
 
 func newReadmeWorld(t *testing.T, runtimeDir bool, pathPrefix string) *readmeWorld {
-	repo, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	keepRepoBin(t)
+	repo := repoCopy(t)
 	dir, err := os.MkdirTemp("", "readme-")
 	if err != nil {
 		t.Fatal(err)
