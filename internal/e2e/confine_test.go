@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/postern/postern/internal/syncbuf"
 )
 
 // confinedWorld is an approval world whose runs are confined.
@@ -524,11 +526,29 @@ func TestConfinedRunCannotReachThePersonsSockets(t *testing.T) {
 	showReadOnly(w, fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n", w.sshd.KnownHosts), w.e.Home())
 	cm := w.e.Home(".local", "cm")
 	os.MkdirAll(filepath.Dir(cm), 0o700)
-	args := append([]string{"-M", "-S", cm, "-f", "-N"}, w.sshd.SSHArgs(w.sshd.Target())...)
-	w.e.MustRun("ssh", args...)
-	t.Cleanup(func() { w.e.Run("ssh", "-F", "/dev/null", "-S", cm, "-O", "exit", "x") })
+	// The master stays the test's child (no -f), so that the test's end
+	// kills it, and with it its session on the host, however the test
+	// ends.
+	master := w.e.Command("ssh", append([]string{"-M", "-S", cm, "-N"}, w.sshd.SSHArgs(w.sshd.Target())...)...)
+	var masterErr syncbuf.Buffer
+	master.Stderr = &masterErr
+	if err := master.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { master.Wait(); close(exited) }()
+	t.Cleanup(func() { master.Process.Kill(); <-exited })
 	check := "ssh -F /dev/null -S " + cm + " -O check x"
-	w.e.MustRun("sh", "-c", check)
+	for deadline := time.Now().Add(30 * time.Second); w.e.Run("sh", "-c", check).Code != 0; sleep10ms() {
+		select {
+		case <-exited:
+			t.Fatalf("the ControlMaster exited: %v\n%s", master.ProcessState, masterErr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ControlMaster did not start:\n%s", masterErr.String())
+		}
+	}
 	editor := w.e.Path("editor.sock")
 	l, err := net.Listen("unix", editor)
 	if err != nil {
