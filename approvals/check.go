@@ -33,13 +33,34 @@ type CheckResult struct {
 	Rules   []int      `json:"matching_rules"` // 1-based; [] for none
 }
 
-// Check dry-runs the policy for c, as Decide would choose the mode.
+// Check dry-runs the policy for c, as Decide would choose the mode
+// (inForce): while a configuration that loosens the approved one waits
+// for its card, the approved policy counts too, and the stricter mode
+// wins. Rules are numbered as the file in force numbers them; when the
+// approved configuration decides, Because says so and names its rules.
 func (p *Policy) Check(c Check) CheckResult {
 	progs := make([]program, len(c.Exes))
 	for i, x := range c.Exes {
 		progs[i] = program{path: x.Path, hash: x.Hash()}
 	}
 	f := &facts{names: c.Names, classes: c.Classes, anyHost: c.Unknown, key: c.Key, programs: func() []program { return progs }}
+	res := p.check(f, c.Forwarded)
+	res.Mode = p.inForce(f, c.Forwarded)
+	for q := p.under; q != nil; q = q.under {
+		if r := q.check(f, c.Forwarded); r.Mode == res.Mode && strictness(r.Mode) > strictness(p.modeFor(f, c.Forwarded)) {
+			res.Because = "the approved configuration, while a change to the file that loosens it waits for a card: " + r.Because
+			break
+		}
+	}
+	if c.Key.Confirm {
+		res.Mode = Stricter(res.Mode, audit.ModePerCall)
+		res.Because += "; the key was added with ssh-add -c"
+	}
+	return res
+}
+
+// check explains the mode p alone gives a request.
+func (p *Policy) check(f *facts, forwarded bool) CheckResult {
 	res := CheckResult{Rules: []int{}}
 	var why []string
 	strictest := audit.ModeNone
@@ -55,9 +76,9 @@ func (p *Policy) Check(c Check) CheckResult {
 		}
 	}
 	base := p.modeFor(f, false)
-	res.Mode = p.modeFor(f, c.Forwarded)
+	res.Mode = p.modeFor(f, forwarded)
 	could := false // a host rule that could be the destination's
-	if c.Unknown {
+	if f.anyHost {
 		unknown := "the destination has no name in the host inventory: it could be any host"
 		for i := range p.Rules {
 			if r := &p.Rules[i]; r.hostRule() && r.matchesRequest(f) {
@@ -74,10 +95,6 @@ func (p *Policy) Check(c Check) CheckResult {
 	}
 	if len(res.Rules) == 0 && !could {
 		why = append(why, fmt.Sprintf("no rule matches: the default (approval = %q)", p.Mode))
-	}
-	if c.Key.Confirm {
-		res.Mode = Stricter(res.Mode, audit.ModePerCall)
-		why = append(why, "the key was added with ssh-add -c")
 	}
 	if res.Mode != base {
 		why = append(why, "a forwarded connection never rides a session")
