@@ -200,7 +200,7 @@ func TestParseRuleUnmatchable(t *testing.T) {
 		"[[rule]]\nclass = \"[a-z]?_x-1\"\napproval = \"per-call\"",
 		"[[rule]]\nhost = \"DB-[0-9]*.example.com\"\napproval = \"per-call\"",
 		"[[rule]]\nhost = \"[::1]:2222\"\napproval = \"per-call\"",
-		"[[rule]]\nhost = \"git@[!x]\\\\*\"\napproval = \"per-call\"",
+		"[[rule]]\nhost = \"git@[^x]\\\\*\"\napproval = \"per-call\"",
 	} {
 		if _, err := Parse("c", []byte(in)); err != nil {
 			t.Errorf("Parse(%q) = %v", in, err)
@@ -236,5 +236,24 @@ func TestParseDeepNestingRefusedQuickly(t *testing.T) {
 		"[bastion]\nhosts = [\"a.b\", 'c.d', \"\"\"e.f\"\"\"] # a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.z.a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.z.{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{\n"
 	if _, err := Parse("c", []byte(ok)); err != nil {
 		t.Fatalf("Parse(%q) = %v", ok, err)
+	}
+}
+
+// A "!" in a host or class pattern negates nothing: a rule's pattern is a
+// glob, not an ssh_config pattern list, and no host name or class has a
+// "!". So "!dev-*" matched no host, and a per-call rule written to ask
+// about every host but the dev ones asked about none; in brackets the
+// glob takes "!" as itself, so "web[!0-9]" matched only what a person
+// meant to leave out. Both are refused, at their line.
+func TestParseRuleNegationRefused(t *testing.T) {
+	for in, want := range map[string]string{
+		"[[rule]]\nhost = \"!dev-*\"\napproval = \"per-call\"":     `host = "!dev-*"`,
+		"[[rule]]\nhost = \"web[!0-9]*\"\napproval = \"per-call\"": `host = "web[!0-9]*"`,
+		"[[rule]]\nclass = \"!staging\"\napproval = \"per-call\"":  `class = "!staging"`,
+	} {
+		_, err := Parse("c", []byte(in))
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "c:2:") || !strings.Contains(err.Error(), "[^") {
+			t.Errorf("Parse(%q) = %v, want an error at c:2 about %q that says how to exclude ([^…])", in, err, want)
+		}
 	}
 }

@@ -30,11 +30,17 @@ func checkRule(i int, r Rule) error {
 	if _, err := path.Match(r.Host, ""); err != nil {
 		return bad("host", "host = %q: bad pattern", r.Host)
 	}
+	if strings.ContainsRune(r.Host, '!') {
+		return bad("host", "host = %q: %s", r.Host, noNegation)
+	}
 	if c, ok := outside(r.Host, hostChars); !ok {
 		return bad("host", "host = %q: %q is in no host name (letters, digits and . - _ : [ ] @), so the rule would match no host", r.Host, c)
 	}
 	if _, err := path.Match(r.Class, ""); err != nil {
 		return bad("class", "class = %q: bad pattern", r.Class)
+	}
+	if strings.ContainsRune(r.Class, '!') {
+		return bad("class", "class = %q: %s", r.Class, noNegation)
 	}
 	if c, ok := outside(r.Class, classChars); !ok {
 		return bad("class", "class = %q: %q is in no class (lower-case letters, digits, - and _), so the rule would match no host", r.Class, c)
@@ -48,11 +54,17 @@ func checkRule(i int, r Rule) error {
 	return nil
 }
 
+// noNegation refuses a "!" in a host or class pattern. No name or class
+// has one, so outside brackets it matches nothing ("!dev-*", as in
+// ssh_config, would match no host), and inside them the glob reads it as
+// itself, not as "not" ("[!0-9]" is "!" or a digit).
+const noNegation = `"!" negates nothing here: a pattern is a glob (path.Match), not an ssh_config pattern list; write [^…] to leave characters out of one position, and give the hosts to ask about rather than those not to`
+
 // The characters of the host inventory's names and classes
 // (postern-hosts(1)), with those of a glob. A pattern with another
 // character could match nothing the inventory holds.
 const (
-	globChars  = "*?[]\\^!-"
+	globChars  = "*?[]\\^-"
 	hostChars  = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:[]@" + globChars
 	classChars = "abcdefghijklmnopqrstuvwxyz0123456789-_" + globChars
 )
