@@ -18,7 +18,8 @@ import (
 // longer session lifetime, a shorter card cooldown, more a confined run may write or see
 // (a read_only path added or removed), a bastion enabled or trusting other
 // host keys (its own known_hosts, or the top-level ones it falls back to), another upstream agent or adds and removes forwarded to it,
-// the audit log's events sent to another syslog address or to none. It is empty when f only tightens or changes nothing of
+// the audit log's events sent to another syslog address or to none, or
+// with another facility. It is empty when f only tightens or changes nothing of
 // authority (card_timeout, agents). The comparison is conservative: a change
 // that might loosen counts.
 func Loosening(a, f config.File) []string {
@@ -114,6 +115,12 @@ func Loosening(a, f config.File) []string {
 	if a.Audit.Syslog != f.Audit.Syslog {
 		add("[audit] syslog: %q → %q", a.Audit.Syslog, f.Audit.Syslog)
 	}
+	// The facility picks the daemon's rules that take the events (those
+	// that ship authpriv off the machine, say): another one is another
+	// destination as much as another address.
+	if f.Audit.Syslog != "" && a.Audit.SyslogFacility != f.Audit.SyslogFacility {
+		add("[audit] syslog_facility: %s → %s", a.Audit.SyslogFacility, f.Audit.SyslogFacility)
+	}
 	return out
 }
 
@@ -142,7 +149,7 @@ func Strictest(a, f config.File) config.File {
 	if f.UpstreamChanges != "refuse" {
 		s.UpstreamChanges = a.UpstreamChanges
 	}
-	s.Audit.Syslog = a.Audit.Syslog
+	s.Audit = a.Audit
 	return s
 }
 

@@ -266,6 +266,15 @@ func TestAuditSyslogChangedIsLoosening(t *testing.T) {
 	if got := strings.Join(Loosening(config.Defaults(), f), "; "); !strings.Contains(got, "[audit] syslog") {
 		t.Errorf("syslog set: Loosening = %q", got)
 	}
+	// The facility picks the daemon's rules that take the events.
+	f = a
+	f.Audit.SyslogFacility = "local7"
+	if got := strings.Join(Loosening(a, f), "; "); !strings.Contains(got, "[audit] syslog_facility: authpriv → local7") {
+		t.Errorf("syslog_facility authpriv → local7: Loosening = %q", got)
+	}
+	if s := Strictest(a, f); s.Audit.SyslogFacility != a.Audit.SyslogFacility {
+		t.Errorf("syslog_facility %q while the change to local7 waits", s.Audit.SyslogFacility)
+	}
 }
 
 // While a looser file waits, what it would loosen stays as approved: a

@@ -6,6 +6,7 @@ import (
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/config"
 	"github.com/postern/postern/internal/syslog"
 )
 
@@ -38,7 +39,7 @@ func (g *Gateway) startExport() error {
 	if err != nil {
 		return err
 	}
-	g.export, g.exportAddr = w, cfg.Syslog
+	g.export, g.exportAddr, g.exportFac = w, cfg.Syslog, cfg.SyslogFacility
 	g.log.Info("audit events also go to syslog", "address", cfg.Syslog, "facility", cfg.SyslogFacility)
 	return nil
 }
@@ -83,14 +84,15 @@ func (g *Gateway) exportSend(m syslog.Message) {
 	}
 }
 
-// holdExport stops the export, whose address is not approved's, until
-// the gateway restarts.
-func (g *Gateway) holdExport(approved string) {
-	if g.export == nil || approved == g.exportAddr {
+// holdExport stops the export, whose address or facility is not
+// approved's, until the gateway restarts.
+func (g *Gateway) holdExport(approved config.Audit) {
+	if g.export == nil || approved.Syslog == g.exportAddr && approved.SyslogFacility == g.exportFac {
 		return
 	}
 	g.exportHeld.Store(true)
-	g.log.Warn("audit events go to syslog no more: the address in use is not the approved one; restart the gateway to use the approved one", "in_use", g.exportAddr, "approved", approved)
+	g.log.Warn("audit events go to syslog no more: the address or facility in use is not the approved one; restart the gateway to use the approved one",
+		"in_use", g.exportAddr, "facility", g.exportFac, "approved", approved.Syslog, "approved_facility", approved.SyslogFacility)
 }
 
 // exportStatus reports the export for status.
@@ -103,7 +105,7 @@ func (g *Gateway) exportStatus() *api.SyslogStatus {
 		st.Error = err.Error()
 	}
 	if g.exportHeld.Load() {
-		st.Error = "stopped: not the approved address; restart the gateway to use the approved one"
+		st.Error = "stopped: not the approved address or facility; restart the gateway to use the approved one"
 	}
 	return st
 }

@@ -110,7 +110,8 @@ type Gateway struct {
 	auditOpened audit.Anchor   // the log's end when the gateway opened it
 	auditFound  *audit.Log     // the log as the gateway opened it
 	export      *syslog.Writer // [audit] syslog: nil when off
-	exportAddr  string
+	exportAddr  string         // its address
+	exportFac   string         // and its facility
 	anchors     *anchorKeeper
 	journal     atomic.Pointer[journalState] // nil without a bastion
 	limits      *limits

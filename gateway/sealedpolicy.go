@@ -130,7 +130,7 @@ func (g *Gateway) adoptSealedPolicy(v *vault.Vault) {
 	}
 	// So was the syslog address: the events leave the log's encryption
 	// there.
-	g.holdExport(approved.Audit.Syslog)
+	g.holdExport(approved.Audit)
 	// And the bastion, with the known_hosts files it verifies real
 	// hosts with.
 	g.holdBastion(approved)
