@@ -159,7 +159,7 @@ func (r *Rule) matchesRequest(f *facts) bool {
 			if r.Key != f.key.Fingerprint {
 				return false
 			}
-		} else if ok, _ := path.Match(r.Key, f.key.Comment); !ok {
+		} else if !commentMatches(r.Key, f.key.Comment) {
 			return false
 		}
 	}
@@ -183,6 +183,29 @@ func anyMatch(glob string, names []string) bool {
 		}
 	}
 	return false
+}
+
+// commentMatches matches a glob over key comments against a key's
+// comment. A comment is no path, but is often a path's text: ssh-add
+// gives a key without a comment of its own its file's path, and a
+// token's keys the provider's. So "*" and "?" match a "/" too, which
+// path.Match's do not: the glob is matched with "/" renamed, in both, to
+// a character neither holds.
+func commentMatches(glob, comment string) bool {
+	if strings.Contains(comment, "/") {
+		held := map[rune]bool{}
+		for _, r := range glob + comment {
+			held[r] = true
+		}
+		sep := '\uE000'
+		for held[sep] {
+			sep++
+		}
+		glob = strings.ReplaceAll(glob, "/", string(sep))
+		comment = strings.ReplaceAll(comment, "/", string(sep))
+	}
+	ok, _ := path.Match(glob, comment)
+	return ok
 }
 
 // exeMatches matches an exe rule against the verified executables of the
