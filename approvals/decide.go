@@ -191,7 +191,7 @@ func (e *Engine) decideNow(ctx context.Context, r *Request) (d Decision, again b
 		return allow(mode, audit.ReasonPolicyNone), false
 	}
 	if mode == audit.ModeSession {
-		if g := e.covering(r, dest, epoch, p.Scope); g != nil {
+		if g := e.covering(r, dest, epoch, p); g != nil {
 			return Decision{Allow: true, Mode: mode, Reason: audit.ReasonSession, Grant: g.ID, Run: g.Run.ID}, false
 		}
 	}
@@ -257,7 +257,7 @@ func unverifiedReason(r *Request, dest *DestView) string {
 // by map (see grantSlot) and each is checked against live evidence
 // (holds, which verifies the run's program); those that no longer hold
 // are ended. The cost does not grow with the number of grants.
-func (e *Engine) covering(r *Request, dest *DestView, epoch uint64, scope Scope) *Grant {
+func (e *Engine) covering(r *Request, dest *DestView, epoch uint64, p *Policy) *Grant {
 	now := e.now()
 	k, kok := destKey(r, dest)
 	var found *Grant
@@ -265,7 +265,7 @@ func (e *Engine) covering(r *Request, dest *DestView, epoch uint64, scope Scope)
 	r.Requester.Lineage(e.knownRun, func(pid int, start uint64) bool {
 		cands = e.grantsAt(cands[:0], grantSlot{pid: pid, start: start, key: r.Key.Fingerprint}, k, kok)
 		for _, g := range cands {
-			if g.coversDest(r, dest, scope) && e.holds(g, epoch, now) {
+			if g.coversDest(r, dest, p.Scope) && e.holds(g, epoch, now, p.Lifetime) {
 				found = g
 				return false
 			}
@@ -276,10 +276,11 @@ func (e *Engine) covering(r *Request, dest *DestView, epoch uint64, scope Scope)
 }
 
 // holds checks a grant found on the requester's ancestry against live
-// evidence: this boot, this epoch, not expired, its run still the process
-// that was approved (alive, same start time, same program) with the same
-// launch nonce. A grant that fails for good is ended.
-func (e *Engine) holds(g *Grant, epoch uint64, now time.Time) bool {
+// evidence: this boot, this epoch, not expired (under life, the session
+// lifetime in force, too), its run still the process that was approved
+// (alive, same start time, same program) with the same launch nonce. A
+// grant that fails for good is ended.
+func (e *Engine) holds(g *Grant, epoch uint64, now time.Time, life time.Duration) bool {
 	switch {
 	case g.BootID != e.bootID:
 		e.endGrant(g, audit.ReasonGatewayRestarted)
@@ -287,7 +288,7 @@ func (e *Engine) holds(g *Grant, epoch uint64, now time.Time) bool {
 	case g.Epoch != epoch:
 		e.endGrant(g, audit.ReasonVaultStateChanged)
 		return false
-	case !g.Expires.IsZero() && !now.Before(g.Expires):
+	case !g.expiresUnder(life).IsZero() && !now.Before(g.expiresUnder(life)):
 		e.endGrant(g, audit.ReasonExpired)
 		return false
 	}

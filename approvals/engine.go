@@ -193,8 +193,17 @@ func (e *Engine) recorder() Recorder {
 	return nil
 }
 
-// SetPolicy installs p for the requests decided from now on.
-func (e *Engine) SetPolicy(p *Policy) { e.policy.Store(p) }
+// SetPolicy installs p for the requests decided from now on. Its session
+// lifetime applies to the grants in force at once: each ends when it has
+// passed since its approval, if that is before the grant's own end.
+func (e *Engine) SetPolicy(p *Policy) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.policy.Store(p)
+	for _, g := range e.grants {
+		e.armExpiryLocked(g, g.expiresUnder(p.Lifetime))
+	}
+}
 
 // Policy returns the policy in force.
 func (e *Engine) Policy() *Policy { return e.policy.Load() }

@@ -97,9 +97,7 @@ func slotOf(g *Grant) grantSlot {
 // its lifetime passes, whether a request finds it then or not; e.mu held.
 func (e *Engine) addGrantLocked(g *Grant) {
 	e.grants[g.ID] = g
-	if !g.Expires.IsZero() {
-		g.expiry = time.AfterFunc(g.Expires.Sub(e.now()), func() { e.endGrant(g, audit.ReasonExpired) })
-	}
+	e.armExpiryLocked(g, g.Expires)
 	s := slotOf(g)
 	e.bySlot[s] = append(e.bySlot[s], g)
 	if rg := e.granted[s.pid]; rg != nil && rg.run == g.Run {
@@ -107,6 +105,32 @@ func (e *Engine) addGrantLocked(g *Grant) {
 	} else {
 		e.granted[s.pid] = &runGrants{run: g.Run, n: 1}
 	}
+}
+
+// armExpiryLocked has g end at at (none when zero), in place of when it
+// was to end; e.mu held.
+func (e *Engine) armExpiryLocked(g *Grant, at time.Time) {
+	if g.expiry != nil {
+		g.expiry.Stop()
+		g.expiry = nil
+	}
+	if !at.IsZero() {
+		g.expiry = time.AfterFunc(at.Sub(e.now()), func() { e.endGrant(g, audit.ReasonExpired) })
+	}
+}
+
+// expiresUnder returns when g ends under a policy whose session lifetime
+// is life (0: none): at its own expiry, or life after its approval if
+// that is sooner, since a lifetime set or shortened after the approval
+// tightens, and applies at once. Zero: it ends only with its run.
+func (g *Grant) expiresUnder(life time.Duration) time.Time {
+	if life <= 0 {
+		return g.Expires
+	}
+	if end := g.Created.Add(life); g.Expires.IsZero() || end.Before(g.Expires) {
+		return end
+	}
+	return g.Expires
 }
 
 // runGrants counts the grants of the run a pid last had grants for.

@@ -278,3 +278,35 @@ func TestEndOfARunWithoutGrantsIsRecorded(t *testing.T) {
 		t.Fatalf("the end of a run without grants was recorded as %+v", ends)
 	}
 }
+
+// A session_lifetime set, or shortened, after a grant was approved
+// applies to that grant at once, as every tightening does: a grant older
+// than the lifetime now in force covers nothing more, and ends (expired).
+func TestShorterLifetimeEndsOlderGrants(t *testing.T) {
+	w := newWorld(t)
+	d, _ := w.approve(13)
+	if !d.Allow || d.Grant == "" {
+		t.Fatalf("decision %+v", d)
+	}
+	p := *w.e.Policy()
+	p.Lifetime = time.Nanosecond
+	w.e.SetPolicy(&p)
+	w.f.Set(14, 12, 140, w.f.Exe("ssh", "ssh"))
+	ch := w.decide(w.req(14))
+	select {
+	case d := <-ch:
+		t.Fatalf("a grant approved before session_lifetime was set to %v, and older than that, still covers: %+v", p.Lifetime, d)
+	case <-time.After(200 * time.Millisecond):
+	}
+	w.answer(w.card().ID, VerdictDeny, 30)
+	got(t, ch)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, grants := w.e.Sessions(); len(grants) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a grant older than the lifetime now in force is still listed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

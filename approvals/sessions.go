@@ -38,6 +38,7 @@ type GrantView struct {
 // listed has ended.
 func (e *Engine) Sessions() ([]RunState, []GrantView) {
 	e.pruneChanged()
+	life := e.Policy().Lifetime
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	count := map[*Run]int{}
@@ -47,7 +48,7 @@ func (e *Engine) Sessions() ([]RunState, []GrantView) {
 		grants = append(grants, GrantView{
 			ID: g.ID, Run: g.Run.ID, Key: KeyView{Fingerprint: g.Key.Fingerprint, Comment: g.Key.Comment, Type: g.Key.Type},
 			Dest: g.Dest, DestNames: g.DestNames, Namespace: g.Namespace, Approved: g.Created.UTC(), Approver: g.Approver,
-			BootID: g.BootID, Epoch: g.Epoch, Expires: g.Expires,
+			BootID: g.BootID, Epoch: g.Epoch, Expires: g.expiresUnder(life),
 		})
 	}
 	runs := make([]RunState, 0, len(e.runs))
