@@ -335,10 +335,13 @@ func (f *File) check() error {
 	if _, err := syslog.ParseFacility(f.Audit.SyslogFacility); err != nil {
 		return badSetting("audit", "syslog_facility", "[audit] %v", err)
 	}
-	for _, l := range [][]string{f.Run.ReadWrite, f.Run.ReadOnly, f.Run.Hide} {
-		for _, p := range l {
+	for _, l := range []struct {
+		key   string
+		paths []string
+	}{{"read_write", f.Run.ReadWrite}, {"read_only", f.Run.ReadOnly}, {"hide", f.Run.Hide}} {
+		for _, p := range l.paths {
 			if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~/") {
-				return badSetting("run", "", "[run] %q: give an absolute path or one starting with ~/", p)
+				return badSetting("run", l.key, "[run] %s = %q: give an absolute path or one starting with ~/", l.key, p)
 			}
 		}
 	}

@@ -37,8 +37,8 @@ func TestParse(t *testing.T) {
 		"[[rule]]\nexe = \"sha256:abc\"\napproval = \"none\"": "64 hex digits",
 		"upstream_changes = \"pass\"":                         "upstream_changes",
 		"upstream = 3":                                        "upstream",
-		"[run]\nread_write = [\"rel\"]":                       "[run] \"rel\"",
-		"[run]\nhide = [\"~x\"]":                              "[run] \"~x\"",
+		"[run]\nread_write = [\"rel\"]":                       "[run] read_write = \"rel\"",
+		"[run]\nhide = [\"~x\"]":                              "[run] hide = \"~x\"",
 	}
 	for in, want := range bad {
 		_, err := Parse("c", []byte(in))
@@ -169,6 +169,7 @@ func TestRuleValuesWithTheirLine(t *testing.T) {
 		"[[rule]]\nhost = \"a\"\napproval = \"none\"\n[[rule]]\nhost = \"b\"\n":  "c:4: rule 2: approval is missing",
 		"# comment\napproval = \"sometimes\"\n":                                  "c:2: approval",
 		"[bastion]\nenabled = true\nsocket = \"rel.sock\"\n":                     "c:3: [bastion] socket",
+		"[run]\nhide = [\"~/x\"]\nread_write = [\"rel\"]\n":                      "c:3: [run] read_write = \"rel\"",
 		"card_timeout = \"1s\"\nrule = [{host = \"a\", approval = \"maybe\"}]\n": "c: rule 1: approval",
 	} {
 		if _, err := Parse("c", []byte(src)); err == nil || !strings.HasPrefix(err.Error(), want) {
