@@ -335,13 +335,22 @@ func (f *File) check() error {
 	if _, err := syslog.ParseFacility(f.Audit.SyslogFacility); err != nil {
 		return badSetting("audit", "syslog_facility", "[audit] %v", err)
 	}
+	// A relative path would be read from the directory the gateway was
+	// started in, which changes from one start to the next.
 	for _, l := range []struct {
-		key   string
-		paths []string
-	}{{"read_write", f.Run.ReadWrite}, {"read_only", f.Run.ReadOnly}, {"hide", f.Run.Hide}} {
+		table, key string
+		paths      []string
+	}{
+		{"", "known_hosts", f.KnownHosts}, {"bastion", "known_hosts", f.Bastion.KnownHosts},
+		{"run", "read_write", f.Run.ReadWrite}, {"run", "read_only", f.Run.ReadOnly}, {"run", "hide", f.Run.Hide},
+	} {
 		for _, p := range l.paths {
 			if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~/") {
-				return badSetting("run", l.key, "[run] %s = %q: give an absolute path or one starting with ~/", l.key, p)
+				name := l.key
+				if l.table != "" {
+					name = "[" + l.table + "] " + l.key
+				}
+				return badSetting(l.table, l.key, "%s = %q: give an absolute path or one starting with ~/", name, p)
 			}
 		}
 	}

@@ -258,3 +258,19 @@ func TestParseRuleNegationRefused(t *testing.T) {
 		}
 	}
 }
+
+// A known_hosts file named by a relative path would be read from the
+// directory the gateway was started in, which differs from one start to
+// the next (and from the directory of postern hosts import): its @revoked
+// lines would refuse keys or not by where the gateway started. It is an
+// error at its line, as a [run] path is.
+func TestKnownHostsPathsAreAbsolute(t *testing.T) {
+	for in, want := range map[string]string{
+		"known_hosts = [\"~/.ssh/known_hosts\", \"work_known_hosts\"]\n": `c:1: known_hosts = "work_known_hosts": give an absolute path or one starting with ~/`,
+		"[bastion]\nenabled = true\nknown_hosts = [\"./kh\"]\n":          `c:3: [bastion] known_hosts = "./kh": give an absolute path or one starting with ~/`,
+	} {
+		if _, err := Parse("c", []byte(in)); err == nil || err.Error() != want {
+			t.Errorf("Parse(%q) = %v, want %s", in, err, want)
+		}
+	}
+}
