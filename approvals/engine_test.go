@@ -620,6 +620,9 @@ func TestHostCandidates(t *testing.T) {
 		{[]string{"ssh", "-l", "-p", "h"}, []string{"h"}},
 		{[]string{"ssh", "-Z", "h"}, nil},
 		{[]string{"ssh", "-p"}, nil},
+		// An IPv6 address in an ssh:// URI is in brackets, as ssh reads it.
+		{[]string{"ssh", "ssh://me@[::1]:2222/"}, []string{"::1", "[::1]:2222"}},
+		{[]string{"ssh", "ssh://[2001:db8::5]"}, []string{"2001:db8::5"}},
 	} {
 		if c := hostCandidates(tt.argv); !slices.Equal(c, tt.want) {
 			t.Errorf("hostCandidates(%q) = %q, want %q", tt.argv, c, tt.want)

@@ -58,7 +58,16 @@ func hostCandidates(argv []string) []string {
 		if i := strings.IndexByte(host, '/'); i >= 0 {
 			host = host[:i]
 		}
-		if h, p, ok := strings.Cut(host, ":"); ok {
+		if i := strings.LastIndexByte(host, '@'); i >= 0 {
+			host = host[i+1:]
+		}
+		// An IPv6 address is in brackets, the port after them.
+		if in, after, ok := strings.Cut(strings.TrimPrefix(host, "["), "]"); ok && strings.HasPrefix(host, "[") {
+			host = in
+			if p, ok := strings.CutPrefix(after, ":"); ok {
+				port = p
+			}
+		} else if h, p, ok := strings.Cut(host, ":"); ok {
 			host, port = h, p
 		}
 	}
