@@ -19,10 +19,7 @@ import (
 // where it was passed over without a word.
 func TestUnreadableApprovedConfigIsLogged(t *testing.T) {
 	dir := gatewayHome(t)
-	state := filepath.Join(dir, "xdg_state_home", "postern")
-	if err := os.MkdirAll(state, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	state := makeStateDir(t, dir)
 	approved := filepath.Join(state, xdg.ApprovedConfigFile)
 	if err := syscall.Mkfifo(approved, 0o600); err != nil {
 		t.Fatal(err)
@@ -32,4 +29,15 @@ func TestUnreadableApprovedConfigIsLogged(t *testing.T) {
 	if !strings.Contains(log.String(), "level=WARN") || !strings.Contains(log.String(), approved) {
 		t.Fatalf("the approved configuration could not be read, and the log says nothing of it:\n%s", log.String())
 	}
+}
+
+// makeStateDir makes the state directory of a gatewayHome, dir, before
+// a gateway starts in it, and returns it.
+func makeStateDir(t *testing.T, dir string) string {
+	t.Helper()
+	state := filepath.Join(dir, "xdg_state_home", "postern")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return state
 }

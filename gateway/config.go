@@ -40,7 +40,9 @@ func readConfig(path string) (config.File, []byte, error) {
 
 // loadApproved reads the approved configuration; ok is false when there
 // is none (the first start), or it cannot be read or no longer parses
-// (which is logged).
+// (which is logged). Its values are those a person approved, perhaps
+// under an older postern that took some this one refuses in a
+// configuration file: they are not checked again (parseApproved).
 func (g *Gateway) loadApproved() (config.File, []byte, bool) {
 	p := g.approvedPath()
 	b, err := smallfile.Read(p, config.MaxSize)
@@ -49,13 +51,23 @@ func (g *Gateway) loadApproved() (config.File, []byte, bool) {
 	}
 	var f config.File
 	if err == nil {
-		f, err = config.Parse(p, b)
+		f, err = parseApproved(p, b)
 	}
 	if err != nil {
 		g.log.Warn("the approved configuration cannot be read; the file's is taken as approved", "path", p, "err", err)
 		return config.File{}, nil, false
 	}
 	return f, b, true
+}
+
+// parseApproved parses an approved configuration (config.ParseApproved)
+// that compiles into a policy.
+func parseApproved(name string, b []byte) (config.File, error) {
+	f, err := config.ParseApproved(name, b)
+	if err == nil {
+		_, err = approvals.Compile(f)
+	}
+	return f, err
 }
 
 // initialPolicy decides the policy a starting gateway puts in force: the

@@ -98,7 +98,7 @@ func (g *Gateway) adoptSealedPolicy(v *vault.Vault) {
 	approved := config.Defaults()
 	if raw != nil {
 		var err error
-		if approved, err = config.Parse("the approved configuration sealed in the vault", raw); err != nil {
+		if approved, err = parseApproved("the approved configuration sealed in the vault", raw); err != nil {
 			g.mu.Unlock()
 			g.log.Error("the approved configuration sealed in the vault does not parse; the state directory's stays approved", "err", err)
 			return

@@ -229,7 +229,7 @@ func Reload(path string) (File, []byte, error) {
 	if err != nil {
 		return File{}, nil, err
 	}
-	f, keys, err := parse(path, b)
+	f, keys, err := parse(path, b, true)
 	if err == nil && keys == 0 {
 		return File{}, nil, fmt.Errorf("%s: %w", path, ErrEmpty)
 	}
@@ -239,12 +239,25 @@ func Reload(path string) (File, []byte, error) {
 // Parse parses the contents of a configuration file; name is used in
 // error messages.
 func Parse(name string, b []byte) (File, error) {
-	f, _, err := parse(name, b)
+	f, _, err := parse(name, b, true)
 	return f, err
 }
 
-// parse is Parse, and counts the settings the file holds.
-func parse(name string, b []byte) (File, int, error) {
+// ParseApproved parses a configuration a person approved, perhaps under
+// an older postern, which took values this one refuses in a
+// configuration file (a rule's pattern, a relative path). Its values are
+// not checked again: it is the approved policy that a file is judged
+// against, and refusing it would leave none, so that the file, whatever
+// it says, would be taken as approved. What does not decode is an error
+// all the same.
+func ParseApproved(name string, b []byte) (File, error) {
+	f, _, err := parse(name, b, false)
+	return f, err
+}
+
+// parse is Parse, without the check of the values unless values is set,
+// and counts the settings the file holds.
+func parse(name string, b []byte, values bool) (File, int, error) {
 	if len(b) > MaxSize {
 		return File{}, 0, fmt.Errorf("%s: file larger than %d bytes", name, MaxSize)
 	}
@@ -277,6 +290,9 @@ func parse(name string, b []byte) (File, int, error) {
 	}
 	if err := checkKeyCase(md); err != nil {
 		return File{}, 0, fmt.Errorf("%s: %w", name, err)
+	}
+	if !values {
+		return f, len(md.Keys()), nil
 	}
 	if err := f.check(); err != nil {
 		if se, ok := errors.AsType[*settingError](err); ok {

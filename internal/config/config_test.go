@@ -274,3 +274,18 @@ func TestKnownHostsPathsAreAbsolute(t *testing.T) {
 		}
 	}
 }
+
+// An approved copy is decoded without its values checked again, but what
+// does not decode, or names a setting this postern does not know, is
+// still an error.
+func TestParseApproved(t *testing.T) {
+	f, err := ParseApproved("a", []byte("known_hosts = [\"kh\"]\n[[rule]]\nhost = \"!dev-*\"\napproval = \"per-call\"\n"))
+	if err != nil || f.KnownHosts[0] != "kh" || f.Rules[0].Host != "!dev-*" {
+		t.Fatalf("ParseApproved = %+v, %v", f, err)
+	}
+	for _, in := range []string{"approval = \n", "approvals = \"none\"\n", "Approval = \"none\"\n"} {
+		if _, err := ParseApproved("a", []byte(in)); err == nil {
+			t.Errorf("ParseApproved(%q) took it", in)
+		}
+	}
+}
