@@ -9,6 +9,7 @@ import (
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/inventory"
 	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/safetext"
 )
@@ -17,17 +18,29 @@ import (
 func (g *Gateway) opCheck(_ context.Context, _ *procid.Peer, a api.CheckArgs) (any, error) {
 	c := approvals.Check{Forwarded: a.Forwarded}
 	// Names count as the inventory gives them: a name it lacks is a
-	// destination postern could not name.
+	// destination postern could not name. Case does not count, as it
+	// does not for rules: every host whose name is the one given, case
+	// aside, counts (each rule's strictest).
 	inv := g.engine.Hosts()
 	for _, name := range a.Hosts {
-		h, ok := inv.Host(name)
-		if !ok {
-			c.Unknown = true
-			continue
+		var hosts []inventory.Host
+		if h, ok := inv.Host(name); ok {
+			hosts = append(hosts, h)
+		} else {
+			for _, h := range inv.Hosts() {
+				if strings.EqualFold(h.Name, name) {
+					hosts = append(hosts, h)
+				}
+			}
 		}
-		c.Names = append(c.Names, h.Name)
-		if h.Class != "" && !slices.Contains(c.Classes, h.Class) {
-			c.Classes = append(c.Classes, h.Class)
+		if len(hosts) == 0 {
+			c.Unknown = true
+		}
+		for _, h := range hosts {
+			c.Names = append(c.Names, h.Name)
+			if h.Class != "" && !slices.Contains(c.Classes, h.Class) {
+				c.Classes = append(c.Classes, h.Class)
+			}
 		}
 	}
 	res := api.CheckResult{Key: a.Key}
