@@ -74,5 +74,10 @@ func (g *Gateway) opCheck(_ context.Context, _ *procid.Peer, a api.CheckArgs) (a
 		c.Exes = append(c.Exes, x)
 	}
 	res.CheckResult = g.engine.Policy().Check(c)
+	g.mu.Lock()
+	if g.configErr != nil {
+		res.ConfigError = g.configErr.Error()
+	}
+	g.mu.Unlock()
 	return res, nil
 }

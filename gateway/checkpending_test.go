@@ -37,3 +37,21 @@ func TestCheckWhileALooserChangeWaits(t *testing.T) {
 		}
 	}
 }
+
+// A configuration file that was not put in force at its last reload (it
+// does not parse) leaves the policy before it in force: postern check
+// answers by that policy, and says why the file is not.
+func TestCheckSaysTheFileWasNotPutInForce(t *testing.T) {
+	g, cfg := sessionGateway(t)
+	if err := os.WriteFile(cfg, []byte("approval = \"session\"\n[[rule]]\nkey = \"deploy-*\"\napproval = \"per-cal\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, g, "after a reload that failed", func(st api.Status) bool { return st.Config.Error != "" })
+	res, err := g.opCheck(context.Background(), nil, api.CheckArgs{Key: "deploy-prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.(api.CheckResult); r.Mode != audit.ModeSession || !strings.Contains(r.ConfigError, cfg+":4:") {
+		t.Fatalf("check after a reload that failed: %s, because %s; config error %q, want session and the file's error", r.Mode, r.Because, r.ConfigError)
+	}
+}

@@ -63,6 +63,9 @@ func cmdCheck(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if res.ConfigError != "" {
+		warningf(errw, "the configuration file was not put in force (%s): the answer is by the policy in force before it", safetext.Field(res.ConfigError, safetext.Line))
+	}
 	if *asJSON {
 		return printJSON(out, res)
 	}

@@ -334,4 +334,7 @@ type CheckResult struct {
 	approvals.CheckResult
 	Key     string `json:"key"`
 	KeyHeld bool   `json:"key_held"`
+	// ConfigError says why the configuration file was not put in force
+	// at its last reload: the answer is the policy in force before it.
+	ConfigError string `json:"config_error,omitempty"`
 }
