@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/postern/postern/internal/inventory"
 	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/safetext"
+	"github.com/postern/postern/sshagent"
 )
 
 // opCheck dry-runs the policy in force ("postern check").
@@ -51,7 +53,8 @@ func (g *Gateway) opCheck(_ context.Context, _ *procid.Peer, a api.CheckArgs) (a
 	// A key named by its comment is the one key that has it: keys made on
 	// one machine share ssh-keygen's default comment, and rules name
 	// either by its fingerprint.
-	ids, _ := g.keys.Identities()
+	ids, err := g.keys.Identities()
+	res.Locked = errors.Is(err, sshagent.ErrLocked)
 	var named []string
 	for _, id := range ids {
 		fp := id.Fingerprint() // of the key a certificate certifies, as a request is decided

@@ -79,3 +79,19 @@ func gatewayWithConfig(t *testing.T, cfg string) *Gateway {
 	})
 	return g
 }
+
+// While the agent is locked it lists no key: postern check says so, for
+// a key named by its comment is then matched by that comment alone, and
+// a rule on the fingerprint of the key it names is passed over.
+func TestCheckSaysTheAgentIsLocked(t *testing.T) {
+	dir := gatewayHome(t)
+	initTestVault(t, []byte("check pass"))
+	g, _, _ := runGateway(t, dir)
+	res, err := g.opCheck(context.Background(), nil, api.CheckArgs{Key: "deploy-prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.(api.CheckResult); r.KeyHeld || !r.Locked {
+		t.Fatalf("check --key deploy-prod while the vault is locked: held %v, locked %v; want not held, and locked", r.KeyHeld, r.Locked)
+	}
+}

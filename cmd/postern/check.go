@@ -70,7 +70,10 @@ func cmdCheck(args []string, out, errw io.Writer) error {
 		return printJSON(out, res)
 	}
 	fmt.Fprintf(out, "%s, because %s\n", res.Mode, res.Because)
-	if *key != "" && !res.KeyHeld {
+	switch {
+	case *key != "" && !res.KeyHeld && res.Locked:
+		warningf(errw, "the agent is locked and lists no key: rules on keys matched against %q as given, not against the key it names (run \"postern unlock\", then check again)", *key)
+	case *key != "" && !res.KeyHeld:
 		warningf(errw, "the agent holds no key %q: rules on keys matched against the name as given", *key)
 	}
 	return nil

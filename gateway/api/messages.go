@@ -334,6 +334,9 @@ type CheckResult struct {
 	approvals.CheckResult
 	Key     string `json:"key"`
 	KeyHeld bool   `json:"key_held"`
+	// Locked says the agent is locked: it lists no key, so a key named
+	// by its comment was matched by that comment alone.
+	Locked bool `json:"locked,omitempty"`
 	// ConfigError says why the configuration file was not put in force
 	// at its last reload: the answer is the policy in force before it.
 	ConfigError string `json:"config_error,omitempty"`
