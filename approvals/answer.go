@@ -213,7 +213,7 @@ func (e *Engine) closeCardLocked(c *Card, a Answer) {
 func (e *Engine) register(subj *Run) (*Run, error) {
 	if subj.ID != "" {
 		if reason, ok := subj.check(); !ok {
-			return nil, runEnded(subj.ID, reason)
+			return nil, runFailed(subj.ID, reason)
 		}
 		return subj, nil
 	}
@@ -225,6 +225,8 @@ func (e *Engine) register(subj *Run) (*Run, error) {
 		// that one, is pinned anew below.
 		reason, ok := run.check()
 		switch {
+		case reason == audit.ReasonOutOfResources:
+			return nil, runFailed(run.ID, reason)
 		case !ok:
 			e.EndRun(run.ID, reason)
 		case !run.Process.Exe.Same(subj.Process.Exe) || run.Process.Layout != subj.Process.Layout:
@@ -235,6 +237,9 @@ func (e *Engine) register(subj *Run) (*Run, error) {
 	}
 	pin, err := e.procs.Pin(subj.Process.PID)
 	if err != nil {
+		if errors.Is(err, procid.ErrNoResources) {
+			return nil, fmt.Errorf("cannot pin the chosen process: %w", err)
+		}
 		return nil, fmt.Errorf("the chosen process is gone: %w", err)
 	}
 	// The same start time and executable, and the same address space

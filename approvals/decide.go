@@ -191,8 +191,14 @@ func (e *Engine) decideNow(ctx context.Context, r *Request) (d Decision, again b
 		return allow(mode, audit.ReasonPolicyNone), false
 	}
 	if mode == audit.ModeSession {
-		if g := e.covering(r, dest, epoch, p); g != nil {
+		g, unchecked := e.covering(r, dest, epoch, p)
+		switch {
+		case g != nil:
 			return Decision{Allow: true, Mode: mode, Reason: audit.ReasonSession, Grant: g.ID, Run: g.Run.ID}, false
+		case unchecked != nil:
+			// A grant that may cover the request could not be checked:
+			// refused, not put to a person as a first approval.
+			return Decision{Mode: mode, Reason: audit.ReasonOutOfResources, Run: unchecked.ID}, false
 		}
 	}
 	if argv == nil {
@@ -256,46 +262,70 @@ func unverifiedReason(r *Request, dest *DestView) string {
 // each ancestor the grants bound to that process for r's key are found
 // by map (see grantSlot) and each is checked against live evidence
 // (holds, which verifies the run's program); those that no longer hold
-// are ended. The cost does not grow with the number of grants.
-func (e *Engine) covering(r *Request, dest *DestView, epoch uint64, p *Policy) *Grant {
+// are ended. The cost does not grow with the number of grants. When none
+// covers r and the run of one that might could not be checked for want
+// of descriptors or memory, that run is returned as unchecked.
+func (e *Engine) covering(r *Request, dest *DestView, epoch uint64, p *Policy) (found *Grant, unchecked *Run) {
 	now := e.now()
 	k, kok := destKey(r, dest)
-	var found *Grant
 	var cands []*Grant
 	r.Requester.Lineage(e.knownRun, func(pid int, start uint64) bool {
 		cands = e.grantsAt(cands[:0], grantSlot{pid: pid, start: start, key: r.Key.Fingerprint}, k, kok)
 		for _, g := range cands {
-			if g.coversDest(r, dest, p.Scope) && e.holds(g, epoch, now, p.Lifetime) {
+			if !g.coversDest(r, dest, p.Scope) {
+				continue
+			}
+			switch e.holds(g, epoch, now, p.Lifetime) {
+			case holdsYes:
 				found = g
 				return false
+			case holdsUnchecked:
+				unchecked = g.Run
 			}
 		}
 		return true
 	})
-	return found
+	if found != nil {
+		unchecked = nil
+	}
+	return found, unchecked
 }
+
+// What holds found of a grant.
+type holding int
+
+const (
+	holdsNo        holding = iota // it does not hold (and is ended when it never will)
+	holdsYes                      // it holds
+	holdsUnchecked                // its run could not be checked (ReasonOutOfResources)
+)
 
 // holds checks a grant found on the requester's ancestry against live
 // evidence: this boot, this epoch, not expired (under life, the session
 // lifetime in force, too), its run still the process that was approved
 // (alive, same start time, same program) with the same launch nonce. A
 // grant that fails for good is ended.
-func (e *Engine) holds(g *Grant, epoch uint64, now time.Time, life time.Duration) bool {
+func (e *Engine) holds(g *Grant, epoch uint64, now time.Time, life time.Duration) holding {
 	switch {
 	case g.BootID != e.bootID:
 		e.endGrant(g, audit.ReasonGatewayRestarted)
-		return false
+		return holdsNo
 	case g.Epoch != epoch:
 		e.endGrant(g, audit.ReasonVaultStateChanged)
-		return false
+		return holdsNo
 	case !g.expiresUnder(life).IsZero() && !now.Before(g.expiresUnder(life)):
 		e.endGrant(g, audit.ReasonExpired)
-		return false
+		return holdsNo
 	}
 	run := g.Run
-	if reason, ok := run.check(); !ok {
+	switch reason, ok := run.check(); {
+	case reason == audit.ReasonOutOfResources:
+		return holdsUnchecked
+	case !ok:
 		e.EndRun(run.ID, reason)
-		return false
+		return holdsNo
+	case g.Nonce != run.Nonce:
+		return holdsNo
 	}
-	return g.Nonce == run.Nonce
+	return holdsYes
 }

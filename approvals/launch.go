@@ -191,8 +191,8 @@ func (e *Engine) AdmitRun(id string) func(*procid.Peer) error {
 			}
 		}
 		if reason, ok := run.check(); !ok {
-			e.EndRun(id, reason)
-			return runEnded(id, reason)
+			e.endFailed(id, reason)
+			return runFailed(id, reason)
 		}
 		if ok, _ := e.procs.DescendsFrom(p.PID, p.StartTicks, &run.Process); !ok {
 			return fmt.Errorf("pid %d: %w", p.PID, ErrNotDescendant)

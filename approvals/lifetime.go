@@ -43,7 +43,7 @@ func (e *Engine) socketRunEnded(r *Request, live bool) audit.Reason {
 		return run.Ended()
 	}
 	if reason, ok := run.check(); !ok {
-		e.EndRun(run.ID, reason)
+		e.endFailed(run.ID, reason)
 		return reason
 	}
 	return ""

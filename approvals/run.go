@@ -78,7 +78,9 @@ func newRunID() string { return "R" + randomHex(4) }
 
 // check verifies the run's process against live evidence: alive, same
 // start time, same program (procid.Peer.Verify). It returns the end
-// reason when it fails.
+// reason when it fails, or ReasonOutOfResources when the gateway was
+// short of descriptors or memory for the check, which ends nothing
+// (endFailed).
 func (r *Run) check() (reason audit.Reason, ok bool) {
 	if why := r.Ended(); why != "" {
 		return why, false
@@ -89,10 +91,31 @@ func (r *Run) check() (reason audit.Reason, ok bool) {
 	if err := r.pin.Verify(); err != nil {
 		// An exec on the run's pid — another executable, or the same one
 		// with a new address space — is a new process.
-		if errors.Is(err, procid.ErrChanged) {
+		switch {
+		case errors.Is(err, procid.ErrNoResources):
+			return audit.ReasonOutOfResources, false
+		case errors.Is(err, procid.ErrChanged):
 			return audit.ReasonProcessChanged, false
 		}
 		return audit.ReasonProcessExited, false
 	}
 	return "", true
+}
+
+// endFailed ends the run id whose check failed with reason, unless the
+// check could not be made (ReasonOutOfResources): a run does not end for
+// the gateway's want of descriptors.
+func (e *Engine) endFailed(id string, reason audit.Reason) {
+	if reason != audit.ReasonOutOfResources {
+		e.EndRun(id, reason)
+	}
+}
+
+// runFailed is the error of a run whose check failed with reason: it
+// ended, or it could not be checked.
+func runFailed(id string, reason audit.Reason) error {
+	if reason == audit.ReasonOutOfResources {
+		return fmt.Errorf("run %s could not be checked: %w", id, procid.ErrNoResources)
+	}
+	return runEnded(id, reason)
 }

@@ -96,7 +96,7 @@ func (e *Engine) pruneChanged() {
 	e.mu.Unlock()
 	for _, r := range check {
 		if reason, ok := r.check(); !ok {
-			e.EndRun(r.ID, reason)
+			e.endFailed(r.ID, reason)
 		}
 	}
 }

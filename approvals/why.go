@@ -138,6 +138,9 @@ func explain(d Decision, waiting bool, journal string) (outcome, what, next stri
 	case audit.ReasonAuditFailed:
 		return out, "The audit log could not record the request, so it was refused: nothing is allowed while the log cannot be written (a full disk, an I/O error). The gateway tries the log again and allows actions once it can.",
 			`Ask your user: "postern status" says why the audit log fails.` + tell
+	case audit.ReasonOutOfResources:
+		return out, "The gateway ran out of file descriptors or memory and could not check the process that asked against live evidence, so nothing was signed. Any approval stands.",
+			"Retry once; if it is refused again, ask your user to look at the gateway's log." + tell
 	case audit.ReasonCanceled:
 		return out, "The request went away before your user answered its card: the process that asked hung up or exited, and the card was withdrawn.",
 			"Retry once, and let the request wait for the answer: a run that withdraws its cards often has its requests refused for a while without one."

@@ -148,6 +148,10 @@ const (
 	ReasonAuditFailed     Reason = "audit_failed"     // the action's event could not be recorded
 	ReasonHostKeyRevoked  Reason = "host_key_revoked" // known_hosts marks the destination's key @revoked
 	ReasonJournalFailed   Reason = "journal_failed"   // the bastion's command journal could not be read or written
+	// ReasonOutOfResources: the gateway ran out of descriptors or memory
+	// and could not check the requester or its run against live
+	// evidence; the run goes on, and is checked again at its next request.
+	ReasonOutOfResources Reason = "out_of_resources"
 	// Refusals before any decision is asked for.
 	ReasonSessionBindFailed Reason = "session_bind_failed" // an earlier session-bind failed on the connection
 	ReasonKeyNotHeld        Reason = "key_not_held"

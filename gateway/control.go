@@ -119,7 +119,7 @@ func (g *Gateway) answerControl(ctx context.Context, peer *procid.Peer, line []b
 		return
 	}
 	if err := peer.Verify(); err != nil {
-		respond(errorResponse(fmt.Errorf("%w: %v", errPeerChanged, err)))
+		respond(errorResponse(peerError(err)))
 		return
 	}
 	if pacedStreams[req.Op] {
@@ -154,7 +154,7 @@ func (g *Gateway) answerControl(ctx context.Context, peer *procid.Peer, line []b
 
 func (g *Gateway) call(ctx context.Context, peer *procid.Peer, h handler, args json.RawMessage) api.Response {
 	if err := peer.Verify(); err != nil {
-		return errorResponse(fmt.Errorf("%w: %v", errPeerChanged, err))
+		return errorResponse(peerError(err))
 	}
 	res, err := h(ctx, peer, args)
 	if err != nil {
@@ -167,8 +167,21 @@ func (g *Gateway) call(ctx context.Context, peer *procid.Peer, h handler, args j
 	return resp
 }
 
+// peerError is the error of a request whose requester failed its check
+// against live evidence (procid.Peer.Verify, Table.Pin): it changed, or,
+// when the gateway was short of descriptors or memory for the check,
+// nothing is known of it, which the error says (the request is refused
+// all the same, as a failure, not a denial).
+func peerError(err error) error {
+	if errors.Is(err, procid.ErrNoResources) {
+		return fmt.Errorf("cannot check the requesting process: %w", err)
+	}
+	return fmt.Errorf("%w: %v", errPeerChanged, err)
+}
+
 // refuseControl is the response line of a control client the socket
-// does not take (every connection of its user busy, a request too long).
+// does not take (every connection of its user busy, a request too long,
+// no descriptor or memory to identify it with).
 func refuseControl(err error) []byte {
 	b, _ := json.Marshal(errorResponse(fmt.Errorf("the control socket refused the request: %w", err)))
 	return b

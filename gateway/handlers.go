@@ -73,7 +73,7 @@ func (g *Gateway) opRunPrepare(_ context.Context, caller *procid.Peer, a api.Run
 	// never reports the process it launched.
 	preparer, err := g.procs.Pin(caller.PID)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errPeerChanged, err)
+		return nil, peerError(err)
 	}
 	if preparer.StartTicks != caller.StartTicks {
 		preparer.Close()
@@ -152,7 +152,7 @@ func (g *Gateway) opCardsFollow(ctx context.Context, peer *procid.Peer, a api.Ca
 		case <-g.engine.CardsChanged(seq):
 		case <-quiet.C:
 			if err := peer.Verify(); err != nil {
-				return fmt.Errorf("%w: %v", errPeerChanged, err)
+				return peerError(err)
 			}
 		}
 	}

@@ -211,6 +211,9 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 	if time.Since(start) > time.Millisecond {
 		if err := c.peer.Verify(); err != nil {
 			d.Recorded() // the allow, which the refusal follows
+			if errors.Is(err, procid.ErrNoResources) {
+				return refuse(audit.ReasonOutOfResources, "cannot check the requester after its approval: "+err.Error())
+			}
 			return refuse(audit.ReasonIdentityMismatch, "requester changed while waiting for approval: "+err.Error())
 		}
 	}

@@ -289,7 +289,11 @@ func (s *Server) serveOne(cn *conn, wait time.Duration) outcome {
 		return closed
 	}
 	if err := peer.Verify(); err != nil {
-		log.Warn("closing connection: the peer is no longer the process that connected", "err", err)
+		if errors.Is(err, procid.ErrNoResources) {
+			log.Warn("closing connection: cannot check that the peer is the process that connected", "err", err)
+		} else {
+			log.Warn("closing connection: the peer is no longer the process that connected", "err", err)
+		}
 		cn.c.SetWriteDeadline(time.Now().Add(replyTimeout))
 		cn.c.Write(replyFailure)
 		return closed

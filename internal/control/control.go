@@ -97,7 +97,8 @@ type Server struct {
 	// memory (safesocket.Serve).
 	Exhausted func(error)
 	// Refuse makes the response line a client is refused with: every
-	// connection of its user is busy, or its request is too long (nil:
+	// connection of its user is busy, its request is too long, or the
+	// server is short of descriptors or memory to identify it with (nil:
 	// the connection is closed unanswered).
 	Refuse func(error) []byte
 	wg     sync.WaitGroup
@@ -119,7 +120,7 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	defer context.AfterFunc(ctx, func() { c.Close() })()
 	peer, slot, err := safesocket.AdmitOpaque(c, s.Procs, "control", s.Log, s.Limits, s.Exhausted)
 	if err != nil {
-		if errors.Is(err, connlimit.ErrFull) {
+		if errors.Is(err, connlimit.ErrFull) || errors.Is(err, procid.ErrNoResources) {
 			s.refuse(c, err)
 		}
 		return

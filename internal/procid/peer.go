@@ -72,7 +72,8 @@ func (p *Peer) Exited() <-chan struct{} { return p.pin.exited() }
 // nothing once stopped); an exec keeps the pid and gives an unprivileged
 // watcher no signal, so the peer is verified again every RecheckEvery.
 // onGone is told why, as Verify says it: an error wrapping ErrGone or
-// ErrChanged. onGone is not called after stop returns (a check under way
+// ErrChanged (a check that failed for want of descriptors or memory,
+// ErrNoResources, is made again). onGone is not called after stop returns (a check under way
 // may still finish its reads of /proc).
 func (p *Peer) WatchGone(onGone func(why error)) (stop func()) {
 	w := &goneWatch{p: p, onGone: onGone}
@@ -109,7 +110,10 @@ func (w *goneWatch) recheck() {
 	err := w.p.Verify()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err != nil {
+	// A check this process was short of descriptors or memory for says
+	// nothing of the peer: it is checked again later, and whoever acts
+	// for it verifies it first.
+	if err != nil && !errors.Is(err, ErrNoResources) {
 		w.gone(err)
 	} else if !w.ended {
 		w.timer.Reset(RecheckEvery)

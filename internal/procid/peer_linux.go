@@ -106,7 +106,7 @@ func pinPID(pid int) (pin, error) {
 	case errors.Is(err, unix.ENOSYS):
 		return startPin{}, nil
 	default:
-		return nil, fmt.Errorf("pidfd_open %d: %w", pid, err)
+		return nil, gone(pid, fmt.Errorf("pidfd_open: %w", err))
 	}
 }
 
@@ -169,11 +169,42 @@ func (p *pidfdPin) exited() <-chan struct{} {
 	p.once.Do(func() {
 		done := make(chan struct{})
 		p.done = done
-		if p.watchExit(func() { close(done) }) == nil {
-			close(done) // it cannot be watched: taken as gone
+		exit := func() { close(done) }
+		switch stop, err := p.watch(exit); {
+		case stop != nil:
+		case Short(err):
+			// Out of descriptors: the process is not gone for that.
+			go p.watchWhenFree(exit)
+		default:
+			exit() // it cannot be watched: taken as gone
 		}
 	})
 	return p.done
+}
+
+// watchWhenFree starts the watch of exited once a descriptor can be had
+// for it, polling the pidfd meanwhile, with a pause that doubles from 5ms
+// up to a second.
+func (p *pidfdPin) watchWhenFree(exit func()) {
+	var pause time.Duration
+	for {
+		pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+		time.Sleep(pause)
+		p.mu.RLock()
+		gone := p.closed || pidfdExited(p.fd)
+		p.mu.RUnlock()
+		if gone {
+			exit()
+			return
+		}
+		switch stop, err := p.watch(exit); {
+		case stop != nil:
+			return
+		case !Short(err):
+			exit()
+			return
+		}
+	}
 }
 
 // watchExit watches a duplicate of the pidfd, parked on the runtime's
@@ -181,6 +212,12 @@ func (p *pidfdPin) exited() <-chan struct{} {
 // polled: taken as gone). The duplicate is the watch's own: closing the
 // pin does not end it, stop does.
 func (p *pidfdPin) watchExit(onExit func()) (stop func()) {
+	stop, _ = p.watch(onExit)
+	return stop
+}
+
+// watch is watchExit, and says why it could not watch.
+func (p *pidfdPin) watch(onExit func()) (stop func(), err error) {
 	p.mu.RLock()
 	fd, err := -1, ErrGone
 	if !p.closed {
@@ -188,17 +225,17 @@ func (p *pidfdPin) watchExit(onExit func()) (stop func()) {
 	}
 	p.mu.RUnlock()
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	if err := unix.SetNonblock(fd, true); err != nil {
 		unix.Close(fd)
-		return nil
+		return nil, err
 	}
 	f := os.NewFile(uintptr(fd), "pidfd")
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
-		return nil
+		return nil, err
 	}
 	ended := make(chan struct{})
 	go func() {
@@ -217,7 +254,7 @@ func (p *pidfdPin) watchExit(onExit func()) (stop func()) {
 		// A read deadline in the past wakes the watch.
 		f.SetReadDeadline(time.Unix(1, 0))
 		<-ended
-	}
+	}, nil
 }
 
 // PeerCred returns the credentials of the process at the other end of c

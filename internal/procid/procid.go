@@ -115,6 +115,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -125,6 +126,27 @@ var ErrGone = errors.New("process is gone")
 // ErrChanged reports that a process executed another program since it was
 // identified.
 var ErrChanged = errors.New("process executed another program")
+
+// ErrNoResources reports that a process could not be checked because this
+// process ran out of a resource of its own (descriptors, memory): nothing
+// is known of the process, neither that it is the one identified nor that
+// it is not. A caller refuses what it was asked for, as it would for a
+// process that changed, and says why; it does not take the process for
+// gone or changed (a run does not end), and may check it again once the
+// resource is back.
+var ErrNoResources = errors.New("the gateway is out of descriptors or memory")
+
+// Short reports whether err is a system call failing for want of a
+// resource of the caller's: descriptors (EMFILE, ENFILE), buffers
+// (ENOBUFS) or memory (ENOMEM).
+func Short(err error) bool {
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
 
 // Process holds the identity facts of one process.
 type Process struct {

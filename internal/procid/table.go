@@ -305,9 +305,15 @@ func (t *Table) inspect(pid int, uid *uint32, pn pin) (Process, exeKey, error) {
 	return p, key, nil
 }
 
+// gone is the error of a read of pid's /proc that failed with err: the
+// process is gone when its files are, and unchecked (ErrNoResources) when
+// this process is short of descriptors or memory.
 func gone(pid int, err error) error {
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH):
 		return fmt.Errorf("pid %d: %w", pid, ErrGone)
+	case Short(err):
+		return fmt.Errorf("pid %d: %w (%w)", pid, ErrNoResources, err)
 	}
 	return fmt.Errorf("pid %d: %w", pid, err)
 }

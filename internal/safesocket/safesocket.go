@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/postern/postern/internal/procid"
 )
 
 // maxPath is the longest socket path Linux accepts (sun_path is 108 bytes
@@ -134,7 +136,10 @@ func Serve(ctx context.Context, l *net.UnixListener, wg *sync.WaitGroup, handle 
 // (descriptors, buffers, memory) or another temporary condition, after
 // which accepting again later may succeed.
 func Exhausted(err error) bool {
-	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.EINTR, syscall.EAGAIN} {
+	if procid.Short(err) {
+		return true
+	}
+	for _, e := range []error{syscall.ECONNABORTED, syscall.EINTR, syscall.EAGAIN} {
 		if errors.Is(err, e) {
 			return true
 		}
