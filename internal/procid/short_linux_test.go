@@ -1,0 +1,79 @@
+package procid
+
+import (
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// noDescriptors lowers this process's soft descriptor limit to its
+// lowest free descriptor number, so that opening any descriptor fails
+// with EMFILE, until restore.
+func noDescriptors(t *testing.T) (restore func()) {
+	t.Helper()
+	var was syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &was); err != nil {
+		t.Fatal(err)
+	}
+	free, err := unix.Dup(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(free)
+	lim := was
+	lim.Cur = uint64(free)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	restored := false
+	restore = func() {
+		if !restored {
+			restored = true
+			syscall.Setrlimit(syscall.RLIMIT_NOFILE, &was)
+		}
+	}
+	t.Cleanup(restore)
+	return restore
+}
+
+// A process whose exit cannot be watched for want of a descriptor is not
+// taken for gone (a run would end as exited): its exit is seen once a
+// descriptor is free.
+func TestExitedWithoutADescriptorIsNotGone(t *testing.T) {
+	_, c := startClient(t, "exit")
+	p, err := Host.PeerOf(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	restore := noDescriptors(t)
+	exited := p.Exited()
+	select {
+	case <-exited:
+		restore()
+		t.Fatal("a live peer whose exit could not be watched for want of a descriptor was taken for exited")
+	default:
+	}
+	restore()
+	c.Write([]byte{1})
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the exit of the peer was not seen once descriptors were free")
+	}
+}
+
+// A peer the process had no descriptor to identify with is neither gone
+// nor changed: the error says ErrNoResources.
+func TestCheckWithoutADescriptorIsNoResources(t *testing.T) {
+	_, c := startClient(t, "exit")
+	restore := noDescriptors(t)
+	_, err := Host.PeerOf(c)
+	restore()
+	if !errors.Is(err, ErrNoResources) || errors.Is(err, ErrGone) || errors.Is(err, ErrChanged) {
+		t.Fatalf("identifying a peer without a free descriptor: %v, want an error wrapping ErrNoResources alone", err)
+	}
+}
