@@ -41,6 +41,11 @@ func (s *Server) accept(c *net.UnixConn) {
 	// ProxyCommand: the helper's parent, pinned now, while the helper is
 	// alive to vouch for the relationship.
 	requester, err := s.cfg.Procs.Pin(helper.PPID)
+	if errors.Is(err, procid.ErrNoResources) {
+		fmt.Fprintf(c, "error cannot identify the ssh process behind the connection: %s\n", procid.ErrNoResources)
+		c.Close()
+		return
+	}
 	if err != nil || requester.StartTicks > helper.StartTicks {
 		fmt.Fprintf(c, "error cannot identify the ssh process behind the connection\n")
 		c.Close()
@@ -56,7 +61,11 @@ func (s *Server) accept(c *net.UnixConn) {
 		c.Close()
 		return
 	}
-	if err := helper.Verify(); err != nil {
+	if err := helper.Verify(); errors.Is(err, procid.ErrNoResources) {
+		fmt.Fprintf(c, "error cannot check the connecting process: %s\n", procid.ErrNoResources)
+		c.Close()
+		return
+	} else if err != nil {
 		fmt.Fprintf(c, "error the connecting process changed\n")
 		c.Close()
 		return
@@ -137,8 +146,11 @@ func clearDeadlineAfterHandshake(ctx gliderssh.Context, c net.Conn) {
 func admitClient(c *net.UnixConn, procs *procid.Table, log *slog.Logger, limits *connlimit.Limiter, exhausted func(error)) (helper *procid.Peer, slot *connlimit.Slot, t Target, ok bool) {
 	helper, slot, err := safesocket.Admit(c, procs, "bastion", log, limits, exhausted)
 	if err != nil {
-		if errors.Is(err, connlimit.ErrFull) {
+		switch {
+		case errors.Is(err, connlimit.ErrFull):
 			fmt.Fprintf(c, "error %v\n", err)
+		case errors.Is(err, procid.ErrNoResources):
+			fmt.Fprintf(c, "error cannot identify the connecting process: %s\n", procid.ErrNoResources)
 		}
 		c.Close()
 		return nil, nil, Target{}, false

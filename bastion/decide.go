@@ -10,6 +10,7 @@ import (
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/internal/inventory"
+	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/watchctx"
 )
 
@@ -99,6 +100,9 @@ func (ss *session) upstreamFor(e *journal.Entry) (*upstream, *approvals.Decision
 func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, action approvals.Action) approvals.Decision {
 	info := ss.info
 	if err := info.requester.Verify(); err != nil {
+		if errors.Is(err, procid.ErrNoResources) {
+			return approvals.Decision{Reason: audit.ReasonOutOfResources}
+		}
 		return approvals.Decision{Reason: audit.ReasonIdentityMismatch}
 	}
 	retry := ""

@@ -9,6 +9,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/internal/procid"
 )
 
 // Commands only for someone waiting: a card is withdrawn when the client
@@ -45,6 +46,9 @@ func (ss *session) stillWaiting() error {
 		return errClientLeft
 	}
 	if err := ss.info.requester.Verify(); err != nil {
+		if errors.Is(err, procid.ErrNoResources) {
+			return fmt.Errorf("cannot check the client before sending the command: %w", err)
+		}
 		return fmt.Errorf("%w (%v)", errClientLeft, err)
 	}
 	return nil

@@ -21,20 +21,12 @@ func TestOutOfDescriptorsIsNotAChangedProcess(t *testing.T) {
 	e := newEnv(t)
 	e.Config(`approval = "none"`)
 	a := e.StartAgent()
-	pid := strconv.Itoa(a.PID())
 	e.MustRun("postern", "run", "--no-sandbox", "--", "true")
-	fds, err := os.ReadDir("/proc/" + pid + "/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	soft := func(n int) {
-		t.Helper()
-		e.MustRun("prlimit", "--pid", pid, "--nofile="+strconv.Itoa(n)+":")
-	}
+	held, soft := softFiles(t, e, a.PID())
 	defer soft(1024)
 	var refused []string
 	for k := range 12 {
-		soft(len(fds) + k)
+		soft(held + k)
 		r := e.Run("postern", "run", "--no-sandbox", "--", "true")
 		say := fmt.Sprintf("with %d descriptors more than the gateway held: %s", k, r)
 		if r.Code == 254 || strings.Contains(r.Stderr, "changed") {
@@ -56,5 +48,20 @@ func TestOutOfDescriptorsIsNotAChangedProcess(t *testing.T) {
 	case <-a.done:
 		t.Fatalf("the gateway exited:\n%s", tail(a.Log(), 3000))
 	default:
+	}
+}
+
+// softFiles returns how many descriptors the process pid holds, and
+// soft, which sets its soft descriptor limit (prlimit(1)).
+func softFiles(t *testing.T, e *Env, pid int) (held int, soft func(n int)) {
+	t.Helper()
+	p := strconv.Itoa(pid)
+	fds, err := os.ReadDir("/proc/" + p + "/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(fds), func(n int) {
+		t.Helper()
+		e.MustRun("prlimit", "--pid", p, "--nofile="+strconv.Itoa(n)+":")
 	}
 }
