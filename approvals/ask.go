@@ -19,8 +19,11 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	subjects, sel, err := e.subjects(r, chain, argv, p)
 	if err != nil {
 		e.log.Info("refusing: "+err.Error(), "pid", r.Requester.PID)
-		if errors.Is(err, ErrNotDescendant) {
+		switch {
+		case errors.Is(err, ErrNotDescendant):
 			return deny(mode, audit.ReasonIdentityMismatch), false
+		case errors.Is(err, procid.ErrNoResources):
+			return deny(mode, audit.ReasonOutOfResources), false
 		}
 		return deny(mode, audit.ReasonProcessExited), false
 	}

@@ -68,7 +68,8 @@ func (t *Table) ancestors(ppid int, start uint64) Chain {
 // without meeting root. When it cannot decide — pid is gone, a parent
 // cannot be read while its child still names it, a parent is younger than
 // its child and the child was not reparented, or the walk does not end —
-// it returns an error wrapping ErrGone or ErrUndecided, never a plain
+// it returns an error wrapping ErrGone or ErrUndecided (ErrNoResources
+// when this process had no descriptor or memory to read with), never a plain
 // false: an approver's check must not be won by making the walk fail.
 func (t *Table) DescendsFrom(pid int, start uint64, root *Process) (bool, error) {
 	st, err := t.Stat(pid)
@@ -168,7 +169,8 @@ func (t *Table) walk(pid int, st Stat, root *Process, rootAlive func() bool) (bo
 // vouch, when given, is asked about a parent before its stat is read and
 // ends the walk by returning true. It returns nil when one of them ended
 // the walk or the top of the tree was reached, and otherwise an error
-// wrapping ErrUndecided (see DescendsFrom).
+// wrapping ErrUndecided (see DescendsFrom), or ErrNoResources when this
+// process had no descriptor or memory to read a parent with.
 func (t *Table) climb(pid int, st Stat, at func(pid int, st Stat) bool, vouch func(ppid int, child Stat) bool) error {
 	for range maxWalk {
 		if at(pid, st) || st.PPID <= 0 {
@@ -184,6 +186,11 @@ func (t *Table) climb(pid int, st Stat, at func(pid int, st Stat) bool, vouch fu
 			// from its new parent.
 			again, err2 := t.Stat(pid)
 			switch {
+			case errors.Is(err, ErrNoResources):
+				// Nothing was learnt of the parent.
+				return err
+			case errors.Is(err2, ErrNoResources):
+				return err2
 			case err2 != nil || again.StartTicks != st.StartTicks:
 				return fmt.Errorf("pid %d left while its ancestry was read: %w", pid, ErrUndecided)
 			case again.PPID == st.PPID:

@@ -77,3 +77,28 @@ func TestCheckWithoutADescriptorIsNoResources(t *testing.T) {
 		t.Fatalf("identifying a peer without a free descriptor: %v, want an error wrapping ErrNoResources alone", err)
 	}
 }
+
+// A walk up a process's ancestry that could not read a parent for want
+// of a descriptor says so, not that the process left while it was read
+// (which a request through a run's socket was refused for as
+// process_exited).
+func TestAncestryWithoutADescriptorIsNoResources(t *testing.T) {
+	_, c := startClient(t, "exit")
+	p, err := Host.PeerOf(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	_, c2 := startClient(t, "exit")
+	other, err := Host.PeerOf(c2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	restore := noDescriptors(t)
+	_, err = p.Within(other)
+	restore()
+	if !errors.Is(err, ErrNoResources) {
+		t.Fatalf("walking the ancestry without a free descriptor: %v, want an error wrapping ErrNoResources", err)
+	}
+}
