@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/postern/postern/audit"
@@ -191,14 +192,19 @@ func (e *Engine) decideNow(ctx context.Context, r *Request) (d Decision, again b
 		return allow(mode, audit.ReasonPolicyNone), false
 	}
 	if mode == audit.ModeSession {
-		g, unchecked := e.covering(r, dest, epoch, p)
+		g, unchecked, run := e.covering(r, dest, epoch, p)
 		switch {
 		case g != nil:
 			return Decision{Allow: true, Mode: mode, Reason: audit.ReasonSession, Grant: g.ID, Run: g.Run.ID}, false
-		case unchecked != nil:
-			// A grant that may cover the request could not be checked:
-			// refused, not put to a person as a first approval.
-			return Decision{Mode: mode, Reason: audit.ReasonOutOfResources, Run: unchecked.ID}, false
+		case unchecked:
+			// A grant that may cover the request could not be looked
+			// for or checked: refused, not put to a person as a first
+			// approval.
+			d := deny(mode, audit.ReasonOutOfResources)
+			if run != nil {
+				d.Run = run.ID
+			}
+			return d, false
 		}
 	}
 	if argv == nil {
@@ -263,13 +269,14 @@ func unverifiedReason(r *Request, dest *DestView) string {
 // by map (see grantSlot) and each is checked against live evidence
 // (holds, which verifies the run's program); those that no longer hold
 // are ended. The cost does not grow with the number of grants. When none
-// covers r and the run of one that might could not be checked for want
-// of descriptors or memory, that run is returned as unchecked.
-func (e *Engine) covering(r *Request, dest *DestView, epoch uint64, p *Policy) (found *Grant, unchecked *Run) {
+// covers r and the ancestry could not be read, or the run of a grant that
+// might cover it checked, for want of descriptors or memory, unchecked
+// is true (with that run, when one).
+func (e *Engine) covering(r *Request, dest *DestView, epoch uint64, p *Policy) (found *Grant, unchecked bool, run *Run) {
 	now := e.now()
 	k, kok := destKey(r, dest)
 	var cands []*Grant
-	r.Requester.Lineage(e.knownRun, func(pid int, start uint64) bool {
+	err := r.Requester.Lineage(e.knownRun, func(pid int, start uint64) bool {
 		cands = e.grantsAt(cands[:0], grantSlot{pid: pid, start: start, key: r.Key.Fingerprint}, k, kok)
 		for _, g := range cands {
 			if !g.coversDest(r, dest, p.Scope) {
@@ -280,15 +287,15 @@ func (e *Engine) covering(r *Request, dest *DestView, epoch uint64, p *Policy) (
 				found = g
 				return false
 			case holdsUnchecked:
-				unchecked = g.Run
+				unchecked, run = true, g.Run
 			}
 		}
 		return true
 	})
 	if found != nil {
-		unchecked = nil
+		return found, false, nil
 	}
-	return found, unchecked
+	return nil, unchecked || errors.Is(err, procid.ErrNoResources), run
 }
 
 // What holds found of a grant.

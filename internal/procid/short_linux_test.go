@@ -2,42 +2,11 @@ package procid
 
 import (
 	"errors"
-	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/postern/postern/internal/procid/proctest/nofiles"
 )
-
-// noDescriptors lowers this process's soft descriptor limit to its
-// lowest free descriptor number, so that opening any descriptor fails
-// with EMFILE, until restore.
-func noDescriptors(t *testing.T) (restore func()) {
-	t.Helper()
-	var was syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &was); err != nil {
-		t.Fatal(err)
-	}
-	free, err := unix.Dup(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unix.Close(free)
-	lim := was
-	lim.Cur = uint64(free)
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	restored := false
-	restore = func() {
-		if !restored {
-			restored = true
-			syscall.Setrlimit(syscall.RLIMIT_NOFILE, &was)
-		}
-	}
-	t.Cleanup(restore)
-	return restore
-}
 
 // A process whose exit cannot be watched for want of a descriptor is not
 // taken for gone (a run would end as exited): its exit is seen once a
@@ -49,7 +18,7 @@ func TestExitedWithoutADescriptorIsNotGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	restore := noDescriptors(t)
+	restore := nofiles.Exhaust(t)
 	exited := p.Exited()
 	select {
 	case <-exited:
@@ -70,7 +39,7 @@ func TestExitedWithoutADescriptorIsNotGone(t *testing.T) {
 // nor changed: the error says ErrNoResources.
 func TestCheckWithoutADescriptorIsNoResources(t *testing.T) {
 	_, c := startClient(t, "exit")
-	restore := noDescriptors(t)
+	restore := nofiles.Exhaust(t)
 	_, err := Host.PeerOf(c)
 	restore()
 	if !errors.Is(err, ErrNoResources) || errors.Is(err, ErrGone) || errors.Is(err, ErrChanged) {
@@ -95,7 +64,7 @@ func TestAncestryWithoutADescriptorIsNoResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	restore := noDescriptors(t)
+	restore := nofiles.Exhaust(t)
 	_, err = p.Within(other)
 	restore()
 	if !errors.Is(err, ErrNoResources) {

@@ -1,0 +1,34 @@
+package approvals
+
+import (
+	"context"
+	"testing"
+
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/procid/proctest/nofiles"
+)
+
+// A request covered by a session, made while the gateway has no
+// descriptor free to check it and its run with, is refused as
+// out_of_resources, without a card; the run and its grant go on, and
+// cover the next request once descriptors are free.
+func TestOutOfDescriptorsRefusesAndEndsNothing(t *testing.T) {
+	w := newWorld(t)
+	w.approve(13)
+	r := w.req(13)
+	restore := nofiles.Exhaust(t)
+	d := w.e.Decide(context.Background(), r)
+	restore()
+	if d.Allow || d.Reason != audit.ReasonOutOfResources {
+		t.Errorf("a request that could not be checked for want of descriptors: %+v, want refused as out_of_resources", d)
+	}
+	if cards, _ := w.e.Cards(); len(cards) != 0 {
+		t.Errorf("a request that could not be checked put a card up: %+v", cards[0])
+	}
+	if runs, grants := w.e.Sessions(); len(runs) != 1 || len(grants) != 1 {
+		t.Fatalf("the run and its grant did not outlive the want of descriptors: %v %v", runs, grants)
+	}
+	if d := w.e.Decide(context.Background(), w.req(13)); !d.Allow || d.Reason != audit.ReasonSession {
+		t.Fatalf("once descriptors are free: %+v, want allowed by the session", d)
+	}
+}
