@@ -25,13 +25,23 @@ import (
 // epochs it counted: the count goes on from the time in seconds since
 // 1970, above any count of locks and unlocks a file could have reached,
 // and status says why (Err).
+//
+// An epoch that could not be written (a full disk) is written again, at
+// most every epochRetry, when the epoch is next read, and when the
+// gateway stops (Flush), so that a restart once space is back does not
+// count again the epochs counted meanwhile.
 type epochCounter struct {
 	path    string
 	mu      sync.Mutex
 	n       uint64
-	readErr error // why the file could not be read at start
-	err     error // the last error writing the file
+	readErr error     // why the file could not be read at start
+	err     error     // the last error writing the file
+	tried   time.Time // when the file was last written, or tried
 }
+
+// epochRetry is how often an epoch that could not be written is tried
+// again.
+const epochRetry = time.Second
 
 // maxEpochFile bounds the epoch file read: a number and a newline.
 const maxEpochFile = 64
@@ -62,10 +72,14 @@ func (e *epochCounter) Err() error {
 	return errors.Join(e.readErr, e.err)
 }
 
-// Get returns the current epoch.
+// Get returns the current epoch, and writes it again if it could not be
+// written and epochRetry has passed since it was tried.
 func (e *epochCounter) Get() uint64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.err != nil && time.Since(e.tried) >= epochRetry {
+		e.save()
+	}
 	return e.n
 }
 
@@ -75,8 +89,25 @@ func (e *epochCounter) Bump() (n uint64, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.n++
-	e.err = atomicfile.Write(e.path, []byte(strconv.FormatUint(e.n, 10)+"\n"), 0o600)
+	e.save()
 	return e.n, e.err
+}
+
+// Flush writes the epoch again if it could not be written, and returns
+// why it still cannot be.
+func (e *epochCounter) Flush() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.err != nil {
+		e.save()
+	}
+	return e.err
+}
+
+// save writes the epoch to the file; e.mu held.
+func (e *epochCounter) save() {
+	e.tried = time.Now()
+	e.err = atomicfile.Write(e.path, []byte(strconv.FormatUint(e.n, 10)+"\n"), 0o600)
 }
 
 func inode(fi os.FileInfo) uint64 {

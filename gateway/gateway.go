@@ -456,6 +456,9 @@ func (g *Gateway) shutdown() error {
 	g.stopBastion(grace)
 	g.closeJournal()
 	g.notes.svc.Close()
+	if err := g.vault.epoch.Flush(); err != nil {
+		g.log.Warn("the vault epoch could not be written to its file: the next gateway may count it again", "err", err)
+	}
 	g.log.Info("gateway stopped", "boot_id", g.bootID)
 	return g.srv.err()
 }
