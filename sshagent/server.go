@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -80,13 +81,14 @@ type Server struct {
 	// after the signal is answered after it, as ssh-agent answers it.
 	Before func()
 
-	wg      sync.WaitGroup // the connections, parked or served
-	lot     park.Lot       // the idle connections
-	bare    barer          // makes the long idle ones bare
-	pkcs11  pkcs11Set
-	upKeys  upstreamKeys
-	own     ownSockets // where it listens: never its own upstream
-	runAdds runAdds
+	wg        sync.WaitGroup // the connections, parked or served
+	receiving receiving      // the bytes large requests hold
+	lot       park.Lot       // the idle connections
+	bare      barer          // makes the long idle ones bare
+	pkcs11    pkcs11Set
+	upKeys    upstreamKeys
+	own       ownSockets // where it listens: never its own upstream
+	runAdds   runAdds
 }
 
 // DefaultTouchTimeout is Server.TouchTimeout's default, that of
@@ -279,7 +281,8 @@ func (s *Server) serveOne(cn *conn, wait time.Duration) outcome {
 	if slot != nil {
 		defer slot.Busy()()
 	}
-	req, err := readBody(sc, n)
+	req, held, err := readBody(sc, n, s.receiving.take)
+	defer s.receiving.give(held) // once answered
 	if err != nil {
 		log.Warn("closing connection", "err", err)
 		return closed
@@ -355,40 +358,46 @@ func readLength(c *procid.SenderConn, wait time.Duration) (uint32, error) {
 // readBody reads a request of n bytes and returns it with its length
 // prefix. Memory grows with the bytes that arrive, not with the length
 // announced: a client that announces the largest request and sends
-// nothing holds a few hundred bytes, for at most bodyTimeout.
-func readBody(c *procid.SenderConn, n uint32) ([]byte, error) {
+// nothing holds a few hundred bytes, for at most bodyTimeout. The bytes
+// of a request larger than smallRequest are taken, as its buffer grows,
+// from what every connection may hold together (take); held is what was
+// taken, for the caller to give back once the request is answered.
+func readBody(c *procid.SenderConn, n uint32, take func(int) bool) (msg []byte, held int, err error) {
 	c.WaitAtMost(bodyTimeout)
 	defer c.Unbound()
-	var err error
-	var msg []byte
 	if n <= smallRequest {
 		// Most requests: read into a buffer of their size.
 		msg = binary.BigEndian.AppendUint32(make([]byte, 0, 4+n), n)
 		_, err = io.ReadFull(c, msg[4:4+n])
 		msg = msg[:4+n]
 	} else {
-		msg, err = readGrowing(c, n)
+		msg, held, err = readGrowing(c, n, take)
 	}
 	if err != nil {
 		clear(msg)
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, fmt.Errorf("reading request: %w", err)
+		return nil, held, fmt.Errorf("reading request: %w", err)
 	}
-	return msg, nil
+	return msg, held, nil
 }
 
 // readGrowing reads a request of n bytes into a buffer that doubles as
 // its bytes come, each smaller buffer cleared once copied: an add
 // carries a private key, which no buffer left to the garbage collector
-// may keep.
-func readGrowing(c io.Reader, n uint32) ([]byte, error) {
+// may keep. Each growth is taken first (take); held is the sum taken.
+func readGrowing(c io.Reader, n uint32, take func(int) bool) (msg []byte, held int, err error) {
 	total := 4 + int(n)
-	msg := binary.BigEndian.AppendUint32(make([]byte, 0, 4+smallRequest), n)
+	msg = binary.BigEndian.AppendUint32(make([]byte, 0, 4+smallRequest), n)
 	for len(msg) < total {
 		if len(msg) == cap(msg) {
-			bigger := make([]byte, len(msg), min(2*cap(msg), total))
+			size := min(2*cap(msg), total)
+			if !take(size - cap(msg)) {
+				return msg, held, errReceiving
+			}
+			held += size - cap(msg)
+			bigger := make([]byte, len(msg), size)
 			copy(bigger, msg)
 			clear(msg)
 			msg = bigger
@@ -396,15 +405,45 @@ func readGrowing(c io.Reader, n uint32) ([]byte, error) {
 		k, err := c.Read(msg[len(msg):cap(msg)])
 		msg = msg[:len(msg)+k]
 		if err != nil && len(msg) < total {
-			return msg, err
+			return msg, held, err
 		}
 	}
-	return msg, nil
+	return msg, held, nil
 }
 
 // smallRequest is the largest request read into a buffer of its
 // announced size at once; a larger one grows with what arrives.
 const smallRequest = 1024
+
+// maxReceiving bounds the bytes the requests larger than smallRequest
+// hold together, over every connection, from their first byte until
+// they are answered: each may hold MaxMessage for bodyTimeout, and a
+// connection is cheap. Past it, the request that would grow is refused
+// and its connection closed.
+const maxReceiving = 64 << 20
+
+// errReceiving refuses a request that would take the bytes held past
+// maxReceiving.
+var errReceiving = fmt.Errorf("the agent holds %d MiB of requests being received or answered, as much as it takes; refusing a larger one", maxReceiving>>20)
+
+// receiving counts the bytes large requests hold (maxReceiving).
+type receiving struct{ n atomic.Int64 }
+
+// take takes k bytes, unless that would pass maxReceiving.
+func (r *receiving) take(k int) bool {
+	if r.n.Add(int64(k)) > maxReceiving {
+		r.n.Add(-int64(k))
+		return false
+	}
+	return true
+}
+
+// give gives back k bytes taken.
+func (r *receiving) give(k int) {
+	if k > 0 {
+		r.n.Add(-int64(k))
+	}
+}
 
 // connLog is a connection's logger: it names the peer (pid and
 // executable) in every line. It is made when a line is logged, so that a
