@@ -84,7 +84,14 @@ func (s *Server) accept(c *net.UnixConn) {
 	}
 	c.SetDeadline(time.Now().Add(time.Minute)) // the SSH handshake
 	log.Info("bastion: connection", "conn", info.id, "target", t.String(), "requester", info.chain)
-	s.ssh.HandleConn(&clientConn{Conn: c, info: info})
+	shaken, ok := s.handshakeSlot()
+	if !ok {
+		log.Warn("bastion: closing a connection whose SSH handshake could not begin: other clients' handshakes took every slot for a minute, or the gateway is stopping", "conn", info.id)
+		c.Close()
+		return
+	}
+	defer shaken()
+	s.ssh.HandleConn(&clientConn{Conn: c, info: info, shaken: shaken})
 	info.mu.Lock()
 	up := info.up
 	info.mu.Unlock()
@@ -117,16 +124,42 @@ type connInfo struct {
 // clientConn carries connInfo through gliderlabs to the handlers.
 type clientConn struct {
 	net.Conn
-	info *connInfo
+	info   *connInfo
+	shaken func() // gives back its handshake slot
+}
+
+// maxHandshakes bounds the clients in their SSH handshake at once: the
+// SSH library reads each packet into a buffer of the size the packet
+// announces, up to 256 KiB, and a client may keep its handshake going
+// for a minute. The others wait for a slot (within that minute), so that
+// a user's 1024 bastion connections cannot each hold a quarter of a
+// megabyte of the gateway's memory.
+const maxHandshakes = 32
+
+// handshakeSlot waits for a slot for a handshake, for as long as the
+// handshake may take or until Stop cuts the connections, and returns the
+// function that gives it back (once; later calls do nothing).
+func (s *Server) handshakeSlot() (shaken func(), ok bool) {
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	select {
+	case s.handshakes <- struct{}{}:
+	case <-deadline.C:
+		return nil, false
+	case <-s.cut:
+		return nil, false
+	}
+	return sync.OnceFunc(func() { <-s.handshakes }), true
 }
 
 // clearDeadlineAfterHandshake lifts the handshake deadline once gliderlabs
 // has an SSH connection: a client may take its time between commands,
 // not during the key exchange.
-func clearDeadlineAfterHandshake(ctx gliderssh.Context, c net.Conn) {
+func clearDeadlineAfterHandshake(ctx gliderssh.Context, c *clientConn) {
 	for range 1200 {
 		if ctx.Value(gliderssh.ContextKeyConn) != nil {
 			c.SetDeadline(time.Time{})
+			c.shaken()
 			return
 		}
 		select {

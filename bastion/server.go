@@ -65,9 +65,12 @@ type Server struct {
 	gate     journalGate  // commands whose end is still to be written (retire.go)
 	changes  changes      // cfg.Journal's changes after a start (outcome.go)
 
-	stopping atomic.Bool
-	mu       sync.Mutex
-	active   map[*connInfo]net.Conn // client connections being served
+	stopping   atomic.Bool
+	handshakes chan struct{} // a slot per client in its SSH handshake (maxHandshakes)
+	cut        chan struct{} // closed when Stop cuts the connections
+	cutOnce    sync.Once
+	mu         sync.Mutex
+	active     map[*connInfo]net.Conn // client connections being served
 }
 
 // New prepares a bastion server.
@@ -81,13 +84,13 @@ func New(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, instance: cfg.Journal.Instance(), active: map[*connInfo]net.Conn{}, changes: cfg.Journal}
+	s := &Server{cfg: cfg, instance: cfg.Journal.Instance(), active: map[*connInfo]net.Conn{}, changes: cfg.Journal, handshakes: make(chan struct{}, maxHandshakes), cut: make(chan struct{})}
 	s.ssh = &gliderssh.Server{
 		ServerConfigCallback: s.serverConfig,
 		ConnCallback: func(ctx gliderssh.Context, c net.Conn) net.Conn {
 			if cc, ok := c.(*clientConn); ok {
 				ctx.SetValue(connInfoKey{}, cc.info)
-				go clearDeadlineAfterHandshake(ctx, c)
+				go clearDeadlineAfterHandshake(ctx, cc)
 			}
 			return c
 		},
@@ -165,6 +168,7 @@ func (s *Server) Stop(ctx context.Context) int {
 		return 0
 	case <-ctx.Done():
 	}
+	s.cutOnce.Do(func() { close(s.cut) })
 	s.mu.Lock()
 	cut := len(s.active)
 	for info, c := range s.active {
