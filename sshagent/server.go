@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -81,10 +80,10 @@ type Server struct {
 	// after the signal is answered after it, as ssh-agent answers it.
 	Before func()
 
-	wg        sync.WaitGroup // the connections, parked or served
-	receiving receiving      // the bytes large requests hold
-	lot       park.Lot       // the idle connections
-	bare      barer          // makes the long idle ones bare
+	wg        sync.WaitGroup  // the connections, parked or served
+	receiving connlimit.Bytes // the bytes large requests hold (maxReceiving)
+	lot       park.Lot        // the idle connections
+	bare      barer           // makes the long idle ones bare
 	pkcs11    pkcs11Set
 	upKeys    upstreamKeys
 	own       ownSockets // where it listens: never its own upstream
@@ -281,8 +280,8 @@ func (s *Server) serveOne(cn *conn, wait time.Duration) outcome {
 	if slot != nil {
 		defer slot.Busy()()
 	}
-	req, held, err := readBody(sc, n, s.receiving.take)
-	defer s.receiving.give(held) // once answered
+	req, held, err := readBody(sc, n, func(k int) bool { return s.receiving.Take(k, maxReceiving) })
+	defer s.receiving.Give(held) // once answered
 	if err != nil {
 		log.Warn("closing connection", "err", err)
 		return closed
@@ -425,25 +424,6 @@ const maxReceiving = 64 << 20
 // errReceiving refuses a request that would take the bytes held past
 // maxReceiving.
 var errReceiving = fmt.Errorf("the agent holds %d MiB of requests being received or answered, as much as it takes; refusing a larger one", maxReceiving>>20)
-
-// receiving counts the bytes large requests hold (maxReceiving).
-type receiving struct{ n atomic.Int64 }
-
-// take takes k bytes, unless that would pass maxReceiving.
-func (r *receiving) take(k int) bool {
-	if r.n.Add(int64(k)) > maxReceiving {
-		r.n.Add(-int64(k))
-		return false
-	}
-	return true
-}
-
-// give gives back k bytes taken.
-func (r *receiving) give(k int) {
-	if k > 0 {
-		r.n.Add(-int64(k))
-	}
-}
 
 // connLog is a connection's logger: it names the peer (pid and
 // executable) in every line. It is made when a line is logged, so that a

@@ -97,11 +97,13 @@ type Server struct {
 	// memory (safesocket.Serve).
 	Exhausted func(error)
 	// Refuse makes the response line a client is refused with: every
-	// connection of its user is busy, its request is too long, or the
+	// connection of its user is busy, its request is too long, the
+	// requests being read hold as much as they may (maxReading), or the
 	// server is short of descriptors or memory to identify it with (nil:
 	// the connection is closed unanswered).
-	Refuse func(error) []byte
-	wg     sync.WaitGroup
+	Refuse  func(error) []byte
+	wg      sync.WaitGroup
+	reading connlimit.Bytes // what request lines hold (maxReading)
 }
 
 // Serve accepts connections on l until ctx ends.
@@ -131,8 +133,9 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	}
 	c.SetReadDeadline(time.Now().Add(RequestTimeout))
 	r := bufio.NewReaderSize(c, 512)
-	line, err := readLine(r, MaxRequest)
-	if errors.Is(err, errTooLong) {
+	line, held, err := readLineTaking(r, MaxRequest, func(k int) bool { return s.reading.Take(k, maxReading) })
+	defer s.reading.Give(held) // once answered
+	if errors.Is(err, errTooLong) || errors.Is(err, errReading) {
 		s.refuse(c, err)
 	}
 	if err != nil {
@@ -169,21 +172,55 @@ func (s *Server) refuse(c net.Conn, err error) {
 // errTooLong is readLine's error for a line over its bound.
 var errTooLong = errors.New("line too long")
 
+// maxReading bounds the bytes the request lines of every control
+// connection hold together, past smallLine each, while they are read and
+// answered: each may hold MaxRequest for RequestTimeout, and a user may
+// hold 256 connections. The short lines of most requests take nothing
+// from it, so that long ones never keep them out.
+const (
+	maxReading = 16 << 20
+	smallLine  = 4 << 10
+)
+
+// errReading refuses a request line that would take the bytes held past
+// maxReading.
+var errReading = fmt.Errorf("the control socket holds %d MiB of requests being received or answered, as much as it takes", maxReading>>20)
+
 // readLine reads one line of at most max bytes (newline included) as it
 // arrives and drops its newline.
 func readLine(r *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
+	line, _, err := readLineTaking(r, max, func(int) bool { return true })
+	return line, err
+}
+
+// readLineTaking is readLine, with the line's buffer beyond smallLine
+// taken, as it grows, from what every connection may hold together
+// (take); held is what was taken, for the caller to give back.
+func readLineTaking(r *bufio.Reader, most int, take func(int) bool) (line []byte, held int, err error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > max {
-			return nil, fmt.Errorf("%w: longer than %d bytes", errTooLong, max)
+		n := len(line) + len(chunk)
+		if n > most {
+			return nil, held, fmt.Errorf("%w: longer than %d bytes", errTooLong, most)
+		}
+		if n > cap(line) {
+			size := min(max(n, 2*cap(line)), most)
+			if k := max(size, smallLine) - max(cap(line), smallLine); k > 0 {
+				if !take(k) {
+					return nil, held, errReading
+				}
+				held += k
+			}
+			grown := make([]byte, len(line), size)
+			copy(grown, line)
+			line = grown
 		}
 		line = append(line, chunk...)
 		switch {
 		case err == nil:
-			return line[:len(line)-1], nil
+			return line[:len(line)-1], held, nil
 		case !errors.Is(err, bufio.ErrBufferFull):
-			return nil, err
+			return nil, held, err
 		}
 	}
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -63,11 +64,7 @@ func TestPartialRequestsHoldBoundedMemory(t *testing.T) {
 	}
 	close(next)
 	wg.Wait()
-	grew := rss(t, a.PID()) - before
-	t.Logf("the gateway grew by %d KiB holding %d requests of %d KiB cut short", grew, conns, size>>10)
-	if grew > bound {
-		t.Errorf("the gateway grew by %d MiB holding partial requests, more than %d MiB", grew>>10, bound>>10)
-	}
+	grewAtMost(t, a.PID(), before, bound, fmt.Sprintf("holding %d agent requests of %d KiB cut short", conns, size>>10))
 	mu.Lock()
 	for _, c := range held {
 		c.Close()
@@ -86,5 +83,16 @@ func TestPartialRequestsHoldBoundedMemory(t *testing.T) {
 			t.Fatalf("ssh-add of an RSA key after the flood: %s\n%s", r, tail(a.Log(), 2000))
 		}
 		sleep10ms() // the gateway is still closing the flood's connections
+	}
+}
+
+// grewAtMost fails the test when the resident memory of pid grew by more
+// than bound KiB since it was before KiB, doing what.
+func grewAtMost(t *testing.T, pid, before, bound int, what string) {
+	t.Helper()
+	grew := rss(t, pid) - before
+	t.Logf("the gateway grew by %d KiB %s", grew, what)
+	if grew > bound {
+		t.Errorf("the gateway grew by %d MiB %s, more than %d MiB", grew>>10, what, bound>>10)
 	}
 }
