@@ -21,6 +21,11 @@ func (e *Engine) outside(approver *procid.Peer, what string, within []*procid.Pr
 	for _, p := range within {
 		in, err := e.procs.DescendsFrom(approver.PID, approver.StartTicks, p)
 		switch {
+		case errors.Is(err, procid.ErrNoResources):
+			// Not an approver that could not be placed: a gateway that
+			// could not look (refused all the same).
+			e.log.Warn("approval refused: the approver's ancestry could not be read", "what", what, "approver_pid", approver.PID, "err", err)
+			return fmt.Errorf("cannot check that the approval comes from outside the requesting process tree: %w", err)
 		case err != nil:
 			e.log.Warn("approval refused: the approver's ancestry could not be established", "what", what, "approver_pid", approver.PID, "err", err)
 			return fmt.Errorf("%w (%v)", ErrApproverUndecided, err)

@@ -2,9 +2,11 @@ package approvals
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/procid/proctest/nofiles"
 )
 
@@ -30,5 +32,27 @@ func TestOutOfDescriptorsRefusesAndEndsNothing(t *testing.T) {
 	}
 	if d := w.e.Decide(context.Background(), w.req(13)); !d.Allow || d.Reason != audit.ReasonSession {
 		t.Fatalf("once descriptors are free: %+v, want allowed by the session", d)
+	}
+}
+
+// An answer the gateway had no descriptor to place the approver of is
+// refused as that (a failure, status 1 at the command line), not as an
+// approver inside the requester's tree or one that could not be placed
+// (a denial, status 254); the card stays up, and the answer counts once
+// descriptors are free.
+func TestAnswerWithoutADescriptorSaysSo(t *testing.T) {
+	w := newWorld(t)
+	ch := w.decide(w.req(13))
+	c := w.card()
+	approver := w.f.Peer(30)
+	restore := nofiles.Exhaust(t)
+	err := w.e.Answer(c.ID, Answer{Verdict: VerdictSession, Subject: -1, Approver: "test"}, approver)
+	restore()
+	if !errors.Is(err, procid.ErrNoResources) || errors.Is(err, ErrApproverUndecided) {
+		t.Fatalf("an answer placed without a free descriptor: %v, want an error wrapping procid.ErrNoResources alone", err)
+	}
+	w.answer(c.ID, VerdictSession, 30)
+	if d := got(t, ch); !d.Allow {
+		t.Fatalf("the answer given once descriptors were free: %+v", d)
 	}
 }
