@@ -53,7 +53,7 @@ func Loosening(a, f config.File) []string {
 	// @revoked lines refuse keys: dropping a file that has some loosens.
 	for _, p := range setMinus(a.KnownHosts, f.KnownHosts) {
 		if knownhosts.Open([]string{p}).Revokes() {
-			add("known_hosts removed, with its @revoked lines: %s", p)
+			add("known_hosts removed, with its @revoked lines: %q", p)
 		}
 	}
 	if a.UnknownDestination != "" && a.UnknownDestination != f.UnknownDestination {
@@ -74,19 +74,19 @@ func Loosening(a, f config.File) []string {
 		add("card_cooldown: %s → %s", ac, fc)
 	}
 	for _, p := range setMinus(f.Run.ReadWrite, a.Run.ReadWrite) {
-		add("[run] read_write added: %s", p)
+		add("[run] read_write added: %q", p)
 	}
 	// A read_only path shows what a hidden tree holds, and keeps a run
 	// from writing what a writable tree holds: adding one or removing one
 	// can loosen.
 	for _, p := range setMinus(f.Run.ReadOnly, a.Run.ReadOnly) {
-		add("[run] read_only added: %s", p)
+		add("[run] read_only added: %q", p)
 	}
 	for _, p := range setMinus(a.Run.ReadOnly, f.Run.ReadOnly) {
-		add("[run] read_only removed: %s", p)
+		add("[run] read_only removed: %q", p)
 	}
 	for _, p := range setMinus(a.Run.Hide, f.Run.Hide) {
-		add("[run] hide removed: %s", p)
+		add("[run] hide removed: %q", p)
 	}
 	if f.Bastion.Enabled && !a.Bastion.Enabled {
 		add("[bastion] enabled")

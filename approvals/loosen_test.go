@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,17 +53,17 @@ func TestLoosening(t *testing.T) {
 		{"rules reordered", with(func(c *config.File) { c.Rules[0], c.Rules[1] = c.Rules[1], c.Rules[0] }), ""},
 		{"known_hosts added", with(func(c *config.File) { c.KnownHosts = append(c.KnownHosts, "/other") }), ""},
 		{"known_hosts without @revoked dropped", with(func(c *config.File) { c.KnownHosts = []string{revoking} }), ""},
-		{"known_hosts with @revoked dropped", with(func(c *config.File) { c.KnownHosts = []string{plain} }), "known_hosts removed, with its @revoked lines: " + revoking},
+		{"known_hosts with @revoked dropped", with(func(c *config.File) { c.KnownHosts = []string{plain} }), "known_hosts removed, with its @revoked lines: " + strconv.Quote(revoking)},
 		{"unknown_destination stricter", with(func(c *config.File) { c.UnknownDestination = "deny" }), ""},
 		{"unknown_destination weaker", with(func(c *config.File) { c.UnknownDestination = "session" }), `unknown_destination: "per-call" → "session"`},
 		{"unknown_destination removed", with(func(c *config.File) { c.UnknownDestination = "" }), `unknown_destination: "per-call" → ""`},
 		{"timeout", with(func(c *config.File) { c.CardTimeout = config.Duration{Duration: time.Minute * 5} }), ""},
 		{"lifetime longer", with(func(c *config.File) { c.SessionLifetime = config.Duration{Duration: 2 * time.Hour} }), "session_lifetime: 1h0m0s → 2h0m0s"},
 		{"lifetime removed", with(func(c *config.File) { c.SessionLifetime = config.Duration{} }), "→ unlimited"},
-		{"run writes more", with(func(c *config.File) { c.Run.ReadWrite = append(c.Run.ReadWrite, "~") }), "[run] read_write added: ~"},
+		{"run writes more", with(func(c *config.File) { c.Run.ReadWrite = append(c.Run.ReadWrite, "~") }), `[run] read_write added: "~"`},
 		{"run writes less", with(func(c *config.File) { c.Run.ReadWrite = nil }), ""},
-		{"run reads more", with(func(c *config.File) { c.Run.ReadOnly = []string{"~/.ssh"} }), "[run] read_only added: ~/.ssh"},
-		{"run hides less", with(func(c *config.File) { c.Run.Hide = []string{"~/.gnupg"} }), "[run] hide removed: ~/.aws"},
+		{"run reads more", with(func(c *config.File) { c.Run.ReadOnly = []string{"~/.ssh"} }), `[run] read_only added: "~/.ssh"`},
+		{"run hides less", with(func(c *config.File) { c.Run.Hide = []string{"~/.gnupg"} }), `[run] hide removed: "~/.aws"`},
 		{"run hides more", with(func(c *config.File) { c.Run.Hide = []string{"~/.aws", "~/.gnupg"} }), ""},
 		{"session scope widened", with(func(c *config.File) { c.SessionScope = string(ScopeKey) }), "session_scope: destination → key"},
 		{"bastion enabled", with(func(c *config.File) { c.Bastion.Enabled = true }), "[bastion] enabled"},
@@ -236,7 +237,7 @@ func TestReadOnlyRemovedIsLoosening(t *testing.T) {
 	a.Run.ReadOnly = []string{"~/go/src/vetted"}
 	f := a
 	f.Run.ReadOnly = nil
-	if got := strings.Join(Loosening(a, f), "; "); !strings.Contains(got, "[run] read_only removed: ~/go/src/vetted") {
+	if got := strings.Join(Loosening(a, f), "; "); !strings.Contains(got, `[run] read_only removed: "~/go/src/vetted"`) {
 		t.Fatalf("Loosening = %q", got)
 	}
 	if s := Strictest(a, f); !slices.Equal(s.Run.ReadOnly, a.Run.ReadOnly) {
@@ -310,5 +311,31 @@ func TestStrictestKeepsRevocationsScopeAndLifetime(t *testing.T) {
 	}
 	if p.Lifetime != time.Hour {
 		t.Errorf("while the change waits, grants last %s, want 1h0m0s", p.Lifetime)
+	}
+}
+
+// Each change quotes the paths it names, as it quotes patterns and
+// addresses: the changes are one line each on a card, but joined with
+// "; " in the audit log and the gateway's log, where a path holding "; "
+// and words could read as a change of its own; and a path's trailing
+// space would not show.
+func TestLooseningQuotesPaths(t *testing.T) {
+	a := config.Defaults()
+	a.Run.ReadOnly = []string{"/srv/ro "}
+	a.Run.Hide = []string{"~/.aws"}
+	f := a
+	f.Run.ReadWrite = []string{`/tmp/x; upstream: "" → "/tmp/evil.sock"`}
+	f.Run.ReadOnly = []string{"/srv/new"}
+	f.Run.Hide = nil
+	got := strings.Join(Loosening(a, f), "; ")
+	for _, want := range []string{
+		`[run] read_write added: "/tmp/x; upstream: \"\" → \"/tmp/evil.sock\""`,
+		`[run] read_only added: "/srv/new"`,
+		`[run] read_only removed: "/srv/ro "`,
+		`[run] hide removed: "~/.aws"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Loosening = %s\nwant %s in it", got, want)
+		}
 	}
 }
