@@ -264,6 +264,8 @@ func wireCode(err error) api.Code {
 		return api.CodeNoKeys
 	case is(bastion.ErrNoMarkers):
 		return api.CodeNoMarkers
+	case is(procid.ErrNoResources):
+		return api.CodeNoResources
 	}
 	return ""
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/control"
+	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/vault"
 )
 
@@ -235,6 +236,7 @@ func TestWireCode(t *testing.T) {
 		vault.ErrWrongPassphrase:       api.CodeWrongPassphrase,
 		errStaleKey:                    api.CodeStaleKey,
 		audit.ErrVerify:                api.CodeAuditFailed,
+		procid.ErrNoResources:          api.CodeNoResources,
 		errors.New("disk full"):        "",
 	} {
 		if got := wireCode(fmt.Errorf("context: %w", err)); got != want {

@@ -72,6 +72,8 @@ func hintFor(name string, err error) string {
 		return `"postern audit verify --vault" says the same: put the newer log back (with its audit.key and audit.anchor); the vault does not unlock over an older copy. If the newer log is lost, stop the gateway and run "postern audit new"`
 	case api.HasCode(err, api.CodeJournalDamaged):
 		return `look at the journal file, then "postern journal new" keeps it aside and starts a new journal`
+	case api.HasCode(err, api.CodeNoResources):
+		return "nothing was decided: try again once the gateway has descriptors free; its log names what ran it out, and a program holding many connections to the agent can be closed, or the limit raised (ulimit -n where it starts, LimitNOFILE= in its systemd unit)"
 	case api.HasCode(err, api.CodeLocked):
 		return `run "postern unlock"`
 	case api.HasCode(err, api.CodeNoKeys):

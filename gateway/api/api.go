@@ -154,6 +154,11 @@ const (
 	// CodeAuditFailed: a record of the audit log failed verification as
 	// it was read (OpAuditRead).
 	CodeAuditFailed Code = "audit_failed"
+	// CodeNoResources: the gateway could not check the processes a
+	// request needs checked (the requester, an approver, a run), for want
+	// of descriptors or memory; it refused the request, and the same
+	// request may succeed once they are free again.
+	CodeNoResources Code = "no_resources"
 )
 
 // Request is one call.

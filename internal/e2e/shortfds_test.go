@@ -36,6 +36,9 @@ func TestOutOfDescriptorsIsNotAChangedProcess(t *testing.T) {
 			if !strings.Contains(r.Stderr, "out of descriptors or memory") {
 				t.Errorf("a refusal does not say the gateway is out of descriptors, %s", say)
 			}
+			if !strings.Contains(r.Stderr, "postern: hint: nothing was decided: try again once the gateway has descriptors free") {
+				t.Errorf("a refusal for want of descriptors gives no hint of what to do, %s", say)
+			}
 			refused = append(refused, say)
 		}
 	}
