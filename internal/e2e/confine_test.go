@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,8 +52,8 @@ func TestConfinedRunHonestPath(t *testing.T) {
 	mustSucceed(t, "git clone", a.Do("git clone -q "+url+" clone"))
 	mustSucceed(t, "git commit", a.Do("cd clone && echo more >> README && git -c user.name=t -c user.email=t@example.com commit -qam second"))
 	mustSucceed(t, "git push", a.Do("cd clone && git push -q origin main"))
-	if out, err := exec.Command("git", "-C", repo, "log", "--oneline").CombinedOutput(); err != nil || !strings.Contains(string(out), "second") {
-		t.Fatalf("the push did not reach the server: %v %s", err, out)
+	if r := w.e.Run("git", "-C", repo, "log", "--oneline"); r.Code != 0 || !strings.Contains(r.Stdout, "second") {
+		t.Fatalf("the push did not reach the server: %s", r)
 	}
 	w.e.WriteFile("Makefile", "all:\n\techo built > built.txt\n", 0o644)
 	mustSucceed(t, "make", a.Do("make -s"))

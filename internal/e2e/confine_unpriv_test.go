@@ -224,8 +224,8 @@ git push -q origin HEAD:main 2>&1
 	if out := string(mustRead(t, filepath.Join(w.dir, "work", "ssh.out"))); out != "via-ssh\n" {
 		t.Fatalf("ssh in the run printed %q", out)
 	}
-	if out, err := exec.Command("git", "-C", repo, "log", "--format=%s", "main").CombinedOutput(); err != nil || string(out) != "from-the-run\n" {
-		t.Fatalf("the push did not reach the server: %v %s", err, out)
+	if r := e.Run("git", "-C", repo, "log", "--format=%s", "main"); r.Code != 0 || r.Stdout != "from-the-run\n" {
+		t.Fatalf("the push did not reach the server: %s", r)
 	}
 	// One card, one session grant: ssh, the clone and the push signed.
 	if n := strings.Count(agentLog.String(), "msg=signed "); n != 3 {
