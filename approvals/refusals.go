@@ -20,7 +20,8 @@ import (
 // refusal is counted instead of recorded: the requester's next recorded
 // refusal carries the count in its detail ("suppressed"), and when none
 // comes within refusalFlush, the latest counted refusal is recorded then
-// with the count of the others. Every refusal is so accounted for: the
+// with the count of the others; once the engine stops, every refusal is
+// recorded at once. Every refusal is so accounted for: the
 // refusals of a requester are its action_denied events plus the sum of
 // their "suppressed" counts.
 const (
@@ -50,6 +51,9 @@ type refuser struct {
 type refusals struct {
 	mu sync.Mutex
 	by *pace.Set[refuser]
+	// stopped: the engine stopped, and a refusal is recorded at once,
+	// not counted for a flush that would come after the audit log closed.
+	stopped bool
 }
 
 // refusalSet is a new set of refusal buckets.
@@ -78,7 +82,7 @@ func (e *Engine) recordRefusal(r *Request, ev audit.Event) {
 	rs.mu.Lock()
 	entry := rs.by.Get(key, now)
 	f := &entry.Val
-	if !rs.by.Take(entry, now) {
+	if !rs.by.Take(entry, now) && !rs.stopped {
 		f.suppressed++
 		f.last = ev
 		if f.flush == nil {
@@ -114,10 +118,11 @@ func (e *Engine) flushRefusals(f *refuser) {
 }
 
 // flushAllRefusals records what every requester was counted for (the
-// gateway is stopping).
+// gateway is stopping); the refusals after it are recorded at once.
 func (e *Engine) flushAllRefusals() {
 	rs := &e.refusals
 	rs.mu.Lock()
+	rs.stopped = true
 	var pending []*refuser
 	now := e.now()
 	for _, k := range rs.by.Keys() {

@@ -119,3 +119,31 @@ func TestRefusalsPaced(t *testing.T) {
 	w.e.Stop()
 	accounted(n + refusalRate + 2)
 }
+
+// A requester refused after the engine stopped, while the gateway still
+// serves the requests under way (Stop comes before the listeners close,
+// and the audit log closes after them), has each refusal recorded at
+// once: a count left for a flush a second later would be recorded after
+// the log closed, if at all, and those refusals would be missing from it.
+func TestRefusalsAfterStopAreRecordedAtOnce(t *testing.T) {
+	defer func(f func(time.Duration, func()) *time.Timer) { afterFunc = f }(afterFunc)
+	afterFunc = func(time.Duration, func()) *time.Timer {
+		return time.AfterFunc(time.Hour, func() {}) // never due: the log is closed by then
+	}
+	w := newWorld(t)
+	log := &eventLog{}
+	w.e.SetAudit(log)
+	run := w.launch("coder", 10)
+	flood := w.runReq(run, 13)
+	for range refusalBurst {
+		w.e.Refused(flood, audit.ReasonKeyNotHeld)
+	}
+	w.e.Stop()
+	const after = 5
+	for range after {
+		w.e.Refused(flood, audit.ReasonKeyNotHeld)
+	}
+	if rec, sup := log.refusals(t, run.ID); rec+sup != refusalBurst+after {
+		t.Fatalf("%d refusals, %d of them after the engine stopped: %d recorded, %d counted", refusalBurst+after, after, rec, sup)
+	}
+}
