@@ -37,6 +37,7 @@ func TestAgentSocketPlaces(t *testing.T) {
 	if err := sa.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { sa.Process.Kill() }) // killed below; here too when the test fails first
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		if _, err := os.Stat(stale); err == nil {
 			break

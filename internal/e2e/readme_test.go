@@ -184,6 +184,13 @@ const armDelay = 700 * time.Millisecond
 func followREADME(t *testing.T, w *readmeWorld, setup, use []string) {
 	// The first terminal: the agent, and where cards will appear.
 	r := w.bash(setup[0] + "\npostern status")
+	// The agent is stopped whatever became of the rest of the set-up.
+	pid := regexp.MustCompile(`Agent pid (\d+)`).FindStringSubmatch(r.Stdout)
+	t.Cleanup(func() {
+		if pid != nil {
+			stopDetached(t, pid[1])
+		}
+	})
 	if r.Code != 0 {
 		t.Fatalf("set-up: %s", r)
 	}
@@ -192,12 +199,6 @@ func followREADME(t *testing.T, w *readmeWorld, setup, use []string) {
 			t.Errorf("set-up does not say %q:\n%s", want, r.Stdout)
 		}
 	}
-	pid := regexp.MustCompile(`Agent pid (\d+)`).FindStringSubmatch(r.Stdout)
-	t.Cleanup(func() {
-		if pid != nil {
-			stopDetached(t, pid[1])
-		}
-	})
 
 	// The second terminal: the console, reusing the agent.
 	if r := w.tmux("new-session", "-d", "-x", "160", "-y", "50", "bash --norc --noprofile"); r.Code != 0 {

@@ -90,7 +90,8 @@ func (e *Env) StartRunWith(label string, opts ...string) *Driver {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	e.t.Fatal("driver did not start")
+	b, _ := os.ReadFile(filepath.Join(dir, "driver.log"))
+	e.t.Fatalf("postern run did not start its driver in 20 s:\n%s", b)
 	return nil
 }
 
