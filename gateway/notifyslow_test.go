@@ -39,7 +39,7 @@ func (s stuckNotifications) GetServerInformation() (string, string, string, stri
 // service after notify's callTimeout).
 func TestSlowNotifierStatus(t *testing.T) {
 	dir := gatewayHome(t)
-	bus := dbustest.Start(t, dir, os.Environ())
+	bus := dbustest.Start(t, dir, []string{"PATH=" + os.Getenv("PATH"), "XDG_RUNTIME_DIR=" + dir})
 	t.Setenv("DBUS_SESSION_BUS_ADDRESS", bus)
 	conn, err := dbus.Connect(bus)
 	if err != nil {
