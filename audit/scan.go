@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -15,9 +16,11 @@ import (
 
 // scanner walks a log and keeps the state a writer needs to continue it.
 type scanner struct {
-	pin     *[32]byte
-	anchors map[uint64][][32]byte // every anchor given, by the record it names
-	anchorN []Anchor
+	pin       *[32]byte
+	pinBeside bool                  // the pin was read beside the log
+	anchors   map[uint64][][32]byte // every anchor given, by the record it names
+	anchorN   []Anchor
+	besideN   int // how many of anchorN were read beside the log
 
 	// Callbacks for records that verified.
 	onHeader     func(h *header) error
@@ -65,8 +68,10 @@ func newScanner(opts VerifyOptions) (*scanner, error) {
 		var p [32]byte
 		copy(p[:], opts.PK0)
 		sc.pin = &p
+		sc.pinBeside = opts.PK0Beside
 	}
-	for _, a := range opts.Anchors {
+	sc.besideN = len(opts.AnchorsBeside)
+	for _, a := range slices.Concat(opts.AnchorsBeside, opts.Anchors) {
 		l, err := hex.DecodeString(a.Link)
 		if err != nil || len(l) != 32 {
 			return nil, fmt.Errorf("anchor for seq %d has a malformed link %q", a.Seq, a.Link)

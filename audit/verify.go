@@ -18,6 +18,15 @@ type VerifyOptions struct {
 	// journal, another host). Each must be present in the log; an anchor past
 	// the end shows the tail was cut.
 	Anchors []Anchor
+	// PK0Beside says PK0 was read from the pin file beside the log, which
+	// whoever replaces the log can replace with it: the log is checked
+	// against it, and a wholly replaced log is still among what the
+	// report cannot prove.
+	PK0Beside bool
+	// AnchorsBeside are anchors read beside the log (audit.anchor),
+	// checked as Anchors are; whoever cuts the log can rewrite them with
+	// it, so they do not rule a cut tail out.
+	AnchorsBeside []Anchor
 }
 
 // Anchor names a point of a log: after record Seq the chain head was Link.
@@ -213,9 +222,12 @@ func (sc *scanner) limits() []string {
 	if sc.lastCP != nil {
 		last = fmt.Sprintf("the last checkpoint (seq %d, epoch %d)", sc.lastCP.Seq, sc.lastCP.Epoch)
 	}
-	if len(sc.anchorN) == 0 {
+	switch {
+	case len(sc.anchorN) == sc.besideN && sc.besideN > 0:
+		out = append(out, fmt.Sprintf("that nothing was cut from the end: records after %s, and whole checkpoints at the end, can be removed without a trace unless a chain head was anchored elsewhere than beside the log, where whoever cuts the log can rewrite the anchor with it", last))
+	case len(sc.anchorN) == 0:
 		out = append(out, fmt.Sprintf("that nothing was cut from the end: records after %s, and whole checkpoints at the end, can be removed without a trace unless a chain head was anchored elsewhere", last))
-	} else {
+	default:
 		out = append(out, "that nothing was cut from the end after the last anchor")
 	}
 	switch {
@@ -224,8 +236,11 @@ func (sc *scanner) limits() []string {
 	case sc.sinceCP > 1:
 		out = append(out, fmt.Sprintf("that the %d entries after %s are original: no signature covers them yet, so anyone able to write the file can rewrite, drop or add them and recompute the chain", sc.sinceCP, last))
 	}
-	if sc.pin == nil {
+	switch {
+	case sc.pin == nil:
 		out = append(out, "that this is the original log: pk0 was not pinned, so a wholly replaced log with keys of its own verifies; pin the pk0 printed at setup")
+	case sc.pinBeside:
+		out = append(out, "that this is the original log: pk0 was pinned only by the pin file beside the log, which whoever replaces the log can replace with it; pin the pk0 printed at setup")
 	}
 	out = append(out, "that the events are true: checkpoints prove which key sealed the records, not that the gateway that wrote them told the truth, and a holder of the current signing key can seal records added after the last checkpoint")
 	return out

@@ -116,7 +116,7 @@ func TestAuditNewAfterAnOlderCopy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep, err := api.VerifyAuditLog(p, pin); err != nil || !rep.OK || !rep.PK0Pinned {
+		if rep, err := api.VerifyAuditLog(p, api.AuditVerifyOptions{PK0: pin, PK0Beside: true}); err != nil || !rep.OK || !rep.PK0Pinned {
 			t.Errorf("verifying %s: %+v, %v", p, rep, err)
 		}
 	}

@@ -96,7 +96,8 @@ func anchorOf(v string) (api.AuditAnchor, error) {
 // came from.
 type checkedAnchor struct {
 	api.AuditAnchor
-	from string
+	from   string
+	beside bool // read beside the log: rewritten by whoever cuts it
 }
 
 func auditVerify(args []string, out, errw io.Writer) error {
@@ -139,7 +140,7 @@ func auditVerify(args []string, out, errw io.Writer) error {
 		if err != nil {
 			return err
 		}
-		anchors = append(anchors, checkedAnchor{a, "--anchor"})
+		anchors = append(anchors, checkedAnchor{a, "--anchor", false})
 	}
 	// The flags' mistakes first, then a log that is not there.
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
@@ -150,7 +151,7 @@ func auditVerify(args []string, out, errw io.Writer) error {
 	}
 	switch a, name, err := api.AnchorBeside(path); {
 	case err == nil:
-		anchors = append(anchors, checkedAnchor{a, name})
+		anchors = append(anchors, checkedAnchor{a, name, true})
 	case !errors.Is(err, os.ErrNotExist):
 		warningf(errw, "%v: the log is not checked against it", err)
 	}
@@ -159,13 +160,17 @@ func auditVerify(args []string, out, errw io.Writer) error {
 		if err != nil {
 			return err
 		}
-		anchors = append(anchors, checkedAnchor{a, "the vault"})
+		anchors = append(anchors, checkedAnchor{a, "the vault", false})
 	}
-	plain := make([]api.AuditAnchor, len(anchors))
-	for i, a := range anchors {
-		plain[i] = a.AuditAnchor
+	opts := api.AuditVerifyOptions{PK0: pk0, PK0Beside: pinFrom != "--pin"}
+	for _, a := range anchors {
+		if a.beside {
+			opts.AnchorsBeside = append(opts.AnchorsBeside, a.AuditAnchor)
+		} else {
+			opts.Anchors = append(opts.Anchors, a.AuditAnchor)
+		}
 	}
-	r, err := api.VerifyAuditLog(path, pk0, plain...)
+	r, err := api.VerifyAuditLog(path, opts)
 	if err != nil {
 		return err
 	}

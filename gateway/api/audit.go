@@ -67,13 +67,17 @@ func PinBeside(logPath string) (AuditPin, string, error) {
 	return pin, xdg.AuditPinFile, err
 }
 
+// AuditVerifyOptions are what a log is checked against: a pin, and
+// anchors, each either kept elsewhere or read beside the log.
+type AuditVerifyOptions = audit.VerifyOptions
+
 // VerifyAuditLog checks the log at path offline, without any key:
 // framing, hash chain, checkpoint signatures and key chain; with a pin,
 // also that the log starts from it; with anchors, that it holds each of
 // them (a log that ends before one is an older copy). A log that fails is
 // a report with OK false, not an error.
-func VerifyAuditLog(path string, pin AuditPin, anchors ...AuditAnchor) (*AuditReport, error) {
-	return audit.VerifyPath(path, audit.VerifyOptions{PK0: pin, Anchors: anchors})
+func VerifyAuditLog(path string, opts AuditVerifyOptions) (*AuditReport, error) {
+	return audit.VerifyPath(path, opts)
 }
 
 // ErrNoAuditLog is returned by ReadAuditLog when the log does not exist.
