@@ -264,13 +264,14 @@ func sessionsHistory(out io.Writer, pfile string, offline, asJSON bool) error {
 	w := bufio.NewWriterSize(out, 64<<10)
 	arr := &jsonArray{w: w}
 	n := 0
+	cut := false // the read stopped short: the end of a session open then is not known
 	emit := func(s api.AuditSession) {
 		n++
 		if asJSON {
 			arr.add(s)
 			return
 		}
-		w.WriteString(sessionLine(s))
+		w.WriteString(sessionLine(s, cut))
 	}
 	book := api.NewSessionBook()
 	err := readAudit(pfile, "", offline, api.AuditReadOptions{}, func(e api.AuditEvent) error {
@@ -285,7 +286,12 @@ func sessionsHistory(out io.Writer, pfile string, offline, asJSON bool) error {
 		case n == 0:
 			w.WriteString("no session approval in the audit log\n")
 		}
-	} else {
+	} else if arr.err == nil {
+		// The sessions approved in the part that was read are listed,
+		// open or not: the end of one still open there is past where
+		// the read stopped.
+		cut = true
+		book.Flush(emit)
 		err = arr.cut(err)
 	}
 	if ferr := w.Flush(); err == nil {
@@ -298,9 +304,12 @@ func sessionsHistory(out io.Writer, pfile string, offline, asJSON bool) error {
 // and the label come from the run, the approver from a description of a
 // process, and an entry after the log's last checkpoint may be anyone's:
 // each field is escaped (safetext).
-func sessionLine(s api.AuditSession) string {
+func sessionLine(s api.AuditSession, cut bool) string {
 	end := "open"
-	if !s.Ended.IsZero() {
+	switch {
+	case s.Ended.IsZero() && cut:
+		end = "end not known: reading the log stopped before it"
+	case !s.Ended.IsZero():
 		end = "ended " + s.Ended.Local().Format("2006-01-02 15:04:05") + " (" + shownName(string(s.EndReason)) + ")"
 	}
 	who := shownName(s.Run)

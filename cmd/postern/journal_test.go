@@ -12,15 +12,22 @@ import (
 	"github.com/postern/postern/gateway/api"
 )
 
-// What a person found out (--evidence) goes with what it shows (--ran,
-// --not-started, ...): given alone, resolve read the markers and dropped
-// it, or said it needed a gateway, never that it was not taken.
-func TestJournalResolveEvidenceNeedsAResult(t *testing.T) {
+// tempHome points the home directory, the XDG directories and
+// SSH_AUTH_SOCK into a directory of the test's own, and returns it.
+func tempHome(t *testing.T) string {
 	dir := t.TempDir()
 	for _, v := range []string{"XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR", "HOME"} {
 		t.Setenv(v, dir)
 	}
 	t.Setenv("SSH_AUTH_SOCK", filepath.Join(dir, "agent.sock"))
+	return dir
+}
+
+// What a person found out (--evidence) goes with what it shows (--ran,
+// --not-started, ...): given alone, resolve read the markers and dropped
+// it, or said it needed a gateway, never that it was not taken.
+func TestJournalResolveEvidenceNeedsAResult(t *testing.T) {
+	tempHome(t)
 	var out, errw strings.Builder
 	code := run([]string{"journal", "resolve", "01M91G6N375J", "--evidence", "ps on the host shows it ran"}, &out, &errw)
 	if code != exitUsage || !strings.Contains(errw.String(), "--evidence") {
