@@ -225,23 +225,28 @@ func (g *Gateway) recordStart(stateDir string) error {
 }
 
 // recordVault records a vault epoch change and seals the log with a
-// checkpoint, as every lock and unlock does.
-func (g *Gateway) recordVault(epoch uint64, why audit.Reason, locked bool) {
+// checkpoint, as every lock and unlock does. The error says the change
+// was not recorded.
+func (g *Gateway) recordVault(epoch uint64, why audit.Reason, locked bool) error {
 	if why == audit.ReasonVaultFileCreated {
 		g.startAuditLate(epoch)
 	}
 	log := g.currentAudit()
 	if log == nil {
-		return
+		return nil
 	}
 	typ := audit.EventVaultUnlocked
 	if locked {
 		typ = audit.EventVaultLocked
 	}
-	g.engine.Record(audit.Event{Type: typ, VaultEpoch: epoch, Reason: why})
-	if err := log.Checkpoint(); err != nil {
-		g.log.Error("audit checkpoint failed", "err", err)
+	err := g.engine.Record(audit.Event{Type: typ, VaultEpoch: epoch, Reason: why})
+	if err != nil {
+		g.log.Error("vault change not recorded", "event", typ, "reason", why, "err", err)
 	}
+	if cerr := log.Checkpoint(); cerr != nil {
+		g.log.Error("audit checkpoint failed", "err", cerr)
+	}
+	return err
 }
 
 // closeAudit records the stop and closes the log with a final checkpoint.

@@ -9,6 +9,26 @@ import (
 	"github.com/postern/postern/audit"
 )
 
+// failAuditLog makes the gateway's log al, at logPath, fail: another
+// process writes into the free space after the records, and the writer
+// refuses the next record.
+func failAuditLog(t *testing.T, al *auditLog, logPath string) {
+	t.Helper()
+	rep, err := audit.VerifyPath(logPath, audit.VerifyOptions{})
+	if err != nil || !rep.OK {
+		t.Fatalf("%+v, %v", rep, err)
+	}
+	f, err := os.OpenFile(logPath, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{1, 2, 3}, rep.Bytes)
+	f.Close()
+	if err := al.Append(audit.Event{Type: audit.EventSign, Run: "R1"}); err == nil {
+		t.Fatal("append over foreign bytes succeeded")
+	}
+}
+
 // An append that took the log before it failed, and whose error comes
 // back once the gateway has opened it again, is refused for itself: it
 // does not mark the log opened again as failing, which would close it,
@@ -24,21 +44,7 @@ func TestStaleFailureDoesNotFailTheReopenedLog(t *testing.T) {
 	al := g.currentAudit()
 	old := al.current()
 
-	// Another process writes into the free space after the records: the
-	// writer refuses the next record and fails.
-	rep, err := audit.VerifyPath(logPath, audit.VerifyOptions{})
-	if err != nil || !rep.OK {
-		t.Fatalf("%+v, %v", rep, err)
-	}
-	f, err := os.OpenFile(logPath, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteAt([]byte{1, 2, 3}, rep.Bytes)
-	f.Close()
-	if err := al.Append(audit.Event{Type: audit.EventSign, Run: "R1"}); err == nil {
-		t.Fatal("append over foreign bytes succeeded")
-	}
+	failAuditLog(t, al, logPath)
 	for deadline := time.Now().Add(20 * time.Second); al.current() == nil || al.current() == old || al.status().Failing != ""; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the log was not opened again: %+v", al.status())

@@ -265,9 +265,9 @@ func New(opts Options) (*Gateway, error) {
 		ContextFile:     filepath.Join(stateDir, xdg.ContextFile),
 		OnRunEnd:        g.closeRun,
 	})
-	g.vault.onChange = append(g.vault.onChange, func(_, epoch uint64, why audit.Reason) {
+	g.vault.onChange = append(g.vault.onChange, func(_, epoch uint64, why audit.Reason) error {
 		g.engine.EpochChanged(g.vault.locked)
-		g.recordVault(epoch, why, g.vault.locked)
+		return g.recordVault(epoch, why, g.vault.locked)
 	})
 	g.startUpstream = g.config.Upstream
 	up, err := upstreamAgent(opts, g.config)

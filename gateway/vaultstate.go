@@ -67,7 +67,9 @@ type vaultState struct {
 	failures  int
 	stamp     fileStamp
 	changing  bool // a Change is writing the file
-	onChange  []func(old, new uint64, why audit.Reason)
+	// onChange is told of each epoch change; an error says its event
+	// could not be recorded.
+	onChange []func(old, new uint64, why audit.Reason) error
 	// checkOpened, if set, may refuse an unlock after the vault opened.
 	checkOpened func(*vault.Vault) error
 	// beforeLock, if set, runs before Lock wipes the key (the anchor
@@ -135,8 +137,9 @@ func (s *vaultState) stateLocked() api.VaultState {
 	return api.VaultNone
 }
 
-// bump increments the epoch; the caller holds s.mu.
-func (s *vaultState) bump(why audit.Reason) {
+// bump increments the epoch; the caller holds s.mu. The error says that
+// the change could not be recorded.
+func (s *vaultState) bump(why audit.Reason) error {
 	old := s.epoch.Get()
 	n, err := s.epoch.Bump()
 	s.view.Store(&lockedAt{s.locked, n})
@@ -144,9 +147,11 @@ func (s *vaultState) bump(why audit.Reason) {
 	if err != nil && s.warn != nil {
 		s.warn("the vault epoch could not be written to its file: a restart may count it again", "path", s.epoch.path, "err", err)
 	}
+	var errs []error
 	for _, f := range s.onChange {
-		f(old, n, why)
+		errs = append(errs, f(old, n, why))
 	}
+	return errors.Join(errs...)
 }
 
 // Lock wipes every decrypted key and locks the agent, for ssh-add -x.
@@ -389,7 +394,12 @@ func (s *vaultState) unlockLocked(ids []*sshagent.Identity, dk *vault.DataKey, a
 	s.dk = dk
 	s.keys.ReplaceVault(ids)
 	s.locked = false
-	s.bump(audit.ReasonUnlock)
+	if err := s.bump(audit.ReasonUnlock); err != nil {
+		// An unlock raises authority: one the audit log could not record
+		// does not stand. The lock happens whether or not it is recorded.
+		s.lockLocked(nil, audit.ReasonAuditFailed)
+		return fmt.Errorf("the vault was locked again: %w", err)
+	}
 	return nil
 }
 
