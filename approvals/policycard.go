@@ -91,6 +91,12 @@ func (e *Engine) answerPolicy(c *Card, a Answer, approver *procid.Peer) error {
 	close(c.done)
 	e.mu.Unlock()
 	if !approves {
+		// A denial lowers nothing: the stricter policy stays in force
+		// whether or not it is recorded.
+		if err := e.record(audit.Event{Type: audit.EventPolicyChangeDenied, Card: c.View.ID, Approver: a.Approver, Reason: audit.ReasonDenied,
+			Detail: map[string]string{"changes": strings.Join(c.policy.changes, "; ")}}); err != nil {
+			e.log.Error("policy change denial not recorded", "card", c.View.ID, "err", err)
+		}
 		e.log.Info("policy change denied; the stricter policy stays in force", "card", c.View.ID)
 		return nil
 	}

@@ -56,9 +56,11 @@ const (
 	EventHostRemoved EventType = "host_removed"
 	// A configuration change that loosens authority waits for a person:
 	// shown on a policy change card (Card, Detail: the changes), then
-	// approved (Card, Approver) or left pending.
+	// approved (Card, Approver), denied by a person (Card, Approver,
+	// Reason denied) or left pending.
 	EventPolicyChangePending  EventType = "policy_change_pending"
 	EventPolicyChangeApproved EventType = "policy_change_approved"
+	EventPolicyChangeDenied   EventType = "policy_change_denied"
 	// EventPolicyRestored: at an unlock, the approved configuration in
 	// the state directory, or the host inventory file, was not the one
 	// sealed in the vault, which was put back (Detail path; kept_at, the
