@@ -392,6 +392,12 @@ func lineFields(e *Event, proc *Process) []Field {
 		add("run", e.Run)
 		add("reason", string(e.Reason))
 		add("by", e.Approver)
+	case EventPolicyChangePending, EventPolicyChangeApproved, EventPolicyChangeDenied:
+		add("card", e.Card)
+		add("reason", string(e.Reason))
+		add("by", e.Approver)
+	case EventHostAdded, EventHostRemoved:
+		add("by", e.Approver)
 	case EventCheckpoint:
 		add("epoch", e.Detail["epoch"])
 		used = []string{"epoch", "max_unsealed"}
