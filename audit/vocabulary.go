@@ -82,6 +82,11 @@ const (
 	// EventJournalReplaced: a person had the damaged journal kept aside and
 	// a new one started (Detail path, kept_at, damage).
 	EventJournalReplaced EventType = "journal_replaced"
+	// EventAskpassChanged: the askpass program the gateway pinned as it
+	// started (named in gateway_started's Detail askpass and
+	// askpass_sha256) was found rewritten or unreadable; askpass
+	// approvals are off until the gateway restarts (Detail path, error).
+	EventAskpassChanged EventType = "askpass_changed"
 	// EventCheckpoint is not appended by callers: checkpoints are records of
 	// their own. Readers report each one as an event of this type so that
 	// projections can show them.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -198,10 +199,22 @@ func (g *Gateway) startAuditLate(epoch uint64) {
 		g.log.Error("the audit log set up by vault init cannot be opened", "err", err)
 		return
 	}
-	if err := g.engine.Record(audit.Event{Type: audit.EventGatewayStarted, VaultEpoch: epoch, Detail: map[string]string{"pid": itoa(os.Getpid()), "audit": "set up while running"}}); err != nil {
+	if err := g.engine.Record(audit.Event{Type: audit.EventGatewayStarted, VaultEpoch: epoch, Detail: g.startDetail(map[string]string{"audit": "set up while running"})}); err != nil {
 		g.log.Error("audit log not written", "err", err)
 	}
 	g.log.Info("audit log started", "path", g.currentAudit().Path())
+}
+
+// startDetail is the Detail of gateway_started: the gateway's pid, and
+// the askpass program it pinned, an approver, with its hash; more adds
+// to it.
+func (g *Gateway) startDetail(more map[string]string) map[string]string {
+	d := map[string]string{"pid": itoa(os.Getpid())}
+	if path, hash, _ := g.askpass.Status(); path != "" {
+		d["askpass"], d["askpass_sha256"] = path, hash
+	}
+	maps.Copy(d, more)
+	return d
 }
 
 // recordStart records the start, and the restart with the previous boot
@@ -215,7 +228,7 @@ func (g *Gateway) recordStart(stateDir string) error {
 	if g.currentAudit() == nil {
 		return nil
 	}
-	if err := g.engine.Record(audit.Event{Type: audit.EventGatewayStarted, Detail: map[string]string{"pid": itoa(os.Getpid())}}); err != nil {
+	if err := g.engine.Record(audit.Event{Type: audit.EventGatewayStarted, Detail: g.startDetail(nil)}); err != nil {
 		return err
 	}
 	if p := string(bytes.TrimSpace(prev)); p != "" {

@@ -244,9 +244,15 @@ func New(opts Options) (*Gateway, error) {
 	}
 	// The askpass program is pinned now: a program rewritten later is
 	// never asked.
+	var pinned string // the program's path, set before any question is asked
 	g.askpass = askpass.Pin(opts.Env, func(err error) {
+		// Called with the pin's lock held: Status would wait for it.
 		g.log.Error("askpass approvals are off", "err", err)
+		if rerr := g.engine.Record(audit.Event{Type: audit.EventAskpassChanged, Detail: map[string]string{"path": pinned, "error": err.Error()}}); rerr != nil {
+			g.log.Error("askpass approvals turned off, not recorded", "err", rerr)
+		}
 	})
+	pinned, _, _ = g.askpass.Status()
 	pol, err := g.initialPolicy(cfg, raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", api.ErrBadConfig, err)
