@@ -151,7 +151,7 @@ func TestCardBoardFollowsTheEngine(t *testing.T) {
 		case op == 15:
 			w.e.ProposePolicy([]string{"approval: session → none"}, func() error { return nil })
 		case op == 16:
-			w.e.WithdrawPolicy()
+			w.e.WithdrawPolicy(audit.ReasonPolicyReplaced)
 		case op == 17:
 			w.board = CardBoard{} // a reconnection: the next change is a snapshot
 		}

@@ -31,7 +31,7 @@ type policyChange struct {
 // stays in force until it is answered or replaced. A pending policy
 // card is withdrawn by a newer proposal. It returns the card's id.
 func (e *Engine) ProposePolicy(changes []string, apply func() error) string {
-	e.WithdrawPolicy()
+	e.WithdrawPolicy(audit.ReasonPolicyReplaced)
 	now := e.now()
 	c := &Card{done: make(chan struct{}), policy: &policyChange{changes: changes, apply: apply}}
 	c.View = CardView{
@@ -53,15 +53,27 @@ func (e *Engine) ProposePolicy(changes []string, apply func() error) string {
 	return c.View.ID
 }
 
-// WithdrawPolicy removes a pending policy change card, if any.
-func (e *Engine) WithdrawPolicy() {
+// WithdrawPolicy removes a pending policy change card, if any, and
+// records why (a policy card withdrawal reason): the card's
+// policy_change_pending is not left without an outcome.
+func (e *Engine) WithdrawPolicy(why audit.Reason) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	var gone []*Card
 	for _, c := range e.cards {
 		if c.policy != nil {
 			e.dropCardLocked(c)
 			close(c.done)
+			gone = append(gone, c)
 		}
+	}
+	e.mu.Unlock()
+	for _, c := range gone {
+		// A withdrawal changes no authority: what is in force was
+		// recorded as it was put in force.
+		if err := e.record(audit.Event{Type: audit.EventPolicyChangeWithdrawn, Card: c.View.ID, Reason: why}); err != nil {
+			e.log.Error("policy change card withdrawal not recorded", "card", c.View.ID, "reason", why, "err", err)
+		}
+		e.log.Info("policy change card withdrawn", "card", c.View.ID, "reason", why)
 	}
 }
 

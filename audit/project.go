@@ -392,7 +392,7 @@ func lineFields(e *Event, proc *Process) []Field {
 		add("run", e.Run)
 		add("reason", string(e.Reason))
 		add("by", e.Approver)
-	case EventPolicyChangePending, EventPolicyChangeApproved, EventPolicyChangeDenied:
+	case EventPolicyChangePending, EventPolicyChangeApproved, EventPolicyChangeDenied, EventPolicyChangeWithdrawn:
 		add("card", e.Card)
 		add("reason", string(e.Reason))
 		add("by", e.Approver)

@@ -57,10 +57,12 @@ const (
 	// A configuration change that loosens authority waits for a person:
 	// shown on a policy change card (Card, Detail: the changes), then
 	// approved (Card, Approver), denied by a person (Card, Approver,
-	// Reason denied) or left pending.
-	EventPolicyChangePending  EventType = "policy_change_pending"
-	EventPolicyChangeApproved EventType = "policy_change_approved"
-	EventPolicyChangeDenied   EventType = "policy_change_denied"
+	// Reason denied), withdrawn unanswered (Card, Reason: a policy card
+	// withdrawal reason) or left pending.
+	EventPolicyChangePending   EventType = "policy_change_pending"
+	EventPolicyChangeApproved  EventType = "policy_change_approved"
+	EventPolicyChangeDenied    EventType = "policy_change_denied"
+	EventPolicyChangeWithdrawn EventType = "policy_change_withdrawn"
 	// EventPolicyRestored: at an unlock, the approved configuration in
 	// the state directory, or the host inventory file, was not the one
 	// sealed in the vault, which was put back (Detail path; kept_at, the
@@ -199,6 +201,21 @@ func (r Reason) Reauth() (Reason, bool) {
 	why, ok := strings.CutPrefix(string(r), reauthRequired)
 	return Reason(why), ok
 }
+
+// Policy card withdrawal reasons: why a policy change card went down
+// unanswered (policy_change_withdrawn).
+const (
+	// ReasonPolicyReplaced: the configuration file changed again and
+	// still loosens; a new card shows the change as it is now.
+	ReasonPolicyReplaced Reason = "replaced"
+	// ReasonNoLongerLoosens: the configuration file changed again and
+	// loosens nothing against the approved configuration: it is in force.
+	ReasonNoLongerLoosens Reason = "no_longer_loosens"
+	// ReasonApprovedRestored: an unlock put back the approved
+	// configuration sealed in the vault, which the card was not judged
+	// against, and the file does not read: the approved one is in force.
+	ReasonApprovedRestored Reason = "approved_restored"
+)
 
 // Key removal reasons: why a key left the agent (agent_key_removed),
 // besides expired (its lifetime, ssh-add -t or postern agent -t, or

@@ -148,7 +148,7 @@ func (g *Gateway) judge(cfg config.File, raw []byte) {
 	changes := approvals.Loosening(g.approved, cfg)
 	if len(changes) == 0 || bytes.Equal(raw, g.approvedRaw) {
 		g.mu.Unlock()
-		g.engine.WithdrawPolicy()
+		g.engine.WithdrawPolicy(audit.ReasonNoLongerLoosens)
 		g.putInForce(cfg, raw)
 		return
 	}

@@ -101,7 +101,7 @@ func TestConcurrentReloadsAgree(t *testing.T) {
 	deadline := time.Now().Add(3 * time.Second)
 	for i := 0; time.Now().Before(deadline); i++ {
 		// The approved configuration, in force, and no card.
-		g.engine.WithdrawPolicy()
+		g.engine.WithdrawPolicy(audit.ReasonPolicyReplaced)
 		write(approved)
 		a, _ := config.Parse("approved", []byte(approved))
 		pol, _ := approvals.Compile(a)

@@ -149,7 +149,7 @@ func (g *Gateway) adoptSealedPolicy(v *vault.Vault) {
 			g.config, g.configErr = approved, err
 		}
 		g.mu.Unlock()
-		g.engine.WithdrawPolicy()
+		g.engine.WithdrawPolicy(audit.ReasonApprovedRestored)
 		if cerr == nil {
 			g.engine.SetPolicy(pol)
 		}
