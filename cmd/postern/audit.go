@@ -130,8 +130,13 @@ func auditVerify(args []string, out, errw io.Writer) error {
 		}
 		pinFrom = "--pin"
 	default:
-		if p, name, err := api.PinBeside(path); err == nil {
+		switch p, name, err := api.PinBeside(path); {
+		case err == nil:
 			pk0, pinFrom = p, name
+		case !errors.Is(err, os.ErrNotExist):
+			// A pin file any program of the user's can rewrite: said, not
+			// passed over as if there were none.
+			warningf(errw, "%v: the log's first key is not checked against it", err)
 		}
 	}
 	var anchors []checkedAnchor

@@ -64,7 +64,10 @@ func PinBeside(logPath string) (AuditPin, string, error) {
 		return nil, "", err
 	}
 	pin, err := ParseAuditPin(strings.TrimSpace(string(b)))
-	return pin, xdg.AuditPinFile, err
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", filepath.Join(filepath.Dir(logPath), xdg.AuditPinFile), err)
+	}
+	return pin, xdg.AuditPinFile, nil
 }
 
 // AuditVerifyOptions are what a log is checked against: a pin, and
