@@ -73,6 +73,7 @@ type goal struct {
 }
 
 var goals = []goal{
+	{what: "Ed25519 sign, sequential, default configuration", value: "BenchmarkSignDefault seq-default-µs", anchor: "BenchmarkSignDefault seq-ssh-agent-µs", label: "ssh-agent", check: "BenchmarkSignDefault x-seq-default-vs-ssh-agent", target: 1.5, unit: "µs", kind: "x faster"},
 	{what: "audited Ed25519 sign, sequential", value: "BenchmarkSignGoals seq-audited-µs", anchor: "BenchmarkSignGoals seq-ssh-agent-µs", label: "ssh-agent", check: "BenchmarkSignGoals x-seq-audited-vs-ssh-agent", target: 1.5, unit: "µs", kind: "x faster"},
 	{what: "audited Ed25519 sign, sequential, over the floor", value: "BenchmarkSignGoals seq-audited-µs", anchor: "BenchmarkSignGoals floor-µs", label: "floor", check: "BenchmarkSignGoals x-seq-audited-over-floor", atMost: true, target: 1.3, unit: "µs", kind: "x the floor"},
 	{what: "audited Ed25519 sign, 8 concurrent clients", value: "BenchmarkSignGoals conc8-audited-µs", anchor: "BenchmarkSignGoals conc8-ssh-agent-µs", label: "ssh-agent", check: "BenchmarkSignGoals x-conc8-audited-vs-ssh-agent", target: 5, unit: "µs", kind: "x faster"},
@@ -122,11 +123,9 @@ func show(v float64, unit string) string {
 }
 
 // configuration says what the signing goals measure, as the README's
-// table does: the configuration "postern vault init" gives, with
-// approval = "none" so that the agent is measured and not a person. The
-// lookup of the grant that covers a request under the default approval
-// = "session" is a goal of its own ("a decision a grant covers").
-const configuration = `Signing goals: "audited" is the configuration "postern vault init" gives (vault unlocked, audit log on, each record fdatasync'ed before its signature leaves), "unaudited" is no vault; both under approval = "none", the agent as "postern agent -D" runs it. The grant lookup approval = "session" (the default) adds is the goal "decision for a request a grant covers".`
+// table does: the headline is the default configuration whole, the rows
+// after it the agent alone, under approval = "none".
+const configuration = `Signing goals: "default configuration" is a gateway with no configuration file (approval = "session": a grant, approved by an answer from outside the client's session, covers the client's requests, each checked against live evidence), vault unlocked and audit log on (each record fdatasync'ed before its signature leaves), signing for a client in another process. "audited" is the same vault and audit log, "unaudited" no vault; both under approval = "none", so that the agent is measured without the grant; the agent as "postern agent -D" runs it. The grant lookup alone is the goal "decision for a request a grant covers".`
 
 func report(w io.Writer, m metrics) (missed int) {
 	fmt.Fprintf(w, "%s\n\n", configuration)

@@ -516,6 +516,8 @@ func execHelper(mode string) {
 		xclientMain()
 	case "signbench":
 		signBench()
+	case "signclient":
+		signClientMain()
 	case "relay":
 		relayMain()
 	case "echo":

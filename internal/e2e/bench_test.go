@@ -5,9 +5,11 @@ package e2e
 //
 //	go test -run '^$' -bench Sign -benchtime 2s ./internal/e2e/
 //
-// postern runs with approval = "none", so what is measured is the
+// Here postern runs with approval = "none", so what is measured is the
 // protocol, the per-connection peer identification and the per-request
-// identity re-check, not a person.
+// identity re-check, not a person; BenchmarkSignDefault measures the
+// default configuration whole (approval = "session", a grant covering
+// the requests).
 
 import (
 	"fmt"

@@ -58,37 +58,59 @@ func newSignWorld(b *testing.B) *signWorld {
 	}
 	w.env = plain
 
-	w.sshAgent = plain.Path("run", "ssh-agent.sock")
-	cmd := exec.Command("ssh-agent", "-D", "-a", w.sshAgent)
-	cmd.Env = plain.Environ()
+	var sshAgentPID int
+	w.sshAgent, sshAgentPID = startSSHAgent(b, plain, key)
+	unaudited := plain.startQuietAgentAt(plain.Path("run", "postern", "agent.sock"))
+	w.unaudited = unaudited.Socket
+	w.pids = map[string]int{"ssh-agent": sshAgentPID, "unaudited": unaudited.PID()}
+	sshAdd(b, plain, w.unaudited, key)
+
+	vaulted := newEnv(b)
+	vaulted.Config(`approval = "none"`)
+	var gw *Agent
+	gw, w.auditLog, _ = startVaulted(b, vaulted, key)
+	w.audited = gw.Socket
+	return w
+}
+
+// startSSHAgent starts OpenSSH's ssh-agent in e, in the foreground, with
+// the private key in the file key added, and returns its socket and pid.
+func startSSHAgent(b *testing.B, e *Env, key string) (sock string, pid int) {
+	sock = e.Path("run", "ssh-agent.sock")
+	cmd := exec.Command("ssh-agent", "-D", "-a", sock)
+	cmd.Env = e.Environ()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	waitSocket(b, w.sshAgent)
-	unaudited := plain.startQuietAgentAt(plain.Path("run", "postern", "agent.sock"))
-	w.unaudited = unaudited.Socket
-	w.pids = map[string]int{"ssh-agent": cmd.Process.Pid, "unaudited": unaudited.PID()}
-	for _, sock := range []string{w.sshAgent, w.unaudited} {
-		add := exec.Command("ssh-add", key)
-		add.Env = append(plain.Environ(), "SSH_AUTH_SOCK="+sock)
-		if out, err := add.CombinedOutput(); err != nil {
-			b.Fatalf("ssh-add: %v %s", err, out)
-		}
-	}
+	waitSocket(b, sock)
+	sshAdd(b, e, sock, key)
+	return sock, cmd.Process.Pid
+}
 
-	vaulted := newEnv(b)
-	vaulted.Config(`approval = "none"`)
-	pass := vaulted.WriteFile("pass", "bench\n", 0o600)
-	vaulted.MustRun("postern", "vault", "init", "--passphrase-file", pass)
-	vaulted.MustRun("postern", "vault", "add", "--passphrase-file", pass, key)
-	w.audited = vaulted.startQuietAgentAt(vaulted.Path("run", "postern", "agent.sock")).Socket
-	vaulted.MustRun("postern", "unlock", "--passphrase-file", pass)
-	w.auditLog = vaulted.Path("state", "postern", "audit.log")
-	if !auditRecords(b, vaulted, w.auditLog).OK {
+// sshAdd adds the private key in the file key to the agent at sock.
+func sshAdd(b *testing.B, e *Env, sock, key string) {
+	add := exec.Command("ssh-add", key)
+	add.Env = append(e.Environ(), "SSH_AUTH_SOCK="+sock)
+	if out, err := add.CombinedOutput(); err != nil {
+		b.Fatalf("ssh-add to %s: %v %s", sock, err, out)
+	}
+}
+
+// startVaulted starts a gateway in e in the configuration "postern vault
+// init" gives, the private key in the file key in its vault, unlocked,
+// and returns it, its audit log and the vault's passphrase file.
+func startVaulted(b *testing.B, e *Env, key string) (gw *Agent, auditLog, pass string) {
+	pass = e.WriteFile("pass", "bench\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	e.MustRun("postern", "vault", "add", "--passphrase-file", pass, key)
+	gw = e.startQuietAgentAt(e.Path("run", "postern", "agent.sock"))
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	auditLog = e.Path("state", "postern", "audit.log")
+	if !auditRecords(b, e, auditLog).OK {
 		b.Fatal("the audit log is not on")
 	}
-	return w
+	return gw, auditLog, pass
 }
 
 type auditReport struct {
