@@ -6,7 +6,8 @@
 // A goal whose benchmark did not run is listed as not measured.
 //
 // The benchmarks report medians and ratios measured in alternation with
-// their anchors (see internal/e2e/goals_bench_test.go), so a busy machine
+// their anchors (see internal/e2e/goals_bench_linux_test.go and
+// default_bench_linux_test.go), so a busy machine
 // slows both sides alike; the absolute figures still move with the load.
 //
 //	go test -run '^$' -bench . ./... | go run ./internal/benchgoals
