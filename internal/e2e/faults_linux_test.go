@@ -72,10 +72,11 @@ func TestFullDiskAuditResumes(t *testing.T) {
 		t.Fatalf("signing before the disk is full: %s", r)
 	}
 
-	w.fill()
-	// A checkpoint moves the signing key file on: with no space, the log
-	// fails.
 	e.MustRun("postern", "lock")
+	w.fill()
+	// The unlock is recorded (the log's file has room for records); its
+	// checkpoint moves the signing key file on: with no space, the log
+	// fails.
 	e.MustRun("postern", "unlock", "--passphrase-file", pass)
 	if r := sign(); r.Code == 0 {
 		t.Fatalf("signed with an audit log that cannot be written:\n%s", tail(a.Log(), 2000))
@@ -90,6 +91,16 @@ func TestFullDiskAuditResumes(t *testing.T) {
 		t.Fatalf("why with a full disk:\n%s", why)
 	}
 
+	// A lock happens whether or not the log records it; an unlock the
+	// log cannot record does not stand.
+	e.MustRun("postern", "lock")
+	if r := e.Run("postern", "unlock", "--passphrase-file", pass); r.Code == 0 || !strings.Contains(r.Stderr, "the vault was locked again") || !strings.Contains(r.Stderr, "could not record it") {
+		t.Fatalf("an unlock while the audit log cannot be written: %s", r)
+	}
+	if st := e.MustRun("postern", "status").Stdout; !strings.Contains(st, "vault     locked") {
+		t.Fatalf("status after an unlock the log could not record:\n%s", st)
+	}
+
 	w.free()
 	for i := 0; ; i++ {
 		if st := e.MustRun("postern", "status").Stdout; !strings.Contains(st, "FAILING") {
@@ -100,6 +111,7 @@ func TestFullDiskAuditResumes(t *testing.T) {
 		}
 		sleep10ms()
 	}
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
 	if r := sign(); r.Code != 0 {
 		t.Fatalf("signing once the log is writable again: %s", r)
 	}
@@ -131,8 +143,8 @@ func TestFullDiskOlderCopyNotResumed(t *testing.T) {
 	e.MustRun("postern", "lock") // a checkpoint: anchors past the copy
 	e.MustRun("postern", "unlock", "--passphrase-file", pass)
 
-	w.fill()
 	e.MustRun("postern", "lock")
+	w.fill()
 	e.MustRun("postern", "unlock", "--passphrase-file", pass)
 	if r := sign(); r.Code == 0 {
 		t.Fatalf("signed with an audit log that cannot be written:\n%s", tail(a.Log(), 2000))

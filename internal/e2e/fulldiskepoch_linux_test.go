@@ -13,8 +13,8 @@ import (
 func TestFullDiskEpochResumes(t *testing.T) {
 	w := newFullDisk(t)
 	e := w.e
-	w.fill()
 	e.MustRun("postern", "lock")
+	w.fill()
 	e.MustRun("postern", "unlock", "--passphrase-file", w.pass)
 	epochOf := func(out string) uint64 {
 		t.Helper()
