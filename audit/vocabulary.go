@@ -225,7 +225,8 @@ const (
 )
 
 // Epoch change reasons: why the vault epoch moved (vault_locked and
-// vault_unlocked events).
+// vault_unlocked events), besides audit_failed (a vault_locked that undid
+// an unlock whose vault_unlocked the log could not record).
 const (
 	ReasonLock             Reason = "lock"
 	ReasonUnlock           Reason = "unlock"
