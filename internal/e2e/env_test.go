@@ -102,6 +102,11 @@ type Env struct {
 
 	agents  []*Agent  // the gateways started, for what a failed wait reports
 	drivers []*Driver // the runs started, likewise
+	// consoles are the consoles started: a gateway started while one
+	// runs is not taken to be up until the console has attached to it,
+	// as the person's would, so that a card is not refused meanwhile
+	// (no_approver).
+	consoles []*Console
 }
 
 func newEnv(t testing.TB) *Env {
@@ -446,7 +451,34 @@ func (e *Env) startAgentVia(wrap []string, fg, sock string, extra ...string) *Ag
 		e.t.Fatalf("agent did not start\nlog:\n%s", a.Log())
 	}
 	e.Setenv("SSH_AUTH_SOCK", sock)
+	e.waitConsoles(sock)
 	return a
+}
+
+// waitConsoles waits until the gateway at sock counts a console, if one
+// of the consoles started still runs and follows sock: a console follows
+// the gateway through a restart, a moment after the gateway is up.
+func (e *Env) waitConsoles(sock string) {
+	e.t.Helper()
+	var live *Console
+	for _, c := range e.consoles {
+		select {
+		case <-c.done:
+		default:
+			if c.sock == sock {
+				live = c
+			}
+		}
+	}
+	if live == nil {
+		return
+	}
+	for deadline := time.Now().Add(20 * time.Second); !e.consoleAttached(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(live.out)
+			e.t.Fatalf("the console did not attach to the gateway started again:\n%s", b)
+		}
+	}
 }
 
 // Log returns what the agent logged so far.
@@ -537,6 +569,7 @@ func (a *Agent) Kill() {
 // approve ID"). Without one, a card no askpass can show is refused at once
 // (no_approver).
 type Console struct {
+	sock string // the agent socket it follows
 	cmd  *exec.Cmd
 	in   *os.File
 	out  string
@@ -551,7 +584,7 @@ func (e *Env) StartConsole() *Console {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	c := &Console{in: pw, out: e.Path(fmt.Sprintf("console-%d.out", time.Now().UnixNano())), done: make(chan struct{})}
+	c := &Console{sock: e.Getenv("SSH_AUTH_SOCK"), in: pw, out: e.Path(fmt.Sprintf("console-%d.out", time.Now().UnixNano())), done: make(chan struct{})}
 	f, err := os.Create(c.out)
 	if err != nil {
 		e.t.Fatal(err)
@@ -567,14 +600,8 @@ func (e *Env) StartConsole() *Console {
 	f.Close()
 	go func() { c.cmd.Wait(); close(c.done) }()
 	e.t.Cleanup(c.Stop)
-	deadline := time.Now().Add(20 * time.Second)
-	for !e.consoleAttached() {
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(c.out)
-			e.t.Fatalf("the console never attached:\n%s", b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	e.consoles = append(e.consoles, c)
+	e.waitConsoles(c.sock)
 	return c
 }
 
