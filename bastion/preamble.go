@@ -71,26 +71,33 @@ func Connect(sock string, t Target) (*net.UnixConn, error) {
 		return nil, fmt.Errorf("%w at %s (%v)", ErrNoBastion, sock, errors.Unwrap(err))
 	}
 	c.SetDeadline(time.Now().Add(time.Minute))
-	if err := writePreamble(c, t); err != nil {
+	if err := answer(c, writePreamble(c, t)); err != nil {
 		c.Close()
 		return nil, err
 	}
-	// Read the answer byte by byte: nothing after it may be consumed.
-	line, err := readLine(bufio.NewReaderSize(oneByte{c}, 16))
-	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("the bastion closed the connection: %w", err)
-	}
-	if msg, ok := strings.CutPrefix(line, "error "); ok {
-		c.Close()
-		return nil, errors.New(msg)
-	}
-	if line != "ok" {
-		c.Close()
-		return nil, fmt.Errorf("unexpected answer from the bastion: %q", line)
-	}
 	c.SetDeadline(time.Time{})
 	return c, nil
+}
+
+// answer reads the bastion's answer to the preamble, whose writing
+// failed with werr (or nil): a bastion may refuse a client before it
+// reads the preamble (it cannot identify it), and its answer says why,
+// where the failed write would not.
+func answer(c net.Conn, werr error) error {
+	// Read the answer byte by byte: nothing after it may be consumed.
+	line, err := readLine(bufio.NewReaderSize(oneByte{c}, 16))
+	if msg, ok := strings.CutPrefix(line, "error "); ok && err == nil {
+		return errors.New(msg)
+	}
+	switch {
+	case werr != nil:
+		return werr
+	case err != nil:
+		return fmt.Errorf("the bastion closed the connection: %w", err)
+	case line != "ok":
+		return fmt.Errorf("unexpected answer from the bastion: %q", line)
+	}
+	return nil
 }
 
 // oneByte reads one byte at a time, so that a bufio.Reader on top never

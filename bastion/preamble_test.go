@@ -3,9 +3,13 @@ package bastion
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
+	"net"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPreambleRoundTrip(t *testing.T) {
@@ -75,4 +79,47 @@ func FuzzPreamble(f *testing.F) {
 			t.Fatalf("%+v written as %q reads as %+v, %v", tgt, w.String(), again, err)
 		}
 	})
+}
+
+// A bastion that refuses a client before reading its preamble (it
+// cannot identify it for want of descriptors) has closed the connection
+// by the time the client writes: the client's write fails, and the
+// client still shows the bastion's reason, not "broken pipe".
+func TestConnectShowsARefusalItsWriteMissed(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "b.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		c.Write([]byte("error cannot identify the connecting process: the gateway is out of descriptors or memory\n"))
+		c.Close()
+	}()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Once the server has closed, a write fails (EPIPE).
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var werr error
+	for werr == nil {
+		_, werr = c.Write([]byte("x"))
+		time.Sleep(time.Millisecond)
+	}
+	err = answer(c, werr)
+	if err == nil || !strings.Contains(err.Error(), "out of descriptors") {
+		t.Fatalf("answer after a failed write: %v; want the bastion's reason", err)
+	}
+	// Without an answer, the failed write is the error.
+	a, b := net.Pipe()
+	b.Close()
+	if err := answer(a, io.ErrClosedPipe); !errors.Is(err, io.ErrClosedPipe) {
+		t.Fatalf("answer with none read: %v; want the write's error", err)
+	}
 }
