@@ -11,6 +11,7 @@ import (
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/bastion/marker"
+	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/safetext"
 )
 
@@ -99,6 +100,11 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *l
 		return
 	case err != nil:
 		s.running.done(e)
+		if procid.Short(err) && !errors.Is(err, procid.ErrNoResources) {
+			// Reading known_hosts, dialling the host: said as every
+			// other failure for want of descriptors is.
+			err = fmt.Errorf("%w: %w", procid.ErrNoResources, err)
+		}
 		log.Warn("bastion: command not started", "err", err)
 		note := ""
 		if e.RetryOf == "" && ss.journalStart(req, e) {
