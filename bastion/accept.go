@@ -202,6 +202,15 @@ func admitClient(c *net.UnixConn, procs *procid.Table, log *slog.Logger, limits 
 	return helper, slot, t, true
 }
 
+// RefuseShort answers a client the gateway accepted with the descriptor
+// it held in reserve, out of every other (safesocket.Serve): nothing is
+// left to identify the client with. It reads the client's preamble and
+// answers "error", which ssh shows; nothing is journaled.
+func RefuseShort(c *net.UnixConn) {
+	readPreamble(bufio.NewReaderSize(oneByte{c}, 16))
+	fmt.Fprintf(c, "error cannot accept the connection: %s\n", procid.ErrNoResources)
+}
+
 // Refuse answers a client of the bastion's socket that no bastion can
 // serve now (its command journal is damaged, say): it admits the client
 // as the bastion would, within the same bound of connections (limits,

@@ -37,7 +37,7 @@ func TestRefusingBastionBoundsItsClients(t *testing.T) {
 	go func() {
 		served <- safesocket.Serve(ctx, l, &conns, func(c *net.UnixConn) {
 			Refuse(c, procid.Host, slog.New(slog.DiscardHandler), limits, nil, "the command journal is damaged")
-		}, nil)
+		}, nil, RefuseShort)
 	}()
 	var clients []net.Conn
 	t.Cleanup(func() {

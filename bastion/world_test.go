@@ -101,7 +101,7 @@ func newWorldWith(t *testing.T, bastion func(*Config), host func(*ssh.ServerConf
 	served := make(chan error, 1)
 	go func() { // as the gateway serves the bastion's socket
 		var conns sync.WaitGroup
-		err := safesocket.Serve(ctx, l, &conns, w.srv.HandleConn, cfg.Exhausted)
+		err := safesocket.Serve(ctx, l, &conns, w.srv.HandleConn, cfg.Exhausted, RefuseShort)
 		conns.Wait()
 		w.srv.Wait()
 		served <- err

@@ -110,7 +110,7 @@ func (g *Gateway) startBastion() error {
 	}
 	g.bastionL = l
 	g.srv.serve(func() error {
-		return safesocket.Serve(g.srv.ctx, l, &g.bastionConns, g.serveBastionConn, g.exhausted)
+		return safesocket.Serve(g.srv.ctx, l, &g.bastionConns, g.serveBastionConn, g.exhausted, bastion.RefuseShort)
 	})
 	g.log.Info("bastion listening", "socket", path)
 	return nil

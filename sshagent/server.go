@@ -131,7 +131,7 @@ func (s *Server) Serve(ctx context.Context, l *net.UnixListener, ep *Endpoint) e
 	}
 	s.own.add(l.Addr())
 	defer s.own.remove(l.Addr())
-	return safesocket.Serve(ctx, l, &s.wg, func(c *net.UnixConn) { s.handle(ctx, c, ep) }, s.Exhausted)
+	return safesocket.Serve(ctx, l, &s.wg, func(c *net.UnixConn) { s.handle(ctx, c, ep) }, s.Exhausted, refuseShort)
 }
 
 // Wait waits for the connections being served to end.
@@ -145,6 +145,10 @@ func (s *Server) Wait() { s.wg.Wait() }
 func (s *Server) handle(ctx context.Context, c *net.UnixConn, ep *Endpoint) {
 	peer, slot, err := safesocket.Admit(c, s.Procs, "agent", s.Log, s.Limits, s.Exhausted)
 	if err != nil {
+		if errors.Is(err, procid.ErrNoResources) {
+			c.SetDeadline(time.Now().Add(replyTimeout))
+			refuseShort(c)
+		}
 		c.Close()
 		return
 	}

@@ -108,7 +108,8 @@ type Server struct {
 
 // Serve accepts connections on l until ctx ends.
 func (s *Server) Serve(ctx context.Context, l *net.UnixListener) error {
-	return safesocket.Serve(ctx, l, &s.wg, func(c *net.UnixConn) { s.handle(ctx, c) }, s.Exhausted)
+	return safesocket.Serve(ctx, l, &s.wg, func(c *net.UnixConn) { s.handle(ctx, c) }, s.Exhausted,
+		func(c *net.UnixConn) { s.refuse(c, procid.ErrNoResources) })
 }
 
 // Wait waits for open connections to finish. Once the context Serve was

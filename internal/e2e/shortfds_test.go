@@ -14,21 +14,28 @@ import (
 // the person something false about the program they approve. The soft
 // descriptor limit of a running gateway is set just above what it holds,
 // step by step, so that each step runs it out at another point of a
-// "postern run" (accepting, identifying the caller, pinning it); then
-// the limit is put back and the gateway serves as before.
+// "postern run" (identifying the caller, pinning it; at the last, with
+// no descriptor free below the limit, accepting); then the limit is put
+// back and the gateway serves as before. At every step a client is
+// answered at once, never left waiting for a descriptor: a gateway that
+// cannot accept spends the one it holds in reserve to let the client in
+// and refuse it (without it, postern run waits out its 30 s and ssh-add
+// its 90 s here, for ever elsewhere).
 func TestOutOfDescriptorsIsNotAChangedProcess(t *testing.T) {
-	need(t, "prlimit")
+	need(t, "prlimit", "ssh-add", "ssh-keygen")
 	e := newEnv(t)
 	e.Config(`approval = "none"`)
 	a := e.StartAgent()
+	e.AddKey(e.Keygen("id", "ed25519", 0, ""))
 	e.MustRun("postern", "run", "--no-sandbox", "--", "true")
 	held, soft := softFiles(t, e, a.PID())
 	defer soft(1024)
 	var refused []string
-	for k := range 12 {
+	for k := 11; k >= 0; k-- {
 		soft(held + k)
+		at := fmt.Sprintf("with %d descriptors more than the gateway held", k)
 		r := e.Run("postern", "run", "--no-sandbox", "--", "true")
-		say := fmt.Sprintf("with %d descriptors more than the gateway held: %s", k, r)
+		say := fmt.Sprintf("%s: %s", at, r)
 		if r.Code == 254 || strings.Contains(r.Stderr, "changed") {
 			t.Errorf("a gateway out of descriptors says the caller changed, %s", say)
 		}
@@ -39,7 +46,15 @@ func TestOutOfDescriptorsIsNotAChangedProcess(t *testing.T) {
 			if !strings.Contains(r.Stderr, "postern: hint: nothing was decided: try again once the gateway has descriptors free") {
 				t.Errorf("a refusal for want of descriptors gives no hint of what to do, %s", say)
 			}
+			t.Log(say)
 			refused = append(refused, say)
+		}
+		r = e.Run("ssh-add", "-l")
+		if r.Code != 0 {
+			t.Logf("ssh-add -l, %s: %s", at, r)
+		}
+		if r.Code != 0 && !strings.Contains(r.Stderr, "agent refused operation") {
+			t.Errorf("ssh-add -l fails otherwise than by the agent's refusal, %s: %s", at, r)
 		}
 	}
 	if len(refused) == 0 {

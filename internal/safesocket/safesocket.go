@@ -4,21 +4,21 @@
 // first fence; the gateway still checks the peer's uid on every
 // connection. A socket a service manager made and passed (socket
 // activation, Inherited) is held to the same modes.
+//
+// Serve accepts on such a socket and never stops for want of a
+// resource; a process out of descriptors spends the one it holds in
+// reserve to tell a waiting client so, rather than leave it waiting.
 package safesocket
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
-
-	"github.com/postern/postern/internal/procid"
 )
 
 // maxPath is the longest socket path Linux accepts (sun_path is 108 bytes
@@ -88,62 +88,4 @@ func CheckDir(dir string) error {
 		return fmt.Errorf("directory %s is accessible to other users (mode %04o); the socket is 0600 and peers are checked, but a private directory is safer", dir, fi.Mode().Perm())
 	}
 	return nil
-}
-
-// Serve accepts connections on l until ctx is done or l is closed, and
-// handles each in its own goroutine, counted in wg. It returns nil when
-// stopped, or the error that stopped accepting.
-//
-// Running out of a resource never stops it: when accept fails with
-// EMFILE, ENFILE, ENOBUFS or ENOMEM (or another temporary error), Serve
-// calls exhausted (if not nil; it may close an idle connection to free a
-// descriptor) and tries again after a pause that doubles from 5ms up to a
-// second, as net/http does.
-func Serve(ctx context.Context, l *net.UnixListener, wg *sync.WaitGroup, handle func(*net.UnixConn), exhausted func(error)) error {
-	stop := context.AfterFunc(ctx, func() { l.Close() })
-	defer stop()
-	var pause time.Duration
-	for {
-		c, err := l.AcceptUnix()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			if !Exhausted(err) {
-				return err
-			}
-			if exhausted != nil {
-				exhausted(err)
-			}
-			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(pause):
-			}
-			continue
-		}
-		pause = 0
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			handle(c)
-		}()
-	}
-}
-
-// Exhausted reports whether err is accept failing for want of a resource
-// (descriptors, buffers, memory) or another temporary condition, after
-// which accepting again later may succeed.
-func Exhausted(err error) bool {
-	if procid.Short(err) {
-		return true
-	}
-	for _, e := range []error{syscall.ECONNABORTED, syscall.EINTR, syscall.EAGAIN} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
