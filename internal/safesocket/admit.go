@@ -1,6 +1,8 @@
 package safesocket
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -23,7 +25,7 @@ const admitRetries = 5
 // identifying fails for want of descriptors, exhausted (when not nil)
 // sheds an idle connection and the peer is identified again, a few times,
 // so that a new client gets in even while a flood takes every descriptor
-// the others free. On error
+// the others free; the refusal is logged once, not at each try. On error
 // nothing is held; the caller closes c. The caller releases the slot and
 // closes the peer.
 func Admit(c *net.UnixConn, procs *procid.Table, socket string, log *slog.Logger, limits *connlimit.Limiter, exhausted func(error)) (*procid.Peer, *connlimit.Slot, error) {
@@ -68,10 +70,13 @@ func admit(c *net.UnixConn, plain identifier, withCred credentialed, socket stri
 		defer slot.Busy()() // not pushed out while it is identified
 	}
 	peer, err := identify(c, socket, log)
+	// The first failure for want of descriptors is logged; the same
+	// failure again is not (exhausted logs the shortage, paced).
+	again := slog.New(quietShort{log.Handler()})
 	for try := 1; err != nil && Exhausted(err) && exhausted != nil && try <= admitRetries; try++ {
 		exhausted(err)
 		time.Sleep(time.Duration(try) * 5 * time.Millisecond)
-		peer, err = identify(c, socket, log)
+		peer, err = identify(c, socket, again)
 	}
 	if err != nil {
 		if slot != nil {
@@ -81,3 +86,26 @@ func admit(c *net.UnixConn, plain identifier, withCred credentialed, socket stri
 	}
 	return peer, slot, nil
 }
+
+// quietShort drops the records whose error is a want of descriptors or
+// memory, and passes on the others.
+type quietShort struct{ h slog.Handler }
+
+func (q quietShort) Enabled(ctx context.Context, l slog.Level) bool { return q.h.Enabled(ctx, l) }
+
+func (q quietShort) Handle(ctx context.Context, r slog.Record) error {
+	short := false
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && (procid.Short(err) || errors.Is(err, procid.ErrNoResources)) {
+			short = true
+		}
+		return !short
+	})
+	if short {
+		return nil
+	}
+	return q.h.Handle(ctx, r)
+}
+
+func (q quietShort) WithAttrs(as []slog.Attr) slog.Handler { return quietShort{q.h.WithAttrs(as)} }
+func (q quietShort) WithGroup(name string) slog.Handler    { return quietShort{q.h.WithGroup(name)} }
