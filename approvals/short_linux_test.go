@@ -56,3 +56,33 @@ func TestAnswerWithoutADescriptorSaysSo(t *testing.T) {
 		t.Fatalf("the answer given once descriptors were free: %+v", d)
 	}
 }
+
+// A deny rule on a run's executable refuses the run's requests even while
+// the gateway has no descriptor to check the run with, and so cannot
+// match the rule against the run's program: whatever the policy says of
+// the rest, such a request is refused (out_of_resources), never allowed
+// under approval = "none", never put on a card a person could approve.
+func TestExeDenyRuleHoldsOutOfDescriptors(t *testing.T) {
+	for _, mode := range []audit.Mode{audit.ModeNone, audit.ModeSession, audit.ModePerCall} {
+		w := newWorld(t)
+		claude, _ := w.f.Table.Inspect(10)
+		p := *w.e.Policy()
+		p.Mode = mode
+		p.Rules = []Rule{{Exe: claude.Exe.Path, Mode: audit.ModeDeny}}
+		w.e.SetPolicy(&p)
+		run := w.launch("agent", 10)
+		if d := w.e.Decide(context.Background(), w.runReq(run, 13)); d.Allow || d.Reason != audit.ReasonPolicyDeny {
+			t.Fatalf("approval %q, with descriptors: %+v, want the rule's denial", mode, d)
+		}
+		r := w.runReq(run, 13)
+		restore := nofiles.Exhaust(t)
+		d := w.e.Decide(context.Background(), r)
+		restore()
+		if d.Allow || d.Reason != audit.ReasonOutOfResources {
+			t.Errorf("approval %q, out of descriptors: %+v, want refused as out_of_resources", mode, d)
+		}
+		if cards, _ := w.e.Cards(); len(cards) != 0 {
+			t.Errorf("approval %q, out of descriptors: a card went up for a request a deny rule covers: %+v", mode, cards[0])
+		}
+	}
+}
