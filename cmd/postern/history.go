@@ -144,7 +144,7 @@ func auditShow(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return printHistory(out, *h.pfile, log, *h.offline, opts, *h.asJSON, false)
+	return printHistory(out, errw, *h.pfile, log, *h.offline, opts, *h.asJSON, false)
 }
 
 func cmdActivity(args []string, out, errw io.Writer) error {
@@ -160,19 +160,25 @@ func cmdActivity(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return printHistory(out, *h.pfile, "", *h.offline, opts, *h.asJSON, true)
+	return printHistory(out, errw, *h.pfile, "", *h.offline, opts, *h.asJSON, true)
 }
 
 // printHistory prints the events of the log as they are read: as timeline
 // lines, or in JSON Lines as events (audit show) or lines (activity). In
-// text, it says so when no event was printed.
-func printHistory(out io.Writer, pfile, path string, offline bool, opts api.AuditReadOptions, asJSON, lines bool) error {
+// text, it says so when no event was printed, and it warns (on errw) of
+// the lines it printed after the log's last checkpoint, which no
+// signature covers yet.
+func printHistory(out, errw io.Writer, pfile, path string, offline bool, opts api.AuditReadOptions, asJSON, lines bool) error {
 	w := bufio.NewWriterSize(out, 64<<10)
 	enc := json.NewEncoder(w)
 	tl := api.NewTimeline(opts.Since, opts.Run)
 	var buf []byte
 	printed := false
+	unsealed := 0 // lines printed since the last checkpoint
 	err := readAudit(pfile, path, offline, opts, func(e api.AuditEvent) error {
+		if e.Type == api.EventCheckpoint {
+			unsealed = 0
+		}
 		if asJSON && !lines {
 			// Events as they are: the timeline only selects them.
 			if !tl.Keeps(&e) {
@@ -193,6 +199,9 @@ func printHistory(out io.Writer, pfile, path string, offline bool, opts api.Audi
 			return enc.Encode(l)
 		}
 		printed = true
+		if e.Type != api.EventCheckpoint {
+			unsealed++
+		}
 		w.WriteString(l.Text)
 		return w.WriteByte('\n')
 	})
@@ -202,7 +211,20 @@ func printHistory(out io.Writer, pfile, path string, offline bool, opts api.Audi
 	if ferr := w.Flush(); err == nil {
 		err = ferr
 	}
+	if err == nil && unsealed > 0 {
+		warningf(errw, "%s", unsealedNote(unsealed))
+	}
 	return err
+}
+
+// unsealedNote says that the last n lines printed come after the log's
+// last checkpoint.
+func unsealedNote(n int) string {
+	lines, follow, them := fmt.Sprintf("the last %d lines", n), "follow", "them"
+	if n == 1 {
+		lines, follow, them = "the last line", "follows", "it"
+	}
+	return fmt.Sprintf("%s %s the log's last checkpoint: no signature covers %s yet (the gateway signs a checkpoint every 256 entries or 5 minutes, when the vault locks and when it stops), so a program that can write the log file could have added or changed %s", lines, follow, them, them)
 }
 
 // noEvents says that the log holds no event of those asked for.

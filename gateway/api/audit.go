@@ -28,6 +28,10 @@ type AuditReport = audit.Report
 // AuditEvent is one event of the log.
 type AuditEvent = audit.Event
 
+// EventCheckpoint is the type of a checkpoint as the log's reader passes
+// it: the entries before it are signed.
+const EventCheckpoint = audit.EventCheckpoint
+
 // ActivityLine is one line of the log as a timeline.
 type ActivityLine = audit.Line
 

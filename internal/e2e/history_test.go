@@ -160,3 +160,36 @@ func appendSigns(t *testing.T, state string, n int) {
 		t.Fatal(err)
 	}
 }
+
+// The entries after the log's last checkpoint are signed by nothing yet:
+// a program that can write the log could have added them. postern
+// activity and audit show print them, and say how many there are; once
+// a checkpoint seals them (the vault locks) they say nothing more.
+func TestHistoryWarnsOfEntriesAfterTheLastCheckpoint(t *testing.T) {
+	need(t, "ssh-keygen")
+	e := newEnv(t)
+	pass := e.WriteFile("pass", "vault pass\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	k := e.Keygen("k", "ed25519", 0, "")
+	e.MustRun("postern", "vault", "add", "--passphrase-file", pass, k)
+	e.Config("approval = \"none\"\n")
+	e.StartAgent()
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	msg := e.WriteFile("m", "signed", 0o600)
+	e.MustRun("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg)
+	for _, cmd := range [][]string{{"activity"}, {"audit", "show"}} {
+		r := e.MustRun("postern", cmd...)
+		if !strings.Contains(r.Stderr, "the log's last checkpoint: no signature covers") {
+			t.Errorf("postern %s, with a signature after the last checkpoint, warns of nothing:\nstdout:\n%s\nstderr: %s", strings.Join(cmd, " "), r.Stdout, r.Stderr)
+		}
+		if r := e.MustRun("postern", append(cmd, "--json")...); r.Stderr != "" {
+			t.Errorf("postern %s --json wrote to standard error: %s", strings.Join(cmd, " "), r.Stderr)
+		}
+	}
+	e.MustRun("postern", "lock")
+	for _, cmd := range [][]string{{"activity"}, {"audit", "show"}} {
+		if r := e.MustRun("postern", append(cmd, "--passphrase-file", pass)...); r.Stderr != "" {
+			t.Errorf("postern %s, everything sealed, warns: %s", strings.Join(cmd, " "), r.Stderr)
+		}
+	}
+}
