@@ -24,15 +24,7 @@ func TestActivityShowsLocalTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pass := e.WriteFile("pass", "vault pass\n", 0o600)
-	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
-	k := e.Keygen("k", "ed25519", 0, "")
-	e.MustRun("postern", "vault", "add", "--passphrase-file", pass, k)
-	e.Config("approval = \"none\"\n")
-	e.StartAgent()
-	e.MustRun("postern", "unlock", "--passphrase-file", pass)
-	msg := e.WriteFile("m", "signed", 0o600)
-	e.MustRun("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg)
+	signOnce(e)
 
 	var sign struct {
 		Time time.Time `json:"time"`
@@ -168,15 +160,7 @@ func appendSigns(t *testing.T, state string, n int) {
 func TestHistoryWarnsOfEntriesAfterTheLastCheckpoint(t *testing.T) {
 	need(t, "ssh-keygen")
 	e := newEnv(t)
-	pass := e.WriteFile("pass", "vault pass\n", 0o600)
-	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
-	k := e.Keygen("k", "ed25519", 0, "")
-	e.MustRun("postern", "vault", "add", "--passphrase-file", pass, k)
-	e.Config("approval = \"none\"\n")
-	e.StartAgent()
-	e.MustRun("postern", "unlock", "--passphrase-file", pass)
-	msg := e.WriteFile("m", "signed", 0o600)
-	e.MustRun("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg)
+	pass := signOnce(e)
 	for _, cmd := range [][]string{{"activity"}, {"audit", "show"}} {
 		r := e.MustRun("postern", cmd...)
 		if !strings.Contains(r.Stderr, "the log's last checkpoint: no signature covers") {
@@ -192,4 +176,20 @@ func TestHistoryWarnsOfEntriesAfterTheLastCheckpoint(t *testing.T) {
 			t.Errorf("postern %s, everything sealed, warns: %s", strings.Join(cmd, " "), r.Stderr)
 		}
 	}
+}
+
+// signOnce makes a vault with one key, starts a gateway under approval =
+// "none", unlocks it and signs once with ssh-keygen -Y sign; it returns
+// the vault's passphrase file.
+func signOnce(e *Env) (pass string) {
+	pass = e.WriteFile("pass", "vault pass\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	k := e.Keygen("k", "ed25519", 0, "")
+	e.MustRun("postern", "vault", "add", "--passphrase-file", pass, k)
+	e.Config("approval = \"none\"\n")
+	e.StartAgent()
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	msg := e.WriteFile("m", "signed", 0o600)
+	e.MustRun("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg)
+	return pass
 }
