@@ -53,17 +53,24 @@ func (g *Gateway) opCheck(_ context.Context, _ *procid.Peer, a api.CheckArgs) (a
 	// A key named by its comment is the one key that has it: keys made on
 	// one machine share ssh-keygen's default comment, and rules name
 	// either by its fingerprint.
+	// The upstream agent's keys count as it listed them last: a rule
+	// on a comment applies to a key named by its fingerprint, as when a
+	// request comes, and the other way round.
 	ids, err := g.keys.Identities()
 	res.Locked = errors.Is(err, sshagent.ErrLocked)
+	own := len(ids)
+	ids = append(ids, g.agent.UpstreamListed()...)
 	var named []string
-	for _, id := range ids {
+	for i, id := range ids {
 		fp := id.Fingerprint() // of the key a certificate certifies, as a request is decided
 		if a.Key == "" || (fp != a.Key && id.Comment != a.Key) || slices.Contains(named, fp) {
 			continue
 		}
 		named = append(named, fp)
-		confirm, _ := g.keys.Constraints(id)
-		c.Key = approvals.Key{Fingerprint: fp, Comment: id.Comment, Type: id.Key.Type(), Confirm: confirm}
+		c.Key = approvals.Key{Fingerprint: fp, Comment: id.Comment, Type: id.Key.Type(), Upstream: i >= own}
+		if !c.Key.Upstream {
+			c.Key.Confirm, _ = g.keys.Constraints(id)
+		}
 		res.Key, res.KeyHeld = fp+" ("+id.Comment+")", true
 	}
 	if len(named) > 1 {

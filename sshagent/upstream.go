@@ -5,6 +5,7 @@ import (
 	"crypto/dsa"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,6 +103,19 @@ func (k *upstreamKeys) set(ids []*Identity) {
 	k.mu.Lock()
 	k.ids = ids
 	k.mu.Unlock()
+}
+
+// UpstreamListed returns the identities the upstream agent listed last,
+// to any client (none before a client listed them, or without an
+// upstream agent): what "postern check" knows of the keys only the
+// upstream holds.
+func (s *Server) UpstreamListed() []*Identity {
+	if !s.Upstream.inUse() {
+		return nil
+	}
+	s.upKeys.mu.Lock()
+	defer s.upKeys.mu.Unlock()
+	return slices.Clone(s.upKeys.ids)
 }
 
 func (k *upstreamKeys) find(key ssh.PublicKey) *Identity {
