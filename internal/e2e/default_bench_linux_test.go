@@ -23,7 +23,10 @@ import (
 // and audit log on, and through OpenSSH's ssh-agent, in rounds that
 // alternate between them, and reports the medians (µs per signature):
 // one connection signing in turn (seq-*), and a new connection per
-// signature (conn-*, what ssh does per login).
+// signature (conn-*, what ssh does per login); and the CPU time each
+// agent spent per signature of the sequential rounds (seq-*-cpu-µs, all
+// its threads), which other load on the machine changes less than the
+// wall time.
 //
 // The signatures come from a client program (this test binary again) in
 // a session of its own, as an AI agent's would: its first request to
@@ -41,7 +44,7 @@ func BenchmarkSignDefault(b *testing.B) {
 	need(b, "ssh-agent", "ssh-add", "ssh-keygen")
 	e := newEnv(b) // no configuration file: the defaults
 	key := e.Keygen("ed25519", "ed25519", 0, "")
-	sshAgent, _ := startSSHAgent(b, e, key)
+	sshAgent, sshAgentPID := startSSHAgent(b, e, key)
 	gw, auditLog, pass := startVaulted(b, e, key)
 	if _, err := os.Stat(e.Path("config", "postern", "config.toml")); !os.IsNotExist(err) {
 		b.Fatalf("the gateway under benchmark has a configuration file: %v", err)
@@ -70,12 +73,16 @@ func BenchmarkSignDefault(b *testing.B) {
 
 	const perRound, connPerRound = 40, 10
 	agents := []string{"ssh-agent", "default"}
+	pids := map[string]int{"ssh-agent": sshAgentPID, "default": gw.PID()}
 	seq := map[string][]time.Duration{}
+	seqCPU := map[string]time.Duration{}
 	perConn := map[string][]time.Duration{}
 	b.ResetTimer()
 	for round := 0; round < b.N; round++ {
 		for _, a := range agents {
+			cpu0 := cpuNanos(b, pids[a])
 			seq[a] = append(seq[a], cl.sign(b, "seq", a, perRound)...)
+			seqCPU[a] += cpuNanosSince(b, pids[a], cpu0)
 			perConn[a] = append(perConn[a], cl.sign(b, "conn", a, connPerRound)...)
 		}
 	}
@@ -106,6 +113,7 @@ func BenchmarkSignDefault(b *testing.B) {
 	for _, a := range agents {
 		b.ReportMetric(us(median(seq[a])), "seq-"+a+"-µs")
 		b.ReportMetric(us(median(perConn[a])), "conn-"+a+"-µs")
+		b.ReportMetric(us(seqCPU[a])/float64(len(seq[a])), "seq-"+a+"-cpu-µs")
 	}
 	ratio := func(x, y []time.Duration) float64 { return float64(median(x)) / float64(median(y)) }
 	b.ReportMetric(ratio(seq["ssh-agent"], seq["default"]), "x-seq-default-vs-ssh-agent")
