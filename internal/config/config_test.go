@@ -170,7 +170,7 @@ func TestRuleValuesWithTheirLine(t *testing.T) {
 		"# comment\napproval = \"sometimes\"\n":                                  "c:2: approval",
 		"[bastion]\nenabled = true\nsocket = \"rel.sock\"\n":                     "c:3: [bastion] socket",
 		"[run]\nhide = [\"~/x\"]\nread_write = [\"rel\"]\n":                      "c:3: [run] read_write = \"rel\"",
-		"card_timeout = \"1s\"\nrule = [{host = \"a\", approval = \"maybe\"}]\n": "c: rule 1: approval",
+		"card_timeout = \"1s\"\nrule = [{host = \"a\", approval = \"maybe\"}]\n": "c:2: rule 1: approval",
 	} {
 		if _, err := Parse("c", []byte(src)); err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", src, err, want)

@@ -31,8 +31,17 @@ func badSetting(table, key, format string, args ...any) error {
 // when there is no such table (or, at the top level, no such key). It
 // reads the file as lines, skipping multi-line strings, which is enough
 // for what a person writes; a value in an inline table gets its table's
-// line, or none.
+// line, or, for a table of an array written inline (rule = [{…}]), the
+// line of that array's key.
 func settingLine(src []byte, table string, n int, key string) int {
+	if line := headedLine(src, table, n, key); line > 0 || table == "" {
+		return line
+	}
+	return headedLine(src, "", 0, table)
+}
+
+// headedLine is settingLine for a table written with its header.
+func headedLine(src []byte, table string, n int, key string) int {
 	sc := bufio.NewScanner(bytes.NewReader(src))
 	sc.Buffer(make([]byte, 0, 4096), MaxSize)
 	var (
