@@ -26,6 +26,10 @@ func TestServeRefusesOnTheReserveWhenOutOfDescriptors(t *testing.T) {
 		t.Fatal(err)
 	}
 	var handled, exhausted atomic.Int32
+	// closed has a value once a served connection is closed: until then
+	// its descriptor is the process's, and the one it frees once closed
+	// would be free for the accept the test means to fail.
+	closed := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
@@ -34,6 +38,7 @@ func TestServeRefusesOnTheReserveWhenOutOfDescriptors(t *testing.T) {
 			handled.Add(1)
 			c.Write([]byte("served\n"))
 			c.Close()
+			closed <- struct{}{}
 		}, func(error) { exhausted.Add(1) }, func(c *net.UnixConn) {
 			c.Write([]byte("refused\n"))
 		})
@@ -47,6 +52,11 @@ func TestServeRefusesOnTheReserveWhenOutOfDescriptors(t *testing.T) {
 	}()
 	if got := dialRaw(t, p); got != "served\n" {
 		t.Fatalf("before running out: %q", got)
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the served connection was not closed")
 	}
 
 	// The client's socket is made before the process runs out: connect
