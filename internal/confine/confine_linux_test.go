@@ -526,6 +526,7 @@ func TestConfinedRunUnprivileged(t *testing.T) {
 	// A copy of the test binary the other user can execute.
 	bin := filepath.Join(filepath.Dir(spec.Dir), "bin", "confine.test")
 	os.MkdirAll(filepath.Dir(bin), 0o755)
+	os.Chmod(filepath.Dir(bin), 0o755) // whatever the umask
 	if out, err := exec.Command("cp", spec.Path, bin).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v %s", err, out)
 	}

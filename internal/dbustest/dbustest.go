@@ -62,6 +62,7 @@ func StartAs(t testing.TB, uid int) string {
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	os.Chmod(conf, 0o644) // readable by uid whatever the umask
 	bus := exec.Command("dbus-daemon", "--config-file="+conf, "--nofork", "--nopidfile", "--print-address=1")
 	bus.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
 	return start(t, bus)

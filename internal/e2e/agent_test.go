@@ -402,6 +402,7 @@ func TestOtherUserRefused(t *testing.T) {
 	// sockets.
 	dir := filepath.Join(e.Dir, "open")
 	os.MkdirAll(dir, 0o711)
+	os.Chmod(dir, 0o711) // whatever the umask
 	os.Chmod(e.Dir, 0o711)
 	bastionSock := filepath.Join(dir, "bastion.sock")
 	e.Config(fmt.Sprintf("approval = \"none\"\n[bastion]\nenabled = true\nsocket = %q\nhosts = [\"127.0.0.1\"]\n", bastionSock))

@@ -58,6 +58,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building postern:", err)
 		os.Exit(1)
 	}
+	// Executable by everyone whatever the umask (go build leaves a
+	// umask of 077 a binary only its owner runs).
+	os.Chmod(posternBin, 0o755)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
