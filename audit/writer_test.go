@@ -171,7 +171,22 @@ func TestConcurrentAppendGroupCommit(t *testing.T) {
 	l.w.syncHook = func(f *os.File) error {
 		mu.Lock()
 		syncs++
+		first := syncs == 1
 		mu.Unlock()
+		if first {
+			// The first sync lasts until other appends wait behind it,
+			// as they do when they come while it syncs: without that, on
+			// one CPU (GOMAXPROCS=1) each append could be written before
+			// the next goroutine runs, and no batch would ever hold two.
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				l.w.cmu.Lock()
+				waiting := len(l.w.pending)
+				l.w.cmu.Unlock()
+				if waiting >= 2 {
+					break
+				}
+			}
+		}
 		return datasync(f)
 	}
 	const G, N = 32, 40
