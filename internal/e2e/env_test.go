@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 		execHelper(mode)
 		return
 	}
+	closeInheritedOnExec()
 	ptytest.DetachTerminal()
 	ptytest.DefaultSignals()
 	dir, err := os.MkdirTemp("", "postern-e2e-bin-")
