@@ -251,7 +251,7 @@ func (v *CardView) Text() string {
 		}
 		b.WriteString("\n")
 		if len(d.KnownHosts) > 0 {
-			fmt.Fprintf(&b, "known_hosts (a file any program of yours can edit) calls it: %s\n", strings.Join(safetext.Fields(d.KnownHosts, safetext.Name), ", "))
+			fmt.Fprintf(&b, "known_hosts (a file any program of yours can edit) calls it: %s\n", strings.Join(firstFew(d.KnownHosts, safetext.Fields), ", "))
 		}
 	}
 	if v.Unverified != "" {
@@ -290,20 +290,31 @@ func (v *CardView) Text() string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// maxPrincipals bounds the principals a card names.
-const maxPrincipals = 8
+// maxListed bounds the items a card names of a list whose length a
+// requester or a file it can edit chose (a certificate's principals,
+// the names known_hosts gives a host key): a long list would make the
+// card taller than a window, leaving it to be denied only on the
+// full-screen console, and push its question off the line console's
+// screen and out of a dialog.
+const maxListed = 8
+
+// firstFew renders the first maxListed items of list with render, and
+// counts the others.
+func firstFew(list []string, render func([]string, int) []string) []string {
+	out := render(list[:min(len(list), maxListed)], safetext.Name)
+	if len(list) > maxListed {
+		out = append(out, fmt.Sprintf("and %d more", len(list)-maxListed))
+	}
+	return out
+}
 
 // principalsText renders a certificate's principals, each quoted (one
-// may hold a comma or a space), the first maxPrincipals of them.
+// may hold a comma or a space), the first maxListed of them.
 func principalsText(ps []string) string {
 	if len(ps) == 0 {
 		return "any principal"
 	}
-	q := safetext.Quotes(ps[:min(len(ps), maxPrincipals)], safetext.Name)
-	if len(ps) > maxPrincipals {
-		q = append(q, fmt.Sprintf("and %d more", len(ps)-maxPrincipals))
-	}
-	return "principals " + strings.Join(q, ", ")
+	return "principals " + strings.Join(firstFew(ps, safetext.Quotes), ", ")
 }
 
 // field renders a name for a card (see safetext).
