@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -242,17 +243,7 @@ func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card, gone fu
 	defer discardInput(tty, in)
 	discardInput(tty, in)
 	width := termWidth(tty)
-	fmt.Fprintf(tty, "\n%s\n", wrap(c.Text(), width))
-	if len(c.Subjects) > 1 && c.OffersSession() {
-		fmt.Fprintln(tty, "Subjects a session approval could bind (the run it covers):")
-		for i, s := range c.Subjects {
-			mark := " "
-			if i == c.Selected {
-				mark = "*"
-			}
-			fmt.Fprintln(tty, wrap(fmt.Sprintf("  %s %d. %s", mark, i, subjectText(s.Name, s.PID, s.Exe)), width))
-		}
-	}
+	fmt.Fprint(tty, lineCard(c, width))
 	settle(tty, in)
 	p := newPrompt(c)
 	for {
@@ -274,6 +265,29 @@ func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card, gone fu
 		}
 		return err
 	}
+}
+
+// lineCard is what the line console shows of card c before it asks,
+// wrapped to width: the runs a session could bind, when there are
+// several, then the card. The card comes last, next to the question: the
+// list, as long as the requester's chain of ancestors (up to 65 runs,
+// each named as the requester chose), never pushes the card's question
+// (the key, the destination) off the screen, nor fills the screen above
+// the question with names a requester chose.
+func lineCard(c api.Card, width int) string {
+	var b strings.Builder
+	if len(c.Subjects) > 1 && c.OffersSession() {
+		b.WriteString("\nSubjects a session approval could bind (the run it covers), marked on the card below:\n")
+		for i, s := range c.Subjects {
+			mark := " "
+			if i == c.Selected {
+				mark = "*"
+			}
+			b.WriteString(wrap(fmt.Sprintf("  %s %d. %s", mark, i, subjectText(s.Name, s.PID, s.Exe)), width) + "\n")
+		}
+	}
+	b.WriteString("\n" + wrap(c.Text(), width) + "\n")
+	return b.String()
 }
 
 // goneEvery is how often a console waiting for a line checks that the
