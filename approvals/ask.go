@@ -111,6 +111,10 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 			covers += ", any use: logins to hosts no rule asks about every time, and signatures in any namespace"
 		}
 		covers += ", until the run exits, the vault locks or the gateway restarts"
+		if p.Lifetime > 0 {
+			// The grant lasts no longer (answer.go: shorterLifetime).
+			covers += ", and at most " + p.Lifetime.String() + " after the approval"
+		}
 	}
 	now := e.now()
 	showCtx, hide := context.WithCancel(context.Background())
