@@ -145,7 +145,7 @@ func (m *consoleModel) viewRows(b *strings.Builder, lines []string, what string,
 	help = m.fit(dimStyle.Render(help))
 	recent := -1
 	if m.height > 0 {
-		rows, recent = fitRows(rows, m.row, m.height-above-1-lineCount(help)-lineCount(m.noteText()), what)
+		rows, recent = fitRows(rows, m.row, m.height-above-1-lineCount(help)-lineCount(m.noteText()), what, m.width)
 	}
 	for _, r := range rows {
 		b.WriteString(r + "\n")
@@ -192,7 +192,7 @@ func (m *consoleModel) layoutUnder(above int) cardsLayout {
 		c.Selected = p.subject
 	}
 	s := cardsScreen{rows: m.cardRows(), sel: m.sel, text: m.fit(c.Text()), prompt: m.promptText(false), cutPrompt: m.promptText(true),
-		cutNote: m.fit(warnStyle.Render("⚠ the card goes on below: make this window taller to read it whole; until then it can only be denied"))}
+		cutNote: m.fit(warnStyle.Render("⚠ the card goes on below: make this window taller to read it whole; until then it can only be denied")), width: m.width}
 	return layCards(s, above, lineCount(m.noteText()), m.height)
 }
 
