@@ -236,7 +236,8 @@ func approveInteractive(c *api.Client, out io.Writer) error {
 var errCardGone = errors.New("no longer pending (answered elsewhere, timed out, or withdrawn)")
 
 // askCard shows one card and reads answers until one decides it, or
-// until gone reports that the card went away. Keys typed before the card
+// until gone reports that the card went away; an answer the gateway did
+// not apply asks again. Keys typed before the card
 // was shown are discarded, and so is what is left after the answer,
 // whatever happened to it.
 func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card, gone func() bool) error {
@@ -260,10 +261,24 @@ func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card, gone fu
 			continue
 		}
 		err = answer(gw, tty, c.ID, r.verdict, r.subject)
-		if api.HasCode(err, api.CodeNotFound) {
+		switch {
+		case err == nil:
+			return nil
+		case api.HasCode(err, api.CodeNotFound):
 			return errCardGone
 		}
-		return err
+		// Not applied (refused, or the gateway could not be reached),
+		// and the card is still pending: it is asked again, afresh, as
+		// the full-screen console does, so that the person can still
+		// answer it here (a policy change card, which does not time
+		// out, can then be denied).
+		errorf(tty, "card %s: %v", c.ID, err)
+		if gone() {
+			return errCardGone
+		}
+		discardInput(tty, in)
+		settle(tty, in)
+		p = newPrompt(c)
 	}
 }
 

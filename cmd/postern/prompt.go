@@ -23,7 +23,8 @@ import (
 //     none, or none proved) typed out, never a single key (Card.Word,
 //     which the full-screen console asks too);
 //   - after an error the console starts over clean: pending input
-//     discarded, the next card asked afresh.
+//     discarded, the next card asked afresh, or, after an answer not
+//     applied to a card still pending, that card asked again.
 
 // shownWord renders the word approving a card takes typed out
 // (Card.Word) for the person who types it: escaped and whole (see
