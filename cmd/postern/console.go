@@ -30,6 +30,10 @@ const armDelay = 500 * time.Millisecond
 // refreshEvery is how often the runs, grants and journal are read again.
 const refreshEvery = 2 * time.Second
 
+// journalShown is how many of the journal's unknown entries the journal
+// tab lists, the newest; it says when there are more.
+const journalShown = 20
+
 type tab int
 
 const (
@@ -51,6 +55,9 @@ type (
 	refreshMsg struct {
 		sessions *api.SessionsResult
 		unknown  []*api.JournalEntry
+		// moreUnknown: the journal holds more unknown entries than
+		// unknown, the newest journalShown.
+		moreUnknown bool
 		// jrnlErr says why the journal could not be read, for its tab.
 		jrnlErr string
 	}
@@ -132,7 +139,11 @@ func (m *consoleModel) reload() tea.Cmd {
 		defer cancel()
 		var r refreshMsg
 		r.sessions, _ = gw.Sessions(ctx)
-		es, err := gw.JournalPage(ctx, api.JournalArgs{Status: "STATUS_UNKNOWN", Limit: 20})
+		// One more than is listed tells whether there are more.
+		es, err := gw.JournalPage(ctx, api.JournalArgs{Status: "STATUS_UNKNOWN", Limit: journalShown + 1})
+		if len(es) > journalShown {
+			es, r.moreUnknown = es[:journalShown], true
+		}
 		r.unknown, r.jrnlErr = es, journalTrouble(err)
 		return r
 	}

@@ -41,7 +41,11 @@ func (m *consoleModel) View() tea.View {
 		if len(m.refresh.unknown) == 0 && m.refresh.jrnlErr == "" {
 			b.WriteString("no command with an unknown outcome\n")
 		}
-		recent = m.viewRows(&b, lines, "entries", above, "↑/↓ choose, m reads the entry's remote markers, n records that it did not start (after you checked the host)")
+		help := "↑/↓ choose, m reads the entry's remote markers, n records that it did not start (after you checked the host)"
+		if m.refresh.moreUnknown {
+			help = fmt.Sprintf("the newest %d are listed, and there are more: postern journal list --status STATUS_UNKNOWN --limit 0 lists every one\n%s", journalShown, help)
+		}
+		recent = m.viewRows(&b, lines, "entries", above, help)
 	}
 	b.WriteString(m.noteText())
 	if recent != 0 {
@@ -64,10 +68,14 @@ func (m *consoleModel) head() string {
 	if s != nil {
 		nruns, ngrants = len(s.Runs), len(s.Grants)
 	}
+	more := ""
+	if m.refresh.moreUnknown {
+		more = "+" // the tab lists the newest journalShown
+	}
 	tabs := []string{
 		fmt.Sprintf("Cards (%d)", len(m.cards)),
 		fmt.Sprintf("Runs and grants (%d/%d)", nruns, ngrants),
-		fmt.Sprintf("Unknown commands (%d)", len(m.refresh.unknown)),
+		fmt.Sprintf("Unknown commands (%d%s)", len(m.refresh.unknown), more),
 	}
 	var line strings.Builder
 	for i, t := range tabs {
@@ -136,13 +144,18 @@ func (m *consoleModel) viewCards(b *strings.Builder, above int) int {
 
 // viewRows writes the rows of the runs or journal tab, marked where
 // selected, wrapped, and fitted to the window under above lines and over
-// help (fitRows), then help; it returns how many lines of Recent fit.
+// help (fitRows), then help (each of its lines wrapped); it returns how
+// many lines of Recent fit.
 func (m *consoleModel) viewRows(b *strings.Builder, lines []string, what string, above int, help string) int {
 	rows := make([]string, len(lines))
 	for i, l := range lines {
 		rows[i] = m.fit(rowMark(i == m.row) + l)
 	}
-	help = m.fit(dimStyle.Render(help))
+	hl := strings.Split(help, "\n")
+	for i := range hl {
+		hl[i] = m.fit(dimStyle.Render(hl[i]))
+	}
+	help = strings.Join(hl, "\n")
 	recent := -1
 	if m.height > 0 {
 		rows, recent = fitRows(rows, m.row, m.height-above-1-lineCount(help)-lineCount(m.noteText()), what, m.width)

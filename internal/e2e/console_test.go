@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/postern/postern/bastion/journal"
 )
 
 type consoleTerm struct {
@@ -121,27 +119,7 @@ func TestFullScreenConsole(t *testing.T) {
 // view.
 func TestFullScreenConsoleResolvesUnknownCommands(t *testing.T) {
 	w := newApprovalWorld(t, "[bastion]\nenabled = true\n")
-	w.agent.Stop()
-	j, err := journal.Open(w.e.Path("state", "postern", "journal.db"), "e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	entry := &journal.Entry{
-		Requester: "ssh (4121) ← bash (4000)", RequesterPID: 4121,
-		Target: journal.Target{User: "deploy", Host: "db-1.example", Port: 22, HostKey: "SHA256:notverified"},
-		Kind:   journal.KindExec, Command: []byte("systemctl restart app"), Approval: "approved_once C0000000a",
-	}
-	if err := j.Start(entry); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j.Dispatched(entry.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j.MarkUnknown(entry.ID, journal.Unknown{Reason: "upstream_lost", Detail: "the connection to the host was cut"}); err != nil {
-		t.Fatal(err)
-	}
-	j.Close()
-	w.agent = w.e.StartAgent()
+	entry := lostCommands(t, w, "systemctl restart app")[0]
 
 	con := startConsoleTerm(t, w)
 	con.keys("Tab")
