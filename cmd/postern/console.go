@@ -91,9 +91,14 @@ type consoleModel struct {
 	// (answered elsewhere, timed out, withdrawn), until a key is pressed:
 	// that key was meant for it, and answers no other card. A card this
 	// console answered, a run or grant it revoked, or a journal entry it
-	// resolved (sent), is not gone so.
-	gone     string
-	sent     string
+	// resolved (sent), is not gone so, unless that answer fails
+	// (sentGone).
+	gone string
+	sent string
+	// sentGone is the card under the cursor that went away while its
+	// answer from this console was on its way: gone as above if that
+	// answer fails.
+	sentGone string
 	note     string
 	recent   []string
 	conn     string
@@ -188,6 +193,12 @@ func (m *consoleModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			if m.sent == msg.card {
 				m.sent = ""
 			}
+			if msg.card != "" && msg.card == m.sentGone {
+				// The person, told it failed, may answer again: that
+				// key is meant for the card that went.
+				m.gone, m.sentGone = msg.card, ""
+				m.note += "; " + goneNote(msg.card, m.current())
+			}
 			m.startOver(msg.card)
 		}
 		return m, m.reload()
@@ -201,7 +212,9 @@ func (m *consoleModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // when it is still there. A card newly on screen is armed only after
 // armDelay, and the terminal's pending input is discarded. When the
 // selected card went away, the screen says so, and the next key, which
-// the person may have meant for it, answers no card (key).
+// the person may have meant for it, answers no card (key); when it went
+// while this console's answer to it was on its way, so it does once that
+// answer fails.
 func (m *consoleModel) setCards(cards []api.Card) {
 	id := ""
 	if c := m.current(); c != nil {
@@ -223,9 +236,13 @@ func (m *consoleModel) setCards(cards []api.Card) {
 			delete(m.prompts, id)
 		}
 	}
-	if id != "" && !live[id] && id != m.sent {
+	switch {
+	case id == "" || live[id]:
+	case id != m.sent:
 		m.gone = id
 		m.note = goneNote(id, m.current())
+	default:
+		m.sentGone = id
 	}
 	m.showSelected()
 }
@@ -382,7 +399,7 @@ func (m *consoleModel) key(k string) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	id, v, subject := p.card.ID, r.verdict, r.subject
-	m.note, m.sent = fmt.Sprintf("%s: answering…", id), id
+	m.note, m.sent, m.sentGone = fmt.Sprintf("%s: answering…", id), id, ""
 	gw := m.gw
 	return m, func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -17,7 +17,9 @@ import (
 //     shown again;
 //   - the key pressed next after the selected card went away (answered
 //     elsewhere, timed out, withdrawn) answers no card: it was meant for
-//     that card, not for the one now under the cursor (console.go: gone);
+//     that card, not for the one now under the cursor (console.go: gone),
+//     and so is the key after an answer to it that failed, when the card
+//     went while that answer was on its way (console.go: sentGone);
 //   - every answer is echoed with the card's id;
 //   - after an answer that was not applied, the card is asked afresh:
 //     input discarded, armed anew, what was typed for it forgotten;
