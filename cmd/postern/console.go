@@ -62,11 +62,13 @@ type (
 		jrnlErr string
 	}
 	// doneMsg is an answer, revocation or resolution, or its error;
-	// card is the card of an answer that failed.
+	// card is the card of an answer that failed, entry the journal entry
+	// of a resolution that failed.
 	doneMsg struct {
 		text   string
 		failed bool
 		card   string
+		entry  string
 	}
 )
 
@@ -95,9 +97,9 @@ type consoleModel struct {
 	// (sentGone).
 	gone string
 	sent string
-	// sentGone is the card under the cursor that went away while its
-	// answer from this console was on its way: gone as above if that
-	// answer fails.
+	// sentGone is the card (or journal entry) under the cursor that
+	// went away while its answer (or resolution) from this console was
+	// on its way: gone as above (or as entryGone) if that fails.
 	sentGone string
 	note     string
 	recent   []string
@@ -200,6 +202,10 @@ func (m *consoleModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				m.note += "; " + goneNote(msg.card, m.current())
 			}
 			m.startOver(msg.card)
+		}
+		if msg.entry != "" && msg.entry == m.sentGone {
+			m.entryGone, m.sentGone = msg.entry, ""
+			m.note += "; " + entryGoneNote(msg.entry, m.refresh.unknown, m.row)
 		}
 		return m, m.reload()
 	case tea.KeyPressMsg:

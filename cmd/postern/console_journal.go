@@ -36,7 +36,8 @@ func (m *consoleModel) showEntry() {
 // the entry the person chose. When the entry is gone (resolved
 // elsewhere, or its outcome came) the cursor stays where it was, the
 // console says which entry is under it now, armed anew, and the next m
-// or n resolves nothing (journalKey).
+// or n resolves nothing (journalKey); when this console's own resolution
+// of it was on its way, so once that fails (sentGone).
 func (m *consoleModel) followEntry() {
 	if m.tab != tabJournal {
 		return
@@ -47,9 +48,13 @@ func (m *consoleModel) followEntry() {
 		return
 	}
 	m.row = min(m.row, max(len(es)-1, 0))
-	if m.entryID != "" && m.entryID != m.sent {
+	switch {
+	case m.entryID == "":
+	case m.entryID != m.sent:
 		m.entryGone = m.entryID
 		m.note = entryGoneNote(m.entryGone, es, m.row)
+	default:
+		m.sentGone = m.entryID
 	}
 	m.showEntry()
 }
@@ -91,11 +96,11 @@ func (m *consoleModel) journalKey(k string) (tea.Model, tea.Cmd) {
 				a.Result, a.Evidence = api.ResultNotStarted, "checked by hand, answered in postern approve"
 			}
 			gw := m.gw
-			m.sent = a.ID
+			m.sent, m.sentGone = a.ID, ""
 			return m, func() tea.Msg {
 				e, err := gw.Resolve(context.Background(), a)
 				if err != nil {
-					return doneMsg{text: fmt.Sprintf("resolve %s: %v", a.ID, err)}
+					return doneMsg{text: fmt.Sprintf("resolve %s: %v", a.ID, err), entry: a.ID}
 				}
 				return doneMsg{text: fmt.Sprintf("resolved %s: %s", a.ID, e.Status())}
 			}
