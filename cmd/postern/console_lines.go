@@ -61,7 +61,7 @@ func approveLines(c *api.Client, in io.Reader, out, errw io.Writer, asJSON bool)
 		fmt.Fprintln(errw, msg)
 		mu.Unlock()
 	}}
-	p := &linePrinter{out: out, asJSON: asJSON, width: termWidth(out), shown: map[string]bool{}}
+	p := &linePrinter{out: out, errw: errw, asJSON: asJSON, width: termWidth(out), shown: map[string]bool{}}
 	w.changes(context.Background(), func(d *api.CardsDelta) {
 		mu.Lock()
 		p.show(d)
@@ -97,11 +97,14 @@ func answerLine(r *bufio.Reader) (string, error) {
 
 // linePrinter prints the changes of the pending cards for the line
 // console: each card when it first comes (a text block, wrapped to the
-// terminal's width, or one JSON object a line) and, in text, "ID: closed" when a card shown goes away. It
-// works from the changes alone, not from a copy of every pending card
-// after each.
+// terminal's width, or one JSON object a line) and "ID: closed" when a
+// card shown goes away (with the cards, or, when they are JSON, on errw,
+// where what an answer did is said too: standard output holds the cards
+// alone). It works from the changes alone, not from a copy of every
+// pending card after each.
 type linePrinter struct {
 	out    io.Writer
+	errw   io.Writer // where a JSON console says that a card went away
 	asJSON bool
 	width  int             // out's width, when it is a terminal: text is wrapped to it
 	shown  map[string]bool // the cards printed and still pending
@@ -141,9 +144,11 @@ func (p *linePrinter) show(d *api.CardsDelta) {
 			continue
 		}
 		delete(p.shown, id)
-		if !p.asJSON {
-			fmt.Fprintf(p.out, "%s: closed\n", id)
+		closed := p.out
+		if p.asJSON {
+			closed = p.errw
 		}
+		fmt.Fprintf(closed, "%s: closed\n", id)
 	}
 }
 

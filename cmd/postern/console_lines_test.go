@@ -35,12 +35,16 @@ func TestLinePrinterPrintsEachChangeOnce(t *testing.T) {
 	step(api.CardsDelta{Seq: 9, Reset: true, Cards: []api.Card{card("C3")}}, "Card C3, ", "C2: closed")
 
 	out.Reset()
-	p = &linePrinter{out: &out, asJSON: true, shown: map[string]bool{}}
+	var errw strings.Builder
+	p = &linePrinter{out: &out, errw: &errw, asJSON: true, shown: map[string]bool{}}
 	p.show(&api.CardsDelta{Seq: 2, Reset: true, Cards: []api.Card{card("C1")}})
 	p.show(&api.CardsDelta{Seq: 3, Since: 2, Gone: []string{"C1"}})
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	var c api.Card
 	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &c) != nil || c.ID != "C1" {
 		t.Fatalf("JSON lines: %q", out.String())
+	}
+	if errw.String() != "C1: closed\n" {
+		t.Fatalf("a JSON console said on standard error %q", errw.String())
 	}
 }
