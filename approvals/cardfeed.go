@@ -35,6 +35,11 @@ type CardsDelta struct {
 	// Gone are the ids of the cards no longer pending (answered, timed
 	// out or withdrawn) that were pending at Since.
 	Gone []string `json:"gone,omitempty"`
+	// More says that the change goes on in the next delta, which
+	// follows step Seq and is at Seq too: a change larger than one
+	// line of the control stream holds is sent in parts. A board takes
+	// each part; a follower shows the cards once the last has come.
+	More bool `json:"more,omitempty"`
 }
 
 // goneCard remembers a card that left, for CardsSince.

@@ -30,6 +30,7 @@ type follower struct {
 	c      *api.Client
 	mu     sync.Mutex
 	board  api.CardBoard
+	more   bool // the change applied last goes on in the next delta
 	deltas int
 	err    error
 	cancel context.CancelFunc
@@ -48,6 +49,7 @@ func (f *follower) start() {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.deltas++
+			f.more = d.More
 			return f.board.Apply(d)
 		})
 		if err != nil {
@@ -63,17 +65,18 @@ func (f *follower) stop() {
 	<-f.done
 }
 
-// caughtUp waits until the board is at step seq and returns its cards.
+// caughtUp waits until the board is at step seq, the change that brought
+// it there whole, and returns its cards.
 func (f *follower) caughtUp(seq uint64) []api.Card {
 	f.t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
 		f.mu.Lock()
-		at, cards, err := f.board.Seq(), f.board.Cards(), f.err
+		at, more, cards, err := f.board.Seq(), f.more, f.board.Cards(), f.err
 		f.mu.Unlock()
 		if err != nil {
 			f.t.Fatalf("following the cards: %v", err)
 		}
-		if at == seq {
+		if at == seq && !more {
 			return cards
 		}
 		if at > seq || time.Now().After(deadline) {

@@ -127,7 +127,8 @@ var recheckFollower = time.Minute
 
 // opCardsFollow sends a snapshot of the pending cards, then each change
 // of them, until the client hangs up. A follower that is slow to read
-// gets the changes that piled up meanwhile in one. A console's follower
+// gets the changes that piled up meanwhile in one, in parts when it is
+// large (cardParts). A console's follower
 // counts as an approver while it follows.
 func (g *Gateway) opCardsFollow(ctx context.Context, peer *procid.Peer, a api.CardsFollowArgs, send func(any) error) error {
 	if a.Console {
@@ -140,8 +141,10 @@ func (g *Gateway) opCardsFollow(ctx context.Context, peer *procid.Peer, a api.Ca
 	defer quiet.Stop()
 	for {
 		if d := g.engine.CardsSince(seq); d.Reset || d.Seq != seq {
-			if err := send(&d); err != nil {
-				return nil
+			for _, part := range cardParts(&d) {
+				if err := send(part); err != nil {
+					return nil
+				}
 			}
 			seq = d.Seq
 		}

@@ -48,3 +48,26 @@ func TestLinePrinterPrintsEachChangeOnce(t *testing.T) {
 		t.Fatalf("a JSON console said on standard error %q", errw.String())
 	}
 }
+
+// A change the gateway sends in parts (too large for a line) reaches the
+// consoles whole: a snapshot in three parts reports no card closed that
+// is in a later part, and shows each card once.
+func TestAChangeInPartsIsShownWhole(t *testing.T) {
+	card := func(id string) api.Card { c := sessionCard(); c.ID = id; return c }
+	var out strings.Builder
+	p := &linePrinter{out: &out, shown: map[string]bool{"C2": true, "C9": true}}
+	var whole, done *api.CardsDelta
+	for i, part := range []api.CardsDelta{
+		{Seq: 7, Reset: true, Cards: []api.Card{card("C1")}, More: true},
+		{Seq: 7, Since: 7, Cards: []api.Card{card("C2")}, More: true},
+		{Seq: 7, Since: 7, Cards: []api.Card{card("C3")}},
+	} {
+		if done, whole = joinParts(whole, &part); (done != nil) != (i == 2) {
+			t.Fatalf("part %d: whole %v", i, done != nil)
+		}
+	}
+	p.show(done)
+	if got := out.String(); strings.Contains(got, "C2: closed") || !strings.Contains(got, "C9: closed") || strings.Count(got, "Card C") != 2 {
+		t.Fatalf("the change in parts printed:\n%s", got)
+	}
+}

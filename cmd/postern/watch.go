@@ -84,6 +84,7 @@ func (w *cardWatcher) changes(ctx context.Context, show func(d *api.CardsDelta))
 // its stream ends, until ctx ends.
 func (w *cardWatcher) follow(ctx context.Context, changed func(d *api.CardsDelta)) {
 	for ctx.Err() == nil {
+		var whole *api.CardsDelta // a change sent in parts, so far
 		err := w.c.FollowCards(ctx, true, func(d *api.CardsDelta) error {
 			if d.Reset && (w.lost || w.boot == "") {
 				w.reconnected(ctx)
@@ -94,7 +95,9 @@ func (w *cardWatcher) follow(ctx context.Context, changed func(d *api.CardsDelta
 			if err != nil {
 				return err
 			}
-			changed(d)
+			if d, whole = joinParts(whole, d); d != nil {
+				changed(d)
+			}
 			return nil
 		})
 		switch {
@@ -128,4 +131,21 @@ func (w *cardWatcher) reconnected(ctx context.Context) {
 		w.say("postern: reconnected to the gateway")
 	}
 	w.boot, w.lost = st.BootID, false
+}
+
+// joinParts adds d, a change or a part of one, to whole, the parts of a
+// change come so far (nil: none), and returns the change once it is
+// whole, else the parts so far. A change in parts is handed on whole:
+// a snapshot's first part alone would read as if the cards in the
+// others had gone.
+func joinParts(whole, d *api.CardsDelta) (done, parts *api.CardsDelta) {
+	if whole != nil {
+		whole.Seq, whole.More = d.Seq, d.More
+		whole.Cards, whole.Gone = append(whole.Cards, d.Cards...), append(whole.Gone, d.Gone...)
+		d = whole
+	}
+	if d.More {
+		return nil, d
+	}
+	return d, nil
 }

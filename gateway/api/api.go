@@ -74,7 +74,8 @@ const (
 	OpAuditRead Op = "audit.read" // AuditReadOptions; a stream of *AuditBatch
 	// OpCardsFollow is a stream: a first empty response, then a
 	// CardsDelta per change of the pending cards, the first one a
-	// snapshot of them all, until the client hangs up.
+	// snapshot of them all, until the client hangs up; a change too
+	// large for a line comes in parts, each but the last marked More.
 	OpCardsFollow Op = "cards.follow" // CardsFollowArgs; a stream of CardsDelta
 )
 

@@ -230,8 +230,8 @@ type CardsFollowArgs struct {
 
 // CardsDelta is one change of the pending cards: the cards added and the
 // ids of the cards gone since the step the last change brought the
-// follower to, or (Reset) a snapshot of every pending card. A CardBoard
-// applies them in turn.
+// follower to, or (Reset) a snapshot of every pending card, a large one
+// in parts (More). A CardBoard applies them in turn.
 type CardsDelta = approvals.CardsDelta
 
 // CardBoard is a follower's copy of the pending cards. Its Apply refuses
