@@ -16,7 +16,8 @@ import (
 // them is sent them all: a program that added a key with a long comment
 // (up to 160 KiB) and asks with it from hundreds of processes puts up
 // more than a control line holds (64 MiB), and the consoles, sent them
-// in one line, could read none of them again, nor any card after.
+// in one line, could read none of them again, nor any card after; nor
+// could postern approve --list list them.
 func TestFollowedCardsReachAConsoleHoweverLargeTogether(t *testing.T) {
 	g, sock := startGateway(t)
 	e := g.engine
@@ -55,5 +56,11 @@ func TestFollowedCardsReachAConsoleHoweverLargeTogether(t *testing.T) {
 	defer f.stop()
 	if got := len(f.caughtUp(seq)); got != n {
 		t.Fatalf("the console holds %d cards of %d", got, n)
+	}
+	// So are postern approve --list and postern approve ID, which read
+	// them once.
+	res, err := api.NewClient(sock).Cards(context.Background())
+	if err != nil || len(res.Cards) != n || res.Version != seq {
+		t.Fatalf("the pending cards read once: %v (%d cards of %d)", err, len(res.Cards), n)
 	}
 }

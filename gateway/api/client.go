@@ -65,11 +65,32 @@ func (c *Client) StartRun(ctx context.Context, id string, pid int, level confine
 	return c.call(ctx, OpRunStart, RunStart{ID: id, PID: pid, Confinement: level}, nil)
 }
 
-// Cards lists the pending approval cards.
+// Cards lists the pending approval cards. They are read as a console
+// reads them, from the stream of their changes (the first change, a
+// snapshot, in parts when it is large), not as one answer: together they
+// may be larger than a line holds. It does not count as an approver.
 func (c *Client) Cards(ctx context.Context) (*CardsResult, error) {
-	var res CardsResult
-	return &res, c.call(ctx, OpCards, CardsArgs{}, &res)
+	var board CardBoard
+	err := c.FollowCards(ctx, false, func(d *CardsDelta) error {
+		if err := board.Apply(d); err != nil {
+			return err
+		}
+		if d.More {
+			return nil
+		}
+		return errSnapshotRead
+	})
+	if !errors.Is(err, errSnapshotRead) {
+		if err == nil {
+			err = ctx.Err()
+		}
+		return nil, err
+	}
+	return &CardsResult{Version: board.Seq(), Cards: board.Cards()}, nil
 }
+
+// errSnapshotRead ends the stream Cards reads once it has every card.
+var errSnapshotRead = errors.New("the pending cards are read")
 
 // FollowCards passes each change of the pending cards to fn as it
 // happens: first a snapshot of them all, then what changed (a CardBoard
