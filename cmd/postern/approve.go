@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/harden"
@@ -237,16 +238,28 @@ var errCardGone = errors.New("no longer pending (answered elsewhere, timed out, 
 
 // askCard shows one card and reads answers until one decides it, or
 // until gone reports that the card went away; an answer the gateway did
-// not apply asks again. Keys typed before the card
+// not apply shows the card again. A card taller than the terminal, whose
+// top went off the screen before the question, can only be denied until
+// it is shown again in a terminal tall enough, as on the full-screen
+// console. Keys typed before the card
 // was shown are discarded, and so is what is left after the answer,
 // whatever happened to it.
 func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card, gone func() bool) error {
 	defer discardInput(tty, in)
 	discardInput(tty, in)
-	width := termWidth(tty)
-	fmt.Fprint(tty, lineCard(c, width))
-	settle(tty, in)
-	p := newPrompt(c)
+	var width int
+	var p *prompt
+	// show shows the card and asks afresh once it was read.
+	show := func() {
+		width = termWidth(tty)
+		shown := lineCard(c, width)
+		fmt.Fprint(tty, shown)
+		settle(tty, in)
+		p = newPrompt(c)
+		_, rows, err := term.GetSize(int(tty.Fd()))
+		p.tall = err == nil && rows > 0 && lineCount(shown)+lineCount(wrap(p.question(), width)) > rows
+	}
+	show()
 	for {
 		fmt.Fprint(tty, wrap(p.question(), width))
 		line, err := readAnswer(tty, in, gone)
@@ -256,6 +269,10 @@ func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card, gone fu
 		r := p.read(line)
 		if r.note != "" {
 			fmt.Fprintln(tty, wrap(r.note, width))
+		}
+		if r.again {
+			show()
+			continue
 		}
 		if r.verdict == 0 {
 			continue
@@ -277,8 +294,7 @@ func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card, gone fu
 			return errCardGone
 		}
 		discardInput(tty, in)
-		settle(tty, in)
-		p = newPrompt(c)
+		show()
 	}
 }
 

@@ -22,6 +22,9 @@ import (
 //     destination's inventory name (or "unknown" for a destination with
 //     none, or none proved) typed out, never a single key (Card.Word,
 //     which the full-screen console asks too);
+//   - a card taller than the terminal can only be denied, or shown
+//     again (an empty line) once the terminal is tall enough: its top
+//     went off the screen before the question;
 //   - after an error the console starts over clean: pending input
 //     discarded, the next card asked afresh, or, after an answer not
 //     applied to a card still pending, that card asked again.
@@ -49,6 +52,10 @@ type prompt struct {
 	subject int
 	// word is what approving takes when a key is not enough.
 	word string
+	// tall: the card is taller than the terminal, and can only be
+	// denied, or shown again (an empty line) once the terminal is tall
+	// enough.
+	tall bool
 }
 
 func newPrompt(c api.Card) *prompt {
@@ -59,6 +66,8 @@ func newPrompt(c api.Card) *prompt {
 func (p *prompt) question() string {
 	var q string
 	switch {
+	case p.tall:
+		q = "it is taller than this terminal, whose screen lost its top: make the terminal taller and press Enter to see it whole and approve it, or [d]eny"
 	case p.word != "":
 		q = fmt.Sprintf("type %s to approve this one use, or [d]eny", shownWord(p.word))
 	case p.card.OffersSession():
@@ -77,6 +86,7 @@ type reply struct {
 	verdict api.Verdict // 0: not decided yet
 	subject int         // for a session: the subject's index, -1 for the card's choice
 	note    string      // what to tell the person before asking again
+	again   bool        // show the card again, and ask afresh
 }
 
 // read takes one line of input.
@@ -86,7 +96,10 @@ func (p *prompt) read(line string) reply {
 	case "d", "deny":
 		return reply{verdict: api.VerdictDeny, subject: -1}
 	case "":
-		return reply{}
+		return reply{again: p.tall}
+	}
+	if p.tall {
+		return reply{note: "not approved: the card is taller than this terminal; make it taller and press Enter to see it whole"}
 	}
 	if p.word != "" {
 		if line == p.word {

@@ -7,34 +7,49 @@ import (
 	"time"
 )
 
+// startPolicyLineConsole starts a gateway and a line console in a tmux
+// window rows lines tall, and returns a function that writes a
+// configuration that loosens authority and returns its policy change
+// card's id once the console shows it.
+func startPolicyLineConsole(t *testing.T, rows int) (a *Agent, tmux func(...string) Result, screen func() string, propose func(config string) string) {
+	t.Helper()
+	e := newEnv(t)
+	e.Config("")
+	a = e.StartAgent()
+	env := "env -i " + strings.Join(e.Environ(), " ")
+	tmux = startTmux(t, e, 200, rows, env+" postern approve --line").run
+	screen = func() string { return tmux("capture-pane", "-p", "-J", "-S", "-400").Stdout }
+	waitFor(t, func() bool { return strings.Contains(screen(), "waiting for approval cards") })
+	propose = func(config string) string {
+		e.Config(config)
+		var id string
+		waitFor(t, func() bool {
+			for _, c := range e.cards() {
+				if c.Kind == "policy_change" {
+					id = c.ID
+				}
+			}
+			return id != ""
+		})
+		waitFor(t, func() bool {
+			return strings.HasSuffix(strings.TrimSpace(screen()), "?") && strings.Contains(screen(), "card "+id+": ")
+		})
+		return id
+	}
+	return a, tmux, screen, propose
+}
+
 // An answer the gateway refuses leaves its card pending: the line
 // console asks about it again, so that the person can still answer it
 // there. A policy change card whose change is longer than a card shows
 // can only be denied, and waits until it is answered: refused an
 // approval, it is asked again and denied.
 func TestLineConsoleAsksAgainACardAnAnswerLeftPending(t *testing.T) {
-	e := newEnv(t)
-	e.Config("")
-	a := e.StartAgent()
-	env := "env -i " + strings.Join(e.Environ(), " ")
-	tmux := startTmux(t, e, 250, 80, env+" postern approve --line").run
-	screen := func() string { return tmux("capture-pane", "-p", "-J", "-S", "-400").Stdout }
-	waitFor(t, func() bool { return strings.Contains(screen(), "waiting for approval cards") })
-
+	a, tmux, screen, propose := startPolicyLineConsole(t, 250)
 	// A writable tree for runs, its path longer than a card line shows.
 	long := "/tmp/" + strings.Repeat("postern-writable/", 70)
-	e.Config(runSection() + fmt.Sprintf("read_write = [%q]\n", long))
-	var id string
-	waitFor(t, func() bool {
-		for _, c := range e.cards() {
-			if c.Kind == "policy_change" {
-				id = c.ID
-			}
-		}
-		return id != ""
-	})
+	id := propose(runSection() + fmt.Sprintf("read_write = [%q]\n", long))
 	question := "card " + id + ": [o]nce, [d]eny? "
-	waitFor(t, func() bool { return strings.Contains(screen(), question) })
 	tmux("send-keys", "o", "Enter")
 	waitFor(t, func() bool { return strings.Contains(screen(), "longer than a card shows (change 1 of 1") })
 	for deadline := time.Now().Add(10 * time.Second); strings.Count(screen(), question) < 2; time.Sleep(20 * time.Millisecond) {
@@ -47,4 +62,29 @@ func TestLineConsoleAsksAgainACardAnAnswerLeftPending(t *testing.T) {
 	if strings.Contains(a.Log(), "policy change approved") {
 		t.Fatal("the change was approved")
 	}
+}
+
+// A card taller than the terminal of the line console (a policy change
+// that adds sixty writable trees: the one that matters may be the first)
+// cannot be approved there, as on the full-screen console: its top went
+// off the screen before the question. It can be denied, or, the terminal
+// made taller, shown again and approved.
+func TestLineConsoleCardTallerThanTheTerminalCannotBeApproved(t *testing.T) {
+	a, tmux, screen, propose := startPolicyLineConsole(t, 40)
+	paths := make([]string, 60)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("%q", fmt.Sprintf("/tmp/postern-tree-%d", i))
+	}
+	id := propose(runSection() + "read_write = [" + strings.Join(paths, ", ") + "]\n")
+	tmux("send-keys", "o", "Enter")
+	time.Sleep(time.Second)
+	if strings.Contains(screen(), id+": approved once") || strings.Contains(a.Log(), "policy change approved") {
+		t.Fatalf("a card of 60 changes was approved in a terminal of 40 lines:\n%s", screen())
+	}
+	// Taller, the card is shown again, whole, and approved.
+	tmux("resize-window", "-y", "100")
+	tmux("send-keys", "Enter")
+	waitFor(t, func() bool { return strings.HasSuffix(strings.TrimSpace(screen()), "card "+id+": [o]nce, [d]eny?") })
+	tmux("send-keys", "o", "Enter")
+	waitFor(t, func() bool { return strings.Contains(screen(), id+": approved once") })
 }
