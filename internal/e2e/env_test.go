@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 	closeInheritedOnExec()
 	ptytest.DetachTerminal()
 	ptytest.DefaultSignals()
-	dir, err := os.MkdirTemp("", "postern-e2e-bin-")
+	dir, err := os.MkdirTemp(tempBase(), "postern-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -115,7 +115,7 @@ type Env struct {
 
 func newEnv(t testing.TB) *Env {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "pe2e-")
+	dir, err := os.MkdirTemp(tempBase(), "pe2e-")
 	if err != nil {
 		t.Fatal(err)
 	}

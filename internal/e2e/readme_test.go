@@ -50,7 +50,7 @@ type readmeWorld struct {
 func newReadmeWorld(t *testing.T, runtimeDir bool, pathPrefix string) *readmeWorld {
 	keepRepoBin(t)
 	repo := repoCopy(t)
-	dir, err := os.MkdirTemp("", "readme-")
+	dir, err := os.MkdirTemp(tempBase(), "readme-")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func startSSHDVia(t testing.TB, wrap []string, o OpenSSH, authorized, extra stri
 		// sshd running as root wants its privilege separation directory.
 		os.MkdirAll("/run/sshd", 0o755)
 	}
-	dir, err := os.MkdirTemp("", "pe2e-sshd-")
+	dir, err := os.MkdirTemp(tempBase(), "pe2e-sshd-")
 	if err != nil {
 		t.Fatal(err)
 	}
