@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -77,6 +78,10 @@ func (e *Engine) WithdrawPolicy(why audit.Reason) {
 	}
 }
 
+// ErrChangeCut refuses an approval of a policy change card that shows a
+// change cut (cutChange): an approval covers what its card showed.
+var ErrChangeCut = errors.New("refused: a change is longer than a card shows")
+
 // answerPolicy decides a policy change card: an approval from outside
 // every run applies the change; a denial leaves the stricter policy in
 // force.
@@ -84,7 +89,7 @@ func (e *Engine) answerPolicy(c *Card, a Answer, approver *procid.Peer) error {
 	approves := a.Verdict == VerdictOnce || a.Verdict == VerdictSession
 	if approves {
 		if cut := c.View.cutChange(); cut != "" {
-			return fmt.Errorf("refused: a change is longer than a card shows (%s); an approval covers what its card showed: shorten it in the config file, or deny", cut)
+			return fmt.Errorf("%w (%s); an approval covers what its card showed: shorten it in the config file, or deny", ErrChangeCut, cut)
 		}
 		if approver == nil {
 			return fmt.Errorf("%w: a policy change is approved only on the console", ErrUnverified)

@@ -238,7 +238,7 @@ func wireCode(err error) api.Code {
 	switch {
 	case is(errMalformed, errUnknownOp, errBadRequest, errNotLocked):
 		return api.CodeUsage
-	case is(errPeerChanged, approvals.ErrSelfApprove, approvals.ErrSameSession, approvals.ErrApproverUndecided, bastion.ErrDenied, approvals.ErrInsideRun, approvals.ErrUnverified):
+	case is(errPeerChanged, approvals.ErrSelfApprove, approvals.ErrSameSession, approvals.ErrApproverUndecided, bastion.ErrDenied, approvals.ErrInsideRun, approvals.ErrUnverified, approvals.ErrChangeCut):
 		return api.CodeDenied
 	case is(errAlreadyLocked, errVaultLocked, errLockedMeanwhile):
 		return api.CodeLocked

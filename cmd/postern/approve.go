@@ -241,9 +241,8 @@ var errCardGone = errors.New("no longer pending (answered elsewhere, timed out, 
 // not apply shows the card again. A card taller than the terminal, whose
 // top went off the screen before the question, can only be denied until
 // it is shown again in a terminal tall enough, as on the full-screen
-// console. Keys typed before the card
-// was shown are discarded, and so is what is left after the answer,
-// whatever happened to it.
+// console. Keys typed before the card was shown are discarded, and so is
+// what is left after the answer, whatever happened to it.
 func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card, gone func() bool) error {
 	defer discardInput(tty, in)
 	discardInput(tty, in)

@@ -21,16 +21,7 @@ func startPolicyLineConsole(t *testing.T, rows int) (a *Agent, tmux func(...stri
 	screen = func() string { return tmux("capture-pane", "-p", "-J", "-S", "-400").Stdout }
 	waitFor(t, func() bool { return strings.Contains(screen(), "waiting for approval cards") })
 	propose = func(config string) string {
-		e.Config(config)
-		var id string
-		waitFor(t, func() bool {
-			for _, c := range e.cards() {
-				if c.Kind == "policy_change" {
-					id = c.ID
-				}
-			}
-			return id != ""
-		})
+		id := proposePolicy(t, e, config)
 		waitFor(t, func() bool {
 			return strings.HasSuffix(strings.TrimSpace(screen()), "?") && strings.Contains(screen(), "card "+id+": ")
 		})
@@ -87,4 +78,34 @@ func TestLineConsoleCardTallerThanTheTerminalCannotBeApproved(t *testing.T) {
 	waitFor(t, func() bool { return strings.HasSuffix(strings.TrimSpace(screen()), "card "+id+": [o]nce, [d]eny?") })
 	tmux("send-keys", "o", "Enter")
 	waitFor(t, func() bool { return strings.Contains(screen(), id+": approved once") })
+}
+
+// An approval the gateway refuses for a policy change card that shows a
+// change cut exits 254, as every refused answer does (postern-approve(1)),
+// not 1, as for an unknown card.
+func TestApprovalOfACutPolicyChangeExits254(t *testing.T) {
+	e := newEnv(t)
+	e.Config("")
+	e.StartAgent()
+	id := proposePolicy(t, e, runSection()+fmt.Sprintf("read_write = [%q]\n", "/tmp/"+strings.Repeat("postern-writable/", 70)))
+	if r := e.Run("postern", "approve", id, "--once"); r.Code != 254 || !strings.Contains(r.Stderr, "longer than a card shows") {
+		t.Fatalf("postern approve %s --once: %v", id, r)
+	}
+}
+
+// proposePolicy writes config, which loosens authority, and returns the
+// id of the policy change card it brings up.
+func proposePolicy(t *testing.T, e *Env, config string) string {
+	t.Helper()
+	e.Config(config)
+	var id string
+	waitFor(t, func() bool {
+		for _, c := range e.cards() {
+			if c.Kind == "policy_change" {
+				id = c.ID
+			}
+		}
+		return id != ""
+	})
+	return id
 }
