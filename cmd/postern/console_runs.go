@@ -18,7 +18,7 @@ func (m *consoleModel) runRows() (ids, lines []string) {
 		return nil, nil
 	}
 	for _, r := range s.Runs {
-		line := fmt.Sprintf("run %s  %s (pid %d)  %s", r.ID, shownName(r.Name), r.PID, plural(r.Grants, "grant"))
+		line := fmt.Sprintf("run %s  %s  %s", r.ID, runProcess(r, false), plural(r.Grants, "grant"))
 		if r.Label != "" {
 			line += ", label " + shownName(r.Label)
 		}

@@ -70,11 +70,7 @@ func printSessions(out io.Writer, res *api.SessionsResult) {
 		if r.Launched {
 			how = "postern run"
 		}
-		state := fmt.Sprintf("%s (pid %d) %s", shownName(r.Name), r.PID, safetext.Field(r.Exe, safetext.Path))
-		if r.Pending {
-			state = "starting"
-		}
-		fmt.Fprintf(out, "run %s  %s  via %s, %s", r.ID, state, how, plural(r.Grants, "grant"))
+		fmt.Fprintf(out, "run %s  %s  via %s, %s", r.ID, runProcess(r, true), how, plural(r.Grants, "grant"))
 		if r.Label != "" {
 			fmt.Fprintf(out, ", label %s", shownName(r.Label))
 		}
@@ -98,6 +94,20 @@ func printSessions(out io.Writer, res *api.SessionsResult) {
 		}
 		fmt.Fprintln(out)
 	}
+}
+
+// runProcess names a run's process in a list of runs: its name and pid,
+// and with exe its executable, or "starting" while the run has none yet
+// (prepared by postern run, its command not yet reported).
+func runProcess(r api.RunState, exe bool) string {
+	if r.Pending {
+		return "starting"
+	}
+	s := fmt.Sprintf("%s (pid %d)", shownName(r.Name), r.PID)
+	if exe {
+		s += " " + safetext.Field(r.Exe, safetext.Path)
+	}
+	return s
 }
 
 // noCards says, for a run in its cooldown, until when its requests are
