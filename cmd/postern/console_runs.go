@@ -22,7 +22,7 @@ func (m *consoleModel) runRows() (ids, lines []string) {
 		if r.Label != "" {
 			line += ", label " + shownName(r.Label)
 		}
-		line += noCards(r)
+		line += noCards(r) + runConfinement(r)
 		ids, lines = append(ids, r.ID), append(lines, line)
 	}
 	for _, g := range s.Grants {

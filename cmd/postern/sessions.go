@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/internal/safetext"
 )
 
@@ -77,7 +78,7 @@ func printSessions(out io.Writer, res *api.SessionsResult) {
 		if r.Restored != "" {
 			fmt.Fprint(out, ", registered before the gateway restarted: needs approval again")
 		}
-		fmt.Fprint(out, noCards(r))
+		fmt.Fprint(out, noCards(r), runConfinement(r))
 		fmt.Fprintln(out)
 	}
 	for _, g := range res.Grants {
@@ -108,6 +109,21 @@ func runProcess(r api.RunState, exe bool) string {
 		s += " " + safetext.Field(r.Exe, safetext.Path)
 	}
 	return s
+}
+
+// runConfinement ends a run's line in a list of runs with how it is
+// confined, as its cards say it ("unconfined" for a run started with
+// --no-sandbox or chosen among a requester's ancestors); "" for a run not
+// yet started.
+func runConfinement(r api.RunState) string {
+	if r.Pending {
+		return ""
+	}
+	c := r.Confinement
+	if c == "" {
+		c = confine.Level{}.String()
+	}
+	return "; " + safetext.Field(c, safetext.Line)
 }
 
 // noCards says, for a run in its cooldown, until when its requests are

@@ -9,6 +9,43 @@ import (
 	"github.com/postern/postern/gateway/api"
 )
 
+// sessionsRuns are a confined run, one started with --no-sandbox and one
+// chosen among a requester's ancestors, as the gateway lists them.
+func sessionsRuns() []api.RunState {
+	confined := api.RunState{RunView: approvals.RunView{ID: "R1", Launched: true, Confinement: "confined: namespaces, Landlock ABI 7",
+		ProcessView: approvals.ProcessView{PID: 7, Name: "claude", Exe: "/usr/bin/claude"}}}
+	plain := api.RunState{RunView: approvals.RunView{ID: "R2", Launched: true, Confinement: "unconfined",
+		ProcessView: approvals.ProcessView{PID: 8, Name: "claude", Exe: "/usr/bin/claude"}}}
+	chosen := api.RunState{RunView: approvals.RunView{ID: "R3", Confinement: "unconfined",
+		ProcessView: approvals.ProcessView{PID: 9, Name: "bash", Exe: "/usr/bin/bash"}}}
+	return []api.RunState{confined, plain, chosen}
+}
+
+// A person who lists the runs, in postern sessions or on the console's
+// runs tab, sees which are confined and which are not (--no-sandbox), as
+// every card for them says: two runs of the same program are otherwise
+// told apart only with --json.
+func TestSessionsSayHowEachRunIsConfined(t *testing.T) {
+	var b bytes.Buffer
+	printSessions(&b, &api.SessionsResult{Runs: sessionsRuns()})
+	m := newConsoleModel(nil, nil)
+	m.Update(refreshMsg{sessions: &api.SessionsResult{Runs: sessionsRuns()}})
+	_, rows := m.runRows()
+	for name, lines := range map[string][]string{"postern sessions": strings.Split(strings.TrimSpace(b.String()), "\n"), "the console": rows} {
+		if len(lines) != 3 {
+			t.Fatalf("%s lists %d lines for 3 runs:\n%s", name, len(lines), strings.Join(lines, "\n"))
+		}
+		for i, want := range []string{"confined: namespaces, Landlock ABI 7", "unconfined", "unconfined"} {
+			if !strings.HasSuffix(lines[i], "; "+want) {
+				t.Errorf("%s does not say the run is %s:\n%s", name, want, lines[i])
+			}
+		}
+		if strings.Contains(lines[1], "confined: ") {
+			t.Errorf("%s calls the run started with --no-sandbox confined:\n%s", name, lines[1])
+		}
+	}
+}
+
 // A run prepared and not yet started has no process: it is shown
 // starting, not as a process with pid 0.
 func TestSessionsShowARunNotYetStartedAsStarting(t *testing.T) {
