@@ -66,8 +66,43 @@ func (e *Engine) forgetSocketLocked(sock string) {
 	}
 }
 
-// maxPast bounds the display context kept.
+// maxPast bounds the ended sessions the display context keeps.
 const maxPast = 64
+
+// MaxRuns bounds the runs the gateway keeps at once (prepared, started or
+// approved): each holds descriptors (its socket, its process's pins) that
+// no shedding of idle connections frees. The display context keeps as
+// many runs to serve again after a restart (an entry with a socket),
+// apart from the maxPast ended sessions it keeps, so that no live run is
+// forgotten for other sessions having ended.
+const MaxRuns = 256
+
+// trimPast keeps of ps, in their order, its last MaxRuns entries that name
+// a run to serve again and its last maxPast other entries. It reuses ps's
+// array: the caller keeps only what it returns.
+func trimPast(ps []Past) []Past {
+	// The first entry of each kind that is kept.
+	firstRun, firstEnded := len(ps), len(ps)
+	runs, ended := 0, 0
+	for i := len(ps) - 1; i >= 0 && (runs < MaxRuns || ended < maxPast); i-- {
+		if ps[i].Socket != "" && runs < MaxRuns {
+			firstRun, runs = i, runs+1
+		} else if ps[i].Socket == "" && ended < maxPast {
+			firstEnded, ended = i, ended+1
+		}
+	}
+	if runs+ended == len(ps) {
+		return ps
+	}
+	out := ps[:0]
+	for i, p := range ps {
+		if p.Socket != "" && i >= firstRun || p.Socket == "" && i >= firstEnded {
+			out = append(out, p)
+		}
+	}
+	clear(ps[len(out):])
+	return out
+}
 
 func pastOf(bootID string, r *Run, g *Grant, reason audit.Reason, now time.Time) Past {
 	p := Past{
@@ -101,7 +136,7 @@ func loadPast(file string) ([]Past, error) {
 }
 
 // decodePast decodes the display context's JSON array, as json.Unmarshal
-// would, keeping only its last maxPast entries as it goes: a file of
+// would, keeping only what trimPast keeps of it as it goes: a file of
 // maxPastFile bytes of "{}," would otherwise be millions of entries, some
 // gigabytes, before they were cut.
 func decodePast(b []byte) ([]Past, error) {
@@ -114,26 +149,21 @@ func decodePast(b []byte) ([]Past, error) {
 	switch tok {
 	case nil: // null: none kept
 	case json.Delim('['):
-		ring, n := make([]Past, 0, maxPast), 0 // the last entries, the n-th at n%maxPast
-		var p Past
-		for ; dec.More(); n++ {
+		ps = []Past{}
+		var p Past // one, decoded into again and again: each would escape
+		for dec.More() {
 			p = Past{}
 			if err := dec.Decode(&p); err != nil {
 				return nil, err
 			}
-			if len(ring) < maxPast {
-				ring = append(ring, p)
-			} else {
-				ring[n%maxPast] = p
+			if ps = append(ps, p); len(ps) >= 2*(MaxRuns+maxPast) {
+				ps = trimPast(ps)
 			}
 		}
 		if _, err := dec.Token(); err != nil { // the closing ']'
 			return nil, err
 		}
-		ps = ring
-		if i := n % maxPast; n > maxPast {
-			ps = slices.Concat(ring[i:], ring[:i])
-		}
+		ps = trimPast(ps)
 	default:
 		return nil, fmt.Errorf("the display context is a JSON %v, not an array", tok)
 	}
@@ -148,10 +178,7 @@ func savePast(file string, ps []Past) error {
 	if file == "" {
 		return nil
 	}
-	if len(ps) > maxPast {
-		ps = ps[len(ps)-maxPast:]
-	}
-	b, err := json.MarshalIndent(ps, "", "  ")
+	b, err := json.MarshalIndent(trimPast(slices.Clone(ps)), "", "  ")
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,9 +14,9 @@ import (
 	"github.com/postern/postern/audit"
 )
 
-// FuzzDecodePast holds decodePast, which keeps the last maxPast entries
-// as it reads, to json.Unmarshal of the whole array cut to its last
-// maxPast entries.
+// FuzzDecodePast holds decodePast, which keeps the last MaxRuns runs to
+// serve again and the last maxPast other entries as it reads, to
+// json.Unmarshal of the whole array so cut (lastOfEach).
 func FuzzDecodePast(f *testing.F) {
 	at := time.Date(2026, 11, 30, 14, 23, 6, 0, time.UTC)
 	var many []Past
@@ -29,6 +30,14 @@ func FuzzDecodePast(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	runs := slices.Clone(many)
+	for i := range runs {
+		if i%3 == 0 {
+			runs[i].Socket = "/s"
+		}
+	}
+	b, _ := json.Marshal(slices.Repeat(runs, 12))
+	f.Add(b)
 	for _, s := range []string{"", "null", "{}", "[{}] x", "[{},]", "[{} {}]", "[{\"pid\":\"x\"},{}]", " [ ] \n", "[null,{\"pid\":1,\"pid\":2}]", "[[]]"} {
 		f.Add([]byte(s))
 	}
@@ -36,13 +45,42 @@ func FuzzDecodePast(f *testing.F) {
 		got, err := decodePast(b)
 		var want []Past
 		werr := json.Unmarshal(b, &want)
-		if len(want) > maxPast {
-			want = want[len(want)-maxPast:]
-		}
+		want = lastOfEach(want)
 		if (err == nil) != (werr == nil) || (err == nil && !reflect.DeepEqual(got, want)) {
 			t.Fatalf("%q: decodePast gives %d entries, %v; json.Unmarshal %d, %v", b, len(got), err, len(want), werr)
 		}
 	})
+}
+
+// lastOfEach is what the display context keeps of ps, found the plain
+// way: the last MaxRuns entries with a socket and the last maxPast
+// without, in their order.
+func lastOfEach(ps []Past) []Past {
+	var withSocket, without []int
+	for i, p := range ps {
+		if p.Socket != "" {
+			withSocket = append(withSocket, i)
+		} else {
+			without = append(without, i)
+		}
+	}
+	keep := map[int]bool{}
+	for _, i := range withSocket[max(0, len(withSocket)-MaxRuns):] {
+		keep[i] = true
+	}
+	for _, i := range without[max(0, len(without)-maxPast):] {
+		keep[i] = true
+	}
+	var out []Past
+	if ps != nil {
+		out = []Past{}
+	}
+	for i, p := range ps {
+		if keep[i] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // A display context file as large as loadPast reads, holding millions

@@ -216,13 +216,23 @@ func (e *Engine) Restore() []*Run {
 	e.mu.Lock()
 	e.past = past
 	e.mu.Unlock()
+	// A run whose process is gone, or another, is never served again:
+	// the display context keeps it as an ended session only.
+	ended := func(i int) {
+		e.mu.Lock()
+		past[i].Socket = ""
+		e.mu.Unlock()
+	}
 	var out []*Run
-	for _, p := range past {
+	for i, p := range past {
 		if p.Socket == "" || p.BootID == e.bootID {
 			continue
 		}
 		pin, err := e.procs.Pin(p.PID)
 		if err != nil {
+			if !errors.Is(err, procid.ErrNoResources) {
+				ended(i)
+			}
 			continue
 		}
 		// The same process, running the program it ran: an exec while
@@ -230,6 +240,7 @@ func (e *Engine) Restore() []*Run {
 		// A file from before layouts were kept names none.
 		if pin.StartTicks != p.Start || pin.Exe.Dev != p.ExeDev || pin.Exe.Ino != p.ExeIno || p.Layout != (procid.Layout{}) && pin.Layout != p.Layout {
 			pin.Close()
+			ended(i)
 			continue
 		}
 		// A new run id and nonce: the gateway has not bound this run.

@@ -109,9 +109,7 @@ func (e *Engine) endGrantLocked(id string, g *Grant, reason audit.Reason) {
 	g.ended = reason
 	e.recordAt(audit.Event{Type: audit.EventSessionEnded, Run: g.Run.ID, Grant: id, Key: g.Key.Fingerprint, Reason: reason, Label: g.Run.Label}, g.Epoch)
 	e.past = append(e.past, pastOf(e.bootID, g.Run, g, reason, e.now()))
-	if len(e.past) > maxPast {
-		e.past = e.past[len(e.past)-maxPast:]
-	}
+	e.past = trimPast(e.past)
 	e.log.Info("session ended", "grant", id, "run", g.Run.ID, "reason", reason)
 }
 

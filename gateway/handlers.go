@@ -50,12 +50,11 @@ func (g *Gateway) opUnlock(_ context.Context, peer *procid.Peer, a api.UnlockArg
 	return nil, g.vault.UnlockWithKey(dk)
 }
 
-// maxRuns bounds the runs the gateway keeps at once (prepared, started
-// or approved): each holds descriptors (its socket, its process's pins)
-// that no shedding of idle connections frees, so that runs without end
-// would leave the gateway none to serve with.
+// maxRuns bounds the runs the gateway keeps at once (approvals.MaxRuns),
+// so that runs without end would not leave the gateway no descriptor to
+// serve with.
 // (A variable: tests shorten it.)
-var maxRuns = 256
+var maxRuns = approvals.MaxRuns
 
 func (g *Gateway) opRunPrepare(_ context.Context, caller *procid.Peer, a api.RunPrepare) (any, error) {
 	if n := g.engine.PendingRuns(); n >= approvals.MaxPendingRuns {
