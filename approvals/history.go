@@ -51,19 +51,27 @@ type Past struct {
 	Layout procid.Layout `json:"layout,omitzero"`
 }
 
-// forgetSocketLocked drops sock from the display context's runs to serve
-// again: a run is restored from what the gateway that stopped last left
-// of it, or, when that one was killed, from what an earlier one left, as
-// long as the run has not ended since; e.mu held.
+// forgetSocketLocked drops the display context's entries of the run to
+// serve again at sock: a run is restored from what the gateway that
+// registered it or stopped last left of it, as long as the run has not
+// ended since; e.mu held.
 func (e *Engine) forgetSocketLocked(sock string) {
 	if sock == "" {
 		return
 	}
-	for i := range e.past {
-		if e.past[i].Socket == sock {
-			e.past[i].Socket = ""
-		}
-	}
+	// Such an entry names no key: it was kept only to serve the run again.
+	e.past = slices.DeleteFunc(e.past, func(p Past) bool { return p.Socket == sock })
+}
+
+// serveAgainLocked keeps live run, launched by "postern run", in the
+// display context as a run for the next gateway to serve again (Restore),
+// in place of what was kept of it, with reason and at (none while this
+// gateway runs); e.mu held.
+func (e *Engine) serveAgainLocked(run *Run, reason audit.Reason, at time.Time) {
+	e.forgetSocketLocked(run.Socket)
+	p := pastOf(e.bootID, run, nil, reason, at)
+	p.Socket = run.Socket
+	e.past = append(e.past, p)
 }
 
 // maxPast bounds the ended sessions the display context keeps.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -121,6 +122,10 @@ func (e *Engine) StartRun(id string, pid int, caller *procid.Peer, level confine
 	run.Process, run.pin, run.Started = pin.Process, pin, e.now()
 	run.Confinement, run.NS = level, ns
 	run.Argv = e.procs.Argv(pid)
+	// Kept for the next gateway from now on, not only when this one
+	// stops: one killed (kill -9, the OOM killer) never does.
+	e.serveAgainLocked(run, "", time.Time{})
+	e.savePastLocked()
 	e.mu.Unlock()
 	close(run.ready)
 	e.endOnExit(run)
@@ -217,21 +222,22 @@ func (e *Engine) Restore() []*Run {
 	e.past = past
 	e.mu.Unlock()
 	// A run whose process is gone, or another, is never served again:
-	// the display context keeps it as an ended session only.
-	ended := func(i int) {
+	// its entry goes.
+	ended := func(sock string) {
 		e.mu.Lock()
-		past[i].Socket = ""
+		e.forgetSocketLocked(sock)
 		e.mu.Unlock()
 	}
 	var out []*Run
-	for i, p := range past {
+	// A copy: a run restored may end, and be forgotten, meanwhile.
+	for _, p := range slices.Clone(past) {
 		if p.Socket == "" || p.BootID == e.bootID {
 			continue
 		}
 		pin, err := e.procs.Pin(p.PID)
 		if err != nil {
 			if !errors.Is(err, procid.ErrNoResources) {
-				ended(i)
+				ended(p.Socket)
 			}
 			continue
 		}
@@ -240,7 +246,7 @@ func (e *Engine) Restore() []*Run {
 		// A file from before layouts were kept names none.
 		if pin.StartTicks != p.Start || pin.Exe.Dev != p.ExeDev || pin.Exe.Ino != p.ExeIno || p.Layout != (procid.Layout{}) && pin.Layout != p.Layout {
 			pin.Close()
-			ended(i)
+			ended(p.Socket)
 			continue
 		}
 		// A new run id and nonce: the gateway has not bound this run.
@@ -276,10 +282,7 @@ func (e *Engine) Stop() {
 	}
 	for _, run := range e.runs {
 		if run.Launched && run.pin != nil && run.Ended() == "" {
-			e.forgetSocketLocked(run.Socket)
-			p := pastOf(e.bootID, run, nil, audit.ReasonGatewayStopped, now)
-			p.Socket = run.Socket
-			e.past = append(e.past, p)
+			e.serveAgainLocked(run, audit.ReasonGatewayStopped, now)
 		}
 	}
 	e.savePastLocked()

@@ -65,3 +65,22 @@ func TestRestoredRunOutlivesOtherSessionsEndingBeforeAKill(t *testing.T) {
 		t.Fatalf("after %d other runs ended and the gateway was killed, the live run 10 is not served again (%d runs restored)", manyRuns, len(rs))
 	}
 }
+
+// A run started under a gateway that is then killed (kill -9, the OOM
+// killer: it never stops) is served again by the next gateway, as one
+// that stopped would have it.
+func TestRunOfAKilledGatewayIsRestored(t *testing.T) {
+	w := newWorld(t)
+	w.launch("agent", 10)
+	// Killed: no Stop.
+	e2, rs := w.restartEngine("boot-2")
+	if len(rs) != 1 || rs[0].Process.PID != 10 || rs[0].PrevBoot != "boot-1" {
+		t.Fatalf("after the gateway that registered it was killed, the live run 10 is not served again (%d runs restored)", len(rs))
+	}
+	// It ended under boot-2, which stops: it is not served again.
+	e2.EndRun(rs[0].ID, audit.ReasonProcessExited)
+	e2.Stop()
+	if _, rs := w.restartEngine("boot-3"); len(rs) != 0 {
+		t.Fatalf("a run that ended was served again after a later restart, as run %s of boot %s", rs[0].ID, rs[0].PrevBoot)
+	}
+}

@@ -112,37 +112,46 @@ func TestReplacementRunIsAskedAgain(t *testing.T) {
 }
 
 // 2. Restart the gateway while an approved run stays alive and signs
-// again: denied until re-approved (gateway_restarted).
+// again: denied until re-approved (gateway_restarted). The run's socket
+// is served again also after a gateway killed as a crash would (SIGKILL:
+// it never stopped).
 func TestGatewayRestartEndsApproval(t *testing.T) {
-	w := newApprovalWorld(t, "")
-	a := w.e.StartRun("coder")
-	job := a.Start(sshCmd(w.sshd))
-	w.approve(w.e.WaitCard().ID, "--session")
-	mustSucceed(t, "before the restart", job.Wait())
+	for _, tc := range []struct {
+		name string
+		stop func(*Agent)
+	}{{"stopped", (*Agent).Stop}, {"killed", (*Agent).Kill}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newApprovalWorld(t, "")
+			a := w.e.StartRun("coder")
+			job := a.Start(sshCmd(w.sshd))
+			w.approve(w.e.WaitCard().ID, "--session")
+			mustSucceed(t, "before the restart", job.Wait())
 
-	w.agent.Stop()
-	w.agent = w.e.StartAgent()
-	w.e.MustRun("postern", "unlock", "--passphrase-file", w.pass)
-	before := w.accepted()
-	job = a.Start(sshCmd(w.sshd))
-	c := w.e.WaitCard()
-	if c.Reason != "REAUTH_REQUIRED gateway_restarted" || !strings.Contains(c.Changed, "The gateway restarted") {
-		t.Fatalf("card after the restart: %+v", c)
+			tc.stop(w.agent)
+			w.agent = w.e.StartAgent()
+			w.e.MustRun("postern", "unlock", "--passphrase-file", w.pass)
+			before := w.accepted()
+			job = a.Start(sshCmd(w.sshd))
+			c := w.e.WaitCard()
+			if c.Reason != "REAUTH_REQUIRED gateway_restarted" || !strings.Contains(c.Changed, "The gateway restarted") {
+				t.Fatalf("card after the restart: %+v", c)
+			}
+			time.Sleep(300 * time.Millisecond)
+			if job.Done() || w.accepted() != before {
+				t.Fatal("the old approval survived the restart")
+			}
+			w.e.MustRun("postern", "deny", c.ID)
+			if r := job.Wait(); r.Code == 0 {
+				t.Fatal("signed after a deny")
+			}
+			w.agent.WaitLog(t, "reason=denied")
+			mustSucceed(t, "re-approved", func() Result {
+				job := a.Start(sshCmd(w.sshd))
+				w.approve(w.e.WaitCard().ID, "--session")
+				return job.Wait()
+			}())
+		})
 	}
-	time.Sleep(300 * time.Millisecond)
-	if job.Done() || w.accepted() != before {
-		t.Fatal("the old approval survived the restart")
-	}
-	w.e.MustRun("postern", "deny", c.ID)
-	if r := job.Wait(); r.Code == 0 {
-		t.Fatal("signed after a deny")
-	}
-	w.agent.WaitLog(t, "reason=denied")
-	mustSucceed(t, "re-approved", func() Result {
-		job := a.Start(sshCmd(w.sshd))
-		w.approve(w.e.WaitCard().ID, "--session")
-		return job.Wait()
-	}())
 }
 
 // 3. Lock and unlock the vault while an approved run waits to retry:
