@@ -162,9 +162,16 @@ func cmdRun(args []string, out, errw io.Writer) error {
 				case s == syscall.SIGWINCH:
 					t.Resize()
 				case s == syscall.SIGINT || s == syscall.SIGQUIT:
-					// Through the run's own terminal, if it has one;
-					// else the terminal sent them to the command too.
-					t.Signal(s.(syscall.Signal))
+					switch {
+					case t != nil:
+						// Through the run's own terminal.
+						t.Signal(s.(syscall.Signal))
+					case !confine.TerminalMaySend():
+						// Sent to postern run alone (no terminal could
+						// have): passed on, or it would go nowhere.
+						l.signal(s)
+					}
+					// Else the terminal sent them to the command too.
 				case t == nil && slices.Contains(confine.JobStops, s):
 					stopWhole(sp, s)
 				default:

@@ -125,10 +125,12 @@ func helper() int {
 			case sig == syscall.SIGCONT:
 				thaw()
 				frozen = false
-			case sig != syscall.SIGINT && sig != syscall.SIGQUIT:
+			case sig != syscall.SIGINT && sig != syscall.SIGQUIT,
+				!s.Terminal && !TerminalMaySend():
 				// SIGINT and SIGQUIT from the terminal reach the
 				// program directly (it is in the same process group),
-				// or through the run's own terminal.
+				// or through the run's own terminal; sent to postern
+				// run alone, it passes them here.
 				syscall.Kill(st.pid, sig.(syscall.Signal))
 			}
 		case <-stops:

@@ -9,9 +9,11 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Under nohup, SIGHUP (the terminal hanging up) does not end the run's
@@ -22,20 +24,7 @@ func TestRunUnderNohupOutlivesAHangup(t *testing.T) {
 	for _, mode := range [][]string{nil, {"--no-sandbox"}} {
 		args := append(append([]string{posternBin, "run"}, mode...), "--", "sh", "-c", `trap 'echo alive; exit 0' USR1; echo ready; while :; do sleep 0.05; done`)
 		cmd := w.e.Command("nohup", args...)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := bufio.NewScanner(out)
-		if !lines.Scan() || lines.Text() != "ready" {
-			cmd.Process.Kill()
-			t.Fatalf("%v: %q, %s", mode, lines.Text(), stderr.String())
-		}
+		lines, stderr := startReady(t, cmd)
 		// Pending at once, SIGHUP is taken first (the lower number).
 		cmd.Process.Signal(syscall.SIGHUP)
 		cmd.Process.Signal(syscall.SIGUSR1)
@@ -99,4 +88,65 @@ func TestKilledRunEndsWithIt(t *testing.T) {
 	if err := json.Unmarshal([]byte(w.e.MustRun("postern", "sessions", "--json").Stdout), &sess); err != nil || len(sess.Runs) != 0 {
 		t.Errorf("sessions after postern run was killed: %v %+v", err, sess)
 	}
+}
+
+// A SIGINT or SIGQUIT sent to postern run alone, with no terminal that
+// could have sent it to the command too (a harness that stops its run
+// with kill -INT), reaches the command, confined or not, where postern
+// run swallowed it and the harness waited for ever.
+func TestInterruptSentToPosternRunAloneReachesTheCommand(t *testing.T) {
+	w := newConfinedWorld(t, "")
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGQUIT} {
+		for _, mode := range [][]string{nil, {"--no-sandbox"}} {
+			args := append(append([]string{"run"}, mode...), "--", "sh", "-c", `trap 'echo got it; exit 7' INT QUIT; echo ready; while :; do sleep 0.05; done`)
+			cmd := w.e.Command(posternBin, args...)
+			// No controlling terminal, as under a harness.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			lines, stderr := startReady(t, cmd)
+			cmd.Process.Signal(sig)
+			done := make(chan string, 1)
+			go func() {
+				said := ""
+				for lines.Scan() {
+					said += lines.Text() + "\n"
+				}
+				done <- said
+			}()
+			var said string
+			select {
+			case said = <-done:
+			case <-time.After(30 * time.Second):
+				// Everything the run started, in the session it leads.
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				said = <-done
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if said != "got it\n" || !errors.As(err, &ee) || ee.ExitCode() != 7 {
+				t.Errorf("postern run %v sent %v alone: %v, the command said %q, stderr %s", mode, sig, err, said, stderr.String())
+			}
+		}
+	}
+}
+
+// startReady starts cmd and waits for the first line of its output,
+// which must be "ready"; it returns the lines that follow and what it
+// writes to standard error.
+func startReady(t *testing.T, cmd *exec.Cmd) (*bufio.Scanner, *strings.Builder) {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := new(strings.Builder)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "ready" {
+		cmd.Process.Kill()
+		t.Fatalf("%q: %q, %s", cmd.Args, lines.Text(), stderr.String())
+	}
+	return lines, stderr
 }
