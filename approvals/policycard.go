@@ -140,6 +140,16 @@ func (v *CardView) policyText() string {
 	return b.String()
 }
 
+// DenyOnly says why the card can only be denied (the gateway refuses an
+// approval of it), or is "" when it can be approved: the consoles offer
+// no approval the gateway would refuse.
+func (v *CardView) DenyOnly() string {
+	if cut := v.cutChange(); cut != "" {
+		return "a change is longer than a card shows (" + cut + ")"
+	}
+	return ""
+}
+
 // cutChange names the first change of a policy card that the card shows
 // cut, or is "" when it shows them all whole.
 func (v *CardView) cutChange() string {

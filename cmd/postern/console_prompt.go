@@ -20,6 +20,8 @@ import (
 //     that card, not for the one now under the cursor (console.go: gone),
 //     and so is the key after an answer to it that failed, when the card
 //     went while that answer was on its way (console.go: sentGone);
+//   - a card the gateway would refuse to approve (CardView.DenyOnly)
+//     offers a denial alone;
 //   - every answer is echoed with the card's id;
 //   - after an answer that was not applied, the card is asked afresh:
 //     input discarded, armed anew, what was typed for it forgotten;
@@ -53,6 +55,8 @@ type keyReply struct {
 // question says how to answer the card.
 func (p *cardPrompt) question() string {
 	switch {
+	case p.card.DenyOnly() != "":
+		return fmt.Sprintf("card %s: it can only be denied: %s; d denies", p.card.ID, p.card.DenyOnly())
 	case p.word != "":
 		return fmt.Sprintf("card %s: type %s and Enter to approve this one use (d and Enter denies): %s", p.card.ID, shownWord(p.word), p.typed)
 	case p.card.OffersSession():
@@ -98,6 +102,9 @@ func (p *cardPrompt) key(k string) keyReply {
 		return keyReply{}
 	}
 	n := len(p.card.Subjects)
+	if why := p.card.DenyOnly(); why != "" && (k == "o" || k == "s") {
+		return keyReply{note: "not approved: this card can only be denied: " + why}
+	}
 	switch k {
 	case "d":
 		return keyReply{verdict: api.VerdictDeny, subject: -1}

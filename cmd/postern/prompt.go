@@ -22,6 +22,8 @@ import (
 //     destination's inventory name (or "unknown" for a destination with
 //     none, or none proved) typed out, never a single key (Card.Word,
 //     which the full-screen console asks too);
+//   - a card the gateway would refuse to approve (CardView.DenyOnly)
+//     offers a denial alone;
 //   - a card taller than the terminal can only be denied, or shown
 //     again (an empty line) once the terminal is tall enough: its top
 //     went off the screen before the question;
@@ -66,6 +68,8 @@ func newPrompt(c api.Card) *prompt {
 func (p *prompt) question() string {
 	var q string
 	switch {
+	case p.card.DenyOnly() != "":
+		q = "it can only be denied: " + p.card.DenyOnly() + "; [d]eny"
 	case p.tall:
 		q = "it is taller than this terminal, whose screen lost its top: make the terminal taller and press Enter to see it whole and approve it, or [d]eny"
 	case p.word != "":
@@ -97,6 +101,9 @@ func (p *prompt) read(line string) reply {
 		return reply{verdict: api.VerdictDeny, subject: -1}
 	case "":
 		return reply{again: p.tall}
+	}
+	if why := p.card.DenyOnly(); why != "" {
+		return reply{note: "not approved: this card can only be denied: " + why}
 	}
 	if p.tall {
 		return reply{note: "not approved: the card is taller than this terminal; make it taller and press Enter to see it whole"}

@@ -32,26 +32,60 @@ func startPolicyLineConsole(t *testing.T, rows int) (a *Agent, tmux func(...stri
 
 // An answer the gateway refuses leaves its card pending: the line
 // console asks about it again, so that the person can still answer it
-// there. A policy change card whose change is longer than a card shows
-// can only be denied, and waits until it is answered: refused an
-// approval, it is asked again and denied.
+// there. Here the console runs in the terminal session a run was
+// started from, from which the gateway refuses to approve a policy
+// change; the card is asked again and denied.
 func TestLineConsoleAsksAgainACardAnAnswerLeftPending(t *testing.T) {
-	a, tmux, screen, propose := startPolicyLineConsole(t, 250)
-	// A writable tree for runs, its path longer than a card line shows.
-	long := "/tmp/" + strings.Repeat("postern-writable/", 70)
-	id := propose(runSection() + fmt.Sprintf("read_write = [%q]\n", long))
+	e := newEnv(t)
+	e.Config("")
+	a := e.StartAgent()
+	// The run starts once the console waits for cards: go names the
+	// moment.
+	goFile := e.Path("go")
+	launch := fmt.Sprintf("(until test -e %s; do sleep 0.05; done; exec postern run --no-sandbox --label coder -- sleep 600 >%s 2>&1)", goFile, e.Path("run.out"))
+	env := "env -i " + strings.Join(e.Environ(), " ")
+	tmux := startTmux(t, e, 200, 60, env+" sh -c '"+launch+" & exec postern approve --line'").run
+	screen := func() string { return tmux("capture-pane", "-p", "-J", "-S", "-400").Stdout }
+	waitFor(t, e.consoleAttached)
+	e.WriteFile("go", "", 0o600)
+	a.WaitLog(t, "run registered")
+	id := proposePolicy(t, e, runSection()+"read_write = [\"/tmp/postern-tree\"]\n")
 	question := "card " + id + ": [o]nce, [d]eny? "
+	waitFor(t, func() bool {
+		return strings.HasSuffix(screen(), strings.TrimSpace(question)) || strings.Contains(screen(), question)
+	})
 	tmux("send-keys", "o", "Enter")
-	waitFor(t, func() bool { return strings.Contains(screen(), "longer than a card shows (change 1 of 1") })
+	waitFor(t, func() bool { return strings.Contains(screen(), "approve from another terminal") })
 	for deadline := time.Now().Add(10 * time.Second); strings.Count(screen(), question) < 2; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the policy change card %s, still pending after an approval the gateway refused, is not asked about again:\n%s", id, screen())
+			t.Fatalf("card %s, still pending after an approval the gateway refused, is not asked about again:\n%s", id, screen())
 		}
 	}
 	tmux("send-keys", "d", "Enter")
 	waitFor(t, func() bool { return strings.Contains(screen(), id+": denied") })
 	if strings.Contains(a.Log(), "policy change approved") {
 		t.Fatal("the change was approved")
+	}
+}
+
+// A policy change card whose change is longer than a card shows can
+// only be denied: the line console offers no approval of it, and says
+// why when one is typed, where it offered "[o]nce" and the gateway then
+// refused it.
+func TestLineConsoleOffersOnlyDenialForACutPolicyChange(t *testing.T) {
+	a, tmux, screen, propose := startPolicyLineConsole(t, 250)
+	// A writable tree for runs, its path longer than a card line shows.
+	long := "/tmp/" + strings.Repeat("postern-writable/", 70)
+	id := propose(runSection() + fmt.Sprintf("read_write = [%q]\n", long))
+	if q := screen(); strings.Contains(q, "card "+id+": [o]nce") || !strings.Contains(q, "card "+id+": it can only be denied: a change is longer than a card shows (change 1 of 1") {
+		t.Fatalf("the console's question for a card that can only be denied:\n%s", q)
+	}
+	tmux("send-keys", "o", "Enter")
+	waitFor(t, func() bool { return strings.Contains(screen(), "not approved: this card can only be denied") })
+	tmux("send-keys", "d", "Enter")
+	waitFor(t, func() bool { return strings.Contains(screen(), id+": denied") })
+	if log := a.Log(); strings.Contains(log, "policy change approved") || strings.Contains(log, "longer than a card shows") {
+		t.Fatalf("the change was approved, or an approval reached the gateway:\n%s", log)
 	}
 }
 
