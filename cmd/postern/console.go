@@ -467,7 +467,7 @@ func approveConsole(gw *api.Client) error {
 			p.Send(cardsMsg(cards))
 		}
 	}()
-	defer quitOnHangup(p)()
+	defer quitOnSignals(p)()
 	_, err := p.Run()
 	return err
 }

@@ -97,10 +97,10 @@ func (c *consoleTerm) cooked(t *testing.T) bool {
 
 // The full-screen console gives the terminal back as it found it (line
 // mode, echo, the main screen) whichever signal ends it: Ctrl-C's
-// SIGINT, SIGTERM, and SIGHUP, which any program of the person's may
-// send it.
+// SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGABRT, which any program of the
+// person's may send it.
 func TestConsoleRestoresTheTerminalOnSignals(t *testing.T) {
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGABRT} {
 		t.Run(unix.SignalName(sig), func(t *testing.T) {
 			c := startConsoleOnPty(t)
 			c.waitFor(t, "no pending cards")

@@ -450,3 +450,27 @@ func typeKeys(m *consoleModel, s string) {
 		m.Update(tea.KeyPressMsg{Code: rune(k[0]), Text: k})
 	}
 }
+
+// While a card takes a host's name typed out, q is a letter of it, and
+// the header says how to quit instead: it never offers a key that does
+// something else.
+func TestConsoleHeaderNamesTheQuitKeyThatWorks(t *testing.T) {
+	m := newConsoleModel(nil, nil)
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	c := api.Card{ID: "C2", Mode: "per-call", Purpose: "auth", Subjects: sessionCard().Subjects, Destination: &approvals.DestView{Fingerprint: "SHA256:x", Names: []string{"qa-db"}}}
+	m.Update(cardsMsg{c})
+	m.shownAt = time.Now().Add(-armDelay)
+	if view := m.View().Content; strings.Contains(view, "q: quit") || !strings.Contains(view, "ctrl+c: quit") {
+		t.Fatalf("the header of a card that takes a name typed out:\n%s", view)
+	}
+	typeKeys(m, "qa-db")
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: tea.KeyEnter}); cmd == nil {
+		t.Fatalf("the name typed out, q included, did not answer the card: note %q", m.note)
+	}
+	m = newConsoleModel(nil, nil)
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	m.Update(cardsMsg{sessionCard()})
+	if view := m.View().Content; !strings.Contains(view, "q: quit") {
+		t.Fatalf("the header of a card answered by keys:\n%s", view)
+	}
+}

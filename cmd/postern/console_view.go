@@ -86,7 +86,11 @@ func (m *consoleModel) head() string {
 		}
 		line.WriteString(t)
 	}
-	line.WriteString(dimStyle.Render("   tab: next view, q: quit"))
+	quit := "q"
+	if p := m.prompt(); p != nil && p.word != "" && m.tab == tabCards {
+		quit = "ctrl+c" // q is a letter of the name typed out (key)
+	}
+	line.WriteString(dimStyle.Render("   tab: next view, " + quit + ": quit"))
 	return m.fit(titleStyle.Render("postern approve")+"  "+m.conn) + "\n" + m.fit(line.String()) + "\n"
 }
 
