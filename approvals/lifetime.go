@@ -68,7 +68,12 @@ func (e *Engine) EndRun(id string, reason audit.Reason) {
 			ended++
 		}
 	}
-	if ended == 0 {
+	// A run never started was never registered (run_registered) and
+	// covered nothing: its end is not recorded either, but for a start
+	// refused because the process was not the one launched, evidence
+	// of a process passed off as the run.
+	silent := run.pin == nil && reason != audit.ReasonIdentityMismatch
+	if ended == 0 && !silent {
 		e.past = append(e.past, pastOf(e.bootID, run, nil, reason, run.endedAt))
 	}
 	// A request through the run's socket is refused once the run has
@@ -81,7 +86,7 @@ func (e *Engine) EndRun(id string, reason audit.Reason) {
 	}
 	e.savePastLocked()
 	e.mu.Unlock()
-	if ended == 0 {
+	if ended == 0 && !silent {
 		// A run no approval covered: its end is recorded on its own, as
 		// its registration was.
 		e.record(audit.Event{Type: audit.EventSessionEnded, Run: id, Reason: reason, Label: run.Label})
