@@ -8,11 +8,14 @@ import (
 // RunState is a live run as "postern sessions" lists it.
 type RunState struct {
 	RunView
-	Socket   string    `json:"socket,omitempty"`
-	Since    time.Time `json:"registered"`
-	Pending  bool      `json:"pending,omitempty"` // prepared, process not yet reported
-	Restored string    `json:"previous_boot,omitempty"`
-	Grants   int       `json:"grants"`
+	Socket  string    `json:"socket,omitempty"`
+	Since   time.Time `json:"registered"`
+	Pending bool      `json:"pending,omitempty"` // prepared, process not yet reported
+	// Argv is the command line the run's process says it was started
+	// with: a claim, cut past maxClaim bytes (claimed), as on a card.
+	Argv     []string `json:"claimed_command,omitempty"`
+	Restored string   `json:"previous_boot,omitempty"`
+	Grants   int      `json:"grants"`
 	// NoCardsUntil is when the run's cooldown ends, while it has one:
 	// until then its requests are refused without a card.
 	NoCardsUntil time.Time `json:"no_cards_until,omitzero"`
@@ -63,6 +66,7 @@ func (e *Engine) Sessions() ([]RunState, []GrantView) {
 			rs.Pending = true
 		} else {
 			rs.RunView = e.runView(r)
+			rs.Argv = claimed(r.Argv)
 		}
 		runs = append(runs, rs)
 	}

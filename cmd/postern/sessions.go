@@ -80,6 +80,9 @@ func printSessions(out io.Writer, res *api.SessionsResult) {
 		}
 		fmt.Fprint(out, noCards(r), runConfinement(r))
 		fmt.Fprintln(out)
+		if len(r.Argv) > 0 {
+			fmt.Fprintf(out, "    command (its claim): %s\n", safetext.Field(strings.Join(r.Argv, " "), safetext.Command))
+		}
 	}
 	for _, g := range res.Grants {
 		fmt.Fprintf(out, "grant %s  run %s  key %s", g.ID, g.Run, g.Key.Fingerprint)

@@ -61,3 +61,20 @@ func TestSessionsShowARunNotYetStartedAsStarting(t *testing.T) {
 		}
 	}
 }
+
+// postern sessions shows the command line a run's process says it was
+// started with, under its run, marked as its claim and escaped, cut as
+// a card cuts it: a person tells two runs of one program apart by it.
+func TestSessionsShowTheCommandARunClaims(t *testing.T) {
+	r := sessionsRuns()[0]
+	r.Argv = []string{"claude", "--model", "x\x1b[2Jy", strings.Repeat("a", 2000)}
+	var b bytes.Buffer
+	printSessions(&b, &api.SessionsResult{Runs: []api.RunState{r, sessionsRuns()[1]}})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[1], "    command (its claim): claude --model x\\x1b[2Jy aaa") || strings.Contains(b.String(), "\x1b") {
+		t.Fatalf("postern sessions:\n%q", b.String())
+	}
+	if len(lines[1]) > 600 {
+		t.Errorf("a command line of %d bytes is shown whole", len(lines[1]))
+	}
+}
