@@ -343,6 +343,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		return err
 	}
 	g.restoreRuns()
+	g.sweepRunSockets()
 	g.proposePending()
 	if err := g.startBastion(); err != nil {
 		g.srv.stop()

@@ -73,6 +73,35 @@ func (g *Gateway) restoreRuns() {
 	}
 }
 
+// sweepRunSockets removes, beside the agent socket, the socket
+// directories of runs this gateway does not serve: runs that ended while
+// no gateway ran, or were prepared and never started when a gateway was
+// killed. It runs once the live ones are served again (restoreRuns) and
+// before the control socket takes a new run. Only a directory (not a
+// link) holding a socket alone goes: what else is there stays.
+func (g *Gateway) sweepRunSockets() {
+	dir := filepath.Dir(g.opts.Socket)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	g.runMu.Lock()
+	defer g.runMu.Unlock()
+	for _, e := range entries {
+		id, ok := api.RunSocketDir(g.opts.Socket, e.Name())
+		if !ok || !e.IsDir() || g.runLs[id] != nil {
+			continue
+		}
+		sock := api.RunSocket(g.opts.Socket, id)
+		if fi, err := os.Lstat(sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			os.Remove(sock)
+		}
+		if err := os.Remove(filepath.Dir(sock)); err == nil {
+			g.log.Info("removed the socket of a run that no longer lives", "run", id)
+		}
+	}
+}
+
 // runConfinement is what a confined run must not see or change of the
 // gateway, with the [run] settings: hidden, the state directory, the
 // directory of the agent and control sockets and the upstream agent's

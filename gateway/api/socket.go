@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/postern/postern/internal/xdg"
@@ -28,6 +29,14 @@ func ControlSocket(sock string) string {
 // shown only that directory, finds its socket again when a restarted
 // gateway listens anew at the same path.
 func RunSocket(sock, id string) string { return sock + ".run-" + id + "/" + runSocketName }
+
+// RunSocketDir reports whether name, a name in the directory of agent
+// socket sock, is that of a run's socket directory (RunSocket), and
+// returns the run's id.
+func RunSocketDir(sock, name string) (id string, ok bool) {
+	id, ok = strings.CutPrefix(name, filepath.Base(sock)+".run-")
+	return id, ok && runSuffix.MatchString(".run-"+id)
+}
 
 // runSocketName is the name of a run's socket in its directory.
 const runSocketName = "sock"
