@@ -221,7 +221,9 @@ func (p *pidfdPin) watch(onExit func()) (stop func(), err error) {
 	p.mu.RLock()
 	fd, err := -1, ErrGone
 	if !p.closed {
-		fd, err = unix.Dup(p.fd)
+		// Closed on exec, as the pin's own: the programs the gateway
+		// starts get none of its descriptors.
+		fd, err = unix.FcntlInt(uintptr(p.fd), unix.F_DUPFD_CLOEXEC, 0)
 	}
 	p.mu.RUnlock()
 	if err != nil {
