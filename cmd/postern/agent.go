@@ -70,6 +70,7 @@ type agentFlags struct {
 	ensure                   bool              // reuse the agent at the socket, or start one
 	listener                 *net.UnixListener // passed by a service manager (socket activation)
 	notify                   string            // where the service manager waits for readiness (NOTIFY_SOCKET)
+	inherited                []int             // descriptors the agent was started with, kept from the programs it starts
 }
 
 func parseAgentFlags(args []string) (*agentFlags, error) {
@@ -224,6 +225,7 @@ func newGateway(f *agentFlags, log *slog.Logger, ready func()) (*gateway.Gateway
 	if err := harden.Apply(); err != nil {
 		return nil, fmt.Errorf("cannot make the agent non-dumpable: %w", err)
 	}
+	f.inherited = harden.KeepInherited()
 	return gateway.New(gateway.Options{
 		Socket:    f.socket,
 		Listener:  f.listener,
@@ -311,6 +313,7 @@ func runWithCommand(f *agentFlags, errw io.Writer) error {
 	}
 	cmd := exec.Command(f.command[0], f.command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = inheritedFiles(f.inherited)
 	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK="+f.socket, "SSH_AGENT_PID="+strconv.Itoa(os.Getpid()))
 	if err := cmd.Start(); err != nil {
 		cancel()
@@ -325,6 +328,21 @@ func runWithCommand(f *agentFlags, errw io.Writer) error {
 		warningf(errw, "agent: %v", err)
 	}
 	return exitStatusOf(werr)
+}
+
+// inheritedFiles places the descriptors the agent was started with
+// where COMMAND finds them, at the same numbers (ExtraFiles puts its
+// i-th at 3+i; a gap is closed), as ssh-agent's command gets them: a
+// make jobserver's pipe, a harness's descriptor.
+func inheritedFiles(fds []int) []*os.File {
+	if len(fds) == 0 {
+		return nil
+	}
+	files := make([]*os.File, fds[len(fds)-1]-2)
+	for _, fd := range fds {
+		files[fd-3] = os.NewFile(uintptr(fd), "inherited")
+	}
+	return files
 }
 
 // killAgent sends SIGTERM to $SSH_AGENT_PID, as ssh-agent -k does.

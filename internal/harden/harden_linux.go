@@ -10,3 +10,6 @@ func Dumpable() (bool, error) {
 	v, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
 	return v != 0, err
 }
+
+// fdDir lists the process's open descriptors.
+const fdDir = "/proc/self/fd"
