@@ -235,7 +235,7 @@ func (s *Service) Status() (Status, error) {
 	obj := conn.Object(st.Owner, objectPath)
 	ctx, cancel := callCtx()
 	defer cancel()
-	if err := obj.CallWithContext(ctx, iface+".GetCapabilities", 0).Store(&st.Capabilities); err != nil {
+	if st.Capabilities, err = capabilities(ctx, obj); err != nil {
 		return st, fmt.Errorf("the notification service does not answer: %w", err)
 	}
 	var name, vendor, version, spec string
@@ -274,12 +274,19 @@ func (s *Service) Show(ctx context.Context, n Note, onAction func(Invoked)) (<-c
 	}
 	cctx, cancel := callCtx()
 	defer cancel()
+	// The body is escaped for a service that reads markup in it; one
+	// that does not shows it as it is (an escape would show as "&lt;").
+	// A service that cannot say is taken to read markup.
+	body := n.Body
+	if caps, err := capabilities(cctx, conn.Object(own, objectPath)); err != nil || slices.Contains(caps, "body-markup") {
+		body = escapeMarkup(body)
+	}
 	sh := &shown{owner: own, onAction: onAction, closed: make(chan struct{})}
 	// Held across the call so that a signal for the new id waits for it.
 	s.mu.Lock()
 	var id uint32
 	err = conn.Object(own, objectPath).CallWithContext(cctx, iface+".Notify", 0,
-		n.App, uint32(0), "", n.Summary, escapeMarkup(n.Body), actions, hints, timeout).Store(&id)
+		n.App, uint32(0), "", n.Summary, body, actions, hints, timeout).Store(&id)
 	if err == nil {
 		s.shown[id] = sh
 	}
@@ -310,6 +317,14 @@ func (s *Service) withdraw(conn *dbus.Conn, id uint32, sh *shown) {
 	ctx, cancel := callCtx()
 	defer cancel()
 	conn.Object(sh.owner, objectPath).CallWithContext(ctx, iface+".CloseNotification", 0, id)
+}
+
+// capabilities asks the notification service obj what it can do
+// ("actions", "body-markup", ...).
+func capabilities(ctx context.Context, obj dbus.BusObject) ([]string, error) {
+	var caps []string
+	err := obj.CallWithContext(ctx, iface+".GetCapabilities", 0).Store(&caps)
+	return caps, err
 }
 
 // escapeMarkup escapes the characters the notification body markup
