@@ -37,6 +37,10 @@ type Session struct {
 	Ended     time.Time `json:"ended,omitzero"`
 	EndSeq    uint64    `json:"end_seq,omitempty"`
 	EndReason Reason    `json:"end_reason,omitempty"`
+	// EndUnknown: the log could not be read past a point where the
+	// approval was still open, so whether and when it ended is not
+	// known (set by the reader that stopped).
+	EndUnknown bool `json:"end_unknown,omitempty"`
 	// EndInferred is true when no session_ended event was recorded and the
 	// end follows from a later event: another gateway boot
 	// (gateway_restarted), the gateway stopping (gateway_stopped) or the

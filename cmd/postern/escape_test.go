@@ -60,7 +60,7 @@ func TestWhyShowsRequesterEscaped(t *testing.T) {
 
 func TestSessionHistoryShowsRunEscaped(t *testing.T) {
 	line := sessionLine(api.AuditSession{Run: "R1", Grant: "G1", Key: "SHA256:k", Approver: "tty:/dev/pts/3",
-		Label: "deploy\x1b]0;x\x07", Process: &audit.Process{PID: 7, Exe: "/tmp/" + hostile}, Approved: time.Now()}, false)
+		Label: "deploy\x1b]0;x\x07", Process: &audit.Process{PID: 7, Exe: "/tmp/" + hostile}, Approved: time.Now()})
 	noRaw(t, "sessions --history", line)
 	if strings.Count(line, "\n") != 1 || !strings.Contains(line, `label "deploy\x1b]0;x\x07"`) {
 		t.Fatalf("sessions --history line:\n%s", line)
@@ -78,7 +78,7 @@ func TestSessionHistoryShowsForgedFieldsEscaped(t *testing.T) {
 		{Run: "R1", Grant: "G1", Key: "SHA256:k", Ended: time.Now(), EndReason: hostile},
 	} {
 		s.Approved = time.Now()
-		line := sessionLine(s, false)
+		line := sessionLine(s)
 		noRaw(t, "sessions --history", line)
 		if strings.Count(line, "\n") != 1 {
 			t.Fatalf("sessions --history line:\n%s", line)

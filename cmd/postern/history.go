@@ -289,11 +289,12 @@ func sessionsHistory(out io.Writer, pfile string, offline, asJSON bool) error {
 	cut := false // the read stopped short: the end of a session open then is not known
 	emit := func(s api.AuditSession) {
 		n++
+		s.EndUnknown = cut && s.Ended.IsZero()
 		if asJSON {
 			arr.add(s)
 			return
 		}
-		w.WriteString(sessionLine(s, cut))
+		w.WriteString(sessionLine(s))
 	}
 	book := api.NewSessionBook()
 	err := readAudit(pfile, "", offline, api.AuditReadOptions{}, func(e api.AuditEvent) error {
@@ -326,10 +327,10 @@ func sessionsHistory(out io.Writer, pfile string, offline, asJSON bool) error {
 // and the label come from the run, the approver from a description of a
 // process, and an entry after the log's last checkpoint may be anyone's:
 // each field is escaped (safetext).
-func sessionLine(s api.AuditSession, cut bool) string {
+func sessionLine(s api.AuditSession) string {
 	end := "open"
 	switch {
-	case s.Ended.IsZero() && cut:
+	case s.EndUnknown:
 		end = "end not known: reading the log stopped before it"
 	case !s.Ended.IsZero():
 		end = "ended " + s.Ended.Local().Format("2006-01-02 15:04:05") + " (" + shownName(string(s.EndReason)) + ")"

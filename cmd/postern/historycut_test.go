@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/gateway/api"
 )
 
 // sessions --history over a log that fails verification lists the
@@ -76,5 +78,25 @@ func TestHistoryOfADamagedLogListsTheSessionsOpenWhereItStops(t *testing.T) {
 	}
 	if strings.Contains(out.String(), ", open") {
 		t.Fatalf("a session whose end is past the damage is shown as open:\n%s", out.String())
+	}
+	// In JSON too: a script that reads the sessions before the cut
+	// tells the one whose end is not known from one the log shows open.
+	out.Reset()
+	errw.Reset()
+	if code := run([]string{"sessions", "--history", "--json", "--offline", "--passphrase-file", pass}, &out, &errw); code != exitAudit {
+		t.Fatalf("--json: exit %d, want %d\n%s%s", code, exitAudit, out.String(), errw.String())
+	}
+	dec := json.NewDecoder(strings.NewReader(out.String()))
+	dec.Token() // [
+	unknown := map[string]bool{}
+	for dec.More() {
+		var s api.AuditSession
+		if err := dec.Decode(&s); err != nil {
+			t.Fatalf("%v in:\n%s", err, out.String())
+		}
+		unknown[s.Grant] = s.EndUnknown
+	}
+	if len(unknown) != 2 || !unknown["Gopen"] || unknown["Gended"] {
+		t.Fatalf("--json marks the end unknown of %v:\n%s", unknown, out.String())
 	}
 }
