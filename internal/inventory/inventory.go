@@ -155,7 +155,8 @@ func (inv *Inventory) Save(path string) error {
 	return atomicfile.Write(path, inv.Marshal(), 0o600)
 }
 
-// index builds the lookups, refusing a name or a key given twice.
+// index builds the lookups, refusing a name or a key given twice (a
+// key twice under one host would name the host twice on a card).
 func (inv *Inventory) index() error {
 	slices.SortFunc(inv.hosts, func(a, b Host) int { return strings.Compare(a.Name, b.Name) })
 	inv.byKey = map[string][]int{}
@@ -172,10 +173,11 @@ func (inv *Inventory) index() error {
 				return fmt.Errorf("host %q: key %q: %w", h.Name, k.Key, err)
 			}
 			blob := string(pub.Marshal())
-			for _, j := range inv.byKey[blob] {
-				if j != i {
-					return fmt.Errorf("key %s is bound to both %q and %q", k.Fingerprint, inv.hosts[j].Name, h.Name)
-				}
+			switch js := inv.byKey[blob]; {
+			case slices.Contains(js, i):
+				return fmt.Errorf("host %q lists key %s twice", h.Name, k.Fingerprint)
+			case len(js) > 0:
+				return fmt.Errorf("key %s is bound to both %q and %q", k.Fingerprint, inv.hosts[js[0]].Name, h.Name)
 			}
 			inv.byKey[blob] = append(inv.byKey[blob], i)
 		}

@@ -120,14 +120,15 @@ func TestDamagedFileRefused(t *testing.T) {
 	k := newKey(t)
 	good := NewKey(k, "test", time.Now())
 	for name, body := range map[string]string{
-		"not json":          "hosts",
-		"wrong version":     `{"version":2,"hosts":[]}`,
-		"unknown field":     `{"version":1,"hosts":[],"extra":1}`,
-		"bad name":          `{"version":1,"hosts":[{"name":"a b","keys":[{"key":"` + good.Key + `","fingerprint":"` + good.Fingerprint + `"}]}]}`,
-		"bad key":           `{"version":1,"hosts":[{"name":"a","keys":[{"key":"ssh-ed25519 AAAA","fingerprint":"x"}]}]}`,
-		"wrong fingerprint": `{"version":1,"hosts":[{"name":"a","keys":[{"key":"` + good.Key + `","fingerprint":"SHA256:x"}]}]}`,
-		"key twice":         `{"version":1,"hosts":[{"name":"a","keys":[{"key":"` + good.Key + `","fingerprint":"` + good.Fingerprint + `"}]},{"name":"b","keys":[{"key":"` + good.Key + `","fingerprint":"` + good.Fingerprint + `"}]}]}`,
-		"name twice":        `{"version":1,"hosts":[{"name":"a","keys":[{"key":"` + good.Key + `","fingerprint":"` + good.Fingerprint + `"}]},{"name":"a","keys":[{"key":"` + good.Key + `","fingerprint":"` + good.Fingerprint + `"}]}]}`,
+		"not json":            "hosts",
+		"wrong version":       `{"version":2,"hosts":[]}`,
+		"unknown field":       `{"version":1,"hosts":[],"extra":1}`,
+		"bad name":            `{"version":1,"hosts":[{"name":"a b","keys":[{"key":"` + good.Key + `","fingerprint":"` + good.Fingerprint + `"}]}]}`,
+		"bad key":             `{"version":1,"hosts":[{"name":"a","keys":[{"key":"ssh-ed25519 AAAA","fingerprint":"x"}]}]}`,
+		"wrong fingerprint":   `{"version":1,"hosts":[{"name":"a","keys":[{"key":"` + good.Key + `","fingerprint":"SHA256:x"}]}]}`,
+		"key twice":           `{"version":1,"hosts":[{"name":"a","keys":[{"key":"` + good.Key + `","fingerprint":"` + good.Fingerprint + `"}]},{"name":"b","keys":[{"key":"` + good.Key + `","fingerprint":"` + good.Fingerprint + `"}]}]}`,
+		"key twice in a host": `{"version":1,"hosts":[{"name":"a","keys":[{"key":"` + good.Key + `","fingerprint":"` + good.Fingerprint + `"},{"key":"` + good.Key + `","fingerprint":"` + good.Fingerprint + `"}]}]}`,
+		"name twice":          `{"version":1,"hosts":[{"name":"a","keys":[{"key":"` + good.Key + `","fingerprint":"` + good.Fingerprint + `"}]},{"name":"a","keys":[{"key":"` + good.Key + `","fingerprint":"` + good.Fingerprint + `"}]}]}`,
 	} {
 		if _, err := Parse([]byte(body)); err == nil {
 			t.Errorf("%s: accepted", name)
