@@ -130,15 +130,29 @@ func (p *cardPrompt) key(k string) keyReply {
 	return keyReply{}
 }
 
-// subjects renders the runs a session could bind, the marked one first
-// with an arrow.
+// subjectsShown bounds the runs listed under a session card: a chain of
+// up to 65 ancestors would make the card taller than most windows, and
+// one cut to the window can only be denied.
+const subjectsShown = 7
+
+// subjects renders the runs a session could bind, the marked one with an
+// arrow: all of them, or, past subjectsShown, those around the marked
+// one, with how many more lie above and below (the arrow keys reach
+// them).
 func (p *cardPrompt) subjects() string {
 	if !p.card.OffersSession() {
 		return ""
 	}
 	var b strings.Builder
 	b.WriteString("The run a session covers:\n")
-	for i, s := range p.card.Subjects {
+	n := len(p.card.Subjects)
+	from := min(max(p.subject-subjectsShown/2, 0), max(n-subjectsShown, 0))
+	to := min(from+subjectsShown, n)
+	if from > 0 {
+		fmt.Fprintf(&b, "  … %d more above (←)\n", from)
+	}
+	for i, s := range p.card.Subjects[from:to] {
+		i += from
 		mark := "  "
 		if i == p.subject {
 			mark = "▶ "
@@ -148,6 +162,9 @@ func (p *cardPrompt) subjects() string {
 			agent = "  (proposed)"
 		}
 		fmt.Fprintf(&b, "%s%d. %s%s\n", mark, i, subjectText(s.Name, s.PID, s.Exe), agent)
+	}
+	if to < n {
+		fmt.Fprintf(&b, "  … %d more below (→)\n", n-to)
 	}
 	return b.String()
 }
