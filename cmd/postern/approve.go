@@ -256,7 +256,7 @@ func askCard(gw *api.Client, tty *os.File, in *bufio.Reader, c api.Card, gone fu
 		settle(tty, in)
 		p = newPrompt(c)
 		_, rows, err := term.GetSize(int(tty.Fd()))
-		p.tall = err == nil && rows > 0 && lineCount(shown)+lineCount(wrap(p.question(), width)) > rows
+		p.tall = err == nil && rows > 0 && tallerThan(c, p, width, rows)
 	}
 	show()
 	for {
@@ -318,6 +318,14 @@ func lineCard(c api.Card, width int) string {
 	}
 	b.WriteString("\n" + wrap(c.Text(), width) + "\n")
 	return b.String()
+}
+
+// tallerThan reports whether card c, shown by lineCard in width columns,
+// and its question p lose the card's top in a terminal of rows lines.
+// The runs a session could bind, listed above the card, may go off the
+// screen: the card names the marked one, and a number marks another.
+func tallerThan(c api.Card, p *prompt, width, rows int) bool {
+	return lineCount("\n"+wrap(c.Text(), width)+"\n")+lineCount(wrap(p.question(), width)) > rows
 }
 
 // goneEvery is how often a console waiting for a line checks that the

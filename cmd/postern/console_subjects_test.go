@@ -48,3 +48,26 @@ func TestConsoleSessionCardWithManySubjectsFits(t *testing.T) {
 		t.Fatalf("the card took no session approval: note %q", m.note)
 	}
 }
+
+// On the line console too, a session card for a requester with a long
+// chain of ancestors is not taken for a card taller than the terminal
+// (which can only be denied) because the list of the runs above it is:
+// the card, next to its question, is whole on the screen.
+func TestLineConsoleCardWithManySubjectsIsNotTooTall(t *testing.T) {
+	subjects := make([]approvals.RunView, 65)
+	for i := range subjects {
+		subjects[i] = approvals.RunView{ProcessView: approvals.ProcessView{PID: 1000 + i, Name: fmt.Sprintf("proc%d", i)}}
+	}
+	c := api.Card{ID: "CS", Mode: "session", Purpose: "auth", Selected: 3, Subjects: subjects,
+		Destination: &approvals.DestView{Fingerprint: "SHA256:x", Names: []string{"git-host"}}}
+	if n := lineCount(lineCard(c, 120)); n <= 40 {
+		t.Fatalf("the card and its runs take %d lines: the test needs more than 40", n)
+	}
+	if tallerThan(c, newPrompt(c), 120, 40) {
+		t.Fatal("a session card of 65 runs is taken as taller than a terminal of 40 lines")
+	}
+	c.Subjects, c.Selected = c.Subjects[:1], 0
+	if !tallerThan(c, newPrompt(c), 120, 5) {
+		t.Fatal("a card taller than a terminal of 5 lines is not taken as such")
+	}
+}
