@@ -61,6 +61,9 @@ func (n *notifier) Show(ctx context.Context, c approvals.CardView) {
 		n.g.log.Info("card not shown as a notification", "card", c.ID, "err", err)
 		return
 	}
+	// Shown only now: the calls that show it (a slow service's) count
+	// for no reading time.
+	n.move()
 	select {
 	case <-ctx.Done():
 	case <-closed:

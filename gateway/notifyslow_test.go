@@ -33,27 +33,35 @@ func (s stuckNotifications) GetServerInformation() (string, string, string, stri
 	return "", "", "", "", nil
 }
 
-// A status request waits for the notification service to say what it
-// can do; meanwhile the gateway answers everything else: a run is
-// prepared while the status request still waits (it gives up on the
-// service after notify's callTimeout).
-func TestSlowNotifierStatus(t *testing.T) {
-	dir := gatewayHome(t)
+// serveNotifications starts a session bus for a gateway in dir (it
+// names it in DBUS_SESSION_BUS_ADDRESS), and serves there the
+// notification service srv makes, on the connection it is given.
+func serveNotifications(t *testing.T, dir string, srv func(*dbus.Conn) any) {
+	t.Helper()
 	bus := dbustest.Start(t, dir, []string{"PATH=" + os.Getenv("PATH"), "XDG_RUNTIME_DIR=" + dir})
 	t.Setenv("DBUS_SESSION_BUS_ADDRESS", bus)
 	conn, err := dbus.Connect(bus)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	stuck := stuckNotifications{release: make(chan struct{}), called: make(chan struct{}), once: new(sync.Once)}
-	defer close(stuck.release)
-	if err := conn.Export(stuck, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+	t.Cleanup(func() { conn.Close() })
+	if err := conn.Export(srv(conn), "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
 		t.Fatal(err)
 	}
 	if reply, err := conn.RequestName(notify.ServiceName, dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
 		t.Fatalf("owning %s: %v %v", notify.ServiceName, reply, err)
 	}
+}
+
+// A status request waits for the notification service to say what it
+// can do; meanwhile the gateway answers everything else: a run is
+// prepared while the status request still waits (it gives up on the
+// service after notify's callTimeout).
+func TestSlowNotifierStatus(t *testing.T) {
+	dir := gatewayHome(t)
+	stuck := stuckNotifications{release: make(chan struct{}), called: make(chan struct{}), once: new(sync.Once)}
+	defer close(stuck.release)
+	serveNotifications(t, dir, func(*dbus.Conn) any { return stuck })
 	_, sock, _ := runGateway(t, dir)
 	c := api.NewClient(sock)
 	ctx := context.Background()
