@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/safetext"
 )
 
 // reconnectEvery is how often a console tries again to reach a gateway
@@ -22,7 +23,8 @@ const reconnectEvery = 250 * time.Millisecond
 // that reads them.
 type cardWatcher struct {
 	c *api.Client
-	// say reports a change of connection to the person.
+	// say reports a change of connection to the person (through tell,
+	// which escapes it).
 	say func(msg string)
 
 	start   sync.Once
@@ -104,11 +106,11 @@ func (w *cardWatcher) follow(ctx context.Context, changed func(d *api.CardsDelta
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, api.ErrCardsGap):
-			w.say("postern: " + err.Error() + "; reading them all again")
+			w.tell("postern: " + err.Error() + "; reading them all again")
 			continue
 		case !w.lost:
 			w.lost = true
-			w.say("postern: the gateway cannot be reached (" + err.Error() + "); reconnecting")
+			w.tell("postern: the gateway cannot be reached (" + err.Error() + "); reconnecting")
 		}
 		select {
 		case <-ctx.Done():
@@ -116,6 +118,11 @@ func (w *cardWatcher) follow(ctx context.Context, changed func(d *api.CardsDelta
 		}
 	}
 }
+
+// tell says msg, about the connection to the gateway, to the person:
+// it holds the gateway's words (an error, a boot id), which are escaped
+// (safetext.Terminal) whatever answers on the control socket.
+func (w *cardWatcher) tell(msg string) { w.say(safetext.Terminal(msg)) }
 
 // reconnected notes the gateway's boot id and says whether it restarted.
 func (w *cardWatcher) reconnected(ctx context.Context) {
@@ -126,9 +133,9 @@ func (w *cardWatcher) reconnected(ctx context.Context) {
 	switch {
 	case w.boot == "":
 	case st.BootID != w.boot:
-		w.say("postern: reconnected: the gateway restarted (boot id " + st.BootID + "); every earlier approval and card is gone")
+		w.tell("postern: reconnected: the gateway restarted (boot id " + st.BootID + "); every earlier approval and card is gone")
 	default:
-		w.say("postern: reconnected to the gateway")
+		w.tell("postern: reconnected to the gateway")
 	}
 	w.boot, w.lost = st.BootID, false
 }
