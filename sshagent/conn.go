@@ -161,6 +161,7 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 	// way goes on, its record written here when there is none (Enter).
 	req.Overlap = true
 	sd, err := parseSignData(data, key)
+	req.Purpose = sd.kind.purpose()
 	if err != nil {
 		return refuse(audit.ReasonMalformedRequest, err.Error())
 	}
@@ -183,7 +184,6 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 	}
 	switch sd.kind {
 	case signUserauth:
-		req.Purpose = approvals.PurposeAuth
 		if last := c.binds.last(); last != nil {
 			req.Dest = &approvals.Destination{
 				HostKey:    last.HostKey,
@@ -193,7 +193,6 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 			}
 		}
 	case signSSHSig:
-		req.Purpose = approvals.PurposeSSHSig
 		req.Namespace = sd.namespace
 	}
 	// A lock from now on, even one undone by an unlock, voids the

@@ -34,6 +34,8 @@ type decider struct {
 	mu      sync.Mutex
 	reqs    []*approvals.Request
 	refused []audit.Reason
+	// refusedPurpose is the purpose of the last request refused.
+	refusedPurpose approvals.Purpose
 }
 
 func (d *decider) Decide(_ context.Context, r *approvals.Request) approvals.Decision {
@@ -61,9 +63,10 @@ func (d *decider) last() *approvals.Request {
 	return d.reqs[len(d.reqs)-1]
 }
 
-func (d *decider) Refused(_ *approvals.Request, reason audit.Reason) {
+func (d *decider) Refused(r *approvals.Request, reason audit.Reason) {
 	d.mu.Lock()
 	d.refused = append(d.refused, reason)
+	d.refusedPurpose = r.Purpose
 	d.mu.Unlock()
 }
 

@@ -19,6 +19,18 @@ const (
 	signSSHSig                   // an SSHSIG blob (ssh-keygen -Y sign, git commit signing)
 )
 
+// purpose is what a request of kind k is for, as cards and records say
+// it.
+func (k signKind) purpose() approvals.Purpose {
+	switch k {
+	case signUserauth:
+		return approvals.PurposeAuth
+	case signSSHSig:
+		return approvals.PurposeSSHSig
+	}
+	return approvals.PurposeOther
+}
+
 // signData is what the agent learns from the bytes it is asked to sign.
 type signData struct {
 	kind      signKind
@@ -130,21 +142,22 @@ func samePublic(a, b ssh.PublicKey) bool {
 
 // parseSignData recognises the two kinds of data OpenSSH asks an agent to
 // sign. key is the key that will sign; a userauth request for another key
-// is not recognised as one.
+// is not recognised as one. With an error, the kind is what the data
+// said it was, for the refusal's record.
 func parseSignData(data []byte, key ssh.PublicKey) (signData, error) {
 	if rest, ok := bytes.CutPrefix(data, []byte("SSHSIG")); ok {
 		var m sshsigMsg
 		if err := ssh.Unmarshal(rest, &m); err != nil || m.Namespace == "" {
-			return signData{}, errors.New("malformed SSHSIG data")
+			return signData{kind: signSSHSig}, errors.New("malformed SSHSIG data")
 		}
 		if len(m.Namespace) > maxNamespace {
-			return signData{}, errors.New("malformed SSHSIG data: a namespace longer than 255 bytes")
+			return signData{kind: signSSHSig}, errors.New("malformed SSHSIG data: a namespace longer than 255 bytes")
 		}
 		// What ssh-keygen -Y sign sends and -Y verify accepts: the
 		// message's SHA-256 or SHA-512 hash, nothing of another size
 		// under a card that shows the namespace alone.
 		if n, ok := sshsigHashes[m.HashAlg]; !ok || len(m.Hash) != n {
-			return signData{}, errors.New("malformed SSHSIG data: not a SHA-256 or SHA-512 hash of the message")
+			return signData{kind: signSSHSig}, errors.New("malformed SSHSIG data: not a SHA-256 or SHA-512 hash of the message")
 		}
 		return signData{kind: signSSHSig, namespace: m.Namespace}, nil
 	}
@@ -154,19 +167,19 @@ func parseSignData(data []byte, key ssh.PublicKey) (signData, error) {
 	}
 	named, err := parsePublicKey(m.PubKey)
 	if err != nil {
-		return signData{}, errors.New("malformed key in userauth request")
+		return signData{kind: signUserauth}, errors.New("malformed key in userauth request")
 	}
 	// ssh signs for a certificate (CertificateFile) with the plain key
 	// the agent holds, and the reverse: as OpenSSH does, the public
 	// halves are compared.
 	if !samePublic(named, key) {
-		return signData{}, errors.New("userauth request names another key")
+		return signData{kind: signUserauth}, errors.New("userauth request names another key")
 	}
 	d := signData{kind: signUserauth, sessionID: m.SessionID, user: m.User, named: named}
 	switch m.Method {
 	case "publickey":
 		if len(m.Rest) != 0 {
-			return signData{}, errors.New("trailing data after userauth request")
+			return signData{kind: signUserauth}, errors.New("trailing data after userauth request")
 		}
 	case "publickey-hostbound-v00@openssh.com":
 		var hb struct {
@@ -174,11 +187,11 @@ func parseSignData(data []byte, key ssh.PublicKey) (signData, error) {
 			Rest    []byte `ssh:"rest"`
 		}
 		if err := ssh.Unmarshal(m.Rest, &hb); err != nil || len(hb.Rest) != 0 {
-			return signData{}, errors.New("malformed hostbound userauth request")
+			return signData{kind: signUserauth}, errors.New("malformed hostbound userauth request")
 		}
 		hk, err := ssh.ParsePublicKey(hb.HostKey)
 		if err != nil {
-			return signData{}, errors.New("malformed host key in userauth request")
+			return signData{kind: signUserauth}, errors.New("malformed host key in userauth request")
 		}
 		d.hostKey = hk
 	default:

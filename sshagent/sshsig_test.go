@@ -76,6 +76,13 @@ func TestSSHSigOnlyAsSSHKeygenSigns(t *testing.T) {
 		if why := ts.dec.lastRefusal(); why != audit.ReasonMalformedRequest {
 			t.Errorf("hash algorithm %q, %d bytes: refused as %q", tt.alg, tt.hash, why)
 		}
+		// Its refusal is recorded as what it said it was: a signature.
+		ts.dec.mu.Lock()
+		purpose := ts.dec.refusedPurpose
+		ts.dec.mu.Unlock()
+		if purpose != approvals.PurposeSSHSig {
+			t.Errorf("hash algorithm %q, %d bytes: refused with purpose %q", tt.alg, tt.hash, purpose)
+		}
 	}
 }
 
