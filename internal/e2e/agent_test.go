@@ -523,6 +523,8 @@ func execHelper(mode string) {
 		relayMain()
 	case "echo":
 		echoMain()
+	case "hold":
+		holdMain()
 	case "exec":
 		c, err := net.Dial("unix", os.Getenv("SSH_AUTH_SOCK"))
 		if err != nil {

@@ -20,7 +20,7 @@ func TestBastionCommandsOnlyForSomeoneWaiting(t *testing.T) {
 	// The clients run in a terminal session of their own, as an agent's
 	// do: the test answers from another one.
 	cmd := e.Command("ssh", b.sshArgs(b.sshd.Port, "touch "+marker)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr.Setsid = true
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestBastionCommandsOnlyForSomeoneWaiting(t *testing.T) {
 func (e *Env) startDetached(name string, args ...string) <-chan Result {
 	res := make(chan Result, 1)
 	cmd := e.Command(name, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr.Setsid = true
 	go func() { res <- e.finish(cmd, "") }()
 	return res
 }

@@ -295,9 +295,20 @@ func (e *Env) Command(name string, args ...string) *exec.Cmd {
 	if name == "postern" {
 		name = cmp.Or(e.postern, posternBin)
 	}
-	cmd := exec.Command(name, args...)
+	cmd := testCommand(name, args...)
 	cmd.Env = e.Environ()
 	cmd.Dir = e.Dir
+	return cmd
+}
+
+// testCommand is exec.Command for a process a test starts, killed with
+// the test binary whatever kills it (go test's own timeout, a signal):
+// no gateway, console or run is left behind. (The signal comes when the
+// thread that started the process exits; the tests lock no goroutine to
+// its thread.)
+func testCommand(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
 
@@ -596,7 +607,7 @@ func (e *Env) StartConsole() *Console {
 	c.cmd = e.Command("postern", "approve")
 	c.cmd.Stdin, c.cmd.Stdout, c.cmd.Stderr = pr, f, f
 	// A console runs in a terminal of its own, not the requester's.
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	c.cmd.SysProcAttr.Setsid = true
 	if err := c.cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}

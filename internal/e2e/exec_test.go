@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -58,7 +57,7 @@ while [ ! -e %[5]s ]; do sleep 0.05; done
 exec -a x %[6]s
 `, e.Path("pid1"), login, e.Path("rc1"), e.Path("rc2"), e.Path("go"), other), 0o755)
 	cmd := e.Command("/bin/bash", first)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // the approver is in another session
+	cmd.SysProcAttr.Setsid = true // the approver is in another session
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

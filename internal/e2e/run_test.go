@@ -63,7 +63,7 @@ func (e *Env) StartRunWith(label string, opts ...string) *Driver {
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	// An agent runs in its own terminal session; the person approves from
 	// another one (the test's).
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	d.cmd.SysProcAttr.Setsid = true
 	if err := d.cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}

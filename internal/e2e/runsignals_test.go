@@ -101,7 +101,7 @@ func TestInterruptSentToPosternRunAloneReachesTheCommand(t *testing.T) {
 			args := append(append([]string{"run"}, mode...), "--", "sh", "-c", `trap 'echo got it; exit 7' INT QUIT; echo ready; while :; do sleep 0.05; done`)
 			cmd := w.e.Command(posternBin, args...)
 			// No controlling terminal, as under a harness.
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			cmd.SysProcAttr.Setsid = true
 			lines, stderr := startReady(t, cmd)
 			cmd.Process.Signal(sig)
 			done := make(chan string, 1)
