@@ -2,7 +2,6 @@ package askpass
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/postern/postern/internal/procid/proctest"
 )
 
 // A card answered elsewhere, or timed out, takes its dialog away: a
@@ -41,21 +42,10 @@ func TestCancelledDialogLeavesNoChild(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the cancelled question did not end")
 	}
-	for deadline := time.Now().Add(5 * time.Second); running(pid); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); proctest.Running(pid); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("the dialog (pid %d) outlived its cancelled question", pid)
 		}
 	}
-}
-
-// running reports whether process pid runs (a zombie waiting for its
-// new parent to reap it does not).
-func running(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	_, after, _ := strings.Cut(string(b), ") ")
-	return !strings.HasPrefix(after, "Z")
 }

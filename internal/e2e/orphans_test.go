@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/postern/postern/internal/procid/proctest"
 )
 
 // holdMain starts a process as the tests start theirs, prints its pid,
@@ -51,22 +53,10 @@ func TestProcessesDieWithTheTestBinary(t *testing.T) {
 	}
 	holder.Process.Kill()
 	holder.Wait()
-	for deadline := time.Now().Add(30 * time.Second); alive(pid); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); proctest.Running(pid); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("process %d, started by a test binary killed since, still runs", pid)
 		}
 	}
-}
-
-// alive reports whether pid runs (a zombie, dead and not yet reaped,
-// does not).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
 }

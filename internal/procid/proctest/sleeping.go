@@ -29,3 +29,11 @@ func WaitSleeping(t testing.TB, pid int, name string) {
 		}
 	}
 }
+
+// Running reports whether the real process pid runs: a zombie, dead
+// and waiting for its parent (or init) to reap it, does not.
+func Running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	end := bytes.LastIndexByte(b, ')')
+	return err == nil && end >= 0 && end+2 < len(b) && b[end+2] != 'Z' && b[end+2] != 'X'
+}
