@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/internal/procid"
 )
 
 // The connections to the upstream agent: a client's own while it is
@@ -106,9 +108,9 @@ func (c *conn) upstream() (*upstreamLink, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.srv.own.has(nc.RemoteAddr()) {
+	if err := c.notUpstream(nc); err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("it leads back to this agent's own socket %s", nc.RemoteAddr())
+		return nil, err
 	}
 	c.up = &upstreamLink{framed: newFramed(nc)}
 	for _, b := range c.binds.list {
@@ -117,6 +119,30 @@ func (c *conn) upstream() (*upstreamLink, error) {
 		}
 	}
 	return c.up, nil
+}
+
+// notUpstream says why nc, just connected to the upstream socket, does
+// not lead to the user's upstream agent: it leads back to one of this
+// agent's own sockets, or to a process of another user (one that made
+// its socket first at a path others can write), which is to see
+// neither the user's logins nor what the user signs, and whose keys are
+// not the user's to use. Root's is the user's, as for ssh-agent.
+func (c *conn) notUpstream(nc net.Conn) error {
+	if c.srv.own.has(nc.RemoteAddr()) {
+		return fmt.Errorf("it leads back to this agent's own socket %s", nc.RemoteAddr())
+	}
+	uc, ok := nc.(*net.UnixConn)
+	if !ok {
+		return errors.New("not a unix socket")
+	}
+	cred, err := procid.PeerCred(uc)
+	if err != nil {
+		return err
+	}
+	if !procid.OwnOrRoot(cred.UID) {
+		return fmt.Errorf("the agent listening there runs as another user (uid %d, pid %d)", cred.UID, cred.PID)
+	}
+	return nil
 }
 
 // bindUpstream sends a verified session-bind on the link, when it is

@@ -57,6 +57,11 @@ func (t *Table) AdmitOpaqueCred(c *net.UnixConn, cred Cred, socket string, log *
 // ownUID is this process's user, which it keeps for its life.
 var ownUID = os.Getuid()
 
+// OwnOrRoot reports whether uid is this process's user or root: the
+// users whose processes the gateway deals with, on its sockets and on
+// the upstream agent's.
+func OwnOrRoot(uid uint32) bool { return int(uid) == ownUID || uid == 0 }
+
 // ErrHiddenExe refuses a peer whose executable cannot be read.
 var ErrHiddenExe = errors.New("its executable cannot be read: the process is not dumpable")
 
@@ -79,7 +84,7 @@ func (t *Table) admit(c *net.UnixConn, cred *Cred, socket string, log *slog.Logg
 		peer.Close()
 		return nil, fmt.Errorf("pid %d: %w", peer.PID, ErrHiddenExe)
 	}
-	if uid := peer.UID; int(uid) != ownUID && uid != 0 {
+	if uid := peer.UID; !OwnOrRoot(uid) {
 		log.Warn("refusing connection from another user", "socket", socket, "uid", uid, "pid", peer.PID, "exe", peer.Exe.Path)
 		peer.Close()
 		return nil, fmt.Errorf("pid %d, uid %d: %w", peer.PID, uid, ErrOtherUser)
