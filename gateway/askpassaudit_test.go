@@ -34,25 +34,31 @@ func TestAskpassPinAndChangeAreRecorded(t *testing.T) {
 	}
 	stop()
 
-	var started, changed *api.AuditEvent
-	err := api.ReadAuditLog(filepath.Join(filepath.Dir(vaultPath), "audit.log"),
-		func() (*vault.Vault, error) { return vault.Open(vaultPath, bytes.Clone(pass)) },
-		api.AuditReadOptions{}, func(e api.AuditEvent) error {
-			switch e.Type {
-			case audit.EventGatewayStarted:
-				started = &e
-			case audit.EventAskpassChanged:
-				changed = &e
-			}
-			return nil
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
+	started := lastEvent(t, vaultPath, pass, audit.EventGatewayStarted)
+	changed := lastEvent(t, vaultPath, pass, audit.EventAskpassChanged)
 	if started == nil || started.Detail["askpass"] != prog {
 		t.Errorf("gateway_started does not name the askpass program pinned: %+v", started)
 	}
 	if changed == nil || changed.Detail["path"] != prog || changed.Detail["error"] == "" {
 		t.Errorf("askpass approvals turned off are not recorded: %+v", changed)
 	}
+}
+
+// lastEvent reads the audit log beside the vault at vaultPath and
+// returns its last event of type typ, nil when there is none.
+func lastEvent(t *testing.T, vaultPath string, pass []byte, typ audit.EventType) *api.AuditEvent {
+	t.Helper()
+	var last *api.AuditEvent
+	err := api.ReadAuditLog(filepath.Join(filepath.Dir(vaultPath), "audit.log"),
+		func() (*vault.Vault, error) { return vault.Open(vaultPath, bytes.Clone(pass)) },
+		api.AuditReadOptions{}, func(e api.AuditEvent) error {
+			if e.Type == typ {
+				last = &e
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return last
 }

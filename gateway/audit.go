@@ -205,13 +205,17 @@ func (g *Gateway) startAuditLate(epoch uint64) {
 	g.log.Info("audit log started", "path", g.currentAudit().Path())
 }
 
-// startDetail is the Detail of gateway_started: the gateway's pid, and
-// the askpass program it pinned, an approver, with its hash; more adds
-// to it.
+// startDetail is the Detail of gateway_started: the gateway's pid, the
+// askpass program it pinned, an approver, with its hash, and the socket
+// of the upstream agent whose keys it gates (which key_holder=upstream
+// names); more adds to it.
 func (g *Gateway) startDetail(more map[string]string) map[string]string {
 	d := map[string]string{"pid": itoa(os.Getpid())}
 	if path, hash, _ := g.askpass.Status(); path != "" {
 		d["askpass"], d["askpass_sha256"] = path, hash
+	}
+	if up := g.agent.Upstream; up != nil {
+		d["upstream"] = up.Socket
 	}
 	maps.Copy(d, more)
 	return d
