@@ -17,7 +17,7 @@ import (
 )
 
 // opCheck dry-runs the policy in force ("postern check").
-func (g *Gateway) opCheck(_ context.Context, _ *procid.Peer, a api.CheckArgs) (any, error) {
+func (g *Gateway) opCheck(ctx context.Context, _ *procid.Peer, a api.CheckArgs) (any, error) {
 	c := approvals.Check{Forwarded: a.Forwarded}
 	// Names count as the inventory gives them: a name it lacks is a
 	// destination postern could not name. Case does not count, as it
@@ -53,13 +53,15 @@ func (g *Gateway) opCheck(_ context.Context, _ *procid.Peer, a api.CheckArgs) (a
 	// A key named by its comment is the one key that has it: keys made on
 	// one machine share ssh-keygen's default comment, and rules name
 	// either by its fingerprint.
-	// The upstream agent's keys count as it listed them last: a rule
-	// on a comment applies to a key named by its fingerprint, as when a
+	// The upstream agent's keys count as it lists them: a rule on a
+	// comment applies to a key named by its fingerprint, as when a
 	// request comes, and the other way round.
 	ids, err := g.keys.Identities()
 	res.Locked = errors.Is(err, sshagent.ErrLocked)
 	own := len(ids)
-	ids = append(ids, g.agent.UpstreamListed()...)
+	if a.Key != "" {
+		ids = append(ids, g.agent.UpstreamListed(ctx)...)
+	}
 	var named []string
 	for i, id := range ids {
 		fp := id.Fingerprint() // of the key a certificate certifies, as a request is decided

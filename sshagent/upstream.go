@@ -2,6 +2,7 @@ package sshagent
 
 import (
 	"bytes"
+	"context"
 	"crypto/dsa"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/procid"
 )
 
 // An upstream agent (postern agent --upstream SOCKET, upstream = in
@@ -105,14 +107,20 @@ func (k *upstreamKeys) set(ids []*Identity) {
 	k.mu.Unlock()
 }
 
-// UpstreamListed returns the identities the upstream agent listed last,
-// to any client (none before a client listed them, or without an
-// upstream agent): what "postern check" knows of the keys only the
-// upstream holds.
-func (s *Server) UpstreamListed() []*Identity {
+// UpstreamListed returns the identities the upstream agent lists now,
+// as to a client without session bindings, or, when it cannot be asked,
+// those it listed last to any client (none without an upstream agent):
+// what "postern check" knows of the keys only the upstream holds.
+func (s *Server) UpstreamListed(ctx context.Context) []*Identity {
 	if !s.Upstream.inUse() {
 		return nil
 	}
+	c := &conn{srv: s, ctx: ctx, peer: &procid.Peer{}}
+	c.log = connLog{c}
+	if _, err := c.upstreamIdentities(); err != nil {
+		s.Log.Warn("cannot list the upstream agent's keys; counting them as it listed them last", "err", err)
+	}
+	c.closeUpstream()
 	s.upKeys.mu.Lock()
 	defer s.upKeys.mu.Unlock()
 	return slices.Clone(s.upKeys.ids)
