@@ -110,7 +110,9 @@ func (g *Gateway) startBastion() error {
 	}
 	g.bastionL = l
 	g.srv.serve(func() error {
-		return safesocket.Serve(g.srv.ctx, l, &g.bastionConns, g.serveBastionConn, g.exhausted, bastion.RefuseShort)
+		return g.agent.ServeOwn(l, func() error {
+			return safesocket.Serve(g.srv.ctx, l, &g.bastionConns, g.serveBastionConn, g.exhausted, bastion.RefuseShort)
+		})
 	})
 	g.log.Info("bastion listening", "socket", path)
 	return nil

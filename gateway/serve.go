@@ -133,7 +133,9 @@ func (g *Gateway) serveSockets() error {
 
 // serveControl serves the control socket serveSockets listens on.
 func (g *Gateway) serveControl() {
-	g.srv.serve(func() error { return g.ctl.Serve(g.srv.ctx, g.ctlL) })
+	g.srv.serve(func() error {
+		return g.agent.ServeOwn(g.ctlL, func() error { return g.ctl.Serve(g.srv.ctx, g.ctlL) })
+	})
 }
 
 // closeListeners closes every socket the gateway listens on.

@@ -11,7 +11,10 @@ import (
 // would have the agent ask itself, and that connection itself again,
 // until the user's connections ran out, the idle ones pushed out first.
 // A connection to the upstream whose other end is bound where the agent
-// listens is closed before anything is sent on it. (A program that
+// listens, or where the process serves another socket of its own (the
+// gateway's control socket, its bastion's: neither answers an agent
+// request, and each listing would wait for the upstream's time to run
+// out), is closed before anything is sent on it. (A program that
 // relays between the two is another agent: the loop it makes is bounded
 // by the connection limits, as any client's flood is.)
 
@@ -48,4 +51,13 @@ func (o *ownSockets) has(a net.Addr) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.addrs[a.String()] > 0
+}
+
+// ServeOwn runs serve, which serves l, another socket of the process
+// than the agent's, and takes l's address for one of the agent's own
+// until serve returns: never the upstream agent.
+func (s *Server) ServeOwn(l net.Listener, serve func() error) error {
+	s.own.add(l.Addr())
+	defer s.own.remove(l.Addr())
+	return serve()
 }
