@@ -371,6 +371,9 @@ func (g *Gateway) Status() api.Status {
 		st.Config.Error = g.configErr.Error()
 	}
 	st.Bastion = g.journalStatus()
+	if up := g.agent.Upstream; up != nil {
+		st.Upstream = &api.UpstreamStatus{Socket: up.Socket, Stopped: up.Stopped()}
+	}
 	st.Audit.Syslog = g.exportStatus()
 	st.Audit.Anchor = g.anchors.lastAnchor()
 	return st

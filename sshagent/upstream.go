@@ -84,6 +84,9 @@ func (u *UpstreamAgent) Stop() {
 	u.stopped.Store(true)
 }
 
+// Stopped reports whether Stop was called.
+func (u *UpstreamAgent) Stopped() bool { return u.stopped.Load() }
+
 // inUse reports whether u is set and not stopped.
 func (u *UpstreamAgent) inUse() bool { return u != nil && !u.stopped.Load() }
 

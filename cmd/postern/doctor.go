@@ -23,7 +23,8 @@ const doctorUsage = `Usage: postern doctor [--json] [--socket PATH]
 
 Check the set-up and say what to fix: the agent socket and
 $SSH_AUTH_SOCK, which approvers can show cards, the vault, the audit log,
-the configuration, confinement support, OpenSSH, and the systemd unit.
+the configuration, the upstream agent, confinement support, OpenSSH, and
+the systemd unit.
 Exit status 1 when a check failed.
 `
 
@@ -223,6 +224,9 @@ func statusFindings(st *api.Status) []finding {
 		add("bastion", "fail", fmt.Sprintf("refusing every command since %s: %s", b.Since, b.Refusing), fix)
 	default:
 		add("bastion", "ok", "serving; journal "+b.Journal, "")
+	}
+	if st.Upstream != nil {
+		fs = append(fs, upstreamCheck(st))
 	}
 	return fs
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -164,5 +165,20 @@ func TestDoctorWarnsOfAVaultOpenToOthers(t *testing.T) {
 		if f.Status != "warn" || !strings.Contains(f.Detail, fmt.Sprintf("%s is open to other users (mode %04o)", tt.path, tt.mode)) || !strings.Contains(f.Fix, tt.fix) {
 			t.Errorf("%s of mode %04o: vault finding %+v, want a warning naming it and %q", tt.path, tt.mode, f, tt.fix)
 		}
+	}
+}
+
+// An upstream socket where the gateway itself listens is one the gateway
+// does not ask: postern doctor says so rather than list its keys.
+func TestDoctorSaysTheUpstreamLeadsBackToTheGateway(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	st := &api.Status{PID: os.Getpid(), Upstream: &api.UpstreamStatus{Socket: sock}}
+	if f := upstreamCheck(st); f.Status != "fail" || !strings.Contains(f.Detail, "leads back to the gateway itself") {
+		t.Errorf("an upstream socket the gateway listens on: %+v", f)
 	}
 }

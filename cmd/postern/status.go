@@ -101,6 +101,12 @@ func printStatus(out io.Writer, st *api.Status) {
 			}
 		}
 	}
+	if u := st.Upstream; u != nil {
+		fmt.Fprintf(out, "upstream  %s\n", safetext.Field(u.Socket, safetext.Line))
+		if u.Stopped {
+			fmt.Fprintln(out, "          not used: not the upstream agent the approved configuration names; restart the gateway to use that one")
+		}
+	}
 	fmt.Fprintf(out, "counts    %s, %s, %s, %s\n", plural(st.Counts.Keys, "key"), plural(st.Counts.Runs, "run"), plural(st.Counts.Grants, "grant"), plural(st.Counts.Cards, "pending card"))
 	printApprovers(out, st.Approvers)
 	if !st.LastNoApprover.IsZero() {

@@ -19,13 +19,24 @@ type Status struct {
 	Askpass AskpassStatus  `json:"askpass"`
 	Audit   AuditStatus    `json:"audit"`
 	Bastion *BastionStatus `json:"bastion,omitempty"` // nil: the bastion is not enabled
-	Counts  Counts         `json:"counts"`
+	// Upstream is the upstream agent whose keys the gateway gates; nil
+	// for none.
+	Upstream *UpstreamStatus `json:"upstream,omitempty"`
+	Counts   Counts          `json:"counts"`
 	// Approvers are the ways a card can reach a person now. With none
 	// reachable, a request that needs a card is refused at once
 	// (no_approver).
 	Approvers []Approver `json:"approvers"`
 	// LastNoApprover is when a request was last refused so.
 	LastNoApprover time.Time `json:"last_no_approver,omitzero"`
+}
+
+// UpstreamStatus names the upstream agent the gateway gates.
+type UpstreamStatus struct {
+	Socket string `json:"socket"`
+	// Stopped: it is not the one the approved configuration names, and
+	// its keys are used no more until the gateway restarts.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // BastionStatus describes the bastion's command journal.
