@@ -6,6 +6,7 @@ import (
 	"crypto/dsa"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -256,6 +257,7 @@ func (c *conn) signUpstream(id *Identity, data []byte, flags uint32, locks uint6
 	msg := append([]byte{msgSignRequest}, ssh.Marshal(signRequestMsg{KeyBlob: id.Blob(), Data: data, Flags: flags})...)
 	wait := c.srv.touchTimeout()
 	u, err := c.upstreamSend(msg, wait)
+	err = touchErr(err)
 	if recorded = record(); recorded != nil && err == nil {
 		// Nothing it signs may leave: the upstream need not wait for
 		// its confirmation either.
@@ -267,7 +269,7 @@ func (c *conn) signUpstream(id *Identity, data []byte, flags uint32, locks uint6
 	}
 	resp, err := c.upstreamReply(u, msg, wait)
 	if err != nil {
-		return nil, recorded, err
+		return nil, recorded, touchErr(err)
 	}
 	var m struct {
 		Sig  []byte
@@ -284,6 +286,16 @@ func (c *conn) signUpstream(id *Identity, data []byte, flags uint32, locks uint6
 		return nil, recorded, err
 	}
 	return sig, recorded, nil
+}
+
+// touchErr is err, from a sign request's exchange with the upstream
+// agent, where an upstream that did not answer in time is one whose
+// confirmation or touch nobody gave (errTouchTimeout).
+func touchErr(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("%w: %w", errTouchTimeout, err)
+	}
+	return err
 }
 
 // checkUpstreamSig checks that sig, which the upstream agent sent back,

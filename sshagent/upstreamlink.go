@@ -198,7 +198,7 @@ func (c *conn) upstreamSend(msg []byte, wait time.Duration) (*upstreamLink, erro
 				continue
 			}
 		}
-		return nil, c.upstreamErr(err)
+		return nil, c.upstreamErr(err, wait)
 	}
 }
 
@@ -213,7 +213,7 @@ func (c *conn) upstreamReply(u *upstreamLink, msg []byte, wait time.Duration) ([
 		}
 		c.dropUpstream()
 		if !closedWhileKept(u, err) {
-			return nil, c.upstreamErr(err)
+			return nil, c.upstreamErr(err, wait)
 		}
 		if u, err = c.upstreamSend(msg, wait); err != nil {
 			return nil, err
@@ -227,10 +227,11 @@ func closedWhileKept(u *upstreamLink, err error) bool {
 	return u.reused && (errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET))
 }
 
-// upstreamErr says which exchange with the upstream agent failed.
-func (c *conn) upstreamErr(err error) error {
+// upstreamErr says which exchange with the upstream agent failed, and
+// when it did not answer, how long it was waited for.
+func (c *conn) upstreamErr(err error, wait time.Duration) error {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		err = errTouchTimeout
+		err = fmt.Errorf("no answer within %v (%w)", wait, os.ErrDeadlineExceeded)
 	}
 	return fmt.Errorf("upstream agent %s: %w", c.srv.Upstream.Socket, err)
 }
