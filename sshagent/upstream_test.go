@@ -33,6 +33,7 @@ type upstreamStub struct {
 	signing chan struct{} // closed when a held Sign has started
 	conns   []net.Conn    // every connection it accepted
 	open    int           // those still open
+	onBind  func()        // when set, called as each session-bind arrives
 }
 
 func startUpstream(t testing.TB) *upstreamStub {
@@ -92,7 +93,11 @@ func (u *upstreamStub) Extension(typ string, contents []byte) ([]byte, error) {
 	}
 	u.mu.Lock()
 	u.binds = append(u.binds, contents)
+	onBind := u.onBind
 	u.mu.Unlock()
+	if onBind != nil {
+		onBind()
+	}
 	return nil, nil
 }
 

@@ -89,3 +89,29 @@ func TestUpstreamStoppedGetsNoSessionBinds(t *testing.T) {
 		t.Fatalf("the upstream got %d session-binds, %d after the gateway stopped using it", n, n-1)
 	}
 }
+
+// A gateway that stops using the upstream agent while a connection
+// sends the upstream its session-binds (on a new link, before the
+// connection's first request there) answers that request without the
+// upstream's keys, where it went on with a link it had closed, and the
+// request failed in a panic.
+func TestUpstreamStoppedWhileBinding(t *testing.T) {
+	up := startUpstream(t)
+	ts := startGated(t, up, UpstreamRefuse)
+	up.mu.Lock()
+	up.onBind = ts.srv.Upstream.Stop
+	up.mu.Unlock()
+	call := rawCaller(t, ts.rawConn(t))
+	host1, host2 := newHost(t), newHost(t)
+	for _, b := range [][]byte{host1.bind([]byte("session-one"), true), host2.bind([]byte("session-two"), false)} {
+		if r := call(ext(b)); r != msgSuccess {
+			t.Fatalf("bind: %d", r)
+		}
+	}
+	if r := call([]byte{msgRequestIdentities}); r != msgIdentitiesAnswer {
+		t.Fatalf("a listing as the gateway stopped using the upstream agent: answer of type %d", r)
+	}
+	if n := up.bindCount(); n != 1 {
+		t.Fatalf("the upstream got %d session-binds, %d after the gateway stopped using it", n, n-1)
+	}
+}

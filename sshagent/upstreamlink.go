@@ -117,6 +117,11 @@ func (c *conn) upstream() (*upstreamLink, error) {
 		if err := c.bindUpstream(b.raw); err != nil {
 			return nil, err
 		}
+		if c.up == nil {
+			// Closed by bindUpstream: the gateway stopped using the
+			// upstream meanwhile.
+			return nil, errUpstreamStopped
+		}
 	}
 	return c.up, nil
 }
