@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/postern/postern/gateway/api"
 )
@@ -180,5 +182,42 @@ func TestDoctorSaysTheUpstreamLeadsBackToTheGateway(t *testing.T) {
 	st := &api.Status{PID: os.Getpid(), Upstream: &api.UpstreamStatus{Socket: sock}}
 	if f := upstreamCheck(st); f.Status != "fail" || !strings.Contains(f.Detail, "leads back to the gateway itself") {
 		t.Errorf("an upstream socket the gateway listens on: %+v", f)
+	}
+}
+
+// An upstream socket where an agent of another user listens is one the
+// gateway does not ask: postern doctor says so, and lists nothing of it.
+// OpenSSH's ssh-agent runs as user nobody.
+func TestDoctorSaysTheUpstreamIsAnotherUsers(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Fatal("this test runs an agent as user nobody: it needs root")
+	}
+	top, err := os.MkdirTemp("", "doctor-up-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(top)
+	dir := filepath.Join(top, "agent")
+	for _, err := range []error{os.Chmod(top, 0o755), os.Mkdir(dir, 0o700), os.Chown(dir, 65534, 65534)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	sock := filepath.Join(dir, "agent.sock")
+	cmd := exec.Command("ssh-agent", "-D", "-a", sock)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	for i := 0; !fileExists(sock); i++ {
+		if i > 1200 {
+			t.Fatal("ssh-agent did not listen")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	st := &api.Status{PID: os.Getpid(), Upstream: &api.UpstreamStatus{Socket: sock}}
+	if f := upstreamCheck(st); f.Status != "fail" || !strings.Contains(f.Detail, "an agent of another user (uid 65534") {
+		t.Errorf("an upstream socket where user nobody's agent listens: %+v", f)
 	}
 }
