@@ -87,9 +87,22 @@ func (g *Gateway) sweepRunSockets() {
 	}
 	g.runMu.Lock()
 	defer g.runMu.Unlock()
+	// A run served again after a restart has an id of its own and the
+	// socket its earlier id named: runs are told by their socket
+	// directories, as the file system sees them.
+	var served []os.FileInfo
+	for _, l := range g.runLs {
+		if fi, err := os.Stat(filepath.Dir(l.Addr().String())); err == nil {
+			served = append(served, fi)
+		}
+	}
 	for _, e := range entries {
 		id, ok := api.RunSocketDir(g.opts.Socket, e.Name())
-		if !ok || !e.IsDir() || g.runLs[id] != nil {
+		if !ok || !e.IsDir() {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(dir, e.Name()))
+		if err != nil || slices.ContainsFunc(served, func(s os.FileInfo) bool { return os.SameFile(s, fi) }) {
 			continue
 		}
 		sock := api.RunSocket(g.opts.Socket, id)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/procid"
 )
@@ -53,13 +54,20 @@ func TestStartSweepsRunSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := g.engine.PrepareRun("live", p, func(id string) string { return api.RunSocket(sock, id) })
-	if err := g.serveRun(run); err != nil {
-		t.Fatal(err)
+	// So does a run served again after a restart, under an id of its
+	// own, at the socket its earlier id named.
+	restored := g.engine.PrepareRun("restored", p, func(string) string { return api.RunSocket(sock, "Rfeedface") })
+	for _, r := range []*approvals.Run{run, restored} {
+		if err := g.serveRun(r); err != nil {
+			t.Fatal(err)
+		}
 	}
 	g.sweepRunSockets()
-	c, err := net.Dial("unix", run.Socket)
-	if err != nil {
-		t.Fatalf("a live run's socket is gone: %v", err)
+	for _, r := range []*approvals.Run{run, restored} {
+		c, err := net.Dial("unix", r.Socket)
+		if err != nil {
+			t.Fatalf("the socket of live run %s (%s) is gone: %v", r.ID, r.Label, err)
+		}
+		c.Close()
 	}
-	c.Close()
 }
