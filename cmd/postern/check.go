@@ -75,6 +75,8 @@ func cmdCheck(args []string, out, errw io.Writer) error {
 		warningf(errw, "the agent is locked and lists no key: rules on keys matched against %q as given, not against the key it names (run \"postern unlock\", then check again)", *key)
 	case *key != "" && !res.KeyHeld:
 		warningf(errw, "the agent holds no key %q: rules on keys matched against the name as given", *key)
+	case res.Locked:
+		warningf(errw, "the agent is locked: no key signs until \"postern unlock\"; this is the answer once it is unlocked")
 	}
 	return nil
 }
