@@ -140,12 +140,24 @@ func (w *readmeWorld) tmux(args ...string) Result {
 
 func (w *readmeWorld) screen() string { return w.tmux("capture-pane", "-p", "-J").Stdout }
 
+// screens is the screen and, while a full-screen program (the console)
+// shows its own, the terminal's main screen under it: what was printed
+// before the console started stays there to be read, however soon the
+// console covered it.
+func (w *readmeWorld) screens() string {
+	s := w.screen()
+	if r := w.tmux("capture-pane", "-p", "-J", "-a"); r.Code == 0 {
+		s += "\n" + r.Stdout
+	}
+	return s
+}
+
 func (w *readmeWorld) waitScreen(what string, limit time.Duration) {
 	w.t.Helper()
 	deadline := time.Now().Add(limit)
-	for !strings.Contains(w.screen(), what) {
+	for !strings.Contains(w.screens(), what) {
 		if time.Now().After(deadline) {
-			w.t.Fatalf("the console never showed %q:\n%s", what, w.screen())
+			w.t.Fatalf("the console never showed %q:\n%s", what, w.screens())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
