@@ -43,11 +43,15 @@ func ensureAgent(f *agentFlags, out io.Writer) error {
 		evalLines(out, f, st.PID, true)
 		echo(out, fmt.Sprintf("postern: reusing the agent (pid %d) at %s", st.PID, f.socket))
 	} else {
-		if err := detach(f, out); err != nil {
+		if err := startDetached(f, out); err != nil {
 			return err
 		}
 		if st, err = c.Status(ctx); err != nil {
-			return err
+			// It started, and the lines that point the shell at it are
+			// printed: the shell takes them. Only where cards will
+			// appear is not known.
+			echo(out, fmt.Sprintf("postern: warning: the agent started but did not answer its status (%v); \"postern doctor\" says what is wrong", err))
+			return nil
 		}
 	}
 	for _, line := range whereCards(st.Approvers) {
@@ -55,6 +59,10 @@ func ensureAgent(f *agentFlags, out io.Writer) error {
 	}
 	return nil
 }
+
+// startDetached starts the agent in the background and prints its eval
+// lines (detach); a variable for tests.
+var startDetached = detach
 
 // whereCards says, in a line or two, where approval cards will appear.
 func whereCards(as []api.Approver) []string {
