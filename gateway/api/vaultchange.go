@@ -185,7 +185,8 @@ func removeKey(v *vault.Vault, match string) (*VaultKeyInfo, error) {
 }
 
 // ChangeVault makes c with no gateway running: it opens the audit log
-// set up with the vault (ErrAuditLogHeld while a gateway holds it), opens
+// set up with the vault (waiting for another change that holds it;
+// ErrAuditLogHeld when it is held longer, as a gateway holds it), opens
 // the vault with c.Passphrase, and makes the change with its events as a
 // gateway does. After a wrong passphrase it waits as the gateway does.
 func ChangeVault(c *VaultChange) (*VaultChanged, error) {
@@ -220,8 +221,16 @@ func ChangeVault(c *VaultChange) (*VaultChanged, error) {
 	return ApplyVaultChange(v, c, self(), record)
 }
 
+// auditLogWait bounds how long a change made with no gateway waits for
+// the audit log while another writer holds it: another such change holds
+// it for its key derivation and write (about a second), a gateway for as
+// long as it runs.
+const auditLogWait = 10 * time.Second
+
 // openAuditLog opens the audit log set up in stateDir for appending, or
-// returns nil when none is set up.
+// returns nil when none is set up. While another writer holds the log it
+// waits, up to auditLogWait: changes made at once, with no gateway, each
+// get their turn.
 func openAuditLog(stateDir string) (*audit.Log, error) {
 	setup, err := audit.LoadSetup(stateDir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -230,11 +239,17 @@ func openAuditLog(stateDir string) (*audit.Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit log setup: %w", err)
 	}
-	log, err := audit.Open(setup.Config(filepath.Join(stateDir, xdg.AuditLogFile)))
-	if errors.Is(err, audit.ErrLocked) {
-		return nil, ErrAuditLogHeld
+	deadline := time.Now().Add(auditLogWait)
+	for {
+		log, err := audit.Open(setup.Config(filepath.Join(stateDir, xdg.AuditLogFile)))
+		switch {
+		case !errors.Is(err, audit.ErrLocked):
+			return log, err
+		case time.Now().After(deadline):
+			return nil, ErrAuditLogHeld
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return log, err
 }
 
 // self describes this process for the events it records.
