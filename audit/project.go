@@ -388,7 +388,7 @@ func lineFields(e *Event, proc *Process) []Field {
 		if e.Forwarding {
 			add("forwarding", "yes")
 		}
-	case EventVaultKeyAdded, EventVaultCertificateAdded, EventVaultKeyRemoved, EventVaultPassphraseChanged:
+	case EventVaultKeyAdded, EventVaultCertificateAdded, EventVaultKeyRemoved, EventVaultPassphraseChanged, EventVaultChangeNotWritten:
 		add("key", e.Key)
 		add("by", e.Approver)
 	case EventAgentKeyAdded, EventAgentKeyRemoved:

@@ -32,12 +32,17 @@ const (
 	EventPolicyReloaded  EventType = "policy_reloaded"  // Detail
 	// The vault's changes, recorded before the vault file is written:
 	// Approver is who asked (the command line's process), Detail holds
-	// the generation the change writes (a vault that never reached it
-	// shows the write failed) and, for a key, its comment.
+	// the generation the change writes and, for a key, its comment.
 	EventVaultKeyAdded          EventType = "vault_key_added"          // Key, Approver, Detail
 	EventVaultCertificateAdded  EventType = "vault_certificate_added"  // Key (the certified key), Approver, Detail (key_id, type, ca, principals)
 	EventVaultKeyRemoved        EventType = "vault_key_removed"        // Key, Approver, Detail
 	EventVaultPassphraseChanged EventType = "vault_passphrase_changed" // Approver, Detail (kdf)
+	// EventVaultChangeNotWritten: the write of the change just recorded
+	// failed (a full disk, another writer changed the file) and left the
+	// vault as it was: the events before it with the same generation
+	// (Detail generation, error; Approver) did not happen, and the next
+	// change writes that generation again.
+	EventVaultChangeNotWritten EventType = "vault_change_not_written"
 	// The agent's own keys, as clients change them (ssh-add, ssh-add -s,
 	// an upstream agent's keys when upstream_changes = "forward") and as
 	// they end: Key, Run (the run whose socket added it), Approver (who

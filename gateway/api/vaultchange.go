@@ -153,6 +153,16 @@ func ApplyVaultChange(v *vault.Vault, c *VaultChange, by string, record func(aud
 	} else {
 		err = v.Save()
 	}
+	if err != nil && !vault.Written(err) {
+		// The events above name a generation the vault did not reach,
+		// and the next change writes: the log says they did not happen.
+		ev := audit.Event{Type: audit.EventVaultChangeNotWritten, Approver: by,
+			Detail: map[string]string{"generation": gen, "error": err.Error()}}
+		if rerr := record(ev); rerr != nil {
+			return nil, fmt.Errorf("%w; the vault was not changed, and the audit log, which records the change, could not record that: %v", err, rerr)
+		}
+		return nil, fmt.Errorf("%w; the vault was not changed, as the audit log records", err)
+	}
 	if err != nil {
 		return nil, err
 	}

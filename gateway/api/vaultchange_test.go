@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/atomicfile"
 	"github.com/postern/postern/internal/vault"
 )
 
@@ -107,5 +109,43 @@ func TestApplyVaultChangeWritesNothingUnrecorded(t *testing.T) {
 	// Nothing to change is refused before anything is recorded.
 	if _, err := ApplyVaultChange(v, &VaultChange{}, "pid=7", func(audit.Event) error { t.Fatal("recorded"); return nil }); err == nil {
 		t.Fatal("an empty change succeeded")
+	}
+}
+
+// A change whose events were recorded but whose write then failed (a
+// full disk, a crash of the write before its rename) is recorded as not
+// written: the next change writes the same generation, and without that
+// record the log would show the key added twice over, once for a write
+// that never happened.
+func TestApplyVaultChangeNotWrittenIsRecorded(t *testing.T) {
+	v := newTestVault(t)
+	var got []audit.Event
+	record := func(ev audit.Event) error { got = append(got, ev); return nil }
+	full := errors.New("no space left on device")
+	restore := atomicfile.SetBeforeRenameForTest(func(string) error { return full })
+	_, err := ApplyVaultChange(v, &VaultChange{Add: []vault.Key{newTestKey(t, "one")}}, "pid=7", record)
+	restore()
+	if !errors.Is(err, full) {
+		t.Fatalf("err = %v", err)
+	}
+	if r := reopen(t, v, testPass); r.Generation() != 0 {
+		t.Fatalf("the vault was written: generation %d", r.Generation())
+	}
+	if len(got) != 2 || got[0].Type != audit.EventVaultKeyAdded {
+		t.Fatalf("the write failed, and the log holds only %+v", got)
+	}
+	nw := got[1]
+	if nw.Type != audit.EventVaultChangeNotWritten || nw.Approver != "pid=7" || nw.Detail["generation"] != "1" || !strings.Contains(nw.Detail["error"], full.Error()) {
+		t.Fatalf("the failed write is recorded as %+v", nw)
+	}
+	// Written but not made durable (the directory sync failed) is
+	// written: nothing more is recorded then, which the hook cannot
+	// reach; a change that works records its events alone.
+	got = nil
+	if _, err := ApplyVaultChange(v, &VaultChange{Add: []vault.Key{newTestKey(t, "two")}}, "pid=7", record); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Type != audit.EventVaultKeyAdded || got[0].Detail["generation"] != "1" {
+		t.Fatalf("events %+v", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/postern/postern/internal/atomicfile"
 	"github.com/postern/postern/internal/sshkey"
 )
 
@@ -70,6 +71,12 @@ var (
 	// decrypted with the passphrase given.
 	ErrKeyPassphrase = errors.New("wrong passphrase for the private key")
 )
+
+// Written reports whether err, from Save or ChangePassphrase, left the
+// file written all the same: only the directory sync that makes the
+// rename durable failed (a power loss may still undo it). Any other
+// error left the file as it was.
+func Written(err error) bool { return errors.Is(err, atomicfile.ErrNotDurable) }
 
 // corruptError explains why a file was rejected. It matches ErrCorrupt,
 // so that nothing writes over the file.
