@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -75,7 +76,7 @@ func TestSecretsAreReadNonDumpable(t *testing.T) {
 		{"a private key to add", func() error {
 			ch := &api.VaultChange{}
 			defer ch.Wipe()
-			return readKeyOrCert(ch, key, "")
+			return readKeyOrCert(ch, key, "", io.Discard)
 		}},
 		{"the data key from the keychain", func() error {
 			k, _ := keychainKey() // there is no vault: it fails, after

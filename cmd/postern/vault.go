@@ -190,7 +190,7 @@ func vaultAdd(args []string, out, errw io.Writer) error {
 	c := &api.VaultChange{}
 	defer c.Wipe()
 	for _, file := range fs.Args() {
-		if err := readKeyOrCert(c, file, *comment); err != nil {
+		if err := readKeyOrCert(c, file, *comment, errw); err != nil {
 			return err
 		}
 	}
@@ -216,8 +216,9 @@ func vaultAdd(args []string, out, errw io.Writer) error {
 
 // readKeyOrCert adds the private key or certificate in file to c; a
 // certificate beside a key (KEYFILE-cert.pub) goes with it, as ssh-add
-// does.
-func readKeyOrCert(c *api.VaultChange, file, comment string) error {
+// does, unless it has expired: the vault refuses an expired certificate,
+// and the key goes in without it, with a warning on errw.
+func readKeyOrCert(c *api.VaultChange, file, comment string, errw io.Writer) error {
 	if err := holdSecrets(); err != nil {
 		return err
 	}
@@ -248,10 +249,15 @@ func readKeyOrCert(c *api.VaultChange, file, comment string) error {
 		return err
 	default:
 		cert, ok := parseCertFile(data)
-		if !ok {
+		switch {
+		case !ok:
 			return fmt.Errorf("%s-cert.pub: not an OpenSSH certificate", file)
+		case vault.CertExpired(cert, time.Now()):
+			warningf(errw, "%s-cert.pub: the certificate %s expired on %s: not added (a valid one can be added with postern vault add)",
+				file, safetext.Quote(cert.KeyId, safetext.Name), time.Unix(int64(cert.ValidBefore), 0).UTC().Format(time.RFC3339))
+		default:
+			c.AddCertificates = append(c.AddCertificates, cert.Marshal())
 		}
-		c.AddCertificates = append(c.AddCertificates, cert.Marshal())
 	}
 	return nil
 }
