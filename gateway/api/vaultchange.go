@@ -110,8 +110,11 @@ func ApplyVaultChange(v *vault.Vault, c *VaultChange, by string, record func(aud
 			return nil, err
 		}
 		comment, err := v.AddCertificate(cert)
-		if err != nil {
+		switch {
+		case errors.Is(err, vault.ErrNoKeyForCert):
 			return nil, fmt.Errorf("certificate %q: %w (add its private key first)", cert.KeyId, err)
+		case err != nil:
+			return nil, fmt.Errorf("certificate %q: %w", cert.KeyId, err)
 		}
 		info := VaultCertInfo{KeyID: cert.KeyId, Type: cert.Type(), Fingerprint: ssh.FingerprintSHA256(cert.Key), Comment: comment}
 		res.Certificates = append(res.Certificates, info)
