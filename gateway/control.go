@@ -25,7 +25,9 @@ func typed[A any](f func(context.Context, *procid.Peer, A) (any, error)) handler
 	return func(ctx context.Context, peer *procid.Peer, raw json.RawMessage) (any, error) {
 		var a A
 		if len(raw) > 0 {
-			if err := json.Unmarshal(raw, &a); err != nil {
+			err := json.Unmarshal(raw, &a)
+			clear(raw) // a passphrase, a key: a's to clear now
+			if err != nil {
 				return nil, fmt.Errorf("%w: %v", errMalformed, err)
 			}
 		}
@@ -87,7 +89,9 @@ func typedStream[A any](f func(context.Context, *procid.Peer, A, func(any) error
 	return func(ctx context.Context, peer *procid.Peer, raw json.RawMessage, send func(any) error) error {
 		var a A
 		if len(raw) > 0 {
-			if err := json.Unmarshal(raw, &a); err != nil {
+			err := json.Unmarshal(raw, &a)
+			clear(raw)
+			if err != nil {
 				return fmt.Errorf("%w: %v", errMalformed, err)
 			}
 		}
@@ -105,7 +109,13 @@ func (g *Gateway) answerControl(ctx context.Context, peer *procid.Peer, line []b
 		return w.Line(b)
 	}
 	var req api.Request
-	if err := json.Unmarshal(line, &req); err != nil {
+	err := json.Unmarshal(line, &req)
+	// The arguments, which may hold a passphrase or a key, are in
+	// req.Args now, which the handler clears once it has decoded them
+	// (typed), and which are cleared here whatever came of the request.
+	clear(line)
+	defer clear(req.Args)
+	if err != nil {
 		respond(errorResponse(errMalformed))
 		return
 	}
@@ -126,7 +136,7 @@ func (g *Gateway) answerControl(ctx context.Context, peer *procid.Peer, line []b
 		w.Paced()
 	}
 	started := false
-	err := sh(ctx, peer, req.Args, func(res any) error {
+	err = sh(ctx, peer, req.Args, func(res any) error {
 		if !started {
 			started = true
 			if err := respond(api.Response{}); err != nil {

@@ -54,6 +54,11 @@ var ErrNoGateway = errors.New("no gateway")
 // peer, writing its answer through w: one line, or for a stream several,
 // until it returns. ctx ends when the client hangs up or the server
 // stops.
+//
+// A request may carry a secret (a passphrase, a private key to add): the
+// line is the only copy the server keeps of it, and the handler may clear
+// it as soon as it has decoded it; the server clears it once the handler
+// returns.
 type Handler func(ctx context.Context, peer *procid.Peer, request []byte, w *Writer)
 
 // Writer writes response lines to one client.
@@ -136,6 +141,8 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	r := bufio.NewReaderSize(c, 512)
 	line, held, err := readLineTaking(r, MaxRequest, func(k int) bool { return s.reading.Take(k, maxReading) })
 	defer s.reading.Give(held) // once answered
+	defer clear(line)
+	forget(r, c)
 	if errors.Is(err, errTooLong) || errors.Is(err, errReading) {
 		s.refuse(c, err)
 	}
@@ -170,6 +177,22 @@ func (s *Server) refuse(c net.Conn, err error) {
 	c.Write(append(s.Refuse(err), '\n'))
 }
 
+// forget clears r's buffer, which holds the request as it was read (all
+// of a short one), and has r read c again.
+func forget(r *bufio.Reader, c io.Reader) {
+	r.Reset(zeros{})
+	r.Peek(r.Size()) // fills the whole buffer with zeros
+	r.Reset(c)
+}
+
+// zeros reads as endless zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
 // errTooLong is readLine's error for a line over its bound.
 var errTooLong = errors.New("line too long")
 
@@ -197,23 +220,32 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 // readLineTaking is readLine, with the line's buffer beyond smallLine
 // taken, as it grows, from what every connection may hold together
 // (take); held is what was taken, for the caller to give back.
+// What the line held so far is cleared wherever it is dropped: as it
+// grows, and when it fails.
 func readLineTaking(r *bufio.Reader, most int, take func(int) bool) (line []byte, held int, err error) {
+	defer func() {
+		if err != nil {
+			clear(line)
+			line = nil
+		}
+	}()
 	for {
 		chunk, err := r.ReadSlice('\n')
 		n := len(line) + len(chunk)
 		if n > most {
-			return nil, held, fmt.Errorf("%w: longer than %d bytes", errTooLong, most)
+			return line, held, fmt.Errorf("%w: longer than %d bytes", errTooLong, most)
 		}
 		if n > cap(line) {
 			size := min(max(n, 2*cap(line)), most)
 			if k := max(size, smallLine) - max(cap(line), smallLine); k > 0 {
 				if !take(k) {
-					return nil, held, errReading
+					return line, held, errReading
 				}
 				held += k
 			}
 			grown := make([]byte, len(line), size)
 			copy(grown, line)
+			clear(line)
 			line = grown
 		}
 		line = append(line, chunk...)
@@ -221,7 +253,7 @@ func readLineTaking(r *bufio.Reader, most int, take func(int) bool) (line []byte
 		case err == nil:
 			return line[:len(line)-1], held, nil
 		case !errors.Is(err, bufio.ErrBufferFull):
-			return nil, held, err
+			return line, held, err
 		}
 	}
 }
