@@ -288,6 +288,9 @@ func (g *Gateway) opRevoke(_ context.Context, _ *procid.Peer, a api.RevokeArgs) 
 
 func (g *Gateway) opVaultChange(_ context.Context, peer *procid.Peer, c api.VaultChange) (any, error) {
 	defer c.Wipe()
+	if err := g.keepsVault(c.Path); err != nil {
+		return nil, err
+	}
 	var res *api.VaultChanged
 	err := g.vault.Change(c.Passphrase, func(v *vault.Vault) (err error) {
 		res, err = api.ApplyVaultChange(v, &c, peer.Describe(), g.engine.Record)
@@ -300,8 +303,8 @@ func (g *Gateway) opVaultChange(_ context.Context, peer *procid.Peer, c api.Vaul
 // every run: a run lists the vault no more easily than before (with the
 // passphrase).
 func (g *Gateway) opVaultList(_ context.Context, peer *procid.Peer, a api.VaultListArgs) (any, error) {
-	if a.Path != "" && !api.SameFile(a.Path, g.vaultPath) {
-		return nil, notKept(fmt.Errorf("this gateway keeps another vault (%s)", g.vaultPath))
+	if err := g.keepsVault(a.Path); err != nil {
+		return nil, err
 	}
 	if err := g.engine.OutsideRuns(peer, "vault list"); err != nil {
 		return nil, err
@@ -312,6 +315,16 @@ func (g *Gateway) opVaultList(_ context.Context, peer *procid.Peer, a api.VaultL
 		return err
 	})
 	return res, err
+}
+
+// keepsVault refuses, as not kept here, a request for the vault at path
+// ("" for whichever this gateway keeps) when this gateway keeps another:
+// the command line then reads or changes that vault itself.
+func (g *Gateway) keepsVault(path string) error {
+	if path != "" && !api.SameFile(path, g.vaultPath) {
+		return notKept(fmt.Errorf("this gateway keeps another vault (%s)", g.vaultPath))
+	}
+	return nil
 }
 
 // approvalInForce is the default approval mode in force: while a looser

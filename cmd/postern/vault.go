@@ -28,9 +28,10 @@ const vaultUsage = `Usage: postern vault init [--passphrase-file FILE]
 
 Manage the encrypted vault of private keys in $XDG_STATE_HOME/postern/vault.
 add, remove and passwd go through the gateway that answers at
-$SSH_AUTH_SOCK (or --socket): it makes the change, records it in the audit
-log and takes it in at once. With no gateway running, the command makes
-the change and records it in the audit log itself. list asks the gateway
+$SSH_AUTH_SOCK (or --socket) when it keeps this vault: it makes the
+change, records it in the audit log and takes it in at once. With no
+gateway running, or one that keeps another vault, the command makes the
+change and records it in the audit log itself. list asks the gateway
 whose vault it is, without a passphrase, while that gateway has it
 unlocked (outside a run); otherwise, with --offline or with --passphrase-file (whose
 passphrase it then checks), it opens the file itself.
@@ -300,13 +301,22 @@ func readKeyFile(file string, data []byte, comment string) (vault.Key, error) {
 	return vault.NewKey(priv, c)
 }
 
-// vaultChanger returns what makes a change to the vault: the running
-// gateway, which records it in its audit log, or, with no gateway
-// answering, this command, which records it itself once it found the
-// vault there: a missing vault is said before a passphrase is asked for.
-// The change's secrets are wiped either way.
+// vaultChanger returns what makes a change to the vault of this
+// command's state directory: the running gateway whose vault it is,
+// which records it in its audit log, or, with no such gateway answering
+// (none, or one that keeps the vault of another state directory), this
+// command, which records it itself once it found the vault there: a
+// missing vault is said before a passphrase is asked for. The change's
+// secrets are wiped either way.
 func vaultChanger(sock string) (func(*api.VaultChange) (*api.VaultChanged, error), error) {
-	gw, _ := answeringGateway(sock)
+	path, err := vaultPath()
+	if err != nil {
+		return nil, err
+	}
+	gw, st := answeringGateway(sock)
+	if gw != nil && st.Vault.Path != path && !api.SameFile(st.Vault.Path, path) {
+		gw = nil // it would change its own vault
+	}
 	if gw == nil {
 		if _, err := existingVault(); err != nil {
 			return nil, err
@@ -315,6 +325,7 @@ func vaultChanger(sock string) (func(*api.VaultChange) (*api.VaultChanged, error
 	return func(c *api.VaultChange) (*api.VaultChanged, error) {
 		defer c.Wipe()
 		if gw != nil {
+			c.Path = path
 			return gw.ChangeVault(context.Background(), c)
 		}
 		return api.ChangeVault(c)

@@ -28,6 +28,9 @@ import (
 // VaultChange asks for a change to the vault (OpVaultChange): keys to add,
 // a key to remove, a new passphrase, or several of these at once.
 type VaultChange struct {
+	// Path is the vault the change is for: a gateway that keeps another
+	// refuses it (CodeNotFound). Empty: whichever it keeps.
+	Path string `json:"path,omitempty"`
 	// Passphrase opens the vault: a change needs it even while the
 	// gateway is unlocked.
 	Passphrase []byte `json:"passphrase"`
