@@ -78,14 +78,18 @@ func cmdUnlock(args []string, out, errw io.Writer) error {
 		return err
 	}
 	// As lock of a locked vault does, unlock of an unlocked one succeeds,
-	// without asking for the passphrase.
+	// without asking for the passphrase; so does unlock of a gateway
+	// that keeps no vault and is not locked.
 	st, serr := c.Status(context.Background())
-	if serr == nil && st.Vault.State == api.VaultUnlocked {
-		if *remember {
-			// Said, not ignored: nothing went into the keychain.
+	if serr == nil && notLockedState(st) {
+		// --remember is said, not ignored: nothing went into the keychain.
+		switch {
+		case *remember && st.Vault.State == api.VaultNone:
+			return withHint(errors.New("not locked: the gateway keeps no vault, whose key --remember would keep in the keychain"), `"postern vault init" creates one`)
+		case *remember:
 			return withHint(errors.New("already unlocked: --remember keeps the vault's key in the keychain only as it unlocks"), `run "postern lock", then "postern unlock --remember"`)
 		}
-		fmt.Fprintln(out, "already unlocked")
+		fmt.Fprintln(out, notLocked(st))
 		return nil
 	}
 	var a api.UnlockArgs
@@ -129,8 +133,8 @@ func cmdUnlock(args []string, out, errw io.Writer) error {
 		if !api.HasCode(err, api.CodeUsage) {
 			return err
 		}
-		if st, serr := c.Status(ctx); serr == nil && st.Vault.State == api.VaultUnlocked {
-			fmt.Fprintln(out, "already unlocked")
+		if st, serr := c.Status(ctx); serr == nil && notLockedState(st) {
+			fmt.Fprintln(out, notLocked(st))
 			return nil
 		}
 		return err
@@ -139,6 +143,20 @@ func cmdUnlock(args []string, out, errw io.Writer) error {
 		fmt.Fprintf(out, "unlocked (vault epoch %d, %s)\n", st.Vault.Epoch, plural(st.Counts.Keys, "key"))
 	}
 	return nil
+}
+
+// notLockedState reports whether the gateway is unlocked, or keeps no
+// vault and is not locked: unlock has nothing to do.
+func notLockedState(st *api.Status) bool {
+	return st.Vault.State == api.VaultUnlocked || st.Vault.State == api.VaultNone
+}
+
+// notLocked is what unlock says of a gateway it finds not locked.
+func notLocked(st *api.Status) string {
+	if st.Vault.State == api.VaultNone {
+		return "not locked: the gateway keeps no vault"
+	}
+	return "already unlocked"
 }
 
 // keychainKey loads this vault's data key from the OS keychain.
