@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/postern/postern/internal/safetext"
 	"github.com/postern/postern/internal/sshkey"
 	"golang.org/x/crypto/ssh"
 )
@@ -47,7 +48,7 @@ func ParsePrivateKeyFile(data []byte, passphrase func() ([]byte, error)) (crypto
 	case "ENCRYPTED PRIVATE KEY":
 		return nil, "", errors.New("encrypted PKCS#8 keys are not supported; convert the file to OpenSSH format with ssh-keygen -p -f FILE")
 	case "DSA PRIVATE KEY":
-		return nil, "", fmt.Errorf("%w: DSA keys are not accepted (OpenSSH dropped them); create an Ed25519 key with ssh-keygen -t ed25519", ErrUnsupportedKey)
+		return nil, "", errDSA
 	default:
 		priv, err = ssh.ParseRawPrivateKey(data)
 		var missing *ssh.PassphraseMissingError
@@ -79,6 +80,32 @@ func ParsePrivateKeyFile(data []byte, passphrase func() ([]byte, error)) (crypto
 		return nil, "", err
 	}
 	return priv, comment, nil
+}
+
+// errDSA refuses a DSA key, in whichever format.
+var errDSA = fmt.Errorf("%w: DSA keys are not accepted (OpenSSH dropped them); create an Ed25519 key with ssh-keygen -t ed25519", ErrUnsupportedKey)
+
+// acceptedType refuses a key whose type, read from the public key in the
+// clear part of an OpenSSH file, is not one the vault holds: said as
+// such, and before the passphrase of an encrypted file is asked for.
+func acceptedType(pubBlob []byte) error {
+	var pub struct {
+		Type string
+		Rest []byte `ssh:"rest"`
+	}
+	if err := ssh.Unmarshal(pubBlob, &pub); err != nil {
+		return errors.New("the public key in the file is truncated")
+	}
+	switch t := pub.Type; t {
+	case ssh.KeyAlgoED25519, ssh.KeyAlgoECDSA256, ssh.KeyAlgoECDSA384, ssh.KeyAlgoECDSA521, ssh.KeyAlgoRSA:
+		return nil
+	case ssh.KeyAlgoDSA:
+		return errDSA
+	case ssh.KeyAlgoSKED25519, ssh.KeyAlgoSKECDSA256:
+		return fmt.Errorf("%w: a %s key signs on its security key, which the file only names; add it to the agent with ssh-add", ErrUnsupportedKey, t)
+	default:
+		return fmt.Errorf("%w: %s keys are not accepted; postern accepts Ed25519, ECDSA (P-256, P-384, P-521) and RSA of 2048 bits or more", ErrUnsupportedKey, safetext.Quote(t, safetext.Name))
+	}
 }
 
 func askPassphrase(passphrase func() ([]byte, error)) ([]byte, error) {
@@ -124,6 +151,9 @@ const maxBcryptRounds = 1 << 11
 func parseOpenSSHKey(pemData, raw []byte, passphrase func() ([]byte, error)) (crypto.PrivateKey, string, error) {
 	o, err := parseOpenSSHContainer(raw)
 	if err != nil {
+		return nil, "", err
+	}
+	if err := acceptedType(o.PubKey); err != nil {
 		return nil, "", err
 	}
 	if o.CipherName == "none" && o.KdfName == "none" {

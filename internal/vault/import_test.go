@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -196,13 +197,20 @@ func TestImportRejects(t *testing.T) {
 	if !errors.Is(err, ErrUnsupportedKey) || !strings.Contains(err.Error(), "1024 bits") {
 		t.Errorf("rsa 1024: %v", err)
 	}
-	dsa := filepath.Join(dir, "dsa")
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", "dsa", "-N", "", "-f", dsa).CombinedOutput(); err == nil {
-		if _, _, err := ParsePrivateKeyFile(mustRead(t, dsa), nil); err == nil {
-			t.Error("dsa accepted")
+	// A DSA key (ssh-keygen still makes them, in OpenSSH format) is
+	// refused as one, and an encrypted one before its passphrase is
+	// asked for: the key's type is in the clear part of the file.
+	for _, pass := range []string{"", "dsa pass"} {
+		dsa := filepath.Join(dir, "dsa"+strconv.Itoa(len(pass)))
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "dsa", "-N", pass, "-f", dsa).CombinedOutput(); err != nil {
+			t.Logf("ssh-keygen cannot make DSA keys here: %s", out)
+			break
 		}
-	} else {
-		t.Logf("ssh-keygen cannot make DSA keys here: %s", out)
+		asked := false
+		_, _, err := ParsePrivateKeyFile(mustRead(t, dsa), passFunc(pass, &asked))
+		if !errors.Is(err, ErrUnsupportedKey) || !strings.Contains(err.Error(), "DSA keys are not accepted") || asked {
+			t.Errorf("dsa key (passphrase %q): %v (its passphrase asked: %v)", pass, err, asked)
+		}
 	}
 	for _, garbage := range []string{"", "hello", "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n"} {
 		if _, _, err := ParsePrivateKeyFile([]byte(garbage), nil); err == nil {
