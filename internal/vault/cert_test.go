@@ -92,6 +92,31 @@ func TestCertificatesBesideTheirKey(t *testing.T) {
 	if _, err := decodeBody(append(plain[:0:0], plain...)); err == nil {
 		t.Fatal("a version 2 body without certificates was accepted")
 	}
+	// A certificate larger than the vault keeps is refused when it is
+	// added, not when the vault is saved.
+	huge := certFor(t, k, time.Now().Add(time.Hour))
+	huge.ValidPrincipals = []string{string(make([]byte, maxCertLen))}
+	_, caKey, _ := ed25519.GenerateKey(rand.Reader)
+	ca, _ := ssh.NewSignerFromKey(caKey)
+	if err := huge.SignCert(rand.Reader, ca); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.AddCertificate(huge); err == nil {
+		t.Fatal("a certificate larger than the vault keeps was added")
+	}
+	big := newEd25519Key(t, "big")
+	bigPub, _ := big.PublicKey()
+	huge.Key = bigPub
+	if err := huge.SignCert(rand.Reader, ca); err != nil {
+		t.Fatal(err)
+	}
+	big.Certs = [][]byte{huge.Marshal()}
+	if err := v.AddKey(big); err == nil {
+		t.Fatal("a key with a certificate larger than the vault keeps was added")
+	}
+	if err := v.Save(); err != nil {
+		t.Fatal(err)
+	}
 	// A certificate for another key is refused by AddKey.
 	bad := newEd25519Key(t, "bad")
 	bad.Certs = [][]byte{certFor(t, other, time.Now().Add(time.Hour)).Marshal()}

@@ -119,6 +119,9 @@ func (v *Vault) AddCertificate(cert *ssh.Certificate) (string, error) {
 	if CertExpired(cert, now) {
 		return "", errors.New("add certificate: it has expired")
 	}
+	if err := certFits(cert.Marshal()); err != nil {
+		return "", fmt.Errorf("add certificate: %w", err)
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.wiped {

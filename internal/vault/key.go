@@ -168,6 +168,14 @@ func (k Key) check() (ssh.PublicKey, error) {
 	if _, _, err := checkEmbeddedPublic(priv, o.PubKey, ""); err != nil {
 		return nil, err
 	}
+	if len(k.Certs) > maxCerts {
+		return nil, fmt.Errorf("the key has %d certificates, more than the %d the vault keeps for one", len(k.Certs), maxCerts)
+	}
+	for _, c := range k.Certs {
+		if err := certFits(c); err != nil {
+			return nil, fmt.Errorf("a certificate: %w", err)
+		}
+	}
 	certs, err := k.Certificates()
 	if err != nil {
 		return nil, err
@@ -178,6 +186,15 @@ func (k Key) check() (ssh.PublicKey, error) {
 		}
 	}
 	return ssh.ParsePublicKey(slices.Clone(o.PubKey)) // raw is cleared on return
+}
+
+// certFits refuses a certificate (in wire format) larger than the vault
+// keeps, before the change that brings it is recorded.
+func certFits(blob []byte) error {
+	if len(blob) > maxCertLen {
+		return fmt.Errorf("it is %d bytes, more than the %d the vault keeps for one", len(blob), maxCertLen)
+	}
+	return nil
 }
 
 // container decodes the key's openssh-key-v1 container and refuses an
