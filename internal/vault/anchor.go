@@ -95,18 +95,21 @@ func (a anchorState) check(path string, id [16]byte, gen uint64) error {
 // raiseAnchor records generation gen of vault id at path, unless the
 // anchor already holds a later one of the same vault. An anchor that
 // cannot be read is written anew, and the error says what was found
-// there (matching ErrAnchorDamaged), so that the caller can say that no
-// rollback check was made.
+// there (matching ErrAnchorDamaged, also when it cannot be written anew),
+// so that the caller can say that no rollback check was made.
 func raiseAnchor(path string, id [16]byte, gen uint64) error {
 	aid, agen, ok, rerr := readAnchor(path)
 	if rerr == nil && ok && aid == id && agen >= gen {
 		return nil
 	}
 	line := fmt.Sprintf("%s %s %d\n", anchorMagic, hex.EncodeToString(id[:]), gen)
-	if err := atomicfile.Write(anchorPath(path), []byte(line), 0o600); err != nil {
+	err := atomicfile.Write(anchorPath(path), []byte(line), 0o600)
+	switch {
+	case rerr != nil && err != nil:
+		return fmt.Errorf("%w: %w; it cannot be written anew either: %w", ErrAnchorDamaged, rerr, err)
+	case err != nil:
 		return err
-	}
-	if rerr != nil {
+	case rerr != nil:
 		return fmt.Errorf("%w: %w; it now records generation %d", ErrAnchorDamaged, rerr, gen)
 	}
 	return nil

@@ -1,6 +1,8 @@
 package vault
 
 import (
+	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -21,5 +23,24 @@ func TestAnchorSaysItMendedADamagedAnchor(t *testing.T) {
 	}
 	if err := v.Anchor(); err != nil {
 		t.Fatalf("an anchor already in place: %v", err)
+	}
+}
+
+// An anchor that cannot be read nor written anew (a directory in its
+// place) checks nothing either: Anchor says so as for a damaged one,
+// where it said only that the write failed, and the unlock that made no
+// rollback check did not say it made none.
+func TestAnchorThatCannotBeMendedSaysNoCheckWasMade(t *testing.T) {
+	useFastKDF(t)
+	v, path := newTestVault(t)
+	if err := os.Remove(anchorPath(path)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(anchorPath(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	err := v.Anchor()
+	if !errors.Is(err, ErrAnchorDamaged) || !strings.Contains(err.Error(), anchorPath(path)) {
+		t.Fatalf("an anchor with a directory in its place: %v", err)
 	}
 }
