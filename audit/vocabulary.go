@@ -41,7 +41,9 @@ const (
 	// failed (a full disk, another writer changed the file) and left the
 	// vault as it was: the events before it with the same generation
 	// (Detail generation, error; Approver) did not happen, and the next
-	// change writes that generation again.
+	// change writes that generation again. A change a crash cut short
+	// after it was recorded leaves no such event: of the changes that
+	// name one generation, only the last can have been written.
 	EventVaultChangeNotWritten EventType = "vault_change_not_written"
 	// The agent's own keys, as clients change them (ssh-add, ssh-add -s,
 	// an upstream agent's keys when upstream_changes = "forward") and as
