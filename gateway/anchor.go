@@ -85,10 +85,11 @@ func (k *anchorKeeper) keep(a audit.Anchor) {
 	if err := atomicfile.Write(filepath.Join(g.stateDir, xdg.AuditAnchorFile), line, 0o600); err != nil {
 		g.log.Warn("cannot write the audit log's anchor", "err", err)
 	}
-	switch sealed, err := g.vault.sealSecret(api.SecretAuditAnchor, line); {
-	case err != nil:
+	sealed, err := g.vault.sealSecret(api.SecretAuditAnchor, line)
+	if err != nil {
 		g.log.Warn("cannot seal the audit log's anchor into the vault", "err", err)
-	case sealed:
+	}
+	if sealed {
 		k.mu.Lock()
 		k.sealed = line
 		k.mu.Unlock()
@@ -111,7 +112,8 @@ func (k *anchorKeeper) close() {
 
 // sealSecret stores value as the vault's secret name, while the vault is
 // unlocked (otherwise it does nothing), and says whether the vault holds
-// it: the gateway saves the vault with
+// it (also with an error, when only the sync that makes the write
+// durable failed): the gateway saves the vault with
 // the data key it holds, and takes its own save in, so that no epoch
 // moves for it. It waits for an unlock or a change of the vault in
 // progress, which would otherwise find the file changed under it.
@@ -146,12 +148,13 @@ func (s *vaultState) sealSecret(name string, value []byte) (bool, error) {
 	if err := v.SetSecret(name, value); err != nil {
 		return false, err
 	}
-	if err := v.Save(); err != nil {
+	err = v.Save()
+	if err != nil && !vault.Written(err) {
 		return false, err
 	}
 	s.stamp, _ = stampOf(s.path)
 	s.seen(v)
-	return true, nil
+	return true, err
 }
 
 // lastAnchor returns the printable form of the latest anchor, or "".

@@ -84,9 +84,11 @@ func (s *vaultState) Change(passphrase []byte, change func(*vault.Vault) error) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.changing = false
-	if err != nil {
+	if err != nil && !vault.Written(err) {
 		return err
 	}
+	// The file holds the change, also when only the sync that makes it
+	// durable failed (err says so): it is taken in either way.
 	s.seen(v)
 	if s.dk != nil {
 		if dk, err := v.DataKey(); err == nil {
@@ -95,7 +97,7 @@ func (s *vaultState) Change(passphrase []byte, change func(*vault.Vault) error) 
 		}
 	}
 	s.fileChangedLocked()
-	return nil
+	return err
 }
 
 // fileChanged reacts to a change of the vault file on disk: a new vault

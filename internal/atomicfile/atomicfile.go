@@ -99,6 +99,18 @@ func SetBeforeRenameForTest(f func(tmp string) error) (restore func()) {
 	return func() { beforeRename.Store(nil) }
 }
 
+// syncDirHook is a test hook: see SetSyncDirForTest.
+var syncDirHook atomic.Pointer[func(dir string) error]
+
+// SetSyncDirForTest makes every Write call f in place of the sync of the
+// target's directory, after the rename: an error from f is the
+// directory's sync failing, as a failing disk makes it fail. It returns
+// the function that removes f. Tests only.
+func SetSyncDirForTest(f func(dir string) error) (restore func()) {
+	syncDirHook.Store(&f)
+	return func() { syncDirHook.Store(nil) }
+}
+
 // Write replaces path with data, with permissions perm, following the
 // package's policy. The error says which step failed; it matches
 // ErrNotDurable when only the final directory sync failed, and then path
@@ -141,7 +153,11 @@ func Write(path string, data []byte, perm os.FileMode) (err error) {
 		return fmt.Errorf("replace %s: %w", path, err)
 	}
 	renamed = true
-	if err := SyncDir(dir); err != nil {
+	syncDir := SyncDir
+	if hook := syncDirHook.Load(); hook != nil {
+		syncDir = *hook
+	}
+	if err := syncDir(dir); err != nil {
 		return &notDurableError{path: path, err: err}
 	}
 	return nil
