@@ -130,12 +130,17 @@ func vaultInit(args []string, out, errw io.Writer) error {
 	v, err := api.InitVault(p, func() ([]byte, error) {
 		return readNewPassphrase(*pfile, "Enter a passphrase for the new vault: ")
 	})
-	if err != nil {
+	if v == nil {
 		return err
 	}
+	// Created, also when err says that a power loss may undo it: the
+	// audit log's key is said either way.
 	fmt.Fprintf(out, "created %s (%s)\n", v.Path, p)
 	fmt.Fprintf(out, "audit log key: %s\n", v.AuditPin)
 	fmt.Fprintln(out, "keep that line somewhere else: \"postern audit verify --pin KEY\" proves the log is this one")
+	if err != nil {
+		return err
+	}
 	tellRunningGateway(out)
 	return nil
 }

@@ -34,7 +34,8 @@ var ErrVaultExists = errors.New("a vault already exists")
 // InitVault creates the vault in the state directory with KDF parameters
 // p, and sets up the audit log whose identity the vault keeps. It never
 // overwrites a vault, nor an audit log set up for another vault; it asks
-// for the new passphrase only once both checks passed.
+// for the new passphrase only once both checks passed. A vault written
+// whose directory could not be synced is returned with the error.
 func InitVault(p vault.Params, passphrase func() ([]byte, error)) (*NewVault, error) {
 	stateDir, err := xdg.StateDir()
 	if err != nil {
@@ -62,12 +63,15 @@ func InitVault(p vault.Params, passphrase func() ([]byte, error)) (*NewVault, er
 	defer clear(setup.Identity[:])
 	v, err := vault.Create(path, pass, p, map[string]string{metaAuditPK0: setup.PK0String()},
 		map[string][]byte{secretAuditIdentity: setup.Identity[:]})
-	if err != nil {
+	if v == nil {
 		for _, f := range []string{setup.KeyFile, setup.PinFile, setup.RecipientFile} {
 			os.Remove(f)
 		}
 		return nil, err
 	}
+	// Written, also when only the sync that makes it durable failed (err
+	// says so): the audit log's setup stays with the vault that holds its
+	// identity.
 	v.Wipe()
-	return &NewVault{Path: path, AuditPin: setup.PK0String()}, nil
+	return &NewVault{Path: path, AuditPin: setup.PK0String()}, err
 }
