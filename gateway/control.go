@@ -254,7 +254,9 @@ func wireCode(err error) api.Code {
 		return api.CodeLocked
 	case is(errNoBastion):
 		return api.CodeNoBastion
-	case is(errNoVault, errNotKept, errVaultGone, approvals.ErrNoCard, approvals.ErrNoGrant, inventory.ErrNoHost, journal.ErrNotFound, vault.ErrKeyNotFound, vault.ErrNoKeyForCert):
+	case is(errVaultGone):
+		return api.CodeVaultGone
+	case is(errNoVault, errNotKept, approvals.ErrNoCard, approvals.ErrNoGrant, inventory.ErrNoHost, journal.ErrNotFound, vault.ErrKeyNotFound, vault.ErrNoKeyForCert):
 		return api.CodeNotFound
 	case is(errJournalDamaged):
 		return api.CodeJournalDamaged

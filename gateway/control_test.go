@@ -224,7 +224,7 @@ func TestWireCode(t *testing.T) {
 		errAlreadyLocked:               api.CodeLocked,
 		errNoVault:                     api.CodeNotFound,
 		notKept(errors.New("another")): api.CodeNotFound,
-		errVaultGone:                   api.CodeNotFound,
+		errVaultGone:                   api.CodeVaultGone,
 		errNoBastion:                   api.CodeNoBastion,
 		approvals.ErrNoCard:            api.CodeNotFound,
 		journal.ErrNotFound:            api.CodeNotFound,

@@ -24,9 +24,11 @@ var (
 	errAlreadyLocked = errors.New("already locked")
 	errNotLocked     = errors.New("not locked")
 	errNoVault       = errors.New("there is no vault to unlock")
-	errVaultGone     = errors.New("the vault file disappeared")
-	errStaleKey      = errors.New("the keychain holds an old key for this vault (its passphrase changed)")
-	errNoPassword    = errors.New("postern lock locked the agent without a password: postern unlock unlocks it")
+	// errVaultGone refuses an unlock of a gateway locked while it had a
+	// vault, whose file is gone: only that vault's passphrase unlocks it.
+	errVaultGone  = errors.New("the vault file disappeared while the gateway was locked: only the vault's passphrase unlocks it")
+	errStaleKey   = errors.New("the keychain holds an old key for this vault (its passphrase changed)")
+	errNoPassword = errors.New("postern lock locked the agent without a password: postern unlock unlocks it")
 	// errLockedMeanwhile refuses an unlock during which a lock was asked
 	// for: the lock, asked for last, wins.
 	errLockedMeanwhile = errors.New("a lock was asked for while the vault was being unlocked: the gateway stays locked")
@@ -253,7 +255,7 @@ func (s *vaultState) unlock(passphrase []byte, outside func() error) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.vaultLock {
-			return fmt.Errorf("%w while the gateway was locked: only the vault's passphrase unlocks it; put the vault back, or restart the gateway", errVaultGone)
+			return errVaultGone
 		}
 		if s.lockPass == nil {
 			if outside == nil {
@@ -290,9 +292,11 @@ func (s *vaultState) UnlockWithKey(dk *vault.DataKey) error {
 	defer s.unlockMu.Unlock()
 	asks := s.keys.LockAsks()
 	s.mu.Lock()
-	locked, present := s.locked, s.present
+	locked, present, vaultLock := s.locked, s.present, s.vaultLock
 	s.mu.Unlock()
 	switch {
+	case !present && locked && vaultLock:
+		return errVaultGone
 	case !present:
 		return errNoVault
 	case !locked:
@@ -315,7 +319,7 @@ func (s *vaultState) finishUnlock(v *vault.Vault, err error, asks uint64) error 
 		return s.wrong()
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: %v", errVaultGone, err)
+		return errVaultGone // it went as the unlock began
 	}
 	if err != nil {
 		return err

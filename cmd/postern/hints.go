@@ -64,6 +64,8 @@ func hintFor(name string, err error) string {
 		return "unlock with the vault's passphrase instead: --remember, --keychain and --forget need the OS keychain (on Linux a Secret Service, such as gnome-keyring or KeePassXC, on the session bus)"
 	case errors.Is(err, vault.ErrNotExist):
 		return `"postern vault init" creates one`
+	case api.HasCode(err, api.CodeVaultGone):
+		return `put the vault file back where it was ("postern status" names the path), or restart the gateway, which then forgets the lock`
 	case api.HasCode(err, api.CodeStaleKey):
 		return "unlock with the passphrase and --remember"
 	case api.HasCode(err, api.CodeRolledBack), errors.Is(err, vault.ErrRolledBack):

@@ -146,6 +146,10 @@ const (
 	CodeCorrupt Code = "corrupt"
 	// CodeRolledBack: the vault file is an older copy of one saved since.
 	CodeRolledBack Code = "rolled_back"
+	// CodeVaultGone: the gateway was locked while it had a vault, whose
+	// file has gone since: only that vault's passphrase unlocks it, once
+	// the file is back (or a restart forgets the lock).
+	CodeVaultGone Code = "vault_gone"
 	// CodeAuditRolledBack: the audit log ends before the anchor sealed
 	// into the vault: an older copy of it was put back in place.
 	CodeAuditRolledBack Code = "audit_rolled_back"
