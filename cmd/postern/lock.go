@@ -92,16 +92,22 @@ func cmdUnlock(args []string, out, errw io.Writer) error {
 		fmt.Fprintln(out, notLocked(st))
 		return nil
 	}
+	// The keychain keeps the key of the vault the gateway unlocks, which
+	// its status names, whatever vault $XDG_STATE_HOME names.
+	gatewayVault := ""
+	if serr == nil {
+		gatewayVault = st.Vault.Path
+	}
 	var a api.UnlockArgs
 	switch {
 	case *fromKeychain:
-		if a.DataKey, err = keychainKey(); err != nil {
+		if a.DataKey, err = keychainKey(gatewayVault); err != nil {
 			return err
 		}
 	case *remember:
 		// Open the vault here, with the passphrase, and hand the gateway
 		// the data key that goes into the keychain.
-		v, err := openVault(*pfile)
+		v, err := openVaultAt(gatewayVault, *pfile)
 		if err != nil {
 			return err
 		}
@@ -159,14 +165,18 @@ func notLocked(st *api.Status) string {
 	return "already unlocked"
 }
 
-// keychainKey loads this vault's data key from the OS keychain.
-func keychainKey() ([]byte, error) {
+// keychainKey loads the data key of the vault at path from the OS
+// keychain.
+// path is the vault's file ("": this state directory's).
+func keychainKey(path string) ([]byte, error) {
 	if err := holdSecrets(); err != nil {
 		return nil, err
 	}
-	path, err := vaultPath()
-	if err != nil {
-		return nil, err
+	if path == "" {
+		var err error
+		if path, err = vaultPath(); err != nil {
+			return nil, err
+		}
 	}
 	_, id, err := vault.ReadMeta(path)
 	if err != nil {

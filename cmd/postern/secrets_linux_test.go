@@ -79,7 +79,7 @@ func TestSecretsAreReadNonDumpable(t *testing.T) {
 			return readKeyOrCert(ch, key, "", io.Discard)
 		}},
 		{"the data key from the keychain", func() error {
-			k, _ := keychainKey() // there is no vault: it fails, after
+			k, _ := keychainKey("") // there is no vault: it fails, after
 			clear(k)
 			return nil
 		}},

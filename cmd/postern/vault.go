@@ -97,10 +97,16 @@ func existingVault() (string, error) {
 
 // openVault asks for the passphrase and opens the vault, pausing after a
 // wrong passphrase as the gateway does.
-func openVault(file string) (*vault.Vault, error) {
-	path, err := existingVault()
-	if err != nil {
-		return nil, err
+func openVault(file string) (*vault.Vault, error) { return openVaultAt("", file) }
+
+// openVaultAt is openVault for the vault at path ("": this state
+// directory's).
+func openVaultAt(path, file string) (*vault.Vault, error) {
+	if path == "" {
+		var err error
+		if path, err = existingVault(); err != nil {
+			return nil, err
+		}
 	}
 	pass, err := readPassphrase(file, "Enter passphrase for the postern vault: ")
 	if err != nil {

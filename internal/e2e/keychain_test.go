@@ -46,3 +46,28 @@ func TestKeychainUnlock(t *testing.T) {
 		t.Fatal("the key was still in the keychain after --forget")
 	}
 }
+
+// postern unlock unlocks the gateway's vault: with --remember it keeps
+// that vault's key, and --keychain unlocks it with that key, also when
+// $XDG_STATE_HOME names the state directory of another vault, where
+// --remember opened and kept that other vault's key and the gateway then
+// refused it as "an old key for this vault (its passphrase changed)".
+func TestKeychainRemembersTheGatewaysVault(t *testing.T) {
+	e := newEnv(t)
+	e.Setenv("DBUS_SESSION_BUS_ADDRESS", keychaintest.SessionBus(t))
+	pass := e.WriteFile("pass", "keychain pass\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	e.MustRun("postern", "vault", "add", "--passphrase-file", pass, e.Keygen("k", "ed25519", 0, ""))
+	e.StartAgent()
+	e.Setenv("XDG_STATE_HOME", e.Path("other-state"))
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	e.MustRun("postern", "unlock", "--remember", "--passphrase-file", pass)
+	if st := status(t, e); st.Vault.State != "unlocked" || st.Counts.Keys != 1 {
+		t.Fatalf("after unlock --remember: %+v", st)
+	}
+	e.MustRun("postern", "lock")
+	e.MustRun("postern", "unlock", "--keychain")
+	if st := status(t, e); st.Vault.State != "unlocked" || st.Counts.Keys != 1 {
+		t.Fatalf("after a keychain unlock: %+v", st)
+	}
+}
