@@ -19,7 +19,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -298,17 +297,6 @@ func (e *Env) Command(name string, args ...string) *exec.Cmd {
 	cmd := testCommand(name, args...)
 	cmd.Env = e.Environ()
 	cmd.Dir = e.Dir
-	return cmd
-}
-
-// testCommand is exec.Command for a process a test starts, killed with
-// the test binary whatever kills it (go test's own timeout, a signal):
-// no gateway, console or run is left behind. (The signal comes when the
-// thread that started the process exits; the tests lock no goroutine to
-// its thread.)
-func testCommand(name string, args ...string) *exec.Cmd {
-	cmd := exec.Command(name, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
 

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -13,18 +12,6 @@ import (
 
 	"github.com/postern/postern/internal/procid/proctest"
 )
-
-// holdMain starts a process as the tests start theirs, prints its pid,
-// and waits to be killed.
-func holdMain() {
-	cmd := testCommand("sleep", "1000")
-	if err := cmd.Start(); err != nil {
-		fmt.Println("start:", err)
-		os.Exit(1)
-	}
-	fmt.Println(cmd.Process.Pid)
-	select {}
-}
 
 // A test binary killed from outside (go test's own timeout, a person's
 // kill) takes the processes its tests started with it: none is left
