@@ -170,6 +170,9 @@
 // person replaces ("postern journal new"), only once every command
 // journaled through it has recorded its end there; a command that comes
 // after is refused.
+// Hold makes the bastion send no command and probe no host from then on,
+// on the connections it serves already too, for a gateway whose approved
+// configuration no longer approves the one the bastion started from.
 // Stop ends the bastion for a stopping gateway: new commands are refused,
 // running ones get a grace period, then are cut off and recorded unknown
 // (bastion_stopped).

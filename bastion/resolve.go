@@ -32,6 +32,9 @@ func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer)
 	if !e.Marker {
 		return nil, fmt.Errorf("entry %s: %w on %s", e.ID, ErrNoMarkers, e.Target.Host)
 	}
+	if why := s.refusal(); why != "" {
+		return nil, fmt.Errorf("the host of entry %s was not probed: %s", e.ID, why)
+	}
 	probe, err := marker.Probe(e.ID)
 	if err != nil {
 		return nil, err

@@ -66,8 +66,9 @@ type Server struct {
 	changes  changes      // cfg.Journal's changes after a start (outcome.go)
 
 	stopping   atomic.Bool
-	handshakes chan struct{} // a slot per client in its SSH handshake (maxHandshakes)
-	cut        chan struct{} // closed when Stop cuts the connections
+	held       atomic.Pointer[string] // why the bastion sends no more commands (Hold)
+	handshakes chan struct{}          // a slot per client in its SSH handshake (maxHandshakes)
+	cut        chan struct{}          // closed when Stop cuts the connections
 	cutOnce    sync.Once
 	mu         sync.Mutex
 	active     map[*connInfo]net.Conn // client connections being served
@@ -188,6 +189,27 @@ func (s *Server) Stop(ctx context.Context) int {
 		s.cfg.Log.Error("bastion: commands did not record their end in time; the next start records them unknown")
 	}
 	return cut
+}
+
+// Hold makes the bastion send no command from now on, on the client
+// connections it serves already too (ssh's ControlMaster keeps one for
+// hours), nor probe a host for Resolve: each is refused, the client told
+// why. New connections the caller refuses itself. For a gateway whose
+// configuration in force no longer approves the one the bastion was
+// started from (the known_hosts files it verifies hosts with), until it
+// restarts.
+func (s *Server) Hold(why string) { s.held.Store(&why) }
+
+// refusal is why no command is sent now: the gateway is stopping, or the
+// bastion is held; "" when commands are sent.
+func (s *Server) refusal() string {
+	if s.stopping.Load() {
+		return "the gateway is stopping"
+	}
+	if why := s.held.Load(); why != nil {
+		return *why
+	}
+	return ""
 }
 
 // track counts a client connection as being served; the returned

@@ -66,8 +66,8 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *l
 		ss.refuse(req, fmt.Sprintf("refused: the command is longer than a card shows (%d characters of %d once escaped); run a script that is on the host instead. The command was not sent", utf8.RuneCountInString(safetext.Escape(string(e.Command))), safetext.Command), ExitDenied)
 		return
 	}
-	if s.stopping.Load() {
-		ss.refuse(req, "the gateway is stopping; the command was not sent", ExitUnreachable)
+	if why := s.refusal(); why != "" {
+		ss.refuse(req, why+"; the command was not sent", ExitUnreachable)
 		return
 	}
 	up, d, err := ss.upstreamFor(e)
@@ -127,6 +127,11 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *l
 			note = ss.notSent(e, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
 		}
 		ss.refuse(req, err.Error()+note, ExitUnreachable)
+		return
+	}
+	// Held, or stopping, while its card waited.
+	if why := s.refusal(); why != "" {
+		ss.refuse(req, why+"; the command was not sent", ExitUnreachable)
 		return
 	}
 	up.acquire()

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/internal/config"
@@ -11,7 +12,8 @@ import (
 // then. When an unlock finds the state directory's approved configuration
 // rewritten and puts back the one sealed in the vault (sealedpolicy.go),
 // a bastion that configuration does not approve serves no connection from
-// then on, until the gateway restarts: one it does not enable, or one
+// then on, and sends no command on a connection it serves already, until
+// the gateway restarts: one it does not enable, or one
 // whose settings would loosen it as a policy change would (real hosts
 // verified with a known_hosts file it does not trust, or without one
 // whose @revoked lines it keeps, or hosts let in without the post-quantum
@@ -42,5 +44,14 @@ func (g *Gateway) holdBastion(approved config.File) {
 		return
 	}
 	g.bastionHeld.Store(true)
+	// Commands on the connections it serves already are refused too.
+	if js := g.journal.Load(); js != nil {
+		js.mu.Lock()
+		servers := slices.Clone(js.servers)
+		js.mu.Unlock()
+		for _, srv := range servers {
+			srv.Hold(errBastionHeld.Error())
+		}
+	}
 	g.log.Warn("the bastion serves no more: "+errBastionHeld.Error(), "loosening", loosens)
 }
