@@ -1,11 +1,15 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,5 +61,48 @@ func TestManJournalNestsEndAndUnknownKeys(t *testing.T) {
 				t.Errorf("postern-journal(1) does not name %q inside %s (...): %s", k, key, group)
 			}
 		}
+	}
+}
+
+// postern-journal(1) names every word a journal entry's outcome is told
+// in (end's outcome, unknown's reason and last_phase, a resolution's by
+// and result, the kind), as the journal declares them: a script reading
+// --json, and a person reading list, finds what each means.
+func TestManJournalNamesEveryOutcomeWord(t *testing.T) {
+	src := filepath.Join("..", "..", "bastion", "journal", "entry.go")
+	f, err := parser.ParseFile(token.NewFileSet(), src, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join("..", "..", "man", "postern-journal.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, s := range g.Specs {
+			v := s.(*ast.ValueSpec)
+			for i, name := range v.Names {
+				if !slices.ContainsFunc([]string{"Kind", "Outcome", "Reason", "Phase", "By", "Result"}, func(p string) bool { return strings.HasPrefix(name.Name, p) }) || i >= len(v.Values) {
+					continue
+				}
+				lit, ok := v.Values[i].(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					continue
+				}
+				word, _ := strconv.Unquote(lit.Value)
+				n++
+				if !regexp.MustCompile(`(Li|Dq) ` + regexp.QuoteMeta(word) + `\b`).Match(page) {
+					t.Errorf("postern-journal(1) does not name %q (journal.%s)", word, name.Name)
+				}
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("found %d words in %s", n, src)
 	}
 }
