@@ -182,9 +182,10 @@
 // Each entry has one of the statuses of package journal:
 //
 //	RUNNING                                  written, no end yet
-//	COMPLETED                                exited or signaled (or closed_no_status, which earlier versions wrote); or resolved "ran"
+//	COMPLETED                                exited or signaled; or resolved "ran"
 //	RETRY_SAFE previous_action_not_started   denied, failed_to_start or rejected; or resolved "not_started"
-//	STATUS_UNKNOWN inspect_activity_journal  unknown, and not resolved to one of the above
+//	STATUS_UNKNOWN inspect_activity_journal  unknown (or closed_no_status, which earlier versions wrote),
+//	                                         and not resolved to one of the above
 //
 // Server.Resolve turns an unknown entry that ran with markers into a
 // resolution: it runs marker.Probe over a fresh connection, approved like

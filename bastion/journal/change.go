@@ -255,9 +255,9 @@ func (j *Journal) resolution(r Resolution) Resolution {
 // whose outcome is not unknown, or that can take no more.
 func resolvable(e *Entry, by string) error {
 	switch {
-	case e.End != nil:
+	case e.End != nil && !e.Lost():
 		return transitionf("entry %s has an observed outcome (%s): there is nothing to resolve", e.ID, e.Describe())
-	case e.Unknown == nil:
+	case !e.Lost():
 		return transitionf("entry %s is still running in this bastion: it can be resolved only once its outcome is unknown", e.ID)
 	case by == ByProbe && !e.Marker:
 		return transitionf("entry %s ran without remote markers: a probe cannot tell what happened; resolve it as a user, with what you checked", e.ID)

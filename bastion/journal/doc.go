@@ -33,9 +33,11 @@
 // users and JSON see:
 //
 //	RUNNING                                   started, no outcome yet, in the bastion that holds the journal
-//	COMPLETED                                 End (exited, signaled; closed_no_status from earlier versions), or resolved "ran"
+//	COMPLETED                                 End (exited, signaled), or resolved "ran"
 //	RETRY_SAFE previous_action_not_started    End rejected, denied or failed_to_start, or resolved "not_started"
-//	STATUS_UNKNOWN inspect_activity_journal   unknown, unresolved or last resolved still_running or inconclusive
+//	STATUS_UNKNOWN                            unknown (or End closed_no_status, which earlier versions wrote
+//	  inspect_activity_journal                  of a channel closed without a status), unresolved or last
+//	                                            resolved still_running or inconclusive
 //
 // RETRY_SAFE is given only when the journal proves the command never ran:
 // the upstream refused it, it was never sent, or the host's markers show
@@ -103,7 +105,7 @@
 //
 // Buckets:
 //
-//	meta             "format" → "postern-journal 1", "guard" → "host-key without port, login user"
+//	meta             "format" → "postern-journal 1", "guard" → "host-key without port, login user, closed_no_status unknown"
 //	meta/instances   instance id → {"opened": time, "pid": n}, one per Open
 //	entries          id → record: the entry's latest state
 //	open             id → instance id, for entries with no End and no Unknown
@@ -116,8 +118,10 @@
 // prefix scan finds the unresolved entries for one command on one host,
 // the last being the most recent. (Journals written before the guard went
 // by host key alone, without "guard" in meta or with "host-key", which
-// also went by port, or with "host-key without port", which went by the
-// user as given, have their index rebuilt at Open.) A record is one version byte (1) followed by the
+// also went by port, with "host-key without port", which went by the
+// user as given, or with "host-key without port, login user", which left
+// out the entries ended closed_no_status, have their index rebuilt at
+// Open.) A record is one version byte (1) followed by the
 // entry as JSON; DecodeEntry refuses other versions, unknown fields,
 // trailing bytes, records over MaxRecord, and entries that break the
 // invariants (such as a command that does not match its hash). Command

@@ -24,7 +24,7 @@ const (
 const (
 	OutcomeExited         = "exited"           // exit-status ExitStatus
 	OutcomeSignaled       = "signaled"         // exit-signal Signal (CoreDumped, ErrorMsg)
-	OutcomeClosedNoStatus = "closed_no_status" // the upstream closed the channel without a status: written by earlier versions only, now ReasonNoStatus
+	OutcomeClosedNoStatus = "closed_no_status" // the upstream closed the channel without a status: written by earlier versions only, now ReasonNoStatus; unknown (Lost)
 	OutcomeRejected       = "rejected"         // the upstream answered the request with failure
 	OutcomeDenied         = "denied"           // policy or approval said no; nothing was sent
 	OutcomeFailedToStart  = "failed_to_start"  // dial, authentication or channel open failed; nothing was sent
@@ -207,7 +207,7 @@ func (e *Entry) CommandText() string {
 // "ran (exit 3) per probe".
 func (e *Entry) Describe() string {
 	switch {
-	case e.End != nil:
+	case e.End != nil && (!e.Lost() || len(e.Resolutions) == 0):
 		switch e.End.Outcome {
 		case OutcomeExited:
 			return "exited " + strconv.Itoa(e.End.ExitStatus)
@@ -215,7 +215,7 @@ func (e *Entry) Describe() string {
 			return "signaled " + e.End.Signal
 		}
 		return e.End.Outcome
-	case e.Unknown != nil:
+	case e.Lost():
 		if n := len(e.Resolutions); n > 0 {
 			r := e.Resolutions[n-1]
 			s := r.Result
@@ -291,7 +291,7 @@ func (e *Entry) validate() error {
 		return fmt.Errorf("entry %s: retry_of or retried_by is not a journal id", e.ID)
 	case e.End != nil && e.Unknown != nil:
 		return fmt.Errorf("entry %s: both an end and an unknown outcome", e.ID)
-	case len(e.Resolutions) > 0 && e.Unknown == nil:
+	case len(e.Resolutions) > 0 && !e.Lost():
 		return fmt.Errorf("entry %s: resolutions without an unknown outcome", e.ID)
 	case len(e.Resolutions) > MaxResolutions:
 		return fmt.Errorf("entry %s: more than %d resolutions", e.ID, MaxResolutions)

@@ -32,12 +32,14 @@ var (
 	keyChecked       = []byte("checked") // inside meta; see markChecked
 )
 
-// guardV3 marks an unresolved index keyed by host key, without the port,
+// guardV4 marks an unresolved index keyed by host key, without the port,
 // and by login user (see guardKey), that holds every entry whose outcome
-// is unknown, retried or not. Indexes marked otherwise ("host-key" went
-// by port too, "host-key without port" by the user as given and without
-// the retried entries) are rebuilt at Open.
-const guardV3 = "host-key without port, login user"
+// is unknown, retried or not, those ended closed_no_status included.
+// Indexes marked otherwise ("host-key" went by port too, "host-key
+// without port" by the user as given and without the retried entries,
+// "host-key without port, login user" without the entries ended
+// closed_no_status) are rebuilt at Open.
+const guardV4 = "host-key without port, login user, closed_no_status unknown"
 
 const formatV1 = "postern-journal 1"
 
@@ -389,10 +391,11 @@ func guardKey(t Target, kind, commandSHA256 string) []byte {
 
 // reindexGuards rebuilds the unresolved index when it was made by an
 // older postern, whose guard keys named the host rather than its key,
-// held the port, or the user as given.
+// held the port, or the user as given, or which read an entry ended
+// closed_no_status as completed.
 func reindexGuards(tx *bolt.Tx) error {
 	meta := tx.Bucket(bucketMeta)
-	if string(meta.Get(keyGuard)) == guardV3 {
+	if string(meta.Get(keyGuard)) == guardV4 {
 		return nil
 	}
 	if err := tx.DeleteBucket(bucketUnresolved); err != nil {
@@ -414,7 +417,7 @@ func reindexGuards(tx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	return meta.Put(keyGuard, []byte(guardV3))
+	return meta.Put(keyGuard, []byte(guardV4))
 }
 
 func phase(e *Entry) string {

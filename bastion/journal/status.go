@@ -14,11 +14,13 @@ const (
 // Status returns the entry's status:
 //
 //	End: rejected, denied or failed_to_start    RETRY_SAFE previous_action_not_started
-//	End: any other outcome                      COMPLETED
-//	Unknown, last resolution ran                COMPLETED
-//	Unknown, last resolution not_started        RETRY_SAFE previous_action_not_started
-//	Unknown, no resolution, or the last one
-//	  still_running or inconclusive             STATUS_UNKNOWN inspect_activity_journal
+//	End: exited or signaled                     COMPLETED
+//	Unknown (or End closed_no_status, which
+//	  earlier versions wrote), and:
+//	  the last resolution ran                   COMPLETED
+//	  the last resolution not_started           RETRY_SAFE previous_action_not_started
+//	  no resolution, or the last one
+//	    still_running or inconclusive           STATUS_UNKNOWN inspect_activity_journal
 //	neither End nor Unknown                     RUNNING
 //
 // RUNNING only lasts while the instance that started the command holds
@@ -26,13 +28,13 @@ const (
 // unknown ones, and OpenReadOnly shows them as unknown.
 func (e *Entry) Status() string {
 	switch {
-	case e.End != nil:
+	case e.End != nil && !e.Lost():
 		switch e.End.Outcome {
 		case OutcomeRejected, OutcomeDenied, OutcomeFailedToStart:
 			return StatusRetrySafe
 		}
 		return StatusCompleted
-	case e.Unknown != nil:
+	case e.Lost():
 		if n := len(e.Resolutions); n > 0 {
 			switch e.Resolutions[n-1].Result {
 			case ResultRan:
@@ -64,4 +66,12 @@ func ParseStatus(s string) (string, bool) {
 		return StatusRetrySafe, true
 	}
 	return "", false
+}
+
+// Lost reports whether e's outcome was not observed: it is unknown, or
+// ended closed_no_status, which earlier versions wrote of a channel the
+// host closed without an exit status or signal (now unknown, no_status).
+// Such an entry takes resolutions.
+func (e *Entry) Lost() bool {
+	return e.Unknown != nil || e.End != nil && e.End.Outcome == OutcomeClosedNoStatus
 }

@@ -26,7 +26,7 @@ func TestStatusTable(t *testing.T) {
 		{"dispatched", Entry{Dispatched: now}, StatusRunning},
 		{"exited", Entry{End: end(OutcomeExited)}, StatusCompleted},
 		{"signaled", Entry{End: end(OutcomeSignaled)}, StatusCompleted},
-		{"closed without status", Entry{End: end(OutcomeClosedNoStatus)}, StatusCompleted},
+		{"closed without status (earlier versions)", Entry{End: end(OutcomeClosedNoStatus)}, StatusUnknown},
 		{"rejected", Entry{End: end(OutcomeRejected)}, StatusRetrySafe},
 		{"denied", Entry{End: end(OutcomeDenied)}, StatusRetrySafe},
 		{"failed to start", Entry{End: end(OutcomeFailedToStart)}, StatusRetrySafe},

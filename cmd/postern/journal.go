@@ -219,6 +219,10 @@ func entryLine(e *api.JournalEntry) string {
 // exitText is how an entry ended, in a word or two: "exit 0",
 // "signal TERM", the outcome when no status came, "-" when none is known.
 func exitText(e *api.JournalEntry) string {
+	// A resolution speaks for an outcome no one saw.
+	if n := len(e.Resolutions); n > 0 && e.Resolutions[n-1].ExitStatus != nil {
+		return fmt.Sprintf("exit %d", *e.Resolutions[n-1].ExitStatus)
+	}
 	switch x := e.End; {
 	case x != nil && x.Signal != "":
 		return "signal " + shown(x.Signal)
@@ -226,9 +230,6 @@ func exitText(e *api.JournalEntry) string {
 		return fmt.Sprintf("exit %d", x.ExitStatus)
 	case x != nil:
 		return x.Outcome
-	}
-	if n := len(e.Resolutions); n > 0 && e.Resolutions[n-1].ExitStatus != nil {
-		return fmt.Sprintf("exit %d", *e.Resolutions[n-1].ExitStatus)
 	}
 	return "-"
 }
