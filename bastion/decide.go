@@ -161,6 +161,27 @@ func (ss *session) retryOf(e *journal.Entry, hostKey gossh.PublicKey) (*journal.
 	return nil, nil
 }
 
+// undecided returns the error a decision that did not allow stands for
+// when it refused nothing: the gateway lacked what it needs to decide
+// (descriptors or memory to check the requester against live evidence,
+// the audit log, the journal). Such a command could not be started, as
+// when its host cannot be reached: it is not one a policy or a person
+// denied. nil for every other decision.
+func undecided(d *approvals.Decision) error {
+	if d == nil || d.Allow {
+		return nil
+	}
+	switch d.Reason {
+	case audit.ReasonOutOfResources:
+		return fmt.Errorf("cannot check the ssh process behind the connection: %w", procid.ErrNoResources)
+	case audit.ReasonAuditFailed:
+		return errors.New("the audit log cannot record the decision")
+	case audit.ReasonJournalFailed:
+		return errors.New("the command journal cannot be read for the retry guard")
+	}
+	return nil
+}
+
 // hostKeyFingerprint is how the journal knows a host: by the fingerprint
 // of the key its connection verified, or of the key the certificate it
 // presented certifies (a certificate renewed is the same host), as the

@@ -129,8 +129,10 @@
 // journal entry:
 //
 //	254 (ExitDenied)       refused by policy, approval or the retry guard: not sent
-//	255 (ExitUnreachable)  the host could not be reached, trusted or logged in to, or the
-//	                       command could not be journaled, audited or wrapped: not sent
+//	255 (ExitUnreachable)  the host could not be reached, trusted or logged in to, the
+//	                       decision could not be made (a decision for want of descriptors or
+//	                       memory, the audit log or the journal: undecided), or the command
+//	                       could not be journaled, audited or wrapped: not sent
 //	no status              the outcome is unknown; ssh exits 255
 //
 // A request the host refused fails as it would without the bastion.

@@ -44,8 +44,11 @@ func (s *Server) Resolve(ctx context.Context, id string, requester *procid.Peer)
 	ss := &session{s: s, info: info, probe: e.ID, ctx: ctx}
 	probeEntry := &journal.Entry{Kind: journal.KindExec, Command: []byte(probe)}
 	up, d, err := ss.upstreamFor(probeEntry)
+	if uerr := undecided(d); uerr != nil {
+		err = uerr
+	}
 	switch {
-	case d != nil && !d.Allow:
+	case d != nil && !d.Allow && err == nil:
 		return nil, fmt.Errorf("the probe was %w (%s)", ErrDenied, d.Reason)
 	case err != nil:
 		return nil, fmt.Errorf("probing %s: %w", t.Host, err)

@@ -19,7 +19,8 @@ import (
 const ExitDenied = 254
 
 // ExitUnreachable is the status of a command the bastion could not start
-// because the host could not be reached, trusted or authenticated to.
+// because the host could not be reached, trusted or authenticated to, or
+// the gateway could not decide (undecided) or journal it.
 const ExitUnreachable = 255
 
 // session relays one session channel: the client's requests up, the

@@ -71,6 +71,9 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *l
 		return
 	}
 	up, d, err := ss.upstreamFor(e)
+	if uerr := undecided(d); uerr != nil {
+		err = uerr
+	}
 	if up != nil {
 		e.Target.HostKey = hostKeyFingerprint(up.hostKey)
 	}
@@ -84,7 +87,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *l
 		}
 	}
 	switch {
-	case d != nil && !d.Allow:
+	case d != nil && !d.Allow && err == nil:
 		s.running.done(e)
 		log.Info("bastion: command denied", "reason", d.Reason)
 		if e.RetryOf != "" {
