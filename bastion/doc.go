@@ -115,12 +115,15 @@
 //     sshd hangs up the terminal of a connection that drops (the relay
 //     closes the channel: sshd releases the terminal, the kernel sends
 //     SIGHUP, and sshd still sends how the command ended).
-//  5. When the host closes the channel, the output is drained, the end is
-//     written (journal.End: exited with a status or signaled, with byte
-//     counts, the last 4 KiB of output and whether the client was gone) and audited (command_ended), and only
-//     then does the client get the host's exit-status or exit-signal,
-//     byte for byte, then EOF and close. The host's EOF is held until
-//     then, so that the bastion can still write to stderr.
+//  5. When the host closes the channel, the rest of its output is read
+//     (it is in the bastion already, within the channel's window: a
+//     client that reads slowly, or not at all, does not hold the end
+//     back), the end is written (journal.End: exited with a status or
+//     signaled, with byte counts, the last 4 KiB of output and whether
+//     the client was gone) and audited (command_ended); the client then
+//     gets the rest of the output, and only then the host's exit-status
+//     or exit-signal, byte for byte, then EOF and close. The host's EOF
+//     is held until then, so that the bastion can still write to stderr.
 //
 // # What the client sees
 //

@@ -33,12 +33,15 @@ type exitSignal struct {
 func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureqs <-chan *gossh.Request, later *laterRequests) {
 	s := ss.s
 	tail := newTail(4096)
-	out := &pump{dst: ss.dch, tail: tail}
-	errOut := &pump{dst: ss.dch.Stderr(), tail: tail}
+	out := newPump(ss.dch, tail)
+	errOut := newPump(ss.dch.Stderr(), tail)
+	// What postern says on stderr, and the status, come after the host's
+	// output.
+	ss.drain = func() { out.drained(); errOut.drained() }
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { out.copy(uch); wg.Done() }()
-	go func() { errOut.copy(uch.Stderr()); wg.Done() }()
+	go func() { out.read(uch); wg.Done() }()
+	go func() { errOut.read(uch.Stderr()); wg.Done() }()
 	// The command may end while the client still holds stdin open (an
 	// interactive client closes it when it learns the status): the count
 	// is read while the copy goes on.
@@ -80,8 +83,11 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 		}
 	}
 	close(hostDone)
-	// The channel closed upstream: let the output drain, then decide what
-	// is known.
+	// The channel closed upstream: read what the host sent, then decide
+	// what is known, and record it before the client (which may read
+	// slowly, or not at all) has taken the output.
+	out.hostClosed()
+	errOut.hostClosed()
 	wg.Wait()
 	// The client closes its channel only after the status this relay has
 	// not sent yet: if it is closed already, the client went away.
@@ -126,6 +132,7 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 	}
 	s.cfg.Log.Info("bastion: command ended", "entry", e.ID, "outcome", end.Outcome, "status", end.ExitStatus, "signal", end.Signal, "client_gone", gone)
 	ss.record(audit.EventCommandEnded, e, map[string]string{"outcome": end.Outcome, "status": strconv.Itoa(end.ExitStatus), "signal": end.Signal, "client_gone": strconv.FormatBool(gone)})
+	ss.drain()
 	if ex.kind != "" {
 		ss.dch.SendRequest(ex.kind, false, ex.raw)
 	}

@@ -38,6 +38,9 @@ type session struct {
 	// undispatched: the host accepted the command, and the journal could
 	// not record it (outcome.go).
 	undispatched bool
+	// drain, while the command's output is relayed, waits until the
+	// client has taken it (pump.drained): what tell writes comes after.
+	drain func()
 }
 
 func (s *Server) handleSession(_ *gliderssh.Server, _ *gossh.ServerConn, nc gossh.NewChannel, ctx gliderssh.Context) {
@@ -139,6 +142,9 @@ func (ss *session) tellUnknown(e *journal.Entry, what string) {
 // postern's: what the client chose (the host's name) and what the host
 // or the network said (an error's words) are escaped in it.
 func (ss *session) tell(msg string) {
+	if ss.drain != nil {
+		ss.drain()
+	}
 	io.WriteString(ss.dch.Stderr(), "postern: "+safetext.Terminal(msg)+"\r\n")
 }
 
