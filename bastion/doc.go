@@ -163,7 +163,9 @@
 // decision with the earlier entry on the card, once the host key is
 // verified and before anything is signed; refused, it is not sent and not
 // journaled, and the earlier entry keeps guarding; approved, the new
-// entry records RetryOf.
+// entry records RetryOf. An approval covers one retry: of identical
+// retries approved at once, the first journaled is sent, and the others
+// are refused by the guard (254), not sent and not journaled.
 //
 // # Bounds, refusals and stopping
 //

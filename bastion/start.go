@@ -234,6 +234,14 @@ func (ss *session) journalStart(req *gossh.Request, e *journal.Entry) bool {
 		ss.refuse(req, ue.Error()+"; "+resolveAdvice(ue.Entry.ID)+", or approve a retry", ExitDenied)
 		return false
 	}
+	if errors.Is(err, journal.ErrTransition) {
+		// The retry guard, not the disk: a retry whose approval an
+		// identical retry used first, or whose earlier entry has since
+		// completed.
+		ss.s.cfg.Log.Info("bastion: retry refused by the journal", "err", err)
+		ss.refuse(req, "refused: "+err.Error()+"; the command was not sent", ExitDenied)
+		return false
+	}
 	ss.s.cfg.Log.Error("bastion: cannot journal a command; refusing it", "err", err)
 	ss.refuse(req, "the command journal cannot be written ("+err.Error()+"); the command was not sent", ExitUnreachable)
 	return false
