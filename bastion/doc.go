@@ -181,8 +181,9 @@
 // on the connections it serves already too, for a gateway whose approved
 // configuration no longer approves the one the bastion started from.
 // Stop ends the bastion for a stopping gateway: new commands are refused,
-// running ones get a grace period, then are cut off and recorded unknown
-// (bastion_stopped).
+// running ones get a grace period, then are cut off (the connections to
+// the hosts first) and recorded unknown (bastion_stopped), their clients
+// told so before their connections are closed.
 //
 // # The journal's states
 //

@@ -108,7 +108,8 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 		end.Outcome, end.Signal, end.CoreDumped, end.ErrorMsg = journal.OutcomeSignaled, ex.signal.Signal, ex.signal.CoreDumped, ex.signal.Msg
 	case s.stopping.Load() && !up.alive(time.Second):
 		// Stop cut the connection: the gateway is stopping.
-		ss.unknown(e, journal.ReasonBastionStopped, "the gateway stopped while the command ran, and cut its connection after the grace period")
+		ss.unknownTold(e, journal.ReasonBastionStopped, "the gateway stopped while the command ran, and cut its connection after the grace period",
+			"the gateway stopped while the command was running, and cut it off after its grace period")
 		return
 	case !up.alive(3 * time.Second):
 		detail := "the connection to the host ended before the command's exit status arrived"

@@ -15,6 +15,7 @@ import (
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
+	"github.com/postern/postern/internal/syncbuf"
 )
 
 // A connection to the host cut while the command runs leaves its outcome
@@ -244,5 +245,27 @@ func TestRelayClientGone(t *testing.T) {
 	e := w.ended("long")
 	if e.End == nil || e.End.Outcome != journal.OutcomeExited || e.End.ExitStatus != 7 || !e.End.ClientGone || e.End.BytesOut != 8<<20+8 {
 		t.Fatalf("journal %s %+v %+v", e.Status(), e.End, e.Unknown)
+	}
+}
+
+// A command that Stop cuts off after the grace period is recorded
+// unknown, and its client is told so, naming the journal entry, as for
+// any other unknown outcome: the person whose command was cut by a
+// gateway that stopped learns what to look up, where the connection
+// closed with nothing said.
+func TestStopTellsTheClientOfTheCommandsItCutOff(t *testing.T) {
+	w := newWorld(t)
+	errOut := &syncbuf.Buffer{}
+	sess := w.startRunning("sleep 3600", errOut)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	w.srv.Stop(ctx)
+	sess.Wait()
+	e := w.only()
+	if e.Status() != journal.StatusUnknown || e.Unknown.Reason != journal.ReasonBastionStopped {
+		t.Fatalf("journal after Stop: %s %+v", e.Status(), e.Unknown)
+	}
+	if !strings.Contains(errOut.String(), "UNKNOWN (journal entry "+e.ID+")") || !strings.Contains(errOut.String(), "gateway") {
+		t.Fatalf("the client of a command Stop cut off was told %q", errOut.String())
 	}
 }

@@ -3,6 +3,7 @@ package bastion
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"net"
 	"path"
 	"strings"
@@ -155,9 +156,10 @@ const cutOffWait = 5 * time.Second
 
 // Stop ends the bastion for a gateway that stops: from now on every new
 // connection and command is refused. Commands still running have until
-// ctx ends to finish on their own; then their connections are cut, and
-// each command whose end was not seen is recorded unknown
-// (bastion_stopped) before Stop returns — or, past cutOffWait, left
+// ctx ends to finish on their own; then their connections to the hosts
+// are cut, each command whose end was not seen is recorded unknown
+// (bastion_stopped) and its client told so, then the clients'
+// connections are closed, before Stop returns — or, past cutOffWait, left
 // running in the journal, which the next start records unknown
 // (bastion_restarted). It returns how many client connections it cut.
 func (s *Server) Stop(ctx context.Context) int {
@@ -171,24 +173,36 @@ func (s *Server) Stop(ctx context.Context) int {
 	}
 	s.cutOnce.Do(func() { close(s.cut) })
 	s.mu.Lock()
-	cut := len(s.active)
-	for info, c := range s.active {
+	conns := maps.Clone(s.active)
+	s.mu.Unlock()
+	// The connections to the hosts first: each command cut off records
+	// that its outcome is unknown and tells its client so, naming its
+	// journal entry; then the connections of the clients.
+	for info, c := range conns {
 		info.mu.Lock()
 		up := info.up
 		info.mu.Unlock()
 		if up != nil {
 			up.client.Close()
+		} else {
+			c.Close()
 		}
+	}
+	s.cfg.Log.Warn("bastion: stopping; connections cut after the grace period", "connections", len(conns))
+	deadline := time.After(cutOffWait)
+	select {
+	case <-s.sessions.idle():
+	case <-deadline:
+	}
+	for _, c := range conns {
 		c.Close()
 	}
-	s.mu.Unlock()
-	s.cfg.Log.Warn("bastion: stopping; connections cut after the grace period", "connections", cut)
 	select {
 	case <-done:
-	case <-time.After(cutOffWait):
+	case <-deadline:
 		s.cfg.Log.Error("bastion: commands did not record their end in time; the next start records them unknown")
 	}
-	return cut
+	return len(conns)
 }
 
 // Hold makes the bastion send no command from now on, on the client
