@@ -78,7 +78,9 @@
 //
 // Get takes an id or a unique prefix of it (MinPrefix characters or
 // more), List returns entries newest first, filtered by status and start
-// time, and Follow streams every change as it is committed. The command
+// time (RUNNING and STATUS_UNKNOWN read from the open and unresolved
+// indexes, not from every entry), and Follow streams every change as it
+// is committed. The command
 // line asks the gateway, which holds the journal; when no gateway runs, it
 // uses OpenReadOnly, which creates nothing, fails quickly with ErrBusy if a
 // gateway does hold the file, and shows entries without an outcome as

@@ -369,6 +369,9 @@ func put(tx *bolt.Tx, e *Entry, rec []byte) error {
 	return ix.Delete(k)
 }
 
+// guardKeyLen is the length of a guard key: hex SHA-256.
+const guardKeyLen = 2 * sha256.Size
+
 // guardKey is the unresolved-index prefix of one command on one
 // destination: hex SHA-256 over the verified host key (the host's name,
 // lower-cased, and the port, only for an entry that has none, which never

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,8 +103,50 @@ func (j *Journal) Each(opts ListOptions, fn func(*Entry) error) error {
 		stop = encodeID(uint64(max(opts.Since.Add(-time.Hour).UnixMilli(), 0)), 0, 0)
 	}
 	n, size := 0, 0
+	// take passes the entry of record v (key k) to fn, as opts say; done
+	// ends the listing.
+	take := func(k, v []byte) (done bool, err error) {
+		e, err := DecodeEntry(v)
+		if err != nil {
+			return true, damaged(j.path, fmt.Errorf("entry %q: %v", k, err))
+		}
+		e = j.shown(e)
+		if !opts.Since.IsZero() && e.Started.Before(opts.Since) {
+			return false, nil
+		}
+		if status != "" && e.Status() != status {
+			return false, nil
+		}
+		if size += jsonSize(v, e); opts.MaxBytes > 0 && n > 0 && size > opts.MaxBytes {
+			return true, nil
+		}
+		if err := fn(e); err != nil {
+			return true, err
+		}
+		n++
+		return opts.Limit > 0 && n == opts.Limit, nil
+	}
 	return j.view(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketEntries).Cursor()
+		entries := tx.Bucket(bucketEntries)
+		if ids := j.indexed(tx, status); ids != nil {
+			for _, id := range ids {
+				if opts.Before != "" && id >= opts.Before {
+					continue
+				}
+				if stop != "" && id < stop {
+					break
+				}
+				v := entries.Get([]byte(id))
+				if v == nil {
+					return damaged(j.path, fmt.Errorf("an index names entry %s, which is missing", id))
+				}
+				if done, err := take([]byte(id), v); done || err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		c := entries.Cursor()
 		k, v := c.Last()
 		if opts.Before != "" {
 			k, v = c.Seek([]byte(opts.Before))
@@ -118,29 +161,49 @@ func (j *Journal) Each(opts ListOptions, fn func(*Entry) error) error {
 			if stop != "" && string(k) < stop {
 				break
 			}
-			e, err := DecodeEntry(v)
-			if err != nil {
-				return damaged(j.path, fmt.Errorf("entry %q: %v", k, err))
-			}
-			e = j.shown(e)
-			if !opts.Since.IsZero() && e.Started.Before(opts.Since) {
-				continue
-			}
-			if status != "" && e.Status() != status {
-				continue
-			}
-			if size += jsonSize(v, e); opts.MaxBytes > 0 && n > 0 && size > opts.MaxBytes {
-				break
-			}
-			if err := fn(e); err != nil {
+			if done, err := take(k, v); done || err != nil {
 				return err
-			}
-			if n++; opts.Limit > 0 && n == opts.Limit {
-				break
 			}
 		}
 		return nil
 	})
+}
+
+// indexed returns, newest first, the ids of the only entries that can
+// have status, read from an index, so that a listing by status reads
+// those and not every entry: for STATUS_UNKNOWN the retry guard's index
+// of the entries whose outcome is unknown (and, on a read-only handle,
+// the entries without an outcome, which it shows unknown); for RUNNING
+// the entries without an outcome. nil for another status, or an index
+// an older postern made and no gateway has rebuilt since: scan them all.
+func (j *Journal) indexed(tx *bolt.Tx, status string) []string {
+	meta, unresolved, open := tx.Bucket(bucketMeta), tx.Bucket(bucketUnresolved), tx.Bucket(bucketOpen)
+	if meta == nil || unresolved == nil || open == nil || string(meta.Get(keyGuard)) != guardV4 {
+		return nil
+	}
+	ids := []string{}
+	keys := func(b *bolt.Bucket, from int) {
+		b.ForEach(func(k, _ []byte) error {
+			if len(k) > from {
+				ids = append(ids, string(k[from:]))
+			}
+			return nil
+		})
+	}
+	switch status {
+	case StatusUnknown:
+		keys(unresolved, guardKeyLen)
+		if j.readOnly {
+			keys(open, 0)
+		}
+	case StatusRunning:
+		keys(open, 0)
+	default:
+		return nil
+	}
+	slices.Sort(ids)
+	slices.Reverse(ids)
+	return slices.Compact(ids)
 }
 
 // jsonSize bounds the size of entry e, read from record rec, as JSON
