@@ -145,6 +145,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *l
 		return
 	}
 	s.running.add(e)
+	defer s.running.ended(s.cfg.Journal, e)
 	log = log.With("entry", e.ID)
 	if err := ss.record(audit.EventCommandStarted, e, nil); err != nil {
 		note := ss.notSent(e, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})

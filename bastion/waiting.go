@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	gossh "golang.org/x/crypto/ssh"
@@ -87,6 +88,23 @@ func (r *running) add(e *journal.Entry) {
 	k := runningKey(e.Target, e.Kind, e.CommandSHA256)
 	r.ids[k] = append(r.ids[k], e.ID)
 	delete(r.deciding, e)
+}
+
+// ended forgets e, which add counted, once its end is written: an entry
+// whose end the journal could not write reads RUNNING there, and is
+// kept, as the command may still run.
+func (r *running) ended(j *journal.Journal, e *journal.Entry) {
+	if cur, err := j.Get(e.ID); err == nil && cur.Status() == journal.StatusRunning {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := runningKey(e.Target, e.Kind, e.CommandSHA256)
+	if ids := slices.DeleteFunc(r.ids[k], func(id string) bool { return id == e.ID }); len(ids) > 0 {
+		r.ids[k] = ids
+	} else {
+		delete(r.ids, k)
+	}
 }
 
 // claim counts e as being decided, under key k, until add or done, and
