@@ -149,6 +149,7 @@
 //	upstream_lost         the channel ended without a status, and the connection did
 //	                      not answer a keepalive within 3 seconds
 //	bastion_restarted     journal.Open found an entry a previous instance left running
+//	                      (audited when the next gateway starts: RecordRestarted)
 //	bastion_stopped       Server.Stop cut the command off after the gateway's grace period
 //	no_status             the host closed the channel without an exit status or signal, on
 //	                      a connection that still answers: a relay on the host that lost

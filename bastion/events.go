@@ -32,3 +32,16 @@ func (s *Server) recordEntry(typ audit.EventType, e *journal.Entry, extra map[st
 	}
 	return s.cfg.Audit.Record(audit.Event{Type: typ, Dest: e.Target.HostKey, Run: e.Run, Detail: detail})
 }
+
+// RecordRestarted records in the audit log the unknown outcome
+// (command_unknown, bastion_restarted) of each command an earlier
+// bastion left running, which the journal's Open turned unknown: the
+// log's account of such a command, started, has its end, as for every
+// other unknown outcome.
+func (s *Server) RecordRestarted() {
+	for _, e := range s.cfg.Journal.Restarted() {
+		if err := s.recordEntry(audit.EventCommandUnknown, e, map[string]string{"reason": journal.ReasonBastionRestarted}); err != nil {
+			s.cfg.Log.Error("bastion: cannot record in the audit log the unknown outcome of a command an earlier gateway left running", "entry", e.ID, "err", err)
+		}
+	}
+}

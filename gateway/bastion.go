@@ -87,11 +87,14 @@ func (g *Gateway) startBastion() error {
 	}
 	g.bastionStarted = &bastionStart{bastion: cfg, knownHosts: g.config.KnownHosts}
 	build := func(j *journal.Journal) *bastion.Server {
-		return bastion.New(bastion.Config{
+		srv := bastion.New(bastion.Config{
 			Identity: id, Keys: keySource{g.keys}, Decider: g.engine, Journal: j, Audit: g.engine,
 			Procs: g.procs, Log: g.log, BootID: g.bootID, KnownHosts: expandHome(known), Markers: cfg.Markers,
 			Limits: g.limits.bastion, RequirePQKex: cfg.RequirePQKex,
 		})
+		// What the journal's Open found an earlier gateway left running.
+		srv.RecordRestarted()
+		return srv
 	}
 	if err != nil {
 		// Its keys stop the bastion, not the agent: it listens, and

@@ -69,6 +69,8 @@ type Journal struct {
 
 	followers followers
 
+	restarted []*Entry // the entries Open turned unknown (Restarted)
+
 	checking  chan struct{}         // closed when the check after Open ends
 	stopCheck atomic.Bool           // Close ends that check early
 	broken    atomic.Pointer[error] // damage that check found
@@ -222,6 +224,10 @@ func MoveAside(path, aside string) (moved bool, err error) {
 	return true, nil
 }
 
+// Restarted returns the entries Open turned unknown (bastion_restarted):
+// the commands an earlier bastion left without an outcome.
+func (j *Journal) Restarted() []*Entry { return j.restarted }
+
 // Path returns the journal's file name.
 func (j *Journal) Path() string { return j.path }
 
@@ -328,6 +334,7 @@ func (j *Journal) prepare(tx *bolt.Tx) (err error) {
 		if err := put(tx, e, b); err != nil {
 			return err
 		}
+		j.restarted = append(j.restarted, e.Clone())
 	}
 	return nil
 }

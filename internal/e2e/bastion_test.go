@@ -498,14 +498,7 @@ func TestBastionResolveWithoutGatewayKeepsTheAuditTrail(t *testing.T) {
 	r := b.e.Run("postern", "journal", "resolve", e.ID, "--ran", "0", "--evidence", "checked the host")
 	after := b.entryFor(command)
 	recorded := false
-	for _, line := range strings.Split(strings.TrimSpace(b.e.MustRun("postern", "audit", "show", "--json", "--passphrase-file", b.pass).Stdout), "\n") {
-		var ev struct {
-			Type   string            `json:"type"`
-			Detail map[string]string `json:"detail"`
-		}
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			t.Fatalf("audit show --json: %v: %s", err, line)
-		}
+	for _, ev := range b.auditEvents() {
 		if ev.Type == "command_resolved" && ev.Detail["entry"] == e.ID {
 			recorded = true
 		}
