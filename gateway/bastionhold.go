@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/internal/config"
@@ -43,7 +44,8 @@ func (g *Gateway) holdBastion(approved config.File) {
 	if len(loosens) == 0 {
 		return
 	}
-	g.bastionHeld.Store(true)
+	now := time.Now()
+	g.bastionHeld.Store(&now)
 	// Commands on the connections it serves already are refused too.
 	if js := g.journal.Load(); js != nil {
 		js.mu.Lock()

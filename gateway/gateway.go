@@ -161,10 +161,11 @@ type Gateway struct {
 	// ([audit] syslog) not the approved one (sealedpolicy.go).
 	exportHeld atomic.Bool
 	// bastionStarted is what the bastion started with (nil without
-	// one); bastionHeld refuses its connections for good: an unlock
-	// found that the approved configuration does not approve it.
+	// one); bastionHeld, when an unlock found that the approved
+	// configuration does not approve it, is since when it refuses its
+	// connections for good.
 	bastionStarted *bastionStart
-	bastionHeld    atomic.Bool
+	bastionHeld    atomic.Pointer[time.Time]
 }
 
 // newBootID returns 128 random bits in hex.

@@ -135,7 +135,7 @@ func (g *Gateway) journalFault() *journalFault {
 // serveBastionConn hands a client of the bastion's socket to the bastion,
 // or refuses it.
 func (g *Gateway) serveBastionConn(c *net.UnixConn) {
-	if g.bastionHeld.Load() {
+	if g.bastionHeld.Load() != nil {
 		bastion.Refuse(c, g.procs, g.log, g.limits.bastion, g.exhausted, errBastionHeld.Error())
 		return
 	}
@@ -248,6 +248,9 @@ func (g *Gateway) journalStatus() *api.BastionStatus {
 		st.Refusing = f.err.Error()
 		st.Since = f.since.UTC().Format(time.RFC3339)
 		st.Damaged = f.damaged
+	} else if held := g.bastionHeld.Load(); held != nil {
+		st.Refusing = errBastionHeld.Error()
+		st.Since = held.UTC().Format(time.RFC3339)
 	}
 	return st
 }

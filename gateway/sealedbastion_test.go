@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
@@ -51,6 +52,11 @@ func TestSealedPolicyUnapprovedBastion(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "restart the gateway") {
 				t.Fatalf("the bastion the sealed copy does not approve answered: %v", err)
 			}
+			// And postern status, and doctor, say that it refuses.
+			st, err := api.NewClient(sock).Status(context.Background())
+			if err != nil || st.Bastion == nil || !strings.Contains(st.Bastion.Refusing, "restart the gateway") || st.Bastion.Since == "" {
+				t.Fatalf("status of the bastion the sealed copy does not approve: %+v %v", st.Bastion, err)
+			}
 		})
 	}
 }
@@ -76,7 +82,7 @@ func TestSealedPolicyTighterBastionServes(t *testing.T) {
 	g, sock, _ := runGateway(t, dir)
 	unlockGateway(t, sock, pass)
 	waitStatus(t, g, "after the unlock", func(st api.Status) bool { return st.Config.Restored != "" })
-	if g.bastionHeld.Load() {
+	if g.bastionHeld.Load() != nil {
 		t.Fatal("the bastion started from a configuration that only tightens the sealed one serves no more")
 	}
 }
@@ -136,7 +142,7 @@ func TestHeldBastionServesNoCommandOnAnEarlierConnection(t *testing.T) {
 
 	unlockGateway(t, sock, pass)
 	waitStatus(t, g, "after the unlock", func(st api.Status) bool { return st.Config.Restored != "" })
-	if !g.bastionHeld.Load() {
+	if g.bastionHeld.Load() == nil {
 		t.Fatal("the bastion the sealed copy does not approve is not held")
 	}
 	key := filepath.Join(t.TempDir(), "id")

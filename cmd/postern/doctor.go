@@ -217,7 +217,10 @@ func statusFindings(st *api.Status) []finding {
 	switch b := st.Bastion; {
 	case b == nil:
 	case b.Refusing != "":
-		fix := "fix it (" + b.Journal + "), then restart the gateway"
+		// What it refuses for (the journal, the bastion's keys, a
+		// configuration the sealed one does not approve) names what to
+		// mend.
+		fix := "mend what it names, then restart the gateway"
 		if b.Damaged {
 			fix = `"postern journal new" keeps the damaged journal aside and starts a new one`
 		}
