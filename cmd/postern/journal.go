@@ -247,8 +247,11 @@ func printEntry(out io.Writer, e *api.JournalEntry) {
 		fmt.Fprintf(out, ", dispatched %s", e.Dispatched.Local().Format(time.RFC3339))
 	}
 	fmt.Fprintln(out)
-	if e.Marker {
+	switch {
+	case e.Marker && e.Status() == api.JournalStatusUnknown:
 		fmt.Fprintln(out, "markers   on: postern journal resolve can read them")
+	case e.Marker:
+		fmt.Fprintln(out, "markers   on")
 	}
 	if e.RetryOf != "" {
 		fmt.Fprintf(out, "retry of  %s (approved)\n", e.RetryOf)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -12,7 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/postern/postern/bastion/journal"
 	"github.com/postern/postern/gateway/api"
 )
 
@@ -104,5 +107,26 @@ func TestManJournalNamesEveryOutcomeWord(t *testing.T) {
 	}
 	if n < 20 {
 		t.Fatalf("found %d words in %s", n, src)
+	}
+}
+
+// journal show offers resolve's probe only for an entry resolve can
+// take: one whose outcome is unknown. Of an entry that ran with markers
+// and completed, or one resolved since, it says only that markers were
+// on, where it said resolve could read them, and resolve then refused.
+func TestJournalShowOffersTheProbeOnlyForAnUnknownEntry(t *testing.T) {
+	now := time.Now()
+	completed := &api.JournalEntry{ID: "J1", Kind: journal.KindExec, Command: []byte("make deploy"), Marker: true,
+		Target: journal.Target{User: "u", Host: "h", Port: 22}, Started: now,
+		End: &journal.End{At: now, Outcome: api.OutcomeExited}}
+	unknown := &api.JournalEntry{ID: "J2", Kind: journal.KindExec, Command: []byte("make deploy"), Marker: true,
+		Target: journal.Target{User: "u", Host: "h", Port: 22}, Started: now,
+		Unknown: &journal.Unknown{At: now, Reason: journal.ReasonUpstreamLost, LastPhase: journal.PhaseDispatched}}
+	for e, offered := range map[*api.JournalEntry]bool{completed: false, unknown: true} {
+		var b bytes.Buffer
+		printEntry(&b, e)
+		if got := strings.Contains(b.String(), "postern journal resolve"); got != offered {
+			t.Errorf("journal show of a %s entry offers resolve's probe: %v\n%s", e.Status(), got, b.String())
+		}
 	}
 }

@@ -19,6 +19,10 @@ const (
 	ResultInconclusive = journal.ResultInconclusive
 )
 
+// JournalStatusUnknown is the status (JournalEntry.Status) of an entry
+// whose outcome is unknown, which resolve takes.
+const JournalStatusUnknown = journal.StatusUnknown
+
 // How a command ended (JournalEntry.End.Outcome), where the end carries
 // more: an exit status or a signal.
 const (
