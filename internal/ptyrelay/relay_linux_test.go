@@ -1,7 +1,6 @@
 package ptyrelay
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/postern/postern/internal/ptyrelay/ptytest"
+	"github.com/postern/postern/internal/syncbuf"
 )
 
 func TestMain(m *testing.M) {
@@ -111,7 +111,7 @@ var suspends atomic.Int32
 
 // reader collects what the person's terminal shows.
 type reader struct {
-	buf  bytes.Buffer
+	buf  syncbuf.Buffer // read while it is written too
 	done chan struct{}
 }
 
@@ -289,7 +289,7 @@ func TestRelaySignal(t *testing.T) {
 // terminal does not signal) is not.
 func TestRelaySuspendCharacter(t *testing.T) {
 	master, tty := personTerminal(t)
-	readAll(master, false)
+	rd := readAll(master, false)
 	std := [3]*os.File{tty, tty, tty}
 	r, _ := Open(std)
 	cmd := startOn(t, r, std, `trap '' TSTP; read x; stty -isig; echo >&2 ready; read y`)
@@ -297,7 +297,9 @@ func TestRelaySuspendCharacter(t *testing.T) {
 	before := suspends.Load()
 	master.Write([]byte{'a', 0x1a, 'b', '\r'})
 	waitUntil(t, "the suspend character told", func() bool { return suspends.Load() == before+1 })
-	time.Sleep(100 * time.Millisecond) // stty -isig
+	// The program's terminal no longer signals once it says so (a
+	// fixed pause was too short on a loaded machine).
+	waitUntil(t, "stty -isig", func() bool { return strings.Contains(rd.buf.String(), "ready") })
 	master.Write([]byte{0x1a})
 	time.Sleep(100 * time.Millisecond)
 	if n := suspends.Load(); n != before+1 {
