@@ -196,7 +196,26 @@ func (s *Spec) writableTrees() []string {
 }
 
 // writable reports whether p is in the working directory or a
-// read_write tree, which the run writes.
+// read_write tree, which the run writes, however p and the trees are
+// spelled: through symbolic links outside them (~/code leading to where
+// the person works), or not (located).
 func (s *Spec) writable(p string) bool {
-	return slices.ContainsFunc(s.writableTrees(), func(w string) bool { return Under(p, w) })
+	return underAny(s.located(p), s.realTrees())
+}
+
+// realTrees returns the writable trees where they lead, free of
+// symbolic links (a tree that cannot be resolved as it is spelled).
+func (s *Spec) realTrees() []string {
+	out := s.writableTrees()
+	for i, w := range out {
+		if r, err := filepath.EvalSymlinks(w); err == nil {
+			out[i] = r
+		}
+	}
+	return out
+}
+
+// underAny reports whether p is one of trees or inside one.
+func underAny(p string, trees []string) bool {
+	return slices.ContainsFunc(trees, func(w string) bool { return Under(p, w) })
 }

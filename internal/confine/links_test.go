@@ -55,3 +55,32 @@ func TestLinkInWritable(t *testing.T) {
 		t.Errorf("Commands with a linked PATH directory: %v", err)
 	}
 }
+
+// A path named through a symbolic link outside the writable trees is
+// where it leads: in the working directory, writable, and a link inside
+// it on its way is found; a loop of links ends.
+func TestWritableThroughALinkOutside(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root, "work/tools", "real.git", "elsewhere")
+	for name, target := range map[string]string{
+		"work/.git": "../real.git", "code": "work", "up": "code/../elsewhere",
+		"loop1": "loop2", "loop2": "loop1",
+	} {
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &Spec{Dir: filepath.Join(root, "work")}
+	for p, want := range map[string]bool{
+		"code/x.conf": true, "code/tools/ssh": true, "code": true,
+		"up/x": false, "loop1/x": false, "elsewhere": false,
+	} {
+		if got := s.writable(filepath.Join(root, p)); got != want {
+			t.Errorf("writable(%s) = %v, want %v", p, got, want)
+		}
+	}
+	var le *ErrLinkInWritable
+	if err := s.checkLinks(filepath.Join(root, "code", ".git", "config")); !errors.As(err, &le) || le.Link != filepath.Join(root, "work", ".git") {
+		t.Errorf("a link in the working directory reached through one outside: %v", err)
+	}
+}

@@ -274,7 +274,7 @@ func (s *Spec) SSHIncludes(env []string) error {
 					matches = []string{touch(p)}
 				}
 				if dir := globDir(p); pattern && s.writable(dir) {
-					if dir == s.Dir {
+					if s.located(dir) == s.located(s.Dir) {
 						return fmt.Errorf("cannot confine the run: %s includes %s, which a file the run writes in its working directory would match; start it from another directory", filepath.Join(dotSSH, "config"), p)
 					}
 					os.MkdirAll(dir, 0o700)
