@@ -22,7 +22,9 @@ import (
 // editor. Sockets everyone may connect to (journald's, the system bus,
 // systemd-resolved's) stay, as do those under s.Sockets, which the run
 // is given, and a socket named itself in s.ReadWrite or s.ReadOnly (the
-// person's choice, in postern.toml). A socket bound after the run starts
+// person's choice, in postern.toml). A socket bound through a symbolic
+// link in a hidden tree (/tmp, the runtime directory) is looked for
+// where the link leads, which the run may see. A socket bound after the run starts
 // is not hidden (postern-run(1) says so). Past the bounds of what it
 // searches (maxSockets) it returns an error: the run is not to start.
 // It runs after Session and Cache, whose hidden and own trees it need
@@ -65,8 +67,18 @@ func (s *Spec) personalSockets(r io.Reader, uid int) ([]string, error) {
 	var out []string
 	dirs := map[string]bool{}
 	search := func(p string) error {
+		// The directory as the socket was bound to it, and where it
+		// leads: one bound through a link in a hidden tree (/tmp, the
+		// runtime directory) may be in a tree the run sees.
 		d := filepath.Dir(filepath.Clean(p))
-		if dirs[d] || !s.shown(d) || slices.ContainsFunc(s.Sockets, func(g string) bool { return filepath.IsAbs(g) && Under(d, filepath.Clean(g)) }) {
+		r := d
+		if l, err := filepath.EvalSymlinks(d); err == nil {
+			r = l
+		}
+		given := func(d string) bool {
+			return slices.ContainsFunc(s.Sockets, func(g string) bool { return filepath.IsAbs(g) && Under(d, filepath.Clean(g)) })
+		}
+		if dirs[d] || !s.shown(d) && !s.shown(r) || given(d) || given(r) {
 			return nil
 		}
 		if len(dirs) >= maxSocketDirs {
@@ -196,7 +208,8 @@ func (s *Spec) personalIn(d string, uid int) ([]string, error) {
 	return out, nil
 }
 
-// shown reports whether directory d is visible to the run as s stands:
+// shown reports whether directory d, as spelled, is visible to the run
+// as s stands:
 // not inside a hidden tree (or /tmp, always private), or inside a tree
 // shown deeper than that. The sockets of a hidden directory need no
 // hiding.

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -39,4 +40,29 @@ func TestConfinedRunCannotWriteWhatThePersonNamesThroughALink(t *testing.T) {
 	if _, err := os.Stat(planted); err == nil {
 		t.Fatal("the person's ssh, git or shell ran what the run wrote")
 	}
+}
+
+// A socket of the person's bound to a path through a symbolic link in a
+// tree runs never see (the runtime directory, /tmp) is where the link
+// leads, in the working directory here: it is hidden there.
+func TestConfinedRunCannotReachASocketBoundThroughALink(t *testing.T) {
+	need(t, "python3", "ssh-keygen")
+	e := newEnv(t)
+	e.Config("")
+	e.StartAgent()
+	through := e.Path("run", "proj")
+	if err := os.Symlink(e.Dir, through); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", filepath.Join(through, "editor.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close() // connections wait in its backlog: connect succeeds
+	connect := `python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])" `
+	d := e.StartRun("coder")
+	mustBeRefused(t, d, []escape{
+		{"the person's socket, bound through a link", connect + "editor.sock"},
+	})
+	e.MustRun("sh", "-c", connect+e.Path("editor.sock"))
 }
