@@ -23,10 +23,11 @@
 //   - the trees of [Spec.Hide] are replaced by empty private directories:
 //     postern's state and socket directories, $XDG_RUNTIME_DIR (the D-Bus
 //     session bus, systemd's socket), the tmux and screen socket
-//     directories, ~/.ssh, and the unix sockets bound to a path that the
-//     run could reach only as the person: the user's own (an ssh
-//     ControlMaster, an editor's), or not open to every user (docker's)
-//     ([Spec.HideSockets]);
+//     directories, ~/.ssh, the X authority file (the cookie of the
+//     person's display, which the network reaches), and the unix
+//     sockets bound to a path that the run could reach only as the
+//     person: the user's own (an ssh ControlMaster, an editor's), or not
+//     open to every user (docker's) ([Spec.HideSockets]);
 //   - the paths of [Spec.ReadOnly] are shown read-only, even inside a
 //     hidden or writable tree (postern's configuration, known_hosts,
 //     ~/.ssh/config, the askpass program, postern's executable, the

@@ -18,8 +18,10 @@ import (
 //     systemd's and other agents' sockets), the D-Bus session bus named by
 //     $DBUS_SESSION_BUS_ADDRESS, tmux's $TMUX_TMPDIR (its default,
 //     /tmp/tmux-UID, is in the private /tmp), screen's $SCREENDIR,
-//     /run/screen and ~/.screen, and ~/.ssh (private keys, ControlMaster
-//     sockets);
+//     /run/screen and ~/.screen, ~/.ssh (private keys, ControlMaster
+//     sockets), and the X authority file ($XAUTHORITY, ~/.Xauthority),
+//     without whose cookie the person's display refuses the run also
+//     where the run reaches it, over TCP;
 //   - read-only: ~/.ssh/known_hosts, known_hosts2 and config.
 func (s *Spec) Session(env []string) {
 	get := func(k string) string { return getenv(env, k) }
@@ -38,7 +40,10 @@ func (s *Spec) Session(env []string) {
 	}
 	// The user's runtime directory also where XDG_RUNTIME_DIR is not set
 	// (systemd's user manager listens there, and runs what it is told).
-	hide := []string{get("XDG_RUNTIME_DIR"), UserRuntimeDir(), get("TMUX_TMPDIR"), get("SCREENDIR"), "/run/screen", "/var/run/screen", "~/.screen", "~/.ssh"}
+	// The X authority file holds the cookie of the person's display,
+	// which the run reaches over TCP (ssh -X's localhost:10), the network
+	// being the run's too.
+	hide := []string{get("XDG_RUNTIME_DIR"), UserRuntimeDir(), get("TMUX_TMPDIR"), get("SCREENDIR"), "/run/screen", "/var/run/screen", "~/.screen", "~/.ssh", get("XAUTHORITY"), "~/.Xauthority"}
 	for a := range strings.SplitSeq(get("DBUS_SESSION_BUS_ADDRESS"), ";") {
 		for kv := range strings.SplitSeq(strings.TrimPrefix(a, "unix:"), ",") {
 			if p, ok := strings.CutPrefix(kv, "path="); ok {

@@ -52,24 +52,7 @@ func Start(t testing.TB, clickAction string) *Desktop {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	d := &Desktop{t: t, Dir: dir}
 
-	// Xvfb picks a free display and writes its number on fd 3.
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := exec.Command("Xvfb", "-displayfd", "3", "-screen", "0", "1024x768x24", "-nolisten", "tcp")
-	x.ExtraFiles = []*os.File{pw}
-	if err := x.Start(); err != nil {
-		t.Fatalf("starting Xvfb: %v", err)
-	}
-	pw.Close()
-	t.Cleanup(func() { x.Process.Kill(); x.Wait() })
-	n, err := bufio.NewReader(pr).ReadString('\n')
-	pr.Close()
-	if err != nil {
-		t.Fatalf("Xvfb printed no display number: %v", err)
-	}
-	d.Display = ":" + strings.TrimSpace(n)
+	d.Display = ":" + Xvfb(t, "-nolisten", "tcp")
 
 	d.Bus = dbustest.Start(t, dir, nil)
 
@@ -93,6 +76,30 @@ func Start(t testing.TB, clickAction string) *Desktop {
 		t.Fatalf("dunst: %v\n%s", err, d.log())
 	}
 	return d
+}
+
+// Xvfb starts an X server with the options given, on a free display,
+// which the test's end stops, and returns the display's number.
+func Xvfb(t testing.TB, opts ...string) string {
+	t.Helper()
+	// Xvfb picks a free display and writes its number on fd 3.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := exec.Command("Xvfb", append([]string{"-displayfd", "3", "-screen", "0", "1024x768x24"}, opts...)...)
+	x.ExtraFiles = []*os.File{pw}
+	if err := x.Start(); err != nil {
+		t.Fatalf("starting Xvfb: %v", err)
+	}
+	pw.Close()
+	t.Cleanup(func() { x.Process.Kill(); x.Wait() })
+	n, err := bufio.NewReader(pr).ReadString('\n')
+	pr.Close()
+	if err != nil {
+		t.Fatalf("Xvfb printed no display number: %v", err)
+	}
+	return strings.TrimSpace(n)
 }
 
 func (d *Desktop) log() string {
