@@ -114,6 +114,10 @@ type Level struct {
 	Namespaces bool `json:"namespaces"`
 	// Landlock is the Landlock ABI in force, 0 for none.
 	Landlock int `json:"landlock_abi,omitempty"`
+	// NoSeccomp says that the run has no seccomp filter (an
+	// architecture the filter does not know): the person's keyring is
+	// reachable, and TIOCSTI where the kernel allows it.
+	NoSeccomp bool `json:"no_seccomp,omitempty"`
 }
 
 // Confined reports whether the run is confined at all.
@@ -135,6 +139,9 @@ func (l Level) String() string {
 		// The run shares the network namespace, where abstract sockets
 		// live; Landlock scopes them from ABI 6 on.
 		s += " (abstract unix sockets, such as X11's, reachable)"
+	}
+	if l.NoSeccomp {
+		s += ", no seccomp filter (the person's keyring reachable, and TIOCSTI where the kernel allows it)"
 	}
 	return s
 }

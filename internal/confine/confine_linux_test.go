@@ -502,6 +502,10 @@ func TestConfinedRun(t *testing.T) {
 	if !r.Level.Namespaces || r.Level.Landlock < 6 {
 		t.Fatalf("level %+v: this kernel has Landlock ABI 6 or later", r.Level)
 	}
+	// The filter is there, and said to be, where the machine has one.
+	if r.Level.NoSeccomp != (nativeArch == 0) {
+		t.Fatalf("level %+v on an architecture whose filter is %#x", r.Level, nativeArch)
+	}
 	if r.Level.String() != fmt.Sprintf("confined: namespaces, Landlock ABI %d", r.Level.Landlock) {
 		t.Fatalf("level text %q", r.Level)
 	}

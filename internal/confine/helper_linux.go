@@ -70,9 +70,10 @@ func helper() int {
 	sigs := make(chan os.Signal, 8)
 	NotifyUnlessIgnored(sigs, append(JobStops, syscall.SIGCONT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGINT, syscall.SIGQUIT)...)
 	type started struct {
-		pid, abi int
-		err      error
-		exec     bool
+		pid   int
+		level Level
+		err   error
+		exec  bool
 	}
 	ch := make(chan started, 1)
 	go func() {
@@ -81,7 +82,7 @@ func helper() int {
 		// the goroutine, and the helper's other threads keep what they
 		// need to report.
 		runtime.LockOSThread()
-		abi, err := restrictThread(&s)
+		level, err := restrictThread(&s)
 		if err != nil {
 			ch <- started{err: err}
 			return
@@ -95,13 +96,13 @@ func helper() int {
 			ch <- started{err: err, exec: true}
 			return
 		}
-		ch <- started{pid: p.Pid, abi: abi}
+		ch <- started{pid: p.Pid, level: level}
 	}()
 	st := <-ch
 	if st.err != nil {
 		return fail(st.err, st.exec)
 	}
-	if err := sendReport(ctlFD, report{Landlock: st.abi}, st.pid); err != nil {
+	if err := sendReport(ctlFD, report{Landlock: st.level.Landlock, NoSeccomp: st.level.NoSeccomp}, st.pid); err != nil {
 		syscall.Kill(st.pid, syscall.SIGKILL)
 		return 1
 	}
@@ -220,30 +221,32 @@ func reap(pid int, untraced bool, exited chan<- exitReport, stops chan<- struct{
 }
 
 // restrictThread applies to the calling thread (and so to the program it
-// forks) a session keyring of its own, no_new_privs, the Landlock rules, the seccomp filter, and drops
-// every capability. It returns the Landlock ABI in force.
-func restrictThread(s *Spec) (int, error) {
+// forks) a session keyring of its own, no_new_privs, the Landlock rules,
+// the seccomp filter, and drops every capability. It returns what is in
+// force: the Landlock ABI, and whether there is a seccomp filter.
+func restrictThread(s *Spec) (Level, error) {
 	// A session keyring of the run's own: the person's (Kerberos caches,
 	// ecryptfs passphrases) is out of reach. Where keyctl is missing
 	// (ENOSYS) or filtered (EPERM: a container's seccomp profile), the
 	// program, which inherits the filter, cannot reach any keyring either.
 	if _, _, e := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); e != 0 && e != unix.ENOSYS && e != unix.EPERM {
-		return 0, fmt.Errorf("a session keyring of its own: %w", e)
+		return Level{}, fmt.Errorf("a session keyring of its own: %w", e)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return 0, fmt.Errorf("no_new_privs: %w", err)
+		return Level{}, fmt.Errorf("no_new_privs: %w", err)
 	}
 	abi, err := landlockThread(s)
 	if err != nil {
-		return 0, fmt.Errorf("Landlock: %w", err)
+		return Level{}, fmt.Errorf("Landlock: %w", err)
 	}
-	if err := seccompThread(s.Terminal); err != nil {
-		return 0, fmt.Errorf("seccomp: %w", err)
+	filtered, err := seccompThread(s.Terminal)
+	if err != nil {
+		return Level{}, fmt.Errorf("seccomp: %w", err)
 	}
 	if err := dropCapabilities(); err != nil {
-		return 0, fmt.Errorf("dropping capabilities: %w", err)
+		return Level{}, fmt.Errorf("dropping capabilities: %w", err)
 	}
-	return abi, nil
+	return Level{Namespaces: true, Landlock: abi, NoSeccomp: !filtered}, nil
 }
 
 // dropCapabilities empties the thread's ambient, bounding, effective,

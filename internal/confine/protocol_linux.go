@@ -19,7 +19,9 @@ type report struct {
 	Error    string `json:"error,omitempty"`
 	Exec     bool   `json:"exec,omitempty"` // Error is the program's own exec failing
 	Landlock int    `json:"landlock,omitempty"`
-	Stopped  bool   `json:"stopped,omitempty"` // every process of the run is stopped; more reports follow
+	// NoSeccomp: the program runs without the seccomp filter.
+	NoSeccomp bool `json:"no_seccomp,omitempty"`
+	Stopped   bool `json:"stopped,omitempty"` // every process of the run is stopped; more reports follow
 	exitReport
 }
 

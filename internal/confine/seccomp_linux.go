@@ -118,12 +118,13 @@ func refusedIoctls(ownTerminal bool) []uint32 {
 	return r
 }
 
-// seccompThread installs the filter on the calling thread.
-func seccompThread(ownTerminal bool) error {
+// seccompThread installs the filter on the calling thread, and reports
+// whether there is one: none on an architecture it does not know.
+func seccompThread(ownTerminal bool) (bool, error) {
 	if nativeArch == 0 {
-		return nil // an architecture this filter does not know
+		return false, nil
 	}
 	prog := seccompProgram(refusedIoctls(ownTerminal))
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0)
+	return true, unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0)
 }

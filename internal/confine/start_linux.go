@@ -165,7 +165,7 @@ func Start(s *Spec, stdin, stdout, stderr, tty *os.File) (*Run, error) {
 		return fail(errors.New("cannot confine the run: the helper reported no process"))
 	}
 	r.PID = pid
-	r.Level = Level{Namespaces: true, Landlock: rep.Landlock}
+	r.Level = Level{Namespaces: true, Landlock: rep.Landlock, NoSeccomp: rep.NoSeccomp}
 	go r.wait()
 	return r, nil
 }
