@@ -66,3 +66,32 @@ func grepLine(s, prefix string) string {
 	}
 	return ""
 }
+
+// postern-connect(1) shows the block postern ssh-config prints: the
+// example is that block, line for line, for the paths it names.
+func TestManShowsTheBlockSSHConfigPrints(t *testing.T) {
+	var example []string
+	in := false
+	for _, l := range manSection(t, "postern-connect.1", "DESCRIPTION") {
+		if strings.HasPrefix(l, ".Bd -literal") && example == nil {
+			in = true
+			continue
+		}
+		if l == ".Ed" && in {
+			break
+		}
+		if in {
+			example = append(example, strings.NewReplacer(`\e`, `\`, `\(dq`, `"`, `\&`, "", `\-`, "-").Replace(l))
+		}
+	}
+	if example == nil {
+		t.Fatal("postern-connect(1) shows no ssh_config block")
+	}
+	block, err := sshConfigBlock([]string{"prod-*"}, "/usr/local/bin/postern", "SOCK", "/home/user/.local/state/postern/bastion_known_hosts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(example, "\n")+"\n", block; got != want {
+		t.Errorf("postern-connect(1) shows the block\n%s\nwhere postern ssh-config prints\n%s", got, want)
+	}
+}
