@@ -202,6 +202,9 @@ func (g *Gateway) putInForce(cfg config.File, raw []byte) {
 		return
 	}
 	g.mu.Lock()
+	if !g.unsealed {
+		g.unsealed, g.approvedOver = true, g.approvedRaw
+	}
 	g.config, g.approved, g.approvedRaw, g.pending, g.pendingRaw = cfg, cfg, raw, nil, nil
 	g.configFromFile = true
 	g.mu.Unlock()

@@ -148,7 +148,13 @@ type Gateway struct {
 	// restored says when the approved configuration sealed in the vault
 	// replaced a different one in the state directory.
 	restored string
-	sealMu   sync.Mutex // serializes sealApproved
+	// approvedOver is the approved configuration approvedRaw descends
+	// from by changes this gateway put in force (a card a person
+	// approved, a change that only tightens) since it last sealed one or
+	// compared it with the sealed copy; unsealed says it is set (g.mu).
+	approvedOver []byte
+	unsealed     bool
+	sealMu       sync.Mutex // serializes sealApproved
 	// judgeMu serializes what reads the configuration file and puts a
 	// policy in force (a reload, a policy change card's approval, an
 	// unlock's comparison with the sealed copy): each one's read, judgement

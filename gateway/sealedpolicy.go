@@ -37,21 +37,29 @@ func (g *Gateway) sealApproved() {
 	g.sealMu.Lock()
 	defer g.sealMu.Unlock()
 	g.mu.Lock()
-	value := append([]byte(sealedConfigPrefix), g.approvedRaw...)
+	raw := g.approvedRaw
 	g.mu.Unlock()
-	g.seal(api.SecretApprovedConfig, value, "the approved configuration")
+	if !g.seal(api.SecretApprovedConfig, append([]byte(sealedConfigPrefix), raw...), "the approved configuration") {
+		return
+	}
+	g.mu.Lock()
+	if bytes.Equal(g.approvedRaw, raw) {
+		g.unsealed, g.approvedOver = false, nil
+	}
+	g.mu.Unlock()
 }
 
-// seal seals value into the vault as name, if it is unlocked, and says
-// when it cannot.
-func (g *Gateway) seal(name string, value []byte, what string) {
-	_, err := g.vault.sealSecret(name, value)
+// seal seals value into the vault as name, if it is unlocked, says when
+// it cannot, and reports whether the vault holds value.
+func (g *Gateway) seal(name string, value []byte, what string) bool {
+	sealed, err := g.vault.sealSecret(name, value)
 	switch {
 	case errors.Is(err, errNewerSealed):
 		g.log.Warn(what+" sealed in the vault is a newer postern's: it is left as it is, and this gateway seals none over it", "err", err)
 	case err != nil:
 		g.log.Warn("cannot seal "+what+" into the vault: the next unlock puts back the one sealed before", "err", err)
 	}
+	return sealed && err == nil
 }
 
 // errNewerSealed refuses to seal a value over one a newer postern sealed
@@ -92,7 +100,18 @@ func (g *Gateway) adoptSealedPolicy(v *vault.Vault) {
 	defer g.judgeMu.Unlock()
 	g.mu.Lock()
 	if bytes.Equal(raw, g.approvedRaw) {
+		g.unsealed, g.approvedOver = false, nil
 		g.mu.Unlock()
+		return
+	}
+	if g.unsealed && bytes.Equal(raw, g.approvedOver) {
+		// The approved configuration differs from the sealed one only
+		// by changes this gateway put in force over it while the vault
+		// was locked (a card a person approved, a tightening): they are
+		// sealed now, not undone and asked about again.
+		g.mu.Unlock()
+		g.log.Info("the configuration approved while the vault was locked is sealed into it now", "path", g.approvedPath())
+		go g.sealApproved()
 		return
 	}
 	approved := config.Defaults()
@@ -105,6 +124,7 @@ func (g *Gateway) adoptSealedPolicy(v *vault.Vault) {
 		}
 	}
 	g.approved, g.approvedRaw = approved, raw
+	g.unsealed, g.approvedOver = false, nil
 	g.restored = "the approved configuration in the state directory was not the one sealed in the vault; the vault's was put back at " + time.Now().UTC().Format(time.RFC3339)
 	g.mu.Unlock()
 	g.log.Warn("the approved configuration in the state directory is not the one sealed in the vault: the vault's is approved, and the configuration file is judged against it",
