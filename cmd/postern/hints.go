@@ -47,7 +47,9 @@ func hintFor(name string, err error) string {
 	case errors.Is(err, api.ErrAuditLogDamaged):
 		return `"postern audit verify" names the first bad record; with the gateway stopped, "postern audit new" moves the log and its keys aside and starts a new one`
 	case errors.Is(err, api.ErrAuditLogHeld) && name == "agent":
-		return `another gateway runs on this state directory's vault and audit log: "postern status" shows it, and eval "$(postern agent --ensure)" uses it; stop it to start this one`
+		// It may serve another socket than the well-known one, which
+		// is all --ensure looks at: this may be --ensure failing.
+		return `another gateway runs on this state directory's vault and audit log: eval "$(postern agent --ensure -a SOCKET)" uses it, SOCKET its agent socket (without -a, --ensure uses the well-known one), and "postern status --socket SOCKET" shows it; stop it to start this one`
 	case errors.Is(err, api.ErrAuditLogHeld):
 		return "the gateway that holds it does not answer at $SSH_AUTH_SOCK: name its agent socket with --socket, or stop it"
 	case errors.Is(err, api.ErrJournalBusy):
