@@ -39,10 +39,11 @@ directory (~/.cache/postern/run, shown at ~/.cache) are writable. Started
 from a terminal, it has a terminal of its own, relayed while it is the
 foreground job: in the background (&, bg) it reads nothing typed at the
 shell. Ctrl-Z stops the whole run. A confined run does not start in the
-home directory, ~/.config, ~/.local/share (or a directory holding one) or
-a directory on PATH, "." included (start it from a project's directory),
-nor where the repository's .git or a PATH
-directory is a symbolic link in the working directory. --no-sandbox runs
+home directory, ~/.config, ~/.local/share (or a directory holding one),
+inside ~/.config/systemd, autostart, environment.d or git, or
+~/.local/share/systemd, or in a directory on PATH, "." included (start
+it from a project's directory), nor where the repository's .git or a
+PATH directory is a symbolic link in the working directory. --no-sandbox runs
 it unconfined, and every card for it says so.
 See postern-run(1).
 `

@@ -92,17 +92,17 @@ func (s *Spec) Check() error {
 		return nil
 	}
 	for _, t := range s.startupTrees(home) {
-		if Under(t.path, s.Dir) {
-			return fmt.Errorf("cannot confine the run: its working directory %s holds %s, which runs may not write; start it from a project's directory", s.Dir, t.name)
+		if how, ok := t.written(s.Dir); ok {
+			return fmt.Errorf("cannot confine the run: its working directory %s %s, which runs may not write; start it from a project's directory", s.Dir, how)
 		}
 		for _, w := range s.ReadWrite {
-			if Under(t.path, w) {
-				return fmt.Errorf("cannot confine the run: the writable tree %s ([run] read_write) holds %s, which runs may not write", w, t.name)
+			if how, ok := t.written(w); ok {
+				return fmt.Errorf("cannot confine the run: the writable tree %s ([run] read_write) %s, which runs may not write", w, how)
 			}
 		}
 		for _, w := range s.ownPaths() {
-			if Under(t.path, w) {
-				return fmt.Errorf("cannot confine the run: its cache directory %s holds %s, which runs may not write", w, t.name)
+			if how, ok := t.written(w); ok {
+				return fmt.Errorf("cannot confine the run: its cache directory %s %s, which runs may not write", w, how)
 			}
 		}
 	}
@@ -110,24 +110,50 @@ func (s *Spec) Check() error {
 }
 
 // A startupTree is a tree whose files the person's session runs, outside
-// every run, by its name for an error.
-type startupTree struct{ path, name string }
+// every run, by its name for an error. A run may write inside one that
+// is not whole (a project in ~/.config), never inside one that is.
+type startupTree struct {
+	path, name string
+	whole      bool
+}
+
+// written says how a run that writes the tree w would write t, if it
+// would.
+func (t startupTree) written(w string) (string, bool) {
+	switch {
+	case Under(t.path, w):
+		return "holds " + t.name, true
+	case t.whole && Under(w, t.path):
+		return "is inside " + t.name, true
+	}
+	return "", false
+}
 
 // startupTrees are the trees no working directory or writable tree of a
 // run may be or hold: the home directory (the shell's start-up files),
-// ~/.config (systemd's user units, the desktop's autostart entries,
-// environment.d, git's configuration), and ~/.local/share (systemd's
-// user units too). A project inside one of the
-// others (~/.config/nvim) may be worked in.
+// ~/.config and ~/.local/share; nor be inside: the trees there whose
+// files the session runs (systemd's user units, the desktop's autostart
+// entries, environment.d) or git reads (its configuration). A project
+// inside one of the others (~/.config/nvim) may be worked in.
 func (s *Spec) startupTrees(home string) []startupTree {
-	out := []startupTree{{home, "the home directory"}}
+	out := []startupTree{{home, "the home directory", false}}
 	// ~/.config also where XDG_CONFIG_HOME names another directory: the
 	// session's programs (systemd's user manager) may not have it set.
-	for _, p := range []string{filepath.Join(home, ".config"), filepath.Join(home, ".local", "share")} {
+	config, share := filepath.Join(home, ".config"), filepath.Join(home, ".local", "share")
+	for _, t := range []struct {
+		p     string
+		whole bool
+	}{
+		{config, false}, {share, false},
+		{filepath.Join(config, "systemd"), true}, {filepath.Join(config, "autostart"), true},
+		{filepath.Join(config, "environment.d"), true}, {filepath.Join(config, "git"), true},
+		{filepath.Join(share, "systemd"), true},
+	} {
+		p := t.p
 		if r, err := filepath.EvalSymlinks(p); err == nil {
 			p = r
 		}
-		out = append(out, startupTree{filepath.Clean(p), p})
+		out = append(out, startupTree{filepath.Clean(p), p, t.whole})
 	}
 	return out
 }

@@ -70,6 +70,15 @@ func TestCheck(t *testing.T) {
 		{"~/.local", Spec{Dir: "/home/u/.local", Env: env}, false},
 		{"~/.config with XDG_CONFIG_HOME elsewhere", Spec{Dir: "/home/u/.config", Env: append(env, "XDG_CONFIG_HOME=/home/u/conf")}, false},
 		{"read_write holding ~/.config", Spec{Dir: "/home/u/src/p", Env: env, ReadWrite: []string{"/home/u/.config"}}, false},
+		// Nor inside the trees there whose files run outside every run,
+		// the reason ~/.config is refused.
+		{"~/.config/systemd/user", Spec{Dir: "/home/u/.config/systemd/user", Env: env}, false},
+		{"~/.config/autostart", Spec{Dir: "/home/u/.config/autostart", Env: env}, false},
+		{"~/.config/environment.d", Spec{Dir: "/home/u/.config/environment.d", Env: env}, false},
+		{"~/.config/git", Spec{Dir: "/home/u/.config/git", Env: env}, false},
+		{"~/.local/share/systemd/user", Spec{Dir: "/home/u/.local/share/systemd/user", Env: env}, false},
+		{"read_write inside ~/.config/systemd", Spec{Dir: "/home/u/src/p", Env: env, ReadWrite: []string{"/home/u/.config/systemd/user"}}, false},
+		{"a project beside them", Spec{Dir: "/home/u/.config/systemd-notes", Env: env}, true},
 	} {
 		if err := c.spec.Check(); (err == nil) != c.ok {
 			t.Errorf("%s: Check() = %v", c.name, err)
