@@ -351,9 +351,11 @@ func killAgent(f *agentFlags, out io.Writer) error {
 	if s == "" {
 		return errors.New("SSH_AGENT_PID not set, cannot kill agent")
 	}
+	// As ssh-agent, never init, nor what kill(2) takes for a process
+	// group (0) or every process (-1).
 	pid, err := strconv.Atoi(s)
-	if err != nil || pid < 1 {
-		return fmt.Errorf("SSH_AGENT_PID=%q, which is not a valid pid", s)
+	if err != nil || pid < 2 {
+		return fmt.Errorf("SSH_AGENT_PID=%q, which is not a good PID", s)
 	}
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		return fmt.Errorf("kill %d: %w", pid, err)
