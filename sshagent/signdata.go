@@ -159,6 +159,12 @@ func parseSignData(data []byte, key ssh.PublicKey) (signData, error) {
 		if n, ok := sshsigHashes[m.HashAlg]; !ok || len(m.Hash) != n {
 			return signData{kind: signSSHSig}, errors.New("malformed SSHSIG data: not a SHA-256 or SHA-512 hash of the message")
 		}
+		// ssh-keygen sends the reserved field empty and -Y verify
+		// checks a signature with it empty: bytes there would be
+		// signed under a card that shows none of them.
+		if len(m.Reserved) != 0 {
+			return signData{kind: signSSHSig}, errors.New("malformed SSHSIG data: a reserved field that is not empty")
+		}
 		return signData{kind: signSSHSig, namespace: m.Namespace}, nil
 	}
 	var m userauthMsg

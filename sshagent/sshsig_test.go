@@ -54,20 +54,26 @@ func TestSSHSigOnlyAsSSHKeygenSigns(t *testing.T) {
 	for _, tt := range []struct {
 		alg  string
 		hash int
+		res  string
 	}{
-		{"sha512", 200 << 10}, // a "hash" of 200 KiB
-		{"sha512", 32},
-		{"sha256", 64},
-		{"md5", 16},
-		{"sha512\x1b[2K", 64},
+		{"sha512", 200 << 10, ""}, // a "hash" of 200 KiB
+		{"sha512", 32, ""},
+		{"sha256", 64, ""},
+		{"md5", 16, ""},
+		{"sha512\x1b[2K", 64, ""},
+		// The reserved field, which ssh-keygen sends empty and -Y
+		// verify puts back empty: 200 KiB of anything, or a short
+		// text, signed under a card that shows neither.
+		{"sha512", 64, strings.Repeat("x", 200<<10)},
+		{"sha256", 32, "\x1b]0;approved\a"},
 	} {
 		asked := ts.dec.count()
 		blob := append([]byte("SSHSIG"), ssh.Marshal(struct {
 			NS, Res, Alg string
 			H            []byte
-		}{"file", "", tt.alg, make([]byte, tt.hash)})...)
+		}{"file", tt.res, tt.alg, make([]byte, tt.hash)})...)
 		if _, err := ag.Sign(signer, blob); err == nil {
-			t.Errorf("signed an SSHSIG blob with hash algorithm %q and a hash of %d bytes, which ssh-keygen neither sends nor verifies (asked as %+v)", tt.alg, tt.hash, ts.dec.last())
+			t.Errorf("signed an SSHSIG blob with hash algorithm %q, a hash of %d bytes and %d bytes in its reserved field, which ssh-keygen neither sends nor verifies (asked as %+v)", tt.alg, tt.hash, len(tt.res), ts.dec.last())
 			continue
 		}
 		if n := ts.dec.count(); n != asked {
