@@ -26,7 +26,7 @@ func (m *consoleModel) runRows() (ids, lines []string) {
 		ids, lines = append(ids, r.ID), append(lines, line)
 	}
 	for _, g := range s.Grants {
-		line := fmt.Sprintf("grant %s  run %s  key %s  since %s", g.ID, g.Run, g.Key.Fingerprint, g.Approved.Local().Format(timeLayout))
+		line := fmt.Sprintf("grant %s  run %s  key %s%s  since %s", g.ID, g.Run, g.Key.Fingerprint, grantScope(&g), g.Approved.Local().Format(timeLayout))
 		ids, lines = append(ids, g.ID), append(lines, line)
 	}
 	return ids, lines

@@ -85,19 +85,28 @@ func printSessions(out io.Writer, res *api.SessionsResult) {
 		}
 	}
 	for _, g := range res.Grants {
-		fmt.Fprintf(out, "grant %s  run %s  key %s", g.ID, g.Run, g.Key.Fingerprint)
-		if g.Dest != "" {
-			fmt.Fprintf(out, "  to %s %s", g.Dest, strings.Join(safetext.Tokens(g.DestNames, safetext.Name), ","))
-		}
-		if g.Namespace != "" {
-			fmt.Fprintf(out, "  namespace %s", safetext.Quote(g.Namespace, safetext.Name))
-		}
+		fmt.Fprintf(out, "grant %s  run %s  key %s%s", g.ID, g.Run, g.Key.Fingerprint, grantScope(&g))
 		fmt.Fprintf(out, "  since %s by %s", g.Approved.Local().Format(timeLayout), safetext.Field(g.Approver, safetext.Line))
 		if !g.Expires.IsZero() {
 			fmt.Fprintf(out, ", until %s (session_lifetime)", g.Expires.Local().Format(timeLayout))
 		}
 		fmt.Fprintln(out)
 	}
+}
+
+// grantScope says what a grant scoped under session_scope =
+// "destination" covers: the host it was approved for, or the namespace
+// of its signatures, quoted whole as its card showed it (two that differ
+// past a cut would read as one); "" for a grant that covers the key's
+// every use.
+func grantScope(g *api.Grant) string {
+	switch {
+	case g.Dest != "":
+		return fmt.Sprintf("  to %s %s", g.Dest, strings.Join(safetext.Tokens(g.DestNames, safetext.Name), ","))
+	case g.Namespace != "":
+		return "  namespace " + safetext.Quote(g.Namespace, 0)
+	}
+	return ""
 }
 
 // runProcess names a run's process in a list of runs: its name and pid,

@@ -78,3 +78,33 @@ func TestSessionsShowTheCommandARunClaims(t *testing.T) {
 		t.Errorf("a command line of %d bytes is shown whole", len(lines[1]))
 	}
 }
+
+// Two grants of one run for one key, approved under session_scope =
+// "destination" for signatures in two namespaces that differ only past
+// 64 bytes, and one for a host: postern sessions and the console's runs
+// tab, where a person picks the grant to revoke, tell each apart by what
+// it covers, the namespace whole and quoted, as its card showed it.
+func TestGrantListingsSayWhatEachGrantCovers(t *testing.T) {
+	long := strings.Repeat("n", 80)
+	key := approvals.KeyView{Fingerprint: "SHA256:k"}
+	grants := []approvals.GrantView{
+		{ID: "G1", Run: "R1", Key: key, Namespace: long + "git"},
+		{ID: "G2", Run: "R1", Key: key, Namespace: long + "file"},
+		{ID: "G3", Run: "R1", Key: key, Dest: "SHA256:host", DestNames: []string{"prod-db-1"}},
+	}
+	want := []string{`namespace "` + long + `git"`, `namespace "` + long + `file"`, "to SHA256:host prod-db-1"}
+	res := &api.SessionsResult{Runs: sessionsRuns()[:1], Grants: grants}
+	var b bytes.Buffer
+	printSessions(&b, res)
+	m := newConsoleModel(nil, nil)
+	m.Update(refreshMsg{sessions: res})
+	_, rows := m.runRows()
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	for name, lines := range map[string][]string{"postern sessions": lines[len(lines)-3:], "the console": rows[1:]} {
+		for i, w := range want {
+			if !strings.Contains(lines[i], w) {
+				t.Errorf("%s lists grant %s without what it covers (%s):\n%s", name, grants[i].ID, w, lines[i])
+			}
+		}
+	}
+}

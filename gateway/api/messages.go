@@ -273,12 +273,15 @@ type AnswerArgs struct {
 
 // SessionsResult lists runs and grants (OpSessions).
 type SessionsResult struct {
-	Runs   []RunState            `json:"runs"`
-	Grants []approvals.GrantView `json:"grants"`
+	Runs   []RunState `json:"runs"`
+	Grants []Grant    `json:"grants"`
 }
 
 // RunState is a live run as "postern sessions" lists it.
 type RunState = approvals.RunState
+
+// Grant is a live grant as "postern sessions" lists it.
+type Grant = approvals.GrantView
 
 // RevokeArgs names what to revoke (OpRevoke): a grant id, a run id, or
 // every grant.
