@@ -139,6 +139,14 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 		c.srv.Decider.Refused(req, reason)
 		return nil, c.refuse("refusing to sign: "+msg, "key", req.Key.Fingerprint, "reason", reason)
 	}
+	// What the data is, for the record of a refusal too: one refused
+	// before any decision (locked, key not held) is recorded as the
+	// signature or login it is, in its namespace.
+	sd, malformed := parseSignData(data, key)
+	req.Purpose = sd.kind.purpose()
+	if sd.kind == signSSHSig {
+		req.Namespace = sd.namespace
+	}
 	if c.binds.failed {
 		return refuse(audit.ReasonSessionBindFailed, "an earlier session-bind failed on this connection")
 	}
@@ -160,10 +168,8 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 	// handing the record to another thread costs, while the write under
 	// way goes on, its record written here when there is none (Enter).
 	req.Overlap = true
-	sd, err := parseSignData(data, key)
-	req.Purpose = sd.kind.purpose()
-	if err != nil {
-		return refuse(audit.ReasonMalformedRequest, err.Error())
+	if malformed != nil {
+		return refuse(audit.ReasonMalformedRequest, malformed.Error())
 	}
 	// The card shows the certificate a login presents to the server,
 	// which may be another than the one the request names.
@@ -182,18 +188,13 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 	if err := c.checkBinding(dest, &sd); err != nil {
 		return refuse(audit.ReasonBindingViolation, err.Error())
 	}
-	switch sd.kind {
-	case signUserauth:
-		if last := c.binds.last(); last != nil {
-			req.Dest = &approvals.Destination{
-				HostKey:    last.HostKey,
-				User:       sd.user,
-				Forwarding: c.binds.forwarding(),
-				Hops:       len(c.binds.list),
-			}
+	if last := c.binds.last(); sd.kind == signUserauth && last != nil {
+		req.Dest = &approvals.Destination{
+			HostKey:    last.HostKey,
+			User:       sd.user,
+			Forwarding: c.binds.forwarding(),
+			Hops:       len(c.binds.list),
 		}
-	case signSSHSig:
-		req.Namespace = sd.namespace
 	}
 	// A lock from now on, even one undone by an unlock, voids the
 	// decision (SignSince).

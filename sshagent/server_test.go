@@ -34,8 +34,10 @@ type decider struct {
 	mu      sync.Mutex
 	reqs    []*approvals.Request
 	refused []audit.Reason
-	// refusedPurpose is the purpose of the last request refused.
-	refusedPurpose approvals.Purpose
+	// refusedPurpose is the purpose of the last request refused, and
+	// refusedNamespace its SSHSIG namespace.
+	refusedPurpose   approvals.Purpose
+	refusedNamespace string
 }
 
 func (d *decider) Decide(_ context.Context, r *approvals.Request) approvals.Decision {
@@ -66,7 +68,7 @@ func (d *decider) last() *approvals.Request {
 func (d *decider) Refused(r *approvals.Request, reason audit.Reason) {
 	d.mu.Lock()
 	d.refused = append(d.refused, reason)
-	d.refusedPurpose = r.Purpose
+	d.refusedPurpose, d.refusedNamespace = r.Purpose, r.Namespace
 	d.mu.Unlock()
 }
 

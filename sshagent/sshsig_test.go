@@ -68,11 +68,7 @@ func TestSSHSigOnlyAsSSHKeygenSigns(t *testing.T) {
 		{"sha256", 32, "\x1b]0;approved\a"},
 	} {
 		asked := ts.dec.count()
-		blob := append([]byte("SSHSIG"), ssh.Marshal(struct {
-			NS, Res, Alg string
-			H            []byte
-		}{"file", tt.res, tt.alg, make([]byte, tt.hash)})...)
-		if _, err := ag.Sign(signer, blob); err == nil {
+		if _, err := ag.Sign(signer, sshsigBlob("file", tt.res, tt.alg, tt.hash)); err == nil {
 			t.Errorf("signed an SSHSIG blob with hash algorithm %q, a hash of %d bytes and %d bytes in its reserved field, which ssh-keygen neither sends nor verifies (asked as %+v)", tt.alg, tt.hash, len(tt.res), ts.dec.last())
 			continue
 		}
@@ -116,4 +112,56 @@ func TestSSHSigNamespaceBounded(t *testing.T) {
 	if ts.dec.count() != asked || ts.dec.lastRefusal() != audit.ReasonMalformedRequest {
 		t.Fatalf("a namespace of %d bytes: asked %d times, refused as %q", len(long)+1, ts.dec.count()-asked, ts.dec.lastRefusal())
 	}
+}
+
+// A signature refused before any decision (the agent locked, the key not
+// held) is recorded as what its data says it is: an SSHSIG signature in
+// its namespace, as one refused by a decision is, so that the audit log
+// and postern why say which signature was refused.
+func TestSSHSigRefusedBeforeADecisionIsRecordedAsASignature(t *testing.T) {
+	ts := startServer(t)
+	ag, _ := ts.client(t)
+	keys := make([]ssh.PublicKey, 2)
+	for i := range keys {
+		_, k, _ := ed25519.GenerateKey(rand.Reader)
+		keys[i], _ = ssh.NewPublicKey(k.Public())
+		if i == 0 {
+			ag.Add(agent.AddedKey{PrivateKey: k})
+		}
+	}
+	held, other := keys[0], keys[1]
+	// What ssh-keygen -Y sign -n ns sends for a message.
+	sign := func(key ssh.PublicKey, ns string) {
+		t.Helper()
+		if _, err := ag.Sign(key, sshsigBlob(ns, "", "sha512", 64)); err == nil {
+			t.Fatalf("signed in namespace %q", ns)
+		}
+	}
+	check := func(what string, reason audit.Reason, ns string) {
+		t.Helper()
+		ts.dec.mu.Lock()
+		defer ts.dec.mu.Unlock()
+		if len(ts.dec.refused) == 0 || ts.dec.refused[len(ts.dec.refused)-1] != reason {
+			t.Fatalf("%s: refusals recorded %v, want %s last", what, ts.dec.refused, reason)
+		}
+		if ts.dec.refusedPurpose != approvals.PurposeSSHSig || ts.dec.refusedNamespace != ns {
+			t.Errorf("%s: recorded with purpose %q and namespace %q, want %q and %q", what, ts.dec.refusedPurpose, ts.dec.refusedNamespace, approvals.PurposeSSHSig, ns)
+		}
+	}
+	sign(other, "file")
+	check("a key the agent does not hold", audit.ReasonKeyNotHeld, "file")
+	if err := ag.Lock([]byte("pw")); err != nil {
+		t.Fatal(err)
+	}
+	sign(held, "git")
+	check("the agent locked", audit.ReasonVaultLocked, "git")
+}
+
+// sshsigBlob is the data an SSHSIG signature signs: the namespace, the
+// reserved field, the hash algorithm and a hash of n bytes.
+func sshsigBlob(ns, reserved, alg string, n int) []byte {
+	return append([]byte("SSHSIG"), ssh.Marshal(struct {
+		NS, Res, Alg string
+		H            []byte
+	}{ns, reserved, alg, make([]byte, n)})...)
 }
