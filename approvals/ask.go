@@ -43,9 +43,11 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	}
 	joinKey := ""
 	if mode == audit.ModeSession {
+		// One question: the subject, the key, and the verified host or
+		// the signature's namespace (destKey) the card names.
 		joinKey = coolKey + "|" + r.Key.Fingerprint
-		if dest != nil {
-			joinKey += "|" + dest.Fingerprint
+		if k, ok := destKey(r, dest); ok && k != "" {
+			joinKey += "|" + k
 		}
 		if c := e.joinLocked(joinKey); c != nil {
 			e.mu.Unlock()

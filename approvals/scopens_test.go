@@ -79,3 +79,46 @@ func TestCardShowsTheNamespaceWhole(t *testing.T) {
 	w.answer(c.ID, VerdictDeny, 30)
 	got(t, ch)
 }
+
+// A signature in one namespace never waits on the card of a signature in
+// another: each question has its card, as a login to another host has,
+// so that a denial of the card for "git" is not recorded as the
+// person's answer to a signature in "file" they were never shown.
+func TestSignatureInAnotherNamespaceHasACardOfItsOwn(t *testing.T) {
+	w := newWorld(t)
+	w.f.Set(14, 12, 140, w.f.Exe("ssh-keygen", "ssh-keygen"))
+	p := *w.e.Policy()
+	p.Scope = ScopeDestination
+	w.e.SetPolicy(&p)
+	git := w.decide(w.sshsig(13))
+	first := w.card()
+	r := w.sshsig(14)
+	r.Namespace = "file"
+	file := w.decide(r)
+	// It either joins the card for "git" or puts up its own.
+	joined, cards := 0, 0
+	for deadline := time.Now().Add(10 * time.Second); joined+cards < 2 && time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		w.e.mu.Lock()
+		joined, cards = 0, len(w.e.cards)
+		for _, c := range w.e.cards {
+			joined += c.joined
+		}
+		w.e.mu.Unlock()
+	}
+	if joined > 0 {
+		w.answer(first.ID, VerdictDeny, 30)
+		d := got(t, file)
+		t.Fatalf("a signature in namespace \"file\" was shown no card of its own: it waited on card %s, for namespace %q, and that card's denial decided it (%s on card %s)", first.ID, first.Namespace, d.Reason, d.Card)
+	}
+	all, _ := w.e.Cards()
+	if len(all) != 2 || all[1].Namespace != "file" {
+		t.Fatalf("the cards pending: %+v", all)
+	}
+	for _, c := range all {
+		w.answer(c.ID, VerdictDeny, 30)
+	}
+	got(t, git)
+	if d := got(t, file); d.Card != all[1].ID {
+		t.Fatalf("the signature in \"file\" was decided on card %s, not its own (%s)", d.Card, d.Reason)
+	}
+}
