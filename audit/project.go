@@ -25,9 +25,12 @@ type Session struct {
 	Key         string    `json:"key,omitempty"`
 	Dest        string    `json:"dest,omitempty"`
 	DestNames   []string  `json:"dest_names,omitempty"`
-	Forwarding  bool      `json:"forwarding,omitempty"`
-	Mode        Mode      `json:"mode,omitempty"`
-	Label       string    `json:"label,omitempty"`
+	// Namespace is the SSHSIG namespace of an approval scoped to
+	// signatures in it (session_scope = "destination").
+	Namespace  string `json:"namespace,omitempty"`
+	Forwarding bool   `json:"forwarding,omitempty"`
+	Mode       Mode   `json:"mode,omitempty"`
+	Label      string `json:"label,omitempty"`
 	// Process is the identity evidence the approval was bound to (from the
 	// approval, or else from the run's registration).
 	Process *Process `json:"process,omitempty"`
@@ -167,7 +170,7 @@ func (b *SessionBook) Add(e *Event, emit func(Session)) {
 		s := &Session{
 			Run: e.Run, Grant: e.Grant, BootID: e.BootID, VaultEpoch: e.VaultEpoch,
 			Approved: e.Time, ApprovedSeq: e.Seq, Approver: e.Approver,
-			Key: e.Key, Dest: e.Dest, DestNames: e.DestNames, Forwarding: e.Forwarding,
+			Key: e.Key, Dest: e.Dest, DestNames: e.DestNames, Namespace: e.Detail["namespace"], Forwarding: e.Forwarding,
 			Mode: e.Mode, Label: e.Label, Process: e.Process,
 		}
 		r := b.runs.facts(e.Run)

@@ -342,6 +342,6 @@ func sessionLine(s api.AuditSession) string {
 	if s.Label != "" {
 		who += " label " + safetext.Quote(s.Label, safetext.Name)
 	}
-	return fmt.Sprintf("%s  %s  key %s  approved %s by %s, %d signatures, %s\n",
-		shownName(s.Grant), who, shownName(s.Key), s.Approved.Local().Format("2006-01-02 15:04:05"), safetext.Field(s.Approver, safetext.Line), s.Signs, end)
+	return fmt.Sprintf("%s  %s  key %s%s  approved %s by %s, %d signatures, %s\n",
+		shownName(s.Grant), who, shownName(s.Key), scopeText(s.Dest, s.DestNames, s.Namespace), s.Approved.Local().Format("2006-01-02 15:04:05"), safetext.Field(s.Approver, safetext.Line), s.Signs, end)
 }

@@ -99,12 +99,17 @@ func printSessions(out io.Writer, res *api.SessionsResult) {
 // of its signatures, quoted whole as its card showed it (two that differ
 // past a cut would read as one); "" for a grant that covers the key's
 // every use.
-func grantScope(g *api.Grant) string {
+func grantScope(g *api.Grant) string { return scopeText(g.Dest, g.DestNames, g.Namespace) }
+
+// scopeText is grantScope for a grant approved for the host key dest
+// (with its inventory names) or for signatures in namespace ns, live or
+// as the audit log tells it.
+func scopeText(dest string, names []string, ns string) string {
 	switch {
-	case g.Dest != "":
-		return fmt.Sprintf("  to %s %s", g.Dest, strings.Join(safetext.Tokens(g.DestNames, safetext.Name), ","))
-	case g.Namespace != "":
-		return "  namespace " + safetext.Quote(g.Namespace, 0)
+	case dest != "":
+		return fmt.Sprintf("  to %s %s", dest, strings.Join(safetext.Tokens(names, safetext.Name), ","))
+	case ns != "":
+		return "  namespace " + safetext.Quote(ns, 0)
 	}
 	return ""
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/gateway/api"
 )
 
@@ -106,5 +108,36 @@ func TestGrantListingsSayWhatEachGrantCovers(t *testing.T) {
 				t.Errorf("%s lists grant %s without what it covers (%s):\n%s", name, grants[i].ID, w, lines[i])
 			}
 		}
+	}
+}
+
+// sessions --history says what each session approval covered, as
+// postern sessions said while it lived: the host of one scoped to a
+// destination, the namespace, whole and quoted, of one scoped to
+// signatures in it; one of neither covered the key's every use.
+func TestSessionHistorySaysWhatEachApprovalCovered(t *testing.T) {
+	ns := strings.Repeat("n", 80) + "git"
+	book := api.NewSessionBook()
+	var lines []string
+	emit := func(s api.AuditSession) { lines = append(lines, sessionLine(s)) }
+	for i, e := range []api.AuditEvent{
+		{Type: audit.EventSessionApproved, Run: "R1", Grant: "G1", Key: "SHA256:k", Detail: map[string]string{"namespace": ns}},
+		{Type: audit.EventSessionApproved, Run: "R1", Grant: "G2", Key: "SHA256:k", Dest: "SHA256:host", DestNames: []string{"prod-db-1"}},
+		{Type: audit.EventSessionApproved, Run: "R1", Grant: "G3", Key: "SHA256:k"},
+	} {
+		e.Seq, e.Time, e.BootID = uint64(i+1), time.Now(), "boot"
+		book.Add(&e, emit)
+	}
+	book.Flush(emit)
+	if len(lines) != 3 {
+		t.Fatalf("sessions --history lists %d approvals:\n%s", len(lines), strings.Join(lines, ""))
+	}
+	for i, want := range []string{`namespace "` + ns + `"`, "to SHA256:host prod-db-1"} {
+		if !strings.Contains(lines[i], "  "+want+"  ") {
+			t.Errorf("sessions --history does not say approval G%d covered only %s:\n%s", i+1, want, lines[i])
+		}
+	}
+	if strings.Contains(lines[2], "namespace") || strings.Contains(lines[2], " to ") {
+		t.Errorf("sessions --history names a scope for a session of the key's every use:\n%s", lines[2])
 	}
 }
