@@ -1,0 +1,36 @@
+package approvals
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// postern-audit(1) names what the events about a request carry in their
+// detail, and every word a script reading --json finds there: the
+// purpose (a login, an SSHSIG signature such as a git commit's, data the
+// agent could not interpret), the SSHSIG namespace, and the channel the
+// request came through.
+func TestAuditManNamesWhatARequestIsRecordedAs(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("..", "man", "postern-audit.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := requestEvent("sign", &Request{Purpose: PurposeSSHSig, Namespace: "git", Channel: Channel{Kind: ChannelRun, Run: "R1"}}, Decision{})
+	var words []string
+	for k := range r.Detail {
+		words = append(words, k)
+	}
+	for _, p := range []Purpose{PurposeAuth, PurposeSSHSig, PurposeOther} {
+		words = append(words, string(p))
+	}
+	for _, c := range []ChannelKind{ChannelAgent, ChannelRun, ChannelBastion} {
+		words = append(words, string(c))
+	}
+	for _, w := range words {
+		if !regexp.MustCompile(`Li ` + regexp.QuoteMeta(w) + `(\s|$)`).Match(page) {
+			t.Errorf("postern-audit(1) does not name %q, which a request's events carry", w)
+		}
+	}
+}
