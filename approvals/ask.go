@@ -154,6 +154,9 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		Created:     now.UTC(),
 		Expires:     now.Add(p.CardTimeout).UTC(),
 	}
+	if r.Message != nil {
+		c.View.Message = r.Message()
+	}
 	for i := range subjects {
 		c.View.Subjects = append(c.View.Subjects, e.runView(subjects[i]))
 	}

@@ -108,6 +108,9 @@ type CardView struct {
 	// verified destination: it is UNKNOWN.
 	Unverified string `json:"destination_unknown,omitempty"`
 	Namespace  string `json:"namespace,omitempty"`
+	// Message is an SSHSIG signature's message, where the agent found a
+	// file whose hash is the one signed.
+	Message *SignedMessage `json:"message,omitempty"`
 	// Relay is the kind of session a bastion request runs (verified);
 	// Command is its command line or subsystem name, raw; Terminal is
 	// set when the client asked for a terminal.
@@ -233,6 +236,7 @@ func (v *CardView) Text() string {
 		fmt.Fprintf(&b, "Confinement: %s\n", safetext.Field(run.Confinement, safetext.Line))
 	}
 	fmt.Fprintf(&b, "Requested by: %s\n", chainText(v.Requester))
+	b.WriteString(v.messageText())
 	if d := v.Destination; d != nil {
 		// The bastion verifies the host in its own key exchange; an ssh
 		// client tells its agent what it verified with session-bind.

@@ -10,7 +10,8 @@ import (
 
 // Every string of a card that a requester or a file it can edit chose
 // reaches the person escaped, on its own line's share: a namespace, a
-// login user, a run's label, the names known_hosts gives a host, the
+// login user, a run's label, a signed message's file name and first
+// lines, the names known_hosts gives a host, the
 // inventory's names and classes (imported from known_hosts) and the
 // sentence of what changed. None adds a line, and no control character
 // reaches the terminal.
@@ -26,6 +27,7 @@ func TestCardEscapesEveryStringItShows(t *testing.T) {
 	}
 	sig := base
 	sig.Purpose, sig.Namespace = PurposeSSHSig, "ns"+evil
+	sig.Message = &SignedMessage{Path: "/tmp/path" + evil, Size: 40, Head: []string{"head" + evil, "subject" + evil}}
 	login := base
 	login.Purpose = PurposeAuth
 	login.Destination = &DestView{Fingerprint: "SHA256:host", Names: []string{"name" + evil}, Classes: []string{"class" + evil},
@@ -33,10 +35,10 @@ func TestCardEscapesEveryStringItShows(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		v     CardView
-		lines int // question, changed, card, run, confinement, requester, (destination, known_hosts,) covers, (claims)
+		lines int // question, changed, card, run, confinement, requester, (message and its lines,) (destination, known_hosts,) covers, (claims)
 		words []string
 	}{
-		{"signature", sig, 7, []string{"ns", "changed", "label"}},
+		{"signature", sig, 10, []string{"ns", "changed", "label", "path", "head", "subject"}},
 		{"login", login, 10, []string{"name", "class", "known", "user", "changed", "label"}},
 	} {
 		text := c.v.Text()

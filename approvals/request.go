@@ -93,6 +93,9 @@ type Request struct {
 	Purpose   Purpose
 	Dest      *Destination // nil when no verified destination applies
 	Namespace string       // the SSHSIG namespace, for PurposeSSHSig
+	// Message finds the SSHSIG signature's message, a file whose hash is
+	// the one signed (nil: none found), for a card only: it reads files.
+	Message func() *SignedMessage
 	// Forwarded is set when the request travels through a forwarded agent
 	// connection (a session-bind with is_forwarding), whatever it signs.
 	Forwarded bool

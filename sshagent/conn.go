@@ -146,6 +146,13 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 	req.Purpose = sd.kind.purpose()
 	if sd.kind == signSSHSig {
 		req.Namespace = sd.namespace
+		if malformed == nil {
+			req.Message = func() *approvals.SignedMessage {
+				return boundedMessage(func() *approvals.SignedMessage {
+					return findMessage(c.srv.Procs, c.peer.PID, sd.hashAlg, sd.hash)
+				})
+			}
+		}
 	}
 	if c.binds.failed {
 		return refuse(audit.ReasonSessionBindFailed, "an earlier session-bind failed on this connection")

@@ -39,6 +39,8 @@ type signData struct {
 	named     ssh.PublicKey // userauth: the key or certificate the request names
 	hostKey   ssh.PublicKey // userauth with publickey-hostbound-v00@openssh.com
 	namespace string        // SSHSIG
+	hashAlg   string        // SSHSIG: the message's hash, by algorithm
+	hash      []byte
 }
 
 const msgUserAuthRequest = 50
@@ -165,7 +167,7 @@ func parseSignData(data []byte, key ssh.PublicKey) (signData, error) {
 		if len(m.Reserved) != 0 {
 			return signData{kind: signSSHSig}, errors.New("malformed SSHSIG data: a reserved field that is not empty")
 		}
-		return signData{kind: signSSHSig, namespace: m.Namespace}, nil
+		return signData{kind: signSSHSig, namespace: m.Namespace, hashAlg: m.HashAlg, hash: m.Hash}, nil
 	}
 	var m userauthMsg
 	if err := ssh.Unmarshal(data, &m); err != nil || m.Type != msgUserAuthRequest || !m.HasSig {
