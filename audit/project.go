@@ -372,12 +372,15 @@ func lineFields(e *Event, proc *Process) []Field {
 		add("mode", string(e.Mode))
 	case EventSessionApproved:
 		add("run", e.Run)
+		add("grant", e.Grant)
+		add("key", e.Key)
 		add("exe", exe)
 		add("signer", signer)
 		add("boot", e.BootID)
 		add("vault", vault)
 	case EventSessionEnded:
 		add("run", e.Run)
+		add("grant", e.Grant)
 		add("reason", string(e.Reason))
 	case EventActionDenied:
 		add("run", e.Run)
@@ -385,6 +388,7 @@ func lineFields(e *Event, proc *Process) []Field {
 		add("dest", dest)
 	case EventSign:
 		add("run", e.Run)
+		add("grant", e.Grant)
 		add("key", e.Key)
 		add("dest", dest)
 		add("mode", string(e.Mode))

@@ -104,13 +104,13 @@ func TestActivity(t *testing.T) {
 	}
 	got := strings.Join(text, "\n")
 	for _, want := range []string{
-		"2026-07-22 14:20:11 session_approved run=R31 exe=claude boot=B8 vault=17",
+		"2026-07-22 14:20:11 session_approved run=R31 grant=G1 key=SHA256:k exe=claude boot=B8 vault=17",
 		"2026-07-22 14:23:04 gateway_restarted previous_boot=B8 current_boot=C2",
 		"2026-07-22 14:23:06 action_denied run=R31 reason=gateway_restarted",
-		"2026-07-22 14:23:09 session_approved run=R32 exe=claude boot=C2 vault=17",
-		"2026-07-22 14:23:12 sign run=R32 key=SHA256:k dest=prod-db-1 mode=session",
-		`2026-07-22 14:31:00 session_approved run=R33 exe=code signer="Example Developer ID" boot=C2 vault=17`,
-		"2026-07-22 14:30:00 session_ended run=R32 reason=process_exited",
+		"2026-07-22 14:23:09 session_approved run=R32 grant=G2 key=SHA256:k exe=claude boot=C2 vault=17",
+		"2026-07-22 14:23:12 sign run=R32 grant=G2 key=SHA256:k dest=prod-db-1 mode=session",
+		`2026-07-22 14:31:00 session_approved run=R33 grant=G3 exe=code signer="Example Developer ID" boot=C2 vault=17`,
+		"2026-07-22 14:30:00 session_ended run=R32 grant=G2 reason=process_exited",
 		"2026-07-22 14:40:00 vault_locked vault=18",
 		"2026-07-22 15:01:00 gateway_started boot=D5 previous_boot=C2",
 	} {
@@ -133,7 +133,7 @@ func TestActivity(t *testing.T) {
 		t.Fatalf("since: %+v", since)
 	}
 	js, _ := json.Marshal(lines[2])
-	if !strings.Contains(string(js), `"text":"2026-07-22 14:20:11 session_approved run=R31 exe=claude boot=B8 vault=17"`) ||
+	if !strings.Contains(string(js), `"text":"2026-07-22 14:20:11 session_approved run=R31 grant=G1 key=SHA256:k exe=claude boot=B8 vault=17"`) ||
 		!strings.Contains(string(js), `{"key":"run","value":"R31"}`) {
 		t.Fatalf("json: %s", js)
 	}
@@ -311,6 +311,31 @@ func TestActivityQuotesTypesAndDetailKeys(t *testing.T) {
 	for i, w := range want {
 		if lines[i].Text != w {
 			t.Errorf("line %d: %q, want %q", i, lines[i].Text, w)
+		}
+	}
+}
+
+// Each line of the timeline about a session approval names its grant: a
+// run approved for two namespaces (or two hosts) under session_scope =
+// "destination" has two approvals, whose ends, and whose signatures,
+// would otherwise read alike.
+func TestActivityNamesTheGrant(t *testing.T) {
+	var evs []Event
+	for i, g := range []string{"G1", "G2"} {
+		evs = append(evs,
+			Event{Seq: uint64(i + 1), Type: EventSessionApproved, Time: at("10:00:00"), Run: "R1", Grant: g, Key: "SHA256:k", Detail: map[string]string{"namespace": "ns" + g}},
+			Event{Seq: uint64(i + 3), Type: EventSign, Time: at("10:00:01"), Run: "R1", Grant: g, Key: "SHA256:k", Mode: ModeSession},
+			Event{Seq: uint64(i + 5), Type: EventSessionEnded, Time: at("10:00:02"), Run: "R1", Grant: g, Reason: ReasonVaultLocked})
+	}
+	seen := map[string]bool{}
+	for _, l := range Activity(evs, time.Time{}) {
+		s := l.String()
+		if seen[s] {
+			t.Errorf("two events of two grants read alike: %q", s)
+		}
+		seen[s] = true
+		if !strings.Contains(s, " grant=G") {
+			t.Errorf("the line does not name its grant: %q", s)
 		}
 	}
 }
