@@ -227,7 +227,7 @@
 // open when its gateway boot changed ends with gateway_restarted), and a
 // timeline of short lines such as
 //
-//	14:23:06 action_denied run=R31 reason=gateway_restarted
+//	14:23:06 action_denied run=R31 key=SHA256:k reason=gateway_restarted
 //
 // Audit history explains what happened; it never restores a grant.
 // SessionBook and Timeline do the same one event at a time, so that a log

@@ -246,7 +246,7 @@ type Line struct {
 	Type   EventType `json:"type"`
 	Fields []Field   `json:"fields,omitempty"`
 	// Text renders the line for people, its time in local time, e.g.
-	// "2026-12-01 14:23:06 action_denied run=R31 reason=gateway_restarted".
+	// "2026-12-01 14:23:06 action_denied run=R31 key=SHA256:k reason=gateway_restarted".
 	Text string `json:"text"`
 }
 
@@ -384,6 +384,7 @@ func lineFields(e *Event, proc *Process) []Field {
 		add("reason", string(e.Reason))
 	case EventActionDenied:
 		add("run", e.Run)
+		add("key", e.Key)
 		add("reason", string(e.Reason))
 		add("dest", dest)
 	case EventSign:

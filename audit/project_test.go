@@ -339,3 +339,14 @@ func TestActivityNamesTheGrant(t *testing.T) {
 		}
 	}
 }
+
+// A refusal's line names the key it refused, as the line of a signature
+// names the key that signed: a run refused for one key and signing with
+// another reads as two keys.
+func TestActivityNamesTheKeyRefused(t *testing.T) {
+	evs := []Event{{Seq: 1, Type: EventActionDenied, Time: at("10:00:00"), Run: "R1", Key: "SHA256:prod", Reason: ReasonDenied,
+		Detail: map[string]string{"purpose": "sshsig", "namespace": "file"}}}
+	if l := Activity(evs, time.Time{})[0].String(); !strings.Contains(l, " key=SHA256:prod ") {
+		t.Fatalf("the refusal does not name its key: %q", l)
+	}
+}
