@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/postern/postern/audit"
 )
 
 // postern-audit(1) names what the events about a request carry in their
@@ -17,7 +19,7 @@ func TestAuditManNamesWhatARequestIsRecordedAs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := requestEvent("sign", &Request{Purpose: PurposeSSHSig, Namespace: "git", Channel: Channel{Kind: ChannelRun, Run: "R1"}}, Decision{})
+	r := requestEvent("sign", &Request{Purpose: PurposeSSHSig, Namespace: "git", MessageHash: "sha512:00", Channel: Channel{Kind: ChannelRun, Run: "R1"}}, Decision{})
 	var words []string
 	for k := range r.Detail {
 		words = append(words, k)
@@ -31,6 +33,19 @@ func TestAuditManNamesWhatARequestIsRecordedAs(t *testing.T) {
 	for _, w := range words {
 		if !regexp.MustCompile(`Li ` + regexp.QuoteMeta(w) + `(\s|$)`).Match(page) {
 			t.Errorf("postern-audit(1) does not name %q, which a request's events carry", w)
+		}
+	}
+}
+
+// The record of an SSHSIG signature names what was signed, as far as the
+// agent knows it: the hash of the message, by algorithm, which the
+// person can compute again of a commit or a file to tell whether it is
+// the one signed.
+func TestSignatureRecordNamesTheMessageHash(t *testing.T) {
+	r := &Request{Purpose: PurposeSSHSig, Namespace: "git", MessageHash: "sha512:00ff"}
+	for _, typ := range []string{"card_shown", "sign", "action_denied"} {
+		if ev := requestEvent(audit.EventType(typ), r, Decision{}); ev.Detail["message_hash"] != "sha512:00ff" {
+			t.Errorf("%s records %v, without the message's hash", typ, ev.Detail)
 		}
 	}
 }

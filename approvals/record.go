@@ -162,6 +162,9 @@ func requestEvent(typ audit.EventType, r *Request, d Decision) audit.Event {
 	if r.Namespace != "" {
 		detail["namespace"] = r.Namespace
 	}
+	if r.MessageHash != "" {
+		detail["message_hash"] = r.MessageHash
+	}
 	if r.Key.Upstream {
 		detail["key_holder"] = "upstream"
 	}

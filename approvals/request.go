@@ -93,6 +93,9 @@ type Request struct {
 	Purpose   Purpose
 	Dest      *Destination // nil when no verified destination applies
 	Namespace string       // the SSHSIG namespace, for PurposeSSHSig
+	// MessageHash is the hash of an SSHSIG signature's message, as the
+	// data to sign carries it ("sha512:HEX"): recorded with the request.
+	MessageHash string
 	// Message finds the SSHSIG signature's message, a file whose hash is
 	// the one signed (nil: none found), for a card only: it reads files.
 	Message func() *SignedMessage

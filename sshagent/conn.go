@@ -3,6 +3,7 @@ package sshagent
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"net"
 	"slices"
@@ -147,6 +148,7 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 	if sd.kind == signSSHSig {
 		req.Namespace = sd.namespace
 		if malformed == nil {
+			req.MessageHash = sd.hashAlg + ":" + hex.EncodeToString(sd.hash)
 			req.Message = func() *approvals.SignedMessage {
 				return boundedMessage(func() *approvals.SignedMessage {
 					return findMessage(c.srv.Procs, c.peer.PID, sd.hashAlg, sd.hash)

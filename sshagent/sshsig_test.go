@@ -3,6 +3,9 @@ package sshagent
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +47,16 @@ func TestSSHSigOnlyAsSSHKeygenSigns(t *testing.T) {
 		run("a release", "ssh-keygen", "-Y", "verify", "-f", signers, "-I", "me", "-n", "file", "-s", key+".sig")
 		if r := ts.dec.last(); r.Purpose != approvals.PurposeSSHSig || r.Namespace != "file" {
 			t.Fatalf("ssh-keygen -Y sign with %s: %+v", alg, r)
+		}
+		// The message's hash, recorded, is the one anyone computes of it.
+		h := sha512.Sum512([]byte("a release"))
+		want := "sha512:" + hex.EncodeToString(h[:])
+		if alg == "sha256" {
+			h := sha256.Sum256([]byte("a release"))
+			want = "sha256:" + hex.EncodeToString(h[:])
+		}
+		if r := ts.dec.last(); r.MessageHash != want {
+			t.Fatalf("ssh-keygen -Y sign with %s: message hash %q, want %q", alg, r.MessageHash, want)
 		}
 	}
 
