@@ -15,27 +15,69 @@ import (
 type SignedMessage struct {
 	Path string   `json:"path"` // as the command line names it
 	Size int64    `json:"size"`
-	Head []string `json:"head"` // its first lines (MessageLines at most), raw
+	Head []string `json:"head"` // the lines a card shows of it (MessageHead), raw
 }
 
-// MessageLines is how many of a message's first lines a card shows.
-const MessageLines = 8
+// MessageLines is how many lines of a message a card shows: of a git
+// commit or tag, its author (tagger) and its subject; of anything else,
+// its first lines that are not empty. A card still fits a terminal of 24
+// lines.
+const MessageLines = 3
 
 // messageText renders what a signature card says of its message: the
-// file whose hash is the one signed and its first lines, escaped, or
-// that the card cannot know it.
+// file whose hash is the one signed and its lines, escaped, or that the
+// card cannot know it.
 func (v *CardView) messageText() string {
 	if v.Purpose != PurposeSSHSig {
 		return ""
 	}
 	m := v.Message
 	if m == nil {
-		return "Message: not known: the agent is sent only its hash, and no file the command line names has that hash\n"
+		return "Message: not known: no file the command line names has the hash signed\n"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Message: the file %s (%d bytes), whose hash is the one signed; it begins:\n", safetext.Field(m.Path, safetext.Path), m.Size)
+	fmt.Fprintf(&b, "Message: %s (%d bytes, hash as signed):\n", safetext.Field(m.Path, safetext.Path), m.Size)
 	for _, l := range m.Head {
 		fmt.Fprintf(&b, "  | %s\n", safetext.Field(l, safetext.Command))
 	}
 	return b.String()
+}
+
+// MessageHead returns the lines of message b a card shows (MessageLines
+// at most, raw, each cut at max bytes): of a git commit or tag object,
+// its author or tagger line and its subject; else its first lines that
+// are not empty.
+func MessageHead(b []byte, max int) []string {
+	lines := strings.Split(string(b), "\n")
+	var out []string
+	add := func(l string) {
+		if len(l) > max {
+			l = l[:max]
+		}
+		out = append(out, l)
+	}
+	if len(lines) > 0 && (strings.HasPrefix(lines[0], "tree ") || strings.HasPrefix(lines[0], "object ")) {
+		i := 0
+		for ; i < len(lines) && lines[i] != ""; i++ {
+			if strings.HasPrefix(lines[i], "author ") || strings.HasPrefix(lines[i], "tagger ") {
+				add(lines[i])
+			}
+		}
+		for ; i < len(lines); i++ {
+			if strings.TrimSpace(lines[i]) != "" {
+				add(lines[i])
+				break
+			}
+		}
+		return out
+	}
+	for _, l := range lines {
+		if len(out) == MessageLines {
+			break
+		}
+		if strings.TrimSpace(l) != "" {
+			add(l)
+		}
+	}
+	return out
 }

@@ -82,17 +82,7 @@ func messageOf(f *os.File, name, alg string, want []byte) *approvals.SignedMessa
 	if !bytes.Equal(h.Sum(nil), want) {
 		return nil
 	}
-	m := &approvals.SignedMessage{Path: name, Size: int64(len(b))}
-	for l := range strings.SplitSeq(string(b), "\n") {
-		if len(m.Head) == approvals.MessageLines {
-			break
-		}
-		if len(l) > maxHeadLine {
-			l = l[:maxHeadLine]
-		}
-		m.Head = append(m.Head, l)
-	}
-	return m
+	return &approvals.SignedMessage{Path: name, Size: int64(len(b)), Head: approvals.MessageHead(b, maxHeadLine)}
 }
 
 // operands returns the arguments of argv that may name the message
