@@ -286,6 +286,9 @@ func parse(name string, b []byte, values bool) (File, int, error) {
 		for i, k := range und {
 			keys[i] = k.String()
 		}
+		if line := unknownLine(b, und[0]); line > 0 {
+			return File{}, 0, fmt.Errorf("%s:%d: unknown setting %s", name, line, strings.Join(keys, ", "))
+		}
 		return File{}, 0, fmt.Errorf("%s: unknown setting %s", name, strings.Join(keys, ", "))
 	}
 	if err := checkKeyCase(md); err != nil {

@@ -9,7 +9,8 @@ import (
 
 // settingError is a bad value, located so that the error can name the
 // line it came from: Key in table Table ("" for the top level), the N-th
-// of an array of tables such as [[rule]] (from 1; 0 for a plain table).
+// of an array of tables such as [[rule]] (from 1; 0 for a plain table;
+// -1 for the first of them that holds Key).
 // Key "" stands for the table itself.
 type settingError struct {
 	Table string
@@ -27,7 +28,8 @@ func badSetting(table, key, format string, args ...any) error {
 
 // settingLine finds the line (from 1) of setting key in src: at the top
 // level (table ""), in [table], or in the n-th [[table]] (n from 1). For
-// key "", or a key it cannot find, it returns the table's header line; 0
+// key "", or a key it cannot find, it returns the table's header line
+// (the first one's, for n -1, which searches each of the array's tables); 0
 // when there is no such table (or, at the top level, no such key). It
 // reads the file as lines, skipping multi-line strings, which is enough
 // for what a person writes; a value in an inline table gets its table's
@@ -64,12 +66,21 @@ func headedLine(src []byte, table string, n int, key string) int {
 			}
 		}
 		if strings.HasPrefix(text, "[") {
-			if table == "" || in && header > 0 {
+			if table == "" || in && header > 0 && n >= 0 {
 				break // the top level, or the table, ended
 			}
 			array := strings.HasPrefix(text, "[[")
 			name := strings.Join(strings.Fields(strings.Trim(strings.SplitN(text, "#", 2)[0], " \t[]")), "")
-			if strings.Trim(name, `"'`) == table && array == (n > 0) {
+			match := strings.Trim(name, `"'`) == table && array == (n != 0)
+			if n < 0 {
+				// Any of the array's tables: each is searched in turn.
+				in = match
+				if match && header == 0 {
+					header = line
+				}
+				continue
+			}
+			if match {
 				seen++
 				if n == 0 || seen == n {
 					in, header = true, line
@@ -85,4 +96,27 @@ func headedLine(src []byte, table string, n int, key string) int {
 		}
 	}
 	return header
+}
+
+// unknownLine finds the line (from 1) of k, a setting the decoder did
+// not know: the header of a table by that name, or the line of the key
+// in the table (a plain one, or any of an array's) that its first parts
+// name; 0 when neither is found.
+func unknownLine(src []byte, k []string) int {
+	name := strings.Join(k, ".")
+	for _, n := range []int{0, -1} {
+		if line := headedLine(src, name, n, ""); line > 0 {
+			return line
+		}
+	}
+	for i := len(k) - 1; i >= 1; i-- {
+		table, key := strings.Join(k[:i], "."), strings.Join(k[i:], ".")
+		for _, n := range []int{0, -1} {
+			if line := headedLine(src, table, n, key); line > 0 && line != headedLine(src, table, n, "") {
+				return line
+			}
+		}
+	}
+	// A top-level key, or one in a table written inline (its key's line).
+	return headedLine(src, "", 0, k[0])
 }
