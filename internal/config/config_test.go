@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -220,6 +221,11 @@ func TestParseDeepNestingRefusedQuickly(t *testing.T) {
 		"dotted key":    "approval = \"none\"\n" + strings.Repeat("a.", n) + "a = 1\n",
 		"table header":  "[" + strings.Repeat("a.", n) + "a]\n",
 		"arrays":        "agents = " + strings.Repeat("[", n) + strings.Repeat("]", n) + "\n",
+		// A multi-line string may end in one or two quotes of its own
+		// before its closing three: the rest of the file is not in it.
+		"after a string ending in a quote":      "x = \"\"\"a\"\"\"\"\ny = " + strings.Repeat("{a=", n) + "1" + strings.Repeat("}", n) + "\n",
+		"after a string ending in two quotes":   "x = '''a'''''\ny = " + strings.Repeat("{a=", n) + "1" + strings.Repeat("}", n) + "\n",
+		"dotted key after a string with quotes": "x = \"\"\"a\"\"\"\"\n" + strings.Repeat("a.", n) + "a = 1\n",
 	} {
 		done := make(chan error, 1)
 		go func() { _, err := Parse("c", []byte(in)); done <- err }()
@@ -237,6 +243,10 @@ func TestParseDeepNestingRefusedQuickly(t *testing.T) {
 		"[bastion]\nhosts = [\"a.b\", 'c.d', \"\"\"e.f\"\"\"] # a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.z.a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.z.{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{\n"
 	if _, err := Parse("c", []byte(ok)); err != nil {
 		t.Fatalf("Parse(%q) = %v", ok, err)
+	}
+	quoted := "[bastion]\nhosts = [\"\"\"a\"\"\"\"\", '''b'''', \"{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{\"]\n"
+	if f, err := Parse("c", []byte(quoted)); err != nil || !slices.Equal(f.Bastion.Hosts, []string{`a""`, "b'", strings.Repeat("{", 33)}) {
+		t.Fatalf("Parse(%q) = %q, %v", quoted, f.Bastion.Hosts, err)
 	}
 }
 

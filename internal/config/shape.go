@@ -46,6 +46,13 @@ func checkShape(b []byte) error {
 				}
 				j++
 			}
+			// A multi-line string may end in one or two quotes of its
+			// own before its closing three ("a""""): they are in it, not
+			// the opening of another string that would hide the rest
+			// of the file from this check.
+			for k := 0; len(delim) == 3 && k < 2 && j+3 < len(b) && b[j+3] == c; k++ {
+				j++
+			}
 			i = j + len(delim) - 1
 		case '[', '{':
 			if depth++; depth > maxDepth {
