@@ -192,6 +192,9 @@ func Defaults() File {
 // MaxSize bounds the configuration file; anything larger is a mistake.
 const MaxSize = 1 << 20
 
+// maxUnknownListed is how many unknown settings an error names.
+const maxUnknownListed = 2
+
 // Load reads path. A missing file yields the defaults and no error.
 func Load(path string) (File, error) {
 	b, err := smallfile.Read(path, MaxSize)
@@ -282,14 +285,20 @@ func parse(name string, b []byte, values bool) (File, int, error) {
 		return File{}, 0, fmt.Errorf("%s: %w", name, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
+		// A few, each cut: the file's keys, as many and as long as it
+		// holds, are not copied into an error kept and logged.
+		var keys []string
+		for _, k := range und[:min(len(und), maxUnknownListed)] {
+			keys = append(keys, safetext.Field(k.String(), safetext.Path))
+		}
+		list := strings.Join(keys, ", ")
+		if more := len(und) - len(keys); more > 0 {
+			list += fmt.Sprintf(", and %d more", more)
 		}
 		if line := unknownLine(b, und[0]); line > 0 {
-			return File{}, 0, fmt.Errorf("%s:%d: unknown setting %s", name, line, strings.Join(keys, ", "))
+			return File{}, 0, fmt.Errorf("%s:%d: unknown setting %s", name, line, list)
 		}
-		return File{}, 0, fmt.Errorf("%s: unknown setting %s", name, strings.Join(keys, ", "))
+		return File{}, 0, fmt.Errorf("%s: unknown setting %s", name, list)
 	}
 	if err := checkKeyCase(md); err != nil {
 		return File{}, 0, fmt.Errorf("%s: %w", name, err)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -21,5 +22,21 @@ func TestUnknownSettingWithItsLine(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", src, err, want)
 		}
+	}
+}
+
+// The error lists a few unknown settings, each cut, and counts the
+// others: a file of a long table name and many keys (any program of the
+// user can write one) made an error, logged and kept for status at each
+// reload, a hundred times the file's size.
+func TestUnknownSettingsListedBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[" + strings.Repeat("t", 1000) + "]\n")
+	for i := range 10000 {
+		fmt.Fprintf(&b, "k%d = 1\n", i)
+	}
+	_, err := Parse("c", []byte(b.String()))
+	if err == nil || len(err.Error()) > 2000 || !strings.HasPrefix(err.Error(), "c:1: unknown setting tttt") || !strings.HasSuffix(err.Error(), "and 9999 more") {
+		t.Fatalf("Parse = %.300v… (%d bytes of error)", err, len(fmt.Sprint(err)))
 	}
 }
