@@ -49,3 +49,21 @@ func TestHostsClassOfAHostKnownHostsForgot(t *testing.T) {
 		t.Fatalf("a host with no key: %s", r)
 	}
 }
+
+// A login to a host of the inventory is approved by typing its name out:
+// a line planted in known_hosts naming the production host's key "o"
+// (the key that approves once on every other card) is not imported, and
+// the import says why, naming it.
+func TestHostsImportNamesNoHostAsAConsoleAnswer(t *testing.T) {
+	w := newInventoryWorld(t)
+	e := w.e
+	kh := mustRead(t, w.kh)
+	e.WriteFile("home/.ssh/known_hosts", "o "+w.prod.HostKey+"\n"+string(kh), 0o600)
+	r := e.Run("postern", "hosts", "import")
+	if r.Code != 1 || !strings.Contains(r.Stderr, `"o" is an answer the approver consoles take`) || !strings.Contains(r.Stderr, "1 of 1 hosts not added") {
+		t.Fatalf("hosts import of a host named \"o\": %s", r)
+	}
+	if r := e.MustRun("postern", "hosts", "list", "--json"); strings.Contains(r.Stdout, `"name": "o"`) {
+		t.Fatalf("the production key was named \"o\": %s", r.Stdout)
+	}
+}

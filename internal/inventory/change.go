@@ -34,6 +34,14 @@ func CheckName(name string) error {
 	return nil
 }
 
+// ConsoleAnswers are the answers the approver consoles read from a line
+// typed on a card. A new host is not named as one: approving a login to
+// a host takes its name typed out (Card.Word), so that no reflex approves
+// it, and a host named "o" would be approved by the key that approves
+// once on every other card, one named "d" never. A file that has such a
+// name already is read as it is.
+var ConsoleAnswers = []string{"d", "deny", "o", "once", "s", "session"}
+
 // CheckClass checks a class: lower-case letters, digits, - and _.
 func CheckClass(class string) error {
 	if len(class) > maxClass {
@@ -96,6 +104,9 @@ func (inv *Inventory) With(name string, class *string, keys []Key, now time.Time
 	hosts := inv.Hosts()
 	i := slices.IndexFunc(hosts, func(h Host) bool { return h.Name == name })
 	if i < 0 {
+		if slices.ContainsFunc(ConsoleAnswers, func(a string) bool { return strings.EqualFold(a, name) }) {
+			return nil, fmt.Errorf("host name %q is an answer the approver consoles take (%s): approving a login to the host takes its name typed out, so give it a longer name", name, strings.Join(ConsoleAnswers, ", "))
+		}
 		hosts = append(hosts, Host{Name: name, Added: now.UTC()})
 		i = len(hosts) - 1
 	}
