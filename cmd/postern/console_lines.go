@@ -159,12 +159,10 @@ func lineAnswer(c *api.Client, line string) (string, error) {
 		return "", usagef(`approve: want "once ID", "session ID [N]" or "deny ID", not %q`, line)
 	}
 	subject := -1
-	var v api.Verdict
-	switch f[0] {
-	case "once", "o":
-		v = api.VerdictOnce
-	case "session", "s":
-		v = api.VerdictSession
+	v := answerVerdict(f[0])
+	switch v {
+	case api.VerdictOnce:
+	case api.VerdictSession:
 		if len(f) == 3 {
 			n, err := strconv.Atoi(f[2])
 			if err != nil || n < 0 {
@@ -172,8 +170,7 @@ func lineAnswer(c *api.Client, line string) (string, error) {
 			}
 			subject = n
 		}
-	case "deny", "d":
-		v = api.VerdictDeny
+	case api.VerdictDeny:
 	default:
 		return "", usagef(`approve: want "once ID", "session ID [N]" or "deny ID", not %q`, line)
 	}

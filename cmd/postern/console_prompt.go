@@ -77,7 +77,7 @@ func (p *cardPrompt) key(k string) keyReply {
 			// A denial first, as the question says and the line
 			// console reads it: whatever the word, "d" never approves.
 			switch typed := p.typed; {
-			case typed == "d" || typed == "deny":
+			case answerVerdict(typed) == api.VerdictDeny:
 				return keyReply{verdict: api.VerdictDeny, subject: -1}
 			case typed == p.word:
 				return keyReply{verdict: api.VerdictOnce, subject: -1}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/inventory"
 	"github.com/postern/postern/internal/safetext"
 )
 
@@ -96,10 +98,10 @@ type reply struct {
 // read takes one line of input.
 func (p *prompt) read(line string) reply {
 	line = strings.TrimSpace(line)
-	switch line {
-	case "d", "deny":
+	switch {
+	case answerVerdict(line) == api.VerdictDeny:
 		return reply{verdict: api.VerdictDeny, subject: -1}
-	case "":
+	case line == "":
 		return reply{again: p.tall}
 	}
 	if why := p.card.DenyOnly(); why != "" {
@@ -118,13 +120,28 @@ func (p *prompt) read(line string) reply {
 		p.subject = n
 		return reply{note: fmt.Sprintf("subject: %s (pid %d)", shownName(p.card.Subjects[n].Name), p.card.Subjects[n].PID)}
 	}
-	switch line {
-	case "s", "session":
+	switch answerVerdict(line) {
+	case api.VerdictSession:
 		if p.card.OffersSession() {
 			return reply{verdict: api.VerdictSession, subject: p.subject}
 		}
-	case "o", "once":
+	case api.VerdictOnce:
 		return reply{verdict: api.VerdictOnce, subject: -1}
 	}
 	return reply{note: "not an answer"}
+}
+
+// answerVerdict is what an answer word typed on a console does
+// (inventory's answer words, declared there for the host names they
+// keep out), or 0 for a word that is none.
+func answerVerdict(word string) api.Verdict {
+	switch {
+	case slices.Contains(inventory.AnswersDeny, word):
+		return api.VerdictDeny
+	case slices.Contains(inventory.AnswersOnce, word):
+		return api.VerdictOnce
+	case slices.Contains(inventory.AnswersSession, word):
+		return api.VerdictSession
+	}
+	return 0
 }

@@ -34,13 +34,20 @@ func CheckName(name string) error {
 	return nil
 }
 
-// ConsoleAnswers are the answers the approver consoles read from a line
-// typed on a card. A new host is not named as one: approving a login to
-// a host takes its name typed out (Card.Word), so that no reflex approves
-// it, and a host named "o" would be approved by the key that approves
-// once on every other card, one named "d" never. A file that has such a
-// name already is read as it is.
-var ConsoleAnswers = []string{"d", "deny", "o", "once", "s", "session"}
+// The answers the approver consoles read from a line typed on a card,
+// by what each does: deny, approve this one use, approve the run.
+var (
+	AnswersDeny    = []string{"d", "deny"}
+	AnswersOnce    = []string{"o", "once"}
+	AnswersSession = []string{"s", "session"}
+)
+
+// ConsoleAnswers are all the answers the consoles read. A new host is
+// not named as one: approving a login to a host takes its name typed out
+// (Card.Word), so that no reflex approves it, and a host named "o" would
+// be approved by the key that approves once on every other card, one
+// named "d" never. A file that has such a name already is read as it is.
+var ConsoleAnswers = slices.Concat(AnswersDeny, AnswersOnce, AnswersSession)
 
 // CheckClass checks a class: lower-case letters, digits, - and _.
 func CheckClass(class string) error {
