@@ -57,10 +57,13 @@ func MessageHead(b []byte, max int) []string {
 		out = append(out, l)
 	}
 	if len(lines) > 0 && (strings.HasPrefix(lines[0], "tree ") || strings.HasPrefix(lines[0], "object ")) {
+		// The first author or tagger line alone: a header the requester
+		// wrote may hold thousands, and a card shows MessageLines.
 		i := 0
-		for ; i < len(lines) && lines[i] != ""; i++ {
-			if strings.HasPrefix(lines[i], "author ") || strings.HasPrefix(lines[i], "tagger ") {
+		for named := false; i < len(lines) && lines[i] != ""; i++ {
+			if !named && (strings.HasPrefix(lines[i], "author ") || strings.HasPrefix(lines[i], "tagger ")) {
 				add(lines[i])
+				named = true
 			}
 		}
 		for ; i < len(lines); i++ {

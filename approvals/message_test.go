@@ -14,6 +14,10 @@ func TestMessageHead(t *testing.T) {
 		{[]string{"object 9a31", "type commit", "tag v1", "tagger T <t@x> 1 +0000", "", "release 1"},
 			[]string{"tagger T <t@x> 1 +0000", "release 1"}},
 		{[]string{"", "one", "  ", "two", "three", "four"}, []string{"one", "two", "three"}},
+		// A commit object the requester wrote itself, its header full of
+		// author lines, shows its first and its subject, as a real one.
+		{append(append([]string{"tree 9a31"}, slices.Repeat([]string{"author A <a@x> 1 +0000"}, 5000)...), "", "subject"),
+			[]string{"author A <a@x> 1 +0000", "subject"}},
 	} {
 		var b []byte
 		for _, l := range tt.msg {
