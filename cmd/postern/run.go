@@ -31,7 +31,7 @@ On Linux the run is confined: its own user, mount, pid and IPC namespaces and
 Landlock. It sees only its own agent socket, not postern's control socket,
 state or runtime directories, nor the user's tmux, screen or D-Bus
 sockets, nor the unix sockets only the user may use (an ssh ControlMaster,
-docker's); postern's configuration, known_hosts, postern's executable,
+docker's), nor the X authority file; the network stays; postern's configuration, known_hosts, postern's executable,
 the PATH directories inside writable trees and the working directory's
 git hooks and configuration are read-only; only the working directory,
 the [run] read_write trees (default none) and the run's own cache
