@@ -112,7 +112,7 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 			within = append(within, &subj.Process)
 			sessions = append(sessions, subj.launcherSession())
 		}
-		if err := e.outside(approver, "card "+id, within, sessions); err != nil {
+		if err := e.outside(e.log, approver, "card "+id, within, sessions); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package approvals
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 
 	"github.com/postern/postern/internal/procid"
@@ -16,33 +17,33 @@ import (
 // setsid), and in none of the namespaces of any live confined run (a
 // confined run must never answer anything; this catches a process that
 // also called setsid), nor in one of sessions (the terminal session a
-// launched run was started from). what names the act in the log.
-func (e *Engine) outside(approver *procid.Peer, what string, within []*procid.Process, sessions []int) error {
+// launched run was started from). what names the act in log.
+func (e *Engine) outside(log *slog.Logger, approver *procid.Peer, what string, within []*procid.Process, sessions []int) error {
 	for _, p := range within {
 		in, err := e.procs.DescendsFrom(approver.PID, approver.StartTicks, p)
 		switch {
 		case errors.Is(err, procid.ErrNoResources):
 			// Not an approver that could not be placed: a gateway that
 			// could not look (refused all the same).
-			e.log.Warn("approval refused: the approver's ancestry could not be read", "what", what, "approver_pid", approver.PID, "err", err)
+			log.Warn("approval refused: the approver's ancestry could not be read", "what", what, "approver_pid", approver.PID, "err", err)
 			return fmt.Errorf("cannot check that the approval comes from outside the requesting process tree: %w", err)
 		case err != nil:
-			e.log.Warn("approval refused: the approver's ancestry could not be established", "what", what, "approver_pid", approver.PID, "err", err)
+			log.Warn("approval refused: the approver's ancestry could not be established", "what", what, "approver_pid", approver.PID, "err", err)
 			return fmt.Errorf("%w (%v)", ErrApproverUndecided, err)
 		case in:
-			e.log.Warn("approval refused: it came from inside the requesting process tree", "what", what, "approver_pid", approver.PID)
+			log.Warn("approval refused: it came from inside the requesting process tree", "what", what, "approver_pid", approver.PID)
 			return ErrSelfApprove
 		case p.Session > 0 && approver.Session == p.Session:
-			e.log.Warn("approval refused: it came from the requester's terminal session", "what", what, "approver_pid", approver.PID, "session", p.Session)
+			log.Warn("approval refused: it came from the requester's terminal session", "what", what, "approver_pid", approver.PID, "session", p.Session)
 			return ErrSameSession
 		}
 	}
 	if err := e.outsideConfined(approver); err != nil {
-		e.log.Warn("approval refused", "what", what, "approver_pid", approver.PID, "err", err)
+		log.Warn("approval refused", "what", what, "approver_pid", approver.PID, "err", err)
 		return err
 	}
 	if approver.Session > 0 && slices.Contains(sessions, approver.Session) {
-		e.log.Warn("approval refused: it came from the terminal session the run was started from", "what", what, "approver_pid", approver.PID, "session", approver.Session)
+		log.Warn("approval refused: it came from the terminal session the run was started from", "what", what, "approver_pid", approver.PID, "session", approver.Session)
 		return ErrSameSession
 	}
 	return nil
@@ -53,6 +54,17 @@ func (e *Engine) outside(approver *procid.Peer, what string, within []*procid.Pr
 // inventory or resolving a journal entry by hand, is refused from inside a
 // run. what names the act in the log.
 func (e *Engine) OutsideRuns(approver *procid.Peer, what string) error {
+	return e.outsideRuns(e.log, approver, what)
+}
+
+// StandsOutsideRuns says whether approver stands outside every live run,
+// as OutsideRuns checks, and logs nothing: for what treats the person
+// apart without refusing anyone else (the pacing of wrong passphrases).
+func (e *Engine) StandsOutsideRuns(approver *procid.Peer) bool {
+	return e.outsideRuns(slog.New(slog.DiscardHandler), approver, "") == nil
+}
+
+func (e *Engine) outsideRuns(log *slog.Logger, approver *procid.Peer, what string) error {
 	e.mu.Lock()
 	var within []*procid.Process
 	var sessions []int
@@ -70,7 +82,7 @@ func (e *Engine) OutsideRuns(approver *procid.Peer, what string) error {
 		}
 	}
 	e.mu.Unlock()
-	return e.outside(approver, what, within, sessions)
+	return e.outside(log, approver, what, within, sessions)
 }
 
 // runsOf returns the processes and the launcher sessions

@@ -39,15 +39,16 @@ func (g *Gateway) opLock(context.Context, *procid.Peer, noArgs) (any, error) {
 func (g *Gateway) opUnlock(_ context.Context, peer *procid.Peer, a api.UnlockArgs) (any, error) {
 	defer clear(a.Passphrase)
 	defer clear(a.DataKey)
+	person := g.engine.StandsOutsideRuns(peer)
 	if len(a.DataKey) == 0 {
-		return nil, g.vault.UnlockCommand(a.Passphrase, func() error { return g.engine.OutsideRuns(peer, "unlock") })
+		return nil, g.vault.UnlockCommand(a.Passphrase, person, func() error { return g.engine.OutsideRuns(peer, "unlock") })
 	}
 	dk, err := vault.ParseDataKey(a.DataKey)
 	if err != nil {
 		return nil, badRequest(err)
 	}
 	defer dk.Wipe()
-	return nil, g.vault.UnlockWithKey(dk)
+	return nil, g.vault.UnlockWithKey(dk, person)
 }
 
 // maxRuns bounds the runs the gateway keeps at once (approvals.MaxRuns),
@@ -292,7 +293,7 @@ func (g *Gateway) opVaultChange(_ context.Context, peer *procid.Peer, c api.Vaul
 		return nil, err
 	}
 	var res *api.VaultChanged
-	err := g.vault.Change(c.Passphrase, func(v *vault.Vault) (err error) {
+	err := g.vault.Change(c.Passphrase, g.engine.StandsOutsideRuns(peer), func(v *vault.Vault) (err error) {
 		res, err = api.ApplyVaultChange(v, &c, peer.Describe(), g.engine.Record)
 		return err
 	})

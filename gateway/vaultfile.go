@@ -52,9 +52,14 @@ func (s *vaultState) seen(v *vault.Vault) {
 // Change opens the vault with passphrase and lets change write it, then
 // takes the new file in at once, as fileChanged would: an unlocked
 // gateway reloads its keys, with the new data key after a passphrase
-// change. A wrong passphrase counts and waits as an unlock's does, and
-// the right one ends the delays as an unlock's does.
-func (s *vaultState) Change(passphrase []byte, change func(*vault.Vault) error) error {
+// change. A wrong passphrase counts and waits as an unlock's does, in
+// the lane person names (guessLanes), and the right one ends the delays
+// as an unlock's does.
+func (s *vaultState) Change(passphrase []byte, person bool, change func(*vault.Vault) error) error {
+	return s.guesses.try(person, func() error { return s.change(passphrase, change) })
+}
+
+func (s *vaultState) change(passphrase []byte, change func(*vault.Vault) error) error {
 	s.unlockMu.Lock()
 	defer s.unlockMu.Unlock()
 	v, err := vault.Open(s.path, passphrase)
@@ -62,9 +67,7 @@ func (s *vaultState) Change(passphrase []byte, change func(*vault.Vault) error) 
 	defer s.afterDerivation()
 	switch {
 	case errors.Is(err, vault.ErrWrongPassphrase):
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.wrong()
+		return vault.ErrWrongPassphrase
 	case err != nil:
 		return err
 	}
@@ -73,7 +76,7 @@ func (s *vaultState) Change(passphrase []byte, change func(*vault.Vault) error) 
 	// in below: with a new passphrase, the file it would see is sealed
 	// with a data key the gateway does not hold yet.
 	s.mu.Lock()
-	s.failures = 0 // the right passphrase, as an unlock's ends the delays
+	s.guesses.reset() // the right passphrase, as an unlock's ends the delays
 	if err := s.refuseOlder(v); err != nil {
 		s.mu.Unlock()
 		return err

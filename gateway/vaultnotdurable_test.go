@@ -22,7 +22,7 @@ func TestChangeWrittenButNotDurableIsTakenIn(t *testing.T) {
 
 	syncFailed := errors.New("input/output error")
 	restore := atomicfile.SetSyncDirForTest(func(string) error { return syncFailed })
-	err := s.Change(pass, func(v *vault.Vault) error {
+	err := s.Change(pass, true, func(v *vault.Vault) error {
 		if err := v.RemoveKey("removed"); err != nil {
 			return err
 		}
@@ -38,7 +38,7 @@ func TestChangeWrittenButNotDurableIsTakenIn(t *testing.T) {
 
 	// A new passphrase, written the same way: the gateway keeps the data
 	// key that opens the file now.
-	if err := s.Change(pass, func(v *vault.Vault) error {
+	if err := s.Change(pass, true, func(v *vault.Vault) error {
 		restore := atomicfile.SetSyncDirForTest(func(string) error { return syncFailed })
 		defer restore()
 		return v.ChangePassphrase([]byte("new pass"), vault.FloorParams())

@@ -48,7 +48,8 @@ type vaultState struct {
 	// through (an epoch not written to its file).
 	warn func(msg string, args ...any)
 
-	unlockMu sync.Mutex // serialises unlock attempts, so delays add up
+	unlockMu sync.Mutex // serialises unlocks and changes of the vault
+	guesses  guessLanes // paces wrong passphrases
 	mu       sync.Mutex
 	// view is whether the gateway is locked and the epoch, as of the
 	// last change (set under mu): read by lockedEpoch without mu, which
@@ -66,7 +67,6 @@ type vaultState struct {
 	// vaultLock: locked while a vault was there. Only its passphrase
 	// unlocks, also once the file is gone (moved away by anyone).
 	vaultLock bool
-	failures  int
 	stamp     fileStamp
 	changing  bool // a Change is writing the file
 	// onChange is told of each epoch change; an error says its event
@@ -175,8 +175,8 @@ func (s *vaultState) LockCommand() error { return s.lock(nil) }
 // lock locks; a nil passphrase sets no password.
 //
 // The keys stop signing at once: beforeLock may wait for an unlock or a
-// vault change in progress (a wrong passphrase holds the vault for its
-// delay), and a lock asked for does not wait for it to take effect.
+// vault change in progress, and a lock asked for does not wait for it to
+// take effect.
 func (s *vaultState) lock(passphrase []byte) error {
 	s.keys.Lock() // counted: an unlock under way stays locked
 	if s.beforeLock != nil {
@@ -226,15 +226,19 @@ func (s *vaultState) lockLocked(passphrase []byte, why audit.Reason) {
 // ssh-add -X; without a vault it checks the password ssh-add -x locked
 // the agent with, and refuses to lift a lock of postern lock, which set
 // none. A wrong passphrase is answered after a delay that grows with
-// each failure.
-func (s *vaultState) Unlock(passphrase []byte) error { return s.unlock(passphrase, nil) }
+// each failure of the callers other than the person (guessLanes).
+func (s *vaultState) Unlock(passphrase []byte) error {
+	return s.guesses.try(false, func() error { return s.unlock(passphrase, nil) })
+}
 
 // UnlockCommand unlocks as Unlock does, for postern unlock, which also
 // lifts a lock without a password when outside, which says whether the
 // caller stands outside every run, lets it: with no password, where the
-// caller stands is the only sign that it is the person.
-func (s *vaultState) UnlockCommand(passphrase []byte, outside func() error) error {
-	return s.unlock(passphrase, outside)
+// caller stands is the only sign that it is the person. person says
+// whether the caller stands outside every run, for the lane its wrong
+// passphrases are paced in.
+func (s *vaultState) UnlockCommand(passphrase []byte, person bool, outside func() error) error {
+	return s.guesses.try(person, func() error { return s.unlock(passphrase, outside) })
 }
 
 // unlock unlocks; outside is nil for ssh-add -X, which never lifts a
@@ -267,7 +271,7 @@ func (s *vaultState) unlock(passphrase []byte, outside func() error) error {
 		}
 		h := sha256.Sum256(passphrase)
 		if s.lockPass != nil && subtle.ConstantTimeCompare(h[:], s.lockPass) != 1 {
-			return s.wrong()
+			return vault.ErrWrongPassphrase
 		}
 		return s.unlockLocked(nil, nil, asks)
 	}
@@ -286,8 +290,14 @@ func (s *vaultState) afterDerivation() {
 	}
 }
 
-// UnlockWithKey opens the vault with a data key kept in the OS keychain.
-func (s *vaultState) UnlockWithKey(dk *vault.DataKey) error {
+// UnlockWithKey opens the vault with a data key kept in the OS keychain;
+// a wrong one is paced as a wrong passphrase is, in the lane person
+// names.
+func (s *vaultState) UnlockWithKey(dk *vault.DataKey, person bool) error {
+	return s.guesses.try(person, func() error { return s.unlockWithKey(dk) })
+}
+
+func (s *vaultState) unlockWithKey(dk *vault.DataKey) error {
 	s.unlockMu.Lock()
 	defer s.unlockMu.Unlock()
 	asks := s.keys.LockAsks()
@@ -314,9 +324,7 @@ func (s *vaultState) UnlockWithKey(dk *vault.DataKey) error {
 // (Keyring.LockAsks).
 func (s *vaultState) finishUnlock(v *vault.Vault, err error, asks uint64) error {
 	if errors.Is(err, vault.ErrWrongPassphrase) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.wrong()
+		return vault.ErrWrongPassphrase
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return errVaultGone // it went as the unlock began
@@ -367,17 +375,6 @@ func (s *vaultState) finishUnlock(v *vault.Vault, err error, asks uint64) error 
 	return s.unlockLocked(ids, dk, asks)
 }
 
-// wrong records a failed attempt and waits; the caller holds s.mu, which
-// it releases while waiting so status stays answerable.
-func (s *vaultState) wrong() error {
-	s.failures++
-	d := vault.WrongPassphraseDelay(s.failures)
-	s.mu.Unlock()
-	time.Sleep(d)
-	s.mu.Lock()
-	return vault.ErrWrongPassphrase
-}
-
 // unlockLocked unlocks with the vault's keys ids and data key dk (none
 // without a vault), unless a lock was asked for since the unlock began
 // (asks, Keyring.LockAsks): the keyring is unlocked only if none was, in
@@ -392,7 +389,7 @@ func (s *vaultState) unlockLocked(ids []*sshagent.Identity, dk *vault.DataKey, a
 		}
 		return errLockedMeanwhile
 	}
-	s.failures = 0
+	s.guesses.reset()
 	s.lockPass = nil
 	s.vaultLock = false
 	s.dk = dk
