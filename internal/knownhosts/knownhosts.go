@@ -169,21 +169,21 @@ func scanLines(b []byte, fn func(entryLine), bad func(no int)) {
 		}
 		l := entryLine{no: no}
 		if text[0] == '@' {
-			marker, rest, _ := bytes.Cut(text, []byte(" "))
+			marker, rest, _ := cutField(text)
 			l.marker = string(marker)
-			text = bytes.TrimSpace(rest)
+			text = rest
 		}
 		if key := bareKey(text); key != nil && l.marker == "" {
 			l.key = key
 			fn(l)
 			continue
 		}
-		hosts, rest, ok := bytes.Cut(text, []byte(" "))
+		hosts, rest, ok := cutField(text)
 		if !ok {
 			bad(no)
 			continue
 		}
-		key, _, _, _, err := ssh.ParseAuthorizedKey(bytes.TrimSpace(rest))
+		key, _, _, _, err := ssh.ParseAuthorizedKey(rest)
 		if err != nil {
 			bad(no)
 			continue
@@ -191,6 +191,16 @@ func scanLines(b []byte, fn func(entryLine), bad func(no int)) {
 		l.hosts, l.key = strings.Split(string(hosts), ","), key
 		fn(l)
 	}
+}
+
+// cutField cuts text at its first run of spaces and tabs, as ssh
+// splits a known_hosts line's fields; found is false when there is none.
+func cutField(text []byte) (field, rest []byte, found bool) {
+	i := bytes.IndexAny(text, " \t")
+	if i < 0 {
+		return text, nil, false
+	}
+	return text[:i], bytes.TrimLeft(text[i:], " \t"), true
 }
 
 // bareKey returns the key of a line that starts with one (a public key
