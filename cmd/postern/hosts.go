@@ -148,7 +148,7 @@ func hostsAdd(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return addHost(c, out, errw, name, kf, srcs)
+	return addHost(c, out, errw, name, kf, srcs, revocations(*keyFile, srcs))
 }
 
 func hostsImport(args []string, out, errw io.Writer) error {
@@ -181,8 +181,9 @@ func hostsImport(args []string, out, errw io.Writer) error {
 		}
 	}
 	failed := 0
+	revs := revocations(*file, srcs)
 	for _, n := range names {
-		if err := addHost(c, out, errw, n, kf, srcs); err != nil {
+		if err := addHost(c, out, errw, n, kf, srcs, revs); err != nil {
 			if api.HasCode(err, api.CodeDenied) {
 				return err
 			}
@@ -225,10 +226,36 @@ func unreadLines(srcs []source) string {
 	return " (neither a known_hosts entry nor a public key: " + strings.Join(parts, "; ") + ")"
 }
 
-// addHost finds name's keys in srcs and asks the gateway to bind them.
-func addHost(c *api.Client, out, errw io.Writer, name string, kf *keyFlags, srcs []source) error {
+// revocations returns the texts whose @revoked lines a key found in srcs
+// is checked against: srcs, and the configured known_hosts files when
+// srcs is a file the person named (ssh refuses a key they revoke).
+func revocations(path string, srcs []source) []source {
+	if path == "" {
+		return srcs
+	}
+	known, _ := knownHostsSources() // unreadable: srcs' own lines still count
+	return append(slices.Clip(srcs), known...)
+}
+
+// revokedBy returns where one of revs revokes key, or "" where none does.
+func revokedBy(revs []source, key ssh.PublicKey) string {
+	blob := string(key.Marshal())
+	for _, s := range revs {
+		for _, r := range knownhosts.Revoked(s.text) {
+			if string(r.Key.Marshal()) == blob {
+				return fmt.Sprintf("%s line %d", s.label, r.Line)
+			}
+		}
+	}
+	return ""
+}
+
+// addHost finds name's keys in srcs, leaving out those an @revoked line
+// of revs names, and asks the gateway to bind them.
+func addHost(c *api.Client, out, errw io.Writer, name string, kf *keyFlags, srcs, revs []source) error {
 	var keys []api.HostKey
 	var pubs []ssh.PublicKey
+	revoked := 0
 	for _, s := range srcs {
 		for _, f := range knownhosts.KeysFor(s.text, name, s.pubKeys) {
 			if *kf.fingerprint != "" && ssh.FingerprintSHA256(f.Key) != *kf.fingerprint {
@@ -241,9 +268,17 @@ func addHost(c *api.Client, out, errw io.Writer, name string, kf *keyFlags, srcs
 			case f.Bare:
 				how += " (a public key, no host field)"
 			}
+			if by := revokedBy(revs, f.Key); by != "" {
+				warningf(errw, "%s: %s %s from %s is revoked (@revoked at %s): not added", shown(name), f.Key.Type(), ssh.FingerprintSHA256(f.Key), how, by)
+				revoked++
+				continue
+			}
 			keys = append(keys, api.HostKey{Key: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(f.Key))), Source: how})
 			pubs = append(pubs, f.Key)
 		}
+	}
+	if len(keys) == 0 && revoked > 0 {
+		return withHint(fmt.Errorf("every key for %s in %s is revoked", name, labels(srcs)), fmt.Sprintf("ssh-keyscan %s | postern hosts add %s --key-file -, then compare the fingerprints it shows", name, name))
 	}
 	if len(keys) == 0 && kf.classSet && *kf.fingerprint == "" && !slices.ContainsFunc(srcs, func(s source) bool { return s.pubKeys }) {
 		// The class of a host the inventory has, whatever known_hosts
@@ -263,13 +298,34 @@ func addHost(c *api.Client, out, errw io.Writer, name string, kf *keyFlags, srcs
 	if kf.classSet {
 		a.Class = kf.class
 	}
+	had, err := c.Hosts(context.Background())
+	if err != nil {
+		return err
+	}
 	if err := sendHost(c, out, a, name); err != nil {
 		return err
 	}
-	if *kf.fingerprint == "" {
-		for _, p := range pubs {
-			hintf(errw, "check %s %s against the host's own key (ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub on %s)", p.Type(), ssh.FingerprintSHA256(p), shown(name))
+	var known []string
+	i := slices.IndexFunc(had.Hosts, func(h api.Host) bool { return h.Name == name })
+	if i >= 0 {
+		for _, k := range had.Hosts[i].Keys {
+			known = append(known, k.Fingerprint)
 		}
+	}
+	for j, p := range pubs {
+		fp := ssh.FingerprintSHA256(p)
+		if slices.Contains(known, fp) {
+			continue // the inventory had it: checked when it came in
+		}
+		if i >= 0 {
+			// A host the inventory had gains a key: what a line another
+			// program added to known_hosts would give it.
+			warningf(errw, "%s gained a key it did not have: %s %s from %s", shown(name), p.Type(), fp, keys[j].Source)
+		}
+		if *kf.fingerprint != "" {
+			continue // the person named it
+		}
+		hintf(errw, "check %s %s against the host's own key (ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub on %s)", p.Type(), fp, shown(name))
 	}
 	return nil
 }

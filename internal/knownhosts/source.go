@@ -72,6 +72,18 @@ func Named(text []byte) []Found {
 	return out
 }
 
+// Revoked returns the keys of text's @revoked lines, whatever hosts
+// they name: ssh refuses such a key for every host.
+func Revoked(text []byte) []Found {
+	var out []Found
+	eachLine(text, func(l entryLine) {
+		if l.marker == "@revoked" && l.hosts != nil {
+			out = append(out, Found{Key: l.key, Line: l.no})
+		}
+	})
+	return out
+}
+
 // Malformed returns the numbers of the lines of text that are neither
 // blank, nor comments, nor known_hosts entries, nor public keys: what
 // KeysFor and Named pass over.

@@ -116,3 +116,24 @@ func FuzzLookup(f *testing.F) {
 		})
 	})
 }
+
+// Fields are split on tabs as well as spaces, as ssh splits them: a
+// hand-written @revoked line with a tab is a revocation, not a malformed
+// line, and a tab-separated entry gives its key.
+func TestTabsSeparateFields(t *testing.T) {
+	prod, _ := newKey(t)
+	bad, _ := newKey(t)
+	tabbed := func(hosts string, k ssh.PublicKey) string {
+		return strings.Replace(line(hosts, k), " ", "\t", 1)
+	}
+	text := "@revoked\t" + tabbed("*", bad) + tabbed("prod-db-1", prod)
+	if m := Malformed([]byte(text)); len(m) != 0 {
+		t.Fatalf("tab-separated lines read as malformed: lines %v", m)
+	}
+	if found := KeysFor([]byte(text), "prod-db-1", false); len(found) != 1 || !bytes.Equal(found[0].Key.Marshal(), prod.Marshal()) {
+		t.Fatalf("KeysFor(prod-db-1) over a tab = %+v", found)
+	}
+	if r := Revoked([]byte(text)); len(r) != 1 || !bytes.Equal(r[0].Key.Marshal(), bad.Marshal()) || r[0].Line != 1 {
+		t.Fatalf("Revoked = %+v, want the key of line 1", r)
+	}
+}
