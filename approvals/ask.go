@@ -138,7 +138,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		Changed:  sentence,
 		Mode:     mode,
 		Selected: sel,
-		Key: KeyView{Fingerprint: r.Key.Fingerprint, Comment: r.Key.Comment, Type: r.Key.Type, Touch: r.Key.Touch, Upstream: r.Key.Upstream,
+		Key: KeyView{Fingerprint: r.Key.Fingerprint, Comment: r.Key.Comment, Type: r.Key.Type, Touch: r.Key.Touch, Upstream: r.Key.Upstream, UpstreamSocket: r.Key.UpstreamSocket,
 			Application: r.Key.Application, Cert: r.Key.Cert},
 		Purpose:     r.Purpose,
 		Destination: dest,

@@ -64,10 +64,12 @@ type KeyView struct {
 	Fingerprint string `json:"fingerprint"`
 	Comment     string `json:"comment,omitempty"`
 	Type        string `json:"type,omitempty"`
-	Touch       bool   `json:"touch,omitempty"`       // the security key will want a touch
-	Upstream    bool   `json:"upstream,omitempty"`    // held by the upstream agent, which signs
-	Application string `json:"application,omitempty"` // a security key's, raw
-	Cert        *Cert  `json:"certificate,omitempty"` // raw
+	Touch       bool   `json:"touch,omitempty"`    // the security key will want a touch
+	Upstream    bool   `json:"upstream,omitempty"` // held by the upstream agent, which signs
+	// UpstreamSocket is the upstream agent's socket, for an upstream key.
+	UpstreamSocket string `json:"upstream_socket,omitempty"`
+	Application    string `json:"application,omitempty"` // a security key's, raw
+	Cert           *Cert  `json:"certificate,omitempty"` // raw
 }
 
 // DestView is the verified destination of an authentication.
@@ -277,7 +279,7 @@ func (v *CardView) Text() string {
 		fmt.Fprintf(&b, "Security key: once approved, it waits up to %s for a touch on the key\n", wait)
 	}
 	if v.Key.Upstream {
-		fmt.Fprintf(&b, "Held by the upstream agent: it signs once approved, after its own confirmation if it asks for one (up to %s)\n", wait)
+		fmt.Fprintf(&b, "Held by the upstream agent at %s: it signs once approved, after its own confirmation if it asks for one (up to %s)\n", safetext.Field(v.Key.UpstreamSocket, safetext.Path), wait)
 	}
 	// Whole, however long: an answer covers what this line says.
 	fmt.Fprintf(&b, "Covers: %s\n", safetext.Escape(v.Covers))

@@ -46,8 +46,10 @@ type Key struct {
 	Confirm     bool // added with ssh-add -c: confirm every use
 	Touch       bool // a FIDO key that waits for a touch when it signs
 	// Upstream is set for a key the upstream agent holds and signs with,
-	// once the gateway decided (postern agent --upstream).
-	Upstream bool
+	// once the gateway decided (postern agent --upstream), and
+	// UpstreamSocket is that agent's socket.
+	Upstream       bool
+	UpstreamSocket string
 	// Application is a FIDO key's application (the origin it was made
 	// for, "ssh:" for SSH), as its public key says: whoever added the key
 	// chose it.

@@ -170,6 +170,9 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 	}
 	confirm, dest := c.srv.Keys.Constraints(id)
 	req.Key = approvals.Key{Fingerprint: id.Fingerprint(), Comment: id.Comment, Type: id.Key.Type(), Confirm: confirm, Touch: id.Touch(), Upstream: id.Source == Upstream}
+	if req.Key.Upstream && c.srv.Upstream != nil {
+		req.Key.UpstreamSocket = c.srv.Upstream.Socket
+	}
 	// Every key signs while the allow's record is made durable, and the
 	// signature leaves only once it is (Recorded, below): a key elsewhere
 	// (the upstream agent, a token, a security key) while another

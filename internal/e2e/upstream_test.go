@@ -107,7 +107,7 @@ func TestUpstreamAgentGated(t *testing.T) {
 		t.Fatalf("logged in with an upstream key although the card was denied: %s", r)
 	}
 	card := string(mustRead(t, cards))
-	for _, want := range []string{fingerprint(t, e, plain) + ` ("up-plain")`, "Held by the upstream agent", "Destination: host key " + hostFingerprint(t, e, sshd)} {
+	for _, want := range []string{fingerprint(t, e, plain) + ` ("up-plain")`, "Held by the upstream agent at " + up.Socket + ":", "Destination: host key " + hostFingerprint(t, e, sshd)} {
 		if !strings.Contains(card, want) {
 			t.Errorf("the card lacks %q:\n%s", want, card)
 		}
