@@ -165,10 +165,10 @@ type Duration struct{ time.Duration }
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
 	if err != nil {
-		return err
+		return fmt.Errorf("not a duration (such as 90s, 15m or 8h): %s", quoted(string(b)))
 	}
 	if v < 0 {
-		return fmt.Errorf("negative duration %q", b)
+		return fmt.Errorf("negative duration %s", quoted(string(b)))
 	}
 	d.Duration = v
 	return nil
@@ -274,15 +274,16 @@ func parse(name string, b []byte, values bool) (File, int, error) {
 		if errors.As(err, &pe) {
 			// The parser's message quotes the file's bytes as they are
 			// (a NUL for its end, say): shown on one line, escaped.
-			msg := safetext.Field(pe.Message, 0)
+			msg := safetext.Field(pe.Message, safetext.Line)
 			if pe.LastKey != "" {
-				msg = safetext.Field(pe.LastKey, 0) + ": " + msg
+				msg = safetext.Field(pe.LastKey, safetext.Path) + ": " + msg
 			}
 			// The TOML parser numbers a string cut by a newline at the
 			// file's start line 0; the file's lines start at 1.
 			return File{}, 0, fmt.Errorf("%s:%d: %s", name, max(pe.Position.Line, 1), msg)
 		}
-		return File{}, 0, fmt.Errorf("%s: %w", name, err)
+		// A value's own check (a duration's): its text is cut there.
+		return File{}, 0, fmt.Errorf("%s: %s", name, safetext.Field(err.Error(), safetext.Line))
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		// A few, each cut: the file's keys, as many and as long as it
@@ -322,7 +323,7 @@ func checkMode(m string) error {
 	case "none", "session", "per-call", "deny":
 		return nil
 	}
-	return fmt.Errorf("approval = %q: want none, session, per-call or deny", m)
+	return fmt.Errorf("approval = %s: want none, session, per-call or deny", quoted(m))
 }
 
 func (f *File) check() error {
@@ -340,20 +341,20 @@ func (f *File) check() error {
 	switch f.SessionScope {
 	case "key", "destination":
 	default:
-		return badSetting("", "session_scope", "session_scope = %q: want key or destination", f.SessionScope)
+		return badSetting("", "session_scope", "session_scope = %s: want key or destination", quoted(f.SessionScope))
 	}
 	switch f.UpstreamChanges {
 	case "refuse", "forward":
 	default:
-		return badSetting("", "upstream_changes", "upstream_changes = %q: want refuse or forward", f.UpstreamChanges)
+		return badSetting("", "upstream_changes", "upstream_changes = %s: want refuse or forward", quoted(f.UpstreamChanges))
 	}
 	for _, g := range f.Bastion.Markers {
 		if _, err := path.Match(g, ""); err != nil {
-			return badSetting("bastion", "markers", "[bastion] markers: bad pattern %q", g)
+			return badSetting("bastion", "markers", "[bastion] markers: bad pattern %s", quoted(g))
 		}
 	}
 	if f.Bastion.Socket != "" && !strings.HasPrefix(f.Bastion.Socket, "/") {
-		return badSetting("bastion", "socket", "[bastion] socket = %q: give an absolute path", f.Bastion.Socket)
+		return badSetting("bastion", "socket", "[bastion] socket = %s: give an absolute path", quoted(f.Bastion.Socket))
 	}
 	if f.Audit.Syslog != "" {
 		if _, _, _, err := syslog.ParseAddress(f.Audit.Syslog); err != nil {
@@ -378,7 +379,7 @@ func (f *File) check() error {
 				if l.table != "" {
 					name = "[" + l.table + "] " + l.key
 				}
-				return badSetting(l.table, l.key, "%s = %q: give an absolute path or one starting with ~/", name, p)
+				return badSetting(l.table, l.key, "%s = %s: give an absolute path or one starting with ~/", name, quoted(p))
 			}
 		}
 	}

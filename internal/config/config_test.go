@@ -299,3 +299,31 @@ func TestParseApproved(t *testing.T) {
 		}
 	}
 }
+
+// A bad value is quoted in the error cut, however long the file made it
+// (a program of the user can write the file; the error is logged, kept
+// in status and printed): the explanation after the value is kept.
+func TestErrorsCutTheValuesTheyQuote(t *testing.T) {
+	long := strings.Repeat("x", 200_000)
+	for _, c := range []struct{ name, file, want string }{
+		{"rule value", "[[rule]]\nhost = \"" + long + "[\"\napproval = \"deny\"\n", "bad pattern"},
+		{"setting value", "approval = \"" + long + "\"\n", "want none, session, per-call or deny"},
+		{"duration", "card_timeout = \"" + long + "\"\n", "not a duration"},
+		{"parse error", "approval = " + long + "\n", ""},
+		{"parse error in a key", "[" + long + "\n", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("postern.toml", []byte(c.file))
+			if err == nil {
+				t.Fatal("parsed")
+			}
+			msg := err.Error()
+			if len(msg) > 2000 {
+				t.Errorf("the error is %d bytes long: %.120s…", len(msg), msg)
+			}
+			if !strings.Contains(msg, c.want) {
+				t.Errorf("the error %.300q lacks %q", msg, c.want)
+			}
+		})
+	}
+}

@@ -19,7 +19,7 @@ func checkKeyCase(md toml.MetaData) error {
 	for _, k := range md.Keys() {
 		for _, part := range k {
 			if strings.Trim(part, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
-				return fmt.Errorf("setting %q: write the names of settings as postern.toml(5) does, in lower case", k.String())
+				return fmt.Errorf("setting %s: write the names of settings as postern.toml(5) does, in lower case", quoted(k.String()))
 			}
 		}
 	}

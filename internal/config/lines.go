@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+
+	"github.com/postern/postern/internal/safetext"
 )
 
 // settingError is a bad value, located so that the error can name the
@@ -20,6 +22,11 @@ type settingError struct {
 }
 
 func (e *settingError) Error() string { return e.Msg }
+
+// quoted quotes a value of the file for an error, escaped and cut: the
+// file, which any program of the user can write, chooses its length,
+// and the error is logged, kept in status and printed.
+func quoted(s string) string { return safetext.Quote(s, safetext.Path) }
 
 // badSetting makes a settingError for key in a plain table.
 func badSetting(table, key, format string, args ...any) error {

@@ -28,28 +28,28 @@ func checkRule(i int, r Rule) error {
 		return bad("approval", "%v", err)
 	}
 	if _, err := path.Match(r.Host, ""); err != nil {
-		return bad("host", "host = %q: bad pattern", r.Host)
+		return bad("host", "host = %s: bad pattern", quoted(r.Host))
 	}
 	if strings.ContainsRune(r.Host, '!') {
-		return bad("host", "host = %q: %s", r.Host, noNegation)
+		return bad("host", "host = %s: %s", quoted(r.Host), noNegation)
 	}
 	if c, ok := outside(r.Host, hostChars); !ok {
-		return bad("host", "host = %q: %q is in no host name (letters, digits and . - _ : [ ] @), so the rule would match no host", r.Host, c)
+		return bad("host", "host = %s: %q is in no host name (letters, digits and . - _ : [ ] @), so the rule would match no host", quoted(r.Host), c)
 	}
 	if _, err := path.Match(r.Class, ""); err != nil {
-		return bad("class", "class = %q: bad pattern", r.Class)
+		return bad("class", "class = %s: bad pattern", quoted(r.Class))
 	}
 	if strings.ContainsRune(r.Class, '!') {
-		return bad("class", "class = %q: %s", r.Class, noNegation)
+		return bad("class", "class = %s: %s", quoted(r.Class), noNegation)
 	}
 	if c, ok := outside(r.Class, classChars); !ok {
-		return bad("class", "class = %q: %q is in no class (lower-case letters, digits, - and _), so the rule would match no host", r.Class, c)
+		return bad("class", "class = %s: %q is in no class (lower-case letters, digits, - and _), so the rule would match no host", quoted(r.Class), c)
 	}
 	if err := checkKey(r.Key); err != nil {
-		return bad("key", "key = %q: %v", r.Key, err)
+		return bad("key", "key = %s: %v", quoted(r.Key), err)
 	}
 	if err := checkExe(r.Exe); err != nil {
-		return bad("exe", "exe = %q: %v", r.Exe, err)
+		return bad("exe", "exe = %s: %v", quoted(r.Exe), err)
 	}
 	return nil
 }
@@ -110,7 +110,7 @@ func checkExe(e string) error {
 		return nil
 	}
 	if e != "" && !strings.HasPrefix(e, "/") {
-		return fmt.Errorf("give the executable's absolute path (such as %q) or \"sha256:HEX\"; a name matches nothing, since any program can take it", "/usr/bin/"+path.Base(e))
+		return fmt.Errorf("give the executable's absolute path (such as %s) or \"sha256:HEX\"; a name matches nothing, since any program can take it", quoted("/usr/bin/"+path.Base(e)))
 	}
 	if _, err := path.Match(e, ""); err != nil {
 		return fmt.Errorf("bad pattern")
