@@ -127,6 +127,8 @@ func cmdSSHConfig(args []string, out, errw io.Writer) error {
 	}
 	if !cfg.Bastion.Enabled {
 		warningf(errw, "the bastion is not enabled: add [bastion] enabled = true to %s", cfgPath)
+	} else if _, st := answeringGateway(""); st != nil && st.Bastion == nil {
+		warningf(errw, "the running gateway does not serve the bastion: it started before %s enabled it; restart it", cfgPath)
 	}
 	block, err := sshConfigBlock(hosts, self, path, known)
 	if err != nil {

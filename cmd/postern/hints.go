@@ -4,9 +4,11 @@ import (
 	"errors"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/config"
 	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/internal/keychain"
 	"github.com/postern/postern/internal/vault"
+	"github.com/postern/postern/internal/xdg"
 )
 
 // Hints are the advice printed after an error ("postern: hint: …"): which
@@ -85,9 +87,9 @@ func hintFor(name string, err error) string {
 	case api.HasCode(err, api.CodeCorrupt) && name == "hosts":
 		return "look at the file: mend it, restore it from a backup, or move it aside to start an empty inventory"
 	case errors.Is(err, api.ErrNoBastion):
-		return `"postern status" says whether the gateway runs and serves the bastion; set enabled = true in the [bastion] table of postern.toml (see postern.toml(5)), then restart the gateway`
+		return `"postern status" says whether the gateway runs and serves the bastion; ` + enableBastion()
 	case api.HasCode(err, api.CodeNoBastion), errors.Is(err, api.ErrNoJournal):
-		return "set enabled = true in the [bastion] table of postern.toml (see postern.toml(5)), then restart the gateway"
+		return enableBastion()
 	case api.HasCode(err, api.CodeNoMarkers):
 		return `inspect the host yourself, then record what you found with "postern journal resolve ID" and --ran STATUS, --not-started or --still-running`
 	case api.HasCode(err, api.CodeNotFound), errors.Is(err, vault.ErrKeyNotFound), errors.Is(err, vault.ErrNoKeyForCert):
@@ -109,4 +111,16 @@ var notFoundHints = map[string]string{
 	"unlock":  `"postern vault init" creates one`,
 	"vault":   `"postern vault list" shows the keys`,
 	"hosts":   `"postern hosts list" shows the inventory`,
+}
+
+// enableBastion says how to have the gateway serve the bastion: enable
+// it in postern.toml, or, where the file enables it already, restart the
+// gateway, which read the file before.
+func enableBastion() string {
+	if path, err := xdg.ConfigFile(); err == nil {
+		if cfg, err := config.Load(path); err == nil && cfg.Bastion.Enabled {
+			return path + " enables the bastion: restart the gateway, which started before it did"
+		}
+	}
+	return "set enabled = true in the [bastion] table of postern.toml (see postern.toml(5)), then restart the gateway"
 }
