@@ -205,6 +205,9 @@ func statusFindings(st *api.Status) []finding {
 	} else {
 		add("config", "ok", fmt.Sprintf("%s (approval: %s)", st.Config.Path, st.Config.Approval), "")
 	}
+	for _, c := range st.Config.Pending {
+		also("config", "warn", "the file loosens the approved policy, waiting for approval (the stricter policy in force): "+c, `"postern approve --list" shows the policy change card: approve it if you made the change, deny it if you did not`)
+	}
 	if st.Config.Restored != "" {
 		also("config", "warn", st.Config.Restored, "see what rewrote the approved configuration in the state directory")
 	}

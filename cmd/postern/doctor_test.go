@@ -115,6 +115,9 @@ func TestDoctorReportsWhatTheGatewaySaysIsBroken(t *testing.T) {
 		{"configuration put back", func(st *api.Status) {
 			st.Config.Restored = "the approved configuration in the state directory was not the one sealed in the vault; the vault's was put back at 2026-12-04T19:00:00Z"
 		}, "config", "warn", "was not the one sealed"},
+		{"policy change waiting", func(st *api.Status) {
+			st.Config.Pending = []string{"approval: per-call → none"}
+		}, "config", "warn", "approval: per-call → none"},
 		{"inventory put back", func(st *api.Status) {
 			st.Hosts.Restored = "the host inventory file was not the one sealed in the vault; the vault's was put back at 2026-12-04T19:00:00Z, the file found kept at /s/hosts.json.rewritten"
 		}, "hosts", "warn", "hosts.json.rewritten"},
