@@ -1,6 +1,7 @@
 package sshagent
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,8 +45,10 @@ func TestUpstreamOfAnotherUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { agentCmd.Process.Kill(); agentCmd.Wait() })
+	// Until it accepts: the socket file is there from bind, before listen.
 	for i := 0; ; i++ {
-		if _, err := os.Stat(sock); err == nil {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
 			break
 		}
 		if i > 1200 {
