@@ -69,6 +69,12 @@ type UpstreamAgent struct {
 	held    atomic.Bool // adds and removes refused from now on, whatever Changes says
 	stopped atomic.Bool // the upstream is used no more: its keys neither listed nor signing
 	idle    linkPool    // connections without bindings, kept for the next client
+	// silent: a listing went unanswered for upstreamTimeout. Until a
+	// listing is answered again (asked in the background, one at a time:
+	// probing), a client's listing goes on without the upstream's keys
+	// at once, where each would wait upstreamTimeout.
+	silent  atomic.Bool
+	probing atomic.Bool
 }
 
 // HoldChanges refuses adds and removes for the upstream agent from now on,
@@ -138,17 +144,41 @@ func (k *upstreamKeys) find(key ssh.PublicKey) *Identity {
 
 // upstreamIdentities lists the upstream agent's identities.
 func (c *conn) upstreamIdentities() ([]*Identity, error) {
+	u := c.srv.Upstream
 	resp, err := c.upstreamCall([]byte{msgRequestIdentities}, upstreamTimeout)
 	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) && !u.silent.Swap(true) {
+			c.srv.Log.Warn("the upstream agent did not answer a listing: listings go on without its keys, not waiting for it, until it answers again", "upstream", u.Socket)
+		}
 		return nil, err
+	}
+	if u.silent.Swap(false) {
+		c.srv.Log.Info("the upstream agent answers again: its keys are listed", "upstream", u.Socket)
 	}
 	ids, err := parseIdentitiesAnswer(resp)
 	if err != nil {
 		c.dropUpstream()
-		return nil, fmt.Errorf("upstream agent %s: %w", c.srv.Upstream.Socket, err)
+		return nil, fmt.Errorf("upstream agent %s: %w", u.Socket, err)
 	}
 	c.srv.upKeys.set(ids)
 	return ids, nil
+}
+
+// probeUpstream asks a silent upstream agent for its keys in the
+// background, one listing at a time, so that its answer ends the
+// silence; ctx ends it sooner.
+func (s *Server) probeUpstream(ctx context.Context) {
+	u := s.Upstream
+	if !u.probing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer u.probing.Store(false)
+		c := &conn{srv: s, ctx: ctx, peer: &procid.Peer{}}
+		c.log = connLog{c}
+		c.upstreamIdentities()
+		c.closeUpstream()
+	}()
 }
 
 // parseIdentitiesAnswer reads an upstream agent's IDENTITIES_ANSWER.
@@ -189,6 +219,11 @@ func parseIdentitiesAnswer(resp []byte) ([]*Identity, error) {
 // lists nothing.
 func (c *conn) withUpstream(own []*Identity) []*Identity {
 	if !c.srv.Upstream.inUse() {
+		return own
+	}
+	if c.srv.Upstream.silent.Load() {
+		c.srv.probeUpstream(c.ctx)
+		c.log.Debug("listing without the keys of the upstream agent, which did not answer the last listing")
 		return own
 	}
 	ups, err := c.upstreamIdentities()

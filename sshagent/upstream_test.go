@@ -43,8 +43,16 @@ func startUpstream(t testing.TB) *upstreamStub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.sock = filepath.Join(dir, "s")
-	l, err := net.Listen("unix", u.sock)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	u.serve(t, filepath.Join(dir, "s"))
+	return u
+}
+
+// serve serves u at sock until the test ends.
+func (u *upstreamStub) serve(t testing.TB, sock string) {
+	t.Helper()
+	u.sock = sock
+	l, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +75,7 @@ func startUpstream(t testing.TB) *upstreamStub {
 			}()
 		}
 	}()
-	t.Cleanup(func() { l.Close(); os.RemoveAll(dir) })
-	return u
+	t.Cleanup(func() { l.Close() })
 }
 
 func (u *upstreamStub) SignWithFlags(key ssh.PublicKey, data []byte, flags agent.SignatureFlags) (*ssh.Signature, error) {
