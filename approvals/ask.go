@@ -97,26 +97,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	covers := "this call only"
 	if mode == audit.ModeSession {
 		reason, sentence = e.reauth(subj, r.Key, target)
-		covers = "this run and its descendants, for key " + r.Key.Display()
-		if p.Scope == ScopeDestination {
-			switch {
-			case dest != nil:
-				covers += " to " + destText(dest) + " only"
-			case r.Purpose == PurposeSSHSig:
-				covers += " for signatures in the namespace the question names only, and no login"
-			default:
-				covers += " for uses that log in to no host (such as signatures), to no host"
-			}
-		} else {
-			// The key's every use, whatever this one is: a card for
-			// a signature says that logins ride it too.
-			covers += ", any use: logins to hosts no rule asks about every time, and signatures in any namespace"
-		}
-		covers += ", until the run exits, the vault locks or the gateway restarts"
-		if p.Lifetime > 0 {
-			// The grant lasts no longer (answer.go: shorterLifetime).
-			covers += ", and at most " + p.Lifetime.String() + " after the approval"
-		}
+		covers = SessionCovers(p.Scope, r.Purpose, dest, p.Lifetime)
 	}
 	now := e.now()
 	showCtx, hide := context.WithCancel(context.Background())
@@ -354,4 +335,32 @@ func (e *Engine) subjects(r *Request, chain procid.Chain, argv []string, p *Poli
 		sel = 0
 	}
 	return out, sel, nil
+}
+
+// SessionCovers is what a session card's Covers line says a session
+// approval covers, under scope, for a request of purpose to dest (nil:
+// none verified), lasting at most lifetime (0: no bound). The key is the
+// question's, named on the card's first line.
+func SessionCovers(scope Scope, purpose Purpose, dest *DestView, lifetime time.Duration) string {
+	covers := "this run and its descendants, for this key"
+	if scope == ScopeDestination {
+		switch {
+		case dest != nil:
+			covers += " to " + destText(dest) + " only"
+		case purpose == PurposeSSHSig:
+			covers += " for signatures in the namespace the question names only, and no login"
+		default:
+			covers += " for uses that log in to no host (such as signatures), to no host"
+		}
+	} else {
+		// The key's every use, whatever this one is: a card for a
+		// signature says that logins ride it too.
+		covers += ", any use: logins to hosts no rule asks about every time, and signatures in any namespace"
+	}
+	covers += ", until the run exits, the vault locks or the gateway restarts"
+	if lifetime > 0 {
+		// The grant lasts no longer (answer.go: shorterLifetime).
+		covers += ", and at most " + lifetime.String() + " after the approval"
+	}
+	return covers
 }

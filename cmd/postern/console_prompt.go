@@ -59,12 +59,11 @@ func (p *cardPrompt) question() string {
 		return fmt.Sprintf("card %s: it can only be denied: %s; d denies", p.card.ID, p.card.DenyOnly())
 	case p.word != "":
 		return fmt.Sprintf("card %s: type %s and Enter to approve this one use (d and Enter denies): %s", p.card.ID, shownWord(p.word), p.typed)
+	case p.card.OffersSession() && len(p.card.Subjects) == 1:
+		// The card's Run line names the one run a session can cover.
+		return fmt.Sprintf("card %s: s approves this run until it exits, o this one use, d denies", p.card.ID)
 	case p.card.OffersSession():
-		q := fmt.Sprintf("card %s: s approves the run marked below until it exits, o this one use, d denies", p.card.ID)
-		if len(p.card.Subjects) > 1 {
-			q += "; ←/→ or a digit marks another run"
-		}
-		return q
+		return fmt.Sprintf("card %s: s approves the run marked below until it exits, o this one use, d denies; ←/→ or a digit marks another run", p.card.ID)
 	}
 	return fmt.Sprintf("card %s: o approves this one use, d denies", p.card.ID)
 }
@@ -138,9 +137,10 @@ const subjectsShown = 7
 // subjects renders the runs a session could bind, the marked one with an
 // arrow: all of them, or, past subjectsShown, those around the marked
 // one, with how many more lie above and below (the arrow keys reach
-// them).
+// them). One run alone is not listed: the card's Run line names it, and
+// the lines a list takes would keep a card from fitting 80×24.
 func (p *cardPrompt) subjects() string {
-	if !p.card.OffersSession() {
+	if !p.card.OffersSession() || len(p.card.Subjects) < 2 {
 		return ""
 	}
 	var b strings.Builder

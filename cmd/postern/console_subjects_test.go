@@ -26,12 +26,7 @@ func TestConsoleSessionCardWithManySubjectsFits(t *testing.T) {
 	c := api.Card{ID: "CS", Mode: "session", Purpose: "auth", Selected: 3, Subjects: subjects,
 		Destination: &approvals.DestView{Fingerprint: "SHA256:x", Names: []string{"git-host"}},
 		Created:     time.Now(), Expires: time.Now().Add(time.Minute)}
-	m := newConsoleModel(nil, nil)
-	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
-	m.Update(cardsMsg{c})
-	m.shownAt = time.Now().Add(-armDelay)
-	lines, taller := screen(m, 40)
-	view := strings.Join(lines, "\n")
+	m, view, taller := armedConsole(c, 120, 40)
 	if taller || strings.Contains(view, "can only be denied") || !strings.Contains(view, "▶ 3. proc3 (pid 1003)") || !strings.Contains(view, "more below") {
 		t.Fatalf("a session card of 65 subjects in a window of 40 lines (taller: %v):\n%s", taller, m.View().Content)
 	}

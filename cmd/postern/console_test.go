@@ -189,6 +189,18 @@ func floodCards(n int) []api.Card {
 
 // screen renders m as a window of height lines shows it: a view taller
 // than the window loses its top lines, as the terminal drops them.
+// armedConsole is a console in a window of width×height showing card c,
+// armed (shown long enough for a key to answer it), and the window's
+// lines, as screen returns them.
+func armedConsole(c api.Card, width, height int) (m *consoleModel, view string, taller bool) {
+	m = newConsoleModel(nil, nil)
+	m.Update(tea.WindowSizeMsg{Width: width, Height: height})
+	m.Update(cardsMsg{c})
+	m.shownAt = time.Now().Add(-armDelay)
+	lines, taller := screen(m, height)
+	return m, strings.Join(lines, "\n"), taller
+}
+
 func screen(m *consoleModel, height int) (lines []string, taller bool) {
 	lines = strings.Split(strings.TrimSuffix(m.View().Content, "\n"), "\n")
 	if len(lines) > height {

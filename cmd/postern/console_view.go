@@ -90,8 +90,10 @@ func (m *consoleModel) head() string {
 	if p := m.prompt(); p != nil && p.word != "" && m.tab == tabCards {
 		quit = "ctrl+c" // q is a letter of the name typed out (key)
 	}
-	line.WriteString(dimStyle.Render("   tab: next view, " + quit + ": quit"))
-	return m.fit(titleStyle.Render("postern approve")+"  "+m.conn) + "\n" + m.fit(line.String()) + "\n"
+	// The keys on the title's line, which is short: the tabs' line fits
+	// 80 columns, and a card a line more.
+	keys := dimStyle.Render("   tab: next view, " + quit + ": quit")
+	return m.fit(titleStyle.Render("postern approve")+"  "+m.conn+keys) + "\n" + m.fit(line.String()) + "\n"
 }
 
 // noteText is the last answer's note under the tab, after an empty line,

@@ -54,13 +54,13 @@ func TestFullScreenConsole(t *testing.T) {
 	con.keys("o", "s")
 	job := a.Start(git)
 	card := w.e.WaitCard()
-	con.wait("card " + card.ID + ": s approves the run marked below")
+	con.wait("card " + card.ID + ": s approves this run until it exits")
 	con.keys("s")
 	time.Sleep(300 * time.Millisecond)
 	if job.Done() || len(w.e.cards()) != 1 {
 		t.Fatalf("a key pressed as the card appeared answered it:\n%s", con.screen())
 	}
-	for _, want := range []string{"Requested by: ssh (", "git-host", "Covers: this run and its descendants", "▶ 0. e2e.test (pid ", "(proposed)", "left"} {
+	for _, want := range []string{"Requested by: ssh (", "git-host", "Covers: this run and its descendants", "Run: e2e.test (pid ", "left"} {
 		if !strings.Contains(con.screen(), want) {
 			t.Errorf("the console does not show %q:\n%s", want, con.screen())
 		}
@@ -98,7 +98,7 @@ func TestFullScreenConsole(t *testing.T) {
 	con.keys("Tab")
 	con.wait("the bastion is not enabled: no command journal")
 	con.keys("Tab")
-	con.wait("s approves the run marked below")
+	con.wait("s approves this run until it exits")
 	time.Sleep(time.Second)
 	con.keys("d")
 	con.wait(": denied")

@@ -227,7 +227,7 @@ func followREADME(t *testing.T, w *readmeWorld, setup, use []string) {
 	done := make(chan Result, 1)
 	go func() { done <- w.bash(setup[0] + "\n" + use[0]) }()
 	start := time.Now()
-	for !strings.Contains(w.screen(), "s approves the run marked below") {
+	for !strings.Contains(w.screen(), ": s approves ") {
 		select {
 		case r := <-done:
 			t.Fatalf("the Use section ended before its card: %s\nconsole:\n%s", r, w.screen())
