@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/postern/postern/internal/safetext"
@@ -13,7 +14,11 @@ import (
 // request signs. The agent is sent only that hash; a file whose hash
 // differs is no message of this signature, and none is shown.
 type SignedMessage struct {
-	Path string   `json:"path"` // as the command line names it
+	Path string `json:"path"` // as the command line names it
+	// Dir is the signing process's working directory, which a relative
+	// Path is in (for git, the top of the repository's work tree), as
+	// the kernel gives it; "" where it could not be read.
+	Dir  string   `json:"dir,omitempty"`
 	Size int64    `json:"size"`
 	Head []string `json:"head"` // the lines a card shows of it (MessageHead), raw
 }
@@ -36,7 +41,15 @@ func (v *CardView) messageText() string {
 		return "Message: not known: no file the command line names has the hash signed\n"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Message: %s (%d bytes, hash as signed):\n", safetext.Field(m.Path, safetext.Path), m.Size)
+	switch {
+	case m.Dir != "" && !filepath.IsAbs(m.Path):
+		fmt.Fprintf(&b, "Message: %s (%d bytes, hash as signed):\n", safetext.Field(filepath.Join(m.Dir, m.Path), safetext.Path), m.Size)
+	case m.Dir != "":
+		// Git's buffer is in /tmp: where git runs names the repository.
+		fmt.Fprintf(&b, "Message: %s (%d bytes, hash as signed), signed in %s:\n", safetext.Field(m.Path, safetext.Path), m.Size, safetext.Field(m.Dir, safetext.Path))
+	default:
+		fmt.Fprintf(&b, "Message: %s (%d bytes, hash as signed):\n", safetext.Field(m.Path, safetext.Path), m.Size)
+	}
 	for _, l := range m.Head {
 		fmt.Fprintf(&b, "  | %s\n", safetext.Field(l, safetext.Command))
 	}

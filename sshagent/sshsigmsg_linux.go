@@ -33,6 +33,9 @@ func findMessage(procs *procid.Table, pid int, alg string, want []byte) *approva
 		m := messageOf(f, name, alg, want)
 		f.Close()
 		if m != nil {
+			// Where the process runs, as the kernel says: git runs
+			// ssh-keygen at the top of the work tree.
+			m.Dir, _ = os.Readlink(filepath.Join(dir, "cwd"))
 			return m
 		}
 	}

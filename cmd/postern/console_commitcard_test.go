@@ -33,7 +33,7 @@ func TestCommitSignatureCardFitsEightyByTwentyFour(t *testing.T) {
 			run.ProcessView,
 		},
 		Key:     approvals.KeyView{Fingerprint: "SHA256:abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ", Comment: "alice@laptop", Type: "ssh-ed25519"},
-		Message: &approvals.SignedMessage{Path: "/tmp/.git_signing_buffer_tmpXyZ123", Size: 312, Head: head},
+		Message: &approvals.SignedMessage{Path: "/tmp/.git_signing_buffer_tmpXyZ123", Dir: "/home/alice/src/frobnicator", Size: 312, Head: head},
 		Covers:  approvals.SessionCovers(approvals.ScopeKey, approvals.PurposeSSHSig, nil, 0),
 		Created: time.Now(), Expires: time.Now().Add(time.Minute)}
 	if !strings.Contains(c.Text(), "Fix the frobnicator") {

@@ -5,10 +5,11 @@ import (
 	"testing"
 )
 
-// A card for a git commit signature shows the commit it signs: the
-// agent is sent only the message's hash, and the file git names on
-// ssh-keygen's command line, whose hash is that very hash, is the
-// message, shown escaped. A message that no file named has (ssh-keygen
+// A card for a git commit signature shows the commit it signs and the
+// repository it is signed in: the agent is sent only the message's
+// hash, and the file git names on ssh-keygen's command line, whose hash
+// is that very hash, is the message, shown escaped, with the directory
+// ssh-keygen runs in (git's work tree), as the kernel gives it. A message that no file named has (ssh-keygen
 // reading it from its standard input) is said to be unknown.
 func TestSignatureCardShowsTheCommitItSigns(t *testing.T) {
 	need(t, "git")
@@ -22,7 +23,7 @@ func TestSignatureCardShowsTheCommitItSigns(t *testing.T) {
 	text := w.e.MustRun("postern", "approve", "--list").Stdout
 	w.approve(c.ID, "--once")
 	mustSucceed(t, "git commit -S", job.Wait())
-	for _, want := range []string{"\nMessage: /tmp/.git_signing_buffer_tmp", " bytes, hash as signed):\n  | author t <t@example.com> ", "\n  | fix the \\x1b[31mparser\n"} {
+	for _, want := range []string{"\nMessage: /tmp/.git_signing_buffer_tmp", " bytes, hash as signed), signed in " + w.e.Path("repo") + ":\n  | author t <t@example.com> ", "\n  | fix the \\x1b[31mparser\n"} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("the card of a commit signature does not show %q of the commit:\n%s", want, text)
 		}
