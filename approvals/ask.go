@@ -169,6 +169,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	e.mu.Unlock()
 	ev := requestEvent(audit.EventCardShown, r, Decision{Mode: mode, Reason: reason})
 	ev.Card, ev.Run, ev.Label = c.View.ID, subj.ID, subj.Label
+	c.View.Message.record(ev.Detail)
 	e.record(ev)
 	e.noteWhy(r, Decision{Mode: mode, Card: c.View.ID, Run: subj.ID}, true, chain)
 	e.log.Info("card shown", "card", c.View.ID, "reason", reason, "mode", mode, "key", r.Key.Fingerprint, "pid", r.Requester.PID)

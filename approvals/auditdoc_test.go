@@ -49,3 +49,45 @@ func TestSignatureRecordNamesTheMessageHash(t *testing.T) {
 		}
 	}
 }
+
+// The card_shown event of a signature records what its card showed of
+// the message (its path, the directory it was signed in, its lines),
+// which postern-audit(1) names: the record named only the hash, so a
+// reader of the log could not tell which commit the person was asked
+// about.
+func TestSignatureCardRecordsTheMessageItShowed(t *testing.T) {
+	w := newWorld(t)
+	log := &eventLog{}
+	w.e.SetAudit(log)
+	r := w.req(13)
+	r.Purpose, r.Namespace, r.MessageHash = PurposeSSHSig, "git", "sha512:00ff"
+	r.Message = func() *SignedMessage {
+		return &SignedMessage{Path: "/tmp/.git_signing_buffer_tmp1", Dir: "/home/u/src/repo", Size: 9, Head: []string{"author A <a@example.com> 1 +0000", "fix it"}}
+	}
+	ch := w.decide(r)
+	c := w.card()
+	w.answer(c.ID, VerdictDeny, 30)
+	got(t, ch)
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	page, err := os.ReadFile(filepath.Join("..", "man", "postern-audit.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range log.events {
+		if ev.Type != audit.EventCardShown {
+			continue
+		}
+		want := map[string]string{"message_path": "/tmp/.git_signing_buffer_tmp1", "message_dir": "/home/u/src/repo", "message_head": "author A <a@example.com> 1 +0000\nfix it"}
+		for k, v := range want {
+			if ev.Detail[k] != v {
+				t.Errorf("card_shown records %s = %q, want %q", k, ev.Detail[k], v)
+			}
+			if !regexp.MustCompile(`Li ` + k + `(\s|$)`).Match(page) {
+				t.Errorf("postern-audit(1) does not name %q", k)
+			}
+		}
+		return
+	}
+	t.Fatal("no card_shown event")
+}

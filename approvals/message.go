@@ -56,6 +56,27 @@ func (v *CardView) messageText() string {
 	return b.String()
 }
 
+// record adds to an event's detail what the card showed of the message
+// (nothing for nil): its path, the directory it was signed in and its
+// lines, raw (the readers escape them), so that the record says what
+// the person was shown, not only the hash signed.
+func (m *SignedMessage) record(detail map[string]string) {
+	if m == nil {
+		return
+	}
+	detail["message_path"] = safetext.Cut(m.Path, maxRecordedPath)
+	if m.Dir != "" {
+		detail["message_dir"] = safetext.Cut(m.Dir, maxRecordedPath)
+	}
+	if len(m.Head) > 0 {
+		detail["message_head"] = strings.Join(m.Head, "\n")
+	}
+}
+
+// maxRecordedPath bounds a path recorded: a command line can name one
+// far longer than any file system takes.
+const maxRecordedPath = 4096
+
 // MessageHead returns the lines of message b a card shows (MessageLines
 // at most, raw, each cut at max bytes): of a git commit or tag object,
 // its author or tagger line and its subject; else its first lines that
