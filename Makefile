@@ -119,7 +119,7 @@ fuzz:
 # (OpenSSH ssh-agent, direct ssh, the floor measured in the same run), and
 # internal/benchgoals prints each goal beside its anchor with PASS or
 # MISS. Machines are noisy: measure when the load is low (uptime).
-BENCH_PKGS := ./internal/e2e/ ./approvals/ ./sshagent/ ./audit/ ./internal/procid/ ./bastion/journal/
+BENCH_PKGS := ./internal/e2e/ ./approvals/ ./sshagent/ ./audit/ ./internal/procid/ ./bastion/journal/ ./gateway/api/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 -timeout 90m $(BENCH_PKGS) 2>&1 | $(GO) run ./internal/benchgoals

@@ -59,6 +59,7 @@ type Journal struct {
 	path     string
 	instance string
 	readOnly bool
+	walked   *fileStamp // read-only: the file as the walk of its pages found it
 	now      func() time.Time
 	ids      idGenerator // new entries' ids, after every id the file holds
 
@@ -167,7 +168,24 @@ func OpenReadOnly(path string) (*Journal, error) {
 	return openReadOnly(path, readOnlyTimeout)
 }
 
+// ReopenReadOnly opens again, read-only, the journal j was opened from
+// with OpenReadOnly (and closed since), for a reader that reads it a
+// page at a time and holds it only while it reads: the walk of the
+// file's pages that OpenReadOnly makes is made again only if the file
+// changed since j's (another file at the path, another size, time of
+// modification or of change), so that listing N entries a page at a
+// time walks the file once, not once a page.
+func ReopenReadOnly(j *Journal) (*Journal, error) {
+	return openReadOnlyAfter(j.path, readOnlyTimeout, j.walked)
+}
+
 func openReadOnly(path string, timeout time.Duration) (*Journal, error) {
+	return openReadOnlyAfter(path, timeout, nil)
+}
+
+// openReadOnlyAfter is openReadOnly, which walks the file's pages unless
+// walked is the stamp of the file as a walk found it sound.
+func openReadOnlyAfter(path string, timeout time.Duration, walked *fileStamp) (*Journal, error) {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w (%s)", ErrNoJournal, path)
@@ -182,11 +200,20 @@ func openReadOnly(path string, timeout time.Duration) (*Journal, error) {
 	if err != nil {
 		return nil, openError(path, err, true)
 	}
-	if err := checkPageGraph(path); err != nil {
+	// The lock bbolt took keeps a writer out from here on: a stamp read
+	// now is that of the file read.
+	stamp, err := stampOf(path)
+	if err != nil {
 		db.Close()
-		return nil, err
+		return nil, fmt.Errorf("cannot open the command journal: %w", err)
 	}
-	j := &Journal{db: db, path: path, readOnly: true, now: time.Now}
+	if walked == nil || *walked != stamp {
+		if err := checkPageGraph(path); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	j := &Journal{db: db, path: path, readOnly: true, now: time.Now, walked: &stamp}
 	if err := j.view(func(tx *bolt.Tx) error {
 		fresh, err := checkFormat(tx)
 		if err == nil && fresh {

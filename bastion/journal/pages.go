@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,6 +36,7 @@ const (
 // maxTreeDepth, or of another type than a tree page. The caller holds
 // bbolt's lock on the file, so no commit changes it meanwhile.
 func checkPageGraph(path string) (err error) {
+	pageGraphWalks.Add(1)
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("cannot check the command journal %s: %w", path, err)
@@ -208,4 +210,23 @@ func (g *pageGraph) inline(id uint64, p []byte, depth int) error {
 		return fmt.Errorf("page %d: an inline bucket that is not a leaf", id)
 	}
 	return g.page(id, p, depth)
+}
+
+// pageGraphWalks counts the walks checkPageGraph made, for the tests.
+var pageGraphWalks atomic.Int64
+
+// fileStamp tells a file from the one it was: its device and inode, its
+// size, and its times of modification and of change (which no program
+// of the user can set back).
+type fileStamp struct {
+	dev, ino, size   uint64
+	mtimeNs, ctimeNs int64
+}
+
+func stampOf(path string) (fileStamp, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fileStamp{}, err
+	}
+	return fileStamp{dev: uint64(st.Dev), ino: st.Ino, size: uint64(st.Size), mtimeNs: st.Mtim.Nano(), ctimeNs: st.Ctim.Nano()}, nil
 }

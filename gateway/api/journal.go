@@ -53,6 +53,7 @@ var ErrNoJournal = journal.ErrNoJournal
 type JournalFile struct {
 	path string
 	j    *journal.Journal // open while a read is under way, else nil
+	last *journal.Journal // the one last opened, closed: reopened after it
 }
 
 // OpenJournalFile opens the journal read-only.
@@ -74,12 +75,13 @@ func OpenJournalFile() (*JournalFile, error) {
 // read), and closes it.
 func (f *JournalFile) read(fn func(*journal.Journal) error) error {
 	if f.j == nil {
-		j, err := journal.OpenReadOnly(f.path)
+		j, err := journal.ReopenReadOnly(f.last)
 		if err != nil {
 			return err
 		}
 		f.j = j
 	}
+	f.last = f.j
 	defer f.Close()
 	return fn(f.j)
 }

@@ -12,26 +12,34 @@ import (
 	"github.com/postern/postern/internal/xdg"
 )
 
+// filledJournalFile makes, in a state directory of the test's own, a
+// journal of n ended commands, and returns its path.
+func filledJournalFile(tb testing.TB, n int) string {
+	tb.Helper()
+	tb.Setenv("XDG_STATE_HOME", tb.TempDir())
+	dir, err := xdg.StateDir()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(dir, xdg.JournalFile)
+	j, err := journal.Open(path, "boot-1")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	journaltest.Fill(tb, j, n, func(i int) []byte { return fmt.Appendf(nil, "echo %d", i) })
+	j.Close()
+	return path
+}
+
 // A listing read from the journal file, whose reader is slow (a pager
 // the person has not scrolled), holds the file only while it reads a
 // page: a gateway started meanwhile opens the journal, where it refused
 // to start ("in use by another gateway or a reader").
 func TestJournalFileListingLetsAGatewayStart(t *testing.T) {
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	dir, err := xdg.StateDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, xdg.JournalFile)
-	j, err := journal.Open(path, "boot-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	journaltest.Fill(t, j, JournalPage+10, func(i int) []byte { return fmt.Appendf(nil, "echo %d", i) })
-	j.Close()
+	path := filledJournalFile(t, JournalPage+10)
 	f, err := OpenJournalFile()
 	if err != nil {
 		t.Fatal(err)
