@@ -44,9 +44,39 @@ func (s *vaultState) refuseOlder(v *vault.Vault) error {
 	return nil
 }
 
-// seen records v's generation as the latest read; the caller holds s.mu.
+// seen records v's generation as the latest read, and the KDF
+// parameters it is sealed with; the caller holds s.mu.
 func (s *vaultState) seen(v *vault.Vault) {
 	s.gen, s.genID, s.genKnown = v.Generation(), v.ID(), true
+	s.kdf = v.Params()
+}
+
+// refuseForeignKDF refuses, before any derivation, to unlock a vault
+// this gateway has opened whose header now names other KDF parameters
+// than it was last sealed with: the gateway makes every change of the
+// passphrase itself while it runs (Change), so another program rewrote
+// the header, and no passphrase opens it then (the key derived would not
+// be the one the data key is wrapped with). Raised to the ceiling (1 GiB,
+// 32 passes) they made each unlock take that derivation and then say
+// "wrong passphrase", for the person to try again.
+func (s *vaultState) refuseForeignKDF() error {
+	s.mu.Lock()
+	known, id, want := s.genKnown, s.genID, s.kdf
+	s.mu.Unlock()
+	if !known {
+		return nil
+	}
+	p, fileID, err := vault.ReadParams(s.path)
+	if err != nil || fileID != id || p == want {
+		return nil // Open says what is wrong with the file, or it is another vault
+	}
+	return fmt.Errorf("%w: the key derivation parameters in its header (%s) are not those this gateway last opened it with (%s): a program rewrote the header, and no passphrase opens the vault so; nothing was derived. Put the vault back from a backup; if you changed its passphrase yourself with no gateway running, restart the gateway",
+		vault.ErrCorrupt, paramsText(p), paramsText(want))
+}
+
+// paramsText names KDF parameters for a person.
+func paramsText(p vault.Params) string {
+	return fmt.Sprintf("%d passes over %d MiB, %d lanes", p.Time, p.Memory>>10, p.Threads)
 }
 
 // Change opens the vault with passphrase and lets change write it, then
@@ -62,6 +92,9 @@ func (s *vaultState) Change(passphrase []byte, person bool, change func(*vault.V
 func (s *vaultState) change(passphrase []byte, change func(*vault.Vault) error) error {
 	s.unlockMu.Lock()
 	defer s.unlockMu.Unlock()
+	if err := s.refuseForeignKDF(); err != nil {
+		return err
+	}
 	v, err := vault.Open(s.path, passphrase)
 	// At the end: a new passphrase's derivation comes within change.
 	defer s.afterDerivation()

@@ -63,6 +63,7 @@ type vaultState struct {
 	gen      uint64         // the vault's generation when last read: it never goes back
 	genID    [16]byte       // the vault gen belongs to
 	genKnown bool           // gen and genID were read from a vault
+	kdf      vault.Params   // the KDF parameters that vault was sealed with
 	lockPass []byte         // SHA-256 of the ssh-add -x password, without a vault
 	// vaultLock: locked while a vault was there. Only its passphrase
 	// unlocks, also once the file is gone (moved away by anyone).
@@ -276,6 +277,9 @@ func (s *vaultState) unlock(passphrase []byte, outside func() error) error {
 		return s.unlockLocked(nil, nil, asks)
 	}
 
+	if err := s.refuseForeignKDF(); err != nil {
+		return err
+	}
 	v, err := vault.Open(s.path, passphrase)
 	s.afterDerivation()
 	return s.finishUnlock(v, err, asks)

@@ -126,22 +126,39 @@ func (v *Vault) replace(data []byte) (bool, error) {
 // Open or OpenWithKey detects it. Use them for display and lookup (which
 // keychain entry, which audit recipient to expect), never to decide trust.
 func ReadMeta(path string) (map[string]string, [16]byte, error) {
-	var id [16]byte
+	h, err := readHeader(path)
+	if err != nil {
+		return nil, h.id, err
+	}
+	return publicMeta(h.meta), h.id, nil
+}
+
+// ReadParams returns the KDF parameters and the vault ID from the
+// header, without the passphrase and without deriving anything: NOT
+// authenticated (as ReadMeta's), for a reader that remembers what an
+// earlier Open of the same vault found, to tell a header changed since.
+func ReadParams(path string) (Params, [16]byte, error) {
+	h, err := readHeader(path)
+	return h.params, h.id, err
+}
+
+// readHeader reads the header of the vault file at path.
+func readHeader(path string) (header, error) {
 	f, _, err := smallfile.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, id, notExist(path)
+		return header{}, notExist(path)
 	}
 	if err != nil {
-		return nil, id, fmt.Errorf("read vault: %w", err)
+		return header{}, fmt.Errorf("read vault: %w", err)
 	}
 	defer f.Close()
 	buf, err := io.ReadAll(io.LimitReader(f, int64(prefixSize+maxHeaderSize)))
 	if err != nil {
-		return nil, id, fmt.Errorf("read vault: %w", err)
+		return header{}, fmt.Errorf("read vault: %w", err)
 	}
 	h, _, err := parsePrefix(buf)
 	if err != nil {
-		return nil, id, withPath(err, path)
+		return header{}, withPath(err, path)
 	}
-	return publicMeta(h.meta), h.id, nil
+	return h, nil
 }
