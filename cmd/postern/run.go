@@ -239,6 +239,7 @@ func startConfined(prep *api.RunPrepared, path string, argv, env []string, errw 
 	if err != nil {
 		warningf(errw, "%v: the run shares this terminal", err)
 	}
+	shared := err != nil
 	std = t.Files(std)
 	r, err := confine.Start(s, std[0], std[1], std[2], t.Terminal())
 	if err != nil {
@@ -249,12 +250,15 @@ func startConfined(prep *api.RunPrepared, path string, argv, env []string, errw 
 	// stops the whole run regardless, as for a job the person's terminal
 	// stops, and its report stops postern run (stops).
 	t.Start(func() { r.Signal(syscall.SIGTSTP) })
-	return confinedRun{r, t}, nil
+	return confinedRun{r, t, shared}, nil
 }
 
 type confinedRun struct {
 	r *confine.Run
 	t *ptyrelay.Relay // nil when postern run has no terminal
+	// shared: postern run has a terminal, and the run shares it (no
+	// terminal of its own could be made): the card says so.
+	shared bool
 }
 
 // A suspender stops every process of its run when the terminal stops the
@@ -300,8 +304,12 @@ func stopWhole(sp suspender, sig os.Signal) {
 	sp.resume()
 }
 
-func (c confinedRun) pid() int                 { return c.r.PID }
-func (c confinedRun) level() confine.Level     { return c.r.Level }
+func (c confinedRun) pid() int { return c.r.PID }
+func (c confinedRun) level() confine.Level {
+	l := c.r.Level
+	l.SharedTerminal = c.shared
+	return l
+}
 func (c confinedRun) signal(s os.Signal) error { return c.r.Signal(s) }
 func (c confinedRun) exited() bool             { return c.r.Exited(time.Second) }
 func (c confinedRun) wait() error {

@@ -118,6 +118,10 @@ type Level struct {
 	// architecture the filter does not know): the person's keyring is
 	// reachable, and TIOCSTI where the kernel allows it.
 	NoSeccomp bool `json:"no_seccomp,omitempty"`
+	// SharedTerminal says that the run has no terminal of its own (none
+	// could be made) and shares the one postern run was started from,
+	// which it can then read and type into.
+	SharedTerminal bool `json:"shared_terminal,omitempty"`
 }
 
 // Confined reports whether the run is confined at all.
@@ -142,6 +146,9 @@ func (l Level) String() string {
 	}
 	if l.NoSeccomp {
 		s += ", no seccomp filter (the person's keyring reachable, and TIOCSTI where the kernel allows it)"
+	}
+	if l.SharedTerminal {
+		s += ", sharing the terminal it was started from (no terminal of its own could be made: it can read that terminal and type into it)"
 	}
 	return s
 }

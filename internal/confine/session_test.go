@@ -35,7 +35,8 @@ func TestLevelString(t *testing.T) {
 		{Namespaces: true, Landlock: 5}: "confined: namespaces, Landlock ABI 5 (abstract unix sockets, such as X11's, reachable)",
 		{Namespaces: true, Landlock: 6}: "confined: namespaces, Landlock ABI 6",
 		{Namespaces: true, Landlock: 7}: "confined: namespaces, Landlock ABI 7",
-		{Namespaces: true, Landlock: 7, NoSeccomp: true}: "confined: namespaces, Landlock ABI 7, no seccomp filter (the person's keyring reachable, and TIOCSTI where the kernel allows it)",
+		{Namespaces: true, Landlock: 7, NoSeccomp: true}:      "confined: namespaces, Landlock ABI 7, no seccomp filter (the person's keyring reachable, and TIOCSTI where the kernel allows it)",
+		{Namespaces: true, Landlock: 7, SharedTerminal: true}: "confined: namespaces, Landlock ABI 7, sharing the terminal it was started from (no terminal of its own could be made: it can read that terminal and type into it)",
 	} {
 		if l.String() != want {
 			t.Errorf("%+v: %q, want %q", l, l, want)
