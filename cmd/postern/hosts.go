@@ -170,7 +170,16 @@ func hostsImport(args []string, out, errw io.Writer) error {
 	}
 	if len(names) == 0 {
 		for _, s := range srcs {
+			// A line's first name: the others ("host,10.0.0.5", as ssh
+			// writes with CheckHostIP) name the same key, which belongs
+			// to one host, and a login is known by its host key
+			// whatever name it used.
+			named := map[int]bool{}
 			for _, f := range knownhosts.Named(s.text) {
+				if named[f.Line] {
+					continue
+				}
+				named[f.Line] = true
 				if !slices.Contains(names, f.Name) {
 					names = append(names, f.Name)
 				}
