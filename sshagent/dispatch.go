@@ -297,6 +297,13 @@ func (c *conn) extension(p []byte, locked bool) []byte {
 		}
 		c.log.Debug("session bound", "hostkey", ssh.FingerprintSHA256(b.HostKey), "forwarding", b.Forwarding, "hops", len(c.binds.list))
 		return replySuccess
+	case m.Name == ExtWhy && c.srv.Why != nil && c.remote():
+		// A connection that came through ssh is, when it is forwarded
+		// (ssh -A binds it so), a host's: it may ask for signatures,
+		// each decided here, but is not told what was decided for the
+		// person's programs (their hosts, keys, namespaces, processes).
+		c.log.Info("refusing why@postern on a connection that came through ssh", "forwarding", c.binds.forwarding())
+		return replyExtensionFailure
 	case m.Name == ExtWhy && c.srv.Why != nil:
 		// Also while locked: "the vault is locked" is an answer.
 		body, err := c.srv.Why(c.peer, c.ep.Channel)

@@ -8,7 +8,6 @@ import (
 	"net"
 
 	"golang.org/x/crypto/ssh"
-	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/sshagent"
@@ -40,6 +39,11 @@ type WhyResult struct {
 // not answer the extension: it is not postern (or an older one).
 var ErrNotPostern = errors.New("the agent at $SSH_AUTH_SOCK does not answer postern's why@postern extension: it is not postern")
 
+// ErrWhyRefused is the gateway's refusal to answer a client that came
+// through ssh: a host the agent is forwarded to (ssh -A) is not told
+// what the gateway decided for the person's programs.
+var ErrWhyRefused = errors.New("the agent does not answer why@postern through ssh (a forwarded agent): only a client on the gateway's own machine is told")
+
 // AskWhy asks the gateway serving agentSocket (its main socket or a
 // run's) what it last decided for the calling process or its run.
 func AskWhy(ctx context.Context, agentSocket string) (*WhyResult, error) {
@@ -49,18 +53,14 @@ func AskWhy(ctx context.Context, agentSocket string) (*WhyResult, error) {
 		return nil, fmt.Errorf("%w at %s (%v)", ErrNoGateway, agentSocket, errors.Unwrap(err))
 	}
 	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
-	ag, ok := agent.NewClient(conn).(agent.ExtendedAgent)
-	if !ok {
+	dl, _ := ctx.Deadline()
+	buf, err := sshagent.AskExtension(conn, ExtWhy, dl)
+	switch {
+	case errors.Is(err, sshagent.ErrExtensionUnknown):
 		return nil, ErrNotPostern
-	}
-	buf, err := ag.Extension(ExtWhy, nil)
-	if errors.Is(err, agent.ErrExtensionUnsupported) {
-		return nil, ErrNotPostern
-	}
-	if err != nil {
+	case errors.Is(err, sshagent.ErrExtensionRefused):
+		return nil, ErrWhyRefused
+	case err != nil:
 		return nil, fmt.Errorf("asking the agent why: %w", err)
 	}
 	var m struct {
