@@ -100,6 +100,14 @@ func (c *conn) answer(msg []byte) []byte {
 			clear(p)
 			return replyFailure
 		}
+		if c.remote() {
+			// Nor does a host the agent is forwarded to (ssh -A binds
+			// the connection so): ssh-add -X takes the vault's
+			// passphrase, which it would guess.
+			c.refuse("refusing to lock or unlock the agent through ssh (a forwarded agent)")
+			clear(p)
+			return replyFailure
+		}
 		var m passphraseMsg
 		if err := ssh.Unmarshal(p, &m); err != nil {
 			clear(p)
