@@ -259,6 +259,10 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 		return refuse(audit.ReasonVaultLocked, "the agent was locked after the decision")
 	case errors.Is(err, ErrRemovedWhileSigning):
 		return refuse(audit.ReasonKeyNotHeld, "the key was removed while its device signed")
+	case errors.Is(err, ErrNotFound):
+		// Wiped (ssh-add -d or -D, SIGUSR1, the end of its lifetime)
+		// while its decision waited for a person.
+		return refuse(audit.ReasonKeyNotHeld, "the key went while its decision waited")
 	case err != nil:
 		return refuse(audit.ReasonSigningFailed, err.Error())
 	case recorded != nil:

@@ -14,28 +14,29 @@ import (
 	"github.com/postern/postern/audit"
 )
 
-// lockingDecider allows, and has the agent locked and unlocked again as
-// its answer comes back: the person locked the gateway, then unlocked
-// it, while the request's card was up.
-type lockingDecider struct {
+// meanwhileDecider allows, and does meanwhile to the agent's keys as
+// its answer comes back: what the person did while the request's card
+// was up.
+type meanwhileDecider struct {
 	decider
-	keys *Keyring
+	keys      *Keyring
+	meanwhile func(*Keyring)
 }
 
-func (d *lockingDecider) Decide(ctx context.Context, r *approvals.Request) approvals.Decision {
+func (d *meanwhileDecider) Decide(ctx context.Context, r *approvals.Request) approvals.Decision {
 	dec := d.decider.Decide(ctx, r)
-	d.keys.SetLocked(true)
-	d.keys.SetLocked(false)
+	d.meanwhile(d.keys)
 	return dec
 }
 
-// A decision made before a lock authorizes nothing after it, even once
-// the agent is unlocked again: a key added with ssh-add, which a lock
-// hides and an unlock gives back, does not sign on it.
-func TestNoSignatureOnADecisionFromBeforeALock(t *testing.T) {
-	var dec *lockingDecider
+// refusedAfter adds a key and asks it to sign, and meanwhile (as the
+// allow comes back) does meanwhile to the keys; the signature must be
+// refused, and it returns the reason the refusal was recorded with.
+func refusedAfter(t *testing.T, meanwhile func(*Keyring)) audit.Reason {
+	t.Helper()
+	var dec *meanwhileDecider
 	ts := startServerWith(t, func(s *Server) {
-		dec = &lockingDecider{keys: s.Keys}
+		dec = &meanwhileDecider{keys: s.Keys, meanwhile: meanwhile}
 		dec.allow.Store(true)
 		s.Decider = dec
 	})
@@ -49,10 +50,31 @@ func TestNoSignatureOnADecisionFromBeforeALock(t *testing.T) {
 		t.Fatalf("list = %v, %v", list, err)
 	}
 	if sig, err := ag.Sign(list[0], []byte("data")); err == nil {
-		t.Fatalf("signed (%s) on a decision made before a lock and unlock", sig.Format)
+		t.Fatalf("signed (%s) on a decision that was made before", sig.Format)
 	}
-	if got := dec.lastRefusal(); got != audit.ReasonVaultLocked {
+	return dec.lastRefusal()
+}
+
+// A decision made before a lock authorizes nothing after it, even once
+// the agent is unlocked again: a key added with ssh-add, which a lock
+// hides and an unlock gives back, does not sign on it.
+func TestNoSignatureOnADecisionFromBeforeALock(t *testing.T) {
+	got := refusedAfter(t, func(k *Keyring) {
+		k.SetLocked(true)
+		k.SetLocked(false)
+	})
+	if got != audit.ReasonVaultLocked {
 		t.Fatalf("refusal recorded as %q, want %q", got, audit.ReasonVaultLocked)
+	}
+}
+
+// A key removed while its request waited signs nothing, and the refusal
+// is recorded as a key the agent no longer holds, as one removed before
+// the request came, not as a signature that failed.
+func TestKeyRemovedWhileItsCardWaitedIsNotHeld(t *testing.T) {
+	got := refusedAfter(t, func(k *Keyring) { k.RemoveAll("") })
+	if got != audit.ReasonKeyNotHeld {
+		t.Fatalf("refusal recorded as %q, want %q", got, audit.ReasonKeyNotHeld)
 	}
 }
 
