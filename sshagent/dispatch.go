@@ -9,7 +9,6 @@ import (
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"
-	"github.com/postern/postern/internal/safetext"
 )
 
 // dispatch answers one message and logs it at debug level (postern agent
@@ -184,7 +183,7 @@ func (c *conn) add(p []byte, constrained bool) error {
 	if err := c.srv.Keys.AddRecorded(id, record); err != nil {
 		return c.refuse("refusing to add key: "+err.Error(), "key", id.Fingerprint())
 	}
-	c.log.Info("key added", "key", id.Fingerprint(), "type", id.Key.Type(), "comment", safetext.Cut(id.Comment, maxKeptField), "confirm", id.Confirm,
+	c.log.Info("key added", "key", id.Fingerprint(), "type", id.Key.Type(), "comment", id.Comment, "confirm", id.Confirm,
 		"lifetime", cons.lifetime, "destinations", len(id.Dest), "provider", id.Provider)
 	return nil
 }

@@ -58,9 +58,10 @@ func (c *conn) paced() bool {
 	return ok
 }
 
-// maxKeptField bounds each fact of a key that an event or the gateway's
-// log keeps: a client chooses a comment or a certificate's key id as
-// long as a request (MaxMessage), and an event is at most
+// maxKeptField bounds each fact of a key that an event keeps, and each
+// string of a line a connection logs (connLog): a client chooses a
+// comment, a certificate's key id, an extension's name or a provider's
+// path as long as a request (MaxMessage), and an event is at most
 // audit.MaxEventSize.
 const maxKeptField = 1024
 

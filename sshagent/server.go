@@ -429,51 +429,6 @@ const maxReceiving = 64 << 20
 // maxReceiving.
 var errReceiving = fmt.Errorf("the agent holds %d MiB of requests being received or answered, as much as it takes; refusing a larger one", maxReceiving>>20)
 
-// connLog is a connection's logger: it names the peer (pid and
-// executable) in every line. It is made when a line is logged, so that a
-// connection holds none while it waits.
-type connLog struct{ c *conn }
-
-func (l connLog) Debug(msg string, args ...any) { l.log(slog.LevelDebug, msg, args) }
-func (l connLog) Info(msg string, args ...any)  { l.log(slog.LevelInfo, msg, args) }
-func (l connLog) Warn(msg string, args ...any)  { l.log(slog.LevelWarn, msg, args) }
-func (l connLog) Error(msg string, args ...any) { l.log(slog.LevelError, msg, args) }
-
-func (l connLog) log(level slog.Level, msg string, args []any) {
-	base := l.c.srv.Log
-	if !base.Enabled(context.Background(), level) {
-		return
-	}
-	h := &peerHandler{h: base.Handler(), pid: l.c.peer.PID, exe: l.c.peer.Exe.Path}
-	slog.New(h).Log(context.Background(), level, msg, args...)
-}
-
-// peerHandler is a connection's log handler: it names the peer (pid and
-// executable) in every line it passes on. Unlike Logger.With, it formats
-// nothing ahead.
-type peerHandler struct {
-	h   slog.Handler
-	pid int
-	exe string
-}
-
-func (p *peerHandler) Enabled(ctx context.Context, l slog.Level) bool { return p.h.Enabled(ctx, l) }
-
-func (p *peerHandler) Handle(ctx context.Context, r slog.Record) error {
-	named := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
-	named.AddAttrs(slog.Int("pid", p.pid), slog.String("exe", p.exe))
-	r.Attrs(func(a slog.Attr) bool { named.AddAttrs(a); return true })
-	return p.h.Handle(ctx, named)
-}
-
-func (p *peerHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return p.h.WithAttrs(append([]slog.Attr{slog.Int("pid", p.pid), slog.String("exe", p.exe)}, as...))
-}
-
-func (p *peerHandler) WithGroup(name string) slog.Handler {
-	return p.h.WithAttrs([]slog.Attr{slog.Int("pid", p.pid), slog.String("exe", p.exe)}).WithGroup(name)
-}
-
 // process answers one request (with its length prefix), never panicking
 // on malformed input.
 func process(cn *conn, req []byte) (out []byte) {
