@@ -200,7 +200,7 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 	if err := c.checkBinding(dest, &sd); err != nil {
 		return refuse(audit.ReasonBindingViolation, err.Error())
 	}
-	if last := c.binds.last(); sd.kind == signUserauth && last != nil {
+	if last := c.binds.last(); sd.kind == signUserauth && last != nil && bytes.Equal(sd.sessionID, last.SessionID) {
 		req.Dest = &approvals.Destination{
 			HostKey:    last.HostKey,
 			User:       sd.user,
@@ -286,14 +286,23 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 // a userauth request must carry the session id of the most recent binding
 // and, when hostbound, its host key; keys restricted to destinations need
 // a bound connection whose hops they permit (dest, the key's).
+//
+// On a forwarded connection, a userauth request for another session is
+// a hop beyond the last binding that did not bind (OpenSSH before 8.9,
+// a client of x/crypto/ssh, paramiko or libssh): ssh-agent signs it with
+// a key not restricted to destinations, and so does postern, as a login
+// to a destination it did not verify (sign sets no Dest). A connection
+// bound for authentication has no hop beyond.
 func (c *conn) checkBinding(dest []DestConstraint, sd *signData) error {
 	last := c.binds.last()
 	if sd.kind == signUserauth && last != nil {
-		if !bytes.Equal(sd.sessionID, last.SessionID) {
+		switch {
+		case bytes.Equal(sd.sessionID, last.SessionID):
+			if sd.hostKey != nil && !bytes.Equal(sd.hostKey.Marshal(), last.HostKey.Marshal()) {
+				return errors.New("host key in the userauth request differs from the bound host key")
+			}
+		case !last.Forwarding || len(dest) != 0:
 			return errors.New("userauth session id does not match the connection's session-bind")
-		}
-		if sd.hostKey != nil && !bytes.Equal(sd.hostKey.Marshal(), last.HostKey.Marshal()) {
-			return errors.New("host key in the userauth request differs from the bound host key")
 		}
 	}
 	if len(dest) == 0 {

@@ -1,6 +1,8 @@
 package sshagent
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
 	"testing"
 	"time"
@@ -58,5 +60,45 @@ func TestNoLockOrUnlockThroughSSH(t *testing.T) {
 	}
 	if err := bound().Unlock([]byte("pass")); err == nil || !ts.srv.Keys.Locked() {
 		t.Fatalf("a connection through ssh unlocked the agent: %v", err)
+	}
+}
+
+// On a forwarded connection, a login for another session than the bound
+// one comes from a hop beyond that did not bind: it is decided as a login
+// to a destination not verified, forwarded, as ssh-agent signs it; a key
+// restricted to destinations never signs it, and a connection bound for
+// authentication has no hop beyond.
+func TestHopWithoutSessionBindIsUnverified(t *testing.T) {
+	ts := startServer(t)
+	ts.dec.allow.Store(true)
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	pub, _ := ssh.NewPublicKey(k.Public())
+	first, next := newHost(t), newHost(t)
+	if r := roundTrip(t, ts.rawConn(t), ed25519Add(k, "plain", nil)); r[0] != msgSuccess {
+		t.Fatal("add failed")
+	}
+	sign := func(fwd bool) byte {
+		c := ts.rawConn(t)
+		if r := roundTrip(t, c, extMsg(ExtSessionBind, first.bind([]byte("sid-1"), fwd))); r[0] != msgSuccess {
+			t.Fatal("bind failed")
+		}
+		return roundTrip(t, c, append([]byte{msgSignRequest}, ssh.Marshal(signRequestMsg{KeyBlob: pub.Marshal(), Data: userauth([]byte("sid-2"), "u", pub, next.PublicKey())})...))[0]
+	}
+	if r := sign(true); r != msgSignResponse {
+		t.Fatalf("a hop without session-bind on a forwarded connection: reply %d", r)
+	}
+	if r := ts.dec.last(); r.Purpose != approvals.PurposeAuth || r.Dest != nil || !r.Forwarded {
+		t.Fatalf("decided as purpose %s, destination %+v, forwarded %v; want a login to an unverified destination, forwarded", r.Purpose, r.Dest, r.Forwarded)
+	}
+	if r := sign(false); r != msgFailure {
+		t.Fatalf("another session on a connection bound for authentication: reply %d", r)
+	}
+	cons := restrictTo([2][]byte{destHop("", ""), destHop("", "first", first.PublicKey())},
+		[2][]byte{destHop("", "first", first.PublicKey()), destHop("", "next", next.PublicKey())})
+	if r := roundTrip(t, ts.rawConn(t), ed25519Add(k, "restricted", cons)); r[0] != msgSuccess {
+		t.Fatal("add failed")
+	}
+	if r := sign(true); r != msgFailure {
+		t.Fatalf("a key restricted to destinations on a hop without session-bind: reply %d", r)
 	}
 }

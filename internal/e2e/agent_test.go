@@ -525,6 +525,8 @@ func execHelper(mode string) {
 		echoMain()
 	case "hold":
 		holdMain()
+	case "gohop":
+		goHopMain()
 	case "exec":
 		c, err := net.Dial("unix", os.Getenv("SSH_AUTH_SOCK"))
 		if err != nil {

@@ -1,10 +1,16 @@
 package e2e
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
 )
 
 // A host the person's ssh -A logged in to reaches the agent through the
@@ -13,7 +19,8 @@ import (
 
 // forwardedTo returns a function that runs a command, with stdin, on the
 // host of w's sshd, logged in to with a key file of its own and the agent
-// only forwarded (ssh -A).
+// only forwarded (ssh -A). ssh runs in a terminal session of its own, as
+// an agent's does: the test answers its cards from another one.
 func forwardedTo(t *testing.T, w *approvalWorld) func(stdin string, command ...string) Result {
 	login := w.e.Keygen("login", "ed25519", 0, "")
 	f, err := os.OpenFile(filepath.Join(w.sshd.Dir, "authorized_keys"), os.O_APPEND|os.O_WRONLY, 0)
@@ -24,8 +31,10 @@ func forwardedTo(t *testing.T, w *approvalWorld) func(stdin string, command ...s
 	f.Close()
 	return func(stdin string, command ...string) Result {
 		t.Helper()
-		return w.e.RunInput(stdin, "ssh", w.sshd.SSHArgs(append([]string{"-A", "-o", "IdentitiesOnly=yes", "-o", "IdentityFile=" + login,
+		cmd := w.e.Command("ssh", w.sshd.SSHArgs(append([]string{"-A", "-o", "IdentitiesOnly=yes", "-o", "IdentityFile=" + login,
 			w.sshd.Target()}, command...)...)...)
+		cmd.SysProcAttr.Setsid = true
+		return w.e.finish(cmd, stdin)
 	}
 }
 
@@ -86,5 +95,87 @@ func TestForwardedAgentNeitherUnlocksNorLocks(t *testing.T) {
 	}
 	if !strings.Contains(w.agent.Log(), "refusing to lock or unlock the agent through ssh") {
 		t.Fatalf("the log does not say why:\n%s", w.agent.Log())
+	}
+}
+
+// goHopMain logs in, as a client written with x/crypto/ssh does (it sends
+// no session-bind), to the host POSTERN_E2E_HOP (host:port) as
+// POSTERN_E2E_HOP_USER, whose key is POSTERN_E2E_HOP_HOSTKEY, with the
+// keys of the agent at $SSH_AUTH_SOCK, and runs echo there.
+func goHopMain() {
+	fail := func(what string, err error) {
+		fmt.Printf("%s: %v\n", what, err)
+		os.Exit(1)
+	}
+	hostKey, _, _, _, err := ssh.ParseAuthorizedKey([]byte(os.Getenv("POSTERN_E2E_HOP_HOSTKEY")))
+	if err != nil {
+		fail("host key", err)
+	}
+	c, err := net.Dial("unix", os.Getenv("SSH_AUTH_SOCK"))
+	if err != nil {
+		fail("agent", err)
+	}
+	cfg := &ssh.ClientConfig{
+		User:            os.Getenv("POSTERN_E2E_HOP_USER"),
+		Auth:            []ssh.AuthMethod{ssh.PublicKeysCallback(agent.NewClient(c).Signers)},
+		HostKeyCallback: ssh.FixedHostKey(hostKey),
+		Timeout:         20 * time.Second,
+	}
+	conn, err := ssh.Dial("tcp", os.Getenv("POSTERN_E2E_HOP"), cfg)
+	if err != nil {
+		fail("login", err)
+	}
+	s, err := conn.NewSession()
+	if err != nil {
+		fail("session", err)
+	}
+	out, err := s.Output("echo hopped")
+	if err != nil {
+		fail("echo", err)
+	}
+	fmt.Print(string(out))
+}
+
+// On a host the agent is forwarded to, a client that sends no
+// session-bind (OpenSSH before 8.9, as on many a bastion, or a client
+// of x/crypto/ssh, paramiko, libssh) logs in to a further host with the
+// person's key: its request, for another session than the one the
+// forwarding was bound to, is put to the person on a card that says the
+// destination is not verified and a remote host asks, as ssh-agent
+// signs it, instead of being refused with no card.
+func TestForwardedHopWithoutSessionBind(t *testing.T) {
+	need(t, "ssh", "sshd")
+	w := newApprovalWorld(t, "")
+	e := w.e
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := forwardedTo(t, w)
+	done := make(chan Result, 1)
+	go func() {
+		done <- remote("", "env", "POSTERN_E2E_HELPER=gohop",
+			fmt.Sprintf("POSTERN_E2E_HOP=127.0.0.1:%d", w.sshd.Port),
+			"POSTERN_E2E_HOP_USER="+w.sshd.User,
+			fmt.Sprintf("POSTERN_E2E_HOP_HOSTKEY='%s'", w.sshd.HostKey), self)
+	}()
+	var card cardJSON
+	for card.ID == "" {
+		select {
+		case r := <-done:
+			t.Fatalf("the hop ended with no card:\n%s\n%s", r, w.agent.Log())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if cs := e.cards(); len(cs) > 0 {
+			card = cs[0]
+		}
+	}
+	show := e.MustRun("postern", "approve", "--list").Stdout
+	if card.Destination != nil || !strings.Contains(show, "forwarded agent connection") {
+		t.Fatalf("the card of a hop without session-bind: %+v\n%s", card.Destination, show)
+	}
+	w.approve(card.ID, "--once")
+	if r := <-done; r.Code != 0 || !strings.Contains(r.Stdout, "hopped") {
+		t.Fatalf("the hop after its approval: %s", r)
 	}
 }
