@@ -333,6 +333,11 @@ func lineFields(e *Event, proc *Process) []Field {
 			fs = append(fs, Field{k, v})
 		}
 	}
+	forwarding := func() {
+		if e.Forwarding {
+			add("forwarding", "yes")
+		}
+	}
 	exe, signer, pid := "", "", ""
 	if p := proc; p != nil {
 		if p.Exe != "" {
@@ -393,9 +398,7 @@ func lineFields(e *Event, proc *Process) []Field {
 		add("key", e.Key)
 		add("dest", dest)
 		add("mode", string(e.Mode))
-		if e.Forwarding {
-			add("forwarding", "yes")
-		}
+		forwarding()
 	case EventVaultKeyAdded, EventVaultCertificateAdded, EventVaultKeyRemoved, EventVaultPassphraseChanged, EventVaultChangeNotWritten:
 		add("key", e.Key)
 		add("by", e.Approver)
@@ -403,6 +406,7 @@ func lineFields(e *Event, proc *Process) []Field {
 		add("key", e.Key)
 		add("run", e.Run)
 		add("reason", string(e.Reason))
+		forwarding()
 		add("by", e.Approver)
 	case EventPolicyChangePending, EventPolicyChangeApproved, EventPolicyChangeDenied, EventPolicyChangeWithdrawn:
 		add("card", e.Card)

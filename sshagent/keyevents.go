@@ -102,12 +102,14 @@ func KeyEvent(typ audit.EventType, id *Identity, reason audit.Reason) audit.Even
 }
 
 // recordKey appends ev, a change the connection asked for, with its
-// client as who asked.
+// client as who asked, and whether it came through a forwarded agent
+// connection: a host the agent is forwarded to asked, not the client.
 func (c *conn) recordKey(ev audit.Event) error {
 	if c.srv.Record == nil {
 		return nil
 	}
 	ev.Approver = c.peer.Describe()
+	ev.Forwarding = c.binds.forwarding()
 	return c.srv.Record(ev)
 }
 

@@ -179,3 +179,31 @@ func TestForwardedHopWithoutSessionBind(t *testing.T) {
 		t.Fatalf("the hop after its approval: %s", r)
 	}
 }
+
+// A key the host adds to the agent, or removes, through the forwarded
+// socket is recorded as a change that came through a forwarded agent
+// connection, not as one the person's ssh made.
+func TestForwardedKeyChangesAreRecordedAsForwarded(t *testing.T) {
+	need(t, "ssh", "ssh-add", "ssh-keygen", "sshd")
+	w := newApprovalWorld(t, "")
+	remote := forwardedTo(t, w)
+	key := w.e.Keygen("remote-added", "ed25519", 0, "")
+	if r := remote("", "ssh-add", key); r.Code != 0 {
+		t.Fatalf("ssh-add through the forwarded agent: %s", r)
+	}
+	if r := remote("", "ssh-add", "-d", key+".pub"); r.Code != 0 {
+		t.Fatalf("ssh-add -d through the forwarded agent: %s", r)
+	}
+	var changes []keyEvent
+	for _, ev := range auditEvents(t, w.e, w.pass) {
+		if ev.Key == fingerprint(t, w.e, key) {
+			changes = append(changes, ev)
+		}
+	}
+	if len(changes) != 2 || !changes[0].Forwarding || !changes[1].Forwarding {
+		t.Fatalf("the changes a forwarded agent connection made are not recorded as forwarded: %+v", changes)
+	}
+	if out := w.e.MustRun("postern", "activity").Stdout; !strings.Contains(out, "agent_key_added") || strings.Count(out, "forwarding=yes") < 2 {
+		t.Fatalf("the timeline does not say the changes came through a forwarded connection:\n%s", out)
+	}
+}

@@ -40,11 +40,12 @@ func auditEvents(t *testing.T, e *Env, pass string) []keyEvent {
 
 // keyEvent is what the tests read of an event.
 type keyEvent struct {
-	Type     string            `json:"type"`
-	Key      string            `json:"key"`
-	Reason   string            `json:"reason"`
-	Approver string            `json:"approver"`
-	Detail   map[string]string `json:"detail"`
+	Type       string            `json:"type"`
+	Key        string            `json:"key"`
+	Reason     string            `json:"reason"`
+	Approver   string            `json:"approver"`
+	Forwarding bool              `json:"forwarding"`
+	Detail     map[string]string `json:"detail"`
 }
 
 // TestAgentKeyChangesAudited: what ssh-add does to the agent's keys, and
