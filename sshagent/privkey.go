@@ -128,7 +128,11 @@ func parseAddedKey(b []byte) (*addedKey, []byte, error) {
 		k.cert, certPub, rest = cert, cert.Key, c.Rest
 	}
 	rest, err := k.parsePrivate(typ, certPub, rest)
+	if err == nil {
+		err = k.nameable()
+	}
 	if err != nil {
+		wipe(k.priv)
 		return nil, nil, err
 	}
 	if k.sk != nil {
@@ -349,6 +353,24 @@ func privInts(mpints ...[]byte) ([]*big.Int, error) {
 		return nil, err
 	}
 	return ints, nil
+}
+
+// nameable checks that a sign request can name the key: the agent reads
+// the key a request names as x/crypto reads it (parsePublicKey), which
+// refuses some keys OpenSSH reads (an RSA exponent of more than 24 bits),
+// and would otherwise list a key whose every use it refuses.
+func (k *addedKey) nameable() error {
+	pub, err := k.publicKey()
+	if err == nil {
+		_, err = parsePublicKey(pub.Marshal())
+	}
+	if err == nil && k.cert != nil {
+		_, err = parsePublicKey(k.cert.Key.Marshal())
+	}
+	if err != nil {
+		return fmt.Errorf("%w: a key the agent could not read back from a sign request (%v)", sshkey.ErrUnsupported, err)
+	}
+	return nil
 }
 
 // checkCert checks that a certificate certifies the private key parsed.

@@ -191,8 +191,9 @@ func FuzzParseSignData(f *testing.F) {
 }
 
 // FuzzParseAddedKey parses the key of an add request. A private key
-// accepted is one sshkey.Check accepts (DSA aside, refused later), a
-// certificate certifies it, and the bytes left are the request's tail.
+// accepted is one sshkey.Check accepts (DSA aside, refused later) and a
+// sign request can name, a certificate certifies it, and the bytes left
+// are the request's tail.
 func FuzzParseAddedKey(f *testing.F) {
 	for _, m := range addMessages(f) {
 		f.Add(m[1:])
@@ -243,6 +244,9 @@ func FuzzParseAddedKey(f *testing.F) {
 		}
 		if k.cert != nil && !samePublic(k.cert, pub) {
 			t.Fatal("a certificate for another key")
+		}
+		if _, err := parsePublicKey(pub.Marshal()); err != nil {
+			t.Fatalf("an accepted key that a sign request cannot name: %v", err)
 		}
 	})
 }

@@ -4,9 +4,12 @@ package e2e
 // agent is checked as OpenSSH 10 checks it.
 
 import (
+	"crypto/rand"
 	"crypto/rsa"
+	"encoding/pem"
 	"math/big"
 	"net"
+	"os"
 	"strings"
 	"testing"
 
@@ -63,4 +66,51 @@ func TestKeysThatPoisonTheListAreRefused(t *testing.T) {
 	if out := e.MustRun("ssh", sshd.SSHArgs(sshd.Target(), "echo", "in")...); strings.TrimSpace(out.Stdout) != "in" {
 		t.Fatalf("login after the refusals: %s", out)
 	}
+}
+
+// rsaWithExponent returns an RSA key of 2048 bits with the public
+// exponent e.
+func rsaWithExponent(t *testing.T, e int) *rsa.PrivateKey {
+	one := big.NewInt(1)
+	for {
+		p, err := rand.Prime(rand.Reader, 1024)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, _ := rand.Prime(rand.Reader, 1024)
+		pm, qm := new(big.Int).Sub(p, one), new(big.Int).Sub(q, one)
+		lambda := new(big.Int).Div(new(big.Int).Mul(pm, qm), new(big.Int).GCD(nil, nil, pm, qm))
+		d := new(big.Int).ModInverse(big.NewInt(int64(e)), lambda)
+		if d == nil || new(big.Int).Mul(p, q).BitLen() != 2048 {
+			continue
+		}
+		k := &rsa.PrivateKey{PublicKey: rsa.PublicKey{N: new(big.Int).Mul(p, q), E: e}, D: d, Primes: []*big.Int{p, q}}
+		k.Precompute()
+		return k
+	}
+}
+
+// ssh-add offers an RSA key whose public exponent is larger than 24 bits,
+// which OpenSSH reads: the agent refuses it, with the reason in the log,
+// rather than list a key whose every use it refuses (it cannot read the
+// key a sign request names).
+func TestKeyTheAgentCannotSignWithIsRefused(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen")
+	e := newEnv(t)
+	e.Config(`approval = "none"`)
+	a := e.StartAgent()
+	block, err := ssh.MarshalPrivateKey(rsaWithExponent(t, 1<<25+1), "large exponent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := e.WriteFile("large-e", string(pem.EncodeToMemory(block)), 0o600)
+	pub := e.MustRun("ssh-keygen", "-y", "-f", key).Stdout
+	e.WriteFile("large-e.pub", pub, 0o600)
+	if r := e.Run("ssh-add", key); r.Code == 0 {
+		msg := e.WriteFile("msg", "signed\n", 0o600)
+		os.Remove(key)
+		r := e.Run("ssh-keygen", "-Y", "sign", "-n", "file", "-f", key+".pub", msg)
+		t.Fatalf("ssh-add of an RSA key with a 26-bit exponent succeeded, and a signature with it: %s\n%s", r, a.Log())
+	}
+	a.WaitLog(t, "refusing to add key: unsupported key: a key the agent could not read back from a sign request (ssh: exponent too large)")
 }
