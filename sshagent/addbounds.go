@@ -39,7 +39,7 @@ func (k *Keyring) roomFor(id *Identity) error {
 	if id.Source != Added {
 		return nil
 	}
-	listed := func(id *Identity) int { return len(id.Blob()) + len(id.Comment) }
+	listed := func(id *Identity) int { return len(id.Blob()) + len(listedComment(id.Comment)) }
 	blob := id.Blob()
 	var all, run, allBytes, runBytes int
 	for _, o := range k.ids {

@@ -254,7 +254,7 @@ func (c *conn) withUpstream(own []*Identity) []*Identity {
 }
 
 // listedBytes is what id takes in an identities answer.
-func listedBytes(id *Identity) int { return 4 + len(id.Blob()) + 4 + len(id.Comment) }
+func listedBytes(id *Identity) int { return 4 + len(id.Blob()) + 4 + len(listedComment(id.Comment)) }
 
 // lookupUpstream finds the upstream identity for key, among those it
 // listed last, else in a new listing.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/internal/safetext"
 )
 
 // Message numbers of the agent protocol ([PROTOCOL.agent] and
@@ -116,9 +118,28 @@ func identitiesAnswer(ids []*Identity) []byte {
 		body = append(body, ssh.Marshal(struct {
 			Blob    []byte
 			Comment string
-		}{id.Blob(), id.Comment})...)
+		}{id.Blob(), listedComment(id.Comment)})...)
 	}
 	return reply(msgIdentitiesAnswer, body)
+}
+
+// listedComment is a key's comment as a listing carries it. ssh-add -l
+// and -L print it to the person's terminal as it comes, and a client
+// chose it (a run, through its socket): one holding a character that
+// safetext escapes (an escape sequence, a bidirectional override) is
+// listed escaped, every other as it was added.
+func listedComment(c string) string {
+	plain := true
+	for i := 0; i < len(c); i++ {
+		if c[i] < 0x20 || c[i] >= 0x7f {
+			plain = false
+			break
+		}
+	}
+	if plain || safetext.Terminal(c) == c {
+		return c
+	}
+	return safetext.Escape(c)
 }
 
 // A keyConstraints is what ADD_ID_CONSTRAINED and
