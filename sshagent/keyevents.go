@@ -22,8 +22,10 @@ import (
 // A run's socket adds keys at a pace: each add is a durable record, and
 // a run that added and removed keys in a loop would fill the disk with
 // the audit log (and a log that cannot be written refuses the person's
-// signatures too). A run adds runAddBurst keys at once, then runAddRate
-// a second; past that, an add is refused, and nothing is recorded.
+// signatures too). So does a connection that came through ssh, for the
+// host the agent is forwarded to, paced by the ssh that forwards it. A
+// run (or that ssh) adds runAddBurst keys at once, then runAddRate a
+// second; past that, an add is refused, and nothing is recorded.
 const (
 	runAddBurst  = 64
 	runAddRate   = 1
@@ -37,10 +39,13 @@ type runAdds struct {
 }
 
 // paced reports whether the connection may add keys now: one of the
-// person's sockets always may, a run's within its pace; the refusal is
-// logged.
+// person's sockets always may, a run's, or one that came through ssh,
+// within its pace; the refusal is logged.
 func (c *conn) paced() bool {
 	run := c.run()
+	if run == "" && c.remote() {
+		run = fmt.Sprintf("through ssh %d %d", c.peer.PID, c.peer.StartTicks)
+	}
 	if run == "" {
 		return true
 	}
@@ -53,7 +58,7 @@ func (c *conn) paced() bool {
 	ok := p.by.Take(p.by.Get(run, now), now)
 	p.mu.Unlock()
 	if !ok {
-		c.refuse(fmt.Sprintf("refusing to add keys: a run adds at most %d keys at once, then %d a second", runAddBurst, runAddRate))
+		c.refuse(fmt.Sprintf("refusing to add keys: a run, or a host through ssh, adds at most %d keys at once, then %d a second", runAddBurst, runAddRate))
 	}
 	return ok
 }

@@ -207,3 +207,21 @@ func TestForwardedKeyChangesAreRecordedAsForwarded(t *testing.T) {
 		t.Fatalf("the timeline does not say the changes came through a forwarded connection:\n%s", out)
 	}
 }
+
+// The host adds keys at a pace, as a run does: each add is a durable
+// record, and a host that added keys in a loop through the forwarded
+// socket would fill the disk with the audit log (and a log that cannot
+// be written refuses the person's signatures too).
+func TestForwardedAddsArePaced(t *testing.T) {
+	need(t, "ssh", "ssh-add", "ssh-keygen", "sshd")
+	w := newApprovalWorld(t, "")
+	key := w.e.Keygen("looped", "ed25519", 0, "")
+	r := forwardedTo(t, w)("", "sh", "-c", "'ok=0; for i in $(seq 200); do ssh-add -q "+key+" 2>/dev/null && ok=$((ok+1)); done; echo added $ok'")
+	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "added ") {
+		t.Fatalf("the host's loop: %s", r)
+	}
+	if strings.TrimSpace(r.Stdout) == "added 200" {
+		t.Fatalf("a host the agent is forwarded to added a key 200 times in a row, each recorded: %s", r.Stdout)
+	}
+	w.agent.WaitLog(t, "refusing to add keys")
+}
