@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -361,10 +360,12 @@ var errUpstreamStopped = errors.New("the upstream agent is not the approved one:
 // forwardsChanges reports whether ssh-add's adds and removes go to the
 // upstream agent.
 func (c *conn) forwardsChanges() bool {
-	// Never from a run's socket: the gated program does not change
-	// (nor wipe) the keys of the user's upstream agent, which changes
-	// reach without a card.
-	return c.srv.Upstream != nil && c.srv.Upstream.Forwards() && c.ep.Channel.Kind != approvals.ChannelRun
+	// Never from a run's socket, nor from a connection that came
+	// through ssh: neither the gated program nor a host the agent is
+	// forwarded to changes (nor wipes) the keys of the user's upstream
+	// agent, which changes reach without a card, and their changes to
+	// postern's own keys are paced and recorded key by key.
+	return c.srv.Upstream != nil && c.srv.Upstream.Forwards() && c.ep.Channel.Kind != approvals.ChannelRun && !c.remote()
 }
 
 // addUpstream passes an add request (msg: its type and payload) to the
@@ -389,15 +390,10 @@ func (c *conn) addUpstream(msg []byte) error {
 	if err != nil {
 		return c.refuse("refusing to add key: " + err.Error())
 	}
+	// A connection that came through ssh forwards nothing
+	// (forwardsChanges): no provider library it names reaches the
+	// upstream, which would load it.
 	comment, cons, err := parseAddTail(rest, msg[0] == msgAddIDConstrained)
-	if err == nil && cons.skProvider != "" && !strings.EqualFold(cons.skProvider, "internal") && c.remote() {
-		// The upstream would load the library, which postern never
-		// does for such a connection (identityFor); an upstream that
-		// refused the session-bind, or predates it, would take the
-		// connection for a local one. Its internal provider is no
-		// library: OpenSSH's agent takes it from anywhere.
-		err = errString("providers are not loaded for a forwarded connection, nor sent from one to the upstream agent")
-	}
 	if err != nil {
 		return c.refuse("refusing to add key: " + err.Error())
 	}

@@ -225,3 +225,36 @@ func TestForwardedAddsArePaced(t *testing.T) {
 	}
 	w.agent.WaitLog(t, "refusing to add keys")
 }
+
+// With upstream_changes = "forward", the host changes the upstream
+// agent's keys no more than a run does: its ssh-add -D, in a loop,
+// neither wipes the keys the person keeps there nor writes a record of
+// each wipe.
+func TestForwardedHostLeavesTheUpstreamAgentAlone(t *testing.T) {
+	need(t, "ssh", "ssh-add", "ssh-agent", "ssh-keygen", "sshd")
+	e := newEnv(t)
+	up := startUpstreamAgent(t, e)
+	kept := e.Keygen("kept-upstream", "ed25519", 0, "")
+	if r := up.run(e, "ssh-add", kept); r.Code != 0 {
+		t.Fatalf("ssh-add to the upstream agent: %s", r)
+	}
+	pass := e.WriteFile("pass", "vault pass\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	w := &approvalWorld{e: e, pass: pass, sshd: startSSHD(t, "")}
+	e.Config(fmt.Sprintf("approval = \"none\"\nupstream = %q\nupstream_changes = \"forward\"\n", up.Socket))
+	w.agent = e.StartAgent()
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	r := forwardedTo(t, w)("", "sh", "-c", "'for i in $(seq 20); do ssh-add -D; done'")
+	if l := up.run(e, "ssh-add", "-l").Stdout; !strings.Contains(l, fingerprint(t, e, kept)) {
+		t.Fatalf("the host wiped the upstream agent's keys through the forwarded socket (%s):\n%s", r, l)
+	}
+	wipes := 0
+	for _, ev := range auditEvents(t, e, pass) {
+		if ev.Type == "agent_key_removed" && ev.Detail["key_holder"] == "upstream" {
+			wipes++
+		}
+	}
+	if wipes != 0 {
+		t.Fatalf("%d records of the upstream's keys removed through the forwarded socket", wipes)
+	}
+}
