@@ -311,6 +311,10 @@ func (k *addedKey) parsePrivate(typ string, certPub ssh.PublicKey, b []byte) ([]
 		if len(m.KeyHandle) == 0 || len(m.Application) == 0 {
 			return nil, errors.New("security key: no key handle or application")
 		}
+		if m.Flags&skUserVerificationRequired != 0 {
+			// ssh-add refuses these too: every signature would fail.
+			return nil, errors.New("security key: it requires user verification (a PIN), which the agent cannot ask for")
+		}
 		sk := &skKey{flags: m.Flags}
 		app := ssh.Marshal(struct{ A string }{m.Application})
 		if certPub == nil {

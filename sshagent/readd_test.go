@@ -167,3 +167,18 @@ func TestRestrictedKeyNeverSignsOnAForwardingHop(t *testing.T) {
 		}
 	}
 }
+
+// A security key that requires user verification (a PIN) is refused when
+// added, as ssh-add refuses it: the agent cannot ask for the PIN, and
+// every signature with it failed at the device, after its card.
+func TestVerifyRequiredSecurityKeyIsRefused(t *testing.T) {
+	ts, lib := startServerWithProvider(t)
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	c := ts.rawConn(t)
+	if r := roundTrip(t, c, skEd25519Add(pub, "ssh:", skUserPresenceRequired|skUserVerificationRequired, lib)); r[0] != msgFailure {
+		t.Fatalf("a verify-required security key was added: reply %d", r[0])
+	}
+	if r := roundTrip(t, c, skEd25519Add(pub, "ssh:", skUserPresenceRequired, lib)); r[0] != msgSuccess {
+		t.Fatalf("the same key without verification: reply %d", r[0])
+	}
+}
