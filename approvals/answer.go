@@ -69,35 +69,46 @@ var (
 	ErrApproverUndecided = errors.New("refused: the gateway could not establish that the approval comes from outside the requesting process tree; try again")
 )
 
-// Answer decides card id. approver is the verified process that sent the
-// answer (nil for the gateway's own askpass dialog); it must not be the
-// requester, the subject the card proposes, the subject the answer binds,
-// or a descendant of one. A session answer
-// registers the chosen subject (a.Subject, or the preselected one when
-// negative) as a run, pinning it, and grants it the key.
+// Answer decides card id, as AnswerCard does.
 func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
+	_, err := e.AnswerCard(id, a, approver)
+	return err
+}
+
+// AnswerCard decides card id and returns the verdict it applied: a
+// session answer to a card that offers no session (a per-call card, a
+// policy change) approves the one call (or the change), as a once answer
+// does, and is applied as once. approver is the verified process that sent the answer (nil for the
+// gateway's own askpass dialog); it must not be the requester, the
+// subject the card proposes, the subject the answer binds, or a
+// descendant of one. A session answer registers the chosen subject
+// (a.Subject, or the preselected one when negative) as a run, pinning
+// it, and grants it the key.
+func (e *Engine) AnswerCard(id string, a Answer, approver *procid.Peer) (Verdict, error) {
 	e.mu.Lock()
 	c := e.cards[id]
 	e.mu.Unlock()
 	if c == nil {
-		return ErrNoCard
+		return 0, ErrNoCard
+	}
+	if a.Verdict == VerdictSession && !c.View.OffersSession() {
+		a.Verdict = VerdictOnce
 	}
 	if c.policy != nil {
-		return e.answerPolicy(c, a, approver)
+		return a.Verdict, e.answerPolicy(c, a, approver)
 	}
 	if a.Subject < 0 {
 		a.Subject = c.View.Selected
 	}
 	approves := a.Verdict == VerdictOnce || a.Verdict == VerdictSession
 	if a.Verdict == VerdictSession && (a.Subject < 0 || a.Subject >= len(c.subjects)) {
-		return fmt.Errorf("no subject %d on card %s (it has %d)", a.Subject, id, len(c.subjects))
+		return 0, fmt.Errorf("no subject %d on card %s (it has %d)", a.Subject, id, len(c.subjects))
 	}
 	// The subject an answer binds: the one the card proposes, unless a
-	// session answer to a session card chose another. On a per-call card
-	// a session answer approves the one call, as a once answer does.
+	// session answer chose another.
 	proposed := c.subjects[c.View.Selected]
 	subj := proposed
-	if a.Verdict == VerdictSession && c.View.Mode == audit.ModeSession {
+	if a.Verdict == VerdictSession {
 		subj = c.subjects[a.Subject]
 	}
 	// A denial only lowers authority: anyone may give it. An approval
@@ -113,14 +124,14 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 			sessions = append(sessions, subj.launcherSession())
 		}
 		if err := e.outside(e.log, approver, "card "+id, within, sessions); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	var g *Grant
-	if a.Verdict == VerdictSession && c.View.Mode == audit.ModeSession {
+	if a.Verdict == VerdictSession {
 		run, err := e.register(subj)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		p := e.Policy()
 		g = &Grant{
@@ -148,14 +159,14 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.cards[id] != c {
-		return ErrNoCard
+		return 0, ErrNoCard
 	}
 	if g != nil {
 		// The run may have ended since register found it alive: EndRun,
 		// which ends its grants under e.mu, has then run already, and a
 		// grant stored now would outlive it.
 		if why := g.Run.Ended(); why != "" {
-			return runEnded(g.Run.ID, why)
+			return 0, runEnded(g.Run.ID, why)
 		}
 		if epoch != c.epoch {
 			g = nil // answered across a lock or unlock: no grant
@@ -183,13 +194,13 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 			e.removeGrantLocked(g.ID)
 			a.Verdict = VerdictDeny
 			e.closeCardLocked(c, a)
-			return fmt.Errorf("%w; the approval was not applied", ErrNotRecorded)
+			return 0, fmt.Errorf("%w; the approval was not applied", ErrNotRecorded)
 		}
 	}
 	e.closeCardLocked(c, a)
 	e.answeredLocked(c, approves)
 	e.log.Info("card answered", attrs...)
-	return nil
+	return a.Verdict, nil
 }
 
 // shorterLifetime returns the shorter of two session lifetimes, where 0

@@ -269,7 +269,7 @@ func TestFollowCardsSendsTheChanges(t *testing.T) {
 	if added.Reset || len(added.Cards) != 1 || len(added.Gone) != 0 {
 		t.Fatalf("a card shown: %+v", added)
 	}
-	if err := c.Answer(ctx, added.Cards[0].ID, api.VerdictDeny, -1); err != nil {
+	if _, err := c.Answer(ctx, added.Cards[0].ID, api.VerdictDeny, -1); err != nil {
 		t.Fatal(err)
 	}
 	if d := next(); d.Reset || len(d.Cards) != 0 || len(d.Gone) != 1 || d.Gone[0] != added.Cards[0].ID || d.Since != added.Seq {

@@ -149,12 +149,13 @@ func TestControlOperations(t *testing.T) {
 	if err := c.Unlock(ctx, api.UnlockArgs{Passphrase: []byte("x")}); err != nil {
 		t.Fatalf("unlock: %v", err)
 	}
-	err = c.Answer(ctx, "C00000000", api.VerdictOnce, -1)
+	_, err = c.Answer(ctx, "C00000000", api.VerdictOnce, -1)
 	wantCode("answer to a missing card", err, api.CodeNotFound)
 	if err == nil || !strings.Contains(err.Error(), "card C00000000") {
 		t.Errorf("answer to a missing card: %v", err)
 	}
-	wantCode("answer with an unknown verdict", c.Answer(ctx, "C00000000", 0, -1), api.CodeUsage)
+	_, err = c.Answer(ctx, "C00000000", 0, -1)
+	wantCode("answer with an unknown verdict", err, api.CodeUsage)
 	_, err = c.Revoke(ctx, "G00000000")
 	wantCode("revoke of a missing grant", err, api.CodeNotFound)
 	if n, err := c.RevokeAll(ctx); err != nil || n != 0 {

@@ -170,11 +170,14 @@ func (g *Gateway) opAnswer(_ context.Context, approver *procid.Peer, a api.Answe
 	if a.Subject != nil {
 		ans.Subject = *a.Subject
 	}
-	err = g.engine.Answer(a.ID, ans, approver)
+	applied, err := g.engine.AnswerCard(a.ID, ans, approver)
 	if errors.Is(err, approvals.ErrNoCard) {
 		return nil, fmt.Errorf("card %s: %w", a.ID, err)
 	}
-	return nil, err
+	if err != nil {
+		return nil, err
+	}
+	return api.AnswerResult{Applied: applied.String()}, nil
 }
 
 func (g *Gateway) opSessions(context.Context, *procid.Peer, noArgs) (any, error) {

@@ -157,10 +157,11 @@ var answered = map[api.Verdict]string{
 }
 
 func answer(c *api.Client, out io.Writer, id string, v api.Verdict, subject int) error {
-	if err := c.Answer(context.Background(), id, v, subject); err != nil {
+	applied, err := c.Answer(context.Background(), id, v, subject)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s: %s\n", id, answered[v])
+	fmt.Fprintf(out, "%s: %s\n", id, answered[applied])
 	return nil
 }
 

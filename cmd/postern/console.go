@@ -410,10 +410,11 @@ func (m *consoleModel) key(k string) (tea.Model, tea.Cmd) {
 	return m, func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := gw.Answer(ctx, id, v, subject); err != nil {
+		applied, err := gw.Answer(ctx, id, v, subject)
+		if err != nil {
 			return doneMsg{text: fmt.Sprintf("%s: not applied: %v", id, err), failed: true, card: id}
 		}
-		return doneMsg{text: fmt.Sprintf("%s: %s", id, answered[v])}
+		return doneMsg{text: fmt.Sprintf("%s: %s", id, answered[applied])}
 	}
 }
 

@@ -174,8 +174,9 @@ func lineAnswer(c *api.Client, line string) (string, error) {
 	default:
 		return "", usagef(`approve: want "once ID", "session ID [N]" or "deny ID", not %q`, line)
 	}
-	if err := c.Answer(context.Background(), f[1], v, subject); err != nil {
+	applied, err := c.Answer(context.Background(), f[1], v, subject)
+	if err != nil {
 		return "", err
 	}
-	return f[1] + ": " + answered[v], nil
+	return f[1] + ": " + answered[applied], nil
 }

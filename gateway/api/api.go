@@ -51,7 +51,7 @@ const (
 	OpRunPrepare     Op = "run.prepare"     // RunPrepare; RunPrepared
 	OpRunStart       Op = "run.start"       // RunStart; no result
 	OpCards          Op = "cards"           // CardsArgs; CardsResult
-	OpAnswer         Op = "answer"          // AnswerArgs; no result
+	OpAnswer         Op = "answer"          // AnswerArgs; AnswerResult
 	OpSessions       Op = "sessions"        // no arguments; SessionsResult
 	OpJournalList    Op = "journal.list"    // JournalArgs; []*JournalEntry
 	OpJournalResolve Op = "journal.resolve" // ResolveArgs; *JournalEntry

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/internal/control"
 )
@@ -126,15 +127,25 @@ func followEnded(ctx context.Context, err error, what string) error {
 	return err
 }
 
-// Answer decides card id. subject picks the run a session approval
-// binds, by its index on the card; a negative subject keeps the card's
-// choice.
-func (c *Client) Answer(ctx context.Context, id string, v Verdict, subject int) error {
+// Answer decides card id and returns the verdict the gateway applied
+// (once, for a session answer to a card that offers no session). subject
+// picks the run a session approval binds, by its index on the card; a
+// negative subject keeps the card's choice.
+func (c *Client) Answer(ctx context.Context, id string, v Verdict, subject int) (Verdict, error) {
 	a := AnswerArgs{ID: id, Decision: v.String()}
 	if subject >= 0 {
 		a.Subject = &subject
 	}
-	return c.call(ctx, OpAnswer, a, nil)
+	var res AnswerResult
+	if err := c.call(ctx, OpAnswer, a, &res); err != nil {
+		return 0, err
+	}
+	if res.Applied == "" {
+		// A gateway that does not say what it applied applied the
+		// answer: as it was given.
+		return v, nil
+	}
+	return approvals.ParseVerdict(res.Applied)
 }
 
 // Sessions lists the live runs and grants.

@@ -271,6 +271,12 @@ type AnswerArgs struct {
 	Subject  *int   `json:"subject,omitempty"` // a session's subject, by index on the card
 }
 
+// AnswerResult says what an answer did (OpAnswer): the verdict applied,
+// once for a session answer to a card that offers no session.
+type AnswerResult struct {
+	Applied string `json:"applied"` // a Verdict's name
+}
+
 // SessionsResult lists runs and grants (OpSessions).
 type SessionsResult struct {
 	Runs   []RunState `json:"runs"`
