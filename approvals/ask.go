@@ -15,7 +15,7 @@ import (
 // exactly the request its card was shown for, so a request that waited on
 // another's card is told to decide again (again), under the policy, the
 // host inventory and the grants as they are after the answer.
-func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain procid.Chain, argv []string, dest *DestView, unverified string, at vaultRead, p *Policy) (d Decision, again bool) {
+func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain procid.Chain, argv []string, dest *DestView, unverified string, perCall []string, at vaultRead, p *Policy) (d Decision, again bool) {
 	subjects, sel, err := e.subjects(r, chain, argv, p)
 	if err != nil {
 		e.log.Info("refusing: "+err.Error(), "pid", r.Requester.PID)
@@ -127,6 +127,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		Namespace:   r.Namespace,
 		Forwarded:   r.Forwarded || (dest != nil && dest.Forwarding),
 		Covers:      covers,
+		PerCall:     perCall,
 		Claim:       claimed(argv),
 		Relay:       r.Relay,
 		Command:     string(r.Command),

@@ -116,15 +116,20 @@ type CardView struct {
 	// Relay is the kind of session a bastion request runs (verified);
 	// Command is its command line or subsystem name, raw; Terminal is
 	// set when the client asked for a terminal.
-	Relay     Relay     `json:"relay,omitempty"`
-	Command   string    `json:"command,omitempty"`
-	Terminal  bool      `json:"terminal,omitempty"`
-	ProbeOf   string    `json:"probe_of,omitempty"` // the journal entry a probe reads
-	Forwarded bool      `json:"forwarded"`          // through a forwarded agent connection
-	Covers    string    `json:"covers"`
-	Claim     []string  `json:"claimed_command,omitempty"` // the requester's argv: a claim, cut past maxClaim bytes (claimed)
-	Created   time.Time `json:"created"`
-	Expires   time.Time `json:"expires,omitzero"` // zero for a policy change, which does not time out
+	Relay     Relay  `json:"relay,omitempty"`
+	Command   string `json:"command,omitempty"`
+	Terminal  bool   `json:"terminal,omitempty"`
+	ProbeOf   string `json:"probe_of,omitempty"` // the journal entry a probe reads
+	Forwarded bool   `json:"forwarded"`          // through a forwarded agent connection
+	Covers    string `json:"covers"`
+	// PerCall says, for a per-call card, why this use is asked about on
+	// every call: the rules of the configuration that match it (a key,
+	// or a host's name or class in the host inventory), as postern check
+	// says it, and what else makes it so, raw.
+	PerCall []string  `json:"per_call_because,omitempty"`
+	Claim   []string  `json:"claimed_command,omitempty"` // the requester's argv: a claim, cut past maxClaim bytes (claimed)
+	Created time.Time `json:"created"`
+	Expires time.Time `json:"expires,omitzero"` // zero for a policy change, which does not time out
 	// DeniedBefore is how many of the subject's cards were denied in a
 	// row before this one (since its last approval); LastDenied is when
 	// the last of them was.
@@ -211,6 +216,10 @@ func (v *CardView) Text() string {
 	if l := v.loginLine(); l != "" {
 		b.WriteString(l + "\n")
 	}
+	// So is why a per-call card asks: which mark makes it per-call.
+	if len(v.PerCall) > 0 && v.Mode == audit.ModePerCall {
+		fmt.Fprintf(&b, "Asked on every call because of: %s\n", strings.Join(firstFew(v.PerCall, safetext.Fields, safetext.Line), "; "))
+	}
 	// So is a remote host asking: a notification or a dialog that cuts
 	// a long card still shows it.
 	if v.Forwarded {
@@ -257,7 +266,7 @@ func (v *CardView) Text() string {
 		}
 		b.WriteString("\n")
 		if len(d.KnownHosts) > 0 {
-			fmt.Fprintf(&b, "known_hosts (a file any program of yours can edit) calls it: %s\n", strings.Join(firstFew(d.KnownHosts, safetext.Fields), ", "))
+			fmt.Fprintf(&b, "known_hosts (a file any program of yours can edit) calls it: %s\n", strings.Join(firstFew(d.KnownHosts, safetext.Fields, safetext.Name), ", "))
 		}
 	}
 	if v.Unverified != "" {
@@ -304,10 +313,10 @@ func (v *CardView) Text() string {
 // screen and out of a dialog.
 const maxListed = 8
 
-// firstFew renders the first maxListed items of list with render, and
-// counts the others.
-func firstFew(list []string, render func([]string, int) []string) []string {
-	out := render(list[:min(len(list), maxListed)], safetext.Name)
+// firstFew renders the first maxListed items of list with render, each
+// cut at limit, and counts the others.
+func firstFew(list []string, render func([]string, int) []string, limit int) []string {
+	out := render(list[:min(len(list), maxListed)], limit)
 	if len(list) > maxListed {
 		out = append(out, fmt.Sprintf("and %d more", len(list)-maxListed))
 	}
@@ -320,7 +329,7 @@ func principalsText(ps []string) string {
 	if len(ps) == 0 {
 		return "any principal"
 	}
-	return "principals " + strings.Join(firstFew(ps, safetext.Quotes), ", ")
+	return "principals " + strings.Join(firstFew(ps, safetext.Quotes, safetext.Name), ", ")
 }
 
 // field renders a name for a card (see safetext).

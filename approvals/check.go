@@ -44,17 +44,26 @@ func (p *Policy) Check(c Check) CheckResult {
 		progs[i] = program{path: x.Path, hash: x.Hash()}
 	}
 	f := &facts{names: c.Names, classes: c.Classes, anyHost: c.Unknown, key: c.Key, programs: func() []program { return progs }}
-	res := p.check(f, c.Forwarded)
-	res.Mode = p.inForce(f, c.Forwarded)
-	for q := p.under; q != nil; q = q.under {
-		if r := q.check(f, c.Forwarded); r.Mode == res.Mode && strictness(r.Mode) > strictness(p.modeFor(f, c.Forwarded)) {
-			res.Because = "the approved configuration, while a change to the file that loosens it waits for a card: " + r.Because
-			break
-		}
-	}
+	res := p.explain(f, c.Forwarded)
 	if c.Key.Confirm {
 		res.Mode = Stricter(res.Mode, audit.ModePerCall)
 		res.Because += "; the key was added with ssh-add -c"
+	}
+	return res
+}
+
+// explain returns the mode the policy in force gives f, as Decide
+// chooses it (inForce), and why: the rules of p, or of the approved
+// policy under it when that one decides. Check says it, and so does a
+// per-call card.
+func (p *Policy) explain(f *facts, forwarded bool) CheckResult {
+	res := p.check(f, forwarded)
+	res.Mode = p.inForce(f, forwarded)
+	for q := p.under; q != nil; q = q.under {
+		if r := q.check(f, forwarded); r.Mode == res.Mode && strictness(r.Mode) > strictness(p.modeFor(f, forwarded)) {
+			res.Because = "the approved configuration, while a change to the file that loosens it waits for a card: " + r.Because
+			break
+		}
 	}
 	return res
 }

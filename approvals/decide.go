@@ -168,17 +168,25 @@ func (e *Engine) decideNow(ctx context.Context, r *Request) (d Decision, again b
 	f.anyHost = unverified != "" || (dest != nil && len(dest.Names) == 0)
 	forwarding := r.Forwarded || (dest != nil && dest.Forwarding)
 	mode := p.inForce(&f, forwarding)
+	// Why a request is asked about on every call, beside the policy's
+	// rules (perCallWhy), for its card.
+	var perCall []string
+	if r.Key.Confirm {
+		perCall = append(perCall, "the key was added with ssh-add -c: every use is confirmed")
+	}
 	if r.Key.Confirm || r.RetryOf != "" || r.Running != "" {
 		mode = Stricter(mode, audit.ModePerCall)
 	}
 	if _, ok := destKey(r, dest); !ok && p.Scope == ScopeDestination {
 		// No verified destination to bind a session to.
+		perCall = append(perCall, `session_scope = "destination" in the configuration, and no verified destination to bind a session to`)
 		mode = Stricter(mode, audit.ModePerCall)
 	}
 	if r.Requester.PID <= 1 {
 		// No process to bind a session to: init (the bastion's requester
 		// for a client whose parent exited) is never a run, since a grant
 		// bound to it would cover every process and end with none.
+		perCall = append(perCall, "the requester is init: no process to bind a session to")
 		mode = Stricter(mode, audit.ModePerCall)
 	}
 	switch mode {
@@ -210,7 +218,13 @@ func (e *Engine) decideNow(ctx context.Context, r *Request) (d Decision, again b
 	if argv == nil {
 		argv = e.procs.Argv(r.Requester.PID)
 	}
-	return e.ask(ctx, r, mode, ancestry(), argv, dest, unverified, at, p)
+	if mode == audit.ModePerCall {
+		// As postern check says it, when the policy asks.
+		if why := p.explain(&f, forwarding); why.Mode == audit.ModePerCall {
+			perCall = append([]string{why.Because}, perCall...)
+		}
+	}
+	return e.ask(ctx, r, mode, ancestry(), argv, dest, unverified, perCall, at, p)
 }
 
 // programs returns the verified executables exe rules are matched

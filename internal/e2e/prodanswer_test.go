@@ -96,3 +96,49 @@ func pipedAnswer(t *testing.T, e *Env, line, id string) string {
 	}
 	return ""
 }
+
+// A production key (a rule by its fingerprint) asks on every commit
+// signature, even inside a run approved for the key, on a card that says
+// which mark makes it ask: the rule of the configuration and that it
+// matched the key. A production host's card names its class rule.
+func TestProductionCardSaysWhichMarkAsks(t *testing.T) {
+	need(t, "git")
+	w := newApprovalWorld(t, "", "git-host")
+	pub := pubKey(t, w.key)
+	fp := w.e.MustRun("ssh-keygen", "-lf", w.e.WriteFile("id.pub", pub+"\n", 0o644)).Stdout
+	fp = strings.Fields(fp)[1]
+	prodSSHD := startSSHD(t, pub+"\n", "prod-db-1")
+	prodClass := fmt.Sprintf("known_hosts = [%q, %q]\n[[rule]]\nclass = \"production\"\napproval = \"per-call\"\n", w.sshd.KnownHosts, prodSSHD.KnownHosts)
+	w.agent.Reconfigure(t, prodClass)
+	w.e.MustRun("postern", "hosts", "import", "git-host")
+	w.e.MustRun("postern", "hosts", "import", "prod-db-1", "--class", "production")
+	a := w.e.StartRun("coder")
+	job := a.Start(sshCmd(w.sshd, "-o", "HostKeyAlias=git-host"))
+	w.approve(w.e.WaitCard().ID, "--session")
+	mustSucceed(t, "git-host", job.Wait())
+
+	job = a.Start(sshCmd(prodSSHD, "-o", "HostKeyAlias=prod-db-1"))
+	c := w.e.WaitCard()
+	text := w.e.MustRun("postern", "approve", "--list").Stdout
+	w.e.MustRun("postern", "deny", c.ID)
+	job.Wait()
+	if want := "\nAsked on every call because of: rule 1: class \"production\" (approval = \"per-call\")\n"; c.Mode != "per-call" || !strings.Contains(text, want) {
+		t.Errorf("the card of a production host does not say %q:\n%s", strings.TrimSpace(want), text)
+	}
+
+	// The key marked production too: the run's session for it covers
+	// its signatures no more.
+	w.agent.Reconfigure(t, prodClass+fmt.Sprintf("\n[[rule]]\nkey = %q\napproval = \"per-call\"\n", fp))
+	w.e.MustRun("git", "init", "-q", "-b", "main", w.e.Path("repo"))
+	git := "git -c user.name=t -c user.email=t@example.com -c gpg.format=ssh -c user.signingkey='key::" + pub + "' "
+	for i := 0; i < 2; i++ {
+		job = a.Start("cd repo && " + git + "commit -q --allow-empty -S -m 'release' 2>&1")
+		c = w.e.WaitCard()
+		text = w.e.MustRun("postern", "approve", "--list").Stdout
+		w.approve(c.ID, "--once")
+		mustSucceed(t, "git commit -S", job.Wait())
+		if want := fmt.Sprintf("\nAsked on every call because of: rule 2: key %q (approval = \"per-call\")\n", fp); c.Mode != "per-call" || !strings.Contains(text, want) {
+			t.Fatalf("commit %d: the card of a production key's signature does not say %q:\n%s", i, strings.TrimSpace(want), text)
+		}
+	}
+}
