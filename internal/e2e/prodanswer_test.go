@@ -103,21 +103,12 @@ func pipedAnswer(t *testing.T, e *Env, line, id string) string {
 // matched the key. A production host's card names its class rule.
 func TestProductionCardSaysWhichMarkAsks(t *testing.T) {
 	need(t, "git")
-	w := newApprovalWorld(t, "", "git-host")
+	w, prodSSHD, prodClass, a := productionWorld(t)
 	pub := pubKey(t, w.key)
 	fp := w.e.MustRun("ssh-keygen", "-lf", w.e.WriteFile("id.pub", pub+"\n", 0o644)).Stdout
 	fp = strings.Fields(fp)[1]
-	prodSSHD := startSSHD(t, pub+"\n", "prod-db-1")
-	prodClass := fmt.Sprintf("known_hosts = [%q, %q]\n[[rule]]\nclass = \"production\"\napproval = \"per-call\"\n", w.sshd.KnownHosts, prodSSHD.KnownHosts)
-	w.agent.Reconfigure(t, prodClass)
-	w.e.MustRun("postern", "hosts", "import", "git-host")
-	w.e.MustRun("postern", "hosts", "import", "prod-db-1", "--class", "production")
-	a := w.e.StartRun("coder")
-	job := a.Start(sshCmd(w.sshd, "-o", "HostKeyAlias=git-host"))
-	w.approve(w.e.WaitCard().ID, "--session")
-	mustSucceed(t, "git-host", job.Wait())
 
-	job = a.Start(sshCmd(prodSSHD, "-o", "HostKeyAlias=prod-db-1"))
+	job := a.Start(sshCmd(prodSSHD, "-o", "HostKeyAlias=prod-db-1"))
 	c := w.e.WaitCard()
 	text := w.e.MustRun("postern", "approve", "--list").Stdout
 	w.e.MustRun("postern", "deny", c.ID)
@@ -141,4 +132,23 @@ func TestProductionCardSaysWhichMarkAsks(t *testing.T) {
 			t.Fatalf("commit %d: the card of a production key's signature does not say %q:\n%s", i, strings.TrimSpace(want), text)
 		}
 	}
+}
+
+// productionWorld is an approval world with two hosts in the inventory,
+// git-host and prod-db-1 of class production, a configuration (config)
+// that asks on every login to a production host, and a run approved for
+// a session on a login to git-host.
+func productionWorld(t *testing.T) (w *approvalWorld, prod *SSHD, config string, run *Driver) {
+	t.Helper()
+	w = newApprovalWorld(t, "", "git-host")
+	prod = startSSHD(t, pubKey(t, w.key)+"\n", "prod-db-1")
+	config = fmt.Sprintf("known_hosts = [%q, %q]\n[[rule]]\nclass = \"production\"\napproval = \"per-call\"\n", w.sshd.KnownHosts, prod.KnownHosts)
+	w.agent.Reconfigure(t, config)
+	w.e.MustRun("postern", "hosts", "import", "git-host")
+	w.e.MustRun("postern", "hosts", "import", "prod-db-1", "--class", "production")
+	run = w.e.StartRun("coder")
+	job := run.Start(sshCmd(w.sshd, "-o", "HostKeyAlias=git-host"))
+	w.approve(w.e.WaitCard().ID, "--session")
+	mustSucceed(t, "git-host", job.Wait())
+	return w, prod, config, run
 }
