@@ -168,7 +168,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	}
 	e.addCardLocked(c)
 	e.mu.Unlock()
-	ev := requestEvent(audit.EventCardShown, r, Decision{Mode: mode, Reason: reason})
+	ev := e.requestEvent(audit.EventCardShown, r, Decision{Mode: mode, Reason: reason})
 	ev.Card, ev.Run, ev.Label = c.View.ID, subj.ID, subj.Label
 	c.View.Message.record(ev.Detail)
 	e.record(ev)

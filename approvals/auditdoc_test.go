@@ -12,17 +12,24 @@ import (
 // postern-audit(1) names what the events about a request carry in their
 // detail, and every word a script reading --json finds there: the
 // purpose (a login, an SSHSIG signature such as a git commit's, data the
-// agent could not interpret), the SSHSIG namespace, and the channel the
-// request came through.
+// agent could not interpret), the SSHSIG namespace, the channel the
+// request came through, and the destination's classes.
 func TestAuditManNamesWhatARequestIsRecordedAs(t *testing.T) {
 	page, err := os.ReadFile(filepath.Join("..", "man", "postern-audit.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := requestEvent("sign", &Request{Purpose: PurposeSSHSig, Namespace: "git", MessageHash: "sha512:00", Channel: Channel{Kind: ChannelRun, Run: "R1"}}, Decision{})
+	w := newWorld(t)
+	prod := hostKey(t)
+	w.nameHost("prod-db-1", "production", prod)
 	var words []string
-	for k := range r.Detail {
-		words = append(words, k)
+	for _, req := range []*Request{
+		{Purpose: PurposeSSHSig, Namespace: "git", MessageHash: "sha512:00", Channel: Channel{Kind: ChannelRun, Run: "R1"}},
+		{Purpose: PurposeAuth, Dest: &Destination{HostKey: prod}, Channel: Channel{Kind: ChannelRun, Run: "R1"}},
+	} {
+		for k := range w.e.requestEvent("sign", req, Decision{}).Detail {
+			words = append(words, k)
+		}
 	}
 	for _, p := range []Purpose{PurposeAuth, PurposeSSHSig, PurposeOther} {
 		words = append(words, string(p))
@@ -42,9 +49,10 @@ func TestAuditManNamesWhatARequestIsRecordedAs(t *testing.T) {
 // person can compute again of a commit or a file to tell whether it is
 // the one signed.
 func TestSignatureRecordNamesTheMessageHash(t *testing.T) {
+	w := newWorld(t)
 	r := &Request{Purpose: PurposeSSHSig, Namespace: "git", MessageHash: "sha512:00ff"}
 	for _, typ := range []string{"card_shown", "sign", "action_denied"} {
-		if ev := requestEvent(audit.EventType(typ), r, Decision{}); ev.Detail["message_hash"] != "sha512:00ff" {
+		if ev := w.e.requestEvent(audit.EventType(typ), r, Decision{}); ev.Detail["message_hash"] != "sha512:00ff" {
 			t.Errorf("%s records %v, without the message's hash", typ, ev.Detail)
 		}
 	}

@@ -29,7 +29,7 @@ func (e *Engine) Decide(ctx context.Context, r *Request) Decision {
 func (e *Engine) conclude(r *Request, d Decision) Decision {
 	if !d.Allow {
 		e.noteRefusal(r, &d)
-		ev := requestEvent(audit.EventActionDenied, r, d)
+		ev := e.requestEvent(audit.EventActionDenied, r, d)
 		// A refused re-approval is recorded with what ended the earlier
 		// approval: the request was denied because of it.
 		if why, ok := d.CardReason.Reauth(); ok {
@@ -49,7 +49,7 @@ func (e *Engine) conclude(r *Request, d Decision) Decision {
 	if r.Action == ActionCommand {
 		typ = audit.EventCommandApproved
 	}
-	ev := requestEvent(typ, r, d)
+	ev := e.requestEvent(typ, r, d)
 	ev.Card = d.Card
 	if ev.Run == "" {
 		ev.Run = d.Run
@@ -93,7 +93,7 @@ func (e *Engine) noteRefusal(r *Request, d *Decision) {
 // (the agent was locked, the key is unknown, the request broke the
 // connection's session binding).
 func (e *Engine) Refused(r *Request, reason audit.Reason) {
-	e.recordRefusal(r, requestEvent(audit.EventActionDenied, r, Decision{Reason: reason}))
+	e.recordRefusal(r, e.requestEvent(audit.EventActionDenied, r, Decision{Reason: reason}))
 }
 
 // decide decides r. A request that waited on a card shown for another

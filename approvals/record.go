@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/procid"
@@ -143,12 +144,18 @@ func auditProcess(t *procid.Table, p *procid.Process) *audit.Process {
 	}
 }
 
-// requestEvent fills the facts of a request into an event.
-func requestEvent(typ audit.EventType, r *Request, d Decision) audit.Event {
+// requestEvent fills the facts of a request into an event, with the
+// names and classes the host inventory gives its destination.
+func (e *Engine) requestEvent(typ audit.EventType, r *Request, d Decision) audit.Event {
 	ev := audit.Event{Type: typ, Key: r.Key.Fingerprint, Reason: d.Reason, Grant: d.Grant, Mode: d.Mode}
+	var classes []string
 	if r.Dest != nil {
 		ev.Dest = r.Dest.Fingerprint()
 		ev.Forwarding = r.Dest.Forwarding
+		// What the host inventory calls the host: a production call
+		// reads as one after the fact too, whatever the inventory
+		// says by then.
+		ev.DestNames, classes = e.Hosts().Lookup(r.Dest.HostKey)
 	}
 	ev.Forwarding = ev.Forwarding || r.Forwarded
 	if r.Channel.Run != "" {
@@ -158,6 +165,9 @@ func requestEvent(typ audit.EventType, r *Request, d Decision) audit.Event {
 	if r.Requester != nil {
 		detail["pid"] = itoa(r.Requester.PID)
 		detail["exe"] = r.Requester.Exe.Path
+	}
+	if len(classes) > 0 {
+		detail["dest_classes"] = strings.Join(classes, ",")
 	}
 	if r.Namespace != "" {
 		detail["namespace"] = r.Namespace

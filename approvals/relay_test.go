@@ -43,8 +43,9 @@ func TestCardNamesTheRelayedSessionByItsKind(t *testing.T) {
 
 // The audit record tells the two apart as the card does.
 func TestRecordNamesTheRelayedSessionByItsKind(t *testing.T) {
-	exec := requestEvent("sign", &Request{Relay: RelayExec, Command: []byte("(interactive shell)")}, Decision{})
-	shell := requestEvent("sign", &Request{Relay: RelayShell, Terminal: true}, Decision{})
+	w := newWorld(t)
+	exec := w.e.requestEvent("sign", &Request{Relay: RelayExec, Command: []byte("(interactive shell)")}, Decision{})
+	shell := w.e.requestEvent("sign", &Request{Relay: RelayShell, Terminal: true}, Decision{})
 	if exec.Detail["relay"] != "exec" || exec.Detail["command"] != "(interactive shell)" {
 		t.Errorf("an exec recorded as %v", exec.Detail)
 	}

@@ -18,7 +18,7 @@ type Event struct {
 	// Key is the SHA256 fingerprint of the SSH key used or asked for.
 	Key string `json:"key,omitempty"`
 	// Dest is the SHA256 fingerprint of the verified destination host key;
-	// DestNames are its names from known_hosts.
+	// DestNames are its names in the host inventory.
 	Dest       string   `json:"dest,omitempty"`
 	DestNames  []string `json:"dest_names,omitempty"`
 	Forwarding bool     `json:"forwarding,omitempty"`

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ import (
 // person who gave it is told so: postern approve --session, and a
 // "session" line read by the piped console, echo "approved once", never
 // "approved for the run", and the next login to the production host asks
-// again.
+// again. Each call is recorded as one to prod-db-1, of class production.
 func TestSessionAnswerToAPerCallCardSaysItApprovedOnce(t *testing.T) {
 	w := newApprovalWorld(t, "", "git-host")
 	prodSSHD := startSSHD(t, pubKey(t, w.key)+"\n", "prod-db-1")
@@ -50,6 +51,26 @@ func TestSessionAnswerToAPerCallCardSaysItApprovedOnce(t *testing.T) {
 	w.e.MustRun("postern", "deny", c.ID)
 	if r := job.Wait(); r.Code == 0 {
 		t.Fatalf("a denied login succeeded: %s", r)
+	}
+	// Each of the three calls is recorded as a call to prod-db-1, a
+	// production host: asked, then approved once or denied.
+	out = w.e.MustRun("postern", "activity", "--passphrase-file", w.pass).Stdout
+	want := []*regexp.Regexp{
+		regexp.MustCompile(`card_shown .* dest=prod-db-1 mode=per-call .*dest_classes=production`),
+		regexp.MustCompile(`sign .* dest=prod-db-1 mode=per-call .*dest_classes=production`),
+		regexp.MustCompile(`card_shown .* dest=prod-db-1 mode=per-call .*dest_classes=production`),
+		regexp.MustCompile(`sign .* dest=prod-db-1 mode=per-call .*dest_classes=production`),
+		regexp.MustCompile(`card_shown .* dest=prod-db-1 mode=per-call .*dest_classes=production`),
+		regexp.MustCompile(`action_denied .* reason=denied dest=prod-db-1 .*dest_classes=production`),
+	}
+	i := 0
+	for _, l := range strings.Split(out, "\n") {
+		if i < len(want) && want[i].MatchString(l) {
+			i++
+		}
+	}
+	if i != len(want) {
+		t.Errorf("the record of the production calls lacks %q (in order):\n%s", want[i], out)
 	}
 }
 
