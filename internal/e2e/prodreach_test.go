@@ -52,3 +52,31 @@ func TestProductionHostAskedHoweverItIsReached(t *testing.T) {
 	}
 	w.e.NoCard()
 }
+
+// A mark added after the run's approval counts at once: git-host, whose
+// logins the run's session covered, asks on every login once the host
+// inventory gives it the class production, and so does it after a
+// gateway restart, for the run restored.
+func TestProductionMarkAddedAfterTheApprovalAsks(t *testing.T) {
+	w, _, _, a := productionWorld(t)
+	git := sshCmd(w.sshd, "-o", "HostKeyAlias=git-host")
+	mustSucceed(t, "git-host in the session", a.Do(git))
+	w.e.NoCard()
+	w.e.MustRun("postern", "hosts", "add", "git-host", "--class", "production")
+	for _, restart := range []bool{false, true} {
+		if restart {
+			w.agent.Stop()
+			w.agent = w.e.StartAgent()
+			w.e.MustRun("postern", "unlock", "--passphrase-file", w.pass)
+		}
+		for i := 0; i < 2; i++ {
+			job := a.Start(git)
+			c := w.e.WaitCard()
+			if c.Mode != "per-call" || c.Destination == nil || !contains(c.Destination.Names, "git-host") {
+				t.Fatalf("restart %v, login %d to git-host, production now: %+v", restart, i, c)
+			}
+			w.approve(c.ID, "--session")
+			mustSucceed(t, "git-host", job.Wait())
+		}
+	}
+}
