@@ -393,8 +393,11 @@ func lineFields(e *Event, proc *Process) []Field {
 		add("reason", string(e.Reason))
 		add("dest", dest)
 	case EventSign:
+		// The card a person approved it on, for a signature asked about
+		// on its own (per call): several may be up at once.
 		add("run", e.Run)
 		add("grant", e.Grant)
+		add("card", e.Card)
 		add("key", e.Key)
 		add("dest", dest)
 		add("mode", string(e.Mode))

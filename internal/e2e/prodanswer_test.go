@@ -53,24 +53,31 @@ func TestSessionAnswerToAPerCallCardSaysItApprovedOnce(t *testing.T) {
 		t.Fatalf("a denied login succeeded: %s", r)
 	}
 	// Each of the three calls is recorded as a call to prod-db-1, a
-	// production host: asked, then approved once or denied.
+	// production host: asked, then approved once on that card, or
+	// denied.
 	out = w.e.MustRun("postern", "activity", "--passphrase-file", w.pass).Stdout
-	want := []*regexp.Regexp{
-		regexp.MustCompile(`card_shown .* dest=prod-db-1 mode=per-call .*dest_classes=production`),
-		regexp.MustCompile(`sign .* dest=prod-db-1 mode=per-call .*dest_classes=production`),
-		regexp.MustCompile(`card_shown .* dest=prod-db-1 mode=per-call .*dest_classes=production`),
-		regexp.MustCompile(`sign .* dest=prod-db-1 mode=per-call .*dest_classes=production`),
-		regexp.MustCompile(`card_shown .* dest=prod-db-1 mode=per-call .*dest_classes=production`),
-		regexp.MustCompile(`action_denied .* reason=denied dest=prod-db-1 .*dest_classes=production`),
+	want := []string{
+		`card_shown card=(C[0-9a-f]+) .* dest=prod-db-1 mode=per-call .*dest_classes=production`,
+		`sign run=R[0-9a-f]+ card=CARD .*dest=prod-db-1 mode=per-call .*dest_classes=production`,
+		`card_shown card=(C[0-9a-f]+) .* dest=prod-db-1 mode=per-call .*dest_classes=production`,
+		`sign run=R[0-9a-f]+ card=CARD .*dest=prod-db-1 mode=per-call .*dest_classes=production`,
+		`card_shown card=(C[0-9a-f]+) .* dest=prod-db-1 mode=per-call .*dest_classes=production`,
+		`action_denied .* reason=denied dest=prod-db-1 .*dest_classes=production`,
 	}
-	i := 0
+	i, card := 0, ""
 	for _, l := range strings.Split(out, "\n") {
-		if i < len(want) && want[i].MatchString(l) {
+		if i == len(want) {
+			break
+		}
+		if m := regexp.MustCompile(strings.ReplaceAll(want[i], "CARD", card)).FindStringSubmatch(l); m != nil {
+			if len(m) > 1 {
+				card = m[1]
+			}
 			i++
 		}
 	}
 	if i != len(want) {
-		t.Errorf("the record of the production calls lacks %q (in order):\n%s", want[i], out)
+		t.Errorf("the record of the production calls lacks %q (in order, the card the one before names):\n%s", want[i], out)
 	}
 }
 

@@ -258,7 +258,7 @@ func followREADME(t *testing.T, w *readmeWorld, setup, use []string) {
 		"ALLOWED\n",               // postern why
 		"approved_once",           // postern why
 		" card_shown card=C",      // postern activity: the card
-		" sign key=SHA256:",       // postern activity: the signature
+		" sign card=C",            // postern activity: the signature, and the card that approved it
 		"audit     ",              // postern status
 		"counts    1 key, 0 runs", // postern status
 		"console       yes 1 attached",
