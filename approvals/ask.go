@@ -256,6 +256,11 @@ func (e *Engine) waitAnswer(ctx context.Context, c *Card, r *Request, mode audit
 	if locked, epoch := e.vault(); locked || epoch != c.epoch {
 		return deny(mode, audit.ReasonVaultStateChanged), false
 	}
+	// Nor one for the socket of a run that ended while its card was up:
+	// nothing tells of an exec on the run's process but this check.
+	if why := e.socketRunEnded(r, true); why != "" {
+		return deny(mode, why), false
+	}
 	if a.Verdict == VerdictSession && mode == audit.ModeSession {
 		d := allow(mode, audit.ReasonApprovedSession)
 		d.Grant, d.Run = a.grant, a.run

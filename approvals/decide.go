@@ -193,7 +193,8 @@ func (e *Engine) decideNow(ctx context.Context, r *Request) (d Decision, again b
 	case audit.ModeDeny:
 		return deny(mode, audit.ReasonPolicyDeny), false
 	case audit.ModeNone:
-		// Nothing else checks the run against live evidence.
+		// Nothing else checks the run against live evidence (a grant's
+		// run is checked as the grant is, and before a card is shown).
 		if why := e.socketRunEnded(r, true); why != "" {
 			return deny(mode, why), false
 		}
@@ -214,6 +215,12 @@ func (e *Engine) decideNow(ctx context.Context, r *Request) (d Decision, again b
 			}
 			return d, false
 		}
+	}
+	// A card shows the run whose socket the request came through as the
+	// program it was registered running: one whose process has executed
+	// another since is a run that has ended, and is shown to no one.
+	if why := e.socketRunEnded(r, true); why != "" {
+		return deny(mode, why), false
 	}
 	if argv == nil {
 		argv = e.procs.Argv(r.Requester.PID)

@@ -1,0 +1,74 @@
+package approvals
+
+import (
+	"testing"
+	"time"
+
+	"github.com/postern/postern/audit"
+)
+
+// A request through the socket of a run whose process has since executed
+// another program (a new process, on the same pid) is refused as
+// process_changed, and the run ends, under every mode that asks a
+// person: no card shows the run as the program it no longer runs, and no
+// "once" answer signs for a socket whose run has ended.
+func TestRunSocketOfAnExecutedRunShowsNoCard(t *testing.T) {
+	for _, mode := range []audit.Mode{audit.ModeSession, audit.ModePerCall} {
+		t.Run(string(mode), func(t *testing.T) {
+			w := newWorld(t)
+			p := *w.e.Policy()
+			p.Mode = mode
+			w.e.SetPolicy(&p)
+			run := w.launch("coder", 10)
+			// The requester connected while the run was the program
+			// launched; the run's process then executes another.
+			w.f.Exec(10, w.f.Exe("other", "another program"), "other")
+			ch := w.decide(w.runReq(run, 13))
+			var d Decision
+		wait:
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				select {
+				case d = <-ch:
+					break wait
+				default:
+				}
+				if cards, _ := w.e.Cards(); len(cards) > 0 {
+					c := cards[0]
+					w.answer(c.ID, VerdictOnce, 30)
+					d = got(t, ch)
+					t.Fatalf("a card was shown for run %s as %s (sha256 %s), a program its process no longer runs; answered once: allow=%v (%s)", run.ID, c.Run.Exe, c.Run.SHA256, d.Allow, d.Reason)
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("no decision and no card")
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			if d.Allow || d.Reason != audit.ReasonProcessChanged {
+				t.Fatalf("a request through the socket of run %s, whose process executed another program: allow=%v (%s)", run.ID, d.Allow, d.Reason)
+			}
+			if run.Ended() != audit.ReasonProcessChanged {
+				t.Fatalf("the run ended as %q", run.Ended())
+			}
+		})
+	}
+}
+
+// A run whose process executes another program while a card for a
+// request through its socket is up has ended: a "once" answer given
+// then signs nothing.
+func TestRunThatExecutesWhileItsCardWaitsSignsNothing(t *testing.T) {
+	w := newWorld(t)
+	p := *w.e.Policy()
+	p.Mode = audit.ModePerCall
+	w.e.SetPolicy(&p)
+	run := w.launch("coder", 10)
+	ch := w.decide(w.runReq(run, 13))
+	c := w.card()
+	w.f.Exec(10, w.f.Exe("other", "another program"), "other")
+	if err := w.e.Answer(c.ID, Answer{Verdict: VerdictOnce, Subject: -1, Approver: "test"}, w.f.Peer(30)); err != nil {
+		t.Fatal(err)
+	}
+	if d := got(t, ch); d.Allow || d.Reason != audit.ReasonProcessChanged {
+		t.Fatalf("a once answer for the socket of run %s, whose process executed another program while the card was up: allow=%v (%s)", run.ID, d.Allow, d.Reason)
+	}
+}
