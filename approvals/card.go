@@ -72,6 +72,11 @@ type KeyView struct {
 	Cert           *Cert  `json:"certificate,omitempty"` // raw
 }
 
+// view is k as a card shows it, and as a grant of it is listed.
+func (k Key) view() KeyView {
+	return KeyView{Fingerprint: k.Fingerprint, Comment: k.Comment, Type: k.Type, Touch: k.Touch, Upstream: k.Upstream, UpstreamSocket: k.UpstreamSocket, Application: k.Application, Cert: k.Cert}
+}
+
 // DestView is the verified destination of an authentication.
 type DestView struct {
 	Fingerprint string   `json:"fingerprint"`

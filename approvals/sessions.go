@@ -49,7 +49,7 @@ func (e *Engine) Sessions() ([]RunState, []GrantView) {
 	for _, g := range e.grants {
 		count[g.Run]++
 		grants = append(grants, GrantView{
-			ID: g.ID, Run: g.Run.ID, Key: KeyView{Fingerprint: g.Key.Fingerprint, Comment: g.Key.Comment, Type: g.Key.Type},
+			ID: g.ID, Run: g.Run.ID, Key: g.Key.view(),
 			Dest: g.Dest, DestNames: g.DestNames, Namespace: g.Namespace, Approved: g.Created.UTC(), Approver: g.Approver,
 			BootID: g.BootID, Epoch: g.Epoch, Expires: g.expiresUnder(life),
 		})
