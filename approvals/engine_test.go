@@ -632,28 +632,14 @@ func TestHostCandidates(t *testing.T) {
 
 func TestGatewayRestartedIsExplained(t *testing.T) {
 	w := newWorld(t)
-	run := w.launch("agent", 10)
-	ch := w.decide(w.runReq(run, 13))
-	w.answer(w.card().ID, VerdictSession, 30)
-	got(t, ch)
-	w.e.Stop()
-
-	// A new gateway: new boot id, same display context file.
-	cfg2 := w.cfg
-	cfg2.BootID = "boot-2"
-	e2 := NewEngine(cfg2)
-	restored := e2.Restore()
+	run, e2, restored := w.restartApproved()
 	// The same socket, a new run id and nonce: the new gateway has not
 	// bound this run.
 	if len(restored) != 1 || restored[0].ID == run.ID || restored[0].Socket != run.Socket || restored[0].Nonce == run.Nonce || restored[0].PrevBoot != "boot-1" {
 		t.Fatalf("restored %+v", restored[0])
 	}
 	w.e = e2
-	ch = w.decide(w.runReq(restored[0], 13))
-	c := w.card()
-	if c.Reason != audit.ReasonReauthGatewayRestarted {
-		t.Fatalf("after restart: %s", c.Reason)
-	}
+	ch, c := w.askedAfterRestart(restored[0])
 	w.answer(c.ID, VerdictDeny, 30)
 	if d := got(t, ch); d.Allow {
 		t.Fatal("signed after a restart without a new approval")

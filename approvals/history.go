@@ -207,12 +207,15 @@ func (e *Engine) approvedBefore(p *procid.Process, key Key) bool {
 }
 
 // reauth explains why a card for subject and key is a re-approval, from
-// display context only. It returns the card reason and a sentence.
+// display context only. It returns the card reason and a sentence. What
+// ended the subject's own latest approval of key says what changed; a run
+// served again after a restart whose process had none of key is told it
+// is asked because the gateway restarted.
 func (e *Engine) reauth(subject *Run, key Key, destText string) (reason audit.Reason, sentence string) {
 	e.mu.Lock()
 	past := append([]Past(nil), e.past...)
 	e.mu.Unlock()
-	if subject.PrevBoot != "" {
+	restarted := func() (audit.Reason, string) {
 		return audit.ReasonReauthGatewayRestarted, "The gateway restarted. Approve this newly connected process to use key " + key.Display() + destText + "."
 	}
 	same := func(p *Past) bool { return p.PID == subject.Process.PID && p.Start == subject.Process.StartTicks }
@@ -225,10 +228,17 @@ func (e *Engine) reauth(subject *Run, key Key, destText string) (reason audit.Re
 		case p.Reason == audit.ReasonProcessChanged && p.BootID == e.bootID:
 			return audit.ReasonReauthProcessChanged, "The approved process (" + pastWho(p) + ") executed another program on the same pid, so it is a new process" + nowName(subject.Process.Name()) + ": approve it to use key " + key.Display() + destText + "."
 		case p.BootID != e.bootID:
-			return audit.ReasonReauthGatewayRestarted, "The gateway restarted. Approve this newly connected process to use key " + key.Display() + destText + "."
+			return restarted()
 		case p.Reason == audit.ReasonVaultLocked || p.Reason.Canonical() == audit.ReasonVaultStateChanged:
 			return audit.ReasonReauthVaultStateChanged, "The vault was locked or changed after the earlier approval, and unlocking it did not restore that approval. Approve this process again to use key " + key.Display() + destText + "."
 		}
+		// Ended in this gateway otherwise (revoked, expired): nothing
+		// changed of the process, and an earlier approval says nothing
+		// of why it is asked now.
+		return audit.ReasonCardNew, ""
+	}
+	if subject.PrevBoot != "" {
+		return restarted()
 	}
 	for i := len(past) - 1; i >= 0; i-- {
 		p := &past[i]

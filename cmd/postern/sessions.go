@@ -76,7 +76,10 @@ func printSessions(out io.Writer, res *api.SessionsResult) {
 			fmt.Fprintf(out, ", label %s", shownName(r.Label))
 		}
 		if r.Restored != "" {
-			fmt.Fprint(out, ", registered before the gateway restarted: needs approval again")
+			fmt.Fprint(out, ", registered before the gateway restarted")
+			if r.Grants == 0 {
+				fmt.Fprint(out, ": needs approval again")
+			}
 		}
 		fmt.Fprint(out, noCards(r), runConfinement(r))
 		fmt.Fprintln(out)

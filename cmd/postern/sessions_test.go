@@ -141,3 +141,22 @@ func TestSessionHistorySaysWhatEachApprovalCovered(t *testing.T) {
 		t.Errorf("sessions --history names a scope for a session of the key's every use:\n%s", lines[2])
 	}
 }
+
+// A run served again after a restart is listed as needing approval
+// again only while it has no grant: once the person approved it again,
+// it is listed with its grant, registered before the restart.
+func TestSessionsSayARestoredRunNeedsApprovalOnlyWithoutAGrant(t *testing.T) {
+	for _, grants := range []int{0, 1} {
+		r := sessionsRuns()[1]
+		r.Restored, r.Grants = "boot-1", grants
+		var b bytes.Buffer
+		printSessions(&b, &api.SessionsResult{Runs: []api.RunState{r}})
+		line := b.String()
+		if !strings.Contains(line, "registered before the gateway restarted") {
+			t.Errorf("a restored run with %d grants is not said to be registered before the restart:\n%s", grants, line)
+		}
+		if needs := strings.Contains(line, "needs approval again"); needs != (grants == 0) {
+			t.Errorf("a restored run with %d grants, said to need approval again: %v:\n%s", grants, needs, line)
+		}
+	}
+}
