@@ -58,8 +58,9 @@ type (
 		// moreUnknown: the journal holds more unknown entries than
 		// unknown, the newest journalShown.
 		moreUnknown bool
-		// jrnlErr says why the journal could not be read, for its tab.
-		jrnlErr string
+		// jrnlErr says why the journal could not be read, for its tab;
+		// sessErr, why the runs and grants could not be.
+		jrnlErr, sessErr string
 	}
 	// doneMsg is an answer, revocation or resolution, or its error;
 	// card is the card of an answer that failed, entry the journal entry
@@ -145,7 +146,10 @@ func (m *consoleModel) reload() tea.Cmd {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		var r refreshMsg
-		r.sessions, _ = gw.Sessions(ctx)
+		var err error
+		if r.sessions, err = gw.Sessions(ctx); err != nil {
+			r.sessErr = "the runs and grants cannot be read: " + safetext.Field(err.Error(), safetext.Line)
+		}
 		// One more than is listed tells whether there are more.
 		es, err := gw.JournalPage(ctx, api.JournalArgs{Status: "STATUS_UNKNOWN", Limit: journalShown + 1})
 		if len(es) > journalShown {

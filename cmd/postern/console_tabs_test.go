@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -191,5 +192,19 @@ func TestConsoleResolveFollowsTheChosenEntry(t *testing.T) {
 	}
 	if !strings.Contains(m.note, "J2") {
 		t.Errorf("the console does not say that J2 is gone: note %q", m.note)
+	}
+}
+
+// The runs tab says so when the runs and grants could not be read (the
+// gateway did not answer), and does not show "no live runs or grants",
+// which a person takes for nothing left to revoke.
+func TestConsoleRunsTabSaysWhenTheyCannotBeRead(t *testing.T) {
+	m := newConsoleModel(api.NewClient(filepath.Join(t.TempDir(), "agent.sock")), nil)
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 20})
+	m.Update(tea.KeyPressMsg{Code: tea.KeyTab})
+	m.Update(m.reload()())
+	lines, _ := screen(m, 20)
+	if view := strings.Join(lines, "\n"); strings.Contains(view, "no live runs or grants") || !strings.Contains(view, "the runs and grants cannot be read: ") {
+		t.Fatalf("the runs tab, when the gateway did not answer:\n%s", view)
 	}
 }

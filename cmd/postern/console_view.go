@@ -24,7 +24,13 @@ func (m *consoleModel) View() tea.View {
 		recent = m.viewCards(&b, above)
 	case tabRuns:
 		_, lines := m.runRows()
-		if len(lines) == 0 {
+		switch {
+		case m.refresh.sessErr != "":
+			// Not "none": what was listed may live on.
+			e := m.fit(m.refresh.sessErr)
+			b.WriteString(e + "\n")
+			above += lineCount(e)
+		case len(lines) == 0:
 			b.WriteString("no live runs or grants\n")
 		}
 		recent = m.viewRows(&b, lines, "runs and grants", above, "↑/↓ choose, r revokes (a run: all its grants)")
