@@ -174,6 +174,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	e.noteWhy(r, Decision{Mode: mode, Card: c.View.ID, Run: subj.ID}, true, chain)
 	e.log.Info("card shown", "card", c.View.ID, "reason", reason, "mode", mode, "key", r.Key.Fingerprint, "pid", r.Requester.PID)
 	go e.showElsewhere(showCtx, c.View, shows, consoles > 0)
+	defer e.watchSocketRun(r)()
 	return e.wait(ctx, c, r, mode, p)
 }
 

@@ -49,6 +49,29 @@ func (e *Engine) socketRunEnded(r *Request, live bool) audit.Reason {
 	return ""
 }
 
+// watchSocketRun watches, while a card for r waits, the run whose socket
+// r came through, and ends it when its process exits or executes another
+// program: an exec, which nothing reports, is found within
+// procid.RecheckEvery, and the run's cards are withdrawn with it (EndRun).
+// It returns the function that ends the watch; for a request that came
+// another way, one that does nothing.
+func (e *Engine) watchSocketRun(r *Request) (stop func()) {
+	if r.Channel.Kind != ChannelRun {
+		return func() {}
+	}
+	e.mu.Lock()
+	run := e.runs[r.Channel.Run]
+	e.mu.Unlock()
+	if run == nil || run.pin == nil {
+		return func() {}
+	}
+	return run.pin.WatchGone(func(error) {
+		if reason, ok := run.check(); !ok {
+			e.endFailed(run.ID, reason)
+		}
+	})
+}
+
 // EndRun ends a run and its grants.
 func (e *Engine) EndRun(id string, reason audit.Reason) {
 	e.mu.Lock()
