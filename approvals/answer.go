@@ -128,10 +128,14 @@ func (e *Engine) AnswerCard(id string, a Answer, approver *procid.Peer) (Verdict
 		}
 	}
 	var g *Grant
+	var fresh *Run // pinned for this answer, kept only with its grant
 	if a.Verdict == VerdictSession {
-		run, err := e.register(subj)
+		run, isNew, err := e.register(subj)
 		if err != nil {
 			return 0, err
+		}
+		if isNew {
+			fresh = run
 		}
 		p := e.Policy()
 		g = &Grant{
@@ -156,8 +160,29 @@ func (e *Engine) AnswerCard(id string, a Answer, approver *procid.Peer) (Verdict
 	// lock held. A grant stored from a stale epoch never covers anything
 	// (covering checks the epoch again).
 	_, epoch := e.vault()
+	if fresh != nil {
+		// Not kept yet, so nothing ends it when its process exits: it is
+		// checked here, and watched once kept.
+		if reason, ok := fresh.check(); !ok {
+			fresh.pin.Close()
+			if reason == audit.ReasonOutOfResources {
+				return 0, fmt.Errorf("cannot check the chosen process (pid %d): %w", fresh.Process.PID, procid.ErrNoResources)
+			}
+			return 0, fmt.Errorf("the chosen process (pid %d) ended before the approval was applied (%s)", fresh.Process.PID, reason)
+		}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	kept := false
+	if fresh != nil {
+		// Run last, under e.mu: a process chosen for a grant that was
+		// not given is no run.
+		defer func() {
+			if !kept {
+				fresh.pin.Close()
+			}
+		}()
+	}
 	if e.cards[id] != c {
 		return 0, ErrNoCard
 	}
@@ -171,6 +196,10 @@ func (e *Engine) AnswerCard(id string, a Answer, approver *procid.Peer) (Verdict
 		if epoch != c.epoch {
 			g = nil // answered across a lock or unlock: no grant
 		} else {
+			if fresh != nil {
+				g.Run = e.keepLocked(fresh, g.Epoch)
+				g.Nonce, kept = g.Run.Nonce, g.Run == fresh
+			}
 			e.addGrantLocked(g)
 		}
 	}
@@ -192,6 +221,10 @@ func (e *Engine) AnswerCard(id string, a Answer, approver *procid.Peer) (Verdict
 		a.grant, a.run = g.ID, g.Run.ID
 		if err := e.recordAt(ev, g.Epoch); err != nil {
 			e.removeGrantLocked(g.ID)
+			if kept {
+				delete(e.runs, fresh.ID)
+				kept = false
+			}
 			a.Verdict = VerdictDeny
 			e.closeCardLocked(c, a)
 			return 0, fmt.Errorf("%w; the approval was not applied", ErrNotRecorded)
@@ -199,6 +232,9 @@ func (e *Engine) AnswerCard(id string, a Answer, approver *procid.Peer) (Verdict
 	}
 	e.closeCardLocked(c, a)
 	e.answeredLocked(c, approves)
+	if kept {
+		e.endOnExit(fresh)
+	}
 	e.log.Info("card answered", attrs...)
 	return a.Verdict, nil
 }
@@ -220,13 +256,15 @@ func (e *Engine) closeCardLocked(c *Card, a Answer) {
 	close(c.done)
 }
 
-// register makes a chosen subject a run: pinned, with a launch nonce.
-func (e *Engine) register(subj *Run) (*Run, error) {
+// register makes a chosen subject a run: the run it is already (isNew
+// false), or a new one, pinned, with a launch nonce, that is not kept yet
+// (keepLocked): a run only once its grant is given.
+func (e *Engine) register(subj *Run) (run *Run, isNew bool, err error) {
 	if subj.ID != "" {
 		if reason, ok := subj.check(); !ok {
-			return nil, runFailed(subj.ID, reason)
+			return nil, false, runFailed(subj.ID, reason)
 		}
-		return subj, nil
+		return subj, false, nil
 	}
 	if run := e.liveRunOf(&subj.Process); run != nil {
 		// The process is a run already (launched, or approved before
@@ -237,36 +275,48 @@ func (e *Engine) register(subj *Run) (*Run, error) {
 		reason, ok := run.check()
 		switch {
 		case reason == audit.ReasonOutOfResources:
-			return nil, runFailed(run.ID, reason)
+			return nil, false, runFailed(run.ID, reason)
 		case !ok:
 			e.EndRun(run.ID, reason)
 		case !run.Process.Exe.Same(subj.Process.Exe) || run.Process.Layout != subj.Process.Layout:
-			return nil, fmt.Errorf("pid %d is no longer the process shown on the card", subj.Process.PID)
+			return nil, false, fmt.Errorf("pid %d is no longer the process shown on the card", subj.Process.PID)
 		default:
-			return run, nil
+			return run, false, nil
 		}
 	}
 	pin, err := e.procs.Pin(subj.Process.PID)
 	if err != nil {
 		if errors.Is(err, procid.ErrNoResources) {
-			return nil, fmt.Errorf("cannot pin the chosen process: %w", err)
+			return nil, false, fmt.Errorf("cannot pin the chosen process: %w", err)
 		}
-		return nil, fmt.Errorf("the chosen process is gone: %w", err)
+		return nil, false, fmt.Errorf("the chosen process is gone: %w", err)
 	}
 	// The same start time and executable, and the same address space
 	// layout: an exec of the same executable since the card was shown
 	// (an interpreter given another script) is another program.
 	if pin.StartTicks != subj.Process.StartTicks || !pin.Exe.Same(subj.Process.Exe) || pin.Layout != subj.Process.Layout {
 		pin.Close()
-		return nil, fmt.Errorf("pid %d is no longer the process shown on the card", subj.Process.PID)
+		return nil, false, fmt.Errorf("pid %d is no longer the process shown on the card", subj.Process.PID)
 	}
-	run := &Run{
+	run = &Run{
 		ID: newRunID(), Nonce: randomHex(16), Process: pin.Process, Argv: e.procs.Argv(pin.PID),
 		Started: e.now(), pin: pin,
 	}
-	e.addRun(run)
-	e.recordRun(run)
-	return run, nil
+	return run, true, nil
+}
+
+// keepLocked keeps run, new from register, as the run of its process, and
+// records it registered in vault epoch epoch; the caller watches its exit
+// (endOnExit) once e.mu is let go. When another answer made the process a
+// run meanwhile, that run is the one returned, and run is not kept. e.mu
+// held.
+func (e *Engine) keepLocked(run *Run, epoch uint64) *Run {
+	if other := e.liveRunOfLocked(&run.Process); other != nil {
+		return other
+	}
+	e.runs[run.ID] = run
+	e.recordAt(runRegistered(e.procs, run), epoch)
+	return run
 }
 
 // liveRunOf returns the run registered for process p (the same pid and
@@ -274,6 +324,11 @@ func (e *Engine) register(subj *Run) (*Run, error) {
 func (e *Engine) liveRunOf(p *procid.Process) *Run {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.liveRunOfLocked(p)
+}
+
+// liveRunOfLocked is liveRunOf; e.mu held.
+func (e *Engine) liveRunOfLocked(p *procid.Process) *Run {
 	for _, r := range e.runs {
 		if r.pin != nil && r.Ended() == "" && r.Process.PID == p.PID && r.Process.StartTicks == p.StartTicks {
 			return r

@@ -191,11 +191,14 @@ func BenchmarkDecideManyGrants(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			run, err := e.register(&Run{Process: p})
+			run, isNew, err := e.register(&Run{Process: p})
 			if err != nil {
 				b.Fatal(err)
 			}
 			e.mu.Lock()
+			if isNew {
+				run = e.keepLocked(run, 1)
+			}
 			e.addGrantLocked(&Grant{ID: newGrantID(), Run: run, Nonce: run.Nonce, BootID: "b", Epoch: 1, Key: key})
 			e.mu.Unlock()
 		}

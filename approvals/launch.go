@@ -166,11 +166,14 @@ func (e *Engine) ownNamespaces(pin *procid.Peer) (procid.Namespaces, error) {
 }
 
 // recordRun records the identity facts a run was registered with.
-func (e *Engine) recordRun(run *Run) {
-	e.record(audit.Event{
-		Type: audit.EventRunRegistered, Run: run.ID, Label: run.Label, Process: auditProcess(e.procs, &run.Process),
+func (e *Engine) recordRun(run *Run) { e.record(runRegistered(e.procs, run)) }
+
+// runRegistered is the event of run's registration.
+func runRegistered(t *procid.Table, run *Run) audit.Event {
+	return audit.Event{
+		Type: audit.EventRunRegistered, Run: run.ID, Label: run.Label, Process: auditProcess(t, &run.Process),
 		Detail: map[string]string{"launched": strconv.FormatBool(run.Launched), "previous_boot": run.PrevBoot, "confinement": run.Confinement.String()},
-	})
+	}
 }
 
 // ErrNotDescendant refuses a client of a run's socket that is not the

@@ -18,22 +18,17 @@ import (
 // the gateway to end later under another reason.
 func TestRunEndingWhileItsAnswerIsAppliedKeepsNoGrant(t *testing.T) {
 	w := newWorld(t)
-	ch := w.decide(w.req(13))
-	c := w.card()
-	if c.Subjects[c.Selected].PID != 10 {
-		t.Fatalf("card %+v", c)
-	}
-	w.mu.Lock()
-	w.atVault = func() {
+	c, ch, err := w.answerAcross(func() {
 		// The process exits, and a listing of the sessions meanwhile
 		// (as the watch of its exit would) ends its run.
 		w.f.Kill(10)
 		if runs, _ := w.e.Sessions(); len(runs) != 0 {
 			t.Errorf("a run whose process exited is listed: %+v", runs)
 		}
+	})
+	if c.Subjects[c.Selected].PID != 10 {
+		t.Fatalf("card %+v", c)
 	}
-	w.mu.Unlock()
-	err := w.e.Answer(c.ID, Answer{Verdict: VerdictSession, Subject: -1, Approver: "test"}, w.f.Peer(30))
 	if _, grants := w.e.Sessions(); len(grants) != 0 {
 		t.Fatalf("a grant of a run that had ended was stored: %+v", grants)
 	}
