@@ -142,15 +142,16 @@ func (e *Engine) AnswerCard(id string, a Answer, approver *procid.Peer) (Verdict
 			ID: newGrantID(), Run: run, Nonce: run.Nonce, BootID: e.bootID, Epoch: c.epoch,
 			Key: c.req.Key, Approver: a.Approver, Created: e.now(),
 		}
+		if d := c.View.Destination; d != nil {
+			g.asked.dest, g.asked.names = d.Fingerprint, d.Names
+		} else if c.req.Purpose == PurposeSSHSig {
+			g.asked.namespace = c.req.Namespace
+		}
 		// As narrow as the card said, or as the policy is now if that
 		// is narrower.
 		if c.scope == ScopeDestination || p.Scope == ScopeDestination {
 			g.Scoped = true
-			if d := c.View.Destination; d != nil {
-				g.Dest, g.DestNames = d.Fingerprint, d.Names
-			} else if c.req.Purpose == PurposeSSHSig {
-				g.Namespace = c.req.Namespace
-			}
+			g.Dest, g.DestNames, g.Namespace = g.asked.dest, g.asked.names, g.asked.namespace
 		}
 		if life := shorterLifetime(c.lifetime, p.Lifetime); life > 0 {
 			g.Expires = g.Created.Add(life)

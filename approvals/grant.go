@@ -30,8 +30,39 @@ type Grant struct {
 	Approver  string
 	Created   time.Time
 	Expires   time.Time // zero: ends only with the run
-	ended     audit.Reason
-	expiry    *time.Timer // ends the grant at Expires, asked or not
+	// asked is what its card asked about, as Dest, DestNames and
+	// Namespace say it of a scoped grant: what one approved unscoped
+	// covers while session_scope is "destination".
+	asked  askedDest
+	ended  audit.Reason
+	expiry *time.Timer // ends the grant at Expires, asked or not
+}
+
+// askedDest is the destination a card asked about: the verified host key's
+// fingerprint and inventory names, or an SSHSIG signature's namespace;
+// neither for a login to a destination not verified.
+type askedDest struct {
+	dest      string
+	names     []string
+	namespace string
+}
+
+// key is the destKey of the requests a grant for a covers, when scoped.
+func (a askedDest) key() string {
+	if a.dest == "" && a.namespace != "" {
+		return namespaceKey(a.namespace)
+	}
+	return a.dest
+}
+
+// covered returns what g covers under scope: what its card asked about
+// when it was approved scoped, or when scope narrows it (a tightening
+// applies at once); ok is false when it covers the key's every use.
+func (g *Grant) covered(scope Scope) (a askedDest, ok bool) {
+	if !g.Scoped && scope != ScopeDestination {
+		return askedDest{}, false
+	}
+	return g.asked, true
 }
 
 func newGrantID() string { return "G" + randomHex(4) }
@@ -61,22 +92,23 @@ func namespaceKey(ns string) string { return "namespace " + ns }
 // scopeKey is the destKey of the requests g covers when it is scoped,
 // or "" when it is not.
 func (g *Grant) scopeKey() string {
-	if g.Scoped && g.Dest == "" && g.Namespace != "" {
-		return namespaceKey(g.Namespace)
+	if !g.Scoped {
+		return ""
 	}
-	return g.Dest
+	return g.asked.key()
 }
 
 // coversDest reports whether g covers a request with the given
 // destination. A grant is scoped when it was approved under
 // session_scope = "destination", or when that is the policy now (a
-// tightening applies at once).
+// tightening applies at once): it covers what its card asked about.
 func (g *Grant) coversDest(r *Request, dest *DestView, scope Scope) bool {
-	if !g.Scoped && scope != ScopeDestination {
+	a, scoped := g.covered(scope)
+	if !scoped {
 		return true
 	}
 	k, ok := destKey(r, dest)
-	return ok && k == g.scopeKey()
+	return ok && k == a.key()
 }
 
 // grantSlot is where a grant is found: the approved run's process (pid

@@ -25,24 +25,11 @@ func TestRunSocketOfAnExecutedRunShowsNoCard(t *testing.T) {
 			// launched; the run's process then executes another.
 			w.f.Exec(10, w.f.Exe("other", "another program"), "other")
 			ch := w.decide(w.runReq(run, 13))
-			var d Decision
-		wait:
-			for deadline := time.Now().Add(10 * time.Second); ; {
-				select {
-				case d = <-ch:
-					break wait
-				default:
-				}
-				if cards, _ := w.e.Cards(); len(cards) > 0 {
-					c := cards[0]
-					w.answer(c.ID, VerdictOnce, 30)
-					d = got(t, ch)
-					t.Fatalf("a card was shown for run %s as %s (sha256 %s), a program its process no longer runs; answered once: allow=%v (%s)", run.ID, c.Run.Exe, c.Run.SHA256, d.Allow, d.Reason)
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("no decision and no card")
-				}
-				time.Sleep(2 * time.Millisecond)
+			d, c := w.decisionOrCard(ch)
+			if c != nil {
+				w.answer(c.ID, VerdictOnce, 30)
+				d = got(t, ch)
+				t.Fatalf("a card was shown for run %s as %s (sha256 %s), a program its process no longer runs; answered once: allow=%v (%s)", run.ID, c.Run.Exe, c.Run.SHA256, d.Allow, d.Reason)
 			}
 			if d.Allow || d.Reason != audit.ReasonProcessChanged {
 				t.Fatalf("a request through the socket of run %s, whose process executed another program: allow=%v (%s)", run.ID, d.Allow, d.Reason)
@@ -94,4 +81,23 @@ func TestCardOfARunThatExecutesIsWithdrawn(t *testing.T) {
 	if run.Ended() != audit.ReasonProcessChanged {
 		t.Fatalf("the run ended as %q", run.Ended())
 	}
+}
+
+// decisionOrCard waits for the decision ch brings, or for a card to be
+// shown first: then the card is returned, and the decision is still to
+// come.
+func (w *world) decisionOrCard(ch <-chan Decision) (Decision, *CardView) {
+	w.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		select {
+		case d := <-ch:
+			return d, nil
+		default:
+		}
+		if cards, _ := w.e.Cards(); len(cards) > 0 {
+			return Decision{}, &cards[0]
+		}
+	}
+	w.t.Fatal("no decision and no card")
+	return Decision{}, nil
 }

@@ -41,16 +41,19 @@ type GrantView struct {
 // listed has ended.
 func (e *Engine) Sessions() ([]RunState, []GrantView) {
 	e.pruneChanged()
-	life := e.Policy().Lifetime
+	pol := e.Policy()
+	life, scope := pol.Lifetime, pol.Scope
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	count := map[*Run]int{}
 	grants := make([]GrantView, 0, len(e.grants))
 	for _, g := range e.grants {
 		count[g.Run]++
+		// What it covers under the scope in force.
+		a, _ := g.covered(scope)
 		grants = append(grants, GrantView{
 			ID: g.ID, Run: g.Run.ID, Key: g.Key.view(),
-			Dest: g.Dest, DestNames: g.DestNames, Namespace: g.Namespace, Approved: g.Created.UTC(), Approver: g.Approver,
+			Dest: a.dest, DestNames: a.names, Namespace: a.namespace, Approved: g.Created.UTC(), Approver: g.Approver,
 			BootID: g.BootID, Epoch: g.Epoch, Expires: g.expiresUnder(life),
 		})
 	}
