@@ -96,7 +96,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	}
 	covers := "this call only"
 	if mode == audit.ModeSession {
-		reason, sentence = e.reauth(subj, r.Key, target)
+		reason, sentence = e.reauth(subj, r.Key)
 		covers = SessionCovers(p.Scope, r.Purpose, dest, p.Lifetime)
 	}
 	now := e.now()

@@ -231,7 +231,8 @@ func (v *CardView) Text() string {
 		b.WriteString("Warning: through a forwarded agent connection (a remote host is asking)\n")
 	}
 	if v.Changed != "" {
-		fmt.Fprintf(&b, "%s: %s\n", v.Reason, safetext.Field(v.Changed, safetext.Line))
+		// The reason is on the card's own line, below.
+		fmt.Fprintf(&b, "%s\n", safetext.Field(v.Changed, safetext.Line))
 	}
 	if v.DeniedBefore > 0 {
 		who := "process's"

@@ -206,17 +206,22 @@ func (e *Engine) approvedBefore(p *procid.Process, key Key) bool {
 	return false
 }
 
+// SentenceGatewayRestarted is what a card says of a run served again
+// after a gateway restart that has no approval of the key since.
+const SentenceGatewayRestarted = "The gateway restarted. Approve this newly connected process to use this key."
+
 // reauth explains why a card for subject and key is a re-approval, from
 // display context only. It returns the card reason and a sentence. What
 // ended the subject's own latest approval of key says what changed; a run
 // served again after a restart whose process had none of key is told it
-// is asked because the gateway restarted.
-func (e *Engine) reauth(subject *Run, key Key, destText string) (reason audit.Reason, sentence string) {
+// is asked because the gateway restarted. The sentence names neither the
+// key nor the destination: the card's question does, on its first line.
+func (e *Engine) reauth(subject *Run, key Key) (reason audit.Reason, sentence string) {
 	e.mu.Lock()
 	past := append([]Past(nil), e.past...)
 	e.mu.Unlock()
 	restarted := func() (audit.Reason, string) {
-		return audit.ReasonReauthGatewayRestarted, "The gateway restarted. Approve this newly connected process to use key " + key.Display() + destText + "."
+		return audit.ReasonReauthGatewayRestarted, SentenceGatewayRestarted
 	}
 	same := func(p *Past) bool { return p.PID == subject.Process.PID && p.Start == subject.Process.StartTicks }
 	for i := len(past) - 1; i >= 0; i-- {
@@ -226,11 +231,11 @@ func (e *Engine) reauth(subject *Run, key Key, destText string) (reason audit.Re
 		}
 		switch {
 		case p.Reason == audit.ReasonProcessChanged && p.BootID == e.bootID:
-			return audit.ReasonReauthProcessChanged, "The approved process (" + pastWho(p) + ") executed another program on the same pid, so it is a new process" + nowName(subject.Process.Name()) + ": approve it to use key " + key.Display() + destText + "."
+			return audit.ReasonReauthProcessChanged, "The approved process (" + pastWho(p) + ") executed another program on the same pid, so it is a new process" + nowName(subject.Process.Name()) + ": approve it to use this key."
 		case p.BootID != e.bootID:
 			return restarted()
 		case p.Reason == audit.ReasonVaultLocked || p.Reason.Canonical() == audit.ReasonVaultStateChanged:
-			return audit.ReasonReauthVaultStateChanged, "The vault was locked or changed after the earlier approval, and unlocking it did not restore that approval. Approve this process again to use key " + key.Display() + destText + "."
+			return audit.ReasonReauthVaultStateChanged, "The vault was locked or changed after the earlier approval, and unlocking it did not restore that approval. Approve this process again to use this key."
 		}
 		// Ended in this gateway otherwise (revoked, expired): nothing
 		// changed of the process, and an earlier approval says nothing
@@ -252,7 +257,7 @@ func (e *Engine) reauth(subject *Run, key Key, destText string) (reason audit.Re
 			if sameLabel {
 				what = "label"
 			}
-			return audit.ReasonReauthProcessChanged, "The approved process (" + pastWho(p) + ") ended" + endWord(p.Reason) + ". This is a new process with the same " + what + ": approve it to use key " + key.Display() + destText + "."
+			return audit.ReasonReauthProcessChanged, "The approved process (" + pastWho(p) + ") ended" + endWord(p.Reason) + ". This is a new process with the same " + what + ": approve it to use this key."
 		}
 	}
 	return audit.ReasonCardNew, ""

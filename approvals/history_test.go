@@ -44,11 +44,11 @@ func TestReauthSentenceNamesOnlyAKnownEndReason(t *testing.T) {
 	e := NewEngine(Config{ContextFile: path, BootID: "b1"})
 	e.Restore()
 	subject := &Run{Label: "deploy-bot", Process: procid.Process{PID: 40, StartTicks: 600}}
-	if _, s := e.reauth(subject, Key{Fingerprint: "SHA256:k"}, ""); strings.Contains(s, "administrator") || !strings.Contains(s, "ended.") {
+	if _, s := e.reauth(subject, Key{Fingerprint: "SHA256:k"}); strings.Contains(s, "administrator") || !strings.Contains(s, "ended.") {
 		t.Errorf("a reason the file holds, not a word of the vocabulary, is in the card's sentence: %q", s)
 	}
 	other := &Run{Label: "other", Process: procid.Process{PID: 41, StartTicks: 700}}
-	if _, s := e.reauth(other, Key{Fingerprint: "SHA256:k2"}, ""); !strings.Contains(s, "ended (revoked).") {
+	if _, s := e.reauth(other, Key{Fingerprint: "SHA256:k2"}); !strings.Contains(s, "ended (revoked).") {
 		t.Errorf("a known end reason is not named: %q", s)
 	}
 }

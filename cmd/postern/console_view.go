@@ -232,5 +232,11 @@ func (m *consoleModel) promptText(cut bool) string {
 	case cut:
 		return m.fit(titleStyle.Render(fmt.Sprintf("card %s: d denies it; make this window taller to approve it", p.card.ID))) + "\n"
 	}
-	return m.fit(p.subjects()+"\n"+titleStyle.Render(p.question())) + "\n"
+	// The runs to choose from, then an empty line; no empty line of its
+	// own without them (the layout leaves one under the card).
+	subjects := p.subjects()
+	if subjects != "" {
+		subjects += "\n"
+	}
+	return m.fit(subjects+titleStyle.Render(p.question())) + "\n"
 }
