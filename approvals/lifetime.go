@@ -165,12 +165,7 @@ func (e *Engine) EpochChanged(locked bool) {
 	for id, g := range e.grants {
 		e.endGrantLocked(id, g, reason)
 	}
-	for _, c := range e.cards {
-		if c.policy != nil {
-			continue // a policy change is no request: it waits on
-		}
-		e.closeCardLocked(c, Answer{Verdict: VerdictDeny, withdrawn: reason})
-	}
+	e.withdrawRequestsLocked(reason)
 	e.savePastLocked()
 }
 
@@ -196,6 +191,25 @@ func (e *Engine) RevokeAll() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.revokeLocked(func(string, *Grant) bool { return true })
+}
+
+// WithdrawRequests refuses every pending card of a request, as revoked:
+// for SIGUSR1, after which no key the cards ask about is held, and no
+// answer given later to a card asked before it should grant anything.
+func (e *Engine) WithdrawRequests() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.withdrawRequestsLocked(audit.ReasonRevoked)
+}
+
+// withdrawRequestsLocked refuses every pending card of a request, why; a
+// policy change is no request, and its card waits on. e.mu held.
+func (e *Engine) withdrawRequestsLocked(why audit.Reason) {
+	for _, c := range e.cards {
+		if c.policy == nil {
+			e.closeCardLocked(c, Answer{Verdict: VerdictDeny, withdrawn: why})
+		}
+	}
 }
 
 func (e *Engine) revokeLocked(match func(id string, g *Grant) bool) int {

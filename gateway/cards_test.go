@@ -131,8 +131,7 @@ func TestFollowedCardsMatchTheEngine(t *testing.T) {
 
 	reqs := []*procid.Peer{requester(t), requester(t)}
 	req := func(r *rand.Rand) *approvals.Request {
-		return &approvals.Request{Requester: reqs[r.IntN(len(reqs))], Channel: approvals.Channel{Kind: approvals.ChannelAgent},
-			Key: approvals.Key{Fingerprint: "SHA256:k"}, Purpose: approvals.PurposeOther}
+		return otherRequest(reqs[r.IntN(len(reqs))])
 	}
 	cancels := map[string]context.CancelFunc{}
 	var wg sync.WaitGroup
@@ -230,14 +229,29 @@ func cardsJSON(cards []api.Card) string {
 
 func first[A, B any](a A, _ B) A { return a }
 
+// startPerCallGateway starts a gateway that asks about every request, on
+// a card that waits an hour.
+func startPerCallGateway(t *testing.T) (*Gateway, string) {
+	t.Helper()
+	g, sock := startGateway(t)
+	p := *g.engine.Policy()
+	p.Mode, p.CardTimeout = audit.ModePerCall, time.Hour
+	g.engine.SetPolicy(&p)
+	return g, sock
+}
+
+// otherRequest is a request of requester through the main socket, for
+// data the agent cannot interpret.
+func otherRequest(requester *procid.Peer) *approvals.Request {
+	return &approvals.Request{Requester: requester, Channel: approvals.Channel{Kind: approvals.ChannelAgent},
+		Key: approvals.Key{Fingerprint: "SHA256:k"}, Purpose: approvals.PurposeOther}
+}
+
 // A follower is sent one snapshot, then only the changes: the card
 // added, the id of the card gone.
 func TestFollowCardsSendsTheChanges(t *testing.T) {
-	g, sock := startGateway(t)
+	g, sock := startPerCallGateway(t)
 	e := g.engine
-	p := *e.Policy()
-	p.Mode, p.CardTimeout = audit.ModePerCall, time.Hour
-	e.SetPolicy(&p)
 	c := api.NewClient(sock)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -261,8 +275,7 @@ func TestFollowCardsSendsTheChanges(t *testing.T) {
 	if d := next(); !d.Reset || len(d.Cards) != 0 {
 		t.Fatalf("first: %+v", d)
 	}
-	rq := &approvals.Request{Requester: requester(t), Channel: approvals.Channel{Kind: approvals.ChannelAgent},
-		Key: approvals.Key{Fingerprint: "SHA256:k"}, Purpose: approvals.PurposeOther}
+	rq := otherRequest(requester(t))
 	decided := make(chan approvals.Decision, 1)
 	go func() { decided <- e.Decide(ctx, rq) }()
 	added := next()
@@ -292,11 +305,8 @@ func TestFollowCardsThroughQuietPeriods(t *testing.T) {
 	was := recheckFollower
 	t.Cleanup(func() { recheckFollower = was })
 	recheckFollower = 20 * time.Millisecond
-	g, sock := startGateway(t)
+	g, sock := startPerCallGateway(t)
 	e := g.engine
-	p := *e.Policy()
-	p.Mode, p.CardTimeout = audit.ModePerCall, time.Hour
-	e.SetPolicy(&p)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	deltas := make(chan *api.CardsDelta, 16)
@@ -306,8 +316,7 @@ func TestFollowCardsThroughQuietPeriods(t *testing.T) {
 	}()
 	<-deltas // the snapshot
 	time.Sleep(10 * recheckFollower)
-	rq := &approvals.Request{Requester: requester(t), Channel: approvals.Channel{Kind: approvals.ChannelAgent},
-		Key: approvals.Key{Fingerprint: "SHA256:k"}, Purpose: approvals.PurposeOther}
+	rq := otherRequest(requester(t))
 	go e.Decide(ctx, rq)
 	select {
 	case d := <-deltas:

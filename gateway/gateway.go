@@ -428,10 +428,13 @@ func (g *Gateway) onSignal(s os.Signal) {
 		return
 	}
 	// As OpenSSH 10's ssh-agent: every key goes. Added keys are wiped,
-	// an unlocked vault is locked, and every grant ends.
+	// an unlocked vault is locked, every grant ends, and every card of a
+	// request is withdrawn (a lock withdraws them too; without a vault,
+	// an answer given later would grant a key the person had just wiped).
 	g.recordKeysGone(g.keys.Wipe(), audit.ReasonRevoked)
 	g.vault.lockIfOpen()
 	n := g.engine.RevokeAll()
+	g.engine.WithdrawRequests()
 	g.log.Info("all keys wiped and grants revoked", "signal", "SIGUSR1", "grants", n)
 }
 

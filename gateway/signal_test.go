@@ -1,12 +1,16 @@
 package gateway
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/postern/postern/approvals"
+	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/sshagent"
 )
 
@@ -34,5 +38,45 @@ func TestSignalIsActedOnBeforeTheNextRequest(t *testing.T) {
 	g.agent.Before()
 	if ids, err := g.keys.Identities(); len(ids) != 0 {
 		t.Fatalf("%d keys left for the request after SIGUSR1 (%v)", len(ids), err)
+	}
+}
+
+// SIGUSR1 withdraws the pending cards of requests, as a lock does, where
+// without a vault they stayed up: an answer given after the person had
+// wiped every key still granted (a session for a key added again later)
+// or signed (once, with a key of the upstream agent, which SIGUSR1 does
+// not wipe).
+func TestSignalWithdrawsPendingCards(t *testing.T) {
+	g, sock := startPerCallGateway(t)
+	e := g.engine
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Each change, the snapshot first: a console follows from then on.
+	deltas := make(chan *api.CardsDelta, 4)
+	go api.NewClient(sock).FollowCards(ctx, true, func(d *api.CardsDelta) error { deltas <- d; return nil })
+	<-deltas
+	rq := otherRequest(requester(t))
+	decided := make(chan approvals.Decision, 1)
+	go func() { decided <- e.Decide(ctx, rq) }()
+	select {
+	case d := <-deltas:
+		if len(d.Cards) != 1 {
+			t.Fatalf("the change after the request: %+v", d)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no card")
+	}
+	g.signals <- syscall.SIGUSR1
+	g.agent.Before()
+	select {
+	case d := <-decided:
+		if d.Allow {
+			t.Fatalf("allowed: %+v", d)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the card stayed up after SIGUSR1")
+	}
+	if cards, _ := e.Cards(); len(cards) != 0 {
+		t.Fatalf("%d cards pending after SIGUSR1", len(cards))
 	}
 }
