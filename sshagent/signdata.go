@@ -3,6 +3,7 @@ package sshagent
 import (
 	"bytes"
 	"errors"
+	"strings"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
@@ -154,6 +155,12 @@ func parseSignData(data []byte, key ssh.PublicKey) (signData, error) {
 		}
 		if len(m.Namespace) > maxNamespace {
 			return signData{kind: signSSHSig}, errors.New("malformed SSHSIG data: a namespace longer than 255 bytes")
+		}
+		// OpenSSH reads the namespace as a C string, in ssh-agent as in
+		// ssh-keygen -Y verify: one with a NUL is refused there, and
+		// would be shown here as what no verifier checks.
+		if strings.IndexByte(m.Namespace, 0) >= 0 {
+			return signData{kind: signSSHSig}, errors.New("malformed SSHSIG data: a NUL byte in the namespace")
 		}
 		// What ssh-keygen -Y sign sends and -Y verify accepts: the
 		// message's SHA-256 or SHA-512 hash, nothing of another size

@@ -127,6 +127,25 @@ func TestSSHSigNamespaceBounded(t *testing.T) {
 	}
 }
 
+// A namespace holding a NUL byte is refused as malformed before any card,
+// as OpenSSH's agent refuses it (it reads the namespace as a C string, as
+// ssh-keygen -Y verify does), where it was signed, the card showing
+// "git\x00…", which no verifier would check.
+func TestSSHSigNamespaceWithNULIsRefused(t *testing.T) {
+	ts := startServer(t)
+	ag, _ := ts.client(t)
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	pub, _ := ssh.NewPublicKey(k.Public())
+	ag.Add(agent.AddedKey{PrivateKey: k})
+	asked := ts.dec.count()
+	if _, err := ag.Sign(pub, sshsigBlob("git\x00file", "", "sha512", 64)); err == nil {
+		t.Fatal("signed in a namespace holding a NUL byte")
+	}
+	if ts.dec.count() != asked || ts.dec.lastRefusal() != audit.ReasonMalformedRequest {
+		t.Fatalf("asked %d times, refused as %q", ts.dec.count()-asked, ts.dec.lastRefusal())
+	}
+}
+
 // A signature refused before any decision (the agent locked, the key not
 // held) is recorded as what its data says it is: an SSHSIG signature in
 // its namespace, as one refused by a decision is, so that the audit log
