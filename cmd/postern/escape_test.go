@@ -69,13 +69,14 @@ func TestSessionHistoryShowsRunEscaped(t *testing.T) {
 
 // An entry after the audit log's last checkpoint may be anyone's (its
 // recipient is public): sessions --history escapes the run, grant, key
-// and end reason it names as it escapes a label.
+// end reason and host it names as it escapes a label.
 func TestSessionHistoryShowsForgedFieldsEscaped(t *testing.T) {
 	for _, s := range []api.AuditSession{
 		{Run: hostile, Grant: "G1", Key: "SHA256:k"},
 		{Run: "R1", Grant: hostile, Key: "SHA256:k"},
 		{Run: "R1", Grant: "G1", Key: hostile},
 		{Run: "R1", Grant: "G1", Key: "SHA256:k", Ended: time.Now(), EndReason: hostile},
+		{Run: "R1", Grant: "G1", Key: "SHA256:k", Dest: hostile, DestNames: []string{"db-1"}},
 	} {
 		s.Approved = time.Now()
 		line := sessionLine(s)

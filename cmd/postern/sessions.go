@@ -106,11 +106,12 @@ func grantScope(g *api.Grant) string { return scopeText(g.Dest, g.DestNames, g.N
 
 // scopeText is grantScope for a grant approved for the host key dest
 // (with its inventory names) or for signatures in namespace ns, live or
-// as the audit log tells it.
+// as the audit log tells it. Each is escaped: an entry after the log's
+// last checkpoint may be anyone's.
 func scopeText(dest string, names []string, ns string) string {
 	switch {
 	case dest != "":
-		return fmt.Sprintf("  to %s %s", dest, strings.Join(safetext.Tokens(names, safetext.Name), ","))
+		return fmt.Sprintf("  to %s %s", shown(dest), strings.Join(safetext.Tokens(names, safetext.Name), ","))
 	case ns != "":
 		return "  namespace " + safetext.Quote(ns, 0)
 	}
