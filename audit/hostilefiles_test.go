@@ -2,7 +2,9 @@ package audit
 
 import (
 	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -87,5 +89,41 @@ func TestOpenKeepsASegmentWithBytesPastItsStart(t *testing.T) {
 	}
 	if _, serr := os.Stat(seg); !errors.Is(err, ErrDamaged) || serr != nil {
 		t.Fatalf("open: %v; the segment: %v", err, serr)
+	}
+}
+
+// A FIFO put where the log was does not hold up retiring it (postern
+// audit new, what the error of a damaged log tells a person to run): the
+// FIFO moves aside with the rest, in bounded time, where opening it to
+// take its lock waited for a writer for ever.
+func TestRetireALogThatIsAFIFO(t *testing.T) {
+	tl := newTestSetup(t)
+	l := tl.open(t)
+	mustAppend(t, l, ev(EventSign, "R1"))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(tl.path); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(tl.path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(t.TempDir(), "retired")
+	done := make(chan error, 1)
+	go func() {
+		_, err := Retire(filepath.Dir(tl.path), tl.path, dest)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("retiring a log that is a FIFO: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("retiring a log that is a FIFO still waits after 10 s")
+	}
+	if _, err := os.Lstat(tl.path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the FIFO is still where the log was: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 
 	"github.com/postern/postern/internal/atomicfile"
 	"github.com/postern/postern/internal/xdg"
@@ -20,7 +21,13 @@ import (
 // ErrLocked while a gateway writes the log. It returns the files moved;
 // on an error, the files it had moved are put back.
 func Retire(stateDir, logPath, dest string) ([]string, error) {
-	if f, err := os.Open(logPath); err == nil {
+	// Not blocking and not following a link: what a program put in the
+	// log's place (a FIFO nobody writes to, a link) moves aside with the
+	// rest instead of holding this open for ever. No gateway writes
+	// through a link (Open refuses one), so there is no lock to take.
+	f, err := os.OpenFile(logPath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	switch {
+	case err == nil:
 		defer f.Close()
 		held, err := lockFile(f)
 		if held {
@@ -29,7 +36,8 @@ func Retire(stateDir, logPath, dest string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("lock audit log %s: %w", logPath, err)
 		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ELOOP):
+	default:
 		return nil, err
 	}
 	var names []string
