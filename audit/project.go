@@ -376,9 +376,13 @@ func lineFields(e *Event, proc *Process) []Field {
 		add("dest", dest)
 		add("mode", string(e.Mode))
 	case EventSessionApproved:
+		// The host of an approval scoped to one (session_scope =
+		// "destination"); the namespace of one scoped to signatures is
+		// in the detail.
 		add("run", e.Run)
 		add("grant", e.Grant)
 		add("key", e.Key)
+		add("dest", dest)
 		add("exe", exe)
 		add("signer", signer)
 		add("boot", e.BootID)

@@ -350,3 +350,15 @@ func TestActivityNamesTheKeyRefused(t *testing.T) {
 		t.Fatalf("the refusal does not name its key: %q", l)
 	}
 }
+
+// A session approval scoped to one host (session_scope = "destination")
+// names the host on its line, by the name the host inventory gave it, as
+// the requests under it do: without it, the line read as an approval of
+// the key's every use.
+func TestActivityNamesTheHostASessionIsApprovedFor(t *testing.T) {
+	evs := []Event{{Seq: 1, Type: EventSessionApproved, Time: at("10:00:00"), Run: "R1", Grant: "G1", Key: "SHA256:k",
+		Dest: "SHA256:d", DestNames: []string{"prod-db-1"}, Mode: ModeSession}}
+	if l := Activity(evs, time.Time{})[0].String(); !strings.Contains(l, " key=SHA256:k dest=prod-db-1 ") {
+		t.Fatalf("the approval does not name the host it covers: %q", l)
+	}
+}
