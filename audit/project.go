@@ -375,6 +375,7 @@ func lineFields(e *Event, proc *Process) []Field {
 		add("key", e.Key)
 		add("dest", dest)
 		add("mode", string(e.Mode))
+		forwarding()
 	case EventSessionApproved:
 		// The host of an approval scoped to one (session_scope =
 		// "destination"); the namespace of one scoped to signatures is
@@ -396,6 +397,7 @@ func lineFields(e *Event, proc *Process) []Field {
 		add("key", e.Key)
 		add("reason", string(e.Reason))
 		add("dest", dest)
+		forwarding()
 	case EventSign:
 		// The card a person approved it on, for a signature asked about
 		// on its own (per call): several may be up at once.

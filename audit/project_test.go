@@ -362,3 +362,19 @@ func TestActivityNamesTheHostASessionIsApprovedFor(t *testing.T) {
 		t.Fatalf("the approval does not name the host it covers: %q", l)
 	}
 }
+
+// A request that came through a host the agent is forwarded to says so
+// on each of its lines, the card shown for it and its refusal as its
+// signature does: without it, a card or a refusal for a host's request
+// read as one for a program on this machine.
+func TestActivitySaysEachForwardedRequestIsOne(t *testing.T) {
+	for _, e := range []Event{
+		{Seq: 1, Type: EventCardShown, Time: at("10:00:00"), Run: "R1", Card: "C1", Key: "SHA256:k", Dest: "SHA256:d", Mode: ModePerCall, Forwarding: true},
+		{Seq: 2, Type: EventActionDenied, Time: at("10:00:01"), Run: "R1", Key: "SHA256:k", Dest: "SHA256:d", Reason: ReasonDenied, Forwarding: true},
+		{Seq: 3, Type: EventSign, Time: at("10:00:02"), Run: "R1", Card: "C1", Key: "SHA256:k", Dest: "SHA256:d", Mode: ModePerCall, Forwarding: true},
+	} {
+		if l := Activity([]Event{e}, time.Time{})[0].String(); !strings.Contains(l, " forwarding=yes") {
+			t.Errorf("the line of a forwarded request does not say so: %q", l)
+		}
+	}
+}
