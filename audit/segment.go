@@ -62,7 +62,7 @@ func segmentSize(first int64, i int) int64 {
 }
 
 // segmentIndexes returns the indexes of the segments beside the log at path
-// (not 0), sorted.
+// (not 0), sorted: of the files named as segmentName names them.
 func segmentIndexes(path string) ([]int, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -78,7 +78,10 @@ func segmentIndexes(path string) ([]int, error) {
 		if !ok || len(rest) < 6 || strings.Trim(rest, "0123456789") != "" {
 			continue
 		}
-		if i, err := strconv.Atoi(rest); err == nil && i > 0 {
+		// Only the name the writer gives segment i (segmentName): one
+		// with more leading zeros is another file, not a second segment
+		// i.
+		if i, err := strconv.Atoi(rest); err == nil && i > 0 && e.Name() == filepath.Base(segmentName(base, i)) {
 			out = append(out, i)
 		}
 	}

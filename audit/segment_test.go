@@ -328,3 +328,42 @@ func TestReadSeeksByCheckpointSummaries(t *testing.T) {
 		}
 	}
 }
+
+// A file beside the log whose name reads as a segment's number with more
+// leading zeros than the writer gives it (audit.log.0000001) is no
+// segment: verification and the gateway's start read the log as it is,
+// where they counted it as a second segment 1, and reported segment 2 as
+// missing, "records were removed from the log", of a log nothing had
+// been removed from, and the gateway did not start.
+func TestStrayFileNamedLikeASegmentIsNone(t *testing.T) {
+	tl, l := segmentedLog(t, 1500)
+	l.Close()
+	want, err := VerifyPath(tl.path, tl.pin())
+	if err != nil || !want.OK {
+		t.Fatalf("verify: %v %+v", err, want)
+	}
+	b, err := os.ReadFile(segmentName(tl.path, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{".0000001", ".0000002"} {
+		if err := os.WriteFile(tl.path+name, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := VerifyPath(tl.path, tl.pin())
+	if err != nil || !r.OK || r.Records != want.Records {
+		t.Fatalf("verify with audit.log.0000001 and .0000002 beside the log: %v: %s (%d records, want %d)", err, describe(r), r.Records, want.Records)
+	}
+	l, err = Open(tl.cfg)
+	if err != nil {
+		t.Fatalf("open with audit.log.0000001 and .0000002 beside the log: %v", err)
+	}
+	mustAppend(t, l, ev(EventSign, "R1"))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := VerifyPath(tl.path, tl.pin()); err != nil || !r.OK || r.Records <= want.Records {
+		t.Fatalf("verify after an append: %v: %s", err, describe(r))
+	}
+}
