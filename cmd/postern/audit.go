@@ -250,7 +250,7 @@ func printReport(out io.Writer, path, pinFrom string, anchors []checkedAnchor, r
 		fmt.Fprintf(out, "  last checkpoint: epoch %d at seq %d, %s; %s after it not sealed yet\n", c.Epoch, c.Seq, c.Time.Local().Format(time.RFC3339), plural(int(r.UnsealedEntries), "entry"))
 	}
 	if r.Torn != nil {
-		fmt.Fprintf(out, "  warning: torn last record (a crash while writing): %d bytes at offset %d\n", r.Torn.Bytes, r.Torn.Offset)
+		fmt.Fprintf(out, "  warning: torn last record (a crash while writing): %d bytes at %s\n", r.Torn.Bytes, inFile(path, r.Torn.Offset, r.Torn.File))
 	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(out, "  warning: %s\n", w)
@@ -260,8 +260,9 @@ func printReport(out io.Writer, path, pinFrom string, anchors []checkedAnchor, r
 	}
 }
 
-// inFile says where in the log at path the first bad record is: "byte N"
-// in the log's own file, "byte N of FILE" in a later segment.
+// inFile says where in the log at path a record is (the first bad one, a
+// torn one): "byte N" in the log's own file, "byte N of FILE" in a later
+// segment.
 func inFile(path string, off int64, file string) string {
 	s := fmt.Sprintf("byte %d", off)
 	if file != "" && file != filepath.Base(path) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/gateway/api"
 )
 
 func TestParseSince(t *testing.T) {
@@ -114,5 +115,22 @@ func TestVerifyNamesTheSegmentOfTheFirstBadRecord(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "first bad record: seq ") || !strings.Contains(out.String(), " of audit.log.000001: ") {
 		t.Fatalf("verify does not name the segment of the first bad record:\n%s", out.String())
+	}
+}
+
+// A torn last record in a later segment is named with its file, as the
+// first bad record is: the warning gave an offset with no file, which
+// in a log of several segments points at nothing.
+func TestVerifyNamesTheSegmentOfATornRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	for _, c := range []struct{ file, want string }{
+		{"audit.log.000001", "torn last record (a crash while writing): 120 bytes at byte 4096 of audit.log.000001\n"},
+		{"audit.log", "torn last record (a crash while writing): 120 bytes at byte 4096\n"},
+	} {
+		var out strings.Builder
+		printReport(&out, path, "", nil, &api.AuditReport{OK: true, Torn: &audit.Torn{File: c.file, Offset: 4096, Bytes: 120}})
+		if !strings.Contains(out.String(), c.want) {
+			t.Errorf("a torn record in %s:\n%s", c.file, out.String())
+		}
 	}
 }
