@@ -99,6 +99,10 @@ func doctor(sockFlag string) []finding {
 			add("socket", "fail", note+": ssh and git use $SSH_AUTH_SOCK, not postern", `set SSH_AUTH_SOCK=`+s+` (eval "$(postern agent --ensure)" prints it)`)
 		case env == "":
 			add("socket", "fail", "$SSH_AUTH_SOCK is not set: ssh and git do not use postern (a gateway listens at "+s+")", ensureFix)
+		case !api.Listens(s):
+			// Locate passes on a path where nothing is, and takes
+			// the sockets a gateway that was killed left behind.
+			add("socket", "fail", "$SSH_AUTH_SOCK is "+env+", where nothing listens (a gateway that stopped)", ensureFix)
 		default:
 			add("socket", "ok", "$SSH_AUTH_SOCK is "+env+", served by postern", "")
 		}

@@ -124,15 +124,15 @@ func Activate(sock string) bool {
 	}
 	defer c.Close()
 	for deadline := time.Now().Add(activationWait); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if Serves(sock) && listens(ControlSocket(sock)) {
+		if Serves(sock) && Listens(ControlSocket(sock)) {
 			return true
 		}
 	}
 	return false
 }
 
-// listens reports whether the socket at path takes a connection.
-func listens(path string) bool {
+// Listens reports whether the socket at path takes a connection.
+func Listens(path string) bool {
 	c, err := net.DialTimeout("unix", path, time.Second)
 	if err != nil {
 		return false
