@@ -131,6 +131,14 @@ benchcheck:
 
 UNITDIR ?= $(PREFIX)/lib/systemd/user
 DATADIR ?= $(PREFIX)/share
+# Where each shell looks for completions: bash-completion and fish under
+# $XDG_DATA_DIRS (by default /usr/local/share:/usr/share), zsh in its
+# fpath, which holds /usr/local/share/zsh/site-functions (a package for
+# Debian's /usr installs into /usr/share/zsh/vendor-completions instead:
+# ZSHCOMPDIR).
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
+ZSHCOMPDIR  ?= $(DATADIR)/zsh/site-functions
 
 install: build
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(UNITDIR)
@@ -140,10 +148,10 @@ install: build
 	sed 's|/usr/local/bin/postern|$(BINDIR)/postern|' contrib/systemd/user/postern.service > $(DESTDIR)$(UNITDIR)/postern.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/postern.service
 	install -m 0644 contrib/systemd/user/postern.socket $(DESTDIR)$(UNITDIR)/postern.socket
-	install -d $(DESTDIR)$(DATADIR)/bash-completion/completions $(DESTDIR)$(DATADIR)/zsh/vendor-completions $(DESTDIR)$(DATADIR)/fish/vendor_completions.d
-	bin/postern completion bash > $(DESTDIR)$(DATADIR)/bash-completion/completions/postern
-	bin/postern completion zsh > $(DESTDIR)$(DATADIR)/zsh/vendor-completions/_postern
-	bin/postern completion fish > $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/postern.fish
+	install -d $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	bin/postern completion bash > $(DESTDIR)$(BASHCOMPDIR)/postern
+	bin/postern completion zsh > $(DESTDIR)$(ZSHCOMPDIR)/_postern
+	bin/postern completion fish > $(DESTDIR)$(FISHCOMPDIR)/postern.fish
 
 clean:
 	rm -rf bin

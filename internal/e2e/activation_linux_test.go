@@ -259,22 +259,10 @@ func TestSocketActivationChecks(t *testing.T) {
 // makes the socket the agent accepts, with the name it looks for, at the
 // path the service names.
 func TestSystemdUnitsInstalled(t *testing.T) {
-	need(t, "make", "go", "systemd-analyze")
+	need(t, "systemd-analyze")
 	e := newEnv(t)
-	keepRepoBin(t)
-	repo := repoCopy(t)
 	prefix := e.Path("prefix")
-	install := e.Command("make", "-s", "-C", repo, "install", "PREFIX="+prefix)
-	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
-		out, err := exec.Command("go", "env", k).Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		install.Env = append(install.Env, k+"="+strings.TrimSpace(string(out)))
-	}
-	if r := e.finish(install, ""); r.Code != 0 {
-		t.Fatalf("make install: %s", r)
-	}
+	makeInstall(t, e, "PREFIX="+prefix)
 	units := filepath.Join(prefix, "lib", "systemd", "user")
 	read := func(name string) string {
 		p := filepath.Join(units, name)
