@@ -44,7 +44,7 @@ Commands:
     status [--json]     boot id, vault state and epoch, counts, approvers
     why [--json]        the gateway's last decision for this process or run
     doctor [--json]     check the set-up and say what to fix
-    check [--host H] [--key K] [--exe P]
+    check [--host H]... [--key K] [--exe P]... [--forwarded] [--json]
                         dry-run the policy for a request
     lock                lock the vault and wipe decrypted keys
     unlock              unlock the vault
