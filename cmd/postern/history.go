@@ -34,6 +34,7 @@ func readAudit(pfile, arg string, offline bool, opts api.AuditReadOptions, fn fu
 	if err != nil {
 		return err
 	}
+	var gwErr error
 	if !offline {
 		restore := collectLess()
 		done, err := readThroughGateway(path, opts, fn)
@@ -41,6 +42,7 @@ func readAudit(pfile, arg string, offline bool, opts api.AuditReadOptions, fn fu
 		if done {
 			return err
 		}
+		gwErr = err
 	}
 	restore := func() {}
 	err = api.ReadAuditLog(path, func() (*vault.Vault, error) {
@@ -53,6 +55,7 @@ func readAudit(pfile, arg string, offline bool, opts api.AuditReadOptions, fn fu
 		return v, err
 	}, opts, fn)
 	restore()
+	err = hintLocked(err, gwErr)
 	if own, _ := api.AuditLogPath(); arg != "" && !api.SameFile(arg, own) && errors.Is(err, api.ErrAuditLogFailed) {
 		// A copy named on the command line: "postern audit new", which
 		// the hint of a damaged log names, would retire the state
@@ -80,7 +83,8 @@ func collectLess() (restore func()) {
 // well-known socket, for the events of the log at path. done is false when
 // no gateway answered with an event, and the log is to be read here: none
 // runs (none is started for this), it is locked, keeps another log or no
-// log, is older than this command, or refuses a caller inside a run.
+// log, is older than this command, or refuses a caller inside a run; err
+// then says why, when a gateway answered.
 func readThroughGateway(path string, opts api.AuditReadOptions, fn func(api.AuditEvent) error) (done bool, err error) {
 	c := servingGateway()
 	if c == nil {
@@ -93,7 +97,7 @@ func readThroughGateway(path string, opts api.AuditReadOptions, fn func(api.Audi
 		return fn(e)
 	})
 	if err != nil && cannotServe(err) && !passed {
-		return false, nil
+		return false, err
 	}
 	return true, err
 }

@@ -28,3 +28,13 @@ func cannotServe(err error) bool {
 	return errors.Is(err, api.ErrNoGateway) || api.HasCode(err, api.CodeLocked) || api.HasCode(err, api.CodeNotFound) ||
 		api.HasCode(err, api.CodeDenied) || api.HasCode(err, api.CodeUsage)
 }
+
+// hintLocked gives err, when no one could be asked for a passphrase, a
+// hint that names the other way on where the gateway could not serve
+// only because its vault is locked (gwErr): unlocking it.
+func hintLocked(err, gwErr error) error {
+	if !api.HasCode(gwErr, api.CodeLocked) {
+		return err
+	}
+	return hintCannotAsk(err, `the running gateway reads it once unlocked ("postern unlock"); or use --passphrase-file or $`+envPassphraseFile)
+}

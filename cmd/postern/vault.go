@@ -390,15 +390,17 @@ func listVault(pfile string, offline bool) (*api.VaultKeys, error) {
 	if err != nil {
 		return nil, err
 	}
+	var gwErr error
 	if c := servingGateway(); c != nil && !offline {
 		keys, err := c.VaultList(context.Background(), path)
 		if err == nil || !cannotServe(err) {
 			return keys, err
 		}
+		gwErr = err
 	}
 	v, err := openVault(pfile)
 	if err != nil {
-		return nil, err
+		return nil, hintLocked(err, gwErr)
 	}
 	defer v.Wipe()
 	return api.ListVault(v, time.Now())
