@@ -93,6 +93,8 @@ func doctor(sockFlag string) []finding {
 	if sock == "" {
 		s, note, err := api.Locate(env)
 		switch {
+		case errors.As(err, new(*api.RunSocketError)):
+			add("socket", "fail", err.Error(), hintFor("doctor", err))
 		case err != nil:
 			add("socket", "fail", err.Error(), ensureFix)
 		case note != "":

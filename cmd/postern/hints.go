@@ -36,6 +36,8 @@ func hintFor(name string, err error) string {
 		// Not "postern agent" alone: it serves a socket of its own, which
 		// the next command does not find unless its lines are eval'ed.
 		return `start the gateway with eval "$(postern agent --ensure)", which serves the well-known socket and sets $SSH_AUTH_SOCK, or name a running one's agent socket with --socket`
+	case errors.As(err, new(*api.RunSocketError)):
+		return `ask your user to run it outside the run; "postern why" works inside it`
 	case errors.Is(err, api.ErrBadConfig):
 		return "fix the file (postern.toml(5)): a gateway does not start with it"
 	case errors.Is(err, api.ErrNoAnswer):

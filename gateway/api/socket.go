@@ -84,6 +84,9 @@ func Locate(env string) (sock, note string, err error) {
 		}
 		return wk, note, nil
 	}
+	if id, ok := runOf(env); ok {
+		return "", "", &RunSocketError{Sock: env, Run: id}
+	}
 	if env != "" {
 		if _, err := os.Stat(env); err == nil {
 			return "", "", fmt.Errorf("%w: $SSH_AUTH_SOCK (%s) is another agent, not postern (no control socket beside it), and no gateway listens at the well-known socket %s", ErrNoGateway, env, wk)
@@ -92,6 +95,27 @@ func Locate(env string) (sock, note string, err error) {
 		return env, "", nil
 	}
 	return "", "", NoGatewayUnset(wk)
+}
+
+// RunSocketError is the error of a command that needs the gateway's
+// control socket, run where $SSH_AUTH_SOCK is a run's own socket and no
+// control socket is in reach: inside a confined run, which is shown its
+// socket alone.
+type RunSocketError struct {
+	Sock, Run string
+}
+
+func (e *RunSocketError) Error() string {
+	return fmt.Sprintf("$SSH_AUTH_SOCK (%s) is the socket of run %s, which reaches the agent alone, not the gateway's control socket that this command needs", e.Sock, e.Run)
+}
+
+// runOf reports whether sock is a run's socket (RunSocket), and returns
+// the run's id.
+func runOf(sock string) (id string, ok bool) {
+	if filepath.Base(sock) != runSocketName {
+		return "", false
+	}
+	return RunSocketDir(AgentSocket(sock), filepath.Base(filepath.Dir(sock)))
 }
 
 // NoGatewayUnset is the error of a command that found no gateway: none
