@@ -62,7 +62,11 @@ func printWhy(out io.Writer, res *api.WhyResult) {
 			what = "run " + res.Run
 		}
 		fmt.Fprintf(out, "no decision recorded for %s since the gateway started", what)
-		if res.VaultLocked {
+		switch {
+		case res.VaultLocked && res.Run != "":
+			// A run cannot unlock: postern unlock is refused there.
+			fmt.Fprint(out, " (the vault is locked: ask your user to run \"postern unlock\")")
+		case res.VaultLocked:
 			fmt.Fprint(out, " (the vault is locked: run \"postern unlock\")")
 		}
 		fmt.Fprintln(out)
