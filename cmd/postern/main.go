@@ -36,7 +36,7 @@ Commands:
                         a new one
     activity [--since T] [--run R] [--json]
                         the audit log as a timeline
-    journal [list|show ID|resolve ID|follow|new] [--json]
+    journal [list|show ID|follow] [--json] | resolve ID | new
                         the bastion's command journal
     connect USER HOST PORT
                         ssh ProxyCommand helper for the bastion
