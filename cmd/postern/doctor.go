@@ -209,7 +209,7 @@ func statusFindings(st *api.Status) []finding {
 		}
 		add("config", "fail", e+" (the previous policy stays in force)", "fix the file; it is reloaded when saved")
 	} else {
-		add("config", "ok", fmt.Sprintf("%s (approval: %s)", st.Config.Path, st.Config.Approval), "")
+		add("config", "ok", configDetail(st.Config.Path, st.Config.Approval, onDefaults(st.Config)), "")
 	}
 	for _, c := range st.Config.Pending {
 		also("config", "warn", "the file loosens the approved policy, waiting for approval (the stricter policy in force): "+c, `"postern approve --list" shows the policy change card: approve it if you made the change, deny it if you did not`)
@@ -257,12 +257,27 @@ func configCheck() finding {
 	switch {
 	case err != nil:
 		f.Status, f.Detail, f.Fix = "fail", err.Error()+": a gateway does not start with it", "fix the file (postern.toml(5))"
-	case !fileExists(path):
-		f.Status, f.Detail = "ok", path+" does not exist: the defaults (approval: "+cfg.Approval+")"
 	default:
-		f.Status, f.Detail = "ok", fmt.Sprintf("%s (approval: %s)", path, cfg.Approval)
+		f.Status, f.Detail = "ok", configDetail(path, cfg.Approval, !fileExists(path))
 	}
 	return f
+}
+
+// configDetail says which configuration is in force: the file at path,
+// or, with none there, the defaults.
+func configDetail(path, approval string, defaults bool) string {
+	if defaults {
+		return path + " does not exist: the defaults (approval: " + approval + ")"
+	}
+	return fmt.Sprintf("%s (approval: %s)", path, approval)
+}
+
+// onDefaults reports whether a gateway that reports c runs on the
+// defaults: there is no file, and it says nothing went wrong with one (a
+// file removed while it ran leaves the policy in force, and says so) nor
+// that it waits for a change to be approved.
+func onDefaults(c api.ConfigStatus) bool {
+	return c.Error == "" && len(c.Pending) == 0 && c.Restored == "" && !fileExists(c.Path)
 }
 
 // openToOthers says whether the vault file at path, or the directory

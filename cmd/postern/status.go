@@ -47,7 +47,7 @@ func printStatus(out io.Writer, st *api.Status) {
 	if st.Vault.EpochError != "" {
 		fmt.Fprintf(out, "          epoch file: %s\n", safetext.Field(st.Vault.EpochError, safetext.Line))
 	}
-	fmt.Fprintf(out, "config    %s (approval: %s)\n", st.Config.Path, st.Config.Approval)
+	fmt.Fprintf(out, "config    %s\n", configDetail(st.Config.Path, st.Config.Approval, onDefaults(st.Config)))
 	for _, c := range st.Config.Pending {
 		fmt.Fprintf(out, "          waiting for approval (postern approve), the stricter policy in force: %s\n", safetext.Field(c, safetext.Line))
 	}
