@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -343,30 +342,4 @@ func inheritedFiles(fds []int) []*os.File {
 		files[fd-3] = os.NewFile(uintptr(fd), "inherited")
 	}
 	return files
-}
-
-// killAgent sends SIGTERM to $SSH_AGENT_PID, as ssh-agent -k does.
-func killAgent(f *agentFlags, out io.Writer) error {
-	s := os.Getenv("SSH_AGENT_PID")
-	if s == "" {
-		return errors.New("SSH_AGENT_PID not set, cannot kill agent")
-	}
-	// As ssh-agent, never init, nor what kill(2) takes for a process
-	// group (0) or every process (-1).
-	pid, err := strconv.Atoi(s)
-	if err != nil || pid < 2 {
-		return fmt.Errorf("SSH_AGENT_PID=%q, which is not a good PID", s)
-	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		return fmt.Errorf("kill %d: %w", pid, err)
-	}
-	if f.csh {
-		fmt.Fprintln(out, "unsetenv SSH_AUTH_SOCK;")
-		fmt.Fprintln(out, "unsetenv SSH_AGENT_PID;")
-	} else {
-		fmt.Fprintln(out, "unset SSH_AUTH_SOCK;")
-		fmt.Fprintln(out, "unset SSH_AGENT_PID;")
-	}
-	fmt.Fprintf(out, "echo Agent pid %d killed;\n", pid)
-	return nil
 }
