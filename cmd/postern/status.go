@@ -38,10 +38,13 @@ func cmdStatus(args []string, out, errw io.Writer) error {
 func printStatus(out io.Writer, st *api.Status) {
 	fmt.Fprintf(out, "gateway   pid %d, boot id %s, started %s\n", st.PID, st.BootID, st.Started)
 	fmt.Fprintf(out, "socket    %s\n", st.Socket)
-	if st.Vault.NoPassword {
+	switch {
+	case st.Vault.NoPassword:
 		// There is no vault at the path to show.
 		fmt.Fprintf(out, "vault     %s (epoch %d) %s\n", st.Vault.State, st.Vault.Epoch, noPasswordLock)
-	} else {
+	case st.Vault.State == api.VaultNone:
+		fmt.Fprintf(out, "vault     none: keys added with ssh-add only (\"postern vault init\" makes one at %s)\n", st.Vault.Path)
+	default:
 		fmt.Fprintf(out, "vault     %s (epoch %d) %s\n", st.Vault.State, st.Vault.Epoch, st.Vault.Path)
 	}
 	if st.Vault.EpochError != "" {
