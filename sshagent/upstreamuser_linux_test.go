@@ -1,14 +1,13 @@
 package sshagent
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
+	"github.com/postern/postern/internal/procid/proctest"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -45,17 +44,7 @@ func TestUpstreamOfAnotherUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { agentCmd.Process.Kill(); agentCmd.Wait() })
-	// Until it accepts: the socket file is there from bind, before listen.
-	for i := 0; ; i++ {
-		if c, err := net.Dial("unix", sock); err == nil {
-			c.Close()
-			break
-		}
-		if i > 1200 {
-			t.Fatal("ssh-agent did not listen")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	proctest.WaitAccepting(t, sock)
 	add := exec.Command("ssh-add", keyFile)
 	add.Env = []string{"SSH_AUTH_SOCK=" + sock, "PATH=/usr/bin:/bin"}
 	add.SysProcAttr = nobody

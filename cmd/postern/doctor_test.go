@@ -10,9 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/postern/postern/gateway/api"
+	"github.com/postern/postern/internal/procid/proctest"
 )
 
 // What a gateway reports of itself holds words of others: the name a
@@ -213,12 +213,7 @@ func TestDoctorSaysTheUpstreamIsAnotherUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	for i := 0; !fileExists(sock); i++ {
-		if i > 1200 {
-			t.Fatal("ssh-agent did not listen")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	proctest.WaitAccepting(t, sock)
 	st := &api.Status{PID: os.Getpid(), Upstream: &api.UpstreamStatus{Socket: sock}}
 	if f := upstreamCheck(st); f.Status != "fail" || !strings.Contains(f.Detail, "an agent of another user (uid 65534") {
 		t.Errorf("an upstream socket where user nobody's agent listens: %+v", f)
