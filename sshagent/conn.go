@@ -93,20 +93,24 @@ func (c *conn) visible() ([]*Identity, error) {
 	}
 	// ssh offers the keys in the order listed, and sshd ends a login
 	// after a few it refused (MaxAuthTries): the keys a run added come
-	// after the others, but on that run's own socket, so that the gated
-	// program cannot put keys of its own before the person's.
+	// after the others, but on that run's own socket, and those a host
+	// the agent is forwarded to added after the person's, so that neither
+	// can put keys of its own before the person's.
 	slices.SortStableFunc(out, func(a, b *Identity) int { return c.listRank(a) - c.listRank(b) })
 	return out, nil
 }
 
 // listRank orders a listing: first the keys added through the
 // connection's own socket (for the person's sockets, all the person's
-// keys), then the person's, then those other runs added.
+// keys), then the person's, then those a host the agent is forwarded to
+// or another run added.
 func (c *conn) listRank(id *Identity) int {
-	switch id.Run {
-	case c.run():
+	switch {
+	case id.Forwarded:
+		return 2
+	case id.Run == c.run():
 		return 0
-	case "":
+	case id.Run == "":
 		return 1
 	}
 	return 2

@@ -173,7 +173,7 @@ func (c *conn) add(p []byte, constrained bool) error {
 		wipe(k.priv)
 		return c.refuse("refusing to add key: " + err.Error())
 	}
-	id.Source, id.Run = Added, c.run()
+	id.Source, id.Run, id.Forwarded = Added, c.run(), c.remote()
 	id.Confirm = cons.confirm
 	id.Dest = cons.dest
 	if cons.lifetime > 0 {

@@ -57,6 +57,9 @@ type Identity struct {
 	// Run is the run whose socket added the key, "" when one of the
 	// person's sockets did: a run removes only its own keys.
 	Run string
+	// Forwarded: a connection that came through ssh (a host the agent is
+	// forwarded to) added the key; it is listed after the person's.
+	Forwarded bool
 
 	sk     *skKey // a FIDO key: signed with by ssh-sk-helper
 	signer ssh.Signer

@@ -258,3 +258,23 @@ func TestForwardedHostLeavesTheUpstreamAgentAlone(t *testing.T) {
 		t.Fatalf("%d records of the upstream's keys removed through the forwarded socket", wipes)
 	}
 }
+
+// The keys a host the agent is forwarded to adds are listed after the
+// person's, whenever the person's came: ssh offers keys in the order
+// listed and sshd ends a login after a few refused (MaxAuthTries), so
+// keys the host put first would keep the person's logins out.
+func TestForwardedHostsKeysAreListedAfterThePersons(t *testing.T) {
+	need(t, "ssh", "ssh-add", "ssh-keygen", "sshd")
+	w := newApprovalWorld(t, "")
+	theirs := w.e.Keygen("theirs", "ed25519", 0, "")
+	if r := forwardedTo(t, w)("", "ssh-add", "-q", theirs); r.Code != 0 {
+		t.Fatalf("the host's ssh-add: %s", r)
+	}
+	mine := w.e.Keygen("mine", "ed25519", 0, "")
+	w.e.MustRun("ssh-add", "-q", mine)
+	l := w.e.MustRun("ssh-add", "-l").Stdout
+	i, j := strings.Index(l, fingerprint(t, w.e, mine)), strings.Index(l, fingerprint(t, w.e, theirs))
+	if i < 0 || j < 0 || i > j {
+		t.Fatalf("the person's key is not listed before the one the forwarded host added:\n%s", l)
+	}
+}
