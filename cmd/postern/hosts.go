@@ -235,36 +235,34 @@ func unreadLines(srcs []source) string {
 	return " (neither a known_hosts entry nor a public key: " + strings.Join(parts, "; ") + ")"
 }
 
-// revocations returns the texts whose @revoked lines a key found in srcs
-// is checked against: srcs, and the configured known_hosts files when
-// srcs is a file the person named (ssh refuses a key they revoke).
-func revocations(path string, srcs []source) []source {
-	if path == "" {
-		return srcs
+// revocations returns where the @revoked lines of srcs, and of the
+// configured known_hosts files when srcs is a file the person named (ssh
+// refuses a key they revoke), revoke each key: its blob, to the file and
+// line that revokes it, read once for every host added.
+func revocations(path string, srcs []source) map[string]string {
+	revs := srcs
+	if path != "" {
+		known, _ := knownHostsSources() // unreadable: srcs' own lines still count
+		revs = append(slices.Clip(srcs), known...)
 	}
-	known, _ := knownHostsSources() // unreadable: srcs' own lines still count
-	return append(slices.Clip(srcs), known...)
-}
-
-// revokedBy returns where one of revs revokes key, or "" where none does.
-func revokedBy(revs []source, key ssh.PublicKey) string {
-	blob := string(key.Marshal())
+	by := map[string]string{}
 	for _, s := range revs {
 		for _, r := range knownhosts.Revoked(s.text) {
-			if string(r.Key.Marshal()) == blob {
-				return fmt.Sprintf("%s line %d", s.label, r.Line)
+			blob := string(r.Key.Marshal())
+			if _, ok := by[blob]; !ok {
+				by[blob] = fmt.Sprintf("%s line %d", s.label, r.Line)
 			}
 		}
 	}
-	return ""
+	return by
 }
 
-// addHost finds name's keys in srcs, leaving out those an @revoked line
-// of revs names, and asks the gateway to bind them.
-func addHost(c *api.Client, out, errw io.Writer, name string, kf *keyFlags, srcs, revs []source) error {
+// addHost finds name's keys in srcs, leaving out those revoked names
+// (revocations), and asks the gateway to bind them.
+func addHost(c *api.Client, out, errw io.Writer, name string, kf *keyFlags, srcs []source, revoked map[string]string) error {
 	var keys []api.HostKey
 	var pubs []ssh.PublicKey
-	revoked := 0
+	left := 0
 	for _, s := range srcs {
 		for _, f := range knownhosts.KeysFor(s.text, name, s.pubKeys) {
 			if *kf.fingerprint != "" && ssh.FingerprintSHA256(f.Key) != *kf.fingerprint {
@@ -277,16 +275,16 @@ func addHost(c *api.Client, out, errw io.Writer, name string, kf *keyFlags, srcs
 			case f.Bare:
 				how += " (a public key, no host field)"
 			}
-			if by := revokedBy(revs, f.Key); by != "" {
+			if by, ok := revoked[string(f.Key.Marshal())]; ok {
 				warningf(errw, "%s: %s %s from %s is revoked (@revoked at %s): not added", shown(name), f.Key.Type(), ssh.FingerprintSHA256(f.Key), how, by)
-				revoked++
+				left++
 				continue
 			}
 			keys = append(keys, api.HostKey{Key: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(f.Key))), Source: how})
 			pubs = append(pubs, f.Key)
 		}
 	}
-	if len(keys) == 0 && revoked > 0 {
+	if len(keys) == 0 && left > 0 {
 		return withHint(fmt.Errorf("every key for %s in %s is revoked", name, labels(srcs)), fmt.Sprintf("ssh-keyscan %s | postern hosts add %s --key-file -, then compare the fingerprints it shows", name, name))
 	}
 	if len(keys) == 0 && kf.classSet && *kf.fingerprint == "" && !slices.ContainsFunc(srcs, func(s source) bool { return s.pubKeys }) {
