@@ -70,7 +70,7 @@ func (s *vaultState) refuseForeignKDF() error {
 	if err != nil || fileID != id || p == want {
 		return nil // Open says what is wrong with the file, or it is another vault
 	}
-	return fmt.Errorf("%w: the key derivation parameters in its header (%s) are not those this gateway last opened it with (%s): a program rewrote the header, and no passphrase opens the vault so; nothing was derived. Put the vault back from a backup; if you changed its passphrase yourself with no gateway running, restart the gateway",
+	return fmt.Errorf("%w: the key derivation parameters in its header (%s) are not those this gateway last opened it with (%s): a program rewrote the header, and no passphrase opens the vault so; nothing was derived. Put the vault back from a backup; if you changed its passphrase yourself, by a command that did not go through this gateway, restart the gateway",
 		vault.ErrCorrupt, paramsText(p), paramsText(want))
 }
 
