@@ -149,10 +149,7 @@ func (e *Engine) AnswerCard(id string, a Answer, approver *procid.Peer) (Verdict
 		}
 		// As narrow as the card said, or as the policy is now if that
 		// is narrower.
-		if c.scope == ScopeDestination || p.Scope == ScopeDestination {
-			g.Scoped = true
-			g.Dest, g.DestNames, g.Namespace = g.asked.dest, g.asked.names, g.asked.namespace
-		}
+		g.Scoped = c.scope == ScopeDestination || p.Scope == ScopeDestination
 		if life := shorterLifetime(c.lifetime, p.Lifetime); life > 0 {
 			g.Expires = g.Created.Add(life)
 		}
@@ -212,12 +209,12 @@ func (e *Engine) AnswerCard(id string, a Answer, approver *procid.Peer) (Verdict
 		// not be taken under e.mu).
 		ev := audit.Event{
 			Type: audit.EventSessionApproved, Run: g.Run.ID, Grant: g.ID, Card: id, Key: g.Key.Fingerprint,
-			Dest: g.Dest, DestNames: g.DestNames, Mode: audit.ModeSession, Approver: a.Approver,
+			Dest: g.scope().dest, DestNames: g.scope().names, Mode: audit.ModeSession, Approver: a.Approver,
 			Label: g.Run.Label, Process: auditProcess(e.procs, &g.Run.Process),
 			Detail: map[string]string{"nonce_bound": "true", "launched": strconv.FormatBool(g.Run.Launched)},
 		}
-		if g.Namespace != "" {
-			ev.Detail["namespace"] = g.Namespace
+		if ns := g.scope().namespace; ns != "" {
+			ev.Detail["namespace"] = ns
 		}
 		a.grant, a.run = g.ID, g.Run.ID
 		if err := e.recordAt(ev, g.Epoch); err != nil {

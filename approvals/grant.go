@@ -19,20 +19,15 @@ type Grant struct {
 	BootID string
 	Epoch  uint64
 	Key    Key
-	// Scoped grants cover only the destination they were approved for:
-	// Dest, the verified host key's fingerprint, or, for an SSHSIG
-	// signature, which authenticates to no host, Namespace, the
-	// namespace the card named.
-	Scoped    bool
-	Dest      string
-	DestNames []string
-	Namespace string
-	Approver  string
-	Created   time.Time
-	Expires   time.Time // zero: ends only with the run
-	// asked is what its card asked about, as Dest, DestNames and
-	// Namespace say it of a scoped grant: what one approved unscoped
-	// covers while session_scope is "destination".
+	// Scoped grants cover only what their card asked about (asked): the
+	// verified host, or, for an SSHSIG signature, which authenticates to
+	// no host, the namespace the card named.
+	Scoped   bool
+	Approver string
+	Created  time.Time
+	Expires  time.Time // zero: ends only with the run
+	// asked is what its card asked about: what a scoped grant covers,
+	// and one approved unscoped while session_scope is "destination".
 	asked  askedDest
 	ended  audit.Reason
 	expiry *time.Timer // ends the grant at Expires, asked or not
@@ -89,14 +84,17 @@ func destKey(r *Request, dest *DestView) (key string, ok bool) {
 // fingerprint, and never empty, the key of grants that are not scoped.
 func namespaceKey(ns string) string { return "namespace " + ns }
 
+// scope is what g covers when it is scoped, what its card asked about;
+// nothing (the key's every use) when it is not, whatever the policy is
+// now (covered says what it covers under it).
+func (g *Grant) scope() askedDest {
+	a, _ := g.covered(ScopeKey)
+	return a
+}
+
 // scopeKey is the destKey of the requests g covers when it is scoped,
 // or "" when it is not.
-func (g *Grant) scopeKey() string {
-	if !g.Scoped {
-		return ""
-	}
-	return g.asked.key()
-}
+func (g *Grant) scopeKey() string { return g.scope().key() }
 
 // coversDest reports whether g covers a request with the given
 // destination. A grant is scoped when it was approved under

@@ -119,7 +119,7 @@ func pastOf(bootID string, r *Run, g *Grant, reason audit.Reason, now time.Time)
 		Reason: reason, Ended: now, Confinement: r.Confinement, NS: r.NS, LauncherSession: r.launcherSession(),
 	}
 	if g != nil {
-		p.Key, p.Dest, p.DestNames = g.Key.Fingerprint, g.Dest, g.DestNames
+		p.Key, p.Dest, p.DestNames = g.Key.Fingerprint, g.scope().dest, g.scope().names
 	}
 	return p
 }
