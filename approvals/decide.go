@@ -143,6 +143,7 @@ func (e *Engine) decideNow(ctx context.Context, r *Request) (d Decision, again b
 		// can edit, is shown as what it says, and can only refuse a key
 		// (@revoked).
 		names, classes := e.Hosts().Lookup(r.Dest.HostKey)
+		r.inventory = &hostNames{names, classes}
 		res := p.Hosts.Lookup(r.Dest.HostKey, nil)
 		if res.Hashed > 0 {
 			argv = e.procs.Argv(r.Requester.PID)

@@ -154,8 +154,13 @@ func (e *Engine) requestEvent(typ audit.EventType, r *Request, d Decision) audit
 		ev.Forwarding = r.Dest.Forwarding
 		// What the host inventory calls the host: a production call
 		// reads as one after the fact too, whatever the inventory
-		// says by then.
-		ev.DestNames, classes = e.Hosts().Lookup(r.Dest.HostKey)
+		// says by then. As the decision found it; looked up here only
+		// for a request refused before any decision.
+		if r.inventory == nil {
+			names, classes := e.Hosts().Lookup(r.Dest.HostKey)
+			r.inventory = &hostNames{names, classes}
+		}
+		ev.DestNames, classes = r.inventory.names, r.inventory.classes
 	}
 	ev.Forwarding = ev.Forwarding || r.Forwarded
 	if r.Channel.Run != "" {

@@ -133,7 +133,13 @@ type Request struct {
 	// signature leaves). Without it, Decide returns once the record is
 	// durable.
 	Overlap bool
+	// inventory is what the host inventory gave Dest when the request
+	// was decided, for its records: looked up once.
+	inventory *hostNames
 }
+
+// hostNames is what the host inventory calls a host.
+type hostNames struct{ names, classes []string }
 
 // Relay is the kind of session a bastion request runs on the host. The
 // card names a command by it, not by the command's bytes: no command
