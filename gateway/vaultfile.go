@@ -52,13 +52,17 @@ func (s *vaultState) seen(v *vault.Vault) {
 }
 
 // refuseForeignKDF refuses, before any derivation, to unlock a vault
-// this gateway has opened whose header now names other KDF parameters
-// than it was last sealed with: the gateway makes every change of the
+// whose header names other KDF parameters than the vault this gateway
+// last opened was sealed with: the gateway makes every change of the
 // passphrase itself while it runs (Change), so another program rewrote
 // the header, and no passphrase opens it then (the key derived would not
 // be the one the data key is wrapped with). Raised to the ceiling (1 GiB,
 // 32 passes) they made each unlock take that derivation and then say
-// "wrong passphrase", for the person to try again.
+// "wrong passphrase", for the person to try again. The vault's id is in
+// the header too, and a program may change it with the parameters: a
+// header with another id (a new vault put in place, as vault init does)
+// is refused only when its derivation would cost more than twice the
+// last one's, which a vault made on this machine does not.
 func (s *vaultState) refuseForeignKDF() error {
 	s.mu.Lock()
 	known, id, want := s.genKnown, s.genID, s.kdf
@@ -67,12 +71,21 @@ func (s *vaultState) refuseForeignKDF() error {
 		return nil
 	}
 	p, fileID, err := vault.ReadParams(s.path)
-	if err != nil || fileID != id || p == want {
-		return nil // Open says what is wrong with the file, or it is another vault
+	switch {
+	case err != nil:
+		return nil // Open says what is wrong with the file
+	case fileID == id && p != want:
+		return fmt.Errorf("%w: the key derivation parameters in its header (%s) are not those this gateway last opened it with (%s): a program rewrote the header, and no passphrase opens the vault so; nothing was derived. Put the vault back from a backup; if you changed its passphrase yourself, by a command that did not go through this gateway, restart the gateway",
+			vault.ErrCorrupt, paramsText(p), paramsText(want))
+	case fileID != id && kdfCost(p) > 2*kdfCost(want):
+		return fmt.Errorf("%w: the vault's header names another vault, whose key derivation (%s) would cost more than twice that of the vault this gateway last opened (%s); nothing was derived. If you put a new vault there yourself, restart the gateway",
+			vault.ErrCorrupt, paramsText(p), paramsText(want))
 	}
-	return fmt.Errorf("%w: the key derivation parameters in its header (%s) are not those this gateway last opened it with (%s): a program rewrote the header, and no passphrase opens the vault so; nothing was derived. Put the vault back from a backup; if you changed its passphrase yourself, by a command that did not go through this gateway, restart the gateway",
-		vault.ErrCorrupt, paramsText(p), paramsText(want))
+	return nil
 }
+
+// kdfCost is what a derivation with p costs, in passes times memory.
+func kdfCost(p vault.Params) uint64 { return uint64(p.Time) * uint64(p.Memory) }
 
 // paramsText names KDF parameters for a person.
 func paramsText(p vault.Params) string {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -65,5 +66,44 @@ func TestVaultWithForeignKDFParametersIsRefusedWithoutDeriving(t *testing.T) {
 	}
 	if !keys.Locked() {
 		t.Fatal("the keyring is unlocked")
+	}
+}
+
+// The vault's id is in its header too: a program that changes it with
+// the parameters (or puts another vault in place) does not pass for a new
+// vault whose derivation costs many times the last one's. A new vault of
+// like parameters, as vault init makes on this machine, still unlocks.
+func TestVaultOfAnotherIdAndFarCostlierKDFIsRefusedWithoutDeriving(t *testing.T) {
+	pass := []byte("the person's passphrase")
+	s, keys, path := newVaultStateWithKey(t, pass, "k")
+	s.start()
+	unlockOne(t, s, keys, pass)
+	if err := s.Lock(nil); err != nil {
+		t.Fatal(err)
+	}
+	derived := 0
+	s.derived = func() { derived++ }
+	replace := func(p vault.Params) {
+		t.Helper()
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		v, err := vault.Create(path, pass, p, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.Wipe()
+		s.fileChanged()
+	}
+	costly := vault.FloorParams()
+	costly.Time *= 3
+	replace(costly)
+	err := s.UnlockCommand(pass, true, func() error { return nil })
+	if !errors.Is(err, vault.ErrCorrupt) || !strings.Contains(err.Error(), "another vault") || derived != 0 {
+		t.Fatalf("unlock of another vault three times as costly to derive: %v, %d derivations", err, derived)
+	}
+	replace(vault.FloorParams())
+	if err := s.UnlockCommand(pass, true, func() error { return nil }); err != nil || derived != 1 {
+		t.Fatalf("unlock of a new vault of like parameters: %v, %d derivations", err, derived)
 	}
 }
