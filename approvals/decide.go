@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/expiry"
 	"github.com/postern/postern/internal/procid"
 )
 
@@ -342,7 +343,7 @@ func (e *Engine) holds(g *Grant, epoch uint64, now time.Time, life time.Duration
 	case g.Epoch != epoch:
 		e.endGrant(g, audit.ReasonVaultStateChanged)
 		return holdsNo
-	case !g.expiresUnder(life).IsZero() && !now.Before(g.expiresUnder(life)):
+	case expiry.Passed(now, g.expiresUnder(life)):
 		e.endGrant(g, audit.ReasonExpired)
 		return holdsNo
 	}

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/confine"
+	"github.com/postern/postern/internal/expiry/expirytest"
 )
 
 // A process that exits while a person's session answer for it is being
@@ -303,5 +305,40 @@ func TestShorterLifetimeEndsOlderGrants(t *testing.T) {
 			t.Fatal("a grant older than the lifetime now in force is still listed")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A grant's session lifetime counts the time the machine slept: Go
+// compares times read from time.Now by the monotonic clock, which stops
+// during a suspend, so a grant of an hour approved before a laptop slept
+// through the night would otherwise still sign in the morning, and be
+// listed as live.
+func TestGrantLifetimeCountsASuspend(t *testing.T) {
+	w := newWorld(t)
+	var mu sync.Mutex
+	var slept time.Duration
+	w.e.clock = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return expirytest.Slept(t, time.Now(), slept)
+	}
+	p := *w.e.Policy()
+	p.Lifetime = time.Hour
+	w.e.SetPolicy(&p)
+	d, _ := w.approve(13)
+	if !d.Allow || d.Grant == "" {
+		t.Fatalf("decision %+v", d)
+	}
+	mu.Lock()
+	slept = 2 * time.Hour
+	mu.Unlock()
+	if _, grants := w.e.Sessions(); len(grants) != 0 {
+		t.Errorf("a grant whose lifetime passed while the machine slept is listed: %+v", grants)
+	}
+	ch := w.decide(w.req(13))
+	c := w.card()
+	w.answer(c.ID, VerdictDeny, 30)
+	if d := got(t, ch); d.Allow {
+		t.Fatalf("a grant whose lifetime passed while the machine slept allowed: %+v", d)
 	}
 }

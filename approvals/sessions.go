@@ -3,6 +3,9 @@ package approvals
 import (
 	"slices"
 	"time"
+
+	"github.com/postern/postern/audit"
+	"github.com/postern/postern/internal/expiry"
 )
 
 // RunState is a live run as "postern sessions" lists it.
@@ -89,10 +92,13 @@ func (e *Engine) Counts() (runs, grants, cards int) {
 // pruneChanged ends the started runs that no longer pass their live
 // check: a pidfd tells of an exit, but nothing tells of an exec, after
 // which the pid runs another program (process_changed), and where the
-// platform has no pidfd, of an exit either. What the person is shown of
+// platform has no pidfd, of an exit either. It ends the grants whose
+// lifetime passed too: their timers run on the monotonic clock, late
+// after the machine slept (package expiry). What the person is shown of
 // the runs and their grants is so checked first; a request checks the
 // runs on its own ancestry.
 func (e *Engine) pruneChanged() {
+	life, now := e.Policy().Lifetime, e.now()
 	e.mu.Lock()
 	var check []*Run
 	for _, r := range e.runs {
@@ -100,7 +106,16 @@ func (e *Engine) pruneChanged() {
 			check = append(check, r)
 		}
 	}
+	var passed []*Grant
+	for _, g := range e.grants {
+		if expiry.Passed(now, g.expiresUnder(life)) {
+			passed = append(passed, g)
+		}
+	}
 	e.mu.Unlock()
+	for _, g := range passed {
+		e.endGrant(g, audit.ReasonExpired)
+	}
 	for _, r := range check {
 		if reason, ok := r.check(); !ok {
 			e.endFailed(r.ID, reason)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/internal/expiry"
 )
 
 // ErrLocked is returned while the agent is locked: nothing is listed,
@@ -177,7 +179,7 @@ func (k *Keyring) arm(id *Identity) error {
 	now := k.now()
 	if c, ok := id.Key.(*ssh.Certificate); ok && c.ValidBefore != ssh.CertTimeInfinity {
 		end := time.Unix(int64(min(c.ValidBefore, 1<<62)), 0)
-		if !now.Before(end) {
+		if expiry.Passed(now, end) {
 			return ErrCertExpired
 		}
 		if id.Expires.IsZero() || end.Before(id.Expires) {
@@ -195,7 +197,7 @@ func (k *Keyring) expire(blob []byte) {
 	k.mu.Lock()
 	now := k.now()
 	gone := k.removeLocked(func(id *Identity) bool {
-		return bytes.Equal(id.Blob(), blob) && !id.Expires.IsZero() && !now.Before(id.Expires)
+		return bytes.Equal(id.Blob(), blob) && expiry.Passed(now, id.Expires)
 	})
 	k.mu.Unlock()
 	if len(gone) > 0 && k.Expired != nil {
@@ -338,7 +340,8 @@ func (k *Keyring) Identities() ([]*Identity, error) {
 	out := make([]*Identity, 0, len(k.ids))
 	var seen map[string]bool // the added keys' blobs, once a vault key shows
 	for _, id := range k.ids {
-		if !id.Expires.IsZero() && !now.Before(id.Expires) {
+		// Its timer, on the monotonic clock, is late after a suspend.
+		if expiry.Passed(now, id.Expires) {
 			continue
 		}
 		// A key both added and in the vault is listed once: the copy
@@ -347,7 +350,7 @@ func (k *Keyring) Identities() ([]*Identity, error) {
 			if seen == nil {
 				seen = map[string]bool{}
 				for _, o := range k.ids {
-					if o.Source == Added && (o.Expires.IsZero() || now.Before(o.Expires)) {
+					if o.Source == Added && !expiry.Passed(now, o.Expires) {
 						seen[string(o.Blob())] = true
 					}
 				}
