@@ -44,6 +44,11 @@ type Config struct {
 	RequireApprover bool
 	// ContextFile keeps display context across restarts; "" keeps none.
 	ContextFile string
+	// Executable is postern's own, which "postern run" runs: a run is
+	// restored from the display context only while its process is the
+	// child of one (see [Engine.Restore]). Zero: this process's, as the
+	// table shows it.
+	Executable procid.Exe
 	// OnRunEnd is called (without locks held) when a run ends.
 	OnRunEnd func(*Run)
 	// Audit, when set, receives every authority change and action; an
@@ -71,6 +76,7 @@ type Engine struct {
 	approvers   []Approver
 	require     bool
 	contextFile string
+	executable  procid.Exe
 	// pastSaved: Stop wrote the display context for the next gateway, and
 	// nothing writes it after (e.mu).
 	pastSaved bool
@@ -131,6 +137,7 @@ func NewEngine(c Config) *Engine {
 		askpass:     c.Askpass,
 		require:     c.RequireApprover,
 		contextFile: c.ContextFile,
+		executable:  c.Executable,
 		onRunEnd:    c.OnRunEnd,
 		clock:       c.Now,
 		runs:        map[string]*Run{},

@@ -67,10 +67,16 @@ func newWorld(t *testing.T) *world {
 	f.Set(21, 20, 210, sshExe, "ssh", "prod-db-1")
 	f.Set(30, 1, 300, postern, "postern", "approve")
 	w := &world{t: t, f: f, epoch: 7, key: Key{Fingerprint: "SHA256:key", Comment: "work"}}
+	// postern's executable is pid 5's ("postern run").
+	self, _, err := f.Table.ExeID(5)
+	if err != nil {
+		t.Fatal(err)
+	}
 	w.cfg = Config{
-		Procs:  f.Table,
-		Log:    slog.New(slog.DiscardHandler),
-		BootID: "boot-1",
+		Executable: self,
+		Procs:      f.Table,
+		Log:        slog.New(slog.DiscardHandler),
+		BootID:     "boot-1",
 		Vault: func() (bool, uint64) {
 			w.mu.Lock()
 			locked, epoch, at := w.locked, w.epoch, w.atVault

@@ -252,15 +252,24 @@ func (e *Engine) Restore() []*Run {
 			ended(p.Socket)
 			continue
 		}
+		// The file is the user's: a run it says was confined is so only
+		// in namespaces of its own, as StartRun checks them, and its
+		// process must be what "postern run" launched.
+		ns, err := e.ownNamespaces(pin)
+		confined := err == nil && p.NS.Known() && ns == p.NS
+		if err := e.launchedByRun(pin, confined); err != nil {
+			e.log.Warn("a run in the display context is not served again", "socket", p.Socket, "err", err)
+			pin.Close()
+			ended(p.Socket)
+			continue
+		}
 		// A new run id and nonce: the gateway has not bound this run.
 		run := &Run{
 			ID: newRunID(), Label: p.Label, Nonce: randomHex(16), Process: pin.Process, Argv: e.procs.Argv(p.PID),
 			Launched: true, Socket: p.Socket, Started: e.now(), PrevBoot: p.BootID, pin: pin,
 			preparer: procid.Process{Session: p.LauncherSession},
 		}
-		// The file is the user's: a run it says was confined is so only
-		// in namespaces of its own, as StartRun checks them.
-		if ns, err := e.ownNamespaces(pin); err == nil && p.NS.Known() && ns == p.NS {
+		if confined {
 			run.Confinement, run.NS = p.Confinement, ns
 		}
 		e.addRun(run)

@@ -136,6 +136,11 @@ func TestGatewayRestartEndsApproval(t *testing.T) {
 			if c.Reason != "REAUTH_REQUIRED gateway_restarted" || !strings.Contains(c.Changed, "The gateway restarted") {
 				t.Fatalf("card after the restart: %+v", c)
 			}
+			// Served again as the confined run "postern run" launched
+			// (its process the child of the run's helper).
+			if text := w.e.MustRun("postern", "approve", "--list").Stdout; !strings.Contains(text, "Confinement: confined: namespaces") {
+				t.Fatalf("the card after the restart does not say the run is confined:\n%s", text)
+			}
 			time.Sleep(300 * time.Millisecond)
 			if job.Done() || w.accepted() != before {
 				t.Fatal("the old approval survived the restart")

@@ -1,0 +1,62 @@
+package approvals
+
+import (
+	"testing"
+)
+
+// The display context is the user's to write: a program of theirs that
+// names in it a process "postern run" did not launch (an ancestor of
+// its own: the login shell, the service manager of every program of
+// the user) gets no run of that process served again after a restart,
+// so no card offers the person to approve it "again", which would
+// cover every program under it.
+func TestRestoreServesOnlyWhatPosternRunLaunched(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		pid    int
+		setup  func(w *world)
+		served bool
+	}{
+		{"the run's own process", 10, nil, true},
+		{"a login shell, child of init", 40, func(w *world) {
+			w.f.Set(40, 1, 400, w.f.Exe("bash", "a shell"), "-bash")
+		}, false},
+		{"a shell under the run's process", 11, nil, false},
+		{"a child of another program's run command", 42, func(w *world) {
+			w.f.Set(41, 1, 410, w.f.Exe("npm", "npm"), "npm", "run", "agent")
+			w.f.Set(42, 41, 420, w.f.Exe("sh", "sh"), "sh", "-c", "agent")
+		}, false},
+		{"a child of postern, not of postern run", 44, func(w *world) {
+			postern, _ := w.f.Table.Inspect(5)
+			w.f.Set(43, 1, 430, postern.Exe.Path, "postern", "agent", "bash")
+			w.f.Set(44, 43, 440, w.f.Exe("bash", "a shell"), "bash")
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			if tc.setup != nil {
+				tc.setup(w)
+			}
+			w.launch("agent", 10)
+			w.e.Stop()
+			past, err := loadPast(w.cfg.ContextFile)
+			if err != nil || len(past) != 1 {
+				t.Fatalf("display context: %v %+v", err, past)
+			}
+			// The entry, rewritten to name pid tc.pid as the kernel
+			// shows it.
+			target := w.f.Peer(tc.pid)
+			past[0].PID, past[0].Start, past[0].Layout = target.PID, target.StartTicks, target.Layout
+			past[0].ExeDev, past[0].ExeIno = target.Exe.Dev, target.Exe.Ino
+			if err := savePast(w.cfg.ContextFile, past); err != nil {
+				t.Fatal(err)
+			}
+			cfg2 := w.cfg
+			cfg2.BootID = "boot-2"
+			restored := NewEngine(cfg2).Restore()
+			if served := len(restored) == 1; served != tc.served {
+				t.Fatalf("pid %d served again: %v, want %v", tc.pid, served, tc.served)
+			}
+		})
+	}
+}
