@@ -193,13 +193,17 @@ func savePast(file string, ps []Past) error {
 	return atomicfile.Write(file, b, 0o600)
 }
 
-// approvedBefore reports whether the display context holds an earlier
-// grant of key to process p (the same pid and start time).
+// approvedBefore reports whether this gateway granted key to process p
+// (the same pid and start time) before. Only its own grants count: the
+// display context an earlier gateway left is a file of the user's, and
+// one rewritten to name the person's login shell would have the first
+// card after a restart preselect it, so that a key press approved a
+// session for every program the person starts.
 func (e *Engine) approvedBefore(p *procid.Process, key Key) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for i := range e.past {
-		if q := &e.past[i]; q.Key == key.Fingerprint && q.PID == p.PID && q.Start == p.StartTicks {
+		if q := &e.past[i]; q.BootID == e.bootID && q.Key == key.Fingerprint && q.PID == p.PID && q.Start == p.StartTicks {
 			return true
 		}
 	}
