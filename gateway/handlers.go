@@ -367,7 +367,7 @@ func (g *Gateway) Status() api.Status {
 		Started: g.started.UTC().Format("2006-01-02T15:04:05Z"),
 		Socket:  g.opts.Socket,
 		Vault:   api.VaultStatus{State: state, Epoch: epoch, Path: g.vaultPath, NoPassword: noPassword, EpochError: errString(g.vault.epoch.Err())},
-		Config:  api.ConfigStatus{Path: g.configPath, Approval: g.approvalInForce(), Restored: g.restored},
+		Config:  api.ConfigStatus{Path: g.configPath, Approval: g.approvalInForce(), Restored: g.restored, Defaults: !g.configFromFile},
 		Counts:  counts,
 	}
 	st.Counts.Keys = len(ids)

@@ -273,11 +273,12 @@ func configDetail(path, approval string, defaults bool) string {
 }
 
 // onDefaults reports whether a gateway that reports c runs on the
-// defaults: there is no file, and it says nothing went wrong with one (a
-// file removed while it ran leaves the policy in force, and says so) nor
-// that it waits for a change to be approved.
+// defaults: it says so (a file removed while it ran leaves that file's
+// policy in force, though the file is gone), there is no file, and it
+// says nothing went wrong with one nor that it waits for a change to be
+// approved.
 func onDefaults(c api.ConfigStatus) bool {
-	return c.Error == "" && len(c.Pending) == 0 && c.Restored == "" && !fileExists(c.Path)
+	return c.Defaults && c.Error == "" && len(c.Pending) == 0 && c.Restored == "" && !fileExists(c.Path)
 }
 
 // openToOthers says whether the vault file at path, or the directory

@@ -219,3 +219,16 @@ func TestDoctorSaysTheUpstreamIsAnotherUsers(t *testing.T) {
 		t.Errorf("an upstream socket where user nobody's agent listens: %+v", f)
 	}
 }
+
+// status and doctor take the gateway's word for the defaults: a file
+// removed a moment ago, whose policy the gateway still has in force, is
+// not "the defaults" before the gateway has noticed the removal.
+func TestOnDefaultsTakesTheGatewaysWord(t *testing.T) {
+	gone := filepath.Join(t.TempDir(), "config.toml")
+	if onDefaults(api.ConfigStatus{Path: gone, Approval: "per-call"}) {
+		t.Fatal("a missing file is taken for the defaults though the gateway does not say it runs on them")
+	}
+	if !onDefaults(api.ConfigStatus{Path: gone, Approval: "session", Defaults: true}) {
+		t.Fatal("a gateway on the defaults, with no file, is not said to be")
+	}
+}

@@ -130,6 +130,11 @@ type ConfigStatus struct {
 	// Restored says when an unlock found the state directory's approved
 	// configuration rewritten and put back the one sealed in the vault.
 	Restored string `json:"restored,omitempty"`
+	// Defaults: the gateway runs on the defaults, as it started with no
+	// file and has put none in force since. A file removed while it runs
+	// leaves that file's policy in force, so a missing file alone does
+	// not say the defaults are.
+	Defaults bool `json:"defaults,omitempty"`
 }
 
 // AskpassStatus describes the askpass program the gateway pinned at
