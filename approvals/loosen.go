@@ -19,9 +19,11 @@ import (
 // (a read_only path added or removed), a bastion enabled or trusting other
 // host keys (its own known_hosts, or the top-level ones it falls back to), another upstream agent or adds and removes forwarded to it,
 // the audit log's events sent to another syslog address or to none, or
-// with another facility. It is empty when f only tightens or changes nothing of
-// authority (card_timeout, agents). The comparison is conservative: a change
-// that might loosen counts.
+// with another facility, or another program a card preselects (agents:
+// one key press approves what the card preselects). It is empty when f
+// only tightens or changes nothing of authority (card_timeout, an agent
+// removed). The comparison is conservative: a change that might loosen
+// counts.
 func Loosening(a, f config.File) []string {
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
@@ -55,6 +57,13 @@ func Loosening(a, f config.File) []string {
 		if knownhosts.Open([]string{p}).Revokes() {
 			add("known_hosts removed, with its @revoked lines: %q", p)
 		}
+	}
+	// A card preselects the first ancestor of the requester an agent
+	// names, and one key press approves a session for it: a name added
+	// there (the person's shell, tmux, the service manager) has that key
+	// press approve every program under it.
+	for _, n := range setMinus(f.Agents, a.Agents) {
+		add("agents added: %q (a card preselects it for a session)", n)
 	}
 	if a.UnknownDestination != "" && a.UnknownDestination != f.UnknownDestination {
 		am, _ := audit.ParseMode(a.UnknownDestination)
@@ -132,6 +141,7 @@ func Strictest(a, f config.File) config.File {
 	s.KnownHosts = append(slices.Clone(f.KnownHosts), setMinus(a.KnownHosts, f.KnownHosts)...)
 	s.Run.ReadWrite = setMinus(f.Run.ReadWrite, setMinus(f.Run.ReadWrite, a.Run.ReadWrite))
 	s.Run.ReadOnly = slices.Clone(a.Run.ReadOnly)
+	s.Agents = setMinus(f.Agents, setMinus(f.Agents, a.Agents))
 	s.Run.Hide = append(slices.Clone(f.Run.Hide), setMinus(a.Run.Hide, f.Run.Hide)...)
 	if a.SessionScope == string(ScopeDestination) {
 		s.SessionScope = a.SessionScope

@@ -71,6 +71,8 @@ func TestLoosening(t *testing.T) {
 		{"require_pq_kex on", with(func(c *config.File) { c.Bastion.RequirePQKex = true }), ""},
 		{"upstream added", with(func(c *config.File) { c.Upstream = "/tmp/other.sock" }), `upstream: "" → "/tmp/other.sock"`},
 		{"upstream changes forwarded", with(func(c *config.File) { c.UpstreamChanges = "forward" }), "upstream_changes: refuse → forward"},
+		{"agent added", with(func(c *config.File) { c.Agents = append(slices.Clone(c.Agents), "bash") }), `agents added: "bash"`},
+		{"agent removed", with(func(c *config.File) { c.Agents = c.Agents[1:] }), ""},
 	} {
 		got := strings.Join(Loosening(base, c.f), "; ")
 		if c.loose == "" && got != "" || c.loose != "" && !strings.Contains(got, c.loose) {
@@ -129,9 +131,13 @@ func TestStrictest(t *testing.T) {
 	f.Run.Hide = nil
 	a.Run.ReadWrite = []string{"~/.cache"}
 	a.Run.Hide = []string{"~/.gnupg"}
+	f.Agents = []string{"codex", "bash"}
 	s := Strictest(a, f)
 	if len(s.Run.ReadWrite) != 1 || s.Run.ReadWrite[0] != "~/.cache" || len(s.Run.Hide) != 1 {
 		t.Fatalf("run settings: %+v", s.Run)
+	}
+	if !slices.Equal(s.Agents, []string{"codex"}) {
+		t.Fatalf("agents preselected while a change adding one waits: %q", s.Agents)
 	}
 	p, err := CompileStrictest(a, f)
 	if err != nil {
