@@ -60,3 +60,32 @@ func TestNarrowedScopeNarrowsASignatureGrantToItsNamespace(t *testing.T) {
 		t.Fatalf("after the scope narrowed, a signature in the namespace its card named: %+v, card %v", d, c != nil)
 	}
 }
+
+// One approved for data the gateway could not interpret (a login to no
+// verified host, maybe) covers nothing once the scope narrows, and is
+// listed as scoped to nothing, where it was listed like a grant for the
+// key's every use.
+func TestNarrowedScopeListsAGrantForNoVerifiedHostAsScoped(t *testing.T) {
+	w := newWorld(t)
+	ch := w.decide(w.req(13))
+	w.answer(w.card().ID, VerdictSession, 30)
+	got(t, ch)
+	if _, grants := w.e.Sessions(); len(grants) != 1 || grants[0].Scoped {
+		t.Fatalf("under session_scope = key: %+v", grants)
+	}
+	p := *w.e.Policy()
+	p.Scope = ScopeDestination
+	w.e.SetPolicy(&p)
+	if _, grants := w.e.Sessions(); len(grants) != 1 || !grants[0].Scoped || grants[0].Dest != "" || grants[0].Namespace != "" {
+		t.Fatalf("after the scope narrowed, a grant approved for no verified host is listed as %+v", grants)
+	}
+	ch = w.decide(w.req(13))
+	d, c := w.decisionOrCard(ch)
+	if c != nil {
+		w.answer(c.ID, VerdictDeny, 30)
+		d = got(t, ch)
+	}
+	if d.Allow {
+		t.Fatalf("after the scope narrowed, a grant approved for no verified host still covers: %+v", d)
+	}
+}

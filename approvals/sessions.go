@@ -26,17 +26,22 @@ type RunState struct {
 
 // GrantView is a live grant as "postern sessions" lists it.
 type GrantView struct {
-	ID        string    `json:"id"`
-	Run       string    `json:"run"`
-	Key       KeyView   `json:"key"`
-	Dest      string    `json:"destination,omitempty"`
-	DestNames []string  `json:"destination_names,omitempty"`
-	Namespace string    `json:"namespace,omitempty"` // a scoped grant for signatures
-	Approved  time.Time `json:"approved"`
-	Approver  string    `json:"approver"`
-	BootID    string    `json:"boot_id"`
-	Epoch     uint64    `json:"vault_epoch"`
-	Expires   time.Time `json:"expires,omitzero"`
+	ID        string   `json:"id"`
+	Run       string   `json:"run"`
+	Key       KeyView  `json:"key"`
+	Dest      string   `json:"destination,omitempty"`
+	DestNames []string `json:"destination_names,omitempty"`
+	Namespace string   `json:"namespace,omitempty"` // a scoped grant for signatures
+	// Scoped: the grant covers only what its card asked about (Dest,
+	// or signatures in Namespace), under session_scope = "destination";
+	// with neither (its card was for a login to no verified host), it
+	// covers nothing.
+	Scoped   bool      `json:"scoped,omitempty"`
+	Approved time.Time `json:"approved"`
+	Approver string    `json:"approver"`
+	BootID   string    `json:"boot_id"`
+	Epoch    uint64    `json:"vault_epoch"`
+	Expires  time.Time `json:"expires,omitzero"`
 }
 
 // Sessions lists the live runs and grants. Runs whose exit the platform
@@ -53,10 +58,10 @@ func (e *Engine) Sessions() ([]RunState, []GrantView) {
 	for _, g := range e.grants {
 		count[g.Run]++
 		// What it covers under the scope in force.
-		a, _ := g.covered(scope)
+		a, scoped := g.covered(scope)
 		grants = append(grants, GrantView{
 			ID: g.ID, Run: g.Run.ID, Key: g.Key.view(),
-			Dest: a.dest, DestNames: a.names, Namespace: a.namespace, Approved: g.Created.UTC(), Approver: g.Approver,
+			Dest: a.dest, DestNames: a.names, Namespace: a.namespace, Scoped: scoped, Approved: g.Created.UTC(), Approver: g.Approver,
 			BootID: g.BootID, Epoch: g.Epoch, Expires: g.expiresUnder(life),
 		})
 	}

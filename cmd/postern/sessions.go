@@ -100,9 +100,15 @@ func printSessions(out io.Writer, res *api.SessionsResult) {
 // grantScope says what a grant scoped under session_scope =
 // "destination" covers: the host it was approved for, or the namespace
 // of its signatures, quoted whole as its card showed it (two that differ
-// past a cut would read as one); "" for a grant that covers the key's
-// every use.
-func grantScope(g *api.Grant) string { return scopeText(g.Dest, g.DestNames, g.Namespace) }
+// past a cut would read as one), or nothing, when its card was for a
+// login to no verified host; "" for a grant that covers the key's every
+// use.
+func grantScope(g *api.Grant) string {
+	if g.Scoped && g.Dest == "" && g.Namespace == "" {
+		return "  to no verified host: covers nothing"
+	}
+	return scopeText(g.Dest, g.DestNames, g.Namespace)
+}
 
 // scopeText is grantScope for a grant approved for the host key dest
 // (with its inventory names) or for signatures in namespace ns, live or

@@ -93,8 +93,10 @@ func TestGrantListingsSayWhatEachGrantCovers(t *testing.T) {
 		{ID: "G1", Run: "R1", Key: key, Namespace: long + "git"},
 		{ID: "G2", Run: "R1", Key: key, Namespace: long + "file"},
 		{ID: "G3", Run: "R1", Key: key, Dest: "SHA256:host", DestNames: []string{"prod-db-1"}},
+		// Scoped to what its card asked, a login to no verified host.
+		{ID: "G4", Run: "R1", Key: key, Scoped: true},
 	}
-	want := []string{`namespace "` + long + `git"`, `namespace "` + long + `file"`, "to SHA256:host prod-db-1"}
+	want := []string{`namespace "` + long + `git"`, `namespace "` + long + `file"`, "to SHA256:host prod-db-1", "to no verified host: covers nothing"}
 	res := &api.SessionsResult{Runs: sessionsRuns()[:1], Grants: grants}
 	var b bytes.Buffer
 	printSessions(&b, res)
@@ -102,7 +104,7 @@ func TestGrantListingsSayWhatEachGrantCovers(t *testing.T) {
 	m.Update(refreshMsg{sessions: res})
 	_, rows := m.runRows()
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	for name, lines := range map[string][]string{"postern sessions": lines[len(lines)-3:], "the console": rows[1:]} {
+	for name, lines := range map[string][]string{"postern sessions": lines[len(lines)-len(want):], "the console": rows[1:]} {
 		for i, w := range want {
 			if !strings.Contains(lines[i], w) {
 				t.Errorf("%s lists grant %s without what it covers (%s):\n%s", name, grants[i].ID, w, lines[i])
