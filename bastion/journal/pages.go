@@ -62,6 +62,9 @@ func checkPageGraph(path string) (err error) {
 	if err == nil {
 		err = g.tree(root, 0)
 	}
+	if err == nil {
+		err = g.freeUnreached()
+	}
 	if err != nil {
 		return damaged(path, err)
 	}
@@ -69,10 +72,11 @@ func checkPageGraph(path string) (err error) {
 }
 
 type pageGraph struct {
-	data []byte // the file
-	ps   uint64 // page size
-	hwm  uint64 // pages below the high water mark
-	seen []bool // by page
+	data []byte   // the file
+	ps   uint64   // page size
+	hwm  uint64   // pages below the high water mark
+	seen []bool   // by page
+	free []uint64 // the pages the freelist says are free
 }
 
 // meta reads the meta page bbolt would use, the valid one of the later
@@ -110,7 +114,11 @@ func (g *pageGraph) meta() (root uint64, err error) {
 
 // freelist checks that the freelist page id holds the free page ids it
 // counts: bbolt makes room for as many as it says, 2^64 of them if it
-// says so, before it reads them.
+// says so, before it reads them. Each must be a page of the file other
+// than the two meta pages, listed once: bbolt panics when it allocates a
+// meta page ("invalid page allocation"), and would write two things on
+// a page listed twice. The freelist's own pages are marked seen, so
+// that a tree reaching them is refused.
 func (g *pageGraph) freelist(id uint64) error {
 	if id == 1<<64-1 { // none kept
 		return nil
@@ -125,6 +133,29 @@ func (g *pageGraph) freelist(id uint64) error {
 	}
 	if binary.LittleEndian.Uint16(p[8:]) != boltFreelist || id+overflow >= g.hwm || n > ((overflow+1)*g.ps-off)/8 {
 		return fmt.Errorf("its freelist page %d is not one, or counts %d free pages in %d pages", id, n, overflow+1)
+	}
+	for i := id; i <= id+overflow; i++ {
+		g.seen[i] = true
+	}
+	listed := make([]bool, g.hwm)
+	for i := range n {
+		free := binary.LittleEndian.Uint64(p[off+8*i:])
+		if free < 2 || free >= g.hwm || listed[free] || g.seen[free] {
+			return fmt.Errorf("its freelist lists page %d, a meta page, one out of the file's %d pages, one listed twice or its own", free, g.hwm)
+		}
+		listed[free] = true
+		g.free = append(g.free, free)
+	}
+	return nil
+}
+
+// freeUnreached checks, once the trees were walked, that no page the
+// freelist says is free is one of theirs: bbolt would write over it.
+func (g *pageGraph) freeUnreached() error {
+	for _, id := range g.free {
+		if g.seen[id] {
+			return fmt.Errorf("page %d is in the page tree and in the freelist", id)
+		}
 	}
 	return nil
 }
