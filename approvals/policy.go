@@ -172,17 +172,45 @@ func (r *Rule) matchesRequest(f *facts) bool {
 // anyMatch reports whether glob matches one of names, or is one of them:
 // a name such as "[10.0.0.5]:2222" (a host on another port, as ssh names
 // it) is a pattern of characters in brackets as a glob, and a rule that
-// spells the name means that name. Case does not count, as it does not
-// for DNS or for ssh_config's Host patterns.
+// spells the name means that name. A name is matched as ssh_config's
+// Host patterns match a host: case does not count, as it does not for
+// DNS; the port does not count, so that "[10.0.0.5]:2222" is 10.0.0.5
+// too; and a name ends with the root's dot or without it, as DNS reads
+// it ("db.example.com." is db.example.com).
 func anyMatch(glob string, names []string) bool {
-	glob = strings.ToLower(glob)
+	glob = hostForm(glob)
 	for _, n := range names {
-		n = strings.ToLower(n)
-		if ok, _ := path.Match(glob, n); ok || n == glob {
-			return true
+		for _, form := range nameForms(n) {
+			if ok, _ := path.Match(glob, form); ok || form == glob {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// nameForms returns the forms a host name is matched in: itself and, for
+// a host on another port ("[host]:port"), the host.
+func nameForms(name string) []string {
+	forms := []string{hostForm(name)}
+	if in, port, ok := strings.Cut(strings.TrimPrefix(name, "["), "]:"); ok && strings.HasPrefix(name, "[") && port != "" && strings.Trim(port, "0123456789") == "" {
+		forms = append(forms, hostForm(in))
+	}
+	return forms
+}
+
+// SameHostName reports whether two host names are one name as rules
+// match them: case aside, with or without the root's trailing dot.
+func SameHostName(a, b string) bool { return hostForm(a) == hostForm(b) }
+
+// hostForm is a host name or pattern as it is matched: in lower case,
+// without the root's trailing dot.
+func hostForm(s string) string {
+	s = strings.ToLower(s)
+	if len(s) > 1 {
+		s = strings.TrimSuffix(s, ".")
+	}
+	return s
 }
 
 // commentMatches matches a glob over key comments against a key's

@@ -21,8 +21,8 @@ func (g *Gateway) opCheck(ctx context.Context, _ *procid.Peer, a api.CheckArgs) 
 	c := approvals.Check{Forwarded: a.Forwarded}
 	// Names count as the inventory gives them: a name it lacks is a
 	// destination postern could not name. Case does not count, as it
-	// does not for rules: every host whose name is the one given, case
-	// aside, counts (each rule's strictest).
+	// does not for rules, nor does a trailing dot: every host whose name
+	// is the one given, so read, counts (each rule's strictest).
 	inv := g.engine.Hosts()
 	for _, name := range a.Hosts {
 		var hosts []inventory.Host
@@ -30,7 +30,7 @@ func (g *Gateway) opCheck(ctx context.Context, _ *procid.Peer, a api.CheckArgs) 
 			hosts = append(hosts, h)
 		} else {
 			for _, h := range inv.Hosts() {
-				if strings.EqualFold(h.Name, name) {
+				if approvals.SameHostName(h.Name, name) {
 					hosts = append(hosts, h)
 				}
 			}

@@ -1,0 +1,51 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// A host rule names a host as ssh_config's Host patterns do: whatever
+// the port and with or without the root's trailing dot. The host
+// inventory took its names from known_hosts, which names a host on
+// another port "[127.0.0.1]:PORT" and keeps a name typed with a trailing
+// dot as it was typed: a per-call rule for "127.0.0.1" and one for
+// "*.example.com" ask on every login to those hosts, and postern check
+// says so for the names the inventory holds, as the gateway acts, and
+// finds them without their dot.
+func TestHostRuleNamesTheHostWhateverItsPortOrTrailingDot(t *testing.T) {
+	rules := "[[rule]]\nhost = \"127.0.0.1\"\napproval = \"per-call\"\n[[rule]]\nhost = \"*.example.com\"\napproval = \"per-call\"\n"
+	w := newApprovalWorld(t, rules)
+	dotted := startSSHD(t, pubKey(t, w.key)+"\n", "db.example.com.")
+	w.e.MustRun("postern", "hosts", "import")
+	// The run reads the known_hosts files of the configuration.
+	w.agent.Reconfigure(t, fmt.Sprintf("known_hosts = [%q, %q]\n%s", w.sshd.KnownHosts, dotted.KnownHosts, rules))
+	w.e.MustRun("postern", "hosts", "import", "db.example.com.")
+	onPort := fmt.Sprintf("[127.0.0.1]:%d", w.sshd.Port)
+	run := w.e.StartRun("coder")
+	for _, c := range []struct {
+		name, cmd string
+	}{
+		{onPort, sshCmd(w.sshd)},
+		{"db.example.com.", sshCmd(dotted)},
+	} {
+		if out := w.e.MustRun("postern", "check", "--host", c.name).Stdout; !strings.HasPrefix(out, "per-call, because rule ") {
+			t.Errorf("postern check --host %s: %s", c.name, out)
+		}
+		for i := 0; i < 2; i++ {
+			job := run.Start(c.cmd)
+			card := w.e.WaitCard()
+			if card.Mode != "per-call" || card.Destination == nil || !contains(card.Destination.Names, c.name) {
+				t.Fatalf("login %d to %s: the card is not a per-call card for it: %+v", i+1, c.name, card)
+			}
+			w.approve(card.ID, "--session")
+			mustSucceed(t, c.name, job.Wait())
+		}
+	}
+	w.e.NoCard()
+	// The inventory's name found as rules read it: without the dot.
+	if out := w.e.MustRun("postern", "check", "--host", "DB.example.com").Stdout; !strings.HasPrefix(out, "per-call, because rule 2:") {
+		t.Errorf("postern check --host DB.example.com: %s", out)
+	}
+}
