@@ -159,7 +159,7 @@ func (r *Rule) matchesRequest(f *facts) bool {
 			if r.Key != f.key.Fingerprint {
 				return false
 			}
-		} else if !commentMatches(r.Key, f.key.Comment) {
+		} else if !f.key.commentMatches(r.Key) {
 			return false
 		}
 	}
@@ -211,6 +211,12 @@ func hostForm(s string) string {
 		s = strings.TrimSuffix(s, ".")
 	}
 	return s
+}
+
+// commentMatches reports whether glob matches the key's comment, or the
+// comment of another copy of the key.
+func (k *Key) commentMatches(glob string) bool {
+	return commentMatches(glob, k.Comment) || slices.ContainsFunc(k.Comments, func(c string) bool { return commentMatches(glob, c) })
 }
 
 // commentMatches matches a glob over key comments against a key's

@@ -42,9 +42,14 @@ const (
 type Key struct {
 	Fingerprint string // SHA256:…
 	Comment     string
-	Type        string
-	Confirm     bool // added with ssh-add -c: confirm every use
-	Touch       bool // a FIDO key that waits for a touch when it signs
+	// Comments are the comments the agent holds the same key under in
+	// its other copies (the vault's behind one added again with ssh-add,
+	// a certificate's, the upstream agent's): a rule on a comment is a
+	// rule on the key, whichever copy signs.
+	Comments []string
+	Type     string
+	Confirm  bool // added with ssh-add -c: confirm every use
+	Touch    bool // a FIDO key that waits for a touch when it signs
 	// Upstream is set for a key the upstream agent holds and signs with,
 	// once the gateway decided (postern agent --upstream), and
 	// UpstreamSocket is that agent's socket.

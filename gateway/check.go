@@ -62,14 +62,20 @@ func (g *Gateway) opCheck(ctx context.Context, _ *procid.Peer, a api.CheckArgs) 
 	if a.Key != "" {
 		ids = append(ids, g.agent.UpstreamListed(ctx)...)
 	}
+	// A key counts with every comment it is held under, as a request is
+	// decided: the vault's copy behind one added again is not listed.
 	var named []string
 	for i, id := range ids {
+		if a.Key == "" {
+			break
+		}
 		fp := id.Fingerprint() // of the key a certificate certifies, as a request is decided
-		if a.Key == "" || (fp != a.Key && id.Comment != a.Key) || slices.Contains(named, fp) {
+		comments := g.agent.KeyComments(id.Key)
+		if (fp != a.Key && id.Comment != a.Key && !slices.Contains(comments, a.Key)) || slices.Contains(named, fp) {
 			continue
 		}
 		named = append(named, fp)
-		c.Key = approvals.Key{Fingerprint: fp, Comment: id.Comment, Type: id.Key.Type(), Upstream: i >= own}
+		c.Key = approvals.Key{Fingerprint: fp, Comment: id.Comment, Comments: comments, Type: id.Key.Type(), Upstream: i >= own}
 		if !c.Key.Upstream {
 			c.Key.Confirm, _ = g.keys.Constraints(id)
 		}

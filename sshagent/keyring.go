@@ -381,6 +381,36 @@ func (k *Keyring) Lookup(key ssh.PublicKey) (*Identity, error) {
 	return nil, ErrNotFound
 }
 
+// Comments returns the comments of every usable copy of key's public
+// key the keyring holds, each once: the added copy's and the vault's
+// behind it (Identities lists only the first), a certificate's and the
+// plain key's.
+func (k *Keyring) Comments(key ssh.PublicKey) []string {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	if k.locked {
+		return nil
+	}
+	return commentsOf(k.ids, key, k.now())
+}
+
+// commentsOf returns the comments of the identities among ids that hold
+// key's public key and, unless now is zero, are not expired at now,
+// each once.
+func commentsOf(ids []*Identity, key ssh.PublicKey, now time.Time) []string {
+	plain := plainKey(key).Marshal()
+	var out []string
+	for _, id := range ids {
+		if !now.IsZero() && !id.Expires.IsZero() && !now.Before(id.Expires) {
+			continue
+		}
+		if bytes.Equal(id.encode().plain, plain) && !slices.Contains(out, id.Comment) {
+			out = append(out, id.Comment)
+		}
+	}
+	return out
+}
+
 // findKey returns the identity among ids with exactly key, else one with
 // the same public key with or without a certificate, else nil.
 func findKey(ids []*Identity, key ssh.PublicKey) *Identity {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -133,6 +134,23 @@ func (s *Server) UpstreamListed(ctx context.Context) []*Identity {
 	s.upKeys.mu.Lock()
 	defer s.upKeys.mu.Unlock()
 	return slices.Clone(s.upKeys.ids)
+}
+
+// KeyComments returns the comments the agent holds key under, in every
+// copy: the keyring's (Keyring.Comments) and the upstream agent's, as it
+// listed them last.
+func (s *Server) KeyComments(key ssh.PublicKey) []string {
+	out := s.Keys.Comments(key)
+	if s.Upstream.inUse() {
+		s.upKeys.mu.Lock()
+		for _, c := range commentsOf(s.upKeys.ids, key, time.Time{}) {
+			if !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+		s.upKeys.mu.Unlock()
+	}
+	return out
 }
 
 func (k *upstreamKeys) find(key ssh.PublicKey) *Identity {
