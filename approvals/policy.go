@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"fmt"
+	"net/netip"
 	"path"
 	"path/filepath"
 	"slices"
@@ -176,9 +177,12 @@ func (r *Rule) matchesRequest(f *facts) bool {
 // Host patterns match a host: case does not count, as it does not for
 // DNS; the port does not count, so that "[10.0.0.5]:2222" is 10.0.0.5
 // too; and a name ends with the root's dot or without it, as DNS reads
-// it ("db.example.com." is db.example.com).
+// it ("db.example.com." is db.example.com). An IP address is matched
+// as written and as netip writes the address it is: an IPv4 address
+// mapped into IPv6 ("::ffff:10.0.0.5", as ssh names a host reached so)
+// as the IPv4 address too, an IPv6 address in its short form ("::1").
 func anyMatch(glob string, names []string) bool {
-	glob = hostForm(glob)
+	glob = addrForm(hostForm(glob))
 	for _, n := range names {
 		for _, form := range nameForms(n) {
 			if ok, _ := path.Match(glob, form); ok || form == glob {
@@ -190,18 +194,23 @@ func anyMatch(glob string, names []string) bool {
 }
 
 // nameForms returns the forms a host name is matched in: itself and, for
-// a host on another port ("[host]:port"), the host.
+// a host on another port ("[host]:port"), the host; each also as the IP
+// address it is, when it is one written otherwise.
 func nameForms(name string) []string {
-	forms := []string{hostForm(name)}
+	var forms []string
+	add := func(n string) {
+		n = hostForm(n)
+		forms = append(forms, n)
+		if a := addrForm(n); a != n {
+			forms = append(forms, a)
+		}
+	}
+	add(name)
 	if in, port, ok := strings.Cut(strings.TrimPrefix(name, "["), "]:"); ok && strings.HasPrefix(name, "[") && port != "" && strings.Trim(port, "0123456789") == "" {
-		forms = append(forms, hostForm(in))
+		add(in)
 	}
 	return forms
 }
-
-// SameHostName reports whether two host names are one name as rules
-// match them: case aside, with or without the root's trailing dot.
-func SameHostName(a, b string) bool { return hostForm(a) == hostForm(b) }
 
 // hostForm is a host name or pattern as it is matched: in lower case,
 // without the root's trailing dot.
@@ -212,6 +221,20 @@ func hostForm(s string) string {
 	}
 	return s
 }
+
+// addrForm returns an IP address as netip writes the address it is (an
+// IPv4 address mapped into IPv6 as IPv4), and anything else as it is.
+func addrForm(s string) string {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap().String()
+	}
+	return s
+}
+
+// SameHostName reports whether two host names are one name as rules
+// match them: case aside, with or without the root's trailing dot, an
+// IP address as the address it is.
+func SameHostName(a, b string) bool { return addrForm(hostForm(a)) == addrForm(hostForm(b)) }
 
 // commentMatches reports whether glob matches the key's comment, or the
 // comment of another copy of the key.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -47,5 +48,34 @@ func TestHostRuleNamesTheHostWhateverItsPortOrTrailingDot(t *testing.T) {
 	// The inventory's name found as rules read it: without the dot.
 	if out := w.e.MustRun("postern", "check", "--host", "DB.example.com").Stdout; !strings.HasPrefix(out, "per-call, because rule 2:") {
 		t.Errorf("postern check --host DB.example.com: %s", out)
+	}
+}
+
+// An IPv4 host reached at its IPv4-mapped IPv6 address is named by ssh
+// in known_hosts as it was reached ("[::ffff:127.0.0.1]:PORT"), and by
+// the inventory that imports the line: a rule for its IPv4 address
+// names it all the same.
+func TestHostRuleNamesAnIPv4HostReachedAsMappedIPv6(t *testing.T) {
+	w := newApprovalWorld(t, "[[rule]]\nhost = \"127.0.0.*\"\napproval = \"per-call\"\n")
+	mapped := fmt.Sprintf("[::ffff:127.0.0.1]:%d", w.sshd.Port)
+	line := mapped + " " + w.sshd.HostKey + "\n"
+	w.e.MustRun("postern", "hosts", "import", "--file", w.e.WriteFile("mapped_known_hosts", line, 0o600))
+	f, err := os.OpenFile(w.sshd.KnownHosts, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(line)
+	f.Close()
+	if out := w.e.MustRun("postern", "check", "--host", mapped).Stdout; !strings.HasPrefix(out, "per-call, because rule 1:") {
+		t.Errorf("postern check --host %s: %s", mapped, out)
+	}
+	res := w.e.startDetached("ssh", w.sshd.SSHArgs(w.sshd.User+"@::ffff:127.0.0.1", "true")...)
+	card := w.e.WaitCard()
+	if card.Mode != "per-call" || card.Destination == nil || !contains(card.Destination.Names, mapped) {
+		t.Errorf("login to %s: the card is not a per-call card for it: %+v", mapped, card)
+	}
+	w.approve(card.ID, "--once")
+	if r := <-res; r.Code != 0 {
+		t.Fatalf("ssh to %s: %s", mapped, r)
 	}
 }
