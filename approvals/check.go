@@ -21,7 +21,10 @@ type Check struct {
 	// be any host, and gets the strictest mode any host rule could give.
 	Unknown bool
 	Key     Key
-	// Exes are the requesting chain's executables, requester first.
+	// Exes are the requesting chain's executables, requester first and,
+	// for a request through a run's own socket, the run last. Exe rules
+	// match the first and the last, as they match a request's requester
+	// and run: never another process of the chain.
 	Exes      []procid.Exe
 	Forwarded bool
 }
@@ -39,9 +42,11 @@ type CheckResult struct {
 // wins. Rules are numbered as the file in force numbers them; when the
 // approved configuration decides, Because says so and names its rules.
 func (p *Policy) Check(c Check) CheckResult {
-	progs := make([]program, len(c.Exes))
+	var progs []program
 	for i, x := range c.Exes {
-		progs[i] = program{path: x.Path, hash: x.Hash()}
+		if i == 0 || i == len(c.Exes)-1 {
+			progs = append(progs, program{path: x.Path, hash: x.Hash()})
+		}
 	}
 	f := &facts{names: c.Names, classes: c.Classes, anyHost: c.Unknown, key: c.Key, programs: func() []program { return progs }}
 	res := p.explain(f, c.Forwarded)

@@ -23,8 +23,10 @@ Dry-run the running gateway's policy: say which approval a request would
 need, and why ("per-call, because rule 2: host "prod-*""). --host names
 the destination as its verified host key's names would (repeat for each
 name); --key is a fingerprint or the comment of a key the agent holds;
---exe names the requesting chain's programs, requester first (a name is
-looked up in $PATH). Nothing is signed or recorded.
+--exe names the requesting chain's programs, requester first and, for a
+request through a run's own socket, the run last: exe rules match those
+two, never another process of the chain (a name is looked up in $PATH).
+Nothing is signed or recorded.
 `
 
 // strings is a repeatable flag.
@@ -37,7 +39,7 @@ func cmdCheck(args []string, out, errw io.Writer) error {
 	fs := newFlags("check", checkUsage)
 	var hosts, exes stringList
 	fs.Var(&hosts, "host", "a name of the destination (repeatable)")
-	fs.Var(&exes, "exe", "a program of the requesting chain, requester first (repeatable)")
+	fs.Var(&exes, "exe", "a program of the requesting chain, requester first, the run last (repeatable)")
 	key := fs.String("key", "", "the key: a fingerprint or a comment")
 	fwd := fs.Bool("forwarded", false, "the request comes through a forwarded agent connection")
 	asJSON := fs.Bool("json", false, "print JSON")

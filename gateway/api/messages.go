@@ -339,7 +339,8 @@ type ResolveArgs struct {
 // CheckArgs describes a request to dry-run the policy for (OpCheck,
 // "postern check"): the destination's names, the key (a fingerprint or a
 // comment of a key the gateway holds), and the requesting chain's
-// executables, requester first.
+// executables, requester first and, for a request through a run's own
+// socket, the run last (exe rules match those two alone).
 type CheckArgs struct {
 	Hosts     []string   `json:"hosts,omitempty"`
 	Key       string     `json:"key,omitempty"`
