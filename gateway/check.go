@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/inventory"
@@ -22,18 +24,27 @@ func (g *Gateway) opCheck(ctx context.Context, _ *procid.Peer, a api.CheckArgs) 
 	// Names count as the inventory gives them: a name it lacks is a
 	// destination postern could not name. Case does not count, as it
 	// does not for rules, nor does a trailing dot: every host whose name
-	// is the one given, so read, counts (each rule's strictest).
+	// is the one given, so read, counts (each rule's strictest). A name
+	// the inventory lacks is still one a login is made by: ssh verifies
+	// the key known_hosts gives it, and the gateway names the login by
+	// that key, so the hosts the inventory gives those keys count, and a
+	// key it does not name makes the destination one it could not name.
 	inv := g.engine.Hosts()
+	pol := g.engine.Policy()
+	var via []string
 	for _, name := range a.Hosts {
-		var hosts []inventory.Host
-		if h, ok := inv.Host(name); ok {
-			hosts = append(hosts, h)
-		} else {
-			for _, h := range inv.Hosts() {
-				if approvals.SameHostName(h.Name, name) {
-					hosts = append(hosts, h)
+		hosts := inventoryNamed(inv, name)
+		if len(hosts) == 0 {
+			var unnamed bool
+			hosts, unnamed = keysNamedBy(inv, pol.Hosts.KeysNamed(name))
+			if len(hosts) > 0 {
+				var names []string
+				for _, h := range hosts {
+					names = append(names, h.Name)
 				}
+				via = append(via, fmt.Sprintf("known_hosts gives %s the key of %s", safetext.Quote(name, safetext.Name), strings.Join(names, ", ")))
 			}
+			c.Unknown = c.Unknown || unnamed
 		}
 		if len(hosts) == 0 {
 			c.Unknown = true
@@ -91,11 +102,46 @@ func (g *Gateway) opCheck(ctx context.Context, _ *procid.Peer, a api.CheckArgs) 
 		}
 		c.Exes = append(c.Exes, x)
 	}
-	res.CheckResult = g.engine.Policy().Check(c)
+	res.CheckResult = pol.Check(c)
+	if len(via) > 0 {
+		res.Because = strings.Join(via, "; ") + "; " + res.Because
+	}
 	g.mu.Lock()
 	if g.configErr != nil {
 		res.ConfigError = g.configErr.Error()
 	}
 	g.mu.Unlock()
 	return res, nil
+}
+
+// inventoryNamed returns the hosts of inv whose name is name, as rules
+// read names.
+func inventoryNamed(inv *inventory.Inventory, name string) []inventory.Host {
+	if h, ok := inv.Host(name); ok {
+		return []inventory.Host{h}
+	}
+	var hosts []inventory.Host
+	for _, h := range inv.Hosts() {
+		if approvals.SameHostName(h.Name, name) {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
+}
+
+// keysNamedBy returns the hosts inv gives keys, each once, and whether
+// one of keys is a key it gives no host.
+func keysNamedBy(inv *inventory.Inventory, keys []ssh.PublicKey) (hosts []inventory.Host, unnamed bool) {
+	for _, k := range keys {
+		names, _ := inv.Lookup(k)
+		if len(names) == 0 {
+			unnamed = true
+		}
+		for _, n := range names {
+			if h, ok := inv.Host(n); ok && !slices.ContainsFunc(hosts, func(x inventory.Host) bool { return x.Name == n }) {
+				hosts = append(hosts, h)
+			}
+		}
+	}
+	return hosts, unnamed
 }

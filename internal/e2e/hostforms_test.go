@@ -79,3 +79,25 @@ func TestHostRuleNamesAnIPv4HostReachedAsMappedIPv6(t *testing.T) {
 		t.Fatalf("ssh to %s: %s", mapped, r)
 	}
 }
+
+// postern check --host NAME answers for a login to NAME as the gateway
+// decides it: ssh verifies the key known_hosts gives NAME, and the
+// gateway names the login by that key in the host inventory. A per-call
+// rule on the address a person logs in by, where the inventory names the
+// host otherwise (db1), meets no login to it: check says so, and names
+// the host, rather than a per-call answer for a host it could not name.
+func TestCheckNamesAHostByTheKeyKnownHostsGivesIt(t *testing.T) {
+	w := newApprovalWorld(t, "[[rule]]\nhost = \"127.0.0.1\"\napproval = \"per-call\"\n", "db1")
+	w.e.MustRun("postern", "hosts", "import", "db1")
+	addr := fmt.Sprintf("[127.0.0.1]:%d", w.sshd.Port)
+	out := w.e.MustRun("postern", "check", "--host", addr).Stdout
+	res := w.e.startDetached("ssh", w.sshd.SSHArgs(w.sshd.Target(), "true")...)
+	card := w.e.WaitCard()
+	w.approve(card.ID, "--once")
+	if r := <-res; r.Code != 0 {
+		t.Fatalf("ssh: %s", r)
+	}
+	if !strings.HasPrefix(out, card.Mode+", because known_hosts gives \""+addr+"\" the key of db1; ") {
+		t.Fatalf("postern check --host %s: %s; the login to it had a %s card for %v", addr, out, card.Mode, card.Destination.Names)
+	}
+}
