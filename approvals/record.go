@@ -144,6 +144,17 @@ func auditProcess(t *procid.Table, p *procid.Process) *audit.Process {
 	}
 }
 
+// inventoryOf returns what the host inventory calls r's destination, as
+// the decision found it; looked up here only for a request refused
+// before any decision. r.Dest is not nil.
+func (e *Engine) inventoryOf(r *Request) *hostNames {
+	if r.inventory == nil {
+		names, classes := e.Hosts().Lookup(r.Dest.HostKey)
+		r.inventory = &hostNames{names, classes}
+	}
+	return r.inventory
+}
+
 // requestEvent fills the facts of a request into an event, with the
 // names and classes the host inventory gives its destination.
 func (e *Engine) requestEvent(typ audit.EventType, r *Request, d Decision) audit.Event {
@@ -154,13 +165,9 @@ func (e *Engine) requestEvent(typ audit.EventType, r *Request, d Decision) audit
 		ev.Forwarding = r.Dest.Forwarding
 		// What the host inventory calls the host: a production call
 		// reads as one after the fact too, whatever the inventory
-		// says by then. As the decision found it; looked up here only
-		// for a request refused before any decision.
-		if r.inventory == nil {
-			names, classes := e.Hosts().Lookup(r.Dest.HostKey)
-			r.inventory = &hostNames{names, classes}
-		}
-		ev.DestNames, classes = r.inventory.names, r.inventory.classes
+		// says by then.
+		inv := e.inventoryOf(r)
+		ev.DestNames, classes = inv.names, inv.classes
 	}
 	ev.Forwarding = ev.Forwarding || r.Forwarded
 	if r.Channel.Run != "" {

@@ -29,9 +29,14 @@ type Why struct {
 	Run         string       `json:"run,omitempty"`
 	Journal     string       `json:"journal_entry,omitempty"`
 	Key         string       `json:"key,omitempty"`
-	Destination string       `json:"destination,omitempty"` // verified host key, with its names
-	Namespace   string       `json:"namespace,omitempty"`   // an SSHSIG signature's namespace, whole
-	Requester   string       `json:"requester,omitempty"`   // the requesting chain
+	Destination string       `json:"destination,omitempty"` // the verified host key's fingerprint
+	// DestinationNames and DestinationClasses are what the host
+	// inventory called the destination when the request was decided, as
+	// its card named it.
+	DestinationNames   []string `json:"destination_names,omitempty"`
+	DestinationClasses []string `json:"destination_classes,omitempty"`
+	Namespace          string   `json:"namespace,omitempty"` // an SSHSIG signature's namespace, whole
+	Requester          string   `json:"requester,omitempty"` // the requesting chain
 	// Explain says what happened; Next, what a program that was refused
 	// should do (usually: stop and tell its person).
 	Explain string `json:"explain"`
@@ -75,6 +80,8 @@ func (e *Engine) noteWhy(r *Request, d Decision, waiting bool, chain procid.Chai
 	}
 	if r.Dest != nil {
 		w.Destination = r.Dest.Fingerprint()
+		inv := e.inventoryOf(r)
+		w.DestinationNames, w.DestinationClasses = inv.names, inv.classes
 	}
 	if r.Purpose == PurposeSSHSig {
 		w.Namespace = r.Namespace

@@ -1,8 +1,12 @@
 package approvals
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/postern/postern/audit"
 )
@@ -121,4 +125,26 @@ func TestWhyRequesterNamesAreQuoted(t *testing.T) {
 	}
 	w.answer(c.ID, VerdictDeny, 30)
 	got(t, ch)
+}
+
+// postern why names a login's destination as its card did: by the names
+// and class the host inventory gives the verified host key, beside its
+// fingerprint, so that a program refused a production login can tell its
+// person which host it was.
+func TestWhyNamesTheDestination(t *testing.T) {
+	w := newWorld(t)
+	prod := hostKey(t)
+	w.nameHost("prod-db-1", "production", prod)
+	p := *w.e.Policy()
+	p.Rules = []Rule{{Class: "production", Mode: audit.ModeDeny}}
+	w.e.SetPolicy(&p)
+	r := w.req(13)
+	r.Purpose, r.Dest = PurposeAuth, &Destination{HostKey: prod}
+	if d := w.e.Decide(context.Background(), r); d.Allow || d.Reason != audit.ReasonPolicyDeny {
+		t.Fatalf("login to prod-db-1: %+v", d)
+	}
+	why, _ := w.e.WhyFor(w.f.Peer(13), "")
+	if why.Destination != ssh.FingerprintSHA256(prod) || !slices.Equal(why.DestinationNames, []string{"prod-db-1"}) || !slices.Equal(why.DestinationClasses, []string{"production"}) {
+		t.Fatalf("why of a login to prod-db-1: destination %q, names %q, classes %q", why.Destination, why.DestinationNames, why.DestinationClasses)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/postern/postern/gateway/api"
@@ -87,7 +88,8 @@ func printWhy(out io.Writer, res *api.WhyResult) {
 		fmt.Fprintf(out, "  key:         %s\n", safetext.Field(w.Key, safetext.Line))
 	}
 	if w.Destination != "" {
-		fmt.Fprintf(out, "  destination: host key %s (verified)\n", safetext.Field(w.Destination, safetext.Line))
+		// Named as its card named it, by the host inventory.
+		fmt.Fprintf(out, "  destination: host key %s (verified)%s\n", safetext.Field(w.Destination, safetext.Line), inventoryNames(w.DestinationNames, w.DestinationClasses))
 	}
 	if w.Namespace != "" {
 		// The signer's: quoted, as a card shows it.
@@ -130,4 +132,17 @@ func askWhy(ctx context.Context, sock string, errw io.Writer) (*api.WhyResult, e
 		return nil, api.NoGatewayUnset(wk)
 	}
 	return res, err
+}
+
+// inventoryNames says what the host inventory called a destination, after
+// its fingerprint: ", prod-db-1 (production)", or "" for no name.
+func inventoryNames(names, classes []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	s := ", " + strings.Join(safetext.Tokens(names, safetext.Name), ", ")
+	if len(classes) > 0 {
+		s += " (" + strings.Join(safetext.Tokens(classes, safetext.Name), ", ") + ")"
+	}
+	return s
 }

@@ -41,3 +41,19 @@ func TestWhyInsideARun(t *testing.T) {
 		t.Fatalf("why from the run's parent:\n%s", out)
 	}
 }
+
+// postern why names the destination of a refused login as its card did,
+// by the host inventory's name and class: the run refused a production
+// login learns which host, not a fingerprint alone.
+func TestWhyNamesTheHostOfARefusedLogin(t *testing.T) {
+	w, prod, _, run := productionWorld(t)
+	job := run.Start(sshCmd(prod, "-o", "HostKeyAlias=prod-db-1"))
+	w.e.MustRun("postern", "deny", w.e.WaitCard().ID)
+	if job.Wait().Code == 0 {
+		t.Fatal("ssh succeeded after the denial")
+	}
+	r := run.Do("postern why")
+	if !strings.Contains(r.Stdout, "\n  destination: host key SHA256:") || !strings.Contains(r.Stdout, "prod-db-1 (production)") {
+		t.Fatalf("why after a refused login to prod-db-1:\n%s", r)
+	}
+}
