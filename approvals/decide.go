@@ -193,14 +193,18 @@ func (e *Engine) decideNow(ctx context.Context, r *Request) (d Decision, again b
 	}
 	switch mode {
 	case audit.ModeDeny:
-		return deny(mode, audit.ReasonPolicyDeny), false
+		d := deny(mode, audit.ReasonPolicyDeny)
+		d.because = p.explain(&f, forwarding).Because
+		return d, false
 	case audit.ModeNone:
 		// Nothing else checks the run against live evidence (a grant's
 		// run is checked as the grant is, and before a card is shown).
 		if why := e.socketRunEnded(r, true); why != "" {
 			return deny(mode, why), false
 		}
-		return allow(mode, audit.ReasonPolicyNone), false
+		d := allow(mode, audit.ReasonPolicyNone)
+		d.because = p.explain(&f, forwarding).Because
+		return d, false
 	}
 	if mode == audit.ModeSession {
 		g, unchecked, run := e.covering(r, dest, epoch, p)

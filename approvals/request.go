@@ -195,6 +195,10 @@ type Decision struct {
 
 	chain  procid.Chain // the requester's chain, when it was read
 	record *allowRecord // the allow's record, not yet written (Request.Overlap)
+	// because says why the policy gave the mode of a decision it made
+	// without a person (policy_deny, policy_none), as postern check
+	// says it: for postern why.
+	because string
 }
 
 // Recorded makes the record of an allowed decision durable and returns

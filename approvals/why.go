@@ -37,6 +37,9 @@ type Why struct {
 	DestinationClasses []string `json:"destination_classes,omitempty"`
 	Namespace          string   `json:"namespace,omitempty"` // an SSHSIG signature's namespace, whole
 	Requester          string   `json:"requester,omitempty"` // the requesting chain
+	// Because says why the policy gave the mode of a decision it made
+	// without a person (policy_deny, policy_none), as postern check does.
+	Because string `json:"because,omitempty"`
 	// Explain says what happened; Next, what a program that was refused
 	// should do (usually: stop and tell its person).
 	Explain string `json:"explain"`
@@ -71,6 +74,7 @@ func (e *Engine) noteWhy(r *Request, d Decision, waiting bool, chain procid.Chai
 	w := Why{
 		Time: e.now().UTC(), Allowed: d.Allow, Reason: d.Reason, Mode: d.Mode,
 		Card: d.Card, Run: d.Run, Journal: r.RetryEntry, Key: r.Key.Fingerprint,
+		Because: d.because,
 	}
 	if r.Key.Comment != "" {
 		w.Key += " (" + r.Key.Comment + ")"

@@ -75,6 +75,10 @@ func printWhy(out io.Writer, res *api.WhyResult) {
 	}
 	fmt.Fprintf(out, "%s\n", w.Outcome)
 	fmt.Fprintf(out, "  %s\n", safetext.Field(w.Explain, safetext.Line))
+	if w.Because != "" {
+		// The policy's words, as postern check gives them.
+		fmt.Fprintf(out, "  because:     %s\n", safetext.Field(w.Because, safetext.Line))
+	}
 	fmt.Fprintf(out, "  when:        %s\n", w.Time.Local().Format(timeLayout))
 	if w.Requester != "" {
 		// Rendered by the gateway as a card's chain: its escapes stay.

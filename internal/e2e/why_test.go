@@ -57,3 +57,22 @@ func TestWhyNamesTheHostOfARefusedLogin(t *testing.T) {
 		t.Fatalf("why after a refused login to prod-db-1:\n%s", r)
 	}
 }
+
+// postern why says which rule refused a login the policy denies, in the
+// words postern check gives: the run learns it is the policy's answer
+// and its person which rule to read.
+func TestWhySaysWhichRuleDenied(t *testing.T) {
+	w, prod, config, run := productionWorld(t)
+	w.agent.Reconfigure(t, config+"[[rule]]\nhost = \"prod-db-*\"\napproval = \"deny\"\n")
+	if run.Do(sshCmd(prod, "-o", "HostKeyAlias=prod-db-1")).Code == 0 {
+		t.Fatal("ssh to prod-db-1 succeeded under a deny rule")
+	}
+	want := "  because:     rule 2: host \"prod-db-*\" (approval = \"deny\")\n"
+	r := run.Do("postern why")
+	if !strings.HasPrefix(r.Stdout, "DENIED policy_deny\n") || !strings.Contains(r.Stdout, want) {
+		t.Fatalf("why after a login the policy denies, want %q:\n%s", want, r)
+	}
+	if check := w.e.MustRun("postern", "check", "--host", "prod-db-1").Stdout; !strings.HasPrefix(check, "deny, because "+strings.TrimSpace(strings.TrimPrefix(want, "  because:"))) {
+		t.Fatalf("postern check says otherwise: %s", check)
+	}
+}
