@@ -103,8 +103,8 @@ func (e Env) start(ctx context.Context, prog program, prompt, mode string) ([]by
 		env = append(env, "SSH_ASKPASS_PROMPT="+mode)
 	}
 	cmd.Env = env
-	var out bytes.Buffer
-	cmd.Stdout = &out
+	out := &boundedBuffer{}
+	cmd.Stdout = out
 	cmd.Stdin = nil
 	// A program that leaves children holding its output must not keep
 	// the question open after it was cancelled; nor its dialog on the
@@ -113,7 +113,13 @@ func (e Env) start(ctx context.Context, prog program, prompt, mode string) ([]by
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	if ctx.Err() == nil && out.over {
+		// Whatever its exit: the program may have ended on its closed
+		// output, which is no "no" a person gave.
+		err = errTooMuch
+	}
+	if err != nil {
 		clear(out.Bytes())
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -122,6 +128,33 @@ func (e Env) start(ctx context.Context, prog program, prompt, mode string) ([]by
 	}
 	return out.Bytes(), nil
 }
+
+// maxOutput bounds what an askpass program's answer is read of: a line,
+// a word or a passphrase (OpenSSH reads 1023 bytes of it). A program
+// that prints more gives no answer, and the gateway holds no more of it.
+const maxOutput = 64 << 10
+
+var errTooMuch = fmt.Errorf("printed more than %d bytes, which is no answer", maxOutput)
+
+// A boundedBuffer keeps up to maxOutput bytes; a write past them fails,
+// which closes the program's output pipe. It is only a Writer (a
+// bytes.Buffer's ReadFrom would read past the bound).
+type boundedBuffer struct {
+	buf  bytes.Buffer
+	over bool // a write went past the bound
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	if b.over || b.buf.Len()+len(p) > maxOutput {
+		b.over = true
+		clear(b.buf.Bytes())
+		b.buf.Reset()
+		return 0, errTooMuch
+	}
+	return b.buf.Write(p)
+}
+
+func (b *boundedBuffer) Bytes() []byte { return b.buf.Bytes() }
 
 // A runner runs an askpass program with prompt, SSH_ASKPASS_PROMPT set
 // to mode (unless empty), and returns what it printed.

@@ -106,3 +106,26 @@ func TestWord(t *testing.T) {
 		t.Error("a program that cannot run gave no error")
 	}
 }
+
+// A program that prints without end (or megabytes, then yes) is no
+// answer, and what the gateway holds of its output stays bounded: its
+// output is read up to maxOutput, and past it the question fails.
+func TestOutputPastTheBoundIsNoAnswer(t *testing.T) {
+	dir := t.TempDir()
+	flood := filepath.Join(dir, "flood")
+	os.WriteFile(flood, []byte("#!/bin/sh\nhead -c 16777216 /dev/zero | tr '\\0' '\\n'\necho yes\n"), 0o755)
+	endless := filepath.Join(dir, "endless")
+	os.WriteFile(endless, []byte("#!/bin/sh\nexec yes\n"), 0o755)
+	for _, prog := range []string{flood, endless} {
+		env := Env{"SSH_ASKPASS=" + prog, "SSH_ASKPASS_REQUIRE=force"}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ok, err := env.Confirm(ctx, "Allow?")
+		cancel()
+		if ok || err == nil || !strings.Contains(err.Error(), "printed more than") {
+			t.Errorf("%s: confirm = %v, %v; want no, with an error naming the bound", filepath.Base(prog), ok, err)
+		}
+		if p, err := env.Passphrase(context.Background(), "Passphrase:"); err == nil {
+			t.Errorf("%s: passphrase of %d bytes taken", filepath.Base(prog), len(p))
+		}
+	}
+}
