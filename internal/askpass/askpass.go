@@ -28,8 +28,15 @@ import (
 	"github.com/postern/postern/internal/envlist"
 )
 
-// ErrUnavailable reports that no askpass program can be used here.
-var ErrUnavailable = errors.New("no askpass program available (set SSH_ASKPASS and DISPLAY, or SSH_ASKPASS_REQUIRE=force)")
+// ErrUnavailable reports that no askpass program can be used here; the
+// error returned says why (errors.Is matches it).
+var ErrUnavailable = errors.New("no askpass program available")
+
+// unavailable is ErrUnavailable with why.
+type unavailable string
+
+func (u unavailable) Error() string        { return ErrUnavailable.Error() + ": " + string(u) }
+func (u unavailable) Is(target error) bool { return target == ErrUnavailable }
 
 // Env is the environment askpass programs are judged and run with. The
 // gateway captures its own at start, as ssh-agent does.
@@ -45,15 +52,15 @@ func (e Env) Program() (string, error) {
 	prog := e.get("SSH_ASKPASS")
 	switch e.get("SSH_ASKPASS_REQUIRE") {
 	case "never":
-		return "", ErrUnavailable
+		return "", unavailable("SSH_ASKPASS_REQUIRE=never")
 	case "force":
 	default:
 		if e.get("DISPLAY") == "" && e.get("WAYLAND_DISPLAY") == "" {
-			return "", ErrUnavailable
+			return "", unavailable("no display ($DISPLAY and $WAYLAND_DISPLAY are unset; SSH_ASKPASS_REQUIRE=force asks without one)")
 		}
 	}
 	if prog == "" {
-		return "", ErrUnavailable
+		return "", unavailable("$SSH_ASKPASS is not set")
 	}
 	return prog, nil
 }

@@ -23,6 +23,9 @@ type Pinned struct {
 	path string // absolute; "" when no program is available
 	sum  [32]byte
 
+	// none says why no program was pinned (ErrUnavailable and why).
+	none error
+
 	mu       sync.Mutex
 	err      error // set once the program changed
 	onChange func(error)
@@ -35,10 +38,14 @@ func Pin(env Env, onChange func(error)) *Pinned {
 	p := &Pinned{env: env, onChange: onChange}
 	prog, err := env.Program()
 	if err != nil {
+		p.none = err
 		return p
 	}
 	path, err := exec.LookPath(prog)
 	if err != nil {
+		// Said apart from the program changing (err): it was never
+		// there, and nothing was pinned.
+		p.none = unavailable(fmt.Sprintf("$SSH_ASKPASS names %s: %v", prog, errors.Unwrap(err)))
 		return p
 	}
 	f, sum, err := readProgram(path, nil)
@@ -148,7 +155,7 @@ func (p *Pinned) Available() error {
 		return p.err
 	}
 	if p.path == "" {
-		return ErrUnavailable
+		return p.none
 	}
 	return nil
 }

@@ -47,3 +47,40 @@ func TestPinnedProgramThatIsNoFile(t *testing.T) {
 		t.Fatal("waited on a FIFO in the askpass program's place")
 	}
 }
+
+// Why no askpass program can be used names what is missing, not what
+// is there: a program $SSH_ASKPASS names that is not found is named,
+// with the error; a missing display is said to be one, to a person who
+// set $SSH_ASKPASS.
+func TestUnavailableSaysWhy(t *testing.T) {
+	prog, _ := stub(t, "", 0)
+	cases := []struct {
+		env  Env
+		want []string
+		not  string
+	}{
+		{Env{"SSH_ASKPASS=/nonexistent/askpass", "DISPLAY=:0"}, []string{"/nonexistent/askpass", "no such file"}, "set SSH_ASKPASS"},
+		{Env{"SSH_ASKPASS=no-such-askpass-on-path", "DISPLAY=:0"}, []string{"no-such-askpass-on-path", "not found"}, "set SSH_ASKPASS"},
+		{Env{"SSH_ASKPASS=" + prog}, []string{"$DISPLAY", "SSH_ASKPASS_REQUIRE=force"}, "set SSH_ASKPASS"},
+		{Env{"DISPLAY=:0"}, []string{"$SSH_ASKPASS is not set"}, "\x00"},
+		{Env{"SSH_ASKPASS=" + prog, "DISPLAY=:0", "SSH_ASKPASS_REQUIRE=never"}, []string{"SSH_ASKPASS_REQUIRE=never"}, "set SSH_ASKPASS"},
+	}
+	for _, c := range cases {
+		err := Pin(c.env, nil).Available()
+		if !errors.Is(err, ErrUnavailable) {
+			t.Errorf("%q: %v, want ErrUnavailable", c.env, err)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%q: %q does not say %q", c.env, err, w)
+			}
+		}
+		if strings.Contains(err.Error(), c.not) {
+			t.Errorf("%q: %q says %q", c.env, err, c.not)
+		}
+		if _, _, why := Pin(c.env, nil).Status(); why != "" {
+			t.Errorf("%q: status says askpass approvals are off (%q), as of a program that changed", c.env, why)
+		}
+	}
+}
