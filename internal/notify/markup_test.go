@@ -43,26 +43,8 @@ func TestNotificationBodyIsEscapedOnlyForMarkup(t *testing.T) {
 		{[]string{"actions", "body-markup"}, "Allow &lt;b&gt;x&lt;/b&gt; &amp; y?"},
 		{[]string{"actions"}, "Allow <b>x</b> & y?"},
 	} {
-		dir := t.TempDir()
-		addr := dbustest.Start(t, dir, []string{"PATH=" + os.Getenv("PATH"), "XDG_RUNTIME_DIR=" + dir})
-		conn, err := dbus.Dial(addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		if err := conn.Auth(nil); err != nil {
-			t.Fatal(err)
-		}
-		if err := conn.Hello(); err != nil {
-			t.Fatal(err)
-		}
 		srv := &plainServer{caps: tc.caps, bodies: make(chan string, 1)}
-		if err := conn.Export(srv, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.RequestName("org.freedesktop.Notifications", dbus.NameFlagDoNotQueue); err != nil {
-			t.Fatal(err)
-		}
+		addr := serveOnBus(t, srv)
 		s := notify.New(addr, nil)
 		defer s.Close()
 		ctx, cancel := context.WithCancel(context.Background())
@@ -79,4 +61,30 @@ func TestNotificationBodyIsEscapedOnlyForMarkup(t *testing.T) {
 			t.Fatal("no notification reached the service")
 		}
 	}
+}
+
+// serveOnBus starts a session bus of the test's own and serves srv
+// there as the notification service. It returns the bus's address.
+func serveOnBus(t *testing.T, srv any) string {
+	t.Helper()
+	dir := t.TempDir()
+	addr := dbustest.Start(t, dir, []string{"PATH=" + os.Getenv("PATH"), "XDG_RUNTIME_DIR=" + dir})
+	conn, err := dbus.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if err := conn.Auth(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Hello(); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Export(srv, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.RequestName("org.freedesktop.Notifications", dbus.NameFlagDoNotQueue); err != nil {
+		t.Fatal(err)
+	}
+	return addr
 }

@@ -101,6 +101,12 @@ type Service struct {
 	conn  *dbus.Conn
 	shown map[uint32]*shown
 
+	// showing is held for reading across each Notify call, until its id
+	// is in shown, and taken by the signals' handler before it reads
+	// shown: a signal about a new id waits for it to be noted, and
+	// nothing else waits for a service slow to show (mu is not held).
+	showing sync.RWMutex
+
 	// owner is the unique name last found owning the service: signals
 	// from any other sender are dropped unread.
 	owner atomic.Pointer[string]
@@ -282,15 +288,21 @@ func (s *Service) Show(ctx context.Context, n Note, onAction func(Invoked)) (<-c
 		body = escapeMarkup(body)
 	}
 	sh := &shown{owner: own, onAction: onAction, closed: make(chan struct{})}
-	// Held across the call so that a signal for the new id waits for it.
-	s.mu.Lock()
+	s.showing.RLock()
 	var id uint32
 	err = conn.Object(own, objectPath).CallWithContext(cctx, iface+".Notify", 0,
 		n.App, uint32(0), "", n.Summary, body, actions, hints, timeout).Store(&id)
 	if err == nil {
-		s.shown[id] = sh
+		s.mu.Lock()
+		if s.conn == conn {
+			s.shown[id] = sh
+		} else {
+			// The bus went meanwhile: it can no longer report.
+			close(sh.closed)
+		}
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
+	s.showing.RUnlock()
 	if err != nil {
 		return nil, fmt.Errorf("showing a notification: %w", err)
 	}
