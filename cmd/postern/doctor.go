@@ -153,14 +153,19 @@ func statusFindings(st *api.Status) []finding {
 		f.Fix = strings.TrimPrefix(f.Fix+"; "+fix, "; ")
 	}
 	add("gateway", "ok", fmt.Sprintf("pid %d, started %s", st.PID, st.Started), "")
-	reach := []string{}
+	reach, unreached := []string{}, []string{}
 	for _, a := range st.Approvers {
 		if a.Reachable {
 			reach = append(reach, approverLine(a))
+		} else if a.Detail != "" {
+			unreached = append(unreached, a.Name+": "+safetext.Field(a.Detail, safetext.Line))
 		}
 	}
 	if len(reach) == 0 {
-		add("approvers", "warn", "none reachable: a request that needs a card is refused at once (no_approver)", `run "postern approve" in another terminal; desktop notifications need a session bus with a notification service; askpass needs SSH_ASKPASS and a display`)
+		// Why each is not, as the gateway found it: a person's shell
+		// may have what the gateway was started without.
+		add("approvers", "warn", "none reachable: a request that needs a card is refused at once (no_approver); "+strings.Join(unreached, "; "),
+			`run "postern approve" in another terminal; the gateway finds the session bus of desktop notifications, and SSH_ASKPASS and the display of askpass, in the environment it was started with: start it again where they are set (under systemd, after "systemctl --user import-environment")`)
 	} else {
 		add("approvers", "ok", strings.Join(reach, "; "), "")
 	}

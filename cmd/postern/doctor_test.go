@@ -232,3 +232,32 @@ func TestOnDefaultsTakesTheGatewaysWord(t *testing.T) {
 		t.Fatal("a gateway on the defaults, with no file, is not said to be")
 	}
 }
+
+// With no approver reachable, doctor says why each one is not, as the
+// gateway found it in the environment it started with, where it named
+// none: a person whose shell has $SSH_ASKPASS and $DISPLAY set was told
+// that askpass needs them, of a gateway started without them.
+func TestDoctorSaysWhyNoApproverIsReachable(t *testing.T) {
+	st := &api.Status{Approvers: []api.Approver{
+		{Name: "console", Detail: `none attached ("postern approve" in another terminal)`},
+		{Name: "askpass", Detail: "no askpass program available: no display ($DISPLAY and $WAYLAND_DISPLAY are unset; SSH_ASKPASS_REQUIRE=force asks without one)"},
+		{Name: "notification", Detail: "no D-Bus session bus ($DBUS_SESSION_BUS_ADDRESS is unset and $XDG_RUNTIME_DIR/bus does not exist)"},
+	}}
+	var f finding
+	for _, g := range statusFindings(st) {
+		if g.Check == "approvers" {
+			f = g
+		}
+	}
+	if f.Status != "warn" {
+		t.Fatalf("no approver reachable: %+v, want warn", f)
+	}
+	for _, want := range []string{"askpass: no askpass program available: no display", "notification: no D-Bus session bus"} {
+		if !strings.Contains(f.Detail, want) {
+			t.Errorf("doctor says %q, which does not say %q", f.Detail, want)
+		}
+	}
+	if !strings.Contains(f.Fix, "started") {
+		t.Errorf("the fix %q does not say that the gateway reads its environment when it is started", f.Fix)
+	}
+}
