@@ -129,8 +129,12 @@ bench:
 benchcheck:
 	$(GO) test -short -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m $(BENCH_PKGS)
 
-UNITDIR ?= $(PREFIX)/lib/systemd/user
 DATADIR ?= $(PREFIX)/share
+# The user's service manager reads $PREFIX/lib/systemd/user under /usr and
+# /usr/local, and, in the home directory, ~/.local/share/systemd/user
+# ($XDG_DATA_HOME), never ~/.local/lib: a PREFIX under $HOME puts the
+# units under its share.
+UNITDIR ?= $(if $(filter $(HOME)/%,$(PREFIX)),$(DATADIR)/systemd/user,$(PREFIX)/lib/systemd/user)
 # Where each shell looks for completions: bash-completion and fish under
 # $XDG_DATA_DIRS (by default /usr/local/share:/usr/share), zsh in its
 # fpath, which holds /usr/local/share/zsh/site-functions (a package for
