@@ -77,6 +77,9 @@ func (e Env) run(ctx context.Context, prompt, mode string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := e.displayUp(); err != nil {
+		return nil, err
+	}
 	return e.start(ctx, program{path: prog}, prompt, mode)
 }
 

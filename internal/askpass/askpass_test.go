@@ -28,7 +28,7 @@ func TestConfirm(t *testing.T) {
 	}{{"", 0, true}, {"yes\n", 0, true}, {"no\n", 0, false}, {"", 1, false}}
 	for _, c := range cases {
 		prog, log := stub(t, c.out, c.code)
-		env := Env{"SSH_ASKPASS=" + prog, "DISPLAY=:0", "SSH_ASKPASS_PROMPT=leaked"}
+		env := Env{"SSH_ASKPASS=" + prog, "SSH_ASKPASS_REQUIRE=force", "SSH_ASKPASS_PROMPT=leaked"}
 		got, err := env.Confirm(context.Background(), "Allow use of key?")
 		if err != nil || got != c.want {
 			t.Errorf("out %q code %d: got %v %v", c.out, c.code, got, err)

@@ -150,14 +150,15 @@ func (p *Pinned) changed(err error, sum [32]byte) error {
 // was pinned and has not changed since (ErrUnavailable, or why not).
 func (p *Pinned) Available() error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.err != nil {
-		return p.err
+	err := p.err
+	p.mu.Unlock()
+	if err != nil {
+		return err
 	}
 	if p.path == "" {
 		return p.none
 	}
-	return nil
+	return p.env.displayUp()
 }
 
 // Confirm asks, through the pinned program only.
