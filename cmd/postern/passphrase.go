@@ -97,17 +97,14 @@ func readNewPassphrase(file, prompt string) ([]byte, error) {
 	return passphraseFrom(file, prompt, askNewPassphrase)
 }
 
-// askNewPassphrase asks twice on a terminal, once through askpass.
+// askNewPassphrase asks twice, on a terminal or through askpass, as
+// ssh-keygen does: a typo in a dialog that hides what is typed would
+// otherwise seal the vault to a passphrase no one knows.
 func askNewPassphrase(prompt string) ([]byte, error) {
 	p, err := askPassphrase(prompt)
 	if err != nil {
 		return nil, err
 	}
-	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
-	if err != nil {
-		return p, nil
-	}
-	tty.Close()
 	again, err := askPassphrase("Enter the same passphrase again: ")
 	if err != nil {
 		clear(p)
