@@ -113,6 +113,9 @@ type Service struct {
 	// forgedLogged is when a signal from another sender was last logged
 	// (unix ns).
 	forgedLogged atomic.Int64
+	// activateFailed is when the bus last failed to start the service
+	// (unix ns), 0 when it did not.
+	activateFailed atomic.Int64
 }
 
 type shown struct {
@@ -195,14 +198,46 @@ func callCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), callTimeout)
 }
 
-// ownerOf returns the unique name that owns the service now, and
-// notes it as the one whose signals are read.
+// ownerOf returns the unique name that owns the service now, having the
+// bus start it when none does (activate), and notes it as the one whose
+// signals are read.
 func (s *Service) ownerOf(conn *dbus.Conn) (string, error) {
 	name, err := owner(conn)
+	if err != nil {
+		name, err = s.activate(conn)
+	}
 	if err == nil {
 		s.owner.Store(&name)
 	}
 	return name, err
+}
+
+// activateAgain spaces the bus's attempts to start a service that did
+// not start: each may take as long as a call may.
+const activateAgain = time.Minute
+
+// activate asks the bus to start the notification service a service
+// file of its names (dunst and mako install one, and run from the first
+// notification, as notify-send starts them), and returns its owner. A
+// service the bus could not start is not asked for again before
+// activateAgain has passed.
+func (s *Service) activate(conn *dbus.Conn) (string, error) {
+	if last := s.activateFailed.Load(); last != 0 && time.Since(time.Unix(0, last)) < activateAgain {
+		return "", ErrNoService
+	}
+	ctx, cancel := callCtx()
+	defer cancel()
+	var names []string
+	if conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.ListActivatableNames", 0).Store(&names) != nil || !slices.Contains(names, ServiceName) {
+		return "", ErrNoService
+	}
+	var started uint32
+	if err := conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.StartServiceByName", 0, ServiceName, uint32(0)).Store(&started); err != nil {
+		s.activateFailed.Store(time.Now().UnixNano())
+		return "", fmt.Errorf("%w; the bus could not start the one its service file names: %w", ErrNoService, err)
+	}
+	s.activateFailed.Store(0)
+	return owner(conn)
 }
 
 // owner returns the unique name that owns the service now.
