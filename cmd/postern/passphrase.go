@@ -54,8 +54,9 @@ func holdSecrets() error {
 	return nil
 }
 
-// errCannotAsk: no terminal and no askpass program to ask a person with.
-var errCannotAsk = errors.New("cannot read a passphrase: no terminal and no askpass program")
+// errCannotAsk: no terminal and no askpass program to ask a person with;
+// the error returned says why askpass cannot ask (errors.Is matches it).
+var errCannotAsk = errors.New("cannot read a passphrase: no terminal")
 
 // askPassphrase reads from the terminal, else through $SSH_ASKPASS.
 func askPassphrase(prompt string) ([]byte, error) {
@@ -77,7 +78,9 @@ func askPassphrase(prompt string) ([]byte, error) {
 	}
 	p, err := askpass.FromProcess().Passphrase(context.Background(), prompt)
 	if errors.Is(err, askpass.ErrUnavailable) {
-		return nil, withHint(errCannotAsk, "use --passphrase-file or $"+envPassphraseFile)
+		// Said whole: "no askpass program" of a person whose
+		// $SSH_ASKPASS is set sends them to look for the wrong thing.
+		return nil, withHint(fmt.Errorf("%w, and %w", errCannotAsk, err), "use --passphrase-file or $"+envPassphraseFile)
 	}
 	return p, err
 }
@@ -92,7 +95,7 @@ func hintCannotAsk(err error, hint string) error {
 }
 
 // readNewPassphrase reads a new passphrase like readPassphrase, asking
-// twice when it asks on a terminal.
+// twice (askNewPassphrase).
 func readNewPassphrase(file, prompt string) ([]byte, error) {
 	return passphraseFrom(file, prompt, askNewPassphrase)
 }

@@ -55,7 +55,7 @@ func (e Env) Program() (string, error) {
 		return "", unavailable("SSH_ASKPASS_REQUIRE=never")
 	case "force":
 	default:
-		if e.get("DISPLAY") == "" && e.get("WAYLAND_DISPLAY") == "" {
+		if prog != "" && e.get("DISPLAY") == "" && e.get("WAYLAND_DISPLAY") == "" {
 			return "", unavailable("no display ($DISPLAY and $WAYLAND_DISPLAY are unset; SSH_ASKPASS_REQUIRE=force asks without one)")
 		}
 	}
