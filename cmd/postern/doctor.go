@@ -189,6 +189,13 @@ func statusFindings(st *api.Status) []finding {
 	}
 	if st.Askpass.Error != "" {
 		add("askpass", "warn", "askpass approvals are off: "+st.Askpass.Error, "see what changed the program (a program of yours may have rewritten it), then restart the gateway")
+	} else if uid := effectiveUID(); st.Askpass.Path != "" && uid != 0 {
+		// (Root's files are all its own: nothing to tell.)
+		if why := rewritableBy(st.Askpass.Path, uint32(uid)); why != "" {
+			add("askpass", "warn", fmt.Sprintf("the askpass program %s answers cards, and a program of yours can put another in its place (%s): the gateway pins whatever is there when it starts",
+				safetext.Field(st.Askpass.Path, safetext.Line), safetext.Field(why, safetext.Line)),
+				"use an askpass program your user cannot write (as the system's ssh-askpass), or approve on the console alone (SSH_ASKPASS_REQUIRE=never)")
+		}
 	}
 	switch {
 	case st.Audit.Enabled && st.Audit.Failing != "":

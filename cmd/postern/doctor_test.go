@@ -261,3 +261,53 @@ func TestDoctorSaysWhyNoApproverIsReachable(t *testing.T) {
 		t.Errorf("the fix %q does not say that the gateway reads its environment when it is started", f.Fix)
 	}
 }
+
+// An askpass program a program of the user's can replace (the file or a
+// directory above it is the user's) is warned of: the gateway pins what
+// it finds at its start, so such a program's own would answer cards
+// after the next one. One the user cannot write is not.
+func TestDoctorWarnsOfAnAskpassTheUserCanReplace(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "my-askpass")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	uid := os.Geteuid()
+	if uid == 0 {
+		// Root's files are all its own: the check is of another user,
+		// whose directory this is.
+		uid = 65534
+		if err := os.Chown(dir, uid, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func(f func() int) { effectiveUID = f }(effectiveUID)
+	effectiveUID = func() int { return uid }
+	askpass := func(path string) finding {
+		var f finding
+		for _, g := range statusFindings(&api.Status{Askpass: api.AskpassStatus{Path: path}}) {
+			if g.Check == "askpass" {
+				f = g
+			}
+		}
+		return f
+	}
+	if f := askpass(prog); f.Status != "warn" || !strings.Contains(f.Detail, dir+" is yours") {
+		t.Errorf("an askpass program in a directory of the user's: %+v", f)
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := askpass(sh); f.Status != "" {
+		t.Errorf("an askpass program of root's (%s): %+v", sh, f)
+	}
+	// A link of the user's to root's program is the user's to replace.
+	link := filepath.Join(dir, "link-askpass")
+	if err := os.Symlink(sh, link); err != nil {
+		t.Fatal(err)
+	}
+	if f := askpass(link); f.Status != "warn" || !strings.Contains(f.Detail, dir+" is yours") {
+		t.Errorf("a link in a directory of the user's to root's program: %+v", f)
+	}
+}
