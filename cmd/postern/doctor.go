@@ -325,12 +325,40 @@ func fileExists(path string) bool {
 	return err == nil
 }
 
+// doctorCommandTimeout bounds each program doctor runs: one that never
+// exits (an ssh put first on PATH, a user manager that hangs) is
+// reported, not waited for (tests shorten it).
+var doctorCommandTimeout = 10 * time.Second
+
+// doctorOutput runs the command name args and returns its output (its
+// standard error too when combined), killing it past
+// doctorCommandTimeout: the error is then context.DeadlineExceeded.
+func doctorOutput(combined bool, name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), doctorCommandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.WaitDelay = time.Second // a child that keeps its output open
+	run := cmd.Output
+	if combined {
+		run = cmd.CombinedOutput
+	}
+	out, err := run()
+	if ctx.Err() != nil {
+		return out, context.DeadlineExceeded
+	}
+	return out, err
+}
+
 // opensshCheck checks that ssh sends session-bind@openssh.com (OpenSSH
 // 8.9 and later), without which no destination is verified.
 func opensshCheck() finding {
 	f := finding{Check: "openssh"}
-	out, err := exec.Command("ssh", "-V").CombinedOutput()
-	if err != nil {
+	out, err := doctorOutput(true, "ssh", "-V")
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		f.Status, f.Detail, f.Fix = "warn", fmt.Sprintf(`"ssh -V" did not finish in %s`, doctorCommandTimeout), `see which ssh is first on PATH ("command -v ssh")`
+		return f
+	case err != nil:
 		f.Status, f.Detail = "warn", "ssh not found"
 		return f
 	}
@@ -378,7 +406,10 @@ func systemdCheck() finding {
 // unitState returns what "systemctl --user is-enabled" says of unit,
 // and, when it says nothing, why.
 func unitState(unit string) (state, why string) {
-	out, err := exec.Command("systemctl", "--user", "is-enabled", unit).Output()
+	out, err := doctorOutput(false, "systemctl", "--user", "is-enabled", unit)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "", fmt.Sprintf("systemctl did not finish in %s", doctorCommandTimeout)
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		why = string(ee.Stderr)

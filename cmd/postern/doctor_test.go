@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/procid/proctest"
@@ -309,5 +310,27 @@ func TestDoctorWarnsOfAnAskpassTheUserCanReplace(t *testing.T) {
 	}
 	if f := askpass(link); f.Status != "warn" || !strings.Contains(f.Detail, dir+" is yours") {
 		t.Errorf("a link in a directory of the user's to root's program: %+v", f)
+	}
+}
+
+// An ssh first on PATH that never exits is reported, and doctor goes on,
+// where it waited for it for ever.
+func TestDoctorDoesNotWaitForAnSSHThatHangs(t *testing.T) {
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "ssh"), []byte("#!/bin/sh\nexec sleep 1000\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	defer func(d time.Duration) { doctorCommandTimeout = d }(doctorCommandTimeout)
+	doctorCommandTimeout = 200 * time.Millisecond
+	done := make(chan finding, 1)
+	go func() { done <- opensshCheck() }()
+	select {
+	case f := <-done:
+		if f.Status != "warn" || !strings.Contains(f.Detail, `"ssh -V" did not finish`) {
+			t.Fatalf("an ssh that hangs: %+v", f)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("doctor still waits for an ssh that never exits")
 	}
 }
