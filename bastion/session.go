@@ -109,7 +109,10 @@ func (ss *session) serve(dreqs <-chan *gossh.Request) *laterRequests {
 			reply(req, ok)
 		case "exec", "shell", "subsystem":
 			later := readLater(dreqs)
+			ctx, cancel := sessionContext(ss.context(), later.done)
+			ss.ctx = ctx
 			ss.start(req, pty, envs, later)
+			cancel()
 			return later
 		default:
 			// X11 and agent forwarding through the bastion are refused.

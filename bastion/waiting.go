@@ -15,19 +15,34 @@ import (
 
 // Commands only for someone waiting: a card is withdrawn when the client
 // that asked goes (the decision waits with the client's context, ended
-// when its connection closes or the ssh process behind it exits, and
-// with a watch of that process, which also sees it run another program:
-// decide.go), and an approved command is sent only if its client is
+// when it closes the session or its connection, or the ssh process
+// behind it exits, and with a watch of that process, which also sees it
+// run another program: decide.go), and an approved command is sent only if its client is
 // still there after the answer.
 
 // clientContext returns a context that ends with the client connection
 // ctx or with the exit of the process behind it.
 func clientContext(ctx context.Context, info *connInfo) (context.Context, context.CancelFunc) {
+	return until(ctx, info.requester.Exited())
+}
+
+// sessionContext returns a context that ends with ctx or when the client
+// closes the session (closed: its requests end). A client that closes
+// the session has gone, as one that closes its connection: with
+// ControlMaster, an ssh interrupted while its card waits closes its
+// session on the master's connection, which stays.
+func sessionContext(ctx context.Context, closed <-chan struct{}) (context.Context, context.CancelFunc) {
+	return until(ctx, closed)
+}
+
+// until returns a context that ends with ctx or once done is closed
+// (nil: never).
+func until(ctx context.Context, done <-chan struct{}) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
-	if exited := info.requester.Exited(); exited != nil {
+	if done != nil {
 		go func() {
 			select {
-			case <-exited:
+			case <-done:
 				cancel()
 			case <-ctx.Done():
 			}

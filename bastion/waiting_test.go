@@ -456,3 +456,32 @@ func TestApprovalAnsweredPastTheDialTimeoutRuns(t *testing.T) {
 		t.Fatalf("the host saw %d sessions, want 1", n)
 	}
 }
+
+// A client that closes the command's channel while its card waits has
+// gone as surely as one that closes its connection: with ControlMaster,
+// an ssh interrupted while it waits (Ctrl-C) closes its session on the
+// master's connection, which stays. Its card is withdrawn, and an answer
+// that crosses its going sends nothing.
+func TestCommandOfAClosedChannelIsNotSent(t *testing.T) {
+	w := newWorld(t)
+	c := w.established()
+	w.decider.hold, w.decider.deaf = make(chan struct{}), true
+	answer := sync.OnceFunc(func() { close(w.decider.hold) })
+	defer answer()
+	sess, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go sess.Start("touch /tmp/never") // answered once decided
+	w.waitAsked(2)
+	sess.Close()        // the session goes, the connection stays
+	w.waitClientGone(1) // the bastion sees the client go
+	answer()            // and then the approval arrives
+	e := w.ended("touch /tmp/never")
+	if e.End == nil || e.End.Outcome != journal.OutcomeFailedToStart || !strings.Contains(e.End.ErrorMsg, "the client left") {
+		t.Fatalf("entry of a client that closed its session: %+v", e)
+	}
+	if n := len(w.host.seen()); n != 1 {
+		t.Fatalf("%d commands reached the host, want the first only", n)
+	}
+}
