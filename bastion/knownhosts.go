@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
@@ -61,13 +62,41 @@ func hostKeyCheck(files []string, t Target, onVerified func(ssh.PublicKey)) (ssh
 		case errors.As(err, &re):
 			return fmt.Errorf("the host key of %s is revoked in known_hosts; refusing", t.Host)
 		case errors.As(err, &ke) && !slices.ContainsFunc(ke.Want, func(k knownhosts.KnownKey) bool { return !authorities.hold(k) }):
-			return fmt.Errorf("the host key of %s (%s) is not in your known_hosts; connect once directly (ssh %s), check the fingerprint, and try again", t.Host, ssh.FingerprintSHA256(key), t.Host)
+			return fmt.Errorf("the host key of %s (%s) is not in your known_hosts; connect once without the bastion (%s), check the fingerprint ssh shows, and try again", t.Host, ssh.FingerprintSHA256(key), directSSH(t, existing[0]))
 		case errors.As(err, &ke):
-			return fmt.Errorf("WARNING: the host key of %s changed (now %s); this may be a man-in-the-middle attack; refusing. If the change is expected, fix known_hosts (ssh-keygen -R %s)", t.Host, ssh.FingerprintSHA256(key), knownhosts.Normalize(hostport))
+			file := existing[0]
+			if i := slices.IndexFunc(ke.Want, func(k knownhosts.KnownKey) bool { return !authorities.hold(k) }); i >= 0 {
+				file = ke.Want[i].Filename
+			}
+			return fmt.Errorf("WARNING: the host key of %s changed (now %s); this may be a man-in-the-middle attack; refusing. If the change is expected, fix known_hosts (ssh-keygen -f %s -R %s)", t.Host, ssh.FingerprintSHA256(key), shellWord(file), shellWord(knownhosts.Normalize(hostport)))
 		}
 		return err
 	}
 	return cb, algos, nil
+}
+
+// directSSH is the ssh command line that reaches t without the bastion,
+// whatever the person's ssh configuration says for it (the block of
+// "postern ssh-config" sends it through the bastion, and checks its keys
+// strictly in a file of the bastion's): it shows the host's key, asks,
+// and records it in file, a known_hosts file the bastion reads.
+func directSSH(t Target, file string) string {
+	cmd := "ssh -o ProxyCommand=none -o UserKnownHostsFile=" + shellWord(file) + " -o StrictHostKeyChecking=ask"
+	if t.Port != 22 {
+		cmd += " -p " + strconv.Itoa(t.Port)
+	}
+	return cmd + " -- " + shellWord(t.User+"@"+t.Host)
+}
+
+// shellWord quotes s for sh when it holds anything but the characters of
+// plain paths and host names.
+func shellWord(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("/._-@:+,=", r))
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // authorityLines returns the @cert-authority lines of known_hosts files,

@@ -199,11 +199,7 @@ func TestBastionChangedHostKeyRefused(t *testing.T) {
 	b := newBastionWorld(t, "")
 	other := startSSHD(t, "")
 	bad := b.e.WriteFile("bad_known_hosts", fmt.Sprintf("[127.0.0.1]:%d %s\n", b.sshd.Port, other.HostKey), 0o600)
-	b.agent.Stop()
-	b.e.Config(fmt.Sprintf("approval = \"none\"\nknown_hosts = [%q]\n[bastion]\nenabled = true\nhosts = [\"127.0.0.1\"]\n", bad))
-	b.e.ForgetApproved(b.pass) // the bastion's settings are read at start
-	b.agent = b.e.StartAgent()
-	b.e.MustRun("postern", "unlock", "--passphrase-file", b.pass)
+	b.restartKnowing(bad)
 	r := b.ssh("echo should-not-run")
 	if r.Code == 0 || !strings.Contains(r.Stderr, "changed") || strings.Contains(r.Stdout, "should-not-run") {
 		t.Fatalf("a changed host key was accepted: %s", r)
