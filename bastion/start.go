@@ -177,6 +177,15 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *l
 		}
 		payload = gossh.Marshal(struct{ S string }{wrapped})
 	}
+	// Only for someone waiting, again: recording the command took the
+	// journal's and the audit log's writes, and the session's requests.
+	if err := ss.stillWaiting(); err != nil {
+		log.Info("bastion: command not sent", "err", err)
+		note := ss.notSent(e, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
+		ss.refuse(req, err.Error()+note, ExitUnreachable)
+		uch.Close()
+		return
+	}
 	ok, err := uch.SendRequest(kind, true, payload)
 	if err != nil {
 		// The request may or may not have reached the host.

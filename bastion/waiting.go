@@ -17,8 +17,9 @@ import (
 // that asked goes (the decision waits with the client's context, ended
 // when it closes the session or its connection, or the ssh process
 // behind it exits, and with a watch of that process, which also sees it
-// run another program: decide.go), and an approved command is sent only if its client is
-// still there after the answer.
+// run another program: decide.go), and an approved command is sent only
+// if its client is still there after the answer, and again once it is
+// journaled and audited, just before it is sent.
 
 // clientContext returns a context that ends with the client connection
 // ctx or with the exit of the process behind it.

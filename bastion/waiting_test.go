@@ -485,3 +485,42 @@ func TestCommandOfAClosedChannelIsNotSent(t *testing.T) {
 		t.Fatalf("%d commands reached the host, want the first only", n)
 	}
 }
+
+// A client that goes while its approved command is being journaled (the
+// journal's and the audit log's writes take their time on a busy disk)
+// gets nothing sent: the command goes only if its client is still there
+// once it is recorded.
+func TestCommandOfAClientGoneAsItIsRecordedIsNotSent(t *testing.T) {
+	w := newWorld(t)
+	c := w.established()
+	w.audit.mu.Lock()
+	w.audit.before = func(e audit.Event) {
+		if e.Type != audit.EventCommandStarted || e.Detail["command"] != "touch /tmp/never" {
+			return
+		}
+		c.Close()
+		for range 1000 { // until the bastion has seen the connection end
+			w.srv.mu.Lock()
+			n := len(w.srv.active)
+			w.srv.mu.Unlock()
+			if n == 0 {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Error("the bastion never saw the connection end")
+	}
+	w.audit.mu.Unlock()
+	sess, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go sess.Start("touch /tmp/never")
+	e := w.ended("touch /tmp/never")
+	if e.End == nil || e.End.Outcome != journal.OutcomeFailedToStart || !strings.Contains(e.End.ErrorMsg, "the client left") {
+		t.Fatalf("entry of a client gone as its command was recorded: %+v, end %+v, unknown %+v", e.Status(), e.End, e.Unknown)
+	}
+	if n := len(w.host.seen()); n != 1 {
+		t.Fatalf("%d commands reached the host, want the first only", n)
+	}
+}

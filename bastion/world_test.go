@@ -315,12 +315,16 @@ type testRecorder struct {
 	events []audit.Event
 	slow   map[audit.EventType]time.Duration // how long recording a type takes
 	fails  map[audit.EventType]error         // the error recording a type returns
+	before func(audit.Event)                 // runs before an event is recorded
 }
 
 func (r *testRecorder) Record(e audit.Event) error {
 	r.mu.Lock()
-	d := r.slow[e.Type]
+	d, before := r.slow[e.Type], r.before
 	r.mu.Unlock()
+	if before != nil {
+		before(e)
+	}
 	time.Sleep(d)
 	r.mu.Lock()
 	defer r.mu.Unlock()
