@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -103,6 +104,10 @@ func cmdSSHConfig(args []string, out, errw io.Writer) error {
 	}
 	path, err := bastionSocket(*sock)
 	if err != nil {
+		return err
+	}
+	// ssh runs the ProxyCommand wherever ssh is run from.
+	if path, err = filepath.Abs(path); err != nil {
 		return err
 	}
 	hosts := fs.Args()

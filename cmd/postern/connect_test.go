@@ -95,3 +95,21 @@ func TestManShowsTheBlockSSHConfigPrints(t *testing.T) {
 		t.Errorf("postern-connect(1) shows the block\n%s\nwhere postern ssh-config prints\n%s", got, want)
 	}
 }
+
+// The block ssh-config prints names the bastion's socket by an absolute
+// path, as postern-connect(1) says, also when --socket gave a relative
+// one: ssh runs its ProxyCommand in whatever directory ssh is run from,
+// where a relative path names no socket.
+func TestSSHConfigNamesTheSocketAbsolute(t *testing.T) {
+	tempHome(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	var out, errw strings.Builder
+	if code := run([]string{"ssh-config", "--socket", "rel.sock", "db-*"}, &out, &errw); code != 0 {
+		t.Fatalf("ssh-config: exit %d, %s", code, errw.String())
+	}
+	want := "--socket '" + filepath.Join(dir, "rel.sock") + "' "
+	if line := grepLine(out.String(), "    ProxyCommand"); !strings.Contains(line, want) {
+		t.Fatalf("ssh-config --socket rel.sock printed %q, want the socket as %s", line, want)
+	}
+}
