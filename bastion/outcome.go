@@ -21,7 +21,9 @@ type changes interface {
 // that its entry, written at the start, reads RUNNING. The failure is
 // logged; the audit log has the decision.
 func (ss *session) notSent(e *journal.Entry, end journal.End) string {
-	if _, err := ss.s.changes.End(e.ID, end); err != nil {
+	_, err := ss.s.changes.End(e.ID, end)
+	ss.journaled()
+	if err != nil {
 		ss.s.cfg.Log.Error("bastion: cannot journal that a command was not sent; its entry reads RUNNING, and unknown once the gateway restarts", "entry", e.ID, "outcome", end.Outcome, "err", err)
 		return fmt.Sprintf("; the journal could not record that (%v): entry %s reads RUNNING, and unknown once the gateway restarts", err, e.ID)
 	}

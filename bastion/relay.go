@@ -127,7 +127,9 @@ func (ss *session) relay(e *journal.Entry, up *upstream, uch gossh.Channel, ureq
 			ss.info.target.Host+" closed the command's channel without an exit status")
 		return
 	}
-	if _, err := s.changes.End(e.ID, end); err != nil {
+	_, err := s.changes.End(e.ID, end)
+	ss.journaled()
+	if err != nil {
 		s.cfg.Log.Error("bastion: cannot journal the end of a command; its entry reads RUNNING, and unknown once the gateway restarts", "entry", e.ID, "outcome", end.Outcome, "err", err)
 		ss.tell(fmt.Sprintf("the journal could not record how the command ended (%v): entry %s reads RUNNING, and unknown once the gateway restarts; the audit log records the end", err, e.ID))
 	}
@@ -171,7 +173,9 @@ func (ss *session) unknownTold(e *journal.Entry, reason, detail, what string) {
 		// The host accepted the request: the last phase says so.
 		ss.dispatched(e)
 	}
-	if _, err := s.changes.MarkUnknown(e.ID, journal.Unknown{Reason: reason, Detail: detail}); err != nil {
+	_, err := s.changes.MarkUnknown(e.ID, journal.Unknown{Reason: reason, Detail: detail})
+	ss.journaled()
+	if err != nil {
 		s.cfg.Log.Error("bastion: cannot journal an unknown outcome; its entry reads RUNNING, and unknown once the gateway restarts", "entry", e.ID, "err", err)
 		what += fmt.Sprintf("; the journal could not record that (%v)", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // A journal is retired only once every command journaled through the
@@ -51,4 +53,34 @@ func TestRetiredJournalRefusesCommands(t *testing.T) {
 	if exitStatus(t, err) != ExitUnreachable || !strings.Contains(errText, "journal was replaced") || len(w.entries()) != 1 || len(w.host.seen()) != 1 {
 		t.Fatalf("a command after the journal was retired: %v, stderr %q, %d entries, %d sessions on the host", err, errText, len(w.entries()), len(w.host.seen()))
 	}
+}
+
+// A command whose end is journaled no longer holds the journal, though
+// its client has not taken all its output yet (a pager left on its first
+// screen): "postern journal new" said it still ran, and waited for the
+// client, for as long as the person left the pager open.
+func TestEndedCommandOfASlowClientDoesNotHoldTheJournal(t *testing.T) {
+	w := newWorld(t)
+	w.host.set(func(h *testHost) {
+		h.handle = func(s *hostSession) {
+			s.ch.Write(make([]byte, 3<<20)) // more than the client's window, less than the bastion holds besides
+			s.exit(0)
+		}
+	})
+	ch, reqs, err := w.dial().OpenChannel("session", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ssh.DiscardRequests(reqs)
+	// The client asks for the command and never reads its output.
+	if _, err := ch.SendRequest("exec", true, ssh.Marshal(struct{ S string }{"cat big.log"})); err != nil {
+		t.Fatal(err)
+	}
+	if e := w.ended("cat big.log"); e.End == nil {
+		t.Fatalf("the command's end was not journaled: %+v", e)
+	}
+	if n := w.srv.RetireJournal(); n != 0 {
+		t.Fatalf("the journal is held by %d command(s), want none: the command's end is journaled", n)
+	}
+	ch.Close()
 }

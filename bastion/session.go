@@ -32,8 +32,8 @@ type session struct {
 	dch   gossh.Channel
 	probe string          // Resolve's probe: the entry it reads; not journaled, not a retry
 	ctx   context.Context // ends when the client goes (see waiting.go)
-	// entered: journalStart counted the command (Server.gate) until
-	// start returns, its end written.
+	// entered: journalStart counted the command (Server.gate) until its
+	// end is written (journaled).
 	entered bool
 	// undispatched: the host accepted the command, and the journal could
 	// not record it (outcome.go).

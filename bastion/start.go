@@ -216,10 +216,12 @@ func resolveAdvice(id string) string {
 	return fmt.Sprintf(`check the host, then run "postern journal resolve %s"`, id)
 }
 
-// journaled ends the count of a command journalStart began, once what
-// start and relay write of its end is written.
+// journaled ends the count of a command journalStart began, once its
+// end is written (or start returns): the journal holds nothing more of
+// it, though its client may take its time over the rest of its output.
 func (ss *session) journaled() {
 	if ss.entered {
+		ss.entered = false
 		ss.s.gate.leave()
 	}
 }
