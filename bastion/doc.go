@@ -105,7 +105,10 @@
 //     exec command wrapped by marker.Wrap, which leaves start and exit
 //     records on the host.
 //  3. The host accepts (journal.Dispatched) or refuses the request
-//     (outcome rejected: nothing ran).
+//     (outcome rejected: nothing ran). A command audited as started and
+//     then not sent (rejected, or failed to start: the session could not
+//     be opened, the command wrapped, or its client left) has that end
+//     audited too (command_ended, with its outcome).
 //  4. Bytes are relayed both ways: stdin's EOF is passed on as a
 //     half-close; window changes, signals and breaks go up (the
 //     session's requests are read from the moment its command comes:

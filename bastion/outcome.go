@@ -3,6 +3,7 @@ package bastion
 import (
 	"fmt"
 
+	"github.com/postern/postern/audit"
 	"github.com/postern/postern/bastion/journal"
 )
 
@@ -19,10 +20,14 @@ type changes interface {
 // start, rejected by the host), and returns what the client is told
 // besides: nothing, or, when the journal cannot record it (a full disk),
 // that its entry, written at the start, reads RUNNING. The failure is
-// logged; the audit log has the decision.
+// logged; the audit log has the decision, and, for a command it recorded
+// as started, its end (command_ended).
 func (ss *session) notSent(e *journal.Entry, end journal.End) string {
 	_, err := ss.s.changes.End(e.ID, end)
 	ss.journaled()
+	if ss.audited {
+		ss.record(audit.EventCommandEnded, e, map[string]string{"outcome": end.Outcome, "error": end.ErrorMsg})
+	}
 	if err != nil {
 		ss.s.cfg.Log.Error("bastion: cannot journal that a command was not sent; its entry reads RUNNING, and unknown once the gateway restarts", "entry", e.ID, "outcome", end.Outcome, "err", err)
 		return fmt.Sprintf("; the journal could not record that (%v): entry %s reads RUNNING, and unknown once the gateway restarts", err, e.ID)

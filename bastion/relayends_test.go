@@ -170,6 +170,15 @@ func TestRelayRejectedByTheHost(t *testing.T) {
 	if e := w.only(); e.Status() != journal.StatusRetrySafe || e.End.Outcome != journal.OutcomeRejected {
 		t.Fatalf("journal %s %+v", e.Status(), e.End)
 	}
+	// The audit log's account of the command, started, has its end too:
+	// without it the log read as of a command that may have run.
+	wantEvents(t, w.audit, "command_started", "command_ended")
+	w.audit.mu.Lock()
+	end := w.audit.events[1]
+	w.audit.mu.Unlock()
+	if end.Detail["outcome"] != journal.OutcomeRejected || end.Detail["entry"] != w.only().ID {
+		t.Fatalf("command_ended %+v", end.Detail)
+	}
 }
 
 // A channel the host closes without an exit status or signal, on a

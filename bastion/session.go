@@ -35,6 +35,9 @@ type session struct {
 	// entered: journalStart counted the command (Server.gate) until its
 	// end is written (journaled).
 	entered bool
+	// audited: the audit log recorded the command as started
+	// (command_started), and records its end.
+	audited bool
 	// undispatched: the host accepted the command, and the journal could
 	// not record it (outcome.go).
 	undispatched bool

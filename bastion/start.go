@@ -152,6 +152,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *l
 		ss.refuse(req, "the audit log cannot record the command ("+err.Error()+"); it was not sent"+note, ExitUnreachable)
 		return
 	}
+	ss.audited = true
 	uch, ureqs, err := up.client.OpenChannel("session", nil)
 	if err != nil {
 		note := ss.notSent(e, journal.End{Outcome: journal.OutcomeFailedToStart, ErrorMsg: err.Error()})
