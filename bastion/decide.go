@@ -103,6 +103,7 @@ func (ss *session) decide(k Key, hostKey gossh.PublicKey, e *journal.Entry, acti
 		if errors.Is(err, procid.ErrNoResources) {
 			return approvals.Decision{Reason: audit.ReasonOutOfResources}
 		}
+		ss.requesterGone = errors.Is(err, procid.ErrGone)
 		return approvals.Decision{Reason: audit.ReasonIdentityMismatch}
 	}
 	retry := ""

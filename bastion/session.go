@@ -35,6 +35,9 @@ type session struct {
 	// entered: journalStart counted the command (Server.gate) until its
 	// end is written (journaled).
 	entered bool
+	// requesterGone: a decision found that the ssh process behind the
+	// connection had exited (goneAdvice).
+	requesterGone bool
 	// audited: the audit log recorded the command as started
 	// (command_started), and records its end.
 	audited bool

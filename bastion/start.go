@@ -98,7 +98,7 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *l
 		}
 		if ss.journalStart(req, e) {
 			note := ss.notSent(e, journal.End{Outcome: journal.OutcomeDenied, ErrorMsg: string(d.Reason)})
-			ss.refuse(req, fmt.Sprintf("denied (%s); the command was not sent (journal entry %s)%s", d.Reason, e.ID, note), ExitDenied)
+			ss.refuse(req, fmt.Sprintf("denied (%s); the command was not sent (journal entry %s)%s%s", d.Reason, e.ID, note, ss.goneAdvice()), ExitDenied)
 		}
 		return
 	case err != nil:
@@ -215,6 +215,19 @@ func (ss *session) start(req *gossh.Request, pty []byte, envs [][]byte, later *l
 // where advice naming a command belongs.
 func resolveAdvice(id string) string {
 	return fmt.Sprintf(`check the host, then run "postern journal resolve %s"`, id)
+}
+
+// goneAdvice says, of a command refused because the ssh process behind
+// the connection had exited, why that happens to a command ssh sends: it
+// sent it from a copy of itself in the background (ssh -f forks once
+// logged in to the bastion, before it sends the command; ControlPersist
+// hands the connection to a copy), and a command goes only for the ssh
+// that connected. "" for any other refusal.
+func (ss *session) goneAdvice() string {
+	if !ss.requesterGone {
+		return ""
+	}
+	return fmt.Sprintf(": the ssh process that connected (pid %d) has exited, and ssh -f, or ControlPersist, sends the command from a copy of ssh in the background, which the bastion does not take for it; run ssh without -f and ControlPersist", ss.info.requester.PID)
 }
 
 // journaled ends the count of a command journalStart began, once its
