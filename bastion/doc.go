@@ -72,8 +72,9 @@
 // files (Config.KnownHosts): an unknown key, a changed key or a revoked
 // key refuses the connection with a message that says what to do (for an
 // unknown key, the ssh command line that reaches the host without the
-// bastion and records its key in the first of those files; for a changed
-// one, the ssh-keygen -R for the file that holds the old key), and the
+// bastion and records its key in the first of those files, also when
+// none exists yet; for a changed one, the ssh-keygen -R for the file
+// that holds the old key), and the
 // key exchange asks only for the key types known_hosts holds for the
 // host. The fingerprint verified is the destination every decision, audit
 // event and journal entry names.

@@ -26,7 +26,7 @@ func hostKeyCheck(files []string, t Target, onVerified func(ssh.PublicKey)) (ssh
 		}
 	}
 	if len(existing) == 0 {
-		return nil, nil, fmt.Errorf("no known_hosts file to verify %s with (looked in %s)", t.Host, strings.Join(files, ", "))
+		return nil, nil, fmt.Errorf("no known_hosts file to verify %s with (looked in %s); %s", t.Host, strings.Join(files, ", "), learnAdvice(t, files))
 	}
 	kh, err := knownhosts.New(existing...)
 	if err != nil {
@@ -62,7 +62,7 @@ func hostKeyCheck(files []string, t Target, onVerified func(ssh.PublicKey)) (ssh
 		case errors.As(err, &re):
 			return fmt.Errorf("the host key of %s is revoked in known_hosts; refusing", t.Host)
 		case errors.As(err, &ke) && !slices.ContainsFunc(ke.Want, func(k knownhosts.KnownKey) bool { return !authorities.hold(k) }):
-			return fmt.Errorf("the host key of %s (%s) is not in your known_hosts; connect once without the bastion (%s), check the fingerprint ssh shows, and try again", t.Host, ssh.FingerprintSHA256(key), directSSH(t, existing[0]))
+			return fmt.Errorf("the host key of %s (%s) is not in your known_hosts; %s", t.Host, ssh.FingerprintSHA256(key), learnAdvice(t, files))
 		case errors.As(err, &ke):
 			file := existing[0]
 			if i := slices.IndexFunc(ke.Want, func(k knownhosts.KnownKey) bool { return !authorities.hold(k) }); i >= 0 {
@@ -73,6 +73,17 @@ func hostKeyCheck(files []string, t Target, onVerified func(ssh.PublicKey)) (ssh
 		return err
 	}
 	return cb, algos, nil
+}
+
+// learnAdvice tells the person how the bastion comes to know t's key:
+// with directSSH, recording it in the first of files, the known_hosts
+// files the bastion reads (those that exist) — the person's own, by
+// default, which ssh makes when it is not there yet.
+func learnAdvice(t Target, files []string) string {
+	if len(files) == 0 {
+		return "name the known_hosts files to verify hosts with in postern.toml (known_hosts)"
+	}
+	return "connect once without the bastion (" + directSSH(t, files[0]) + "), check the fingerprint ssh shows, and try again"
 }
 
 // directSSH is the ssh command line that reaches t without the bastion,

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -31,18 +32,38 @@ func TestBastionUnknownHostKeyAdviceWorks(t *testing.T) {
 	empty := b.e.WriteFile("empty_known_hosts", "", 0o600)
 	b.restartKnowing(empty)
 
+	b.followAdvice()
+}
+
+// followAdvice runs a command through the bastion to a host whose key it
+// does not know, and runs the ssh command line its refusal advises as
+// the person would, with their configuration, answering yes to the
+// fingerprint ssh shows (accept-new, given first, wins); the command
+// through the bastion then runs.
+func (b *bastionWorld) followAdvice() {
+	t := b.e.t
+	t.Helper()
 	r := b.ssh("echo ran")
 	m := regexp.MustCompile(`\((ssh [^()]*)\)`).FindStringSubmatch(r.Stderr)
 	if r.Code != 255 || strings.Contains(r.Stdout, "ran") || m == nil {
 		t.Fatalf("a host key no known_hosts holds: %s", r)
 	}
-	// The person runs it, with their configuration, and answers yes to
-	// the fingerprint ssh shows (accept-new, given first, wins).
 	advice := strings.TrimPrefix(m[1], "ssh ")
 	b.e.Run("sh", "-c", fmt.Sprintf("ssh -F %s -o StrictHostKeyChecking=accept-new -o BatchMode=yes %s true </dev/null", b.sshConfig, advice))
 	if r := b.ssh("echo ran"); r.Code != 0 || !strings.Contains(r.Stdout, "ran") {
 		t.Fatalf("after following the bastion's advice (%s), the host is still refused: %s", m[1], r)
 	}
+}
+
+// With no known_hosts file at all (a new account: ssh has not made
+// ~/.ssh/known_hosts yet), the refusal says what to do as well, and the
+// first file the bastion is given is the one to make: it said only that
+// it had no file to verify the host with.
+func TestBastionNoKnownHostsFileAdviceWorks(t *testing.T) {
+	need(t, "ssh", "sshd", "sh")
+	b := newBastionWorld(t, "")
+	b.restartKnowing(filepath.Join(t.TempDir(), "known_hosts"))
+	b.followAdvice()
 }
 
 // A host whose key changed is refused with the ssh-keygen command line
