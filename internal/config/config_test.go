@@ -191,6 +191,8 @@ func TestParseRuleUnmatchable(t *testing.T) {
 		"[[rule]]\nhost = \"prod\u200b-*\"\napproval = \"per-call\"": `host = "prod\u200b-*"`,
 		"[[rule]]\nhost = \"db1.example.com \"\napproval = \"deny\"": `host = "db1.example.com "`,
 		"[[rule]]\nhost = \"prοd-*\"\napproval = \"deny\"":           `host = "prοd-*"`, // a Greek omicron
+		// A name beyond ASCII is pointed to its punycode form.
+		"[[rule]]\nhost = \"bücher.example\"\napproval = \"deny\"": `punycode form (xn--…)`,
 	} {
 		_, err := Parse("c", []byte(in))
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "c:2:") {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode"
 )
 
 // A rule's values are checked one by one, and an error names the line
@@ -34,7 +35,13 @@ func checkRule(i int, r Rule) error {
 		return bad("host", "host = %s: %s", quoted(r.Host), noNegation)
 	}
 	if c, ok := outside(r.Host, hostChars); !ok {
-		return bad("host", "host = %s: %q is in no host name (letters, digits and . - _ : [ ] @), so the rule would match no host", quoted(r.Host), c)
+		why := ""
+		if c > unicode.MaxASCII {
+			// An internationalized name is in DNS, known_hosts and the
+			// inventory as its punycode; a look-alike letter is in none.
+			why = "; a name with letters beyond ASCII is written in its punycode form (xn--…), as DNS and known_hosts write it"
+		}
+		return bad("host", "host = %s: %q is in no host name (letters, digits and . - _ : [ ] @), so the rule would match no host%s", quoted(r.Host), c, why)
 	}
 	if _, err := path.Match(r.Class, ""); err != nil {
 		return bad("class", "class = %s: bad pattern", quoted(r.Class))
