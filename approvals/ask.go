@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/postern/postern/audit"
@@ -171,11 +172,20 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	ev.Card, ev.Run, ev.Label = c.View.ID, subj.ID, subj.Label
 	c.View.Message.record(ev.Detail)
 	e.record(ev)
-	e.noteWhy(r, Decision{Mode: mode, Card: c.View.ID, Run: subj.ID}, true, chain)
+	// postern why says what made a per-call card ask, as the card did.
+	because := ""
+	if mode == audit.ModePerCall {
+		because = strings.Join(perCall, "; ")
+	}
+	e.noteWhy(r, Decision{Mode: mode, Card: c.View.ID, Run: subj.ID, because: because}, true, chain)
 	e.log.Info("card shown", "card", c.View.ID, "reason", reason, "mode", mode, "key", r.Key.Fingerprint, "pid", r.Requester.PID)
 	go e.showElsewhere(showCtx, c.View, shows, consoles > 0)
 	defer e.watchSocketRun(r)()
-	return e.wait(ctx, c, r, mode, p)
+	d, again = e.wait(ctx, c, r, mode, p)
+	if d.because == "" {
+		d.because = because
+	}
+	return d, again
 }
 
 // joinLocked returns the pending card that asks the question joinKey

@@ -38,7 +38,8 @@ type Why struct {
 	Namespace          string   `json:"namespace,omitempty"` // an SSHSIG signature's namespace, whole
 	Requester          string   `json:"requester,omitempty"` // the requesting chain
 	// Because says why the policy gave the mode of a decision it made
-	// without a person (policy_deny, policy_none), as postern check does.
+	// without a person (policy_deny, policy_none), as postern check does,
+	// or why it asked a person on this call (per-call), as the card did.
 	Because string `json:"because,omitempty"`
 	// Explain says what happened; Next, what a program that was refused
 	// should do (usually: stop and tell its person).

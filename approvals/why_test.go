@@ -148,3 +148,26 @@ func TestWhyNamesTheDestination(t *testing.T) {
 		t.Fatalf("why of a login to prod-db-1: destination %q, names %q, classes %q", why.Destination, why.DestinationNames, why.DestinationClasses)
 	}
 }
+
+// A per-call decision says, as its card did, why the policy asks on
+// every call: while the card waits, and once it is answered.
+func TestWhySaysWhyACallWasAskedAbout(t *testing.T) {
+	w := newWorld(t)
+	p := *w.e.Policy()
+	p.Mode = audit.ModePerCall
+	w.e.SetPolicy(&p)
+	ch := w.decide(w.req(13))
+	c := w.card()
+	if len(c.PerCall) == 0 {
+		t.Fatalf("a per-call card says nothing of why: %+v", c)
+	}
+	why, ok := w.e.WhyFor(w.f.Peer(13), "")
+	if !ok || why.Because == "" || !strings.Contains(why.Because, c.PerCall[0]) {
+		t.Fatalf("while the per-call card %v waits, why says %+v", c.PerCall, why)
+	}
+	w.answer(c.ID, VerdictOnce, 30)
+	got(t, ch)
+	if why, _ := w.e.WhyFor(w.f.Peer(13), ""); !strings.Contains(why.Because, c.PerCall[0]) {
+		t.Fatalf("once the per-call card %v was answered, why says %+v", c.PerCall, why)
+	}
+}
