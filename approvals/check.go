@@ -42,9 +42,24 @@ type CheckResult struct {
 // wins. Rules are numbered as the file in force numbers them; when the
 // approved configuration decides, Because says so and names its rules.
 func (p *Policy) Check(c Check) CheckResult {
+	res := p.checkAs(c, c.Exes)
+	// The gateway matches no exe rule for the requests of a confined
+	// run, whose processes all run in the run's user namespace
+	// (programOf): an answer an exe rule gave does not hold there, and
+	// the dry run says what does.
+	if len(c.Exes) > 0 {
+		if in := p.checkAs(c, nil); in.Mode != res.Mode {
+			res.Because += fmt.Sprintf("; but %s from inside a confined run (postern run), where no exe rule matches: its processes are in a user namespace of their own, where a process can make any file its executable", in.Mode)
+		}
+	}
+	return res
+}
+
+// checkAs is Check for a requesting chain of the executables exes.
+func (p *Policy) checkAs(c Check, exes []procid.Exe) CheckResult {
 	var progs []program
-	for i, x := range c.Exes {
-		if i == 0 || i == len(c.Exes)-1 {
+	for i, x := range exes {
+		if i == 0 || i == len(exes)-1 {
 			progs = append(progs, program{path: x.Path, hash: x.Hash()})
 		}
 	}
