@@ -59,3 +59,33 @@ func TestDisplayThatDoesNotAnswerIsNoDialog(t *testing.T) {
 		t.Errorf("asked on display %s, which answers: %v, %v; want yes", up, ok, err)
 	}
 }
+
+// A Wayland session names its display with $WAYLAND_DISPLAY, a socket in
+// $XDG_RUNTIME_DIR, and may set no $DISPLAY: as ssh does, askpass asks
+// there, and a Wayland display that does not answer is no display.
+func TestWaylandDisplayIsADisplay(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "askpass")
+	os.WriteFile(prog, []byte("#!/bin/sh\nexit 0\n"), 0o755)
+	run := filepath.Join(dir, "run")
+	os.Mkdir(run, 0o700)
+	l, err := net.Listen("unix", filepath.Join(run, "wayland-9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A connection waits in the backlog: no one need accept it.
+	env := Env{"SSH_ASKPASS=" + prog, "WAYLAND_DISPLAY=wayland-9", "XDG_RUNTIME_DIR=" + run}
+	p := Pin(env, nil)
+	if err := p.Available(); err != nil {
+		t.Errorf("askpass with $WAYLAND_DISPLAY alone, whose compositor answers: %v", err)
+	}
+	if ok, err := p.Confirm(context.Background(), "Allow?"); !ok || err != nil {
+		t.Errorf("asked on Wayland display wayland-9, which answers: %v, %v; want yes", ok, err)
+	}
+
+	l.Close()
+	p = Pin(env, nil)
+	if err := p.Available(); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "$WAYLAND_DISPLAY wayland-9") {
+		t.Errorf("askpass on Wayland display wayland-9, where nothing listens: available (%v), want unavailable naming it", err)
+	}
+}
