@@ -125,7 +125,7 @@ func explain(d Decision, waiting bool, journal string) (outcome, what, next stri
 			`Do not retry. Tell your user: "postern journal show ` + journal + `" says what is known; they check the host and resolve the entry.`
 	}
 	if why, ok := d.CardReason.Reauth(); ok {
-		return string(d.CardReason), "The approval this run had ended (" + string(why) + ") and the re-approval was not given (" + string(d.Reason) + ").",
+		return string(d.CardReason), reauthEnded(why) + " The approval asked for now was not given (" + string(d.Reason) + ").",
 			"Ask your user to approve again." + tell
 	}
 	out := "DENIED " + string(d.Reason)
@@ -208,4 +208,21 @@ func (e *Engine) WhyFor(caller *procid.Peer, run string) (Why, bool) {
 		return Why{}, false
 	}
 	return e.whys[best].why, true
+}
+
+// reauthEnded says why a re-approval card was asked, by what ended the
+// approval before it: a process_changed card is for a new process (the
+// approved one ended and this one has its executable or label, or it
+// executed another program on its pid), which had no approval of its
+// own to end.
+func reauthEnded(what audit.Reason) string {
+	switch what {
+	case audit.ReasonProcessChanged:
+		return "This is a new process: an approval given to an earlier one (which ended, or executed another program) does not cover it."
+	case audit.ReasonGatewayRestarted:
+		return "The gateway restarted, which ended the approvals given before."
+	case audit.ReasonVaultStateChanged:
+		return "The vault was locked or changed, which ended the approval given before."
+	}
+	return "An earlier approval ended (" + string(what) + ")."
 }

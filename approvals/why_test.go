@@ -171,3 +171,25 @@ func TestWhySaysWhyACallWasAskedAbout(t *testing.T) {
 		t.Fatalf("once the per-call card %v was answered, why says %+v", c.PerCall, why)
 	}
 }
+
+// A re-approval that was not given is explained by what ended the
+// approval before it. A process_changed card is for a new process (an
+// approved one ended, and this one has its executable or label; or the
+// approved one executed another program): no approval of this process
+// ended, and "postern why" must not tell a person, or the program told
+// to report it, that the run it asks for had one.
+func TestWhyReauthSaysWhatEnded(t *testing.T) {
+	for reason, want := range map[audit.Reason]string{
+		audit.ReasonReauthProcessChanged:    "This is a new process",
+		audit.ReasonReauthGatewayRestarted:  "The gateway restarted",
+		audit.ReasonReauthVaultStateChanged: "The vault was locked or changed",
+	} {
+		_, what, _ := explain(Decision{Reason: audit.ReasonCanceled, CardReason: reason, Card: "C1"}, false, "")
+		if !strings.HasPrefix(what, want) || !strings.Contains(what, "(canceled)") {
+			t.Errorf("%s: %q, want it to start %q and name the end of the card (canceled)", reason, what, want)
+		}
+		if reason == audit.ReasonReauthProcessChanged && strings.Contains(what, "this run had") {
+			t.Errorf("%s: %q says the new process had an approval", reason, what)
+		}
+	}
+}
