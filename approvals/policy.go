@@ -2,7 +2,6 @@ package approvals
 
 import (
 	"fmt"
-	"net/netip"
 	"path"
 	"path/filepath"
 	"slices"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/config"
+	"github.com/postern/postern/internal/inventory"
 	"github.com/postern/postern/internal/knownhosts"
 	"github.com/postern/postern/internal/procid"
 )
@@ -182,7 +182,7 @@ func (r *Rule) matchesRequest(f *facts) bool {
 // mapped into IPv6 ("::ffff:10.0.0.5", as ssh names a host reached so)
 // as the IPv4 address too, an IPv6 address in its short form ("::1").
 func anyMatch(glob string, names []string) bool {
-	glob = addrForm(hostForm(glob))
+	glob = inventory.NameForm(glob)
 	for _, n := range names {
 		for _, form := range nameForms(n) {
 			if ok, _ := path.Match(glob, form); ok || form == glob {
@@ -199,9 +199,9 @@ func anyMatch(glob string, names []string) bool {
 func nameForms(name string) []string {
 	var forms []string
 	add := func(n string) {
-		n = hostForm(n)
+		n = inventory.HostForm(n)
 		forms = append(forms, n)
-		if a := addrForm(n); a != n {
+		if a := inventory.AddrForm(n); a != n {
 			forms = append(forms, a)
 		}
 	}
@@ -212,29 +212,10 @@ func nameForms(name string) []string {
 	return forms
 }
 
-// hostForm is a host name or pattern as it is matched: in lower case,
-// without the root's trailing dot.
-func hostForm(s string) string {
-	s = strings.ToLower(s)
-	if len(s) > 1 {
-		s = strings.TrimSuffix(s, ".")
-	}
-	return s
-}
-
-// addrForm returns an IP address as netip writes the address it is (an
-// IPv4 address mapped into IPv6 as IPv4), and anything else as it is.
-func addrForm(s string) string {
-	if a, err := netip.ParseAddr(s); err == nil {
-		return a.Unmap().String()
-	}
-	return s
-}
-
 // SameHostName reports whether two host names are one name as rules
 // match them: case aside, with or without the root's trailing dot, an
 // IP address as the address it is.
-func SameHostName(a, b string) bool { return addrForm(hostForm(a)) == addrForm(hostForm(b)) }
+func SameHostName(a, b string) bool { return inventory.NameForm(a) == inventory.NameForm(b) }
 
 // commentMatches reports whether glob matches the key's comment, or the
 // comment of another copy of the key.

@@ -137,7 +137,7 @@ func (g *Gateway) opHostsAdd(_ context.Context, peer *procid.Peer, a api.HostsAd
 		}
 		h, _ := next.Host(a.Name)
 		ev := audit.Event{Type: audit.EventHostAdded, Detail: map[string]string{
-			"host": a.Name, "class": h.Class, "previous_class": prev.Class, "keys": strings.Join(fps, ","), "source": sources(a.Keys),
+			"host": h.Name, "class": h.Class, "previous_class": prev.Class, "keys": strings.Join(fps, ","), "source": sources(a.Keys),
 		}}
 		return next, ev, nil
 	})
@@ -155,7 +155,7 @@ func (g *Gateway) opHostsRemove(_ context.Context, peer *procid.Peer, a api.Host
 			fps = append(fps, k.Fingerprint)
 		}
 		ev := audit.Event{Type: audit.EventHostRemoved, Detail: map[string]string{
-			"host": a.Name, "class": prev.Class, "keys": strings.Join(fps, ","),
+			"host": prev.Name, "class": prev.Class, "keys": strings.Join(fps, ","),
 		}}
 		return next, ev, nil
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/config"
+	"github.com/postern/postern/internal/inventory"
 	"github.com/postern/postern/internal/knownhosts"
 	"github.com/postern/postern/internal/safetext"
 	"github.com/postern/postern/internal/smallfile"
@@ -290,7 +291,7 @@ func addHost(c *api.Client, out, errw io.Writer, name string, kf *keyFlags, srcs
 	if len(keys) == 0 && kf.classSet && *kf.fingerprint == "" && !slices.ContainsFunc(srcs, func(s source) bool { return s.pubKeys }) {
 		// The class of a host the inventory has, whatever known_hosts
 		// (which any program can edit) holds now.
-		if res, err := c.Hosts(context.Background()); err == nil && slices.ContainsFunc(res.Hosts, func(h api.Host) bool { return h.Name == name }) {
+		if res, err := c.Hosts(context.Background()); err == nil && inventory.Find(res.Hosts, name) >= 0 {
 			return sendHost(c, out, api.HostsAddArgs{Name: name, Class: kf.class}, name)
 		}
 	}
@@ -313,7 +314,7 @@ func addHost(c *api.Client, out, errw io.Writer, name string, kf *keyFlags, srcs
 		return err
 	}
 	var known []string
-	i := slices.IndexFunc(had.Hosts, func(h api.Host) bool { return h.Name == name })
+	i := inventory.Find(had.Hosts, name)
 	if i >= 0 {
 		for _, k := range had.Hosts[i].Keys {
 			known = append(known, k.Fingerprint)
@@ -344,10 +345,8 @@ func sendHost(c *api.Client, out io.Writer, a api.HostsAddArgs, name string) err
 	if err != nil {
 		return err
 	}
-	for _, h := range res.Hosts {
-		if h.Name == name {
-			printHost(out, h)
-		}
+	if i := inventory.Find(res.Hosts, name); i >= 0 {
+		printHost(out, res.Hosts[i])
 	}
 	return nil
 }

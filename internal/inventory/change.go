@@ -109,7 +109,7 @@ func (inv *Inventory) With(name string, class *string, keys []Key, now time.Time
 		return nil, err
 	}
 	hosts := inv.Hosts()
-	i := slices.IndexFunc(hosts, func(h Host) bool { return h.Name == name })
+	i := Find(hosts, name)
 	if i < 0 {
 		if slices.ContainsFunc(ConsoleAnswers, func(a string) bool { return strings.EqualFold(a, name) }) {
 			return nil, fmt.Errorf("host name %q is an answer the approver consoles take (%s): approving a login to the host takes its name typed out, so give it a longer name", name, strings.Join(ConsoleAnswers, ", "))
@@ -127,7 +127,7 @@ func (inv *Inventory) With(name string, class *string, keys []Key, now time.Time
 		if err != nil {
 			return nil, fmt.Errorf("key %q: %w", k.Key, err)
 		}
-		if owners, _ := inv.Lookup(pub); len(owners) > 0 && owners[0] != name {
+		if owners, _ := inv.Lookup(pub); len(owners) > 0 && owners[0] != h.Name {
 			return nil, fmt.Errorf("%w: %s is %q's; remove that host first", ErrKeyTaken, k.Fingerprint, owners[0])
 		}
 		if !slices.ContainsFunc(h.Keys, func(o Key) bool { return o.Fingerprint == k.Fingerprint }) {
@@ -150,7 +150,7 @@ var ErrNoHost = errors.New("no such host in the inventory")
 // Without returns a new inventory without host name.
 func (inv *Inventory) Without(name string) (*Inventory, error) {
 	hosts := inv.Hosts()
-	i := slices.IndexFunc(hosts, func(h Host) bool { return h.Name == name })
+	i := Find(hosts, name)
 	if i < 0 {
 		return nil, fmt.Errorf("%w: %q", ErrNoHost, name)
 	}

@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -206,16 +207,53 @@ func (inv *Inventory) Len() int {
 	return len(inv.hosts)
 }
 
-// Host returns the host named name.
+// Host returns the host named name, as Find finds it.
 func (inv *Inventory) Host(name string) (Host, bool) {
 	if inv == nil {
 		return Host{}, false
 	}
-	i, ok := inv.names[name]
-	if !ok {
+	i := Find(inv.hosts, name)
+	if i < 0 {
 		return Host{}, false
 	}
 	return inv.Hosts()[i], true
+}
+
+// Find returns the index of the host named name: the host of that very
+// name, else one whose name is name as DNS and rules read it (NameForm);
+// -1 when there is none. A file may hold two names that differ in case
+// alone (an older postern added them): each is found by its own.
+func Find(hosts []Host, name string) int {
+	if i := slices.IndexFunc(hosts, func(h Host) bool { return h.Name == name }); i >= 0 {
+		return i
+	}
+	n := NameForm(name)
+	return slices.IndexFunc(hosts, func(h Host) bool { return NameForm(h.Name) == n })
+}
+
+// NameForm is a host name as it is compared, and as rules match it:
+// HostForm, as the IP address it is when it is one (AddrForm).
+func NameForm(s string) string { return AddrForm(HostForm(s)) }
+
+// HostForm is a host name or pattern in lower case, as DNS reads it, and
+// without the DNS root's trailing dot ("db.example.com." is
+// db.example.com).
+func HostForm(s string) string {
+	s = strings.ToLower(s)
+	if len(s) > 1 {
+		s = strings.TrimSuffix(s, ".")
+	}
+	return s
+}
+
+// AddrForm returns an IP address as netip writes the address it is (an
+// IPv4 address mapped into IPv6 as the IPv4 address, an IPv6 address in
+// its short form), and anything else as it is.
+func AddrForm(s string) string {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap().String()
+	}
+	return s
 }
 
 // Lookup returns the names and classes the inventory gives a verified

@@ -233,3 +233,32 @@ func TestNewerVersionIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// A host is one name whatever its case, with or without the DNS root's
+// trailing dot, as rules match names and ssh and DNS read them: adding
+// it again under another spelling changes it (its class, its keys)
+// rather than making a second host that its own key is refused to, and
+// removing it by another spelling removes it.
+func TestHostIsOneNameWhateverItsCase(t *testing.T) {
+	now := time.Now()
+	key := newKey(t)
+	var inv *Inventory
+	inv, err := inv.With("DB2.Example.COM", nil, []Key{NewKey(key, "test", now)}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := inv.With("db2.example.com", ptr("production"), []Key{NewKey(key, "test", now)}, now)
+	if err != nil {
+		t.Fatalf("adding DB2.Example.COM again as db2.example.com: %v", err)
+	}
+	if hosts := next.Hosts(); len(hosts) != 1 || hosts[0].Name != "DB2.Example.COM" || hosts[0].Class != "production" {
+		t.Fatalf("after adding DB2.Example.COM again as db2.example.com --class production: %+v", hosts)
+	}
+	if h, ok := next.Host("db2.example.com."); !ok || h.Name != "DB2.Example.COM" {
+		t.Errorf("the host by another spelling: %+v, %v", h, ok)
+	}
+	gone, err := next.Without("db2.EXAMPLE.com.")
+	if err != nil || gone.Len() != 0 {
+		t.Fatalf("removing DB2.Example.COM as db2.EXAMPLE.com.: %v (%d hosts left)", err, gone.Len())
+	}
+}
