@@ -352,6 +352,9 @@ func (f *File) check() error {
 		if _, err := path.Match(g, ""); err != nil {
 			return badSetting("bastion", "markers", "[bastion] markers: bad pattern %s", quoted(g))
 		}
+		if strings.ContainsRune(g, '!') {
+			return badSetting("bastion", "markers", "[bastion] markers: %s: %s", quoted(g), noNegation)
+		}
 	}
 	if f.Bastion.Socket != "" && !strings.HasPrefix(f.Bastion.Socket, "/") {
 		return badSetting("bastion", "socket", "[bastion] socket = %s: give an absolute path", quoted(f.Bastion.Socket))

@@ -329,3 +329,15 @@ func TestErrorsCutTheValuesTheyQuote(t *testing.T) {
 		})
 	}
 }
+
+// A marker pattern is a glob too: "!" negates nothing there either. A
+// list written as ssh_config's Host line ("prod-*", "!prod-legacy") to
+// leave one host's commands unwrapped wrapped them all the same, on a
+// host whose shell the wrapper may not suit.
+func TestParseMarkerNegationRefused(t *testing.T) {
+	in := "[bastion]\nenabled = true\nmarkers = [\"prod-*\", \"!prod-legacy\"]\n"
+	_, err := Parse("c", []byte(in))
+	if err == nil || !strings.Contains(err.Error(), `"!prod-legacy"`) || !strings.Contains(err.Error(), "c:3:") || !strings.Contains(err.Error(), "[^") {
+		t.Errorf("Parse(%q) = %v, want an error at c:3 about \"!prod-legacy\" that says how to exclude ([^…])", in, err)
+	}
+}

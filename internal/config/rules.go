@@ -61,11 +61,12 @@ func checkRule(i int, r Rule) error {
 	return nil
 }
 
-// noNegation refuses a "!" in a host or class pattern. No name or class
-// has one, so outside brackets it matches nothing ("!dev-*", as in
-// ssh_config, would match no host), and inside them the glob reads it as
-// itself, not as "not" ("[!0-9]" is "!" or a digit).
-const noNegation = `"!" negates nothing here: a pattern is a glob (path.Match), not an ssh_config pattern list; write [^…] to leave characters out of one position, and give the hosts to ask about rather than those not to`
+// noNegation refuses a "!" in a host or class pattern, and in a marker
+// pattern ([bastion] markers). No name or class has one, so outside
+// brackets it matches nothing ("!dev-*", as in ssh_config, would match
+// no host), and inside them the glob reads it as itself, not as "not"
+// ("[!0-9]" is "!" or a digit).
+const noNegation = `"!" negates nothing here: a pattern is a glob (path.Match), not an ssh_config pattern list; write [^…] to leave characters out of one position, and name the hosts meant rather than those not meant`
 
 // The characters of the host inventory's names and classes
 // (postern-hosts(1)), with those of a glob. A pattern with another
