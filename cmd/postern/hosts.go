@@ -366,10 +366,18 @@ func hostsRemove(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The host as the inventory names it: another spelling of its name
+	// (case, the DNS root's dot) finds it too.
+	removed := name
+	if had, err := c.Hosts(context.Background()); err == nil {
+		if i := inventory.Find(had.Hosts, name); i >= 0 {
+			removed = had.Hosts[i].Name
+		}
+	}
 	if _, err := c.RemoveHost(context.Background(), name); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "removed %s\n", shown(name))
+	fmt.Fprintf(out, "removed %s\n", shown(removed))
 	return nil
 }
 
