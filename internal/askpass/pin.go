@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 )
 
@@ -47,6 +48,11 @@ func Pin(env Env, onChange func(error)) *Pinned {
 		// there, and nothing was pinned.
 		p.none = unavailable(fmt.Sprintf("$SSH_ASKPASS names %s: %v", prog, errors.Unwrap(err)))
 		return p
+	}
+	// A relative name with a slash is found from the gateway's working
+	// directory: pinned, and shown, as the absolute path it is.
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
 	}
 	f, sum, err := readProgram(path, nil)
 	if err != nil {

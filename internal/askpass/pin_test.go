@@ -84,3 +84,16 @@ func TestUnavailableSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// A relative $SSH_ASKPASS with a slash is found from the gateway's
+// working directory, and pinned and shown as the absolute path it is:
+// doctor, run elsewhere, judges the file the gateway runs.
+func TestRelativeProgramIsPinnedAbsolute(t *testing.T) {
+	prog, _ := stub(t, "", 0)
+	t.Chdir(filepath.Dir(filepath.Dir(prog)))
+	rel := filepath.Join(".", filepath.Base(filepath.Dir(prog)), filepath.Base(prog))
+	p := Pin(Env{"SSH_ASKPASS=" + rel, "SSH_ASKPASS_REQUIRE=force"}, nil)
+	if path, _, why := p.Status(); path != prog || why != "" {
+		t.Fatalf("$SSH_ASKPASS=%s pinned as %q (%s), want %q", rel, path, why, prog)
+	}
+}
