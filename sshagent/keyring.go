@@ -401,7 +401,7 @@ func commentsOf(ids []*Identity, key ssh.PublicKey, now time.Time) []string {
 	plain := plainKey(key).Marshal()
 	var out []string
 	for _, id := range ids {
-		if !now.IsZero() && !id.Expires.IsZero() && !now.Before(id.Expires) {
+		if !now.IsZero() && expiry.Passed(now, id.Expires) {
 			continue
 		}
 		if bytes.Equal(id.encode().plain, plain) && !slices.Contains(out, id.Comment) {

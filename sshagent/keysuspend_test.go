@@ -16,13 +16,8 @@ import (
 // in the morning, not listed and not used, though the monotonic clock
 // its timer runs on says only minutes passed.
 func TestKeyLifetimeCountsASuspend(t *testing.T) {
-	var mu sync.Mutex
-	var slept time.Duration
-	keys := &Keyring{DefaultLifetime: time.Hour, Now: func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return expirytest.Slept(t, time.Now(), slept)
-	}}
+	keys, sleep := sleepyKeyring(t)
+	keys.DefaultLifetime = time.Hour
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	id, err := NewIdentity(priv, nil, "laptop")
 	if err != nil {
@@ -34,13 +29,56 @@ func TestKeyLifetimeCountsASuspend(t *testing.T) {
 	if ids, _ := keys.Identities(); len(ids) != 1 {
 		t.Fatalf("%d identities listed before the suspend", len(ids))
 	}
-	mu.Lock()
-	slept = 2 * time.Hour
-	mu.Unlock()
+	sleep(2 * time.Hour)
 	if ids, _ := keys.Identities(); len(ids) != 0 {
 		t.Errorf("a key whose lifetime passed while the machine slept is listed")
 	}
 	if _, err := keys.Lookup(id.Key); err == nil {
 		t.Errorf("a key whose lifetime passed while the machine slept is used")
+	}
+}
+
+// An added copy whose lifetime passed while the machine slept lends its
+// comment to no key rule: the comments the rules match are those of the
+// copies the keyring would still use, the vault's here.
+func TestExpiredCopyLendsNoCommentAfterASuspend(t *testing.T) {
+	keys, sleep := sleepyKeyring(t)
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	vaulted, err := NewIdentity(priv, nil, "laptop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys.ReplaceVault([]*Identity{vaulted})
+	added, err := NewIdentity(priv, nil, "ci-bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	added.Source, added.Expires = Added, keys.now().Add(time.Hour)
+	if err := keys.Add(added); err != nil {
+		t.Fatal(err)
+	}
+	if c := keys.Comments(added.Key); len(c) != 2 {
+		t.Fatalf("comments before the suspend: %q, want both copies'", c)
+	}
+	sleep(2 * time.Hour)
+	if c := keys.Comments(added.Key); len(c) != 1 || c[0] != "laptop" {
+		t.Errorf("comments after the added copy's lifetime passed in a suspend: %q, want [\"laptop\"]", c)
+	}
+}
+
+// sleepyKeyring returns a keyring whose clock reads as a machine's that
+// slept for as long as sleep was last told.
+func sleepyKeyring(t *testing.T) (*Keyring, func(time.Duration)) {
+	var mu sync.Mutex
+	var slept time.Duration
+	keys := &Keyring{Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return expirytest.Slept(t, time.Now(), slept)
+	}}
+	return keys, func(d time.Duration) {
+		mu.Lock()
+		slept = d
+		mu.Unlock()
 	}
 }
