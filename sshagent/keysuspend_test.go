@@ -64,6 +64,10 @@ func TestExpiredCopyLendsNoCommentAfterASuspend(t *testing.T) {
 	if c := keys.Comments(added.Key); len(c) != 1 || c[0] != "laptop" {
 		t.Errorf("comments after the added copy's lifetime passed in a suspend: %q, want [\"laptop\"]", c)
 	}
+	// Nor does it hide the vault's copy, which it listed in its place.
+	if ids, _ := keys.Identities(); len(ids) != 1 || ids[0].Comment != "laptop" {
+		t.Errorf("after the added copy's lifetime passed in a suspend, %d identities listed, want the vault's", len(ids))
+	}
 }
 
 // sleepyKeyring returns a keyring whose clock reads as a machine's that
