@@ -1,6 +1,8 @@
 package approvals
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -30,6 +32,17 @@ func TestRestoreServesOnlyWhatPosternRunLaunched(t *testing.T) {
 			postern, _ := w.f.Table.Inspect(5)
 			w.f.Set(43, 1, 430, postern.Exe.Path, "postern", "agent", "bash")
 			w.f.Set(44, 43, 440, w.f.Exe("bash", "a shell"), "bash")
+		}, false},
+		{"a child of another user's postern run", 46, func(w *world) {
+			postern, _ := w.f.Table.Inspect(5)
+			w.f.Set(45, 1, 450, postern.Exe.Path, "postern", "run", "--", "bash")
+			os.WriteFile(filepath.Join(w.f.Root, "45", "status"), []byte("Name:\tx\nUid:\t1001\t1001\t1001\t1001\n"), 0o644)
+			w.f.Set(46, 45, 460, w.f.Exe("bash", "a shell"), "bash")
+		}, false},
+		{"a process older than the postern run its parent pid now names", 48, func(w *world) {
+			postern, _ := w.f.Table.Inspect(5)
+			w.f.Set(47, 1, 480, postern.Exe.Path, "postern", "run", "--", "bash")
+			w.f.Set(48, 47, 470, w.f.Exe("bash", "a shell"), "bash")
 		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
