@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/vault"
 )
 
@@ -110,5 +112,32 @@ func TestWrongPassphrasesInALaneWaitTheirTurn(t *testing.T) {
 	g.reset()
 	if n := g.failures(); n != 0 {
 		t.Fatalf("%d failures count after the right passphrase", n)
+	}
+}
+
+// Where the caller stands picks the lane: a postern unlock sent from
+// inside a run (here, by the process that prepared it, which a run's
+// command may already be) is paced with the other callers, never in the
+// person's lane, where its guesses would hold up the person's unlock.
+func TestRunsUnlockPacedApart(t *testing.T) {
+	g, sock := startGatewayWith(t, func(string) { initTestVault(t, []byte("the passphrase")) })
+	c := api.NewClient(sock)
+	ctx := context.Background()
+	wrong := func(what string) {
+		t.Helper()
+		if err := c.Unlock(ctx, api.UnlockArgs{Passphrase: []byte("a guess")}); !api.HasCode(err, api.CodeWrongPassphrase) {
+			t.Fatalf("a wrong passphrase %s: %v", what, err)
+		}
+	}
+	wrong("from outside every run")
+	if p, o := g.vault.guesses.person.failures.Load(), g.vault.guesses.other.failures.Load(); p != 1 || o != 0 {
+		t.Fatalf("from outside every run: %d failures in the person's lane, %d in the others', want 1 and 0", p, o)
+	}
+	if _, err := c.PrepareRun(ctx, "guesser"); err != nil {
+		t.Fatal(err)
+	}
+	wrong("from inside a run")
+	if p, o := g.vault.guesses.person.failures.Load(), g.vault.guesses.other.failures.Load(); p != 1 || o != 1 {
+		t.Fatalf("from inside a run: %d failures in the person's lane, %d in the others', want 1 and 1", p, o)
 	}
 }
