@@ -15,10 +15,15 @@ func TestKDFFieldDamageIsCorruption(t *testing.T) {
 	v, path := newTestVault(t)
 	v.Wipe()
 	good := mustRead(t, path)
-	// header: kdf u8, time u32, memory u32, threads u8, salt [16]
-	for name, off := range map[string]int{"time": prefixSize + 1 + 3, "memory": prefixSize + 5 + 2, "threads": prefixSize + 9, "salt": prefixSize + 10 + 7} {
+	// header: kdf u8, time u32, memory u32, threads u8, salt [16]. Each
+	// flip leaves the parameters within the floor and the limits (t=3
+	// becomes 7), so that only the check value can tell.
+	for name, f := range map[string]struct {
+		off int
+		bit byte
+	}{"time": {prefixSize + 1 + 3, 0x04}, "memory": {prefixSize + 5 + 2, 0x01}, "threads": {prefixSize + 9, 0x01}, "salt": {prefixSize + 10 + 7, 0x01}} {
 		b := append([]byte(nil), good...)
-		b[off] ^= 0x01
+		b[f.off] ^= f.bit
 		mustWrite(t, path, b)
 		_, err := Open(path, testPass)
 		if !errors.Is(err, ErrCorrupt) || errors.Is(err, ErrWrongPassphrase) {
