@@ -129,3 +129,23 @@ func TestOutputPastTheBoundIsNoAnswer(t *testing.T) {
 		}
 	}
 }
+
+// What a program printed before it went past the bound (a passphrase,
+// then more) is wiped, not only dropped: the buffer it was read into is
+// zeroed before it is let go.
+func TestOutputPastTheBoundIsWiped(t *testing.T) {
+	var b boundedBuffer
+	if _, err := b.Write([]byte("the passphrase\n")); err != nil {
+		t.Fatal(err)
+	}
+	held := b.Bytes()
+	if _, err := b.Write(make([]byte, maxOutput)); err == nil {
+		t.Fatal("a write past the bound was taken")
+	}
+	if strings.Trim(string(held), "\x00") != "" {
+		t.Errorf("after a write past the bound, the buffer still holds %q", held)
+	}
+	if _, err := b.Write([]byte("yes\n")); err == nil || len(b.Bytes()) != 0 {
+		t.Errorf("a write after the bound was passed: %v, %d bytes held", err, len(b.Bytes()))
+	}
+}
