@@ -93,3 +93,21 @@ func (w *world) decideOrDeny(r *Request) Decision {
 		}
 	}
 }
+
+// An executable whose path names no file the gateway could verify (its
+// file replaced or removed since it was executed), or whose hash could
+// not be taken, matches no exe rule by what it lacks: not "*", which
+// matches an empty path, nor a "sha256:" rule with no hash.
+func TestExeRuleMatchesNothingUnverified(t *testing.T) {
+	for _, c := range []struct {
+		pattern string
+		prog    program
+	}{
+		{"*", program{hash: "ab12"}},
+		{"sha256:", program{path: "/usr/bin/git"}},
+	} {
+		if exeMatches(c.pattern, []program{c.prog}) {
+			t.Errorf("exe rule %q matched %+v", c.pattern, c.prog)
+		}
+	}
+}
