@@ -1,6 +1,7 @@
 package sshagent
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,5 +30,19 @@ func TestMessageLookupThatHangsHoldsNothingUp(t *testing.T) {
 	var called atomic.Bool
 	if m := boundedMessage(func() *approvals.SignedMessage { called.Store(true); return &approvals.SignedMessage{} }); m != nil || called.Load() {
 		t.Fatalf("with %d look-ups hanging, another ran (%v)", maxLookups, called.Load())
+	}
+}
+
+// A command line of many operands (the requester's to write) has no
+// more than maxOperands of them looked up, options and empty ones
+// never.
+func TestMessageLookupTriesBoundedOperands(t *testing.T) {
+	argv := []string{"ssh-keygen", "-Y", "", "-"}
+	for range 10 * maxOperands {
+		argv = append(argv, "file")
+	}
+	got := operands(argv)
+	if len(got) != maxOperands || slices.ContainsFunc(got, func(a string) bool { return a != "file" }) {
+		t.Fatalf("operands of a command line of %d arguments: %d, %q", len(argv), len(got), got[:min(len(got), 4)])
 	}
 }
