@@ -26,27 +26,33 @@ func sealMeta(b []byte, ps int) {
 	}
 }
 
-// fuzzJournal returns a real journal's file, of two lost commands, and
-// seeds f with it, variants of it, and changes to it (see fuzzedJournal).
-func fuzzJournal(f *testing.F) []byte {
-	ps := os.Getpagesize()
-	path := filepath.Join(f.TempDir(), "journal.db")
+// goodJournal returns the bytes of a sound journal of two entries.
+func goodJournal(tb testing.TB) []byte {
+	path := filepath.Join(tb.TempDir(), "journal.db")
 	j, err := Open(path, "inst")
 	if err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
 	for _, cmd := range []string{"make deploy", "ls"} {
-		e := mustStart(f, j, newEntry(cmd))
+		e := mustStart(tb, j, newEntry(cmd))
 		j.Dispatched(e.ID)
 		if _, err := j.MarkUnknown(e.ID, Unknown{Reason: ReasonUpstreamLost}); err != nil {
-			f.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
 	j.Close()
 	good, err := os.ReadFile(path)
 	if err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
+	return good
+}
+
+// fuzzJournal returns a real journal's file, of two lost commands, and
+// seeds f with it, variants of it, and changes to it (see fuzzedJournal).
+func fuzzJournal(f *testing.F) []byte {
+	ps := os.Getpagesize()
+	good := goodJournal(f)
 	f.Add(good)
 	// A high water mark far past the file's end.
 	far := bytes.Clone(good)
