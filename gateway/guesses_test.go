@@ -115,29 +115,30 @@ func TestWrongPassphrasesInALaneWaitTheirTurn(t *testing.T) {
 	}
 }
 
-// Where the caller stands picks the lane: a postern unlock sent from
-// inside a run (here, by the process that prepared it, which a run's
-// command may already be) is paced with the other callers, never in the
-// person's lane, where its guesses would hold up the person's unlock.
+// Where the caller stands picks the lane: a postern unlock, or a vault
+// change, sent from inside a run (here, by the process that prepared
+// it, which a run's command may already be) is paced with the other
+// callers, never in the person's lane, where its guesses would hold up
+// the person's unlock.
 func TestRunsUnlockPacedApart(t *testing.T) {
 	g, sock := startGatewayWith(t, func(string) { initTestVault(t, []byte("the passphrase")) })
 	c := api.NewClient(sock)
 	ctx := context.Background()
-	wrong := func(what string) {
+	wrong := func(where string, person, other int64) {
 		t.Helper()
 		if err := c.Unlock(ctx, api.UnlockArgs{Passphrase: []byte("a guess")}); !api.HasCode(err, api.CodeWrongPassphrase) {
-			t.Fatalf("a wrong passphrase %s: %v", what, err)
+			t.Fatalf("a wrong passphrase to unlock %s: %v", where, err)
+		}
+		if _, err := c.ChangeVault(ctx, &api.VaultChange{Passphrase: []byte("a guess"), NewPassphrase: []byte("mine now")}); !api.HasCode(err, api.CodeWrongPassphrase) {
+			t.Fatalf("a wrong passphrase to change the vault %s: %v", where, err)
+		}
+		if p, o := g.vault.guesses.person.failures.Load(), g.vault.guesses.other.failures.Load(); p != person || o != other {
+			t.Fatalf("%s: %d failures in the person's lane, %d in the others', want %d and %d", where, p, o, person, other)
 		}
 	}
-	wrong("from outside every run")
-	if p, o := g.vault.guesses.person.failures.Load(), g.vault.guesses.other.failures.Load(); p != 1 || o != 0 {
-		t.Fatalf("from outside every run: %d failures in the person's lane, %d in the others', want 1 and 0", p, o)
-	}
+	wrong("from outside every run", 2, 0)
 	if _, err := c.PrepareRun(ctx, "guesser"); err != nil {
 		t.Fatal(err)
 	}
-	wrong("from inside a run")
-	if p, o := g.vault.guesses.person.failures.Load(), g.vault.guesses.other.failures.Load(); p != 1 || o != 1 {
-		t.Fatalf("from inside a run: %d failures in the person's lane, %d in the others', want 1 and 1", p, o)
-	}
+	wrong("from inside a run", 2, 2)
 }
