@@ -255,12 +255,19 @@ func (e *Engine) Restore() []*Run {
 		// The file is the user's: a run it says was confined is so only
 		// in namespaces of its own, as StartRun checks them, and its
 		// process must be what "postern run" launched.
+		// Neither is judged without descriptors or memory to read the
+		// process with: the run is kept for a later restore, as above.
 		ns, err := e.ownNamespaces(pin)
 		confined := err == nil && p.NS.Known() && ns == p.NS
-		if err := e.launchedByRun(pin, confined); err != nil {
-			e.log.Warn("a run in the display context is not served again", "socket", p.Socket, "err", err)
+		if !errors.Is(err, procid.ErrNoResources) {
+			err = e.launchedByRun(pin, confined)
+		}
+		if err != nil {
 			pin.Close()
-			ended(p.Socket)
+			if !errors.Is(err, procid.ErrNoResources) {
+				e.log.Warn("a run in the display context is not served again", "socket", p.Socket, "err", err)
+				ended(p.Socket)
+			}
 			continue
 		}
 		// A new run id and nonce: the gateway has not bound this run.

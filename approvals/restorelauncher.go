@@ -24,7 +24,7 @@ import (
 // user can make itself non-dumpable and name itself anything, but not
 // the parent of a process that exists.
 func (e *Engine) launchedByRun(p *procid.Peer, confined bool) error {
-	parent, err := e.procs.Inspect(p.PPID)
+	parent, err := inspectLauncher(e, p.PPID)
 	if err != nil {
 		return fmt.Errorf("its parent (pid %d): %w", p.PPID, err)
 	}
@@ -36,7 +36,7 @@ func (e *Engine) launchedByRun(p *procid.Peer, confined bool) error {
 			return fmt.Errorf("its parent (pid %d) is not the helper of a confined run", parent.PID)
 		}
 		helper := parent
-		if parent, err = e.procs.Inspect(helper.PPID); err != nil {
+		if parent, err = inspectLauncher(e, helper.PPID); err != nil {
 			return fmt.Errorf("its helper's parent (pid %d): %w", helper.PPID, err)
 		}
 	}
@@ -47,6 +47,10 @@ func (e *Engine) launchedByRun(p *procid.Peer, confined bool) error {
 	}
 	return nil
 }
+
+// inspectLauncher reads the facts of a restored run's parent or helper
+// (tests make it fail as a shortage of descriptors does).
+var inspectLauncher = func(e *Engine, pid int) (procid.Process, error) { return e.procs.Inspect(pid) }
 
 // isPostern reports whether exe is postern's: hidden, or the same file
 // as e.executable (this process's when zero).

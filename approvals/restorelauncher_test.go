@@ -1,9 +1,12 @@
 package approvals
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/postern/postern/internal/procid"
 )
 
 // The display context is the user's to write: a program of theirs that
@@ -71,5 +74,30 @@ func TestRestoreServesOnlyWhatPosternRunLaunched(t *testing.T) {
 				t.Fatalf("pid %d served again: %v, want %v", tc.pid, served, tc.served)
 			}
 		})
+	}
+}
+
+// A restore that cannot read a run's launcher for want of descriptors
+// or memory keeps the run for a later restore, as one that cannot pin
+// the run's process does, rather than forget a live run for good.
+func TestRestoreShortOfResourcesForgetsNoRun(t *testing.T) {
+	w := newWorld(t)
+	w.launch("agent", 10)
+	w.e.Stop()
+	defer func(f func(*Engine, int) (procid.Process, error)) { inspectLauncher = f }(inspectLauncher)
+	inspectLauncher = func(*Engine, int) (procid.Process, error) {
+		return procid.Process{}, fmt.Errorf("pid 5: %w", procid.ErrNoResources)
+	}
+	cfg2 := w.cfg
+	cfg2.BootID = "boot-2"
+	e2 := NewEngine(cfg2)
+	if restored := e2.Restore(); len(restored) != 0 {
+		t.Fatalf("restored %d runs whose launcher could not be read", len(restored))
+	}
+	e2.Stop() // writes the display context as it kept it
+	inspectLauncher = func(e *Engine, pid int) (procid.Process, error) { return e.procs.Inspect(pid) }
+	cfg2.BootID = "boot-3"
+	if restored := NewEngine(cfg2).Restore(); len(restored) != 1 {
+		t.Fatalf("after a restore short of descriptors, the next restores %d runs, want the live one", len(restored))
 	}
 }
