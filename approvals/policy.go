@@ -220,7 +220,10 @@ func SameHostName(a, b string) bool { return inventory.NameForm(a) == inventory.
 // commentMatches reports whether glob matches the key's comment, or the
 // comment of another copy of the key.
 func (k *Key) commentMatches(glob string) bool {
-	return commentMatches(glob, k.Comment) || slices.ContainsFunc(k.Comments, func(c string) bool { return commentMatches(glob, c) })
+	if commentMatches(glob, k.Comment) {
+		return true
+	}
+	return k.Comments != nil && slices.ContainsFunc(k.Comments(), func(c string) bool { return commentMatches(glob, c) })
 }
 
 // commentMatches matches a glob over key comments against a key's

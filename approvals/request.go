@@ -42,11 +42,12 @@ const (
 type Key struct {
 	Fingerprint string // SHA256:…
 	Comment     string
-	// Comments are the comments the agent holds the same key under in
-	// its other copies (the vault's behind one added again with ssh-add,
-	// a certificate's, the upstream agent's): a rule on a comment is a
-	// rule on the key, whichever copy signs.
-	Comments []string
+	// Comments returns the comments the agent holds the same key under
+	// in its other copies (the vault's behind one added again with
+	// ssh-add, a certificate's, the upstream agent's): a rule on a comment
+	// is a rule on the key, whichever copy signs. It is called only when
+	// a rule names keys by comment, not on every request; nil: none.
+	Comments func() []string
 	Type     string
 	Confirm  bool // added with ssh-add -c: confirm every use
 	Touch    bool // a FIDO key that waits for a touch when it signs

@@ -38,7 +38,7 @@ func (k keySource) Keys() ([]bastion.Key, error) {
 			continue // restricted by ssh-add -h to hops ssh itself binds
 		}
 		out = append(out, bastion.Key{Public: id.Key, Info: approvals.Key{
-			Fingerprint: id.Fingerprint(), Comment: id.Comment, Comments: k.keys.Comments(id.Key), Type: id.Key.Type(), Confirm: confirm,
+			Fingerprint: id.Fingerprint(), Comment: id.Comment, Comments: func() []string { return k.keys.Comments(id.Key) }, Type: id.Key.Type(), Confirm: confirm,
 		}})
 	}
 	return out, nil

@@ -86,7 +86,7 @@ func (g *Gateway) opCheck(ctx context.Context, _ *procid.Peer, a api.CheckArgs) 
 			continue
 		}
 		named = append(named, fp)
-		c.Key = approvals.Key{Fingerprint: fp, Comment: id.Comment, Comments: comments, Type: id.Key.Type(), Upstream: i >= own}
+		c.Key = approvals.Key{Fingerprint: fp, Comment: id.Comment, Comments: func() []string { return comments }, Type: id.Key.Type(), Upstream: i >= own}
 		if !c.Key.Upstream {
 			c.Key.Confirm, _ = g.keys.Constraints(id)
 		}

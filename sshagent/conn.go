@@ -173,7 +173,7 @@ func (c *conn) sign(key ssh.PublicKey, data []byte, flags uint32) (*ssh.Signatur
 		return refuse(audit.ReasonKeyNotHeld, "key not held: "+err.Error())
 	}
 	confirm, dest := c.srv.Keys.Constraints(id)
-	req.Key = approvals.Key{Fingerprint: id.Fingerprint(), Comment: id.Comment, Comments: c.srv.KeyComments(id.Key), Type: id.Key.Type(), Confirm: confirm, Touch: id.Touch(), Upstream: id.Source == Upstream}
+	req.Key = approvals.Key{Fingerprint: id.Fingerprint(), Comment: id.Comment, Comments: func() []string { return c.srv.KeyComments(id.Key) }, Type: id.Key.Type(), Confirm: confirm, Touch: id.Touch(), Upstream: id.Source == Upstream}
 	if req.Key.Upstream && c.srv.Upstream != nil {
 		req.Key.UpstreamSocket = c.srv.Upstream.Socket
 	}
