@@ -46,7 +46,9 @@ func TestMain(m *testing.M) {
 	// Readable by everyone: one test runs the agent as another user.
 	os.Chmod(dir, 0o755)
 	posternBin = filepath.Join(dir, "postern")
-	args := []string{"build", "-o", posternBin}
+	// Built as make build builds it, so that what the benchmarks measure
+	// is what people run.
+	args := []string{"build", "-trimpath", "-o", posternBin}
 	if os.Getenv("POSTERN_E2E_RACE") != "" {
 		// The race detector in the gateway itself: go test can only
 		// instrument the test binary.
