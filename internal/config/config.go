@@ -348,6 +348,17 @@ func (f *File) check() error {
 	default:
 		return badSetting("", "upstream_changes", "upstream_changes = %s: want refuse or forward", quoted(f.UpstreamChanges))
 	}
+	// A process is matched by the base name of its executable, its
+	// kernel name or its first arguments: a path, or nothing, matches
+	// none.
+	for _, a := range f.Agents {
+		switch {
+		case a == "":
+			return badSetting("", "agents", "agents = %s: name a program", quoted(a))
+		case strings.Contains(a, "/"):
+			return badSetting("", "agents", "agents = %s: name the program (%s), not its path", quoted(a), quoted(path.Base(a)))
+		}
+	}
 	for _, g := range f.Bastion.Markers {
 		if _, err := path.Match(g, ""); err != nil {
 			return badSetting("bastion", "markers", "[bastion] markers: bad pattern %s", quoted(g))

@@ -341,3 +341,21 @@ func TestParseMarkerNegationRefused(t *testing.T) {
 		t.Errorf("Parse(%q) = %v, want an error at c:3 about \"!prod-legacy\" that says how to exclude ([^…])", in, err)
 	}
 }
+
+// An agents entry is a program's name: one holding a path, or empty,
+// would never match a process (a process is matched by the base name of
+// its executable, its kernel name or its first arguments), so the person
+// who wrote it would see no card preselect the agent and not know why.
+func TestAgentsAreProgramNames(t *testing.T) {
+	for in, want := range map[string]string{
+		"agents = [\"claude\", \"/usr/local/bin/codex\"]\n": `c:1: agents = "/usr/local/bin/codex": name the program ("codex"), not its path`,
+		"agents = [\"\"]\n": `c:1: agents = "": name a program`,
+	} {
+		if _, err := Parse("c", []byte(in)); err == nil || err.Error() != want {
+			t.Errorf("Parse(%q) = %v, want %s", in, err, want)
+		}
+	}
+	if f, err := Parse("c", []byte("agents = [\"claude-code-agent-long\", \"codex\"]\n")); err != nil || len(f.Agents) != 2 {
+		t.Errorf("Parse of names = %+v, %v", f.Agents, err)
+	}
+}
