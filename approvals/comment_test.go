@@ -8,7 +8,9 @@ import (
 
 // A rule over key comments matches a comment that is a path's text (what
 // ssh-add gives a key without a comment of its own) across its slashes,
-// and otherwise as the glob says.
+// case aside as a host rule matches a name (a key "Prod-Deploy" under a
+// per-call rule "prod-*" is asked about on every call), and otherwise as
+// the glob says.
 func TestKeyRuleMatchesCommentsAcrossSlashes(t *testing.T) {
 	none := func() []program { return nil }
 	for _, tt := range []struct {
@@ -24,6 +26,10 @@ func TestKeyRuleMatchesCommentsAcrossSlashes(t *testing.T) {
 		{"*\ue000*", "/\ue000", true},
 		{"a\ue000b", "a/b", false},
 		{"deploy-*", "deploy-prod", true},
+		{"prod-*", "Prod-Deploy", true},
+		{"*PROD*", "/home/me/.ssh/prod_key", true},
+		{"[A-C]*", "bastion", true},
+		{"prod-*", "Dev-Deploy", false},
 	} {
 		p := &Policy{Mode: audit.ModeSession, Rules: []Rule{{Key: tt.rule, Mode: audit.ModePerCall}}}
 		want := audit.ModeSession

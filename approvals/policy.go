@@ -227,12 +227,16 @@ func (k *Key) commentMatches(glob string) bool {
 }
 
 // commentMatches matches a glob over key comments against a key's
-// comment. A comment is no path, but is often a path's text: ssh-add
-// gives a key without a comment of its own its file's path, and a
-// token's keys the provider's. So "*" and "?" match a "/" too, which
-// path.Match's do not: the glob is matched with "/" renamed, in both, to
-// a character neither holds.
+// comment. Case does not count, as for a host's name: a person who
+// writes "prod-*" means the key "Prod-Deploy" too, and a per-call rule
+// that missed it would let the key ride a session. A comment is no
+// path, but is often a path's text: ssh-add gives a key without a
+// comment of its own its file's path, and a token's keys the
+// provider's. So "*" and "?" match a "/" too, which path.Match's do
+// not: the glob is matched with "/" renamed, in both, to a character
+// neither holds.
 func commentMatches(glob, comment string) bool {
+	glob, comment = strings.ToLower(glob), strings.ToLower(comment)
 	if strings.Contains(comment, "/") {
 		held := map[rune]bool{}
 		for _, r := range glob + comment {
