@@ -77,9 +77,18 @@ func (r *Run) Suspend(sig os.Signal) {
 	select {
 	case <-r.stopped:
 	case <-r.done:
-	case <-time.After(selfStopWait + time.Second):
+	case <-time.After(selfStopWait + stopReportWait):
 	}
 }
+
+// stopReportWait is how long, past selfStopWait, Suspend waits for the
+// helper to report the run stopped. The caller stops itself when it
+// returns, and the person's shell then says the job stopped: a run still
+// going on then reads what the person types at the shell. So the wait is
+// long enough for a machine under load (a second was passed once, with
+// the shell back and the run still writing), and bounded only so that a
+// helper that no longer answers cannot keep the person from their shell.
+const stopReportWait = 5 * time.Second
 
 // Resume continues every process of a suspended run.
 func (r *Run) Resume() { r.Helper.Signal(syscall.SIGCONT) }
