@@ -162,6 +162,10 @@ func (s *vaultState) fileChanged() {
 	s.fileChangedLocked()
 }
 
+// An unlock calls it too, with the file as it is at that moment: the
+// watch's event for a vault file put back may come after the unlock that
+// follows, which would otherwise be refused as if the file were still
+// gone (errVaultGone). s.mu held.
 func (s *vaultState) fileChangedLocked() {
 	stamp, present := stampOf(s.path)
 	if present == s.present && stamp == s.stamp {

@@ -253,6 +253,7 @@ func (s *vaultState) unlock(passphrase []byte, outside func() error) error {
 		s.mu.Unlock()
 		return errNotLocked
 	}
+	s.fileChangedLocked()
 	present := s.present
 	s.mu.Unlock()
 
@@ -306,6 +307,7 @@ func (s *vaultState) unlockWithKey(dk *vault.DataKey) error {
 	defer s.unlockMu.Unlock()
 	asks := s.keys.LockAsks()
 	s.mu.Lock()
+	s.fileChangedLocked()
 	locked, present, vaultLock := s.locked, s.present, s.vaultLock
 	s.mu.Unlock()
 	switch {
