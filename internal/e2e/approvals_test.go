@@ -288,11 +288,10 @@ func execOnApprovedRun(t *testing.T) (*approvalWorld, *Driver) {
 		t.Fatalf("%v %s", err, out)
 	}
 	pid := a.SelfPID()
-	a.Start("exec " + cp)
-	waitFor(t, func() bool {
-		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", a.PID()))
-		return exe == cp
-	})
+	a.Exec(cp)
+	if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", a.PID())); exe != cp {
+		t.Fatalf("the run's process executes %s after the exec, want %s", exe, cp)
+	}
 	if a.SelfPID() != pid {
 		t.Fatal("the exec changed the pid")
 	}

@@ -160,6 +160,22 @@ func (d *Driver) Start(command string) *Job {
 	return &Job{d: d, n: n}
 }
 
+// Exec has the driver execute the program at path (a copy of the test
+// binary) on its own pid, and waits until that program, a driver again,
+// has said it runs. Only then may the next command be sent: the kernel
+// shows the new executable before it closes the old program's end of
+// the command FIFO, and a command written in between would go to a
+// reader about to close it, and be lost with the FIFO's buffer.
+func (d *Driver) Exec(path string) {
+	d.t.Helper()
+	ready := filepath.Join(d.dir, "ready")
+	if err := os.Remove(ready); err != nil {
+		d.t.Fatal(err)
+	}
+	d.Start("exec " + path)
+	waitFor(d.t, func() bool { _, err := os.Stat(ready); return err == nil })
+}
+
 // Do runs a command in the driver and waits for it.
 func (d *Driver) Do(command string) Result { return d.Start(command).Wait() }
 
