@@ -86,6 +86,7 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 // it, and grants it the key.
 func (e *Engine) AnswerCard(id string, a Answer, approver *procid.Peer) (Verdict, error) {
 	e.mu.Lock()
+	e.expireCardsLocked(e.now())
 	c := e.cards[id]
 	e.mu.Unlock()
 	if c == nil {
@@ -171,6 +172,7 @@ func (e *Engine) AnswerCard(id string, a Answer, approver *procid.Peer) (Verdict
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.expireCardsLocked(e.now())
 	kept := false
 	if fresh != nil {
 		// Run last, under e.mu: a process chosen for a grant that was

@@ -113,6 +113,8 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		lifetime:   p.Lifetime,
 		chain:      chain,
 		done:       make(chan struct{}),
+		expires:    now.Add(p.CardTimeout),
+		cooldown:   p.Cooldown,
 	}
 	c.View = CardView{
 		ID:          newCardID(),
@@ -134,7 +136,7 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		Terminal:    r.Terminal,
 		ProbeOf:     r.ProbeOf,
 		Created:     now.UTC(),
-		Expires:     now.Add(p.CardTimeout).UTC(),
+		Expires:     c.expires.UTC(),
 	}
 	if r.Message != nil {
 		c.View.Message = r.Message()
@@ -231,7 +233,7 @@ func (e *Engine) wait(ctx context.Context, c *Card, r *Request, mode audit.Mode,
 // waitAnswer returns the decision c's answer gives request r, or again
 // when r joined the card and its own request went.
 func (e *Engine) waitAnswer(ctx context.Context, c *Card, r *Request, mode audit.Mode, p *Policy) (Decision, bool) {
-	timer := time.NewTimer(time.Until(c.View.Expires))
+	timer := time.NewTimer(time.Until(c.expires))
 	defer timer.Stop()
 	select {
 	case <-c.done:
@@ -240,9 +242,7 @@ func (e *Engine) waitAnswer(ctx context.Context, c *Card, r *Request, mode audit
 		// out answers it for them all.
 		e.mu.Lock()
 		if e.cards[c.View.ID] == c {
-			e.coolLocked(c.cooldownAs, e.now(), p.Cooldown)
-			e.closeCardLocked(c, Answer{Verdict: VerdictDeny, withdrawn: audit.ReasonTimeout})
-			e.log.Info("card unanswered", "card", c.View.ID)
+			e.timeOutLocked(c, e.now())
 		}
 		e.mu.Unlock()
 		<-c.done

@@ -31,6 +31,12 @@ type Card struct {
 	answer     Answer
 	policy     *policyChange // for a policy change card
 
+	// expires is when the card times out (zero for a policy change),
+	// with the clock's monotonic reading (cardtimeout.go); cooldown is
+	// the card_cooldown a timeout starts.
+	expires  time.Time
+	cooldown time.Duration
+
 	// scope and lifetime are the session scope and lifetime in force
 	// when the card was shown, which its Covers line states: a grant
 	// from it is no broader, whatever the policy is when it is answered.

@@ -57,6 +57,7 @@ func (e *Engine) addCardLocked(c *Card) {
 		c.View.ID = newCardID()
 	}
 	e.cards[c.View.ID] = c
+	e.noteCardEndLocked(c)
 	e.notify()
 	c.seq = e.version
 	e.bySeq = append(e.bySeq, c)
@@ -84,6 +85,7 @@ func (e *Engine) dropCardLocked(c *Card) {
 func (e *Engine) CardsSince(since uint64) CardsDelta {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.expireCardsLocked(e.now())
 	d := CardsDelta{Seq: e.version, Since: since}
 	if since == 0 || since < e.goneFloor || since > e.version {
 		d.Since, d.Reset = 0, true
@@ -200,6 +202,7 @@ func (b *CardBoard) Cards() []CardView {
 func (e *Engine) Cards() ([]CardView, uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.expireCardsLocked(e.now())
 	out := make([]CardView, 0, len(e.cards))
 	for _, c := range e.cards {
 		out = append(out, c.View)

@@ -1,9 +1,12 @@
 package approvals
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/postern/postern/audit"
 )
 
 // Under a session_lifetime, a session ends once it has passed, while its
@@ -21,4 +24,37 @@ func TestCardCoversSaysTheSessionLifetime(t *testing.T) {
 	}
 	w.answer(c.ID, VerdictDeny, 30)
 	got(t, ch)
+}
+
+// A card's timeout counts the time the machine slept, as a grant's
+// lifetime does: a card shown before a laptop's lid closed is not
+// listed, nor approved, the morning after, when the timer that refuses
+// it, on the monotonic clock, has not fired yet. Its request is refused
+// as unanswered in time.
+func TestCardTimeoutCountsASuspend(t *testing.T) {
+	for _, listed := range []bool{true, false} {
+		w := newWorld(t)
+		sleep := sleepable(t, w)
+		p := *w.e.Policy()
+		p.CardTimeout = time.Minute
+		w.e.SetPolicy(&p)
+		ch := w.decide(w.req(13))
+		c := w.card()
+		sleep(2 * time.Hour)
+		if listed {
+			if cards, _ := w.e.Cards(); len(cards) != 0 {
+				t.Errorf("a card whose timeout passed while the machine slept is listed: %+v", cards[0].ID)
+			}
+			if d := w.e.CardsSince(0); len(d.Cards) != 0 {
+				t.Errorf("a card whose timeout passed while the machine slept is sent to a console: %+v", d.Cards[0].ID)
+			}
+		}
+		err := w.e.Answer(c.ID, Answer{Verdict: VerdictSession, Subject: -1, Approver: "test"}, w.f.Peer(30))
+		if !errors.Is(err, ErrNoCard) {
+			t.Errorf("listed first %v: an answer to a card whose timeout passed while the machine slept: %v, want %v", listed, err, ErrNoCard)
+		}
+		if d := got(t, ch); d.Allow || d.Reason != audit.ReasonTimeout {
+			t.Fatalf("listed first %v: the request of a card whose timeout passed while the machine slept: allowed %v (%s), want denied as timeout", listed, d.Allow, d.Reason)
+		}
+	}
 }

@@ -94,13 +94,16 @@ type Engine struct {
 	// vault's epoch (ask).
 	epochChanges atomic.Uint64
 
-	mu       sync.Mutex
-	runs     map[string]*Run
-	grants   map[string]*Grant
-	bySlot   map[grantSlot][]*Grant // grants by run process, key and destination
-	granted  map[int]*runGrants     // the run a pid has grants for, and how many
-	cards    map[string]*Card
-	bySeq    []*Card // the pending cards, by the step they came at (cardfeed.go)
+	mu      sync.Mutex
+	runs    map[string]*Run
+	grants  map[string]*Grant
+	bySlot  map[grantSlot][]*Grant // grants by run process, key and destination
+	granted map[int]*runGrants     // the run a pid has grants for, and how many
+	cards   map[string]*Card
+	bySeq   []*Card // the pending cards, by the step they came at (cardfeed.go)
+	// cardsEnd is no later than the earliest card_timeout of the
+	// pending cards (cardtimeout.go), or zero.
+	cardsEnd time.Time
 	past     []Past
 	cooldown map[string]time.Time // subject key: no card until then (coolLocked)
 	coolRoom int                  // the size past which ended cooldowns are dropped

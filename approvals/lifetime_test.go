@@ -317,13 +317,7 @@ func TestShorterLifetimeEndsOlderGrants(t *testing.T) {
 func TestGrantLifetimeCountsASuspend(t *testing.T) {
 	for _, listed := range []bool{true, false} {
 		w := newWorld(t)
-		var mu sync.Mutex
-		var slept time.Duration
-		w.e.clock = func() time.Time {
-			mu.Lock()
-			defer mu.Unlock()
-			return expirytest.Slept(t, time.Now(), slept)
-		}
+		sleep := sleepable(t, w)
 		p := *w.e.Policy()
 		p.Lifetime = time.Hour
 		w.e.SetPolicy(&p)
@@ -331,9 +325,7 @@ func TestGrantLifetimeCountsASuspend(t *testing.T) {
 		if !d.Allow || d.Grant == "" {
 			t.Fatalf("decision %+v", d)
 		}
-		mu.Lock()
-		slept = 2 * time.Hour
-		mu.Unlock()
+		sleep(2 * time.Hour)
 		if listed {
 			if _, grants := w.e.Sessions(); len(grants) != 0 {
 				t.Errorf("a grant whose lifetime passed while the machine slept is listed: %+v", grants)
@@ -345,5 +337,22 @@ func TestGrantLifetimeCountsASuspend(t *testing.T) {
 		if d := got(t, ch); d.Allow {
 			t.Fatalf("listed first %v: a grant whose lifetime passed while the machine slept allowed: %+v", listed, d)
 		}
+	}
+}
+
+// sleepable sets w's engine clock to read the time now, and returns what
+// makes it read as a machine that slept for d since.
+func sleepable(t *testing.T, w *world) (sleep func(d time.Duration)) {
+	var mu sync.Mutex
+	var slept time.Duration
+	w.e.clock = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return expirytest.Slept(t, time.Now(), slept)
+	}
+	return func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		slept = d
 	}
 }
