@@ -67,7 +67,24 @@ var (
 	// ErrApproverUndecided refuses an approval when the gateway could not
 	// establish that it comes from outside the requesting process tree.
 	ErrApproverUndecided = errors.New("refused: the gateway could not establish that the approval comes from outside the requesting process tree; try again")
+	// ErrNotOffered refuses an answer its card does not offer.
+	ErrNotOffered = errors.New("refused: the card does not offer that answer")
 )
+
+// notOffered refuses an approval of card c that asks for what the card
+// does not offer, rather than apply another answer than the person
+// gave: a session of a policy change card, which is approved once, and
+// a subject to bind on a card that offers no session.
+func notOffered(c *Card, a Answer) error {
+	switch {
+	case a.Verdict != VerdictOnce && a.Verdict != VerdictSession:
+	case c.policy != nil && a.Verdict == VerdictSession:
+		return fmt.Errorf("%w: card %s asks to change the configuration, which is approved once or denied, never for a session", ErrNotOffered, c.View.ID)
+	case a.Subject >= 0 && !c.View.OffersSession():
+		return fmt.Errorf("%w: card %s offers no session, so no subject to bind; it is approved once or denied", ErrNotOffered, c.View.ID)
+	}
+	return nil
+}
 
 // Answer decides card id, as AnswerCard does.
 func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
@@ -76,9 +93,9 @@ func (e *Engine) Answer(id string, a Answer, approver *procid.Peer) error {
 }
 
 // AnswerCard decides card id and returns the verdict it applied: a
-// session answer to a card that offers no session (a per-call card, a
-// policy change) approves the one call (or the change), as a once answer
-// does, and is applied as once. approver is the verified process that sent the answer (nil for the
+// session answer to a per-call card approves the one call, as a once
+// answer does, and is applied as once; an answer the card does not offer
+// is refused (notOffered). approver is the verified process that sent the answer (nil for the
 // gateway's own askpass dialog); it must not be the requester, the
 // subject the card proposes, the subject the answer binds, or a
 // descendant of one. A session answer registers the chosen subject
@@ -91,6 +108,9 @@ func (e *Engine) AnswerCard(id string, a Answer, approver *procid.Peer) (Verdict
 	e.mu.Unlock()
 	if c == nil {
 		return 0, ErrNoCard
+	}
+	if err := notOffered(c, a); err != nil {
+		return 0, err
 	}
 	if a.Verdict == VerdictSession && !c.View.OffersSession() {
 		a.Verdict = VerdictOnce

@@ -52,8 +52,8 @@ func TestPerCallSessionAnswerCheckedAsOnce(t *testing.T) {
 	if err := w.e.Answer(c.ID, Answer{Verdict: VerdictOnce, Subject: -1}, w.f.Peer(16)); !errors.Is(err, ErrSelfApprove) {
 		t.Fatalf("once from the run's tree: %v", err)
 	}
-	if err := w.e.Answer(c.ID, Answer{Verdict: VerdictSession, Subject: 0}, w.f.Peer(16)); !errors.Is(err, ErrSelfApprove) {
-		t.Fatalf("session answer naming the requester, from the run's tree: %v", err)
+	if err := w.e.Answer(c.ID, Answer{Verdict: VerdictSession, Subject: -1}, w.f.Peer(16)); !errors.Is(err, ErrSelfApprove) {
+		t.Fatalf("session answer, from the run's tree: %v", err)
 	}
 	w.answer(c.ID, VerdictDeny, 30)
 	got(t, ch)

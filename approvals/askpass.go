@@ -43,9 +43,9 @@ func (e *Engine) askpassAnswer(ctx context.Context, c CardView) {
 	}
 	a := Answer{Verdict: VerdictDeny, Approver: "askpass"}
 	if ok {
-		a = Answer{Verdict: VerdictOnce, Subject: c.Selected, Approver: "askpass"}
+		a = Answer{Verdict: VerdictOnce, Subject: -1, Approver: "askpass"}
 		if c.Mode == audit.ModeSession {
-			a.Verdict = VerdictSession
+			a.Verdict, a.Subject = VerdictSession, c.Selected
 		}
 	}
 	if err := e.Answer(c.ID, a, nil); err != nil && !errors.Is(err, ErrNoCard) {

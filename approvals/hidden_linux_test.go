@@ -87,6 +87,9 @@ func TestHiddenProgramIsNeverBoundToASession(t *testing.T) {
 		for i, s := range c.Subjects {
 			if s.PID == cmd.Process.Pid {
 				v = Answer{Verdict: VerdictSession, Subject: i, Approver: "test"}
+				if !c.OffersSession() {
+					v.Subject = -1 // a card that offers no session binds no subject
+				}
 			}
 		}
 		if err := w.e.Answer(c.ID, v, nil); err != nil {

@@ -246,7 +246,7 @@ func wireCode(err error) api.Code {
 		return false
 	}
 	switch {
-	case is(errMalformed, errUnknownOp, errBadRequest, errNotLocked):
+	case is(errMalformed, errUnknownOp, errBadRequest, errNotLocked, approvals.ErrNotOffered):
 		return api.CodeUsage
 	case is(errPeerChanged, approvals.ErrSelfApprove, approvals.ErrSameSession, approvals.ErrApproverUndecided, bastion.ErrDenied, approvals.ErrInsideRun, approvals.ErrUnverified, approvals.ErrChangeCut):
 		return api.CodeDenied

@@ -219,6 +219,7 @@ func TestWireCode(t *testing.T) {
 		errUnknownOp:                   api.CodeUsage,
 		badRequest(errors.New("bad")):  api.CodeUsage,
 		errNotLocked:                   api.CodeUsage,
+		approvals.ErrNotOffered:        api.CodeUsage,
 		errPeerChanged:                 api.CodeDenied,
 		approvals.ErrSelfApprove:       api.CodeDenied,
 		approvals.ErrSameSession:       api.CodeDenied,

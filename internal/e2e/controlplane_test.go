@@ -64,6 +64,14 @@ func TestLooseningPolicyWaitsForApproval(t *testing.T) {
 	if !strings.Contains(w.e.MustRun("postern", "approve", "--list").Stdout, "approval: session → none") {
 		t.Fatal("the pending change was forgotten across a restart")
 	}
+	// A change of the configuration is approved once: a session, or a
+	// subject to bind, is refused, and the card stays up.
+	for _, how := range [][]string{{"--session"}, {"--subject", "0"}} {
+		r := w.e.Run("postern", append([]string{"approve", c.ID}, how...)...)
+		if r.Code != 2 || !strings.HasPrefix(r.Stderr, "postern: error: ") || !strings.Contains(r.Stderr, "approved once or denied") {
+			t.Errorf("postern approve %s %s on a policy change card: %s", c.ID, strings.Join(how, " "), r)
+		}
+	}
 	// The person approves: the looser policy is in force.
 	w.approve(c.ID, "--once")
 	w.agent.WaitLog(t, "configuration reloaded")
