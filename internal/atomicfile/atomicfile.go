@@ -61,10 +61,20 @@ func IsTemp(name string) bool {
 	return i > 0 && i < len(mid)-1
 }
 
+// isTempOf reports whether name, a temporary file's, is one Write makes
+// for target base: ".BASE.RANDOM.tmp", whose random part (os.CreateTemp's)
+// holds no dot.
+func isTempOf(name, base string) bool {
+	random, ok := strings.CutPrefix(strings.TrimSuffix(name, tempSuffix), "."+base+".")
+	return ok && random != "" && !strings.Contains(random, ".")
+}
+
 // RemoveTemps removes the temporary files a crash left in dir: those of
 // target base (every target when base is ""), last changed at least
 // olderThan ago, so that a write in progress keeps its file (a caller that
-// holds the writers' lock passes 0). It returns the names removed.
+// holds the writers' lock passes 0). A temporary file of another target
+// whose name starts with base and a dot (".vault.generation.RANDOM.tmp"
+// for base "vault") is not base's. It returns the names removed.
 func RemoveTemps(dir, base string, olderThan time.Duration) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -73,7 +83,7 @@ func RemoveTemps(dir, base string, olderThan time.Duration) ([]string, error) {
 	var removed []string
 	for _, e := range entries {
 		name := e.Name()
-		if !IsTemp(name) || base != "" && !strings.HasPrefix(name, "."+base+".") {
+		if !IsTemp(name) || base != "" && !isTempOf(name, base) {
 			continue
 		}
 		if fi, err := e.Info(); err != nil || !fi.Mode().IsRegular() || time.Since(fi.ModTime()) < olderThan {
