@@ -26,9 +26,11 @@ Unlock the gateway's vault. The passphrase is read from FILE (or
 $POSTERN_PASSPHRASE_FILE), else from the terminal, else through
 $SSH_ASKPASS. --remember also keeps the vault's data key in the OS
 keychain (the Secret Service on Linux, the Keychain on macOS), so that
---keychain unlocks without the passphrase; --forget removes it. On Linux
-any program of the user can read the Secret Service: the keychain guards
-against theft of the disk, not against other programs of the user.
+--keychain unlocks without the passphrase; --forget removes it (the
+gateway's vault's key or, with no gateway answering, that of the vault
+of this state directory). On Linux any program of the user can read the
+Secret Service: the keychain guards against theft of the disk, not
+against other programs of the user.
 `
 
 func cmdLock(args []string, out, errw io.Writer) error {
@@ -172,13 +174,7 @@ func keychainKey(path string) ([]byte, error) {
 	if err := holdSecrets(); err != nil {
 		return nil, err
 	}
-	if path == "" {
-		var err error
-		if path, err = vaultPath(); err != nil {
-			return nil, err
-		}
-	}
-	_, id, err := vault.ReadMeta(path)
+	id, err := keychainVaultID(path)
 	if err != nil {
 		return nil, err
 	}
@@ -189,12 +185,16 @@ func keychainKey(path string) ([]byte, error) {
 	return k, err
 }
 
+// forgetKeychain removes from the OS keychain the data key of the vault
+// of the gateway at $SSH_AUTH_SOCK, which --remember kept, whatever vault
+// $XDG_STATE_HOME names; without a gateway answering, that of this state
+// directory's vault.
 func forgetKeychain(out io.Writer) error {
-	path, err := vaultPath()
-	if err != nil {
-		return err
+	path := ""
+	if _, st := answeringGateway(""); st != nil {
+		path = st.Vault.Path
 	}
-	_, id, err := vault.ReadMeta(path)
+	id, err := keychainVaultID(path)
 	if err != nil {
 		return err
 	}
@@ -203,4 +203,17 @@ func forgetKeychain(out io.Writer) error {
 	}
 	fmt.Fprintln(out, "the vault's key is no longer in the keychain")
 	return nil
+}
+
+// keychainVaultID returns the id of the vault at path ("": this state
+// directory's), under which the keychain keeps its data key.
+func keychainVaultID(path string) ([16]byte, error) {
+	if path == "" {
+		var err error
+		if path, err = vaultPath(); err != nil {
+			return [16]byte{}, err
+		}
+	}
+	_, id, err := vault.ReadMeta(path)
+	return id, err
 }

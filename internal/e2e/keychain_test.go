@@ -71,3 +71,26 @@ func TestKeychainRemembersTheGatewaysVault(t *testing.T) {
 		t.Fatalf("after a keychain unlock: %+v", st)
 	}
 }
+
+// postern unlock --forget removes the key of the gateway's vault, as
+// --remember kept it, also when $XDG_STATE_HOME names the state
+// directory of another vault, where it removed that other vault's key
+// (if any) and left the gateway's in the keychain.
+func TestKeychainForgetsTheGatewaysVault(t *testing.T) {
+	e := newEnv(t)
+	e.Setenv("DBUS_SESSION_BUS_ADDRESS", keychaintest.SessionBus(t))
+	pass := e.WriteFile("pass", "keychain pass\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	e.StartAgent()
+	e.MustRun("postern", "unlock", "--remember", "--passphrase-file", pass)
+	e.MustRun("postern", "lock")
+	e.Setenv("XDG_STATE_HOME", e.Path("other-state"))
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	e.MustRun("postern", "unlock", "--forget")
+	if r := e.Run("postern", "unlock", "--keychain"); r.Code == 0 {
+		t.Fatalf("the gateway's vault unlocked with its key after unlock --forget: %s", r)
+	}
+	if st := status(t, e); st.Vault.State != "locked" {
+		t.Fatalf("after unlock --forget: %+v", st)
+	}
+}
