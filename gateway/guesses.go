@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,10 +42,17 @@ func (g *guessLanes) lane(person bool) *guessLane {
 
 // try runs attempt in its lane's turn, and, if it reports a wrong
 // passphrase, counts the failure and waits its delay before returning.
-func (g *guessLanes) try(person bool, attempt func() error) error {
+// An attempt whose caller is gone (ctx ended: it hung up, or its time
+// limit passed) when its turn comes is not made: the caller was told
+// that it got no answer, and an unlock or a change it no longer waits
+// for must not happen behind its back.
+func (g *guessLanes) try(ctx context.Context, person bool, attempt func() error) error {
 	l := g.lane(person)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if ctx.Err() != nil {
+		return fmt.Errorf("the caller left before its turn came, so nothing was tried: %w", context.Cause(ctx))
+	}
 	err := attempt()
 	if errors.Is(err, vault.ErrWrongPassphrase) {
 		d := vault.WrongPassphraseDelay(int(min(l.failures.Add(1), 1<<20)))

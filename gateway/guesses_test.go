@@ -44,7 +44,7 @@ func TestAGuessingProgramDoesNotHoldUpThePersonsUnlock(t *testing.T) {
 
 	person := make(chan error, 1)
 	go func() {
-		person <- s.UnlockCommand(pass, true, func() error { return nil })
+		person <- s.UnlockCommand(context.Background(), pass, true, func() error { return nil })
 	}()
 	select {
 	case err := <-person:
@@ -81,9 +81,9 @@ func TestWrongPassphrasesInALaneWaitTheirTurn(t *testing.T) {
 	g.sleep = func(d time.Duration) { delays = append(delays, d) }
 	wrong := func() error { return vault.ErrWrongPassphrase }
 	for range 3 {
-		g.try(false, wrong)
+		g.try(context.Background(), false, wrong)
 	}
-	g.try(true, wrong)
+	g.try(context.Background(), true, wrong)
 	want := []time.Duration{vault.WrongPassphraseDelay(1), vault.WrongPassphraseDelay(2), vault.WrongPassphraseDelay(3), vault.WrongPassphraseDelay(1)}
 	if len(delays) != len(want) {
 		t.Fatalf("delays %v, want %v", delays, want)
@@ -97,10 +97,10 @@ func TestWrongPassphrasesInALaneWaitTheirTurn(t *testing.T) {
 	held := make(chan struct{})
 	release := make(chan struct{})
 	g.sleep = func(time.Duration) { close(held); <-release }
-	go g.try(false, wrong)
+	go g.try(context.Background(), false, wrong)
 	<-held
 	tried := make(chan struct{})
-	go g.try(false, func() error { close(tried); return nil })
+	go g.try(context.Background(), false, func() error { close(tried); return nil })
 	select {
 	case <-tried:
 		t.Fatal("a second attempt was tried during the first one's delay")

@@ -36,19 +36,19 @@ func (g *Gateway) opLock(context.Context, *procid.Peer, noArgs) (any, error) {
 	return api.LockResult{}, err
 }
 
-func (g *Gateway) opUnlock(_ context.Context, peer *procid.Peer, a api.UnlockArgs) (any, error) {
+func (g *Gateway) opUnlock(ctx context.Context, peer *procid.Peer, a api.UnlockArgs) (any, error) {
 	defer clear(a.Passphrase)
 	defer clear(a.DataKey)
 	person := g.engine.StandsOutsideRuns(peer)
 	if len(a.DataKey) == 0 {
-		return nil, g.vault.UnlockCommand(a.Passphrase, person, func() error { return g.engine.OutsideRuns(peer, "unlock") })
+		return nil, g.vault.UnlockCommand(ctx, a.Passphrase, person, func() error { return g.engine.OutsideRuns(peer, "unlock") })
 	}
 	dk, err := vault.ParseDataKey(a.DataKey)
 	if err != nil {
 		return nil, badRequest(err)
 	}
 	defer dk.Wipe()
-	return nil, g.vault.UnlockWithKey(dk, person)
+	return nil, g.vault.UnlockWithKey(ctx, dk, person)
 }
 
 // maxRuns bounds the runs the gateway keeps at once (approvals.MaxRuns),
@@ -290,13 +290,13 @@ func (g *Gateway) opRevoke(_ context.Context, _ *procid.Peer, a api.RevokeArgs) 
 	return api.RevokeResult{Revoked: n}, nil
 }
 
-func (g *Gateway) opVaultChange(_ context.Context, peer *procid.Peer, c api.VaultChange) (any, error) {
+func (g *Gateway) opVaultChange(ctx context.Context, peer *procid.Peer, c api.VaultChange) (any, error) {
 	defer c.Wipe()
 	if err := g.keepsVault(c.Path); err != nil {
 		return nil, err
 	}
 	var res *api.VaultChanged
-	err := g.vault.Change(c.Passphrase, g.engine.StandsOutsideRuns(peer), func(v *vault.Vault) (err error) {
+	err := g.vault.Change(ctx, c.Passphrase, g.engine.StandsOutsideRuns(peer), func(v *vault.Vault) (err error) {
 		res, err = api.ApplyVaultChange(v, &c, peer.Describe(), g.engine.Record)
 		return err
 	})

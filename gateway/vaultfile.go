@@ -5,6 +5,7 @@ package gateway
 // (Read), and the generation that refuses an older copy put back.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -97,9 +98,10 @@ func paramsText(p vault.Params) string {
 // gateway reloads its keys, with the new data key after a passphrase
 // change. A wrong passphrase counts and waits as an unlock's does, in
 // the lane person names (guessLanes), and the right one ends the delays
-// as an unlock's does.
-func (s *vaultState) Change(passphrase []byte, person bool, change func(*vault.Vault) error) error {
-	return s.guesses.try(person, func() error { return s.change(passphrase, change) })
+// as an unlock's does; a change whose caller is gone (ctx) before its
+// turn is not made.
+func (s *vaultState) Change(ctx context.Context, passphrase []byte, person bool, change func(*vault.Vault) error) error {
+	return s.guesses.try(ctx, person, func() error { return s.change(passphrase, change) })
 }
 
 func (s *vaultState) change(passphrase []byte, change func(*vault.Vault) error) error {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"os"
 	"strings"
@@ -27,10 +28,10 @@ func TestVaultWithForeignKDFParametersIsRefusedWithoutDeriving(t *testing.T) {
 	// Changed through the gateway: taken in, and it unlocks.
 	mine := vault.FloorParams()
 	mine.Time++
-	if err := s.Change(pass, true, func(v *vault.Vault) error { return v.ChangePassphrase(pass, mine) }); err != nil {
+	if err := s.Change(context.Background(), pass, true, func(v *vault.Vault) error { return v.ChangePassphrase(pass, mine) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UnlockCommand(pass, true, func() error { return nil }); err != nil {
+	if err := s.UnlockCommand(context.Background(), pass, true, func() error { return nil }); err != nil {
 		t.Fatalf("unlock after the gateway's own change of the parameters: %v", err)
 	}
 	if err := s.Lock(nil); err != nil {
@@ -54,7 +55,7 @@ func TestVaultWithForeignKDFParametersIsRefusedWithoutDeriving(t *testing.T) {
 	v.Wipe()
 	s.fileChanged()
 
-	err = s.UnlockCommand(pass, true, func() error { return nil })
+	err = s.UnlockCommand(context.Background(), pass, true, func() error { return nil })
 	if !errors.Is(err, vault.ErrCorrupt) || !strings.Contains(err.Error(), "key derivation parameters") || errors.Is(err, vault.ErrWrongPassphrase) {
 		t.Fatalf("unlock of a vault whose KDF parameters were rewritten: %v", err)
 	}
@@ -98,12 +99,12 @@ func TestVaultOfAnotherIdAndFarCostlierKDFIsRefusedWithoutDeriving(t *testing.T)
 	costly := vault.FloorParams()
 	costly.Time *= 3
 	replace(costly)
-	err := s.UnlockCommand(pass, true, func() error { return nil })
+	err := s.UnlockCommand(context.Background(), pass, true, func() error { return nil })
 	if !errors.Is(err, vault.ErrCorrupt) || !strings.Contains(err.Error(), "another vault") || derived != 0 {
 		t.Fatalf("unlock of another vault three times as costly to derive: %v, %d derivations", err, derived)
 	}
 	replace(vault.FloorParams())
-	if err := s.UnlockCommand(pass, true, func() error { return nil }); err != nil || derived != 1 {
+	if err := s.UnlockCommand(context.Background(), pass, true, func() error { return nil }); err != nil || derived != 1 {
 		t.Fatalf("unlock of a new vault of like parameters: %v, %d derivations", err, derived)
 	}
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"os"
 	"testing"
@@ -115,7 +116,7 @@ func TestVaultMovedAwayWhileLockedUnlocksWithNothing(t *testing.T) {
 			if err := os.Rename(path+".aside", path); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.UnlockCommand(pass, true, func() error { return nil }); err != nil {
+			if err := s.UnlockCommand(context.Background(), pass, true, func() error { return nil }); err != nil {
 				t.Fatalf("unlock with the passphrase once the vault is back: %v", err)
 			}
 		})
@@ -130,10 +131,10 @@ func TestVaultChangeWithTheRightPassphraseEndsTheDelays(t *testing.T) {
 	pass := []byte("right passphrase")
 	s, _, _ := newVaultStateWithKey(t, pass, "k")
 	unchanged := func(*vault.Vault) error { return nil }
-	if err := s.Change([]byte("wrong"), true, unchanged); !errors.Is(err, vault.ErrWrongPassphrase) {
+	if err := s.Change(context.Background(), []byte("wrong"), true, unchanged); !errors.Is(err, vault.ErrWrongPassphrase) {
 		t.Fatalf("a wrong passphrase: %v", err)
 	}
-	if err := s.Change(pass, true, unchanged); err != nil {
+	if err := s.Change(context.Background(), pass, true, unchanged); err != nil {
 		t.Fatal(err)
 	}
 	n := s.guesses.failures()

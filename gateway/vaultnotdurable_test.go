@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -22,7 +23,7 @@ func TestChangeWrittenButNotDurableIsTakenIn(t *testing.T) {
 
 	syncFailed := errors.New("input/output error")
 	restore := atomicfile.SetSyncDirForTest(func(string) error { return syncFailed })
-	err := s.Change(pass, true, func(v *vault.Vault) error {
+	err := s.Change(context.Background(), pass, true, func(v *vault.Vault) error {
 		if err := v.RemoveKey("removed"); err != nil {
 			return err
 		}
@@ -38,7 +39,7 @@ func TestChangeWrittenButNotDurableIsTakenIn(t *testing.T) {
 
 	// A new passphrase, written the same way: the gateway keeps the data
 	// key that opens the file now.
-	if err := s.Change(pass, true, func(v *vault.Vault) error {
+	if err := s.Change(context.Background(), pass, true, func(v *vault.Vault) error {
 		restore := atomicfile.SetSyncDirForTest(func(string) error { return syncFailed })
 		defer restore()
 		return v.ChangePassphrase([]byte("new pass"), vault.FloorParams())

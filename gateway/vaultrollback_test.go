@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -42,7 +43,7 @@ func testUnlockRefusesAnOlderCopy(t *testing.T, unlocked bool) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Change(pass, true, func(v *vault.Vault) error {
+	if err := s.Change(context.Background(), pass, true, func(v *vault.Vault) error {
 		if err := v.RemoveKey("removed later"); err != nil {
 			return err
 		}
@@ -95,7 +96,7 @@ func TestSealRefusesAnOlderCopyOfTheVault(t *testing.T) {
 	if err := s.Unlock(pass); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Change(pass, true, func(v *vault.Vault) error {
+	if err := s.Change(context.Background(), pass, true, func(v *vault.Vault) error {
 		if err := v.RemoveKey("removed later"); err != nil {
 			return err
 		}

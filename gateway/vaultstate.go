@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -229,7 +230,7 @@ func (s *vaultState) lockLocked(passphrase []byte, why audit.Reason) {
 // none. A wrong passphrase is answered after a delay that grows with
 // each failure of the callers other than the person (guessLanes).
 func (s *vaultState) Unlock(passphrase []byte) error {
-	return s.guesses.try(false, func() error { return s.unlock(passphrase, nil) })
+	return s.guesses.try(context.Background(), false, func() error { return s.unlock(passphrase, nil) })
 }
 
 // UnlockCommand unlocks as Unlock does, for postern unlock, which also
@@ -237,9 +238,10 @@ func (s *vaultState) Unlock(passphrase []byte) error {
 // caller stands outside every run, lets it: with no password, where the
 // caller stands is the only sign that it is the person. person says
 // whether the caller stands outside every run, for the lane its wrong
-// passphrases are paced in.
-func (s *vaultState) UnlockCommand(passphrase []byte, person bool, outside func() error) error {
-	return s.guesses.try(person, func() error { return s.unlock(passphrase, outside) })
+// passphrases are paced in; an unlock whose caller is gone (ctx) before
+// its turn is not made.
+func (s *vaultState) UnlockCommand(ctx context.Context, passphrase []byte, person bool, outside func() error) error {
+	return s.guesses.try(ctx, person, func() error { return s.unlock(passphrase, outside) })
 }
 
 // unlock unlocks; outside is nil for ssh-add -X, which never lifts a
@@ -297,9 +299,9 @@ func (s *vaultState) afterDerivation() {
 
 // UnlockWithKey opens the vault with a data key kept in the OS keychain;
 // a wrong one is paced as a wrong passphrase is, in the lane person
-// names.
-func (s *vaultState) UnlockWithKey(dk *vault.DataKey, person bool) error {
-	return s.guesses.try(person, func() error { return s.unlockWithKey(dk) })
+// names; one whose caller is gone (ctx) before its turn is not made.
+func (s *vaultState) UnlockWithKey(ctx context.Context, dk *vault.DataKey, person bool) error {
+	return s.guesses.try(ctx, person, func() error { return s.unlockWithKey(dk) })
 }
 
 func (s *vaultState) unlockWithKey(dk *vault.DataKey) error {
