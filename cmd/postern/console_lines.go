@@ -27,7 +27,8 @@ func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 // one a line ("once ID", "session ID [N]", "deny ID"). The end of in
 // stops the answers, not the watching.
 func approveLines(c *api.Client, in io.Reader, out, errw io.Writer, asJSON bool) error {
-	var mu sync.Mutex // one writer at a time
+	var mu sync.Mutex // one writer at a time, and p's
+	p := &linePrinter{out: out, errw: errw, asJSON: asJSON, width: termWidth(out), shown: map[string]bool{}}
 	go func() {
 		r := bufio.NewReaderSize(in, maxAnswerLine)
 		for {
@@ -35,11 +36,15 @@ func approveLines(c *api.Client, in io.Reader, out, errw io.Writer, asJSON bool)
 			if err != nil && !errors.Is(err, errLongAnswer) {
 				return
 			}
-			msg := ""
+			msg, id := "", ""
 			if err == nil {
 				if line == "" {
 					continue
 				}
+				id = answerID(line)
+				mu.Lock()
+				p.answering(id)
+				mu.Unlock()
 				msg, err = lineAnswer(c, line)
 			}
 			mu.Lock()
@@ -53,6 +58,7 @@ func approveLines(c *api.Client, in io.Reader, out, errw io.Writer, asJSON bool)
 			default:
 				fmt.Fprintln(out, msg)
 			}
+			p.answered(id)
 			mu.Unlock()
 		}
 	}()
@@ -61,7 +67,6 @@ func approveLines(c *api.Client, in io.Reader, out, errw io.Writer, asJSON bool)
 		fmt.Fprintln(errw, msg)
 		mu.Unlock()
 	}}
-	p := &linePrinter{out: out, errw: errw, asJSON: asJSON, width: termWidth(out), shown: map[string]bool{}}
 	w.changes(context.Background(), func(d *api.CardsDelta) {
 		mu.Lock()
 		p.show(d)
@@ -101,13 +106,50 @@ func answerLine(r *bufio.Reader) (string, error) {
 // card shown goes away (with the cards, or, when they are JSON, on errw,
 // where what an answer did is said too: standard output holds the cards
 // alone). It works from the changes alone, not from a copy of every
-// pending card after each.
+// pending card after each. A card that goes away while an answer to it
+// is on its way is said to be closed once what the answer did is said,
+// after it, whichever of the gateway's two words came first.
 type linePrinter struct {
 	out    io.Writer
 	errw   io.Writer // where a JSON console says that a card went away
 	asJSON bool
 	width  int             // out's width, when it is a terminal: text is wrapped to it
 	shown  map[string]bool // the cards printed and still pending
+	// closing holds the cards an answer is on its way to, true once
+	// such a card went away: its "closed" waits for the answer's word.
+	closing map[string]bool
+}
+
+// answering notes that an answer to card id is on its way.
+func (p *linePrinter) answering(id string) {
+	if p.closing == nil {
+		p.closing = map[string]bool{}
+	}
+	if _, ok := p.closing[id]; !ok {
+		p.closing[id] = false
+	}
+}
+
+// answered notes that what the answer to card id did was said, and says
+// that the card went away if it did meanwhile.
+func (p *linePrinter) answered(id string) {
+	gone, ok := p.closing[id]
+	if !ok {
+		return
+	}
+	delete(p.closing, id)
+	if gone {
+		p.closed(id)
+	}
+}
+
+// closed says that card id went away.
+func (p *linePrinter) closed(id string) {
+	w := p.out
+	if p.asJSON {
+		w = p.errw
+	}
+	fmt.Fprintf(w, "%s: closed\n", id)
 }
 
 // show prints change d.
@@ -144,12 +186,20 @@ func (p *linePrinter) show(d *api.CardsDelta) {
 			continue
 		}
 		delete(p.shown, id)
-		closed := p.out
-		if p.asJSON {
-			closed = p.errw
+		if _, ok := p.closing[id]; ok {
+			p.closing[id] = true
+			continue
 		}
-		fmt.Fprintf(closed, "%s: closed\n", id)
+		p.closed(id)
 	}
+}
+
+// answerID is the card an answer line names ("" when it names none).
+func answerID(line string) string {
+	if f := strings.Fields(line); len(f) >= 2 {
+		return f[1]
+	}
+	return ""
 }
 
 // lineAnswer applies one answer line and says what it did.
