@@ -10,8 +10,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -454,25 +452,3 @@ var (
 	dimStyle   = lipgloss.NewStyle().Faint(true)
 	warnStyle  = lipgloss.NewStyle().Bold(true)
 )
-
-// approveConsole runs the full-screen console until q or Ctrl-C.
-func approveConsole(gw *api.Client) error {
-	m := newConsoleModel(gw, func() { discardTypeahead(os.Stdin) })
-	p := tea.NewProgram(m)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		w := &cardWatcher{c: gw, say: func(s string) { p.Send(connMsg{strings.TrimPrefix(s, "postern: "), true}) }}
-		for {
-			cards, err := w.next(ctx)
-			if err != nil {
-				return
-			}
-			p.Send(connMsg{text: fmt.Sprintf("connected to the gateway (boot id %.8s…)", w.boot)})
-			p.Send(cardsMsg(cards))
-		}
-	}()
-	defer quitOnSignals(p)()
-	_, err := p.Run()
-	return err
-}

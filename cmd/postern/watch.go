@@ -29,6 +29,7 @@ type cardWatcher struct {
 
 	start   sync.Once
 	changed chan struct{} // a change not yet taken by next
+	failed  chan any      // a panic of the goroutine next started
 	mu      sync.Mutex
 	board   api.CardBoard
 
@@ -39,20 +40,31 @@ type cardWatcher struct {
 // next returns the pending cards once they changed since the last call
 // (the first call: once they are known). While the gateway cannot be
 // reached it keeps trying, and reports the loss once and the return (with
-// a restart, when the boot id changed).
+// a restart, when the boot id changed). A panic in the goroutine that
+// reads the gateway is raised again in next's caller, which can restore
+// the terminal.
 func (w *cardWatcher) next(ctx context.Context) ([]api.Card, error) {
 	w.start.Do(func() {
-		w.changed = make(chan struct{}, 1)
-		go w.follow(context.WithoutCancel(ctx), func(*api.CardsDelta) {
-			select {
-			case w.changed <- struct{}{}:
-			default:
-			}
-		})
+		w.changed, w.failed = make(chan struct{}, 1), make(chan any, 1)
+		go func() {
+			defer func() {
+				if r := recover(); r != nil {
+					w.failed <- r
+				}
+			}()
+			w.follow(context.WithoutCancel(ctx), func(*api.CardsDelta) {
+				select {
+				case w.changed <- struct{}{}:
+				default:
+				}
+			})
+		}()
 	})
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case r := <-w.failed:
+		panic(r)
 	case <-w.changed:
 	}
 	w.mu.Lock()
