@@ -69,7 +69,9 @@ func (f *follower) stop() {
 // it there whole, and returns its cards.
 func (f *follower) caughtUp(seq uint64) []api.Card {
 	f.t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+	// A generous bound: 450 cards of 150 KiB each, sent in parts under
+	// the race detector on a slow 2-core machine, took over 30 s.
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Millisecond) {
 		f.mu.Lock()
 		at, more, cards, err := f.board.Seq(), f.more, f.board.Cards(), f.err
 		f.mu.Unlock()
@@ -80,7 +82,7 @@ func (f *follower) caughtUp(seq uint64) []api.Card {
 			return cards
 		}
 		if at > seq || time.Now().After(deadline) {
-			f.t.Fatalf("the follower is at step %d, the engine at %d", at, seq)
+			f.t.Fatalf("the follower is at step %d (more of it to come: %v), the engine at %d", at, more, seq)
 		}
 	}
 }
