@@ -62,6 +62,32 @@ func sealedLogNotEndingInZero(t *testing.T) (*testLog, []byte) {
 	return tl, b
 }
 
+// sealedLogEndingInZero is a sealed log whose last record, a checkpoint,
+// has a link ending in a zero byte, as one log in 256 has. A log with a
+// checkpoint after every entry is cut right after the first such
+// checkpoint, as a crash just after it would leave the file: a few
+// hundred checkpoints are cheaper to find one in than a few hundred logs.
+func sealedLogEndingInZero(t *testing.T) []byte {
+	t.Helper()
+	for {
+		tl := newTestSetup(t)
+		tl.cfg.CheckpointEvery = 1
+		l := tl.open(t)
+		for range 256 {
+			mustAppend(t, l, ev(EventSign, "R31"))
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b := tl.bytes(t)
+		for _, s := range spans(t, b)[1:] {
+			if end := s.off + s.size; s.typ == recCheckpoint && b[end-1] == 0 {
+				return b[:end]
+			}
+		}
+	}
+}
+
 func flip(b []byte, i int64) {
 	x := b[i] ^ 0x01
 	if x == 0 {
@@ -632,11 +658,11 @@ func TestEveryByteFlipIsDetected(t *testing.T) {
 // nothing was cut from the end: the change removes the last record, which
 // cutting the file can do too.
 func TestLastRecordEndingInZeroCanReadAsTorn(t *testing.T) {
-	_, orig := sealedLog(t)
-	for orig[len(orig)-1] != 0 {
-		_, orig = sealedLog(t)
-	}
+	orig := sealedLogEndingInZero(t)
 	sp := spans(t, orig)
+	if last := sp[len(sp)-1]; last.typ != recCheckpoint || orig[len(orig)-1] != 0 {
+		t.Fatalf("the log ends in a record of type %d, last byte %d", last.typ, orig[len(orig)-1])
+	}
 	last := sp[len(sp)-1]
 	b := bytes.Clone(orig)
 	flip(b, last.off+frameHeaderSize+bodyFixedSize)
