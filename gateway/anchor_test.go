@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -32,10 +33,10 @@ func TestAnchorSealedIntoTheVault(t *testing.T) {
 	// unlock is done, and may be followed by the unlock's own checkpoint:
 	// wait for the vault and the file to agree on the latest.
 	var sealed, file []byte
+	vr := newSealedReader(t, vaultPath, pass)
 	for i := 0; ; i++ {
-		if v, err := vault.Open(vaultPath, pass); err == nil {
-			sealed = v.Secret(api.SecretAuditAnchor)
-			v.Wipe()
+		if got := vr.secret(api.SecretAuditAnchor); got != nil {
+			sealed = bytes.Clone(got)
 		}
 		file, _ = os.ReadFile(anchorPath)
 		a, err := api.ParseAnchor(string(sealed))

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/vault"
@@ -125,18 +125,12 @@ func TestAuditNewAfterAnOlderCopy(t *testing.T) {
 // waitSealedAnchor waits until the vault holds an anchor past seq.
 func waitSealedAnchor(t *testing.T, path string, pass []byte, seq uint64) api.AuditAnchor {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if v, err := vault.Open(path, pass); err == nil {
-			sec := v.Secret(api.SecretAuditAnchor)
-			v.Wipe()
-			if a, err := api.ParseAnchor(string(sec)); err == nil && a.Seq > seq {
-				return a
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no anchor past record %d was sealed into the vault", seq)
-		}
-	}
+	sec := newSealedReader(t, path, pass).waitSecret(api.SecretAuditAnchor, fmt.Sprintf("an anchor past record %d", seq), func(sec []byte) bool {
+		a, err := api.ParseAnchor(string(sec))
+		return err == nil && a.Seq > seq
+	})
+	a, _ := api.ParseAnchor(string(sec))
+	return a
 }
 
 func auditFiles(t *testing.T, dir string) []string {

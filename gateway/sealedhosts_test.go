@@ -15,7 +15,6 @@ import (
 
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/inventory"
-	"github.com/postern/postern/internal/vault"
 	"github.com/postern/postern/internal/xdg"
 )
 
@@ -102,17 +101,7 @@ func TestHostInventorySealedAtFirstUnlock(t *testing.T) {
 	vaultPath := initTestVault(t, pass)
 	_, sock, _ := runGateway(t, dir)
 	unlockGateway(t, sock, pass)
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		// The gateway may be saving the vault: a failed open is tried again.
-		if v, err := vault.Open(vaultPath, pass); err == nil {
-			got := v.Secret(api.SecretHostInventory)
-			v.Wipe()
-			if bytes.HasPrefix(got, []byte(sealedHostsPrefix)) {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the host inventory was not sealed into the vault at the first unlock")
-		}
-	}
+	newSealedReader(t, vaultPath, pass).waitSecret(api.SecretHostInventory, "the host inventory, at the first unlock,", func(got []byte) bool {
+		return bytes.HasPrefix(got, []byte(sealedHostsPrefix))
+	})
 }

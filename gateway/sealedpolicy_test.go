@@ -9,12 +9,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/postern/postern/gateway/api"
-	"github.com/postern/postern/internal/vault"
 	"github.com/postern/postern/internal/xdg"
 )
 
@@ -106,19 +104,9 @@ func sealedConfig(t *testing.T, pass []byte, approved string) (dir, cfg, vaultPa
 
 func waitSealed(t *testing.T, path string, pass []byte, want string) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		if v, err := vault.Open(path, pass); err == nil {
-			got := v.Secret(api.SecretApprovedConfig)
-			v.Wipe()
-			if string(got) == sealedConfigPrefix+want {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the approved configuration was not sealed into the vault")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	newSealedReader(t, path, pass).waitSecret(api.SecretApprovedConfig, "the approved configuration", func(got []byte) bool {
+		return string(got) == sealedConfigPrefix+want
+	})
 }
 
 // An upstream agent the sealed copy never approved, which the gateway
