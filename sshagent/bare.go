@@ -108,15 +108,11 @@ func (cn *conn) makeBare() {
 	// bindings again when a request needs it): idle clients do not hold
 	// the upstream's connections.
 	cn.closeUpstream()
-	fd, err := dupSocket(cn.c)
-	if err == nil {
-		cn.mu.Lock()
-		c := cn.c
-		cn.c, cn.sc, cn.fd, cn.bare = nil, nil, fd, true
-		cn.mu.Unlock()
-		c.Close() // the socket stays open through fd
-		cn.spot.Bare(fd)
-		cn.srv.bare.n.Add(1)
+	// Bare already when a sweep took it off the queue, woken and
+	// parked again (queued once more) before that sweep made it bare:
+	// it has no net.Conn to give up.
+	if !cn.isBare() {
+		cn.giveUpConn()
 	}
 	if cn.slot != nil && cn.slot.Evicted() {
 		cn.end()
@@ -125,6 +121,28 @@ func (cn *conn) makeBare() {
 	if !cn.spot.Park() {
 		go cn.serve()
 	}
+}
+
+// giveUpConn replaces cn's net.Conn with a duplicate of its socket's
+// descriptor; when none can be made, cn keeps its net.Conn.
+func (cn *conn) giveUpConn() {
+	fd, err := dupSocket(cn.c)
+	if err != nil {
+		return
+	}
+	cn.mu.Lock()
+	c := cn.c
+	cn.c, cn.sc, cn.fd, cn.bare = nil, nil, fd, true
+	cn.mu.Unlock()
+	c.Close() // the socket stays open through fd
+	cn.spot.Bare(fd)
+	cn.srv.bare.n.Add(1)
+}
+
+func (cn *conn) isBare() bool {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.bare
 }
 
 // dupSocket returns a new descriptor of c's socket (close-on-exec).

@@ -148,3 +148,43 @@ func TestParkedConnectionsGoBarePastTheirNumber(t *testing.T) {
 		listRaw(t, c)
 	}
 }
+
+// A connection a sweep had taken off the queue, then woken and parked
+// again (queued once more) before that sweep made it bare, is made bare
+// once: the next sweep found it on the queue, bare, and reached for the
+// net.Conn it no longer had, a panic that took the gateway down.
+func TestConnectionQueuedAgainBeforeItWentBareIsMadeBareOnce(t *testing.T) {
+	ts := startServerWith(t, func(s *Server) { s.bare.after = time.Hour; s.Log = discardLogger() })
+	b := &ts.srv.bare
+	queued := func() (cn *conn) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if len(b.queue) == 1 && ts.srv.lot.Parked() == 1 {
+			cn = b.queue[0]
+		}
+		return cn
+	}
+	c := ts.rawConn(t)
+	listRaw(t, c)
+	waitFor(t, "the connection to be parked", func() bool { return queued() != nil })
+	cn := queued()
+	// A sweep takes it off the queue, and is slow to reach it...
+	b.mu.Lock()
+	b.queue, cn.queued = b.queue[:0], false
+	b.mu.Unlock()
+	// ...while a request wakes it, and it is parked again...
+	listRaw(t, c)
+	waitFor(t, "the connection to be parked again", func() bool { return queued() == cn })
+	// ...before that sweep makes it bare.
+	cn.makeBare()
+	if n := b.n.Load(); n != 1 {
+		t.Fatalf("%d bare connections, want 1", n)
+	}
+	// The next sweep finds it on the queue, bare, and due.
+	b.after = time.Nanosecond
+	b.sweep()
+	if n := b.n.Load(); n != 1 {
+		t.Fatalf("after the next sweep: %d bare connections, want 1", n)
+	}
+	listRaw(t, c)
+}
