@@ -148,6 +148,13 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 	for i := range chain {
 		c.View.Requester = append(c.View.Requester, e.processView(&chain[i]))
 	}
+	// postern why says what made a per-call card ask, as the card did,
+	// from the moment the card can be seen.
+	because := ""
+	if mode == audit.ModePerCall {
+		because = strings.Join(perCall, "; ")
+	}
+	why := e.whyEntryOf(r, Decision{Mode: mode, Card: c.View.ID, Run: subj.ID, because: because}, true, chain)
 	e.mu.Lock()
 	if e.epochChanges.Load() != at.changes {
 		// The vault locked or unlocked since the request read its epoch,
@@ -169,17 +176,12 @@ func (e *Engine) ask(ctx context.Context, r *Request, mode audit.Mode, chain pro
 		c.View.DeniedBefore, c.View.LastDenied = d.n, d.last.UTC()
 	}
 	e.addCardLocked(c)
+	e.keepWhyLocked(why)
 	e.mu.Unlock()
 	ev := e.requestEvent(audit.EventCardShown, r, Decision{Mode: mode, Reason: reason})
 	ev.Card, ev.Run, ev.Label = c.View.ID, subj.ID, subj.Label
 	c.View.Message.record(ev.Detail)
 	e.record(ev)
-	// postern why says what made a per-call card ask, as the card did.
-	because := ""
-	if mode == audit.ModePerCall {
-		because = strings.Join(perCall, "; ")
-	}
-	e.noteWhy(r, Decision{Mode: mode, Card: c.View.ID, Run: subj.ID, because: because}, true, chain)
 	e.log.Info("card shown", "card", c.View.ID, "reason", reason, "mode", mode, "key", r.Key.Fingerprint, "pid", r.Requester.PID)
 	go e.showElsewhere(showCtx, c.View, shows, consoles > 0)
 	defer e.watchSocketRun(r)()

@@ -72,6 +72,14 @@ func keysOf(c procid.Chain) []procKey {
 // noteWhy remembers d for r; chain may be nil. card replaces the
 // waiting entry of the same card.
 func (e *Engine) noteWhy(r *Request, d Decision, waiting bool, chain procid.Chain) {
+	ent := e.whyEntryOf(r, d, waiting, chain)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.keepWhyLocked(ent)
+}
+
+// whyEntryOf is what noteWhy remembers of d for r.
+func (e *Engine) whyEntryOf(r *Request, d Decision, waiting bool, chain procid.Chain) whyEntry {
 	w := Why{
 		Time: e.now().UTC(), Allowed: d.Allow, Reason: d.Reason, Mode: d.Mode,
 		Card: d.Card, Run: d.Run, Journal: r.RetryEntry, Key: r.Key.Fingerprint,
@@ -99,10 +107,14 @@ func (e *Engine) noteWhy(r *Request, d Decision, waiting bool, chain procid.Chai
 	if len(ent.chain) == 0 && r.Requester != nil {
 		ent.chain = []procKey{{r.Requester.PID, r.Requester.StartTicks}}
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if d.Card != "" {
-		e.whys = slices.DeleteFunc(e.whys, func(x whyEntry) bool { return x.why.Card == d.Card })
+	return ent
+}
+
+// keepWhyLocked remembers ent, in place of the entry of the same card.
+// The caller holds e.mu.
+func (e *Engine) keepWhyLocked(ent whyEntry) {
+	if card := ent.why.Card; card != "" {
+		e.whys = slices.DeleteFunc(e.whys, func(x whyEntry) bool { return x.why.Card == card })
 	}
 	e.whys = append(e.whys, ent)
 	if len(e.whys) > whyKeep {

@@ -193,3 +193,36 @@ func TestWhyReauthSaysWhatEnded(t *testing.T) {
 		}
 	}
 }
+
+// heldRecorder holds the append of one type of event until released.
+type heldRecorder struct {
+	typ     audit.EventType
+	reached chan struct{}
+	release chan struct{}
+}
+
+func (h *heldRecorder) Append(ev audit.Event) error {
+	if ev.Type == h.typ {
+		close(h.reached)
+		<-h.release
+	}
+	return nil
+}
+
+// postern why knows of a card from the moment it can be seen: it said
+// nothing of one whose card_shown event the audit log was still writing.
+func TestWhyKnowsACardAsSoonAsItShows(t *testing.T) {
+	w := newWorld(t)
+	held := &heldRecorder{typ: audit.EventCardShown, reached: make(chan struct{}), release: make(chan struct{})}
+	w.e.SetAudit(held)
+	ch := w.decide(w.req(13))
+	<-held.reached
+	c := w.card()
+	why, ok := w.e.WhyFor(w.f.Peer(13), "")
+	close(held.release)
+	if !ok || why.Card != c.ID {
+		t.Errorf("while card %s shows, why says %+v", c.ID, why)
+	}
+	w.answer(c.ID, VerdictDeny, 30)
+	got(t, ch)
+}
