@@ -3,6 +3,7 @@ package sshagent
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
@@ -15,7 +16,14 @@ import (
 func TestIdleClientsLeaveUpstreamLinks(t *testing.T) {
 	up := startUpstream(t)
 	upKey := up.addKey(t, "held upstream")
-	ts := startGated(t, up, UpstreamRefuse)
+	// The clients go bare 2 s after their last request, not 100 ms:
+	// every one has listed before the first goes bare and gives up its
+	// upstream link, on a machine as slow as the race detector under
+	// load (23 clients took 160 ms there).
+	ts := startServerWith(t, func(s *Server) {
+		s.Upstream = &UpstreamAgent{Socket: up.sock, Changes: UpstreamRefuse}
+		s.bare.after = 2 * time.Second
+	})
 	const unbound, bound = 20, 3
 	// One client for each connection: a client reads its connection's
 	// replies in a goroutine of its own.
