@@ -660,10 +660,10 @@ func TestEveryByteFlipIsDetected(t *testing.T) {
 func TestLastRecordEndingInZeroCanReadAsTorn(t *testing.T) {
 	orig := sealedLogEndingInZero(t)
 	sp := spans(t, orig)
-	if last := sp[len(sp)-1]; last.typ != recCheckpoint || orig[len(orig)-1] != 0 {
+	last := sp[len(sp)-1]
+	if last.typ != recCheckpoint || orig[len(orig)-1] != 0 {
 		t.Fatalf("the log ends in a record of type %d, last byte %d", last.typ, orig[len(orig)-1])
 	}
-	last := sp[len(sp)-1]
 	b := bytes.Clone(orig)
 	flip(b, last.off+frameHeaderSize+bodyFixedSize)
 	r := verifyBytes(t, b, VerifyOptions{})

@@ -125,11 +125,12 @@ func TestAuditNewAfterAnOlderCopy(t *testing.T) {
 // waitSealedAnchor waits until the vault holds an anchor past seq.
 func waitSealedAnchor(t *testing.T, path string, pass []byte, seq uint64) api.AuditAnchor {
 	t.Helper()
-	sec := newSealedReader(t, path, pass).waitSecret(api.SecretAuditAnchor, fmt.Sprintf("an anchor past record %d", seq), func(sec []byte) bool {
-		a, err := api.ParseAnchor(string(sec))
+	var a api.AuditAnchor
+	newSealedReader(t, path, pass).waitSecret(api.SecretAuditAnchor, fmt.Sprintf("an anchor past record %d", seq), func(sec []byte) bool {
+		var err error
+		a, err = api.ParseAnchor(string(sec))
 		return err == nil && a.Seq > seq
 	})
-	a, _ := api.ParseAnchor(string(sec))
 	return a
 }
 

@@ -35,7 +35,7 @@ var barerClock = time.Now()
 type barer struct {
 	after time.Duration // bareAfter; tests set another
 	mu    sync.Mutex
-	queue []*conn // parked, or about to be, not bare; each once (conn.queued)
+	queue []*conn // parked, or about to be, with their net.Conn when queued; each once (conn.queued); one may go bare while queued (makeBare)
 	timer *time.Timer
 	soon  bool         // the timer was set to sweep at once
 	n     atomic.Int64 // bare connections
