@@ -39,13 +39,28 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestTrimsOnceQuiet(t *testing.T) {
 	tr := Start(20*time.Millisecond, 1<<20)
 	defer tr.Stop()
-	burst(32 << 20) // collected several times on the way
-	runtime.GC()    // and once more, with all of it garbage
-	before := heapFree()
+	// On a loaded machine the burst itself may pause for the quiet
+	// interval, and a trim come in the middle of it or before the free
+	// memory is measured: that attempt says nothing, and is made again.
+	var before uint64
+	for attempt := 0; ; attempt++ {
+		n := tr.Trims()
+		burst(32 << 20) // collected several times on the way
+		runtime.GC()    // and once more, with all of it garbage
+		before = heapFree()
+		if tr.Trims() == n {
+			break
+		}
+		if attempt == 10 {
+			t.Fatalf("a trim came during each of %d bursts of work", attempt+1)
+		}
+		time.Sleep(100 * time.Millisecond) // for a trim still to come
+	}
 	if before < 1<<20 {
 		t.Fatalf("only %d bytes free after the collection: the test frees nothing to trim", before)
 	}
-	waitFor(t, "no trim after the burst", func() bool { return tr.Trims() >= 1 })
+	n0 := tr.Trims()
+	waitFor(t, "no trim after the burst", func() bool { return tr.Trims() > n0 })
 	// The runtime may keep a few pages of what it could return (it
 	// failed the test once in four with "under 1 MiB"): most must go.
 	if free := heapFree(); free >= before/8 {
