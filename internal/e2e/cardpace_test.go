@@ -94,17 +94,38 @@ func cardsShownBefore(t *testing.T, log, stop string) (n int, span time.Duration
 		if !strings.Contains(line, `msg="card shown"`) {
 			continue
 		}
-		stamp, _, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
-		at, err := time.Parse(time.RFC3339Nano, stamp)
-		if err != nil {
-			t.Fatalf("a log line without its time: %q", line)
-		}
+		at := lineTime(t, line)
 		if n == 0 {
 			first = at
 		}
 		last, n = at, n+1
 	}
 	return n, last.Sub(first)
+}
+
+// lastLineTime is the time of the last line of a gateway's log that
+// holds s.
+func lastLineTime(t *testing.T, log, s string) time.Time {
+	t.Helper()
+	lines := strings.Split(log, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], s) {
+			return lineTime(t, lines[i])
+		}
+	}
+	t.Fatalf("the log has no line with %q:\n%s", s, log)
+	return time.Time{}
+}
+
+// lineTime is the time a line of a gateway's log was written.
+func lineTime(t *testing.T, line string) time.Time {
+	t.Helper()
+	stamp, _, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+	at, err := time.Parse(time.RFC3339Nano, stamp)
+	if err != nil {
+		t.Fatalf("a log line without its time: %q", line)
+	}
+	return at
 }
 
 // Two requests of a run that ask the same session question wait on one
