@@ -118,7 +118,10 @@ $left
 		[ -d "$left" ] || continue
 		live=""
 		for sock in "$left"/*; do
-			[ "$sock" = "$left/*" ] && break # empty
+			if [ "$sock" = "$left/*" ]; then
+				live=1 # empty: an sshd (of another run) may be about to make its socket
+				break
+			fi
 			if [ ! -S "$sock" ]; then
 				live=1 # not a socket: not this run's to judge
 				break
@@ -149,11 +152,21 @@ if [ "$(id -u)" = 0 ]; then
 	done
 	if [ -n "$theirs" ]; then
 		user=postern-regress
-		if ! id "$user" >/dev/null 2>&1; then
-			useradd --create-home --shell /bin/sh "$user" || exit 1
-		fi
-		echo "$user ALL=(ALL) NOPASSWD: ALL" > /etc/sudoers.d/postern-regress
-		chmod 0440 /etc/sudoers.d/postern-regress
+		# Another run of this script (make regress runs two side by
+		# side) may create the user or write the sudoers file at the
+		# same time: useradd fails while the other holds the password
+		# file's lock, and a user the other made is as good; sudo reads
+		# a whole file, renamed into place.
+		tries=0
+		until id "$user" >/dev/null 2>&1; do
+			useradd --create-home --shell /bin/sh "$user" && break
+			tries=$((tries + 1))
+			[ $tries -lt 5 ] || exit 1
+			sleep 1
+		done
+		echo "$user ALL=(ALL) NOPASSWD: ALL" > "/etc/sudoers.d/.postern-regress.$$"
+		chmod 0440 "/etc/sudoers.d/.postern-regress.$$"
+		mv -f "/etc/sudoers.d/.postern-regress.$$" /etc/sudoers.d/postern-regress
 		mkdir "$work/user"
 		cp "$postern" "$work/user/postern"
 		cp "$here/run.sh" "$work/user/run.sh"
