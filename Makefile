@@ -9,8 +9,7 @@
 #   make race      the packages whose goroutines share state, under the
 #                  race detector (needs a C compiler)
 #   make regress   OpenSSH's agent regression tests against postern agent
-#                  (the system's OpenSSH and OpenSSH 10, side by side
-#                  under make -j)
+#                  (the system's OpenSSH and OpenSSH 10, side by side)
 #   make lint      gofmt, go vet (linux amd64, 386 and arm64, and darwin),
 #                  mandoc -Tlint on the man pages
 #   make bench     side-by-side benchmarks against OpenSSH ssh-agent and
@@ -55,7 +54,7 @@ test:
 .PHONY: test-others
 test-others:
 	@rc=0; \
-	for stage in race "-j2 regress" unit benchcheck lint; do \
+	for stage in race regress unit benchcheck lint; do \
 	  $(MAKE) --no-print-directory $$stage || rc=1; \
 	done; exit $$rc
 
@@ -117,21 +116,24 @@ race:
 
 # OpenSSH's agent regression tests (Debian's openssh-tests), unchanged,
 # with postern agent standing in for ssh-agent: see the script's header.
-# Twice, side by side under make -j: the system's OpenSSH and its suite
-# (regress-system), and OpenSSH 10's, unpacked in $(OPENSSH10)
-# (regress-openssh10; .ci/run puts it there). Each suite's tests take
-# ports from a base of their own, 100 apart, where the script's default
-# (from its pid) could give the two overlapping ranges.
+# Twice, side by side: the system's OpenSSH and its suite, and OpenSSH
+# 10's, unpacked in $(OPENSSH10) (.ci/run puts it there); each one's
+# output is printed once both are done. Each suite's tests take ports
+# from a base of their own, 100 apart, where the script's default (from
+# its pid) could give the two overlapping ranges.
 REGRESS_TESTS ?=
 OPENSSH10 ?= /opt/openssh-10
 REGRESS_PORT := $(shell echo $$((20000 + $$$$ % 98 * 100)))
-.PHONY: regress-system regress-openssh10
-regress: regress-system regress-openssh10
-regress-system: build
-	POSTERN_REGRESS_PORT=$(REGRESS_PORT) sh internal/e2e/regress/run.sh bin/postern $(REGRESS_TESTS)
-regress-openssh10: build
+REGRESS_RUN = sh internal/e2e/regress/run.sh bin/postern $(REGRESS_TESTS)
+regress: build
+	@out=$$(mktemp -d); \
+	POSTERN_REGRESS_PORT=$(REGRESS_PORT) $(REGRESS_RUN) > "$$out/system" 2>&1 & system=$$!; \
 	POSTERN_REGRESS_PORT=$$(($(REGRESS_PORT) + 100)) POSTERN_REGRESS_OPENSSH=$(OPENSSH10) \
-	  sh internal/e2e/regress/run.sh bin/postern $(REGRESS_TESTS)
+	  $(REGRESS_RUN) > "$$out/openssh10" 2>&1 & openssh10=$$!; \
+	wait $$system; rc=$$?; wait $$openssh10 || rc=1; \
+	echo "regress: the system's OpenSSH"; cat "$$out/system"; \
+	echo "regress: OpenSSH 10, in $(OPENSSH10)"; cat "$$out/openssh10"; \
+	rm -rf "$$out"; exit $$rc
 
 lint: man
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
