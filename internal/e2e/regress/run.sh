@@ -70,11 +70,13 @@ if [ -n "$openssh" ]; then
 else
 	programs="TEST_SSH_SSH=ssh TEST_SSH_SFTPSERVER=/usr/lib/openssh/sftp-server"
 fi
-# Ports for the tests' sshd configurations, one per test, from a base
-# that differs between concurrent runs on one machine, below the range
-# the kernel picks the ports of connections from (32768 up), which the
-# end-to-end tests running beside the suite (make test) take.
-portbase=${POSTERN_REGRESS_PORT:-$((20000 + $$ % 10000))}
+# Ports for the tests' sshd configurations, one per test (and the
+# unprivileged run's, from +50), below the range the kernel picks the
+# ports of connections from (32768 up), which the end-to-end tests
+# running beside the suite (make test) take. By default from a base 100
+# apart for runs whose pids differ modulo 98 (make regress gives its two
+# runs bases of their own).
+portbase=${POSTERN_REGRESS_PORT:-$((20000 + $$ % 98 * 100))}
 
 for p in "$suite/test-exec.sh" /usr/bin/sudo /usr/bin/gdb /usr/bin/softhsm2-util /usr/bin/openssl; do
 	if [ ! -e "$p" ]; then
