@@ -534,11 +534,19 @@ func TestBastionInteractiveShell(t *testing.T) {
 		t.Fatalf("remote terminal size:\n%s", s)
 	}
 	tmux("resize-window", "-x", "100", "-y", "30")
-	time.Sleep(300 * time.Millisecond)
-	tmux("send-keys", "stty size; echo ok-$((50+2))", "Enter")
-	waitScreen("ok-52")
-	if s := screen(); !strings.Contains(s, "30 100") {
-		t.Fatalf("window change not relayed:\n%s", s)
+	// The new size goes from tmux to ssh (SIGWINCH), to the bastion and
+	// on to sshd, none of it in step with the keys typed next: ask the
+	// remote shell until it has it, for as long as 10 seconds.
+	for i := 0; ; i++ {
+		tmux("send-keys", fmt.Sprintf("stty size; echo ok-$((%d+2))", 50+i), "Enter")
+		waitScreen(fmt.Sprintf("ok-%d", 52+i))
+		if strings.Contains(screen(), "30 100") {
+			break
+		}
+		if i == 40 {
+			t.Fatalf("window change not relayed:\n%s", screen())
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 	tmux("send-keys", "exit 3", "Enter")
 	waitScreen("ssh-exit-3")
