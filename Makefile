@@ -90,10 +90,13 @@ unit:
 	[ "$$have" -eq "$$want" ] || { echo "make unit: RACE_SKIP names $$want tests, $(RACE_SKIP_PKGS) hold $$have of them"; exit 1; }; \
 	$(call hermetic,$(GOTEST) $$pkgs; r=$$?; $(GOTEST) -run '$(RACE_SKIP)' $(RACE_SKIP_PKGS) || r=1; (exit $$r))
 
-# make e2e: the end-to-end tests, against real OpenSSH programs.
+# make e2e: the end-to-end tests, against real OpenSSH programs. Those
+# that mostly wait (mostlyWaits in internal/e2e) run four at a time once
+# the others are done: the longest sleeps 35 s, as a person reading
+# through a pager does, and one after another they took 150 s.
 .PHONY: e2e
 e2e:
-	@$(call hermetic,$(GOTEST) ./internal/e2e/)
+	@$(call hermetic,$(GOTEST) -parallel 4 ./internal/e2e/)
 
 # The packages whose goroutines share state (the audit log's group
 # commit, the command journal's writer and its check, the gateway, the

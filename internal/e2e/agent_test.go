@@ -120,6 +120,7 @@ func hostFingerprint(t testing.TB, e *Env, s *SSHD) string {
 }
 
 func TestLifetimes(t *testing.T) {
+	mostlyWaits(t)
 	need(t, "ssh-add", "ssh-keygen")
 	e := newEnv(t)
 	e.Config(`approval = "none"`)
@@ -249,6 +250,7 @@ sleep %s
 const askpassRead = "0.6"
 
 func TestConfirmNamesProcessAndDestination(t *testing.T) {
+	mostlyWaits(t)
 	need(t, "ssh-add", "ssh-keygen", "ssh", "sshd")
 	e := newEnv(t)
 	e.Config(`approval = "none"`)
@@ -305,6 +307,7 @@ func TestConfirmNamesProcessAndDestination(t *testing.T) {
 }
 
 func TestApprovalModes(t *testing.T) {
+	mostlyWaits(t)
 	need(t, "ssh-add", "ssh-keygen")
 	e := newEnv(t)
 	log, allow := askpassStub(e)

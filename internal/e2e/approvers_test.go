@@ -108,6 +108,7 @@ func TestNotificationApprovesOnce(t *testing.T) {
 // approvals.ReadTime later. A click taken that long after the card
 // showed proves nothing either way, and the attempt is made again.
 func TestNotificationClickedAtOnceApprovesNothing(t *testing.T) {
+	mostlyWaits(t)
 	d, e, a, k := desktopAgent(t, "approve-once", "approval = \"session\"\ncard_timeout = \"3s\"")
 	for attempt := 1; ; attempt++ {
 		wait := signJob(t, e, k)
@@ -132,6 +133,7 @@ func TestNotificationClickedAtOnceApprovesNothing(t *testing.T) {
 // another notification of postern went away approves nothing, however
 // long its own notification was up.
 func TestNotificationClickedAsAnotherWentApprovesNothing(t *testing.T) {
+	mostlyWaits(t)
 	d, e, a, k := desktopAgent(t, "approve-once", "approval = \"session\"\ncard_timeout = \"4s\"")
 	msg := e.WriteFile("m1", "x", 0o600)
 	first := e.Command("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", msg)

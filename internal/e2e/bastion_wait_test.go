@@ -14,6 +14,7 @@ import (
 // nothing; an identical command still RUNNING needs a person, on a card
 // that says so.
 func TestBastionCommandsOnlyForSomeoneWaiting(t *testing.T) {
+	mostlyWaits(t)
 	b := newBastionWorld(t, "[[rule]]\nkey = \"*\"\napproval = \"per-call\"\n")
 	e := b.e
 	marker := e.Path("ran-for-nobody")

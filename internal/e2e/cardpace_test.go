@@ -26,6 +26,7 @@ import (
 // that is gone cannot be signed for. Either way the card does not stay
 // up for nobody until card_timeout.
 func TestRunCannotFlashCards(t *testing.T) {
+	mostlyWaits(t)
 	need(t, "ssh-add", "ssh-keygen", "timeout", "python3")
 	py := python(t)
 	for _, tc := range []struct {
@@ -134,6 +135,7 @@ func lineTime(t *testing.T, line string) time.Time {
 // the card times out, both are refused then (neither waits for an answer
 // that can no longer come).
 func TestOneCardForTwoRequests(t *testing.T) {
+	mostlyWaits(t)
 	need(t, "ssh-add", "ssh-keygen", "timeout")
 	e := newEnv(t)
 	e.Config("card_timeout = \"3s\"\ncard_cooldown = \"1s\"\n")

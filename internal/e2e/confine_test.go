@@ -632,6 +632,7 @@ func startAtShell(t *testing.T, line string) (*shellTerm, *Env) {
 // over what the person runs at the shell meanwhile, an approval console
 // among it) until it is brought to the foreground.
 func TestBackgroundRunWritesNothingWithTostop(t *testing.T) {
+	mostlyWaits(t)
 	sh, _ := startAtShell(t, `stty tostop; postern run -- sh -c 'touch started; sleep 1; echo from-the-run-$((6*7)); while :; do sleep 1; done' &`)
 	sh.typed("at-the-shell", "")
 	time.Sleep(2 * time.Second)

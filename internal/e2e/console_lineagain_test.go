@@ -95,6 +95,7 @@ func TestLineConsoleOffersOnlyDenialForACutPolicyChange(t *testing.T) {
 // off the screen before the question. It can be denied, or, the terminal
 // made taller, shown again and approved.
 func TestLineConsoleCardTallerThanTheTerminalCannotBeApproved(t *testing.T) {
+	mostlyWaits(t)
 	a, tmux, screen, propose := startPolicyLineConsole(t, 40)
 	paths := make([]string, 60)
 	for i := range paths {

@@ -95,6 +95,7 @@ func TestLooseningPolicyWaitsForApproval(t *testing.T) {
 }
 
 func TestChangedAskpassIsNotAsked(t *testing.T) {
+	mostlyWaits(t)
 	need(t, "ssh-keygen")
 	e := newEnv(t)
 	e.Config("approval = \"per-call\"\n")

@@ -114,6 +114,15 @@ type Env struct {
 	consoles []*Console
 }
 
+// mostlyWaits marks a test that spends its time waiting (on a person's
+// pace, a timer, a remote sleep, the disk) rather than on the CPU: such
+// tests run side by side (t.Parallel), as many at once as go test's
+// -parallel allows (make e2e: 4), once the others have run one after
+// another. Each keeps its state in its own Env, as every test does; a
+// test that changes anything of the process's (its environment, its
+// limits) or of the machine's cannot be one of them.
+func mostlyWaits(t *testing.T) { t.Parallel() }
+
 func newEnv(t testing.TB) *Env {
 	t.Helper()
 	dir, err := os.MkdirTemp(tempBase(), "pe2e-")

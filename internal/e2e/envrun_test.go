@@ -16,6 +16,7 @@ import (
 // the command, instead of keeping the test waiting for as long as that
 // process lives.
 func TestRunOfACommandThatLeavesItsOutputHeldFails(t *testing.T) {
+	mostlyWaits(t)
 	e := newEnv(t)
 	pidFile := e.Path("left.pid")
 	t.Cleanup(func() {

@@ -76,6 +76,7 @@ func TestDescriptorsExhausted(t *testing.T) {
 // period is five times the short command's length, so that a loaded
 // machine still ends it in time.
 func TestStopGivesCommandsAGracePeriod(t *testing.T) {
+	mostlyWaits(t)
 	b := newBastionWorld(t, "")
 	cfg, err := os.ReadFile(b.e.Path("config", "postern", "config.toml"))
 	if err != nil {

@@ -80,6 +80,7 @@ func TestSessionsHistoryCountsOnlyTheSessionsSignatures(t *testing.T) {
 // still gets every event: the gateway waits for a reader that paces the
 // stream as long as it stays connected.
 func TestActivityReadAtAPersonsPace(t *testing.T) {
+	mostlyWaits(t)
 	need(t, "bash")
 	e := newEnv(t)
 	pass := e.WriteFile("pass", "vault pass\n", 0o600)
@@ -100,6 +101,7 @@ func TestActivityReadAtAPersonsPace(t *testing.T) {
 // exits 3 and names it in its report (--json too), and the commands that
 // read the log print the events before it and exit 3.
 func TestMissingSegmentFailsVerification(t *testing.T) {
+	mostlyWaits(t)
 	e := newEnv(t)
 	pass := e.WriteFile("pass", "vault pass\n", 0o600)
 	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)

@@ -117,8 +117,10 @@ func TestDamagedJournalRefusedAgentSigns(t *testing.T) {
 // under it, stopped or killed: a stream that ended is not an interrupt,
 // and a script that follows must not read it as one.
 func TestJournalFollowSaysWhenTheGatewayGoes(t *testing.T) {
+	mostlyWaits(t)
 	for _, stop := range []string{"stopped", "killed"} {
 		t.Run(stop, func(t *testing.T) {
+			mostlyWaits(t)
 			b := newBastionWorld(t, "")
 			command := "sleep 30"
 			go b.ssh(command)

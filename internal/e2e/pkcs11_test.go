@@ -47,6 +47,7 @@ func softToken(t *testing.T, e *Env, pin string) []string {
 }
 
 func TestPKCS11ThroughACard(t *testing.T) {
+	mostlyWaits(t)
 	need(t, "ssh-add", "ssh-keygen", "ssh", "sshd")
 	e := newEnv(t)
 	const pin = "1234"

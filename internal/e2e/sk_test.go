@@ -18,6 +18,7 @@ import (
 const skDummy = "/usr/lib/openssh/regress/misc/sk-dummy/sk-dummy.so"
 
 func TestSecurityKeysThroughSKHelper(t *testing.T) {
+	mostlyWaits(t)
 	need(t, "ssh-add", "ssh-keygen", "ssh", "sshd")
 	if _, err := os.Stat(skDummy); err != nil {
 		t.Fatalf("%s is missing (apt-get install openssh-tests): %v", skDummy, err)
