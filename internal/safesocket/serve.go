@@ -28,7 +28,8 @@ import (
 // connection and passes it to refuse (if not nil), which tells the
 // client the server is out of resources; Serve closes the connection
 // after refuse returns, within refuseTime, and takes a descriptor back
-// into reserve.
+// into reserve, as it does after each accept and each connection handle
+// returns from, whichever first finds one free.
 func Serve(ctx context.Context, l *net.UnixListener, wg *sync.WaitGroup, handle func(*net.UnixConn), exhausted func(error), refuse func(*net.UnixConn)) error {
 	stop := context.AfterFunc(ctx, func() { l.Close() })
 	defer stop()
@@ -75,6 +76,9 @@ func Serve(ctx context.Context, l *net.UnixListener, wg *sync.WaitGroup, handle 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Accepted on the last descriptor, the fill above failed: the
+			// reserve is taken back once the connection is done with.
+			defer spare.fill()
 			handle(c)
 		}()
 	}

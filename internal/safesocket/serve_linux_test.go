@@ -20,36 +20,19 @@ import (
 // before once descriptors are back. Without the reserve the client below
 // waits for its read's bound (10 s) and the test fails.
 func TestServeRefusesOnTheReserveWhenOutOfDescriptors(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "s.sock")
-	l, err := Listen(p)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var handled, exhausted atomic.Int32
 	// closed has a value once a served connection is closed: until then
 	// its descriptor is the process's, and the one it frees once closed
 	// would be free for the accept the test means to fail.
 	closed := make(chan struct{}, 1)
-	var wg sync.WaitGroup
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() {
-		served <- Serve(ctx, l, &wg, func(c *net.UnixConn) {
-			handled.Add(1)
-			c.Write([]byte("served\n"))
-			c.Close()
-			closed <- struct{}{}
-		}, func(error) { exhausted.Add(1) }, func(c *net.UnixConn) {
-			c.Write([]byte("refused\n"))
-		})
-	}()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-		wg.Wait()
-	}()
+	p := serveForTest(t, func(c *net.UnixConn) {
+		handled.Add(1)
+		c.Write([]byte("served\n"))
+		c.Close()
+		closed <- struct{}{}
+	}, func(error) { exhausted.Add(1) }, func(c *net.UnixConn) {
+		c.Write([]byte("refused\n"))
+	})
 	if got := dialRaw(t, p); got != "served\n" {
 		t.Fatalf("before running out: %q", got)
 	}
@@ -94,6 +77,29 @@ func TestServeRefusesOnTheReserveWhenOutOfDescriptors(t *testing.T) {
 	}
 }
 
+// serveForTest listens on a socket in a temporary directory and runs
+// Serve on it until the test ends; it returns the socket's path.
+func serveForTest(t *testing.T, handle func(*net.UnixConn), exhausted func(error), refuse func(*net.UnixConn)) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "s.sock")
+	l, err := Listen(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, l, &wg, handle, exhausted, refuse) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		wg.Wait()
+	})
+	return p
+}
+
 // dialRaw connects to the socket at p and reads one line.
 func dialRaw(t *testing.T, p string) string {
 	t.Helper()
@@ -109,4 +115,72 @@ func dialRaw(t *testing.T, p string) string {
 		t.Fatalf("reading: %v", err)
 	}
 	return string(buf[:n])
+}
+
+// The reserve spent and not taken back (the descriptor a refusal freed
+// went to another connection first) is taken back when a connection
+// served ends: a server that accepted on its last descriptor, and so
+// could take none into reserve, would otherwise hold none when it next
+// runs out, and leave that client waiting in the listen queue.
+func TestServeTakesTheReserveBackWhenAConnectionEnds(t *testing.T) {
+	// The first connection is served at once (Serve is running, its
+	// reserve filled); the second waits for release.
+	first, accepted, waiting := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var n atomic.Int32
+	p := serveForTest(t, func(c *net.UnixConn) {
+		if n.Add(1) == 1 {
+			c.Write([]byte("served\n"))
+			c.Close()
+			close(first)
+			return
+		}
+		close(accepted)
+		<-waiting
+		c.Close()
+	}, nil, nil)
+	release := sync.OnceFunc(func() { close(waiting) })
+	t.Cleanup(release) // before Serve is stopped
+	if got := dialRaw(t, p); got != "served\n" {
+		t.Fatalf("before running out: %q", got)
+	}
+	<-first
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	// Out of descriptors, the reserve spent: the connection takes the
+	// descriptor the reserve gave up, and none is left to take back.
+	restore := nofiles.Exhaust(t)
+	spare.mu.Lock()
+	if spare.f == nil {
+		spare.mu.Unlock()
+		restore()
+		t.Fatal("no descriptor in reserve to begin with")
+	}
+	spare.f.Close()
+	spare.f = nil
+	spare.held.Store(false)
+	spare.mu.Unlock()
+	if err := syscall.Connect(fd, &syscall.SockaddrUnix{Name: p}); err != nil {
+		restore()
+		t.Fatal(err)
+	}
+	select {
+	case <-accepted:
+	case <-time.After(10 * time.Second):
+		restore()
+		t.Fatal("the connection was not accepted on the last descriptor")
+	}
+	heldThen := spare.held.Load()
+	restore()
+	if heldThen {
+		t.Fatal("a descriptor went into reserve while the process had none free")
+	}
+	release()
+	for deadline := time.Now().Add(10 * time.Second); !spare.held.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no descriptor back in reserve 10s after the connection ended")
+		}
+	}
 }
