@@ -6,21 +6,23 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
-// A gateway out of descriptors cannot check the process behind a
-// request: it refuses the request and says why, as a failure (exit 1),
-// never as a process that changed (a denial, exit 254), which would tell
-// the person something false about the program they approve. The soft
-// descriptor limit of a running gateway is set just above what it holds,
-// step by step, so that each step runs it out at another point of a
-// "postern run" (identifying the caller, pinning it; at the last, with
-// no descriptor free below the limit, accepting); then the limit is put
-// back and the gateway serves as before. At every step a client is
-// answered at once, never left waiting for a descriptor: a gateway that
-// cannot accept spends the one it holds in reserve to let the client in
-// and refuse it (without it, postern run waits out its 30 s and ssh-add
-// its 90 s here, for ever elsewhere).
+// A gateway out of descriptors cannot check the process behind a request:
+// it refuses the request and says why, as a failure (exit 1), never as a
+// process that changed (a denial, exit 254), which would tell the person
+// something false about the program they approve. The soft descriptor
+// limit of a running gateway is set to leave it 11 descriptors free, then
+// 10, and so on to none (or as few as a hole in its descriptors' numbers
+// leaves), so that each step runs it out at another point of a "postern
+// run" (identifying the caller, pinning it; at the last, with no
+// descriptor free below the limit, accepting); then the limit is put back
+// and the gateway serves as before. At every step a client is answered at
+// once, never left waiting for a descriptor: a gateway that cannot accept
+// spends the one it holds in reserve to let the client in and refuse it
+// (without it, postern run waits out its 30 s and ssh-add its 90 s here,
+// for ever elsewhere).
 func TestOutOfDescriptorsIsNotAChangedProcess(t *testing.T) {
 	need(t, "prlimit", "ssh-add", "ssh-keygen")
 	e := newEnv(t)
@@ -28,12 +30,12 @@ func TestOutOfDescriptorsIsNotAChangedProcess(t *testing.T) {
 	a := e.StartAgent()
 	e.AddKey(e.Keygen("id", "ed25519", 0, ""))
 	e.MustRun("postern", "run", "--no-sandbox", "--", "true")
-	held, soft := softFiles(t, e, a.PID())
+	limitFor, soft := fdLimits(t, e, a.PID())
 	defer soft(1024)
 	var refused []string
 	for k := 11; k >= 0; k-- {
-		soft(held + k)
-		at := fmt.Sprintf("with %d descriptors more than the gateway held", k)
+		soft(limitFor(k))
+		at := fmt.Sprintf("with %d descriptors free", k)
 		r := e.Run("postern", "run", "--no-sandbox", "--", "true")
 		say := fmt.Sprintf("%s: %s", at, r)
 		if r.Code == 254 || strings.Contains(r.Stderr, "changed") {
@@ -69,17 +71,51 @@ func TestOutOfDescriptorsIsNotAChangedProcess(t *testing.T) {
 	}
 }
 
-// softFiles returns how many descriptors the process pid holds, and
-// soft, which sets its soft descriptor limit (prlimit(1)).
-func softFiles(t *testing.T, e *Env, pid int) (held int, soft func(n int)) {
+// fdLimits returns limitFor, which gives the soft descriptor limit that
+// leaves the process pid k descriptors free, and soft, which sets that
+// process's soft descriptor limit (prlimit(1)). The limit bounds
+// descriptors' numbers, not how many are held, and a new descriptor
+// takes the lowest number free: limitFor waits until the process's
+// descriptors stay the same for 100 ms (those of the last request come
+// and go), and returns one more than the highest held, plus k. A gateway
+// may hold one above a hole (a descriptor closed below it), which leaves
+// it that many more free; a limit at or below a descriptor held would
+// make closing it free a number the process cannot use, as closing the
+// one the gateway holds in reserve must not.
+func fdLimits(t *testing.T, e *Env, pid int) (limitFor func(k int) int, soft func(n int)) {
 	t.Helper()
 	p := strconv.Itoa(pid)
-	fds, err := os.ReadDir("/proc/" + p + "/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(fds), func(n int) {
+	held := func() string {
 		t.Helper()
-		e.MustRun("prlimit", "--pid", p, "--nofile="+strconv.Itoa(n)+":")
+		fds, err := os.ReadDir("/proc/" + p + "/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := make([]string, len(fds))
+		for i, fd := range fds {
+			names[i] = fd.Name()
+		}
+		return strings.Join(names, " ")
 	}
+	return func(k int) int {
+			t.Helper()
+			was, since := held(), time.Now()
+			for deadline := since.Add(10 * time.Second); time.Since(since) < 100*time.Millisecond; time.Sleep(10 * time.Millisecond) {
+				if now := held(); now != was {
+					was, since = now, time.Now()
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the gateway's descriptors did not settle in 10s: %s", was)
+				}
+			}
+			highest := 0
+			for _, name := range strings.Fields(was) {
+				n, _ := strconv.Atoi(name)
+				highest = max(highest, n)
+			}
+			return highest + 1 + k
+		}, func(n int) {
+			t.Helper()
+			e.MustRun("prlimit", "--pid", p, "--nofile="+strconv.Itoa(n)+":")
+		}
 }
