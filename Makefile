@@ -93,7 +93,7 @@ unit:
 # make e2e: the end-to-end tests, against real OpenSSH programs. Those
 # that mostly wait (mostlyWaits in internal/e2e) run four at a time once
 # the others are done: the longest sleeps 35 s, as a person reading
-# through a pager does, and one after another they took 150 s.
+# through a pager does, and one after another they took 149 s.
 .PHONY: e2e
 e2e:
 	@$(call hermetic,$(GOTEST) -parallel 4 ./internal/e2e/)

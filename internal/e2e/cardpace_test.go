@@ -135,7 +135,6 @@ func lineTime(t *testing.T, line string) time.Time {
 // the card times out, both are refused then (neither waits for an answer
 // that can no longer come).
 func TestOneCardForTwoRequests(t *testing.T) {
-	mostlyWaits(t)
 	need(t, "ssh-add", "ssh-keygen", "timeout")
 	e := newEnv(t)
 	e.Config("card_timeout = \"3s\"\ncard_cooldown = \"1s\"\n")
