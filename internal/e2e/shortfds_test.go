@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -85,35 +86,30 @@ func TestOutOfDescriptorsIsNotAChangedProcess(t *testing.T) {
 func fdLimits(t *testing.T, e *Env, pid int) (limitFor func(k int) int, soft func(n int)) {
 	t.Helper()
 	p := strconv.Itoa(pid)
-	held := func() string {
+	held := func() []int {
 		t.Helper()
 		fds, err := os.ReadDir("/proc/" + p + "/fd")
 		if err != nil {
 			t.Fatal(err)
 		}
-		names := make([]string, len(fds))
+		nums := make([]int, len(fds))
 		for i, fd := range fds {
-			names[i] = fd.Name()
+			nums[i], _ = strconv.Atoi(fd.Name())
 		}
-		return strings.Join(names, " ")
+		return nums
 	}
 	return func(k int) int {
 			t.Helper()
 			was, since := held(), time.Now()
 			for deadline := since.Add(10 * time.Second); time.Since(since) < 100*time.Millisecond; time.Sleep(10 * time.Millisecond) {
-				if now := held(); now != was {
+				if now := held(); !slices.Equal(now, was) {
 					was, since = now, time.Now()
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("the gateway's descriptors did not settle in 10s: %s", was)
+					t.Fatalf("the gateway's descriptors did not settle in 10s: %v", was)
 				}
 			}
-			highest := 0
-			for _, name := range strings.Fields(was) {
-				n, _ := strconv.Atoi(name)
-				highest = max(highest, n)
-			}
-			return highest + 1 + k
+			return slices.Max(was) + 1 + k
 		}, func(n int) {
 			t.Helper()
 			e.MustRun("prlimit", "--pid", p, "--nofile="+strconv.Itoa(n)+":")
