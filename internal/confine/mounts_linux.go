@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -155,6 +156,34 @@ func setUpMounts(s *Spec) error {
 	return nil
 }
 
+// hide puts an empty private directory (dir) or the null device in place
+// of path.
+func hide(path string, dir bool) error {
+	var err error
+	if dir {
+		err = unix.Mount("tmpfs", path, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700")
+	} else {
+		err = unix.Mount("/dev/null", path, "", unix.MS_BIND, "")
+	}
+	if err != nil && !gone(path, err) {
+		return fmt.Errorf("hiding %s: %w", path, err)
+	}
+	return nil
+}
+
+// gone reports whether err, from a mount on path, came of path being gone
+// since it was looked at: a socket whose program ended, or a directory
+// removed, between the listing of what to hide and the mount. What is
+// gone has nothing left to hide or pin; anything else (a path there now,
+// another error) keeps the error, and the run does not start.
+func gone(path string, err error) bool {
+	if !errors.Is(err, unix.ENOENT) {
+		return false
+	}
+	_, err = os.Lstat(path)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
 // cloneTree returns a detached copy of the mount tree at path, read-only
 // if ro.
 func cloneTree(path string, ro bool) (int, error) {
@@ -179,29 +208,23 @@ func (st *step) apply() error {
 		}
 		fd, err := cloneTree(st.path, false)
 		if err != nil {
+			if gone(st.path, err) {
+				return nil
+			}
 			return fmt.Errorf("pinning %s: %w", st.path, err)
 		}
 		defer unix.Close(fd)
-		if err := unix.MoveMount(fd, "", unix.AT_FDCWD, st.path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		if err := unix.MoveMount(fd, "", unix.AT_FDCWD, st.path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil && !gone(st.path, err) {
 			return fmt.Errorf("pinning %s: %w", st.path, err)
 		}
 		return nil
 	}
 	if st.kind == stepHide {
 		fi, err := os.Lstat(st.path)
-		switch {
-		case err != nil:
+		if err != nil {
 			return nil // nothing to hide
-		case fi.IsDir():
-			if err := unix.Mount("tmpfs", st.path, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700"); err != nil {
-				return fmt.Errorf("hiding %s: %w", st.path, err)
-			}
-		default:
-			if err := unix.Mount("/dev/null", st.path, "", unix.MS_BIND, ""); err != nil {
-				return fmt.Errorf("hiding %s: %w", st.path, err)
-			}
 		}
-		return nil
+		return hide(st.path, fi.IsDir())
 	}
 	if st.tree < 0 {
 		return nil // did not exist
