@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -143,9 +144,23 @@ func TestOneCardForTwoRequests(t *testing.T) {
 	key := e.Keygen("k", "ed25519", 0, "")
 	e.AddKey(key)
 
+	// The second request is made once the first has its card (a loaded
+	// machine may start the first later than a second started a moment
+	// after it), and joins that card while the test waits.
 	d := e.StartRun("coder")
-	job := d.Start(fmt.Sprintf("timeout -s KILL 1 ssh-add -T %[1]s.pub & sleep 0.3; ssh-add -T %[1]s.pub && echo signed; wait", key))
+	second := filepath.Join(d.dir, "second")
+	job := d.Start(fmt.Sprintf("ssh-add -T %[1]s.pub & until [ -e %[2]s ]; do sleep 0.05; done; ssh-add -T %[1]s.pub && echo signed; wait", key, second))
 	c := e.WaitCard()
+	if err := os.WriteFile(second, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if c.Requester[0].Name != "ssh-add" {
+		t.Fatalf("card %s shows %+v, not the first ssh-add", c.ID, c.Requester[0])
+	}
+	if err := syscall.Kill(c.Requester[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatalf("killing the request card %s was shown for: %v", c.ID, err)
+	}
 	a.WaitLog(t, "reason=canceled") // the first has gone
 	var next cardJSON
 	for deadline := time.Now().Add(10 * time.Second); next.ID == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
