@@ -168,14 +168,27 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 }
 
 // refuse writes the line Refuse makes of err, if the client takes it at
-// once.
-func (s *Server) refuse(c net.Conn, err error) {
+// once. A client refused before its request was read may not have sent
+// it yet: were the connection closed at once, that write would fail
+// (EPIPE) and the client would report a broken pipe, not the refusal.
+// So the connection is closed for writing, and what the client sends is
+// read and dropped until it hangs up, at most refuseDrain bytes within a
+// second, before the caller closes it.
+func (s *Server) refuse(c *net.UnixConn, err error) {
 	if s.Refuse == nil {
 		return
 	}
-	c.SetWriteDeadline(time.Now().Add(time.Second))
-	c.Write(append(s.Refuse(err), '\n'))
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write(append(s.Refuse(err), '\n')); err != nil {
+		return
+	}
+	c.CloseWrite()
+	io.CopyN(io.Discard, c, refuseDrain)
 }
+
+// refuseDrain bounds what a refused client's request is read of after
+// its refusal: a request line at most, and a few bytes for the line end.
+const refuseDrain = MaxRequest + 16
 
 // forget clears r's buffer, which holds the request as it was read (all
 // of a short one), and has r read c again.

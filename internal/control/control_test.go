@@ -25,12 +25,25 @@ func serve(t *testing.T, handle Handler) string {
 
 func serveLimited(t *testing.T, handle Handler, limits *connlimit.Limiter) string {
 	t.Helper()
+	return serveWith(t, &Server{Procs: procid.Host, Log: slog.New(slog.DiscardHandler), Handle: handle, Limits: limits})
+}
+
+// serveRefusing is serveLimited with a server that answers a client it
+// refuses with "refused: " and why, as the gateway's does.
+func serveRefusing(t *testing.T, handle Handler, limits *connlimit.Limiter) string {
+	t.Helper()
+	return serveWith(t, &Server{Procs: procid.Host, Log: slog.New(slog.DiscardHandler), Handle: handle, Limits: limits,
+		Refuse: func(err error) []byte { return []byte("refused: " + err.Error()) }})
+}
+
+// serveWith starts s on a socket in a temporary directory.
+func serveWith(t *testing.T, s *Server) string {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "agent.sock.ctl")
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Procs: procid.Host, Log: slog.New(slog.DiscardHandler), Handle: handle, Limits: limits}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.Serve(ctx, l); close(done) }()
@@ -207,17 +220,8 @@ func TestLimitsEvictTheIdle(t *testing.T) {
 
 // A client whose request is too long is told so before it is cut off.
 func TestTooLongIsRefused(t *testing.T) {
-	sock2 := filepath.Join(t.TempDir(), "b.ctl")
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock2, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &Server{Procs: procid.Host, Log: slog.New(slog.DiscardHandler), Handle: reply(func(*procid.Peer, []byte) []byte { return []byte("ok") }),
-		Refuse: func(err error) []byte { return []byte("refused: " + err.Error()) }}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go s.Serve(ctx, l)
-	c, err := net.Dial("unix", sock2)
+	sock := serveRefusing(t, reply(func(*procid.Peer, []byte) []byte { return []byte("ok") }), nil)
+	c, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,5 +231,36 @@ func TestTooLongIsRefused(t *testing.T) {
 	out, _ := io.ReadAll(c)
 	if want := fmt.Sprintf("refused: line too long: longer than %d bytes\n", MaxRequest); string(out) != want {
 		t.Fatalf("answer %q, want %q", out, want)
+	}
+}
+
+// A client refused before it sent its request (every connection of its
+// user busy) reads the refusal when it sends the request late, rather
+// than a broken pipe: the server does not close the connection under a
+// request still on its way.
+func TestRefusedBeforeItsRequestReadsTheRefusal(t *testing.T) {
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	defer close(release)
+	sock := serveRefusing(t, func(context.Context, *procid.Peer, []byte, *Writer) { entered <- struct{}{}; <-release }, &connlimit.Limiter{PerUID: 1})
+	busy, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	busy.Write([]byte("x\n"))
+	<-entered // busy: not to be evicted
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Minute))
+	time.Sleep(200 * time.Millisecond) // the server refuses meanwhile
+	if _, err := c.Write([]byte("y\n")); err != nil {
+		t.Fatalf("writing the request after the refusal: %v", err)
+	}
+	out, _ := io.ReadAll(c)
+	if !bytes.HasPrefix(out, []byte("refused: ")) {
+		t.Fatalf("answer %q, want the refusal", out)
 	}
 }
