@@ -16,7 +16,6 @@ import (
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/internal/harden"
-	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/ptyrelay"
 )
 
@@ -62,9 +61,10 @@ type launched interface {
 	level() confine.Level
 	signal(os.Signal) error
 	wait() error
-	// exited reports whether the command has ended (waiting up to a
-	// moment for a confined run's helper to say so).
-	exited() bool
+	// stop ends the command when the gateway did not register it: ended
+	// reports that it had ended on its own, its exit status in err, and
+	// otherwise it is killed.
+	stop() (ended bool, err error)
 }
 
 func cmdRun(args []string, out, errw io.Writer) error {
@@ -129,13 +129,11 @@ func cmdRun(args []string, out, errw io.Writer) error {
 		return fmt.Errorf("hardening postern run: %w", err)
 	}
 	if err := c.StartRun(ctx, prep.ID, l.pid(), l.level()); err != nil {
-		if l.exited() {
+		if ended, status := l.stop(); ended {
 			// The command ended before the gateway could inspect it: it
 			// ran, and never had its socket served.
-			return l.wait()
+			return status
 		}
-		l.signal(syscall.SIGKILL)
-		l.wait()
 		return fmt.Errorf("the gateway did not register the run: %w", err)
 	}
 	sp, whole := l.(suspender)
@@ -311,7 +309,17 @@ func (c confinedRun) level() confine.Level {
 	return l
 }
 func (c confinedRun) signal(s os.Signal) error { return c.r.Signal(s) }
-func (c confinedRun) exited() bool             { return c.r.Exited(time.Second) }
+
+// stop waits up to a second for the helper to report the program's end.
+func (c confinedRun) stop() (bool, error) {
+	if c.r.Exited(time.Second) {
+		return true, c.wait()
+	}
+	c.signal(syscall.SIGKILL)
+	c.wait()
+	return false, nil
+}
+
 func (c confinedRun) wait() error {
 	code, err := c.r.Wait()
 	// The run's last output, then the person's terminal as it was.
@@ -343,7 +351,19 @@ func (p plainRun) level() confine.Level     { return confine.Level{} }
 func (p plainRun) signal(s os.Signal) error { return p.cmd.Process.Signal(s) }
 func (p plainRun) wait() error              { return exitStatusOf(p.cmd.Wait()) }
 
-func (p plainRun) exited() bool { return procid.ChildExited(p.cmd.Process.Pid) }
+// stop kills the command and reads how it ended: by the kill, or on its
+// own before it. A command that had ended, or was ending, as the gateway
+// looked at it (its memory released, the parent not yet told) ended on
+// its own: a signal does not change the status of a process already
+// exiting, which a peek at the child before the kill could miss.
+func (p plainRun) stop() (bool, error) {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	err := p.cmd.Wait()
+	if st, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && st.Signaled() && st.Signal() == syscall.SIGKILL {
+		return false, nil
+	}
+	return true, exitStatusOf(err)
+}
 
 // withoutEnv drops the named variables from env.
 func withoutEnv(env []string, names ...string) []string {
