@@ -25,6 +25,14 @@ const (
 	fdsPerConn            = 1
 )
 
+// shedIdleAfter is how long a connection must have been idle before the
+// gateway, out of descriptors, sheds it (exhausted): one admitted or
+// answered a moment ago is its client's, sending a request, which a
+// closed connection would fail with a broken pipe. Connections that only
+// sit (a flood, clients gone quiet) are shed once they have sat that
+// long; meanwhile the reserve descriptor refuses new clients, saying why.
+const shedIdleAfter = time.Second
+
 // limits are the gateway's connection bounds.
 type limits struct {
 	agent, control, bastion *connlimit.Limiter
@@ -57,10 +65,10 @@ func newLimits() *limits {
 // exhausted is what a socket does when accept fails for want of
 // descriptors or memory: it says so (at most every ten seconds), and
 // sheds the connection idle the longest, so that a new client can get
-// in. The gateway never exits for it.
+// in (one idle at least shedIdleAfter). The gateway never exits for it.
 func (g *Gateway) exhausted(err error) {
 	l := g.limits
-	shed := connlimit.EvictOldestIdle(l.agent, l.control, l.bastion)
+	shed := connlimit.EvictOldestIdle(shedIdleAfter, l.agent, l.control, l.bastion)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if time.Since(l.lastWarn) < 10*time.Second {

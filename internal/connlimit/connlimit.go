@@ -13,7 +13,9 @@
 // EvictOldestIdle closes the connection idle the longest, whoever its
 // user and whichever of several limiters counts it, for a server that ran
 // out of descriptors (accept failed with EMFILE): the gateway sheds its
-// oldest idle connection instead of failing.
+// oldest idle connection instead of failing. One idle only a moment
+// (just admitted, or just answered) is kept: its client is about to send
+// a request.
 package connlimit
 
 import (
@@ -139,9 +141,13 @@ func (l *Limiter) Take(uid uint32, c io.Closer) (*Slot, error) {
 }
 
 // EvictOldestIdle closes the connection idle the longest among the
-// limiters' (of any user), and reports whether there was one: for a
-// server out of descriptors, whatever socket the connection is on.
-func EvictOldestIdle(ls ...*Limiter) bool {
+// limiters' (of any user), if it has been idle at least min, and reports
+// whether it closed one: for a server out of descriptors, whatever socket
+// the connection is on. A connection idle for less than min is kept: its
+// client, which has just connected or just had an answer, is sending its
+// request, and would fail on a closed connection (a broken pipe) where
+// the server can still refuse it and say why.
+func EvictOldestIdle(min time.Duration, ls ...*Limiter) bool {
 	var oldest *Limiter
 	var since time.Duration
 	for _, l := range ls {
@@ -153,15 +159,15 @@ func EvictOldestIdle(ls ...*Limiter) bool {
 		}
 		l.mu.Unlock()
 	}
-	return oldest != nil && oldest.EvictIdle()
+	return oldest != nil && oldest.EvictIdle(min)
 }
 
-// EvictIdle closes the connection idle the longest, of any user, and
-// reports whether there was one.
-func (l *Limiter) EvictIdle() bool {
+// EvictIdle closes the connection idle the longest, of any user, if it
+// has been idle at least min, and reports whether it closed one.
+func (l *Limiter) EvictIdle(min time.Duration) bool {
 	l.mu.Lock()
 	s := l.idle.head
-	if s == nil {
+	if s == nil || now()-s.since < min {
 		l.mu.Unlock()
 		return false
 	}

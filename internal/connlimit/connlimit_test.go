@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 )
 
 type conn struct {
@@ -90,10 +91,10 @@ func TestEvictIdle(t *testing.T) {
 	_, c1 := take(t, l, 1)
 	s2, _ := take(t, l, 2)
 	defer s2.Busy()()
-	if !l.EvictIdle() || !c1.isClosed() {
+	if !l.EvictIdle(0) || !c1.isClosed() {
 		t.Fatal("the idle connection was not evicted")
 	}
-	if l.EvictIdle() {
+	if l.EvictIdle(0) {
 		t.Fatal("a busy connection was evicted")
 	}
 	if l.Total() != 1 {
@@ -127,3 +128,23 @@ func TestSetCloser(t *testing.T) {
 type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
+
+// A connection idle for less than the minimum (just admitted, or just
+// answered: its client is sending a request) is not shed for a server out
+// of descriptors; once idle that long, it is, on whichever limiter.
+func TestEvictOldestIdleKeepsTheJustIdle(t *testing.T) {
+	agent, control := &Limiter{}, &Limiter{}
+	_, c1 := take(t, agent, 1)
+	const min = 100 * time.Millisecond
+	if EvictOldestIdle(min, agent, control) || c1.isClosed() {
+		t.Fatal("a connection idle a moment was shed")
+	}
+	time.Sleep(min)
+	_, c2 := take(t, control, 1)
+	if !EvictOldestIdle(min, agent, control) || !c1.isClosed() {
+		t.Fatal("the connection idle the longest, past the minimum, was not shed")
+	}
+	if EvictOldestIdle(min, agent, control) || c2.isClosed() {
+		t.Fatal("the connection idle a moment was shed once the other was")
+	}
+}
