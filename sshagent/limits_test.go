@@ -119,3 +119,39 @@ func TestUnreadRepliesEndTheConnection(t *testing.T) {
 		t.Fatalf("a new client after it: %v %v", keys, err)
 	}
 }
+
+// With every connection of its user in the middle of a request, a new
+// client is refused with the agent's failure to its request (ssh-add:
+// "agent refused operation"), also when it sends the request late, not
+// with its connection closed under it (a broken pipe, which kills
+// ssh-add).
+func TestAllBusyIsRefusedWithAFailure(t *testing.T) {
+	limits := &connlimit.Limiter{PerUID: 1}
+	ts := startServerWith(t, func(s *Server) { s.Limits = limits })
+	busy, err := net.Dial("unix", ts.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	var hdr [5]byte
+	binary.BigEndian.PutUint32(hdr[:], MaxMessage) // announces the largest request...
+	hdr[4] = 11                                    // ...and sends one byte of it
+	busy.Write(hdr[:])
+	for limits.Total() < 1 || limits.Idle() > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	c, err := net.Dial("unix", ts.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Minute))
+	time.Sleep(200 * time.Millisecond) // the server refuses meanwhile
+	if _, err := c.Write([]byte{0, 0, 0, 1, msgRequestIdentities}); err != nil {
+		t.Fatalf("writing the request to a full agent: %v", err)
+	}
+	answer, err := io.ReadAll(c)
+	if want := []byte{0, 0, 0, 1, 5}; string(answer) != string(want) {
+		t.Fatalf("a client with every connection of its user busy: answer %v (%v), want the agent's failure %v", answer, err, want)
+	}
+}

@@ -145,7 +145,10 @@ func (s *Server) Wait() { s.wg.Wait() }
 func (s *Server) handle(ctx context.Context, c *net.UnixConn, ep *Endpoint) {
 	peer, slot, err := safesocket.Admit(c, s.Procs, "agent", s.Log, s.Limits, s.Exhausted)
 	if err != nil {
-		if errors.Is(err, procid.ErrNoResources) {
+		// A client of the user's refused for want of descriptors, or
+		// with every connection of its user busy, gets the agent's
+		// failure to its request, not a connection closed under it.
+		if errors.Is(err, procid.ErrNoResources) || errors.Is(err, connlimit.ErrFull) {
 			c.SetDeadline(time.Now().Add(replyTimeout))
 			refuseShort(c)
 		}
