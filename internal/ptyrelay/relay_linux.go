@@ -45,6 +45,10 @@ type Relay struct {
 // job that runs to the foreground without a signal.
 const backgroundPoll = 100 * time.Millisecond
 
+// afterTyped runs once what was typed is written to the program's
+// terminal; tests make the program's answer come first.
+var afterTyped = func() {}
+
 // drainWait bounds how long Pause waits for the program's last output.
 const drainWait = 250 * time.Millisecond
 
@@ -280,10 +284,15 @@ func (r *Relay) input() {
 	for {
 		n, err := r.in.Read(buf)
 		if n > 0 {
+			// Whether a suspend character is a stop is read before it
+			// is written: after, the program may have answered it
+			// already (a line read, then stty -isig).
+			stop := r.suspend != nil && r.suspends(buf[:n])
 			if _, err := r.pty.Write(buf[:n]); err != nil {
 				return
 			}
-			if r.suspend != nil && r.suspends(buf[:n]) {
+			afterTyped()
+			if stop {
 				r.suspend()
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -292,14 +293,27 @@ func TestRelaySuspendCharacter(t *testing.T) {
 	rd := readAll(master, false)
 	std := [3]*os.File{tty, tty, tty}
 	r, _ := Open(std)
+	// The program answers the first line (stty -isig) before the relay
+	// goes on, as it may when the relay's thread waits for a processor:
+	// the character was still a stop when it was typed. (Set before the
+	// relay starts, which orders it before the relay's reads.)
+	var once sync.Once
+	answered := make(chan struct{})
+	afterTyped = func() {
+		once.Do(func() {
+			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(rd.buf.String(), "ready") && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			close(answered)
+		})
+	}
 	cmd := startOn(t, r, std, `trap '' TSTP; read x; stty -isig; echo >&2 ready; read y`)
 	defer func() { cmd.Process.Kill(); cmd.Wait(); r.Close() }()
 	before := suspends.Load()
 	master.Write([]byte{'a', 0x1a, 'b', '\r'})
+	<-answered
 	waitUntil(t, "the suspend character told", func() bool { return suspends.Load() == before+1 })
-	// The program's terminal no longer signals once it says so (a
-	// fixed pause was too short on a loaded machine).
-	waitUntil(t, "stty -isig", func() bool { return strings.Contains(rd.buf.String(), "ready") })
+	// The program's terminal no longer signals now.
 	master.Write([]byte{0x1a})
 	time.Sleep(100 * time.Millisecond)
 	if n := suspends.Load(); n != before+1 {
