@@ -26,11 +26,12 @@ const (
 )
 
 // shedIdleAfter is how long a connection must have been idle before the
-// gateway, out of descriptors, sheds it (exhausted): one admitted or
-// answered a moment ago is its client's, sending a request, which a
+// gateway, out of descriptors, sheds it (exhausted), or closes it to
+// make room for another of its user's at the user's bound: one admitted
+// or answered a moment ago is its client's, sending a request, which a
 // closed connection would fail with a broken pipe. Connections that only
 // sit (a flood, clients gone quiet) are shed once they have sat that
-// long; meanwhile the reserve descriptor refuses new clients, saying why.
+// long; meanwhile new clients are refused, with the reason.
 const shedIdleAfter = time.Second
 
 // limits are the gateway's connection bounds.
@@ -53,7 +54,7 @@ func newLimits() *limits {
 		conns = (n - min(512, n/4)) / fdsPerConn
 	}
 	bound := func(most, share int) *connlimit.Limiter {
-		return &connlimit.Limiter{PerUID: max(min(most, share), 1)}
+		return &connlimit.Limiter{PerUID: max(min(most, share), 1), KeepIdle: shedIdleAfter}
 	}
 	return &limits{
 		agent:   bound(maxAgentConnsPerUID, conns*3/4),

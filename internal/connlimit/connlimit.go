@@ -6,9 +6,9 @@
 // A server takes a Slot for each connection it admits, naming the peer's
 // uid, and marks the slot busy while it works on a request. When a user
 // is at the limit, the connection of that user that has been idle the
-// longest is closed to make room: a new client always gets in, and only
-// connections that sit idle are ever pushed out. When every one of the
-// user's connections is busy, the new one is refused.
+// longest is closed to make room, and only connections that sit idle
+// are ever pushed out. When every one of the user's connections is busy,
+// or idle only a moment (KeepIdle), the new one is refused.
 //
 // EvictOldestIdle closes the connection idle the longest, whoever its
 // user and whichever of several limiters counts it, for a server that ran
@@ -34,6 +34,12 @@ type Limiter struct {
 	// PerUID is the most connections one user may hold; 0 means no limit.
 	// Set it before the first Take, or with SetPerUID.
 	PerUID int
+	// KeepIdle is how long a connection must have been idle before Take
+	// closes it to make room for another of its user's: one idle a
+	// moment (just admitted, or just answered) is its client's, sending
+	// a request, which a closed connection would fail with a broken
+	// pipe. Set it before the first Take.
+	KeepIdle time.Duration
 
 	mu    sync.Mutex
 	idle  slotList // idle the longest first
@@ -104,9 +110,9 @@ func (q *slotList) remove(s *Slot) {
 }
 
 // Take admits connection c of user uid, idle. When the user is at the
-// limit, the user's connection idle the longest is closed first; when
-// none of them is idle, c is not admitted (ErrFull): the caller closes
-// it.
+// limit, the user's connection idle the longest is closed first, if it
+// has been idle at least KeepIdle; when none of them has, c is not
+// admitted (ErrFull): the caller refuses it.
 func (l *Limiter) Take(uid uint32, c io.Closer) (*Slot, error) {
 	l.mu.Lock()
 	if l.count == nil {
@@ -114,15 +120,22 @@ func (l *Limiter) Take(uid uint32, c io.Closer) (*Slot, error) {
 	}
 	var victim *Slot
 	if l.PerUID > 0 && l.count[uid] >= l.PerUID {
+		// The list is in the order the slots became idle: the user's
+		// first is the one idle the longest.
 		for s := l.idle.head; s != nil; s = s.next {
 			if s.uid == uid {
-				victim = s
-				l.dropLocked(s)
+				if now()-s.since >= l.KeepIdle {
+					victim = s
+					l.dropLocked(s)
+				}
 				break
 			}
 		}
 		if victim == nil {
 			l.mu.Unlock()
+			if l.KeepIdle > 0 {
+				return nil, fmt.Errorf("%w (%d, none idle for %v)", ErrFull, l.PerUID, l.KeepIdle)
+			}
 			return nil, fmt.Errorf("%w (%d, all busy)", ErrFull, l.PerUID)
 		}
 	}

@@ -148,3 +148,22 @@ func TestEvictOldestIdleKeepsTheJustIdle(t *testing.T) {
 		t.Fatal("the connection idle a moment was shed once the other was")
 	}
 }
+
+// At the per-user bound, a connection of the user idle for less than
+// KeepIdle is not closed to make room (its client is about to send a
+// request, and would fail on a broken pipe): the new one is refused, and
+// can say why. Once it has been idle that long, it makes room.
+func TestTakeKeepsTheJustIdle(t *testing.T) {
+	const keep = 100 * time.Millisecond
+	l := &Limiter{PerUID: 2, KeepIdle: keep}
+	busy, _ := take(t, l, 7)
+	defer busy.Busy()()
+	_, fresh := take(t, l, 7)
+	if _, err := l.Take(7, &conn{}); !errors.Is(err, ErrFull) || fresh.isClosed() {
+		t.Fatalf("Take at the bound, the only idle connection just admitted: %v, closed %v", err, fresh.isClosed())
+	}
+	time.Sleep(keep)
+	if _, err := l.Take(7, &conn{}); err != nil || !fresh.isClosed() {
+		t.Fatalf("Take at the bound, the idle connection idle %v: %v, closed %v", keep, err, fresh.isClosed())
+	}
+}

@@ -19,9 +19,9 @@ import (
 // connections idle the longest, and goes on. It never exits (which would
 // take the keys and every grant with it). Once the storm of new
 // connections is over, with the idle agent connections still held, a new
-// client is served: the bound makes room for it, or, while no descriptor
-// is free, the shedding of a connection idle a second or more (until
-// then the client is refused, and asks again).
+// client is served: the bound, or, while no descriptor is free, the
+// shedding, makes room for it by closing a connection idle a second or
+// more (until then the client is refused, and asks again).
 func TestDescriptorsExhausted(t *testing.T) {
 	need(t, "ssh-add", "ssh-keygen")
 	e := newEnv(t)
