@@ -87,14 +87,22 @@ func (t *Table) DescendsFrom(pid int, start uint64, root *Process) (bool, error)
 // p's own stat is read through its pin, and root, which the caller has
 // just verified, is recognized without another read when a process names
 // its pid as parent while its pin shows it alive (a live process's pid
-// cannot name another).
+// cannot name another). A p that is not within root and has exited (a
+// zombie, given to another parent when its own exited first) is gone
+// (ErrGone): it left root's tree by dying, not by living on elsewhere.
 func (p *Peer) Within(root *Peer) (bool, error) {
 	st, err := p.ownStat()
 	if err != nil {
 		return false, err
 	}
 	alive := func() bool { return root.pin.alive(root.table, &root.Process) == nil }
-	return p.table.walk(p.PID, st, &root.Process, alive)
+	in, err := p.table.walk(p.PID, st, &root.Process, alive)
+	if err == nil && !in {
+		if gone := p.pin.alive(p.table, &p.Process); gone != nil {
+			return false, gone
+		}
+	}
+	return in, err
 }
 
 // Lineage walks p's live ancestry, p first, as DescendsFrom walks it:

@@ -2,8 +2,13 @@ package procid_test
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/procid/proctest"
@@ -36,5 +41,65 @@ func TestInspectParentReadsWhatInspectReads(t *testing.T) {
 	cmd.Wait()
 	if _, err := procid.Host.InspectParent(pid); !errors.Is(err, procid.ErrGone) {
 		t.Fatalf("a process that was reaped: %v, want ErrGone", err)
+	}
+}
+
+// A process that left root's tree (its parent exited, and it was given to
+// another) is not within root while it lives; once it has exited, before
+// it is reaped, it is gone (ErrGone): a requester that died is not taken
+// for one that left a run to pass for another's.
+func TestWithinAnExitedProcessIsGone(t *testing.T) {
+	// Orphans come to this process, which reaps none of them meanwhile:
+	// an exited orphan stays a zombie here, not outside root's tree.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+	// root (sh) runs a shell that starts child (sleep 1) and exits at
+	// once, and then waits.
+	cmd := exec.Command("sh", "-c", `sh -c 'sleep 1 & echo $!; read x'; sleep 600`)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	var pid int
+	if _, err := fmt.Fscan(out, &pid); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Wait4(pid, nil, 0, nil)
+	root, err := procid.Host.Pin(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	child, err := procid.Host.Pin(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer child.Close()
+	if ok, err := child.Within(root); !ok || err != nil {
+		t.Fatalf("the child, its parent alive: Within = %v, %v", ok, err)
+	}
+	in.Write([]byte("\n")) // its parent exits
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if st, err := procid.Host.Stat(pid); err == nil && st.PPID == os.Getpid() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the child was not given to this process")
+		}
+	}
+	if ok, err := child.Within(root); ok || err != nil {
+		t.Fatalf("the child, alive, given to another: Within = %v, %v; want false", ok, err)
+	}
+	<-child.Exited()
+	if _, err := procid.Host.Stat(pid); err != nil {
+		t.Fatalf("the exited child is no longer there to read (%v): the test shows nothing", err)
+	}
+	if ok, err := child.Within(root); ok || !errors.Is(err, procid.ErrGone) {
+		t.Fatalf("the child, exited and not reaped: Within = %v, %v; want ErrGone", ok, err)
 	}
 }
