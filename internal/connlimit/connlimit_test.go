@@ -134,12 +134,12 @@ func (f closerFunc) Close() error { return f() }
 // of descriptors; once idle that long, it is, on whichever limiter.
 func TestEvictOldestIdleKeepsTheJustIdle(t *testing.T) {
 	agent, control := &Limiter{}, &Limiter{}
-	_, c1 := take(t, agent, 1)
-	const min = 100 * time.Millisecond
+	s1, c1 := take(t, agent, 1)
+	const min = time.Minute
 	if EvictOldestIdle(min, agent, control) || c1.isClosed() {
 		t.Fatal("a connection idle a moment was shed")
 	}
-	time.Sleep(min)
+	age(s1, min)
 	_, c2 := take(t, control, 1)
 	if !EvictOldestIdle(min, agent, control) || !c1.isClosed() {
 		t.Fatal("the connection idle the longest, past the minimum, was not shed")
@@ -154,16 +154,25 @@ func TestEvictOldestIdleKeepsTheJustIdle(t *testing.T) {
 // request, and would fail on a broken pipe): the new one is refused, and
 // can say why. Once it has been idle that long, it makes room.
 func TestTakeKeepsTheJustIdle(t *testing.T) {
-	const keep = 100 * time.Millisecond
+	const keep = time.Minute
 	l := &Limiter{PerUID: 2, KeepIdle: keep}
 	busy, _ := take(t, l, 7)
 	defer busy.Busy()()
-	_, fresh := take(t, l, 7)
+	s, fresh := take(t, l, 7)
 	if _, err := l.Take(7, &conn{}); !errors.Is(err, ErrFull) || fresh.isClosed() {
 		t.Fatalf("Take at the bound, the only idle connection just admitted: %v, closed %v", err, fresh.isClosed())
 	}
-	time.Sleep(keep)
+	age(s, keep)
 	if _, err := l.Take(7, &conn{}); err != nil || !fresh.isClosed() {
 		t.Fatalf("Take at the bound, the idle connection idle %v: %v, closed %v", keep, err, fresh.isClosed())
 	}
+}
+
+// age makes s idle for d longer than it has been, in place of a wait. s
+// is the oldest of its limiter's idle connections, which keeps their
+// list in order.
+func age(s *Slot, d time.Duration) {
+	s.l.mu.Lock()
+	defer s.l.mu.Unlock()
+	s.since -= d
 }

@@ -55,9 +55,9 @@ func TestWithinAnExitedProcessIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-	// root (sh) runs a shell that starts child (sleep 1) and exits at
-	// once, and then waits.
-	cmd := exec.Command("sh", "-c", `sh -c 'sleep 1 & echo $!; read x'; sleep 600`)
+	// root (sh) runs a shell that starts child (sleep) and exits when
+	// told, and then waits.
+	cmd := exec.Command("sh", "-c", `sh -c 'sleep 600 & echo $!; read x'; sleep 600`)
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -70,6 +70,7 @@ func TestWithinAnExitedProcessIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Wait4(pid, nil, 0, nil)
+	defer unix.Kill(pid, unix.SIGKILL)
 	root, err := procid.Host.Pin(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +96,7 @@ func TestWithinAnExitedProcessIsGone(t *testing.T) {
 	if ok, err := child.Within(root); ok || err != nil {
 		t.Fatalf("the child, alive, given to another: Within = %v, %v; want false", ok, err)
 	}
+	unix.Kill(pid, unix.SIGKILL)
 	<-child.Exited()
 	if _, err := procid.Host.Stat(pid); err != nil {
 		t.Fatalf("the exited child is no longer there to read (%v): the test shows nothing", err)
