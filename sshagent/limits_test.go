@@ -137,9 +137,7 @@ func TestAllBusyIsRefusedWithAFailure(t *testing.T) {
 	binary.BigEndian.PutUint32(hdr[:], MaxMessage) // announces the largest request...
 	hdr[4] = 11                                    // ...and sends one byte of it
 	busy.Write(hdr[:])
-	for limits.Total() < 1 || limits.Idle() > 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the first connection busy", func() bool { return limits.Total() == 1 && limits.Idle() == 0 })
 	c, err := net.Dial("unix", ts.sock)
 	if err != nil {
 		t.Fatal(err)
@@ -153,5 +151,15 @@ func TestAllBusyIsRefusedWithAFailure(t *testing.T) {
 	answer, err := io.ReadAll(c)
 	if want := []byte{0, 0, 0, 1, 5}; string(answer) != string(want) {
 		t.Fatalf("a client with every connection of its user busy: answer %v (%v), want the agent's failure %v", answer, err, want)
+	}
+}
+
+// waitFor polls cond until it holds, failing after a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s", what)
+		}
 	}
 }

@@ -10,16 +10,6 @@ import (
 	"github.com/postern/postern/internal/connlimit"
 )
 
-// waitFor polls cond until it holds, failing after a minute.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s", what)
-		}
-	}
-}
-
 // An idle connection, new or between requests, holds no goroutine: a
 // few hundred of them, each having made a request, add none. Each is
 // still served when it sends its next request, and released when its
