@@ -203,6 +203,13 @@
 // 256) in a version 2 segment: zeros follow it there, and it reads as that
 // record cut short. The record is dropped as torn, never accepted.
 //
+// A log may be verified or read while its writer appends to it. A write
+// the reader meets in progress, a record half copied, is read again
+// before it counts as torn or as damage, and a segment the writer went on
+// into while the reader looked is read after the records it put at the
+// end of the one before (see live.go): the reader sees the log as it was
+// at some moment, never damage that is not there.
+//
 // Verify cannot prove:
 //
 //   - that nothing was cut from the end: a log cut back to any record, even to

@@ -57,6 +57,7 @@ type scanner struct {
 	torn     *Torn
 	tornSeg  *segRef
 	fail     *Finding
+	failTail bool // fail is damage where a segment's records end
 }
 
 func newScanner(opts VerifyOptions) (*scanner, error) {
@@ -105,8 +106,9 @@ func (sc *scanner) segName() string {
 // run scans a single stream, the log's first file.
 func (sc *scanner) run(r io.Reader) error { return sc.runSegments([]segRef{{r: r}}) }
 
-// runSegments scans the segments in order. It returns only read errors and
-// callback errors; findings go to sc.fail and sc.torn.
+// runSegments scans the segments in order, each settled before the next
+// (see settle). It returns only read errors and callback errors; findings
+// go to sc.fail and sc.torn.
 func (sc *scanner) runSegments(segs []segRef) error {
 	fr := newFrameReader(nil)
 	for k := range segs {
@@ -145,8 +147,18 @@ func (sc *scanner) runSegments(segs []segRef) error {
 		if err != nil {
 			return err
 		}
+		if segmentScanned != nil {
+			segmentScanned(seg)
+		}
+		then, err := sc.settle(fr, segs, k)
+		if err != nil {
+			return err
+		}
 		if sc.end > 0 {
 			sc.segments++
+		}
+		if then == lastInUse {
+			break
 		}
 	}
 	sc.bytes += sc.end
@@ -169,6 +181,10 @@ func (sc *scanner) runSegments(segs []segRef) error {
 	return nil
 }
 
+// segmentScanned, when set, is called after a scan has read a segment
+// (tests change the log there, as a writer appending to it would).
+var segmentScanned func(seg *segRef)
+
 // runSegment reads the frames of one segment.
 func (sc *scanner) runSegment(fr *frameReader) error {
 	for {
@@ -187,6 +203,7 @@ func (sc *scanner) runSegment(fr *frameReader) error {
 					kind = FindingBadLength
 				}
 				sc.fail = &Finding{Seq: sc.next, File: sc.segName(), Offset: t.off, Kind: kind, Message: t.reason}
+				sc.failTail = true
 			}
 			return nil
 		}
