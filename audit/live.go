@@ -56,7 +56,7 @@ func (sc *scanner) settle(fr *frameReader, segs []segRef, k int) (settled, error
 	if seg.path == "" || !fr.prealloc || (sc.fail != nil && !sc.failTail) {
 		return goOn, nil
 	}
-	for try := 0; ; {
+	for try := 0; ; try++ {
 		next, err := inUse(segs, k+1)
 		if err != nil {
 			return goOn, err
@@ -64,23 +64,25 @@ func (sc *scanner) settle(fr *frameReader, segs []segRef, k int) (settled, error
 		if next {
 			return goOn, sc.rescan(fr, seg)
 		}
-		if sc.tailIn(seg) && try < len(rereadAfter) {
-			time.Sleep(rereadAfter[try])
-			try++
-			if err := sc.rescan(fr, seg); err != nil {
-				return goOn, err
-			}
-			continue
+		if !sc.tailIn(seg) || try == len(rereadAfter) {
+			break
 		}
-		clean, err := allZeroAfter(segs, k)
-		if err != nil || !clean {
-			if next, err2 := inUse(segs, k+1); err == nil && err2 == nil && next {
-				continue // the writer went on while the scan looked
-			}
+		time.Sleep(rereadAfter[try])
+		if err := sc.rescan(fr, seg); err != nil {
 			return goOn, err
 		}
-		return lastInUse, nil
 	}
+	clean, err := allZeroAfter(segs, k)
+	if err != nil || clean {
+		return lastInUse, err
+	}
+	// Bytes after the last segment in use: the writer went on while the
+	// scan looked, or they are for the scan to report, reading on.
+	next, err := inUse(segs, k+1)
+	if err == nil && next {
+		err = sc.rescan(fr, seg)
+	}
+	return goOn, err
 }
 
 // tailIn reports whether the scan of seg ended in a torn write or damage
