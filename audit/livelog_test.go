@@ -33,6 +33,9 @@ func liveLog(t *testing.T) (*testLog, *Log) {
 		if fi, err := os.Stat(segmentName(tl.path, 2)); err == nil && fi.Size() == segmentSize(minSegmentSize, 2) {
 			break
 		}
+		if i == maxAppends {
+			t.Fatalf("no spare segment 2 after %d records", i)
+		}
 		appendPadded(t, l, i)
 	}
 	if !inUseOnDisk(t, segmentName(tl.path, 1)) || inUseOnDisk(t, segmentName(tl.path, 2)) {
@@ -40,6 +43,11 @@ func liveLog(t *testing.T) (*testLog, *Log) {
 	}
 	return tl, l
 }
+
+// maxAppends bounds the records a test writes to bring the writer to a
+// segment: far more than the smallest segments hold (about 300, 600 and
+// 1,200 of these records).
+const maxAppends = 5000
 
 func appendPadded(t *testing.T, l *Log, i int) {
 	t.Helper()
@@ -104,6 +112,9 @@ func afterScanOf(t *testing.T, name string, fn func()) {
 // fillInto makes the writer fill its segment and go on into the next.
 func fillInto(t *testing.T, tl *testLog, l *Log, next int) {
 	for i := 0; !inUseOnDisk(t, segmentName(tl.path, next)); i++ {
+		if i == maxAppends {
+			t.Fatalf("the writer did not go on into segment %d after %d records", next, i)
+		}
 		appendPadded(t, l, i)
 	}
 	// Records in the next segment, with a checkpoint among them.
