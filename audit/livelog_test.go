@@ -138,6 +138,25 @@ func TestReadCatchesUpWithAWriterThatMovedOn(t *testing.T) {
 	}
 }
 
+// The reader found segment 2 not in use yet, and the writer went on
+// into it while the reader looked at the segments after segment 1. The
+// reader reads the rest of segment 1 first here too.
+func TestReadCatchesUpWithAWriterThatMovedOnAsItLooked(t *testing.T) {
+	tl, l := liveLog(t)
+	done := false
+	sparesChecked = func() {
+		if !done {
+			done = true
+			fillInto(t, tl, l, 2)
+		}
+	}
+	t.Cleanup(func() { sparesChecked = nil })
+	r := tl.verify(t)
+	if !done || !r.OK || r.Torn != nil || r.Segments != 3 {
+		t.Fatalf("a log read as its writer went on: %s torn=%+v segments=%d (the writer let on: %v)", describe(r), r.Torn, r.Segments, done)
+	}
+}
+
 // The reader saw the last record of segment 1 half written, a torn write
 // had the writer crashed there; the writer completed it, filled the
 // segment and went on in segment 2. That is no torn write followed by

@@ -340,7 +340,7 @@ func decodeStretch(segs []segRef, hdr header, st stretch, d *decoder) error {
 	off := st.off
 	for k := st.seg; k < len(segs) && seq <= st.last; k++ {
 		seg := &segs[k]
-		rc, err := seg.open()
+		rc, err := seg.openAt(off)
 		if err != nil {
 			return fmt.Errorf("read audit log: %w", err)
 		}
@@ -348,19 +348,7 @@ func decodeStretch(segs []segRef, hdr header, st stretch, d *decoder) error {
 		if seg.index == 0 {
 			version = hdr.version
 		}
-		r := io.Reader(rc)
-		if off > 0 {
-			if s, ok := rc.(io.Seeker); ok {
-				_, err = s.Seek(off, io.SeekStart)
-			} else {
-				_, err = io.CopyN(io.Discard, rc, off)
-			}
-			if err != nil {
-				rc.Close()
-				return fmt.Errorf("read audit log: %w", err)
-			}
-		}
-		fr.reset(r, off, seg.index > 0 || version == version2)
+		fr.reset(rc, off, seg.index > 0 || version == version2)
 		off = 0
 		for seq <= st.last {
 			f, err := fr.next()

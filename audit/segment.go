@@ -118,6 +118,24 @@ func (s *segRef) open() (io.ReadCloser, error) {
 	return f, nil
 }
 
+// openAt opens the segment to read it from offset off.
+func (s *segRef) openAt(off int64) (io.ReadCloser, error) {
+	rc, err := s.open()
+	if err != nil || off == 0 {
+		return rc, err
+	}
+	if sk, ok := rc.(io.Seeker); ok {
+		_, err = sk.Seek(off, io.SeekStart)
+	} else {
+		_, err = io.CopyN(io.Discard, rc, off)
+	}
+	if err != nil {
+		rc.Close()
+		return nil, err
+	}
+	return rc, nil
+}
+
 // logSegments lists the segments of the log at path, in order, from segment
 // first on. A gap in the numbering is an error naming the missing segment.
 func logSegments(path string, first int) ([]segRef, error) {
