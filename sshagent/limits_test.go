@@ -133,11 +133,17 @@ func TestAllBusyIsRefusedWithAFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
+	// A connection is busy while it is admitted too, and idle (and so
+	// pushed out by the next) between its admission and its first
+	// request: busy is seen busy with its request only once it has been
+	// idle after an answer.
+	listRaw(t, busy)
+	waitFor(t, "the first connection idle after its answer", func() bool { return limits.Total() == 1 && limits.Idle() == 1 })
 	var hdr [5]byte
 	binary.BigEndian.PutUint32(hdr[:], MaxMessage) // announces the largest request...
 	hdr[4] = 11                                    // ...and sends one byte of it
 	busy.Write(hdr[:])
-	waitFor(t, "the first connection busy", func() bool { return limits.Total() == 1 && limits.Idle() == 0 })
+	waitFor(t, "the first connection busy with its request", func() bool { return limits.Total() == 1 && limits.Idle() == 0 })
 	c, err := net.Dial("unix", ts.sock)
 	if err != nil {
 		t.Fatal(err)
