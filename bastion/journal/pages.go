@@ -75,7 +75,7 @@ type pageGraph struct {
 	data []byte   // the file
 	ps   uint64   // page size
 	hwm  uint64   // pages below the high water mark
-	seen []bool   // by page
+	seen pageSet  // the pages reached
 	free []uint64 // the pages the freelist says are free
 }
 
@@ -108,7 +108,7 @@ func (g *pageGraph) meta() (root uint64, err error) {
 	if g.ps < 512 || g.ps > 1<<16 || g.hwm > uint64(len(g.data))/g.ps {
 		return 0, fmt.Errorf("its meta page names %d pages of %d bytes, and the file holds %d bytes", g.hwm, g.ps, len(g.data))
 	}
-	g.seen = make([]bool, g.hwm)
+	g.seen = newPageSet(g.hwm)
 	return binary.LittleEndian.Uint64(best[16:]), g.freelist(binary.LittleEndian.Uint64(best[32:]))
 }
 
@@ -135,15 +135,15 @@ func (g *pageGraph) freelist(id uint64) error {
 		return fmt.Errorf("its freelist page %d is not one, or counts %d free pages in %d pages", id, n, overflow+1)
 	}
 	for i := id; i <= id+overflow; i++ {
-		g.seen[i] = true
+		g.seen.add(i)
 	}
-	listed := make([]bool, g.hwm)
+	listed := newPageSet(g.hwm)
 	for i := range n {
 		free := binary.LittleEndian.Uint64(p[off+8*i:])
-		if free < 2 || free >= g.hwm || listed[free] || g.seen[free] {
+		if free < 2 || free >= g.hwm || listed.has(free) || g.seen.has(free) {
 			return fmt.Errorf("its freelist lists page %d, a meta page, one out of the file's %d pages, one listed twice or its own", free, g.hwm)
 		}
-		listed[free] = true
+		listed.add(free)
 		g.free = append(g.free, free)
 	}
 	return nil
@@ -153,7 +153,7 @@ func (g *pageGraph) freelist(id uint64) error {
 // freelist says is free is one of theirs: bbolt would write over it.
 func (g *pageGraph) freeUnreached() error {
 	for _, id := range g.free {
-		if g.seen[id] {
+		if g.seen.has(id) {
 			return fmt.Errorf("page %d is in the page tree and in the freelist", id)
 		}
 	}
@@ -165,7 +165,7 @@ func (g *pageGraph) tree(id uint64, depth int) error {
 	if depth > maxTreeDepth {
 		return fmt.Errorf("its page tree is deeper than %d", maxTreeDepth)
 	}
-	if id < 2 || id >= g.hwm || g.seen[id] {
+	if id < 2 || id >= g.hwm || g.seen.has(id) {
 		return fmt.Errorf("page %d is reached twice, or is out of the tree (%d pages)", id, g.hwm)
 	}
 	overflow := uint64(binary.LittleEndian.Uint32(g.data[id*g.ps+12:]))
@@ -173,10 +173,10 @@ func (g *pageGraph) tree(id uint64, depth int) error {
 		return fmt.Errorf("page %d runs past the tree's end", id)
 	}
 	for i := id; i <= id+overflow; i++ {
-		if g.seen[i] {
+		if g.seen.has(i) {
 			return fmt.Errorf("page %d is reached twice", i)
 		}
-		g.seen[i] = true
+		g.seen.add(i)
 	}
 	p := g.data[id*g.ps : (id+overflow+1)*g.ps]
 	return g.page(id, p, depth)
