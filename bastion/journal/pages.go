@@ -49,7 +49,8 @@ func checkPageGraph(path string) (err error) {
 	if fi.Size() < boltPageHeader+64 || fi.Size() != int64(int(fi.Size())) {
 		return damaged(path, fmt.Errorf("a file of %d bytes", fi.Size()))
 	}
-	// Mapped, as bbolt maps it: the walk reads a few bytes of each page.
+	// Mapped, as bbolt maps it, and read through windows of it (see
+	// pageWindows): the walk reads a few bytes of each page.
 	data, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return fmt.Errorf("cannot check the command journal %s: %w", path, err)
@@ -57,7 +58,7 @@ func checkPageGraph(path string) (err error) {
 	defer unix.Munmap(data)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a file cut short meanwhile
 	defer recoverDamage(path, &err)
-	g := &pageGraph{data: data}
+	g := &pageGraph{data: data, pages: &pageWindows{f: f, data: data}}
 	root, err := g.meta()
 	if err == nil {
 		err = g.tree(root, 0)
@@ -72,11 +73,12 @@ func checkPageGraph(path string) (err error) {
 }
 
 type pageGraph struct {
-	data []byte   // the file
-	ps   uint64   // page size
-	hwm  uint64   // pages below the high water mark
-	seen pageSet  // the pages reached
-	free []uint64 // the pages the freelist says are free
+	data  []byte       // the file, mapped
+	pages *pageWindows // what the walk reads the pages through
+	ps    uint64       // page size
+	hwm   uint64       // pages below the high water mark
+	seen  pageSet      // the pages reached
+	free  []uint64     // the pages the freelist says are free
 }
 
 // meta reads the meta page bbolt would use, the valid one of the later
@@ -126,14 +128,18 @@ func (g *pageGraph) freelist(id uint64) error {
 	if id < 2 || id >= g.hwm {
 		return fmt.Errorf("its freelist page %d is out of the file's %d pages", id, g.hwm)
 	}
-	p := g.data[id*g.ps:]
-	n, off, overflow := uint64(binary.LittleEndian.Uint16(p[10:])), uint64(boltPageHeader), uint64(binary.LittleEndian.Uint32(p[12:]))
+	head, win := g.pages.span(int64(id*g.ps), int64(g.ps))
+	n, off, overflow := uint64(binary.LittleEndian.Uint16(head[10:])), uint64(boltPageHeader), uint64(binary.LittleEndian.Uint32(head[12:]))
 	if n == 0xffff { // the count is the first element
-		n, off = binary.LittleEndian.Uint64(p[boltPageHeader:]), boltPageHeader+8
+		n, off = binary.LittleEndian.Uint64(head[boltPageHeader:]), boltPageHeader+8
 	}
-	if binary.LittleEndian.Uint16(p[8:]) != boltFreelist || id+overflow >= g.hwm || n > ((overflow+1)*g.ps-off)/8 {
+	flags := binary.LittleEndian.Uint16(head[8:])
+	win.unpin()
+	if flags != boltFreelist || id+overflow >= g.hwm || n > ((overflow+1)*g.ps-off)/8 {
 		return fmt.Errorf("its freelist page %d is not one, or counts %d free pages in %d pages", id, n, overflow+1)
 	}
+	p, win := g.pages.span(int64(id*g.ps), int64((overflow+1)*g.ps))
+	defer win.unpin()
 	for i := id; i <= id+overflow; i++ {
 		g.seen.add(i)
 	}
@@ -168,7 +174,9 @@ func (g *pageGraph) tree(id uint64, depth int) error {
 	if id < 2 || id >= g.hwm || g.seen.has(id) {
 		return fmt.Errorf("page %d is reached twice, or is out of the tree (%d pages)", id, g.hwm)
 	}
-	overflow := uint64(binary.LittleEndian.Uint32(g.data[id*g.ps+12:]))
+	head, win := g.pages.span(int64(id*g.ps), boltPageHeader)
+	overflow := uint64(binary.LittleEndian.Uint32(head[12:]))
+	win.unpin()
 	if id+overflow >= g.hwm {
 		return fmt.Errorf("page %d runs past the tree's end", id)
 	}
@@ -178,7 +186,8 @@ func (g *pageGraph) tree(id uint64, depth int) error {
 		}
 		g.seen.add(i)
 	}
-	p := g.data[id*g.ps : (id+overflow+1)*g.ps]
+	p, win := g.pages.span(int64(id*g.ps), int64((overflow+1)*g.ps))
+	defer win.unpin()
 	return g.page(id, p, depth)
 }
 
