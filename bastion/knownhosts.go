@@ -1,6 +1,7 @@
 package bastion
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
@@ -12,6 +13,9 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	hostnames "github.com/postern/postern/internal/knownhosts"
+	"github.com/postern/postern/internal/smallfile"
 )
 
 // hostKeyCheck verifies the real host's key against known_hosts files:
@@ -21,9 +25,14 @@ import (
 func hostKeyCheck(files []string, t Target, onVerified func(ssh.PublicKey)) (ssh.HostKeyCallback, []string, error) {
 	var existing []string
 	for _, f := range files {
-		if _, err := os.Stat(f); err == nil {
-			existing = append(existing, f)
+		st, err := os.Stat(f)
+		if err != nil {
+			continue
 		}
+		if st.Size() > hostnames.MaxFile {
+			return nil, nil, fmt.Errorf("the known_hosts file %s is larger than %d MiB, far larger than a real one; not read", f, hostnames.MaxFile>>20)
+		}
+		existing = append(existing, f)
 	}
 	if len(existing) == 0 {
 		return nil, nil, fmt.Errorf("no known_hosts file to verify %s with (looked in %s); %s", t.Host, strings.Join(files, ", "), learnAdvice(t, files))
@@ -116,13 +125,15 @@ func shellWord(s string) string {
 func authorityLines(files []string) authorities {
 	lines := authorities{}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := smallfile.Read(f, hostnames.MaxFile)
 		if err != nil {
 			continue
 		}
-		for i, l := range strings.Split(string(b), "\n") {
-			if fields := strings.Fields(l); len(fields) > 0 && fields[0] == "@cert-authority" {
-				lines[fileLine{f, i + 1}] = true
+		i := 0
+		for l := range bytes.Lines(b) {
+			i++
+			if fields := bytes.Fields(l); len(fields) > 0 && string(fields[0]) == "@cert-authority" {
+				lines[fileLine{f, i}] = true
 			}
 		}
 	}
