@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -148,14 +149,24 @@ func (g *pageGraph) freelist(id uint64) error {
 		g.seen.add(i)
 	}
 	g.reached += overflow + 1
-	listed := newPageSet(g.hwm)
+	listsBad := func(id uint64) error {
+		return fmt.Errorf("its freelist lists page %d, a meta page, one out of the file's %d pages, one listed twice or its own", id, g.hwm)
+	}
 	for i := range n {
 		free := binary.LittleEndian.Uint64(p[off+8*i:])
-		if free < 2 || free >= g.hwm || listed.has(free) || g.seen.has(free) {
-			return fmt.Errorf("its freelist lists page %d, a meta page, one out of the file's %d pages, one listed twice or its own", free, g.hwm)
+		if free < 2 || free >= g.hwm || g.seen.has(free) {
+			return listsBad(free)
 		}
-		listed.add(free)
 		g.free = append(g.free, free)
+	}
+	// A page listed twice is found in the list sorted, not in a set of
+	// pages: the ids listed can be spread over every chunk of one, a
+	// chunk's 8 KiB for each 8 bytes of the file.
+	slices.Sort(g.free)
+	for i := 1; i < len(g.free); i++ {
+		if g.free[i] == g.free[i-1] {
+			return listsBad(g.free[i])
+		}
 	}
 	return nil
 }

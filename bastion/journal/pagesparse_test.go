@@ -78,3 +78,46 @@ func TestAPageNeitherInTheTreeNorFreeIsDamage(t *testing.T) {
 		t.Fatalf("a page past the tree and the freelist: %v, want damage", err)
 	}
 }
+
+// A freelist that lists pages spread over a huge sparse file, one in
+// each 65,536, costs the walk the memory of its list, not a set of the
+// pages listed: such a set keeps 8 KiB for each 65,536 pages it holds
+// one of, 32 MiB for 4,000 ids read from 32 KiB of the file.
+func TestAFreelistSpreadOverAHugeFileCostsNoMemory(t *testing.T) {
+	ps := os.Getpagesize()
+	b := goodJournal(t)
+	const ids = 4000
+	fl, pages := len(b)/ps, (boltPageHeader+8+8*ids+ps-1)/ps // a freelist after the file's pages
+	b = append(b, make([]byte, pages*ps)...)
+	p := b[fl*ps:]
+	binary.LittleEndian.PutUint16(p[8:], boltFreelist)
+	binary.LittleEndian.PutUint16(p[10:], 0xffff) // the count is the first element
+	binary.LittleEndian.PutUint32(p[12:], uint32(pages-1))
+	binary.LittleEndian.PutUint64(p[boltPageHeader:], ids)
+	for i := range ids {
+		binary.LittleEndian.PutUint64(p[boltPageHeader+8+8*i:], uint64(i+1)*pageChunk)
+	}
+	const size = 1 << 40
+	for off := 0; off <= ps; off += ps {
+		binary.LittleEndian.PutUint64(b[off+16+32:], uint64(fl))
+		binary.LittleEndian.PutUint64(b[off+16+40:], size/uint64(ps))
+	}
+	sealMeta(b, ps)
+	path := filepath.Join(t.TempDir(), "journal.db")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, size); err != nil {
+		t.Fatalf("making the file sparse: %v", err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err := checkPageGraph(path)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrDamaged) {
+		t.Errorf("a file whose meta pages name 1 TiB of pages, %d of them free: %v, want damage", ids, err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4<<20 {
+		t.Errorf("checking a freelist of %d pages spread over 1 TiB allocated %d MiB", ids, got>>20)
+	}
+}
