@@ -29,7 +29,12 @@ func hostKeyCheck(files []string, t Target, onVerified func(ssh.PublicKey)) (ssh
 		if err != nil {
 			continue
 		}
-		if st.Size() > hostnames.MaxFile {
+		switch {
+		case !st.Mode().IsRegular():
+			// A FIFO would hold the read, and the connection, until
+			// someone wrote to it.
+			return nil, nil, fmt.Errorf("the known_hosts file %s is not a regular file (%s); not read", f, st.Mode().Type())
+		case st.Size() > hostnames.MaxFile:
 			return nil, nil, fmt.Errorf("the known_hosts file %s is larger than %d MiB, far larger than a real one; not read", f, hostnames.MaxFile>>20)
 		}
 		existing = append(existing, f)

@@ -7,6 +7,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/postern/postern/internal/knownhosts"
 )
@@ -35,5 +38,29 @@ func TestAKnownHostsFileTooLargeIsRefused(t *testing.T) {
 	}
 	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
 		t.Errorf("refusing a known_hosts file of %d MiB allocated %d MiB", knownhosts.MaxFile>>20, got>>20)
+	}
+}
+
+// A known_hosts file that is not a regular file (a FIFO, which would
+// hold the bastion's read of it, and the connection, until someone wrote
+// to it) is refused with an error that names it.
+func TestAKnownHostsFIFOIsRefused(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "known_hosts")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := hostKeyCheck([]string{fifo}, Target{User: "deploy", Host: "prod.example", Port: 22}, nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), fifo) || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("a FIFO for known_hosts: %v, want an error that names it", err)
+		}
+	case <-time.After(10 * time.Second):
+		os.WriteFile(fifo, nil, 0o600) // lets the read end
+		t.Fatal("the bastion still reads a FIFO for known_hosts after 10 s")
 	}
 }
