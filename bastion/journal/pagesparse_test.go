@@ -10,19 +10,13 @@ import (
 	"testing"
 )
 
-// A journal file made sparse and huge, its meta pages naming every page
-// of it (a program of the user's can make one in a moment, with no disk
-// to spare), is damage, found at its open: the pages it names are
-// neither in its page tree nor free. Finding that costs memory for the
-// pages the tree reaches, not for the pages the file claims (a byte for
-// each page of a 16 TiB file would be 4 GiB, which a gateway that opens
-// its journal at start cannot be made to allocate, or die of), and no
-// visit of each page: bbolt's own check, which reports each such page,
-// went on for hours, and every change waited for it.
-func TestASparseHugeFileIsDamageFoundAtItsOpen(t *testing.T) {
+// sparseHuge writes the journal file b with its meta pages naming every
+// page of 1 TiB, and makes the file that size, sparse (on any file system
+// of the tests), as a program of the user's can; it returns its path.
+func sparseHuge(t *testing.T, b []byte) string {
+	t.Helper()
+	const size = 1 << 40
 	ps := os.Getpagesize()
-	b := goodJournal(t)
-	const size = 1 << 40 // 1 TiB, a sparse file on any file system of the tests
 	for off := 0; off <= ps; off += ps {
 		binary.LittleEndian.PutUint64(b[off+16+40:], size/uint64(ps))
 	}
@@ -34,6 +28,20 @@ func TestASparseHugeFileIsDamageFoundAtItsOpen(t *testing.T) {
 	if err := os.Truncate(path, size); err != nil {
 		t.Fatalf("making the file sparse: %v", err)
 	}
+	return path
+}
+
+// A journal file made sparse and huge, its meta pages naming every page
+// of it (a program of the user's can make one in a moment, with no disk
+// to spare), is damage, found at its open: the pages it names are
+// neither in its page tree nor free. Finding that costs memory for the
+// pages the tree reaches, not for the pages the file claims (a byte for
+// each page of a 16 TiB file would be 4 GiB, which a gateway that opens
+// its journal at start cannot be made to allocate, or die of), and no
+// visit of each page: bbolt's own check, which reports each such page,
+// went on for hours, and every change waited for it.
+func TestASparseHugeFileIsDamageFoundAtItsOpen(t *testing.T) {
+	path := sparseHuge(t, goodJournal(t))
 	for _, o := range []struct {
 		name string
 		open func() (*Journal, error)
@@ -97,19 +105,10 @@ func TestAFreelistSpreadOverAHugeFileCostsNoMemory(t *testing.T) {
 	for i := range ids {
 		binary.LittleEndian.PutUint64(p[boltPageHeader+8+8*i:], uint64(i+1)*pageChunk)
 	}
-	const size = 1 << 40
 	for off := 0; off <= ps; off += ps {
 		binary.LittleEndian.PutUint64(b[off+16+32:], uint64(fl))
-		binary.LittleEndian.PutUint64(b[off+16+40:], size/uint64(ps))
 	}
-	sealMeta(b, ps)
-	path := filepath.Join(t.TempDir(), "journal.db")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(path, size); err != nil {
-		t.Fatalf("making the file sparse: %v", err)
-	}
+	path := sparseHuge(t, b)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	err := checkPageGraph(path)
