@@ -186,9 +186,10 @@ fuzz:
 # (OpenSSH ssh-agent, direct ssh, the floor measured in the same run), and
 # internal/benchgoals prints each goal beside its anchor with PASS or
 # MISS. Machines are noisy: measure when the load is low (uptime). One
-# package's benchmarks run at a time (-p 1): go test runs two at once on
-# 2 cores, and the journal's open, measured beside the end-to-end
-# benchmarks, took 83.5 ms where alone it took 32-60.
+# package's benchmarks run at a time (-p 1): go test would run two at
+# once on 2 cores, and the figures of one (a decision, the journal's
+# open) would hold the other's load; the run takes as long either way,
+# the end-to-end benchmarks being most of it.
 BENCH_PKGS := ./internal/e2e/ ./approvals/ ./sshagent/ ./audit/ ./internal/procid/ ./bastion/journal/ ./gateway/api/
 
 bench:
