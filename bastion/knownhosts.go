@@ -5,8 +5,8 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,21 +23,22 @@ import (
 // do. It also returns the key algorithms known for the host, so that the
 // negotiation picks a key known_hosts can verify.
 func hostKeyCheck(files []string, t Target, onVerified func(ssh.PublicKey)) (ssh.HostKeyCallback, []string, error) {
+	// Each file is read once here, through smallfile (a FIFO would hold
+	// the read, and the connection, until someone wrote to it; a huge
+	// file would cost each connection its size), for its authority
+	// lines; x/crypto's knownhosts reads it again by its path.
 	var existing []string
+	read := map[string][]byte{}
 	for _, f := range files {
-		st, err := os.Stat(f)
-		if err != nil {
+		b, err := smallfile.Read(f, hostnames.MaxFile)
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		switch {
-		case !st.Mode().IsRegular():
-			// A FIFO would hold the read, and the connection, until
-			// someone wrote to it.
-			return nil, nil, fmt.Errorf("the known_hosts file %s is not a regular file (%s); not read", f, st.Mode().Type())
-		case st.Size() > hostnames.MaxFile:
-			return nil, nil, fmt.Errorf("the known_hosts file %s is larger than %d MiB, far larger than a real one; not read", f, hostnames.MaxFile>>20)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading known_hosts: %w", err)
 		}
 		existing = append(existing, f)
+		read[f] = b
 	}
 	if len(existing) == 0 {
 		return nil, nil, fmt.Errorf("no known_hosts file to verify %s with (looked in %s); %s", t.Host, strings.Join(files, ", "), learnAdvice(t, files))
@@ -47,7 +48,7 @@ func hostKeyCheck(files []string, t Target, onVerified func(ssh.PublicKey)) (ssh
 		return nil, nil, fmt.Errorf("reading known_hosts: %w", err)
 	}
 	hostport := t.Addr()
-	authorities := authorityLines(existing)
+	authorities := authorityLines(read)
 	// Ask the callback about a key no host has: the error lists the keys
 	// known for this host, and so their algorithms; an authority trusted
 	// for the host (its key's type says nothing of the host's) lets the
@@ -124,16 +125,13 @@ func shellWord(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// authorityLines returns the @cert-authority lines of known_hosts files,
-// as the knownhosts package names the keys it read (their file and line),
-// which it lists among a host's keys with nothing to tell them apart.
-func authorityLines(files []string) authorities {
+// authorityLines returns the @cert-authority lines of known_hosts files
+// (read, by path), as the knownhosts package names the keys it read
+// (their file and line), which it lists among a host's keys with nothing
+// to tell them apart.
+func authorityLines(read map[string][]byte) authorities {
 	lines := authorities{}
-	for _, f := range files {
-		b, err := smallfile.Read(f, hostnames.MaxFile)
-		if err != nil {
-			continue
-		}
+	for f, b := range read {
 		i := 0
 		for l := range bytes.Lines(b) {
 			i++
