@@ -9,8 +9,9 @@ import "os"
 // bbolt has appended to lie mostly in the order of the file. So the
 // walk reads the file in windows of windowSize bytes and keeps the last
 // few. Where the windows read hold too few of the pages the walk asks
-// for (a tree scattered over the file, by use or on purpose), the walk
-// goes on with the mapping, as it did before it had windows.
+// for (a tree scattered over the file, by use or on purpose), no more
+// are read while they have read more than twice the bytes they served:
+// the mapping serves what the windows held do not, as it did before.
 type pageWindows struct {
 	f    *os.File
 	data []byte // the file, mapped
@@ -19,7 +20,6 @@ type pageWindows struct {
 	// served from them.
 	read, used int64
 	tick       uint64
-	mapped     bool // the windows did not pay: the mapping serves
 }
 
 // A window is a copy of the file from off.
@@ -46,14 +46,12 @@ const (
 // found within the file, and the window that holds them (nil when the
 // mapping serves them), to unpin once it has read them.
 func (w *pageWindows) span(off, n int64) ([]byte, *window) {
-	if !w.mapped {
-		if win := w.window(off, n); win != nil {
-			win.pins++
-			w.tick++
-			win.last = w.tick
-			w.used += n
-			return win.b[off-win.off:][:n], win
-		}
+	if win := w.window(off, n); win != nil {
+		win.pins++
+		w.tick++
+		win.last = w.tick
+		w.used += n
+		return win.b[off-win.off:][:n], win
 	}
 	return w.data[off:][:n], nil
 }
@@ -68,9 +66,9 @@ func (w *pageWindows) window(off, n int64) *window {
 	}
 	start := off - off%windowSize
 	if off+n > start+windowSize || w.read > 2*w.used+keptWindows*windowSize {
-		// A span across windows is served by the mapping; so is all of
-		// the walk once the bytes read are more than twice those used.
-		w.mapped = w.read > 2*w.used+keptWindows*windowSize
+		// A span across windows is served by the mapping; so is every
+		// span outside the windows held while the bytes read are more
+		// than twice those used.
 		return nil
 	}
 	win := w.reuse()
