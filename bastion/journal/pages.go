@@ -77,13 +77,12 @@ func checkPageGraph(path string) (err error) {
 }
 
 type pageGraph struct {
-	data    []byte       // the file, mapped
-	pages   *pageWindows // what the walk reads the pages through
-	ps      uint64       // page size
-	hwm     uint64       // pages below the high water mark
-	seen    pageSet      // the pages reached
-	reached uint64       // how many
-	free    []uint64     // the pages the freelist says are free
+	data  []byte       // the file, mapped
+	pages *pageWindows // what the walk reads the pages through
+	ps    uint64       // page size
+	hwm   uint64       // pages below the high water mark
+	seen  pageSet      // the pages reached
+	free  []uint64     // the pages the freelist says are free
 }
 
 // meta reads the meta page bbolt would use, the valid one of the later
@@ -148,7 +147,6 @@ func (g *pageGraph) freelist(id uint64) error {
 	for i := id; i <= id+overflow; i++ {
 		g.seen.add(i)
 	}
-	g.reached += overflow + 1
 	listsBad := func(id uint64) error {
 		return fmt.Errorf("its freelist lists page %d, a meta page, one out of the file's %d pages, one listed twice or its own", id, g.hwm)
 	}
@@ -194,7 +192,7 @@ func (g *pageGraph) freeUnreached() error {
 // every page outside the tree as free when it opens the file to write,
 // in memory: it passes only when there is none.
 func (g *pageGraph) everyPageAccounted() error {
-	if n := g.hwm - 2 - g.reached - uint64(len(g.free)); n != 0 {
+	if n := g.hwm - 2 - g.seen.n - uint64(len(g.free)); n != 0 {
 		return fmt.Errorf("%d of its %d pages are neither in its page tree nor free", n, g.hwm)
 	}
 	return nil
@@ -220,7 +218,6 @@ func (g *pageGraph) tree(id uint64, depth int) error {
 		}
 		g.seen.add(i)
 	}
-	g.reached += overflow + 1
 	p, win := g.pages.span(int64(id*g.ps), int64((overflow+1)*g.ps))
 	defer win.unpin()
 	return g.page(id, p, depth)

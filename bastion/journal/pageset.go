@@ -5,7 +5,10 @@ package journal
 // follows the pages added, not the bound. The bound is the high water
 // mark a meta page names, which a file made sparse puts at billions of
 // pages without taking any disk.
-type pageSet struct{ chunks []*[pageChunk / 64]uint64 }
+type pageSet struct {
+	chunks []*[pageChunk / 64]uint64
+	n      uint64 // the pages in the set
+}
 
 // pageChunk is the pages of one chunk: 8 KiB of bits.
 const pageChunk = 1 << 16
@@ -21,11 +24,14 @@ func (s pageSet) has(id uint64) bool {
 	return c != nil && c[id%pageChunk/64]&(1<<(id%64)) != 0
 }
 
-func (s pageSet) add(id uint64) {
+func (s *pageSet) add(id uint64) {
 	c := s.chunks[id/pageChunk]
 	if c == nil {
 		c = new([pageChunk / 64]uint64)
 		s.chunks[id/pageChunk] = c
 	}
-	c[id%pageChunk/64] |= 1 << (id % 64)
+	if c[id%pageChunk/64]&(1<<(id%64)) == 0 {
+		c[id%pageChunk/64] |= 1 << (id % 64)
+		s.n++
+	}
 }
