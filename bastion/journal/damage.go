@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -52,6 +53,36 @@ func openError(path string, err error, readOnly bool) error {
 		return damaged(path, err)
 	}
 	return fmt.Errorf("cannot open the command journal: %w", err)
+}
+
+// refuseUnreadable reports as damage what stands at path, as os.Stat
+// found it (fi), when it cannot be a journal: no regular file (a named
+// pipe, whose open would wait for a writer, a directory, a device), or an
+// empty one (a journal cut to nothing: bbolt never leaves a file it made
+// empty, and a new journal in its place would drop every retry guard).
+func refuseUnreadable(path string, fi fs.FileInfo) error {
+	if !fi.Mode().IsRegular() {
+		return damaged(path, fmt.Errorf("it is not a regular file but %s", fileKind(fi.Mode())))
+	}
+	if fi.Size() == 0 {
+		return damaged(path, errors.New("the file is empty: it was truncated"))
+	}
+	return nil
+}
+
+// fileKind names the kind of a file that is not a regular one.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeDevice != 0, m&fs.ModeCharDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "a special file (" + m.Type().String() + ")"
 }
 
 func damaged(path string, err error) error {

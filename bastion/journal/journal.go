@@ -114,14 +114,13 @@ func open(path, instance string, o options) (*Journal, error) {
 		return nil, fmt.Errorf("cannot create the command journal's directory: %w", err)
 	}
 
-	// An existing file is checked read-only first, so that a damaged one is
-	// reported without a single byte written to it. An empty one is a
-	// journal cut to nothing (bbolt never leaves a file it made empty): a
-	// new journal in its place would drop every retry guard.
+	// An existing file is checked read-only first, so that a damaged one
+	// (or one that is no journal file at all) is reported without a single
+	// byte written to it.
 	checkLater := false
 	if fi, err := os.Stat(path); err == nil {
-		if fi.Size() == 0 {
-			return nil, damaged(path, errors.New("the file is empty: it was truncated"))
+		if err := refuseUnreadable(path, fi); err != nil {
+			return nil, err
 		}
 		if checkLater, err = checkFile(path, o.timeout); err != nil {
 			return nil, err
@@ -190,11 +189,11 @@ func openReadOnlyAfter(path string, timeout time.Duration, walked *fileStamp) (*
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w (%s)", ErrNoJournal, path)
 	}
-	if err == nil && fi.Size() == 0 {
-		return nil, damaged(path, errors.New("the file is empty: it was truncated"))
-	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the command journal: %w", err)
+	}
+	if err := refuseUnreadable(path, fi); err != nil {
+		return nil, err
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout})
 	if err != nil {
