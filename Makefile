@@ -35,8 +35,17 @@ MAN5 := $(wildcard man/*.5)
 
 all: build
 
+# On Linux postern is built as one static program (CGO_ENABLED=0; the
+# end-to-end tests build it so too): nothing of the C library is loaded
+# into the process that holds the keys (LD_PRELOAD and LD_LIBRARY_PATH
+# included), and its idle resident memory is 3 MiB smaller. Go's own
+# resolver then looks up the bastion's host names (/etc/hosts and DNS),
+# and Go's own code the landlock rules of every thread (psx). macOS needs
+# cgo for the Keychain.
+STATIC := $(if $(filter linux,$(shell $(GO) env GOOS)),CGO_ENABLED=0)
+
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/postern ./cmd/postern
+	$(STATIC) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/postern ./cmd/postern
 
 # make test runs every test once, in two lanes: the end-to-end tests in
 # one, and in the other the race detector's run, OpenSSH's two suites

@@ -47,14 +47,17 @@ func TestMain(m *testing.M) {
 	os.Chmod(dir, 0o755)
 	posternBin = filepath.Join(dir, "postern")
 	// Built as make build builds it, so that what the benchmarks measure
-	// is what people run.
+	// is what people run: one static program (TestOneStaticProgram).
 	args := []string{"build", "-trimpath", "-o", posternBin}
+	cgo := "CGO_ENABLED=0"
 	if os.Getenv("POSTERN_E2E_RACE") != "" {
 		// The race detector in the gateway itself: go test can only
-		// instrument the test binary.
+		// instrument the test binary. It needs cgo.
 		args = append(args, "-race")
+		cgo = "CGO_ENABLED=1"
 	}
 	build := exec.Command("go", append(args, "github.com/postern/postern/cmd/postern")...)
+	build.Env = append(os.Environ(), cgo)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building postern:", err)
