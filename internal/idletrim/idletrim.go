@@ -72,14 +72,22 @@ func (t *Trimmer) Stop() {
 // program that has just finished a burst of work it knows of, such as
 // starting.
 func (t *Trimmer) Trim() {
-	debug.FreeOSMemory()
 	t.mu.Lock()
-	t.trims++
-	t.trimmed = t.read()[0]
-	t.mu.Unlock()
+	defer t.mu.Unlock()
+	t.trimLocked()
 }
 
-// Trims returns how many times t trimmed.
+// trimLocked trims, t.mu held throughout: Trims, asked while a trim is
+// under way, waits for it and counts it. (The trim's collection runs
+// collected, which waits for t.mu in the cleanups' goroutine.)
+func (t *Trimmer) trimLocked() {
+	debug.FreeOSMemory()
+	t.trims++
+	t.trimmed = t.read()[0]
+}
+
+// Trims returns how many times t trimmed, a trim under way included once
+// it is over.
 func (t *Trimmer) Trims() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -145,12 +153,10 @@ func (t *Trimmer) look() {
 	// nothing new worth giving back: what is free then is what the trim
 	// could not return, and trimming again would collect for nothing,
 	// after every collection, the trim's own included.
-	worth := v[0]-t.trimmed >= t.min
-	t.mu.Unlock()
-	if !worth {
-		return
+	if v[0]-t.trimmed >= t.min {
+		// Its collection runs collected again, which finds the little
+		// it allocated not worth another trim.
+		t.trimLocked()
 	}
-	// Its collection runs collected again, which finds the little it
-	// allocated not worth another trim.
-	t.Trim()
+	t.mu.Unlock()
 }
