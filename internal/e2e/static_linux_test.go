@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"debug/elf"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -34,5 +36,52 @@ func TestOneStaticProgram(t *testing.T) {
 		if libs, err := f.ImportedLibraries(); err != nil || len(libs) != 0 {
 			t.Errorf("%s needs shared libraries %q (%v)", bin, libs, err)
 		}
+	}
+}
+
+// A run with the user's uid can name a library in LD_PRELOAD for the
+// gateway's next start (systemctl --user set-environment, a shell's
+// startup file): into a dynamically linked gateway the loader would put
+// the run's code before postern's first instruction, before the process
+// makes itself non-dumpable, and it would read the keys. The library
+// here writes its process's pid to a file when loaded: a dynamically
+// linked program started with it writes there (the test's own check that
+// the library works), the gateway, holding a key and signing with it, does
+// not.
+func TestLDPreloadReachesNoGateway(t *testing.T) {
+	need(t, "gcc", "ssh-add", "ssh-keygen", "env")
+	e := newEnv(t)
+	marker := e.Path("preloaded")
+	src := e.WriteFile("preload.c", `#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+__attribute__((constructor)) static void loaded(void) {
+	char line[32];
+	int fd = open(MARKER, O_WRONLY | O_CREAT | O_APPEND, 0600);
+	if (fd < 0) return;
+	snprintf(line, sizeof line, "%d\n", (int)getpid());
+	write(fd, line, strlen(line));
+	close(fd);
+}
+`, 0o600)
+	lib := e.Path("preload.so")
+	e.MustRun("gcc", "-shared", "-fPIC", fmt.Sprintf("-DMARKER=%q", marker), "-o", lib, src)
+	e.MustRun("env", "LD_PRELOAD="+lib, "true")
+	if b, err := os.ReadFile(marker); err != nil || len(b) == 0 {
+		t.Fatalf("the library wrote nothing when preloaded into env(1): %v", err)
+	}
+	os.Remove(marker)
+
+	e.Config("approval = \"none\"\n")
+	e.Setenv("LD_PRELOAD", lib)
+	gw := e.StartAgent()
+	e.Unsetenv("LD_PRELOAD")
+	key := e.Keygen("k", "ed25519", 0, "")
+	e.AddKey(key)
+	msg := e.WriteFile("msg", "signed by a gateway started with LD_PRELOAD\n", 0o600)
+	e.MustRun("ssh-keygen", "-Y", "sign", "-n", "file", "-f", key+".pub", msg)
+	if b, err := os.ReadFile(marker); err == nil && strings.Contains("\n"+string(b), fmt.Sprintf("\n%d\n", gw.PID())) {
+		t.Fatalf("the preloaded library ran in the gateway (pid %d): %q", gw.PID(), b)
 	}
 }
