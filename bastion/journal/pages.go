@@ -59,7 +59,7 @@ func checkPageGraph(path string) (err error) {
 	defer unix.Munmap(data)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a file cut short meanwhile
 	defer recoverDamage(path, &err)
-	g := &pageGraph{data: data, pages: &pageWindows{f: f, data: data}}
+	g := &pageGraph{pages: &pageWindows{f: f, data: data}}
 	root, err := g.meta()
 	if err == nil {
 		err = g.tree(root, 0)
@@ -77,8 +77,7 @@ func checkPageGraph(path string) (err error) {
 }
 
 type pageGraph struct {
-	data  []byte       // the file, mapped
-	pages *pageWindows // what the walk reads the pages through
+	pages *pageWindows // what the walk reads the pages through, the mapped file among them
 	ps    uint64       // page size
 	hwm   uint64       // pages below the high water mark
 	seen  pageSet      // the pages reached
@@ -88,11 +87,12 @@ type pageGraph struct {
 // meta reads the meta page bbolt would use, the valid one of the later
 // transaction, and returns its root bucket's page.
 func (g *pageGraph) meta() (root uint64, err error) {
+	data := g.pages.data
 	read := func(off uint64) []byte {
-		if off+boltPageHeader+64 > uint64(len(g.data)) {
+		if off+boltPageHeader+64 > uint64(len(data)) {
 			return nil
 		}
-		m := g.data[off+boltPageHeader:][:64]
+		m := data[off+boltPageHeader:][:64]
 		h := fnv.New64a()
 		h.Write(m[:56])
 		if binary.LittleEndian.Uint32(m) != boltMagic || binary.LittleEndian.Uint32(m[4:]) != boltVersion || binary.LittleEndian.Uint64(m[56:]) != h.Sum64() {
@@ -111,8 +111,8 @@ func (g *pageGraph) meta() (root uint64, err error) {
 		return 0, errors.New("no valid meta page")
 	}
 	g.ps, g.hwm = uint64(binary.LittleEndian.Uint32(best[8:])), binary.LittleEndian.Uint64(best[40:])
-	if g.ps < 512 || g.ps > 1<<16 || g.hwm > uint64(len(g.data))/g.ps {
-		return 0, fmt.Errorf("its meta page names %d pages of %d bytes, and the file holds %d bytes", g.hwm, g.ps, len(g.data))
+	if g.ps < 512 || g.ps > 1<<16 || g.hwm > uint64(len(data))/g.ps {
+		return 0, fmt.Errorf("its meta page names %d pages of %d bytes, and the file holds %d bytes", g.hwm, g.ps, len(data))
 	}
 	g.seen = newPageSet(g.hwm)
 	return binary.LittleEndian.Uint64(best[16:]), g.freelist(binary.LittleEndian.Uint64(best[32:]))
