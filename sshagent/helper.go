@@ -134,10 +134,13 @@ func startHelper(path string, args ...string) (*helperProc, error) {
 }
 
 // helperEnv passes the helper what provider libraries read (a token's
-// configuration) and nothing of the gateway's secrets.
+// configuration), nothing of the gateway's secrets, and nothing that
+// tells the helper's loader to load more (LD_PRELOAD, LD_LIBRARY_PATH):
+// the helper sees the token's PIN, and the only library loaded into it
+// beyond its own is the provider -P allowed.
 func helperEnv() []string {
 	var env []string
-	for _, k := range []string{"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "SOFTHSM2_CONF", "SSH_SK_PROVIDER", "LD_LIBRARY_PATH"} {
+	for _, k := range []string{"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "SOFTHSM2_CONF", "SSH_SK_PROVIDER"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}

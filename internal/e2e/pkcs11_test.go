@@ -46,6 +46,19 @@ func softToken(t *testing.T, e *Env, pin string) []string {
 	return pubs
 }
 
+// tokenNoCards makes the token of softToken, an askpass that answers
+// ssh-add's question for its PIN, and a configuration that asks no card:
+// for tests of the token's keys and helper, not of approvals.
+func tokenNoCards(t *testing.T, e *Env) []string {
+	t.Helper()
+	const pin = "1234"
+	keys := softToken(t, e, pin)
+	e.Setenv("SSH_ASKPASS", e.WriteFile("askpass", "#!/bin/sh\necho "+pin+"\n", 0o755))
+	e.Setenv("SSH_ASKPASS_REQUIRE", "force")
+	e.Config(`approval = "none"`)
+	return keys
+}
+
 func TestPKCS11ThroughACard(t *testing.T) {
 	mostlyWaits(t)
 	need(t, "ssh-add", "ssh-keygen", "ssh", "sshd")
@@ -134,11 +147,7 @@ echo %s
 func TestPKCS11AsOpenSSH10(t *testing.T) {
 	addTool := filepath.Join(filepath.Dir(openSSH10(t).SSH), "ssh-add")
 	e := newEnv(t)
-	const pin = "1234"
-	keys := softToken(t, e, pin)
-	e.Setenv("SSH_ASKPASS", e.WriteFile("askpass", "#!/bin/sh\necho "+pin+"\n", 0o755))
-	e.Setenv("SSH_ASKPASS_REQUIRE", "force")
-	e.Config(`approval = "none"`)
+	keys := tokenNoCards(t, e)
 	a := e.StartAgent()
 	add := func(args ...string) Result { return e.Run(addTool, args...) }
 	listed := func() string { return add("-L").Stdout }

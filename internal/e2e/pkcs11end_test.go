@@ -14,11 +14,7 @@ import (
 func TestPKCS11HelperEndsWithTheTokensKeys(t *testing.T) {
 	need(t, "ssh-add")
 	e := newEnv(t)
-	const pin = "1234"
-	softToken(t, e, pin)
-	e.Setenv("SSH_ASKPASS", e.WriteFile("askpass", "#!/bin/sh\necho "+pin+"\n", 0o755))
-	e.Setenv("SSH_ASKPASS_REQUIRE", "force")
-	e.Config(`approval = "none"`)
+	tokenNoCards(t, e)
 	a := e.StartAgent()
 	helpers := func() int { return len(childrenNamed(a.cmd.Process.Pid, "ssh-pkcs11-help")) }
 	e.MustRun("ssh-add", "-s", softhsm)

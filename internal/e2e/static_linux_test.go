@@ -49,9 +49,29 @@ func TestOneStaticProgram(t *testing.T) {
 // the library works), the gateway, holding a key and signing with it, does
 // not.
 func TestLDPreloadReachesNoGateway(t *testing.T) {
-	need(t, "gcc", "ssh-add", "ssh-keygen", "env")
+	need(t, "ssh-add", "ssh-keygen")
 	e := newEnv(t)
-	marker := e.Path("preloaded")
+	lib, marker := preloadLib(t, e)
+	e.Config("approval = \"none\"\n")
+	e.Setenv("LD_PRELOAD", lib)
+	gw := e.StartAgent()
+	e.Unsetenv("LD_PRELOAD")
+	key := e.Keygen("k", "ed25519", 0, "")
+	e.AddKey(key)
+	msg := e.WriteFile("msg", "signed by a gateway started with LD_PRELOAD\n", 0o600)
+	e.MustRun("ssh-keygen", "-Y", "sign", "-n", "file", "-f", key+".pub", msg)
+	if loadedInto(marker, gw.PID()) {
+		t.Fatalf("the preloaded library ran in the gateway (pid %d)", gw.PID())
+	}
+}
+
+// preloadLib builds a library that, loaded into a process, appends the
+// process's pid to the file marker, and checks that it does so in
+// env(1) started with it in LD_PRELOAD.
+func preloadLib(t *testing.T, e *Env) (lib, marker string) {
+	t.Helper()
+	need(t, "gcc", "env")
+	marker = e.Path("preloaded")
 	src := e.WriteFile("preload.c", `#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -65,23 +85,18 @@ __attribute__((constructor)) static void loaded(void) {
 	close(fd);
 }
 `, 0o600)
-	lib := e.Path("preload.so")
+	lib = e.Path("preload.so")
 	e.MustRun("gcc", "-shared", "-fPIC", fmt.Sprintf("-DMARKER=%q", marker), "-o", lib, src)
 	e.MustRun("env", "LD_PRELOAD="+lib, "true")
 	if b, err := os.ReadFile(marker); err != nil || len(b) == 0 {
 		t.Fatalf("the library wrote nothing when preloaded into env(1): %v", err)
 	}
 	os.Remove(marker)
+	return lib, marker
+}
 
-	e.Config("approval = \"none\"\n")
-	e.Setenv("LD_PRELOAD", lib)
-	gw := e.StartAgent()
-	e.Unsetenv("LD_PRELOAD")
-	key := e.Keygen("k", "ed25519", 0, "")
-	e.AddKey(key)
-	msg := e.WriteFile("msg", "signed by a gateway started with LD_PRELOAD\n", 0o600)
-	e.MustRun("ssh-keygen", "-Y", "sign", "-n", "file", "-f", key+".pub", msg)
-	if b, err := os.ReadFile(marker); err == nil && strings.Contains("\n"+string(b), fmt.Sprintf("\n%d\n", gw.PID())) {
-		t.Fatalf("the preloaded library ran in the gateway (pid %d): %q", gw.PID(), b)
-	}
+// loadedInto reports whether the library from preloadLib ran in pid.
+func loadedInto(marker string, pid int) bool {
+	b, err := os.ReadFile(marker)
+	return err == nil && strings.Contains("\n"+string(b), fmt.Sprintf("\n%d\n", pid))
 }
