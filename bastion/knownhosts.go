@@ -23,12 +23,12 @@ import (
 // do. It also returns the key algorithms known for the host, so that the
 // negotiation picks a key known_hosts can verify.
 func hostKeyCheck(files []string, t Target, onVerified func(ssh.PublicKey)) (ssh.HostKeyCallback, []string, error) {
-	// Each file is read once here, through smallfile (a FIFO would hold
-	// the read, and the connection, until someone wrote to it; a huge
-	// file would cost each connection its size), for its authority
-	// lines; x/crypto's knownhosts reads it again by its path.
+	// Each file is read once, through smallfile (a FIFO would hold the
+	// read, and the connection, until someone wrote to it; a huge file
+	// would cost each connection its size), and what was read is what
+	// is checked, for its hosts' keys and its authority lines.
 	var existing []string
-	read := map[string][]byte{}
+	var contents [][]byte
 	for _, f := range files {
 		b, err := smallfile.Read(f, hostnames.MaxFile)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -38,17 +38,18 @@ func hostKeyCheck(files []string, t Target, onVerified func(ssh.PublicKey)) (ssh
 			return nil, nil, fmt.Errorf("reading known_hosts: %w", err)
 		}
 		existing = append(existing, f)
-		read[f] = b
+		contents = append(contents, b)
 	}
 	if len(existing) == 0 {
 		return nil, nil, fmt.Errorf("no known_hosts file to verify %s with (looked in %s); %s", t.Host, strings.Join(files, ", "), learnAdvice(t, files))
 	}
-	kh, err := knownhosts.New(existing...)
+	parsed, err := parseKnownHosts(existing, contents)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading known_hosts: %w", err)
+		return nil, nil, err
 	}
+	kh := parsed.check
 	hostport := t.Addr()
-	authorities := authorityLines(read)
+	authorities := authorityLines(parsed.names, contents)
 	// Ask the callback about a key no host has: the error lists the keys
 	// known for this host, and so their algorithms; an authority trusted
 	// for the host (its key's type says nothing of the host's) lets the
@@ -81,7 +82,7 @@ func hostKeyCheck(files []string, t Target, onVerified func(ssh.PublicKey)) (ssh
 		case errors.As(err, &ke):
 			file := existing[0]
 			if i := slices.IndexFunc(ke.Want, func(k knownhosts.KnownKey) bool { return !authorities.hold(k) }); i >= 0 {
-				file = ke.Want[i].Filename
+				file = parsed.path(ke.Want[i].Filename)
 			}
 			return fmt.Errorf("WARNING: the host key of %s changed (now %s); this may be a man-in-the-middle attack; refusing. If the change is expected, fix known_hosts (ssh-keygen -f %s -R %s)", t.Host, ssh.FingerprintSHA256(key), shellWord(file), shellWord(knownhosts.Normalize(hostport)))
 		}
@@ -126,17 +127,17 @@ func shellWord(s string) string {
 }
 
 // authorityLines returns the @cert-authority lines of known_hosts files
-// (read, by path), as the knownhosts package names the keys it read
-// (their file and line), which it lists among a host's keys with nothing
-// to tell them apart.
-func authorityLines(read map[string][]byte) authorities {
+// (contents, the files knownhosts calls names), as the knownhosts package
+// names the keys it read (their file and line), which it lists among a
+// host's keys with nothing to tell them apart.
+func authorityLines(names []string, contents [][]byte) authorities {
 	lines := authorities{}
-	for f, b := range read {
+	for n, b := range contents {
 		i := 0
 		for l := range bytes.Lines(b) {
 			i++
 			if fields := bytes.Fields(l); len(fields) > 0 && string(fields[0]) == "@cert-authority" {
-				lines[fileLine{f, i}] = true
+				lines[fileLine{names[n], i}] = true
 			}
 		}
 	}
