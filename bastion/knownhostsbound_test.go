@@ -13,6 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/postern/postern/internal/knownhosts"
+	"github.com/postern/postern/internal/smallfile"
+	"github.com/postern/postern/internal/swaptest"
 )
 
 // A known_hosts file larger than any real one (a program of the user's
@@ -70,75 +72,16 @@ func TestAKnownHostsFIFOIsRefused(t *testing.T) {
 // bastion reads it: a FIFO put there after the file was read and found
 // regular would hold a second read of it, and the connection, for ever.
 // Each file is opened once, and what was read there is what is checked.
-// Here the path is swapped between a regular file and a FIFO as fast as
-// the test can while the bastion reads it a few thousand times: each
-// read ends, with the host's keys or a refusal of the FIFO.
 func TestAKnownHostsFileSwappedForAFIFOHoldsNothing(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "known_hosts")
+	path := filepath.Join(t.TempDir(), "known_hosts")
 	line := []byte("prod.example ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB1cqUP8dKPtmUKvePxIUgW0Bn0yIPb7M6MJiNiaMLv+\n")
-	if err := os.WriteFile(path, line, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	swapped := make(chan int)
-	go func() {
-		n := 0
-		defer func() { swapped <- n }()
-		tmp := filepath.Join(dir, "next")
-		for ; ; n++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if n%2 == 0 {
-				if err := unix.Mkfifo(tmp, 0o600); err != nil {
-					t.Error(err)
-					return
-				}
-			} else if err := os.WriteFile(tmp, line, 0o600); err != nil {
-				t.Error(err)
-				return
-			}
-			if err := os.Rename(tmp, path); err != nil {
-				t.Error(err)
-				return
-			}
+	swaptest.Race(t, path, line, time.Second, func() error {
+		_, algos, err := hostKeyCheck([]string{path}, Target{User: "deploy", Host: "prod.example", Port: 22}, nil)
+		if err == nil && len(algos) == 0 {
+			err = errors.New("no key algorithm for the host")
 		}
-	}()
-	var read, refused int
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) {
-		done := make(chan error, 1)
-		go func() {
-			_, algos, err := hostKeyCheck([]string{path}, Target{User: "deploy", Host: "prod.example", Port: 22}, nil)
-			if err == nil && len(algos) == 0 {
-				err = errors.New("no key algorithm for the host")
-			}
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			switch {
-			case err == nil:
-				read++
-			case strings.Contains(err.Error(), "not a regular file"):
-				refused++
-			default:
-				t.Fatalf("reading a known_hosts file being swapped: %v", err)
-			}
-		case <-time.After(5 * time.Second):
-			close(stop)
-			t.Fatalf("the bastion still reads a known_hosts file swapped for a FIFO after 5 s (%d reads before)", read+refused)
-		}
-	}
-	close(stop)
-	n := <-swapped
-	t.Logf("%d reads, %d of them refused, while the file was swapped %d times", read+refused, refused, n)
-	if read == 0 || refused == 0 {
-		t.Errorf("%d reads found the file and %d the FIFO: the swap did not reach the reads", read, refused)
-	}
+		return err
+	}, func(err error) bool { return errors.Is(err, smallfile.ErrNotRegular) })
 }
 
 // A known_hosts line knownhosts cannot read is an error that names the
