@@ -62,12 +62,18 @@ func openError(path string, err error, readOnly bool) error {
 // empty, and a new journal in its place would drop every retry guard).
 func refuseUnreadable(path string, fi fs.FileInfo) error {
 	if !fi.Mode().IsRegular() {
-		return damaged(path, fmt.Errorf("it is not a regular file but %s", fileKind(fi.Mode())))
+		return notAFile(path, fi.Mode())
 	}
 	if fi.Size() == 0 {
 		return damaged(path, errors.New("the file is empty: it was truncated"))
 	}
 	return nil
+}
+
+// notAFile is the damage of a path that holds a file of mode m, no
+// regular file.
+func notAFile(path string, m fs.FileMode) error {
+	return damaged(path, fmt.Errorf("it is not a regular file but %s", fileKind(m)))
 }
 
 // fileKind names the kind of a file that is not a regular one.
@@ -109,12 +115,12 @@ func checkFile(path string, timeout time.Duration) (later bool, err error) {
 	defer recoverDamage(path, &err)
 	// The freelist is not read with the file: bbolt makes room for as
 	// many free pages as it counts, which checkPageGraph checks first.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout})
+	db, f, err := openBolt(path, bolt.Options{ReadOnly: true, Timeout: timeout})
 	if err != nil {
 		return false, openError(path, err, false)
 	}
 	defer db.Close()
-	if err := checkPageGraph(path); err != nil {
+	if err := checkPageGraph(f, path); err != nil {
 		return false, err
 	}
 	j := &Journal{db: db, path: path, readOnly: true}

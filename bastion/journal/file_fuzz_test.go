@@ -159,7 +159,7 @@ func FuzzPageGraph(f *testing.F) {
 			return
 		}
 		defer db.Close()
-		if checkPageGraph(path) != nil {
+		if walkPages(path) != nil {
 			return
 		}
 		done := make(chan struct{})

@@ -127,12 +127,12 @@ func open(path, instance string, o options) (*Journal, error) {
 		}
 	}
 
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.timeout})
+	db, f, err := openBolt(path, bolt.Options{Timeout: o.timeout})
 	if err != nil {
 		return nil, openError(path, err, false)
 	}
-	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		if err := os.Chmod(path, 0o600); err != nil {
+	if fi, err := f.Stat(); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		if err := f.Chmod(0o600); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("cannot make the command journal %s private: %w", path, err)
 		}
@@ -195,19 +195,19 @@ func openReadOnlyAfter(path string, timeout time.Duration, walked *fileStamp) (*
 	if err := refuseUnreadable(path, fi); err != nil {
 		return nil, err
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout})
+	db, f, err := openBolt(path, bolt.Options{ReadOnly: true, Timeout: timeout})
 	if err != nil {
 		return nil, openError(path, err, true)
 	}
 	// The lock bbolt took keeps a writer out from here on: a stamp read
 	// now is that of the file read.
-	stamp, err := stampOf(path)
+	stamp, err := stampOf(f)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("cannot open the command journal: %w", err)
 	}
 	if walked == nil || *walked != stamp {
-		if err := checkPageGraph(path); err != nil {
+		if err := checkPageGraph(f, path); err != nil {
 			db.Close()
 			return nil, err
 		}

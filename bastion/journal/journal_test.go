@@ -38,6 +38,16 @@ func newEntry(cmd string) *Entry {
 	}
 }
 
+// walkPages is checkPageGraph on the file at path.
+func walkPages(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return checkPageGraph(f, path)
+}
+
 func mustStart(t testing.TB, j *Journal, e *Entry) *Entry {
 	t.Helper()
 	if err := j.Start(e); err != nil {

@@ -42,7 +42,7 @@ func TestFreelistListingAPageInUseIsDamage(t *testing.T) {
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := checkPageGraph(path); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := walkPages(path); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("a freelist listing %s: %v, want damage (%q)", c.name, err, c.want)
 		}
 	}

@@ -29,20 +29,16 @@ const (
 	maxTreeDepth     = 256  // far deeper than a real journal's trees
 )
 
-// checkPageGraph walks the page tree of the bbolt file at path, its
-// nested buckets' trees included, reading only page headers, branch
-// elements and bucket values, and refuses one bbolt would not survive
-// reading: a page reached twice (a cycle, on which bbolt recurses until
-// the process dies of a stack overflow), out of the file, deeper than
-// maxTreeDepth, or of another type than a tree page. The caller holds
-// bbolt's lock on the file, so no commit changes it meanwhile.
-func checkPageGraph(path string) (err error) {
+// checkPageGraph walks the page tree of the bbolt file f (the one bbolt
+// opened at path: see openBolt), its nested buckets' trees included,
+// reading only page headers, branch elements and bucket values, and
+// refuses one bbolt would not survive reading: a page reached twice (a
+// cycle, on which bbolt recurses until the process dies of a stack
+// overflow), out of the file, deeper than maxTreeDepth, or of another
+// type than a tree page. The caller holds bbolt's lock on the file, so
+// no commit changes it meanwhile.
+func checkPageGraph(f *os.File, path string) (err error) {
 	pageGraphWalks.Add(1)
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("cannot check the command journal %s: %w", path, err)
-	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("cannot check the command journal %s: %w", path, err)
@@ -295,9 +291,9 @@ type fileStamp struct {
 	mtimeNs, ctimeNs int64
 }
 
-func stampOf(path string) (fileStamp, error) {
+func stampOf(f *os.File) (fileStamp, error) {
 	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return fileStamp{}, err
 	}
 	return fileStamp{dev: uint64(st.Dev), ino: st.Ino, size: uint64(st.Size), mtimeNs: st.Mtim.Nano(), ctimeNs: st.Ctim.Nano()}, nil

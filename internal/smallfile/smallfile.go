@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -23,23 +24,43 @@ import (
 var ErrTooLarge = errors.New("larger than allowed")
 
 // ErrNotRegular is returned for a path that holds no regular file (a
-// FIFO, a device, a directory, or a link to one).
+// FIFO, a device, a directory, or a link to one), as a *NotRegularError.
 var ErrNotRegular = errors.New("not a regular file")
+
+// A NotRegularError is what was opened at Path when it was no regular
+// file. It is ErrNotRegular to errors.Is.
+type NotRegularError struct {
+	Path string
+	Mode fs.FileMode
+}
+
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("%s: %v (%s)", e.Path, ErrNotRegular, e.Mode.Type())
+}
+
+func (e *NotRegularError) Is(target error) bool { return target == ErrNotRegular }
 
 // Open opens the regular file at path for reading, for a reader that
 // reads only part of it. A missing file is an error satisfying
 // errors.Is(err, fs.ErrNotExist), as with os.Open.
 func Open(path string) (*os.File, os.FileInfo, error) {
-	// O_NONBLOCK: opening a FIFO without a writer does not wait. What is
-	// opened is then looked at, not what a stat of the path found
-	// before: the path may have changed in between.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	return OpenFile(path, os.O_RDONLY, 0)
+}
+
+// OpenFile is Open with os.OpenFile's flag and perm, for a file to be
+// written or created too.
+func OpenFile(path string, flag int, perm os.FileMode) (*os.File, os.FileInfo, error) {
+	// O_NONBLOCK: opening a FIFO without a writer (or, for writing,
+	// without a reader) does not wait; it changes nothing for a regular
+	// file. What is opened is then looked at, not what a stat of the
+	// path found before: the path may have changed in between.
+	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK|syscall.O_CLOEXEC, perm)
 	if err != nil {
 		return nil, nil, err
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, fi.Mode().Type())
+		err = &NotRegularError{Path: path, Mode: fi.Mode()}
 	}
 	if err != nil {
 		f.Close()

@@ -61,3 +61,27 @@ func TestRead(t *testing.T) {
 	}
 	f.Close()
 }
+
+// OpenFile, for a file to be written (bbolt's), creates a missing file,
+// and refuses a FIFO opened for reading and writing (which no writer
+// holds back) with what it is.
+func TestOpenFile(t *testing.T) {
+	dir := t.TempDir()
+	f, fi, err := OpenFile(filepath.Join(dir, "new"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("creating a file: %v, %v", fi, err)
+	}
+	if _, err := f.Write([]byte("x")); err != nil {
+		t.Fatalf("writing the file opened: %v", err)
+	}
+	f.Close()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = OpenFile(fifo, os.O_RDWR|os.O_CREATE, 0o600)
+	var nr *NotRegularError
+	if !errors.Is(err, ErrNotRegular) || !errors.As(err, &nr) || nr.Mode&fs.ModeNamedPipe == 0 || nr.Path != fifo {
+		t.Fatalf("a FIFO opened for writing: %v", err)
+	}
+}
