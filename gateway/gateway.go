@@ -82,13 +82,16 @@ type Gateway struct {
 	log     *slog.Logger
 	bootID  string
 	started time.Time
-	procs   *procid.Table
-	keys    *sshagent.Keyring
-	vault   *vaultState
-	engine  *approvals.Engine
-	notes   *notifier
-	agent   *sshagent.Server
-	signals chan os.Signal // SIGHUP and SIGUSR1, as caught (Run)
+	// interpreter is the dynamic loader that started the gateway, ""
+	// for a static program (see noteLoader).
+	interpreter string
+	procs       *procid.Table
+	keys        *sshagent.Keyring
+	vault       *vaultState
+	engine      *approvals.Engine
+	notes       *notifier
+	agent       *sshagent.Server
+	signals     chan os.Signal // SIGHUP and SIGUSR1, as caught (Run)
 	// The order in which the gateway's locks are taken: doc/locking.md.
 	sigMu   sync.Mutex  // held while a signal is acted on
 	acting  atomic.Bool // handleSignals took a signal and acts on it
@@ -249,6 +252,7 @@ func New(opts Options) (*Gateway, error) {
 	if exe, err := os.Executable(); err == nil {
 		g.exe, _ = filepath.EvalSymlinks(exe)
 	}
+	g.noteLoader()
 	// The askpass program is pinned now: a program rewritten later is
 	// never asked.
 	var pinned string // the program's path, set before any question is asked

@@ -362,13 +362,14 @@ func (g *Gateway) Status() api.Status {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := api.Status{
-		BootID:  g.bootID,
-		PID:     os.Getpid(),
-		Started: g.started.UTC().Format("2006-01-02T15:04:05Z"),
-		Socket:  g.opts.Socket,
-		Vault:   api.VaultStatus{State: state, Epoch: epoch, Path: g.vaultPath, NoPassword: noPassword, EpochError: errString(g.vault.epoch.Err())},
-		Config:  api.ConfigStatus{Path: g.configPath, Approval: g.approvalInForce(), Restored: g.restored, Defaults: !g.configFromFile},
-		Counts:  counts,
+		BootID:      g.bootID,
+		PID:         os.Getpid(),
+		Interpreter: g.interpreter,
+		Started:     g.started.UTC().Format("2006-01-02T15:04:05Z"),
+		Socket:      g.opts.Socket,
+		Vault:       api.VaultStatus{State: state, Epoch: epoch, Path: g.vaultPath, NoPassword: noPassword, EpochError: errString(g.vault.epoch.Err())},
+		Config:      api.ConfigStatus{Path: g.configPath, Approval: g.approvalInForce(), Restored: g.restored, Defaults: !g.configFromFile},
+		Counts:      counts,
 	}
 	st.Counts.Keys = len(ids)
 	st.Hosts = api.HostsStatus{Path: g.hostsPath, Count: g.engine.Hosts().Len(), Restored: g.hostsRestored}

@@ -153,6 +153,10 @@ func statusFindings(st *api.Status) []finding {
 		f.Fix = strings.TrimPrefix(f.Fix+"; "+fix, "; ")
 	}
 	add("gateway", "ok", fmt.Sprintf("pid %d, started %s", st.PID, st.Started), "")
+	if st.Interpreter != "" {
+		also("gateway", "warn", fmt.Sprintf("postern is linked dynamically (started by %s): a library LD_PRELOAD names, or one found in a directory of LD_LIBRARY_PATH, where the gateway starts is loaded into the process that holds the keys", safetext.Field(st.Interpreter, safetext.Line)),
+			"install postern with make install, which builds one static program (go install builds with cgo where a C compiler is found, unless CGO_ENABLED=0), then restart the gateway")
+	}
 	reach, unreached := []string{}, []string{}
 	for _, a := range st.Approvers {
 		if a.Reachable {

@@ -119,6 +119,9 @@ func TestDoctorReportsWhatTheGatewaySaysIsBroken(t *testing.T) {
 		{"policy change waiting", func(st *api.Status) {
 			st.Config.Pending = []string{"approval: per-call → none"}
 		}, "config", "warn", "approval: per-call → none"},
+		{"a dynamic loader started it", func(st *api.Status) {
+			st.Interpreter = "/lib64/ld-linux-x86-64.so.2"
+		}, "gateway", "warn", "linked dynamically (started by /lib64/ld-linux-x86-64.so.2)"},
 		{"inventory put back", func(st *api.Status) {
 			st.Hosts.Restored = "the host inventory file was not the one sealed in the vault; the vault's was put back at 2026-12-04T19:00:00Z, the file found kept at /s/hosts.json.rewritten"
 		}, "hosts", "warn", "hosts.json.rewritten"},

@@ -9,16 +9,20 @@ import (
 
 // Status answers OpStatus ("postern status").
 type Status struct {
-	BootID  string         `json:"boot_id"`
-	PID     int            `json:"pid"`
-	Started string         `json:"started"`
-	Socket  string         `json:"socket"`
-	Vault   VaultStatus    `json:"vault"`
-	Config  ConfigStatus   `json:"config"`
-	Hosts   HostsStatus    `json:"hosts"`
-	Askpass AskpassStatus  `json:"askpass"`
-	Audit   AuditStatus    `json:"audit"`
-	Bastion *BastionStatus `json:"bastion,omitempty"` // nil: the bastion is not enabled
+	BootID  string `json:"boot_id"`
+	PID     int    `json:"pid"`
+	Started string `json:"started"`
+	// Interpreter is the dynamic loader that started the gateway (a
+	// build with cgo), which loads what LD_PRELOAD names into it; "" for
+	// one static program, as make builds postern on Linux, and on macOS.
+	Interpreter string         `json:"interpreter,omitempty"`
+	Socket      string         `json:"socket"`
+	Vault       VaultStatus    `json:"vault"`
+	Config      ConfigStatus   `json:"config"`
+	Hosts       HostsStatus    `json:"hosts"`
+	Askpass     AskpassStatus  `json:"askpass"`
+	Audit       AuditStatus    `json:"audit"`
+	Bastion     *BastionStatus `json:"bastion,omitempty"` // nil: the bastion is not enabled
 	// Upstream is the upstream agent whose keys the gateway gates; nil
 	// for none.
 	Upstream *UpstreamStatus `json:"upstream,omitempty"`

@@ -63,6 +63,13 @@ func TestLDPreloadReachesNoGateway(t *testing.T) {
 	if loadedInto(marker, gw.PID()) {
 		t.Fatalf("the preloaded library ran in the gateway (pid %d)", gw.PID())
 	}
+	// Nor does it tell of a loader it was not started by.
+	if st := e.MustRun("postern", "status", "--json").Stdout; strings.Contains(st, `"interpreter"`) {
+		t.Errorf("the static gateway names a dynamic loader: %s", st)
+	}
+	if strings.Contains(gw.Log(), "linked dynamically") {
+		t.Errorf("the static gateway warns of its loader:\n%s", gw.Log())
+	}
 }
 
 // preloadLib builds a library that, loaded into a process, appends the

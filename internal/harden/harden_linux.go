@@ -13,3 +13,6 @@ func Dumpable() (bool, error) {
 
 // fdDir lists the process's open descriptors.
 const fdDir = "/proc/self/fd"
+
+// SelfInterpreter is Interpreter of the running program.
+func SelfInterpreter() (string, error) { return Interpreter("/proc/self/exe") }
