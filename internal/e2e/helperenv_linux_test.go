@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/postern/postern/internal/preloadtest"
 )
 
 // The OpenSSH helper a token's keys are loaded into sees the token's PIN
@@ -14,18 +16,18 @@ import (
 // environment the gateway started from, in LD_PRELOAD or in a directory
 // of LD_LIBRARY_PATH, is not: the gateway starts the helper with the
 // variables a provider reads and no others. The helper's environment is
-// read from /proc, and the library from preloadLib tells whether it ran
+// read from /proc, and the library from preloadtest tells whether it ran
 // there.
 func TestNoLoaderVariableReachesAHelper(t *testing.T) {
 	need(t, "ssh-add")
 	e := newEnv(t)
 	tokenNoCards(t, e)
-	lib, marker := preloadLib(t, e)
+	lib := preloadtest.Build(t, e.Dir)
 	libs := e.Path("libs")
 	if err := os.Mkdir(libs, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	e.Setenv("LD_PRELOAD", lib)
+	e.Setenv("LD_PRELOAD", lib.Path)
 	e.Setenv("LD_LIBRARY_PATH", libs)
 	a := e.StartAgent()
 	e.Unsetenv("LD_PRELOAD")
@@ -51,7 +53,7 @@ func TestNoLoaderVariableReachesAHelper(t *testing.T) {
 	if !conf {
 		t.Errorf("ssh-pkcs11-helper's environment lacks the token's SOFTHSM2_CONF: %q", env)
 	}
-	if loadedInto(marker, helpers[0]) {
+	if lib.LoadedInto(helpers[0]) {
 		t.Errorf("the library named in LD_PRELOAD ran in ssh-pkcs11-helper (pid %d)", helpers[0])
 	}
 }

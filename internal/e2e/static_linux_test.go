@@ -2,11 +2,12 @@ package e2e
 
 import (
 	"debug/elf"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/postern/postern/internal/preloadtest"
 )
 
 // On Linux postern is one static program, as make build and make
@@ -51,16 +52,16 @@ func TestOneStaticProgram(t *testing.T) {
 func TestLDPreloadReachesNoGateway(t *testing.T) {
 	need(t, "ssh-add", "ssh-keygen")
 	e := newEnv(t)
-	lib, marker := preloadLib(t, e)
+	lib := preloadtest.Build(t, e.Dir)
 	e.Config("approval = \"none\"\n")
-	e.Setenv("LD_PRELOAD", lib)
+	e.Setenv("LD_PRELOAD", lib.Path)
 	gw := e.StartAgent()
 	e.Unsetenv("LD_PRELOAD")
 	key := e.Keygen("k", "ed25519", 0, "")
 	e.AddKey(key)
 	msg := e.WriteFile("msg", "signed by a gateway started with LD_PRELOAD\n", 0o600)
 	e.MustRun("ssh-keygen", "-Y", "sign", "-n", "file", "-f", key+".pub", msg)
-	if loadedInto(marker, gw.PID()) {
+	if lib.LoadedInto(gw.PID()) {
 		t.Fatalf("the preloaded library ran in the gateway (pid %d)", gw.PID())
 	}
 	// Nor does it tell of a loader it was not started by.
@@ -70,40 +71,4 @@ func TestLDPreloadReachesNoGateway(t *testing.T) {
 	if strings.Contains(gw.Log(), "linked dynamically") {
 		t.Errorf("the static gateway warns of its loader:\n%s", gw.Log())
 	}
-}
-
-// preloadLib builds a library that, loaded into a process, appends the
-// process's pid to the file marker, and checks that it does so in
-// env(1) started with it in LD_PRELOAD.
-func preloadLib(t *testing.T, e *Env) (lib, marker string) {
-	t.Helper()
-	need(t, "gcc", "env")
-	marker = e.Path("preloaded")
-	src := e.WriteFile("preload.c", `#include <fcntl.h>
-#include <stdio.h>
-#include <string.h>
-#include <unistd.h>
-__attribute__((constructor)) static void loaded(void) {
-	char line[32];
-	int fd = open(MARKER, O_WRONLY | O_CREAT | O_APPEND, 0600);
-	if (fd < 0) return;
-	snprintf(line, sizeof line, "%d\n", (int)getpid());
-	write(fd, line, strlen(line));
-	close(fd);
-}
-`, 0o600)
-	lib = e.Path("preload.so")
-	e.MustRun("gcc", "-shared", "-fPIC", fmt.Sprintf("-DMARKER=%q", marker), "-o", lib, src)
-	e.MustRun("env", "LD_PRELOAD="+lib, "true")
-	if b, err := os.ReadFile(marker); err != nil || len(b) == 0 {
-		t.Fatalf("the library wrote nothing when preloaded into env(1): %v", err)
-	}
-	os.Remove(marker)
-	return lib, marker
-}
-
-// loadedInto reports whether the library from preloadLib ran in pid.
-func loadedInto(marker string, pid int) bool {
-	b, err := os.ReadFile(marker)
-	return err == nil && strings.Contains("\n"+string(b), fmt.Sprintf("\n%d\n", pid))
 }
