@@ -21,11 +21,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/postern/postern/internal/envlist"
+	"github.com/postern/postern/internal/harden"
 )
 
 // ErrUnavailable reports that no askpass program can be used here; the
@@ -103,9 +105,15 @@ func (e Env) start(ctx context.Context, prog program, prompt, mode string) ([]by
 		cmd.Path = fmt.Sprintf("/proc/self/fd/%d", imageFD)
 		cmd.ExtraFiles = []*os.File{prog.image}
 	}
+	// The program gets the environment e but SSH_ASKPASS_PROMPT, which
+	// is set for it here, and the variables that name libraries for its
+	// loader: a library LD_PRELOAD named where the gateway started would
+	// run in the program that answers cards, and could be rewritten
+	// after the program was pinned.
 	env := make([]string, 0, len(e)+1)
 	for _, kv := range e {
-		if !strings.HasPrefix(kv, "SSH_ASKPASS_PROMPT=") {
+		k, _, _ := strings.Cut(kv, "=")
+		if k != "SSH_ASKPASS_PROMPT" && !slices.Contains(harden.LoaderVariables, k) {
 			env = append(env, kv)
 		}
 	}
