@@ -53,7 +53,7 @@ func parseKnownHosts(paths []string, contents [][]byte) (readKnownHosts, error) 
 		for name, path := range read.named {
 			msg = strings.ReplaceAll(msg, name+":", path+":")
 		}
-		return read, fmt.Errorf("reading known_hosts: %s", msg)
+		return read, fmt.Errorf("reading known_hosts: %w", renamed{msg, err})
 	}
 	read.check = check
 	return read, nil
@@ -75,3 +75,14 @@ func (r readKnownHosts) path(name string) string {
 	}
 	return name
 }
+
+// renamed is an error of knownhosts with the files' names in place of
+// the pipes' (msg), which is still err to errors.Is and errors.As (out
+// of descriptors, say).
+type renamed struct {
+	msg string
+	err error
+}
+
+func (r renamed) Error() string { return r.msg }
+func (r renamed) Unwrap() error { return r.err }
