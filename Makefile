@@ -91,13 +91,15 @@ GOTEST = $(GO) test -count=1 -timeout 45m
 # make unit: the tests of every package but the end-to-end one and those
 # make race runs (the race detector's run is their only one), and the
 # four tests make race leaves out (RACE_SKIP), which must all be found:
-# a test renamed would otherwise run nowhere.
+# a test renamed would otherwise run nowhere. They are built as postern
+# is ($(STATIC)): the command line's scripts run this build of postern,
+# the test binary.
 unit:
 	@pkgs=$$($(GO) list ./... | grep -vxF "$$($(GO) list $(RACE_PKGS) ./internal/e2e/)") || exit 1; \
 	want=$$(echo '$(RACE_SKIP)' | tr '|' '\n' | wc -l); \
 	have=$$($(GO) test -list '$(RACE_SKIP)' $(RACE_SKIP_PKGS) | grep -c '^Test'); \
 	[ "$$have" -eq "$$want" ] || { echo "make unit: RACE_SKIP names $$want tests, $(RACE_SKIP_PKGS) hold $$have of them"; exit 1; }; \
-	$(call hermetic,$(GOTEST) $$pkgs; r=$$?; $(GOTEST) -run '$(RACE_SKIP)' $(RACE_SKIP_PKGS) || r=1; (exit $$r))
+	$(call hermetic,$(STATIC) $(GOTEST) $$pkgs; r=$$?; $(STATIC) $(GOTEST) -run '$(RACE_SKIP)' $(RACE_SKIP_PKGS) || r=1; (exit $$r))
 
 # make e2e: the end-to-end tests, against real OpenSSH programs. Those
 # that mostly wait (mostlyWaits in internal/e2e) run four at a time once
