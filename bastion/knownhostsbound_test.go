@@ -3,6 +3,8 @@ package bastion
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -10,9 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh/knownhosts"
 	"golang.org/x/sys/unix"
 
-	"github.com/postern/postern/internal/knownhosts"
+	hostnames "github.com/postern/postern/internal/knownhosts"
 	"github.com/postern/postern/internal/smallfile"
 	"github.com/postern/postern/internal/swaptest"
 )
@@ -29,7 +32,7 @@ func TestAKnownHostsFileTooLargeIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := filepath.Join(dir, "known_hosts2")
-	if err := os.WriteFile(big, bytes.Repeat([]byte("\n"), knownhosts.MaxFile+1), 0o600); err != nil {
+	if err := os.WriteFile(big, bytes.Repeat([]byte("\n"), hostnames.MaxFile+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var before, after runtime.MemStats
@@ -37,10 +40,10 @@ func TestAKnownHostsFileTooLargeIsRefused(t *testing.T) {
 	_, _, err := hostKeyCheck([]string{small, big}, Target{User: "deploy", Host: "prod.example", Port: 22}, nil)
 	runtime.ReadMemStats(&after)
 	if err == nil || !strings.Contains(err.Error(), big) || !strings.Contains(err.Error(), "larger than") {
-		t.Errorf("a known_hosts file of %d bytes: %v, want an error that names it", knownhosts.MaxFile+1, err)
+		t.Errorf("a known_hosts file of %d bytes: %v, want an error that names it", hostnames.MaxFile+1, err)
 	}
 	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
-		t.Errorf("refusing a known_hosts file of %d MiB allocated %d MiB", knownhosts.MaxFile>>20, got>>20)
+		t.Errorf("refusing a known_hosts file of %d MiB allocated %d MiB", hostnames.MaxFile>>20, got>>20)
 	}
 }
 
@@ -100,5 +103,29 @@ func TestAKnownHostsErrorNamesTheFile(t *testing.T) {
 	_, _, err := hostKeyCheck([]string{good, bad}, Target{User: "deploy", Host: "prod.example", Port: 22}, nil)
 	if err == nil || !strings.Contains(err.Error(), bad+":") || !strings.Contains(err.Error(), "line 2") || strings.Contains(err.Error(), "/fd/") {
 		t.Errorf("a known_hosts file with a line that is no key: %v, want an error that names %s and its line 2", err, bad)
+	}
+}
+
+// Where no memfd can be made (and off Linux), knownhosts is handed a
+// file's contents through a pipe: all of them, past the pipe's buffer.
+func TestAPipeHandsOverAWholeFile(t *testing.T) {
+	var b bytes.Buffer
+	var last string
+	for i := 0; b.Len() < 256<<10; i++ {
+		last = fmt.Sprintf("host%d.example", i)
+		fmt.Fprintf(&b, "%s ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB1cqUP8dKPtmUKvePxIUgW0Bn0yIPb7M6MJiNiaMLv+\n", last)
+	}
+	f, err := pipeHandOver(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	check, err := knownhosts.New(descriptorName(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ke *knownhosts.KeyError
+	if err := check(last+":22", &net.TCPAddr{}, probeKey); !errors.As(err, &ke) || len(ke.Want) != 1 {
+		t.Errorf("the last host of %d bytes handed over through a pipe: %v, want its key known", b.Len(), err)
 	}
 }

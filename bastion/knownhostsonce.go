@@ -26,25 +26,19 @@ type readKnownHosts struct {
 
 // parseKnownHosts parses contents, the known_hosts files at paths.
 // knownhosts reads files only by their names: it is given each file's
-// contents through a pipe of its own, by the name of the pipe's
-// descriptor.
+// contents in a file of its own that only this process holds (see
+// handOver), by the name of its descriptor.
 func parseKnownHosts(paths []string, contents [][]byte) (readKnownHosts, error) {
 	names := make([]string, len(paths))
 	read := readKnownHosts{names: names, named: map[string]string{}}
 	for i, b := range contents {
-		r, w, err := os.Pipe()
+		f, err := handOver(b)
 		if err != nil {
 			return read, fmt.Errorf("reading known_hosts: %w", err)
 		}
-		// Ours is closed once knownhosts has read (or given up on) the
-		// pipe: the writer, if it is still writing, is then answered
-		// EPIPE and ends.
-		defer r.Close()
-		go func() {
-			w.Write(b)
-			w.Close()
-		}()
-		names[i] = descriptorName(r)
+		// Closed once knownhosts has read (or given up on) it.
+		defer f.Close()
+		names[i] = descriptorName(f)
 		read.named[names[i]] = paths[i]
 	}
 	check, err := knownhosts.New(names...)
@@ -57,6 +51,21 @@ func parseKnownHosts(paths []string, contents [][]byte) (readKnownHosts, error) 
 	}
 	read.check = check
 	return read, nil
+}
+
+// pipeHandOver hands b over as a pipe's read end, which a goroutine
+// fills; it ends when it has written all of b, or when every reader has
+// closed the pipe (EPIPE).
+func pipeHandOver(b []byte) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		w.Write(b)
+		w.Close()
+	}()
+	return r, nil
 }
 
 // descriptorName is a name that opens f's file again: on Linux a new
@@ -77,8 +86,8 @@ func (r readKnownHosts) path(name string) string {
 }
 
 // renamed is an error of knownhosts with the files' names in place of
-// the pipes' (msg), which is still err to errors.Is and errors.As (out
-// of descriptors, say).
+// those of the copies handed over (msg), which is still err to errors.Is
+// and errors.As (out of descriptors, say).
 type renamed struct {
 	msg string
 	err error
