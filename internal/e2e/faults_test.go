@@ -21,7 +21,12 @@ import (
 // connections is over, with the idle agent connections still held, a new
 // client is served: the bound, or, while no descriptor is free, the
 // shedding, makes room for it by closing a connection idle a second or
-// more (until then the client is refused, and asks again).
+// more (until then the client is refused, and asks again). The flood's
+// connections past the bound wait in the listen queue and are refused one
+// by one as descriptors come free: on a 2-core VM the first client got in
+// 5 to 37 s after the storm (one ssh-add, waiting), and once, refused
+// meanwhile, not within 20 s, before and after the last changes to the
+// gateway alike; it is given a minute.
 func TestDescriptorsExhausted(t *testing.T) {
 	need(t, "ssh-add", "ssh-keygen")
 	e := newEnv(t)
@@ -51,7 +56,7 @@ func TestDescriptorsExhausted(t *testing.T) {
 	defer closeAll(storm)
 	a.WaitLog(t, "cannot accept a connection")
 	closeAll(storm)
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	for deadline := time.Now().Add(time.Minute); ; {
 		select {
 		case <-a.done:
 			t.Fatalf("the gateway exited:\n%s", tail(a.Log(), 3000))
