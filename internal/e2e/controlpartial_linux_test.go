@@ -4,12 +4,14 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Control requests as long as the socket takes, each cut short before
 // its newline, on as many control connections as a user may hold: what
-// they hold together is bounded, and the control socket answers once
-// they are gone.
+// they hold together is bounded, one more client is served once one of
+// them has been idle a second, and the control socket answers once they
+// are gone.
 func TestPartialControlRequestsHoldBoundedMemory(t *testing.T) {
 	const (
 		conns = 256      // a user's control connections
@@ -34,7 +36,18 @@ func TestPartialControlRequestsHoldBoundedMemory(t *testing.T) {
 		held = append(held, c)
 		go c.Write(line)
 	}
-	e.MustRun("postern", "status") // the requests before it were read, as far as they were taken
+	// The requests before it were read, as far as they were taken. At
+	// the user's bound it is refused until one of them has been idle a
+	// second (the bound closes that one for it), and asks again.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		r := e.Run("postern", "status")
+		if r.Code == 0 {
+			break
+		}
+		if !strings.Contains(r.Stderr, "too many connections from this user") || time.Now().After(deadline) {
+			t.Fatalf("postern status with a user's control connections held: %s", r)
+		}
+	}
 	grewAtMost(t, a.PID(), before, bound, "with a user's control requests cut short")
 	for _, c := range held {
 		c.Close()
