@@ -93,13 +93,29 @@ func Xvfb(t testing.TB, opts ...string) string {
 		t.Fatalf("starting Xvfb: %v", err)
 	}
 	pw.Close()
-	t.Cleanup(func() { x.Process.Kill(); x.Wait() })
+	// Stopped as it stops itself, which removes its socket in
+	// /tmp/.X11-unix; killed if it does not.
+	t.Cleanup(func() { stop(x) })
 	n, err := bufio.NewReader(pr).ReadString('\n')
 	pr.Close()
 	if err != nil {
 		t.Fatalf("Xvfb printed no display number: %v", err)
 	}
 	return strings.TrimSpace(n)
+}
+
+// stop ends a program with SIGTERM, and with SIGKILL if it has not
+// ended within five seconds.
+func stop(cmd *exec.Cmd) {
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
 }
 
 func (d *Desktop) log() string {
