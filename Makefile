@@ -36,9 +36,10 @@ MAN5 := $(wildcard man/*.5)
 all: build
 
 # On Linux postern is built as one static program (CGO_ENABLED=0; the
-# end-to-end tests build it so too): nothing of the C library is loaded
-# into the process that holds the keys (LD_PRELOAD and LD_LIBRARY_PATH
-# included), and its idle resident memory is 3 MiB smaller. Go's own
+# end-to-end tests build it so too, and make unit its tests): nothing of
+# the C library is loaded into the process that holds the keys
+# (LD_PRELOAD and LD_LIBRARY_PATH included), and its idle resident
+# memory is 3 MiB smaller. Go's own
 # resolver then looks up the bastion's host names (/etc/hosts and DNS),
 # and Go's own code the landlock rules of every thread (psx). macOS needs
 # cgo for the Keychain.
