@@ -137,10 +137,11 @@ func startHelper(path string, args ...string) (*helperProc, error) {
 // configuration), nothing of the gateway's secrets, and nothing that
 // tells the helper's loader to load more (LD_PRELOAD, LD_LIBRARY_PATH):
 // the helper sees the token's PIN, and the only library loaded into it
-// beyond its own is the provider -P allowed.
+// beyond its own is the provider -P allowed. The provider comes in each
+// request, so SSH_SK_PROVIDER, which ssh-add reads, stays out too.
 func helperEnv() []string {
 	var env []string
-	for _, k := range []string{"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "SOFTHSM2_CONF", "SSH_SK_PROVIDER"} {
+	for _, k := range []string{"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "SOFTHSM2_CONF"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
