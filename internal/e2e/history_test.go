@@ -92,7 +92,12 @@ func TestActivityReadAtAPersonsPace(t *testing.T) {
 	e.MustRun("postern", "unlock", "--passphrase-file", pass)
 	r := e.Run("bash", "-c", `set -o pipefail; postern activity | { sleep 35; grep -c ' sign run=R1 '; }`)
 	if r.Code != 0 || strings.TrimSpace(r.Stdout) != strconv.Itoa(events) {
-		t.Fatalf("activity read by a reader that paused: exit %d, %s of %d signatures\n%s", r.Code, strings.TrimSpace(r.Stdout), events, r.Stderr)
+		// Whether the log or its reading was at fault: the log verified
+		// as it now stands, and read again at once.
+		v := e.Run("postern", "audit", "verify")
+		again := e.Run("bash", "-c", `set -o pipefail; postern activity | grep -c ' sign run=R1 '`)
+		t.Fatalf("activity read by a reader that paused: exit %d, %s of %d signatures\n%s\naudit verify now: exit %d\n%s%s\nactivity read again at once: exit %d, %s signatures\n%s",
+			r.Code, strings.TrimSpace(r.Stdout), events, r.Stderr, v.Code, v.Stdout, v.Stderr, again.Code, strings.TrimSpace(again.Stdout), again.Stderr)
 	}
 }
 
