@@ -126,24 +126,7 @@ func TestUnreadRepliesEndTheConnection(t *testing.T) {
 // with its connection closed under it (a broken pipe, which kills
 // ssh-add).
 func TestAllBusyIsRefusedWithAFailure(t *testing.T) {
-	limits := &connlimit.Limiter{PerUID: 1}
-	ts := startServerWith(t, func(s *Server) { s.Limits = limits })
-	busy, err := net.Dial("unix", ts.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
-	// A connection is busy while it is admitted too, and idle (and so
-	// pushed out by the next) between its admission and its first
-	// request: busy is seen busy with its request only once it has been
-	// idle after an answer.
-	listRaw(t, busy)
-	waitFor(t, "the first connection idle after its answer", func() bool { return limits.Total() == 1 && limits.Idle() == 1 })
-	var hdr [5]byte
-	binary.BigEndian.PutUint32(hdr[:], MaxMessage) // announces the largest request...
-	hdr[4] = 11                                    // ...and sends one byte of it
-	busy.Write(hdr[:])
-	waitFor(t, "the first connection busy with its request", func() bool { return limits.Total() == 1 && limits.Idle() == 0 })
+	ts := startAllBusy(t)
 	c, err := net.Dial("unix", ts.sock)
 	if err != nil {
 		t.Fatal(err)
@@ -158,6 +141,49 @@ func TestAllBusyIsRefusedWithAFailure(t *testing.T) {
 	if want := []byte{0, 0, 0, 1, 5}; string(answer) != string(want) {
 		t.Fatalf("a client with every connection of its user busy: answer %v (%v), want the agent's failure %v", answer, err, want)
 	}
+}
+
+// A client refused with every connection of its user busy, that sends
+// no request, is let go within a second or so, as a refused client of
+// the control socket is: held for as long as a request may take (30 s),
+// a flood of such connections from a program of the user's held a
+// descriptor for each, and the gateway ran out.
+func TestARefusedClientThatSendsNothingIsLetGo(t *testing.T) {
+	ts := startAllBusy(t)
+	c, err := net.Dial("unix", ts.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("a refused client that sends nothing, after 10 s: %v, want the connection closed", err)
+	}
+}
+
+// startAllBusy starts a server whose bound is one connection a user, and
+// makes that connection busy with a request it sends one byte of.
+func startAllBusy(t *testing.T) *testServer {
+	t.Helper()
+	limits := &connlimit.Limiter{PerUID: 1}
+	ts := startServerWith(t, func(s *Server) { s.Limits = limits })
+	busy, err := net.Dial("unix", ts.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { busy.Close() })
+	// A connection is busy while it is admitted too, and idle (and so
+	// pushed out by the next) between its admission and its first
+	// request: busy is seen busy with its request only once it has been
+	// idle after an answer.
+	listRaw(t, busy)
+	waitFor(t, "the first connection idle after its answer", func() bool { return limits.Total() == 1 && limits.Idle() == 1 })
+	var hdr [5]byte
+	binary.BigEndian.PutUint32(hdr[:], MaxMessage) // announces the largest request...
+	hdr[4] = 11                                    // ...and sends one byte of it
+	busy.Write(hdr[:])
+	waitFor(t, "the first connection busy with its request", func() bool { return limits.Total() == 1 && limits.Idle() == 0 })
+	return ts
 }
 
 // waitFor polls cond until it holds, failing after a minute.

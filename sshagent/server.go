@@ -149,8 +149,7 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn, ep *Endpoint) {
 		// with every connection of its user busy, gets the agent's
 		// failure to its request, not a connection closed under it.
 		if errors.Is(err, procid.ErrNoResources) || errors.Is(err, connlimit.ErrFull) {
-			c.SetDeadline(time.Now().Add(replyTimeout))
-			refuseShort(c)
+			safesocket.Refuse(c, refuseShort)
 		}
 		c.Close()
 		return

@@ -172,18 +172,20 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 // it yet: were the connection closed at once, that write would fail
 // (EPIPE) and the client would report a broken pipe, not the refusal.
 // So the connection is closed for writing, and what the client sends is
-// read and dropped until it hangs up, at most refuseDrain bytes within a
-// second, before the caller closes it.
+// read and dropped until it hangs up, at most refuseDrain bytes within
+// safesocket.RefuseTime, before the caller closes it; past the refusals
+// safesocket.Refuse keeps at once, the client is not answered.
 func (s *Server) refuse(c *net.UnixConn, err error) {
 	if s.Refuse == nil {
 		return
 	}
-	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write(append(s.Refuse(err), '\n')); err != nil {
-		return
-	}
-	c.CloseWrite()
-	io.CopyN(io.Discard, c, refuseDrain)
+	safesocket.Refuse(c, func(c *net.UnixConn) {
+		if _, err := c.Write(append(s.Refuse(err), '\n')); err != nil {
+			return
+		}
+		c.CloseWrite()
+		io.CopyN(io.Discard, c, refuseDrain)
+	})
 }
 
 // refuseDrain bounds what a refused client's request is read of after

@@ -25,10 +25,10 @@ import (
 // accept fails for want of one a second time in a row (the idle
 // connection exhausted closed did not free one), Serve spends the
 // descriptor the process holds in reserve to accept the oldest waiting
-// connection and passes it to refuse (if not nil), which tells the
-// client the server is out of resources; Serve closes the connection
-// after refuse returns, within refuseTime, and takes a descriptor back
-// into reserve, as it does after each accept and each connection handle
+// connection and passes it to refuse (if not nil) through Refuse, which
+// tells the client the server is out of resources within RefuseTime;
+// Serve closes the connection after it, and takes a descriptor back into
+// reserve, as it does after each accept and each connection handle
 // returns from, whichever first finds one free.
 func Serve(ctx context.Context, l *net.UnixListener, wg *sync.WaitGroup, handle func(*net.UnixConn), exhausted func(error), refuse func(*net.UnixConn)) error {
 	stop := context.AfterFunc(ctx, func() { l.Close() })
@@ -58,8 +58,7 @@ func Serve(ctx context.Context, l *net.UnixListener, wg *sync.WaitGroup, handle 
 						defer wg.Done()
 						defer spare.fill()
 						defer c.Close()
-						c.SetDeadline(time.Now().Add(refuseTime))
-						refuse(c)
+						Refuse(c, refuse)
 					}()
 				}
 			}
@@ -83,11 +82,6 @@ func Serve(ctx context.Context, l *net.UnixListener, wg *sync.WaitGroup, handle 
 		}()
 	}
 }
-
-// refuseTime bounds how long a connection accepted on the reserve
-// descriptor is kept: long enough to read the client's request and
-// answer it, short enough that the reserve is soon back.
-const refuseTime = time.Second
 
 // Exhausted reports whether err is accept failing for want of a resource
 // (descriptors, buffers, memory) or another temporary condition, after
