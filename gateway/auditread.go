@@ -33,6 +33,20 @@ const (
 // (a person paused in a pager) gives its turn up until it does.
 var auditReads = make(chan struct{}, 2)
 
+// auditOpen bounds the reads of the log open at once, whether they hold
+// a turn or gave it up. A read whose client does not take its events
+// holds the batches it has in flight (a few MiB) for as long as the
+// client stays connected: a program of the user's that started reads and
+// paused them, one a control connection, held hundreds of MiB of the
+// gateway's memory. Past the bound a read is refused, not queued, since
+// the open ones may stay open for ever.
+var auditOpen = make(chan struct{}, maxAuditReadsOpen)
+
+const maxAuditReadsOpen = 8
+
+// errAuditReadsOpen refuses a read past auditOpen.
+var errAuditReadsOpen = fmt.Errorf("%d reads of the audit log are open in the gateway, the most it keeps at once (a pager left open holds one); try again once one ends", maxAuditReadsOpen)
+
 // auditTurn is one read's turn among auditReads.
 type auditTurn struct{ held bool }
 
@@ -77,6 +91,12 @@ func (g *Gateway) opAuditRead(ctx context.Context, peer *procid.Peer, a api.Audi
 	}
 	if err := g.engine.OutsideRuns(peer, "audit read"); err != nil {
 		return err
+	}
+	select {
+	case auditOpen <- struct{}{}:
+		defer func() { <-auditOpen }()
+	default:
+		return errAuditReadsOpen
 	}
 	var turn auditTurn
 	if err := turn.take(ctx); err != nil {

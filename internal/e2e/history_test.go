@@ -82,14 +82,9 @@ func TestSessionsHistoryCountsOnlyTheSessionsSignatures(t *testing.T) {
 func TestActivityReadAtAPersonsPace(t *testing.T) {
 	mostlyWaits(t)
 	need(t, "bash")
-	e := newEnv(t)
-	pass := e.WriteFile("pass", "vault pass\n", 0o600)
-	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
 	// Megabytes of events, more than the pipe and the sockets hold.
 	const events = 20000
-	appendSigns(t, e.Path("state", "postern"), events)
-	e.StartAgent()
-	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	e := unlockedWithSigns(t, events)
 	r := e.Run("bash", "-c", `set -o pipefail; postern activity | { sleep 35; grep -c ' sign run=R1 '; }`)
 	if r.Code != 0 || strings.TrimSpace(r.Stdout) != strconv.Itoa(events) {
 		// Whether the log or its reading was at fault: the log verified
@@ -135,6 +130,19 @@ func TestMissingSegmentFailsVerification(t *testing.T) {
 	if r := e.Run("postern", "activity", "--passphrase-file", pass); r.Code != 3 || !strings.Contains(r.Stdout, " sign run=R1 ") || !strings.Contains(r.Stderr, "audit.log.000001 is missing") {
 		t.Errorf("activity with audit.log.000001 gone: want the events before it, then exit 3: exit %d\n%s", r.Code, r.Stderr)
 	}
+}
+
+// unlockedWithSigns makes a vault whose audit log holds n sign events of
+// run R1 (appendSigns), and starts a gateway and unlocks it.
+func unlockedWithSigns(t *testing.T, n int) *Env {
+	t.Helper()
+	e := newEnv(t)
+	pass := e.WriteFile("pass", "vault pass\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	appendSigns(t, e.Path("state", "postern"), n)
+	e.StartAgent()
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	return e
 }
 
 // appendSigns appends n sign events of run R1, with no gateway running, to
