@@ -147,7 +147,9 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn, ep *Endpoint) {
 	if err != nil {
 		// A client of the user's refused for want of descriptors, or
 		// with every connection of its user busy, gets the agent's
-		// failure to its request, not a connection closed under it.
+		// failure to its request, not a connection closed under it,
+		// if it sends it within a second and fewer than 64 refusals
+		// wait (safesocket.Refuse): a flood's clients hold no more.
 		if errors.Is(err, procid.ErrNoResources) || errors.Is(err, connlimit.ErrFull) {
 			safesocket.Refuse(c, refuseShort)
 		}
