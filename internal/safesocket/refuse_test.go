@@ -4,8 +4,10 @@ import (
 	"errors"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // unixPair returns the two ends of a connected pair of Unix sockets.
@@ -45,7 +47,17 @@ func TestARefusalWaitsNoLongerThanRefuseTime(t *testing.T) {
 // comes past them is not answered (the caller closes it at once), and
 // once they end the next is answered again.
 func TestRefusalsUnderWayAreBounded(t *testing.T) {
+	// The bound is the process's: a refusal an earlier test left waits
+	// out its second first.
+	for deadline := time.Now().Add(10 * time.Second); len(refusing) > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d refusals still under way after 10 s", len(refusing))
+		}
+	}
 	release := make(chan struct{})
+	var releasing sync.Once
+	letGo := func() { releasing.Do(func() { close(release) }) }
+	defer letGo()
 	started := make(chan struct{}, maxRefusing)
 	done := make(chan bool, maxRefusing)
 	for range maxRefusing {
@@ -58,13 +70,17 @@ func TestRefusalsUnderWayAreBounded(t *testing.T) {
 		}()
 	}
 	for range maxRefusing {
-		<-started
+		select {
+		case <-started:
+		case <-done:
+			t.Fatalf("a refusal within the bound of %d was not answered", maxRefusing)
+		}
 	}
 	past, _ := unixPair(t)
 	if Refuse(past, func(*net.UnixConn) { t.Error("a refusal past the bound was answered") }) {
 		t.Errorf("with %d refusals under way, Refuse reports answering one more", maxRefusing)
 	}
-	close(release)
+	letGo()
 	for range maxRefusing {
 		if !<-done {
 			t.Error("a refusal within the bound reports it was not answered")
