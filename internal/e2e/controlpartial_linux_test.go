@@ -4,7 +4,6 @@ import (
 	"net"
 	"strings"
 	"testing"
-	"time"
 )
 
 // Control requests as long as the socket takes, each cut short before
@@ -36,18 +35,8 @@ func TestPartialControlRequestsHoldBoundedMemory(t *testing.T) {
 		held = append(held, c)
 		go c.Write(line)
 	}
-	// The requests before it were read, as far as they were taken. At
-	// the user's bound it is refused until one of them has been idle a
-	// second (the bound closes that one for it), and asks again.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		r := e.Run("postern", "status")
-		if r.Code == 0 {
-			break
-		}
-		if !strings.Contains(r.Stderr, "too many connections from this user") || time.Now().After(deadline) {
-			t.Fatalf("postern status with a user's control connections held: %s", r)
-		}
-	}
+	// The requests before it were read, as far as they were taken.
+	statusAtTheBound(t, e, "with a user's control connections held")
 	grewAtMost(t, a.PID(), before, bound, "with a user's control requests cut short")
 	for _, c := range held {
 		c.Close()
