@@ -3,6 +3,8 @@ package confine
 import (
 	"bytes"
 	"os"
+	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -25,25 +27,69 @@ import (
 // it stops every process of the run regardless.
 const selfStopWait = 500 * time.Millisecond
 
+// stopSettleWait bounds how long the helper waits, once it has sent the
+// stop, to see every process of the run stopped. A process in a system
+// call stops only when the call returns, and the disk can hold a write
+// (fsync) up for a while; reported stopped before, the run would go on
+// with the person back at the shell. Past the wait the run is reported
+// stopped all the same: what has not stopped yet is in the kernel, and
+// stops before it runs any more of its program.
+const stopSettleWait = 3 * time.Second
+
 // freeze stops every process of the run but the helper, once the
-// program pid has stopped on its own or selfStopWait has passed. It runs
-// in the helper, the run's pid 1, to which kill(-1) does not apply.
+// program pid has stopped on its own or selfStopWait has passed, and
+// returns once each is seen stopped (or stopSettleWait has passed). It
+// runs in the helper, the run's pid 1, to which kill(-1) does not apply,
+// and whose /proc is the run's.
 func freeze(pid int) {
 	deadline := time.Now().Add(selfStopWait)
 	for !stoppedOrGone(pid) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	unix.Kill(-1, unix.SIGSTOP)
+	deadline = time.Now().Add(stopSettleWait)
+	for !everyStopped("/proc") && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // thaw continues every process of the run.
 func thaw() { unix.Kill(-1, unix.SIGCONT) }
 
+// everyStopped reports whether every process of the proc file system at
+// root but the first (the helper) has stopped or ended: each thread of
+// it, since a stop reaches each on its own. What cannot be read has
+// ended.
+func everyStopped(root string) bool {
+	procs, _ := os.ReadDir(root)
+	for _, p := range procs {
+		if pid, err := strconv.Atoi(p.Name()); err != nil || pid == 1 {
+			continue
+		}
+		tasks := filepath.Join(root, p.Name(), "task")
+		threads, _ := os.ReadDir(tasks)
+		for _, th := range threads {
+			b, err := os.ReadFile(filepath.Join(tasks, th.Name(), "stat"))
+			if err != nil {
+				continue
+			}
+			if st, err := procid.ParseStat(b); err == nil && !halted(st.State) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// halted reports whether a process state is stopped (T, or t by a
+// tracer) or ended (Z, X).
+func halted(state byte) bool { return bytes.IndexByte([]byte("TtZX"), state) >= 0 }
+
 // stoppedOrGone reports whether process pid is stopped, or no longer
 // runs.
 func stoppedOrGone(pid int) bool {
 	st := procState(pid)
-	return st == 0 || bytes.IndexByte([]byte("TtZX"), st) >= 0
+	return st == 0 || halted(st)
 }
 
 // stopped reports whether process pid is stopped, and not yet gone.

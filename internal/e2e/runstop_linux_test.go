@@ -1,0 +1,69 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/postern/postern/internal/procid"
+)
+
+// A person who stops a run (Ctrl-Z) and sees the shell say so is back at
+// the shell with nothing of the run going on. A stop reaches a process
+// in a system call only once the call returns, and a write the disk
+// holds up (fsync) can take a while: the run is reported stopped once
+// each of its processes is, so the shell says so no sooner.
+func TestStoppedRunIsStoppedWhenTheShellSaysSo(t *testing.T) {
+	sh, _ := startAtShell(t, `postern run -- sh -c "trap '' TSTP; touch started; w() { while :; do dd if=/dev/zero of=\$1 bs=1M count=64 conv=fsync status=none; done; }; w one & w two"`)
+	pane, err := strconv.Atoi(strings.TrimSpace(sh.run("display-message", "-p", "#{pane_pid}").Stdout))
+	if err != nil {
+		t.Fatalf("the shell's pid: %v", err)
+	}
+	for i := 1; i <= 3; i++ {
+		sh.keys("C-z")
+		sh.waitFor("the job stopped", func() bool { return strings.Count(sh.screen(), "Stopped") == i })
+		if p := unstopped(pane); len(p) != 0 {
+			t.Fatalf("stop %d: the shell says the run stopped; of the run, these go on: %s", i, strings.Join(p, ", "))
+		}
+		sh.keys("fg", "Enter")
+		sh.waitFor("the run going on", func() bool { return len(unstopped(pane)) != 0 })
+		time.Sleep(200 * time.Millisecond)
+	}
+	sh.prompted("the run interrupted", "C-c")
+}
+
+// unstopped lists, each as "pid comm state", the processes of the run
+// started at the shell pane (its processes are those under the run's
+// helper: pane, postern run, the helper, then the run's) that are
+// neither stopped nor ended.
+func unstopped(pane int) []string {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	procs := map[int]procid.Stat{}
+	for _, s := range stats {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			continue
+		}
+		st, err := procid.ParseStat(b)
+		if err != nil {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(s)))
+		procs[pid] = st
+	}
+	var out []string
+	for pid, st := range procs {
+		depth, p := 0, pid
+		for ; p > 1 && p != pane && depth < 64; p = procs[p].PPID {
+			depth++
+		}
+		if p == pane && depth >= 3 && !strings.ContainsRune("TtZX", rune(st.State)) {
+			out = append(out, fmt.Sprintf("%d %s %c", pid, st.Comm, st.State))
+		}
+	}
+	return out
+}
