@@ -19,8 +19,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/ptyrelay/ptytest"
@@ -285,11 +288,16 @@ func runSection() string {
 // Result is a finished command.
 type Result struct {
 	Stdout, Stderr string
-	Code           int
+	Code           int            // -1: killed by Signal
+	Signal         syscall.Signal // what killed it, or 0
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+	code := fmt.Sprint("exit ", r.Code)
+	if r.Signal != 0 {
+		code = "killed by " + unix.SignalName(r.Signal)
+	}
+	return fmt.Sprintf("%s\nstdout: %s\nstderr: %s", code, r.Stdout, r.Stderr)
 }
 
 // Command prepares a command with the test's environment. OpenSSH's
@@ -371,7 +379,11 @@ func (e *Env) finish(cmd *exec.Cmd, stdin string) Result {
 		<-done
 		e.t.Fatalf("%s %q did not finish in 90s\nstdout: %s\nstderr: %s", cmd.Path, cmd.Args, out.String(), errb.String())
 	}
-	return Result{Stdout: out.String(), Stderr: errb.String(), Code: cmd.ProcessState.ExitCode()}
+	r := Result{Stdout: out.String(), Stderr: errb.String(), Code: cmd.ProcessState.ExitCode()}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		r.Signal = ws.Signal()
+	}
+	return r
 }
 
 // MustRun runs a command that must succeed.
