@@ -4,9 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/postern/postern/internal/procid"
 )
 
 // The ssh-pkcs11-helper that holds a token's login goes with the last of
@@ -32,23 +33,28 @@ func TestPKCS11HelperEndsWithTheTokensKeys(t *testing.T) {
 // childrenNamed returns the pids of pid's live children whose command
 // name (as /proc cuts it, 15 bytes) is comm.
 func childrenNamed(pid int, comm string) []int {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	var out []int
+	for child, st := range processes() {
+		if st.State != 'Z' && st.PPID == pid && st.Comm == comm {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// processes reads the machine's process table (/proc/PID/stat), by pid.
+func processes() map[int]procid.Stat {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	procs := map[int]procid.Stat{}
 	for _, s := range stats {
 		b, err := os.ReadFile(s)
 		if err != nil {
 			continue
 		}
-		open, close := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
-		if open < 0 || close < open {
-			continue
+		if st, err := procid.ParseStat(b); err == nil {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(s)))
+			procs[pid] = st
 		}
-		f := strings.Fields(string(b)[close+1:])
-		if len(f) < 2 || f[0] == "Z" || f[1] != strconv.Itoa(pid) || string(b)[open+1:close] != comm {
-			continue
-		}
-		n, _ := strconv.Atoi(filepath.Base(filepath.Dir(s)))
-		out = append(out, n)
 	}
-	return out
+	return procs
 }

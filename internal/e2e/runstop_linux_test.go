@@ -2,14 +2,10 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/postern/postern/internal/procid"
 )
 
 // A person who stops a run (Ctrl-Z) and sees the shell say so is back at
@@ -41,20 +37,7 @@ func TestStoppedRunIsStoppedWhenTheShellSaysSo(t *testing.T) {
 // helper: pane, postern run, the helper, then the run's) that are
 // neither stopped nor ended.
 func unstopped(pane int) []string {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	procs := map[int]procid.Stat{}
-	for _, s := range stats {
-		b, err := os.ReadFile(s)
-		if err != nil {
-			continue
-		}
-		st, err := procid.ParseStat(b)
-		if err != nil {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(s)))
-		procs[pid] = st
-	}
+	procs := processes()
 	var out []string
 	for pid, st := range procs {
 		depth, p := 0, pid
