@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/postern/postern/internal/syncbuf"
 )
 
 type bastionWorld struct {
@@ -421,12 +423,28 @@ func (b *bastionWorld) killMidCommand(counter string) (command string, e entryJS
 	t.Helper()
 	command = "echo run >> " + counter + "; sleep 3"
 	cmd := b.e.Command("ssh", b.sshArgs(b.sshd.Port, command)...)
+	var out syncbuf.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { _, err := os.Stat(counter); return err == nil })
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(counter); err == nil {
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("ssh ended before the command began: %v\n%s\nagent log:\n%s", cmd.ProcessState, out.String(), b.agent.Log())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if i == 1500 {
+			t.Fatalf("the command did not begin in 15s; ssh says:\n%s\nagent log:\n%s", out.String(), b.agent.Log())
+		}
+	}
 	b.agent.Kill()
-	cmd.Wait()
+	<-exited
 	b.agent = b.e.StartAgent()
 	b.e.MustRun("postern", "unlock", "--passphrase-file", b.pass)
 	e = b.entryFor(command)
