@@ -36,6 +36,11 @@ const selfStopWait = 500 * time.Millisecond
 // stops before it runs any more of its program.
 const stopSettleWait = 3 * time.Second
 
+// StopWait is the longest the helper takes to stop a run whole and say
+// so, the program not stopping itself: selfStopWait, then
+// stopSettleWait.
+const StopWait = selfStopWait + stopSettleWait
+
 // freeze stops every process of the run but the helper, once the
 // program pid has stopped on its own or selfStopWait has passed, and
 // returns once each is seen stopped (or stopSettleWait has passed). It
