@@ -59,9 +59,15 @@ func newBastionWorldOn(t testing.TB, o OpenSSH, sshdExtra, extra string, knownHo
 	w.agent = w.e.StartAgent()
 	w.e.MustRun("postern", "unlock", "--passphrase-file", w.pass)
 	block := w.e.MustRun("postern", "ssh-config").Stdout
-	cfg := w.e.WriteFile("ssh_config", block+"\nHost *\n    BatchMode yes\n    ConnectTimeout 20\n", 0o600)
+	cfg := w.e.WriteFile("ssh_config", block+sshDefaults, 0o600)
 	return &bastionWorld{approvalWorld: w, sshConfig: cfg}
 }
+
+// sshDefaults end the tests' ssh_config files: nothing asked, a bounded
+// connect, and none of the identity files of the user who runs the
+// tests, which ssh would otherwise read from the home the password
+// database gives, whatever HOME says.
+const sshDefaults = "\nHost *\n    BatchMode yes\n    ConnectTimeout 20\n    IdentityFile /dev/null\n"
 
 // sshArgs are the arguments of ssh through the bastion to 127.0.0.1.
 func (b *bastionWorld) sshArgs(port int, args ...string) []string {
@@ -408,7 +414,7 @@ func TestBastionWithoutRuntimeDir(t *testing.T) {
 		t.Fatalf("ssh-config without $XDG_RUNTIME_DIR, want the socket %s:\n%s", want, block)
 	}
 	block = strings.Replace(block, " --socket '"+want+"'", "", 1)
-	cfg := b.e.WriteFile("ssh_config_no_runtime_dir", block+"\nHost *\n    BatchMode yes\n    ConnectTimeout 20\n", 0o600)
+	cfg := b.e.WriteFile("ssh_config_no_runtime_dir", block+sshDefaults, 0o600)
 	r := b.e.Run("ssh", "-F", cfg, "-p", fmt.Sprint(b.sshd.Port), b.sshd.User+"@127.0.0.1", "echo through-the-bastion")
 	if r.Code != 0 || r.Stdout != "through-the-bastion\n" {
 		t.Fatalf("ssh through postern connect without --socket: %s", r)
@@ -422,7 +428,8 @@ func (b *bastionWorld) killMidCommand(counter string) (command string, e entryJS
 	t := b.e.t
 	t.Helper()
 	command = "echo run >> " + counter + "; sleep 3"
-	cmd := b.e.Command("ssh", b.sshArgs(b.sshd.Port, command)...)
+	// -v: where it stands, should the command never begin.
+	cmd := b.e.Command("ssh", append([]string{"-v"}, b.sshArgs(b.sshd.Port, command)...)...)
 	var out syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -436,11 +443,11 @@ func (b *bastionWorld) killMidCommand(counter string) (command string, e entryJS
 		}
 		select {
 		case <-exited:
-			t.Fatalf("ssh ended before the command began: %v\n%s\nagent log:\n%s", cmd.ProcessState, out.String(), b.agent.Log())
+			t.Fatalf("ssh ended before the command began: %v\n%s\nagent log:\n%s\nsshd log:\n%s", cmd.ProcessState, out.String(), b.agent.Log(), b.sshd.Log())
 		case <-time.After(10 * time.Millisecond):
 		}
 		if i == 1500 {
-			t.Fatalf("the command did not begin in 15s; ssh says:\n%s\nagent log:\n%s", out.String(), b.agent.Log())
+			t.Fatalf("the command did not begin in 15s; ssh says:\n%s\nagent log:\n%s\nsshd log:\n%s", out.String(), b.agent.Log(), b.sshd.Log())
 		}
 	}
 	b.agent.Kill()
