@@ -67,8 +67,14 @@ func (fr *frameReader) next() (*frame, error) {
 		return nil, io.EOF
 	}
 	if err == io.ErrUnexpectedEOF {
-		return nil, &tail{off: start, n: int64(got), torn: true,
-			reason: "the last record is incomplete: its length field was cut short"}
+		const reason = "the last record is incomplete: its length field was cut short"
+		if fr.prealloc {
+			// The writer goes on to the next segment when a write does
+			// not fit: the free space a segment ends with may be
+			// shorter than a length field.
+			return nil, fr.classifyFree(start, hdr[:got], reason)
+		}
+		return nil, &tail{off: start, n: int64(got), torn: true, reason: reason}
 	}
 	if err != nil {
 		return nil, err

@@ -24,7 +24,8 @@ import (
 // Records are then written over the zeros in place: the blocks are already
 // allocated and written, and the file size does not change, so a durable
 // append is one write and one fdatasync that has no metadata to flush.
-// Zero bytes after a segment's records are free space. The writer moves to
+// Zero bytes after a segment's records are free space, however few (fewer
+// than a length field when the last write just fit). The writer moves to
 // the next segment when a write does not fit; segment sizes start at
 // SegmentSize and double up to maxSegmentSize, so a small log stays small.
 //
