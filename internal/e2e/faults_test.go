@@ -123,6 +123,7 @@ func TestStopGivesCommandsAGracePeriod(t *testing.T) {
 	}
 }
 
+// tail is the end of s, at most n bytes of it, marked where cut.
 func tail(s string, n int) string {
 	if len(s) > n {
 		return "…" + s[len(s)-n:]

@@ -172,6 +172,12 @@ Subsystem sftp %s
 		go func() { s.cmd.Wait(); logf.Close(); close(s.done) }()
 		if waitListening(dir, port, s.done) {
 			t.Cleanup(s.Stop)
+			// Runs first: what sshd said of a failed test's connections.
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("the test's sshd logged:\n%s", tail(s.Log(), 8<<10))
+				}
+			})
 			names := append([]string{fmt.Sprintf("[127.0.0.1]:%d", port)}, aliases...)
 			s.KnownHosts = filepath.Join(dir, "known_hosts")
 			os.WriteFile(s.KnownHosts, []byte(strings.Join(names, ",")+" "+hostLine+"\n"), 0o600)
