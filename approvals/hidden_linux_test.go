@@ -42,7 +42,7 @@ func TestHiddenProgramIsNeverBoundToASession(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	t.Cleanup(func() { killGroup(cmd); cmd.Wait() })
 	requester := w.childOf(cmd.Process.Pid, "sleep")
 	if p, err := procid.Host.Pin(cmd.Process.Pid); err != nil || !p.Exe.Hidden {
 		t.Fatalf("the run shows its program (%+v, %v): nothing to test", p, err)

@@ -49,8 +49,19 @@ func (w *hostWorld) start(dir, script string) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		w.t.Fatal(err)
 	}
-	w.t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	w.t.Cleanup(func() { killGroup(cmd); cmd.Wait() })
 	return cmd
+}
+
+// killGroup kills the process group cmd leads, unless cmd was reaped
+// (waited for): its pid, the group's id, may then be another process's,
+// and tests run as root beside others (pids wrap at kernel.pid_max,
+// startAt hands them out again on purpose), so the kill would reach a
+// stranger's group: an sshd session of another test, for one.
+func killGroup(cmd *exec.Cmd) {
+	if cmd.ProcessState == nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 }
 
 // childOf waits for the child of pid that runs exe (by its comm), and
@@ -202,7 +213,7 @@ func TestShortcutReusedRunPidCoversNothing(t *testing.T) {
 		run := w.start(dir, `sleep 600 & wait`)
 		pid := run.Process.Pid
 		w.approveRun(w.childOf(pid, "sleep"), pid)
-		syscall.Kill(-pid, syscall.SIGKILL)
+		killGroup(run)
 		run.Wait()
 		again := w.startAt(dir, `sleep 600 & wait`, pid)
 		if again == nil {
@@ -236,7 +247,7 @@ func (w *hostWorld) startAt(dir, script string, pid int) *exec.Cmd {
 		if cmd.Process.Pid == pid {
 			return cmd
 		}
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(cmd)
 		cmd.Wait()
 	}
 	return nil

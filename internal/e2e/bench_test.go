@@ -23,7 +23,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -461,9 +460,13 @@ func startOutsideConsoleWith(b *testing.B, e *Env, out *os.File, args ...string)
 		text, _ := os.ReadFile(pidFile)
 		pid, _ = strconv.Atoi(strings.TrimSpace(string(text)))
 	}
+	console, err := os.FindProcess(pid) // a pidfd, which no other process can take
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Cleanup(func() {
 		pw.Close()
-		syscall.Kill(pid, syscall.SIGKILL)
+		console.Kill()
 	})
 	for deadline := time.Now().Add(20 * time.Second); !e.consoleAttached(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {

@@ -77,8 +77,11 @@ func TestKilledRunEndsWithIt(t *testing.T) {
 		t.Fatalf("sessions before the kill: %v %+v", err, sess)
 	}
 	// Whatever happens, the run's program goes with the test.
-	pid := sess.Runs[0].PID
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	// Held by a pidfd (os.FindProcess): by the test's end the number may
+	// be another process's.
+	if p, err := os.FindProcess(sess.Runs[0].PID); err == nil {
+		t.Cleanup(func() { p.Kill() })
+	}
 	cmd.Process.Kill()
 	cmd.Wait()
 	w.agent.WaitLog(t, "reason=process_exited")

@@ -39,7 +39,11 @@ func TestServiceTheBusStartsIsReached(t *testing.T) {
 	defer s.Close()
 	st, err := s.Status()
 	if st.PID > 0 {
-		t.Cleanup(func() { syscall.Kill(st.PID, syscall.SIGTERM) })
+		// Held by a pidfd: by the test's end the number may be another
+		// process's.
+		if p, err := os.FindProcess(st.PID); err == nil {
+			t.Cleanup(func() { p.Signal(syscall.SIGTERM) })
+		}
 	}
 	if err != nil || !st.Actions() || st.PID <= 0 {
 		b, _ := os.ReadFile(log)

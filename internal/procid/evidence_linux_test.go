@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // racingPin is a pin whose reads find the process unchanged while its
@@ -64,7 +62,11 @@ func TestSharedPinSeesTheProcessAsItIsNow(t *testing.T) {
 	l, sock := listenTemp(t)
 	middle, first := connectClient(t, l, sock, "middle", os.Args[0])
 	before := readyPeer(t, first)
-	t.Cleanup(func() { unix.Kill(before.PID, unix.SIGKILL) })
+	// Held by a pidfd: by the test's end the number may be another
+	// process's.
+	if p, err := os.FindProcess(before.PID); err == nil {
+		t.Cleanup(func() { p.Kill() })
+	}
 	if before.PPID != middle.Process.Pid {
 		t.Fatalf("first connection's parent %d, want %d", before.PPID, middle.Process.Pid)
 	}
