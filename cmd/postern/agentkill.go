@@ -32,11 +32,18 @@ func killAgent(f *agentFlags, out io.Writer) error {
 	if err != nil || pid < 2 {
 		return fmt.Errorf("SSH_AGENT_PID=%q, which is not a good PID", s)
 	}
+	// Held first (a pidfd, on Linux), then looked at: the signal goes to
+	// the process that was looked at, not to one that took its pid since.
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return fmt.Errorf("kill %d: %w", pid, err)
+	}
+	defer p.Release()
 	if err := notAnAgent(pid); err != nil {
 		return err
 	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		if errors.Is(err, syscall.ESRCH) {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		if errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH) {
 			return withHint(fmt.Errorf("SSH_AGENT_PID=%d names no process", pid), stoppedHint)
 		}
 		return fmt.Errorf("kill %d: %w", pid, err)
