@@ -55,12 +55,28 @@ func TestHistoryOfADamagedLogListsTheSessionsOpenWhereItStops(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Damage the log's last record.
+	// Damage that last record, inside its body, and put one more after
+	// it: damage in the log's last record may read as a write a crash cut
+	// short (when its last bytes are zero), which is no verification
+	// failure.
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[len(bytes.TrimRight(b, "\x00"))-1] ^= 0xff
+	damage := len(bytes.TrimRight(b, "\x00")) - 40
+	if l, err = audit.Open(s.Config(path)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(audit.Event{Type: audit.EventSign, BootID: "B1", Run: "R2", Grant: "Gopen"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	b[damage] ^= 0xff
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
