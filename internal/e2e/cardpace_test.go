@@ -54,14 +54,14 @@ func TestRunCannotFlashCards(t *testing.T) {
 			// Requests until the cooldown starts (stop): a requester may
 			// be gone before the gateway identifies it, and is then
 			// refused without a card. Where it exits at once, 26 of 40
-			// were, once, and most of 80 on a machine three busy loops held.
+			// were, once, and most of 80 on a machine that three busy
+			// loops held.
 			stop := e.Path("stop")
 			const most = 400
 			job := d.Start(fmt.Sprintf("for i in $(seq %d); do [ -e %s ] && break; %s; done; echo $i > %s.sent", most, stop, request, stop))
-			for deadline := time.Now().Add(3 * time.Minute); !strings.Contains(a.Log(), cooldownStarted) && !job.Done(); time.Sleep(20 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					break
-				}
+			deadline := time.Now().Add(3 * time.Minute)
+			for !strings.Contains(a.Log(), cooldownStarted) && !job.Done() && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
 			}
 			os.WriteFile(stop, nil, 0o644)
 			job.Wait()
