@@ -127,11 +127,7 @@ func TestUnreadRepliesEndTheConnection(t *testing.T) {
 // ssh-add).
 func TestAllBusyIsRefusedWithAFailure(t *testing.T) {
 	ts := startAllBusy(t)
-	c, err := net.Dial("unix", ts.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := ts.rawConn(t)
 	c.SetDeadline(time.Now().Add(time.Minute))
 	time.Sleep(200 * time.Millisecond) // the server refuses meanwhile
 	if _, err := c.Write([]byte{0, 0, 0, 1, msgRequestIdentities}); err != nil {
@@ -150,11 +146,7 @@ func TestAllBusyIsRefusedWithAFailure(t *testing.T) {
 // descriptor for each, and the gateway ran out.
 func TestARefusedClientThatSendsNothingIsLetGo(t *testing.T) {
 	ts := startAllBusy(t)
-	c, err := net.Dial("unix", ts.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := ts.rawConn(t)
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("a refused client that sends nothing, after 10 s: %v, want the connection closed", err)
@@ -167,11 +159,7 @@ func startAllBusy(t *testing.T) *testServer {
 	t.Helper()
 	limits := &connlimit.Limiter{PerUID: 1}
 	ts := startServerWith(t, func(s *Server) { s.Limits = limits })
-	busy, err := net.Dial("unix", ts.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { busy.Close() })
+	busy := ts.rawConn(t)
 	// A connection is busy while it is admitted too, and idle (and so
 	// pushed out by the next) between its admission and its first
 	// request: busy is seen busy with its request only once it has been
