@@ -39,10 +39,9 @@ all: build
 # end-to-end tests build it so too, and make unit its tests): nothing of
 # the C library is loaded into the process that holds the keys
 # (LD_PRELOAD and LD_LIBRARY_PATH included), and its idle resident
-# memory is 3 MiB smaller. Go's own
-# resolver then looks up the bastion's host names (/etc/hosts and DNS),
-# and Go's own code the landlock rules of every thread (psx). macOS needs
-# cgo for the Keychain.
+# memory is 3 MiB smaller. Go's own resolver then looks up the bastion's
+# host names (/etc/hosts and DNS), and Go's own code the landlock rules of
+# every thread (psx). macOS needs cgo for the Keychain.
 STATIC := $(if $(filter linux,$(shell $(GO) env GOOS)),CGO_ENABLED=0)
 
 build:

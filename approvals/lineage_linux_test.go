@@ -57,7 +57,8 @@ func (w *hostWorld) start(dir, script string) *exec.Cmd {
 // (waited for): its pid, the group's id, may then be another process's,
 // and tests run as root beside others (pids wrap at kernel.pid_max,
 // startAt hands them out again on purpose), so the kill would reach a
-// stranger's group: an sshd session of another test, for one.
+// stranger's group: the process of another test's sshd connection (sshd
+// makes each a group leader), for one.
 func killGroup(cmd *exec.Cmd) {
 	if cmd.ProcessState == nil {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
