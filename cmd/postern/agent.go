@@ -19,6 +19,7 @@ import (
 	"github.com/postern/postern/gateway"
 	"github.com/postern/postern/internal/getopt"
 	"github.com/postern/postern/internal/harden"
+	"github.com/postern/postern/internal/hugepages"
 	"github.com/postern/postern/internal/safesocket"
 )
 
@@ -144,6 +145,8 @@ func cmdAgent(args []string, out, errw io.Writer) error {
 	if f.ensure {
 		return ensureAgent(f, out)
 	}
+	// Before anything is opened: this may start the program again.
+	hugepages.Off()
 	if f.fg && os.Getenv(envDetached) == "" {
 		if err := takeActivated(f); err != nil {
 			return err
@@ -314,7 +317,11 @@ func runWithCommand(f *agentFlags, errw io.Writer) error {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = inheritedFiles(f.inherited)
 	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK="+f.socket, "SSH_AGENT_PID="+strconv.Itoa(os.Getpid()))
-	if err := cmd.Start(); err != nil {
+	// The person's command runs with the huge pages it would have had.
+	restore := hugepages.Allow()
+	err = cmd.Start()
+	restore()
+	if err != nil {
 		cancel()
 		<-done
 		return fmt.Errorf("%s: %w", f.command[0], err)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/postern/postern/internal/envlist"
 	"github.com/postern/postern/internal/harden"
+	"github.com/postern/postern/internal/hugepages"
 )
 
 // ErrUnavailable reports that no askpass program can be used here; the
@@ -131,7 +132,13 @@ func (e Env) start(ctx context.Context, prog program, prompt, mode string) ([]by
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
-	err := cmd.Run()
+	// The person's program, with the huge pages it would have had.
+	restore := hugepages.Allow()
+	err := cmd.Start()
+	restore()
+	if err == nil {
+		err = cmd.Wait()
+	}
 	if ctx.Err() == nil && out.over {
 		// Whatever its exit: the program may have ended on its closed
 		// output, which is no "no" a person gave.

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/argon2"
+
+	"github.com/postern/postern/internal/hugepages"
 )
 
 // Params are the Argon2id cost parameters of a vault. They are stored in
@@ -59,12 +61,14 @@ func (p Params) String() string {
 // variable so that tests exercising the file format can swap in a cheap
 // function; production code never changes it.
 var deriveKEK = func(passphrase, salt []byte, p Params) []byte {
+	defer hugepages.Allow()()
 	return argon2.IDKey(passphrase, salt, p.Time, p.Memory, p.Threads, keySize)
 }
 
 // measureKDF times one derivation with p. A variable for tests.
 var measureKDF = func(p Params) time.Duration {
 	var pass, salt [16]byte
+	defer hugepages.Allow()()
 	start := time.Now()
 	k := argon2.IDKey(pass[:], salt[:], p.Time, p.Memory, p.Threads, keySize)
 	d := time.Since(start)

@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// thpEnabled reads whether transparent huge pages are on for process pid
+// (THP_enabled in its status: 0 once prctl PR_SET_THP_DISABLE turned
+// them off); "" where it cannot be read.
+func thpEnabled(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "THP_enabled:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// TestGatewayRunsWithoutHugePages: the gateway keeps transparent huge
+// pages off however it is started (its idle memory is
+// BenchmarkIdleMemory's), but while an unlock derives its key, whose
+// fresh memory they fault in fast; the person's programs it starts, the
+// askpass program and postern agent's COMMAND, have them as they would
+// have had them.
+func TestGatewayRunsWithoutHugePages(t *testing.T) {
+	need(t, "ssh-add", "ssh-keygen")
+	if thpEnabled(os.Getpid()) != "1" {
+		t.Fatalf("transparent huge pages are not on for the tests (THP_enabled %q): nothing here would show the gateway turned them off", thpEnabled(os.Getpid()))
+	}
+	e := newEnv(t)
+	pass := e.WriteFile("pass", "vault pass\n", 0o600)
+	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
+	seen := e.Path("askpass.seen")
+	e.Setenv("SSH_ASKPASS", e.WriteFile("askpass", "#!/bin/sh\ngrep THP_enabled /proc/$$/status >> "+seen+"\nexit 1\n", 0o755))
+	e.Setenv("SSH_ASKPASS_REQUIRE", "force")
+
+	// In the foreground, as the systemd unit runs it.
+	a := e.StartAgent()
+	if v := thpEnabled(a.PID()); v != "0" {
+		t.Errorf("the gateway runs with THP_enabled %q", v)
+	}
+	// The unlock turns them on while it derives the key, and off after.
+	var on atomic.Bool
+	polled := make(chan struct{})
+	stop := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for {
+			if thpEnabled(a.PID()) == "1" {
+				on.Store(true)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	e.MustRun("postern", "unlock", "--passphrase-file", pass)
+	close(stop)
+	<-polled
+	if !on.Load() {
+		t.Error("huge pages stayed off while the unlock derived its key")
+	}
+	if v := thpEnabled(a.PID()); v != "0" {
+		t.Errorf("after an unlock the gateway runs with THP_enabled %q", v)
+	}
+	// The askpass program, asked to confirm a key added with -c.
+	k := e.Keygen("k", "ed25519", 0, "")
+	e.AddKey(k, "-c")
+	if r := e.Run("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", e.WriteFile("m", "x", 0o600)); r.Code == 0 {
+		t.Fatalf("signed though the askpass program said no: %s", r)
+	}
+	if got := strings.Fields(string(mustRead(t, seen))); strings.Join(got, " ") != "THP_enabled: 1" {
+		t.Errorf("the askpass program ran with %q", got)
+	}
+	a.Stop()
+
+	// With a command: the gateway has them off, the command on.
+	r := e.MustRun("postern", "agent", "-a", e.Path("run", "cmd.sock"), "--", "sh", "-c",
+		`grep THP_enabled /proc/$SSH_AGENT_PID/status; grep THP_enabled /proc/$$/status`)
+	if got := strings.Fields(r.Stdout); strings.Join(got, " ") != "THP_enabled: 0 THP_enabled: 1" {
+		t.Errorf("postern agent COMMAND: the gateway's and the command's THP_enabled are %q", got)
+	}
+
+	// Detached, as eval "$(postern agent)" starts it.
+	r = e.MustRun("postern", "agent", "-s", "-a", e.Path("run", "detached.sock"))
+	_, after, _ := strings.Cut(r.Stdout, "SSH_AGENT_PID=")
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.Split(after, ";")[0]))
+	if err != nil {
+		t.Fatalf("no SSH_AGENT_PID in %q", r.Stdout)
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	if v := thpEnabled(pid); v != "0" {
+		t.Errorf("the detached gateway runs with THP_enabled %q", v)
+	}
+}

@@ -1,0 +1,111 @@
+package hugepages
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// childVar makes the test binary the program Off is tried in.
+const childVar = "HUGEPAGES_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childVar) != "" {
+		// What Off does to a program: counted by the lines its starts
+		// print, one each.
+		fmt.Printf("start pid=%d disabled=%v\n", os.Getpid(), disabled())
+		Off()
+		_, again := os.LookupEnv(againVar)
+		fmt.Printf("off pid=%d disabled=%v marker=%v\n", os.Getpid(), disabled(), again)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// reset puts the process back as it was before Off, for the next test.
+func reset(t *testing.T) {
+	t.Cleanup(func() {
+		setDisabled(false)
+		state.off, state.allowed = false, 0
+	})
+}
+
+func TestAllowChangesNothingWithoutOff(t *testing.T) {
+	reset(t)
+	if setDisabled(false) != nil || disabled() {
+		t.Fatal("cannot turn huge pages on for the test process")
+	}
+	restore := Allow()
+	if disabled() {
+		t.Fatal("Allow turned huge pages off")
+	}
+	restore()
+	if disabled() {
+		t.Fatal("Allow's restore turned huge pages off in a process that never had them off")
+	}
+}
+
+func TestAllowTurnsThemOnUntilTheLastRestore(t *testing.T) {
+	reset(t)
+	if !markOff() {
+		t.Fatal("cannot turn huge pages off (prctl PR_SET_THP_DISABLE)")
+	}
+	if !disabled() {
+		t.Fatal("markOff left huge pages on")
+	}
+	first := Allow()
+	second := Allow()
+	if disabled() {
+		t.Fatal("huge pages still off inside Allow")
+	}
+	first()
+	first() // a second call is no second restore
+	if disabled() {
+		t.Fatal("huge pages off again while an Allow is still open")
+	}
+	second()
+	if !disabled() {
+		t.Fatal("huge pages left on after the last restore")
+	}
+}
+
+// TestOffStartsTheProgramAgainUnderTheSetting runs Off in a child
+// process: where the kernel gives huge pages to all memory, the program
+// starts a second time, in the same process, with huge pages off from
+// its first instruction, and no marker left for what it starts; elsewhere
+// it starts once and turns them off.
+func TestOffStartsTheProgramAgainUnderTheSetting(t *testing.T) {
+	for _, inherited := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inherited=%v", inherited), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), childVar+"=1")
+			// With inherited, the parent's setting, handed on at the
+			// fork, as the detaching agent hands it to its daemon.
+			reset(t)
+			if err := setDisabled(inherited); err != nil {
+				t.Fatal(err)
+			}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			pid := cmd.Process.Pid
+			want := []string{fmt.Sprintf("start pid=%d disabled=%v", pid, inherited)}
+			if allMemory() && !inherited {
+				want = append(want, fmt.Sprintf("start pid=%d disabled=true", pid))
+			}
+			want = append(want, fmt.Sprintf("off pid=%d disabled=true marker=false", pid))
+			if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+				t.Errorf("the child printed\n%s\nwant\n%s\n(%s: %s)", out, strings.Join(want, "\n"), modeFile, mode())
+			}
+		})
+	}
+}
+
+func mode() string {
+	b, _ := os.ReadFile(modeFile)
+	return strings.TrimSpace(string(b))
+}
