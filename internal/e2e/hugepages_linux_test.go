@@ -22,6 +22,17 @@ func thpEnabled(pid int) string {
 	return ""
 }
 
+// gatewayTHP reads THP_enabled of the gateway pid and checks that ps
+// shows it by its name, which starting itself again would have made
+// "exe".
+func gatewayTHP(t *testing.T, pid int) string {
+	t.Helper()
+	if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); string(b) != "postern\n" {
+		t.Errorf("the gateway's name is %q", b)
+	}
+	return thpEnabled(pid)
+}
+
 // TestGatewayRunsWithoutHugePages: the gateway keeps transparent huge
 // pages off however it is started (its idle memory is
 // BenchmarkIdleMemory's), but while an unlock derives its key, whose
@@ -42,7 +53,7 @@ func TestGatewayRunsWithoutHugePages(t *testing.T) {
 
 	// In the foreground, as the systemd unit runs it.
 	a := e.StartAgent()
-	if v := thpEnabled(a.PID()); v != "0" {
+	if v := gatewayTHP(t, a.PID()); v != "0" {
 		t.Errorf("the gateway runs with THP_enabled %q", v)
 	}
 	// The unlock turns them on while it derives the key, and off after.
@@ -84,9 +95,9 @@ func TestGatewayRunsWithoutHugePages(t *testing.T) {
 
 	// With a command: the gateway has them off, the command on.
 	r := e.MustRun("postern", "agent", "-a", e.Path("run", "cmd.sock"), "--", "sh", "-c",
-		`grep THP_enabled /proc/$SSH_AGENT_PID/status; grep THP_enabled /proc/$$/status`)
-	if got := strings.Fields(r.Stdout); strings.Join(got, " ") != "THP_enabled: 0 THP_enabled: 1" {
-		t.Errorf("postern agent COMMAND: the gateway's and the command's THP_enabled are %q", got)
+		`cat /proc/$SSH_AGENT_PID/comm; grep THP_enabled /proc/$SSH_AGENT_PID/status; grep THP_enabled /proc/$$/status`)
+	if got := strings.Fields(r.Stdout); strings.Join(got, " ") != "postern THP_enabled: 0 THP_enabled: 1" {
+		t.Errorf("postern agent COMMAND: the gateway's name and THP_enabled, and the command's THP_enabled, are %q", got)
 	}
 
 	// Detached, as eval "$(postern agent)" starts it.
@@ -101,7 +112,7 @@ func TestGatewayRunsWithoutHugePages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Kill()
-	if v := thpEnabled(pid); v != "0" {
+	if v := gatewayTHP(t, pid); v != "0" {
 		t.Errorf("the detached gateway runs with THP_enabled %q", v)
 	}
 }

@@ -3,13 +3,15 @@ package hugepages
 import (
 	"bytes"
 	"os"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
 // againVar marks the program Off started again, so that it does not start
-// it a second time; Off removes it from the environment.
+// it a second time, and holds its name; Off removes it from the
+// environment.
 const againVar = "POSTERN_HUGEPAGES_OFF"
 
 // modeFile says when the kernel gives anonymous memory huge pages.
@@ -18,20 +20,61 @@ const modeFile = "/sys/kernel/mm/transparent_hugepage/enabled"
 // Off turns huge pages off for the process and what it starts. Where the
 // kernel gives them to all memory it then starts the program again
 // (execve of /proc/self/exe, with the same process id, arguments,
-// environment and descriptors), so that it returns only in the program
-// started so; where the setting or the exec fails (a kernel older than
-// 3.15, no /proc), it returns and the process goes on as it was. Call it
-// first thing, before the program opens anything or starts a goroutine
-// whose work an exec would cut short.
+// environment and descriptors, and the name ps shows), so that it returns
+// only in the program started so; where the setting or the exec fails (a
+// kernel older than 3.15, no /proc), it returns and the process goes on
+// as it was. Call it first thing, before the program opens anything or
+// starts a goroutine whose work an exec would cut short.
 func Off() {
-	_, again := os.LookupEnv(againVar)
+	name, again := os.LookupEnv(againVar)
 	os.Unsetenv(againVar)
+	if again {
+		// The kernel names a program after the file it executes,
+		// "exe"; it gets back the name it had.
+		rename(name)
+	}
 	inherited := disabled()
 	if !markOff() || inherited || again || !allMemory() {
 		return
 	}
+	// The first thread's name, which ps shows.
+	b, _ := os.ReadFile("/proc/self/comm")
 	// On failure, the setting holds from here on.
-	syscall.Exec("/proc/self/exe", os.Args, append(os.Environ(), againVar+"=1"))
+	syscall.Exec("/proc/self/exe", os.Args, append(os.Environ(), againVar+"="+strings.TrimSuffix(string(b), "\n")))
+}
+
+// rename gives every thread of the process the name name: the first
+// thread's is the name ps and pgrep show, and a thread started later
+// takes the name of the one that starts it. It goes over the threads
+// until it finds none to rename, as one may start another meanwhile.
+func rename(name string) {
+	for range 10 {
+		renamed := false
+		for _, t := range threadNames() {
+			if t.name != name {
+				os.WriteFile(t.path, []byte(name), 0)
+				renamed = true
+			}
+		}
+		if !renamed {
+			return
+		}
+	}
+}
+
+type threadName struct{ path, name string }
+
+// threadNames reads the name of each thread of the process.
+func threadNames() []threadName {
+	tasks, _ := os.ReadDir("/proc/self/task")
+	var names []threadName
+	for _, t := range tasks {
+		p := "/proc/self/task/" + t.Name() + "/comm"
+		if b, err := os.ReadFile(p); err == nil {
+			names = append(names, threadName{p, strings.TrimSuffix(string(b), "\n")})
+		}
+	}
+	return names
 }
 
 // allMemory reports whether the kernel gives huge pages to all anonymous

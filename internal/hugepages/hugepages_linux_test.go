@@ -2,8 +2,11 @@ package hugepages
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -18,7 +21,11 @@ func TestMain(m *testing.M) {
 		fmt.Printf("start pid=%d disabled=%v\n", os.Getpid(), disabled())
 		Off()
 		_, again := os.LookupEnv(againVar)
-		fmt.Printf("off pid=%d disabled=%v marker=%v\n", os.Getpid(), disabled(), again)
+		names := map[string]bool{}
+		for _, t := range threadNames() {
+			names[t.name] = true
+		}
+		fmt.Printf("off pid=%d disabled=%v marker=%v names=%v\n", os.Getpid(), disabled(), again, slices.Sorted(maps.Keys(names)))
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -75,7 +82,9 @@ func TestAllowTurnsThemOnUntilTheLastRestore(t *testing.T) {
 // process: where the kernel gives huge pages to all memory, the program
 // starts a second time, in the same process, with huge pages off from
 // its first instruction, and no marker left for what it starts; elsewhere
-// it starts once and turns them off.
+// it starts once and turns them off. Either way every thread keeps the
+// program's name (ps shows the first's), where an exec of /proc/self/exe
+// names it "exe".
 func TestOffStartsTheProgramAgainUnderTheSetting(t *testing.T) {
 	for _, inherited := range []bool{false, true} {
 		t.Run(fmt.Sprintf("inherited=%v", inherited), func(t *testing.T) {
@@ -97,7 +106,10 @@ func TestOffStartsTheProgramAgainUnderTheSetting(t *testing.T) {
 			if allMemory() && !inherited {
 				want = append(want, fmt.Sprintf("start pid=%d disabled=true", pid))
 			}
-			want = append(want, fmt.Sprintf("off pid=%d disabled=true marker=false", pid))
+			// The kernel's name for a program: its file's, cut to 15 bytes.
+			name := filepath.Base(os.Args[0])
+			name = name[:min(len(name), 15)]
+			want = append(want, fmt.Sprintf("off pid=%d disabled=true marker=false names=[%s]", pid, name))
 			if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 				t.Errorf("the child printed\n%s\nwant\n%s\n(%s: %s)", out, strings.Join(want, "\n"), modeFile, mode())
 			}
