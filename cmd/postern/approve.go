@@ -17,6 +17,7 @@ import (
 
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/harden"
+	"github.com/postern/postern/internal/hugepages"
 )
 
 const approveUsage = `Usage: postern approve [--line | --json] [--socket PATH]
@@ -82,6 +83,9 @@ func cmdApprove(args []string, out, errw io.Writer) error {
 	case *list:
 		return listCards(c, out, *asJSON)
 	case id == "":
+		// Open for hours, as the gateway: its memory without the
+		// kernel's huge pages (this may start the program again).
+		hugepages.Off()
 		switch {
 		case !isTerminal(os.Stdin):
 			return approveLines(c, waitread.Reader(os.Stdin), out, errw, *asJSON)

@@ -24,13 +24,13 @@ func thpEnabled(pid int) string {
 	return ""
 }
 
-// gatewayTHP reads THP_enabled of the gateway pid and checks that ps
-// shows it by its name, which starting itself again would have made
+// posternTHP reads THP_enabled of postern's process pid and checks that
+// ps shows it by its name, which starting itself again would have made
 // "exe".
-func gatewayTHP(t *testing.T, pid int) string {
+func posternTHP(t *testing.T, pid int) string {
 	t.Helper()
 	if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); string(b) != "postern\n" {
-		t.Errorf("the gateway's name is %q", b)
+		t.Errorf("process %d of postern is named %q", pid, b)
 	}
 	return thpEnabled(pid)
 }
@@ -40,7 +40,7 @@ func gatewayTHP(t *testing.T, pid int) string {
 // BenchmarkIdleMemory's), but while an unlock derives its key, whose
 // fresh memory they fault in fast; the person's programs it starts, the
 // askpass program and postern agent's COMMAND, have them as they would
-// have had them.
+// have had them. So does the approver's console, open as long.
 func TestGatewayRunsWithoutHugePages(t *testing.T) {
 	need(t, "ssh-add", "ssh-keygen")
 	// On for the tests, whatever the process that started them set, so
@@ -57,8 +57,11 @@ func TestGatewayRunsWithoutHugePages(t *testing.T) {
 
 	// In the foreground, as the systemd unit runs it.
 	a := e.StartAgent()
-	if v := gatewayTHP(t, a.PID()); v != "0" {
+	if v := posternTHP(t, a.PID()); v != "0" {
 		t.Errorf("the gateway runs with THP_enabled %q", v)
+	}
+	if v := posternTHP(t, e.StartConsole().cmd.Process.Pid); v != "0" {
+		t.Errorf("the console runs with THP_enabled %q", v)
 	}
 	// The unlock turns them on while it derives the key, and off after.
 	var on atomic.Bool
@@ -116,7 +119,7 @@ func TestGatewayRunsWithoutHugePages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Kill()
-	if v := gatewayTHP(t, pid); v != "0" {
+	if v := posternTHP(t, pid); v != "0" {
 		t.Errorf("the detached gateway runs with THP_enabled %q", v)
 	}
 }

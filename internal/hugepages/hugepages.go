@@ -1,5 +1,6 @@
-// Package hugepages keeps transparent huge pages out of a daemon's
-// memory, but for the work that wants them.
+// Package hugepages keeps transparent huge pages out of the memory of a
+// program that runs for hours, the gateway or the approver's console,
+// but for the work that wants them.
 //
 // Where the kernel gives huge pages to all anonymous memory
 // (/sys/kernel/mm/transparent_hugepage/enabled set to "always", the
@@ -16,7 +17,7 @@
 //
 // Allow turns them on again for a stretch of work that faults in much
 // fresh memory at once, or for the fork of a program that is not the
-// daemon's own. A key derivation's 64 MiB or more, faulted in 4 KiB pages,
+// program's own. A key derivation's 64 MiB or more, faulted in 4 KiB pages,
 // costs each unlock from a tenth of a second to a second more, by the
 // machine. In a process that did not call Off, Allow changes nothing.
 package hugepages
