@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	dbus "github.com/keybase/dbus"
+	dbus "github.com/godbus/dbus/v5"
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/audit"

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	dbus "github.com/keybase/dbus"
+	dbus "github.com/godbus/dbus/v5"
 
 	"github.com/postern/postern/internal/dbustest"
 	"github.com/postern/postern/internal/notify"

@@ -38,7 +38,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	dbus "github.com/keybase/dbus"
+	dbus "github.com/godbus/dbus/v5"
 )
 
 // The notification service's well-known name, object and interface.

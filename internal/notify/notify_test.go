@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	dbus "github.com/keybase/dbus"
+	dbus "github.com/godbus/dbus/v5"
 
 	"github.com/postern/postern/internal/notify"
 	"github.com/postern/postern/internal/notify/notifytest"

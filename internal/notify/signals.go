@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	dbus "github.com/keybase/dbus"
+	dbus "github.com/godbus/dbus/v5"
 )
 
 // ownerQueue bounds the service's signals waiting to be handled; more
