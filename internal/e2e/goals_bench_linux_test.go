@@ -428,7 +428,7 @@ func BenchmarkIdleConnections(b *testing.B) {
 				}
 				time.Sleep(time.Second)
 			}
-			before := rssKB(b, a.pid)
+			before := rss(b, a.pid)
 			var conns []net.Conn
 			for range 1000 {
 				cl, c := dialAgent(b, a.sock)
@@ -443,7 +443,7 @@ func BenchmarkIdleConnections(b *testing.B) {
 			// last allocation), even when the machine is busy.
 			time.Sleep(time.Second)
 			// The first round counts: later ones reuse what it freed.
-			grow[a.name] = max(grow[a.name], float64(rssKB(b, a.pid)-before)/1024)
+			grow[a.name] = max(grow[a.name], float64(rss(b, a.pid)-before)/1024)
 			for _, c := range conns {
 				c.Close()
 			}

@@ -12,17 +12,9 @@ import (
 )
 
 // thpEnabled reads whether transparent huge pages are on for process pid
-// (THP_enabled in its status: 0 once prctl PR_SET_THP_DISABLE turned
-// them off); "" where it cannot be read.
-func thpEnabled(pid int) string {
-	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "THP_enabled:"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
+// (0 once prctl PR_SET_THP_DISABLE turned them off); "" where it cannot
+// be read.
+func thpEnabled(pid int) string { return statusField(pid, "THP_enabled:") }
 
 // posternTHP reads THP_enabled of postern's process pid and checks that
 // ps shows it by its name, which starting itself again would have made

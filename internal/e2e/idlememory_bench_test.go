@@ -1,10 +1,6 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -27,32 +23,11 @@ func BenchmarkIdleMemory(b *testing.B) {
 	for _, a := range agents {
 		b.Run("agent="+a.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				rssKB(b, a.pid)
+				rss(b, a.pid)
 			}
-			b.ReportMetric(float64(rssKB(b, a.pid))/1024, "RSS-MiB")
+			b.ReportMetric(float64(rss(b, a.pid))/1024, "RSS-MiB")
 			b.ReportMetric(float64(statusKB(b, a.pid, "RssAnon:"))/1024, "anon-MiB")
 			b.ReportMetric(float64(statusKB(b, a.pid, "RssFile:"))/1024, "file-MiB")
 		})
 	}
-}
-
-func rssKB(b *testing.B, pid int) int { return statusKB(b, pid, "VmRSS:") }
-
-// statusKB reads one figure, in KiB, of /proc/PID/status.
-func statusKB(b *testing.B, pid int, field string) int {
-	s, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(string(s), "\n") {
-		if v, ok := strings.CutPrefix(line, field); ok {
-			n, err := strconv.Atoi(strings.Fields(v)[0])
-			if err != nil {
-				b.Fatalf("%s %q: %v", field, v, err)
-			}
-			return n
-		}
-	}
-	b.Fatalf("no %s in /proc/%d/status", field, pid)
-	return 0
 }

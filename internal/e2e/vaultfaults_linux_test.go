@@ -7,7 +7,6 @@ package e2e
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -120,23 +119,6 @@ func TestLeftoverTemporaryFilesRemoved(t *testing.T) {
 	if !strings.Contains(a.Log(), "removed temporary files") {
 		t.Errorf("the removal was not reported:\n%s", a.Log())
 	}
-}
-
-// rss returns the resident memory of pid in KiB.
-func rss(t *testing.T, pid int) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-			return n
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
 }
 
 // An unlock's key derivation takes 64 MiB (the floor); the gateway gives
