@@ -10,10 +10,11 @@
 // holds about 5 MiB more than it uses, and keeps it: what the runtime
 // gives back splits a huge page, and what stays of it stays resident.
 //
-// Off turns them off for the process (prctl PR_SET_THP_DISABLE) from the
-// start of its runtime, which has touched its memory by the time main
-// runs: it starts the program again under the setting. The setting goes
-// to every process the program starts, as the kernel hands it on.
+// Off turns them off for the process (prctl PR_SET_THP_DISABLE). Where
+// the kernel gives them to all memory, the runtime has touched its memory
+// by the time main runs, so Off starts the program again under the
+// setting. The setting goes to every process the program starts, as the
+// kernel hands it on.
 //
 // Allow turns them on again for a stretch of work that faults in much
 // fresh memory at once, or for the fork of a program that is not the
