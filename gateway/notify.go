@@ -9,6 +9,7 @@ import (
 
 	"github.com/postern/postern/approvals"
 	"github.com/postern/postern/internal/notify"
+	"github.com/postern/postern/internal/sessionbus"
 )
 
 // The actions a card's desktop notification offers. A session is
@@ -30,7 +31,7 @@ type notifier struct {
 }
 
 func newNotifier(g *Gateway) *notifier {
-	addr, _ := notify.Address(g.opts.Env)
+	addr, _ := sessionbus.Address(g.opts.Env)
 	return &notifier{g: g, svc: notify.New(addr, g.log)}
 }
 

@@ -16,7 +16,7 @@ import (
 
 	dbus "github.com/godbus/dbus/v5"
 
-	"github.com/postern/postern/internal/notify"
+	"github.com/postern/postern/internal/sessionbus"
 	"github.com/postern/postern/internal/syncbuf"
 )
 
@@ -26,7 +26,7 @@ import (
 func Start(t testing.TB, dir string, env []string) string {
 	t.Helper()
 	bus := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1",
-		"--address="+notify.PathAddress(filepath.Join(dir, "bus")))
+		"--address="+sessionbus.PathAddress(filepath.Join(dir, "bus")))
 	bus.Env = env
 	return start(t, bus)
 }

@@ -2,14 +2,11 @@
 // notification service (org.freedesktop.Notifications on the session
 // bus) and reports the actions a person invokes on them.
 //
-// The session bus is found the way D-Bus clients find it:
-// $DBUS_SESSION_BUS_ADDRESS, else $XDG_RUNTIME_DIR/bus. It is never
-// launched, and it is used only through a UNIX socket whose daemon runs
-// as this user: the bus daemon is what names the process behind each
-// sender, and one of another user (that took the address of the user's
-// bus after it went: an abstract name, or a path in /tmp) could name any.
-// A [Service] keeps one private connection and makes a new one when the
-// bus went away.
+// The session bus is found and reached through package sessionbus: never
+// launched, and used only through a UNIX socket whose daemon runs as this
+// user, since the bus daemon is what names the process behind each
+// sender. A [Service] keeps one private connection and makes a new one
+// when the bus went away.
 //
 // An action counts only when the signal that reports it comes from the
 // bus name that owns org.freedesktop.Notifications, both when the
@@ -39,6 +36,8 @@ import (
 	"time"
 
 	dbus "github.com/godbus/dbus/v5"
+
+	"github.com/postern/postern/internal/sessionbus"
 )
 
 // The notification service's well-known name, object and interface.
@@ -141,37 +140,24 @@ func (s *Service) connection() (*dbus.Conn, error) {
 		return s.conn, nil
 	}
 	if s.addr == "" {
-		return nil, ErrNoBus
-	}
-	c, err := dial(s.addr)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the session bus %s: %w", s.addr, err)
+		return nil, sessionbus.ErrNoBus
 	}
 	// The handshake and the subscription have callTimeout, as every call
 	// has: a bus that takes the connection and never answers (a stopped
 	// daemon) must not hold the service, and each card that asks whether
 	// it is there.
-	c.SetDeadline(time.Now().Add(callTimeout))
 	sv := &sieve{s: s, owned: make(chan *dbus.Signal, ownerQueue)}
-	conn, err := dbus.NewConn(c, dbus.WithSignalHandler(sv))
+	conn, err := sessionbus.Connect(s.addr, callTimeout, dbus.WithSignalHandler(sv))
 	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("connecting to the session bus %s: %w", s.addr, err)
-	}
-	if err := conn.Auth(nil); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("authenticating to the session bus %s: %w", s.addr, err)
-	}
-	if err := conn.Hello(); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("connecting to the session bus %s: %w", s.addr, err)
+		return nil, err
 	}
 	match := []dbus.MatchOption{dbus.WithMatchInterface(iface), dbus.WithMatchObjectPath(objectPath)}
-	if err := conn.AddMatchSignal(match...); err != nil {
+	ctx, cancel := callCtx()
+	defer cancel()
+	if err := conn.AddMatchSignalContext(ctx, match...); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("subscribing to the notification service's signals: %w", err)
 	}
-	c.SetDeadline(time.Time{})
 	s.conn = conn
 	// Notifications shown on an earlier connection can no longer report.
 	for id, sh := range s.shown {
@@ -262,7 +248,7 @@ func pidOf(conn *dbus.Conn, name string) (int, error) {
 }
 
 // Status finds the service: who owns it, its process, what it is and
-// what it can do. It returns ErrNoBus or ErrNoService when there is none.
+// what it can do. It returns sessionbus.ErrNoBus or ErrNoService when there is none.
 func (s *Service) Status() (Status, error) {
 	conn, err := s.connection()
 	if err != nil {

@@ -1,7 +1,6 @@
-package notify
+package sessionbus
 
-// Finding the session bus and reaching it through a socket whose daemon
-// runs as this user (see the package documentation).
+// Reaching the bus through a socket whose daemon runs as this user.
 
 import (
 	"errors"
@@ -9,54 +8,43 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
+	"time"
 
-	"github.com/postern/postern/internal/envlist"
+	dbus "github.com/godbus/dbus/v5"
+
 	"github.com/postern/postern/internal/procid"
 )
-
-// ErrNoBus reports that no session bus can be found.
-var ErrNoBus = errors.New("no D-Bus session bus ($DBUS_SESSION_BUS_ADDRESS is unset and $XDG_RUNTIME_DIR/bus does not exist)")
 
 // ErrNoSocket reports a bus address that names no UNIX socket.
 var ErrNoSocket = errors.New("the session bus address names no UNIX socket (unix:path= or unix:abstract=): a bus reached otherwise cannot be told to be this user's")
 
-// Address returns the session bus address in env (KEY=VALUE pairs, the
-// last one winning): $DBUS_SESSION_BUS_ADDRESS, else the socket
-// $XDG_RUNTIME_DIR/bus when it exists.
-func Address(env []string) (string, error) {
-	get := func(k string) string { return envlist.Get(env, k) }
-	if a := get("DBUS_SESSION_BUS_ADDRESS"); a != "" && a != "autolaunch:" {
-		return a, nil
+// Connect opens a private connection to the bus at addr (see [Address]),
+// through its first UNIX socket whose daemon runs as this user, and
+// authenticates and greets it (Hello) within timeout. opts are passed to
+// the D-Bus library (a signal handler, say). The caller closes the
+// connection.
+func Connect(addr string, timeout time.Duration, opts ...dbus.ConnOption) (*dbus.Conn, error) {
+	c, err := dial(addr)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the session bus %s: %w", addr, err)
 	}
-	if dir := get("XDG_RUNTIME_DIR"); dir != "" {
-		p := filepath.Join(dir, "bus")
-		if fi, err := os.Stat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			return PathAddress(p), nil
-		}
+	c.SetDeadline(time.Now().Add(timeout))
+	conn, err := dbus.NewConn(c, opts...)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("connecting to the session bus %s: %w", addr, err)
 	}
-	return "", ErrNoBus
-}
-
-// PathAddress is the D-Bus address of the UNIX socket at path p, its
-// bytes escaped as the D-Bus specification asks: a directory's name
-// can hold ",", ";" or "%", which the address would read as its own.
-func PathAddress(p string) string {
-	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	b.WriteString("unix:path=")
-	for i := 0; i < len(p); i++ {
-		switch c := p[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("-_/.*", c) >= 0:
-			b.WriteByte(c)
-		default:
-			b.WriteByte('%')
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&15])
-		}
+	if err := conn.Auth(nil); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("authenticating to the session bus %s: %w", addr, err)
 	}
-	return b.String()
+	if err := conn.Hello(); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("connecting to the session bus %s: %w", addr, err)
+	}
+	c.SetDeadline(time.Time{})
+	return conn, nil
 }
 
 // dial connects to the first UNIX socket the bus address addr names (a
