@@ -14,19 +14,20 @@
 // # Platforms
 //
 // Linux: the freedesktop Secret Service over the D-Bus session bus
-// (gnome-keyring, KeePassXC, KWallet's bridge), through the pure-Go
-// github.com/keybase/go-keychain/secretservice, in the default collection
+// (gnome-keyring, KeePassXC, KWallet's bridge), in the default collection
 // (usually "login"), with the attributes application=postern and
-// postern-vault=<vault ID in hex>. Secrets travel over D-Bus encrypted
-// with the dh-ietf1024-sha256-aes128-cbc-pkcs7 session algorithm, whose
-// key exchange this package makes itself (session_linux.go): the
-// library's drops the shared secret's leading zero bytes, which garbles
-// one session in 256. No
-// session bus (no $DBUS_SESSION_BUS_ADDRESS, no /run/user/UID/bus) means
-// ErrUnavailable: the package never launches a bus. A locked collection is
-// unlocked through the service's own prompt; with no display that prompt
-// is dismissed and the call fails, and the caller falls back to the
-// passphrase.
+// postern-vault=<vault ID in hex>. The calls are this package's own
+// (secrets_linux.go), on a connection to the bus made by package
+// sessionbus for each call: found through $DBUS_SESSION_BUS_ADDRESS or
+// $XDG_RUNTIME_DIR/bus, never launched, and used only where its daemon
+// runs as this user, with a deadline on each step. No session bus means
+// ErrUnavailable. Secrets travel over D-Bus encrypted with the
+// dh-ietf1024-sha256-aes128-cbc-pkcs7 session algorithm
+// (session_linux.go), and the copies made to encrypt them are cleared. A
+// locked collection is unlocked through the service's own prompt, whose
+// answer counts only from the service's process; with no display that
+// prompt is dismissed and the call fails, as it does when nobody answers
+// it within two minutes, and the caller falls back to the passphrase.
 //
 // The Secret Service has no per-application access control: any process
 // of the same user can read an unlocked collection (secret-tool lookup

@@ -13,13 +13,6 @@ import (
 // (keychaintest.SessionBus) for the rest of the test.
 func useBus(t *testing.T) {
 	t.Setenv("DBUS_SESSION_BUS_ADDRESS", keychaintest.SessionBus(t))
-	reset := func() {
-		mu.Lock()
-		svc = nil
-		mu.Unlock()
-	}
-	reset()
-	t.Cleanup(reset)
 }
 
 // TestSecretService stores, loads and deletes an entry in a throwaway
@@ -74,9 +67,7 @@ func TestSecretService(t *testing.T) {
 // TestNoSessionBus: without a bus the package reports ErrUnavailable
 // and does not start one.
 func TestNoSessionBus(t *testing.T) {
-	run := t.TempDir()
-	defer func(f func() string) { userRunDir = f }(userRunDir)
-	userRunDir = func() string { return run }
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "")
 	t.Setenv("PATH", "") // dbus-launch must not be run
 	var id [16]byte

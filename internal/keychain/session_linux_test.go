@@ -67,3 +67,54 @@ func TestSessionKeyRange(t *testing.T) {
 		t.Errorf("public value 2 refused: %v", err)
 	}
 }
+
+// A secret sealed in a session opens in it, whatever its length; one
+// damaged, cut, sent in another session or under another key is an
+// error, and never a panic.
+func TestSealOpen(t *testing.T) {
+	sess := &session{path: "/s/1", key: bytes.Repeat([]byte{7}, 16)}
+	for n := 1; n <= 40; n++ {
+		plain := bytes.Repeat([]byte{byte(n)}, n)
+		sealed, err := sess.seal(plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sealed.Value)%16 != 0 || len(sealed.Value) <= n || sealed.Session != sess.path || len(sealed.Parameters) != 16 {
+			t.Fatalf("%d bytes sealed as %+v", n, sealed)
+		}
+		got, err := sess.open(sealed)
+		if err != nil || !bytes.Equal(got, plain) {
+			t.Fatalf("%d bytes: opened %x, %v", n, got, err)
+		}
+	}
+	sealed, _ := sess.seal([]byte("the vault's key"))
+	other := &session{path: "/s/2", key: bytes.Repeat([]byte{8}, 16)}
+	bad := map[string]secret{
+		"another session": {Session: "/s/2", Parameters: sealed.Parameters, Value: sealed.Value},
+		"a short IV":      {Session: sess.path, Parameters: sealed.Parameters[:15], Value: sealed.Value},
+		"no ciphertext":   {Session: sess.path, Parameters: sealed.Parameters},
+		"a cut block":     {Session: sess.path, Parameters: sealed.Parameters, Value: sealed.Value[:15]},
+		"zero padding":    {Session: sess.path, Parameters: sealed.Parameters, Value: zeroPadded(t, sess)},
+	}
+	for name, sec := range bad {
+		if got, err := sess.open(sec); err == nil {
+			t.Errorf("%s: opened as %x", name, got)
+		}
+	}
+	wrong := sealed
+	wrong.Session = other.path
+	if got, err := other.open(wrong); err == nil && bytes.Equal(got, []byte("the vault's key")) {
+		t.Error("opened under another key")
+	}
+}
+
+// zeroPadded is a block whose last byte decrypts to 0, a padding length
+// PKCS#7 does not have.
+func zeroPadded(t *testing.T, sess *session) []byte {
+	t.Helper()
+	sealed, err := sess.seal(bytes.Repeat([]byte{0}, 16)) // a whole block of zeros, then one of padding
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sealed.Value[:16] // ends in the plaintext's zero byte, read as the padding's length
+}

@@ -1,0 +1,108 @@
+package keychain
+
+// The service's own prompts, and their answers.
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	dbus "github.com/godbus/dbus/v5"
+)
+
+const promptIface = "org.freedesktop.Secret.Prompt"
+
+// promptTimeout bounds the wait for a person to answer the service's
+// own prompt (to unlock a collection, say); the prompt is then
+// dismissed.
+var promptTimeout = 2 * time.Minute
+
+// errDismissed reports a prompt of the service that was dismissed: by
+// the person, or because it could not be shown.
+var errDismissed = errors.New("the keychain's prompt was dismissed")
+
+// answers sifts the connection's signals on the D-Bus library's reader,
+// as they come: any program on the bus can send this connection signals,
+// as many as it likes, and the bus daemon stamps each with its sender.
+// Only a prompt's Completed signal from the service's owner is kept, and
+// only while there is room for it: one prompt is up at a time.
+type answers struct {
+	mu        sync.Mutex
+	owner     string
+	ended     bool
+	completed chan *dbus.Signal // closed when the connection ends
+}
+
+func (a *answers) setOwner(owner string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.owner = owner
+}
+
+func (a *answers) DeliverSignal(_, _ string, sig *dbus.Signal) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ended || a.owner == "" || sig.Sender != a.owner || sig.Name != promptIface+".Completed" {
+		return
+	}
+	select {
+	case a.completed <- sig:
+	default:
+	}
+}
+
+// Terminate is called when the connection closes.
+func (a *answers) Terminate() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.ended {
+		a.ended = true
+		close(a.completed)
+	}
+}
+
+// prompt shows the service's prompt at path, unless it is noPrompt, and
+// waits for it to complete: errDismissed if it was dismissed, an error if
+// no answer came within promptTimeout (the prompt is then dismissed).
+// Only the service's own signal about that prompt counts.
+func (s *secrets) prompt(path dbus.ObjectPath) error {
+	if path == noPrompt || path == "" {
+		return nil
+	}
+	match := []dbus.MatchOption{dbus.WithMatchSender(s.owner), dbus.WithMatchObjectPath(path), dbus.WithMatchInterface(promptIface), dbus.WithMatchMember("Completed")}
+	if err := s.conn.AddMatchSignal(match...); err != nil {
+		return fmt.Errorf("subscribing to the prompt's answer: %w", err)
+	}
+	defer s.conn.RemoveMatchSignal(match...)
+	if err := s.call(path, promptIface+".Prompt", []any{""}); err != nil {
+		return fmt.Errorf("showing the keychain's prompt: %w", err)
+	}
+	timeout := time.NewTimer(promptTimeout)
+	defer timeout.Stop()
+	for {
+		select {
+		case sig, ok := <-s.answers.completed:
+			if !ok {
+				return errors.New("the session bus went away while the keychain's prompt was up")
+			}
+			if sig.Path != path {
+				continue
+			}
+			var (
+				dismissed bool
+				result    dbus.Variant
+			)
+			if err := dbus.Store(sig.Body, &dismissed, &result); err != nil {
+				return fmt.Errorf("the keychain's prompt answered %v: %w", sig.Body, err)
+			}
+			if dismissed {
+				return errDismissed
+			}
+			return nil
+		case <-timeout.C:
+			s.call(path, promptIface+".Dismiss", nil)
+			return fmt.Errorf("the keychain's prompt had no answer in %v", promptTimeout)
+		}
+	}
+}

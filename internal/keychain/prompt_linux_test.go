@@ -1,0 +1,172 @@
+package keychain
+
+import (
+	"crypto/rand"
+	"errors"
+	"math/big"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dbus "github.com/godbus/dbus/v5"
+
+	"github.com/postern/postern/internal/dbustest"
+	"github.com/postern/postern/internal/sessionbus"
+)
+
+// promptService is a Secret Service whose default collection is locked:
+// an unlock needs a prompt, which answers as answer says. It stands in
+// for gnome-keyring, whose prompts need a person at a display. It
+// records the calls it gets.
+type promptService struct {
+	t      *testing.T
+	conn   *dbus.Conn
+	answer func(client dbus.Sender)
+
+	mu    sync.Mutex
+	calls []string
+}
+
+const promptPath = dbus.ObjectPath("/org/freedesktop/secrets/prompt/u1")
+
+func (p *promptService) record(call string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, call)
+}
+
+func (p *promptService) called(call string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.calls {
+		if c == call {
+			return true
+		}
+	}
+	return false
+}
+
+// startPromptService starts a bus with the service on it, points the
+// package at it, and returns the service.
+func startPromptService(t *testing.T, answer func(p *promptService, client dbus.Sender)) *promptService {
+	addr := dbustest.Start(t, t.TempDir(), []string{"PATH=" + os.Getenv("PATH")})
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", addr)
+	conn, err := sessionbus.Connect(addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	p := &promptService{t: t, conn: conn}
+	p.answer = func(client dbus.Sender) { answer(p, client) }
+	private, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	public := new(big.Int).Exp(oakley2G, private, oakley2).FillBytes(make([]byte, groupSize))
+	export := func(path dbus.ObjectPath, iface string, methods map[string]any) {
+		if err := conn.ExportMethodTable(methods, path, iface); err != nil {
+			t.Fatal(err)
+		}
+	}
+	export(servicePath, serviceIface, map[string]any{
+		"OpenSession": func(alg string, _ dbus.Variant) (dbus.Variant, dbus.ObjectPath, *dbus.Error) {
+			p.record("OpenSession")
+			return dbus.MakeVariant(public), "/org/freedesktop/secrets/session/s1", nil
+		},
+		"Unlock": func(objects []dbus.ObjectPath) ([]dbus.ObjectPath, dbus.ObjectPath, *dbus.Error) {
+			p.record("Unlock")
+			return nil, promptPath, nil
+		},
+	})
+	export(defaultCollection, "org.freedesktop.Secret.Collection", map[string]any{
+		"CreateItem": func(map[string]dbus.Variant, secret, bool) (dbus.ObjectPath, dbus.ObjectPath, *dbus.Error) {
+			p.record("CreateItem")
+			return "/org/freedesktop/secrets/collection/login/1", noPrompt, nil
+		},
+	})
+	export(promptPath, promptIface, map[string]any{
+		"Prompt": func(client dbus.Sender, window string) *dbus.Error {
+			p.record("Prompt")
+			go p.answer(client)
+			return nil
+		},
+		"Dismiss": func() *dbus.Error {
+			p.record("Dismiss")
+			return nil
+		},
+	})
+	if r, err := conn.RequestName(serviceName, dbus.NameFlagDoNotQueue); err != nil || r != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("taking %s: %v, %v", serviceName, r, err)
+	}
+	return p
+}
+
+// complete sends the prompt's Completed signal from the service.
+func (p *promptService) complete(dismissed bool) {
+	if err := p.conn.Emit(promptPath, promptIface+".Completed", dismissed, dbus.MakeVariant([]dbus.ObjectPath{defaultCollection})); err != nil {
+		p.t.Error(err)
+	}
+}
+
+// A prompt the person answers lets the call go on; one dismissed fails
+// it, and nothing is stored.
+func TestPromptAnswered(t *testing.T) {
+	for _, dismissed := range []bool{false, true} {
+		p := startPromptService(t, func(p *promptService, _ dbus.Sender) { p.complete(dismissed) })
+		err := Store([16]byte{1}, []byte("secret"))
+		if dismissed {
+			if !errors.Is(err, errDismissed) || p.called("CreateItem") {
+				t.Errorf("prompt dismissed: %v; item created: %v", err, p.called("CreateItem"))
+			}
+			continue
+		}
+		if err != nil || !p.called("Prompt") || !p.called("CreateItem") {
+			t.Errorf("prompt answered: %v; calls %v", err, p.calls)
+		}
+	}
+}
+
+// Any program on the bus can send the client a signal that looks like
+// the prompt's answer, to it alone. Only the service's own counts: a
+// forged "not dismissed" followed by the service's "dismissed" is a
+// dismissal, and nothing is stored.
+func TestForgedPromptAnswerIgnored(t *testing.T) {
+	var forger *dbus.Conn
+	p := startPromptService(t, func(p *promptService, client dbus.Sender) {
+		msg := &dbus.Message{Type: dbus.TypeSignal, Headers: map[dbus.HeaderField]dbus.Variant{
+			dbus.FieldPath:        dbus.MakeVariant(promptPath),
+			dbus.FieldInterface:   dbus.MakeVariant(promptIface),
+			dbus.FieldMember:      dbus.MakeVariant("Completed"),
+			dbus.FieldDestination: dbus.MakeVariant(string(client)),
+			dbus.FieldSignature:   dbus.MakeVariant(dbus.SignatureOf(false, dbus.Variant{})),
+		}, Body: []any{false, dbus.MakeVariant("")}}
+		if call := forger.Send(msg, nil); call.Err != nil {
+			t.Error(call.Err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		p.complete(true)
+	})
+	var err error
+	forger, err = sessionbus.Connect(os.Getenv("DBUS_SESSION_BUS_ADDRESS"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer forger.Close()
+	if err := Store([16]byte{1}, []byte("secret")); !errors.Is(err, errDismissed) || p.called("CreateItem") {
+		t.Fatalf("after a forged answer and the service's dismissal: %v; item created: %v", err, p.called("CreateItem"))
+	}
+}
+
+// A prompt nobody answers fails the call once promptTimeout has passed,
+// and is dismissed.
+func TestPromptUnanswered(t *testing.T) {
+	defer func(d time.Duration) { promptTimeout = d }(promptTimeout)
+	promptTimeout = 300 * time.Millisecond
+	p := startPromptService(t, func(*promptService, dbus.Sender) {})
+	err := Store([16]byte{1}, []byte("secret"))
+	if err == nil || !strings.Contains(err.Error(), "no answer") || p.called("CreateItem") {
+		t.Fatalf("unanswered prompt: %v; item created: %v", err, p.called("CreateItem"))
+	}
+	if !p.called("Dismiss") {
+		t.Fatalf("the unanswered prompt was not dismissed; calls %v", p.calls)
+	}
+}
