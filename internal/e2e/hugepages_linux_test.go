@@ -56,26 +56,7 @@ func TestGatewayRunsWithoutHugePages(t *testing.T) {
 		t.Errorf("the console runs with THP_enabled %q", v)
 	}
 	// The unlock turns them on while it derives the key, and off after.
-	var on atomic.Bool
-	polled := make(chan struct{})
-	stop := make(chan struct{})
-	go func() {
-		defer close(polled)
-		for {
-			if thpEnabled(a.PID()) == "1" {
-				on.Store(true)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Millisecond):
-			}
-		}
-	}()
-	e.MustRun("postern", "unlock", "--passphrase-file", pass)
-	close(stop)
-	<-polled
-	if !on.Load() {
+	if !onDuring(a.PID(), func() { e.MustRun("postern", "unlock", "--passphrase-file", pass) }) {
 		t.Error("huge pages stayed off while the unlock derived its key")
 	}
 	if v := thpEnabled(a.PID()); v != "0" {
@@ -99,6 +80,20 @@ func TestGatewayRunsWithoutHugePages(t *testing.T) {
 		t.Errorf("postern agent COMMAND: the gateway's name and THP_enabled, and the command's THP_enabled, are %q", got)
 	}
 
+	// A person who turned them off for the whole session (a parent's
+	// prctl) keeps them off in what the gateway starts.
+	if err := unix.Prctl(unix.PR_SET_THP_DISABLE, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Prctl(unix.PR_SET_THP_DISABLE, 0, 0, 0, 0) })
+	r = e.MustRun("postern", "agent", "-a", e.Path("run", "person.sock"), "--", "sh", "-c", `grep THP_enabled /proc/$$/status`)
+	if err := unix.Prctl(unix.PR_SET_THP_DISABLE, 0, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(strings.Fields(r.Stdout), " "); got != "THP_enabled: 0" {
+		t.Errorf("postern agent COMMAND, started with huge pages off: the command's THP_enabled is %q", got)
+	}
+
 	// Detached, as eval "$(postern agent)" starts it.
 	r = e.MustRun("postern", "agent", "-s", "-a", e.Path("run", "detached.sock"))
 	_, after, _ := strings.Cut(r.Stdout, "SSH_AGENT_PID=")
@@ -114,4 +109,44 @@ func TestGatewayRunsWithoutHugePages(t *testing.T) {
 	if v := posternTHP(t, pid); v != "0" {
 		t.Errorf("the detached gateway runs with THP_enabled %q", v)
 	}
+	// It turns them on as the gateway in the foreground does, and its
+	// askpass program gets them as the person had them: the daemon knows
+	// its setting came from postern, not from the person.
+	e.Setenv("SSH_AUTH_SOCK", e.Path("run", "detached.sock"))
+	if !onDuring(pid, func() { e.MustRun("postern", "unlock", "--passphrase-file", pass) }) {
+		t.Error("huge pages stayed off while the detached gateway's unlock derived its key")
+	}
+	k = e.Keygen("k2", "ed25519", 0, "")
+	e.AddKey(k, "-c")
+	if r := e.Run("ssh-keygen", "-Y", "sign", "-n", "file", "-f", k+".pub", e.Path("m")); r.Code == 0 {
+		t.Fatalf("the detached gateway signed though the askpass program said no: %s", r)
+	}
+	if got := strings.Fields(string(mustRead(t, seen))); strings.Join(got, " ") != "THP_enabled: 1 THP_enabled: 1" {
+		t.Errorf("the askpass programs of the gateway in the foreground and of the detached one ran with %q", got)
+	}
+}
+
+// onDuring reports whether huge pages were on for the process pid at
+// some moment while do ran (polled every millisecond).
+func onDuring(pid int, do func()) bool {
+	var on atomic.Bool
+	polled := make(chan struct{})
+	stop := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for {
+			if thpEnabled(pid) == "1" {
+				on.Store(true)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	do()
+	close(stop)
+	<-polled
+	return on.Load()
 }

@@ -14,13 +14,18 @@
 // the kernel gives them to all memory, the runtime has touched its memory
 // by the time main runs, so Off starts the program again under the
 // setting. The setting goes to every process the program starts, as the
-// kernel hands it on.
+// kernel hands it on. A program started with huge pages off already has
+// the person's setting (a session that turned them off for all its
+// programs), and keeps it for everything; one of postern's that starts
+// another (the daemon a detaching gateway starts) hands it [ChildEnv], so
+// that the other knows the setting is postern's own.
 //
 // Allow turns them on again for a stretch of work that faults in much
 // fresh memory at once, or for the fork of a program that is not the
 // program's own. A key derivation's 64 MiB or more, faulted in 4 KiB pages,
 // costs each unlock from a tenth of a second to a second more, by the
-// machine. In a process that did not call Off, Allow changes nothing.
+// machine. In a process that did not call Off, or that keeps the
+// person's setting, Allow changes nothing.
 package hugepages
 
 import "sync"

@@ -9,8 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// againVar marks the program Off started again, so that it does not start
-// it a second time, and holds its name; Off removes it from the
+// againVar marks a program that a program of postern's started with huge
+// pages off by its own choice (Off starting the program again, or
+// [ChildEnv]), and holds the name it gets; Off removes it from the
 // environment.
 const againVar = "POSTERN_HUGEPAGES_OFF"
 
@@ -23,24 +24,44 @@ const modeFile = "/sys/kernel/mm/transparent_hugepage/enabled"
 // environment and descriptors, and the name ps shows), so that it returns
 // only in the program started so; where the setting or the exec fails (a
 // kernel older than 3.15, no /proc), it returns and the process goes on
-// as it was. Call it first thing, before the program opens anything or
-// starts a goroutine whose work an exec would cut short.
+// as it was. A program that starts with huge pages off already, not from
+// a program of postern's that turned them off, was handed the setting by
+// the person: it is kept, for all the program does and all it starts,
+// and Allow changes nothing. Call Off first thing, before the program
+// opens anything or starts a goroutine whose work an exec would cut
+// short.
 func Off() {
-	name, again := os.LookupEnv(againVar)
+	name, ours := os.LookupEnv(againVar)
 	os.Unsetenv(againVar)
-	if again {
+	if ours {
 		// The kernel names a program after the file it executes,
 		// "exe"; it gets back the name it had.
 		rename(name)
-	}
-	inherited := disabled()
-	if !markOff() || inherited || again || !allMemory() {
+	} else if disabled() {
 		return
+	}
+	if !markOff() || ours || !allMemory() {
+		return
+	}
+	// On failure, the setting holds from here on.
+	syscall.Exec("/proc/self/exe", os.Args, append(os.Environ(), ChildEnv()...))
+}
+
+// ChildEnv returns what to add to the environment of a program of
+// postern's started from this one (the daemon a detaching gateway
+// starts) so that its Off knows huge pages are off by the program's
+// choice, not the person's, and it gets this program's name: nothing
+// where Off did not turn them off.
+func ChildEnv() []string {
+	state.mu.Lock()
+	off := state.off
+	state.mu.Unlock()
+	if !off {
+		return nil
 	}
 	// The first thread's name, which ps shows.
 	b, _ := os.ReadFile("/proc/self/comm")
-	// On failure, the setting holds from here on.
-	syscall.Exec("/proc/self/exe", os.Args, append(os.Environ(), againVar+"="+strings.TrimSuffix(string(b), "\n")))
+	return []string{againVar + "=" + strings.TrimSuffix(string(b), "\n")}
 }
 
 // allMemory reports whether the kernel gives huge pages to all anonymous

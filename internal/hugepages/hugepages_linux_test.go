@@ -25,7 +25,10 @@ func TestMain(m *testing.M) {
 		for _, t := range threadNames() {
 			names[t.name] = true
 		}
-		fmt.Printf("off pid=%d disabled=%v marker=%v names=%v\n", os.Getpid(), disabled(), again, slices.Sorted(maps.Keys(names)))
+		restore := Allow()
+		allowed := disabled()
+		restore()
+		fmt.Printf("off pid=%d disabled=%v marker=%v names=%v allow-disabled=%v\n", os.Getpid(), disabled(), again, slices.Sorted(maps.Keys(names)), allowed)
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -84,16 +87,34 @@ func TestAllowTurnsThemOnUntilTheLastRestore(t *testing.T) {
 // its first instruction, and no marker left for what it starts; elsewhere
 // it starts once and turns them off. Either way every thread keeps the
 // program's name (ps shows the first's), where an exec of /proc/self/exe
-// names it "exe".
+// names it "exe", and Allow turns them on. A program started with huge
+// pages off and the marker ChildEnv gives (the daemon a detaching agent
+// starts) is not started again, takes the name the marker holds, and
+// Allow turns them on too. One started with huge pages off and no marker
+// got the setting from the person: it keeps them off, and Allow leaves
+// them off.
 func TestOffStartsTheProgramAgainUnderTheSetting(t *testing.T) {
-	for _, inherited := range []bool{false, true} {
-		t.Run(fmt.Sprintf("inherited=%v", inherited), func(t *testing.T) {
+	// The kernel's name for a program: its file's, cut to 15 bytes.
+	name := filepath.Base(os.Args[0])
+	name = name[:min(len(name), 15)]
+	for _, c := range []struct {
+		inherited, marked bool
+	}{{false, false}, {true, true}, {true, false}} {
+		t.Run(fmt.Sprintf("inherited=%v,marked=%v", c.inherited, c.marked), func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), childVar+"=1")
+			if c.marked {
+				reset(t)
+				markOff()
+				cmd.Env = append(cmd.Env, ChildEnv()...)
+				if !slices.ContainsFunc(cmd.Env, func(v string) bool { return strings.HasPrefix(v, againVar+"=") }) {
+					t.Fatalf("ChildEnv after Off gave no marker: %q", ChildEnv())
+				}
+			}
 			// With inherited, the parent's setting, handed on at the
-			// fork, as the detaching agent hands it to its daemon.
+			// fork: the person's, or the detaching agent's.
 			reset(t)
-			if err := setDisabled(inherited); err != nil {
+			if err := setDisabled(c.inherited); err != nil {
 				t.Fatal(err)
 			}
 			out, err := cmd.CombinedOutput()
@@ -102,18 +123,24 @@ func TestOffStartsTheProgramAgainUnderTheSetting(t *testing.T) {
 			}
 			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 			pid := cmd.Process.Pid
-			want := []string{fmt.Sprintf("start pid=%d disabled=%v", pid, inherited)}
-			if allMemory() && !inherited {
+			want := []string{fmt.Sprintf("start pid=%d disabled=%v", pid, c.inherited)}
+			if allMemory() && !c.inherited {
 				want = append(want, fmt.Sprintf("start pid=%d disabled=true", pid))
 			}
-			// The kernel's name for a program: its file's, cut to 15 bytes.
-			name := filepath.Base(os.Args[0])
-			name = name[:min(len(name), 15)]
-			want = append(want, fmt.Sprintf("off pid=%d disabled=true marker=false names=[%s]", pid, name))
+			personal := c.inherited && !c.marked
+			want = append(want, fmt.Sprintf("off pid=%d disabled=true marker=false names=[%s] allow-disabled=%v", pid, name, personal))
 			if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 				t.Errorf("the child printed\n%s\nwant\n%s\n(%s: %s)", out, strings.Join(want, "\n"), modeFile, mode())
 			}
 		})
+	}
+}
+
+// ChildEnv gives no marker where Off did not turn huge pages off.
+func TestChildEnvWithoutOff(t *testing.T) {
+	reset(t)
+	if env := ChildEnv(); env != nil {
+		t.Fatalf("ChildEnv without Off: %q", env)
 	}
 }
 

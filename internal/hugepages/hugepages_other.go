@@ -7,4 +7,7 @@ import "errors"
 // Off does nothing but on Linux.
 func Off() {}
 
+// ChildEnv returns nothing but on Linux.
+func ChildEnv() []string { return nil }
+
 func setDisabled(bool) error { return errors.ErrUnsupported }
