@@ -17,8 +17,8 @@
 // (gnome-keyring, KeePassXC, KWallet's bridge), in the default collection
 // (usually "login"), with the attributes application=postern and
 // postern-vault=<vault ID in hex>. The calls are this package's own
-// (secrets_linux.go), on a connection to the bus made by package
-// sessionbus for each call: found through $DBUS_SESSION_BUS_ADDRESS or
+// (secrets_linux.go), on one connection for the process, made by package
+// sessionbus: the bus is found through $DBUS_SESSION_BUS_ADDRESS or
 // $XDG_RUNTIME_DIR/bus, never launched, and used only where its daemon
 // runs as this user, with a deadline on each step. No session bus means
 // ErrUnavailable. Secrets travel over D-Bus encrypted with the

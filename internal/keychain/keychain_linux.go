@@ -1,28 +1,60 @@
 package keychain
 
 import (
-	"context"
 	"fmt"
+	"os"
+	"sync"
 
 	dbus "github.com/godbus/dbus/v5"
+
+	"github.com/postern/postern/internal/sessionbus"
 )
 
 func attributes(id [16]byte) map[string]string {
 	return map[string]string{"application": application, "postern-vault": vaultHex(id)}
 }
 
-// withSession runs fn on a new connection to the service with a new
-// encrypted session, and closes both afterwards.
+// conn is the process's connection to the service, made on first use
+// and kept. gnome-keyring-daemon (42.1) was seen to fail an assertion
+// about its record of the caller ("'client' failed") and exit, in tests
+// under load that opened a new connection for each of thousands of calls;
+// with one connection for the process it was not seen. mu serializes all
+// calls.
+var conn struct {
+	mu   sync.Mutex
+	addr string
+	s    *secrets
+}
+
+// withSession runs fn on the process's connection to the service (made
+// again when it was lost or the session bus's address changed) with a
+// new encrypted session, closed afterwards.
 func withSession(fn func(*secrets, *session) error) error {
-	s, err := connect()
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
+	addr, err := sessionbus.Address(os.Environ())
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	defer s.close()
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	if conn.s != nil && (conn.addr != addr || !conn.s.conn.Connected()) {
+		conn.s.close()
+		conn.s = nil
+	}
+	if conn.s == nil {
+		s, err := connect(addr)
+		if err != nil {
+			return err
+		}
+		conn.addr, conn.s = addr, s
+	}
+	s := conn.s
+	ctx, cancel := callCtx()
 	defer cancel()
 	sess, err := s.openSession(ctx)
 	if err != nil {
+		// A connection that failed here is made again next time.
+		s.close()
+		conn.s = nil
 		return fmt.Errorf("%w: the Secret Service opened no encrypted session: %v", ErrUnavailable, err)
 	}
 	defer s.closeSession(sess)

@@ -25,11 +25,14 @@ var errDismissed = errors.New("the keychain's prompt was dismissed")
 // answers sifts the connection's signals on the D-Bus library's reader,
 // as they come: any program on the bus can send this connection signals,
 // as many as it likes, and the bus daemon stamps each with its sender.
-// Only a prompt's Completed signal from the service's owner is kept, and
-// only while there is room for it: one prompt is up at a time.
+// Only the Completed signal of the prompt awaited, from the service's
+// owner, is kept. One prompt is awaited at a time; an answer to an
+// earlier one, come late (the service sends it to the client alone,
+// whatever it subscribed to), is dropped too.
 type answers struct {
 	mu        sync.Mutex
 	owner     string
+	awaited   dbus.ObjectPath
 	ended     bool
 	completed chan *dbus.Signal // closed when the connection ends
 }
@@ -40,10 +43,25 @@ func (a *answers) setOwner(owner string) {
 	a.owner = owner
 }
 
+// await makes the prompt at path the one whose answer is kept ("": none),
+// and drops any answer kept before.
+func (a *answers) await(path dbus.ObjectPath) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.awaited = path
+	if a.ended {
+		return
+	}
+	select {
+	case <-a.completed:
+	default:
+	}
+}
+
 func (a *answers) DeliverSignal(_, _ string, sig *dbus.Signal) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.ended || a.owner == "" || sig.Sender != a.owner || sig.Name != promptIface+".Completed" {
+	if a.ended || a.owner == "" || sig.Sender != a.owner || sig.Name != promptIface+".Completed" || a.awaited == "" || sig.Path != a.awaited {
 		return
 	}
 	select {
@@ -70,39 +88,42 @@ func (s *secrets) prompt(path dbus.ObjectPath) error {
 	if path == noPrompt || path == "" {
 		return nil
 	}
+	s.answers.await(path)
+	defer s.answers.await("")
 	match := []dbus.MatchOption{dbus.WithMatchSender(s.owner), dbus.WithMatchObjectPath(path), dbus.WithMatchInterface(promptIface), dbus.WithMatchMember("Completed")}
-	if err := s.conn.AddMatchSignal(match...); err != nil {
+	ctx, cancel := callCtx()
+	defer cancel()
+	if err := s.conn.AddMatchSignalContext(ctx, match...); err != nil {
 		return fmt.Errorf("subscribing to the prompt's answer: %w", err)
 	}
-	defer s.conn.RemoveMatchSignal(match...)
+	defer func() {
+		ctx, cancel := callCtx()
+		defer cancel()
+		s.conn.RemoveMatchSignalContext(ctx, match...)
+	}()
 	if err := s.call(path, promptIface+".Prompt", []any{""}); err != nil {
 		return fmt.Errorf("showing the keychain's prompt: %w", err)
 	}
 	timeout := time.NewTimer(promptTimeout)
 	defer timeout.Stop()
-	for {
-		select {
-		case sig, ok := <-s.answers.completed:
-			if !ok {
-				return errors.New("the session bus went away while the keychain's prompt was up")
-			}
-			if sig.Path != path {
-				continue
-			}
-			var (
-				dismissed bool
-				result    dbus.Variant
-			)
-			if err := dbus.Store(sig.Body, &dismissed, &result); err != nil {
-				return fmt.Errorf("the keychain's prompt answered %v: %w", sig.Body, err)
-			}
-			if dismissed {
-				return errDismissed
-			}
-			return nil
-		case <-timeout.C:
-			s.call(path, promptIface+".Dismiss", nil)
-			return fmt.Errorf("the keychain's prompt had no answer in %v", promptTimeout)
+	select {
+	case sig, ok := <-s.answers.completed:
+		if !ok {
+			return errors.New("the session bus went away while the keychain's prompt was up")
 		}
+		var (
+			dismissed bool
+			result    dbus.Variant
+		)
+		if err := dbus.Store(sig.Body, &dismissed, &result); err != nil {
+			return fmt.Errorf("the keychain's prompt answered that is not a completion: %w", err)
+		}
+		if dismissed {
+			return errDismissed
+		}
+		return nil
+	case <-timeout.C:
+		s.call(path, promptIface+".Dismiss", nil)
+		return fmt.Errorf("the keychain's prompt had no answer in %v", promptTimeout)
 	}
 }

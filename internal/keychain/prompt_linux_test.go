@@ -3,6 +3,7 @@ package keychain
 import (
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"math/big"
 	"os"
 	"strings"
@@ -23,13 +24,18 @@ import (
 type promptService struct {
 	t      *testing.T
 	conn   *dbus.Conn
-	answer func(client dbus.Sender)
+	answer func(client dbus.Sender, prompt dbus.ObjectPath)
+	// prompts is how many prompts Unlock made.
+	prompts int
 
 	mu    sync.Mutex
 	calls []string
 }
 
-const promptPath = dbus.ObjectPath("/org/freedesktop/secrets/prompt/u1")
+// promptPath is the path of the service's nth prompt.
+func promptPath(n int) dbus.ObjectPath {
+	return dbus.ObjectPath(fmt.Sprintf("/org/freedesktop/secrets/prompt/u%d", n))
+}
 
 func (p *promptService) record(call string) {
 	p.mu.Lock()
@@ -50,7 +56,7 @@ func (p *promptService) called(call string) bool {
 
 // startPromptService starts a bus with the service on it, points the
 // package at it, and returns the service.
-func startPromptService(t *testing.T, answer func(p *promptService, client dbus.Sender)) *promptService {
+func startPromptService(t *testing.T, answer func(p *promptService, client dbus.Sender, prompt dbus.ObjectPath)) *promptService {
 	addr := dbustest.Start(t, t.TempDir(), []string{"PATH=" + os.Getenv("PATH")})
 	t.Setenv("DBUS_SESSION_BUS_ADDRESS", addr)
 	conn, err := sessionbus.Connect(addr, 5*time.Second)
@@ -59,7 +65,7 @@ func startPromptService(t *testing.T, answer func(p *promptService, client dbus.
 	}
 	t.Cleanup(func() { conn.Close() })
 	p := &promptService{t: t, conn: conn}
-	p.answer = func(client dbus.Sender) { answer(p, client) }
+	p.answer = func(client dbus.Sender, prompt dbus.ObjectPath) { answer(p, client, prompt) }
 	private, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
 	public := new(big.Int).Exp(oakley2G, private, oakley2).FillBytes(make([]byte, groupSize))
 	export := func(path dbus.ObjectPath, iface string, methods map[string]any) {
@@ -74,7 +80,10 @@ func startPromptService(t *testing.T, answer func(p *promptService, client dbus.
 		},
 		"Unlock": func(objects []dbus.ObjectPath) ([]dbus.ObjectPath, dbus.ObjectPath, *dbus.Error) {
 			p.record("Unlock")
-			return nil, promptPath, nil
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.prompts++
+			return nil, promptPath(p.prompts), nil
 		},
 	})
 	export(defaultCollection, "org.freedesktop.Secret.Collection", map[string]any{
@@ -83,27 +92,38 @@ func startPromptService(t *testing.T, answer func(p *promptService, client dbus.
 			return "/org/freedesktop/secrets/collection/login/1", noPrompt, nil
 		},
 	})
-	export(promptPath, promptIface, map[string]any{
-		"Prompt": func(client dbus.Sender, window string) *dbus.Error {
-			p.record("Prompt")
-			go p.answer(client)
-			return nil
-		},
-		"Dismiss": func() *dbus.Error {
-			p.record("Dismiss")
-			return nil
-		},
-	})
+	for n := 1; n <= 3; n++ {
+		export(promptPath(n), promptIface, map[string]any{
+			"Prompt": func(client dbus.Sender, window string) *dbus.Error {
+				p.record("Prompt")
+				p.answer(client, promptPath(n)) // before the call's answer
+
+				return nil
+			},
+			"Dismiss": func() *dbus.Error {
+				p.record("Dismiss")
+				return nil
+			},
+		})
+	}
 	if r, err := conn.RequestName(serviceName, dbus.NameFlagDoNotQueue); err != nil || r != dbus.RequestNameReplyPrimaryOwner {
 		t.Fatalf("taking %s: %v, %v", serviceName, r, err)
 	}
 	return p
 }
 
-// complete sends the prompt's Completed signal from the service.
-func (p *promptService) complete(dismissed bool) {
-	if err := p.conn.Emit(promptPath, promptIface+".Completed", dismissed, dbus.MakeVariant([]dbus.ObjectPath{defaultCollection})); err != nil {
-		p.t.Error(err)
+// completed sends, from conn to the client alone (as gnome-keyring
+// sends it), the prompt's Completed signal.
+func completed(t *testing.T, conn *dbus.Conn, client dbus.Sender, prompt dbus.ObjectPath, dismissed bool) {
+	msg := &dbus.Message{Type: dbus.TypeSignal, Headers: map[dbus.HeaderField]dbus.Variant{
+		dbus.FieldPath:        dbus.MakeVariant(prompt),
+		dbus.FieldInterface:   dbus.MakeVariant(promptIface),
+		dbus.FieldMember:      dbus.MakeVariant("Completed"),
+		dbus.FieldDestination: dbus.MakeVariant(string(client)),
+		dbus.FieldSignature:   dbus.MakeVariant(dbus.SignatureOf(false, dbus.Variant{})),
+	}, Body: []any{dismissed, dbus.MakeVariant("")}}
+	if call := conn.Send(msg, nil); call.Err != nil {
+		t.Error(call.Err)
 	}
 }
 
@@ -111,7 +131,9 @@ func (p *promptService) complete(dismissed bool) {
 // it, and nothing is stored.
 func TestPromptAnswered(t *testing.T) {
 	for _, dismissed := range []bool{false, true} {
-		p := startPromptService(t, func(p *promptService, _ dbus.Sender) { p.complete(dismissed) })
+		p := startPromptService(t, func(p *promptService, client dbus.Sender, prompt dbus.ObjectPath) {
+			completed(t, p.conn, client, prompt, dismissed)
+		})
 		err := Store([16]byte{1}, []byte("secret"))
 		if dismissed {
 			if !errors.Is(err, errDismissed) || p.called("CreateItem") {
@@ -131,19 +153,10 @@ func TestPromptAnswered(t *testing.T) {
 // dismissal, and nothing is stored.
 func TestForgedPromptAnswerIgnored(t *testing.T) {
 	var forger *dbus.Conn
-	p := startPromptService(t, func(p *promptService, client dbus.Sender) {
-		msg := &dbus.Message{Type: dbus.TypeSignal, Headers: map[dbus.HeaderField]dbus.Variant{
-			dbus.FieldPath:        dbus.MakeVariant(promptPath),
-			dbus.FieldInterface:   dbus.MakeVariant(promptIface),
-			dbus.FieldMember:      dbus.MakeVariant("Completed"),
-			dbus.FieldDestination: dbus.MakeVariant(string(client)),
-			dbus.FieldSignature:   dbus.MakeVariant(dbus.SignatureOf(false, dbus.Variant{})),
-		}, Body: []any{false, dbus.MakeVariant("")}}
-		if call := forger.Send(msg, nil); call.Err != nil {
-			t.Error(call.Err)
-		}
+	p := startPromptService(t, func(p *promptService, client dbus.Sender, prompt dbus.ObjectPath) {
+		completed(t, forger, client, prompt, false)
 		time.Sleep(200 * time.Millisecond)
-		p.complete(true)
+		completed(t, p.conn, client, prompt, true)
 	})
 	var err error
 	forger, err = sessionbus.Connect(os.Getenv("DBUS_SESSION_BUS_ADDRESS"), 5*time.Second)
@@ -161,12 +174,33 @@ func TestForgedPromptAnswerIgnored(t *testing.T) {
 func TestPromptUnanswered(t *testing.T) {
 	defer func(d time.Duration) { promptTimeout = d }(promptTimeout)
 	promptTimeout = 300 * time.Millisecond
-	p := startPromptService(t, func(*promptService, dbus.Sender) {})
+	p := startPromptService(t, func(*promptService, dbus.Sender, dbus.ObjectPath) {})
 	err := Store([16]byte{1}, []byte("secret"))
 	if err == nil || !strings.Contains(err.Error(), "no answer") || p.called("CreateItem") {
 		t.Fatalf("unanswered prompt: %v; item created: %v", err, p.called("CreateItem"))
 	}
 	if !p.called("Dismiss") {
 		t.Fatalf("the unanswered prompt was not dismissed; calls %v", p.calls)
+	}
+}
+
+// An answer to a prompt given up on that comes later (the service sends
+// it to the client alone, whatever it subscribed to) is not the answer
+// to the next prompt, and does not crowd it out: here it comes while the
+// next prompt is up, just before that one's own.
+func TestLateAnswerToAnEarlierPrompt(t *testing.T) {
+	defer func(d time.Duration) { promptTimeout = d }(promptTimeout)
+	promptTimeout = 300 * time.Millisecond
+	p := startPromptService(t, func(p *promptService, client dbus.Sender, prompt dbus.ObjectPath) {
+		if prompt == promptPath(2) {
+			completed(t, p.conn, client, promptPath(1), false)
+			completed(t, p.conn, client, prompt, true)
+		}
+	})
+	if err := Store([16]byte{1}, []byte("secret")); err == nil || !strings.Contains(err.Error(), "no answer") {
+		t.Fatalf("first prompt, unanswered: %v", err)
+	}
+	if err := Store([16]byte{1}, []byte("secret")); !errors.Is(err, errDismissed) || p.called("CreateItem") {
+		t.Fatalf("second prompt, dismissed after a late answer to the first: %v; item created: %v", err, p.called("CreateItem"))
 	}
 }

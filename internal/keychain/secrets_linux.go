@@ -6,7 +6,6 @@ package keychain
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	dbus "github.com/godbus/dbus/v5"
@@ -27,6 +26,10 @@ const (
 // callTimeout bounds each call to the bus or the service.
 const callTimeout = 5 * time.Second
 
+func callCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), callTimeout)
+}
+
 // secrets is a connection to the Secret Service.
 type secrets struct {
 	conn *dbus.Conn
@@ -36,19 +39,15 @@ type secrets struct {
 	answers *answers
 }
 
-// connect finds the session bus and connects to the service on it.
-func connect() (*secrets, error) {
-	addr, err := sessionbus.Address(os.Environ())
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
+// connect connects to the service on the session bus at addr.
+func connect(addr string) (*secrets, error) {
 	a := &answers{completed: make(chan *dbus.Signal, 1)}
 	conn, err := sessionbus.Connect(addr, callTimeout, dbus.WithSignalHandler(a))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	s := &secrets{conn: conn, answers: a}
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := callCtx()
 	defer cancel()
 	// Starts the service where the bus can (gnome-keyring is often
 	// started so), then asks which process owns it.
@@ -73,7 +72,7 @@ func (s *secrets) obj(path dbus.ObjectPath) dbus.BusObject {
 // call calls method on the object at path within callTimeout and stores
 // its answer in out.
 func (s *secrets) call(path dbus.ObjectPath, method string, args []any, out ...any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := callCtx()
 	defer cancel()
 	return s.obj(path).CallWithContext(ctx, method, 0, args...).Store(out...)
 }

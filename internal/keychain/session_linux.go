@@ -87,7 +87,7 @@ func (s *secrets) openSession(ctx context.Context) (*session, error) {
 
 // closeSession ends the session on the service and clears its key.
 func (s *secrets) closeSession(sess *session) {
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := callCtx()
 	defer cancel()
 	s.obj(sess.path).CallWithContext(ctx, "org.freedesktop.Secret.Session.Close", 0)
 	clear(sess.key)
