@@ -48,6 +48,9 @@ func withSession(fn func(*secrets, *session) error) error {
 		conn.addr, conn.s = addr, s
 	}
 	s := conn.s
+	if err := s.findOwner(); err != nil {
+		return err
+	}
 	ctx, cancel := callCtx()
 	defer cancel()
 	sess, err := s.openSession(ctx)

@@ -59,6 +59,11 @@ func (p *promptService) called(call string) bool {
 func startPromptService(t *testing.T, answer func(p *promptService, client dbus.Sender, prompt dbus.ObjectPath)) *promptService {
 	addr := dbustest.Start(t, t.TempDir(), []string{"PATH=" + os.Getenv("PATH")})
 	t.Setenv("DBUS_SESSION_BUS_ADDRESS", addr)
+	return servePromptService(t, addr, answer)
+}
+
+// servePromptService puts the service on the bus at addr.
+func servePromptService(t *testing.T, addr string, answer func(p *promptService, client dbus.Sender, prompt dbus.ObjectPath)) *promptService {
 	conn, err := sessionbus.Connect(addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -202,5 +207,23 @@ func TestLateAnswerToAnEarlierPrompt(t *testing.T) {
 	}
 	if err := Store([16]byte{1}, []byte("secret")); !errors.Is(err, errDismissed) || p.called("CreateItem") {
 		t.Fatalf("second prompt, dismissed after a late answer to the first: %v; item created: %v", err, p.called("CreateItem"))
+	}
+}
+
+// A service that started again since the last call (a new process, with
+// another name on the bus) gets the next call: the package keeps its
+// connection to the bus, not to the service.
+func TestServiceStartedAgain(t *testing.T) {
+	answer := func(p *promptService, client dbus.Sender, prompt dbus.ObjectPath) {
+		completed(t, p.conn, client, prompt, false)
+	}
+	first := startPromptService(t, answer)
+	if err := Store([16]byte{1}, []byte("secret")); err != nil || !first.called("CreateItem") {
+		t.Fatalf("Store with the first service: %v; calls %v", err, first.calls)
+	}
+	first.conn.Close()
+	second := servePromptService(t, os.Getenv("DBUS_SESSION_BUS_ADDRESS"), answer)
+	if err := Store([16]byte{1}, []byte("secret")); err != nil || !second.called("CreateItem") {
+		t.Fatalf("Store with the service started again: %v; calls %v", err, second.calls)
 	}
 }

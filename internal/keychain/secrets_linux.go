@@ -39,28 +39,33 @@ type secrets struct {
 	answers *answers
 }
 
-// connect connects to the service on the session bus at addr.
+// connect connects to the session bus at addr.
 func connect(addr string) (*secrets, error) {
 	a := &answers{completed: make(chan *dbus.Signal, 1)}
 	conn, err := sessionbus.Connect(addr, callTimeout, dbus.WithSignalHandler(a))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	s := &secrets{conn: conn, answers: a}
+	return &secrets{conn: conn, answers: a}, nil
+}
+
+// findOwner starts the service where the bus can (gnome-keyring is
+// often started so) and finds which process owns it now: one that
+// started again since the last call has another name.
+func (s *secrets) findOwner() error {
 	ctx, cancel := callCtx()
 	defer cancel()
-	// Starts the service where the bus can (gnome-keyring is often
-	// started so), then asks which process owns it.
-	err = conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.StartServiceByName", 0, serviceName, uint32(0)).Err
+	var owner string
+	err := s.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.StartServiceByName", 0, serviceName, uint32(0)).Err
 	if err == nil {
-		err = conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetNameOwner", 0, serviceName).Store(&s.owner)
+		err = s.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetNameOwner", 0, serviceName).Store(&owner)
 	}
 	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("%w: no Secret Service answers on the session bus (start gnome-keyring-daemon or another provider): %v", ErrUnavailable, err)
+		return fmt.Errorf("%w: no Secret Service answers on the session bus (start gnome-keyring-daemon or another provider): %v", ErrUnavailable, err)
 	}
-	a.setOwner(s.owner)
-	return s, nil
+	s.owner = owner
+	s.answers.setOwner(owner)
+	return nil
 }
 
 func (s *secrets) close() { s.conn.Close() }
