@@ -66,6 +66,8 @@ func hintFor(name string, err error) string {
 		return `"postern run --no-sandbox" runs it unconfined, and every card for it says so`
 	case errors.Is(err, api.ErrVaultExists):
 		return `"postern unlock" opens it, "postern vault add" adds keys to it and "postern vault passwd" changes its passphrase`
+	case errors.Is(err, keychain.ErrDismissed):
+		return "unlock the keychain in your desktop session and try again, or unlock with the vault's passphrase"
 	case errors.Is(err, keychain.ErrUnavailable):
 		return "unlock with the vault's passphrase instead: --remember, --keychain and --forget need the OS keychain (on Linux a Secret Service, such as gnome-keyring or KeePassXC, on the session bus)"
 	case errors.Is(err, vault.ErrNotExist):

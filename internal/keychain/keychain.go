@@ -58,6 +58,11 @@ var (
 
 	// ErrNotFound: no entry for this vault.
 	ErrNotFound = errors.New("no keychain entry for this vault")
+
+	// ErrDismissed: the keychain asked to be unlocked (the Secret
+	// Service's prompt), and was not: the person dismissed the prompt,
+	// it could not be shown, or nobody answered it in two minutes.
+	ErrDismissed = errors.New("the keychain's prompt to unlock it was dismissed")
 )
 
 const (

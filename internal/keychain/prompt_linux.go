@@ -18,10 +18,6 @@ const promptIface = "org.freedesktop.Secret.Prompt"
 // dismissed.
 var promptTimeout = 2 * time.Minute
 
-// errDismissed reports a prompt of the service that was dismissed: by
-// the person, or because it could not be shown.
-var errDismissed = errors.New("the keychain's prompt was dismissed")
-
 // answers sifts the connection's signals on the D-Bus library's reader,
 // as they come: any program on the bus can send this connection signals,
 // as many as it likes, and the bus daemon stamps each with its sender.
@@ -81,7 +77,7 @@ func (a *answers) Terminate() {
 }
 
 // prompt shows the service's prompt at path, unless it is noPrompt, and
-// waits for it to complete: errDismissed if it was dismissed, an error if
+// waits for it to complete: ErrDismissed if it was dismissed, an error if
 // no answer came within promptTimeout (the prompt is then dismissed).
 // Only the service's own signal about that prompt counts.
 func (s *secrets) prompt(path dbus.ObjectPath) error {
@@ -119,11 +115,11 @@ func (s *secrets) prompt(path dbus.ObjectPath) error {
 			return fmt.Errorf("the keychain's prompt answered that is not a completion: %w", err)
 		}
 		if dismissed {
-			return errDismissed
+			return ErrDismissed
 		}
 		return nil
 	case <-timeout.C:
 		s.call(path, promptIface+".Dismiss", nil)
-		return fmt.Errorf("the keychain's prompt had no answer in %v", promptTimeout)
+		return fmt.Errorf("%w: it had no answer in %v", ErrDismissed, promptTimeout)
 	}
 }

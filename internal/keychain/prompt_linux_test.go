@@ -141,7 +141,7 @@ func TestPromptAnswered(t *testing.T) {
 		})
 		err := Store([16]byte{1}, []byte("secret"))
 		if dismissed {
-			if !errors.Is(err, errDismissed) || p.called("CreateItem") {
+			if !errors.Is(err, ErrDismissed) || p.called("CreateItem") {
 				t.Errorf("prompt dismissed: %v; item created: %v", err, p.called("CreateItem"))
 			}
 			continue
@@ -169,7 +169,7 @@ func TestForgedPromptAnswerIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer forger.Close()
-	if err := Store([16]byte{1}, []byte("secret")); !errors.Is(err, errDismissed) || p.called("CreateItem") {
+	if err := Store([16]byte{1}, []byte("secret")); !errors.Is(err, ErrDismissed) || p.called("CreateItem") {
 		t.Fatalf("after a forged answer and the service's dismissal: %v; item created: %v", err, p.called("CreateItem"))
 	}
 }
@@ -181,7 +181,7 @@ func TestPromptUnanswered(t *testing.T) {
 	promptTimeout = 300 * time.Millisecond
 	p := startPromptService(t, func(*promptService, dbus.Sender, dbus.ObjectPath) {})
 	err := Store([16]byte{1}, []byte("secret"))
-	if err == nil || !strings.Contains(err.Error(), "no answer") || p.called("CreateItem") {
+	if !errors.Is(err, ErrDismissed) || !strings.Contains(err.Error(), "no answer") || p.called("CreateItem") {
 		t.Fatalf("unanswered prompt: %v; item created: %v", err, p.called("CreateItem"))
 	}
 	if !p.called("Dismiss") {
@@ -205,7 +205,7 @@ func TestLateAnswerToAnEarlierPrompt(t *testing.T) {
 	if err := Store([16]byte{1}, []byte("secret")); err == nil || !strings.Contains(err.Error(), "no answer") {
 		t.Fatalf("first prompt, unanswered: %v", err)
 	}
-	if err := Store([16]byte{1}, []byte("secret")); !errors.Is(err, errDismissed) || p.called("CreateItem") {
+	if err := Store([16]byte{1}, []byte("secret")); !errors.Is(err, ErrDismissed) || p.called("CreateItem") {
 		t.Fatalf("second prompt, dismissed after a late answer to the first: %v; item created: %v", err, p.called("CreateItem"))
 	}
 }
