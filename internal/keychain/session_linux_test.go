@@ -118,3 +118,27 @@ func zeroPadded(t *testing.T, sess *session) []byte {
 	}
 	return sealed.Value[:16] // ends in the plaintext's zero byte, read as the padding's length
 }
+
+// What the service sends back is the service's to choose: opening it
+// never panics, and what opens is what a seal of it gives back.
+func FuzzOpen(f *testing.F) {
+	sess := &session{path: "/s/1", key: bytes.Repeat([]byte{7}, 16)}
+	sealed, _ := sess.seal([]byte("the vault's key"))
+	f.Add(sealed.Parameters, sealed.Value)
+	f.Add(sealed.Parameters[:3], sealed.Value[:16])
+	f.Add([]byte{}, []byte{})
+	f.Fuzz(func(t *testing.T, iv, value []byte) {
+		plain, err := sess.open(secret{Session: sess.path, Parameters: iv, Value: value})
+		if err != nil {
+			return
+		}
+		again, err := sess.seal(plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := sess.open(again)
+		if err != nil || !bytes.Equal(back, plain) {
+			t.Fatalf("opened %x; sealed again and opened: %x, %v", plain, back, err)
+		}
+	})
+}
