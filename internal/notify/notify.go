@@ -248,7 +248,8 @@ func pidOf(conn *dbus.Conn, name string) (int, error) {
 }
 
 // Status finds the service: who owns it, its process, what it is and
-// what it can do. It returns sessionbus.ErrNoBus or ErrNoService when there is none.
+// what it can do. It returns sessionbus.ErrNoBus or ErrNoService when
+// there is none.
 func (s *Service) Status() (Status, error) {
 	conn, err := s.connection()
 	if err != nil {
