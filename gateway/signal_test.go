@@ -15,8 +15,9 @@ import (
 )
 
 // A SIGUSR1 the gateway caught is acted on before the next agent request
-// is processed, even while handleSignals has not taken it yet: as with
-// ssh-agent, "kill -USR1" followed by "ssh-add -l" lists nothing.
+// is processed, even while handleSignals has not taken it yet. (One the
+// Go runtime has not yet passed on is not seen: postern-agent(1) says
+// so.)
 func TestSignalIsActedOnBeforeTheNextRequest(t *testing.T) {
 	dir := gatewayHome(t)
 	g, err := New(Options{Socket: filepath.Join(dir, "xdg_runtime_dir", "agent.sock")})
