@@ -26,8 +26,9 @@
 // (session_linux.go), and the copies made to encrypt them are cleared. A
 // locked collection is unlocked through the service's own prompt, whose
 // answer counts only from the service's process; with no display that
-// prompt is dismissed and the call fails, as it does when nobody answers
-// it within two minutes, and the caller falls back to the passphrase.
+// prompt is dismissed and the call fails with ErrDismissed, as it does
+// when nobody answers it within two minutes, and the caller falls back
+// to the passphrase.
 //
 // The Secret Service has no per-application access control: any process
 // of the same user can read an unlocked collection (secret-tool lookup
