@@ -56,7 +56,7 @@ func serveNotifications(t *testing.T, dir string, srv func(*dbus.Conn) any) {
 // A status request waits for the notification service to say what it
 // can do; meanwhile the gateway answers everything else: a run is
 // prepared while the status request still waits (it gives up on the
-// service after notify's callTimeout).
+// service after sessionbus.CallTimeout).
 func TestSlowNotifierStatus(t *testing.T) {
 	dir := gatewayHome(t)
 	stuck := stuckNotifications{release: make(chan struct{}), called: make(chan struct{}), once: new(sync.Once)}

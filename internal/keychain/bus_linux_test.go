@@ -38,7 +38,7 @@ func TestBusCutShort(t *testing.T) {
 }
 
 // A bus that takes the connection and never answers (a stopped daemon)
-// fails the call once callTimeout has passed: the D-Bus library this
+// fails the call once sessionbus.CallTimeout has passed: the D-Bus library this
 // package used waited for its answer to the authentication for ever.
 func TestBusThatNeverAnswers(t *testing.T) {
 	t.Setenv("DBUS_SESSION_BUS_ADDRESS", dbustest.SilentBus(t))

@@ -51,7 +51,7 @@ func withSession(fn func(*secrets, *session) error) error {
 	if err := s.findOwner(); err != nil {
 		return err
 	}
-	ctx, cancel := callCtx()
+	ctx, cancel := sessionbus.CallContext()
 	defer cancel()
 	sess, err := s.openSession(ctx)
 	if err != nil {

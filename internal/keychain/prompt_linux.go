@@ -9,6 +9,8 @@ import (
 	"time"
 
 	dbus "github.com/godbus/dbus/v5"
+
+	"github.com/postern/postern/internal/sessionbus"
 )
 
 const promptIface = "org.freedesktop.Secret.Prompt"
@@ -87,13 +89,13 @@ func (s *secrets) prompt(path dbus.ObjectPath) error {
 	s.answers.await(path)
 	defer s.answers.await("")
 	match := []dbus.MatchOption{dbus.WithMatchSender(s.owner), dbus.WithMatchObjectPath(path), dbus.WithMatchInterface(promptIface), dbus.WithMatchMember("Completed")}
-	ctx, cancel := callCtx()
+	ctx, cancel := sessionbus.CallContext()
 	defer cancel()
 	if err := s.conn.AddMatchSignalContext(ctx, match...); err != nil {
 		return fmt.Errorf("subscribing to the prompt's answer: %w", err)
 	}
 	defer func() {
-		ctx, cancel := callCtx()
+		ctx, cancel := sessionbus.CallContext()
 		defer cancel()
 		s.conn.RemoveMatchSignalContext(ctx, match...)
 	}()

@@ -4,9 +4,7 @@ package keychain
 // a connection of its own to the session bus.
 
 import (
-	"context"
 	"fmt"
-	"time"
 
 	dbus "github.com/godbus/dbus/v5"
 
@@ -23,13 +21,6 @@ const (
 	noPrompt = dbus.ObjectPath("/")
 )
 
-// callTimeout bounds each call to the bus or the service.
-const callTimeout = 5 * time.Second
-
-func callCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), callTimeout)
-}
-
 // secrets is a connection to the Secret Service.
 type secrets struct {
 	conn *dbus.Conn
@@ -42,7 +33,7 @@ type secrets struct {
 // connect connects to the session bus at addr.
 func connect(addr string) (*secrets, error) {
 	a := &answers{completed: make(chan *dbus.Signal, 1)}
-	conn, err := sessionbus.Connect(addr, callTimeout, dbus.WithSignalHandler(a))
+	conn, err := sessionbus.Connect(addr, sessionbus.CallTimeout, dbus.WithSignalHandler(a))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -53,7 +44,7 @@ func connect(addr string) (*secrets, error) {
 // often started so) and finds which process owns it now: one that
 // started again since the last call has another name.
 func (s *secrets) findOwner() error {
-	ctx, cancel := callCtx()
+	ctx, cancel := sessionbus.CallContext()
 	defer cancel()
 	var owner string
 	err := s.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.StartServiceByName", 0, serviceName, uint32(0)).Err
@@ -74,10 +65,10 @@ func (s *secrets) obj(path dbus.ObjectPath) dbus.BusObject {
 	return s.conn.Object(s.owner, path)
 }
 
-// call calls method on the object at path within callTimeout and stores
-// its answer in out.
+// call calls method on the object at path within sessionbus.CallTimeout
+// and stores its answer in out.
 func (s *secrets) call(path dbus.ObjectPath, method string, args []any, out ...any) error {
-	ctx, cancel := callCtx()
+	ctx, cancel := sessionbus.CallContext()
 	defer cancel()
 	return s.obj(path).CallWithContext(ctx, method, 0, args...).Store(out...)
 }

@@ -12,6 +12,8 @@ import (
 	"math/big"
 
 	dbus "github.com/godbus/dbus/v5"
+
+	"github.com/postern/postern/internal/sessionbus"
 )
 
 // The session algorithm dh-ietf1024-sha256-aes128-cbc-pkcs7 of the Secret
@@ -87,7 +89,7 @@ func (s *secrets) openSession(ctx context.Context) (*session, error) {
 
 // closeSession ends the session on the service and clears its key.
 func (s *secrets) closeSession(sess *session) {
-	ctx, cancel := callCtx()
+	ctx, cancel := sessionbus.CallContext()
 	defer cancel()
 	s.obj(sess.path).CallWithContext(ctx, "org.freedesktop.Secret.Session.Close", 0)
 	clear(sess.key)

@@ -47,9 +47,6 @@ const (
 	iface       = "org.freedesktop.Notifications"
 )
 
-// callTimeout bounds each call to the bus or the service.
-const callTimeout = 5 * time.Second
-
 // ErrNoService reports that nothing owns the notification service.
 var ErrNoService = errors.New("no desktop notification service on the session bus (nothing owns " + ServiceName + ")")
 
@@ -142,17 +139,17 @@ func (s *Service) connection() (*dbus.Conn, error) {
 	if s.addr == "" {
 		return nil, sessionbus.ErrNoBus
 	}
-	// The handshake and the subscription have callTimeout, as every call
-	// has: a bus that takes the connection and never answers (a stopped
-	// daemon) must not hold the service, and each card that asks whether
-	// it is there.
+	// The handshake and the subscription have sessionbus.CallTimeout, as
+	// every call has: a bus that takes the connection and never answers
+	// (a stopped daemon) must not hold the service, and each card that
+	// asks whether it is there.
 	sv := &sieve{s: s, owned: make(chan *dbus.Signal, ownerQueue)}
-	conn, err := sessionbus.Connect(s.addr, callTimeout, dbus.WithSignalHandler(sv))
+	conn, err := sessionbus.Connect(s.addr, sessionbus.CallTimeout, dbus.WithSignalHandler(sv))
 	if err != nil {
 		return nil, err
 	}
 	match := []dbus.MatchOption{dbus.WithMatchInterface(iface), dbus.WithMatchObjectPath(objectPath)}
-	ctx, cancel := callCtx()
+	ctx, cancel := sessionbus.CallContext()
 	defer cancel()
 	if err := conn.AddMatchSignalContext(ctx, match...); err != nil {
 		conn.Close()
@@ -178,10 +175,6 @@ func (s *Service) Close() error {
 	err := s.conn.Close()
 	s.conn = nil
 	return err
-}
-
-func callCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), callTimeout)
 }
 
 // ownerOf returns the unique name that owns the service now, having the
@@ -211,7 +204,7 @@ func (s *Service) activate(conn *dbus.Conn) (string, error) {
 	if last := s.activateFailed.Load(); last != 0 && time.Since(time.Unix(0, last)) < activateAgain {
 		return "", ErrNoService
 	}
-	ctx, cancel := callCtx()
+	ctx, cancel := sessionbus.CallContext()
 	defer cancel()
 	var names []string
 	if conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.ListActivatableNames", 0).Store(&names) != nil || !slices.Contains(names, ServiceName) {
@@ -228,7 +221,7 @@ func (s *Service) activate(conn *dbus.Conn) (string, error) {
 
 // owner returns the unique name that owns the service now.
 func owner(conn *dbus.Conn) (string, error) {
-	ctx, cancel := callCtx()
+	ctx, cancel := sessionbus.CallContext()
 	defer cancel()
 	var name string
 	err := conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetNameOwner", 0, ServiceName).Store(&name)
@@ -240,7 +233,7 @@ func owner(conn *dbus.Conn) (string, error) {
 
 // pidOf asks the bus daemon for the process id behind a unique name.
 func pidOf(conn *dbus.Conn, name string) (int, error) {
-	ctx, cancel := callCtx()
+	ctx, cancel := sessionbus.CallContext()
 	defer cancel()
 	var pid uint32
 	err := conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, name).Store(&pid)
@@ -261,7 +254,7 @@ func (s *Service) Status() (Status, error) {
 	}
 	st.PID, _ = pidOf(conn, st.Owner)
 	obj := conn.Object(st.Owner, objectPath)
-	ctx, cancel := callCtx()
+	ctx, cancel := sessionbus.CallContext()
 	defer cancel()
 	if st.Capabilities, err = capabilities(ctx, obj); err != nil {
 		return st, fmt.Errorf("the notification service does not answer: %w", err)
@@ -300,7 +293,7 @@ func (s *Service) Show(ctx context.Context, n Note, onAction func(Invoked)) (<-c
 		// In milliseconds, in 32 bits: a longer one asks for the longest.
 		timeout = int32(min(n.Timeout/time.Millisecond, math.MaxInt32))
 	}
-	cctx, cancel := callCtx()
+	cctx, cancel := sessionbus.CallContext()
 	defer cancel()
 	// The body is escaped for a service that reads markup in it; one
 	// that does not shows it as it is (an escape would show as "&lt;").
@@ -348,7 +341,7 @@ func (s *Service) withdraw(conn *dbus.Conn, id uint32, sh *shown) {
 	delete(s.shown, id)
 	close(sh.closed)
 	s.mu.Unlock()
-	ctx, cancel := callCtx()
+	ctx, cancel := sessionbus.CallContext()
 	defer cancel()
 	conn.Object(sh.owner, objectPath).CallWithContext(ctx, iface+".CloseNotification", 0, id)
 }

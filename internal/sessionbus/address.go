@@ -3,8 +3,9 @@
 // $XDG_RUNTIME_DIR/bus. It never launches a bus.
 //
 //	addr, err := sessionbus.Address(os.Environ()) // ErrNoBus if none
-//	conn, err := sessionbus.Connect(addr, 5*time.Second)
+//	conn, err := sessionbus.Connect(addr, sessionbus.CallTimeout)
 //	defer conn.Close()
+//	ctx, cancel := sessionbus.CallContext() // each call's deadline
 //
 // A bus is used only through a UNIX socket whose daemon runs as this
 // user. The bus daemon is what names the process behind each sender, and
@@ -15,9 +16,9 @@
 // daemon that can be identified, and is refused with ErrNoSocket.
 //
 // The connection is made with github.com/godbus/dbus/v5, private to its
-// caller, and its handshake has a deadline: a bus that takes the
-// connection and never answers (a stopped daemon) is an error, not a
-// hang.
+// caller, and its handshake has a deadline, as each call its caller makes
+// should (CallTimeout): a bus that takes the connection and never answers
+// (a stopped daemon) is an error, not a hang.
 package sessionbus
 
 import (
