@@ -14,13 +14,13 @@ func attributes(id [16]byte) map[string]string {
 	return map[string]string{"application": application, "postern-vault": vaultHex(id)}
 }
 
-// conn is the process's connection to the service, made on first use
+// shared is the process's connection to the service, made on first use
 // and kept. gnome-keyring-daemon (42.1) was seen to fail an assertion
 // about its record of the caller ("'client' failed") and exit, in tests
 // under load that opened a new connection for each of thousands of calls;
 // with one connection for the process it was not seen. mu serializes all
 // calls.
-var conn struct {
+var shared struct {
 	mu   sync.Mutex
 	addr string
 	s    *secrets
@@ -30,24 +30,24 @@ var conn struct {
 // again when it was lost or the session bus's address changed) with a
 // new encrypted session, closed afterwards.
 func withSession(fn func(*secrets, *session) error) error {
-	conn.mu.Lock()
-	defer conn.mu.Unlock()
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
 	addr, err := sessionbus.Address(os.Environ())
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	if conn.s != nil && (conn.addr != addr || !conn.s.conn.Connected()) {
-		conn.s.close()
-		conn.s = nil
+	if shared.s != nil && (shared.addr != addr || !shared.s.conn.Connected()) {
+		shared.s.close()
+		shared.s = nil
 	}
-	if conn.s == nil {
+	if shared.s == nil {
 		s, err := connect(addr)
 		if err != nil {
 			return err
 		}
-		conn.addr, conn.s = addr, s
+		shared.addr, shared.s = addr, s
 	}
-	s := conn.s
+	s := shared.s
 	if err := s.findOwner(); err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func withSession(fn func(*secrets, *session) error) error {
 	if err != nil {
 		// A connection that failed here is made again next time.
 		s.close()
-		conn.s = nil
+		shared.s = nil
 		return fmt.Errorf("%w: the Secret Service opened no encrypted session: %v", ErrUnavailable, err)
 	}
 	defer s.closeSession(sess)

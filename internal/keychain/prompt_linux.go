@@ -28,25 +28,21 @@ var promptTimeout = 2 * time.Minute
 // earlier one, come late (the service sends it to the client alone,
 // whatever it subscribed to), is dropped too.
 type answers struct {
-	mu        sync.Mutex
-	owner     string
+	mu sync.Mutex
+	// awaited is the prompt whose answer is kept, from the sender from.
 	awaited   dbus.ObjectPath
+	from      string
 	ended     bool
 	completed chan *dbus.Signal // closed when the connection ends
 }
 
-func (a *answers) setOwner(owner string) {
+// await makes the prompt at path, of the service whose unique bus name is
+// from, the one whose answer is kept ("": none), and drops any answer
+// kept before.
+func (a *answers) await(path dbus.ObjectPath, from string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.owner = owner
-}
-
-// await makes the prompt at path the one whose answer is kept ("": none),
-// and drops any answer kept before.
-func (a *answers) await(path dbus.ObjectPath) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.awaited = path
+	a.awaited, a.from = path, from
 	if a.ended {
 		return
 	}
@@ -59,7 +55,7 @@ func (a *answers) await(path dbus.ObjectPath) {
 func (a *answers) DeliverSignal(_, _ string, sig *dbus.Signal) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.ended || a.owner == "" || sig.Sender != a.owner || sig.Name != promptIface+".Completed" || a.awaited == "" || sig.Path != a.awaited {
+	if a.ended || a.awaited == "" || sig.Path != a.awaited || sig.Sender != a.from || sig.Name != promptIface+".Completed" {
 		return
 	}
 	select {
@@ -86,8 +82,8 @@ func (s *secrets) prompt(path dbus.ObjectPath) error {
 	if path == noPrompt || path == "" {
 		return nil
 	}
-	s.answers.await(path)
-	defer s.answers.await("")
+	s.answers.await(path, s.owner)
+	defer s.answers.await("", "")
 	match := []dbus.MatchOption{dbus.WithMatchSender(s.owner), dbus.WithMatchObjectPath(path), dbus.WithMatchInterface(promptIface), dbus.WithMatchMember("Completed")}
 	ctx, cancel := sessionbus.CallContext()
 	defer cancel()

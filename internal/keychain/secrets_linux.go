@@ -55,7 +55,6 @@ func (s *secrets) findOwner() error {
 		return fmt.Errorf("%w: no Secret Service answers on the session bus (start gnome-keyring-daemon or another provider): %v", ErrUnavailable, err)
 	}
 	s.owner = owner
-	s.answers.setOwner(owner)
 	return nil
 }
 
