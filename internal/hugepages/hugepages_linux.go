@@ -3,16 +3,15 @@ package hugepages
 import (
 	"bytes"
 	"os"
-	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/postern/postern/internal/startagain"
 )
 
 // againVar marks a program that a program of postern's started with huge
 // pages off by its own choice (Off starting the program again, or
-// [ChildEnv]), and holds the name it gets; Off removes it from the
-// environment.
+// [ChildEnv]); Off removes it from the environment.
 const againVar = "POSTERN_HUGEPAGES_OFF"
 
 // modeFile says when the kernel gives anonymous memory huge pages.
@@ -31,27 +30,24 @@ const modeFile = "/sys/kernel/mm/transparent_hugepage/enabled"
 // opens anything or starts a goroutine whose work an exec would cut
 // short.
 func Off() {
-	name, ours := os.LookupEnv(againVar)
+	startagain.Restore()
+	_, ours := os.LookupEnv(againVar)
 	os.Unsetenv(againVar)
-	if ours {
-		// The kernel names a program after the file it executes,
-		// "exe"; it gets back the name it had.
-		rename(name)
-	} else if disabled() {
+	if !ours && disabled() {
 		return
 	}
 	if !markOff() || ours || !allMemory() {
 		return
 	}
 	// On failure, the setting holds from here on.
-	syscall.Exec("/proc/self/exe", os.Args, append(os.Environ(), ChildEnv()...))
+	startagain.Exec(ChildEnv()...)
 }
 
 // ChildEnv returns what to add to the environment of a program of
 // postern's started from this one (the daemon a detaching gateway
-// starts) so that its Off knows huge pages are off by the program's
-// choice, not the person's, and it gets this program's name: nothing
-// where Off did not turn them off.
+// starts, or this program started again) so that its Off knows huge
+// pages are off by the program's choice, not the person's, and it gets
+// this program's name: nothing where Off did not turn them off.
 func ChildEnv() []string {
 	state.mu.Lock()
 	off := state.off
@@ -59,9 +55,7 @@ func ChildEnv() []string {
 	if !off {
 		return nil
 	}
-	// The first thread's name, which ps shows.
-	b, _ := os.ReadFile("/proc/self/comm")
-	return []string{againVar + "=" + strings.TrimSuffix(string(b), "\n")}
+	return []string{againVar + "=1", startagain.NameEnv()}
 }
 
 // allMemory reports whether the kernel gives huge pages to all anonymous

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/postern/postern/internal/startagain"
 )
 
 // childVar makes the test binary the program Off is tried in.
@@ -22,8 +24,8 @@ func TestMain(m *testing.M) {
 		Off()
 		_, again := os.LookupEnv(againVar)
 		names := map[string]bool{}
-		for _, t := range threadNames() {
-			names[t.name] = true
+		for _, n := range startagain.Names() {
+			names[n] = true
 		}
 		restore := Allow()
 		allowed := disabled()

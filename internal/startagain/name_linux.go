@@ -1,4 +1,4 @@
-package hugepages
+package startagain
 
 import (
 	"os"
@@ -22,6 +22,16 @@ func rename(name string) {
 			return
 		}
 	}
+}
+
+// Names returns the name of each thread of the process, as the kernel
+// has them.
+func Names() []string {
+	var names []string
+	for _, t := range threadNames() {
+		names = append(names, t.name)
+	}
+	return names
 }
 
 type threadName struct{ path, name string }
