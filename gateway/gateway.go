@@ -28,7 +28,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -43,6 +42,7 @@ import (
 	"github.com/postern/postern/internal/atomicfile"
 	"github.com/postern/postern/internal/config"
 	"github.com/postern/postern/internal/control"
+	"github.com/postern/postern/internal/heldsig"
 	"github.com/postern/postern/internal/idletrim"
 	"github.com/postern/postern/internal/procid"
 	"github.com/postern/postern/internal/syslog"
@@ -91,10 +91,10 @@ type Gateway struct {
 	engine      *approvals.Engine
 	notes       *notifier
 	agent       *sshagent.Server
-	signals     chan os.Signal // SIGHUP and SIGUSR1, as caught (Run)
-	// The order in which the gateway's locks are taken: doc/locking.md.
-	sigMu   sync.Mutex  // held while a signal is acted on
-	acting  atomic.Bool // handleSignals took a signal and acts on it
+	// SIGHUP and SIGUSR1, acted on (onSignal) as they arrive (Run) and
+	// before each agent request. The order in which the gateway's locks
+	// are taken: doc/locking.md.
+	signals *heldsig.Queue
 	ctl     *control.Server
 	ops     map[api.Op]handler
 	streams map[api.Op]streamHandler
@@ -217,7 +217,6 @@ func New(opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("%w: %w", api.ErrBadConfig, err)
 	}
 	g := &Gateway{
-		signals:    make(chan os.Signal, 4),
 		opts:       opts,
 		log:        opts.Log,
 		bootID:     newBootID(),
@@ -229,6 +228,7 @@ func New(opts Options) (*Gateway, error) {
 		stateDir:   stateDir,
 		config:     cfg,
 	}
+	g.signals = heldsig.NewQueue(g.onSignal, syscall.SIGHUP, syscall.SIGUSR1)
 	if _, err := os.Stat(cfgPath); err == nil {
 		g.configFromFile = true
 	}
@@ -310,7 +310,7 @@ func New(opts Options) (*Gateway, error) {
 		Limits:       g.limits.agent,
 		Exhausted:    g.exhausted,
 		Record:       g.engine.Record,
-		Before:       g.takeSignals,
+		Before:       g.signals.Take,
 	}
 	g.keys.Expired = func(ids []*sshagent.Identity) { g.recordKeysGone(ids, audit.ReasonExpired) }
 	g.ops, g.streams = g.handlers(), g.streamHandlers()
@@ -327,8 +327,7 @@ func (g *Gateway) BootID() string { return g.bootID }
 // files. SIGHUP reloads the configuration; SIGUSR1 wipes the keys and revokes every grant.
 func (g *Gateway) Run(ctx context.Context) error {
 	// Caught from the start: SIGHUP would otherwise end the process.
-	signal.Notify(g.signals, syscall.SIGHUP, syscall.SIGUSR1)
-	defer signal.Stop(g.signals)
+	defer g.signals.Catch()()
 
 	// Between bursts of work (a login, a signing loop, a read of the
 	// history) the memory they left is given back to the system.
@@ -373,7 +372,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if g.opts.Ready != nil {
 		g.opts.Ready()
 	}
-	g.handleSignals(g.srv.ctx)
+	g.signals.Run(g.srv.ctx)
 	return g.shutdown()
 }
 
@@ -385,44 +384,12 @@ const (
 	trimMin   = 512 << 10
 )
 
-// handleSignals acts on the signals the gateway catches (onSignal) until
-// ctx is done.
-func (g *Gateway) handleSignals(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case s := <-g.signals:
-			g.acting.Store(true)
-			g.sigMu.Lock()
-			g.onSignal(s)
-			g.sigMu.Unlock()
-			g.acting.Store(false)
-		}
-	}
-}
-
-// takeSignals acts on the signals received and not yet taken by
-// handleSignals, before an agent request is processed: a signal reaches
-// handleSignals through two goroutines, which a busy machine may run
-// after the request that followed the signal. One handleSignals is
-// acting on is waited for. With neither, as nearly always, it takes no
-// lock: every request passes here.
-func (g *Gateway) takeSignals() {
-	if len(g.signals) == 0 && !g.acting.Load() {
-		return
-	}
-	g.sigMu.Lock()
-	defer g.sigMu.Unlock()
-	for {
-		select {
-		case s := <-g.signals:
-			g.onSignal(s)
-		default:
-			return
-		}
-	}
-}
+// HeldSignals are the signals the gateway acts on that the program that
+// runs it holds (heldsig.Hold, first thing): SIGUSR1, after which a
+// client may send a request at once, and must find every key gone.
+// SIGHUP, which reloads the configuration, is caught through os/signal
+// instead: postern agent COMMAND hands it on to COMMAND as well.
+var HeldSignals = []syscall.Signal{syscall.SIGUSR1}
 
 // onSignal reloads the configuration on SIGHUP, and wipes every key and
 // revokes every grant on SIGUSR1.

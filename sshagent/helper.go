@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/postern/postern/internal/heldsig"
 )
 
 // OpenSSH's helpers, which load FIDO and PKCS#11 provider libraries in a
@@ -126,6 +128,8 @@ func startHelper(path string, args ...string) (*helperProc, error) {
 	cmd.Stdin, cmd.Stdout = theirs, theirs
 	cmd.Stderr = os.Stderr
 	cmd.Env = helperEnv()
+	// With the signal mask the person gave the gateway.
+	heldsig.Release(cmd)
 	if err := cmd.Start(); err != nil {
 		fc.Close()
 		return nil, fmt.Errorf("starting %s: %w", path, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/postern/postern/gateway"
 	"github.com/postern/postern/internal/getopt"
 	"github.com/postern/postern/internal/harden"
+	"github.com/postern/postern/internal/heldsig"
 	"github.com/postern/postern/internal/hugepages"
 	"github.com/postern/postern/internal/safesocket"
 )
@@ -145,8 +146,9 @@ func cmdAgent(args []string, out, errw io.Writer) error {
 	if f.ensure {
 		return ensureAgent(f, out)
 	}
-	// Before anything is opened: this may start the program again.
+	// Before anything is opened: these may start the program again.
 	hugepages.Off()
+	heldsig.Hold(hugepages.ChildEnv(), gateway.HeldSignals...)
 	if f.fg && os.Getenv(envDetached) == "" {
 		if err := takeActivated(f); err != nil {
 			return err
@@ -317,6 +319,8 @@ func runWithCommand(f *agentFlags, errw io.Writer) error {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = inheritedFiles(f.inherited)
 	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK="+f.socket, "SSH_AGENT_PID="+strconv.Itoa(os.Getpid()))
+	// The person's command runs with the signal mask it would have had.
+	heldsig.Release(cmd)
 	// The person's command runs with the huge pages it would have had.
 	restore := hugepages.Allow()
 	err = cmd.Start()

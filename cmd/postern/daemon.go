@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/postern/postern/internal/heldsig"
 	"github.com/postern/postern/internal/hugepages"
 	"github.com/postern/postern/internal/safetext"
 	"github.com/postern/postern/internal/xdg"
@@ -72,6 +73,7 @@ func detach(f *agentFlags, out io.Writer) error {
 	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), envDetached+"=1", envPrivateDir+"="+f.privateDir)
 	cmd.Env = append(cmd.Env, hugepages.ChildEnv()...)
+	cmd.Env = append(cmd.Env, heldsig.ChildEnv()...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, logf
 	cmd.ExtraFiles = []*os.File{pw}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 
 	"github.com/postern/postern/internal/confine"
+	"github.com/postern/postern/internal/heldsig"
 )
 
 // Version is set at build time with -ldflags "-X main.Version=…"; without
@@ -88,8 +89,10 @@ var commands = map[string]command{
 }
 
 func main() {
-	// A confined run's helper is postern itself, started again.
+	// A confined run's helper is postern itself, started again; so is
+	// what releases the signals a gateway holds for what it starts.
 	confine.Init()
+	heldsig.Init()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -28,6 +28,7 @@ import (
 
 	"github.com/postern/postern/internal/envlist"
 	"github.com/postern/postern/internal/harden"
+	"github.com/postern/postern/internal/heldsig"
 	"github.com/postern/postern/internal/hugepages"
 )
 
@@ -132,7 +133,9 @@ func (e Env) start(ctx context.Context, prog program, prompt, mode string) ([]by
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
-	// The person's program, with the huge pages it would have had.
+	// The person's program, with the signal mask and the huge pages it
+	// would have had.
+	heldsig.Release(cmd)
 	restore := hugepages.Allow()
 	err := cmd.Start()
 	restore()

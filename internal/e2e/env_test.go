@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -435,6 +436,25 @@ func (e *Env) StartAgentWithFiles(nofile int, extra ...string) *Agent {
 	need(e.t, "prlimit")
 	lim := fmt.Sprint(nofile)
 	return e.startAgentVia([]string{"prlimit", "--nofile=" + lim + ":" + lim}, "-d", e.Path("run", "postern", "agent.sock"), extra...)
+}
+
+// startDetachedAgent runs postern agent -s -a SOCKET, as eval "$(postern
+// agent)" does, and returns the daemon it started, killed when the test
+// ends.
+func (e *Env) startDetachedAgent(sock string) *os.Process {
+	e.t.Helper()
+	r := e.MustRun("postern", "agent", "-s", "-a", sock)
+	_, after, _ := strings.Cut(r.Stdout, "SSH_AGENT_PID=")
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.Split(after, ";")[0]))
+	if err != nil {
+		e.t.Fatalf("no SSH_AGENT_PID in %q", r.Stdout)
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { p.Kill() })
+	return p
 }
 
 // startAgentVia starts the agent through the command line wrap (none

@@ -95,17 +95,8 @@ func TestGatewayRunsWithoutHugePages(t *testing.T) {
 	}
 
 	// Detached, as eval "$(postern agent)" starts it.
-	r = e.MustRun("postern", "agent", "-s", "-a", e.Path("run", "detached.sock"))
-	_, after, _ := strings.Cut(r.Stdout, "SSH_AGENT_PID=")
-	pid, err := strconv.Atoi(strings.TrimSpace(strings.Split(after, ";")[0]))
-	if err != nil {
-		t.Fatalf("no SSH_AGENT_PID in %q", r.Stdout)
-	}
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Kill()
+	p := e.startDetachedAgent(e.Path("run", "detached.sock"))
+	pid := p.Pid
 	if v := posternTHP(t, pid); v != "0" {
 		t.Errorf("the detached gateway runs with THP_enabled %q", v)
 	}
