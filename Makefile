@@ -201,7 +201,7 @@ fuzz:
 # once on 2 cores, and the figures of one (a decision, the journal's
 # open) would hold the other's load; the run takes as long either way,
 # the end-to-end benchmarks being most of it.
-BENCH_PKGS := ./internal/e2e/ ./approvals/ ./sshagent/ ./audit/ ./internal/procid/ ./bastion/journal/ ./gateway/api/
+BENCH_PKGS := ./internal/e2e/ ./approvals/ ./sshagent/ ./audit/ ./internal/procid/ ./bastion/journal/ ./gateway/api/ ./internal/heldsig/
 
 bench:
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 2s -count 1 -timeout 90m $(BENCH_PKGS) 2>&1 | $(GO) run ./internal/benchgoals
