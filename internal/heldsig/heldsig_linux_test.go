@@ -310,3 +310,23 @@ func BenchmarkTake(b *testing.B) {
 		})
 	}
 }
+
+// The lists of signals the environment hands on are read from a variable
+// anything of the user's can set: parse gives only signal numbers, and
+// writing what it read and reading it again gives the same.
+func FuzzParse(f *testing.F) {
+	f.Add("10")
+	f.Add("1,10")
+	f.Add(",,-1,65,0x0a, 10")
+	f.Fuzz(func(t *testing.T, v string) {
+		sigs := parse(v)
+		for _, s := range sigs {
+			if s < 1 || s > 64 {
+				t.Fatalf("parse(%q) gave signal %d", v, s)
+			}
+		}
+		if again := parse(format(sigs)); !slices.Equal(again, sigs) {
+			t.Fatalf("parse(format(%v)) = %v", sigs, again)
+		}
+	})
+}
