@@ -32,12 +32,15 @@ import (
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/internal/harden"
+	"github.com/postern/postern/internal/heldsig"
 	"github.com/postern/postern/internal/ptyrelay/ptytest"
 )
 
 func TestMain(m *testing.M) {
-	// A confined run's helper is this binary, started again.
+	// A confined run's helper is this binary, started again; so is
+	// what releases the signals a gateway holds for what it starts.
 	confine.Init()
+	heldsig.Init()
 	ptytest.DetachTerminal()
 	ptytest.DefaultSignals()
 	testscript.Main(m, map[string]func(){"postern": main})
