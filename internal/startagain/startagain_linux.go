@@ -18,6 +18,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/postern/postern/internal/envlist"
 )
 
 // nameVar holds the name of the program that started this one again,
@@ -28,7 +30,8 @@ const nameVar = "POSTERN_NAME"
 // its name handed on. It returns only if the exec failed.
 func Exec(env ...string) error {
 	all := append(os.Environ(), env...)
-	if !hasVar(env, nameVar) {
+	// A name env hands on already (hugepages.ChildEnv's) stands.
+	if envlist.Get(env, nameVar) == "" {
 		all = append(all, NameEnv())
 	}
 	return syscall.Exec("/proc/self/exe", os.Args, all)
@@ -53,13 +56,4 @@ func Restore() {
 	}
 	os.Unsetenv(nameVar)
 	rename(name)
-}
-
-func hasVar(env []string, name string) bool {
-	for _, kv := range env {
-		if strings.HasPrefix(kv, name+"=") {
-			return true
-		}
-	}
-	return false
 }
