@@ -20,7 +20,7 @@ import (
 // The loop sends the request a few microseconds after the signal, where
 // ssh-add, which OpenSSH's regress test runs, takes a millisecond.
 func TestSIGUSR1BeforeTheNextRequest(t *testing.T) {
-	e, a, _ := agentWithKey(t)
+	_, a, _ := agentWithKey(t)
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	list := func() int {
 		c, err := net.Dial("unix", a.Socket)
@@ -52,7 +52,6 @@ func TestSIGUSR1BeforeTheNextRequest(t *testing.T) {
 			t.Fatalf("round %d of %d: the request after SIGUSR1 listed %d keys", i+1, rounds, n)
 		}
 	}
-	_ = e
 }
 
 // usr1 is SIGUSR1's bit in a mask of /proc/PID/status.
@@ -83,13 +82,10 @@ func parseMask(t *testing.T, v string) uint64 {
 }
 
 // gatewayHolds checks that every thread of the gateway pid blocks
-// SIGUSR1 and that ps shows it by its name, which starting itself again
-// would have made "exe".
+// SIGUSR1 and that ps shows it by its name (posternNamed).
 func gatewayHolds(t *testing.T, pid int) {
 	t.Helper()
-	if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); string(b) != "postern\n" {
-		t.Errorf("the gateway (pid %d) is named %q", pid, b)
-	}
+	posternNamed(t, pid)
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		t.Fatal(err)

@@ -17,14 +17,20 @@ import (
 func thpEnabled(pid int) string { return statusField(pid, "THP_enabled:") }
 
 // posternTHP reads THP_enabled of postern's process pid and checks that
-// ps shows it by its name, which starting itself again would have made
-// "exe".
+// ps shows it by its name (posternNamed).
 func posternTHP(t *testing.T, pid int) string {
+	t.Helper()
+	posternNamed(t, pid)
+	return thpEnabled(pid)
+}
+
+// posternNamed checks that ps shows postern's process pid by its name,
+// which starting itself again would have made "exe".
+func posternNamed(t *testing.T, pid int) {
 	t.Helper()
 	if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); string(b) != "postern\n" {
 		t.Errorf("process %d of postern is named %q", pid, b)
 	}
-	return thpEnabled(pid)
 }
 
 // TestGatewayRunsWithoutHugePages: the gateway keeps transparent huge
