@@ -12,6 +12,6 @@ import (
 // starts released through the test binary.
 func TestMain(m *testing.M) {
 	heldsig.Init()
-	heldsig.Hold(nil, HeldSignals...)
+	heldsig.Hold(false, nil, HeldSignals...)
 	os.Exit(m.Run())
 }

@@ -146,9 +146,10 @@ func cmdAgent(args []string, out, errw io.Writer) error {
 	if f.ensure {
 		return ensureAgent(f, out)
 	}
-	// Before anything is opened: these may start the program again.
-	hugepages.Off()
-	heldsig.Hold(hugepages.ChildEnv(), gateway.HeldSignals...)
+	// Before anything is opened: these may start the program again,
+	// once for both.
+	startAgain := hugepages.TurnOff()
+	heldsig.Hold(startAgain, hugepages.ChildEnv(), gateway.HeldSignals...)
 	if f.fg && os.Getenv(envDetached) == "" {
 		if err := takeActivated(f); err != nil {
 			return err

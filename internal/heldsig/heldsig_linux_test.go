@@ -22,10 +22,13 @@ import (
 
 // childVar makes the test binary a program that holds SIGUSR1 and prints
 // what it holds and what it starts gets; personVar a program that starts
-// it with SIGUSR1 blocked, as a person may.
+// it with SIGUSR1 blocked, as a person may; startAgainVar makes the
+// child's Hold start the program again for a setting of its own, as
+// hugepages.TurnOff may.
 const (
-	childVar  = "HELDSIG_TEST_CHILD"
-	personVar = "HELDSIG_TEST_PERSON"
+	childVar      = "HELDSIG_TEST_CHILD"
+	personVar     = "HELDSIG_TEST_PERSON"
+	startAgainVar = "HELDSIG_TEST_START_AGAIN"
 )
 
 func TestMain(m *testing.M) {
@@ -45,7 +48,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	case os.Getenv(childVar) != "":
 		fmt.Printf("start pid=%d blocked=%v\n", os.Getpid(), blocked(syscall.SIGUSR1))
-		Hold([]string{"HELDSIG_TEST_AGAIN=1"}, syscall.SIGUSR1)
+		// Each start asks for a start again; Hold makes one.
+		Hold(os.Getenv(startAgainVar) != "", []string{"HELDSIG_TEST_AGAIN=1"}, syscall.SIGUSR1)
 		_, again := os.LookupEnv("HELDSIG_TEST_AGAIN")
 		os.Unsetenv(childVar)
 		// Not through a shell, which may set its own mask.
@@ -53,7 +57,7 @@ func TestMain(m *testing.M) {
 		fmt.Printf("held pid=%d held=%v again=%v names=%v childenv=%q child=%q err=%v\n", os.Getpid(), Held(syscall.SIGUSR1), again, uniq(startagain.Names()), ChildEnv(), strings.TrimSpace(string(out)), err)
 		os.Exit(0)
 	}
-	Hold(nil, syscall.SIGUSR1)
+	Hold(false, nil, syscall.SIGUSR1)
 	os.Exit(m.Run())
 }
 
@@ -225,7 +229,8 @@ func TestCaughtSignal(t *testing.T) {
 // it starts through Release has it unblocked again, and ChildEnv hands
 // the daemon the signal to release. Where the person started the program
 // with SIGUSR1 blocked, it starts once, holds it, and what it starts
-// keeps it blocked, as the person set.
+// keeps it blocked, as the person set. Where the caller asks for a start
+// again too, there is one start again either way, never two.
 func TestHoldStartsTheProgramAgain(t *testing.T) {
 	name := startagain.Names()[0]
 	// The mask the test was started with, which Release gives back.
@@ -235,29 +240,35 @@ func TestHoldStartsTheProgramAgain(t *testing.T) {
 	}
 	usr1 := uint64(1) << (syscall.SIGUSR1 - 1)
 	base := uint64(mask.Val[0]) &^ usr1
-	for _, person := range []bool{false, true} {
-		t.Run(fmt.Sprintf("blocked-by-person=%v", person), func(t *testing.T) {
+	for _, c := range []struct{ person, startAgain bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		t.Run(fmt.Sprintf("blocked-by-person=%v,start-again=%v", c.person, c.startAgain), func(t *testing.T) {
 			// From a process whose mask has SIGUSR1 unblocked, as
 			// Release gives it.
 			v := childVar
-			if person {
+			if c.person {
 				v = personVar
 			}
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), v+"=1")
+			if c.startAgain {
+				cmd.Env = append(cmd.Env, startAgainVar+"=1")
+			}
 			Release(cmd)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
 			pid := cmd.Process.Pid
-			want := []string{fmt.Sprintf("start pid=%d blocked=%v", pid, person)}
+			want := []string{fmt.Sprintf("start pid=%d blocked=%v", pid, c.person)}
 			childMask, childEnv, again := maskLine(base), `[]`, false
-			if !person {
-				want = append(want, fmt.Sprintf("start pid=%d blocked=true", pid))
-				childEnv, again = `["POSTERN_HELD_SIGNALS=10"]`, true
-			} else {
+			if c.person {
 				childMask = maskLine(base | usr1)
+			} else {
+				childEnv = `["POSTERN_HELD_SIGNALS=10"]`
+			}
+			if !c.person || c.startAgain {
+				want = append(want, fmt.Sprintf("start pid=%d blocked=true", pid))
+				again = true
 			}
 			want = append(want, fmt.Sprintf("held pid=%d held=true again=%v names=[%s] childenv=%s child=%q err=<nil>", pid, again, name, childEnv, childMask))
 			if got := strings.TrimSpace(string(out)); got != strings.Join(want, "\n") {

@@ -41,15 +41,17 @@ var state struct {
 
 // Hold makes sigs held: blocked in every thread of the process from its
 // first instruction, as the Go runtime gives every thread it starts the
-// mask the program started with. Where they are not blocked yet, it
-// blocks them and starts the program again (package startagain), adding
-// again to its environment for what the program set up before (the
-// environment hugepages.ChildEnv gives), so that it returns only in the
-// program started so. Where the exec fails, it returns with the signals
-// not held, and a [Queue] catches them as os/signal passes them on. Call
-// it first thing, after the calls that may start the program again
-// before it.
-func Hold(again []string, sigs ...syscall.Signal) {
+// mask the program started with. Where they are not blocked yet, or
+// where startAgain says a setting of the caller's needs it
+// (hugepages.TurnOff), it blocks them and starts the program again
+// (package startagain), once for both, adding env to its environment for
+// what the caller set up (hugepages.ChildEnv), so that it returns only
+// in the program started so. The program started so never starts again.
+// Where the exec fails, it returns with the signals not held, and a
+// [Queue] catches them as os/signal passes them on. Call it first thing,
+// before the program opens anything or starts a goroutine whose work an
+// exec would cut short.
+func Hold(startAgain bool, env []string, sigs ...syscall.Signal) {
 	startagain.Restore()
 	v, ours := os.LookupEnv(heldVar)
 	os.Unsetenv(heldVar)
@@ -70,11 +72,10 @@ func Hold(again []string, sigs ...syscall.Signal) {
 		state.mu.Lock()
 		state.held, state.added = slices.Clone(sigs), added
 		state.mu.Unlock()
-		return
 	}
-	if ours {
-		// Started again, and the mask did not come through: once
-		// is enough.
+	if ours || len(missing) == 0 && !startAgain {
+		// Started again already (where the mask did not come
+		// through, once is enough), or no need to.
 		return
 	}
 	// The exec must come from the thread that blocked them.
@@ -84,7 +85,7 @@ func Hold(again []string, sigs ...syscall.Signal) {
 	if unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil) != nil {
 		return
 	}
-	startagain.Exec(append(slices.Clip(again), heldVar+"="+format(append(added, missing...)))...)
+	startagain.Exec(append(slices.Clip(env), heldVar+"="+format(append(added, missing...)))...)
 	unix.PthreadSigmask(unix.SIG_UNBLOCK, &set, nil)
 }
 

@@ -10,7 +10,7 @@ import (
 
 // Hold holds nothing but on Linux: the signals are caught through
 // os/signal.
-func Hold([]string, ...syscall.Signal) {}
+func Hold(bool, []string, ...syscall.Signal) {}
 
 // Held reports false but on Linux.
 func Held(syscall.Signal) bool { return false }

@@ -30,17 +30,24 @@ const modeFile = "/sys/kernel/mm/transparent_hugepage/enabled"
 // opens anything or starts a goroutine whose work an exec would cut
 // short.
 func Off() {
+	if TurnOff() {
+		// On failure, the setting holds from here on.
+		startagain.Exec(ChildEnv()...)
+	}
+}
+
+// TurnOff is Off without the start again: it reports whether the program
+// must start again for the setting to hold, and leaves that to the
+// caller, which may have a setting of its own to start again for
+// (heldsig.Hold), with [ChildEnv] added to the environment.
+func TurnOff() (startAgain bool) {
 	startagain.Restore()
 	_, ours := os.LookupEnv(againVar)
 	os.Unsetenv(againVar)
 	if !ours && disabled() {
-		return
+		return false
 	}
-	if !markOff() || ours || !allMemory() {
-		return
-	}
-	// On failure, the setting holds from here on.
-	startagain.Exec(ChildEnv()...)
+	return markOff() && !ours && allMemory()
 }
 
 // ChildEnv returns what to add to the environment of a program of

@@ -13,10 +13,20 @@ import (
 	"github.com/postern/postern/internal/startagain"
 )
 
-// childVar makes the test binary the program Off is tried in.
-const childVar = "HUGEPAGES_TEST_CHILD"
+// childVar makes the test binary the program Off is tried in, and
+// turnOffVar the program TurnOff is.
+const (
+	childVar   = "HUGEPAGES_TEST_CHILD"
+	turnOffVar = "HUGEPAGES_TEST_TURN_OFF"
+)
 
 func TestMain(m *testing.M) {
+	if os.Getenv(turnOffVar) != "" {
+		fmt.Printf("start pid=%d disabled=%v\n", os.Getpid(), disabled())
+		startAgain := TurnOff()
+		fmt.Printf("turned off pid=%d disabled=%v start-again=%v childenv=%d\n", os.Getpid(), disabled(), startAgain, len(ChildEnv()))
+		os.Exit(0)
+	}
 	if os.Getenv(childVar) != "" {
 		// What Off does to a program: counted by the lines its starts
 		// print, one each.
@@ -133,6 +143,37 @@ func TestOffStartsTheProgramAgainUnderTheSetting(t *testing.T) {
 			want = append(want, fmt.Sprintf("off pid=%d disabled=true marker=false names=[%s] allow-disabled=%v", pid, name, personal))
 			if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 				t.Errorf("the child printed\n%s\nwant\n%s\n(%s: %s)", out, strings.Join(want, "\n"), modeFile, mode())
+			}
+		})
+	}
+}
+
+// TurnOff turns huge pages off as Off does but never starts the program
+// again: it says whether the program must, where the kernel gives them to
+// all memory, with ChildEnv's marker and name to hand on. Where the
+// person turned them off, the program need not start again, and nothing
+// is handed on.
+func TestTurnOffLeavesTheStartAgainToTheCaller(t *testing.T) {
+	for _, inherited := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inherited=%v", inherited), func(t *testing.T) {
+			reset(t)
+			if err := setDisabled(inherited); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), turnOffVar+"=1")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			pid := cmd.Process.Pid
+			childEnv := 2
+			if inherited {
+				childEnv = 0
+			}
+			want := fmt.Sprintf("start pid=%d disabled=%v\nturned off pid=%d disabled=true start-again=%v childenv=%d", pid, inherited, pid, allMemory() && !inherited, childEnv)
+			if got := strings.TrimSpace(string(out)); got != want {
+				t.Errorf("the child printed\n%s\nwant\n%s\n(%s: %s)", got, want, modeFile, mode())
 			}
 		})
 	}

@@ -7,6 +7,9 @@ import "errors"
 // Off does nothing but on Linux.
 func Off() {}
 
+// TurnOff does nothing but on Linux.
+func TurnOff() bool { return false }
+
 // ChildEnv returns nothing but on Linux.
 func ChildEnv() []string { return nil }
 
