@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/postern/postern/audit"
 	"github.com/postern/postern/internal/knownhosts"
 	"github.com/postern/postern/internal/procid"
@@ -66,7 +68,8 @@ func killGroup(cmd *exec.Cmd) {
 }
 
 // childOf waits for the child of pid that runs exe (by its comm), and
-// pins it.
+// pins it. The test kills it at its end, through a pidfd: a child its
+// parent left to another is in no group the test kills.
 func (w *hostWorld) childOf(pid int, comm string) *procid.Peer {
 	w.t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
@@ -80,6 +83,12 @@ func (w *hostWorld) childOf(pid int, comm string) *procid.Peer {
 					w.t.Fatal(err)
 				}
 				w.t.Cleanup(func() { p.Close() })
+				if fd, err := unix.PidfdOpen(c, 0); err == nil {
+					w.t.Cleanup(func() {
+						unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+						unix.Close(fd)
+					})
+				}
 				return p
 			}
 		}

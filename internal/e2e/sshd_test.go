@@ -208,7 +208,7 @@ func (s *SSHD) Log() string {
 	return string(b)
 }
 
-// Stop kills sshd.
+// Stop kills sshd and what its logins left running.
 func (s *SSHD) Stop() {
 	select {
 	case <-s.done:
@@ -216,6 +216,7 @@ func (s *SSHD) Stop() {
 		s.cmd.Process.Kill()
 		<-s.done
 	}
+	killLeftBy(filepath.Join(s.Dir, "home"))
 }
 
 // SSHArgs returns ssh options that connect to this server with nothing

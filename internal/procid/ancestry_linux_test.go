@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,13 +59,16 @@ func TestWithinAnExitedProcessIsGone(t *testing.T) {
 	// root (sh) runs a shell that starts child (sleep) and exits when
 	// told, and then waits.
 	cmd := exec.Command("sh", "-c", `sh -c 'sleep 600 & echo $!; read x'; sleep 600`)
+	// In a group of its own, which goes whole at the end: its last
+	// sleep is a child of root's.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Wait()
-	defer cmd.Process.Kill()
+	defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	var pid int
 	if _, err := fmt.Fscan(out, &pid); err != nil {
 		t.Fatal(err)
