@@ -1,6 +1,7 @@
 package keychain
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -225,5 +226,34 @@ func TestServiceStartedAgain(t *testing.T) {
 	second := servePromptService(t, os.Getenv("DBUS_SESSION_BUS_ADDRESS"), answer)
 	if err := Store([16]byte{1}, []byte("secret")); err != nil || !second.called("CreateItem") {
 		t.Fatalf("Store with the service started again: %v; calls %v", err, second.calls)
+	}
+}
+
+// A bus that stops answering between the Unlock and the subscription to
+// its prompt's answer (its AddMatch never answered) fails the call once
+// sessionbus.CallTimeout has passed, and no prompt is put up that nothing
+// would hear the answer to.
+func TestPromptSubscriptionNeverAnswered(t *testing.T) {
+	addr := dbustest.Start(t, t.TempDir(), []string{"PATH=" + os.Getenv("PATH")})
+	p := servePromptService(t, addr, func(p *promptService, client dbus.Sender, prompt dbus.ObjectPath) {
+		completed(t, p.conn, client, prompt, false)
+	})
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", dbustest.Withholding(t, addr, "AddMatch"))
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- Store([16]byte{1}, []byte("secret")) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "subscribing to the prompt's answer") {
+			t.Fatalf("Store on a bus that never answered the subscription: %v", err)
+		}
+		if d := time.Since(start); d < sessionbus.CallTimeout {
+			t.Fatalf("gave up after %v, before the call's deadline", d)
+		}
+	case <-time.After(sessionbus.CallTimeout + 30*time.Second):
+		t.Fatalf("Store still waits %v after the subscription was sent", sessionbus.CallTimeout+30*time.Second)
+	}
+	if !p.called("Unlock") || p.called("Prompt") || p.called("CreateItem") {
+		t.Fatalf("calls %v: want the Unlock, and no prompt", p.calls)
 	}
 }
