@@ -18,7 +18,10 @@
 // the person's setting (a session that turned them off for all its
 // programs), and keeps it for everything; one of postern's that starts
 // another (the daemon a detaching gateway starts) hands it [ChildEnv], so
-// that the other knows the setting is postern's own.
+// that the other knows the setting is postern's own. [TurnOff] leaves the
+// start again to its caller, which has one of its own to make for another
+// setting (the gateway's held signals, package heldsig): the program then
+// starts again once for both.
 //
 // Allow turns them on again for a stretch of work that faults in much
 // fresh memory at once, or for the fork of a program that is not the
