@@ -16,6 +16,7 @@ import (
 	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/confine"
 	"github.com/postern/postern/internal/harden"
+	"github.com/postern/postern/internal/hugepages"
 	"github.com/postern/postern/internal/ptyrelay"
 )
 
@@ -80,6 +81,10 @@ func cmdRun(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Open as long as its run: its memory without the kernel's huge
+	// pages, as the gateway's. This may start the program again, so it
+	// comes before any descriptor is marked to close at an exec.
+	hugepages.Off()
 	// Only standard input, output and error reach the run's program.
 	if err := confine.CloseInheritedOnExec(); err != nil {
 		return fmt.Errorf("run: closing inherited descriptors: %w", err)
@@ -338,7 +343,11 @@ func startPlain(path string, argv, env []string) (launched, error) {
 	cmd := &exec.Cmd{Path: path, Args: argv}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = env
-	if err := cmd.Start(); err != nil {
+	// The person's program, with the huge pages it would have had.
+	restore := hugepages.Allow()
+	err := cmd.Start()
+	restore()
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", argv[0], err)
 	}
 	return plainRun{cmd}, nil

@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/postern/postern/internal/hugepages"
 )
 
 // ctlFD is the helper's end of the socket pair (its first extra file);
@@ -46,6 +48,11 @@ func Init() {
 func helper() int {
 	unix.CloseOnExec(ctlFD)
 	unix.CloseOnExec(ttyFD)
+	// Open as long as the run, as postern run: huge pages off, as
+	// postern run's choice was handed on (its hugepages.ChildEnv), or
+	// as the person set. Its memory is touched already by now; it does
+	// not start again for the setting.
+	hugepages.TurnOff()
 	// The helper keeps capabilities in the run's namespaces: nothing of
 	// the run may read or trace it.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -91,7 +98,12 @@ func helper() int {
 		if s.Terminal {
 			attr.Sys = foreground()
 		}
+		// The person's program, with the huge pages it would have
+		// had: on for the process (prctl, which the restrictions
+		// leave) while it is forked.
+		restore := hugepages.Allow()
 		p, err := os.StartProcess(s.Path, s.Args, attr)
+		restore()
 		if err != nil {
 			ch <- started{err: err, exec: true}
 			return

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/postern/postern/internal/hugepages"
+	"github.com/postern/postern/internal/startagain"
 )
 
 // procSys is where the kernel's settings are read; tests point it at a
@@ -107,9 +110,13 @@ func Start(s *Spec, stdin, stdout, stderr, tty *os.File) (*Run, error) {
 	}
 	uid, gid := os.Getuid(), os.Getgid()
 	cmd := &exec.Cmd{
-		Path:       "/proc/self/exe",
-		Args:       []string{helperName},
-		Env:        []string{},
+		Path: "/proc/self/exe",
+		Args: []string{helperName},
+		// None of the person's environment; only whether huge pages
+		// are off by postern's choice, not the person's (the helper
+		// turns them on for the program), and the name ps shows,
+		// where the kernel's would be "exe".
+		Env:        append(hugepages.ChildEnv(), startagain.NameEnv()),
 		Stdin:      stdin,
 		Stdout:     stdout,
 		Stderr:     stderr,

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -41,11 +42,7 @@ func posternNamed(t *testing.T, pid int) {
 // have had them. So does the approver's console, open as long.
 func TestGatewayRunsWithoutHugePages(t *testing.T) {
 	need(t, "ssh-add", "ssh-keygen")
-	// On for the tests, whatever the process that started them set, so
-	// that what the gateway starts would have had them on.
-	if err := unix.Prctl(unix.PR_SET_THP_DISABLE, 0, 0, 0, 0); err != nil || thpEnabled(os.Getpid()) != "1" {
-		t.Fatalf("cannot turn transparent huge pages on for the tests (THP_enabled %q, %v): a kernel without them?", thpEnabled(os.Getpid()), err)
-	}
+	hugePagesOn(t)
 	e := newEnv(t)
 	pass := e.WriteFile("pass", "vault pass\n", 0o600)
 	e.MustRun("postern", "vault", "init", "--passphrase-file", pass)
@@ -120,6 +117,68 @@ func TestGatewayRunsWithoutHugePages(t *testing.T) {
 	}
 	if got := strings.Fields(string(mustRead(t, seen))); strings.Join(got, " ") != "THP_enabled: 1 THP_enabled: 1" {
 		t.Errorf("the askpass programs of the gateway in the foreground and of the detached one ran with %q", got)
+	}
+}
+
+// hugePagesOn turns transparent huge pages on for the tests, whatever
+// the process that started them set, so that what postern starts would
+// have had them on.
+func hugePagesOn(t *testing.T) {
+	t.Helper()
+	if err := unix.Prctl(unix.PR_SET_THP_DISABLE, 0, 0, 0, 0); err != nil || thpEnabled(os.Getpid()) != "1" {
+		t.Fatalf("cannot turn transparent huge pages on for the tests (THP_enabled %q, %v): a kernel without them?", thpEnabled(os.Getpid()), err)
+	}
+}
+
+// TestRunRunsWithoutHugePages: postern run, open as long as its run, and
+// the helper of a confined run (the first process of its namespaces)
+// keep transparent huge pages off, as the gateway does; the run's
+// program has them as it would have had them, confined or not: on, or
+// off where the person turned them off for what it starts.
+func TestRunRunsWithoutHugePages(t *testing.T) {
+	hugePagesOn(t)
+	for _, c := range []struct {
+		opts   []string
+		person bool
+	}{{nil, false}, {[]string{"--no-sandbox"}, false}, {nil, true}, {[]string{"--no-sandbox"}, true}} {
+		t.Run(fmt.Sprintf("opts=%v,off-by-person=%v", c.opts, c.person), func(t *testing.T) {
+			want := "1"
+			if c.person {
+				want = "0"
+				if err := unix.Prctl(unix.PR_SET_THP_DISABLE, 1, 0, 0, 0); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { unix.Prctl(unix.PR_SET_THP_DISABLE, 0, 0, 0, 0) })
+			}
+			e := newEnv(t)
+			e.Config("") // the [run] section the tests' confined runs need
+			e.StartAgent()
+			d := e.StartRunWith("", c.opts...)
+			defer d.Stop()
+			if c.person {
+				// Only the run's processes start with the person's
+				// setting.
+				unix.Prctl(unix.PR_SET_THP_DISABLE, 0, 0, 0, 0)
+			}
+			launcher := d.cmd.Process.Pid
+			if v := posternTHP(t, launcher); v != "0" {
+				t.Errorf("postern run runs with THP_enabled %q", v)
+			}
+			parent, _ := strconv.Atoi(statusField(d.PID(), "PPid:"))
+			switch confined := c.opts == nil; {
+			case confined && parent == launcher:
+				t.Fatalf("the confined run's program %d is a child of postern run, not of its helper", d.PID())
+			case confined:
+				if v := posternTHP(t, parent); v != "0" {
+					t.Errorf("the run's helper (pid %d) runs with THP_enabled %q", parent, v)
+				}
+			case parent != launcher:
+				t.Fatalf("the unconfined run's program %d is a child of %d, not of postern run", d.PID(), parent)
+			}
+			if v := thpEnabled(d.PID()); v != want {
+				t.Errorf("the run's program runs with THP_enabled %q, want %q", v, want)
+			}
+		})
 	}
 }
 

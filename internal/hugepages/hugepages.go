@@ -1,6 +1,7 @@
 // Package hugepages keeps transparent huge pages out of the memory of a
-// program that runs for hours, the gateway or the approver's console,
-// but for the work that wants them.
+// program that runs for hours (the gateway, the approver's console,
+// postern run and the helper of a confined run), but for the work that
+// wants them.
 //
 // Where the kernel gives huge pages to all anonymous memory
 // (/sys/kernel/mm/transparent_hugepage/enabled set to "always", the
