@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/postern/postern/gateway"
+	"github.com/postern/postern/gateway/api"
 	"github.com/postern/postern/internal/getopt"
 	"github.com/postern/postern/internal/harden"
 	"github.com/postern/postern/internal/heldsig"
@@ -177,8 +178,7 @@ func cmdAgent(args []string, out, errw io.Writer) error {
 		f.privateDir = d
 	}
 	if f.privateDir != "" {
-		// Removed only once empty: the sockets go when the gateway stops.
-		defer os.Remove(f.privateDir)
+		defer removePrivateDir(f.privateDir, f.socket)
 	}
 	switch {
 	case os.Getenv(envDetached) != "":
@@ -354,4 +354,19 @@ func inheritedFiles(fds []int) []*os.File {
 		files[fd-3] = os.NewFile(uintptr(fd), "inherited")
 	}
 	return files
+}
+
+// removePrivateDir removes the directory made for the agent socket sock
+// (no -a) as the agent exits, once the sockets in it are gone, and in it
+// the socket directories of runs that live on: no gateway listens there
+// again, as one at a path of the person's choosing does after a restart
+// (a run's directory stays for that). Only empty directories go.
+func removePrivateDir(dir, sock string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if _, ok := api.RunSocketDir(sock, e.Name()); ok && e.IsDir() {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+	os.Remove(dir)
 }
