@@ -74,7 +74,17 @@ func cmdApprove(args []string, out, errw io.Writer) error {
 		case given(fs, "subject") && *once:
 			return usagef("approve: --subject chooses what a session binds: not for --once")
 		}
-		return approveOutputConflict(*list, *line, *asJSON, id, isTerminal(os.Stdin))
+		if err := approveOutputConflict(*list, *line, *asJSON, id, isTerminal(os.Stdin)); err != nil {
+			return err
+		}
+		if !*list && id == "" {
+			// The console, open for hours as the gateway: its memory
+			// without the kernel's huge pages. This may start the
+			// program again, so it comes before the gateway's client is
+			// made, whose warnings would be printed twice.
+			hugepages.Off()
+		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -83,9 +93,6 @@ func cmdApprove(args []string, out, errw io.Writer) error {
 	case *list:
 		return listCards(c, out, *asJSON)
 	case id == "":
-		// Open for hours, as the gateway: its memory without the
-		// kernel's huge pages (this may start the program again).
-		hugepages.Off()
 		switch {
 		case !isTerminal(os.Stdin):
 			return approveLines(c, waitread.Reader(os.Stdin), out, errw, *asJSON)

@@ -69,6 +69,11 @@ type launched interface {
 }
 
 func cmdRun(args []string, out, errw io.Writer) error {
+	// Open as long as its run: its memory without the kernel's huge
+	// pages, as the gateway's. This may start the program again, so it
+	// comes first: before anything is printed (a warning would be
+	// printed twice) or a descriptor is marked to close at an exec.
+	hugepages.Off()
 	fs := newFlags("run", runUsage)
 	label := fs.String("label", "", "a label for approvers (display only)")
 	noSandbox := fs.Bool("no-sandbox", false, "run unconfined (every card for the run says so)")
@@ -81,10 +86,6 @@ func cmdRun(args []string, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// Open as long as its run: its memory without the kernel's huge
-	// pages, as the gateway's. This may start the program again, so it
-	// comes before any descriptor is marked to close at an exec.
-	hugepages.Off()
 	// Only standard input, output and error reach the run's program.
 	if err := confine.CloseInheritedOnExec(); err != nil {
 		return fmt.Errorf("run: closing inherited descriptors: %w", err)
