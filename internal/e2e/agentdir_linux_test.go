@@ -20,12 +20,13 @@ func TestPrivateDirGoesWithALiveRun(t *testing.T) {
 	tmp := e.Path("tmp")
 	os.Mkdir(tmp, 0o700)
 	e.Setenv("TMPDIR", tmp)
-	// COMMAND starts a run, waits for its socket directory, prints
-	// the run's launcher and the agent socket, and exits: the agent
-	// exits with it.
+	// COMMAND starts a run, waits until the gateway has registered its
+	// process (not only prepared it), prints the run's launcher and the
+	// agent socket, and exits: the agent exits with it.
 	r := e.MustRun("postern", "agent", "sh", "-c", `postern run --no-sandbox -- sleep 600 >/dev/null 2>&1 &
 echo "$!"; echo "$SSH_AUTH_SOCK"
-until ls -d "$SSH_AUTH_SOCK".run-* >/dev/null 2>&1; do sleep 0.05; done`)
+until postern sessions --json | grep -Eq '"pid": *[1-9]'; do sleep 0.05; done
+ls -d "$SSH_AUTH_SOCK".run-* >/dev/null`)
 	out := strings.Fields(r.Stdout)
 	if len(out) != 2 {
 		t.Fatalf("postern agent COMMAND printed %q", r.Stdout)
