@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/postern/postern/internal/procid/proctest"
 )
 
 // A command a login of the test's sshd left running (here on purpose, in
@@ -28,9 +30,8 @@ func TestSSHDStopEndsWhatItsLoginsLeft(t *testing.T) {
 		t.Fatalf("the command the login left: %v", err)
 	}
 	defer unix.Close(fd)
-	if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); string(b) != "sleep\n" {
-		t.Fatalf("process %d is %q, not the sleep the login left", pid, b)
-	}
+	// The shell's child, which may not have executed sleep yet.
+	proctest.WaitSleeping(t, pid, "sleep")
 	sshd.Stop()
 	// A pidfd polls readable once its process has exited.
 	if n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 10_000); n != 1 || err != nil {
